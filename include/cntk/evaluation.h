@@ -1,0 +1,33 @@
+// Running a graph: forward (eval), and backward from root gradients.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "cntk/function.h"
+#include "cntk/value.h"
+
+namespace cntk {
+
+// What forward keeps for a later backward: the compiled plan and every value it computed.
+struct BackPropState;
+using BackPropStatePtr = std::shared_ptr<BackPropState>;
+
+using VariableValues = std::vector<std::pair<Variable, Value>>;
+
+// Computes `outputs` of `f` from `arguments`. When `keep_for_backward` is true the
+// call runs in training mode (dropout active, as in CNTK) and returns a state for backward.
+BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, const std::vector<Variable>& outputs,
+                         std::vector<Value>& output_values, bool keep_for_backward);
+
+// Gradients of the roots (seeded with `root_gradients`) with respect to `wrt`.
+void backward(const BackPropStatePtr& state, const VariableValues& root_gradients, const std::vector<Variable>& wrt,
+              std::vector<Value>& gradients);
+
+// Gradients summed over the batch; parameters never carry a batch axis so their
+// gradients are plain arrays (what learners consume).
+FunctionPtr backprop_state_function(const BackPropStatePtr& state);
+
+// Number of plans compiled so far (tests check that a repeated layout plans once).
+size_t plans_compiled();
+
+}  // namespace cntk

@@ -1,0 +1,96 @@
+// Function: a node of the graph that computes. A primitive function applies one
+// catalogue op; a composite function names the graph below a root; a block
+// function wraps a composite as one op of its own.
+#pragma once
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "cntk/variable.h"
+
+namespace cntk {
+
+struct OpDef;
+
+enum class FunctionKind { Primitive, Composite, Block };
+enum class CloneMethod { Clone = 0, Share = 1, Freeze = 2 };
+
+class Function : public std::enable_shared_from_this<Function> {
+ public:
+  // A primitive function: runs shape inference immediately (errors surface here).
+  static FunctionPtr primitive(const std::string& op_name, std::vector<Variable> inputs, Dictionary attributes,
+                               const std::string& name = "");
+  static FunctionPtr composite(FunctionPtr root, const std::string& name = "");
+  static FunctionPtr combine(const std::vector<Variable>& outputs, const std::string& name = "");
+  // Wraps `composite` as a block; `mapping` pairs each placeholder of the composite
+  // with the variable that feeds it from outside.
+  static FunctionPtr block(FunctionPtr composite, const std::vector<std::pair<Variable, Variable>>& mapping,
+                           const std::string& op_name, const std::string& instance_name);
+
+  FunctionKind kind() const { return kind_; }
+  bool is_primitive() const { return kind_ == FunctionKind::Primitive; }
+  bool is_composite() const { return kind_ == FunctionKind::Composite; }
+  bool is_block() const { return kind_ == FunctionKind::Block; }
+  const std::string& op_name() const { return op_name_; }
+  const std::string& name() const { return name_; }
+  void set_name(const std::string& n) { name_ = n; }
+  const std::string& uid() const { return uid_; }
+  const Dictionary& attributes() const { return attributes_; }
+  Dictionary& mutable_attributes() { return attributes_; }
+  const OpDef* op() const { return op_; }
+
+  // The function this one computes through: self for primitives and blocks, the root for composites.
+  FunctionPtr root_function();
+  // Direct inputs (primitive, block) or the leaves of the graph (composite).
+  std::vector<Variable> inputs();
+  std::vector<Variable> outputs();
+  Variable output();  // the single output; ValueError if there are several
+  // Leaves of the graph by kind, in depth-first order.
+  std::vector<Variable> arguments();
+  std::vector<Variable> parameters();
+  std::vector<Variable> constants();
+  std::vector<Variable> placeholders();
+  // Block specifics.
+  FunctionPtr block_root() const;
+  const std::vector<std::pair<Variable, Variable>>& block_arguments_mapping() const { return block_map_; }
+
+  // Every primitive/block function of the graph, inputs before users.
+  std::vector<FunctionPtr> topological_order();
+  std::vector<FunctionPtr> find_all_with_name(const std::string& name, bool nested = false);
+
+  // Rebinds placeholders to variables everywhere in the graph; shapes are re-inferred.
+  FunctionPtr replace_placeholders(const std::unordered_map<VariableImpl*, Variable>& map);
+  FunctionPtr clone(CloneMethod method, const std::unordered_map<VariableImpl*, Variable>& substitutions);
+
+  // Internal: graph edges.
+  const std::vector<Variable>& direct_inputs() const { return inputs_; }
+  std::vector<Variable>& mutable_direct_inputs() { return inputs_; }
+  const std::vector<std::shared_ptr<VariableImpl>>& output_impls() const { return outputs_; }
+  // Re-runs shape inference (after placeholders were bound).
+  void infer_outputs();
+  // Mutable per-function state kept by some ops (random number generator position, running statistics).
+  std::shared_ptr<void>& op_state() { return op_state_; }
+  // Compiled plans for this function (owned by exec/plan.cpp).
+  std::shared_ptr<void>& plan_cache() { return plan_cache_; }
+
+ private:
+  Function() = default;
+  Variable output_handle(size_t i);
+  std::vector<Variable> leaves(VariableKind kind);
+
+  FunctionKind kind_ = FunctionKind::Primitive;
+  const OpDef* op_ = nullptr;
+  std::string op_name_, name_, uid_;
+  std::vector<Variable> inputs_;
+  std::vector<std::shared_ptr<VariableImpl>> outputs_;
+  Dictionary attributes_;
+  FunctionPtr root_;  // composite: root; block: the inner composite
+  std::vector<std::pair<Variable, Variable>> block_map_;
+  std::shared_ptr<void> op_state_;
+  std::shared_ptr<void> plan_cache_;
+  bool outputs_alias_inputs_ = false;  // Combine: its outputs are its inputs
+  friend class Variable;
+};
+
+}  // namespace cntk

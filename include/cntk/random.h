@@ -1,0 +1,16 @@
+// Global random-number settings that CNTK scripts set (set_fixed_random_seed).
+#pragma once
+#include <cstdint>
+
+namespace cntk {
+
+void set_fixed_random_seed(uint64_t seed);
+bool is_random_seed_fixed();
+// The next seed for an op or initializer that was not given one explicitly.
+uint64_t next_random_seed();
+void force_deterministic_algorithms(bool on = true);
+bool should_force_deterministic_algorithms();
+void set_computation_network_trace_level(int level);
+int get_computation_network_trace_level();
+
+}  // namespace cntk

@@ -1,0 +1,72 @@
+// A caching allocator: freed blocks go to per-size free lists and are handed out
+// again, so repeated minibatches of the same shape allocate nothing from the OS.
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+
+#include "cntk/tensor.h"
+
+namespace cntk {
+namespace {
+
+constexpr size_t kAlignment = 64;
+constexpr size_t kMaxCachedBytes = size_t(1) << 31;  // cap on memory held in free lists
+
+size_t round_up(size_t bytes) {
+  // Buckets: multiples of 64 bytes up to 4 KiB, then steps of 1/8 of the power of two.
+  if (bytes <= 4096) return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  size_t p = 1;
+  while (p < bytes) p <<= 1;
+  size_t step = p / 8;
+  return (bytes + step - 1) / step * step;
+}
+
+struct Pool {
+  std::mutex mu;
+  std::unordered_map<size_t, std::vector<void*>> free_lists;
+  size_t cached = 0;
+
+  void* get(size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = free_lists.find(bytes);
+      if (it != free_lists.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached -= bytes;
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(kAlignment, bytes);
+    if (!p) throw Error("out of memory allocating " + std::to_string(bytes) + " bytes");
+    return p;
+  }
+
+  void put(void* p, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (cached + bytes > kMaxCachedBytes) {
+      std::free(p);
+      return;
+    }
+    free_lists[bytes].push_back(p);
+    cached += bytes;
+  }
+
+  ~Pool() {
+    for (auto& kv : free_lists)
+      for (void* p : kv.second) std::free(p);
+  }
+};
+
+Pool& pool() {
+  static Pool* p = new Pool();  // never destroyed: storages may outlive static teardown
+  return *p;
+}
+
+}  // namespace
+
+Storage::Storage(size_t bytes) : bytes_(round_up(bytes == 0 ? 1 : bytes)) { data_ = pool().get(bytes_); }
+
+Storage::~Storage() { pool().put(data_, bytes_); }
+
+}  // namespace cntk

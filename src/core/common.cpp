@@ -1,0 +1,79 @@
+#include "cntk/common.h"
+
+#include <sstream>
+
+namespace cntk {
+
+size_t element_size(DataType t) {
+  switch (t) {
+    case DataType::Float: return 4;
+    case DataType::Double: return 8;
+    case DataType::Float16: return 2;
+    default: throw ValueError("element_size: unknown data type");
+  }
+}
+
+const char* to_string(DataType t) {
+  switch (t) {
+    case DataType::Float: return "float32";
+    case DataType::Double: return "float64";
+    case DataType::Float16: return "float16";
+    default: return "unknown";
+  }
+}
+
+bool NDShape::has_inferred() const {
+  for (auto d : dims_)
+    if (d == kInferredDimension) return true;
+  return false;
+}
+
+bool NDShape::has_free() const {
+  for (auto d : dims_)
+    if (d == kFreeDimension) return true;
+  return false;
+}
+
+int64_t NDShape::total_size() const {
+  int64_t n = 1;
+  for (auto d : dims_) {
+    if (d < 0) throw ShapeError("shape " + str() + " has unknown dimensions; its size is undefined");
+    n *= d;
+  }
+  return n;
+}
+
+NDShape NDShape::sub(size_t begin, size_t end) const {
+  if (begin > end || end > dims_.size()) throw ValueError("NDShape::sub: range out of bounds for " + str());
+  return NDShape(std::vector<int64_t>(dims_.begin() + begin, dims_.begin() + end));
+}
+
+NDShape NDShape::concat(const NDShape& other) const {
+  std::vector<int64_t> d = dims_;
+  d.insert(d.end(), other.dims_.begin(), other.dims_.end());
+  return NDShape(std::move(d));
+}
+
+std::string NDShape::str() const {
+  std::ostringstream os;
+  os << "(";
+  for (size_t i = 0; i < dims_.size(); ++i) {
+    if (i) os << ", ";
+    os << dims_[i];
+  }
+  if (dims_.size() == 1) os << ",";
+  os << ")";
+  return os.str();
+}
+
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size());
+  int64_t acc = 1;
+  for (size_t i = dims.size(); i-- > 0;) {
+    s[i] = acc;
+    acc *= dims[i];
+  }
+  return s;
+}
+
+}  // namespace cntk

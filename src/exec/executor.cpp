@@ -1,0 +1,225 @@
+// Forward and backward over a compiled plan.
+#include <unordered_set>
+
+#include "cntk/evaluation.h"
+#include "exec/plan.h"
+#include "kernels/cpu/reduce.h"
+#include "ops/eager.h"
+
+namespace cntk {
+
+struct BackPropState {
+  FunctionPtr function;
+  std::shared_ptr<const Plan> plan;
+  std::vector<NDArrayView> values;
+  std::vector<std::vector<int64_t>> seq_lengths;  // per slot; empty when it has no sequence axis
+  bool training = false;
+};
+
+FunctionPtr backprop_state_function(const BackPropStatePtr& s) { return s->function; }
+
+namespace {
+
+std::string dims_str(const Variable& v) {
+  std::string s;
+  for (auto& a : v.dynamic_axes()) s += (a.is_batch() ? "batch" : "sequence") + std::string(", ");
+  return "[" + s + "*" + v.shape().str() + "]";
+}
+
+bool static_matches(const NDShape& declared, const NDShape& actual) {
+  if (declared.rank() != actual.rank()) return false;
+  for (size_t i = 0; i < declared.rank(); ++i)
+    if (declared[i] >= 0 && declared[i] != actual[i]) return false;
+  return true;
+}
+
+// Converts a user Value for variable v into the runtime layout (time-major for sequences).
+NDArrayView to_runtime(const Variable& v, const Value& val, std::vector<int64_t>& lengths) {
+  NDArrayView d = val.data();
+  size_t ndyn = v.dynamic_axes().size();
+  if (d.dtype() != v.dtype()) d = d.to_dense().cast(v.dtype());
+  if (d.is_sparse()) d = d.to_dense();
+  if (d.rank() < ndyn || !static_matches(v.shape(), d.shape().sub(ndyn))) {
+    // A single sample without a batch axis is accepted for batch-only variables.
+    if (ndyn == 1 && static_matches(v.shape(), d.shape())) {
+      d = d.reshape(NDShape{1}.concat(d.shape()));
+    } else {
+      throw ValueError("the data for " + v.str() + " has shape " + d.shape().str() + ", expected " + dims_str(v));
+    }
+  }
+  if (ndyn == 2) {
+    int64_t B = d.shape()[0], T = d.shape()[1];
+    lengths.assign(B, T);
+    if (val.mask()) lengths = val.mask()->lengths();
+    std::vector<int> perm(d.rank());
+    for (size_t i = 0; i < perm.size(); ++i) perm[i] = int(i);
+    std::swap(perm[0], perm[1]);
+    d = d.permute(perm).contiguous();
+  }
+  return d;
+}
+
+Value to_value(const Variable& v, const NDArrayView& x, const std::vector<int64_t>& lengths) {
+  if (v.dynamic_axes().size() == 2) {
+    std::vector<int> perm(x.rank());
+    for (size_t i = 0; i < perm.size(); ++i) perm[i] = int(i);
+    std::swap(perm[0], perm[1]);
+    NDArrayView d = x.permute(perm).contiguous();
+    std::vector<int64_t> lens = lengths;
+    if (lens.empty()) lens.assign(d.shape()[0], d.shape()[1]);
+    bool full = true;
+    for (auto l : lens) full = full && l == d.shape()[1];
+    return Value(d, full ? nullptr : std::make_shared<NDMask>(NDMask::from_lengths(lens, d.shape()[1])));
+  }
+  return Value(x);
+}
+
+ComputeContext make_context(const PlanStep& st, BackPropState& s) {
+  ComputeContext ctx;
+  ctx.fn = st.fn;
+  ctx.attrs = &st.fn->attributes();
+  ctx.training = s.training;
+  for (size_t i = 0; i < st.in.size(); ++i) {
+    ctx.inputs.push_back(s.values[st.in[i]]);
+    ctx.in_dyn.push_back(int(st.in_axes[i].size()));
+    ctx.in_axes.push_back(st.in_axes[i]);
+  }
+  ctx.out_axes = st.out_axes;
+  ctx.out_dyn = int(st.out_axes.size());
+  return ctx;
+}
+
+}  // namespace
+
+BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, const std::vector<Variable>& outputs_in,
+                         std::vector<Value>& output_values, bool keep_for_backward) {
+  std::vector<Variable> outputs = outputs_in.empty() ? f->outputs() : outputs_in;
+  auto s = std::make_shared<BackPropState>();
+  s->function = f;
+  s->training = keep_for_backward;
+  s->plan = get_plan(f, outputs);
+  const Plan& p = *s->plan;
+  s->values.assign(p.slot_var.size(), NDArrayView());
+  s->seq_lengths.assign(p.slot_var.size(), {});
+  std::unordered_set<int> bound;
+  for (auto& [var, val] : arguments) {
+    auto it = p.slot.find(var.get());
+    if (it == p.slot.end()) continue;  // not needed for these outputs
+    s->values[it->second] = to_runtime(var, val, s->seq_lengths[it->second]);
+    bound.insert(it->second);
+  }
+  for (int leaf : p.leaf_slots) {
+    const Variable& v = p.slot_var[leaf];
+    if (bound.count(leaf)) continue;
+    if (v.is_parameter() || v.is_constant()) {
+      s->values[leaf] = v.value();
+    } else {
+      throw ValueError("no data was given for " + v.str() + ", which the requested outputs need");
+    }
+  }
+  // Batch sizes must agree across inputs.
+  for (auto& st : p.steps) {
+    ComputeContext ctx = make_context(st, *s);
+    std::vector<NDArrayView> outs = st.op->forward(ctx);
+    if (outs.size() != st.out.size()) throw Error(st.op->name + ": kernel returned the wrong number of outputs");
+    // Sequence lengths follow the first input that has the output's sequence axis.
+    std::vector<int64_t> lens;
+    for (size_t i = 0; i < st.in.size() && lens.empty(); ++i)
+      if (!s->seq_lengths[st.in[i]].empty() && st.out_axes.size() == 2) lens = s->seq_lengths[st.in[i]];
+    for (size_t k = 0; k < outs.size(); ++k) {
+      s->values[st.out[k]] = outs[k];
+      s->seq_lengths[st.out[k]] = lens;
+    }
+  }
+  output_values.clear();
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    int slot = p.output_slots[i];
+    output_values.push_back(to_value(outputs[i], s->values[slot], s->seq_lengths[slot]));
+  }
+  return keep_for_backward ? s : nullptr;
+}
+
+void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, const std::vector<Variable>& wrt,
+              std::vector<Value>& gradients) {
+  if (!sp) throw ValueError("backward: no state; call forward with keep_for_backward first");
+  BackPropState& s = *sp;
+  const Plan& p = *s.plan;
+  size_t n = p.slot_var.size();
+  // Which slots lead to a variable we want the gradient of.
+  std::vector<bool> wanted(n, false);
+  for (auto& w : wrt) {
+    auto it = p.slot.find(w.get());
+    if (it != p.slot.end()) wanted[it->second] = true;
+  }
+  std::vector<bool> depends = wanted;
+  for (auto& st : p.steps) {
+    bool any = false;
+    for (int i : st.in) any = any || depends[i];
+    if (any)
+      for (int o : st.out) depends[o] = true;
+  }
+  std::vector<NDArrayView> grads(n);
+  for (auto& [var, val] : root_gradients) {
+    auto it = p.slot.find(var.get());
+    if (it == p.slot.end()) throw ValueError("backward: " + var.str() + " is not an output of this function");
+    std::vector<int64_t> lens;
+    NDArrayView g = to_runtime(var, val, lens);
+    if (g.shape() != s.values[it->second].shape())
+      throw ValueError("backward: root gradient of shape " + g.shape().str() + " does not match the output's " +
+                       s.values[it->second].shape().str());
+    grads[it->second] = g.contiguous().copy();
+  }
+  for (size_t k = p.steps.size(); k-- > 0;) {
+    const PlanStep& st = p.steps[k];
+    bool has_grad = false;
+    for (int o : st.out) has_grad = has_grad || grads[o].defined();
+    bool needed = false;
+    for (int i : st.in) needed = needed || depends[i];
+    if (!has_grad || !needed) continue;
+    ComputeContext ctx = make_context(st, s);
+    for (int o : st.out) {
+      ctx.outputs.push_back(s.values[o]);
+      ctx.grad_outputs.push_back(grads[o].defined() ? grads[o] : eager::zeros_like(s.values[o]));
+    }
+    for (size_t i = 0; i < st.in.size(); ++i) {
+      int in = st.in[i];
+      if (!depends[in]) continue;
+      NDArrayView g;
+      switch (st.op->gradient) {
+        case Gradient::Zero: continue;
+        case Gradient::None:
+          throw ValueError("'" + st.op->name + "' is not differentiable with respect to its input " + std::to_string(i));
+        case Gradient::Rule:
+          if (!st.op->backward) throw NotImplementedError("'" + st.op->name + "' has no gradient rule");
+          g = st.op->backward(ctx, i);
+      }
+      if (!g.defined()) continue;
+      if (g.shape() != s.values[in].shape())
+        throw Error(st.op->name + ": gradient for input " + std::to_string(i) + " has shape " + g.shape().str() +
+                    ", expected " + s.values[in].shape().str());
+      if (!grads[in].defined()) {
+        // Accumulators are written in place later: never let one share storage.
+        bool shared = g.same_storage(s.values[in]) || !g.is_contiguous();
+        for (auto& go : ctx.grad_outputs) shared = shared || g.same_storage(go);
+        for (auto& x : ctx.inputs) shared = shared || g.same_storage(x);
+        grads[in] = shared ? g.copy() : g;
+      }
+      else
+        eager::add_to(grads[in], g);
+    }
+  }
+  gradients.clear();
+  for (auto& w : wrt) {
+    auto it = p.slot.find(w.get());
+    if (it == p.slot.end() || !grads[it->second].defined()) {
+      // Not reached from the roots: the gradient is zero.
+      NDShape shape = it == p.slot.end() ? w.shape() : s.values[it->second].shape();
+      NDArrayView z = NDArrayView::zeros(w.dtype(), shape);
+      gradients.push_back(it == p.slot.end() ? Value(z) : to_value(w, z, s.seq_lengths[it->second]));
+      continue;
+    }
+    gradients.push_back(to_value(w, grads[it->second], s.seq_lengths[it->second]));
+  }
+}
+
+}  // namespace cntk

@@ -1,0 +1,339 @@
+#include "cntk/function.h"
+
+#include <functional>
+#include <unordered_set>
+
+#include "ops/op.h"
+
+namespace cntk {
+
+namespace {
+
+bool has_unknown_input(const std::vector<Variable>& inputs) {
+  for (auto& v : inputs) {
+    if (v.shape().is_unknown()) return true;
+    for (auto& a : v.dynamic_axes())
+      if (a.is_dynamic() && a.name() == "UnknownAxes") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+FunctionPtr Function::primitive(const std::string& op_name, std::vector<Variable> inputs, Dictionary attributes,
+                                const std::string& name) {
+  const OpDef* op = find_op(op_name);
+  if (!op) throw NotImplementedError("op '" + op_name + "' is not implemented");
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].defined()) throw ValueError(op_name + ": input " + std::to_string(i) + " is undefined");
+  FunctionPtr f(new Function());
+  f->kind_ = FunctionKind::Primitive;
+  f->op_ = op;
+  f->op_name_ = op_name;
+  f->name_ = name;
+  f->uid_ = new_uid(op_name.c_str());
+  f->inputs_ = std::move(inputs);
+  f->attributes_ = std::move(attributes);
+  if (op_name == "Combine") {
+    f->outputs_alias_inputs_ = true;
+    for (auto& v : f->inputs_) f->outputs_.push_back(v.impl());
+    return f;
+  }
+  f->infer_outputs();
+  return f;
+}
+
+void Function::infer_outputs() {
+  if (outputs_alias_inputs_) return;
+  std::vector<OutputInfo> infos;
+  if (kind_ == FunctionKind::Block) {
+    // Give the inner placeholders the outer variables' types, then re-infer the inside.
+    for (auto& [ph, outer] : block_map_) {
+      ph.impl()->shape = outer.shape();
+      ph.impl()->dtype = outer.dtype();
+      ph.impl()->dynamic_axes = outer.dynamic_axes();
+      ph.impl()->is_sparse = outer.is_sparse();
+    }
+    for (auto& fn : root_->topological_order()) fn->infer_outputs();
+    for (auto& o : root_->outputs()) infos.push_back({o.shape(), o.dtype(), o.dynamic_axes(), o.is_sparse()});
+  } else if (has_unknown_input(inputs_)) {
+    // Shapes wait until the placeholders are bound.
+    size_t n = outputs_.empty() ? 1 : outputs_.size();
+    for (size_t i = 0; i < n; ++i)
+      infos.push_back({NDShape::unknown(), DataType::Float, {Axis::dynamic("UnknownAxes")}, false});
+  } else {
+    InferContext ctx(op_name_, inputs_, attributes_);
+    infos = op_->infer(ctx);
+  }
+  bool needs_grad = false;
+  for (auto& v : inputs_) needs_grad = needs_grad || v.needs_gradient();
+  if (kind_ == FunctionKind::Block) needs_grad = true;
+  if (outputs_.size() < infos.size()) {
+    for (size_t i = outputs_.size(); i < infos.size(); ++i) {
+      auto o = std::make_shared<VariableImpl>();
+      o->kind = VariableKind::Output;
+      o->owner = this;
+      o->output_index = i;
+      o->uid = uid_ + "_Output_" + std::to_string(i);
+      outputs_.push_back(o);
+    }
+  }
+  for (size_t i = 0; i < infos.size(); ++i) {
+    auto& o = *outputs_[i];
+    o.shape = infos[i].shape;
+    o.dtype = infos[i].dtype;
+    o.dynamic_axes = infos[i].dynamic_axes;
+    o.is_sparse = infos[i].is_sparse;
+    o.needs_gradient = needs_grad;
+  }
+}
+
+FunctionPtr Function::composite(FunctionPtr root, const std::string& name) {
+  if (!root) throw ValueError("as_composite: root function is undefined");
+  if (root->is_composite()) root = root->root_;
+  FunctionPtr f(new Function());
+  f->kind_ = FunctionKind::Composite;
+  f->root_ = root;
+  f->op_name_ = root->op_name_;
+  f->name_ = name.empty() ? root->name_ : name;
+  f->uid_ = root->uid_;
+  return f;
+}
+
+FunctionPtr Function::combine(const std::vector<Variable>& outputs, const std::string& name) {
+  if (outputs.empty()) throw ValueError("combine: needs at least one variable");
+  return composite(primitive("Combine", outputs, {}, name), name);
+}
+
+FunctionPtr Function::block(FunctionPtr composite_fn, const std::vector<std::pair<Variable, Variable>>& mapping,
+                            const std::string& op_name, const std::string& instance_name) {
+  if (!composite_fn->is_composite()) composite_fn = composite(composite_fn);
+  auto phs = composite_fn->placeholders();
+  for (auto& ph : phs) {
+    bool found = false;
+    for (auto& m : mapping) found = found || m.first == ph;
+    if (!found)
+      throw ValueError("as_block: placeholder " + ph.str() + " of the composite is not in block_arguments_map");
+  }
+  for (auto& m : mapping)
+    if (!m.first.is_placeholder()) throw ValueError("as_block: the keys of block_arguments_map must be placeholders");
+  FunctionPtr f(new Function());
+  f->kind_ = FunctionKind::Block;
+  f->root_ = composite_fn;
+  f->op_name_ = op_name;
+  f->name_ = instance_name;
+  f->uid_ = new_uid(op_name.c_str());
+  f->block_map_ = mapping;
+  for (auto& m : mapping) f->inputs_.push_back(m.second);
+  // Parameters and constants inside the block are inputs of the block too, as in CNTK.
+  for (auto& p : composite_fn->parameters()) f->inputs_.push_back(p);
+  for (auto& c : composite_fn->constants()) f->inputs_.push_back(c);
+  f->infer_outputs();
+  return f;
+}
+
+FunctionPtr Function::root_function() { return kind_ == FunctionKind::Composite ? root_ : shared_from_this(); }
+
+FunctionPtr Function::block_root() const {
+  if (kind_ != FunctionKind::Block) throw ValueError("block_root: " + op_name_ + " is not a block function");
+  return root_;
+}
+
+Variable Function::output_handle(size_t i) { return Variable(outputs_[i], outputs_alias_inputs_ ? nullptr : shared_from_this()); }
+
+std::vector<Variable> Function::outputs() {
+  if (kind_ == FunctionKind::Composite) return root_->outputs();
+  std::vector<Variable> out;
+  if (outputs_alias_inputs_) return inputs_;
+  for (size_t i = 0; i < outputs_.size(); ++i) out.push_back(output_handle(i));
+  return out;
+}
+
+Variable Function::output() {
+  auto outs = outputs();
+  if (outs.size() != 1)
+    throw ValueError("function '" + op_name_ + "' has " + std::to_string(outs.size()) +
+                     " outputs; use .outputs to pick one");
+  return outs[0];
+}
+
+std::vector<FunctionPtr> Function::topological_order() {
+  std::vector<FunctionPtr> order;
+  std::unordered_set<Function*> seen;
+  std::function<void(const FunctionPtr&)> visit = [&](const FunctionPtr& f) {
+    if (!seen.insert(f.get()).second) return;
+    for (auto& in : f->inputs_) {
+      if (in.is_output()) {
+        FunctionPtr o = in.owner();
+        if (o) visit(o);
+      }
+    }
+    order.push_back(f);
+  };
+  FunctionPtr root = root_function();
+  if (root->outputs_alias_inputs_) {
+    seen.insert(root.get());
+    for (auto& in : root->inputs_)
+      if (in.is_output() && in.owner()) visit(in.owner());
+  } else {
+    visit(root);
+  }
+  return order;
+}
+
+std::vector<Variable> Function::leaves(VariableKind kind) {
+  std::vector<Variable> out;
+  std::unordered_set<VariableImpl*> seen;
+  auto order = topological_order();
+  auto root = root_function();
+  auto consider = [&](const Variable& v) {
+    if (v.kind() == kind && seen.insert(v.get()).second) out.push_back(v);
+  };
+  if (root->outputs_alias_inputs_)
+    for (auto& v : root->inputs_) consider(v);
+  for (auto& f : order) {
+    if (f->is_block()) {
+      // Parameters and constants inside a block count as the outer function's.
+      if (kind == VariableKind::Parameter || kind == VariableKind::Constant)
+        for (auto& v : f->inputs_) consider(v);
+      else
+        for (auto& m : f->block_map_) consider(m.second);
+    } else {
+      for (auto& v : f->inputs_) consider(v);
+    }
+  }
+  return out;
+}
+
+std::vector<Variable> Function::inputs() {
+  if (kind_ != FunctionKind::Composite) return inputs_;
+  std::vector<Variable> out;
+  std::unordered_set<VariableImpl*> seen;
+  for (auto& f : topological_order())
+    for (auto& v : f->inputs_)
+      if (!v.is_output() && seen.insert(v.get()).second) out.push_back(v);
+  auto root = root_function();
+  if (root->outputs_alias_inputs_)
+    for (auto& v : root->inputs_)
+      if (!v.is_output() && seen.insert(v.get()).second) out.push_back(v);
+  return out;
+}
+
+std::vector<Variable> Function::arguments() { return leaves(VariableKind::Input); }
+std::vector<Variable> Function::parameters() { return leaves(VariableKind::Parameter); }
+std::vector<Variable> Function::constants() { return leaves(VariableKind::Constant); }
+std::vector<Variable> Function::placeholders() { return leaves(VariableKind::Placeholder); }
+
+std::vector<FunctionPtr> Function::find_all_with_name(const std::string& name, bool nested) {
+  std::vector<FunctionPtr> out;
+  std::function<void(FunctionPtr)> walk = [&](FunctionPtr g) {
+    for (auto& f : g->topological_order()) {
+      if (f->name_ == name) out.push_back(f);
+      if (nested && f->is_block()) walk(f->root_);
+    }
+  };
+  walk(shared_from_this());
+  return out;
+}
+
+FunctionPtr Function::replace_placeholders(const std::unordered_map<VariableImpl*, Variable>& map) {
+  auto order = topological_order();
+  for (auto& f : order)
+    for (auto& in : f->inputs_) {
+      auto it = map.find(in.get());
+      if (it != map.end()) in = it->second;
+    }
+  for (auto& f : order)
+    for (auto& m : f->block_map_) {
+      auto it = map.find(m.second.get());
+      if (it != map.end()) m.second = it->second;
+    }
+  // Re-infer from the (new) leaves upwards, including functions that now feed this graph.
+  for (auto& f : topological_order()) f->infer_outputs();
+  return shared_from_this();
+}
+
+FunctionPtr Function::clone(CloneMethod method, const std::unordered_map<VariableImpl*, Variable>& substitutions) {
+  std::unordered_map<VariableImpl*, Variable> mapped(substitutions);
+  std::unordered_map<Function*, FunctionPtr> cloned;
+  auto map_leaf = [&](const Variable& v) -> Variable {
+    auto it = mapped.find(v.get());
+    if (it != mapped.end()) return it->second;
+    Variable out = v;
+    if (v.is_parameter()) {
+      if (method == CloneMethod::Clone) {
+        auto impl = std::make_shared<VariableImpl>(*v.impl());
+        impl->uid = new_uid("Parameter");
+        if (impl->value.defined()) impl->value = impl->value.copy();
+        out = Variable(impl);
+      } else if (method == CloneMethod::Freeze) {
+        out = Variable::constant(v.value().copy(), v.name());
+      }
+    } else if (v.is_constant() && method == CloneMethod::Clone) {
+      auto impl = std::make_shared<VariableImpl>(*v.impl());
+      impl->uid = new_uid("Constant");
+      impl->value = impl->value.copy();
+      out = Variable(impl);
+    }
+    mapped[v.get()] = out;
+    return out;
+  };
+  std::function<FunctionPtr(const FunctionPtr&)> clone_fn = [&](const FunctionPtr& f) -> FunctionPtr {
+    auto it = cloned.find(f.get());
+    if (it != cloned.end()) return it->second;
+    std::vector<Variable> ins;
+    for (auto& in : f->inputs_) {
+      auto sub = mapped.find(in.get());
+      if (sub != mapped.end()) {
+        ins.push_back(sub->second);
+      } else if (in.is_output()) {
+        FunctionPtr src = in.owner();
+        FunctionPtr c = clone_fn(src);
+        ins.push_back(c->outputs()[in.impl()->output_index]);
+      } else {
+        ins.push_back(map_leaf(in));
+      }
+    }
+    FunctionPtr c;
+    if (f->is_block()) {
+      // The inside of a block keeps its placeholders; parameters follow the clone method.
+      std::unordered_map<VariableImpl*, Variable> inner_subs;
+      size_t k = f->block_map_.size();
+      for (size_t i = k; i < f->inputs_.size(); ++i) inner_subs[f->inputs_[i].get()] = ins[i];
+      std::vector<std::pair<Variable, Variable>> m;
+      for (size_t i = 0; i < k; ++i) {
+        const Variable& old_ph = f->block_map_[i].first;
+        Variable ph = Variable::placeholder(NDShape::unknown(), {Axis::dynamic("UnknownAxes")}, old_ph.name());
+        inner_subs[old_ph.get()] = ph;
+        m.push_back({ph, ins[i]});
+      }
+      FunctionPtr inner = f->root_->clone(CloneMethod::Share, inner_subs);
+      c = block(inner, m, f->op_name_, f->name_);
+    } else {
+      c = primitive(f->op_name_, ins, f->attributes_, f->name_);
+    }
+    cloned[f.get()] = c;
+    for (size_t i = 0; i < f->outputs_.size() && !f->outputs_alias_inputs_; ++i)
+      mapped[f->outputs_[i].get()] = c->outputs()[i];
+    return c;
+  };
+  FunctionPtr root = root_function();
+  FunctionPtr new_root;
+  if (root->outputs_alias_inputs_) {
+    std::vector<Variable> outs;
+    for (auto& in : root->inputs_) {
+      auto sub = mapped.find(in.get());
+      if (sub != mapped.end())
+        outs.push_back(sub->second);
+      else if (in.is_output())
+        outs.push_back(clone_fn(in.owner())->outputs()[in.impl()->output_index]);
+      else
+        outs.push_back(map_leaf(in));
+    }
+    return combine(outs, name_);
+  }
+  new_root = clone_fn(root);
+  return composite(new_root, name_);
+}
+
+}  // namespace cntk

@@ -1,0 +1,104 @@
+#include "cntk/variable.h"
+
+#include <atomic>
+
+#include "cntk/function.h"
+
+namespace cntk {
+
+std::string new_uid(const char* prefix) {
+  static std::atomic<uint64_t> counter{0};
+  return std::string(prefix) + std::to_string(counter++);
+}
+
+Variable Variable::input(const NDShape& shape, DataType dtype, bool is_sparse, bool needs_gradient,
+                         std::vector<Axis> dynamic_axes, const std::string& name) {
+  auto v = std::make_shared<VariableImpl>();
+  v->kind = VariableKind::Input;
+  v->shape = shape;
+  v->dtype = dtype;
+  v->is_sparse = is_sparse;
+  v->needs_gradient = needs_gradient;
+  v->dynamic_axes = std::move(dynamic_axes);
+  v->name = name;
+  v->uid = new_uid("Input");
+  if (is_sparse && shape.rank() == 0) throw ValueError("input_variable: a sparse input needs at least one axis");
+  return Variable(v);
+}
+
+Variable Variable::parameter(const NDShape& shape, DataType dtype, const NDArrayView& value,
+                             std::shared_ptr<Dictionary> init, const std::string& name) {
+  auto v = std::make_shared<VariableImpl>();
+  v->kind = VariableKind::Parameter;
+  v->shape = shape;
+  v->dtype = dtype;
+  v->needs_gradient = true;
+  v->name = name;
+  v->uid = new_uid("Parameter");
+  if (value.defined()) {
+    if (value.shape() != shape)
+      throw ValueError("parameter: value of shape " + value.shape().str() + " given for shape " + shape.str());
+    v->value = value.dtype() == dtype ? value : value.cast(dtype);
+  } else {
+    if (!init) throw ValueError("parameter: needs an initial value or an initializer");
+    v->init = std::move(init);
+    if (!shape.has_inferred()) v->value = initialize_parameter(*v->init, shape, dtype);
+  }
+  return Variable(v);
+}
+
+Variable Variable::constant(const NDArrayView& value, const std::string& name) {
+  auto v = std::make_shared<VariableImpl>();
+  v->kind = VariableKind::Constant;
+  v->shape = value.shape();
+  v->dtype = value.dtype();
+  v->name = name;
+  v->uid = new_uid("Constant");
+  v->value = value;
+  return Variable(v);
+}
+
+Variable Variable::placeholder(const NDShape& shape, std::vector<Axis> dynamic_axes, const std::string& name) {
+  auto v = std::make_shared<VariableImpl>();
+  v->kind = VariableKind::Placeholder;
+  v->shape = shape;
+  v->dynamic_axes = std::move(dynamic_axes);
+  v->name = name;
+  v->uid = new_uid("Placeholder");
+  return Variable(v);
+}
+
+FunctionPtr Variable::owner() const {
+  if (owner_ref_) return owner_ref_;
+  if (impl_ && impl_->owner) return impl_->owner->shared_from_this();
+  return nullptr;
+}
+
+const NDArrayView& Variable::value() const {
+  if (!is_parameter() && !is_constant())
+    throw ValueError("value(): " + str() + " is not a parameter or a constant");
+  if (!impl_->value.defined()) {
+    if (impl_->shape.has_inferred() || impl_->shape.is_unknown())
+      throw ValueError("value(): " + str() + " has inferred dimensions that are not known yet; use it in a graph first");
+    impl_->value = initialize_parameter(*impl_->init, impl_->shape, impl_->dtype);
+  }
+  return impl_->value;
+}
+
+void Variable::set_value(const NDArrayView& v) {
+  if (!is_parameter() && !is_constant())
+    throw ValueError("set_value(): " + str() + " is not a parameter or a constant");
+  if (v.shape() != impl_->shape)
+    throw ValueError("set_value(): shape " + v.shape().str() + " does not match " + impl_->shape.str());
+  if (!impl_->value.defined()) impl_->value = NDArrayView(impl_->dtype, impl_->shape);
+  impl_->value.copy_from(v);
+  ++impl_->value_version;
+}
+
+std::string Variable::str() const {
+  if (!impl_) return "Variable(<undefined>)";
+  static const char* kinds[] = {"Input", "Output", "Parameter", "Constant", "Placeholder"};
+  return std::string(kinds[int(kind())]) + "('" + name() + "', " + shape().str() + ")";
+}
+
+}  // namespace cntk

@@ -1,0 +1,287 @@
+// Elementwise ops: unary math and activations, binary arithmetic and comparison,
+// logic, select and clip. One table entry each: a scalar forward functor and a
+// scalar gradient functor (x, y, g) -> dL/dx, both generic over float/double.
+#include <cmath>
+
+#include "kernels/cpu/elementwise.h"
+#include "ops/eager.h"
+#include "ops/op.h"
+
+namespace cntk {
+namespace {
+
+using kernels::apply;
+
+// Attribute-dependent scalars for parameterized activations (alpha, beta, ...).
+using Params = std::array<double, 2>;
+using ParamFn = Params (*)(const Dictionary&);
+Params no_params(const Dictionary&) { return {0, 0}; }
+
+std::vector<OutputInfo> same_shape(InferContext& ctx) {
+  ctx.expect_inputs(1);
+  return ctx.one(ctx.shape(0));
+}
+
+std::vector<OutputInfo> broadcast_rule(InferContext& ctx) {
+  std::vector<NDShape> shapes;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) shapes.push_back(ctx.shape(i));
+  return ctx.one(broadcast_shapes(ctx, shapes));
+}
+
+size_t max_static_rank(const ComputeContext& ctx) {
+  size_t r = 0;
+  for (size_t i = 0; i < ctx.inputs.size(); ++i) r = std::max(r, ctx.inputs[i].rank() - ctx.in_dyn[i]);
+  return r;
+}
+
+template <class F, class G>
+void unary(const char* name, F f, G df, Gradient kind = Gradient::Rule, ParamFn params = no_params) {
+  OpDef d;
+  d.name = name;
+  d.infer = same_shape;
+  d.gradient = kind;
+  d.forward = [f, params](ComputeContext& ctx) {
+    Params p = params(ctx.attr());
+    const NDArrayView& x = ctx.inputs[0];
+    return std::vector<NDArrayView>{CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] {
+      return apply<T, 1>(x.dtype(), {&x}, [f, p](T v) { return T(f(v, p)); });
+    })};
+  };
+  if (kind == Gradient::Rule)
+    d.backward = [df, params](ComputeContext& ctx, size_t) {
+      Params p = params(ctx.attr());
+      const NDArrayView &x = ctx.inputs[0], &y = ctx.outputs[0], &g = ctx.grad_outputs[0];
+      return CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] {
+        return apply<T, 3>(x.dtype(), {&x, &y, &g}, [df, p](T a, T b, T c) { return T(df(a, b, c, p)); });
+      });
+    };
+  register_op(std::move(d));
+}
+
+// df returns {dL/da, dL/db} given (a, b, y, g); `which` selects one.
+template <class F, class G>
+void binary(const char* name, F f, G df, Gradient kind = Gradient::Rule) {
+  OpDef d;
+  d.name = name;
+  d.infer = [](InferContext& ctx) {
+    ctx.expect_inputs(2);
+    return broadcast_rule(ctx);
+  };
+  d.gradient = kind;
+  d.forward = [f](ComputeContext& ctx) {
+    size_t r = max_static_rank(ctx);
+    NDArrayView a = ctx.aligned(0, r), b = ctx.aligned(1, r);
+    return std::vector<NDArrayView>{
+        CNTK_DISPATCH_FLOAT(a.dtype(), T, [&] { return apply<T, 2>(a.dtype(), {&a, &b}, [f](T x, T y) { return T(f(x, y)); }); })};
+  };
+  if (kind == Gradient::Rule)
+    d.backward = [df](ComputeContext& ctx, size_t which) {
+      size_t r = ctx.outputs[0].rank() - ctx.out_dyn;
+      NDArrayView a = ctx.aligned(0, r), b = ctx.aligned(1, r);
+      const NDArrayView& g = ctx.grad_outputs[0];
+      // y is not needed by any binary rule here; a and b suffice.
+      NDArrayView full = CNTK_DISPATCH_FLOAT(a.dtype(), T, [&] {
+        return apply<T, 3>(a.dtype(), {&a, &b, &g}, [df, which](T x, T y, T gg) { return T(df(x, y, gg)[which]); });
+      });
+      return ctx.reduce_to_input(which, full);
+    };
+  register_op(std::move(d));
+}
+
+template <class T>
+T sgn(T x) {
+  return T((x > 0) - (x < 0));
+}
+
+constexpr double kSeluScale = 1.0507009873554804934193349852946;
+constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
+
+void register_unary_ops() {
+  using std::exp;
+  auto none = [](auto, auto, auto, Params) { return 0.0; };
+  unary("Negate", [](auto x, Params) { return -x; }, [](auto, auto, auto g, Params) { return -g; });
+  unary("StableSigmoid", [](auto x, Params) {
+        using T = decltype(x);
+        return x >= 0 ? T(1) / (T(1) + std::exp(-x)) : std::exp(x) / (T(1) + std::exp(x));
+      },
+      [](auto, auto y, auto g, Params) { return g * y * (1 - y); });
+  unary("Tanh", [](auto x, Params) { return std::tanh(x); }, [](auto, auto y, auto g, Params) { return g * (1 - y * y); });
+  unary("ReLU", [](auto x, Params) { return x > 0 ? x : decltype(x)(0); },
+        [](auto x, auto, auto g, Params) { return x > 0 ? g : decltype(g)(0); });
+  unary("Exp", [](auto x, Params) { return std::exp(x); }, [](auto, auto y, auto g, Params) { return g * y; });
+  unary("Log", [](auto x, Params) { return std::log(x); }, [](auto x, auto, auto g, Params) { return g / x; });
+  unary("Sqrt", [](auto x, Params) { return std::sqrt(x); }, [](auto, auto y, auto g, Params) { return g / (2 * y); });
+  unary("Floor", [](auto x, Params) { return std::floor(x); }, none, Gradient::Zero);
+  unary("Abs", [](auto x, Params) { return std::abs(x); }, [](auto x, auto, auto g, Params) { return g * sgn(x); });
+  unary("Reciprocal", [](auto x, Params) { return 1 / x; }, [](auto, auto y, auto g, Params) { return -g * y * y; });
+  unary("Sin", [](auto x, Params) { return std::sin(x); }, [](auto x, auto, auto g, Params) { return g * std::cos(x); });
+  unary("Cos", [](auto x, Params) { return std::cos(x); }, [](auto x, auto, auto g, Params) { return -g * std::sin(x); });
+  unary("Tan", [](auto x, Params) { return std::tan(x); }, [](auto, auto y, auto g, Params) { return g * (1 + y * y); });
+  unary("Asin", [](auto x, Params) { return std::asin(x); },
+        [](auto x, auto, auto g, Params) { return g / std::sqrt(1 - x * x); });
+  unary("Acos", [](auto x, Params) { return std::acos(x); },
+        [](auto x, auto, auto g, Params) { return -g / std::sqrt(1 - x * x); });
+  unary("Atan", [](auto x, Params) { return std::atan(x); }, [](auto x, auto, auto g, Params) { return g / (1 + x * x); });
+  unary("Sinh", [](auto x, Params) { return std::sinh(x); }, [](auto x, auto, auto g, Params) { return g * std::cosh(x); });
+  unary("Cosh", [](auto x, Params) { return std::cosh(x); }, [](auto x, auto, auto g, Params) { return g * std::sinh(x); });
+  unary("Asinh", [](auto x, Params) { return std::asinh(x); },
+        [](auto x, auto, auto g, Params) { return g / std::sqrt(x * x + 1); });
+  unary("Atanh", [](auto x, Params) { return std::atanh(x); }, [](auto x, auto, auto g, Params) { return g / (1 - x * x); });
+  auto alpha = [](const Dictionary& a) -> Params { return {attr_double(a, "alpha", 1.0), 0}; };
+  unary("ELU", [](auto x, Params p) { return x > 0 ? x : decltype(x)(p[0] * (std::exp(x) - 1)); },
+        [](auto x, auto y, auto g, Params p) { return x > 0 ? g : decltype(g)(g * (y + p[0])); }, Gradient::Rule, alpha);
+  auto leaky = [](const Dictionary& a) -> Params { return {attr_double(a, "alpha", 0.01), 0}; };
+  unary("LeakyReLU", [](auto x, Params p) { return x > 0 ? x : decltype(x)(p[0] * x); },
+        [](auto x, auto, auto g, Params p) { return x > 0 ? g : decltype(g)(p[0] * g); }, Gradient::Rule, leaky);
+  auto selu = [](const Dictionary& a) -> Params {
+    return {attr_double(a, "gamma", kSeluScale), attr_double(a, "alpha", kSeluAlpha)};
+  };
+  unary("SELU", [](auto x, Params p) { return decltype(x)(p[0] * (x > 0 ? x : p[1] * (std::exp(x) - 1))); },
+        [](auto x, auto, auto g, Params p) { return decltype(g)(g * p[0] * (x > 0 ? 1 : p[1] * std::exp(x))); },
+        Gradient::Rule, selu);
+  auto hs = [](const Dictionary& a) -> Params { return {attr_double(a, "alpha", 0.2), attr_double(a, "beta", 0.5)}; };
+  unary("HardSigmoid", [](auto x, Params p) {
+        using T = decltype(x);
+        return T(std::max(0.0, std::min(1.0, p[0] * x + p[1])));
+      },
+      [](auto x, auto, auto g, Params p) {
+        double v = p[0] * x + p[1];
+        return decltype(g)(v > 0 && v < 1 ? g * p[0] : 0);
+      },
+      Gradient::Rule, hs);
+  unary("Not", [](auto x, Params) { return decltype(x)(x == 0); }, none, Gradient::Zero);
+  // Straight-through estimator: sign in forward, identity gradient inside [-1, 1].
+  unary("StraightThrough", [](auto x, Params) { return decltype(x)(x >= 0 ? 1 : -1); },
+        [](auto x, auto, auto g, Params) { return std::abs(x) <= 1 ? g : decltype(g)(0); });
+}
+
+void register_binary_ops() {
+  using A2 = std::array<double, 2>;
+  binary("Plus", [](auto a, auto b) { return a + b; }, [](auto, auto, auto g) { return A2{double(g), double(g)}; });
+  binary("Minus", [](auto a, auto b) { return a - b; }, [](auto, auto, auto g) { return A2{double(g), -double(g)}; });
+  binary("ElementTimes", [](auto a, auto b) { return a * b; },
+         [](auto a, auto b, auto g) { return A2{double(g * b), double(g * a)}; });
+  binary("ElementDivide", [](auto a, auto b) { return a / b; },
+         [](auto a, auto b, auto g) { return A2{double(g / b), double(-g * a / (b * b))}; });
+  binary("Pow", [](auto a, auto b) { return std::pow(a, b); },
+         [](auto a, auto b, auto g) {
+           double y = std::pow(double(a), double(b));
+           return A2{double(g) * double(b) * std::pow(double(a), double(b) - 1),
+                     a > 0 ? double(g) * y * std::log(double(a)) : 0.0};
+         });
+  binary("LogPlus",
+         [](auto a, auto b) {
+           auto m = std::max(a, b);
+           if (std::isinf(m) && m < 0) return m;
+           return m + std::log(std::exp(a - m) + std::exp(b - m));
+         },
+         [](auto a, auto b, auto g) {
+           double m = std::max<double>(a, b), ea = std::exp(a - m), eb = std::exp(b - m);
+           return A2{g * ea / (ea + eb), g * eb / (ea + eb)};
+         });
+  auto zero = [](auto, auto, auto) { return A2{0, 0}; };
+  binary("Equal", [](auto a, auto b) { return decltype(a)(a == b); }, zero, Gradient::Zero);
+  binary("NotEqual", [](auto a, auto b) { return decltype(a)(a != b); }, zero, Gradient::Zero);
+  binary("Less", [](auto a, auto b) { return decltype(a)(a < b); }, zero, Gradient::Zero);
+  binary("LessEqual", [](auto a, auto b) { return decltype(a)(a <= b); }, zero, Gradient::Zero);
+  binary("Greater", [](auto a, auto b) { return decltype(a)(a > b); }, zero, Gradient::Zero);
+  binary("GreaterEqual", [](auto a, auto b) { return decltype(a)(a >= b); }, zero, Gradient::Zero);
+  binary("And", [](auto a, auto b) { return decltype(a)(a != 0 && b != 0); }, zero, Gradient::Zero);
+  binary("Or", [](auto a, auto b) { return decltype(a)(a != 0 || b != 0); }, zero, Gradient::Zero);
+  binary("Xor", [](auto a, auto b) { return decltype(a)((a != 0) != (b != 0)); }, zero, Gradient::Zero);
+}
+
+// Select(flag, a, b) = flag != 0 ? a : b; Clip(x, lo, hi).
+void register_ternary_ops() {
+  auto ternary_infer = [](InferContext& ctx) {
+    ctx.expect_inputs(3);
+    return broadcast_rule(ctx);
+  };
+  {
+    OpDef d;
+    d.name = "Select";
+    d.infer = ternary_infer;
+    d.forward = [](ComputeContext& ctx) {
+      size_t r = max_static_rank(ctx);
+      NDArrayView c = ctx.aligned(0, r), a = ctx.aligned(1, r), b = ctx.aligned(2, r);
+      return std::vector<NDArrayView>{CNTK_DISPATCH_FLOAT(a.dtype(), T, [&] {
+        return apply<T, 3>(a.dtype(), {&c, &a, &b}, [](T f, T x, T y) { return f != 0 ? x : y; });
+      })};
+    };
+    d.backward = [](ComputeContext& ctx, size_t i) {
+      if (i == 0) return eager::zeros_like(ctx.inputs[0]);
+      size_t r = ctx.outputs[0].rank() - ctx.out_dyn;
+      NDArrayView c = ctx.aligned(0, r);
+      const NDArrayView& g = ctx.grad_outputs[0];
+      bool first = i == 1;
+      NDArrayView full = CNTK_DISPATCH_FLOAT(g.dtype(), T, [&] {
+        return apply<T, 2>(g.dtype(), {&c, &g}, [first](T f, T gg) { return (f != 0) == first ? gg : T(0); });
+      });
+      return ctx.reduce_to_input(i, full);
+    };
+    register_op(std::move(d));
+  }
+  {
+    OpDef d;
+    d.name = "Clip";
+    d.infer = ternary_infer;
+    d.forward = [](ComputeContext& ctx) {
+      size_t r = max_static_rank(ctx);
+      NDArrayView x = ctx.aligned(0, r), lo = ctx.aligned(1, r), hi = ctx.aligned(2, r);
+      return std::vector<NDArrayView>{CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] {
+        return apply<T, 3>(x.dtype(), {&x, &lo, &hi}, [](T v, T l, T h) { return std::min(std::max(v, l), h); });
+      })};
+    };
+    d.backward = [](ComputeContext& ctx, size_t i) {
+      if (i != 0) return eager::zeros_like(ctx.inputs[i]);
+      size_t r = ctx.outputs[0].rank() - ctx.out_dyn;
+      NDArrayView x = ctx.aligned(0, r), y = ctx.outputs[0];
+      const NDArrayView& g = ctx.grad_outputs[0];
+      NDArrayView full = CNTK_DISPATCH_FLOAT(g.dtype(), T, [&] {
+        return apply<T, 3>(g.dtype(), {&x, &y, &g}, [](T a, T b, T gg) { return a == b ? gg : T(0); });
+      });
+      return ctx.reduce_to_input(0, full);
+    };
+    register_op(std::move(d));
+  }
+}
+
+}  // namespace
+
+void register_elementwise_ops() {
+  register_unary_ops();
+  register_binary_ops();
+  register_ternary_ops();
+}
+
+namespace eager {
+namespace {
+template <class F>
+NDArrayView bin(const NDArrayView& a, const NDArrayView& b, F f) {
+  NDArrayView x = a.to_dense(), y = b.to_dense();
+  return CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] { return apply<T, 2>(x.dtype(), {&x, &y}, [f](T p, T q) { return T(f(p, q)); }); });
+}
+template <class F>
+NDArrayView un(const NDArrayView& a, F f) {
+  NDArrayView x = a.to_dense();
+  return CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] { return apply<T, 1>(x.dtype(), {&x}, [f](T p) { return T(f(p)); }); });
+}
+}  // namespace
+NDArrayView add(const NDArrayView& a, const NDArrayView& b) { return bin(a, b, [](auto p, auto q) { return p + q; }); }
+NDArrayView sub(const NDArrayView& a, const NDArrayView& b) { return bin(a, b, [](auto p, auto q) { return p - q; }); }
+NDArrayView mul(const NDArrayView& a, const NDArrayView& b) { return bin(a, b, [](auto p, auto q) { return p * q; }); }
+NDArrayView div(const NDArrayView& a, const NDArrayView& b) { return bin(a, b, [](auto p, auto q) { return p / q; }); }
+NDArrayView scale(const NDArrayView& a, double s) { return un(a, [s](auto p) { return p * s; }); }
+NDArrayView neg(const NDArrayView& a) { return un(a, [](auto p) { return -p; }); }
+NDArrayView exp(const NDArrayView& a) { return un(a, [](auto p) { return std::exp(p); }); }
+NDArrayView zeros_like(const NDArrayView& a) { return NDArrayView::zeros(a.dtype(), a.shape()); }
+void add_to(NDArrayView& a, const NDArrayView& b) {
+  NDArrayView y = b.to_dense();
+  CNTK_DISPATCH_FLOAT(a.dtype(), T, [&] {
+    const NDArrayView& x = a;
+    kernels::map<T, 2>(a, {&x, &y}, [](T p, T q) { return p + q; });
+  });
+}
+}  // namespace eager
+
+}  // namespace cntk

@@ -1,0 +1,146 @@
+// Matrix products: Times (CNTK's `times`, with output_rank and infer_input_rank_to_map).
+//
+// In NumPy order `times(left, right)` contracts the trailing axes of left with the
+// leading axes of right: left (a..., k...), right (k..., n...) -> (a..., n...),
+// where right keeps its last `output_rank` axes.
+#include "kernels/cpu/matmul.h"
+#include "ops/eager.h"
+#include "ops/op.h"
+
+namespace cntk {
+namespace {
+
+struct TimesDims {
+  int64_t A = 1, K = 1, N = 1;  // map size of left, contracted size, output size of right
+};
+
+std::vector<OutputInfo> infer_times(InferContext& ctx) {
+  ctx.expect_inputs(2);
+  NDShape L = ctx.shape(0), R = ctx.shape(1);
+  int64_t out_rank = attr_int(ctx.attrs(), "outputRank", 1);
+  int64_t map_rank = attr_int(ctx.attrs(), "inferInputRankToMap", -1);
+  if (out_rank < 0 || size_t(out_rank) > R.rank())
+    ctx.fail("output_rank " + std::to_string(out_rank) + " exceeds the rank of the right operand");
+  size_t k_rank = R.rank() - out_rank;
+  if (R.sub(0, k_rank).has_inferred()) {
+    // Infer right's contracted dims from left: all of left after its first map_rank axes.
+    size_t keep = map_rank >= 0 ? size_t(map_rank) : (L.rank() >= k_rank ? L.rank() - k_rank : 0);
+    if (keep > L.rank()) ctx.fail("infer_input_rank_to_map exceeds the rank of the left operand");
+    NDShape k = L.sub(keep);
+    if (k_rank == 1 && R[0] == NDShape::kInferredDimension) {
+      ctx.fill_inferred(1, k.concat(R.sub(k_rank)));
+    } else if (k_rank == k.rank()) {
+      std::vector<int64_t> d = R.dims();
+      for (size_t i = 0; i < k_rank; ++i)
+        if (d[i] == NDShape::kInferredDimension) d[i] = k[i];
+      ctx.fill_inferred(1, NDShape(d));
+    } else {
+      ctx.fail("cannot infer the inner dimensions of the right operand");
+    }
+    R = ctx.shape(1);
+    k_rank = R.rank() - out_rank;
+  }
+  if (k_rank > L.rank()) ctx.fail("the left operand has fewer axes than the right operand's inner axes");
+  NDShape lk = L.sub(L.rank() - k_rank), rk = R.sub(0, k_rank);
+  for (size_t i = 0; i < k_rank; ++i)
+    if (lk[i] != rk[i] && lk[i] >= 0 && rk[i] >= 0)
+      ctx.fail("inner dimensions do not match: " + lk.str() + " vs " + rk.str());
+  if (ctx.input(0).is_sparse() && ctx.input(1).is_sparse()) ctx.fail("both operands are sparse");
+  return ctx.one(L.sub(0, L.rank() - k_rank).concat(R.sub(k_rank)));
+}
+
+// Runtime sizes; left/right are runtime tensors with ndl/ndr leading dynamic dims.
+TimesDims times_dims(const ComputeContext& ctx) {
+  int64_t out_rank = attr_int(ctx.attr(), "outputRank", 1);
+  NDShape R = ctx.static_shape(1), L = ctx.static_shape(0);
+  size_t k_rank = R.rank() - out_rank;
+  TimesDims d;
+  for (size_t i = 0; i < L.rank() - k_rank; ++i) d.A *= L[i];
+  for (size_t i = 0; i < k_rank; ++i) d.K *= R[i];
+  for (size_t i = k_rank; i < R.rank(); ++i) d.N *= R[i];
+  return d;
+}
+
+NDShape times_out_shape(const ComputeContext& ctx) {
+  int64_t out_rank = attr_int(ctx.attr(), "outputRank", 1);
+  NDShape R = ctx.static_shape(1), L = ctx.static_shape(0);
+  size_t k_rank = R.rank() - out_rank;
+  std::vector<int64_t> dyn;
+  // The output's dynamic dims: the richer operand's.
+  int src = ctx.in_dyn[0] >= ctx.in_dyn[1] ? 0 : 1;
+  for (int i = 0; i < ctx.in_dyn[src]; ++i) dyn.push_back(ctx.inputs[src].shape()[i]);
+  return NDShape(dyn).concat(L.sub(0, L.rank() - k_rank)).concat(R.sub(k_rank));
+}
+
+// Batch count of the dynamic dims of input i (1 when it has none).
+int64_t dyn_count(const ComputeContext& ctx, size_t i) {
+  int64_t n = 1;
+  for (int k = 0; k < ctx.in_dyn[i]; ++k) n *= ctx.inputs[i].shape()[k];
+  return n;
+}
+
+std::vector<NDArrayView> times_forward(ComputeContext& ctx) {
+  TimesDims d = times_dims(ctx);
+  NDArrayView l = ctx.inputs[0].to_dense().contiguous(), r = ctx.inputs[1].to_dense().contiguous();
+  NDShape out_shape = times_out_shape(ctx);
+  NDArrayView out(l.dtype(), out_shape);
+  int64_t bl = dyn_count(ctx, 0), br = dyn_count(ctx, 1);
+  CNTK_DISPATCH_FLOAT(l.dtype(), T, [&] {
+    const T *pl = l.data<T>(), *pr = r.data<T>();
+    T* po = out.data<T>();
+    if (br == 1) {
+      // The common case: right is a parameter; fold the batch into M.
+      kernels::gemm<T>(false, false, bl * d.A, d.N, d.K, T(1), pl, d.K, pr, d.N, T(0), po, d.N);
+    } else {
+      if (bl != 1 && bl != br) throw ValueError("Times: operands have different batch sizes");
+      for (int64_t b = 0; b < br; ++b)
+        kernels::gemm<T>(false, false, d.A, d.N, d.K, T(1), pl + (bl == 1 ? 0 : b * d.A * d.K), d.K,
+                         pr + b * d.K * d.N, d.N, T(0), po + b * d.A * d.N, d.N);
+    }
+  });
+  return {out};
+}
+
+NDArrayView times_backward(ComputeContext& ctx, size_t which) {
+  TimesDims d = times_dims(ctx);
+  NDArrayView l = ctx.inputs[0].to_dense().contiguous(), r = ctx.inputs[1].to_dense().contiguous();
+  NDArrayView g = ctx.grad_outputs[0].contiguous();
+  int64_t bl = dyn_count(ctx, 0), br = dyn_count(ctx, 1);
+  NDArrayView grad = NDArrayView::zeros(l.dtype(), ctx.inputs[which].shape());
+  CNTK_DISPATCH_FLOAT(l.dtype(), T, [&] {
+    const T *pl = l.data<T>(), *pr = r.data<T>(), *pg = g.data<T>();
+    T* po = grad.data<T>();
+    if (br == 1) {
+      if (which == 0)  // dL = G[M,N] @ R^T
+        kernels::gemm<T>(false, true, bl * d.A, d.K, d.N, T(1), pg, d.N, pr, d.N, T(0), po, d.K);
+      else  // dR = L^T @ G, summed over the batch folded into M
+        kernels::gemm<T>(true, false, d.K, d.N, bl * d.A, T(1), pl, d.K, pg, d.N, T(0), po, d.N);
+      return;
+    }
+    for (int64_t b = 0; b < br; ++b) {
+      const T* lb = pl + (bl == 1 ? 0 : b * d.A * d.K);
+      const T* gb = pg + b * d.A * d.N;
+      if (which == 0) {
+        T* ob = po + (bl == 1 ? 0 : b * d.A * d.K);
+        kernels::gemm<T>(false, true, d.A, d.K, d.N, T(1), gb, d.N, pr + b * d.K * d.N, d.N, T(bl == 1 && b > 0 ? 1 : 0),
+                         ob, d.K);
+      } else {
+        kernels::gemm<T>(true, false, d.K, d.N, d.A, T(1), lb, d.K, gb, d.N, T(0), po + b * d.K * d.N, d.N);
+      }
+    }
+  });
+  return grad;
+}
+
+}  // namespace
+
+void register_linalg_ops() {
+  OpDef d;
+  d.name = "Times";
+  d.infer = infer_times;
+  d.forward = times_forward;
+  d.backward = times_backward;
+  register_op(std::move(d));
+}
+
+}  // namespace cntk

@@ -1,0 +1,111 @@
+// The op catalogue's entry type. Each primitive op is one OpDef: its CNTK name
+// (PrimitiveOpType, used by serialization), its shape rule, its forward kernel
+// and its gradient rule. Families of ops register themselves in one file each
+// (see registry.cpp for the list of families).
+#pragma once
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cntk/function.h"
+
+namespace cntk {
+
+struct OutputInfo {
+  NDShape shape;
+  DataType dtype = DataType::Float;
+  std::vector<Axis> dynamic_axes;
+  bool is_sparse = false;
+};
+
+// What a shape rule sees: the inputs as variables and the attributes.
+class InferContext {
+ public:
+  InferContext(const std::string& op, std::vector<Variable>& inputs, const Dictionary& attrs)
+      : op_(op), inputs_(inputs), attrs_(attrs) {}
+  const std::string& op() const { return op_; }
+  const Dictionary& attrs() const { return attrs_; }
+  size_t num_inputs() const { return inputs_.size(); }
+  const Variable& input(size_t i) const { return inputs_[i]; }
+  const NDShape& shape(size_t i) const { return inputs_[i].shape(); }
+  DataType dtype(size_t i) const { return inputs_[i].dtype(); }
+  // A ShapeError naming the op and the shapes of all its inputs.
+  [[noreturn]] void fail(const std::string& what) const;
+  [[noreturn]] void fail_type(const std::string& what) const;
+  void expect_inputs(size_t n) const;
+  // Fills the inferred dimensions of input i (a parameter, constant or placeholder).
+  void fill_inferred(size_t i, const NDShape& shape);
+  // The dynamic axes of the output: the richest input's, checked for compatibility.
+  std::vector<Axis> unified_dynamic_axes() const;
+  // The common data type of the inputs (float64 wins over float32); TypeError on mixes with float16.
+  DataType common_dtype() const;
+  // Sole output with the unified dynamic axes and common dtype.
+  std::vector<OutputInfo> one(const NDShape& shape) const { return {{shape, common_dtype(), unified_dynamic_axes()}}; }
+
+ private:
+  const std::string& op_;
+  std::vector<Variable>& inputs_;
+  const Dictionary& attrs_;
+};
+
+// Per-function state of random ops: a generator seeded from the op's seed attribute.
+struct RandomState {
+  std::mt19937_64 engine;
+};
+
+// What a kernel or gradient rule sees at run time. Every runtime tensor holds its
+// dynamic axes first (sequence, then batch: time-major) and its static shape after.
+class ComputeContext {
+ public:
+  Function* fn = nullptr;
+  const Dictionary* attrs = nullptr;
+  std::vector<NDArrayView> inputs;
+  std::vector<NDArrayView> outputs;       // set after forward
+  std::vector<NDArrayView> grad_outputs;  // set for backward (undefined = no gradient flows there)
+  std::vector<int> in_dyn;                // number of leading dynamic dims of each input
+  std::vector<std::vector<Axis>> in_axes;  // layout order (sequence first, batch last)
+  std::vector<Axis> out_axes;              // layout order of the output's dynamic axes
+  int out_dyn = 0;
+  bool training = false;
+
+  const Dictionary& attr() const { return *attrs; }
+  // Input i as a view with the output's dynamic dims (size 1 where the input lacks
+  // one) followed by its static shape left-padded with 1s to `static_rank`.
+  NDArrayView aligned(size_t i, size_t static_rank) const;
+  // Sums a gradient with the aligned shape of input i back to input i's runtime shape.
+  NDArrayView reduce_to_input(size_t i, const NDArrayView& grad) const;
+  // The static part of a runtime tensor's shape.
+  NDShape static_shape(size_t i) const { return inputs[i].shape().sub(in_dyn[i]); }
+  RandomState& random();
+};
+
+using InferFn = std::function<std::vector<OutputInfo>(InferContext&)>;
+using ForwardFn = std::function<std::vector<NDArrayView>(ComputeContext&)>;
+// Gradient of the loss with respect to input i, given ctx.grad_outputs.
+using GradFn = std::function<NDArrayView(ComputeContext&, size_t input)>;
+
+enum class Gradient {
+  Rule,     // `backward` computes it
+  Zero,     // piecewise constant or integer-valued: the gradient is zero by definition
+  None,     // no gradient can flow: asking for one is an error
+};
+
+struct OpDef {
+  std::string name;  // CNTK PrimitiveOpType name
+  InferFn infer;
+  ForwardFn forward;
+  GradFn backward;
+  Gradient gradient = Gradient::Rule;
+  bool stateful_random = false;  // draws random numbers: gets a RandomState
+};
+
+void register_op(OpDef def);
+const OpDef* find_op(const std::string& name);  // nullptr when unknown
+std::vector<std::string> registered_ops();
+
+// Helpers shared by shape rules.
+// NumPy-style broadcast of static shapes; fails through ctx naming the op.
+NDShape broadcast_shapes(const InferContext& ctx, const std::vector<NDShape>& shapes);
+
+}  // namespace cntk

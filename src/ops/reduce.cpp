@@ -1,0 +1,184 @@
+// Reductions: ReduceElements (sum, mean, max, min, prod, log-sum-exp, argmax,
+// argmin) over static axes, all static axes, or the batch axis.
+#include <cmath>
+
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/reduce.h"
+#include "ops/eager.h"
+#include "ops/op.h"
+
+namespace cntk {
+namespace {
+
+using kernels::ReduceOp;
+
+ReduceOp reduce_op(const std::string& name, const std::string& op_for_errors) {
+  if (name == "Sum") return ReduceOp::Sum;
+  if (name == "Mean") return ReduceOp::Mean;
+  if (name == "Max") return ReduceOp::Max;
+  if (name == "Min") return ReduceOp::Min;
+  if (name == "Prod") return ReduceOp::Prod;
+  if (name == "LogSum") return ReduceOp::LogSum;
+  if (name == "Argmax") return ReduceOp::Argmax;
+  if (name == "Argmin") return ReduceOp::Argmin;
+  throw ValueError(op_for_errors + ": unknown reduction '" + name + "'");
+}
+
+std::vector<Axis> reduction_axes(const Dictionary& a) {
+  auto it = a.find("axisVec");
+  if (it != a.end() && !it->second.empty()) return it->second.as_axis_list();
+  it = a.find("axis");
+  if (it != a.end() && !it->second.empty()) return {it->second.as_axis()};
+  return {Axis::all_static_axes()};
+}
+
+struct ReducePlan {
+  std::vector<bool> static_axes;   // over the static shape
+  std::vector<Axis> dyn_reduced;   // dynamic axes that disappear
+  bool keepdims = true;
+};
+
+ReducePlan plan_reduce(const Dictionary& attrs, size_t static_rank, const std::vector<Axis>& dyn,
+                       const std::function<void(const std::string&)>& fail) {
+  ReducePlan p;
+  p.static_axes.assign(static_rank, false);
+  p.keepdims = attr_bool(attrs, "reductionKeepDimensions", true);
+  for (auto& ax : reduction_axes(attrs)) {
+    switch (ax.kind()) {
+      case Axis::Kind::Static: {
+        int r = int(static_rank), i = ax.static_index() < 0 ? ax.static_index() + r : ax.static_index();
+        if (i < 0 || i >= r) fail("axis " + std::to_string(ax.static_index()) + " is out of range");
+        p.static_axes[i] = true;
+        break;
+      }
+      case Axis::Kind::AllStatic: p.static_axes.assign(static_rank, true); break;
+      case Axis::Kind::All:
+        p.static_axes.assign(static_rank, true);
+        p.dyn_reduced = dyn;
+        break;
+      case Axis::Kind::Dynamic: {
+        bool found = false;
+        for (auto& a : dyn) found = found || a == ax;
+        if (!found) fail("the operand has no dynamic axis '" + ax.name() + "'");
+        if (ax.is_sequence())
+          throw NotImplementedError("reducing over a sequence axis with ReduceElements; use cntk.sequence.reduce_sum");
+        p.dyn_reduced.push_back(ax);
+        break;
+      }
+    }
+  }
+  for (auto& a : p.dyn_reduced)
+    if (a.is_sequence() && p.dyn_reduced.size() != dyn.size())
+      throw NotImplementedError("reducing over a sequence axis is not supported yet");
+  return p;
+}
+
+std::vector<OutputInfo> infer_reduce(InferContext& ctx) {
+  ctx.expect_inputs(1);
+  const NDShape& s = ctx.shape(0);
+  auto p = plan_reduce(ctx.attrs(), s.rank(), ctx.input(0).dynamic_axes(), [&](const std::string& m) { ctx.fail(m); });
+  std::string op = attr_string(ctx.attrs(), "reductionOpName", "Sum");
+  reduce_op(op, ctx.op());
+  if ((op == "Argmax" || op == "Argmin")) {
+    int n = 0;
+    for (bool b : p.static_axes) n += b;
+    if (n != 1 && s.rank() > 1) ctx.fail(op + " needs exactly one static axis");
+  }
+  std::vector<int64_t> dims;
+  for (size_t i = 0; i < s.rank(); ++i) {
+    if (!p.static_axes[i])
+      dims.push_back(s[i]);
+    else if (p.keepdims)
+      dims.push_back(1);
+  }
+  std::vector<Axis> out_dyn;
+  for (auto& a : ctx.input(0).dynamic_axes()) {
+    bool gone = false;
+    for (auto& r : p.dyn_reduced) gone = gone || r == a;
+    if (!gone) out_dyn.push_back(a);
+  }
+  return {{NDShape(dims), ctx.dtype(0), out_dyn}};
+}
+
+// Runtime mask over all dims of the input tensor, and the output's runtime shape.
+std::vector<bool> runtime_axes(const ComputeContext& ctx, const ReducePlan& p) {
+  std::vector<bool> m;
+  for (auto& a : ctx.in_axes[0]) {
+    bool r = false;
+    for (auto& x : p.dyn_reduced) r = r || x == a;
+    m.push_back(r);
+  }
+  for (bool b : p.static_axes) m.push_back(b);
+  return m;
+}
+
+NDShape output_shape(const ComputeContext& ctx, const ReducePlan& p, const NDShape& kept_shape) {
+  // kept_shape: input rank with 1s on reduced axes; drop dyn reduced axes always, static ones unless keepdims.
+  std::vector<int64_t> dims;
+  int nd = ctx.in_dyn[0];
+  auto m = runtime_axes(ctx, p);
+  for (size_t i = 0; i < kept_shape.rank(); ++i) {
+    if (!m[i]) dims.push_back(kept_shape[i]);
+    else if (int(i) >= nd && p.keepdims) dims.push_back(1);
+  }
+  return NDShape(dims);
+}
+
+ReducePlan runtime_plan(const ComputeContext& ctx) {
+  std::vector<Axis> dyn(ctx.in_axes[0].rbegin(), ctx.in_axes[0].rend());
+  return plan_reduce(ctx.attr(), ctx.inputs[0].rank() - ctx.in_dyn[0], dyn, [](const std::string& m) {
+    throw ValueError("ReduceElements: " + m);
+  });
+}
+
+std::vector<NDArrayView> reduce_forward(ComputeContext& ctx) {
+  ReducePlan p = runtime_plan(ctx);
+  ReduceOp op = reduce_op(attr_string(ctx.attr(), "reductionOpName", "Sum"), "ReduceElements");
+  NDArrayView y = kernels::reduce(ctx.inputs[0], runtime_axes(ctx, p), op);
+  return {y.reshape(output_shape(ctx, p, y.shape()))};
+}
+
+NDArrayView reduce_backward(ComputeContext& ctx, size_t) {
+  ReducePlan p = runtime_plan(ctx);
+  std::string name = attr_string(ctx.attr(), "reductionOpName", "Sum");
+  const NDArrayView& x = ctx.inputs[0];
+  auto m = runtime_axes(ctx, p);
+  std::vector<int64_t> kept(x.shape().dims());
+  int64_t count = 1;
+  for (size_t i = 0; i < m.size(); ++i)
+    if (m[i]) {
+      count *= kept[i];
+      kept[i] = 1;
+    }
+  NDShape ks(kept);
+  NDArrayView g = ctx.grad_outputs[0].reshape(ks), y = ctx.outputs[0].reshape(ks);
+  NDArrayView xd = x.to_dense();
+  return CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] {
+    if (name == "Sum") return kernels::apply<T, 2>(x.dtype(), {&xd, &g}, [](T, T gg) { return gg; });
+    if (name == "Mean") {
+      T inv = T(1) / T(count);
+      return kernels::apply<T, 2>(x.dtype(), {&xd, &g}, [inv](T, T gg) { return gg * inv; });
+    }
+    if (name == "LogSum") return kernels::apply<T, 3>(x.dtype(), {&xd, &y, &g}, [](T a, T b, T gg) { return gg * std::exp(a - b); });
+    if (name == "Prod") return kernels::apply<T, 3>(x.dtype(), {&xd, &y, &g}, [](T a, T b, T gg) { return gg * b / a; });
+    // Max/Min: the gradient goes to the elements equal to the extreme (all ties, as CNTK does).
+    return kernels::apply<T, 3>(x.dtype(), {&xd, &y, &g}, [](T a, T b, T gg) { return a == b ? gg : T(0); });
+  });
+}
+
+}  // namespace
+
+void register_reduce_ops() {
+  OpDef d;
+  d.name = "ReduceElements";
+  d.infer = infer_reduce;
+  d.forward = reduce_forward;
+  d.backward = [](ComputeContext& ctx, size_t i) -> NDArrayView {
+    std::string name = attr_string(ctx.attr(), "reductionOpName", "Sum");
+    if (name == "Argmax" || name == "Argmin") return eager::zeros_like(ctx.inputs[0]);
+    return reduce_backward(ctx, i);
+  };
+  register_op(std::move(d));
+}
+
+}  // namespace cntk

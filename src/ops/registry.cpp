@@ -1,0 +1,14 @@
+// The list of op families. Adding a family: one file in src/ops and one line here.
+namespace cntk {
+
+void register_elementwise_ops();
+void register_linalg_ops();
+void register_reduce_ops();
+
+void register_all_op_families() {
+  register_elementwise_ops();
+  register_linalg_ops();
+  register_reduce_ops();
+}
+
+}  // namespace cntk
