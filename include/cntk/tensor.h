@@ -14,6 +14,9 @@ namespace cntk {
 class Storage {
  public:
   explicit Storage(size_t bytes);
+  // Borrows memory owned elsewhere (a NumPy array); `keepalive` holds its owner.
+  Storage(void* data, size_t bytes, std::shared_ptr<void> keepalive)
+      : data_(data), bytes_(bytes), keepalive_(std::move(keepalive)) {}
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -23,6 +26,7 @@ class Storage {
  private:
   void* data_;
   size_t bytes_;
+  std::shared_ptr<void> keepalive_;  // set for borrowed memory, which is not returned to the pool
 };
 
 // Sparse data of a tensor with NumPy shape [..., D]: the tensor is read as a
@@ -45,6 +49,8 @@ class NDArrayView {
   static NDArrayView zeros(DataType dtype, const NDShape& shape);
   static NDArrayView full(DataType dtype, const NDShape& shape, double value);
   static NDArrayView scalar(DataType dtype, double value) { return full(dtype, NDShape{}, value); }
+  // A read-only view of borrowed contiguous memory (no copy).
+  static NDArrayView borrow(DataType dtype, const NDShape& shape, void* data, std::shared_ptr<void> keepalive);
   // Sparse from compressed rows of the [outer, D] matrix (see SparseCSC).
   static NDArrayView sparse(DataType dtype, const NDShape& shape, std::vector<int64_t> starts,
                             std::vector<int64_t> indices, const void* values);

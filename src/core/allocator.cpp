@@ -67,6 +67,8 @@ Pool& pool() {
 
 Storage::Storage(size_t bytes) : bytes_(round_up(bytes == 0 ? 1 : bytes)) { data_ = pool().get(bytes_); }
 
-Storage::~Storage() { pool().put(data_, bytes_); }
+Storage::~Storage() {
+  if (!keepalive_) pool().put(data_, bytes_);
+}
 
 }  // namespace cntk

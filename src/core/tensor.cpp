@@ -13,6 +13,17 @@ NDArrayView::NDArrayView(DataType dtype, const NDShape& shape, DeviceDescriptor 
   storage_ = std::make_shared<Storage>(numel_ * element_size(dtype));
 }
 
+NDArrayView NDArrayView::borrow(DataType dtype, const NDShape& shape, void* data, std::shared_ptr<void> keepalive) {
+  NDArrayView v;
+  v.dtype_ = dtype;
+  v.shape_ = shape;
+  v.numel_ = shape.total_size();
+  v.strides_ = contiguous_strides(shape.dims());
+  v.storage_ = std::make_shared<Storage>(data, v.numel_ * element_size(dtype), std::move(keepalive));
+  v.read_only_ = true;
+  return v;
+}
+
 NDArrayView NDArrayView::zeros(DataType dtype, const NDShape& shape) {
   NDArrayView v(dtype, shape);
   std::memset(v.storage_->data(), 0, v.numel_ * element_size(dtype));

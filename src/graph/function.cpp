@@ -186,15 +186,19 @@ std::vector<Variable> Function::leaves(VariableKind kind) {
   std::unordered_set<VariableImpl*> seen;
   auto order = topological_order();
   auto root = root_function();
+  // Arguments are the inputs and the unbound placeholders, as in CNTK.
+  auto matches = [&](VariableKind k) {
+    return k == kind || (kind == VariableKind::Input && k == VariableKind::Placeholder);
+  };
   auto consider = [&](const Variable& v) {
-    if (v.kind() == kind && seen.insert(v.get()).second) out.push_back(v);
+    if (matches(v.kind()) && seen.insert(v.get()).second) out.push_back(v);
   };
   if (root->outputs_alias_inputs_)
     for (auto& v : root->inputs_) consider(v);
   for (auto& f : order) {
     if (f->is_block()) {
       // Parameters and constants inside a block count as the outer function's.
-      if (kind == VariableKind::Parameter || kind == VariableKind::Constant)
+      if (kind == VariableKind::Parameter || kind == VariableKind::Constant || kind == VariableKind::Placeholder)
         for (auto& v : f->inputs_) consider(v);
       else
         for (auto& m : f->block_map_) consider(m.second);

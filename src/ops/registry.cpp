@@ -4,11 +4,13 @@ namespace cntk {
 void register_elementwise_ops();
 void register_linalg_ops();
 void register_reduce_ops();
+void register_identity_ops();
 
 void register_all_op_families() {
   register_elementwise_ops();
   register_linalg_ops();
   register_reduce_ops();
+  register_identity_ops();
 }
 
 }  // namespace cntk

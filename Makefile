@@ -1,0 +1,38 @@
+# Developer targets. `make test` is what CI runs; the others are for iteration.
+JOBS ?= $(shell nproc)
+
+.PHONY: deps dev test test-quick cpp-test sanitize bench demo clean
+
+deps:
+	bash scripts/install-deps.sh
+
+# Builds the C++ tests and the extension in place (python/cntk/_cntk*.so): PYTHONPATH=python works.
+dev:
+	cmake -S . -B build/dev -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build build/dev -j $(JOBS)
+
+test:
+	bash scripts/test.sh
+
+# Fast loop: in-place build, C++ tests, Python tests without the slow accuracy runs.
+test-quick: dev
+	ctest --test-dir build/dev --output-on-failure -j $(JOBS)
+	cd tests && PYTHONPATH=../python python3 -m pytest -q -x -m "not slow" python
+
+cpp-test: dev
+	ctest --test-dir build/dev --output-on-failure -j $(JOBS)
+
+# AddressSanitizer + UndefinedBehaviorSanitizer build of the C++ tests.
+sanitize:
+	cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCNTK_SANITIZE=ON -DCNTK_BUILD_PYTHON=OFF >/dev/null
+	cmake --build build/asan -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build/asan --output-on-failure -j $(JOBS)
+
+bench: dev
+	PYTHONPATH=python python3 bench/run.py
+
+demo:
+	bash scripts/demo.sh
+
+clean:
+	rm -rf build python/cntk/_cntk*.so

@@ -1,0 +1,382 @@
+// The cntk._cntk extension: a thin nanobind layer over the C++ engine. Python's
+// cntk package builds CNTK's API on these few types and functions.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+#include <nanobind/stl/optional.h>
+
+#include "cntk/evaluation.h"
+#include "cntk/random.h"
+#include "ops/op.h"
+
+namespace nb = nanobind;
+using namespace cntk;
+
+namespace {
+
+NDShape to_shape(const nb::handle& h) {
+  std::vector<int64_t> d;
+  for (auto item : h) d.push_back(nb::cast<int64_t>(item));
+  return NDShape(d);
+}
+
+nb::tuple from_shape(const NDShape& s) {
+  nb::list l;
+  for (auto d : s.dims()) l.append(d);
+  return nb::tuple(l);
+}
+
+DictValue to_dict_value(const nb::handle& h);
+
+Dictionary to_dictionary(const nb::handle& h) {
+  Dictionary d;
+  for (auto [k, v] : nb::cast<nb::dict>(h)) d[nb::cast<std::string>(k)] = to_dict_value(v);
+  return d;
+}
+
+DictValue to_dict_value(const nb::handle& h) {
+  if (h.is_none()) return DictValue();
+  if (nb::isinstance<nb::bool_>(h)) return DictValue(nb::cast<bool>(h));
+  if (nb::isinstance<nb::int_>(h)) return DictValue(nb::cast<int64_t>(h));
+  if (nb::isinstance<nb::float_>(h)) return DictValue(nb::cast<double>(h));
+  if (nb::isinstance<nb::str>(h)) return DictValue(nb::cast<std::string>(h));
+  if (nb::isinstance<Axis>(h)) return DictValue(nb::cast<Axis>(h));
+  if (nb::isinstance<NDArrayView>(h)) return DictValue(nb::cast<NDArrayView>(h));
+  if (nb::isinstance<nb::dict>(h)) return DictValue(to_dictionary(h));
+  if (nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h)) {
+    DictValue::List l;
+    for (auto item : h) l.push_back(to_dict_value(item));
+    return DictValue(std::move(l));
+  }
+  // NumPy scalars and the like.
+  if (nb::hasattr(h, "__index__")) return DictValue(nb::cast<int64_t>(h.attr("__index__")()));
+  if (nb::hasattr(h, "__float__")) return DictValue(nb::cast<double>(h.attr("__float__")()));
+  throw TypeError("cannot store a value of type " + nb::cast<std::string>(nb::str(h.type())) + " as an attribute");
+}
+
+nb::object from_dict_value(const DictValue& v);
+
+nb::dict from_dictionary(const Dictionary& d) {
+  nb::dict out;
+  for (auto& [k, v] : d) out[k.c_str()] = from_dict_value(v);
+  return out;
+}
+
+nb::object from_dict_value(const DictValue& v) {
+  const auto& s = v.storage();
+  if (std::holds_alternative<std::monostate>(s)) return nb::none();
+  if (auto p = std::get_if<bool>(&s)) return nb::bool_(*p);
+  if (auto p = std::get_if<int64_t>(&s)) return nb::int_(*p);
+  if (auto p = std::get_if<double>(&s)) return nb::float_(*p);
+  if (auto p = std::get_if<std::string>(&s)) return nb::str(p->c_str());
+  if (auto p = std::get_if<NDShape>(&s)) return from_shape(*p);
+  if (auto p = std::get_if<Axis>(&s)) return nb::cast(*p);
+  if (auto p = std::get_if<NDArrayView>(&s)) return nb::cast(*p);
+  if (auto p = std::get_if<std::shared_ptr<Dictionary>>(&s)) return from_dictionary(**p);
+  nb::list l;
+  for (auto& item : v.as_list()) l.append(from_dict_value(item));
+  return l;
+}
+
+template <class A>
+DataType dtype_of(const A& a) {
+  auto d = a.dtype();
+  if (d == nb::dtype<float>()) return DataType::Float;
+  if (d == nb::dtype<double>()) return DataType::Double;
+  if (d.code == uint8_t(nb::dlpack::dtype_code::Float) && d.bits == 16) return DataType::Float16;
+  return DataType::Unknown;
+}
+
+// NumPy array -> NDArrayView. Contiguous arrays of a computable type are borrowed, not copied.
+NDArrayView from_numpy(nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> a, bool borrow) {
+  DataType t = dtype_of(a);
+  if (t == DataType::Unknown) throw TypeError("only float32, float64 and float16 arrays can become NDArrayViews");
+  std::vector<int64_t> dims(a.ndim());
+  for (size_t i = 0; i < a.ndim(); ++i) dims[i] = int64_t(a.shape(i));
+  NDShape shape(dims);
+  if (borrow) {
+    auto keep = std::shared_ptr<void>(new nb::object(nb::cast(a)), [](void* p) {
+      nb::gil_scoped_acquire g;
+      delete static_cast<nb::object*>(p);
+    });
+    return NDArrayView::borrow(t, shape, const_cast<void*>(a.data()), keep);
+  }
+  NDArrayView v(t, shape);
+  if (v.numel()) std::memcpy(v.raw_data(), a.data(), v.numel() * element_size(t));
+  return v;
+}
+
+nb::object to_numpy(const NDArrayView& v_in) {
+  NDArrayView v = v_in.to_dense().contiguous();
+  if (v.same_storage(v_in)) v = v.copy();  // the array owns its own memory
+  auto* holder = new NDArrayView(v);
+  nb::capsule owner(holder, [](void* p) noexcept { delete static_cast<NDArrayView*>(p); });
+  std::vector<size_t> shape(v.shape().dims().begin(), v.shape().dims().end());
+  void* data = holder->raw_data();
+  switch (v.dtype()) {
+    case DataType::Float:
+      return nb::cast(nb::ndarray<nb::numpy, float>(data, shape.size(), shape.data(), owner));
+    case DataType::Double:
+      return nb::cast(nb::ndarray<nb::numpy, double>(data, shape.size(), shape.data(), owner));
+    case DataType::Float16: {
+      nb::dlpack::dtype dt{uint8_t(nb::dlpack::dtype_code::Float), 16, 1};
+      return nb::cast(nb::ndarray<nb::numpy>(data, shape.size(), shape.data(), owner, nullptr, dt));
+    }
+    default: throw TypeError("unknown data type");
+  }
+}
+
+std::unordered_map<VariableImpl*, Variable> to_var_map(const std::vector<std::pair<Variable, Variable>>& pairs) {
+  std::unordered_map<VariableImpl*, Variable> m;
+  for (auto& [k, v] : pairs) m[k.get()] = v;
+  return m;
+}
+
+// Python callables that construct objects when Python code calls a bound class
+// (C.Function(f) as a decorator, C.Variable(shape, ...)); set by the cntk package.
+nb::object* g_function_factory = nullptr;
+nb::object* g_variable_factory = nullptr;
+
+// What forward keeps for backward, as an opaque Python object.
+struct StateHandle {
+  BackPropStatePtr state;
+};
+
+}  // namespace
+
+NB_MODULE(_cntk, m) {
+  m.doc() = "OpenCNTK native engine";
+  nb::set_leak_warnings(false);
+  m.def("_set_factories", [](nb::object function_factory, nb::object variable_factory) {
+    g_function_factory = new nb::object(function_factory);
+    g_variable_factory = new nb::object(variable_factory);
+  });
+
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const cntk::NotImplementedError& e) {
+      PyErr_SetString(PyExc_NotImplementedError, e.what());
+    } catch (const cntk::ValueError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const cntk::TypeError& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const cntk::IOError& e) {
+      PyErr_SetString(PyExc_IOError, e.what());
+    } catch (const cntk::Error& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
+
+  m.attr("InferredDimension") = NDShape::kInferredDimension;
+  m.attr("FreeDimension") = NDShape::kFreeDimension;
+  m.attr("UnknownDimension") = NDShape::kUnknownDimension;
+
+  nb::class_<DeviceDescriptor>(m, "DeviceDescriptor")
+      .def_static("cpu", &DeviceDescriptor::cpu)
+      .def_static("gpu", &DeviceDescriptor::gpu)
+      .def_static("all_devices", &DeviceDescriptor::all_devices)
+      .def_static("use_default_device", &DeviceDescriptor::use_default_device)
+      .def_static("try_set_default_device", &DeviceDescriptor::try_set_default_device, nb::arg("device"),
+                  nb::arg("acquire_device_lock") = false)
+      .def_static("is_default_device_locked", &DeviceDescriptor::is_default_device_locked)
+      .def("type", [](const DeviceDescriptor& d) { return int(d.type()); })
+      .def("id", &DeviceDescriptor::id)
+      .def("is_locked", &DeviceDescriptor::is_locked)
+      .def("__eq__", &DeviceDescriptor::operator==)
+      .def("__hash__", [](const DeviceDescriptor& d) { return int(d.type()) * 1000 + d.id(); })
+      .def("__str__", &DeviceDescriptor::str)
+      .def("__repr__", &DeviceDescriptor::str);
+
+  nb::class_<Axis>(m, "Axis")
+      .def(nb::init<int>())
+      .def_static("dynamic", &Axis::dynamic, nb::arg("name"), nb::arg("ordered") = true)
+      .def_static("default_batch_axis", &Axis::default_batch_axis)
+      .def_static("default_dynamic_axis", &Axis::default_dynamic_axis)
+      .def_static("all_static_axes", &Axis::all_static_axes)
+      .def_static("all_axes", &Axis::all_axes)
+      .def_static("new_unique_dynamic_axis", &Axis::new_unique_dynamic_axis, nb::arg("name"), nb::arg("ordered") = true)
+      .def_static("new_leading_axis", &Axis::new_leading_axis)
+      .def_prop_ro("kind", [](const Axis& a) { return int(a.kind()); })
+      .def_prop_ro("is_static_axis", &Axis::is_static)
+      .def_prop_ro("is_dynamic_axis", &Axis::is_dynamic)
+      .def_prop_ro("is_batch_axis", &Axis::is_batch)
+      .def_prop_ro("is_sequence_axis", &Axis::is_sequence)
+      .def_prop_ro("is_ordered", &Axis::is_ordered)
+      .def_prop_ro("static_index", &Axis::static_index)
+      .def_prop_ro("name", &Axis::name)
+      .def("__eq__", [](const Axis& a, const nb::handle& o) { return nb::isinstance<Axis>(o) && a == nb::cast<Axis>(o); })
+      .def("__hash__", [](const Axis& a) { return std::hash<std::string>()(a.name()) ^ a.static_index(); });
+
+  nb::class_<NDArrayView>(m, "NDArrayView")
+      .def("__init__", [](NDArrayView* self, const nb::handle& shape, int dt) {
+        new (self) NDArrayView(NDArrayView::zeros(DataType(dt), to_shape(shape)));
+      })
+      .def_static("from_numpy", &from_numpy, nb::arg("array"), nb::arg("borrow") = false)
+      .def_static("zeros", [](int dt, const nb::handle& shape) { return NDArrayView::zeros(DataType(dt), to_shape(shape)); })
+      .def_static("full", [](int dt, const nb::handle& shape, double v) {
+        return NDArrayView::full(DataType(dt), to_shape(shape), v);
+      })
+      .def_static("sparse", [](int dt, const nb::handle& shape, std::vector<int64_t> starts, std::vector<int64_t> indices,
+                               nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> values) {
+        if (dtype_of(values) != DataType(dt)) throw TypeError("sparse values have the wrong dtype");
+        return NDArrayView::sparse(DataType(dt), to_shape(shape), std::move(starts), std::move(indices), values.data());
+      })
+      .def("to_numpy", &to_numpy)
+      .def_prop_ro("_shape", [](const NDArrayView& v) { return from_shape(v.shape()); })
+      .def_prop_ro("_dtype", [](const NDArrayView& v) { return int(v.dtype()); })
+      .def_prop_ro("_is_sparse", &NDArrayView::is_sparse)
+      .def_prop_rw("_is_read_only", &NDArrayView::is_read_only, &NDArrayView::set_read_only)
+      .def("sparse_parts", [](const NDArrayView& v) {
+        const SparseCSC& s = v.sparse_data();
+        NDArrayView vals = NDArrayView::borrow(v.dtype(), NDShape{s.nnz()}, s.values->data(), s.values);
+        return nb::make_tuple(s.starts, s.indices, to_numpy(vals.copy()));
+      })
+      .def("copy", &NDArrayView::copy)
+      .def("to_dense", &NDArrayView::to_dense)
+      .def("cast", [](const NDArrayView& v, int dt) { return v.cast(DataType(dt)); })
+      .def("copy_from", &NDArrayView::copy_from)
+      .def("fill", &NDArrayView::fill)
+      .def("slice", &NDArrayView::slice, nb::arg("axis"), nb::arg("begin"), nb::arg("end"), nb::arg("stride") = 1)
+      .def("reshape", [](const NDArrayView& v, const nb::handle& s) { return v.reshape(to_shape(s)); });
+
+  nb::class_<NDMask>(m, "NDMask")
+      .def("__init__", [](NDMask* self, int64_t b, int64_t t) { new (self) NDMask(b, t); })
+      .def_static("from_lengths", &NDMask::from_lengths)
+      .def_prop_ro("shape", [](const NDMask& mk) { return from_shape(mk.shape()); })
+      .def("invalidate_section", &NDMask::invalidate_section)
+      .def("mark_sequence_begin", &NDMask::mark_sequence_begin)
+      .def("clear", &NDMask::clear)
+      .def("lengths", &NDMask::lengths)
+      .def("masked_count", &NDMask::masked_count)
+      .def("to_list", [](const NDMask& mk) { return std::vector<int>(mk.data().begin(), mk.data().end()); });
+
+  nb::class_<Value>(m, "Value")
+      .def("__init__", [](Value* self, const NDArrayView& data, std::shared_ptr<NDMask> mask) {
+        new (self) Value(data, mask);
+      }, nb::arg("data"), nb::arg("mask").none() = nullptr)
+      .def_static("from_sequences", &Value::from_sequences, nb::arg("sequences"), nb::arg("sequential") = true)
+      .def_static("one_hot", [](const std::vector<std::vector<int64_t>>& idx, int64_t n, int dt, bool seq) {
+        return Value::one_hot(idx, n, DataType(dt), seq);
+      })
+      .def_prop_ro("_data", &Value::data)
+      .def_prop_ro("_mask", &Value::mask)
+      .def_prop_ro("_shape", [](const Value& v) { return from_shape(v.shape()); })
+      .def_prop_ro("_dtype", [](const Value& v) { return int(v.dtype()); })
+      .def_prop_ro("_is_sparse", &Value::is_sparse)
+      .def_prop_ro("_is_valid", &Value::is_valid)
+      .def("unpack", &Value::unpack);
+
+  nb::class_<Variable>(m, "Variable", nb::dynamic_attr())
+      .def(nb::new_([](nb::args a, nb::kwargs k) {
+        if (!g_variable_factory) throw Error("cntk package not initialised");
+        return nb::cast<Variable>((*g_variable_factory)(*a, **k));
+      }))
+      .def_prop_ro("shape", [](const Variable& v) { return from_shape(v.shape()); })
+      .def_prop_ro("_dtype", [](const Variable& v) { return int(v.dtype()); })
+      .def_prop_ro("_dynamic_axes", &Variable::dynamic_axes)
+      .def_prop_ro("is_sparse", &Variable::is_sparse)
+      .def_prop_ro("needs_gradient", &Variable::needs_gradient)
+      .def_prop_ro("name", &Variable::name)
+      .def_prop_ro("uid", &Variable::uid)
+      .def_prop_ro("_kind", [](const Variable& v) { return int(v.kind()); })
+      .def_prop_ro("_owner", &Variable::owner)
+      .def_prop_ro("has_value", [](const Variable& v) { return v.impl()->value.defined(); })
+      .def_prop_ro("value_version", [](const Variable& v) { return v.impl()->value_version; })
+      .def("_value", &Variable::value)
+      .def("_set_value", &Variable::set_value)
+      .def("same", [](const Variable& a, const Variable& b) { return a == b; })
+      .def("__hash__", [](const Variable& v) { return std::hash<void*>()(v.get()); })
+      .def("__repr__", &Variable::str);
+
+  nb::class_<Function>(m, "Function", nb::dynamic_attr())
+      .def(nb::new_([](nb::args a, nb::kwargs k) {
+        if (!g_function_factory) throw Error("cntk package not initialised");
+        return nb::cast<FunctionPtr>((*g_function_factory)(*a, **k));
+      }))
+      .def_prop_ro("_kind", [](const Function& f) { return int(f.kind()); })
+      .def_prop_ro("_op_name", &Function::op_name)
+      .def_prop_rw("_name", &Function::name, &Function::set_name)
+      .def_prop_ro("_uid", &Function::uid)
+      .def_prop_ro("_attributes", [](const Function& f) { return from_dictionary(f.attributes()); })
+      .def("set_attribute", [](Function& f, const std::string& k, const nb::handle& v) {
+        f.mutable_attributes()[k] = to_dict_value(v);
+      })
+      .def("_root_function", &Function::root_function)
+      .def("_inputs", &Function::inputs)
+      .def("_outputs", &Function::outputs)
+      .def("_arguments", &Function::arguments)
+      .def("_parameters", &Function::parameters)
+      .def("_constants", &Function::constants)
+      .def("_placeholders", &Function::placeholders)
+      .def("_block_root", &Function::block_root)
+      .def("_block_arguments_mapping", &Function::block_arguments_mapping)
+      .def("topological_order", &Function::topological_order)
+      .def("_find_all_with_name", &Function::find_all_with_name, nb::arg("name"), nb::arg("nested") = false)
+      .def("_replace_placeholders", [](Function& f, const std::vector<std::pair<Variable, Variable>>& m) {
+        return f.replace_placeholders(to_var_map(m));
+      })
+      .def("_clone", [](Function& f, int method, const std::vector<std::pair<Variable, Variable>>& subs) {
+        return f.clone(CloneMethod(method), to_var_map(subs));
+      })
+      .def("same", [](const Function& a, const Function& b) { return &a == &b; })
+      .def("__hash__", [](const Function& f) { return std::hash<const void*>()(&f); });
+
+  nb::class_<StateHandle>(m, "BackPropState")
+      .def_prop_ro("function", [](const StateHandle& s) { return backprop_state_function(s.state); });
+
+  m.def("input_variable", [](const nb::handle& shape, int dt, bool sparse, bool needs_grad, std::vector<Axis> axes,
+                             const std::string& name) {
+    return Variable::input(to_shape(shape), DataType(dt), sparse, needs_grad, std::move(axes), name);
+  });
+  m.def("parameter", [](const nb::handle& shape, int dt, std::optional<NDArrayView> value, nb::handle init,
+                        const std::string& name) {
+    std::shared_ptr<Dictionary> d;
+    if (!init.is_none()) d = std::make_shared<Dictionary>(to_dictionary(init));
+    return Variable::parameter(to_shape(shape), DataType(dt), value ? *value : NDArrayView(), d, name);
+  }, nb::arg("shape"), nb::arg("dtype"), nb::arg("value").none(), nb::arg("init").none(), nb::arg("name"));
+  m.def("constant", &Variable::constant);
+  m.def("placeholder", [](const nb::handle& shape, std::vector<Axis> axes, const std::string& name) {
+    return Variable::placeholder(to_shape(shape), std::move(axes), name);
+  });
+  m.def("primitive", [](const std::string& op, std::vector<Variable> inputs, nb::handle attrs, const std::string& name) {
+    return Function::primitive(op, std::move(inputs), attrs.is_none() ? Dictionary() : to_dictionary(attrs), name);
+  });
+  m.def("composite", &Function::composite, nb::arg("root"), nb::arg("name") = "");
+  m.def("combine", &Function::combine, nb::arg("outputs"), nb::arg("name") = "");
+  m.def("block", &Function::block);
+  m.def("output_variable", [](const Variable& v) { return v; });
+
+  m.def("forward", [](const FunctionPtr& f, const VariableValues& args, const std::vector<Variable>& outputs,
+                      bool keep) {
+    std::vector<Value> outs;
+    BackPropStatePtr st;
+    {
+      nb::gil_scoped_release release;
+      st = cntk::forward(f, args, outputs, outs, keep);
+    }
+    return std::make_pair(outs, st ? std::make_optional(StateHandle{st}) : std::nullopt);
+  });
+  m.def("backward", [](const StateHandle& st, const VariableValues& roots, const std::vector<Variable>& wrt) {
+    std::vector<Value> grads;
+    nb::gil_scoped_release release;
+    cntk::backward(st.state, roots, wrt, grads);
+    return grads;
+  });
+  m.def("initialize_parameter", [](nb::handle init, const nb::handle& shape, int dt) {
+    return initialize_parameter(to_dictionary(init), to_shape(shape), DataType(dt));
+  });
+
+  m.def("registered_ops", &registered_ops);
+  m.def("plans_compiled", &plans_compiled);
+  m.def("set_fixed_random_seed", &set_fixed_random_seed);
+  m.def("is_random_seed_fixed", &is_random_seed_fixed);
+  m.def("next_random_seed", &next_random_seed);
+  m.def("force_deterministic_algorithms", &force_deterministic_algorithms, nb::arg("on") = true);
+  m.def("should_force_deterministic_algorithms", &should_force_deterministic_algorithms);
+  m.def("set_computation_network_trace_level", &set_computation_network_trace_level);
+  m.def("get_computation_network_trace_level", &get_computation_network_trace_level);
+}

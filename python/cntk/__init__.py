@@ -1,0 +1,34 @@
+"""OpenCNTK: the Microsoft Cognitive Toolkit's API on a maintained C++ engine.
+
+`import cntk as C` gives CNTK 2.7's Python API.
+"""
+__version__ = '2.7'
+
+import numpy as np  # noqa: F401
+
+from . import _cntk
+from . import _cntk as cntk_py
+
+from .axis import Axis  # noqa: E402
+from .device import *  # noqa: E402,F401,F403
+from .core import *  # noqa: E402,F401,F403
+from .variables import Parameter, Constant, Variable, Record, _variable_factory  # noqa: E402
+from .ops.functions import _function_factory  # noqa: E402
+
+_cntk._set_factories(_function_factory, _variable_factory)
+
+from .ops import *  # noqa: E402,F401,F403
+from .ops import sequence  # noqa: E402,F401
+from .ops.functions import Function, CloneMethod, ModelFormat, load_model, BlockFunction  # noqa: E402,F401
+from .initializer import *  # noqa: E402,F401,F403
+from .losses import *  # noqa: E402,F401,F403
+from .metrics import *  # noqa: E402,F401,F403
+from . import initializer, losses, metrics, random  # noqa: E402,F401
+from . import layers  # noqa: E402,F401
+from .layers import typing  # noqa: E402,F401
+from .internal.switches import *  # noqa: E402,F401,F403
+
+InferredDimension = _cntk.InferredDimension
+FreeDimension = _cntk.FreeDimension
+
+DATATYPE = np.float32

@@ -1,0 +1,2 @@
+"""cntk.layers: layer library (typing annotations only so far)."""
+from . import typing  # noqa: F401

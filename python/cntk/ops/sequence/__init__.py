@@ -1,0 +1,32 @@
+"""cntk.ops.sequence: variables with a sequence axis and the ops over it.
+
+Only `input_variable` is available so far; the sequence ops come with recurrent-loop support.
+"""
+import numpy as np
+
+from ...axis import Axis
+from ...variables import _make_input
+
+
+def input_variable(shape, dtype=np.float32, needs_gradient=False, is_sparse=False,
+                   sequence_axis=Axis.default_dynamic_axis(), name=''):
+    """An input variable with a batch axis and a sequence axis."""
+    return _make_input(shape, dtype, needs_gradient, is_sparse, [Axis.default_batch_axis(), sequence_axis], name)
+
+
+def input(shape, dtype=np.float32, needs_gradient=False, is_sparse=False,
+          sequence_axis=Axis.default_dynamic_axis(), name=''):
+    """Deprecated name of input_variable."""
+    return input_variable(shape, dtype, needs_gradient, is_sparse, sequence_axis, name)
+
+
+def _not_yet(name):
+    def f(*args, **kwargs):
+        raise NotImplementedError("cntk.sequence.%s is not implemented yet (sequences and recurrence)" % name)
+    f.__name__ = name
+    return f
+
+
+for _n in ['unpack', 'future_value', 'past_value', 'delay', 'is_first', 'is_last', 'slice', 'first', 'last',
+           'where', 'gather', 'scatter', 'broadcast_as', 'reduce_sum', 'reduce_max', 'softmax']:
+    globals()[_n] = _not_yet(_n)

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what building and testing OpenCNTK needs on Debian 12: compilers and
+# libraries from Debian, Python packages from PyPI. Safe to run repeatedly.
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+pkgs="build-essential cmake ninja-build libdnnl-dev libgtest-dev dataset-fashion-mnist"
+missing=""
+for p in $pkgs; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+python3 -m pip install -q --disable-pip-version-check "numpy>=1.24" "scipy>=1.9" "pytest>=7" "nanobind>=2.0" \
+  "scikit-build-core>=0.8" 2>&1 | grep -v "Running pip as the 'root' user" || true

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The whole test suite: C++ tests (ctest) and Python tests (pytest, accuracy tests
+# included) against the package as `pip install .` builds it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+jobs=$(nproc)
+cmake -S . -B build/cpp -G Ninja -DCMAKE_BUILD_TYPE=Release -DCNTK_BUILD_PYTHON=OFF -DCNTK_WERROR=ON >/dev/null
+cmake --build build/cpp -j "$jobs"
+ctest --test-dir build/cpp --output-on-failure -j "$jobs"
+python3 -m pip install -q --disable-pip-version-check . 2>&1 | grep -v "Running pip as the 'root' user" || true
+cd tests && python3 -m pytest -q -p no:cacheprovider python "$@"

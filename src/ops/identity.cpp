@@ -1,0 +1,25 @@
+// Identity-like ops: NoOp (alias), Pass, and StopGradient (identity with a zero gradient).
+#include "ops/op.h"
+
+namespace cntk {
+
+void register_identity_ops() {
+  for (const char* name : {"NoOp", "Pass", "StopGradient"}) {
+    OpDef d;
+    d.name = name;
+    d.infer = [](InferContext& ctx) {
+      ctx.expect_inputs(1);
+      auto out = ctx.one(ctx.shape(0));
+      out[0].is_sparse = ctx.input(0).is_sparse();
+      return out;
+    };
+    d.forward = [](ComputeContext& ctx) { return std::vector<NDArrayView>{ctx.inputs[0]}; };
+    if (std::string(name) == "StopGradient")
+      d.gradient = Gradient::Zero;
+    else
+      d.backward = [](ComputeContext& ctx, size_t) { return ctx.grad_outputs[0]; };
+    register_op(std::move(d));
+  }
+}
+
+}  // namespace cntk

@@ -1,0 +1,20 @@
+import os
+
+import numpy as np
+import pytest
+
+SHARED = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'shared')
+
+
+@pytest.fixture
+def shared_data():
+    """Path of ../shared/data; skips the test when it is absent."""
+    path = os.path.abspath(os.path.join(SHARED, 'data'))
+    if not os.path.isdir(path):
+        pytest.skip("shared data folder %s is absent" % path)
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    np.random.seed(1)
