@@ -5,12 +5,18 @@ void register_elementwise_ops();
 void register_linalg_ops();
 void register_reduce_ops();
 void register_identity_ops();
+void register_movement_ops();
+void register_nn_ops();
+void register_random_ops();
 
 void register_all_op_families() {
   register_elementwise_ops();
   register_linalg_ops();
   register_reduce_ops();
   register_identity_ops();
+  register_movement_ops();
+  register_nn_ops();
+  register_random_ops();
 }
 
 }  // namespace cntk

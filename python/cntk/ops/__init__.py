@@ -122,6 +122,9 @@ def associative_multi_arg(f):
 from ._elementwise import *  # noqa: E402,F401,F403
 from ._linalg import *  # noqa: E402,F401,F403
 from ._reduce import *  # noqa: E402,F401,F403
+from ._movement import *  # noqa: E402,F401,F403
+from ._nn import *  # noqa: E402,F401,F403
+from ._random import *  # noqa: E402,F401,F403
 from . import sequence  # noqa: E402,F401
 
 
