@@ -8,6 +8,7 @@ void register_identity_ops();
 void register_movement_ops();
 void register_nn_ops();
 void register_random_ops();
+void register_loss_ops();
 
 void register_all_op_families() {
   register_elementwise_ops();
@@ -17,6 +18,7 @@ void register_all_op_families() {
   register_movement_ops();
   register_nn_ops();
   register_random_ops();
+  register_loss_ops();
 }
 
 }  // namespace cntk
