@@ -3,6 +3,9 @@
 // scalar gradient functor (x, y, g) -> dL/dx, both generic over float/double.
 #include <cmath>
 
+#include <oneapi/dnnl/dnnl_types.h>
+
+#include "kernels/cpu/dnnl_eltwise.h"
 #include "kernels/cpu/elementwise.h"
 #include "ops/eager.h"
 #include "ops/op.h"
@@ -34,23 +37,35 @@ size_t max_static_rank(const ComputeContext& ctx) {
   return r;
 }
 
+// `dnnl` names oneDNN algorithms that compute the same function in float32
+// (alpha = the op's first parameter); the functors stay the reference and serve float64.
 template <class F, class G>
-void unary(const char* name, F f, G df, Gradient kind = Gradient::Rule, ParamFn params = no_params) {
+void unary(const char* name, F f, G df, Gradient kind = Gradient::Rule, ParamFn params = no_params,
+           kernels::DnnlEltwise dnnl = {}) {
   OpDef d;
   d.name = name;
   d.infer = same_shape;
   d.gradient = kind;
-  d.forward = [f, params](ComputeContext& ctx) {
+  d.forward = [f, params, dnnl](ComputeContext& ctx) {
     Params p = params(ctx.attr());
     const NDArrayView& x = ctx.inputs[0];
+    if (dnnl.forward && x.dtype() == DataType::Float) {
+      NDArrayView y = kernels::dnnl_eltwise_forward(dnnl.forward, float(p[0]), 0.f, x);
+      if (y.defined()) return std::vector<NDArrayView>{y};
+    }
     return std::vector<NDArrayView>{CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] {
       return apply<T, 1>(x.dtype(), {&x}, [f, p](T v) { return T(f(v, p)); });
     })};
   };
   if (kind == Gradient::Rule)
-    d.backward = [df, params](ComputeContext& ctx, size_t) {
+    d.backward = [df, params, dnnl](ComputeContext& ctx, size_t) {
       Params p = params(ctx.attr());
       const NDArrayView &x = ctx.inputs[0], &y = ctx.outputs[0], &g = ctx.grad_outputs[0];
+      if (dnnl.backward && x.dtype() == DataType::Float) {
+        NDArrayView dx = kernels::dnnl_eltwise_backward(dnnl.backward, float(p[0]), 0.f,
+                                                        dnnl.backward_from_output ? y : x, g);
+        if (dx.defined()) return dx;
+      }
       return CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] {
         return apply<T, 3>(x.dtype(), {&x, &y, &g}, [df, p](T a, T b, T c) { return T(df(a, b, c, p)); });
       });
@@ -104,13 +119,19 @@ void register_unary_ops() {
         using T = decltype(x);
         return x >= 0 ? T(1) / (T(1) + std::exp(-x)) : std::exp(x) / (T(1) + std::exp(x));
       },
-      [](auto, auto y, auto g, Params) { return g * y * (1 - y); });
-  unary("Tanh", [](auto x, Params) { return std::tanh(x); }, [](auto, auto y, auto g, Params) { return g * (1 - y * y); });
+      [](auto, auto y, auto g, Params) { return g * y * (1 - y); }, Gradient::Rule, no_params,
+      {dnnl_eltwise_logistic, dnnl_eltwise_logistic_use_dst_for_bwd, true});
+  unary("Tanh", [](auto x, Params) { return std::tanh(x); }, [](auto, auto y, auto g, Params) { return g * (1 - y * y); },
+        Gradient::Rule, no_params, {dnnl_eltwise_tanh, dnnl_eltwise_tanh_use_dst_for_bwd, true});
   unary("ReLU", [](auto x, Params) { return x > 0 ? x : decltype(x)(0); },
-        [](auto x, auto, auto g, Params) { return x > 0 ? g : decltype(g)(0); });
-  unary("Exp", [](auto x, Params) { return std::exp(x); }, [](auto, auto y, auto g, Params) { return g * y; });
-  unary("Log", [](auto x, Params) { return std::log(x); }, [](auto x, auto, auto g, Params) { return g / x; });
-  unary("Sqrt", [](auto x, Params) { return std::sqrt(x); }, [](auto, auto y, auto g, Params) { return g / (2 * y); });
+        [](auto x, auto, auto g, Params) { return x > 0 ? g : decltype(g)(0); }, Gradient::Rule, no_params,
+        {dnnl_eltwise_relu, dnnl_eltwise_relu, false});
+  unary("Exp", [](auto x, Params) { return std::exp(x); }, [](auto, auto y, auto g, Params) { return g * y; },
+        Gradient::Rule, no_params, {dnnl_eltwise_exp, dnnl_eltwise_exp_use_dst_for_bwd, true});
+  unary("Log", [](auto x, Params) { return std::log(x); }, [](auto x, auto, auto g, Params) { return g / x; },
+        Gradient::Rule, no_params, {dnnl_eltwise_log, dnnl_eltwise_log, false});
+  unary("Sqrt", [](auto x, Params) { return std::sqrt(x); }, [](auto, auto y, auto g, Params) { return g / (2 * y); },
+        Gradient::Rule, no_params, {dnnl_eltwise_sqrt, dnnl_eltwise_sqrt_use_dst_for_bwd, true});
   unary("Floor", [](auto x, Params) { return std::floor(x); }, none, Gradient::Zero);
   unary("Abs", [](auto x, Params) { return std::abs(x); }, [](auto x, auto, auto g, Params) { return g * sgn(x); });
   unary("Reciprocal", [](auto x, Params) { return 1 / x; }, [](auto, auto y, auto g, Params) { return -g * y * y; });
@@ -129,10 +150,12 @@ void register_unary_ops() {
   unary("Atanh", [](auto x, Params) { return std::atanh(x); }, [](auto x, auto, auto g, Params) { return g / (1 - x * x); });
   auto alpha = [](const Dictionary& a) -> Params { return {attr_double(a, "alpha", 1.0), 0}; };
   unary("ELU", [](auto x, Params p) { return x > 0 ? x : decltype(x)(p[0] * (std::exp(x) - 1)); },
-        [](auto x, auto y, auto g, Params p) { return x > 0 ? g : decltype(g)(g * (y + p[0])); }, Gradient::Rule, alpha);
+        [](auto x, auto y, auto g, Params p) { return x > 0 ? g : decltype(g)(g * (y + p[0])); }, Gradient::Rule, alpha,
+        {dnnl_eltwise_elu, dnnl_eltwise_elu, false});
   auto leaky = [](const Dictionary& a) -> Params { return {attr_double(a, "alpha", 0.01), 0}; };
   unary("LeakyReLU", [](auto x, Params p) { return x > 0 ? x : decltype(x)(p[0] * x); },
-        [](auto x, auto, auto g, Params p) { return x > 0 ? g : decltype(g)(p[0] * g); }, Gradient::Rule, leaky);
+        [](auto x, auto, auto g, Params p) { return x > 0 ? g : decltype(g)(p[0] * g); }, Gradient::Rule, leaky,
+        {dnnl_eltwise_relu, dnnl_eltwise_relu, false});
   auto selu = [](const Dictionary& a) -> Params {
     return {attr_double(a, "gamma", kSeluScale), attr_double(a, "alpha", kSeluAlpha)};
   };

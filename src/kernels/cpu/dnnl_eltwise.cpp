@@ -1,0 +1,89 @@
+#include "kernels/cpu/dnnl_eltwise.h"
+
+#include <map>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <tuple>
+
+namespace cntk::kernels {
+namespace {
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dnnl::stream& stream() {
+  thread_local dnnl::stream s(engine());
+  return s;
+}
+
+using Key = std::tuple<int, float, float, int64_t, bool>;
+
+struct Cache {
+  std::mutex mu;
+  std::map<Key, dnnl::primitive> prims;
+};
+
+Cache& cache() {
+  static Cache* c = new Cache();
+  return *c;
+}
+
+dnnl::memory::desc flat(int64_t n) { return dnnl::memory::desc({n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a); }
+
+dnnl::primitive get(int alg, float alpha, float beta, int64_t n, bool backward) {
+  Key key{alg, alpha, beta, n, backward};
+  auto& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  auto it = c.prims.find(key);
+  if (it != c.prims.end()) return it->second;
+  auto md = flat(n);
+  dnnl::primitive p;
+  auto a = dnnl::algorithm(alg);
+  dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training, a, md, alpha, beta);
+  dnnl::eltwise_forward::primitive_desc fpd(fd, engine());
+  if (!backward) {
+    p = dnnl::eltwise_forward(fpd);
+  } else {
+    dnnl::eltwise_backward::desc bd(a, md, md, alpha, beta);
+    p = dnnl::eltwise_backward(dnnl::eltwise_backward::primitive_desc(bd, engine(), fpd));
+  }
+  if (c.prims.size() > 4096) c.prims.clear();
+  c.prims.emplace(key, p);
+  return p;
+}
+
+bool usable(const NDArrayView& x) { return x.dtype() == DataType::Float && !x.is_sparse() && x.numel() > 0; }
+
+}  // namespace
+
+NDArrayView dnnl_eltwise_forward(int alg, float alpha, float beta, const NDArrayView& xin) {
+  if (!alg || !usable(xin)) return {};
+  NDArrayView x = xin.contiguous();
+  NDArrayView y(DataType::Float, x.shape());
+  auto md = flat(x.numel());
+  dnnl::memory src(md, engine(), const_cast<void*>(x.raw_data())), dst(md, engine(), y.raw_data());
+  get(alg, alpha, beta, x.numel(), false).execute(stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+  stream().wait();
+  return y;
+}
+
+NDArrayView dnnl_eltwise_backward(int alg, float alpha, float beta, const NDArrayView& xy_in, const NDArrayView& dy_in) {
+  if (!alg || !usable(xy_in) || !usable(dy_in) || xy_in.shape() != dy_in.shape()) return {};
+  NDArrayView xy = xy_in.contiguous(), dy = dy_in.contiguous();
+  NDArrayView dx(DataType::Float, xy.shape());
+  auto md = flat(xy.numel());
+  dnnl::memory data(md, engine(), const_cast<void*>(xy.raw_data()));
+  dnnl::memory diff_dst(md, engine(), const_cast<void*>(dy.raw_data())), diff_src(md, engine(), dx.raw_data());
+  // Algorithms that differentiate from the output take it as DST, the others take the input as SRC.
+  bool from_dst = alg >= dnnl_eltwise_relu_use_dst_for_bwd && alg <= dnnl_eltwise_clip_v2_use_dst_for_bwd;
+  get(alg, alpha, beta, xy.numel(), true)
+      .execute(stream(), {{from_dst ? DNNL_ARG_DST : DNNL_ARG_SRC, data},
+                          {DNNL_ARG_DIFF_DST, diff_dst},
+                          {DNNL_ARG_DIFF_SRC, diff_src}});
+  stream().wait();
+  return dx;
+}
+
+}  // namespace cntk::kernels

@@ -1,0 +1,21 @@
+// oneDNN eltwise primitives for float32: JIT-vectorized transcendental functions
+// (tanh, exp, logistic, ...) that the plain loops cannot match. The plain loops in
+// elementwise.cpp remain the reference and serve float64.
+#pragma once
+#include "cntk/tensor.h"
+
+namespace cntk::kernels {
+
+// oneDNN algorithm kinds (dnnl_alg_kind_t values) used by the catalogue; 0 = none.
+struct DnnlEltwise {
+  int forward = 0;   // algorithm for y = f(x)
+  int backward = 0;  // algorithm for dx = f'(.) * dy, computed from x, or from y for *_use_dst_for_bwd
+  bool backward_from_output = false;
+};
+
+// y = f(x) on contiguous float32 data. Returns an undefined view when oneDNN cannot do it.
+NDArrayView dnnl_eltwise_forward(int alg, float alpha, float beta, const NDArrayView& x);
+// dx from dy and x (or y when the algorithm uses the output).
+NDArrayView dnnl_eltwise_backward(int alg, float alpha, float beta, const NDArrayView& x_or_y, const NDArrayView& dy);
+
+}  // namespace cntk::kernels
