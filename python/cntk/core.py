@@ -29,7 +29,7 @@ def _view_from_dense(np_array, device=None, read_only=False, borrow=False):
     if arr.dtype not in (np.float32, np.float64, np.float16):
         arr = arr.astype(np.float32)
     borrow = borrow and arr.flags.c_contiguous
-    v = NDArrayView.from_numpy(np.ascontiguousarray(arr), borrow)
+    v = NDArrayView.from_numpy(np.require(arr, requirements="C"), borrow)
     v._is_read_only = bool(read_only or borrow)
     return v
 
@@ -42,7 +42,7 @@ def _view_from_csr(csr_array, device=None, read_only=False, borrow=False, shape=
     csr.sort_indices()
     shape = sanitize_shape(shape) if shape is not None else csr.shape
     v = NDArrayView.sparse(dtype_code(csr.dtype), shape, [int(i) for i in csr.indptr], [int(i) for i in csr.indices],
-                           np.ascontiguousarray(csr.data))
+                           np.require(csr.data, requirements="C"))
     v._is_read_only = bool(read_only)
     return v
 
@@ -209,18 +209,18 @@ def _to_value(var, data):
                     a = np.asarray(s, dtype=dt)
                     if a.ndim == len(shape):  # a sequence of one step without its length axis
                         a = a[np.newaxis]
-                    seqs.append(_view_from_dense(np.ascontiguousarray(a)))
+                    seqs.append(_view_from_dense(np.require(a, requirements="C")))
             return _NativeValue.from_sequences(seqs, True)
         arr = np.asarray(data, dtype=dt)
         if arr.ndim == len(shape) + 1:  # one sequence
             arr = arr[np.newaxis]
-        return _NativeValue(_view_from_dense(np.ascontiguousarray(arr), borrow=True), None)
+        return _NativeValue(_view_from_dense(np.require(arr, requirements="C"), borrow=True), None)
     if _is_sparse(data):
         return _NativeValue(_csr_rows_view(data, dt, shape), None)
     if isinstance(data, (list, tuple)) and data and _is_sparse(data[0]):
         return _NativeValue(_csr_rows_view(_sparse.vstack(data), dt, shape), None)
     arr = np.asarray(data, dtype=dt)
-    return _NativeValue(_view_from_dense(np.ascontiguousarray(arr), borrow=True), None)
+    return _NativeValue(_view_from_dense(np.require(arr, requirements="C"), borrow=True), None)
 
 
 def _from_value(var, value, as_numpy=True):

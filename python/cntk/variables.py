@@ -95,7 +95,7 @@ def _value_set(self, val):
     if isinstance(val, _cntk.NDArrayView):
         view = val
     else:
-        view = _cntk.NDArrayView.from_numpy(np.ascontiguousarray(val, dtype=self.dtype))
+        view = _cntk.NDArrayView.from_numpy(np.require(val, dtype=self.dtype, requirements="C"))
     self._set_value(view)
 
 
@@ -161,11 +161,13 @@ def _initial_value(value, shape, dtype):
     arr = np.asarray(value, dtype=dtype)
     if shape:
         shape = sanitize_shape(shape)
-        if arr.ndim == 0:
+        if arr.ndim == 0 and all(d >= 0 for d in shape):
             arr = np.full(shape, arr, dtype=dtype)
+        elif len(arr.shape) == len(shape) and all(d < 0 or d == a for d, a in zip(shape, arr.shape)):
+            pass  # inferred dimensions take the value's
         elif arr.shape != shape:
             raise ValueError("value of shape %s does not match shape %s" % (arr.shape, shape))
-    return _cntk.NDArrayView.from_numpy(np.ascontiguousarray(arr))
+    return _cntk.NDArrayView.from_numpy(np.require(arr, requirements="C"))
 
 
 class Parameter(VariableMixin, metaclass=_KindMeta):
@@ -194,6 +196,10 @@ class Parameter(VariableMixin, metaclass=_KindMeta):
         if not shape:
             shape = arr.shape
         view = _initial_value(arr, shape, np_dtype(code))
+        if any(d < 0 for d in shape) and view.shape != shape:
+            if arr.ndim == 0:  # a scalar for a shape still to be inferred: fill once known
+                return _cntk.parameter(shape, code, None, {'type': 'constant', 'value': float(arr)}, name)
+            shape = view.shape
         return _cntk.parameter(shape, code, view, None, name)
 
 
@@ -217,7 +223,7 @@ class Constant(VariableMixin, metaclass=_KindMeta):
         if shape is not None:
             shape = sanitize_shape(shape)
             arr = np.broadcast_to(arr, shape) if arr.shape != shape else arr
-        return _cntk.constant(_cntk.NDArrayView.from_numpy(np.ascontiguousarray(arr)), name)
+        return _cntk.constant(_cntk.NDArrayView.from_numpy(np.require(arr, requirements="C")), name)
 
 
 def _variable_factory(shape=None, dtype=np.float32, needs_gradient=False, is_sparse=False,

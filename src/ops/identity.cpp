@@ -4,6 +4,20 @@
 namespace cntk {
 
 void register_identity_ops() {
+  // Combine's outputs are its inputs (Function::primitive special-cases it); the
+  // planner never runs it, so it needs no kernel.
+  OpDef combine;
+  combine.name = "Combine";
+  combine.infer = [](InferContext& ctx) {
+    std::vector<OutputInfo> out;
+    for (size_t i = 0; i < ctx.num_inputs(); ++i)
+      out.push_back({ctx.shape(i), ctx.dtype(i), ctx.input(i).dynamic_axes(), ctx.input(i).is_sparse()});
+    return out;
+  };
+  combine.forward = [](ComputeContext& ctx) { return ctx.inputs; };
+  combine.backward = [](ComputeContext& ctx, size_t i) { return ctx.grad_outputs[i]; };
+  register_op(std::move(combine));
+
   for (const char* name : {"NoOp", "Pass", "StopGradient"}) {
     OpDef d;
     d.name = name;

@@ -67,10 +67,14 @@ void InferContext::expect_inputs(size_t n) const {
 void InferContext::fill_inferred(size_t i, const NDShape& shape) {
   Variable& v = inputs_[i];
   if (v.shape() == shape) return;
-  if (v.shape().rank() != shape.rank()) fail("cannot infer the shape of input " + std::to_string(i));
-  for (size_t k = 0; k < shape.rank(); ++k)
-    if (v.shape()[k] != NDShape::kInferredDimension && v.shape()[k] != shape[k])
-      fail("input " + std::to_string(i) + " of shape " + v.shape().str() + " cannot take shape " + shape.str());
+  if (v.shape().rank() == shape.rank()) {
+    for (size_t k = 0; k < shape.rank(); ++k)
+      if (v.shape()[k] != NDShape::kInferredDimension && v.shape()[k] != shape[k])
+        fail("input " + std::to_string(i) + " of shape " + v.shape().str() + " cannot take shape " + shape.str());
+  } else if (!v.shape().has_inferred()) {
+    fail("cannot infer the shape of input " + std::to_string(i));
+  }
+  // Otherwise an inferred dimension stands for several axes (Dense over a whole input).
   if (!(v.is_parameter() || v.is_constant() || v.is_placeholder()))
     fail("input " + std::to_string(i) + " has inferred dimensions but is not a parameter");
   v.impl()->shape = shape;

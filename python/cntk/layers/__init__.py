@@ -1,2 +1,6 @@
-"""cntk.layers: layer library (typing annotations only so far)."""
+"""cntk.layers: CNTK's layer library, built from graph ops in Python."""
+from ..default_options import *  # noqa: F401,F403
 from . import typing  # noqa: F401
+from .blocks import *  # noqa: F401,F403
+from .layers import *  # noqa: F401,F403
+from .higher_order_layers import *  # noqa: F401,F403
