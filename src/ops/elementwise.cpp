@@ -75,7 +75,7 @@ void unary(const char* name, F f, G df, Gradient kind = Gradient::Rule, ParamFn 
 
 // df returns {dL/da, dL/db} given (a, b, y, g); `which` selects one.
 template <class F, class G>
-void binary(const char* name, F f, G df, Gradient kind = Gradient::Rule) {
+void binary(const char* name, F f, G df, Gradient kind = Gradient::Rule, GradFn backward_override = nullptr) {
   OpDef d;
   d.name = name;
   d.infer = [](InferContext& ctx) {
@@ -100,7 +100,17 @@ void binary(const char* name, F f, G df, Gradient kind = Gradient::Rule) {
       });
       return ctx.reduce_to_input(which, full);
     };
+  if (backward_override) d.backward = backward_override;
   register_op(std::move(d));
+}
+
+template <class F>
+void additive(const char* name, F f, bool negate_right) {
+  binary(name, f, [](auto, auto, auto) { return std::array<double, 2>{0, 0}; }, Gradient::Rule,
+         [negate_right](ComputeContext& ctx, size_t which) {
+           NDArrayView g = ctx.reduce_to_input(which, ctx.grad_outputs[0]);
+           return negate_right && which == 1 ? eager::neg(g) : g;
+         });
 }
 
 template <class T>
@@ -180,8 +190,10 @@ void register_unary_ops() {
 
 void register_binary_ops() {
   using A2 = std::array<double, 2>;
-  binary("Plus", [](auto a, auto b) { return a + b; }, [](auto, auto, auto g) { return A2{double(g), double(g)}; });
-  binary("Minus", [](auto a, auto b) { return a - b; }, [](auto, auto, auto g) { return A2{double(g), -double(g)}; });
+  // Sums pass the gradient through unchanged (negated for Minus's right side): it is
+  // reduced straight to each input's shape, without the generic (a, b, g) map.
+  additive("Plus", [](auto a, auto b) { return a + b; }, false);
+  additive("Minus", [](auto a, auto b) { return a - b; }, true);
   binary("ElementTimes", [](auto a, auto b) { return a * b; },
          [](auto a, auto b, auto g) { return A2{double(g * b), double(g * a)}; });
   binary("ElementDivide", [](auto a, auto b) { return a / b; },
