@@ -29,6 +29,10 @@ class Storage {
   std::shared_ptr<void> keepalive_;  // set for borrowed memory, which is not returned to the pool
 };
 
+// How many storage blocks came from the system rather than the allocator's free
+// lists (tests check that a repeated minibatch allocates nothing new).
+size_t storage_system_allocations();
+
 // Sparse data of a tensor with NumPy shape [..., D]: the tensor is read as a
 // matrix of (outer = product of leading dims) rows by D columns in compressed
 // row form. In CNTK's column-major terms this is exactly its CSC layout: each

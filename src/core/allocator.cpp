@@ -1,5 +1,6 @@
 // A caching allocator: freed blocks go to per-size free lists and are handed out
 // again, so repeated minibatches of the same shape allocate nothing from the OS.
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -23,6 +24,7 @@ size_t round_up(size_t bytes) {
 
 struct Pool {
   std::mutex mu;
+  std::atomic<size_t> fresh{0};  // blocks taken from the system, not from a free list
   std::unordered_map<size_t, std::vector<void*>> free_lists;
   size_t cached = 0;
 
@@ -37,6 +39,7 @@ struct Pool {
         return p;
       }
     }
+    ++fresh;
     void* p = std::aligned_alloc(kAlignment, bytes);
     if (!p) throw Error("out of memory allocating " + std::to_string(bytes) + " bytes");
     return p;
@@ -64,6 +67,8 @@ Pool& pool() {
 }
 
 }  // namespace
+
+size_t storage_system_allocations() { return pool().fresh; }
 
 Storage::Storage(size_t bytes) : bytes_(round_up(bytes == 0 ? 1 : bytes)) { data_ = pool().get(bytes_); }
 
