@@ -1,4 +1,5 @@
-"""nn ops: softmax family, top_k, cast, constant-like tensors, stop_gradient, assign and alias."""
+"""nn ops: softmax family, top_k, cast, constant-like tensors, stop_gradient, assign,
+alias, dropout and weighted sampling."""
 import numpy as np
 import pytest
 
@@ -218,6 +219,118 @@ def test_assign_in_training_happens_after_backward():
     np.testing.assert_array_equal(w.asarray(), [6, 8])
 
 
+# ------------------------------------------------------------------ dropout
+
+def test_dropout_eval_is_identity():
+    x = C.input_variable((10,))
+    d = np.random.randn(5, 10).astype(np.float32)
+    check_forward(C.dropout(x, 0.5), {x: d}, d)
+    check_forward(C.dropout(x), {x: d}, d)
+
+
+@pytest.mark.parametrize('rate', [0.2, 0.5, 0.75])
+def test_dropout_training_rate_scaling_and_gradient(rate):
+    x = C.input_variable((100, 100))
+    d = np.random.uniform(1, 2, size=(2, 100, 100)).astype(np.float32)
+    f = C.dropout(x, rate, seed=7)
+    state, out = f.forward({x: d}, keep_for_backward=[f.output])
+    y = out[f.output]
+    dropped = y == 0
+    assert abs(dropped.mean() - rate) < 0.01
+    np.testing.assert_allclose(y[~dropped], d[~dropped] / (1 - rate), rtol=1e-6)
+    # The expectation is preserved.
+    assert abs(y.mean() / d.mean() - 1) < 0.02
+    g = f.backward(state, {f.output: np.ones_like(d)}, [x])[x]
+    np.testing.assert_allclose(g, np.where(dropped, 0, 1 / (1 - rate)), rtol=1e-6)
+
+
+def test_dropout_gradient_float64():
+    x = f64_input((50,))
+    d = np.random.randn(3, 50)
+    d[0, :5] = 0  # zero inputs still pass their gradient where kept
+    f = C.dropout(x, 0.3, seed=3)
+    state, out = f.forward({x: d}, keep_for_backward=[f.output])
+    w = np.random.randn(3, 50)
+    g = f.backward(state, {f.output: w}, [x])[x]
+    y = out[f.output]
+    mask = np.where(np.abs(d) > 0, y / np.where(d == 0, 1, d), g / w)
+    assert set(np.round(np.unique(mask), 6)) <= {0.0, round(1 / 0.7, 6)}
+    np.testing.assert_allclose(g, w * mask)
+
+
+def test_dropout_determinism():
+    x = C.input_variable(1000)
+    d = np.ones((1, 1000), np.float32)
+
+    def mask(f):
+        _, out = f.forward({x: d}, keep_for_backward=[f.output])
+        return out[f.output]
+    f1, f2 = C.dropout(x, 0.5, seed=11), C.dropout(x, 0.5, seed=11)
+    a = mask(f1)
+    np.testing.assert_array_equal(a, mask(f2))  # same seed, same masks
+    assert not np.array_equal(a, mask(f1))  # a new mask for each minibatch
+    assert not np.array_equal(a, mask(C.dropout(x, 0.5, seed=12)))
+    C.set_fixed_random_seed(123)
+    g1 = C.dropout(x, 0.5)
+    C.set_fixed_random_seed(123)
+    g2 = C.dropout(x, 0.5)
+    np.testing.assert_array_equal(mask(g1), mask(g2))
+    assert g1.root_function.attributes['rngSeed'] == g2.root_function.attributes['rngSeed']
+
+
+def test_dropout_keep_prob_and_attributes():
+    x = C.input_variable(3)
+    f = C.dropout(x, keep_prob=0.75, seed=5)
+    attrs = f.root_function.attributes
+    assert attrs['dropoutRate'] == 0.25
+    assert attrs['rngSeed'] == 5 and attrs['rngOffset'] == 0
+    assert f.root_function.op_name == 'Dropout'
+
+
+# ---------------------------------------------------------------- sampling
+
+def test_random_sample_with_duplicates():
+    w = np.array([1, 2, 3, 4], np.float32)
+    f = C.random_sample(w, 5, True, seed=1)
+    assert f.shape == (5, 4)
+    assert f.output.dynamic_axes == ()
+    counts = np.zeros(4)
+    for _ in range(400):
+        s = f.eval()
+        np.testing.assert_array_equal(s.sum(axis=1), 1)  # one-hot rows
+        counts += s.sum(axis=0)
+    freq = counts / counts.sum()
+    np.testing.assert_allclose(freq, w / w.sum(), atol=0.03)
+
+
+def test_random_sample_without_duplicates():
+    w = np.array([5, 1, 1, 1, 1, 1], np.float32)
+    f = C.random_sample(w, 4, False, seed=2)
+    for _ in range(50):
+        s = f.eval()
+        assert s.shape == (4, 6)
+        np.testing.assert_array_equal(s.sum(axis=1), 1)
+        assert s.sum(axis=0).max() == 1  # no class twice
+
+
+def test_random_sample_inclusion_frequency():
+    w = np.concatenate([np.full(100, 1000.0), np.full(100, 1.0)]).astype(np.float32)
+    f = C.random_sample_inclusion_frequency(w, 150, True).eval()
+    np.testing.assert_allclose(f[0], 150 * 1000 / 100100, rtol=1e-5)
+    np.testing.assert_allclose(f[110], 150 / 100100, rtol=1e-5)
+    f = C.random_sample_inclusion_frequency(w, 150, False, seed=3).eval()
+    assert abs(f[0] - 1.0) < 1e-3
+    assert 0.1 < f[110] < 1.0
+    assert abs(f.sum() - 150) < 15
+
+
+def test_random_sample_determinism():
+    w = np.ones(20, np.float32)
+    a = C.random_sample(w, 10, True, seed=9).eval()
+    b = C.random_sample(w, 10, True, seed=9).eval()
+    np.testing.assert_array_equal(a, b)
+
+
 # ----------------------------------------------------------- bad arguments
 
 def test_bad_arguments():
@@ -232,12 +345,42 @@ def test_bad_arguments():
         C.top_k(x, 2, axis=C.Axis.default_batch_axis())
     with pytest.raises(TypeError, match='top_k'):
         C.top_k(x, 1.5)
+    with pytest.raises(ValueError, match='dropout'):
+        C.dropout(x, 1.0)
+    with pytest.raises(ValueError, match='dropout'):
+        C.dropout(x, -0.1)
     with pytest.raises(ValueError, match='eye_like'):
         C.eye_like(x)
     with pytest.raises(ValueError, match='Assign'):
         C.assign(C.parameter((3,)), C.parameter((4,)))
     with pytest.raises(ValueError, match='assign'):
         C.assign(x, np.zeros((3, 4), np.float32))
+    with pytest.raises(ValueError, match='RandomSample'):
+        C.random_sample(np.ones(3, np.float32), 3, False)
+    with pytest.raises(ValueError, match='random_sample'):
+        C.random_sample(np.ones(3, np.float32), 0, True)
+    with pytest.raises(ValueError, match='RandomSampleInclusionFrequency'):
+        C.random_sample_inclusion_frequency(np.ones((2, 3), np.float32), 1, True)
     with pytest.raises(TypeError):
         C.cast(x, np.int32)
+    with pytest.raises(ValueError, match='RandomSample'):
+        C.random_sample(np.array([1, -1, 1], np.float32), 1, True).eval()
 
+
+def test_dropout_set_attribute():
+    x = C.input_variable(1000)
+    d = np.ones((1, 1000), np.float32)
+    f = C.dropout(x, 0.5, seed=1)
+
+    def run():
+        _, out = f.forward({x: d}, keep_for_backward=[f.output])
+        return out[f.output]
+    first = run()
+    assert not np.array_equal(first, run())  # the stream goes on
+    f.set_attribute('rngSeed', 1)  # setting the seed restarts it
+    np.testing.assert_array_equal(first, run())
+    f.set_attribute('rngSeed', 2)
+    assert f.root_function.attributes['rngSeed'] == 2
+    assert not np.array_equal(first, run())
+    f.set_attribute('dropoutRate', 0.0)
+    np.testing.assert_array_equal(run(), d)
