@@ -304,6 +304,8 @@ NB_MODULE(_cntk, m) {
       .def_prop_ro("_attributes", [](const Function& f) { return from_dictionary(f.attributes()); })
       .def("set_attribute", [](Function& f, const std::string& k, const nb::handle& v) {
         f.mutable_attributes()[k] = to_dict_value(v);
+        // A new seed restarts the function's random numbers, as in CNTK.
+        if (k == "rngSeed" || k == "rngOffset") f.op_state().reset();
       })
       .def("_root_function", &Function::root_function)
       .def("_inputs", &Function::inputs)

@@ -13,6 +13,8 @@ struct BackPropState {
   std::shared_ptr<const Plan> plan;
   std::vector<NDArrayView> values;
   std::vector<std::vector<int64_t>> seq_lengths;  // per slot; empty when it has no sequence axis
+  std::vector<std::vector<NDArrayView>> saved;    // per step: what its forward kept for backward
+  std::vector<std::function<void()>> deferred;    // run when the pass is over
   bool training = false;
 };
 
@@ -86,7 +88,14 @@ ComputeContext make_context(const PlanStep& st, BackPropState& s) {
   }
   ctx.out_axes = st.out_axes;
   ctx.out_dyn = int(st.out_axes.size());
+  ctx.deferred = &s.deferred;
   return ctx;
+}
+
+void run_deferred(BackPropState& s) {
+  auto actions = std::move(s.deferred);
+  s.deferred.clear();
+  for (auto& a : actions) a();
 }
 
 }  // namespace
@@ -118,9 +127,12 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
     }
   }
   // Batch sizes must agree across inputs.
-  for (auto& st : p.steps) {
+  s->saved.assign(p.steps.size(), {});
+  for (size_t k_step = 0; k_step < p.steps.size(); ++k_step) {
+    const PlanStep& st = p.steps[k_step];
     ComputeContext ctx = make_context(st, *s);
     std::vector<NDArrayView> outs = st.op->forward(ctx);
+    if (s->training) s->saved[k_step] = std::move(ctx.saved);
     if (outs.size() != st.out.size()) throw Error(st.op->name + ": kernel returned the wrong number of outputs");
     // Sequence lengths follow the first input that has the output's sequence axis.
     std::vector<int64_t> lens;
@@ -136,6 +148,7 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
     int slot = p.output_slots[i];
     output_values.push_back(to_value(outputs[i], s->values[slot], s->seq_lengths[slot]));
   }
+  if (!keep_for_backward) run_deferred(*s);
   return keep_for_backward ? s : nullptr;
 }
 
@@ -177,6 +190,7 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
     for (int i : st.in) needed = needed || depends[i];
     if (!has_grad || !needed) continue;
     ComputeContext ctx = make_context(st, s);
+    if (k < s.saved.size()) ctx.saved = s.saved[k];
     for (int o : st.out) {
       ctx.outputs.push_back(s.values[o]);
       ctx.grad_outputs.push_back(grads[o].defined() ? grads[o] : eager::zeros_like(s.values[o]));
@@ -220,6 +234,7 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
     }
     gradients.push_back(to_value(w, grads[it->second], s.seq_lengths[it->second]));
   }
+  run_deferred(s);
 }
 
 }  // namespace cntk

@@ -68,6 +68,12 @@ class ComputeContext {
   std::vector<Axis> out_axes;              // layout order of the output's dynamic axes
   int out_dyn = 0;
   bool training = false;
+  // Tensors a forward kernel keeps for its gradient rule (dropout's mask): filled in
+  // forward when training, handed back to backward unchanged.
+  std::vector<NDArrayView> saved;
+  // Actions to run once the pass is over: right after forward in inference, after
+  // backward in training (Assign writes its ref then, as CNTK does). May be null.
+  std::vector<std::function<void()>>* deferred = nullptr;
 
   const Dictionary& attr() const { return *attrs; }
   // Input i as a view with the output's dynamic dims (size 1 where the input lacks

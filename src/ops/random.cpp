@@ -1,8 +1,276 @@
-// Op family: random (see docs/architecture.md for how to add an op).
+// Op family: random. Dropout, RandomSample, RandomSampleInclusionFrequency and
+// RandomDistribution (uniform, normal, gumbel, bernoulli). Each function draws from
+// its own generator, seeded from its rngSeed/rngOffset attributes (CNTK's keys), so
+// a graph built with a fixed seed draws the same numbers on every run.
+#include <algorithm>
+#include <cmath>
+#include <unordered_set>
+
+#include "kernels/cpu/elementwise.h"
+#include "ops/eager.h"
 #include "ops/op.h"
 
 namespace cntk {
+namespace {
 
-void register_random_ops() {}
+// Uniform in [0, 1) from the top 53 bits.
+double uniform01(std::mt19937_64& g) { return double(g() >> 11) * (1.0 / 9007199254740992.0); }
+
+// Uniform in (0, 1): safe for log().
+double uniform_open(std::mt19937_64& g) { return (double(g() >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
+
+// --------------------------------------------------------------- Dropout
+
+// Inverted dropout: in training each element is zeroed with probability dropoutRate
+// and the others scaled by 1 / (1 - dropoutRate); in inference it is the identity.
+void register_dropout() {
+  OpDef d;
+  d.name = "Dropout";
+  d.stateful_random = true;
+  d.infer = [](InferContext& ctx) {
+    ctx.expect_inputs(1);
+    double rate = attr_double(ctx.attrs(), "dropoutRate", 0.0);
+    if (!(rate >= 0.0 && rate < 1.0)) ctx.fail("dropout rate " + std::to_string(rate) + " must be in [0, 1)");
+    return ctx.one(ctx.shape(0));
+  };
+  d.forward = [](ComputeContext& ctx) {
+    double rate = attr_double(ctx.attr(), "dropoutRate", 0.0);
+    if (!ctx.training || rate == 0.0) return std::vector<NDArrayView>{ctx.inputs[0].to_dense()};
+    NDArrayView x = ctx.inputs[0].to_dense();
+    NDArrayView mask(x.dtype(), x.shape());
+    auto& g = ctx.random().engine;
+    double scale = 1.0 / (1.0 - rate);
+    CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] {
+      T* m = mask.data<T>();
+      for (int64_t i = 0; i < mask.numel(); ++i) m[i] = uniform01(g) < rate ? T(0) : T(scale);
+    });
+    ctx.saved = {mask};
+    return std::vector<NDArrayView>{eager::mul(x, mask)};
+  };
+  d.backward = [](ComputeContext& ctx, size_t) {
+    if (ctx.saved.empty()) return ctx.grad_outputs[0];  // the forward pass was the identity
+    return eager::mul(ctx.grad_outputs[0], ctx.saved[0]);
+  };
+  register_op(std::move(d));
+}
+
+// ------------------------------------------------ RandomSample (+ frequency)
+
+struct SampleAttrs {
+  int64_t num_samples;
+  bool allow_duplicates;
+};
+
+SampleAttrs sample_attrs(const Dictionary& a) {
+  return {attr_int(a, "numSamples", 0), attr_bool(a, "allowDuplicates", true)};
+}
+
+// Weights as running sums (double), checked.
+std::vector<double> prefix_sums(const std::string& op, const NDArrayView& w_in) {
+  NDArrayView w = w_in.to_dense().contiguous().cast(DataType::Double);
+  const double* p = w.data<double>();
+  std::vector<double> sums;
+  double s = 0;
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    if (!(p[i] >= 0)) throw ValueError(op + ": sampling weights must be non-negative, got " + std::to_string(p[i]));
+    s += p[i];
+    sums.push_back(s);
+  }
+  if (!(s > 0)) throw ValueError(op + ": sampling weights sum to zero");
+  return sums;
+}
+
+// Class indices drawn by weight; without duplicates by rejection, as CNTK does.
+// `tries` returns the number of draws needed.
+std::vector<int64_t> run_sampling(const std::string& op, const std::vector<double>& sums, const SampleAttrs& a,
+                                  std::mt19937_64& g, int64_t& tries) {
+  if (!a.allow_duplicates) {
+    int64_t positive = 0;
+    double prev = 0;
+    for (double s : sums) {
+      positive += s > prev;
+      prev = s;
+    }
+    if (positive < a.num_samples)
+      throw ValueError(op + ": only " + std::to_string(positive) + " classes have a positive weight; cannot draw " +
+                       std::to_string(a.num_samples) + " samples without duplicates");
+  }
+  std::vector<int64_t> samples;
+  std::unordered_set<int64_t> seen;
+  tries = 0;
+  double total = sums.back();
+  while (int64_t(samples.size()) < a.num_samples) {
+    double u = uniform01(g) * total;
+    int64_t idx = std::upper_bound(sums.begin(), sums.end(), u) - sums.begin();
+    if (idx >= int64_t(sums.size())) idx = int64_t(sums.size()) - 1;
+    ++tries;
+    if (!a.allow_duplicates && !seen.insert(idx).second) continue;
+    samples.push_back(idx);
+  }
+  return samples;
+}
+
+std::vector<OutputInfo> infer_sample(InferContext& ctx, bool frequency) {
+  ctx.expect_inputs(1);
+  SampleAttrs a = sample_attrs(ctx.attrs());
+  if (a.num_samples < 1) ctx.fail("the number of samples must be > 0, got " + std::to_string(a.num_samples));
+  if (!ctx.input(0).dynamic_axes().empty()) ctx.fail("the sampling weights must not have dynamic axes");
+  const NDShape& s = ctx.shape(0);
+  if (s.rank() != 1) ctx.fail("the sampling weights must be a vector");
+  int64_t classes = s[0];
+  if (classes >= 0 && !a.allow_duplicates && classes <= a.num_samples)
+    ctx.fail("for sampling without duplicates the number of samples (" + std::to_string(a.num_samples) +
+             ") must be less than the number of classes (" + std::to_string(classes) + ")");
+  DataType t = ctx.common_dtype();
+  if (frequency) return {{s, t, {}}};
+  // One one-hot row per sample (sparse in CNTK; computed densely here).
+  return {{NDShape{a.num_samples, classes}, t, {}, true}};
+}
+
+void register_random_sample() {
+  OpDef d;
+  d.name = "RandomSample";
+  d.stateful_random = true;
+  d.infer = [](InferContext& ctx) { return infer_sample(ctx, false); };
+  d.forward = [](ComputeContext& ctx) {
+    SampleAttrs a = sample_attrs(ctx.attr());
+    auto sums = prefix_sums("RandomSample", ctx.inputs[0]);
+    int64_t tries;
+    auto samples = run_sampling("RandomSample", sums, a, ctx.random().engine, tries);
+    int64_t classes = int64_t(sums.size());
+    NDArrayView y = NDArrayView::zeros(ctx.inputs[0].dtype(), NDShape{a.num_samples, classes});
+    CNTK_DISPATCH_FLOAT(y.dtype(), T, [&] {
+      T* p = y.data<T>();
+      for (int64_t i = 0; i < a.num_samples; ++i) p[i * classes + samples[i]] = 1;
+    });
+    return std::vector<NDArrayView>{y};
+  };
+  d.gradient = Gradient::Zero;
+  register_op(std::move(d));
+
+  OpDef f;
+  f.name = "RandomSampleInclusionFrequency";
+  f.stateful_random = true;
+  f.infer = [](InferContext& ctx) { return infer_sample(ctx, true); };
+  // The expected count of each class in a sample set: p * n with duplicates; without
+  // them 1 - (1 - p)^tries, tries estimated from ten sampling runs (as CNTK does).
+  f.forward = [](ComputeContext& ctx) {
+    SampleAttrs a = sample_attrs(ctx.attr());
+    const NDArrayView& w = ctx.inputs[0];
+    auto sums = prefix_sums("RandomSampleInclusionFrequency", w);
+    double total = sums.back();
+    double est_tries = 0;
+    if (!a.allow_duplicates) {
+      const int experiments = 10;
+      int64_t sum_tries = 0;
+      for (int e = 0; e < experiments; ++e) {
+        int64_t t;
+        run_sampling("RandomSampleInclusionFrequency", sums, a, ctx.random().engine, t);
+        sum_tries += t;
+      }
+      est_tries = double(sum_tries) / experiments;
+    }
+    NDArrayView y(w.dtype(), w.shape());
+    CNTK_DISPATCH_FLOAT(y.dtype(), T, [&] {
+      T* p = y.data<T>();
+      double prev = 0;
+      for (size_t i = 0; i < sums.size(); ++i) {
+        double prob = (sums[i] - prev) / total;
+        prev = sums[i];
+        p[i] = T(a.allow_duplicates ? prob * double(a.num_samples) : -std::expm1(est_tries * std::log1p(-prob)));
+      }
+    });
+    return std::vector<NDArrayView>{y};
+  };
+  f.gradient = Gradient::Zero;
+  register_op(std::move(f));
+}
+
+// ---------------------------------------------------------- RandomDistribution
+
+std::vector<double> distribution_args(const Dictionary& a) {
+  std::vector<double> out;
+  auto it = a.find("randomDistributionArgs");
+  if (it == a.end() || it->second.empty()) return out;
+  if (it->second.is<double>() || it->second.is<int64_t>()) return {it->second.as_double()};
+  for (auto& v : it->second.as_list()) out.push_back(v.as_double());
+  return out;
+}
+
+void check_distribution(InferContext& ctx) {
+  std::string type = attr_string(ctx.attrs(), "randomDistributionType", "");
+  auto args = distribution_args(ctx.attrs());
+  size_t want = type == "bernoulli" ? 1 : 2;
+  if (type != "uniform" && type != "normal" && type != "gumbel" && type != "bernoulli")
+    ctx.fail("unknown distribution '" + type + "' (uniform, normal, gumbel or bernoulli)");
+  if (args.size() != want)
+    ctx.fail("the " + type + " distribution takes " + std::to_string(want) + " arguments, got " +
+             std::to_string(args.size()));
+  if (type == "uniform" && !(args[0] < args[1]))
+    ctx.fail("uniform: low (" + std::to_string(args[0]) + ") must be less than high (" + std::to_string(args[1]) + ")");
+  if ((type == "normal" || type == "gumbel") && !(args[1] >= 0))
+    ctx.fail(type + ": the scale (" + std::to_string(args[1]) + ") must be non-negative");
+  if (type == "bernoulli" && !(args[0] >= 0 && args[0] <= 1))
+    ctx.fail("bernoulli: the mean (" + std::to_string(args[0]) + ") must be in [0, 1]");
+}
+
+void register_random_distribution() {
+  OpDef d;
+  d.name = "RandomDistribution";
+  d.stateful_random = true;
+  d.infer = [](InferContext& ctx) -> std::vector<OutputInfo> {
+    if (ctx.num_inputs() > 1) ctx.fail("expects at most 1 input, got " + std::to_string(ctx.num_inputs()));
+    check_distribution(ctx);
+    if (ctx.num_inputs() == 1) return ctx.one(ctx.shape(0));  // *_like: the operand's shape, type and axes
+    auto it = ctx.attrs().find("newShape");
+    if (it == ctx.attrs().end() || it->second.empty()) ctx.fail("the output shape (newShape) is missing");
+    NDShape shape(it->second.as_int_list());
+    for (size_t i = 0; i < shape.rank(); ++i)
+      if (shape[i] < 0) ctx.fail("the output shape " + shape.str() + " must not have free or inferred dimensions");
+    DataType t = static_cast<DataType>(attr_int(ctx.attrs(), "newDataType", int(DataType::Float)));
+    if (t != DataType::Float && t != DataType::Double) ctx.fail_type("the data type must be float32 or float64");
+    return {{shape, t, {}}};
+  };
+  d.forward = [](ComputeContext& ctx) {
+    NDShape shape;
+    DataType t;
+    if (ctx.inputs.empty()) {
+      shape = NDShape(ctx.attr().at("newShape").as_int_list());
+      t = static_cast<DataType>(attr_int(ctx.attr(), "newDataType", int(DataType::Float)));
+    } else {
+      shape = ctx.inputs[0].shape();
+      t = ctx.inputs[0].dtype();
+    }
+    std::string type = attr_string(ctx.attr(), "randomDistributionType", "");
+    auto args = distribution_args(ctx.attr());
+    auto& g = ctx.random().engine;
+    NDArrayView y(t, shape);
+    CNTK_DISPATCH_FLOAT(t, T, [&] {
+      T* p = y.data<T>();
+      int64_t n = y.numel();
+      if (type == "uniform") {
+        for (int64_t i = 0; i < n; ++i) p[i] = T(args[0] + (args[1] - args[0]) * uniform01(g));
+      } else if (type == "normal") {
+        std::normal_distribution<double> nd(0.0, 1.0);
+        for (int64_t i = 0; i < n; ++i) p[i] = T(args[0] + args[1] * nd(g));
+      } else if (type == "gumbel") {
+        for (int64_t i = 0; i < n; ++i) p[i] = T(args[0] - args[1] * std::log(-std::log(uniform_open(g))));
+      } else {
+        for (int64_t i = 0; i < n; ++i) p[i] = T(uniform01(g) < args[0] ? 1 : 0);
+      }
+    });
+    return std::vector<NDArrayView>{y};
+  };
+  d.gradient = Gradient::Zero;
+  register_op(std::move(d));
+}
+
+}  // namespace
+
+void register_random_ops() {
+  register_dropout();
+  register_random_sample();
+  register_random_distribution();
+}
 
 }  // namespace cntk

@@ -84,8 +84,11 @@ def _attributes(self):
     return self._root_function()._attributes if self._kind == _COMPOSITE else self._attributes
 
 
+_native_set_attribute = Function.set_attribute  # replaced on the class below
+
+
 def _set_attribute(self, name, value):
-    self._root_function().set_attribute(name, value)
+    _native_set_attribute(self._root_function(), name, value)
 
 
 def _name_get(self):
