@@ -537,3 +537,22 @@ def test_nce_loss_bad_arguments():
         C.nce_loss(W, b, x, y, q, num_samples=6, allow_duplicates=False)
     with pytest.raises(ValueError, match='NCE'):
         C.nce_loss(W, b, C.input_variable(4), y, q)
+
+
+def test_mixed_float32_and_float64_operands():
+    # The op computes in float64; the float32 operand is converted, and its gradient comes back in float32.
+    o = C.input_variable(3, dtype=np.float32, needs_gradient=True)
+    t = C.input_variable(3, dtype=np.float64)
+    f = C.cross_entropy_with_softmax(o, t)
+    od = np.array([[1., 2., 3.]], np.float32)
+    td = np.array([[0.2, 0.3, 0.5]])
+    np.testing.assert_allclose(f.eval({o: od, t: td}), _ce_ref(od.astype(np.float64), td), rtol=1e-12)
+    g = f.grad({o: od, t: td}, wrt=[o])
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, _softmax(od.astype(np.float64)) - td, rtol=1e-6)
+    w = C.constant(np.array([2., 0.5, 1.]))  # float64 weights next to float32 data
+    p = C.input_variable(3, dtype=np.float32)
+    bce = C.weighted_binary_cross_entropy(p, C.input_variable(3, dtype=np.float32), w)
+    pd, yd = np.array([[0.2, 0.6, 0.9]], np.float32), np.array([[1., 0., 1.]], np.float32)
+    np.testing.assert_allclose(bce.eval({bce.arguments[0]: pd, bce.arguments[1]: yd}),
+                               _bce_ref(pd.astype(np.float64), yd, w.value[None, :]), rtol=1e-6)
