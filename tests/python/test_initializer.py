@@ -107,7 +107,7 @@ def test_fan_in_fan_out(shape, orank, frank, fan_in, fan_out):
              (C.xavier, unit_n, np.sqrt(3.0 / fan_in))]
     for init, unit, scale in cases:
         got = _values(init(seed=11, **ranks), shape)
-        np.testing.assert_allclose(got, unit * scale, rtol=1e-12, err_msg=init.__name__)
+        np.testing.assert_allclose(got, unit * scale, rtol=1e-12, atol=1e-15, err_msg=init.__name__)
         with_rank = C.initializer_with_rank(init(seed=11), output_rank=orank, filter_rank=frank)
         np.testing.assert_allclose(_values(with_rank, shape), got, rtol=0, err_msg=init.__name__)
 
