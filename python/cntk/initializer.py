@@ -1,8 +1,6 @@
 """Parameter initializers. Each returns a spec (a dict) that the engine turns into
 values once the parameter's shape is known."""
-import numpy as np
 
-from . import _cntk
 
 DefaultParamInitScale = 1.0
 SentinelValueForInferParamInitRank = 2147483647
@@ -22,11 +20,17 @@ def _is_initializer(x):
 
 def _spec(kind, scale=DefaultParamInitScale, output_rank=SentinelValueForInferParamInitRank,
           filter_rank=SentinelValueForInferParamInitRank, seed=SentinelValueForAutoSelectRandomSeed, **extra):
+    try:
+        scale = float(scale)
+    except (TypeError, ValueError):
+        raise TypeError("%s: scale must be a number, not %r" % (kind, scale))
+    if not scale > 0:
+        raise ValueError("%s: scale must be positive, got %r" % (kind, scale))
     if seed is None:
         seed = SentinelValueForAutoSelectRandomSeed
-    if seed == SentinelValueForAutoSelectRandomSeed:
-        seed = int(_cntk.next_random_seed())
-    d = _Initializer(type=kind, scale=float(scale), outputRank=int(output_rank), filterRank=int(filter_rank),
+    # An automatic seed stays the sentinel here: each parameter created from this
+    # initializer draws its own seed (initializers are often default arguments).
+    d = _Initializer(type=kind, scale=scale, outputRank=int(output_rank), filterRank=int(filter_rank),
                      randomSeed=int(seed))
     d.update(extra)
     return d
@@ -84,14 +88,27 @@ def truncated_normal(stdev, seed=None):
 
 
 def initializer_with_rank(initializer, output_rank=None, filter_rank=None):
-    """A copy of `initializer` with its output and filter ranks set."""
+    """A copy of `initializer` with its output and filter ranks set (None: inferred).
+
+    Ranks already given to the initializer cannot be changed (None keeps them).
+    Uniform and bilinear initializers have no ranks and are returned unchanged.
+    """
     if not _is_initializer(initializer):
-        raise TypeError("initializer_with_rank needs an initializer (e.g. glorot_uniform())")
+        raise TypeError("initializer_with_rank needs an initializer (e.g. glorot_uniform()), not %s"
+                        % type(initializer).__name__)
+    output_rank = SentinelValueForInferParamInitRank if output_rank is None else int(output_rank)
+    filter_rank = SentinelValueForInferParamInitRank if filter_rank is None else int(filter_rank)
     d = _Initializer(initializer)
-    if output_rank is not None:
-        d['outputRank'] = int(output_rank)
-    if filter_rank is not None:
-        d['filterRank'] = int(filter_rank)
+    if d.get('type') in ('uniform', 'bilinear', 'constant'):
+        return d
+    for key, new, what in (('outputRank', output_rank, 'output'), ('filterRank', filter_rank, 'filter')):
+        old = d.get(key, SentinelValueForInferParamInitRank)
+        if new == SentinelValueForInferParamInitRank:
+            continue  # (CNTK rejects None for a rank that was given; keeping it is harmless)
+        if old != SentinelValueForInferParamInitRank and old != new:
+            raise ValueError("initializer_with_rank: the %s rank of the initializer is already %d and cannot be "
+                             "changed to %d" % (what, old, new))
+        d[key] = new
     return d
 
 

@@ -30,32 +30,39 @@ int get_computation_network_trace_level() { return g_trace; }
 
 namespace {
 
-// Fan-in and fan-out in NumPy order. A non-negative output_rank counts output
-// axes from the end (Dense: (in, out)); a negative one counts them from the front
-// (convolution kernels: (out, in, *filter)). filter_rank axes form the receptive field.
+// Fan-in and fan-out as CNTK computes them (LearnableParameter::InitRandom),
+// translated to NumPy order, where CNTK's leading (fastest) axes come last:
+//  - the last `filter_rank` axes are the receptive field (convolution kernels);
+//  - output_rank >= 0: the `output_rank` axes before the field are outputs and the
+//    leading ones inputs (Dense: (in, out));
+//  - output_rank < 0: the first -output_rank axes are outputs and the ones between
+//    them and the field inputs (convolution: (out, in, *field)).
+// fan_in = field * inputs, fan_out = field * outputs. Defaults: output rank 1, filter rank 0.
 void fans(const NDShape& s, int64_t output_rank, int64_t filter_rank, double& fan_in, double& fan_out) {
+  constexpr int64_t kSentinel = std::numeric_limits<int>::max();
   int64_t r = (int64_t)s.rank();
-  if (r == 0) {
-    fan_in = fan_out = 1;
-    return;
+  bool defaults = output_rank == kSentinel && filter_rank == kSentinel;
+  if (output_rank == kSentinel) output_rank = 1;
+  if (filter_rank == kSentinel) filter_rank = 0;
+  if (filter_rank < 0)
+    throw ValueError("initializer: filter_rank must not be negative, got " + std::to_string(filter_rank));
+  if (filter_rank + std::abs(output_rank) > r) {
+    if (defaults) {  // a scalar parameter: nothing to fan over
+      fan_in = fan_out = 1;
+      return;
+    }
+    throw ValueError("initializer: filter_rank (" + std::to_string(filter_rank) + ") plus output_rank (" +
+                     std::to_string(output_rank) + ") exceeds the rank of the parameter shape " + s.str());
   }
-  if (output_rank == std::numeric_limits<int>::max()) output_rank = 1;  // sentinel: default
-  if (filter_rank == std::numeric_limits<int>::max()) filter_rank = 0;
-  double out = 1, in = 1, field = 1;
+  double field = 1, in = 1, out = 1;
+  for (int64_t i = r - filter_rank; i < r; ++i) field *= double(s[i]);
   if (output_rank >= 0) {
-    int64_t o = std::min(output_rank, r);
-    for (int64_t i = r - o; i < r; ++i) out *= s[i];
-    int64_t f = std::min(filter_rank, r - o);
-    for (int64_t i = 0; i < f; ++i) field *= s[i];
-    for (int64_t i = f; i < r - o; ++i) in *= s[i];
+    for (int64_t i = r - filter_rank - output_rank; i < r - filter_rank; ++i) out *= double(s[i]);
+    for (int64_t i = 0; i < r - filter_rank - output_rank; ++i) in *= double(s[i]);
   } else {
-    int64_t o = std::min(-output_rank, r);
-    for (int64_t i = 0; i < o; ++i) out *= s[i];
-    int64_t f = std::min(filter_rank, r - o);
-    for (int64_t i = r - f; i < r; ++i) field *= s[i];
-    for (int64_t i = o; i < r - f; ++i) in *= s[i];
+    for (int64_t i = 0; i < -output_rank; ++i) out *= double(s[i]);
+    for (int64_t i = -output_rank; i < r - filter_rank; ++i) in *= double(s[i]);
   }
-  if (r == 1) in = 1;  // a vector (a bias) has no inputs
   fan_in = in * field;
   fan_out = out * field;
 }
@@ -72,8 +79,14 @@ NDArrayView initialize_parameter(const Dictionary& init, const NDShape& shape, D
   NDArrayView out(DataType::Double, shape);
   double* p = out.data<double>();
   int64_t n = shape.total_size();
-  double fan_in, fan_out;
-  fans(shape, output_rank, filter_rank, fan_in, fan_out);
+  bool fan_based = type == "xavier" || type == "glorot_uniform" || type == "glorot_normal" || type == "he_uniform" ||
+                   type == "he_normal";
+  bool random = fan_based || type == "uniform" || type == "normal" || type == "gaussian" || type == "truncated_normal";
+  if (random && !(scale > 0)) throw ValueError("initializer '" + type + "': scale must be positive");
+  double fan_in = 1, fan_out = 1;
+  if (fan_based) fans(shape, output_rank, filter_rank, fan_in, fan_out);
+  // CNTK's CPU initializers: one mt19937_64 stream in storage order through the
+  // standard distributions in double precision.
   auto uniform = [&](double range) {
     std::uniform_real_distribution<double> u(-range, range);
     for (int64_t i = 0; i < n; ++i) p[i] = u(rng);
@@ -87,6 +100,8 @@ NDArrayView initialize_parameter(const Dictionary& init, const NDShape& shape, D
   } else if (type == "normal" || type == "gaussian") {
     normal(scale);
   } else if (type == "xavier") {
+    // CNTK's documentation says Gaussian with standard deviation scale * sqrt(3 / fan_in);
+    // its C++ draws uniformly in that range instead. We follow the documentation.
     normal(scale * std::sqrt(3.0 / fan_in));
   } else if (type == "glorot_uniform") {
     uniform(scale * std::sqrt(6.0 / (fan_in + fan_out)));
@@ -97,29 +112,36 @@ NDArrayView initialize_parameter(const Dictionary& init, const NDShape& shape, D
   } else if (type == "he_normal") {
     normal(scale * std::sqrt(2.0 / fan_in));
   } else if (type == "truncated_normal") {
-    // Values beyond two standard deviations are drawn again.
+    // Values beyond two standard deviations are drawn again (compared at the
+    // parameter's precision, as CNTK does).
     std::normal_distribution<double> d(0.0, scale);
+    bool single = dtype != DataType::Double;
+    double limit = single ? double(float(2 * scale)) : 2 * scale;
     for (int64_t i = 0; i < n; ++i) {
       double v;
-      do v = d(rng);
-      while (std::abs(v) > 2 * scale);
+      do v = single ? double(float(d(rng))) : d(rng);
+      while (v < -limit || v > limit);
       p[i] = v;
     }
   } else if (type == "bilinear") {
-    // Upsampling kernel of shape (channels, channels, k, k): channel c maps to itself.
+    // Upsampling kernels (out, in, height, width) with out == in: channel c maps to
+    // itself with weights (1 - |x - center| / f) (1 - |y - center| / f), f = (k + 1) / 2
+    // (integer division) and center = (k - 1) / 2.
     int64_t kw = attr_int(init, "kernelWidth", 0), kh = attr_int(init, "kernelHeight", 0);
-    if (shape.rank() < 2 || kw <= 0 || kh <= 0) throw ValueError("bilinear initializer: bad kernel or shape");
+    if (kw <= 0 || kh <= 0) throw ValueError("bilinear initializer: kernel sizes must be positive");
+    if (kw != kh) throw ValueError("bilinear initializer: the kernel must be square, got " + std::to_string(kh) + "x" +
+                                   std::to_string(kw));
+    if (shape.rank() != 4 || shape[2] != kh || shape[3] != kw || shape[0] != shape[1])
+      throw ValueError("bilinear initializer: the parameter must have shape (channels, channels, " +
+                       std::to_string(kh) + ", " + std::to_string(kw) + "), not " + shape.str());
     out.fill(0);
-    double fw = std::ceil(kw / 2.0), fh = std::ceil(kh / 2.0);
-    double cw = (2 * fw - 1 - std::fmod(fw, 2.0)) / (2 * fw), ch = (2 * fh - 1 - std::fmod(fh, 2.0)) / (2 * fh);
-    int64_t channels = shape.rank() >= 4 ? std::min(shape[0], shape[1]) : 1;
-    int64_t plane = kh * kw;
-    int64_t per_out = shape.rank() >= 4 ? shape[1] * plane : plane;
+    double factor = double((kw + 1) / 2), center = (kw - 1) / 2.0;
+    int64_t channels = shape[0], plane = kh * kw;
     for (int64_t c = 0; c < channels; ++c)
       for (int64_t y = 0; y < kh; ++y)
         for (int64_t x = 0; x < kw; ++x)
-          p[c * per_out + (shape.rank() >= 4 ? c * plane : 0) + y * kw + x] =
-              (1 - std::abs(x / fw - cw)) * (1 - std::abs(y / fh - ch));
+          p[(c * channels + c) * plane + y * kw + x] =
+              (1 - std::abs(x - center) / factor) * (1 - std::abs(y - center) / factor);
   } else if (type == "zero" || type == "constant") {
     out.fill(attr_double(init, "value", 0.0));
   } else {

@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "cntk/function.h"
+#include "cntk/random.h"
 
 namespace cntk {
 
@@ -42,6 +43,12 @@ Variable Variable::parameter(const NDShape& shape, DataType dtype, const NDArray
   } else {
     if (!init) throw ValueError("parameter: needs an initial value or an initializer");
     v->init = std::move(init);
+    // An initializer asking for an automatic seed gets it now, once per parameter
+    // (as CNTK does), so that one initializer object shared by several parameters
+    // gives each its own values, whenever the shape becomes known.
+    auto seed = v->init->find("randomSeed");
+    if (seed != v->init->end() && seed->second.is<int64_t>() && seed->second.as_int() < 0)
+      seed->second = DictValue(int64_t(next_random_seed()));
     if (!shape.has_inferred()) v->value = initialize_parameter(*v->init, shape, dtype);
   }
   return Variable(v);

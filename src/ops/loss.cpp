@@ -1,8 +1,792 @@
-// Op family: loss (see docs/architecture.md for how to add an op).
+// Op family: losses and evaluation criteria that are not exact composites of
+// other ops, or whose fused kernel is much cheaper than the composite:
+//   CrossEntropyWithSoftmax  log-sum-exp minus the target-weighted logits, gradient softmax - target
+//   Logistic                 binary cross entropy (optionally weighted), finite at saturated outputs
+//   ClassificationError      top-N error along the last axis
+//   LambdaRank, NDCG         ranking criteria over groups of consecutive samples of the minibatch
+//   NCE                      noise contrastive estimation with negatives shared across the minibatch
+// Every criterion gives one value per sample (shape (1,) or the reduced shape);
+// CNTK's minibatch-wide criteria (LambdaRank, NDCG) give each sample an equal
+// share of the minibatch value, so that their sum over the minibatch is CNTK's value.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <random>
+
 #include "ops/op.h"
 
 namespace cntk {
+namespace {
 
-void register_loss_ops() {}
+constexpr int64_t kGrain = 1 << 14;  // elements below which loops stay on one thread
+
+// Calls f(T{}) for the runtime float type (a function, not a macro, so that the
+// kernels inside may carry OpenMP pragmas).
+template <class F>
+void dispatch(DataType t, F&& f) {
+  if (t == DataType::Float)
+    f(float{});
+  else if (t == DataType::Double)
+    f(double{});
+  else
+    throw NotImplementedError(std::string("loss ops compute in float32 or float64, not ") + to_string(t));
+}
+
+// The common static shape of inputs a and b (equal up to inferred/free dims);
+// inferred dims of parameters and constants are filled in.
+NDShape merge_static(InferContext& ctx, size_t a, size_t b, const char* what) {
+  const NDShape &sa = ctx.shape(a), &sb = ctx.shape(b);
+  if (sa.rank() != sb.rank()) ctx.fail(std::string(what) + " must have the same shape");
+  std::vector<int64_t> d(sa.rank());
+  for (size_t k = 0; k < sa.rank(); ++k) {
+    int64_t x = sa[k], y = sb[k];
+    if (x == y || y == NDShape::kInferredDimension)
+      d[k] = x;
+    else if (x == NDShape::kInferredDimension)
+      d[k] = y;
+    else if (x == NDShape::kFreeDimension)
+      d[k] = y;
+    else if (y == NDShape::kFreeDimension)
+      d[k] = x;
+    else
+      ctx.fail(std::string(what) + " must have the same shape");
+  }
+  NDShape m(d);
+  for (size_t i : {a, b}) {
+    const NDShape& s = ctx.shape(i);
+    if (!s.has_inferred()) continue;
+    std::vector<int64_t> f(s.dims());
+    for (size_t k = 0; k < f.size(); ++k)
+      if (f[k] == NDShape::kInferredDimension) f[k] = m[k];
+    ctx.fill_inferred(i, NDShape(f));
+  }
+  return m;
+}
+
+bool has_sequence_axis(const Variable& v) {
+  for (auto& a : v.dynamic_axes())
+    if (a.is_sequence()) return true;
+  return false;
+}
+
+void densify(ComputeContext& ctx) {
+  for (auto& x : ctx.inputs)
+    if (x.is_sparse()) x = x.to_dense();
+}
+
+// The runtime shape shared by inputs `which`: the output's dynamic dims (the
+// largest over those inputs) followed by `stat`.
+NDShape full_shape(const ComputeContext& ctx, std::initializer_list<size_t> which, const NDShape& stat) {
+  std::vector<int64_t> dims(ctx.out_dyn, 1);
+  for (size_t i : which) {
+    NDShape a = ctx.aligned(i, ctx.inputs[i].rank() - ctx.in_dyn[i]).shape();
+    for (int k = 0; k < ctx.out_dyn; ++k) dims[k] = std::max(dims[k], a[k]);
+  }
+  for (auto d : stat.dims()) dims.push_back(d);
+  return NDShape(dims);
+}
+
+// Input i broadcast to `full` (dynamic dims, then static), contiguous.
+NDArrayView expand(const ComputeContext& ctx, size_t i, const NDShape& full) {
+  NDArrayView v = ctx.aligned(i, full.rank() - ctx.out_dyn);
+  if (v.shape() != full) v = v.broadcast_to(full);
+  return v.contiguous();
+}
+
+// ------------------------------------------------------------ CrossEntropyWithSoftmax
+
+int ce_axis(const Dictionary& attrs, size_t rank, const std::string& op) {
+  auto it = attrs.find("axis");
+  int ax = -1;
+  if (it != attrs.end() && !it->second.empty()) {
+    const Axis& a = it->second.as_axis();
+    if (!a.is_static()) throw ValueError(op + ": the axis must be a static axis");
+    ax = a.static_index();
+  }
+  return normalize_axis(ax, rank, op.c_str());
+}
+
+// Rows along one axis of a contiguous tensor: element (o, j, i) at o*n*inner + j*inner + i.
+struct Rows {
+  int64_t outer = 1, n = 1, inner = 1;
+  Rows(const NDShape& full, size_t axis) {
+    for (size_t k = 0; k < axis; ++k) outer *= full[k];
+    n = full[axis];
+    for (size_t k = axis + 1; k < full.rank(); ++k) inner *= full[k];
+  }
+  int64_t count() const { return outer * inner; }
+  int64_t base(int64_t r) const { return (r / inner) * n * inner + r % inner; }
+};
+
+// One row of n elements, `stride` apart (Unit: stride 1, so the loops vectorize).
+template <class T, bool Unit>
+struct Row {
+  T* p;
+  int64_t stride;
+  T& operator[](int64_t j) const { return p[Unit ? j : j * stride]; }
+};
+
+// log(sum(exp(x))) of a row. With `e`, also leaves exp(x - max) there and the max in *mx.
+template <class T, bool Unit>
+double row_lse(Row<const T, Unit> x, int64_t n, Row<T, Unit>* e = nullptr, T* mx = nullptr) {
+  T m = -std::numeric_limits<T>::infinity();
+  for (int64_t j = 0; j < n; ++j) m = std::max(m, x[j]);
+  if (mx) *mx = m;
+  if (std::isinf(m)) return double(m);
+  double s = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    T v = std::exp(x[j] - m);
+    if (e) (*e)[j] = v;
+    s += double(v);
+  }
+  return double(m) + std::log(s);
+}
+
+template <class T, bool Unit>
+T ce_row_value(Row<const T, Unit> x, Row<const T, Unit> t, int64_t n) {
+  double dot = 0;
+  for (int64_t j = 0; j < n; ++j)
+    if (t[j] != 0) dot += double(t[j]) * double(x[j]);
+  return T(row_lse<T, Unit>(x, n) - dot);
+}
+
+// d/dx = g (softmax(x) - t), one exponential per element; d/dt = -g x.
+template <class T, bool Unit>
+void ce_row_grad(Row<const T, Unit> x, Row<const T, Unit> t, Row<T, Unit> d, int64_t n, double g, size_t which) {
+  if (which == 0) {
+    T mx;
+    double lse = row_lse<T, Unit>(x, n, &d, &mx);
+    T gg = T(g);
+    if (std::isinf(lse)) {  // all -inf (or +inf): no finite softmax
+      for (int64_t j = 0; j < n; ++j) d[j] = std::numeric_limits<T>::quiet_NaN();
+      return;
+    }
+    T k = T(std::exp(double(mx) - lse));  // exp(x - max) * k = exp(x - lse)
+    for (int64_t j = 0; j < n; ++j) d[j] = gg * (d[j] * k - t[j]);
+  } else {
+    T gg = T(-g);
+    for (int64_t j = 0; j < n; ++j) d[j] = gg * x[j];
+  }
+}
+
+std::vector<OutputInfo> ce_infer(InferContext& ctx) {
+  ctx.expect_inputs(2);
+  NDShape s = merge_static(ctx, 0, 1, "the output and target vectors");
+  if (s.rank() == 0) ctx.fail("needs operands of rank 1 or more");
+  int ax = ce_axis(ctx.attrs(), s.rank(), ctx.op());
+  std::vector<int64_t> d(s.dims());
+  d[ax] = 1;
+  return ctx.one(NDShape(d));
+}
+
+struct CeGeometry {
+  NDShape full;
+  size_t axis;  // the reduced axis in the runtime layout
+  Rows rows;
+  NDArrayView x, t;
+};
+
+CeGeometry ce_geometry(ComputeContext& ctx) {
+  densify(ctx);
+  NDShape stat = ctx.static_shape(0);
+  size_t ax = size_t(ctx.out_dyn + ce_axis(ctx.attr(), stat.rank(), "CrossEntropyWithSoftmax"));
+  NDShape full = full_shape(ctx, {0, 1}, stat);
+  return {full, ax, Rows(full, ax), expand(ctx, 0, full), expand(ctx, 1, full)};
+}
+
+template <class T>
+void ce_forward_kernel(const CeGeometry& g, NDArrayView& out) {
+  const T *x = g.x.data<T>(), *t = g.t.data<T>();
+  T* o = out.data<T>();
+  const Rows& R = g.rows;
+  int64_t rows = R.count();
+#pragma omp parallel for if (rows * R.n > kGrain)
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t b = R.base(r);
+    if (R.inner == 1)
+      o[r] = ce_row_value<T, true>({x + b, 1}, {t + b, 1}, R.n);
+    else
+      o[r] = ce_row_value<T, false>({x + b, R.inner}, {t + b, R.inner}, R.n);
+  }
+}
+
+template <class T>
+void ce_backward_kernel(const CeGeometry& g, const NDArrayView& go, NDArrayView& grad, size_t which) {
+  const T *x = g.x.data<T>(), *t = g.t.data<T>(), *gp = go.data<T>();
+  T* d = grad.data<T>();
+  const Rows& R = g.rows;
+  int64_t rows = R.count();
+#pragma omp parallel for if (rows * R.n > kGrain)
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t b = R.base(r);
+    if (R.inner == 1)
+      ce_row_grad<T, true>({x + b, 1}, {t + b, 1}, {d + b, 1}, R.n, double(gp[r]), which);
+    else
+      ce_row_grad<T, false>({x + b, R.inner}, {t + b, R.inner}, {d + b, R.inner}, R.n, double(gp[r]), which);
+  }
+}
+
+std::vector<NDArrayView> ce_forward(ComputeContext& ctx) {
+  CeGeometry g = ce_geometry(ctx);
+  std::vector<int64_t> od(g.full.dims());
+  od[g.axis] = 1;
+  NDArrayView out(g.x.dtype(), NDShape(od));
+  dispatch(g.x.dtype(), [&](auto tag) { ce_forward_kernel<decltype(tag)>(g, out); });
+  return {out};
+}
+
+NDArrayView ce_backward(ComputeContext& ctx, size_t which) {
+  CeGeometry g = ce_geometry(ctx);
+  NDArrayView go = ctx.grad_outputs[0].contiguous();
+  NDArrayView grad(g.x.dtype(), g.full);
+  dispatch(g.x.dtype(), [&](auto tag) { ce_backward_kernel<decltype(tag)>(g, go, grad, which); });
+  return ctx.reduce_to_input(which, grad);
+}
+
+// ------------------------------------------------------------ Logistic
+
+// One value per sample: the sum over the static axes. A term whose coefficient
+// is zero contributes nothing (so a saturated output gives a finite loss for a
+// 0/1 target, as CNTK's log(t*p + (1-t)*(1-p)) form does).
+std::vector<OutputInfo> logistic_infer(InferContext& ctx) {
+  if (ctx.num_inputs() != 2 && ctx.num_inputs() != 3) ctx.fail("expects 2 or 3 inputs (output, target[, weight])");
+  NDShape s = merge_static(ctx, 0, 1, "the output and target");
+  if (ctx.num_inputs() == 3) {
+    const NDShape& w = ctx.shape(2);
+    if (w.rank() > s.rank()) ctx.fail("the weight must not have more axes than the output");
+    for (size_t k = 0; k < w.rank(); ++k) {
+      int64_t a = w[k], b = s[s.rank() - w.rank() + k];
+      if (a != 1 && a != b && a >= 0 && b >= 0)
+        ctx.fail("the weight must have the output's shape (or broadcast to it)");
+    }
+  }
+  return ctx.one(NDShape{1});
+}
+
+template <class T>
+inline double bce_term(T p, T t) {  // t*log(p) + (1-t)*log(1-p)
+  double v = 0, pt = double(p), tt = double(t);
+  if (tt != 0) v += tt * std::log(pt);
+  if (tt != 1) v += (1 - tt) * std::log(1 - pt);
+  return v;
+}
+
+struct LogisticGeometry {
+  NDShape full;
+  int64_t samples, per;
+  NDArrayView p, t, w;  // w undefined without weights
+};
+
+LogisticGeometry logistic_geometry(ComputeContext& ctx) {
+  densify(ctx);
+  NDShape stat = ctx.static_shape(0);
+  bool weighted = ctx.inputs.size() == 3;
+  NDShape full = weighted ? full_shape(ctx, {0, 1, 2}, stat) : full_shape(ctx, {0, 1}, stat);
+  LogisticGeometry g{full, 1, 1, expand(ctx, 0, full), expand(ctx, 1, full), NDArrayView()};
+  for (int k = 0; k < ctx.out_dyn; ++k) g.samples *= full[k];
+  for (size_t k = ctx.out_dyn; k < full.rank(); ++k) g.per *= full[k];
+  if (weighted) g.w = expand(ctx, 2, full);
+  return g;
+}
+
+NDShape per_sample_shape(const NDShape& full, int out_dyn) {
+  std::vector<int64_t> d(full.dims().begin(), full.dims().begin() + out_dyn);
+  d.push_back(1);
+  return NDShape(d);
+}
+
+std::vector<NDArrayView> logistic_forward(ComputeContext& ctx) {
+  LogisticGeometry g = logistic_geometry(ctx);
+  NDArrayView out(g.p.dtype(), per_sample_shape(g.full, ctx.out_dyn));
+  dispatch(g.p.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *p = g.p.data<T>(), *t = g.t.data<T>(), *w = g.w.defined() ? g.w.data<T>() : nullptr;
+    T* o = out.data<T>();
+#pragma omp parallel for if (g.samples * g.per > kGrain)
+    for (int64_t s = 0; s < g.samples; ++s) {
+      double acc = 0;
+      for (int64_t k = s * g.per; k < (s + 1) * g.per; ++k) acc += (w ? double(w[k]) : 1.0) * bce_term(p[k], t[k]);
+      o[s] = T(-acc);
+    }
+  });
+  return {out};
+}
+
+NDArrayView logistic_backward(ComputeContext& ctx, size_t which) {
+  LogisticGeometry g = logistic_geometry(ctx);
+  NDArrayView go = ctx.grad_outputs[0].contiguous();
+  NDArrayView grad(g.p.dtype(), g.full);
+  dispatch(g.p.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *p = g.p.data<T>(), *t = g.t.data<T>(), *w = g.w.defined() ? g.w.data<T>() : nullptr, *gp = go.data<T>();
+    T* d = grad.data<T>();
+    int64_t n = g.samples * g.per;
+#pragma omp parallel for if (n > kGrain)
+    for (int64_t k = 0; k < n; ++k) {
+      double gw = -double(gp[k / g.per]), pk = double(p[k]), tk = double(t[k]);
+      double wk = w ? double(w[k]) : 1.0, v = 0;
+      if (which == 0) {
+        if (tk != 0) v += tk / pk;
+        if (tk != 1) v -= (1 - tk) / (1 - pk);
+        v *= wk;
+      } else if (which == 1) {
+        v = wk * (std::log(pk) - std::log(1 - pk));
+      } else {
+        v = bce_term(p[k], t[k]);
+      }
+      d[k] = T(gw * v);
+    }
+  });
+  return ctx.reduce_to_input(which, grad);
+}
+
+// ------------------------------------------------------------ ClassificationError
+
+// Along the last axis. With two inputs: 1 - target[argmax(output)] (the first
+// maximum wins, as CNTK's hardmax). With a third input, a scalar constant N: 1
+// unless the target's class (its first maximum) is among the N best outputs;
+// ties are ranked by position, the earlier class first, which is what N = 1 does.
+int64_t top_n_of(const Variable& v, const InferContext& ctx) {
+  if (!v.is_constant() || v.shape().is_unknown() || !v.shape().is_known() || v.shape().total_size() != 1)
+    ctx.fail("the topN input must be a scalar constant");
+  double n = v.value().item();
+  if (!(n >= 1) || n != std::floor(n)) ctx.fail("topN must be a positive integer, not " + std::to_string(n));
+  return int64_t(n);
+}
+
+std::vector<OutputInfo> ce_error_infer(InferContext& ctx) {
+  if (ctx.num_inputs() != 2 && ctx.num_inputs() != 3) ctx.fail("expects 2 or 3 inputs (output, target[, topN])");
+  NDShape s = merge_static(ctx, 0, 1, "the output and target vectors");
+  if (s.rank() == 0) ctx.fail("needs operands of rank 1 or more");
+  if (ctx.num_inputs() == 3) {
+    int64_t n = top_n_of(ctx.input(2), ctx);
+    int64_t classes = s[s.rank() - 1];
+    if (classes >= 0 && n > classes)
+      ctx.fail("topN (" + std::to_string(n) + ") must not exceed the number of classes (" + std::to_string(classes) +
+               ")");
+  }
+  std::vector<int64_t> d(s.dims());
+  d.back() = 1;
+  return ctx.one(NDShape(d));
+}
+
+std::vector<NDArrayView> ce_error_forward(ComputeContext& ctx) {
+  densify(ctx);
+  NDShape stat = ctx.static_shape(0);
+  NDShape full = full_shape(ctx, {0, 1}, stat);
+  NDArrayView x = expand(ctx, 0, full), t = expand(ctx, 1, full);
+  int64_t top = ctx.inputs.size() == 3 ? int64_t(std::llround(ctx.inputs[2].item())) : 1;
+  bool by_label = ctx.inputs.size() == 3;
+  int64_t n = full[full.rank() - 1], rows = full.total_size() / std::max<int64_t>(n, 1);
+  std::vector<int64_t> od(full.dims());
+  od.back() = 1;
+  NDArrayView out(x.dtype(), NDShape(od));
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *xp = x.data<T>(), *tp = t.data<T>();
+    T* o = out.data<T>();
+#pragma omp parallel for if (rows * n > kGrain)
+    for (int64_t r = 0; r < rows; ++r) {
+      const T *xr = xp + r * n, *tr = tp + r * n;
+      if (!by_label) {
+        int64_t best = 0;
+        for (int64_t j = 1; j < n; ++j)
+          if (xr[best] < xr[j]) best = j;
+        o[r] = T(1) - tr[best];
+      } else {
+        int64_t c = 0;
+        for (int64_t j = 1; j < n; ++j)
+          if (tr[c] < tr[j]) c = j;
+        int64_t ahead = 0;
+        for (int64_t j = 0; j < n; ++j) ahead += xr[j] > xr[c] || (xr[j] == xr[c] && j < c);
+        o[r] = T(ahead < top ? 0 : 1);
+      }
+    }
+  });
+  return {out};
+}
+
+// ------------------------------------------------------------ LambdaRank, NDCG
+
+// Inputs (score, gain, group), one number per sample. Samples of one group are
+// consecutive and sorted by decreasing gain; a change of group id starts a new group.
+std::vector<OutputInfo> rank_infer(InferContext& ctx) {
+  ctx.expect_inputs(3);
+  const char* names[] = {"score (output)", "gain", "group"};
+  for (size_t i = 0; i < 3; ++i) {
+    const NDShape& s = ctx.shape(i);
+    bool one = true;
+    for (auto d : s.dims()) one = one && (d == 1 || d == NDShape::kInferredDimension || d == NDShape::kFreeDimension);
+    if (!one) ctx.fail(std::string("the ") + names[i] + " must hold one number per sample (shape (1,))");
+    if (has_sequence_axis(ctx.input(i))) ctx.fail("inputs with a sequence axis are not supported");
+  }
+  auto axes = ctx.unified_dynamic_axes();
+  if (axes.empty()) ctx.fail("needs inputs with a batch axis (groups are formed over the minibatch)");
+  return {{NDShape{1}, ctx.common_dtype(), axes}};
+}
+
+struct Url {
+  int64_t id, rank0, rank = 0;
+  double score, gain;
+};
+
+struct Query {
+  std::vector<Url> urls;
+  double ideal = 0, metric = 0;
+};
+
+// Groups, ranks (by decreasing score; ties and NaNs put the smaller gain first)
+// and the DCG of the current and of the ideal order of each group.
+std::vector<Query> rank_queries(const std::vector<double>& score, const std::vector<double>& gain,
+                                const std::vector<double>& group) {
+  std::vector<Query> qs;
+  int64_t prev = 0;
+  for (size_t i = 0; i < score.size(); ++i) {
+    int64_t id = int64_t(group[i]);
+    if (i == 0 || id != prev) qs.emplace_back();
+    prev = id;
+    Query& q = qs.back();
+    q.urls.push_back(Url{int64_t(i), int64_t(q.urls.size()), 0, score[i], gain[i]});
+  }
+  for (auto& q : qs) {
+    std::vector<Url> sorted = q.urls;
+    std::stable_sort(sorted.begin(), sorted.end(), [](const Url& a, const Url& b) {
+      if (a.score == b.score || std::isnan(a.score) || std::isnan(b.score)) return a.gain < b.gain;
+      return a.score > b.score;
+    });
+    for (size_t r = 0; r < sorted.size(); ++r) q.urls[sorted[r].rank0].rank = int64_t(r);
+    for (auto& u : q.urls) {
+      q.ideal += u.gain / std::log(2.0 + double(u.rank0));
+      q.metric += u.gain / std::log(2.0 + double(u.rank));
+    }
+  }
+  return qs;
+}
+
+std::vector<double> column(const NDArrayView& v) {
+  NDArrayView c = v.contiguous().cast(DataType::Double);
+  const double* p = c.data<double>();
+  return std::vector<double>(p, p + c.numel());
+}
+
+struct RankData {
+  NDShape full;
+  std::vector<double> score, gain, group;
+};
+
+RankData rank_data(ComputeContext& ctx) {
+  densify(ctx);
+  NDShape full = full_shape(ctx, {0, 1, 2}, NDShape{1});
+  auto dyn = [&](const NDShape& s) {
+    return NDShape(std::vector<int64_t>(s.dims().begin(), s.dims().begin() + ctx.out_dyn));
+  };
+  auto flat = [&](size_t i) {  // one number per sample
+    NDArrayView v = ctx.aligned(i, ctx.inputs[i].rank() - ctx.in_dyn[i]);
+    return column(v.reshape(dyn(v.shape())).broadcast_to(dyn(full)));
+  };
+  return {full, flat(0), flat(1), flat(2)};
+}
+
+std::vector<NDArrayView> lambda_rank_forward(ComputeContext& ctx) {
+  RankData d = rank_data(ctx);
+  auto qs = rank_queries(d.score, d.gain, d.group);
+  double sum = 0;
+  for (auto& q : qs)
+    if (q.ideal != 0) sum += q.metric / q.ideal;
+  double per_sample = qs.empty() ? 0 : (1.0 - sum / double(qs.size())) * 100.0;
+  return {NDArrayView::full(ctx.inputs[0].dtype(), d.full, per_sample)};
+}
+
+// The LambdaRank gradient (sigma = 1) for pairs (i, j), i before j in a group
+// with gain(i) > gain(j) and gain(i) above the group's smallest gain:
+// lambda = -|delta NDCG(i, j)| / (1 + exp(s_i - s_j)), added to i and subtracted
+// from j. CNTK's node takes each pair's score difference from a list that
+// skips equal-gain pairs inconsistently; here each pair uses its own difference.
+NDArrayView lambda_rank_backward(ComputeContext& ctx, size_t which) {
+  if (which != 0) return NDArrayView();  // gains and groups get no gradient
+  RankData d = rank_data(ctx);
+  auto qs = rank_queries(d.score, d.gain, d.group);
+  std::vector<double> lam(d.score.size(), 0.0);
+  for (auto& q : qs) {
+    auto& u = q.urls;
+    double min_gain = u.back().gain;
+    for (size_t i = 0; i < u.size(); ++i) {
+      if (!(u[i].gain > min_gain)) continue;
+      double di = std::log(2.0 + double(u[i].rank));
+      for (size_t j = i + 1; j < u.size(); ++j) {
+        if (std::abs(u[i].gain - u[j].gain) < 1e-7) continue;
+        double dj = std::log(2.0 + double(u[j].rank));
+        double delta = (u[i].gain - u[j].gain) * (di - dj) / (di * dj);
+        delta = q.ideal == 0 ? 0.0 : std::abs(delta / q.ideal);
+        double l = -delta / (1.0 + std::exp(u[i].score - u[j].score));
+        lam[u[i].id] += l;
+        lam[u[j].id] -= l;
+      }
+    }
+  }
+  // The minibatch value was shared equally among the samples: the mean of their
+  // output gradients scales the lambdas (1 when the criterion is summed, as in training).
+  std::vector<double> g = column(ctx.grad_outputs[0]);
+  double gs = 0;
+  for (double v : g) gs += v;
+  gs /= double(std::max<size_t>(g.size(), 1));
+  NDArrayView out(DataType::Double, d.full);
+  double* p = out.data<double>();
+  for (size_t i = 0; i < lam.size(); ++i) p[i] = lam[i] * gs;
+  return ctx.reduce_to_input(0, out.cast(ctx.inputs[0].dtype()));
+}
+
+std::vector<NDArrayView> ndcg_forward(ComputeContext& ctx) {
+  RankData d = rank_data(ctx);
+  auto qs = rank_queries(d.score, d.gain, d.group);
+  double sum = 0;
+  for (auto& q : qs) {
+    double ideal = q.urls.front().gain / std::log(2.0);
+    if (ideal == 0) continue;
+    for (auto& u : q.urls)
+      if (u.rank == 0) sum += (u.gain / std::log(2.0)) / ideal;
+  }
+  double per_sample = qs.empty() ? 0 : sum / double(qs.size()) * 100.0;
+  return {NDArrayView::full(ctx.inputs[0].dtype(), d.full, per_sample)};
+}
+
+// ------------------------------------------------------------ NCE
+
+// Inputs: weights (C, D), biases (C, 1), inputs (D,), labels (C,), and three
+// constants over the C classes: the normalized noise distribution q, the log of
+// the unnormalized noise prior log(k q), and the importance weight of each class.
+// Each forward pass draws k classes from q (shared by the whole minibatch).
+enum NceInput { kW = 0, kB, kX, kLabels, kNoise, kLogPrior, kImportance };
+
+struct NceState {
+  std::mt19937_64 engine;
+  std::vector<int64_t> samples;
+};
+
+std::vector<OutputInfo> nce_infer(InferContext& ctx) {
+  ctx.expect_inputs(7);
+  const NDShape& q = ctx.shape(kNoise);
+  if (q.rank() != 1 || q[0] < 1) ctx.fail("the noise distribution must be a vector");
+  int64_t C = q[0];
+  for (int i : {kLogPrior, kImportance})
+    if (ctx.shape(i) != q) ctx.fail("internal noise constants must match the noise distribution");
+  const NDShape& x = ctx.shape(kX);
+  if (x.rank() != 1) ctx.fail("the inputs must be a vector");
+  const NDShape& w = ctx.shape(kW);
+  if (w.rank() != 2) ctx.fail("the weights must have two axes (classes, input dimension)");
+  if (w[0] != C && w[0] != NDShape::kInferredDimension)
+    ctx.fail("the first axis of the weights has length " + std::to_string(w[0]) + " but the noise distribution has " +
+             std::to_string(C) + " classes");
+  if (w[1] == NDShape::kInferredDimension && x[0] >= 0)
+    ctx.fill_inferred(kW, NDShape{C, x[0]});
+  else if (w[0] == NDShape::kInferredDimension)
+    ctx.fill_inferred(kW, NDShape{C, w[1]});
+  if (ctx.shape(kW)[1] != x[0] && x[0] >= 0 && ctx.shape(kW)[1] >= 0)
+    ctx.fail("the second axis of the weights has length " + std::to_string(ctx.shape(kW)[1]) +
+             " but the inputs have dimension " + std::to_string(x[0]));
+  const NDShape& b = ctx.shape(kB);
+  if (!(b == NDShape{C, 1} || b == NDShape{C}))
+    ctx.fail("the biases must have shape (" + std::to_string(C) + ", 1)");
+  const NDShape& l = ctx.shape(kLabels);
+  if (l.rank() != 1 || (l[0] != C && l[0] >= 0))
+    ctx.fail("the labels must be vectors of the " + std::to_string(C) + " classes");
+  for (int i : {kW, kB, kNoise, kLogPrior, kImportance})
+    if (!ctx.input(i).dynamic_axes().empty()) ctx.fail("the weights, biases and noise must not have dynamic axes");
+  if (ctx.input(kX).dynamic_axes().empty() || ctx.input(kLabels).dynamic_axes().empty())
+    ctx.fail("the inputs and labels must have a batch axis");
+  int64_t k = attr_int(ctx.attrs(), "numSamples", 0);
+  if (k < 1) ctx.fail("the number of samples must be positive");
+  if (!attr_bool(ctx.attrs(), "allowDuplicates", true) && k >= C)
+    ctx.fail("sampling without duplicates needs fewer samples (" + std::to_string(k) + ") than classes (" +
+             std::to_string(C) + ")");
+  return {{NDShape{1}, ctx.common_dtype(), ctx.unified_dynamic_axes()}};
+}
+
+std::vector<int64_t> nce_draw(ComputeContext& ctx) {
+  auto& st = ctx.fn->op_state();
+  if (!st) {
+    auto s = std::make_shared<NceState>();
+    s->engine.seed(uint64_t(attr_int(ctx.attr(), "rngSeed", 0)) * 0x9E3779B97F4A7C15ull +
+                   uint64_t(attr_int(ctx.attr(), "rngOffset", 0)));
+    st = s;
+  }
+  auto& state = *std::static_pointer_cast<NceState>(st);
+  std::vector<double> q = column(ctx.inputs[kNoise]);
+  std::vector<double> cum(q.size());
+  double total = 0;
+  int64_t positive = 0;
+  for (size_t c = 0; c < q.size(); ++c) {
+    total += std::max(q[c], 0.0);
+    positive += q[c] > 0;
+    cum[c] = total;
+  }
+  int64_t k = attr_int(ctx.attr(), "numSamples", 1);
+  bool dup = attr_bool(ctx.attr(), "allowDuplicates", true);
+  if (!(total > 0)) throw ValueError("NCE: the noise distribution has no positive entry");
+  if (!dup && positive <= k)
+    throw ValueError("NCE: sampling " + std::to_string(k) +
+                     " distinct classes needs more classes with a positive noise weight");
+  std::uniform_real_distribution<double> u(0.0, total);
+  std::vector<int64_t> s;
+  std::vector<bool> taken(q.size(), false);
+  while (int64_t(s.size()) < k) {
+    int64_t c = std::upper_bound(cum.begin(), cum.end(), u(state.engine)) - cum.begin();
+    c = std::min<int64_t>(c, int64_t(q.size()) - 1);
+    if (!dup) {
+      if (taken[c]) continue;
+      taken[c] = true;
+    }
+    s.push_back(c);
+  }
+  state.samples = s;
+  return s;
+}
+
+struct NceData {
+  NDShape full;  // dynamic dims + (1,)
+  int64_t B, C, D;
+  NDArrayView W, bias, x, labels, logp, imp;
+};
+
+NceData nce_data(ComputeContext& ctx) {
+  densify(ctx);
+  NceData d;
+  d.C = ctx.inputs[kNoise].numel();
+  d.D = ctx.inputs[kW].numel() / d.C;
+  NDShape fx = full_shape(ctx, {size_t(kX), size_t(kLabels)}, NDShape{d.D});
+  NDShape fl = full_shape(ctx, {size_t(kX), size_t(kLabels)}, NDShape{d.C});
+  d.full = per_sample_shape(fx, ctx.out_dyn);
+  d.B = fx.total_size() / d.D;
+  d.W = ctx.inputs[kW].contiguous();
+  d.bias = ctx.inputs[kB].contiguous();
+  d.x = expand(ctx, kX, fx);
+  d.labels = expand(ctx, kLabels, fl);
+  d.logp = ctx.inputs[kLogPrior].contiguous();
+  d.imp = ctx.inputs[kImportance].contiguous();
+  return d;
+}
+
+inline double log_add_exp(double a, double b) {
+  double m = std::max(a, b);
+  if (std::isinf(m) && m < 0) return m;
+  return m + std::log(std::exp(a - m) + std::exp(b - m));
+}
+inline double sigmoid(double v) { return v >= 0 ? 1 / (1 + std::exp(-v)) : std::exp(v) / (1 + std::exp(v)); }
+
+// Per sample: the positive logit and noise log prior (label-weighted), and the logits of the samples.
+template <class T>
+void nce_logits(const NceData& d, const std::vector<int64_t>& s, int64_t b, double& zp, double& lp,
+                std::vector<double>& zn) {
+  const T *W = d.W.data<T>(), *bias = d.bias.data<T>(), *x = d.x.data<T>() + b * d.D, *l = d.labels.data<T>() + b * d.C,
+          *logp = d.logp.data<T>();
+  auto logit = [&](int64_t c) {
+    double z = bias[c];
+    for (int64_t i = 0; i < d.D; ++i) z += double(W[c * d.D + i]) * double(x[i]);
+    return z;
+  };
+  zp = 0;
+  lp = 0;
+  for (int64_t c = 0; c < d.C; ++c)
+    if (l[c] != 0) {
+      zp += double(l[c]) * logit(c);
+      lp += double(l[c]) * double(logp[c]);
+    }
+  zn.resize(s.size());
+  for (size_t j = 0; j < s.size(); ++j) zn[j] = logit(s[j]);
+}
+
+std::vector<NDArrayView> nce_forward(ComputeContext& ctx) {
+  std::vector<int64_t> s = nce_draw(ctx);
+  NceData d = nce_data(ctx);
+  double H = attr_double(ctx.attr(), "noisePriorEntropy", 0.0);
+  double k = double(s.size());
+  NDArrayView out(ctx.inputs[kX].dtype(), d.full);
+  dispatch(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *logp = d.logp.data<T>(), *imp = d.imp.data<T>();
+    T* o = out.data<T>();
+#pragma omp parallel for if (d.B * (int64_t(s.size()) + 1) * d.D > kGrain)
+    for (int64_t b = 0; b < d.B; ++b) {
+      double zp, lp;
+      std::vector<double> zn;
+      nce_logits<T>(d, s, b, zp, lp, zn);
+      double neg = 0;
+      for (size_t j = 0; j < s.size(); ++j) neg += double(imp[s[j]]) * log_add_exp(zn[j], double(logp[s[j]]));
+      o[b] = T(log_add_exp(zp, lp) - zp + k * neg - H);
+    }
+  });
+  return {out};
+}
+
+NDArrayView nce_backward(ComputeContext& ctx, size_t which) {
+  if (which != kW && which != kB && which != kX) return NDArrayView();
+  auto& st = ctx.fn->op_state();
+  if (!st) throw Error("NCE: backward without a forward pass");
+  std::vector<int64_t> s = std::static_pointer_cast<NceState>(st)->samples;
+  NceData d = nce_data(ctx);
+  double k = double(s.size());
+  NDArrayView go = ctx.grad_outputs[0].contiguous();
+  DataType dt = ctx.inputs[kX].dtype();
+  NDArrayView grad = NDArrayView::zeros(dt, which == kX ? d.x.shape() : ctx.inputs[which].shape());
+  dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    const T *W = d.W.data<T>(), *logp = d.logp.data<T>(), *imp = d.imp.data<T>(), *gp = go.data<T>();
+    T* out = grad.data<T>();
+    auto body = [&](int64_t b) {
+      double zp, lp;
+      std::vector<double> zn;
+      nce_logits<T>(d, s, b, zp, lp, zn);
+      const T *x = d.x.data<T>() + b * d.D, *l = d.labels.data<T>() + b * d.C;
+      double g = double(gp[b]);
+      double dpos = g * (sigmoid(zp - lp) - 1.0);  // d(logaddexp(z, lp) - z)/dz
+      auto add = [&](int64_t c, double dz) {
+        if (which == kX) {
+          T* o = out + b * d.D;
+          for (int64_t i = 0; i < d.D; ++i) o[i] += T(dz * double(W[c * d.D + i]));
+        } else if (which == kW) {
+          T* o = out + c * d.D;
+          for (int64_t i = 0; i < d.D; ++i) o[i] += T(dz * double(x[i]));
+        } else {
+          out[c] += T(dz);
+        }
+      };
+      for (int64_t c = 0; c < d.C; ++c)
+        if (l[c] != 0) add(c, dpos * double(l[c]));
+      for (size_t j = 0; j < s.size(); ++j)
+        add(s[j], g * k * double(imp[s[j]]) * sigmoid(zn[j] - double(logp[s[j]])));
+    };
+    if (which == kX) {
+#pragma omp parallel for if (d.B * (int64_t(s.size()) + 1) * d.D > kGrain)
+      for (int64_t b = 0; b < d.B; ++b) body(b);
+    } else {
+      for (int64_t b = 0; b < d.B; ++b) body(b);  // rows of W and b are shared across samples
+    }
+  });
+  return which == kX ? ctx.reduce_to_input(kX, grad) : grad;
+}
+
+void reg(const char* name, InferFn infer, ForwardFn fwd, GradFn bwd, Gradient kind = Gradient::Rule,
+         bool random = false) {
+  OpDef d;
+  d.name = name;
+  d.infer = std::move(infer);
+  d.forward = std::move(fwd);
+  d.backward = std::move(bwd);
+  d.gradient = kind;
+  d.stateful_random = random;
+  register_op(std::move(d));
+}
+
+}  // namespace
+
+void register_loss_ops() {
+  reg("CrossEntropyWithSoftmax", ce_infer, ce_forward, ce_backward);
+  reg("Logistic", logistic_infer, logistic_forward, logistic_backward);
+  reg("ClassificationError", ce_error_infer, ce_error_forward, nullptr, Gradient::Zero);
+  reg("LambdaRank", rank_infer, lambda_rank_forward, lambda_rank_backward);
+  reg("NDCG", rank_infer, ndcg_forward, nullptr, Gradient::Zero);
+  reg("NCE", nce_infer, nce_forward, nce_backward, Gradient::Rule, true);
+}
 
 }  // namespace cntk

@@ -1,14 +1,58 @@
-"""Evaluation metrics: one value per sample, shape (1,)."""
-from ..ops import argmax, not_equal, reduce_sum, element_times, equal, reduce_max
+"""Evaluation metrics: one value per sample."""
+import numbers
 
-__all__ = ['classification_error']
+import numpy as np
+
+from ..axis import Axis
+from ..internal import sanitize_axis, sanitize_inputs, np_dtype
+from ..ops import reduce_max, reduce_sum, reduce_mean, equal, not_equal, greater_equal
+from ..ops._prim import prim
+from ..variables import Constant
+
+__all__ = ['classification_error', 'ndcg_at_1', 'edit_distance_error']
 
 
 def classification_error(output_vector, target_vector, axis=-1, topN=1, name=''):
-    """1 where the highest-scoring class of `output_vector` is not the target's, else 0."""
+    """1 for a sample whose target class is not among the `topN` highest outputs, else 0.
+
+    Along the last axis (the default): with topN=1, 1 - target[argmax(output)]
+    (the first maximum wins ties); with topN > 1, the target's class (its largest
+    entry) must be among the topN best outputs, ties between outputs ranked by
+    position, the earlier class first. The result keeps the axis with size 1:
+    shape (1,) for vectors.
+
+    Along another axis (topN=1 only): a row counts as wrong unless the output's
+    maxima are exactly the target's ones, and the errors are averaged over the
+    static axes, as in CNTK.
+    """
+    if isinstance(topN, bool) or not isinstance(topN, numbers.Integral) or topN < 1:
+        raise ValueError("classification_error: topN must be a positive integer, not %r" % (topN,))
+    o, t = sanitize_inputs(output_vector, target_vector)
+    ax = sanitize_axis(axis)
+    if ax.is_static_axis and ax.static_index == -1:
+        inputs = [o, t]
+        if topN > 1:
+            inputs.append(Constant(np.asarray(float(topN), dtype=np_dtype(o._dtype))))
+        return prim('ClassificationError', inputs, {}, name)
     if topN != 1:
-        raise NotImplementedError("classification_error: topN > 1 is not implemented yet")
-    # The target's score at the output's argmax: 1 when right (one-hot target).
-    hit = reduce_sum(element_times(target_vector, equal(output_vector, reduce_max(output_vector, axis=axis))), axis=axis)
-    from ..ops import less
-    return less(hit, 0.5, name=name)
+        raise ValueError("classification_error: topN > 1 is supported only along the last axis (axis=-1)")
+    predicted = equal(o, reduce_max(o, axis=ax))
+    wrong = reduce_sum(not_equal(t, predicted), axis=ax)
+    return reduce_mean(greater_equal(wrong, 1.0), axis=Axis.all_static_axes(), name=name)
+
+
+def ndcg_at_1(output, gain, group, name=''):
+    """100 * the mean NDCG@1 over the groups of the minibatch, for each sample.
+
+    Samples of a group are consecutive and sorted by decreasing `gain`; NDCG@1 of
+    a group is the gain of its best-scored sample over its largest gain. The sum
+    over the minibatch is CNTK's value. Evaluation only (no gradient).
+    """
+    o, g, q = sanitize_inputs(output, gain, group)
+    return prim('NDCG', [o, g, q], {}, name)
+
+
+def edit_distance_error(input_a, input_b, subPen=1, delPen=1, insPen=1, squashInputs=False, tokensToIgnore=[],
+                        name=''):
+    """Edit distance between two label sequences (not implemented)."""
+    raise NotImplementedError("edit_distance_error is not implemented yet")
