@@ -230,6 +230,14 @@ def test_splice_batch_with_non_batch_operands():
     gradcheck(g, {a: da})
 
 
+def test_splice_single_input_and_list():
+    x = C.input_variable(3)
+    d = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(C.splice(x).eval({x: d}), d)
+    y = C.input_variable(3)
+    np.testing.assert_array_equal(C.splice([x, y], axis=0).eval({x: d, y: d}), np.concatenate([d, d], axis=1))
+
+
 def test_splice_docstring_example():
     x = C.constant(np.asarray([[[1, 2], [4, 5]]], dtype=np.float32))
     y = C.constant(np.asarray([[[10, 20], [30, 40], [50, 60]]], dtype=np.float32))
