@@ -230,6 +230,23 @@ def test_splice_batch_with_non_batch_operands():
     gradcheck(g, {a: da})
 
 
+def test_splice_ragged_sequences_with_a_batch_operand():
+    x = C.sequence.input_variable((2, 3), dtype=np.float64, needs_gradient=True)
+    b = C.input_variable((2, 1), dtype=np.float64, needs_gradient=True)
+    f = C.splice(x, b, axis=1)
+    seqs = [np.random.standard_normal((3, 2, 3)), np.random.standard_normal((1, 2, 3))]
+    bd = np.random.standard_normal((2, 2, 1))
+    out = f.eval({x: seqs, b: bd})
+    for k in range(2):
+        n = len(seqs[k])
+        np.testing.assert_allclose(out[k], np.concatenate([seqs[k], np.broadcast_to(bd[k], (n, 2, 1))], axis=2))
+    g = f.grad({x: seqs, b: bd}, wrt=[x, b])
+    # b is broadcast over each sequence's steps; padded steps add nothing.
+    np.testing.assert_allclose(g[b], [np.full((2, 1), 3.0), np.full((2, 1), 1.0)])
+    for gk, s in zip(g[x], seqs):
+        np.testing.assert_allclose(gk, np.ones_like(s))
+
+
 def test_splice_single_input_and_list():
     x = C.input_variable(3)
     d = np.arange(6, dtype=np.float32).reshape(2, 3)
@@ -482,6 +499,18 @@ def test_gather_non_batch_reference_input():
     y = C.gather(x, i)
     np.testing.assert_allclose(y.eval({x: data}), data[[0, 2]])
     np.testing.assert_allclose(y.grad({x: data}, wrt=[x]), [[1, 1, 1], [0, 0, 0], [1, 1, 1]])
+
+
+def test_gather_ragged_sequence_indices():
+    emb = _f64_param(np.arange(20.0).reshape(5, 4))
+    i = C.sequence.input_variable(1, dtype=np.float64)
+    e = C.gather(emb, i)
+    seqs = [np.array([[1.0], [2.0], [3.0]]), np.array([[4.0]])]
+    out = e.eval({i: seqs})
+    for o, s in zip(out, seqs):
+        np.testing.assert_allclose(o, emb.value[s.astype(int)])
+    # Padded steps of the shorter sequence take no part in the gradient.
+    np.testing.assert_allclose(e.grad({i: seqs}, wrt=[emb]), [[0] * 4, [1] * 4, [1] * 4, [1] * 4, [1] * 4])
 
 
 def test_gather_index_out_of_range_is_a_value_error():
