@@ -1,4 +1,5 @@
-"""Movement ops: NumPy-reference forward and float64 gradient checks, bad arguments."""
+"""Movement ops: NumPy-reference forward and float64 gradient checks, bad arguments,
+Variable indexing and times_transpose."""
 import itertools
 
 import numpy as np
@@ -552,6 +553,97 @@ def test_one_hot_docstring_and_zero_gradient():
     g = (C.one_hot(xg, 6) * w).grad({xg: np.array([[1, 3]], np.float64)}, wrt=[xg, w])
     assert not np.any(g[xg])
     np.testing.assert_array_equal(g[w], _np_one_hot(np.array([1, 3]), 6, -1))
+
+
+# ----------------------------------------------------------- Variable[...]
+
+INDEXING = [
+    (1,), (-1,), (slice(1, 3),), (slice(None, None, 2),), (slice(None, None, -1),), (slice(3, 0, -2),),
+    (0, slice(1, None)), (Ellipsis, 2), (1, [2, 0]), ([0, 2],), (None, 1), (Ellipsis, None),
+    (slice(-3, -1), slice(None), None),
+]
+
+
+def _np_index(d, key):
+    """NumPy indexing with CNTK's convention that an int keeps its axis (size 1)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    out = []
+    for k in key:
+        if isinstance(k, int):
+            out.append(slice(k, k + 1) if k != -1 else slice(-1, None))
+        else:
+            out.append(k)
+    r = d[(slice(None),) + tuple(o for o in out if not isinstance(o, list))]
+    return r
+
+
+@pytest.mark.parametrize('key', INDEXING, ids=[str(k) for k in INDEXING])
+def test_variable_getitem(key):
+    x = f64_input((4, 3))
+    f = x[key]
+    d = _data((4, 3))
+    if any(isinstance(k, list) for k in key):
+        # A list picks positions along its axis.
+        expected = d
+        for ax, k in enumerate(k for k in key if k is not None and k is not Ellipsis):
+            if isinstance(k, list):
+                expected = np.take(expected, k, axis=1 + ax)
+            elif isinstance(k, int):
+                expected = np.take(expected, [k], axis=1 + ax)
+    else:
+        expected = _np_index(d, key)
+    assert f.shape == expected.shape[1:]
+    check_forward(f, {x: d}, expected)
+    gradcheck(f, {x: d})
+
+
+def test_variable_getitem_docstring_and_errors():
+    data = np.asarray([[1, 2, -3], [4, 5, 6]], dtype=np.float32)
+    x = C.constant(value=data)
+    np.testing.assert_array_equal(x[0].eval(), [[1, 2, -3]])
+    np.testing.assert_array_equal(x[0, [1, 2]].eval(), [[2, -3]])
+    np.testing.assert_array_equal(x[1].eval(), [[4, 5, 6]])
+    np.testing.assert_array_equal(x[:, :2, ...].eval(), [[1, 2], [4, 5]])
+    f = x + 0
+    np.testing.assert_array_equal(f[1, 2].eval(), [[6]])
+    with pytest.raises(IndexError):
+        x[2]
+    with pytest.raises(IndexError):
+        x[0, 0, 0]
+    with pytest.raises(IndexError):
+        x[1:1]
+
+
+def test_variable_getitem_on_free_dimension():
+    x = C.input_variable((C.FreeDimension, 3))
+    d = np.arange(12, dtype=np.float32).reshape(1, 4, 3)
+    np.testing.assert_array_equal(x[-1].eval({x: d}), d[:, -1:])
+    np.testing.assert_array_equal(x[1:].eval({x: d}), d[:, 1:])
+
+
+# ---------------------------------------------------------- times_transpose
+
+def test_times_transpose_docstring():
+    a = np.array([[1, 2], [3, 4]], dtype=np.float32)
+    b = np.array([2, -1], dtype=np.float32)
+    c = np.array([[2, -1]], dtype=np.float32)
+    d = np.reshape(np.arange(24, dtype=np.float32), (4, 3, 2))
+    cases = [(a, a, [[5, 11], [11, 25]]), (a, b, [[0], [2]]), (a, c, [[0], [2]]), (b, a, [0, 2]), (b, b, [5]),
+             (b, c, [5]), (c, a, [[0, 2]]), (c, b, [[5]]), (c, c, [[5]])]
+    for left, right, expected in cases:
+        np.testing.assert_array_equal(C.times_transpose(left, right).eval(), expected)
+    np.testing.assert_array_equal(C.times_transpose(d, a).eval(), d @ a.T)
+    np.testing.assert_array_equal(C.times_transpose(d, b).eval(), d @ b.reshape(1, -1).T)
+
+
+def test_times_transpose_gradient():
+    x = f64_input((3,))
+    w = _f64_param(np.random.standard_normal((4, 3)))
+    f = C.times_transpose(x, w)
+    d = _data((3,))
+    check_forward(f, {x: d}, d @ w.value.T)
+    gradcheck(f, {x: d})
 
 
 # ------------------------------------------------------------ bad arguments
