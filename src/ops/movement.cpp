@@ -271,9 +271,13 @@ NDShape splice_shape(const std::vector<NDShape>& shapes, const Dictionary& a, co
           o = kFree;
         else
           o += d;
-      } else if (d == 1 || d == o || d == kInferred || d == kFree) {
+      } else if (d == o || d == 1) {
         continue;
-      } else if (o == 1 || o == kInferred || o == kFree) {
+      } else if (o == 1) {
+        o = d;  // a known, free or inferred dimension broadcasts over 1
+      } else if (d == kInferred || d == kFree) {
+        continue;
+      } else if (o == kInferred || o == kFree) {
         o = d;
       } else {
         fail("input " + std::to_string(i) + " has dimension " + std::to_string(d) + " on axis " + std::to_string(k) +

@@ -248,6 +248,17 @@ def test_splice_ragged_sequences_with_a_batch_operand():
         np.testing.assert_allclose(gk, np.ones_like(s))
 
 
+def test_splice_free_dimension_broadcasts_over_one():
+    x = C.input_variable((C.FreeDimension, 2))
+    y = C.input_variable((1, 3))
+    f = C.splice(x, y, axis=1)
+    assert f.shape == (C.FreeDimension, 5)
+    dx, dy = np.random.rand(2, 4, 2).astype(np.float32), np.random.rand(2, 1, 3).astype(np.float32)
+    np.testing.assert_allclose(f.eval({x: dx, y: dy}), np.concatenate([dx, np.broadcast_to(dy, (2, 4, 3))], axis=2))
+    g = f.grad({x: dx, y: dy}, wrt=[y])
+    np.testing.assert_allclose(g, np.full((2, 1, 3), 4.0))
+
+
 def test_splice_single_input_and_list():
     x = C.input_variable(3)
     d = np.arange(6, dtype=np.float32).reshape(2, 3)
