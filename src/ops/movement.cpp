@@ -85,7 +85,8 @@ size_t reshape_bound(const Dictionary& a, const char* key, const char* what, siz
   int i = ax.static_index(), r = int(rank);
   if (i == Axis::kNewLeading) return rank;
   int n = i < 0 ? i + r : i;
-  if (n < 0 || n > r) fail(std::string(what) + " " + std::to_string(i) + " is out of range for rank " + std::to_string(r));
+  if (n < 0 || n > r)
+    fail(std::string(what) + " " + std::to_string(i) + " is out of range for rank " + std::to_string(r));
   return size_t(n);
 }
 
@@ -161,7 +162,8 @@ NDShape slice_shape(const NDShape& in, const Dictionary& a, const Fail& fail, st
     axes = a.at("axisVec").as_axis_list();
     begin = attr(a, "beginIndexVec", fail).as_int_list();
     end = attr(a, "endIndexVec", fail).as_int_list();
-    stride = has_attr(a, "sliceStridesVec") ? a.at("sliceStridesVec").as_int_list() : std::vector<int64_t>(axes.size(), 1);
+    stride = has_attr(a, "sliceStridesVec") ? a.at("sliceStridesVec").as_int_list()
+                                            : std::vector<int64_t>(axes.size(), 1);
   } else {
     axes = {attr(a, "axis", fail).as_axis()};
     begin = {attr(a, "beginIndex", fail).as_int()};
@@ -170,8 +172,8 @@ NDShape slice_shape(const NDShape& in, const Dictionary& a, const Fail& fail, st
   }
   if (axes.empty() || begin.size() != axes.size() || end.size() != axes.size() || stride.size() != axes.size())
     fail("axis, begin_index, end_index and strides must have the same length (got " + std::to_string(axes.size()) +
-         ", " + std::to_string(begin.size()) + ", " + std::to_string(end.size()) + ", " + std::to_string(stride.size()) +
-         ")");
+         ", " + std::to_string(begin.size()) + ", " + std::to_string(end.size()) + ", " +
+         std::to_string(stride.size()) + ")");
   std::vector<int64_t> dims = in.dims();
   for (size_t i = 0; i < axes.size(); ++i) {
     if (axes[i].is_dynamic())
@@ -190,8 +192,8 @@ NDShape slice_shape(const NDShape& in, const Dictionary& a, const Fail& fail, st
     int64_t rb = b >= 0 ? b : b + n, re = e > 0 ? e : e + n;
     if (rb < 0 || re > n || rb >= re)
       fail("the index range [" + std::to_string(b) + ", " + std::to_string(e) + "), interpreted as [" +
-           std::to_string(rb) + ", " + std::to_string(re) + "), is invalid for axis " + std::to_string(k) + " of size " +
-           std::to_string(n));
+           std::to_string(rb) + ", " + std::to_string(re) + "), is invalid for axis " + std::to_string(k) +
+           " of size " + std::to_string(n));
     dims[k] = (re - rb + step - 1) / step;
     if (steps) steps->push_back({k, rb, re, s});
   }
@@ -380,7 +382,8 @@ std::vector<int> transpose_perm(size_t rank, const Dictionary& a, const Fail& fa
   if (has_attr(a, "axisVec")) {
     std::vector<Axis> p = a.at("axisVec").as_axis_list();
     size_t n = p.size();
-    if (n > rank) fail("the permutation has " + std::to_string(n) + " axes but the operand has rank " + std::to_string(rank));
+    if (n > rank)
+      fail("the permutation has " + std::to_string(n) + " axes but the operand has rank " + std::to_string(rank));
     std::vector<bool> seen(n, false);
     for (size_t i = 0; i < n; ++i) {
       size_t k = static_axis(p[i], n, fail, "permutation element");
