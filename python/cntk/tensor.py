@@ -1,5 +1,6 @@
 """Operator overloads shared by Variables and Functions (CNTK's TensorOpsMixin)."""
-import numpy as np
+import builtins
+import numbers
 
 
 class TensorOpsMixin(object):
@@ -84,55 +85,78 @@ class TensorOpsMixin(object):
         return ops.greater_equal(self, other)
 
     def __getitem__(self, arg):
-        """NumPy-style slicing over static axes: ints, slices (with steps), Ellipsis, None."""
+        """Indexing over static axes, as CNTK: an int keeps its axis with size 1 (NumPy
+        would drop it); slices take steps, negative ones too; a list of ints picks those
+        positions along an axis (spliced together); Ellipsis; None adds an axis of size 1."""
         from . import ops
         if not isinstance(arg, tuple):
             arg = (arg,)
         shape = self.shape
-        # Expand Ellipsis.
-        n_real = sum(1 for a in arg if a is not None and a is not Ellipsis)
         if sum(1 for a in arg if a is Ellipsis) > 1:
             raise IndexError("only one Ellipsis is allowed in an index")
+        n_real = sum(1 for a in arg if a is not None and a is not Ellipsis)
+        if n_real > len(shape):
+            raise IndexError("too many indices (%d) for shape %s" % (n_real, shape))
         expanded = []
         for a in arg:
             if a is Ellipsis:
                 expanded.extend([slice(None)] * (len(shape) - n_real))
             else:
                 expanded.append(a)
-        if n_real > len(shape):
-            raise IndexError("too many indices (%d) for shape %s" % (n_real, shape))
+
+        def position(i, dim, axis):
+            if isinstance(i, bool) or not isinstance(i, numbers.Integral):
+                raise IndexError("cannot index with %r" % (i,))
+            i = int(i)
+            if dim >= 0:
+                if not -dim <= i < dim:
+                    raise IndexError("index %d is out of bounds for axis %d of size %d" % (i, axis, dim))
+                i = i + dim if i < 0 else i
+            return i
+
+        def pick(r, i, axis):
+            # CNTK's end index 0 means "to the end", which serves i = -1 on a free axis.
+            return ops.slice(r, axis, i, i + 1 if i != -1 else 0)
+
         r = self
-        axis = 0
-        drop = []
         new_axes = []
         out_axis = 0
+        axis = 0
         for a in expanded:
             if a is None:
                 new_axes.append(out_axis)
                 out_axis += 1
                 continue
-            if isinstance(a, (int, np.integer)):
-                dim = shape[axis]
-                i = int(a)
-                if i < 0:
-                    i += dim
-                if not 0 <= i < dim:
-                    raise IndexError("index %d is out of bounds for axis %d of size %d" % (a, axis, dim))
-                r = ops.slice(r, axis, i, i + 1)
-                drop.append(axis)
-            elif isinstance(a, slice):
-                if a != slice(None):
-                    start, stop, step = a.indices(shape[axis])
-                    if step <= 0:
-                        raise IndexError("slices need a positive step")
-                    r = ops.slice(r, axis, start, stop, step)
-                out_axis += 1
+            dim = shape[axis]
+            if isinstance(a, builtins.slice):
+                if a != builtins.slice(None):
+                    if dim >= 0:
+                        start, stop, step = a.indices(dim)
+                        count = len(range(start, stop, step))
+                        if count == 0:
+                            raise IndexError("the slice %r selects nothing on axis %d of size %d" % (a, axis, dim))
+                        if step > 0:
+                            r = ops.slice(r, axis, start, stop, step)
+                        else:
+                            last = start + (count - 1) * step
+                            r = ops.slice(r, axis, last, start + 1, step)
+                    else:
+                        step = 1 if a.step is None else a.step
+                        if step < 0:
+                            raise IndexError("a negative step needs a known dimension (axis %d)" % axis)
+                        r = ops.slice(r, axis, a.start or 0, a.stop or 0, step)
+            elif isinstance(a, (list, tuple)):
+                if not a:
+                    raise IndexError("an empty list selects nothing")
+                parts = [pick(r, position(i, dim, axis), axis) for i in a]
+                r = parts[0] if len(parts) == 1 else ops.splice(*parts, axis=axis)
             else:
-                raise IndexError("cannot index with %r" % (a,))
+                r = pick(r, position(a, dim, axis), axis)
             axis += 1
-        # CNTK keeps sliced-by-int axes with size 1; NumPy drops them. CNTK's behaviour is kept.
+            out_axis += 1
         for pos in new_axes:
-            r = ops.expand_dims(r, pos)
+            # An empty range at `pos` reshaped into (1,): a new axis at that position.
+            r = ops.reshape(r, (1,), pos, pos)
         return r
 
 

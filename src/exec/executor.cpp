@@ -76,6 +76,14 @@ Value to_value(const Variable& v, const NDArrayView& x, const std::vector<int64_
   return Value(x);
 }
 
+// Padded steps of sequences (layout [T, B, ...]) carry no gradient.
+void zero_padding(NDArrayView& g, const std::vector<int64_t>& lengths) {
+  if (lengths.empty() || g.rank() < 2) return;
+  int64_t T = g.shape()[0], B = std::min<int64_t>(g.shape()[1], int64_t(lengths.size()));
+  for (int64_t b = 0; b < B; ++b)
+    if (lengths[b] < T) g.slice(0, lengths[b], T).slice(1, b, b + 1).fill(0.0);
+}
+
 ComputeContext make_context(const PlanStep& st, BackPropState& s) {
   ComputeContext ctx;
   ctx.fn = st.fn;
@@ -185,6 +193,7 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
       throw ValueError("backward: root gradient of shape " + g.shape().str() + " does not match the output's " +
                        s.values[it->second].shape().str());
     grads[it->second] = g.contiguous().copy();
+    zero_padding(grads[it->second], lens);
   }
   for (size_t k = p.steps.size(); k-- > 0;) {
     const PlanStep& st = p.steps[k];

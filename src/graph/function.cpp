@@ -23,7 +23,7 @@ bool has_unknown_input(const std::vector<Variable>& inputs) {
 FunctionPtr Function::primitive(const std::string& op_name, std::vector<Variable> inputs, Dictionary attributes,
                                 const std::string& name) {
   const OpDef* op = find_op(op_name);
-  if (!op) throw NotImplementedError("op '" + op_name + "' is not implemented");
+  if (!op && op_name != "Combine") throw NotImplementedError("op '" + op_name + "' is not implemented");
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i].defined()) throw ValueError(op_name + ": input " + std::to_string(i) + " is undefined");
   FunctionPtr f(new Function());

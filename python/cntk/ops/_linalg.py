@@ -13,12 +13,13 @@ def times(left, right, output_rank=1, infer_input_rank_to_map=-1, name=''):
 
 
 def times_transpose(left, right, name=''):
-    """left @ right^T, for a right operand of rank 1 or 2."""
-    from ..internal import as_variable
-    from . import transpose
-    r = as_variable(right)
+    """left @ right^T, for a right operand of rank 1 or 2. A vector right operand
+    counts as one row, so the result ends in an axis of size 1 (as in CNTK)."""
+    from ..internal import sanitize_inputs
+    from . import reshape, transpose
+    left, r = sanitize_inputs(left, right)
     if len(r.shape) == 1:
-        return times(left, r, output_rank=0, name=name)
+        return times(left, reshape(r, (-1, 1)), name=name)
     if len(r.shape) != 2:
         raise ValueError("times_transpose: the right operand must have rank 1 or 2, not %s" % (r.shape,))
     return times(left, transpose(r, [1, 0]), name=name)
