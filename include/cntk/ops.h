@@ -1,0 +1,97 @@
+// Typed helpers for building graphs from C++.
+//
+// Function::primitive takes CNTK's op name and a Dictionary of attributes; these
+// inline functions fill both in with CNTK's names and keys, so that graph code
+// reads like the Python API:
+//
+//   using namespace cntk::ops;
+//   auto z = tanh(plus(times(x, W), b));        // z: FunctionPtr
+//   auto loss = reduce_sum(z);                  // over all static axes
+//
+// Every helper takes Operands (a Variable or a FunctionPtr, whose single output
+// is used) and returns the new function as a composite, as CNTK does. Shape and
+// type errors are thrown at once (ShapeError/TypeError naming the op).
+// Only a handful of ops are covered; anything else goes through
+// Function::primitive directly.
+#pragma once
+#include <string>
+
+#include "cntk/function.h"
+
+namespace cntk::ops {
+
+// A graph operand: a variable, or a function standing for its single output.
+class Operand {
+ public:
+  Operand(Variable v) : v_(std::move(v)) {}                          // NOLINT: implicit on purpose
+  Operand(const FunctionPtr& f) : v_(f->output()) {}                  // NOLINT
+  const Variable& var() const { return v_; }
+  operator const Variable&() const { return v_; }  // NOLINT
+
+ private:
+  Variable v_;
+};
+
+// One primitive op wrapped as a composite.
+inline FunctionPtr apply(const std::string& op, std::vector<Variable> inputs, Dictionary attrs = {},
+                         const std::string& name = "") {
+  return Function::composite(Function::primitive(op, std::move(inputs), std::move(attrs), name), name);
+}
+
+// ---------------------------------------------------------------- elementwise
+
+inline FunctionPtr plus(const Operand& a, const Operand& b, const std::string& name = "") {
+  return apply("Plus", {a, b}, {}, name);
+}
+inline FunctionPtr minus(const Operand& a, const Operand& b, const std::string& name = "") {
+  return apply("Minus", {a, b}, {}, name);
+}
+inline FunctionPtr element_times(const Operand& a, const Operand& b, const std::string& name = "") {
+  return apply("ElementTimes", {a, b}, {}, name);
+}
+inline FunctionPtr element_divide(const Operand& a, const Operand& b, const std::string& name = "") {
+  return apply("ElementDivide", {a, b}, {}, name);
+}
+inline FunctionPtr negate(const Operand& x, const std::string& name = "") { return apply("Negate", {x}, {}, name); }
+inline FunctionPtr tanh(const Operand& x, const std::string& name = "") { return apply("Tanh", {x}, {}, name); }
+inline FunctionPtr sigmoid(const Operand& x, const std::string& name = "") {
+  return apply("StableSigmoid", {x}, {}, name);
+}
+inline FunctionPtr relu(const Operand& x, const std::string& name = "") { return apply("ReLU", {x}, {}, name); }
+inline FunctionPtr exp(const Operand& x, const std::string& name = "") { return apply("Exp", {x}, {}, name); }
+inline FunctionPtr log(const Operand& x, const std::string& name = "") { return apply("Log", {x}, {}, name); }
+
+// -------------------------------------------------------------------- linalg
+
+// CNTK's times (NumPy order): contracts the trailing axes of `left` with the
+// leading axes of `right`, keeping the last `output_rank` axes of `right`.
+inline FunctionPtr times(const Operand& left, const Operand& right, int output_rank = 1,
+                         int infer_input_rank_to_map = -1, const std::string& name = "") {
+  return apply("Times", {left, right},
+               {{"outputRank", output_rank}, {"inferInputRankToMap", infer_input_rank_to_map}}, name);
+}
+
+// ----------------------------------------------------------------- reductions
+
+// ReduceElements with `op` one of Sum, Mean, Max, Min, Prod, LogSum, Argmax, Argmin.
+// `axis`: a static axis, Axis::all_static_axes() (the default), Axis::all_axes(),
+// or the batch axis.
+inline FunctionPtr reduce(const std::string& op, const Operand& x, const Axis& axis = Axis::all_static_axes(),
+                          bool keepdims = true, const std::string& name = "") {
+  return apply("ReduceElements", {x},
+               {{"reductionOpName", op}, {"axis", axis}, {"reductionKeepDimensions", keepdims}}, name);
+}
+inline FunctionPtr reduce_sum(const Operand& x, const Axis& axis = Axis::all_static_axes(), bool keepdims = true,
+                              const std::string& name = "") {
+  return reduce("Sum", x, axis, keepdims, name);
+}
+inline FunctionPtr reduce_mean(const Operand& x, const Axis& axis = Axis::all_static_axes(), bool keepdims = true,
+                               const std::string& name = "") {
+  return reduce("Mean", x, axis, keepdims, name);
+}
+inline FunctionPtr reduce_max(const Operand& x, const Axis& axis = Axis::all_static_axes(), bool keepdims = true,
+                              const std::string& name = "") {
+  return reduce("Max", x, axis, keepdims, name);
+}
+
+}  // namespace cntk::ops
