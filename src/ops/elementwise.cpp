@@ -95,8 +95,11 @@ void binary(const char* name, F f, G df, Gradient kind = Gradient::Rule, GradFn 
       NDArrayView a = ctx.aligned(0, r), b = ctx.aligned(1, r);
       const NDArrayView& g = ctx.grad_outputs[0];
       // y is not needed by any binary rule here; a and b suffice.
+      // One loop per side with the index fixed at compile time, so the loop vectorizes.
       NDArrayView full = CNTK_DISPATCH_FLOAT(a.dtype(), T, [&] {
-        return apply<T, 3>(a.dtype(), {&a, &b, &g}, [df, which](T x, T y, T gg) { return T(df(x, y, gg)[which]); });
+        if (which == 0)
+          return apply<T, 3>(a.dtype(), {&a, &b, &g}, [df](T x, T y, T gg) { return T(df(x, y, gg)[0]); });
+        return apply<T, 3>(a.dtype(), {&a, &b, &g}, [df](T x, T y, T gg) { return T(df(x, y, gg)[1]); });
       });
       return ctx.reduce_to_input(which, full);
     };
@@ -195,9 +198,9 @@ void register_binary_ops() {
   additive("Plus", [](auto a, auto b) { return a + b; }, false);
   additive("Minus", [](auto a, auto b) { return a - b; }, true);
   binary("ElementTimes", [](auto a, auto b) { return a * b; },
-         [](auto a, auto b, auto g) { return A2{double(g * b), double(g * a)}; });
+         [](auto a, auto b, auto g) { return std::array<decltype(g), 2>{g * b, g * a}; });
   binary("ElementDivide", [](auto a, auto b) { return a / b; },
-         [](auto a, auto b, auto g) { return A2{double(g / b), double(-g * a / (b * b))}; });
+         [](auto a, auto b, auto g) { return std::array<decltype(g), 2>{g / b, -g * a / (b * b)}; });
   binary("Pow", [](auto a, auto b) { return std::pow(a, b); },
          [](auto a, auto b, auto g) {
            double y = std::pow(double(a), double(b));

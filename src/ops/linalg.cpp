@@ -106,7 +106,12 @@ NDArrayView times_backward(ComputeContext& ctx, size_t which) {
   NDArrayView l = ctx.inputs[0].to_dense().contiguous(), r = ctx.inputs[1].to_dense().contiguous();
   NDArrayView g = ctx.grad_outputs[0].contiguous();
   int64_t bl = dyn_count(ctx, 0), br = dyn_count(ctx, 1);
-  NDArrayView grad = NDArrayView::zeros(l.dtype(), ctx.inputs[which].shape());
+  // Every path below writes the whole buffer (beta = 0 on its first product), so no zero fill.
+  NDArrayView grad(l.dtype(), ctx.inputs[which].shape());
+  if (br == 0) {  // an empty batch contributes nothing
+    grad.fill(0);
+    return grad;
+  }
   CNTK_DISPATCH_FLOAT(l.dtype(), T, [&] {
     const T *pl = l.data<T>(), *pr = r.data<T>(), *pg = g.data<T>();
     T* po = grad.data<T>();
