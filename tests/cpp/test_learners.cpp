@@ -1,10 +1,11 @@
-// Learners and schedules, checked against the formulas of CNTK's
+// Learners, schedules and the Trainer, checked against the formulas of CNTK's
 // Learner.cpp / CPUMatrix written out by hand in double precision.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "cntk/learner.h"
+#include "cntk/trainer.h"
 
 using namespace cntk;
 
@@ -135,4 +136,64 @@ TEST(Learner, FloatParametersAndErrors) {
   EXPECT_THROW(l->update(empty, 0), ValueError);
   EXPECT_THROW(sgd_learner({w, w}, LearningRateSchedule(1.0)), ValueError);
   EXPECT_THROW(rmsprop_learner({w}, LearningRateSchedule(1.0), 1.5, 1.2, 0.7, 10, 1e-8), ValueError);
+}
+
+TEST(Trainer, LinearRegressionStepAndCounters) {
+  auto x = Variable::input({2}, DataType::Double, false, false, {Axis::default_batch_axis()}, "x");
+  auto y = Variable::input({1}, DataType::Double, false, false, {Axis::default_batch_axis()}, "y");
+  NDArrayView w0(DataType::Double, NDShape{2, 1});
+  w0.data<double>()[0] = 0.5;
+  w0.data<double>()[1] = -1.0;
+  auto W = Variable::parameter({2, 1}, DataType::Double, w0, nullptr, "W");
+  auto b = Variable::parameter({1}, DataType::Double, vec({0.25}), nullptr, "b");
+  auto z = Function::primitive("Plus", {Function::primitive("Times", {x, W}, {})->output(), b}, {});
+  auto diff = Function::primitive("Minus", {z->output(), y}, {});
+  auto sq = Function::primitive("ElementTimes", {diff->output(), diff->output()}, {});
+  Dictionary red{{"reductionOpName", DictValue("Sum")}, {"axis", DictValue(Axis::all_static_axes())},
+                 {"reductionKeepDimensions", DictValue(true)}};
+  auto loss = Function::composite(Function::primitive("ReduceElements", {sq->output()}, red));
+  auto model = Function::composite(z);
+
+  // Two learners over disjoint parameters.
+  auto lw = sgd_learner({W}, LearningRateSchedule(0.1, 1));
+  auto lb = sgd_learner({b}, LearningRateSchedule(0.2, 1));
+  Trainer t(model, loss, loss, {lw, lb});
+
+  NDArrayView xs(DataType::Double, NDShape{3, 2});
+  NDArrayView ys(DataType::Double, NDShape{3, 1});
+  const double xd[6] = {1, 2, -1, 0.5, 3, -2}, yd[3] = {1, 0, -1};
+  for (int i = 0; i < 6; ++i) xs.data<double>()[i] = xd[i];
+  for (int i = 0; i < 3; ++i) ys.data<double>()[i] = yd[i];
+  EXPECT_TRUE(t.train_minibatch({{x, Value(xs)}, {y, Value(ys)}}));
+
+  double gW[2] = {0, 0}, gb = 0, loss_sum = 0;
+  for (int i = 0; i < 3; ++i) {
+    const double r = xd[2 * i] * 0.5 + xd[2 * i + 1] * -1.0 + 0.25 - yd[i];
+    loss_sum += r * r;
+    gW[0] += 2 * r * xd[2 * i];
+    gW[1] += 2 * r * xd[2 * i + 1];
+    gb += 2 * r;
+  }
+  EXPECT_EQ(t.previous_minibatch_sample_count(), 3u);
+  EXPECT_NEAR(t.previous_minibatch_loss_average(), loss_sum / 3, 1e-12);
+  EXPECT_NEAR(t.previous_minibatch_evaluation_average(), loss_sum / 3, 1e-12);
+  EXPECT_NEAR(W.value().data<double>()[0], 0.5 - 0.1 * gW[0], 1e-12);
+  EXPECT_NEAR(W.value().data<double>()[1], -1.0 - 0.1 * gW[1], 1e-12);
+  EXPECT_NEAR(b.value().data<double>()[0], 0.25 - 0.2 * gb, 1e-12);
+  EXPECT_EQ(t.total_number_of_samples_seen(), 3u);
+  t.train_minibatch({{x, Value(xs)}, {y, Value(ys)}});
+  EXPECT_EQ(t.total_number_of_samples_seen(), 6u);
+  EXPECT_FALSE(t.train_minibatch({}));
+  EXPECT_THROW(t.previous_minibatch_loss_average(), ValueError);
+
+  // A parameter in two learners, or one outside the model, is refused.
+  EXPECT_THROW(Trainer(model, loss, nullptr, {sgd_learner({W}, LearningRateSchedule(0.1)),
+                                              sgd_learner({W, b}, LearningRateSchedule(0.1))}),
+               ValueError);
+  auto stray = param({1.0});
+  EXPECT_THROW(Trainer(model, loss, nullptr, {sgd_learner({W, b, stray}, LearningRateSchedule(0.1))}), ValueError);
+  Trainer partial(model, loss, nullptr, {sgd_learner({W}, LearningRateSchedule(0.1))});
+  ASSERT_EQ(partial.parameters_not_covered().size(), 1u);
+  EXPECT_EQ(partial.parameters_not_covered()[0], b);
+  EXPECT_THROW(partial.test_minibatch({{x, Value(xs)}, {y, Value(ys)}}), ValueError);
 }
