@@ -10,12 +10,14 @@
 #pragma once
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "cntk/dictionary.h"
 #include "cntk/function.h"
 #include "cntk/schedule.h"
 #include "cntk/variable.h"
@@ -81,6 +83,17 @@ class Learner {
   // (to the mean gradient in compatible mode).
   double learning_rate_for(size_t minibatch_size) const;
 
+  // The learner's state (counts, schedule, smoothed gradients) under CNTK's
+  // checkpoint keys, and its restoration (parameters are matched by position).
+  virtual Dictionary create_checkpoint() const;
+  virtual void restore_from_checkpoint(const Dictionary& checkpoint);
+
+  // Receives hyper-parameter values ("Learning rate per minibatch", "Momentum per
+  // 10 samples", ...) whenever they change, as CNTK's learners write them to
+  // progress writers.
+  using ProgressReporter = std::function<void(const std::string& name, double value)>;
+  void add_progress_reporter(ProgressReporter r) { reporters_.push_back(std::move(r)); }
+
  protected:
   Learner(std::vector<Variable> parameters, LearningRateSchedule lr, AdditionalLearningOptions options);
 
@@ -96,11 +109,22 @@ class Learner {
   // The gradient of parameter `p` in `g`; ValueError when it is missing.
   static NDArrayView& find_gradient(ParameterGradients& g, const Variable& p);
 
+  // Reports the schedule's current value under `name` when it changed.
+  void report(const TrainingParameterSchedule<double>& s, const std::string& name) const;
+
   std::vector<Variable> parameters_;
   LearningRateSchedule lr_schedule_;
   AdditionalLearningOptions options_;
   size_t sample_count_ = 0, minibatch_count_ = 0, sweep_count_ = 0;
+
+ private:
+  std::vector<ProgressReporter> reporters_;
+  mutable std::map<std::string, double> reported_;
 };
+
+// A schedule as a Dictionary (CNTK's keys: epoch_size, ref_mb_size, schedule) and back.
+Dictionary schedule_to_dictionary(const TrainingParameterSchedule<double>& s);
+TrainingParameterSchedule<double> schedule_from_dictionary(const Dictionary& d);
 
 // Standard learners: vanilla SGD.
 LearnerPtr sgd_learner(const std::vector<Variable>& parameters, const LearningRateSchedule& lr,

@@ -65,6 +65,70 @@ void Learner::reset_learning_rate(const LearningRateSchedule& schedule) {
   for (auto& [k, v] : schedule.entries()) entries[offset + k] = v;
 }
 
+void Learner::report(const TrainingParameterSchedule<double>& s, const std::string& name) const {
+  const double value = current(s);
+  auto it = reported_.find(name);
+  if (it != reported_.end() && it->second == value) return;
+  reported_[name] = value;
+  if (reporters_.empty()) return;
+  const std::string label = is_compatible_mode(s) ? name + " per minibatch"
+                                                  : name + " per " + std::to_string(s.minibatch_size()) + " samples";
+  for (auto& r : reporters_) r(label, value);
+}
+
+// ------------------------------------------------------------------ checkpoints
+
+Dictionary schedule_to_dictionary(const TrainingParameterSchedule<double>& s) {
+  Dictionary entries;
+  for (auto& [count, value] : s.entries()) entries[std::to_string(count)] = DictValue(value);
+  Dictionary d;
+  d["version"] = DictValue(int64_t(2));
+  d["type"] = DictValue("TrainingParameterSchedule");
+  d["epoch_size"] = DictValue(s.epoch_size());
+  d["ref_mb_size"] = DictValue(s.minibatch_size());
+  d["schedule"] = DictValue(std::move(entries));
+  return d;
+}
+
+TrainingParameterSchedule<double> schedule_from_dictionary(const Dictionary& d) {
+  auto get = [&](const char* key) -> const DictValue& {
+    auto it = d.find(key);
+    if (it == d.end()) throw ValueError(std::string("training parameter schedule: the dictionary has no '") + key + "'");
+    return it->second;
+  };
+  TrainingParameterSchedule<double> s(0.0, size_t(get("ref_mb_size").as_int()));
+  s.set_epoch_size(size_t(get("epoch_size").as_int()));
+  auto& entries = s.mutable_entries();
+  entries.clear();
+  for (auto& [count, value] : get("schedule").as_dict()) entries[std::stoull(count)] = value.as_double();
+  if (entries.empty()) throw ValueError("training parameter schedule: the schedule is empty");
+  return s;
+}
+
+Dictionary Learner::create_checkpoint() const {
+  Dictionary d;
+  d["version"] = DictValue(int64_t(3));
+  d["type"] = DictValue("Learner");
+  d["sample_count"] = DictValue(sample_count_);
+  d["minibatchCount"] = DictValue(minibatch_count_);
+  d["sweepCount"] = DictValue(sweep_count_);
+  d["learnig_rate_schedule"] = DictValue(schedule_to_dictionary(lr_schedule_));  // CNTK's spelling of the key
+  return d;
+}
+
+void Learner::restore_from_checkpoint(const Dictionary& d) {
+  auto get = [&](const char* key) -> const DictValue& {
+    auto it = d.find(key);
+    if (it == d.end()) throw ValueError(std::string("learner checkpoint: no '") + key + "' in the checkpoint");
+    return it->second;
+  };
+  sample_count_ = size_t(get("sample_count").as_int());
+  minibatch_count_ = size_t(get("minibatchCount").as_int());
+  auto sweeps = d.find("sweepCount");
+  sweep_count_ = sweeps == d.end() ? 0 : size_t(sweeps->second.as_int());
+  lr_schedule_ = schedule_from_dictionary(get("learnig_rate_schedule").as_dict());
+}
+
 NDArrayView& Learner::find_gradient(ParameterGradients& g, const Variable& p) {
   for (auto& [var, grad] : g)
     if (var == p) return grad;
@@ -106,6 +170,7 @@ class UniversalLearner : public Learner {
   }
 
   bool update(ParameterGradients& gradients, size_t sample_count, bool sweep_end) override {
+    report(lr_schedule_, "Learning rate");
     if (sample_count == 0) throw ValueError("learner update: the minibatch is empty (0 samples)");
     for (size_t i = 0; i < parameters_.size(); ++i) {
       NDArrayView g = find_gradient(gradients, parameters_[i]).to_dense();

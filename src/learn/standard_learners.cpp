@@ -3,6 +3,7 @@
 // (mean in compatible mode, clipping, L2), apply the learner's rule, then
 // post-process the parameter (Gaussian noise, L1 proximal step).
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "cntk/learner.h"
@@ -16,6 +17,7 @@ namespace {
 class StandardLearner : public Learner {
  public:
   bool update(ParameterGradients& gradients, size_t n, bool sweep_end) final {
+    report(lr_schedule_, "Learning rate");
     if (learning_rate_for(n) == 0.0) return false;
     if (n == 0) throw ValueError("learner update: the minibatch is empty (0 samples)");
     on_minibatch(n);
@@ -39,6 +41,47 @@ class StandardLearner : public Learner {
   void reset_smoothed_gradients() override {
     for (auto& bufs : state_)
       for (auto& b : bufs) b.fill(0.0);
+  }
+
+  // Smoothed gradients are stored as CNTK lays them out: a parameter's k buffers
+  // side by side as one [k * cols, rows] array (NumPy order; rows is the last axis),
+  // the parameter's own shape when k is 1, and a scalar 0 when k is 0.
+  Dictionary create_checkpoint() const override {
+    Dictionary d = Learner::create_checkpoint();
+    d["noise_injection_seed"] = DictValue(int64_t(noise_seed_));
+    d["master_parameter_updated"] = DictValue(false);
+    DictValue::List smoothed;
+    for (size_t i = 0; i < parameters_.size(); ++i) smoothed.emplace_back(packed_state(i));
+    d["smoothed_gradients"] = DictValue(std::move(smoothed));
+    save_extra(d);
+    return d;
+  }
+
+  void restore_from_checkpoint(const Dictionary& d) override {
+    auto it = d.find("smoothed_gradients");
+    if (it == d.end()) throw ValueError("learner checkpoint: no 'smoothed_gradients' in the checkpoint");
+    const auto& smoothed = it->second.as_list();
+    if (smoothed.size() != parameters_.size())
+      throw ValueError("learner checkpoint: it holds state for " + std::to_string(smoothed.size()) +
+                       " parameters, the learner has " + std::to_string(parameters_.size()));
+    for (size_t i = 0; i < parameters_.size(); ++i) {
+      NDArrayView want = packed_state(i);
+      const NDArrayView& got = smoothed[i].as_array();
+      if (got.dtype() != want.dtype() || got.shape() != want.shape())
+        throw ValueError("learner checkpoint: the state of " + parameters_[i].str() + " has shape " +
+                         got.shape().str() + " (" + to_string(got.dtype()) + "), expected " + want.shape().str() +
+                         " (" + to_string(want.dtype()) + ")");
+    }
+    Learner::restore_from_checkpoint(d);
+    auto seed = d.find("noise_injection_seed");
+    if (seed != d.end()) noise_seed_ = uint64_t(seed->second.as_int());
+    for (size_t i = 0; i < parameters_.size(); ++i) {
+      const NDArrayView src = smoothed[i].as_array().contiguous();
+      const size_t bytes = size_t(parameters_[i].shape().total_size()) * element_size(src.dtype());
+      for (size_t k = 0; k < state_[i].size(); ++k)
+        std::memcpy(state_[i][k].raw_data(), static_cast<const char*>(src.raw_data()) + k * bytes, bytes);
+    }
+    load_extra(d);
   }
 
  protected:
@@ -75,9 +118,33 @@ class StandardLearner : public Learner {
     return state_[i][k].data<T>();
   }
 
+  // Learner-specific scalars in checkpoints.
+  virtual void save_extra(Dictionary&) const {}
+  virtual void load_extra(const Dictionary&) {}
+  static double get_double(const Dictionary& d, const char* key) {
+    auto it = d.find(key);
+    if (it == d.end()) throw ValueError(std::string("learner checkpoint: no '") + key + "' in the checkpoint");
+    return it->second.as_double();
+  }
+
   std::vector<std::vector<NDArrayView>> state_;
 
  private:
+  NDArrayView packed_state(size_t i) const {
+    const Variable& p = parameters_[i];
+    const size_t k = state_[i].size();
+    if (k == 0) return NDArrayView::zeros(p.dtype(), NDShape{});
+    if (k == 1) return state_[i][0].copy();
+    const int64_t numel = p.shape().total_size();
+    const int64_t rows = p.shape().rank() ? p.shape()[p.shape().rank() - 1] : 1;
+    const int64_t cols = rows ? numel / rows : 0;
+    NDArrayView out(p.dtype(), NDShape{int64_t(k) * cols, rows});
+    const size_t bytes = size_t(numel) * element_size(p.dtype());
+    for (size_t j = 0; j < k; ++j)
+      std::memcpy(static_cast<char*>(out.raw_data()) + j * bytes, state_[i][j].raw_data(), bytes);
+    return out;
+  }
+
   // The parameter's value as a contiguous buffer the learner may write.
   static NDArrayView& writable_value(const Variable& p) {
     p.value();  // initializes a deferred parameter
@@ -166,6 +233,7 @@ class MomentumLearner : public StandardLearner {
 
  protected:
   void apply(size_t i, NDArrayView& w, NDArrayView& g, size_t n) override {
+    if (!nesterov_) report(momentum_, "Momentum");  // as in CNTK, only plain momentum SGD reports it
     CNTK_DISPATCH_FLOAT(w.dtype(), T, [&] {
       const T lr = T(learning_rate_for(n));
       const T m = T(momentum_for(momentum_, n));
@@ -239,6 +307,13 @@ class FSAdaGradLearner final : public MomentumLearner {
   }
 
  protected:
+  void save_extra(Dictionary& d) const override { d["smoothed_count"] = DictValue(smoothed_count_); }
+  void load_extra(const Dictionary& d) override {
+    smoothed_count_ = get_double(d, "smoothed_count");
+    ada_mul_ = kTargetAdagradAvDenom * std::sqrt(smoothed_count_);
+  }
+
+ protected:
   void on_minibatch(size_t n) override {
     // How many samples the g^2 average holds; its square root turns the sum into a mean.
     const double v = momentum_for(variance_momentum_, n);
@@ -281,6 +356,10 @@ class AdamLearner final : public MomentumLearner {
   }
 
  protected:
+  void save_extra(Dictionary& d) const override { d["smoothed_count"] = DictValue(steps_); }
+  void load_extra(const Dictionary& d) override { steps_ = get_double(d, "smoothed_count"); }
+
+ protected:
   void on_minibatch(size_t) override { steps_ += 1.0; }
 
   void apply(size_t i, NDArrayView& w, NDArrayView& g, size_t n) override {
@@ -321,6 +400,10 @@ class RMSPropLearner final : public StandardLearner {
     StandardLearner::reset_smoothed_gradients();
     steps_ = 0;
   }
+
+ protected:
+  void save_extra(Dictionary& d) const override { d["smoothed_count"] = DictValue(steps_); }
+  void load_extra(const Dictionary& d) override { steps_ = get_double(d, "smoothed_count"); }
 
  protected:
   void on_minibatch(size_t) override { steps_ += 1.0; }

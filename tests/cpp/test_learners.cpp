@@ -138,6 +138,51 @@ TEST(Learner, FloatParametersAndErrors) {
   EXPECT_THROW(rmsprop_learner({w}, LearningRateSchedule(1.0), 1.5, 1.2, 0.7, 10, 1e-8), ValueError);
 }
 
+TEST(Learner, CheckpointRestoresTheTrajectory) {
+  auto run = [](const LearnerPtr& l, const Variable& w, double g0) {
+    ParameterGradients g{{w, vec({g0, -2 * g0})}};
+    l->update(g, 3);
+  };
+  auto w = param({0.5, -0.5});
+  auto l = adam_learner({w}, LearningRateSchedule(std::vector<double>{0.01, 0.005}, 4), MomentumSchedule(0.9), true,
+                        MomentumSchedule(0.999));
+  run(l, w, 1.0);
+  Dictionary ckp = l->create_checkpoint();
+  NDArrayView saved = w.value().copy();
+  run(l, w, 2.0);
+  run(l, w, -1.0);
+  const double w0 = at(w, 0), w1 = at(w, 1);
+
+  w.set_value(saved);
+  run(l, w, 7.0);  // diverge, then come back
+  l->restore_from_checkpoint(ckp);
+  w.set_value(saved);
+  EXPECT_EQ(l->total_number_of_samples_seen(), 3u);
+  run(l, w, 2.0);
+  run(l, w, -1.0);
+  EXPECT_DOUBLE_EQ(at(w, 0), w0);
+  EXPECT_DOUBLE_EQ(at(w, 1), w1);
+  // Adam's two buffers side by side, as CNTK stores them: [2 * cols, rows] (rows = 2, cols = 1).
+  EXPECT_EQ(ckp.at("smoothed_gradients").as_list()[0].as_array().shape(), NDShape({2, 2}));
+  EXPECT_THROW(sgd_learner({w}, LearningRateSchedule(0.1))->restore_from_checkpoint(ckp), ValueError);
+}
+
+TEST(Learner, ReportsHyperParameterChanges) {
+  auto w = param({0.0});
+  auto l = momentum_sgd_learner({w}, LearningRateSchedule(std::vector<double>{0.3, 0.0}, 1, 1),
+                                MomentumSchedule(std::vector<double>{0.6, 0.7}, 1));
+  std::vector<std::pair<std::string, double>> seen;
+  l->add_progress_reporter([&](const std::string& name, double v) { seen.emplace_back(name, v); });
+  for (int i = 0; i < 4; ++i) {
+    ParameterGradients g{{w, vec({1.0})}};
+    l->update(g, 1);
+  }
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0], std::make_pair(std::string("Learning rate per 1 samples"), 0.3));
+  EXPECT_EQ(seen[1], std::make_pair(std::string("Momentum per minibatch"), 0.6));
+  EXPECT_EQ(seen[2], std::make_pair(std::string("Learning rate per 1 samples"), 0.0));
+}
+
 TEST(Trainer, LinearRegressionStepAndCounters) {
   auto x = Variable::input({2}, DataType::Double, false, false, {Axis::default_batch_axis()}, "x");
   auto y = Variable::input({1}, DataType::Double, false, false, {Axis::default_batch_axis()}, "y");
