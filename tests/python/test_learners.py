@@ -507,3 +507,143 @@ def test_universal_learner_with_assign():
     l = universal(my_sgd, [w])
     l.update({w: np.array([1.0, 1.0, 2.0])}, 2)
     np.testing.assert_allclose(w.value, [0.9, 1.9, 2.8])
+
+
+# ------------------------------------------- values printed by CNTK 2.7 itself
+# The learners manual (Manual/Manual_How_to_use_learners.ipynb in CNTK's repository)
+# sets parameters to 0, feeds gradients of all ones summed over the minibatch, and
+# prints the first row of the first parameter; these are its printed outputs.
+
+def manual_parameters():
+    return [C.parameter((3, 4), init=0.0), C.parameter((4,), init=0.0), C.parameter((4, 2), init=0.0),
+            C.parameter((2,), init=0.0)]
+
+
+def inspect_update(learner, actual_minibatch_size, count=1):
+    for p in learner.parameters:
+        p.value = 0 * p.value
+    gradients_sum = {p: np.zeros_like(p.value) + 1.0 * actual_minibatch_size for p in learner.parameters}
+    for _ in range(count):
+        learner.update(gradients_sum, actual_minibatch_size)
+    return [p.value for p in learner.parameters]
+
+
+def test_manual_sgd_values():
+    params = manual_parameters()
+    per_mb = sgd(params, lr=0.5, minibatch_size=IGNORE)
+    per_2 = sgd(params, lr=0.5, minibatch_size=2)
+    assert np.all(inspect_update(per_mb, 2)[0] == -0.5)
+    assert np.all(inspect_update(per_2, 2)[0] == -0.5)
+    assert np.all(inspect_update(per_mb, 10)[0] == -0.5)
+    assert np.all(inspect_update(per_2, 10)[0] == -2.5)
+    assert np.all(inspect_update(sgd(params, learning_rate_schedule(0.5, UnitType.minibatch)), 2)[2] == -0.5)
+    assert np.all(inspect_update(sgd(params, learning_rate_schedule(0.5, UnitType.sample)), 2)[3] == -1.0)
+
+
+def test_manual_momentum_values():
+    params = manual_parameters()
+    momentum = 0.9672161004820059
+    lr = learning_parameter_schedule(1, minibatch_size=IGNORE)
+    ug_lr = learning_parameter_schedule(1 / (1 - momentum), minibatch_size=IGNORE)
+    m_schedule = momentum_schedule(momentum)
+    t_schedule = momentum_schedule(momentum, minibatch_size=10)
+    for learner in (C.momentum_sgd(params, lr, m_schedule, unit_gain=False),
+                    C.momentum_sgd(params, lr, t_schedule, unit_gain=False),
+                    C.momentum_sgd(params, ug_lr, m_schedule, unit_gain=True),
+                    C.momentum_sgd(params, learning_rate_schedule(1, UnitType.minibatch),
+                                   C.momentum_as_time_constant_schedule(300), unit_gain=False)):
+        np.testing.assert_allclose(inspect_update(learner, 10, 5)[0][0], [-14.3602] * 4, atol=1e-4)
+
+
+def test_manual_adaptive_learner_values():
+    params = manual_parameters()
+    lr = learning_parameter_schedule(1, minibatch_size=IGNORE)
+    t_schedule = momentum_schedule(0.971, minibatch_size=IGNORE)
+    expected = [
+        (C.adadelta(params, lr, 0.999, 1e-6), -0.0297),
+        (C.adagrad(params, lr), -30.0),
+        (C.adam(params, lr, t_schedule, unit_gain=False), -32.3197),
+        (C.adam(params, lr, t_schedule, unit_gain=False, adamax=True), -32.3276),
+        (C.fsadagrad(params, lr, t_schedule, unit_gain=False), -63.1707),
+        (C.rmsprop(params, lr, gamma=0.999, inc=1.0 + 1e-9, dec=1.0 - 1e-9, max=np.inf, min=1e-30), -30.0),
+        (C.adadelta(params, learning_parameter_schedule(1004, minibatch_size=IGNORE), 0.999, 1e-6), -29.7969),
+    ]
+    for learner, value in expected:
+        np.testing.assert_allclose(inspect_update(learner, 32, 30)[0][0], [value] * 4, atol=1e-4)
+
+
+@pytest.mark.skipif(not hasattr(C, 'assign'), reason="needs the assign op")
+def test_manual_universal_rmsprop_value():
+    def my_rmsprop(parameters, gradients):
+        rho, lr = 0.999, 0.01
+        accumulators = [C.constant(1e-6, shape=p.shape, dtype=p.dtype) for p in parameters]
+        update_funcs = []
+        for p, g, a in zip(parameters, gradients, accumulators):
+            accum_new = C.assign(a, rho * a + (1 - rho) * g * g)
+            update_funcs.append(C.assign(p, p - lr * g / C.sqrt(accum_new)))
+        return C.combine(update_funcs)
+
+    learner = universal(my_rmsprop, manual_parameters())
+    np.testing.assert_allclose(inspect_update(learner, 10, 2)[0][0], [-0.5399] * 4, atol=1e-4)
+
+
+# ------------------------------------------------ checkpoints and reporting
+
+def test_noise_injection_with_checkpointing():
+    init = np.random.RandomState(5).uniform(-1, 1, (100, 100)).astype(np.float32)
+    w1, w2, w3 = (C.parameter((100, 100), init=init) for _ in range(3))
+    lr = learning_parameter_schedule_per_sample(0.5)
+    m = momentum_schedule(0.99)
+    l1, l2, l3 = (C.momentum_sgd([w], lr, m, gaussian_noise_injection_std_dev=0.5) for w in (w1, w2, w3))
+    rng = np.random.RandomState(0)
+    for _ in range(5):
+        checkpoint = l1.create_checkpoint()
+        v = rng.rand(100, 100).astype(np.float32)
+        w3.value = w1.value
+        l1.update({w1: v}, 1)
+        l2.update({w2: v}, 1)
+        assert not np.allclose(w1.value, w2.value)  # different noise
+        l3.restore_from_checkpoint(checkpoint)
+        l3.update({w3: v}, 1)
+        np.testing.assert_array_equal(w1.value, w3.value)  # same noise and state from the checkpoint
+
+
+def test_checkpoint_contents_and_mismatch():
+    w = C.parameter((3, 2), init=1.0, dtype=np.float64)
+    l = C.adam([w], lr=0.1, momentum=0.9)
+    l.update({w: np.ones((3, 2))}, 4)
+    ckp = l.create_checkpoint()
+    assert ckp['sample_count'] == 4 and ckp['minibatchCount'] == 1 and ckp['smoothed_count'] == 1.0
+    assert ckp['learnig_rate_schedule']['ref_mb_size'] == 0
+    # CNTK's layout: the two buffers of a (3, 2) parameter as one [2 * 3, 2] array
+    assert ckp['smoothed_gradients'][0].shape == (6, 2)
+    with pytest.raises(ValueError, match="smoothed|state"):
+        C.momentum_sgd([w], lr=0.1, momentum=0.9).restore_from_checkpoint(ckp)
+
+
+class LoggingWriter(object):
+    def __init__(self):
+        self.log_output = []
+
+    def write(self, key, value):
+        self.log_output.append(float(value))
+
+
+def test_learner_logging_through_the_trainer():
+    # CNTK's learner_test.test_learner_logging: learning rate and momentum are
+    # written to the progress writers whenever they change.
+    features = C.input_variable(shape=(1,), needs_gradient=True, name='a')
+    w = C.parameter(shape=(1,), init=1)
+    z = features * w
+    labels = C.input_variable(shape=(1,), name='b')
+    ce = C.cross_entropy_with_softmax(z, labels)
+    errs = C.classification_error(z, labels)
+    writer = LoggingWriter()
+    lr_values = [0.3, 0.2, 0.1, 0]
+    m_values = [0.6, 0.7, 0.8]
+    learner = C.momentum_sgd(z.parameters, learning_parameter_schedule_per_sample(lr_values, epoch_size=1),
+                             momentum_schedule(m_values, epoch_size=1))
+    trainer = C.Trainer(z, (ce, errs), [learner], writer)
+    for _ in range(10):
+        trainer.train_minibatch({features: [[2.]], labels: [[1.]]})
+    assert writer.log_output == [j for i in zip(lr_values, m_values) for j in i] + [0]

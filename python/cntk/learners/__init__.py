@@ -308,8 +308,8 @@ class UserLearner(object):
 
     @property
     def parameters(self):
-        """The parameters this learner updates."""
-        return list(self._native._parameters())
+        """The parameters this learner updates (also callable, as CNTK's UserLearner.parameters() is)."""
+        return _CallableList(self._native._parameters())
 
     def learning_rate(self):
         """The current learning rate."""
@@ -325,6 +325,21 @@ class UserLearner(object):
 
     def total_number_of_samples_seen(self):
         return self._native.total_number_of_samples_seen()
+
+    def create_checkpoint(self):
+        """The learner's counts and learning-rate schedule (a dict)."""
+        return self._native.create_checkpoint()
+
+    def restore_from_checkpoint(self, checkpoint):
+        """Restores what :meth:`create_checkpoint` saved."""
+        self._native.restore_from_checkpoint(checkpoint)
+
+
+class _CallableList(list):
+    """A list that returns itself when called."""
+
+    def __call__(self):
+        return self
 
 
 # ------------------------------------------------------------- learner factories

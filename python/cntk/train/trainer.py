@@ -77,25 +77,19 @@ class Trainer(_cntk.Trainer):
         self._metric_fn = metric
         self._learners = learners  # keeps UserLearners alive while the native side calls them
         self._writers = _writer_list(progress_writers)
-        self._reported_rates = {}
         self._all_args = _unique_arguments([loss, model, metric])
+        if self._writers:
+            writers = list(self._writers)
+
+            def write(name, value):
+                _call_writers(writers, 'write', name, value)
+
+            for learner in learners:
+                _native_learner(learner)._add_progress_reporter(write)
         missing = self._parameters_not_covered()
         if missing:
             sys.stderr.write("[Note:] Trainer: %d of the model parameters are not covered by any of the learners; "
                              "these parameters will not be learned\n" % len(missing))
-
-    def _report_learning_rates(self):
-        if not self._writers:
-            return
-        for i, learner in enumerate(self._learners):
-            native = _native_learner(learner)
-            lr = native.learning_rate()
-            if self._reported_rates.get(i) == lr:
-                continue
-            self._reported_rates[i] = lr
-            ref = native._learning_rate_schedule.minibatch_size
-            name = 'Learning rate per minibatch' if ref == 0 else 'Learning rate per %d samples' % ref
-            _call_writers(self._writers, 'write', name, lr)
 
     def train_minibatch(self, arguments, outputs=None, device=None, is_sweep_end=None):
         """Trains on one minibatch: forward, backward, parameter updates.
@@ -121,7 +115,6 @@ class Trainer(_cntk.Trainer):
         out_vars = []
         for o in (outputs or []):
             out_vars.append(o.output if isinstance(o, _cntk.Function) else o)
-        self._report_learning_rates()
         updated, values = self._train_minibatch(pairs, sweep_end, out_vars)
         loss = self._previous_minibatch_loss()
         if loss.samples > 0:
