@@ -312,3 +312,18 @@ def test_criterion_as_one_function_with_two_outputs():
     assert t.previous_minibatch_evaluation_average == pytest.approx(t.previous_minibatch_loss_average)
     t = C.Trainer(z, (loss.output, metric.output), C.sgd(z.parameters, lr=0.01))
     t.train_minibatch({x: DATA[0][0], y: DATA[0][1]})
+
+
+def test_loss_reduced_over_the_batch_counts_samples_below_it():
+    x, y, W, b, z, loss = linear_regression()
+    total = C.reduce_sum(loss, axis=C.Axis.all_axes())
+    assert total.output.dynamic_axes == ()
+    t = C.Trainer(None, total, C.sgd([W, b], lr=learning_parameter_schedule_per_sample(0.1)))
+    assert t.model is None
+    X, Y = DATA[0]
+    loss_sum, gW, gb = numpy_step(X, Y, W.value, b.value)
+    W0 = W.value.copy()
+    t.train_minibatch({x: X, y: Y})
+    assert t.previous_minibatch_sample_count == 3
+    assert t.previous_minibatch_loss_average == pytest.approx(loss_sum / 3, rel=1e-12)
+    np.testing.assert_allclose(W.value, W0 - 0.1 * gW, rtol=1e-12)
