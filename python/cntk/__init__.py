@@ -23,6 +23,9 @@ from .ops.functions import Function, CloneMethod, ModelFormat, load_model, Block
 from .initializer import *  # noqa: E402,F401,F403
 from .losses import *  # noqa: E402,F401,F403
 from .metrics import *  # noqa: E402,F401,F403
+from .learners import *  # noqa: E402,F401,F403
+from .train import *  # noqa: E402,F401,F403
+from .eval import *  # noqa: E402,F401,F403
 from . import initializer, losses, metrics, random  # noqa: E402,F401
 from . import layers  # noqa: E402,F401
 from . import logging  # noqa: E402,F401

@@ -1,0 +1,258 @@
+// Trainer and Evaluator over the executor's forward/backward.
+#include "cntk/trainer.h"
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <unordered_set>
+
+namespace cntk {
+
+namespace {
+
+// The variable whose dynamic axes count the samples of a per-sample function:
+// its output when it has dynamic axes, else (a loss already reduced over the
+// batch) the first variable with dynamic axes found below it, as CNTK searches.
+Variable sample_count_variable(const FunctionPtr& f, const char* what) {
+  Variable out = f->output();
+  if (!out.dynamic_axes().empty()) return out;
+  std::unordered_set<Function*> seen;
+  std::function<Variable(const FunctionPtr&)> search = [&](const FunctionPtr& fn) -> Variable {
+    if (!fn || !seen.insert(fn.get()).second) return Variable();
+    for (auto& o : fn->outputs())
+      if (!o.dynamic_axes().empty()) return o;
+    for (auto& in : fn->inputs()) {
+      if (!in.dynamic_axes().empty()) return in;
+      if (in.is_output()) {
+        Variable v = search(in.owner());
+        if (v.defined()) return v;
+      }
+    }
+    return Variable();
+  };
+  Variable v = search(f->root_function());
+  if (!v.defined())
+    throw ValueError(std::string(what) + " " + out.str() +
+                     " has no batch axis and nothing below it has one: the number of samples cannot be determined");
+  return v;
+}
+
+// Which (batch, step) entries of a value are real samples, not sequence padding.
+struct Layout {
+  int64_t batch = 1, steps = 1, item = 1;
+  const NDMask* mask = nullptr;
+  bool valid(int64_t b, int64_t t) const { return !mask || mask->at(b, t) != MaskKind::Invalid; }
+};
+
+Layout layout_of(const Variable& v, const Value& value) {
+  Layout l;
+  const NDShape& s = value.shape();
+  const size_t nd = v.dynamic_axes().size();
+  if (s.rank() < nd) throw Error("value of " + v.str() + " has shape " + s.str() + ", too few axes");
+  if (nd >= 1) l.batch = s[0];
+  if (nd >= 2) l.steps = s[1];
+  l.item = 1;
+  for (size_t i = nd; i < s.rank(); ++i) l.item *= s[i];
+  if (nd >= 2 && value.mask()) l.mask = value.mask().get();
+  return l;
+}
+
+size_t sample_count(const Variable& v, const Value& value) {
+  if (v.dynamic_axes().empty()) return 1;
+  Layout l = layout_of(v, value);
+  size_t n = 0;
+  for (int64_t b = 0; b < l.batch; ++b)
+    for (int64_t t = 0; t < l.steps; ++t) n += l.valid(b, t);
+  return n;
+}
+
+// Sum of all elements of the valid entries.
+double valid_sum(const Variable& v, const Value& value) {
+  NDArrayView d = value.data().to_dense();
+  if (d.dtype() != DataType::Double) d = d.cast(DataType::Double);
+  d = d.contiguous();
+  const double* p = d.data<double>();
+  Layout l = layout_of(v, value);
+  double s = 0;
+  for (int64_t b = 0; b < l.batch; ++b)
+    for (int64_t t = 0; t < l.steps; ++t) {
+      if (!l.valid(b, t)) continue;
+      const double* e = p + (b * l.steps + t) * l.item;
+      for (int64_t k = 0; k < l.item; ++k) s += e[k];
+    }
+  return s;
+}
+
+// Ones over the valid entries, zeros over the padding.
+Value root_gradient(const Variable& v, const Value& value) {
+  NDArrayView g = NDArrayView::full(DataType::Double, value.shape(), 1.0);
+  Layout l = layout_of(v, value);
+  if (l.mask) {
+    double* p = g.data<double>();
+    for (int64_t b = 0; b < l.batch; ++b)
+      for (int64_t t = 0; t < l.steps; ++t)
+        if (!l.valid(b, t)) std::fill(p + (b * l.steps + t) * l.item, p + (b * l.steps + t + 1) * l.item, 0.0);
+  }
+  if (value.dtype() != DataType::Double) g = g.cast(value.dtype());
+  return Value(g, value.mask());
+}
+
+void add_unique(std::vector<Variable>& vars, const Variable& v) {
+  for (auto& x : vars)
+    if (x == v) return;
+  vars.push_back(v);
+}
+
+size_t index_of(const std::vector<Variable>& vars, const Variable& v) {
+  for (size_t i = 0; i < vars.size(); ++i)
+    if (vars[i] == v) return i;
+  throw Error("internal: variable " + v.str() + " was not requested");
+}
+
+}  // namespace
+
+// -------------------------------------------------------------------- Evaluator
+
+Evaluator::Evaluator(FunctionPtr evaluation_function) : eval_fn_(std::move(evaluation_function)) {
+  if (!eval_fn_) throw ValueError("Evaluator: no evaluation function");
+  eval_count_var_ = sample_count_variable(eval_fn_, "the evaluation function");
+}
+
+double Evaluator::test_minibatch(const VariableValues& arguments, const std::vector<Variable>& outputs,
+                                 std::vector<Value>* output_values) {
+  prev_test_ = {};
+  if (arguments.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::vector<Variable> req{eval_fn_->output()};
+  add_unique(req, eval_count_var_);
+  for (auto& o : outputs) add_unique(req, o);
+  std::vector<Value> vals;
+  forward(eval_fn_, arguments, req, vals, false);
+  prev_test_.sum = valid_sum(eval_fn_->output(), vals[0]);
+  prev_test_.samples = sample_count(eval_count_var_, vals[index_of(req, eval_count_var_)]);
+  if (output_values) {
+    output_values->clear();
+    for (auto& o : outputs) output_values->push_back(vals[index_of(req, o)]);
+  }
+  return prev_test_.sum / double(prev_test_.samples);
+}
+
+// ---------------------------------------------------------------------- Trainer
+
+Trainer::Trainer(FunctionPtr model, FunctionPtr loss, FunctionPtr evaluation, std::vector<LearnerPtr> learners)
+    : model_(std::move(model)), loss_(std::move(loss)), eval_(std::move(evaluation)), learners_(std::move(learners)) {
+  if (!loss_) throw ValueError("Trainer: no loss function");
+  if (learners_.empty()) throw ValueError("Trainer: needs at least one learner");
+  loss_->output();  // ValueError unless the loss has a single output
+  loss_count_var_ = sample_count_variable(loss_, "the loss function");
+  if (eval_) eval_count_var_ = sample_count_variable(eval_, "the evaluation function");
+
+  // Each parameter belongs to at most one learner, and to the model.
+  std::vector<Variable> model_params;
+  for (const FunctionPtr& f : {model_, loss_, eval_})
+    if (f)
+      for (auto& p : f->parameters()) add_unique(model_params, p);
+  std::unordered_set<VariableImpl*> in_model, covered;
+  for (auto& p : model_params) in_model.insert(p.get());
+  for (size_t k = 0; k < learners_.size(); ++k) {
+    if (!learners_[k]) throw ValueError("Trainer: learner " + std::to_string(k) + " is null");
+    for (auto& p : learners_[k]->parameters()) {
+      if (!covered.insert(p.get()).second)
+        throw ValueError("Trainer: parameter " + p.str() + " is covered by two learners");
+      if (!in_model.count(p.get()))
+        throw ValueError("Trainer: the learner parameter " + p.str() +
+                         " is not part of the model, the loss or the evaluation function");
+      learner_params_.push_back(p);
+    }
+  }
+  for (auto& p : model_params)
+    if (!covered.count(p.get())) not_covered_.push_back(p);
+}
+
+bool Trainer::train_minibatch(const VariableValues& arguments, bool sweep_end) {
+  std::vector<Value> unused;
+  return train_minibatch(arguments, sweep_end, {}, unused);
+}
+
+bool Trainer::train_minibatch(const VariableValues& arguments, bool sweep_end, const std::vector<Variable>& outputs,
+                              std::vector<Value>& output_values) {
+  prev_loss_ = {};
+  prev_eval_ = {};
+  output_values.clear();
+  if (arguments.empty()) return false;  // nothing to train with (end of the local data)
+
+  const Variable loss_out = loss_->output();
+  std::vector<Variable> req{loss_out};
+  add_unique(req, loss_count_var_);
+  if (eval_) {
+    add_unique(req, eval_->output());
+    add_unique(req, eval_count_var_);
+  }
+  for (auto& o : outputs) add_unique(req, o);
+
+  std::vector<Value> vals;
+  // The executor computes any variable reachable from the requested outputs, so
+  // the loss function serves as the graph of every run (and holds the plans).
+  BackPropStatePtr state = forward(loss_, arguments, req, vals, true);
+  const Value& loss_value = vals[0];
+  prev_loss_.sum = valid_sum(loss_out, loss_value);
+  prev_loss_.samples = sample_count(loss_count_var_, vals[index_of(req, loss_count_var_)]);
+  if (eval_) {
+    prev_eval_.sum = valid_sum(eval_->output(), vals[index_of(req, eval_->output())]);
+    prev_eval_.samples = sample_count(eval_count_var_, vals[index_of(req, eval_count_var_)]);
+  }
+  for (auto& o : outputs) output_values.push_back(vals[index_of(req, o)]);
+
+  // Gradients of the loss summed over the minibatch: seed every valid entry with 1.
+  std::vector<Value> grads;
+  backward(state, {{loss_out, root_gradient(loss_out, loss_value)}}, learner_params_, grads);
+  state.reset();
+
+  bool updated = false;
+  size_t next = 0;
+  for (auto& learner : learners_) {
+    ParameterGradients mine;
+    for (auto& p : learner->parameters()) {
+      mine.emplace_back(p, grads[next].data());
+      ++next;
+    }
+    updated = learner->update(mine, prev_loss_.samples, sweep_end) || updated;
+  }
+  return updated;
+}
+
+double Trainer::test_minibatch(const VariableValues& arguments, const std::vector<Variable>& outputs,
+                               std::vector<Value>* output_values) {
+  if (!eval_) throw ValueError("Trainer.test_minibatch: the Trainer has no evaluation function (criterion metric)");
+  prev_test_ = {};
+  if (arguments.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::vector<Variable> req{eval_->output()};
+  add_unique(req, eval_count_var_);
+  for (auto& o : outputs) add_unique(req, o);
+  std::vector<Value> vals;
+  forward(loss_, arguments, req, vals, false);
+  prev_test_.sum = valid_sum(eval_->output(), vals[0]);
+  prev_test_.samples = sample_count(eval_count_var_, vals[index_of(req, eval_count_var_)]);
+  if (output_values) {
+    output_values->clear();
+    for (auto& o : outputs) output_values->push_back(vals[index_of(req, o)]);
+  }
+  return prev_test_.sum / double(prev_test_.samples);
+}
+
+double Trainer::previous_minibatch_loss_average() const {
+  if (prev_loss_.samples == 0)
+    throw ValueError("there was no preceding call to train_minibatch, or the minibatch was empty");
+  return prev_loss_.sum / double(prev_loss_.samples);
+}
+
+double Trainer::previous_minibatch_evaluation_average() const {
+  if (!eval_) throw ValueError("the Trainer has no evaluation function (criterion metric)");
+  if (prev_loss_.samples == 0)
+    throw ValueError("there was no preceding call to train_minibatch, or the minibatch was empty");
+  // As in CNTK: per sample of the loss (the minibatch's sample count).
+  return prev_eval_.sum / double(prev_loss_.samples);
+}
+
+size_t Trainer::total_number_of_samples_seen() const { return learners_.front()->total_number_of_samples_seen(); }
+
+}  // namespace cntk
