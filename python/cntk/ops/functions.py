@@ -489,4 +489,6 @@ Function.test = _unsupported('Function.test', 'training issue')
 Function.print_node_timing = _unsupported('Function.print_node_timing', 'profiler issue')
 Function.register_udf_deserialize_callback = staticmethod(_unsupported('register_udf_deserialize_callback',
                                                                         'model files issue'))
-Function.with_signature = staticmethod(lambda *args, **kwargs: (lambda f: _update_signature(f, *args, **kwargs)))
+Function.with_signature = staticmethod(
+    lambda *args, **kwargs: (lambda f: _update_signature(f if isinstance(f, _cntk.Function) else _from_python(f),
+                                                         *args, **kwargs)))

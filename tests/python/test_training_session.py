@@ -1,0 +1,91 @@
+"""Function.train / Function.test and the training session over NumPy data and minibatch sources."""
+import os
+import sys
+
+import numpy as np
+import pytest
+import scipy.sparse
+
+import cntk as C
+from cntk.layers.typing import Tensor, SparseTensor
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', 'examples', 'python'))
+
+
+def _blobs(n=250, seed=0):
+    rng = np.random.RandomState(seed)
+    y = rng.randint(0, 2, size=n)
+    x = ((rng.randn(n, 2) + 3) * (y[:, None] + 1)).astype(np.float32)
+    yy = scipy.sparse.csr_matrix((np.ones(n, np.float32), (range(n), y)), shape=(n, 2))
+    return x, yy
+
+
+def _criterion():
+    model = C.layers.Dense(2, activation=None)
+
+    @C.Function.with_signature(Tensor[2], SparseTensor[2])
+    def criterion(data, label_one_hot):
+        z = model(data)
+        return C.cross_entropy_with_softmax(z, label_one_hot), C.classification_error(z, label_one_hot)
+    return model, criterion
+
+
+def test_train_on_numpy_returns_summaries():
+    X, Y = _blobs()
+    model, criterion = _criterion()
+    progress = criterion.train((X, Y), minibatch_size=25, max_epochs=20, epoch_size=125,
+                               parameter_learners=[C.sgd(model.parameters, 0.5)])
+    assert len(progress.epoch_summaries) == 20
+    assert all(s.samples == 125 for s in progress.epoch_summaries)
+    assert progress.epoch_summaries[-1].loss < progress.epoch_summaries[0].loss
+    result = criterion.test((X, Y), minibatch_size=25)
+    assert result.samples == 250 and result.metric < 0.25
+
+
+def test_train_with_source_needs_epoch_size_and_callbacks_are_checked():
+    X, Y = _blobs()
+    model, criterion = _criterion()
+    src = C.io.MinibatchSourceFromData(dict(x=X, y=Y))
+    with pytest.raises(ValueError, match='epoch_size'):
+        criterion.train(src, streams=[src.streams.x, src.streams.y], parameter_learners=[C.sgd(model.parameters, 0.1)])
+    with pytest.raises(ValueError):
+        criterion.train((X, Y), parameter_learners=[C.sgd(model.parameters, 0.1)], callbacks=[object()])
+    with pytest.raises(ValueError):
+        criterion.train((X, Y), max_epochs=1, max_samples=10, parameter_learners=[C.sgd(model.parameters, 0.1)])
+
+
+def test_train_from_source_with_progress_writer_and_test_config(capsys):
+    X, Y = _blobs()
+    model, criterion = _criterion()
+    src = C.io.MinibatchSourceFromData(dict(x=X, y=Y))
+    test_src = C.io.MinibatchSourceFromData(dict(x=X, y=Y), max_samples=len(X))
+    printer = C.logging.ProgressPrinter(tag='Training')
+    progress = criterion.train(src, streams=[src.streams.x, src.streams.y], minibatch_size=50, epoch_size=250,
+                               max_epochs=3, parameter_learners=[C.sgd(model.parameters, 0.1)],
+                               callbacks=[printer, C.train.TestConfig(test_src, minibatch_size=100,
+                                          model_inputs_to_streams={criterion.arguments[0]: test_src.streams.x,
+                                                                   criterion.arguments[1]: test_src.streams.y})])
+    out = capsys.readouterr().out
+    assert out.count('Finished Epoch') == 3 and 'Finished Evaluation' in out
+    assert progress.test_summary.samples == 250
+
+
+def test_minibatch_size_schedule_and_cross_validation_callback():
+    sched = C.train.minibatch_size_schedule([(2, 10), (1, 20)], epoch_size=100)
+    assert sched[0] == 10 and sched[150] == 10 and sched[200] == 20 and sched[10000] == 20
+    X, Y = _blobs()
+    model, criterion = _criterion()
+    calls = []
+
+    def cv(index, average_error, num_samples, num_minibatches):
+        calls.append(index)
+        return index < 1  # stop after the second call
+    criterion.train((X, Y), minibatch_size=25, max_epochs=10, epoch_size=250,
+                    parameter_learners=[C.sgd(model.parameters, 0.1)],
+                    callbacks=[C.train.CrossValidationConfig(frequency=250, callback=cv)])
+    assert calls == [0, 1]
+
+
+def test_logistic_regression_example_learns():
+    import logistic_regression
+    assert logistic_regression.train(verbose=False) < 0.15  # the blobs overlap: about 10% is the best possible
