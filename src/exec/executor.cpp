@@ -1,4 +1,5 @@
 // Forward and backward over a compiled plan.
+#include <map>
 #include <unordered_set>
 
 #include "cntk/evaluation.h"
@@ -80,7 +81,8 @@ ComputeContext make_context(const PlanStep& st, BackPropState& s) {
   ctx.attrs = &st.fn->attributes();
   ctx.training = s.training;
   for (size_t i = 0; i < st.in.size(); ++i) {
-    ctx.inputs.push_back(s.values[st.in[i]]);
+    const NDArrayView& x = s.values[st.in[i]];
+    ctx.inputs.push_back(st.promote != DataType::Unknown && x.dtype() != st.promote ? x.cast(st.promote) : x);
     ctx.in_dyn.push_back(int(st.in_axes[i].size()));
     ctx.in_axes.push_back(st.in_axes[i]);
   }
@@ -117,7 +119,21 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
       throw ValueError("no data was given for " + v.str() + ", which the requested outputs need");
     }
   }
-  // Batch sizes must agree across inputs.
+  // Every dynamic axis has one size per call: inputs sharing an axis must agree on it.
+  std::map<std::string, std::pair<int64_t, const Variable*>> axis_sizes;
+  for (auto& [var, val] : arguments) {
+    auto it = p.slot.find(var.get());
+    if (it == p.slot.end()) continue;
+    const NDArrayView& d = s->values[it->second];
+    auto axes = layout_axes(var);
+    for (size_t k = 0; k < axes.size(); ++k) {
+      auto [pos, fresh] = axis_sizes.emplace(axes[k].name(), std::make_pair(d.shape()[k], &var));
+      if (!fresh && pos->second.first != d.shape()[k])
+        throw ValueError(std::string(axes[k].is_batch() ? "batch sizes" : "sequence lengths") + " differ: " +
+                         pos->second.second->str() + " has " + std::to_string(pos->second.first) + " but " +
+                         var.str() + " has " + std::to_string(d.shape()[k]));
+    }
+  }
   for (auto& st : p.steps) {
     ComputeContext ctx = make_context(st, *s);
     std::vector<NDArrayView> outs = st.op->forward(ctx);
@@ -194,6 +210,7 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
           g = st.op->backward(ctx, i);
       }
       if (!g.defined()) continue;
+      if (g.dtype() != s.values[in].dtype()) g = g.cast(s.values[in].dtype());  // promoted step
       if (g.shape() != s.values[in].shape())
         throw Error(st.op->name + ": gradient for input " + std::to_string(i) + " has shape " + g.shape().str() +
                     ", expected " + s.values[in].shape().str());

@@ -1,5 +1,6 @@
 #include "cntk/function.h"
 
+#include <atomic>
 #include <functional>
 #include <unordered_set>
 
@@ -22,8 +23,9 @@ bool has_unknown_input(const std::vector<Variable>& inputs) {
 
 FunctionPtr Function::primitive(const std::string& op_name, std::vector<Variable> inputs, Dictionary attributes,
                                 const std::string& name) {
-  const OpDef* op = find_op(op_name);
-  if (!op) throw NotImplementedError("op '" + op_name + "' is not implemented");
+  // Combine is structural: it only gathers outputs and has no catalogue entry.
+  const OpDef* op = op_name == "Combine" ? nullptr : find_op(op_name);
+  if (!op && op_name != "Combine") throw NotImplementedError("op '" + op_name + "' is not implemented");
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i].defined()) throw ValueError(op_name + ": input " + std::to_string(i) + " is undefined");
   FunctionPtr f(new Function());
@@ -75,6 +77,7 @@ void Function::infer_outputs() {
       o->owner = this;
       o->output_index = i;
       o->uid = uid_ + "_Output_" + std::to_string(i);
+      o->name = name_;  // CNTK names a function's outputs after the function
       outputs_.push_back(o);
     }
   }
@@ -86,6 +89,25 @@ void Function::infer_outputs() {
     o.is_sparse = infos[i].is_sparse;
     o.needs_gradient = needs_grad;
   }
+}
+
+namespace {
+std::atomic<bool> g_renaming_allowed{false};
+}
+
+void Function::allow_renaming_functions() { g_renaming_allowed = true; }
+bool Function::renaming_functions_allowed() { return g_renaming_allowed; }
+
+void Function::set_name(const std::string& n) {
+  if (n == name_) return;
+  if (!name_.empty() && !g_renaming_allowed)
+    throw ValueError("cannot rename function '" + name_ + "' to '" + n +
+                     "': a function that already has a name cannot be renamed");
+  std::string old = name_;
+  name_ = n;
+  if (!outputs_alias_inputs_)
+    for (auto& o : outputs_)
+      if (o->name == old) o->name = n;
 }
 
 FunctionPtr Function::composite(FunctionPtr root, const std::string& name) {
@@ -242,6 +264,15 @@ std::vector<FunctionPtr> Function::find_all_with_name(const std::string& name, b
 
 FunctionPtr Function::replace_placeholders(const std::unordered_map<VariableImpl*, Variable>& map) {
   auto order = topological_order();
+  // Every key must be a placeholder of this graph, as in CNTK.
+  std::unordered_set<VariableImpl*> present;
+  for (auto& ph : placeholders()) present.insert(ph.get());
+  for (auto& [key, value] : map) {
+    if (!value.defined()) throw ValueError("replace_placeholders: the replacement variable is undefined");
+    if (!present.count(key))
+      throw ValueError("replace_placeholders: '" + key->name + "' of shape " + key->shape.str() +
+                       " is not a placeholder of this function");
+  }
   for (auto& f : order)
     for (auto& in : f->inputs_) {
       auto it = map.find(in.get());
@@ -273,10 +304,16 @@ FunctionPtr Function::clone(CloneMethod method, const std::unordered_map<Variabl
       } else if (method == CloneMethod::Freeze) {
         out = Variable::constant(v.value().copy(), v.name());
       }
-    } else if (v.is_constant() && method == CloneMethod::Clone) {
+    } else if (v.is_constant() && method != CloneMethod::Share) {
       auto impl = std::make_shared<VariableImpl>(*v.impl());
       impl->uid = new_uid("Constant");
-      impl->value = impl->value.copy();
+      if (impl->value.defined()) impl->value = impl->value.copy();
+      out = Variable(impl);
+    } else if (v.is_input() || v.is_placeholder()) {
+      // As in CNTK, leaves that are not substituted get fresh copies (same type and
+      // name, new uid), so the clone never shares an argument with the original.
+      auto impl = std::make_shared<VariableImpl>(*v.impl());
+      impl->uid = new_uid(v.is_input() ? "Input" : "Placeholder");
       out = Variable(impl);
     }
     mapped[v.get()] = out;

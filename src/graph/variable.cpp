@@ -58,6 +58,20 @@ Variable Variable::constant(const NDArrayView& value, const std::string& name) {
   return Variable(v);
 }
 
+Variable Variable::constant(const NDShape& shape, DataType dtype, double fill, const std::string& name) {
+  if (shape.is_unknown() || shape.has_free())
+    throw ValueError("constant: shape " + shape.str() + " must be known or have only inferred dimensions");
+  if (!shape.has_inferred()) return constant(NDArrayView::full(dtype, shape, fill), name);
+  auto v = std::make_shared<VariableImpl>();
+  v->kind = VariableKind::Constant;
+  v->shape = shape;
+  v->dtype = dtype;
+  v->name = name;
+  v->uid = new_uid("Constant");
+  v->init = std::make_shared<Dictionary>(Dictionary{{"type", DictValue("constant")}, {"value", DictValue(fill)}});
+  return Variable(v);
+}
+
 Variable Variable::placeholder(const NDShape& shape, std::vector<Axis> dynamic_axes, const std::string& name) {
   auto v = std::make_shared<VariableImpl>();
   v->kind = VariableKind::Placeholder;
@@ -80,6 +94,7 @@ const NDArrayView& Variable::value() const {
   if (!impl_->value.defined()) {
     if (impl_->shape.has_inferred() || impl_->shape.is_unknown())
       throw ValueError("value(): " + str() + " has inferred dimensions that are not known yet; use it in a graph first");
+    if (!impl_->init) throw ValueError("value(): " + str() + " has no value");
     impl_->value = initialize_parameter(*impl_->init, impl_->shape, impl_->dtype);
   }
   return impl_->value;

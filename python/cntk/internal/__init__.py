@@ -60,6 +60,9 @@ def as_variable(x, dtype=None, name=''):
         return x.output
     if x is None:
         raise TypeError("an operand is None")
+    from ..variables import _Type
+    if isinstance(x, _Type):
+        raise ValueError("Input is a type object (%s). Did you mean to pass 'input(%s)'?" % (x, x))
     from ..variables import Constant
     return Constant(value=x, dtype=dtype, name=name)
 
