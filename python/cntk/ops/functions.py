@@ -323,8 +323,7 @@ def _str(self):
     op_name = self._op_name
     if self._kind == _COMPOSITE:
         root = self.root_function
-        if not all(i.uid == ri.uid for i, ri in zip(self.inputs, root.inputs)) or \
-                len(self.inputs) != len(root.inputs):
+        if not all(i.uid == ri.uid for i, ri in zip(self.inputs, root.inputs)):
             op_name = 'Composite'
 
     def spec(v, is_output=False):
