@@ -291,6 +291,16 @@ FunctionPtr Function::replace_placeholders(const std::unordered_map<VariableImpl
 FunctionPtr Function::clone(CloneMethod method, const std::unordered_map<VariableImpl*, Variable>& substitutions) {
   std::unordered_map<VariableImpl*, Variable> mapped(substitutions);
   std::unordered_map<Function*, FunctionPtr> cloned;
+  // Inputs and placeholders that a substitute's own graph reads stay shared, so the
+  // clone and the substitute agree on them (CNTK re-clones the substitute instead).
+  std::unordered_set<VariableImpl*> read_by_substitutes;
+  for (auto& [key, value] : substitutions) {
+    if (!value.defined()) throw ValueError("clone: a substitute variable is undefined");
+    if (!value.is_output() || !value.owner()) continue;
+    for (auto& fn : value.owner()->topological_order())
+      for (auto& in : fn->direct_inputs())
+        if (in.is_input() || in.is_placeholder()) read_by_substitutes.insert(in.get());
+  }
   auto map_leaf = [&](const Variable& v) -> Variable {
     auto it = mapped.find(v.get());
     if (it != mapped.end()) return it->second;
@@ -309,7 +319,7 @@ FunctionPtr Function::clone(CloneMethod method, const std::unordered_map<Variabl
       impl->uid = new_uid("Constant");
       if (impl->value.defined()) impl->value = impl->value.copy();
       out = Variable(impl);
-    } else if (v.is_input() || v.is_placeholder()) {
+    } else if ((v.is_input() || v.is_placeholder()) && !read_by_substitutes.count(v.get())) {
       // As in CNTK, leaves that are not substituted get fresh copies (same type and
       // name, new uid), so the clone never shares an argument with the original.
       auto impl = std::make_shared<VariableImpl>(*v.impl());

@@ -71,10 +71,13 @@ def _attributes(self):
     return self._root_function()._attributes if self._kind == _COMPOSITE else self._attributes
 
 
+_native_set_attribute = _cntk.Function.set_attribute
+
+
 def _set_attribute(self, name, value):
     """Changes an op attribute (e.g. 'dropoutRate' of dropout, 'rngSeed' of a random op)."""
     target = self._root_function() if self._kind == _COMPOSITE else self
-    target.set_attribute(name, value)
+    _native_set_attribute(target, name, value)
 
 
 class _CustomAttributes(dict):
@@ -323,7 +326,7 @@ def _str(self):
     op_name = self._op_name
     if self._kind == _COMPOSITE:
         root = self.root_function
-        if not all(i.uid == ri.uid for i, ri in zip(self.inputs, root.inputs)):
+        if root._op_name == 'Combine' or not all(i.uid == ri.uid for i, ri in zip(self.inputs, root.inputs)):
             op_name = 'Composite'
 
     def spec(v, is_output=False):
