@@ -103,8 +103,19 @@ class _Type(Record):
         return t
 
 
+def _native_property(name, doc):
+    native = getattr(_cntk.Variable, name)
+    return property(lambda self: native.__get__(self), doc=doc)
+
+
 class VariableMixin(object):
     """The properties every Variable has."""
+
+    shape = _native_property('shape', "The static shape, a tuple in NumPy order.")
+    name = _native_property('name', "The name given at creation ('' if none).")
+    uid = _native_property('uid', "The unique id the engine generated.")
+    is_sparse = _native_property('is_sparse', "Whether the data is sparse.")
+    needs_gradient = _native_property('needs_gradient', "Whether gradients flow to this variable.")
 
     Type = _Type
     _Type = _Type
@@ -230,8 +241,11 @@ def _getattr(self, name):
 
 
 Variable = _cntk.Variable
+_NATIVE_NAMES = set(dir(Variable))
 for _cls in (VariableMixin, TensorOpsMixin):
     for _k, _v in vars(_cls).items():
+        if _k in _NATIVE_NAMES and not _k.startswith('__'):
+            continue  # the native property serves these directly
         if not _k.startswith('__') or _k in ('__add__', '__radd__', '__sub__', '__rsub__', '__mul__', '__rmul__',
                                               '__truediv__', '__rtruediv__', '__matmul__', '__rmatmul__', '__neg__',
                                               '__pos__', '__abs__', '__lt__', '__le__', '__gt__', '__ge__',
@@ -240,7 +254,7 @@ for _cls in (VariableMixin, TensorOpsMixin):
 Variable.__eq__ = _variable_eq
 Variable.__repr__ = _variable_repr
 Variable.__ne__ = lambda self, other: not _variable_eq(self, other)
-Variable.value = property(_value_get, _value_set)
+Variable.value = property(_value_get, _value_set, doc="The value of a parameter or constant as a NumPy array.")
 Variable.set_value = _value_set
 Variable.data = property(_data)
 Variable.as_parameter = _as_parameter
@@ -371,3 +385,9 @@ def _variable_factory(shape=None, dtype=None, needs_gradient=False, is_sparse=Fa
     if dynamic_axes is None:
         dynamic_axes = [Axis.default_batch_axis(), Axis.default_dynamic_axis()]
     return _make_input(shape, dtype, needs_gradient, is_sparse, dynamic_axes, name)
+
+
+# The kinds show the value properties their instances (Variables) have.
+for _kind in (Parameter, Constant):
+    _kind.value = Variable.value
+    _kind.data = Variable.data

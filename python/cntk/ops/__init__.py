@@ -109,6 +109,12 @@ def alias(x, name=''):
     return prim('NoOp', [x], {}, name)
 
 
+def custom_proxy_op(custom_op, output_shape, output_data_type, *operands, **kw_name):
+    """A stand-in op for a custom operation that another runtime computes (ONNX export);
+    OpenCNTK cannot compute it."""
+    raise NotImplementedError("custom_proxy_op: custom proxy operations are not supported")
+
+
 def associative_multi_arg(f):
     """Turns a binary op into one that takes any number of operands, folding them in a balanced tree."""
     def multi(*operands, **kwargs):
