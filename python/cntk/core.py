@@ -16,6 +16,7 @@ except ImportError:  # pragma: no cover - scipy is a dependency
 NDArrayView = _cntk.NDArrayView
 NDMask = _cntk.NDMask
 _NativeValue = _cntk.Value
+_native_one_hot = _NativeValue.one_hot
 
 _FLOAT_TYPES = (np.float32, np.float64, np.float16)
 
@@ -226,7 +227,41 @@ def _sequences_value(seqs, dtype=None):
     return _NativeValue.from_sequences(views, True)
 
 
-class Value(_NativeValue):
+def _make_value(batch=None, seq_starts=None, device=None, shape=None, dtype=None):
+    mask = None
+    if batch is None:
+        if shape is None:
+            raise ValueError("Value needs a batch (or a shape and a dtype)")
+        view = NDArrayView.zeros(dtype_code(dtype), sanitize_shape(shape))
+    elif isinstance(batch, _NativeValue):
+        view, mask = batch._data, batch._mask
+    elif isinstance(batch, NDArrayView):
+        view = batch
+    elif isinstance(batch, np.ndarray):
+        view = _view_from_dense(batch if dtype is None else batch.astype(dtype))
+    elif _is_sparse(batch):
+        view = _view_from_data(batch)
+    elif isinstance(batch, (list, tuple)):
+        v = _sequences_value(batch, dtype)
+        view, mask = v._data, v._mask
+    else:
+        raise TypeError("Value: batch of type %s is not supported" % type(batch).__name__)
+    return _apply_seq_starts(_NativeValue(view, mask), seq_starts)
+
+
+class _ValueMeta(type):
+    # Every Value is the engine's native Value; `Value(...)` makes one and isinstance accepts them all.
+    def __call__(cls, batch=None, seq_starts=None, device=None, shape=None, dtype=None):
+        return _make_value(batch, seq_starts, device, shape, dtype)
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, _NativeValue)
+
+    def __subclasscheck__(cls, sub):
+        return isinstance(sub, type) and issubclass(sub, _NativeValue)
+
+
+class Value(metaclass=_ValueMeta):
     """Data for one variable: `Value(batch, seq_starts=None, device=None)`.
 
     `batch` is a NumPy array `[batch, *shape]`, an NDArrayView, a SciPy sparse
@@ -235,28 +270,6 @@ class Value(_NativeValue):
     continues the one of the previous minibatch (False). For compatibility,
     `Value(shape=..., dtype=...)` makes a value of zeros.
     """
-
-    def __init__(self, batch=None, seq_starts=None, device=None, shape=None, dtype=None):
-        mask = None
-        if batch is None:
-            if shape is None:
-                raise ValueError("Value needs a batch (or a shape and a dtype)")
-            view = NDArrayView.zeros(dtype_code(dtype), sanitize_shape(shape))
-        elif isinstance(batch, _NativeValue):
-            view, mask = batch._data, batch._mask
-        elif isinstance(batch, NDArrayView):
-            view = batch
-        elif isinstance(batch, np.ndarray):
-            view = _view_from_dense(batch if dtype is None else batch.astype(dtype))
-        elif _is_sparse(batch):
-            view = _view_from_data(batch)
-        elif isinstance(batch, (list, tuple)):
-            v = _sequences_value(batch, dtype)
-            view, mask = v._data, v._mask
-        else:
-            raise TypeError("Value: batch of type %s is not supported" % type(batch).__name__)
-        v = _apply_seq_starts(_NativeValue(view, mask), seq_starts)
-        super(Value, self).__init__(v._data, v._mask)
 
     @staticmethod
     def create(var, data, seq_starts=None, device=None, read_only=False):
@@ -295,7 +308,7 @@ class Value(_NativeValue):
             seqs.append([int(i) for i in s])
         code = dtype_code(dtype)
         if len(sample_shape) == 1:
-            return _NativeValue.one_hot(seqs, sample_shape[0], code, True)
+            return _native_one_hot(seqs, sample_shape[0], code, True)
         per_sample = int(np.prod(sample_shape[:-1]))
         n = sample_shape[-1]
         views = []
@@ -364,6 +377,11 @@ _NativeValue.deep_clone = lambda self, read_only=False: _NativeValue(_view_deep_
 _NativeValue.__len__ = lambda self: self._shape[0]
 _NativeValue.__array__ = lambda self, dtype=None, copy=None: np.asarray(_value_dense(self), dtype=dtype)
 _NativeValue.__repr__ = _value_repr
+_NativeValue.create = staticmethod(Value.create)
+_NativeValue.one_hot = staticmethod(Value.one_hot)
+for _k in ('shape', 'dtype', 'data', 'mask', 'device', 'is_sparse', 'is_read_only', 'is_valid', 'as_sequences',
+           'asarray', 'deep_clone'):
+    setattr(Value, _k, getattr(_NativeValue, _k))
 
 
 # ------------------------------------------------------- user data <-> Values

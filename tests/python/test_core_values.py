@@ -389,6 +389,8 @@ def test_eval_as_numpy_false_gives_values():
     x = C.input_variable(2)
     out = (x + 1).eval({x: [[1, 2]]}, as_numpy=False)
     assert isinstance(out, C.cntk_py.Value)
+    assert isinstance(out, C.Value)  # the engine's values are cntk.Value instances
+    assert not isinstance(np.ones(2), C.Value)
     np.testing.assert_array_equal(out.asarray(), [[2, 3]])
     w = C.parameter(init=np.asarray([1.0], np.float32))
     x1 = C.input_variable(1)
