@@ -138,7 +138,16 @@ std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Var
   // Only variables of this function's graph can be computed from it.
   {
     std::unordered_set<const Function*> fns;
-    for (auto& fn : f->topological_order()) fns.insert(fn.get());
+    for (auto& fn : f->topological_order()) {
+      fns.insert(fn.get());
+      // Placeholders bound through another function sharing these nodes leave
+      // unknown output shapes here; infer them now that the inputs are known.
+      for (auto& o : fn->output_impls())
+        if (o->shape.is_unknown()) {
+          fn->infer_outputs();
+          break;
+        }
+    }
     std::unordered_set<const VariableImpl*> leaves;
     for (auto& v : f->inputs()) leaves.insert(v.get());
     for (auto& o : outputs) {

@@ -137,8 +137,18 @@ FunctionPtr Function::block(FunctionPtr composite_fn, const std::vector<std::pai
     if (!found)
       throw ValueError("as_block: placeholder " + ph.str() + " of the composite is not in block_arguments_map");
   }
-  for (auto& m : mapping)
+  for (auto& m : mapping) {
     if (!m.first.is_placeholder()) throw ValueError("as_block: the keys of block_arguments_map must be placeholders");
+    if (!m.second.defined()) throw ValueError("as_block: block_arguments_map maps " + m.first.str() + " to nothing");
+    bool inside = false;
+    for (auto& ph : phs) inside = inside || ph == m.first;
+    if (!inside)
+      throw ValueError("as_block: " + m.first.str() + " in block_arguments_map is not a placeholder of the composite");
+  }
+  for (auto& arg : composite_fn->arguments())
+    if (arg.is_input())
+      throw ValueError("as_block: every argument of the encapsulated composite must be a placeholder, but " +
+                       arg.str() + " is an input");
   FunctionPtr f(new Function());
   f->kind_ = FunctionKind::Block;
   f->root_ = composite_fn;

@@ -198,3 +198,27 @@ TEST(Tensor, DropAxisIsAViewOfTheSameStorage) {
   EXPECT_EQ(values_of(s)[0], 4.0);
   EXPECT_THROW(a.drop_axis(1), ValueError);
 }
+
+TEST(GraphApi, ShapesInferLaterWhenAPlaceholderIsBoundThroughAnotherFunction) {
+  auto p = Variable::placeholder(NDShape::unknown(), {Axis::dynamic("UnknownAxes")}, "p");
+  auto h = Function::composite(Function::primitive("Tanh", {p}, {}));
+  auto z = Function::composite(Function::primitive("Exp", {h->output()}, {}));
+  EXPECT_TRUE(z->output().shape().is_unknown());
+  auto x = batch_input({2}, "x");
+  h->replace_placeholders({{p.get(), x}});
+  auto outs = run(z, {{x, Value(NDArrayView::zeros(DataType::Float, {1, 2}))}});
+  EXPECT_EQ(z->output().shape(), NDShape({2}));
+  EXPECT_EQ(values_of(outs[0].data()), (std::vector<double>{1, 1}));
+}
+
+TEST(GraphApi, BlockArgumentsMustBePlaceholdersOfTheComposite) {
+  auto a = Variable::placeholder(NDShape::unknown(), {Axis::dynamic("UnknownAxes")}, "a");
+  auto other = Variable::placeholder(NDShape::unknown(), {Axis::dynamic("UnknownAxes")}, "other");
+  auto x = batch_input({2}, "x");
+  auto inner = Function::composite(Function::primitive("Tanh", {a}, {}));
+  EXPECT_THROW(Function::block(inner, {{a, x}, {other, x}}, "B", ""), ValueError);
+  auto with_input = Function::composite(Function::primitive("Plus", {a, x}, {}));
+  EXPECT_THROW(Function::block(with_input, {{a, x}}, "B", ""), ValueError);
+  auto ok = Function::block(inner, {{a, x}}, "B", "b");
+  EXPECT_EQ(ok->output().shape(), NDShape({2}));
+}

@@ -273,6 +273,17 @@ def test_replace_placeholder_with_a_function_output():
     np.testing.assert_allclose(f.eval({i: [[2]]}), [[7]])
 
 
+def test_binding_a_placeholder_reaches_functions_built_on_top():
+    p = C.placeholder()
+    h = p * 2
+    z = h + 1  # built while p was unbound
+    x = C.input_variable(2)
+    h.replace_placeholders({p: x})
+    assert z.arguments == (x,)
+    np.testing.assert_allclose(z.eval({x: [[1, 2]]}), [[3, 5]])
+    assert z.shape == (2,)
+
+
 def test_partial_replacement():
     p1, p2 = C.placeholder(name='p1'), C.placeholder(name='p2')
     f = p1 * p2
