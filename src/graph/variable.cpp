@@ -11,8 +11,23 @@ std::string new_uid(const char* prefix) {
   return std::string(prefix) + std::to_string(counter++);
 }
 
+namespace {
+
+// Dimensions must be sizes, or the markers a kind of variable may carry.
+void check_dims(const NDShape& shape, bool allow_free, const char* what) {
+  for (auto d : shape.dims())
+    if (d < 0 && d != NDShape::kInferredDimension && !(allow_free && d == NDShape::kFreeDimension))
+      throw ValueError(std::string(what) + ": shape " + shape.str() +
+                       " has a dimension that is neither a size, InferredDimension" +
+                       (allow_free ? " nor FreeDimension" : ""));
+}
+
+}  // namespace
+
 Variable Variable::input(const NDShape& shape, DataType dtype, bool is_sparse, bool needs_gradient,
                          std::vector<Axis> dynamic_axes, const std::string& name) {
+  check_dims(shape, true, "input_variable");
+  if (dtype == DataType::Unknown) throw TypeError("input_variable: unknown data type");
   auto v = std::make_shared<VariableImpl>();
   v->kind = VariableKind::Input;
   v->shape = shape;
@@ -28,6 +43,7 @@ Variable Variable::input(const NDShape& shape, DataType dtype, bool is_sparse, b
 
 Variable Variable::parameter(const NDShape& shape, DataType dtype, const NDArrayView& value,
                              std::shared_ptr<Dictionary> init, const std::string& name) {
+  check_dims(shape, false, "parameter");
   auto v = std::make_shared<VariableImpl>();
   v->kind = VariableKind::Parameter;
   v->shape = shape;
@@ -61,6 +77,7 @@ Variable Variable::constant(const NDArrayView& value, const std::string& name) {
 Variable Variable::constant(const NDShape& shape, DataType dtype, double fill, const std::string& name) {
   if (shape.is_unknown() || shape.has_free())
     throw ValueError("constant: shape " + shape.str() + " must be known or have only inferred dimensions");
+  check_dims(shape, false, "constant");
   if (!shape.has_inferred()) return constant(NDArrayView::full(dtype, shape, fill), name);
   auto v = std::make_shared<VariableImpl>();
   v->kind = VariableKind::Constant;

@@ -222,3 +222,25 @@ TEST(GraphApi, BlockArgumentsMustBePlaceholdersOfTheComposite) {
   auto ok = Function::block(inner, {{a, x}}, "B", "b");
   EXPECT_EQ(ok->output().shape(), NDShape({2}));
 }
+
+TEST(GraphApi, VariablesRejectMeaninglessDimensions) {
+  EXPECT_THROW(batch_input({-5}, "x"), ValueError);
+  EXPECT_NO_THROW(batch_input({NDShape::kFreeDimension, 3}, "x"));
+  EXPECT_THROW(Variable::parameter({-5, 3}, DataType::Float, NDArrayView(),
+                                   std::make_shared<Dictionary>(Dictionary{{"type", DictValue("zero")}}), "p"),
+               ValueError);
+  EXPECT_THROW(Variable::parameter({NDShape::kFreeDimension}, DataType::Float, NDArrayView(),
+                                   std::make_shared<Dictionary>(Dictionary{{"type", DictValue("zero")}}), "p"),
+               ValueError);
+  EXPECT_THROW(NDMask(-1, 2), ValueError);
+}
+
+TEST(Exec, EmptyBatchesComputeToEmptyResults) {
+  auto x = batch_input({3}, "x");
+  auto f = Function::composite(Function::primitive("ElementTimes", {x, x}, {}));
+  std::vector<Value> outs, grads;
+  auto state = forward(f, {{x, Value(NDArrayView::zeros(DataType::Float, {0, 3}))}}, {}, outs, true);
+  EXPECT_EQ(outs[0].shape(), NDShape({0, 3}));
+  backward(state, {{f->output(), Value(NDArrayView::zeros(DataType::Float, {0, 3}))}}, {x}, grads);
+  EXPECT_EQ(grads[0].shape(), NDShape({0, 3}));
+}

@@ -221,3 +221,27 @@ def test_argument_count_in_calls():
     f = C.Function(lambda a, b: a * b)
     with pytest.raises(TypeError, match="expected 2 arguments"):
         f(C.input_variable(1))
+
+
+def test_bad_shapes():
+    with pytest.raises(TypeError, match="shape"):
+        C.input_variable('abc')
+    with pytest.raises(TypeError, match="shape"):
+        C.input_variable(2.5)
+    with pytest.raises(ValueError, match="dimension"):
+        C.input_variable((-5,))
+    with pytest.raises(ValueError):
+        C.parameter((-5, 3))
+    with pytest.raises(ValueError):
+        C.NDMask((-2, 3))
+
+
+def test_empty_batches_are_not_an_error():
+    x = C.input_variable(3, needs_gradient=True)
+    f = C.tanh(C.times(x, np.ones((3, 2), np.float32)))
+    e = np.zeros((0, 3), np.float32)
+    assert f.eval({x: e}).shape == (0, 2)
+    assert f.grad({x: e}, wrt=[x]).shape == (0, 3)
+    s = C.sequence.input_variable(3)
+    out = (s * 2).eval({s: [np.zeros((0, 3)), np.ones((2, 3))]})
+    assert [o.shape for o in out] == [(0, 3), (2, 3)]
