@@ -699,3 +699,19 @@ def test_function_getitem():
     np.testing.assert_allclose(f[:, 1:].eval({x: d}), d[:, :, 1:])
     g = f[0, 2].grad({x: d}, wrt=[x]) if False else None
     assert g is None
+
+
+def test_sum_and_mean_of_many_operands():
+    a, b, c = C.input_variable(2), C.input_variable(2), C.input_variable(2)
+    d = {a: [[1, 2]], b: [[3, 4]], c: [[5, 6]]}
+    np.testing.assert_allclose(C.sum(a, b, c).eval(d), [[9, 12]])
+    np.testing.assert_allclose(C.sum([a, b, c]).eval(d), [[9, 12]])
+    np.testing.assert_allclose(C.mean(a, b, c).eval(d), [[3, 4]])
+    assert C.sum(a, b, name='s').name == 's'
+    single = C.sum(a)
+    assert isinstance(single, Function)
+    np.testing.assert_allclose(single.eval({a: [[1, 2]]}), [[1, 2]])
+    with pytest.raises(ValueError):
+        C.sum()
+    times3 = C.associative_multi_arg(C.element_times)
+    np.testing.assert_allclose(times3(a, b, c).eval(d), [[15, 48]])

@@ -127,7 +127,7 @@ def associative_multi_arg(f):
         if not operands:
             raise ValueError("%s needs at least one operand" % f.__name__)
         if len(operands) == 1:
-            return alias(operands[0], name) if name else as_variable(operands[0])
+            return alias(operands[0], name)  # a Function, as for several operands
         while len(operands) > 2:
             operands = [f(operands[i], operands[i + 1]) if i + 1 < len(operands) else operands[i]
                         for i in range(0, len(operands), 2)]
