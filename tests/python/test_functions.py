@@ -715,3 +715,11 @@ def test_sum_and_mean_of_many_operands():
         C.sum()
     times3 = C.associative_multi_arg(C.element_times)
     np.testing.assert_allclose(times3(a, b, c).eval(d), [[15, 48]])
+
+
+def test_grad_over_sequences_ignores_padding():
+    s = C.sequence.input_variable(2)
+    w = C.parameter((2,), init=0.0)
+    f = s + w
+    g = f.grad({s: [np.ones((1, 2)), np.ones((3, 2))]}, wrt=[w])
+    np.testing.assert_allclose(g, [4, 4])  # one per valid step, none for the padding

@@ -463,7 +463,12 @@ def _grad(self, at, wrt=None, outputs=None, device=None, as_numpy=True, grad_roo
     want = [root] + [o for o in outs if o != root]
     values, state = _cntk.forward(self, _sanitize_arguments(self, at), want, True)
     root_value = values[0]
-    ones = _cntk.Value(_cntk.NDArrayView.full(root_value._dtype, root_value._shape, 1.0), root_value._mask)
+    seed = _cntk.NDArrayView.full(root_value._dtype, root_value._shape, 1.0)
+    if root_value._mask is not None:  # padding past a sequence's end contributes nothing
+        ones = np.ones(root_value._shape, dtype=root_value.dtype)
+        ones[root_value._mask.asarray() == 0] = 0
+        seed = _cntk.NDArrayView.from_numpy(ones)
+    ones = _cntk.Value(seed, root_value._mask)
     grads = _cntk.backward(state, [(root, ones)], wrt_list)
     result = _single_or_dict({w: _from_value(w, g, as_numpy) for w, g in zip(wrt_list, grads)})
     if outputs is not None:
