@@ -179,28 +179,6 @@ class VariableMixin(object):
         return (self,)
 
 
-_KIND_NAMES = {_INPUT: 'Input', _OUTPUT: 'Output', _PARAMETER: 'Parameter', _CONSTANT: 'Constant',
-               _PLACEHOLDER: 'Placeholder'}
-
-
-def _variable_repr(self):
-    """CNTK's form: Input('x', [#, *], [3 x 4]) -- dynamic axes, then the static shape."""
-    axes = self._dynamic_axes
-    if self._kind in (_PARAMETER, _CONSTANT):
-        dyn = '[]'
-    elif any(a.name == 'UnknownAxes' for a in axes):
-        dyn = '[???]'
-    else:
-        dyn = '[' + ', '.join('#' if a.is_batch_axis else '*' for a in axes) + ']'
-    shape = self.shape
-    if shape == (_cntk.UnknownDimension,):
-        dims = '???'
-    else:
-        dims = ' x '.join('?' if d == _cntk.InferredDimension else 'free' if d == _cntk.FreeDimension else str(d)
-                          for d in shape)
-    return "%s('%s', %s, [%s])" % (_KIND_NAMES[self._kind], self.name, dyn, dims)
-
-
 def _variable_eq(self, other):
     return isinstance(other, _cntk.Variable) and self.same(other)
 
@@ -252,7 +230,6 @@ for _cls in (VariableMixin, TensorOpsMixin):
                                               '__getitem__', '__pow__', '__rpow__', '__div__', '__rdiv__'):
             setattr(Variable, _k, _v)
 Variable.__eq__ = _variable_eq
-Variable.__repr__ = _variable_repr
 Variable.__ne__ = lambda self, other: not _variable_eq(self, other)
 Variable.value = property(_value_get, _value_set, doc="The value of a parameter or constant as a NumPy array.")
 Variable.set_value = _value_set

@@ -129,8 +129,33 @@ void Variable::set_value(const NDArrayView& v) {
 
 std::string Variable::str() const {
   if (!impl_) return "Variable(<undefined>)";
+  // CNTK's form: Input('x', [#, *], [3 x 4]) -- dynamic axes (# batch, * sequence), then the shape.
   static const char* kinds[] = {"Input", "Output", "Parameter", "Constant", "Placeholder"};
-  return std::string(kinds[int(kind())]) + "('" + name() + "', " + shape().str() + ")";
+  std::string axes;
+  if (is_parameter() || is_constant()) {
+    axes = "[]";
+  } else {
+    bool unknown = false;
+    for (auto& a : dynamic_axes()) unknown = unknown || a.name() == "UnknownAxes";
+    if (unknown) {
+      axes = "[???]";
+    } else {
+      for (auto& a : dynamic_axes()) axes += std::string(axes.empty() ? "" : ", ") + (a.is_batch() ? "#" : "*");
+      axes = "[" + axes + "]";
+    }
+  }
+  std::string dims;
+  if (shape().is_unknown()) {
+    dims = "???";
+  } else {
+    for (size_t i = 0; i < shape().rank(); ++i) {
+      int64_t d = shape()[i];
+      dims += (i ? " x " : "") + (d == NDShape::kInferredDimension ? std::string("?")
+                                  : d == NDShape::kFreeDimension  ? std::string("free")
+                                                                  : std::to_string(d));
+    }
+  }
+  return std::string(kinds[int(kind())]) + "('" + name() + "', " + axes + ", [" + dims + "])";
 }
 
 }  // namespace cntk

@@ -244,3 +244,15 @@ TEST(Exec, EmptyBatchesComputeToEmptyResults) {
   backward(state, {{f->output(), Value(NDArrayView::zeros(DataType::Float, {0, 3}))}}, {x}, grads);
   EXPECT_EQ(grads[0].shape(), NDShape({0, 3}));
 }
+
+TEST(GraphApi, VariablesDescribeThemselvesAsCntkDoes) {
+  EXPECT_EQ(batch_input({3, 4}, "a").str(), "Input('a', [#], [3 x 4])");
+  auto s = Variable::input({3}, DataType::Float, false, false, {Axis::default_batch_axis(), Axis::default_dynamic_axis()},
+                           "s");
+  EXPECT_EQ(s.str(), "Input('s', [#, *], [3])");
+  auto p = Variable::parameter({NDShape::kInferredDimension, 2}, DataType::Float, NDArrayView(),
+                               std::make_shared<Dictionary>(Dictionary{{"type", DictValue("zero")}}), "p");
+  EXPECT_EQ(p.str(), "Parameter('p', [], [? x 2])");
+  auto ph = Variable::placeholder(NDShape::unknown(), {Axis::dynamic("UnknownAxes")}, "ph");
+  EXPECT_EQ(ph.str(), "Placeholder('ph', [???], [???])");
+}
