@@ -21,10 +21,13 @@ FunctionPtr backprop_state_function(const BackPropStatePtr& s) { return s->funct
 
 namespace {
 
+// The layout data for v must have, e.g. "(batch, sequence, 3, 4)".
 std::string dims_str(const Variable& v) {
   std::string s;
-  for (auto& a : v.dynamic_axes()) s += (a.is_batch() ? "batch" : "sequence") + std::string(", ");
-  return "[" + s + "*" + v.shape().str() + "]";
+  for (auto& a : v.dynamic_axes()) s += std::string(s.empty() ? "" : ", ") + (a.is_batch() ? "batch" : "sequence");
+  for (auto d : v.shape().dims())
+    s += std::string(s.empty() ? "" : ", ") + (d == NDShape::kFreeDimension ? std::string("any") : std::to_string(d));
+  return "(" + s + (v.shape().rank() + v.dynamic_axes().size() == 1 ? ",)" : ")");
 }
 
 bool static_matches(const NDShape& declared, const NDShape& actual) {
