@@ -595,9 +595,12 @@ def _to_function(f, make_block=False, op_name=None, name=None):
         unused = [a for a in args if a not in sig]
         raise TypeError("CNTK Function '%s' has %d unused arguments (%s), which is currently not supported"
                         % (f_name, len(unused), ", ".join(a.name for a in unused)))
-    if name and not make_block:
+    if name and not make_block and not out.name:
         out.name = name
     return out
+
+
+_from_python = _to_function  # the name the layers library calls
 
 
 def BlockFunction(op_name, name):
