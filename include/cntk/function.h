@@ -34,10 +34,16 @@ class Function : public std::enable_shared_from_this<Function> {
   bool is_block() const { return kind_ == FunctionKind::Block; }
   const std::string& op_name() const { return op_name_; }
   const std::string& name() const { return name_; }
-  void set_name(const std::string& n) { name_ = n; }
+  // Names a function. As CNTK documents, a function that already has a name cannot
+  // be renamed (ValueError) unless allow_renaming_functions() was called.
+  void set_name(const std::string& n);
+  static void allow_renaming_functions();
+  static bool renaming_functions_allowed();
   const std::string& uid() const { return uid_; }
   const Dictionary& attributes() const { return attributes_; }
   Dictionary& mutable_attributes() { return attributes_; }
+  // User-defined key/value pairs kept with the function (CNTK's custom_attributes).
+  Dictionary& custom_attributes() { return custom_attributes_; }
   const OpDef* op() const { return op_; }
 
   // The function this one computes through: self for primitives and blocks, the root for composites.
@@ -85,6 +91,7 @@ class Function : public std::enable_shared_from_this<Function> {
   std::vector<Variable> inputs_;
   std::vector<std::shared_ptr<VariableImpl>> outputs_;
   Dictionary attributes_;
+  Dictionary custom_attributes_;
   FunctionPtr root_;  // composite: root; block: the inner composite
   std::vector<std::pair<Variable, Variable>> block_map_;
   std::shared_ptr<void> op_state_;

@@ -101,6 +101,7 @@ class NDArrayView {
   NDArrayView slice(size_t axis, int64_t begin, int64_t end, int64_t stride = 1) const;  // view
   NDArrayView permute(const std::vector<int>& perm) const;  // view with permuted strides
   NDArrayView broadcast_to(const NDShape& shape) const;    // view with 0 strides
+  NDArrayView drop_axis(size_t axis) const;                 // view without an axis of size 1
   NDArrayView cast(DataType t) const;
   void copy_from(const NDArrayView& src);  // shapes must match; handles strides
   void fill(double value);

@@ -45,6 +45,9 @@ class Variable {
   static Variable parameter(const NDShape& shape, DataType dtype, const NDArrayView& value,
                             std::shared_ptr<Dictionary> init, const std::string& name);
   static Variable constant(const NDArrayView& value, const std::string& name);
+  // A constant filled with `fill`; when the shape has inferred dimensions, the value
+  // is created once shape inference has filled them in.
+  static Variable constant(const NDShape& shape, DataType dtype, double fill, const std::string& name);
   static Variable placeholder(const NDShape& shape, std::vector<Axis> dynamic_axes, const std::string& name);
 
   bool defined() const { return impl_ != nullptr; }

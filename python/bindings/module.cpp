@@ -81,6 +81,20 @@ nb::object from_dict_value(const DictValue& v) {
   return l;
 }
 
+// A data type given as an engine code (1, 2, 4) or anything numpy.dtype() accepts.
+DataType to_data_type(const nb::handle& h) {
+  if (nb::isinstance<nb::int_>(h)) {
+    int code = nb::cast<int>(h);
+    if (code == 1 || code == 2 || code == 4) return DataType(code);
+  } else {
+    std::string name = nb::cast<std::string>(nb::module_::import_("numpy").attr("dtype")(h).attr("name"));
+    if (name == "float32") return DataType::Float;
+    if (name == "float64") return DataType::Double;
+    if (name == "float16") return DataType::Float16;
+  }
+  throw TypeError("data type " + nb::cast<std::string>(nb::repr(h)) + " is not supported (use float32, float64 or float16)");
+}
+
 template <class A>
 DataType dtype_of(const A& a) {
   auto d = a.dtype();
@@ -171,6 +185,11 @@ NB_MODULE(_cntk, m) {
     }
   });
 
+  m.attr("DeviceKind_CPU") = int(DeviceKind::CPU);
+  m.attr("DeviceKind_GPU") = int(DeviceKind::GPU);
+  m.attr("MaskKind_Invalid") = int(MaskKind::Invalid);
+  m.attr("MaskKind_Valid") = int(MaskKind::Valid);
+  m.attr("MaskKind_SequenceBegin") = int(MaskKind::SequenceBegin);
   m.attr("InferredDimension") = NDShape::kInferredDimension;
   m.attr("FreeDimension") = NDShape::kFreeDimension;
   m.attr("UnknownDimension") = NDShape::kUnknownDimension;
@@ -193,6 +212,7 @@ NB_MODULE(_cntk, m) {
 
   nb::class_<Axis>(m, "Axis")
       .def(nb::init<int>())
+      .def("__init__", [](Axis* self, const std::string& name) { new (self) Axis(Axis::dynamic(name)); })
       .def_static("dynamic", &Axis::dynamic, nb::arg("name"), nb::arg("ordered") = true)
       .def_static("default_batch_axis", &Axis::default_batch_axis)
       .def_static("default_dynamic_axis", &Axis::default_dynamic_axis)
@@ -212,9 +232,9 @@ NB_MODULE(_cntk, m) {
       .def("__hash__", [](const Axis& a) { return std::hash<std::string>()(a.name()) ^ a.static_index(); });
 
   nb::class_<NDArrayView>(m, "NDArrayView")
-      .def("__init__", [](NDArrayView* self, const nb::handle& shape, int dt) {
-        new (self) NDArrayView(NDArrayView::zeros(DataType(dt), to_shape(shape)));
-      })
+      .def("__init__", [](NDArrayView* self, const nb::handle& shape, const nb::handle& dt, const nb::handle&) {
+        new (self) NDArrayView(NDArrayView::zeros(to_data_type(dt), to_shape(shape)));
+      }, nb::arg("shape"), nb::arg("data_type"), nb::arg("device").none() = nb::none())
       .def_static("from_numpy", &from_numpy, nb::arg("array"), nb::arg("borrow") = false)
       .def_static("zeros", [](int dt, const nb::handle& shape) { return NDArrayView::zeros(DataType(dt), to_shape(shape)); })
       .def_static("full", [](int dt, const nb::handle& shape, double v) {
@@ -241,10 +261,18 @@ NB_MODULE(_cntk, m) {
       .def("copy_from", &NDArrayView::copy_from)
       .def("fill", &NDArrayView::fill)
       .def("slice", &NDArrayView::slice, nb::arg("axis"), nb::arg("begin"), nb::arg("end"), nb::arg("stride") = 1)
-      .def("reshape", [](const NDArrayView& v, const nb::handle& s) { return v.reshape(to_shape(s)); });
+      .def("reshape", [](const NDArrayView& v, const nb::handle& s) { return v.reshape(to_shape(s)); })
+      .def("drop_axis", &NDArrayView::drop_axis)
+      .def("same_storage", &NDArrayView::same_storage)
+      .def_prop_ro("_is_contiguous", &NDArrayView::is_contiguous);
 
   nb::class_<NDMask>(m, "NDMask")
       .def("__init__", [](NDMask* self, int64_t b, int64_t t) { new (self) NDMask(b, t); })
+      .def("__init__", [](NDMask* self, const nb::handle& shape, const nb::handle&) {
+        NDShape s = to_shape(shape);
+        if (s.rank() != 2) throw ValueError("NDMask needs a shape (batch, max_len), not " + s.str());
+        new (self) NDMask(s[0], s[1]);
+      }, nb::arg("shape"), nb::arg("device").none() = nb::none())
       .def_static("from_lengths", &NDMask::from_lengths)
       .def_prop_ro("shape", [](const NDMask& mk) { return from_shape(mk.shape()); })
       .def("invalidate_section", &NDMask::invalidate_section)
@@ -252,6 +280,10 @@ NB_MODULE(_cntk, m) {
       .def("clear", &NDMask::clear)
       .def("lengths", &NDMask::lengths)
       .def("masked_count", &NDMask::masked_count)
+      .def("_set", [](NDMask& mk, int64_t b, int64_t t, int kind) {
+        if (b < 0 || b >= mk.batch() || t < 0 || t >= mk.max_len()) throw ValueError("NDMask: position out of range");
+        mk.set(b, t, MaskKind(kind));
+      })
       .def("to_list", [](const NDMask& mk) { return std::vector<int>(mk.data().begin(), mk.data().end()); });
 
   nb::class_<Value>(m, "Value")
@@ -307,6 +339,11 @@ NB_MODULE(_cntk, m) {
         // A new seed restarts the function's random numbers, as in CNTK.
         if (k == "rngSeed" || k == "rngOffset") f.op_state().reset();
       })
+      .def("_get_custom_attributes", [](Function& f) { return from_dictionary(f.custom_attributes()); })
+      .def("_set_custom_attribute", [](Function& f, const std::string& k, const nb::handle& v) {
+        f.custom_attributes()[k] = to_dict_value(v);
+      })
+      .def("_reset_custom_attributes", [](Function& f) { f.custom_attributes().clear(); })
       .def("_root_function", &Function::root_function)
       .def("_inputs", &Function::inputs)
       .def("_outputs", &Function::outputs)
@@ -328,7 +365,8 @@ NB_MODULE(_cntk, m) {
       .def("__hash__", [](const Function& f) { return std::hash<const void*>()(&f); });
 
   nb::class_<StateHandle>(m, "BackPropState")
-      .def_prop_ro("function", [](const StateHandle& s) { return backprop_state_function(s.state); });
+      .def_prop_ro("function", [](const StateHandle& s) { return backprop_state_function(s.state); })
+      .def("device", [](const StateHandle&) { return DeviceDescriptor::cpu(); });
 
   m.def("input_variable", [](const nb::handle& shape, int dt, bool sparse, bool needs_grad, std::vector<Axis> axes,
                              const std::string& name) {
@@ -340,7 +378,11 @@ NB_MODULE(_cntk, m) {
     if (!init.is_none()) d = std::make_shared<Dictionary>(to_dictionary(init));
     return Variable::parameter(to_shape(shape), DataType(dt), value ? *value : NDArrayView(), d, name);
   }, nb::arg("shape"), nb::arg("dtype"), nb::arg("value").none(), nb::arg("init").none(), nb::arg("name"));
-  m.def("constant", &Variable::constant);
+  m.def("constant", nb::overload_cast<const NDArrayView&, const std::string&>(&Variable::constant));
+  m.def("constant_filled", [](const nb::handle& shape, int dt, double fill, const std::string& name) {
+    return Variable::constant(to_shape(shape), DataType(dt), fill, name);
+  });
+  m.def("allow_renaming_functions", &Function::allow_renaming_functions);
   m.def("placeholder", [](const nb::handle& shape, std::vector<Axis> axes, const std::string& name) {
     return Variable::placeholder(to_shape(shape), std::move(axes), name);
   });

@@ -59,3 +59,6 @@ def _type(self):
 
 DeviceDescriptor._native_type = DeviceDescriptor.type
 DeviceDescriptor.type = _type
+
+__all__ = ['DeviceDescriptor', 'DeviceKind', 'all_devices', 'cpu', 'gpu', 'use_default_device',
+           'try_set_default_device', 'set_excluded_devices', 'get_gpu_properties']

@@ -33,8 +33,103 @@ class Record(dict):
         return Record(**d)
 
 
+class _Type(Record):
+    """The type of a variable: shape, dtype, needs_gradient, is_sparse and
+    dynamic_axes, each optional. `Tensor[...]`, `Sequence[...]` (cntk.layers.typing)
+    build these; `input_variable(**t)` makes an input of type `t`."""
+
+    def __init__(self, shape=None, dtype=None, needs_gradient=None, is_sparse=None, dynamic_axes=None):
+        fields = {}
+        if shape is not None:
+            fields['shape'] = sanitize_shape(shape)
+        if dtype is not None:
+            fields['dtype'] = dtype
+        if needs_gradient is not None:
+            fields['needs_gradient'] = needs_gradient
+        if is_sparse is not None:
+            fields['is_sparse'] = is_sparse
+        if dynamic_axes is not None:
+            fields['dynamic_axes'] = tuple(dynamic_axes)
+        super(_Type, self).__init__(**fields)
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError("abstract type %s cannot be instantiated; use 'input(**%s)' instead" % (self, self))
+
+    @property
+    def shape_is_known(self):
+        shape = self.get('shape', None)
+        return shape is not None and shape != (_cntk.UnknownDimension,) and \
+            all(d >= 0 or d == _cntk.FreeDimension for d in shape)
+
+    def updated_with(self, **kwargs):
+        d = dict(self)
+        d.update(kwargs)
+        return _Type(**d)
+
+    def __str__(self):
+        shape = self.get('shape', (_cntk.UnknownDimension,))
+        is_sparse = self.get('is_sparse', False)
+        axes = self.get('dynamic_axes', ())
+        if is_sparse and not axes:
+            raise TypeError("Type: cannot be sparse and not have an axis")
+        if shape == (_cntk.UnknownDimension,):
+            s = 'tensor'
+        elif shape == ():
+            s = 'float'
+        else:
+            s = 'Tensor[' + ','.join(str(d) for d in shape) + ']'
+            if is_sparse:
+                s = 'Sparse' + s
+            elif not axes:
+                s = 'Parameter' + s
+        for axis in reversed(axes):
+            if axis.name == 'defaultBatchAxis':
+                continue
+            if axis.name in ('defaultDynamicAxis', 'UnknownAxes'):
+                s = 'Sequence[' + s + ']'
+            else:
+                s = 'SequenceOver[' + axis.name + '][' + s + ']'
+        return s
+
+    __repr__ = __str__
+
+    @staticmethod
+    def _sanitize(t):
+        """Scalars types (float, np.float32, np.float64) become scalar tensor types; others pass through."""
+        if t is float:
+            return _Type(shape=(), dtype=np.float32)
+        if t in (np.float32, np.float64, np.float16):
+            return _Type(shape=(), dtype=t)
+        return t
+
+
+def _native_property(name, doc):
+    native = getattr(_cntk.Variable, name)
+    return property(lambda self: native.__get__(self), doc=doc)
+
+
 class VariableMixin(object):
     """The properties every Variable has."""
+
+    shape = _native_property('shape', "The static shape, a tuple in NumPy order.")
+    name = _native_property('name', "The name given at creation ('' if none).")
+    uid = _native_property('uid', "The unique id the engine generated.")
+    is_sparse = _native_property('is_sparse', "Whether the data is sparse.")
+    needs_gradient = _native_property('needs_gradient', "Whether gradients flow to this variable.")
+
+    Type = _Type
+    _Type = _Type
+
+    @property
+    def _type(self):
+        """The complete type of this variable (a Record with shape, dtype, needs_gradient, is_sparse, dynamic_axes)."""
+        return _Type(shape=self.shape, dtype=self.dtype, needs_gradient=self.needs_gradient,
+                     is_sparse=self.is_sparse, dynamic_axes=self.dynamic_axes)
+
+    @property
+    def type(self):
+        """Same as `_type`."""
+        return self._type
 
     @property
     def dynamic_axes(self):
@@ -67,10 +162,12 @@ class VariableMixin(object):
 
     @property
     def owner(self):
-        """The Function that computes this output variable, or None."""
+        """The Function this output variable is an output of (RuntimeError for other variables, as in CNTK)."""
+        if self._kind != _OUTPUT:
+            raise RuntimeError("called owner on %r, which is not an output variable" % (self,))
         o = self._owner
         if o is None:
-            return None
+            raise RuntimeError("the function that computes %r no longer exists" % (self,))
         return _cntk.composite(o) if o._kind == 0 else o
 
     @property
@@ -95,7 +192,8 @@ def _value_set(self, val):
     if isinstance(val, _cntk.NDArrayView):
         view = val
     else:
-        view = _cntk.NDArrayView.from_numpy(np.require(val, dtype=self.dtype, requirements="C"))
+        from .core import _c_order
+        view = _cntk.NDArrayView.from_numpy(_c_order(np.asarray(val, dtype=self.dtype)))
     self._set_value(view)
 
 
@@ -121,8 +219,11 @@ def _getattr(self, name):
 
 
 Variable = _cntk.Variable
+_NATIVE_NAMES = set(dir(Variable))
 for _cls in (VariableMixin, TensorOpsMixin):
     for _k, _v in vars(_cls).items():
+        if _k in _NATIVE_NAMES and not _k.startswith('__'):
+            continue  # the native property serves these directly
         if not _k.startswith('__') or _k in ('__add__', '__radd__', '__sub__', '__rsub__', '__mul__', '__rmul__',
                                               '__truediv__', '__rtruediv__', '__matmul__', '__rmatmul__', '__neg__',
                                               '__pos__', '__abs__', '__lt__', '__le__', '__gt__', '__ge__',
@@ -130,7 +231,8 @@ for _cls in (VariableMixin, TensorOpsMixin):
             setattr(Variable, _k, _v)
 Variable.__eq__ = _variable_eq
 Variable.__ne__ = lambda self, other: not _variable_eq(self, other)
-Variable.value = property(_value_get, _value_set)
+Variable.value = property(_value_get, _value_set, doc="The value of a parameter or constant as a NumPy array.")
+Variable.set_value = _value_set
 Variable.data = property(_data)
 Variable.as_parameter = _as_parameter
 Variable.as_constant = _as_constant
@@ -142,8 +244,18 @@ def _make_input(shape=None, dtype=None, needs_gradient=False, is_sparse=False, d
     from .axis import Axis
     if dynamic_axes is None:
         dynamic_axes = [Axis.default_batch_axis()]
+    if isinstance(dynamic_axes, _cntk.Axis):
+        dynamic_axes = [dynamic_axes]
+    dynamic_axes = list(dynamic_axes)
+    for a in dynamic_axes:
+        if not isinstance(a, _cntk.Axis) or not a.is_dynamic_axis:
+            raise TypeError("dynamic_axes must be dynamic Axis objects, got %r" % (a,))
+    if len(dynamic_axes) > 2:
+        raise ValueError("a variable has at most two dynamic axes (batch and sequence), got %d" % len(dynamic_axes))
+    if not isinstance(name, str):
+        raise TypeError("name must be a string, not %s" % type(name).__name__)
     return _cntk.input_variable(sanitize_shape(shape), dtype_code(dtype), bool(is_sparse), bool(needs_gradient),
-                                list(dynamic_axes), name)
+                                dynamic_axes, name)
 
 
 class _KindMeta(type):
@@ -157,81 +269,102 @@ class _KindMeta(type):
         return cls._create(*args, **kwargs)
 
 
-def _initial_value(value, shape, dtype):
-    arr = np.asarray(value, dtype=dtype)
-    if shape:
-        shape = sanitize_shape(shape)
-        if arr.ndim == 0 and all(d >= 0 for d in shape):
-            arr = np.full(shape, arr, dtype=dtype)
-        elif len(arr.shape) == len(shape) and all(d < 0 or d == a for d, a in zip(shape, arr.shape)):
-            pass  # inferred dimensions take the value's
-        elif arr.shape != shape:
-            raise ValueError("value of shape %s does not match shape %s" % (arr.shape, shape))
-    return _cntk.NDArrayView.from_numpy(np.require(arr, requirements="C"))
+_CLASS_DEFAULT = object()  # dtype not given to the Parameter/Constant class: float32, as in CNTK
+
+
+def _resolve_dtype(dtype, data):
+    """The dtype to store: the given one; for the class default float32; for None
+    (what C.parameter/C.constant pass) the dtype of a NumPy array, else float32."""
+    if dtype is _CLASS_DEFAULT:
+        return np.float32
+    if dtype is not None:
+        return np_dtype(dtype_code(dtype))
+    if isinstance(data, np.ndarray) and data.dtype in (np.float32, np.float64, np.float16):
+        return data.dtype.type
+    return np.float32
+
+
+def _dense_value(value, shape, dtype):
+    """An NDArrayView holding `value` (scalar, list, array or NDArrayView) as `dtype`, broadcast to `shape` if given."""
+    if isinstance(value, _cntk.NDArrayView):
+        value = value.to_numpy()
+    try:
+        arr = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError) as e:
+        raise TypeError("cannot use %r as the value of a %s variable: %s" % (value, np.dtype(dtype).name, e))
+    if shape is not None and arr.shape != shape:
+        try:
+            arr = np.broadcast_to(arr, shape)
+        except ValueError:
+            raise ValueError("a value of shape %s does not fit the shape %s" % (arr.shape, shape))
+    from .core import _c_order
+    return _cntk.NDArrayView.from_numpy(_c_order(arr))
+
+
+def _has_inferred(shape):
+    return any(d == _cntk.InferredDimension for d in shape)
 
 
 class Parameter(VariableMixin, metaclass=_KindMeta):
-    """A learnable parameter: `Parameter(shape, init, dtype, device, name)`.
+    """A learnable parameter: `Parameter(shape=None, init=None, dtype=np.float32, device=None, name='')`.
 
-    `init` is a scalar, a NumPy array, or an initializer (e.g. `glorot_uniform()`).
+    `init` is a scalar (every element, default 0), a list or NumPy array (its shape
+    wins over `shape`), an NDArrayView, or an initializer such as `glorot_uniform()`.
     Dimensions given as `InferredDimension` are filled in when the parameter is first used.
     """
     _kind = _PARAMETER
 
     @staticmethod
-    def _create(shape=None, init=None, dtype=None, device=None, name=''):
+    def _create(shape=None, init=None, dtype=_CLASS_DEFAULT, device=None, name=''):
         from .initializer import _is_initializer
-        if dtype is None:
-            dtype = np.float32
-        code = dtype_code(dtype)
-        shape = sanitize_shape(shape)
         if init is None:
-            from .initializer import glorot_uniform
-            init = glorot_uniform()
+            init = 0
+        dt = _resolve_dtype(dtype, init)
+        code = dtype_code(dt)
+        shape = sanitize_shape(shape)
         if _is_initializer(init):
             return _cntk.parameter(shape, code, None, dict(init), name)
-        if isinstance(init, _cntk.NDArrayView):
-            init = init.to_numpy()
-        arr = np.asarray(init, dtype=np_dtype(code))
-        if not shape:
-            shape = arr.shape
-        view = _initial_value(arr, shape, np_dtype(code))
-        if any(d < 0 for d in shape) and view.shape != shape:
-            if arr.ndim == 0:  # a scalar for a shape still to be inferred: fill once known
-                return _cntk.parameter(shape, code, None, {'type': 'constant', 'value': float(arr)}, name)
-            shape = view.shape
-        return _cntk.parameter(shape, code, view, None, name)
+        if np.isscalar(init) and _has_inferred(shape):
+            return _cntk.parameter(shape, code, None, {'type': 'constant', 'value': float(init)}, name)
+        if np.isscalar(init):
+            view = _dense_value(init, shape, dt)
+        else:
+            view = _dense_value(init, None, dt)  # a given array decides the shape
+        return _cntk.parameter(view._shape, code, view, None, name)
 
 
 class Constant(VariableMixin, metaclass=_KindMeta):
-    """A constant: `Constant(value, shape, dtype, device, name)`."""
+    """A constant: `Constant(value=None, shape=None, dtype=np.float32, device=None, name='')`.
+
+    A scalar `value` (default 0) fills `shape`; with inferred dimensions in `shape`
+    the value is created once they are known.
+    """
     _kind = _CONSTANT
 
     @staticmethod
-    def _create(value=None, shape=None, dtype=None, device=None, name=''):
-        if isinstance(value, _cntk.NDArrayView):
-            value = value.to_numpy()
-        if dtype is None:
-            if isinstance(value, np.ndarray) and value.dtype in (np.float64, np.float16):
-                dtype = value.dtype
-            else:
-                dtype = np.float32
+    def _create(value=None, shape=None, dtype=_CLASS_DEFAULT, device=None, name=''):
         if value is None:
             value = 0
-        dt = np_dtype(dtype_code(dtype))
-        arr = np.asarray(value, dtype=dt)
-        if shape is not None:
-            shape = sanitize_shape(shape)
-            arr = np.broadcast_to(arr, shape) if arr.shape != shape else arr
-        return _cntk.constant(_cntk.NDArrayView.from_numpy(np.require(arr, requirements="C")), name)
+        dt = _resolve_dtype(dtype, value)
+        shape = sanitize_shape(shape) if shape is not None else None
+        if np.isscalar(value) and shape is not None and _has_inferred(shape):
+            return _cntk.constant_filled(shape, dtype_code(dt), float(value), name)
+        return _cntk.constant(_dense_value(value, shape, dt), name)
 
 
-def _variable_factory(shape=None, dtype=np.float32, needs_gradient=False, is_sparse=False,
+def _variable_factory(shape=None, dtype=None, needs_gradient=False, is_sparse=False,
                       dynamic_axes=None, name=''):
-    """`Variable(shape, dtype, needs_gradient, is_sparse, dynamic_axes, name)` makes an input variable."""
+    """`Variable(shape, dtype, needs_gradient, is_sparse, dynamic_axes, name)` makes an input
+    variable; as in CNTK the default dynamic axes are the batch and the default sequence axis."""
     if isinstance(shape, _cntk.Variable):
         return shape
     from .axis import Axis
     if dynamic_axes is None:
-        dynamic_axes = [Axis.default_batch_axis()]
+        dynamic_axes = [Axis.default_batch_axis(), Axis.default_dynamic_axis()]
     return _make_input(shape, dtype, needs_gradient, is_sparse, dynamic_axes, name)
+
+
+# The kinds show the value properties their instances (Variables) have.
+for _kind in (Parameter, Constant):
+    _kind.value = Variable.value
+    _kind.data = Variable.data

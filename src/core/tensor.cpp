@@ -233,6 +233,16 @@ NDArrayView NDArrayView::broadcast_to(const NDShape& shape) const {
   return v;
 }
 
+NDArrayView NDArrayView::drop_axis(size_t axis) const {
+  if (sparse_) return to_dense().drop_axis(axis);
+  if (axis >= rank() || shape_[axis] != 1)
+    throw ValueError("drop_axis: axis " + std::to_string(axis) + " of shape " + shape_.str() + " is not of size 1");
+  NDArrayView v = *this;
+  v.shape_.dims().erase(v.shape_.dims().begin() + axis);
+  v.strides_.erase(v.strides_.begin() + axis);
+  return v;
+}
+
 NDArrayView NDArrayView::cast(DataType t) const {
   if (t == dtype_) return *this;
   NDArrayView src = to_dense().contiguous();

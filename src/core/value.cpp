@@ -4,7 +4,11 @@
 
 namespace cntk {
 
-NDMask::NDMask(int64_t batch, int64_t max_len) : batch_(batch), max_len_(max_len), data_(batch * max_len) {
+NDMask::NDMask(int64_t batch, int64_t max_len) : batch_(batch), max_len_(max_len) {
+  if (batch < 0 || max_len < 0)
+    throw ValueError("NDMask: batch size and length must not be negative, got " + std::to_string(batch) + " and " +
+                     std::to_string(max_len));
+  data_.resize(batch * max_len);
   clear();
 }
 

@@ -1,4 +1,5 @@
 // Forward and backward over a compiled plan.
+#include <map>
 #include <unordered_set>
 
 #include "cntk/evaluation.h"
@@ -22,10 +23,13 @@ FunctionPtr backprop_state_function(const BackPropStatePtr& s) { return s->funct
 
 namespace {
 
+// The layout data for v must have, e.g. "(batch, sequence, 3, 4)".
 std::string dims_str(const Variable& v) {
   std::string s;
-  for (auto& a : v.dynamic_axes()) s += (a.is_batch() ? "batch" : "sequence") + std::string(", ");
-  return "[" + s + "*" + v.shape().str() + "]";
+  for (auto& a : v.dynamic_axes()) s += std::string(s.empty() ? "" : ", ") + (a.is_batch() ? "batch" : "sequence");
+  for (auto d : v.shape().dims())
+    s += std::string(s.empty() ? "" : ", ") + (d == NDShape::kFreeDimension ? std::string("any") : std::to_string(d));
+  return "(" + s + (v.shape().rank() + v.dynamic_axes().size() == 1 ? ",)" : ")");
 }
 
 bool static_matches(const NDShape& declared, const NDShape& actual) {
@@ -89,12 +93,10 @@ ComputeContext make_context(const PlanStep& st, BackPropState& s) {
   ctx.fn = st.fn;
   ctx.attrs = &st.fn->attributes();
   ctx.training = s.training;
-  // Kernels compute in the output's data type: an input of another type (float32
-  // data next to a float64 one) is converted first.
-  DataType dt = st.out.empty() ? DataType::Unknown : s.plan->slot_var[st.out[0]].dtype();
   for (size_t i = 0; i < st.in.size(); ++i) {
-    const NDArrayView& v = s.values[st.in[i]];
-    ctx.inputs.push_back(v.defined() && dt != DataType::Unknown && v.dtype() != dt ? v.cast(dt) : v);
+    // A step mixing float32 and float64 inputs computes in its promoted type.
+    const NDArrayView& x = s.values[st.in[i]];
+    ctx.inputs.push_back(st.promote != DataType::Unknown && x.dtype() != st.promote ? x.cast(st.promote) : x);
     ctx.in_dyn.push_back(int(st.in_axes[i].size()));
     ctx.in_axes.push_back(st.in_axes[i]);
   }
@@ -138,7 +140,21 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
       throw ValueError("no data was given for " + v.str() + ", which the requested outputs need");
     }
   }
-  // Batch sizes must agree across inputs.
+  // Every dynamic axis has one size per call: inputs sharing an axis must agree on it.
+  std::map<std::string, std::pair<int64_t, const Variable*>> axis_sizes;
+  for (auto& [var, val] : arguments) {
+    auto it = p.slot.find(var.get());
+    if (it == p.slot.end()) continue;
+    const NDArrayView& d = s->values[it->second];
+    auto axes = layout_axes(var);
+    for (size_t k = 0; k < axes.size(); ++k) {
+      auto [pos, fresh] = axis_sizes.emplace(axes[k].name(), std::make_pair(d.shape()[k], &var));
+      if (!fresh && pos->second.first != d.shape()[k])
+        throw ValueError(std::string(axes[k].is_batch() ? "batch sizes" : "sequence lengths") + " differ: " +
+                         pos->second.second->str() + " has " + std::to_string(pos->second.first) + " but " +
+                         var.str() + " has " + std::to_string(d.shape()[k]));
+    }
+  }
   s->saved.assign(p.steps.size(), {});
   for (size_t k_step = 0; k_step < p.steps.size(); ++k_step) {
     const PlanStep& st = p.steps[k_step];
@@ -221,7 +237,7 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
           g = st.op->backward(ctx, i);
       }
       if (!g.defined()) continue;
-      if (g.dtype() != s.values[in].dtype()) g = g.cast(s.values[in].dtype());
+      if (g.dtype() != s.values[in].dtype()) g = g.cast(s.values[in].dtype());  // promoted step
       if (g.shape() != s.values[in].shape())
         throw Error(st.op->name + ": gradient for input " + std::to_string(i) + " has shape " + g.shape().str() +
                     ", expected " + s.values[in].shape().str());

@@ -73,10 +73,14 @@ class PlanBuilder {
       PlanStep step;
       step.fn = f.get();
       step.op = f->op();
+      bool has_float = false, has_double = false;
       for (auto& in : f->direct_inputs()) {
         step.in.push_back(slot_of(in, bind));
         step.in_axes.push_back(layout_axes(in));
+        has_float = has_float || in.dtype() == DataType::Float;
+        has_double = has_double || in.dtype() == DataType::Double;
       }
+      if (has_float && has_double) step.promote = DataType::Double;
       auto outs = f->outputs();
       for (auto& o : outs) {
         if (o.shape().is_unknown())
@@ -129,6 +133,27 @@ std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Var
     if (it != c.plans.end()) {
       if (still_valid(*it->second)) return it->second;
       c.plans.erase(it);
+    }
+  }
+  // Only variables of this function's graph can be computed from it.
+  {
+    std::unordered_set<const Function*> fns;
+    for (auto& fn : f->topological_order()) {
+      fns.insert(fn.get());
+      // Placeholders bound through another function sharing these nodes leave
+      // unknown output shapes here; infer them now that the inputs are known.
+      for (auto& o : fn->output_impls())
+        if (o->shape.is_unknown()) {
+          fn->infer_outputs();
+          break;
+        }
+    }
+    std::unordered_set<const VariableImpl*> leaves;
+    for (auto& v : f->inputs()) leaves.insert(v.get());
+    for (auto& o : outputs) {
+      if (!o.defined()) throw ValueError("cannot compute an undefined variable");
+      bool ok = o.is_output() ? fns.count(o.owner().get()) > 0 : leaves.count(o.get()) > 0;
+      if (!ok) throw ValueError(o.str() + " is not part of the graph of the function it was requested from");
     }
   }
   auto p = std::make_shared<Plan>();

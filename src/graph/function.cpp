@@ -1,5 +1,6 @@
 #include "cntk/function.h"
 
+#include <atomic>
 #include <functional>
 #include <unordered_set>
 
@@ -22,7 +23,8 @@ bool has_unknown_input(const std::vector<Variable>& inputs) {
 
 FunctionPtr Function::primitive(const std::string& op_name, std::vector<Variable> inputs, Dictionary attributes,
                                 const std::string& name) {
-  const OpDef* op = find_op(op_name);
+  // Combine is structural: it only gathers outputs and has no catalogue entry.
+  const OpDef* op = op_name == "Combine" ? nullptr : find_op(op_name);
   if (!op && op_name != "Combine") throw NotImplementedError("op '" + op_name + "' is not implemented");
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i].defined()) throw ValueError(op_name + ": input " + std::to_string(i) + " is undefined");
@@ -75,6 +77,7 @@ void Function::infer_outputs() {
       o->owner = this;
       o->output_index = i;
       o->uid = uid_ + "_Output_" + std::to_string(i);
+      o->name = name_;  // CNTK names a function's outputs after the function
       outputs_.push_back(o);
     }
   }
@@ -86,6 +89,25 @@ void Function::infer_outputs() {
     o.is_sparse = infos[i].is_sparse;
     o.needs_gradient = needs_grad;
   }
+}
+
+namespace {
+std::atomic<bool> g_renaming_allowed{false};
+}
+
+void Function::allow_renaming_functions() { g_renaming_allowed = true; }
+bool Function::renaming_functions_allowed() { return g_renaming_allowed; }
+
+void Function::set_name(const std::string& n) {
+  if (n == name_) return;
+  if (!name_.empty() && !g_renaming_allowed)
+    throw ValueError("cannot rename function '" + name_ + "' to '" + n +
+                     "': a function that already has a name cannot be renamed");
+  std::string old = name_;
+  name_ = n;
+  if (!outputs_alias_inputs_)
+    for (auto& o : outputs_)
+      if (o->name == old) o->name = n;
 }
 
 FunctionPtr Function::composite(FunctionPtr root, const std::string& name) {
@@ -115,8 +137,18 @@ FunctionPtr Function::block(FunctionPtr composite_fn, const std::vector<std::pai
     if (!found)
       throw ValueError("as_block: placeholder " + ph.str() + " of the composite is not in block_arguments_map");
   }
-  for (auto& m : mapping)
+  for (auto& m : mapping) {
     if (!m.first.is_placeholder()) throw ValueError("as_block: the keys of block_arguments_map must be placeholders");
+    if (!m.second.defined()) throw ValueError("as_block: block_arguments_map maps " + m.first.str() + " to nothing");
+    bool inside = false;
+    for (auto& ph : phs) inside = inside || ph == m.first;
+    if (!inside)
+      throw ValueError("as_block: " + m.first.str() + " in block_arguments_map is not a placeholder of the composite");
+  }
+  for (auto& arg : composite_fn->arguments())
+    if (arg.is_input())
+      throw ValueError("as_block: every argument of the encapsulated composite must be a placeholder, but " +
+                       arg.str() + " is an input");
   FunctionPtr f(new Function());
   f->kind_ = FunctionKind::Block;
   f->root_ = composite_fn;
@@ -242,6 +274,15 @@ std::vector<FunctionPtr> Function::find_all_with_name(const std::string& name, b
 
 FunctionPtr Function::replace_placeholders(const std::unordered_map<VariableImpl*, Variable>& map) {
   auto order = topological_order();
+  // Every key must be a placeholder of this graph, as in CNTK.
+  std::unordered_set<VariableImpl*> present;
+  for (auto& ph : placeholders()) present.insert(ph.get());
+  for (auto& [key, value] : map) {
+    if (!value.defined()) throw ValueError("replace_placeholders: the replacement variable is undefined");
+    if (!present.count(key))
+      throw ValueError("replace_placeholders: '" + key->name + "' of shape " + key->shape.str() +
+                       " is not a placeholder of this function");
+  }
   for (auto& f : order)
     for (auto& in : f->inputs_) {
       auto it = map.find(in.get());
@@ -260,6 +301,16 @@ FunctionPtr Function::replace_placeholders(const std::unordered_map<VariableImpl
 FunctionPtr Function::clone(CloneMethod method, const std::unordered_map<VariableImpl*, Variable>& substitutions) {
   std::unordered_map<VariableImpl*, Variable> mapped(substitutions);
   std::unordered_map<Function*, FunctionPtr> cloned;
+  // Inputs and placeholders that a substitute's own graph reads stay shared, so the
+  // clone and the substitute agree on them (CNTK re-clones the substitute instead).
+  std::unordered_set<VariableImpl*> read_by_substitutes;
+  for (auto& [key, value] : substitutions) {
+    if (!value.defined()) throw ValueError("clone: a substitute variable is undefined");
+    if (!value.is_output() || !value.owner()) continue;
+    for (auto& fn : value.owner()->topological_order())
+      for (auto& in : fn->direct_inputs())
+        if (in.is_input() || in.is_placeholder()) read_by_substitutes.insert(in.get());
+  }
   auto map_leaf = [&](const Variable& v) -> Variable {
     auto it = mapped.find(v.get());
     if (it != mapped.end()) return it->second;
@@ -273,10 +324,16 @@ FunctionPtr Function::clone(CloneMethod method, const std::unordered_map<Variabl
       } else if (method == CloneMethod::Freeze) {
         out = Variable::constant(v.value().copy(), v.name());
       }
-    } else if (v.is_constant() && method == CloneMethod::Clone) {
+    } else if (v.is_constant() && method != CloneMethod::Share) {
       auto impl = std::make_shared<VariableImpl>(*v.impl());
       impl->uid = new_uid("Constant");
-      impl->value = impl->value.copy();
+      if (impl->value.defined()) impl->value = impl->value.copy();
+      out = Variable(impl);
+    } else if ((v.is_input() || v.is_placeholder()) && !read_by_substitutes.count(v.get())) {
+      // As in CNTK, leaves that are not substituted get fresh copies (same type and
+      // name, new uid), so the clone never shares an argument with the original.
+      auto impl = std::make_shared<VariableImpl>(*v.impl());
+      impl->uid = new_uid(v.is_input() ? "Input" : "Placeholder");
       out = Variable(impl);
     }
     mapped[v.get()] = out;

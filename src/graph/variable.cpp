@@ -12,8 +12,23 @@ std::string new_uid(const char* prefix) {
   return std::string(prefix) + std::to_string(counter++);
 }
 
+namespace {
+
+// Dimensions must be sizes, or the markers a kind of variable may carry.
+void check_dims(const NDShape& shape, bool allow_free, const char* what) {
+  for (auto d : shape.dims())
+    if (d < 0 && d != NDShape::kInferredDimension && !(allow_free && d == NDShape::kFreeDimension))
+      throw ValueError(std::string(what) + ": shape " + shape.str() +
+                       " has a dimension that is neither a size, InferredDimension" +
+                       (allow_free ? " nor FreeDimension" : ""));
+}
+
+}  // namespace
+
 Variable Variable::input(const NDShape& shape, DataType dtype, bool is_sparse, bool needs_gradient,
                          std::vector<Axis> dynamic_axes, const std::string& name) {
+  check_dims(shape, true, "input_variable");
+  if (dtype == DataType::Unknown) throw TypeError("input_variable: unknown data type");
   auto v = std::make_shared<VariableImpl>();
   v->kind = VariableKind::Input;
   v->shape = shape;
@@ -29,6 +44,7 @@ Variable Variable::input(const NDShape& shape, DataType dtype, bool is_sparse, b
 
 Variable Variable::parameter(const NDShape& shape, DataType dtype, const NDArrayView& value,
                              std::shared_ptr<Dictionary> init, const std::string& name) {
+  check_dims(shape, false, "parameter");
   auto v = std::make_shared<VariableImpl>();
   v->kind = VariableKind::Parameter;
   v->shape = shape;
@@ -65,6 +81,21 @@ Variable Variable::constant(const NDArrayView& value, const std::string& name) {
   return Variable(v);
 }
 
+Variable Variable::constant(const NDShape& shape, DataType dtype, double fill, const std::string& name) {
+  if (shape.is_unknown() || shape.has_free())
+    throw ValueError("constant: shape " + shape.str() + " must be known or have only inferred dimensions");
+  check_dims(shape, false, "constant");
+  if (!shape.has_inferred()) return constant(NDArrayView::full(dtype, shape, fill), name);
+  auto v = std::make_shared<VariableImpl>();
+  v->kind = VariableKind::Constant;
+  v->shape = shape;
+  v->dtype = dtype;
+  v->name = name;
+  v->uid = new_uid("Constant");
+  v->init = std::make_shared<Dictionary>(Dictionary{{"type", DictValue("constant")}, {"value", DictValue(fill)}});
+  return Variable(v);
+}
+
 Variable Variable::placeholder(const NDShape& shape, std::vector<Axis> dynamic_axes, const std::string& name) {
   auto v = std::make_shared<VariableImpl>();
   v->kind = VariableKind::Placeholder;
@@ -87,6 +118,7 @@ const NDArrayView& Variable::value() const {
   if (!impl_->value.defined()) {
     if (impl_->shape.has_inferred() || impl_->shape.is_unknown())
       throw ValueError("value(): " + str() + " has inferred dimensions that are not known yet; use it in a graph first");
+    if (!impl_->init) throw ValueError("value(): " + str() + " has no value");
     impl_->value = initialize_parameter(*impl_->init, impl_->shape, impl_->dtype);
   }
   return impl_->value;
@@ -104,8 +136,33 @@ void Variable::set_value(const NDArrayView& v) {
 
 std::string Variable::str() const {
   if (!impl_) return "Variable(<undefined>)";
+  // CNTK's form: Input('x', [#, *], [3 x 4]) -- dynamic axes (# batch, * sequence), then the shape.
   static const char* kinds[] = {"Input", "Output", "Parameter", "Constant", "Placeholder"};
-  return std::string(kinds[int(kind())]) + "('" + name() + "', " + shape().str() + ")";
+  std::string axes;
+  if (is_parameter() || is_constant()) {
+    axes = "[]";
+  } else {
+    bool unknown = false;
+    for (auto& a : dynamic_axes()) unknown = unknown || a.name() == "UnknownAxes";
+    if (unknown) {
+      axes = "[???]";
+    } else {
+      for (auto& a : dynamic_axes()) axes += std::string(axes.empty() ? "" : ", ") + (a.is_batch() ? "#" : "*");
+      axes = "[" + axes + "]";
+    }
+  }
+  std::string dims;
+  if (shape().is_unknown()) {
+    dims = "???";
+  } else {
+    for (size_t i = 0; i < shape().rank(); ++i) {
+      int64_t d = shape()[i];
+      dims += (i ? " x " : "") + (d == NDShape::kInferredDimension ? std::string("?")
+                                  : d == NDShape::kFreeDimension  ? std::string("free")
+                                                                  : std::to_string(d));
+    }
+  }
+  return std::string(kinds[int(kind())]) + "('" + name() + "', " + axes + ", [" + dims + "])";
 }
 
 }  // namespace cntk

@@ -25,11 +25,7 @@ std::vector<OutputInfo> same_shape(InferContext& ctx) {
   return ctx.one(ctx.shape(0));
 }
 
-std::vector<OutputInfo> broadcast_rule(InferContext& ctx) {
-  std::vector<NDShape> shapes;
-  for (size_t i = 0; i < ctx.num_inputs(); ++i) shapes.push_back(ctx.shape(i));
-  return ctx.one(broadcast_shapes(ctx, shapes));
-}
+std::vector<OutputInfo> broadcast_rule(InferContext& ctx) { return ctx.one(broadcast_inputs(ctx)); }
 
 size_t max_static_rank(const ComputeContext& ctx) {
   size_t r = 0;

@@ -138,6 +138,25 @@ NDShape broadcast_shapes(const InferContext& ctx, const std::vector<NDShape>& sh
   return NDShape(out);
 }
 
+NDShape broadcast_inputs(InferContext& ctx) {
+  std::vector<NDShape> shapes;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) shapes.push_back(ctx.shape(i));
+  NDShape out = broadcast_shapes(ctx, shapes);
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    const NDShape& s = shapes[i];
+    if (!s.has_inferred()) continue;
+    const Variable& v = ctx.input(i);
+    if (!(v.is_parameter() || v.is_constant() || v.is_placeholder())) continue;
+    NDShape filled = s;
+    size_t pad = out.rank() - s.rank();
+    for (size_t k = 0; k < s.rank(); ++k)
+      if (s[k] == NDShape::kInferredDimension && out[pad + k] >= 0) filled[k] = out[pad + k];
+    if (filled.has_inferred()) continue;  // nothing to learn it from yet
+    ctx.fill_inferred(i, filled);
+  }
+  return out;
+}
+
 NDArrayView ComputeContext::aligned(size_t i, size_t static_rank) const {
   const NDArrayView& x = inputs[i];
   size_t srank = x.rank() - in_dyn[i];

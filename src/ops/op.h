@@ -113,5 +113,8 @@ std::vector<std::string> registered_ops();
 // Helpers shared by shape rules.
 // NumPy-style broadcast of static shapes; fails through ctx naming the op.
 NDShape broadcast_shapes(const InferContext& ctx, const std::vector<NDShape>& shapes);
+// The broadcast of all inputs' static shapes; inferred dimensions of parameters,
+// constants and placeholders are filled in from it, as CNTK's elementwise ops do.
+NDShape broadcast_inputs(InferContext& ctx);
 
 }  // namespace cntk

@@ -31,11 +31,18 @@ def np_dtype(code):
 
 
 def sanitize_shape(shape):
+    """An int or a sequence of ints -> a tuple of ints (None -> ()); TypeError otherwise."""
     if shape is None:
         return ()
-    if isinstance(shape, numbers.Integral):
+    if isinstance(shape, numbers.Integral) and not isinstance(shape, bool):
         return (int(shape),)
-    return tuple(int(d) for d in shape)
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, '__iter__'):
+        raise TypeError("a shape must be an int or a tuple of ints, not %r" % (shape,))
+    dims = tuple(shape)
+    for d in dims:
+        if not isinstance(d, numbers.Integral) or isinstance(d, bool):
+            raise TypeError("a shape must be an int or a tuple of ints, not %r" % (shape,))
+    return tuple(int(d) for d in dims)
 
 
 def sanitize_dtype_default(*values):
@@ -60,6 +67,9 @@ def as_variable(x, dtype=None, name=''):
         return x.output
     if x is None:
         raise TypeError("an operand is None")
+    from ..variables import _Type
+    if isinstance(x, _Type):
+        raise ValueError("Input is a type object (%s). Did you mean to pass 'input(%s)'?" % (x, x))
     from ..variables import Constant
     return Constant(value=x, dtype=dtype, name=name)
 

@@ -1,80 +1,136 @@
-"""Type annotations for Function signatures: Tensor[3], SparseTensor[300], Sequence[Tensor[3]], ..."""
+"""Types for Function signatures: `Tensor[3]`, `SparseTensor[300]`, `Sequence[Tensor[3]]`,
+`SequenceOver[axis][Tensor[3]]`, `ParameterTensor[3, 4]`.
+
+A type is a record of the variable properties shape, dtype, is_sparse and
+dynamic_axes (`cntk.variables.Variable._Type`). Annotate the parameters of an
+`@Function` with them (or use `@Signature`) to get input variables instead of
+placeholders, or pass them to `Function.update_signature`.
+"""
+import inspect
+
 import numpy as np
 
-from .. import _cntk
 from ..axis import Axis
-from ..internal import sanitize_shape
+from ..variables import _Type
+
+_DTYPES = (np.float32, np.float64, np.float16)
 
 
-class _VariableType(object):
-    def __init__(self, shape, is_sparse=False, dynamic_axes=None, dtype=None, needs_gradient=False):
-        self.shape = sanitize_shape(shape)
-        self.is_sparse = is_sparse
-        self.dynamic_axes = dynamic_axes if dynamic_axes is not None else [Axis.default_batch_axis()]
-        self.dtype = dtype
-        self.needs_gradient = needs_gradient
+def _make_tensor_meta(cls_name, **fields):
+    class TensorMeta(type):
+        def __getitem__(cls, shape):
+            if not isinstance(shape, tuple):
+                shape = (shape,)
+            kwargs = dict(fields)
+            # The first entry may be the element type: Tensor[np.float64, 3].
+            if shape and any(shape[0] is t for t in _DTYPES):
+                kwargs['dtype'] = shape[0]
+                shape = shape[1:]
+            for d in shape:
+                if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
+                    raise TypeError("%s[...] takes integer dimensions, not %r" % (cls_name, d))
+            return _Type(shape=tuple(int(d) for d in shape), **kwargs)
 
-    def __repr__(self):
-        return "%s[%s]" % ("SparseTensor" if self.is_sparse else "Tensor", ", ".join(str(d) for d in self.shape))
+        def __repr__(cls):
+            return cls_name
 
-
-class _TensorFactory(object):
-    def __init__(self, is_sparse):
-        self._is_sparse = is_sparse
-
-    def __getitem__(self, shape):
-        if not isinstance(shape, tuple):
-            shape = (shape,)
-        return _VariableType(shape, is_sparse=self._is_sparse)
-
-
-Tensor = _TensorFactory(False)
-SparseTensor = _TensorFactory(True)
-ParameterTensor = _TensorFactory(False)
+    return TensorMeta(cls_name, (), {})
 
 
-class _SequenceFactory(object):
-    def __init__(self, axis=None):
-        self._axis = axis
+Tensor = _make_tensor_meta('Tensor', is_sparse=False, dynamic_axes=[Axis.default_batch_axis()])
+"""A dense data tensor with a batch axis: `Tensor[13, 42]`."""
+SparseTensor = _make_tensor_meta('SparseTensor', is_sparse=True, dynamic_axes=[Axis.default_batch_axis()])
+"""A sparse data tensor with a batch axis: `SparseTensor[9000]`."""
+ParameterTensor = _make_tensor_meta('ParameterTensor', is_sparse=False, dynamic_axes=[])
+"""A tensor without dynamic axes: `ParameterTensor[512, 256]`."""
 
-    def __getitem__(self, t):
-        if not isinstance(t, _VariableType):
-            t = _VariableType(t if isinstance(t, tuple) else (t,))
-        axis = self._axis if self._axis is not None else Axis.default_dynamic_axis()
-        return _VariableType(t.shape, t.is_sparse, [Axis.default_batch_axis(), axis], t.dtype)
-
-
-Sequence = _SequenceFactory()
+tensor = Tensor[-2]
+"""A data tensor of unknown shape."""
 
 
-class SequenceOverFactory(object):
-    def __getitem__(self, axis):
-        return _SequenceFactory(axis)
+def _item_type(item):
+    item = _Type._sanitize(item)
+    if isinstance(item, (int, np.integer, tuple)):
+        item = Tensor[item]
+    if not isinstance(item, _Type):
+        raise TypeError("Sequence[...] takes a tensor type such as Tensor[3], not %r" % (item,))
+    return item
 
 
-SequenceOver = SequenceOverFactory()
+def _make_seq_meta(cls_name, axes):
+    class SeqMeta(type):
+        def __getitem__(cls, item):
+            item = _item_type(item)
+            item_axes = list(item.get('dynamic_axes', ()))
+            if item_axes and item_axes != [Axis.default_batch_axis()]:
+                raise TypeError("sequences over sequences are currently not supported")
+            return item.updated_with(dynamic_axes=tuple(axes))
+
+        def __repr__(cls):
+            return cls_name
+
+    return SeqMeta(cls_name, (), {})
 
 
-class Signature(object):
-    """Function signature from types: `@Signature(Tensor[3])`."""
+Sequence = _make_seq_meta('Sequence', [Axis.default_batch_axis(), Axis.default_dynamic_axis()])
+"""A sequence of tensors over the default sequence axis: `Sequence[Tensor[13]]`."""
 
-    def __init__(self, *args, **kwargs):
-        self.args = args
-        self.kwargs = kwargs
 
-    def __call__(self, f):
-        f.__signature_types__ = (self.args, self.kwargs)
+class SequenceOverMeta(type):
+    """`SequenceOver[axis]` is a Sequence over a named dynamic axis: `SequenceOver[Axis('in')][Tensor[3]]`."""
+
+    def __getitem__(cls, axis):
+        if isinstance(axis, str):
+            axis = Axis(axis)
+        if not isinstance(axis, Axis) or not axis.is_dynamic_axis:
+            raise TypeError("SequenceOver[...] takes a dynamic Axis, not %r" % (axis,))
+        return _make_seq_meta('SequenceOver[%s]' % axis.name, [Axis.default_batch_axis(), axis])
+
+
+SequenceOver = SequenceOverMeta('SequenceOver', (), {})
+
+
+def _positional_names(f):
+    params = inspect.signature(f).parameters.values()
+    return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def Signature(*args, **kwargs):
+    """Decorator that sets a function's parameter annotations, for `@Function`:
+    `@Signature(Tensor[42])` or `@Signature(x=Tensor[42])`."""
+    def add_annotations(f):
+        names = _positional_names(f)
+        if getattr(f, '__annotations__', None):
+            raise ValueError("@Signature cannot be applied to a function that already has annotations")
+        if len(args) + len(kwargs) != len(names):
+            raise TypeError("%d annotations given for a function with %d parameters" %
+                            (len(args) + len(kwargs), len(names)))
+        annotations = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in names:
+                raise TypeError("@Signature: the function has no parameter '%s'" % k)
+            if k in annotations:
+                raise TypeError("@Signature: parameter '%s' given twice" % k)
+            annotations[k] = v
+        f.__annotations__ = annotations
         return f
+    return add_annotations
 
 
 def _to_input(t, name=''):
-    """A type annotation (or a shape) -> an input variable."""
+    """A type (or a shape) -> an input variable of that type named `name`."""
+    from .. import _cntk
+    from ..variables import _make_input
     if isinstance(t, _cntk.Variable):
         return t
-    if not isinstance(t, _VariableType):
-        t = _VariableType(t)
-    from ..variables import _make_input
-    return _make_input(t.shape, t.dtype or np.float32, t.needs_gradient, t.is_sparse, t.dynamic_axes, name)
+    t = _Type._sanitize(t)
+    if isinstance(t, (int, np.integer, tuple)):
+        t = Tensor[t]
+    if not isinstance(t, _Type):
+        raise TypeError("expected a type such as Tensor[3], an int or a tuple of ints, not %r" % (t,))
+    return _make_input(t.get('shape', ()), t.get('dtype', None) or np.float32, t.get('needs_gradient', False),
+                       t.get('is_sparse', False), t.get('dynamic_axes', [Axis.default_batch_axis()]), name)
 
 
-__all__ = ['Tensor', 'SparseTensor', 'ParameterTensor', 'Sequence', 'SequenceOver', 'Signature']
+__all__ = ['Tensor', 'SparseTensor', 'ParameterTensor', 'Sequence', 'SequenceOver', 'SequenceOverMeta',
+           'Signature', 'tensor']

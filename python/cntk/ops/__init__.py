@@ -57,10 +57,15 @@ def constant(value=None, shape=None, dtype=None, device=None, name=''):
 # --------------------------------------------------- graph structure
 
 def combine(*operands, **kwargs):
-    """One Function whose outputs are the outputs of all operands."""
-    name = kwargs.get('name', '')
+    """One Function whose outputs are the outputs of all operands (Functions or
+    Variables, given as arguments or as one list): `combine([loss, metric])`."""
+    name = kwargs.pop('name', '')
+    if kwargs:
+        raise TypeError("combine: unexpected arguments %s" % ", ".join(kwargs))
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = operands[0]
+    if not operands:
+        raise ValueError("combine: needs at least one Function or Variable")
     outs = []
     for o in operands:
         if isinstance(o, _cntk.Function):
@@ -74,6 +79,8 @@ def combine(*operands, **kwargs):
 
 def as_composite(root_function, name=''):
     """The graph below `root_function` as a composite Function."""
+    if not isinstance(root_function, _cntk.Function):
+        raise TypeError("as_composite needs a Function, not %s" % type(root_function).__name__)
     return _cntk.composite(root_function, name)
 
 
@@ -82,19 +89,30 @@ def as_block(composite, block_arguments_map, block_op_name, block_instance_name=
 
     `block_arguments_map` pairs each placeholder of the composite with the variable that feeds it.
     """
+    if not isinstance(composite, _cntk.Function):
+        raise TypeError("as_block needs a Function to encapsulate, not %s" % type(composite).__name__)
     if isinstance(block_arguments_map, dict):
         block_arguments_map = list(block_arguments_map.items())
     pairs = []
-    for ph, v in block_arguments_map:
-        if isinstance(v, _cntk.Function):
-            v = v.output
-        pairs.append((ph, v))
-    return _cntk.block(composite, pairs, block_op_name, block_instance_name)
+    for item in block_arguments_map:
+        if not isinstance(item, (list, tuple)) or len(item) != 2:
+            raise TypeError("as_block: block_arguments_map must hold (placeholder, variable) pairs")
+        ph, v = item
+        pairs.append((as_variable(ph), as_variable(v)))
+    block = _cntk.block(composite, pairs, block_op_name, block_instance_name)
+    return _cntk.composite(block, block_instance_name)
 
 
 def alias(x, name=''):
-    """A new function that passes `x` through unchanged (a different node with its own name)."""
+    """A new function whose output is `x`'s, under a name of its own: a distinct node
+    that can be substituted or looked up without touching `x`'s other uses."""
     return prim('NoOp', [x], {}, name)
+
+
+def custom_proxy_op(custom_op, output_shape, output_data_type, *operands, **kw_name):
+    """A stand-in op for a custom operation that another runtime computes (ONNX export);
+    OpenCNTK cannot compute it."""
+    raise NotImplementedError("custom_proxy_op: custom proxy operations are not supported")
 
 
 def associative_multi_arg(f):
@@ -109,7 +127,7 @@ def associative_multi_arg(f):
         if not operands:
             raise ValueError("%s needs at least one operand" % f.__name__)
         if len(operands) == 1:
-            return alias(operands[0], name) if name else as_variable(operands[0])
+            return alias(operands[0], name)  # a Function, as for several operands
         while len(operands) > 2:
             operands = [f(operands[i], operands[i + 1]) if i + 1 < len(operands) else operands[i]
                         for i in range(0, len(operands), 2)]

@@ -1,28 +1,34 @@
 """Function: the computing node of a graph, and CNTK's Python API on it."""
 import enum
 import inspect
+import sys
 
 import numpy as np
 
 from .. import _cntk
 from ..core import _from_value, _to_value
 from ..tensor import TensorOpsMixin
-from ..variables import Record
+from ..variables import Record, Variable, _Type
 
 Function = _cntk.Function
 _PRIMITIVE, _COMPOSITE, _BLOCK = 0, 1, 2
 
 
+@enum.unique
 class CloneMethod(enum.Enum):
     """How `Function.clone` treats parameters: new copies, the same ones, or constants."""
-    clone = 'clone'
     share = 'share'
+    """Parameters are shared between the function being cloned and the clone."""
+    clone = 'clone'
+    """The clone gets new parameters initialized with the current values."""
     freeze = 'freeze'
+    """Parameters are cloned as constants (e.g. for a fixed feature extractor)."""
 
 
 _CLONE_CODE = {CloneMethod.clone: 0, CloneMethod.share: 1, CloneMethod.freeze: 2}
 
 
+@enum.unique
 class ModelFormat(enum.Enum):
     """File formats for `Function.save` / `load_model`."""
     CNTKv2 = 'CNTKv2'
@@ -33,15 +39,20 @@ def _composite(f):
     return f if f._kind == _COMPOSITE else _cntk.composite(f)
 
 
-def _wrap(f):
-    """Functions handed to users are composites, as in CNTK, except blocks and primitives reached by traversal."""
-    return f
+def _as_output(v, what='a variable'):
+    """Functions stand for their single output; anything else must be a Variable."""
+    if isinstance(v, _cntk.Function):
+        return v.output
+    if isinstance(v, _cntk.Variable):
+        return v
+    raise TypeError("expected %s (a Variable or a Function), got %s" % (what, type(v).__name__))
 
 
 # ------------------------------------------------------------ properties
 
 def _arguments(self):
-    """The input variables (not parameters or constants) the function needs data for."""
+    """The input variables (not parameters or constants) the function needs data for,
+    with unbound placeholders, in the order they feed the graph."""
     return tuple(self._arguments())
 
 
@@ -56,160 +67,287 @@ def _output(self):
     return outs[0]
 
 
-def _root_function(self):
-    return self._root_function()
-
-
-def _is_composite(self):
-    return self._kind == _COMPOSITE
-
-
-def _is_primitive(self):
-    return self._kind == _PRIMITIVE
-
-
-def _is_block(self):
-    return self._kind == _BLOCK
-
-
-def _block_root(self):
-    return self._block_root()
-
-
-def _block_arguments_mapping(self):
-    return [(k, v) for k, v in self._block_arguments_mapping()]
-
-
 def _attributes(self):
     return self._root_function()._attributes if self._kind == _COMPOSITE else self._attributes
 
 
-_native_set_attribute = Function.set_attribute  # replaced on the class below
+_native_set_attribute = _cntk.Function.set_attribute
 
 
 def _set_attribute(self, name, value):
-    _native_set_attribute(self._root_function(), name, value)
+    """Changes an op attribute (e.g. 'dropoutRate' of dropout, 'rngSeed' of a random op)."""
+    target = self._root_function() if self._kind == _COMPOSITE else self
+    _native_set_attribute(target, name, value)
 
 
-def _name_get(self):
-    return self._name
+class _CustomAttributes(dict):
+    """A dict view of a function's custom attributes: assignments are stored with the function."""
+
+    def __init__(self, function):
+        super(_CustomAttributes, self).__init__(function._get_custom_attributes())
+        self._function = function
+
+    def __setitem__(self, key, value):
+        if not isinstance(key, str):
+            raise TypeError("custom attribute names must be strings")
+        self._function._set_custom_attribute(key, value)
+        super(_CustomAttributes, self).__setitem__(key, value)
+
+
+def _custom_target(self):
+    return self._root_function() if self._kind == _COMPOSITE else self
+
+
+def _custom_attributes_get(self):
+    """User key/value pairs stored with the function (composites use their root's)."""
+    return _CustomAttributes(_custom_target(self))
+
+
+def _custom_attributes_set(self, values):
+    values = values or {}
+    if not isinstance(values, dict):
+        raise TypeError("custom_attributes must be set from a dict")
+    target = _custom_target(self)
+    target._reset_custom_attributes()
+    for k, v in values.items():
+        if not isinstance(k, str):
+            raise TypeError("custom attribute names must be strings")
+        target._set_custom_attribute(k, v)
 
 
 def _name_set(self, name):
+    if not isinstance(name, str):
+        raise TypeError("a function name must be a string, not %s" % type(name).__name__)
     self._name = name
 
 
 def _type(self):
-    """The type of the function: its output variable (or outputs)."""
-    return self.output if len(self.outputs) == 1 else self.outputs
+    """The type of the function's single output."""
+    return self.output._type
+
+
+_placeholders_under_construction = set()
 
 
 def _signature(self):
-    """The arguments in call order."""
-    return self.arguments
+    """The arguments, without placeholders of an enclosing @Function still under construction."""
+    return tuple(a for a in self.arguments if a not in _placeholders_under_construction)
 
 
 def _argument_map(self, *args, **kwargs):
-    """Pairs the function's arguments with positional or named values."""
-    params = list(self.arguments)
-    if len(args) > len(params):
-        raise TypeError("function takes %d arguments but %d were given" % (len(params), len(args)))
+    """Pairs the function's signature with positional or named values, as Python
+    binds arguments (every parameter is required)."""
+    params = self.signature
+    if len(args) + len(kwargs) != len(params):
+        raise TypeError("CNTK Function expected %d arguments, got %d" % (len(params), len(args) + len(kwargs)))
     result = dict(zip(params, args))
     by_name = {p.name: p for p in params}
     for k, v in kwargs.items():
         if k not in by_name:
-            raise TypeError("function has no argument named '%s'" % k)
+            raise TypeError("CNTK Function has no argument named '%s'" % k)
         if by_name[k] in result:
-            raise TypeError("argument '%s' given twice" % k)
+            raise TypeError("CNTK Function got argument '%s' twice" % k)
         result[by_name[k]] = v
-    missing = [p for p in params if p not in result]
-    if missing:
-        raise TypeError("missing arguments: %s" % ", ".join(p.name or p.uid for p in missing))
     return result
 
 
-def _call(self, *args, **kwargs):
-    """Applies the function to variables (building graph) — CNTK's `f(x)`.
+def _replace_args_type_check(arg_map):
+    """Checks that each substitute fits the type of the argument it replaces."""
+    for i, (param, arg) in enumerate(arg_map.items()):
+        pname = "argument %s" % param.name if param.name else "positional argument %d" % i
+        if isinstance(arg, _cntk.Function):
+            if len(arg.outputs) != 1:
+                raise TypeError(pname + " was passed a Function with %d outputs" % len(arg.outputs))
+            arg = arg.output
+        if not isinstance(arg, _cntk.Variable):
+            raise TypeError(pname + " was passed an object that is not a Variable or Function")
+        ptype, atype = param._type, arg._type
+        if param.is_placeholder or not ptype.shape_is_known:
+            continue
+        if not atype.shape_is_known:
+            raise TypeError(pname + " has a known shape, and cannot be passed a Variable of unknown shape")
+        ps, as_ = ptype.shape, atype.shape
+        if len(as_) < len(ps) or as_[len(as_) - len(ps):] != ps or \
+                (atype.dynamic_axes and atype.dynamic_axes != ptype.dynamic_axes) or \
+                atype.dtype != ptype.dtype or atype.is_sparse != ptype.is_sparse:
+            raise TypeError("%s's type %s is incompatible with the type %s of the passed Variable"
+                            % (pname, ptype, atype))
 
-    Placeholders and arguments are replaced in a shared clone; with data instead of
-    variables, evaluates (like `eval`).
-    """
+
+def _call(self, *args, **kwargs):
+    """`f(x, y)`: with Variables or Functions, a clone of `f` (parameters shared) with
+    its arguments bound to them; with data, evaluates `f` (a tuple for several outputs)."""
     arg_map = _argument_map(self, *args, **kwargs)
-    graph_args = [v for v in arg_map.values() if isinstance(v, (_cntk.Variable, _cntk.Function))]
-    if graph_args and len(graph_args) != len(arg_map):
+    for a in self.arguments:  # placeholders of an enclosing @Function stay as they are
+        if a not in arg_map:
+            arg_map[a] = a
+    symbolic = any(isinstance(v, (_cntk.Function, _cntk.Variable)) for v in arg_map.values())
+    if symbolic:
         from ..internal import as_variable
-        arg_map = {k: as_variable(v, k.dtype) for k, v in arg_map.items()}
-    elif not graph_args:
-        return self.eval(arg_map)
-    subs = []
-    for k, v in arg_map.items():
-        if isinstance(v, _cntk.Function):
-            v = v.output
-        subs.append((k, v))
-    return self._clone(_CLONE_CODE[CloneMethod.share], subs)
+        arg_map = {k: (v if isinstance(v, (_cntk.Function, _cntk.Variable)) else as_variable(v, k.dtype))
+                   for k, v in arg_map.items()}
+        _replace_args_type_check(arg_map)
+        return _clone(self, CloneMethod.share, arg_map)
+    outputs = self.outputs
+    _, output_map = _forward(self, arg_map, outputs)
+    if len(outputs) > 1:
+        return tuple(output_map[o] for o in outputs)
+    return output_map[outputs[0]]
+
+
+def _rshift(self, other):
+    """Forward composition: `f >> g` is `g(f)`; a tuple of functions applies each to the input."""
+    inputs = self.outputs
+    if isinstance(other, tuple):
+        from . import combine
+        return combine([g(inputs[i if len(inputs) > 1 else 0]) for i, g in enumerate(other)])
+    if len(inputs) > 1:
+        return other(*inputs)
+    return other(self)
+
+
+def _lshift(self, other):
+    """Backward composition: `f << g` is `f(g)`."""
+    return self(other)
 
 
 def _clone(self, method, substitutions=None):
-    """A copy of the graph; parameters cloned, shared or frozen; `substitutions` maps variables to replacements."""
-    if isinstance(method, str):
-        method = CloneMethod(method)
+    """A copy of the graph whose parameters are cloned, shared or frozen (`method`,
+    a CloneMethod or its name) and whose variables in `substitutions` (a dict from
+    variables of this graph to their replacements) are replaced. Inputs and
+    placeholders that are not substituted get fresh copies, as in CNTK."""
+    method = CloneMethod(method.value if isinstance(method, CloneMethod) else method)
+    substitutions = substitutions or {}
+    if not isinstance(substitutions, dict):
+        raise TypeError("clone: substitutions must be a dict from variables to variables")
     subs = []
-    for k, v in (substitutions or {}).items():
-        if isinstance(v, _cntk.Function):
-            v = v.output
-        if isinstance(k, _cntk.Function):
-            k = k.output
-        subs.append((k, v))
+    for k, v in substitutions.items():
+        if k is None or v is None:
+            raise TypeError("clone: cannot replace %r with %r; neither may be None" % (k, v))
+        subs.append((_as_output(k, 'a variable to substitute'), _as_output(v, 'a substitute')))
     return self._clone(_CLONE_CODE[method], subs)
 
 
 def _replace_placeholders(self, substitutions):
-    """Binds placeholders to variables in place; returns this function."""
+    """Binds placeholders to variables in place (shapes are inferred again); returns this function."""
+    substitutions = substitutions or {}
+    if not isinstance(substitutions, dict):
+        raise TypeError("replace_placeholders: substitutions must be a dict from placeholders to variables")
     subs = []
     for k, v in substitutions.items():
-        if isinstance(v, _cntk.Function):
-            v = v.output
-        subs.append((k, v))
+        k = _as_output(k, 'a placeholder')
+        if not k.is_placeholder:
+            raise ValueError("replace_placeholders: %r is not a placeholder" % (k,))
+        if v is None:
+            raise TypeError("replace_placeholders: the replacement for %r is None" % (k,))
+        subs.append((k, _as_output(v, 'a replacement')))
     self._replace_placeholders(subs)
     return self
 
 
 def _replace_placeholder(self, substitution):
+    """Binds the function's only placeholder (ValueError if it has none or several)."""
     phs = self.placeholders
     if len(phs) != 1:
         raise ValueError("replace_placeholder: the function has %d placeholders, not one" % len(phs))
     return _replace_placeholders(self, {phs[0]: substitution})
 
 
+def _depth_first_search(root, visitor, depth=0):
+    """Functions and leaf variables of the graph for which `visitor` is true, in
+    depth-first order. Blocks are entered `depth` levels deep (-1: all levels)."""
+    if depth < 0:
+        depth = sys.maxsize
+    stack = [(root.root_function, depth)]
+    found, visited = [], set()
+    while stack:
+        node, d = stack.pop(0)
+        if node.uid in visited:
+            continue
+        visited.add(node.uid)
+        if isinstance(node, _cntk.Variable):
+            if node.is_output:
+                stack.insert(0, (node.owner.root_function, d))
+                continue
+            if visitor(node):
+                found.append(node)
+            continue
+        if node.is_block and d > 0:
+            mapping = node.block_arguments_mapping
+            visited.update(ph.uid for ph, _ in mapping)
+            stack = [(outer, d - 1) for _, outer in mapping] + stack
+            stack.append((node.block_root.root_function, d - 1))
+            if visitor(node):
+                found.append(node)
+            continue
+        stack = [(i, d) for i in node.root_function.inputs] + stack
+        if visitor(node):
+            found.append(node)
+    return found
+
+
 def _find_all_with_name(self, name, depth=0):
-    """All functions in the graph with this name (depth > 0 or < 0 also searches inside blocks)."""
-    return list(self._find_all_with_name(name, depth != 0))
+    """All functions and variables of the graph named `name` (depth: how many block levels to enter, -1 all)."""
+    if not isinstance(name, str):
+        raise ValueError("the name must be a string, not %s" % type(name).__name__)
+    return [_composite(n) if isinstance(n, _cntk.Function) and n._kind == _PRIMITIVE else n
+            for n in _depth_first_search(self, lambda n: n.name == name, depth)]
 
 
 def _find_by_name(self, name, depth=0):
-    """The one function with this name, or None; ValueError if several have it."""
+    """The function or variable named `name`, or None; ValueError if several have it."""
     found = _find_all_with_name(self, name, depth)
     if len(found) > 1:
-        raise ValueError("several functions are named '%s'" % name)
+        raise ValueError("found %d nodes named '%s'; use find_all_with_name" % (len(found), name))
     return found[0] if found else None
 
 
 def _getattr(self, name):
-    # CNTK lets `f.name` reach a named output or a function in the graph.
-    if name.startswith('_') or name in ('__array__',):
-        raise AttributeError(name)
-    for o in _cntk.Function._outputs(self):
-        if o.name == name:
-            return o
-    found = _cntk.Function._find_all_with_name(self, name, False)
-    if len(found) == 1:
-        return _composite(found[0])
-    raise AttributeError("'Function' object has no attribute '%s'" % name)
+    # Names of the graph first (e.g. model.W), then the single output's attributes.
+    if name.startswith('_') or name in ('outputs', 'output', 'this', '__array__'):
+        raise AttributeError("neither Function nor its output variable has '%s'" % name)
+    if not hasattr(_cntk.Variable, name):
+        root = self.block_root if self._kind == _BLOCK else self
+        try:
+            item = _find_by_name(root, name, 1)
+        except ValueError:
+            item = None
+        if item is not None:
+            return item
+    outs = _cntk.Function._outputs(self)
+    if len(outs) != 1:
+        raise AttributeError("Function has no attribute '%s' and it cannot be looked up in its outputs "
+                             "because it has %d" % (name, len(outs)))
+    return getattr(outs[0], name)
+
+
+def _str(self):
+    """`name: Op(arg: Type, ...) -> Type`, as CNTK prints functions."""
+    op_name = self._op_name
+    if self._kind == _COMPOSITE:
+        root = self.root_function
+        if root._op_name == 'Combine' or not all(i.uid == ri.uid for i, ri in zip(self.inputs, root.inputs)):
+            op_name = 'Composite'
+
+    def spec(v, is_output=False):
+        prefix = v.name + ': ' if not is_output and v.name else ''
+        return prefix + str(v._type)
+    outs = self.outputs
+    out_sig = 'Tuple[' + ', '.join(spec(o, True) for o in outs) + ']' if len(outs) > 1 else spec(outs[0], True)
+    prefix = self.name + ': ' if self.name else ''
+    return prefix + op_name + '(' + ', '.join(spec(a) for a in self.signature) + ') -> ' + out_sig
+
+
+def _repr(self):
+    kind = {_PRIMITIVE: 'Primitive', _COMPOSITE: 'Composite', _BLOCK: 'Block'}[self._kind]
+    return "%s(%s%s)" % (kind, self._op_name, ", '%s'" % self._name if self._name else '')
 
 
 # ------------------------------------------------------------- computing
 
 def _sanitize_arguments(self, arguments):
+    """User arguments -> [(variable, native Value)]: a dict keyed by variables or their
+    names, a list/tuple with one entry per argument, or one value for a single argument."""
     args = self.arguments
     if arguments is None:
         arguments = {}
@@ -219,19 +357,27 @@ def _sanitize_arguments(self, arguments):
             if isinstance(k, str):
                 match = [a for a in args if a.name == k]
                 if len(match) != 1:
-                    raise ValueError("no unique argument named '%s'" % k)
+                    raise ValueError("%s argument named '%s'; the arguments are: %s"
+                                     % ("no" if not match else "more than one", k,
+                                        ", ".join(repr(a) for a in args)))
                 k = match[0]
-            if isinstance(k, _cntk.Function):
+            elif isinstance(k, _cntk.Function):
                 k = k.output
+            elif not isinstance(k, _cntk.Variable):
+                raise TypeError("argument keys must be Variables or names, not %s" % type(k).__name__)
             items.append((k, v))
-    elif isinstance(arguments, (list, tuple)) and len(args) > 1 and len(arguments) == len(args) \
-            and not isinstance(arguments[0], (int, float)):
+    elif len(args) > 1 and isinstance(arguments, (list, tuple)) and len(arguments) == len(args) and \
+            all(isinstance(a, (list, tuple, np.ndarray)) or hasattr(a, 'shape') for a in arguments):
         items = list(zip(args, arguments))
     else:
         if len(args) != 1:
-            raise ValueError("data given without naming the argument, but the function has %d arguments: %s"
-                             % (len(args), ", ".join(str(a) for a in args)))
+            raise ValueError("data was given without naming its argument, but the function has %d arguments (%s); "
+                             "pass a dict from arguments to data" % (len(args), ", ".join(repr(a) for a in args)))
         items = [(args[0], arguments)]
+    for k, _ in items:
+        if k.is_placeholder:
+            raise ValueError("%r is an unbound placeholder: bind it with replace_placeholders or "
+                             "update_signature before computing" % (k,))
     return [(k, _to_value(k, v)) for k, v in items]
 
 
@@ -240,152 +386,235 @@ def _sanitize_outputs(self, outputs):
         return list(self.outputs)
     if isinstance(outputs, (_cntk.Variable, _cntk.Function)):
         outputs = [outputs]
-    return [o.output if isinstance(o, _cntk.Function) else o for o in outputs]
-
-
-def _eval(self, arguments=None, outputs=None, device=None, as_numpy=True):
-    """Computes the outputs. One output gives its value; several give a dict by output variable."""
-    outs = _sanitize_outputs(self, outputs)
-    values, _ = _cntk.forward(self, _sanitize_arguments(self, arguments), outs, False)
-    result = {o: _from_value(o, v, as_numpy) for o, v in zip(outs, values)}
-    if len(result) == 1:
-        return next(iter(result.values()))
+    result = []
+    for o in outputs:
+        if isinstance(o, _cntk.Function):
+            result.extend(o.outputs)
+        elif isinstance(o, _cntk.Variable):
+            result.append(o)
+        else:
+            raise TypeError("outputs must be Variables or Functions, not %s" % type(o).__name__)
     return result
 
 
+def _single_or_dict(d):
+    return next(iter(d.values())) if len(d) == 1 else d
+
+
+def _eval(self, arguments=None, outputs=None, device=None, as_numpy=True):
+    """Computes the outputs (default: all). One output gives its value; several give
+    a dict from output variable to value."""
+    _, output_map = _forward(self, arguments, outputs, device=device, as_numpy=as_numpy)
+    return _single_or_dict(output_map)
+
+
 def _forward(self, arguments, outputs=None, keep_for_backward=None, device=None, as_numpy=True):
-    """Computes `outputs`; returns (state, {output: value}). With `keep_for_backward`
-    the state can be passed to `backward` (and the call runs in training mode)."""
+    """Computes `outputs` (default: all outputs); returns (state, {output: value}).
+    With `keep_for_backward` (a set of outputs) the call runs in training mode and the
+    state can be passed to `backward`; without it the state is None."""
     outs = _sanitize_outputs(self, outputs)
-    keep = set(_sanitize_outputs(self, keep_for_backward)) if keep_for_backward else set()
-    for k in keep:
-        if k not in outs:
-            outs.append(k)
-    values, state = _cntk.forward(self, _sanitize_arguments(self, arguments), outs, bool(keep))
-    requested = _sanitize_outputs(self, outputs)
-    return state, {o: _from_value(o, v, as_numpy) for o, v in zip(outs, values) if o in requested or not outputs}
+    keep = _sanitize_outputs(self, keep_for_backward) if keep_for_backward else []
+    wanted = list(outs) + [k for k in keep if k not in outs]
+    values, state = _cntk.forward(self, _sanitize_arguments(self, arguments), wanted, bool(keep))
+    return state, {o: _from_value(o, v, as_numpy) for o, v in zip(wanted, values) if o in outs}
 
 
 def _backward(self, state, root_gradients, variables, as_numpy=True):
-    """Gradients of the roots (seeded by `root_gradients`) with respect to `variables`."""
+    """Gradients of the roots (`root_gradients`: {output: gradient data}) with respect to `variables`."""
     if state is None:
-        raise ValueError("backward: no state; call forward with keep_for_backward")
-    roots = [(k.output if isinstance(k, _cntk.Function) else k, _to_value(k, v)) for k, v in root_gradients.items()]
-    wrt = list(variables)
+        raise ValueError("backward: no state to backpropagate through; call forward with keep_for_backward "
+                         "set to the outputs in root_gradients")
+    if not isinstance(root_gradients, dict) or not root_gradients:
+        raise TypeError("backward: root_gradients must be a non-empty dict from outputs to gradient data")
+    roots = []
+    for k, v in root_gradients.items():
+        k = _as_output(k, 'an output')
+        roots.append((k, _to_value(k, v)))
+    if isinstance(variables, (_cntk.Variable, _cntk.Function)):
+        variables = [variables]
+    wrt = [_as_output(w) for w in variables]
     grads = _cntk.backward(state, roots, wrt)
     return {w: _from_value(w, g, as_numpy) for w, g in zip(wrt, grads)}
 
 
 def _grad(self, at, wrt=None, outputs=None, device=None, as_numpy=True, grad_root=None):
-    """Gradient of the (single) output, summed over its elements, with respect to `wrt`
-    (default: all arguments). One variable gives its gradient; several give a dict.
-    With `outputs`, returns (gradients, output values)."""
-    if len(self.outputs) != 1 and grad_root is None:
-        raise ValueError("grad needs a function with one output, or grad_root")
-    root = grad_root if grad_root is not None else self.output
-    if isinstance(root, _cntk.Function):
-        root = root.output
+    """The gradient of the single output (or of `grad_root`), summed over its elements,
+    with respect to `wrt` (default: the arguments that need gradients). One variable
+    gives its gradient, several a dict. With `outputs`, returns (gradients, output values)."""
+    if grad_root is None:
+        if len(self.outputs) != 1:
+            raise ValueError("grad: the function has %d outputs; give grad_root" % len(self.outputs))
+        root = self.output
+    else:
+        root = _as_output(grad_root, 'grad_root')
     if wrt is None:
-        wrt = list(self.arguments)
-    single = isinstance(wrt, (_cntk.Variable, _cntk.Function))
-    if single:
+        wrt = [a for a in self.arguments if a.needs_gradient]
+        if not wrt:
+            raise ValueError("grad: none of the arguments of %s needs a gradient; pass wrt or create inputs "
+                             "with needs_gradient=True" % (self,))
+    elif isinstance(wrt, (_cntk.Variable, _cntk.Function)):
         wrt = [wrt]
-    wrt = [w.output if isinstance(w, _cntk.Function) else w for w in wrt]
+    wrt_list = []
+    for w in wrt:
+        w = _as_output(w, 'a variable to differentiate with respect to')
+        if w not in wrt_list:
+            wrt_list.append(w)
     outs = _sanitize_outputs(self, outputs) if outputs is not None else []
     want = [root] + [o for o in outs if o != root]
     values, state = _cntk.forward(self, _sanitize_arguments(self, at), want, True)
     root_value = values[0]
-    ones = _cntk.Value(_cntk.NDArrayView.full(root_value._dtype, root_value._shape, 1.0), root_value._mask)
-    grads = _cntk.backward(state, [(root, ones)], wrt)
-    result = {w: _from_value(w, g, as_numpy) for w, g in zip(wrt, grads)}
-    if single or len(result) == 1:
-        result = next(iter(result.values()))
+    seed = _cntk.NDArrayView.full(root_value._dtype, root_value._shape, 1.0)
+    if root_value._mask is not None:  # padding past a sequence's end contributes nothing
+        ones = np.ones(root_value._shape, dtype=root_value.dtype)
+        ones[root_value._mask.asarray() == 0] = 0
+        seed = _cntk.NDArrayView.from_numpy(ones)
+    ones = _cntk.Value(seed, root_value._mask)
+    grads = _cntk.backward(state, [(root, ones)], wrt_list)
+    result = _single_or_dict({w: _from_value(w, g, as_numpy) for w, g in zip(wrt_list, grads)})
     if outputs is not None:
         out_vals = {o: _from_value(o, v, as_numpy) for o, v in zip(want, values) if o in outs}
-        return result, out_vals
+        return result, _single_or_dict(out_vals)
     return result
 
 
 # ------------------------------------------------------------- signature
 
+def _to_input(arg_type, name):
+    from ..layers.typing import _to_input as typed_input
+    if isinstance(arg_type, (int, np.integer)):
+        arg_type = (int(arg_type),)
+    arg_type = _Type._sanitize(arg_type)
+    if not isinstance(arg_type, (tuple, _Type, _cntk.Variable)):
+        raise TypeError("update_signature expects an int, a tuple of ints or a type such as Tensor[3], not %r"
+                        % (arg_type,))
+    return typed_input(arg_type, name)
+
+
 def _update_signature(self, *arg_types, **kwarg_types):
-    """Replaces placeholder arguments by input variables of the given types (Tensor[...], ...)."""
-    from ..layers.typing import _to_input
-    phs = [a for a in self.arguments if a.is_placeholder] or list(self.placeholders)
-    if not phs:
-        phs = list(self.placeholders)
-    if len(arg_types) > len(phs):
-        raise TypeError("update_signature: %d types for %d arguments" % (len(arg_types), len(phs)))
-    subs = {}
-    for ph, t in zip(phs, arg_types):
-        subs[ph] = _to_input(t, ph.name)
-    by_name = {p.name: p for p in phs}
-    for k, t in kwarg_types.items():
-        if k not in by_name:
-            raise TypeError("update_signature: no argument named '%s'" % k)
-        subs[by_name[k]] = _to_input(t, k)
-    _replace_placeholders(self, subs)
-    return self
+    """Replaces the placeholder arguments, in place, by inputs of the given types: ints or
+    tuples (shapes), types such as `Tensor[3]`, or None to leave an argument alone."""
+    arg_map = _argument_map(self, *arg_types, **kwarg_types)
+    arg_map = {p: _to_input(t, p.name) for p, t in arg_map.items() if t is not None}
+    _replace_args_type_check(arg_map)
+    _replace_placeholders(self, arg_map)
 
 
 def _declare_args(self, *arg_types):
-    """Older name of update_signature."""
-    return _update_signature(self, *arg_types)
+    """Older form of update_signature: one shape or Variable per placeholder."""
+    phs = self.placeholders
+    if len(arg_types) != len(phs):
+        raise TypeError("declare_args expected %d arguments, got %d" % (len(phs), len(arg_types)))
+    args = [a if isinstance(a, _cntk.Variable) else _to_input(a, p.name) for p, a in zip(phs, arg_types)]
+    arg_map = dict(zip(phs, args))
+    _replace_args_type_check(arg_map)
+    _replace_placeholders(self, arg_map)
 
 
 def _function_factory(*args, **kwargs):
-    """`Function(f)`: builds a graph by calling the Python function `f` on placeholders
-    (or on typed inputs when its parameters are annotated)."""
-    if not args or not callable(args[0]) or isinstance(args[0], _cntk.Function):
+    """`Function(f)` / `@Function`: builds a graph by calling the Python function `f`
+    once, on input variables for parameters annotated with types (Tensor[3], ...)
+    and on placeholders for the others."""
+    if not args or not callable(args[0]) or isinstance(args[0], (_cntk.Function, _cntk.Variable)):
         raise TypeError("Function() takes a Python function to turn into a graph")
-    f = args[0]
-    make_block = kwargs.get('make_block', False)
-    op_name = kwargs.get('op_name', None)
-    name = kwargs.get('name', None)
-    return _from_python(f, make_block=make_block, op_name=op_name, name=name)
+    return _to_function(args[0], make_block=kwargs.get('make_block', False), op_name=kwargs.get('op_name', None),
+                        name=kwargs.get('name', None))
 
 
-def _from_python(f, make_block=False, op_name=None, name=None):
-    from ..layers.typing import _to_input
-    from . import placeholder, combine, as_block
+def _python_params(f):
     sig = inspect.signature(f)
-    params = [p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    annotations = getattr(f, '__annotations__', {})
-    args = []
-    for p in params:
-        t = annotations.get(p.name, None)
-        if t is not None and not make_block:
-            args.append(_to_input(t, p.name))
-        else:
-            args.append(placeholder(name=p.name))
-    out = f(*args)
-    if isinstance(out, (tuple, list)):
-        outs = [o.output if isinstance(o, _cntk.Function) else o for o in out]
-        result = combine(outs)
-    elif isinstance(out, _cntk.Variable):
-        result = combine([out])
-    else:
-        result = out
+    names = []
+    for p in sig.parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise TypeError("CNTK Function '%s' cannot have *args or **kwargs parameters" % f.__name__)
+        names.append(p.name)
+    return names, dict(getattr(f, '__annotations__', {}) or {})
+
+
+def _to_function(f, make_block=False, op_name=None, name=None):
+    from . import placeholder, combine, alias, as_block
+    f_name = getattr(f, '__name__', 'function')
+    arg_names, annotations = _python_params(f)
+
+    def make_arg(arg_name):
+        t = _Type._sanitize(annotations.get(arg_name, None))
+        if isinstance(t, _Type):
+            from ..layers.typing import _to_input as typed_input
+            return typed_input(t, arg_name)
+        return placeholder(name=arg_name)
+
+    args = [make_arg(n) for n in arg_names]
+
+    def invoke(fun_args):
+        try:
+            for a in args:
+                _placeholders_under_construction.add(a)
+            out = f(*fun_args)
+        finally:
+            for a in args:
+                _placeholders_under_construction.discard(a)
+        if out is None:
+            raise TypeError("CNTK Function '%s' must return a value" % f_name)
+        if isinstance(out, tuple):
+            items = [combine([o]) if isinstance(o, _cntk.Variable) else o for o in out]
+            seen = []
+            for i, o in enumerate(items):
+                if not isinstance(o, _cntk.Function):
+                    raise TypeError("CNTK Function '%s' returned %s, not a Variable or Function"
+                                    % (f_name, type(o).__name__))
+                if any(o == s for s in seen):
+                    items[i] = alias(o)
+                seen.append(o)
+            return combine(items)
+        if isinstance(out, _cntk.Variable):
+            return combine([out])
+        if not isinstance(out, _cntk.Function):
+            raise TypeError("CNTK Function '%s' returned %s, not a Variable or Function" % (f_name, type(out).__name__))
+        return out
+
+    def force_order(fun_args):
+        # Route the arguments through one 'Tuple' block so that they appear in parameter order.
+        inner = [placeholder(name=a.name) for a in fun_args]
+        return as_block(combine(inner), list(zip(inner, fun_args)), 'Tuple').outputs
+
     if make_block:
-        phs = [a for a in args if a.is_placeholder]
-        outer = [placeholder(name=a.name) for a in phs]
-        result = as_block(result, list(zip(phs, outer)), op_name or f.__name__, name or '')
-    if name and not make_block:
-        result.name = name
-    return result
+        inner = [placeholder(name=a.name) for a in args]
+        out = invoke(inner)
+        out = as_block(out, list(zip(inner, args)), op_name or f_name, name or '')
+    else:
+        out = invoke(args)
+        out_names = [a.name for a in out.signature]
+        if set(out_names) == set(arg_names) and out_names != arg_names:
+            out = invoke(force_order(args))
+
+    sig = out.signature
+    if len(sig) != len(args):
+        missing = [a for a in sig if a not in args]
+        if missing:
+            raise TypeError("CNTK Function '%s' has %d missing arguments (%s), which is currently not supported"
+                            % (f_name, len(missing), ", ".join(a.name for a in missing)))
+        unused = [a for a in args if a not in sig]
+        raise TypeError("CNTK Function '%s' has %d unused arguments (%s), which is currently not supported"
+                        % (f_name, len(unused), ", ".join(a.name for a in unused)))
+    if name and not make_block and not out.name:
+        out.name = name
+    return out
+
+
+_from_python = _to_function  # the name the layers library calls
 
 
 def BlockFunction(op_name, name):
-    """Decorator: the Python function becomes a block function named `op_name`."""
+    """Decorator: the Python function becomes a block function with op name `op_name`
+    and instance name `name` (it appears as one op in the graph)."""
     def decorator(f):
-        return _from_python(f, make_block=True, op_name=op_name, name=name)
+        return _to_function(f, make_block=True, op_name=op_name, name=name)
     return decorator
 
 
 def _unsupported(what, issue):
     def f(*args, **kwargs):
         raise NotImplementedError("%s is not implemented yet (%s)" % (what, issue))
-    f.__name__ = what
+    f.__name__ = what.split('.')[-1]
     return f
 
 
@@ -395,28 +624,30 @@ def load_model(model, device=None, format=ModelFormat.CNTKv2):
 
 
 def register_native_user_function(op_id, module_name, factory_method_name):
+    """Registers a native user function library (not supported)."""
     raise NotImplementedError("native user functions are not supported")
 
 
 def native_user_function(op_id, operands, attributes=None, user_function_instance_name=''):
+    """Creates a native user function (not supported)."""
     raise NotImplementedError("native user functions are not supported")
 
 
 class UserFunction(object):
-    """Base of Python-defined ops (forward/backward written in Python)."""
+    """Base of Python-defined ops (forward/backward written in Python); not supported yet."""
 
     def __init__(self, inputs, as_numpy=True, attributes=None, name=''):
         raise NotImplementedError("UserFunction: Python-defined ops are not supported yet")
 
     def infer_outputs(self):
-        raise NotImplementedError
+        raise NotImplementedError("UserFunction.infer_outputs must be implemented by a subclass")
 
     def clone(self, cloned_inputs):
-        raise NotImplementedError
+        raise NotImplementedError("UserFunction.clone must be implemented by a subclass")
 
     @staticmethod
     def deserialize(inputs, name, state):
-        raise NotImplementedError
+        raise NotImplementedError("UserFunction.deserialize must be implemented by a subclass")
 
     @property
     def op_name(self):
@@ -424,6 +655,11 @@ class UserFunction(object):
 
     def serialize(self):
         return {}
+
+
+def _function_eq(self, other):
+    """Two handles are equal when they stand for the same node (a composite and its root included)."""
+    return isinstance(other, _cntk.Function) and self._root_function().same(other._root_function())
 
 
 _props = {
@@ -434,14 +670,15 @@ _props = {
     'parameters': property(lambda self: list(self._parameters())),
     'constants': property(lambda self: list(self._constants())),
     'placeholders': property(lambda self: list(self._placeholders())),
-    'root_function': property(_root_function),
-    'is_composite': property(_is_composite),
-    'is_primitive': property(_is_primitive),
-    'is_block': property(_is_block),
-    'block_root': property(_block_root),
-    'block_arguments_mapping': property(_block_arguments_mapping),
+    'root_function': property(lambda self: self._root_function()),
+    'is_composite': property(lambda self: self._kind == _COMPOSITE),
+    'is_primitive': property(lambda self: self._kind != _COMPOSITE),
+    'is_block': property(lambda self: self._kind == _BLOCK),
+    'block_root': property(lambda self: self._block_root()),
+    'block_arguments_mapping': property(lambda self: [(k, v) for k, v in self._block_arguments_mapping()]),
     'attributes': property(_attributes),
-    'name': property(_name_get, _name_set),
+    'custom_attributes': property(_custom_attributes_get, _custom_attributes_set),
+    'name': property(lambda self: self._name, _name_set),
     'op_name': property(lambda self: self._op_name),
     'uid': property(lambda self: self._uid),
     'type': property(_type),
@@ -450,7 +687,6 @@ _props = {
     'dtype': property(lambda self: self.output.dtype),
     'dynamic_axes': property(lambda self: self.output.dynamic_axes),
     'is_sparse': property(lambda self: self.output.is_sparse),
-    'custom_attributes': property(lambda self: {}),
 }
 for _k, _v in _props.items():
     setattr(Function, _k, _v)
@@ -462,6 +698,8 @@ for _k, _v in vars(TensorOpsMixin).items():
 Function.set_attribute = _set_attribute
 Function.argument_map = _argument_map
 Function.__call__ = _call
+Function.__rshift__ = _rshift
+Function.__lshift__ = _lshift
 Function.clone = _clone
 Function.replace_placeholders = _replace_placeholders
 Function.replace_placeholder = _replace_placeholder
@@ -474,12 +712,11 @@ Function.backward = _backward
 Function.grad = _grad
 Function.update_signature = _update_signature
 Function.declare_args = _declare_args
-Function.__eq__ = lambda self, other: isinstance(other, _cntk.Function) and (
-    self.same(other) or (self._kind == _COMPOSITE and other._kind == _COMPOSITE
-                         and self._root_function().same(other._root_function())))
+Function.__eq__ = _function_eq
+Function.__ne__ = lambda self, other: not _function_eq(self, other)
 Function.__hash__ = lambda self: hash(self._root_function()._uid)
-Function.__repr__ = lambda self: "Composite(%s)" % self._op_name if self._kind == _COMPOSITE else \
-    "%s(%s)" % (self._op_name, self._name)
+Function.__str__ = _str
+Function.__repr__ = _repr
 Function.__array_priority__ = 100
 Function.save = _unsupported('Function.save', 'model files issue')
 Function.restore = _unsupported('Function.restore', 'model files issue')
@@ -489,6 +726,14 @@ Function.test = _unsupported('Function.test', 'training issue')
 Function.print_node_timing = _unsupported('Function.print_node_timing', 'profiler issue')
 Function.register_udf_deserialize_callback = staticmethod(_unsupported('register_udf_deserialize_callback',
                                                                         'model files issue'))
-Function.with_signature = staticmethod(
-    lambda *args, **kwargs: (lambda f: _update_signature(f if isinstance(f, _cntk.Function) else _from_python(f),
-                                                         *args, **kwargs)))
+
+
+def _with_signature(*args, **kwargs):
+    """Decorator: `@Function.with_signature(Tensor[3])` is `@Function` over `@Signature(Tensor[3])`."""
+    def decorator(f):
+        from ..layers.typing import Signature
+        return _to_function(Signature(*args, **kwargs)(f))
+    return decorator
+
+
+Function.with_signature = staticmethod(_with_signature)

@@ -64,6 +64,7 @@ BroadcastPlan<N> plan_broadcast(const NDShape& out, const std::array<const NDArr
 template <class T, size_t N, class F>
 void map(NDArrayView& out, const std::array<const NDArrayView*, N>& ins, F f) {
   auto p = plan_broadcast<N>(out.shape(), ins);
+  if (p.total == 0) return;  // nothing to compute (an empty batch)
   std::array<const T*, N> base;
   for (size_t k = 0; k < N; ++k)
     base[k] = static_cast<const T*>(ins[k]->storage()->data()) + ins[k]->offset();
