@@ -19,6 +19,10 @@ using VariableValues = std::vector<std::pair<Variable, Value>>;
 BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, const std::vector<Variable>& outputs,
                          std::vector<Value>& output_values, bool keep_for_backward);
 
+// `forward` computes any variable reachable from the arguments; CNTK's API only lets a
+// function compute its own graph's variables. This throws ValueError for the others.
+void check_outputs_in_graph(const FunctionPtr& f, const std::vector<Variable>& outputs);
+
 // Gradients of the roots (seeded with `root_gradients`) with respect to `wrt`.
 void backward(const BackPropStatePtr& state, const VariableValues& root_gradients, const std::vector<Variable>& wrt,
               std::vector<Value>& gradients);

@@ -400,6 +400,7 @@ NB_MODULE(_cntk, m) {
     BackPropStatePtr st;
     {
       nb::gil_scoped_release release;
+      cntk::check_outputs_in_graph(f, outputs.empty() ? f->outputs() : outputs);
       st = cntk::forward(f, args, outputs, outs, keep);
     }
     return std::make_pair(outs, st ? std::make_optional(StateHandle{st}) : std::nullopt);

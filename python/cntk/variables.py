@@ -1,7 +1,4 @@
 """Variables: inputs, outputs, parameters, constants and placeholders."""
-import collections
-import numbers
-
 import numpy as np
 
 from . import _cntk

@@ -93,10 +93,12 @@ ComputeContext make_context(const PlanStep& st, BackPropState& s) {
   ctx.fn = st.fn;
   ctx.attrs = &st.fn->attributes();
   ctx.training = s.training;
+  // Kernels compute in the output's data type: an input of another type (float32
+  // data next to a float64 one) is converted first.
+  DataType dt = st.out.empty() ? DataType::Unknown : s.plan->slot_var[st.out[0]].dtype();
   for (size_t i = 0; i < st.in.size(); ++i) {
-    // A step mixing float32 and float64 inputs computes in its promoted type.
-    const NDArrayView& x = s.values[st.in[i]];
-    ctx.inputs.push_back(st.promote != DataType::Unknown && x.dtype() != st.promote ? x.cast(st.promote) : x);
+    const NDArrayView& v = s.values[st.in[i]];
+    ctx.inputs.push_back(v.defined() && dt != DataType::Unknown && v.dtype() != dt ? v.cast(dt) : v);
     ctx.in_dyn.push_back(int(st.in_axes[i].size()));
     ctx.in_axes.push_back(st.in_axes[i]);
   }

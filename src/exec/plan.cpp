@@ -3,6 +3,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <set>
 #include <unordered_set>
 
 namespace cntk {
@@ -73,14 +74,10 @@ class PlanBuilder {
       PlanStep step;
       step.fn = f.get();
       step.op = f->op();
-      bool has_float = false, has_double = false;
       for (auto& in : f->direct_inputs()) {
         step.in.push_back(slot_of(in, bind));
         step.in_axes.push_back(layout_axes(in));
-        has_float = has_float || in.dtype() == DataType::Float;
-        has_double = has_double || in.dtype() == DataType::Double;
       }
-      if (has_float && has_double) step.promote = DataType::Double;
       auto outs = f->outputs();
       for (auto& o : outs) {
         if (o.shape().is_unknown())
@@ -103,7 +100,20 @@ class PlanBuilder {
 struct PlanCache {
   std::mutex mu;
   std::map<std::vector<VariableImpl*>, std::shared_ptr<const Plan>> plans;
+  std::set<std::vector<VariableImpl*>> checked;  // output sets known to belong to the graph
 };
+
+std::vector<VariableImpl*> key_of(const std::vector<Variable>& outputs) {
+  std::vector<VariableImpl*> key;
+  for (auto& o : outputs) key.push_back(o.get());
+  return key;
+}
+
+PlanCache& cache_of(const FunctionPtr& f) {
+  auto& holder = f->plan_cache();
+  if (!holder) holder = std::make_shared<PlanCache>();
+  return *std::static_pointer_cast<PlanCache>(holder);
+}
 
 // A cached plan stays valid while every variable it maps still has the same
 // shape and every function the same inputs: a cheap check against graph edits.
@@ -121,12 +131,30 @@ bool still_valid(const Plan& p) {
 
 }  // namespace
 
+void check_outputs_in_graph(const FunctionPtr& f, const std::vector<Variable>& outputs) {
+  auto key = key_of(outputs);
+  auto& c = cache_of(f);
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    if (c.checked.count(key)) return;
+  }
+  std::unordered_set<const Function*> fns;
+  for (auto& fn : f->topological_order()) fns.insert(fn.get());
+  std::unordered_set<const VariableImpl*> leaves;
+  for (auto& v : f->inputs()) leaves.insert(v.get());
+  for (auto& o : outputs) {
+    if (!o.defined()) throw ValueError("cannot compute an undefined variable");
+    bool ok = o.is_output() ? fns.count(o.owner().get()) > 0 : leaves.count(o.get()) > 0;
+    if (!ok) throw ValueError(o.str() + " is not part of the graph of the function it was requested from");
+  }
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (c.checked.size() > 64) c.checked.clear();
+  c.checked.insert(key);
+}
+
 std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Variable>& outputs) {
-  std::vector<VariableImpl*> key;
-  for (auto& o : outputs) key.push_back(o.get());
-  auto& holder = f->plan_cache();
-  if (!holder) holder = std::make_shared<PlanCache>();
-  auto& c = *std::static_pointer_cast<PlanCache>(holder);
+  auto key = key_of(outputs);
+  auto& c = cache_of(f);
   {
     std::lock_guard<std::mutex> lock(c.mu);
     auto it = c.plans.find(key);
@@ -135,27 +163,16 @@ std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Var
       c.plans.erase(it);
     }
   }
-  // Only variables of this function's graph can be computed from it.
-  {
-    std::unordered_set<const Function*> fns;
-    for (auto& fn : f->topological_order()) {
-      fns.insert(fn.get());
-      // Placeholders bound through another function sharing these nodes leave
-      // unknown output shapes here; infer them now that the inputs are known.
-      for (auto& o : fn->output_impls())
-        if (o->shape.is_unknown()) {
-          fn->infer_outputs();
-          break;
-        }
-    }
-    std::unordered_set<const VariableImpl*> leaves;
-    for (auto& v : f->inputs()) leaves.insert(v.get());
-    for (auto& o : outputs) {
-      if (!o.defined()) throw ValueError("cannot compute an undefined variable");
-      bool ok = o.is_output() ? fns.count(o.owner().get()) > 0 : leaves.count(o.get()) > 0;
-      if (!ok) throw ValueError(o.str() + " is not part of the graph of the function it was requested from");
-    }
-  }
+  // Placeholders bound through another function sharing these nodes leave unknown
+  // output shapes here; infer them now that the inputs are known.
+  for (auto& fn : f->topological_order())
+    for (auto& o : fn->output_impls())
+      if (o->shape.is_unknown()) {
+        fn->infer_outputs();
+        break;
+      }
+  for (auto& o : outputs)
+    if (!o.defined()) throw ValueError("cannot compute an undefined variable");
   auto p = std::make_shared<Plan>();
   PlanBuilder b(*p);
   std::unordered_map<VariableImpl*, int> none;

@@ -16,9 +16,6 @@ struct PlanStep {
   std::vector<int> in, out;
   std::vector<std::vector<Axis>> in_axes;  // layout order per input
   std::vector<Axis> out_axes;
-  // Inputs of mixed float32/float64 types are computed in float64 (the type shape
-  // inference gives the output); Unknown when the inputs already agree.
-  DataType promote = DataType::Unknown;
 };
 
 struct Plan {

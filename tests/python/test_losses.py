@@ -357,7 +357,7 @@ def test_nce_loss_is_unbiased():
 
 def test_nce_loss_seed_reproduces_samples():
     loss, x, y, W, b, q, xd, yd = _nce_setup()
-    a = [loss.clone(C.CloneMethod.share).eval({x: xd, y: yd}) for _ in range(2)]
+    a = [loss.clone(C.CloneMethod.share, {x: x, y: y}).eval({x: xd, y: yd}) for _ in range(2)]
     np.testing.assert_array_equal(a[0], a[1])
 
 
@@ -366,7 +366,7 @@ def test_nce_loss_gradient(allow_duplicates):
     """Gradients for weights, biases and inputs against central differences with the
     same noise samples (each clone of the loss starts the same random stream)."""
     loss, x, y, W, b, q, xd, yd = _nce_setup(allow_duplicates=allow_duplicates)
-    fresh = lambda: loss.clone(C.CloneMethod.share)
+    fresh = lambda: loss.clone(C.CloneMethod.share, {x: x, y: y})
     f = fresh()
     out = f.output
     wts = np.random.RandomState(1).standard_normal((xd.shape[0], 1))

@@ -81,7 +81,6 @@ def test_graph_and_tensor_core_names_exist():
     assert not missing, "missing names:\n  " + "\n  ".join(missing)
 
 
-@pytest.mark.xfail(reason="op families merging", strict=False)
 def test_all_reference_names_exist():
     missing = _missing(_entries())
     assert not missing, "%d missing names:\n  %s" % (len(missing), "\n  ".join(missing))

@@ -8,7 +8,7 @@ import numpy as np
 from .. import _cntk
 from ..core import _from_value, _to_value
 from ..tensor import TensorOpsMixin
-from ..variables import Record, Variable, _Type
+from ..variables import Record, Variable, _Type  # noqa: F401  Record and Variable are reachable here, as in CNTK
 
 Function = _cntk.Function
 _PRIMITIVE, _COMPOSITE, _BLOCK = 0, 1, 2
