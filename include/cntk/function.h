@@ -12,6 +12,7 @@
 namespace cntk {
 
 struct OpDef;
+class UserFunctionBackend;
 
 enum class FunctionKind { Primitive, Composite, Block };
 enum class CloneMethod { Clone = 0, Share = 1, Freeze = 2 };
@@ -27,6 +28,10 @@ class Function : public std::enable_shared_from_this<Function> {
   // with the variable that feeds it from outside.
   static FunctionPtr block(FunctionPtr composite, const std::vector<std::pair<Variable, Variable>>& mapping,
                            const std::string& op_name, const std::string& instance_name);
+  // A user-defined function (see cntk/user_function.h): a primitive whose op name,
+  // shape rule and kernels come from `backend`.
+  static FunctionPtr user_defined(std::shared_ptr<UserFunctionBackend> backend, std::vector<Variable> inputs,
+                                  Dictionary attributes, const std::string& name = "");
 
   FunctionKind kind() const { return kind_; }
   bool is_primitive() const { return kind_ == FunctionKind::Primitive; }
@@ -45,6 +50,8 @@ class Function : public std::enable_shared_from_this<Function> {
   // User-defined key/value pairs kept with the function (CNTK's custom_attributes).
   Dictionary& custom_attributes() { return custom_attributes_; }
   const OpDef* op() const { return op_; }
+  // The implementation of a user-defined function; null for every other function.
+  const std::shared_ptr<UserFunctionBackend>& user_backend() const { return user_; }
 
   // The function this one computes through: self for primitives and blocks, the root for composites.
   FunctionPtr root_function();
@@ -96,6 +103,7 @@ class Function : public std::enable_shared_from_this<Function> {
   std::vector<std::pair<Variable, Variable>> block_map_;
   std::shared_ptr<void> op_state_;
   std::shared_ptr<void> plan_cache_;
+  std::shared_ptr<UserFunctionBackend> user_;
   bool outputs_alias_inputs_ = false;  // Combine: its outputs are its inputs
   friend class Variable;
 };

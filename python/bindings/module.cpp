@@ -10,6 +10,7 @@
 
 #include "cntk/evaluation.h"
 #include "cntk/random.h"
+#include "cntk/user_function.h"
 #include "ops/op.h"
 
 namespace nb = nanobind;
@@ -157,6 +158,65 @@ nb::object* g_variable_factory = nullptr;
 // What forward keeps for backward, as an opaque Python object.
 struct StateHandle {
   BackPropStatePtr state;
+};
+
+// A Python object released with the GIL held, whichever thread drops the last reference.
+std::shared_ptr<nb::object> hold_object(nb::object o) {
+  return std::shared_ptr<nb::object>(new nb::object(std::move(o)), [](nb::object* p) {
+    nb::gil_scoped_acquire gil;
+    delete p;
+  });
+}
+
+// The engine's view of a cntk.ops.functions.UserFunction: each call takes the GIL
+// and calls the object's _cntk_* methods, which call the user's methods and convert
+// the data to and from NumPy.
+class PyUserBackend : public UserFunctionBackend {
+ public:
+  PyUserBackend(nb::object obj, std::string op_name) : obj_(hold_object(std::move(obj))), op_name_(std::move(op_name)) {}
+  const nb::object& object() const { return *obj_; }
+  std::string op_name() const override { return op_name_; }
+
+  std::vector<Variable> infer_outputs(Function&, const std::vector<Variable>& inputs) override {
+    nb::gil_scoped_acquire gil;
+    return nb::cast<std::vector<Variable>>(object().attr("_cntk_infer_outputs")(inputs));
+  }
+
+  std::shared_ptr<void> forward(Function& self, const std::vector<Value>& inputs, bool training,
+                                std::vector<Value>& outputs) override {
+    nb::gil_scoped_acquire gil;
+    nb::tuple r = nb::cast<nb::tuple>(
+        object().attr("_cntk_forward")(self.direct_inputs(), output_variables(self), inputs, training));
+    outputs = nb::cast<std::vector<Value>>(r[1]);
+    return hold_object(nb::borrow(r[0]));
+  }
+
+  std::vector<Value> backward(Function& self, const std::shared_ptr<void>& state, const std::vector<Value>& roots,
+                              const std::vector<bool>& wanted) override {
+    nb::gil_scoped_acquire gil;
+    nb::object st = state ? *static_cast<nb::object*>(state.get()) : nb::none();
+    nb::list root_list;
+    for (auto& r : roots) root_list.append(r.is_valid() ? nb::cast(r) : nb::none());
+    nb::object res =
+        object().attr("_cntk_backward")(self.direct_inputs(), output_variables(self), st, root_list, wanted);
+    std::vector<Value> out;
+    for (auto item : res) out.push_back(item.is_none() ? Value() : nb::cast<Value>(item));
+    return out;
+  }
+
+  FunctionPtr clone(Function&, const std::vector<Variable>& inputs) override {
+    nb::gil_scoped_acquire gil;
+    return nb::cast<FunctionPtr>(object().attr("_cntk_clone")(inputs));
+  }
+
+ private:
+  static std::vector<Variable> output_variables(Function& f) {
+    std::vector<Variable> out;
+    for (auto& impl : f.output_impls()) out.push_back(Variable(impl));
+    return out;
+  }
+  std::shared_ptr<nb::object> obj_;
+  std::string op_name_;
 };
 
 }  // namespace
@@ -361,6 +421,10 @@ NB_MODULE(_cntk, m) {
       .def("_clone", [](Function& f, int method, const std::vector<std::pair<Variable, Variable>>& subs) {
         return f.clone(CloneMethod(method), to_var_map(subs));
       })
+      .def_prop_ro("_user_object", [](const Function& f) -> nb::object {
+        auto* b = dynamic_cast<PyUserBackend*>(f.user_backend().get());
+        return b ? b->object() : nb::none();
+      })
       .def("same", [](const Function& a, const Function& b) { return &a == &b; })
       .def("__hash__", [](const Function& f) { return std::hash<const void*>()(&f); });
 
@@ -392,7 +456,24 @@ NB_MODULE(_cntk, m) {
   m.def("composite", &Function::composite, nb::arg("root"), nb::arg("name") = "");
   m.def("combine", &Function::combine, nb::arg("outputs"), nb::arg("name") = "");
   m.def("block", &Function::block);
-  m.def("output_variable", [](const Variable& v) { return v; });
+  m.def("output_variable", [](const nb::handle& shape, int dt, std::vector<Axis> axes, bool needs_gradient,
+                              const std::string& name) {
+    auto impl = std::make_shared<VariableImpl>();
+    impl->kind = VariableKind::Output;
+    impl->shape = to_shape(shape);
+    impl->dtype = DataType(dt);
+    impl->dynamic_axes = std::move(axes);
+    impl->needs_gradient = needs_gradient;
+    impl->name = name;
+    impl->uid = new_uid("Output");
+    return Variable(impl);
+  });
+  m.def("user_function", [](nb::object obj, std::vector<Variable> inputs, nb::handle attrs, const std::string& name) {
+    std::string op = nb::cast<std::string>(obj.attr("op_name"));
+    auto backend = std::make_shared<PyUserBackend>(std::move(obj), op);
+    return Function::user_defined(backend, std::move(inputs), attrs.is_none() ? Dictionary() : to_dictionary(attrs),
+                                  name);
+  });
 
   m.def("forward", [](const FunctionPtr& f, const VariableValues& args, const std::vector<Variable>& outputs,
                       bool keep) {

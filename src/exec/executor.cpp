@@ -15,6 +15,7 @@ struct BackPropState {
   std::vector<NDArrayView> values;
   std::vector<std::vector<int64_t>> seq_lengths;  // per slot; empty when it has no sequence axis
   std::vector<std::vector<NDArrayView>> saved;    // per step: what its forward kept for backward
+  std::vector<std::shared_ptr<void>> saved_state;  // per step: its forward's opaque state
   std::vector<std::function<void()>> deferred;    // run when the pass is over
   bool training = false;
 };
@@ -39,8 +40,45 @@ bool static_matches(const NDShape& declared, const NDShape& actual) {
   return true;
 }
 
+// Padded steps of sequences (layout [T, B, ...]) carry no gradient.
+void zero_padding(NDArrayView& g, const std::vector<int64_t>& lengths) {
+  if (lengths.empty() || g.rank() < 2) return;
+  int64_t T = g.shape()[0], B = std::min<int64_t>(g.shape()[1], int64_t(lengths.size()));
+  for (int64_t b = 0; b < B; ++b)
+    if (lengths[b] < T) g.slice(0, lengths[b], T).slice(1, b, b + 1).fill(0.0);
+}
+
+ComputeContext make_context(const PlanStep& st, BackPropState& s) {
+  ComputeContext ctx;
+  ctx.fn = st.fn;
+  ctx.attrs = &st.fn->attributes();
+  ctx.training = s.training;
+  // Kernels compute in the output's data type: an input of another type (float32
+  // data next to a float64 one) is converted first.
+  DataType dt = st.out.empty() ? DataType::Unknown : s.plan->slot_var[st.out[0]].dtype();
+  for (size_t i = 0; i < st.in.size(); ++i) {
+    const NDArrayView& v = s.values[st.in[i]];
+    ctx.inputs.push_back(v.defined() && dt != DataType::Unknown && v.dtype() != dt ? v.cast(dt) : v);
+    ctx.in_dyn.push_back(int(st.in_axes[i].size()));
+    ctx.in_axes.push_back(st.in_axes[i]);
+    ctx.in_lengths.push_back(s.seq_lengths[st.in[i]]);
+  }
+  ctx.out_axes = st.out_axes;
+  ctx.out_dyn = int(st.out_axes.size());
+  ctx.deferred = &s.deferred;
+  return ctx;
+}
+
+void run_deferred(BackPropState& s) {
+  auto actions = std::move(s.deferred);
+  s.deferred.clear();
+  for (auto& a : actions) a();
+}
+
+}  // namespace
+
 // Converts a user Value for variable v into the runtime layout (time-major for sequences).
-NDArrayView to_runtime(const Variable& v, const Value& val, std::vector<int64_t>& lengths) {
+NDArrayView value_to_runtime(const Variable& v, const Value& val, std::vector<int64_t>& lengths) {
   NDArrayView d = val.data();
   size_t ndyn = v.dynamic_axes().size();
   if (d.dtype() != v.dtype()) d = d.to_dense().cast(v.dtype());
@@ -65,7 +103,7 @@ NDArrayView to_runtime(const Variable& v, const Value& val, std::vector<int64_t>
   return d;
 }
 
-Value to_value(const Variable& v, const NDArrayView& x, const std::vector<int64_t>& lengths) {
+Value runtime_to_value(const Variable& v, const NDArrayView& x, const std::vector<int64_t>& lengths) {
   if (v.dynamic_axes().size() == 2) {
     std::vector<int> perm(x.rank());
     for (size_t i = 0; i < perm.size(); ++i) perm[i] = int(i);
@@ -80,40 +118,13 @@ Value to_value(const Variable& v, const NDArrayView& x, const std::vector<int64_
   return Value(x);
 }
 
-// Padded steps of sequences (layout [T, B, ...]) carry no gradient.
-void zero_padding(NDArrayView& g, const std::vector<int64_t>& lengths) {
-  if (lengths.empty() || g.rank() < 2) return;
-  int64_t T = g.shape()[0], B = std::min<int64_t>(g.shape()[1], int64_t(lengths.size()));
-  for (int64_t b = 0; b < B; ++b)
-    if (lengths[b] < T) g.slice(0, lengths[b], T).slice(1, b, b + 1).fill(0.0);
+namespace {
+NDArrayView to_runtime(const Variable& v, const Value& val, std::vector<int64_t>& lengths) {
+  return value_to_runtime(v, val, lengths);
 }
-
-ComputeContext make_context(const PlanStep& st, BackPropState& s) {
-  ComputeContext ctx;
-  ctx.fn = st.fn;
-  ctx.attrs = &st.fn->attributes();
-  ctx.training = s.training;
-  // Kernels compute in the output's data type: an input of another type (float32
-  // data next to a float64 one) is converted first.
-  DataType dt = st.out.empty() ? DataType::Unknown : s.plan->slot_var[st.out[0]].dtype();
-  for (size_t i = 0; i < st.in.size(); ++i) {
-    const NDArrayView& v = s.values[st.in[i]];
-    ctx.inputs.push_back(v.defined() && dt != DataType::Unknown && v.dtype() != dt ? v.cast(dt) : v);
-    ctx.in_dyn.push_back(int(st.in_axes[i].size()));
-    ctx.in_axes.push_back(st.in_axes[i]);
-  }
-  ctx.out_axes = st.out_axes;
-  ctx.out_dyn = int(st.out_axes.size());
-  ctx.deferred = &s.deferred;
-  return ctx;
+Value to_value(const Variable& v, const NDArrayView& x, const std::vector<int64_t>& lengths) {
+  return runtime_to_value(v, x, lengths);
 }
-
-void run_deferred(BackPropState& s) {
-  auto actions = std::move(s.deferred);
-  s.deferred.clear();
-  for (auto& a : actions) a();
-}
-
 }  // namespace
 
 BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, const std::vector<Variable>& outputs_in,
@@ -158,11 +169,15 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
     }
   }
   s->saved.assign(p.steps.size(), {});
+  s->saved_state.assign(p.steps.size(), nullptr);
   for (size_t k_step = 0; k_step < p.steps.size(); ++k_step) {
     const PlanStep& st = p.steps[k_step];
     ComputeContext ctx = make_context(st, *s);
     std::vector<NDArrayView> outs = st.op->forward(ctx);
-    if (s->training) s->saved[k_step] = std::move(ctx.saved);
+    if (s->training) {
+      s->saved[k_step] = std::move(ctx.saved);
+      s->saved_state[k_step] = std::move(ctx.state);
+    }
     if (outs.size() != st.out.size()) throw Error(st.op->name + ": kernel returned the wrong number of outputs");
     // Sequence lengths follow the first input that has the output's sequence axis.
     std::vector<int64_t> lens;
@@ -222,7 +237,10 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
     if (!has_grad || !needed) continue;
     ComputeContext ctx = make_context(st, s);
     if (k < s.saved.size()) ctx.saved = s.saved[k];
+    if (k < s.saved_state.size()) ctx.state = s.saved_state[k];
+    for (int i : st.in) ctx.grad_wanted.push_back(depends[i]);
     for (int o : st.out) {
+      ctx.out_lengths.push_back(s.seq_lengths[o]);
       ctx.outputs.push_back(s.values[o]);
       ctx.grad_outputs.push_back(grads[o].defined() ? grads[o] : eager::zeros_like(s.values[o]));
     }

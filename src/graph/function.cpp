@@ -4,6 +4,7 @@
 #include <functional>
 #include <unordered_set>
 
+#include "cntk/user_function.h"
 #include "ops/op.h"
 
 namespace cntk {
@@ -45,9 +46,28 @@ FunctionPtr Function::primitive(const std::string& op_name, std::vector<Variable
   return f;
 }
 
+FunctionPtr Function::user_defined(std::shared_ptr<UserFunctionBackend> backend, std::vector<Variable> inputs,
+                                   Dictionary attributes, const std::string& name) {
+  if (!backend) throw ValueError("user function: no implementation given");
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].defined()) throw ValueError("user function: input " + std::to_string(i) + " is undefined");
+  FunctionPtr f(new Function());
+  f->kind_ = FunctionKind::Primitive;
+  f->op_ = find_op("UserFunction");
+  f->op_name_ = backend->op_name();
+  f->name_ = name;
+  f->uid_ = new_uid("UserFunction");
+  f->inputs_ = std::move(inputs);
+  f->attributes_ = std::move(attributes);
+  f->user_ = std::move(backend);
+  f->infer_outputs();
+  return f;
+}
+
 void Function::infer_outputs() {
   if (outputs_alias_inputs_) return;
   std::vector<OutputInfo> infos;
+  std::vector<bool> user_needs_grad;  // user functions declare it per output
   if (kind_ == FunctionKind::Block) {
     // Give the inner placeholders the outer variables' types, then re-infer the inside.
     for (auto& [ph, outer] : block_map_) {
@@ -63,6 +83,13 @@ void Function::infer_outputs() {
     size_t n = outputs_.empty() ? 1 : outputs_.size();
     for (size_t i = 0; i < n; ++i)
       infos.push_back({NDShape::unknown(), DataType::Float, {Axis::dynamic("UnknownAxes")}, false});
+  } else if (user_) {
+    for (auto& o : user_->infer_outputs(*this, inputs_)) {
+      if (!o.defined()) throw TypeError(op_name_ + ": infer_outputs returned an undefined variable");
+      infos.push_back({o.shape(), o.dtype(), o.dynamic_axes(), o.is_sparse()});
+      user_needs_grad.push_back(o.needs_gradient());
+    }
+    if (infos.empty()) throw ValueError(op_name_ + ": infer_outputs returned no outputs");
   } else {
     InferContext ctx(op_name_, inputs_, attributes_);
     infos = op_->infer(ctx);
@@ -87,7 +114,7 @@ void Function::infer_outputs() {
     o.dtype = infos[i].dtype;
     o.dynamic_axes = infos[i].dynamic_axes;
     o.is_sparse = infos[i].is_sparse;
-    o.needs_gradient = needs_grad;
+    o.needs_gradient = i < user_needs_grad.size() ? needs_grad && user_needs_grad[i] : needs_grad;
   }
 }
 
@@ -370,6 +397,14 @@ FunctionPtr Function::clone(CloneMethod method, const std::unordered_map<Variabl
       }
       FunctionPtr inner = f->root_->clone(CloneMethod::Share, inner_subs);
       c = block(inner, m, f->op_name_, f->name_);
+    } else if (f->user_) {
+      c = f->user_->clone(*f, ins);
+      if (!c) throw ValueError("clone: the user function '" + f->op_name_ + "' returned no clone");
+      c = c->root_function();
+      if (c->outputs_.size() != f->outputs_.size())
+        throw ValueError("clone: the clone of user function '" + f->op_name_ + "' has " +
+                         std::to_string(c->outputs_.size()) + " outputs instead of " +
+                         std::to_string(f->outputs_.size()));
     } else {
       c = primitive(f->op_name_, ins, f->attributes_, f->name_);
     }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cntk/function.h"
+#include "cntk/value.h"
 
 namespace cntk {
 
@@ -74,6 +75,16 @@ class ComputeContext {
   // Actions to run once the pass is over: right after forward in inference, after
   // backward in training (Assign writes its ref then, as CNTK does). May be null.
   std::vector<std::function<void()>>* deferred = nullptr;
+  // Sequence lengths of each input and (in backward) of each output; empty where a
+  // tensor has no sequence axis.
+  std::vector<std::vector<int64_t>> in_lengths, out_lengths;
+  // Opaque state a forward kernel keeps for its gradient rule (user functions):
+  // set in forward when training, handed back to backward unchanged.
+  std::shared_ptr<void> state;
+  // Backward only: the inputs the pass asks gradients for, and a slot the calls for
+  // one step share (rules that compute every input's gradient at once keep them there).
+  std::vector<bool> grad_wanted;
+  std::shared_ptr<void> scratch;
 
   const Dictionary& attr() const { return *attrs; }
   // Input i as a view with the output's dynamic dims (size 1 where the input lacks
@@ -109,6 +120,11 @@ struct OpDef {
 void register_op(OpDef def);
 const OpDef* find_op(const std::string& name);  // nullptr when unknown
 std::vector<std::string> registered_ops();
+
+// Conversions between the user layout of a Value (batch first; sequences padded,
+// with a mask) and the runtime layout (time-major), for variable v.
+NDArrayView value_to_runtime(const Variable& v, const Value& val, std::vector<int64_t>& lengths);
+Value runtime_to_value(const Variable& v, const NDArrayView& x, const std::vector<int64_t>& lengths);
 
 // Helpers shared by shape rules.
 // NumPy-style broadcast of static shapes; fails through ctx naming the op.

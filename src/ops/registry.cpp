@@ -9,6 +9,7 @@ void register_movement_ops();
 void register_nn_ops();
 void register_random_ops();
 void register_loss_ops();
+void register_user_function_ops();
 
 void register_all_op_families() {
   register_elementwise_ops();
@@ -19,6 +20,7 @@ void register_all_op_families() {
   register_nn_ops();
   register_random_ops();
   register_loss_ops();
+  register_user_function_ops();
 }
 
 }  // namespace cntk

@@ -32,8 +32,20 @@ def input(shape, dtype=np.float32, needs_gradient=False, is_sparse=False,
 
 
 def output_variable(shape, dtype, dynamic_axes, needs_gradient=True, name=''):
-    """An output variable (for user functions' infer_outputs)."""
-    raise NotImplementedError("output_variable is only meaningful for UserFunction, which is not supported yet")
+    """An output variable that no function owns yet: what a UserFunction's infer_outputs
+    returns to declare the type (shape, dtype, dynamic axes) of each of its outputs."""
+    shape = sanitize_shape(shape)
+    if isinstance(dynamic_axes, _cntk.Axis):
+        dynamic_axes = [dynamic_axes]
+    dynamic_axes = list(dynamic_axes or [])
+    for a in dynamic_axes:
+        if not isinstance(a, _cntk.Axis) or not a.is_dynamic_axis:
+            raise TypeError("output_variable: dynamic_axes must be dynamic Axis objects, got %r" % (a,))
+    if len(dynamic_axes) > 2:
+        raise ValueError("output_variable: at most two dynamic axes (batch and sequence), got %d" % len(dynamic_axes))
+    if not isinstance(name, str):
+        raise TypeError("output_variable: name must be a string, not %s" % type(name).__name__)
+    return _cntk.output_variable(shape, dtype_code(dtype), dynamic_axes, bool(needs_gradient), name)
 
 
 def placeholder(shape=None, dynamic_axes=None, name=''):
@@ -109,10 +121,49 @@ def alias(x, name=''):
     return prim('NoOp', [x], {}, name)
 
 
+class _CustomProxyOp(UserFunction):
+    """The node custom_proxy_op creates: typed, with no kernel."""
+
+    def __init__(self, custom_op, output_shape, output_data_type, operands, name):
+        super(_CustomProxyOp, self).__init__(list(operands), name=name)
+        self.custom_op = custom_op
+        self.output_shape = output_shape
+        self.output_data_type = output_data_type
+
+    @property
+    def op_name(self):
+        return self.custom_op
+
+    def infer_outputs(self):
+        axes = max((list(i.dynamic_axes) for i in self.inputs), key=len, default=[])
+        return [output_variable(self.output_shape, self.output_data_type, axes)]
+
+    def forward(self, arguments, device=None, outputs_to_retain=None):
+        raise NotImplementedError("custom_proxy_op: '%s' is a custom operation without a kernel in OpenCNTK; "
+                                  "the proxy only marks it in the graph (for export to ONNX) and cannot be "
+                                  "evaluated" % self.custom_op)
+
+    def backward(self, state, root_gradients, variables=None):
+        raise NotImplementedError("custom_proxy_op: '%s' has no gradient in OpenCNTK" % self.custom_op)
+
+    def clone(self, cloned_inputs):
+        return _CustomProxyOp(self.custom_op, self.output_shape, self.output_data_type, cloned_inputs, self.name)
+
+
 def custom_proxy_op(custom_op, output_shape, output_data_type, *operands, **kw_name):
-    """A stand-in op for a custom operation that another runtime computes (ONNX export);
-    OpenCNTK cannot compute it."""
-    raise NotImplementedError("custom_proxy_op: custom proxy operations are not supported")
+    """A stand-in for a custom operation `custom_op` that another runtime computes (it
+    marks the op for ONNX export): a node whose op name is `custom_op` and whose output
+    has `output_shape` and `output_data_type` (and the operands' dynamic axes).
+    OpenCNTK has no kernel for it: evaluating it raises NotImplementedError."""
+    name = kw_name.pop('name', '')
+    if kw_name:
+        raise TypeError("custom_proxy_op: unexpected arguments %s" % ", ".join(kw_name))
+    if not isinstance(custom_op, str) or not custom_op:
+        raise TypeError("custom_proxy_op: custom_op must be a non-empty string naming the operation")
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = operands[0]
+    ops = [as_variable(o) for o in operands]
+    return _CustomProxyOp(custom_op, sanitize_shape(output_shape), output_data_type, ops, name)
 
 
 def associative_multi_arg(f):

@@ -6,7 +6,7 @@ import sys
 import numpy as np
 
 from .. import _cntk
-from ..core import _from_value, _to_value
+from ..core import _from_value, _to_value, _value_dense
 from ..tensor import TensorOpsMixin
 from ..variables import Record, Variable, _Type  # noqa: F401  Record and Variable are reachable here, as in CNTK
 
@@ -306,6 +306,9 @@ def _getattr(self, name):
     # Names of the graph first (e.g. model.W), then the single output's attributes.
     if name.startswith('_') or name in ('outputs', 'output', 'this', '__array__'):
         raise AttributeError("neither Function nor its output variable has '%s'" % name)
+    udf = _user_object(self)
+    if udf is not None and (name in udf.__dict__ or hasattr(type(udf), name)):
+        return getattr(udf, name)
     if not hasattr(_cntk.Variable, name):
         root = self.block_root if self._kind == _BLOCK else self
         try:
@@ -623,38 +626,233 @@ def load_model(model, device=None, format=ModelFormat.CNTKv2):
     raise NotImplementedError("load_model: model files are not implemented yet (model files issue)")
 
 
+_NATIVE_UDF_MESSAGE = ("native user functions (C++ plugin libraries loaded by op id) are not supported by OpenCNTK; "
+                       "write the op in Python as a subclass of cntk.ops.functions.UserFunction instead")
+
+
 def register_native_user_function(op_id, module_name, factory_method_name):
-    """Registers a native user function library (not supported)."""
-    raise NotImplementedError("native user functions are not supported")
+    """Registers a native (C++ plugin) user function library: not supported, raises NotImplementedError."""
+    raise NotImplementedError("register_native_user_function('%s'): %s" % (op_id, _NATIVE_UDF_MESSAGE))
 
 
 def native_user_function(op_id, operands, attributes=None, user_function_instance_name=''):
-    """Creates a native user function (not supported)."""
-    raise NotImplementedError("native user functions are not supported")
+    """Creates a native (C++ plugin) user function: not supported, raises NotImplementedError."""
+    raise NotImplementedError("native_user_function('%s'): %s" % (op_id, _NATIVE_UDF_MESSAGE))
 
 
 class UserFunction(object):
-    """Base of Python-defined ops (forward/backward written in Python); not supported yet."""
+    """Base class of ops written in Python.
+
+    A subclass calls ``super().__init__(inputs, as_numpy=True, attributes=None, name='')``
+    from its constructor and defines:
+
+    - ``infer_outputs(self)``: a list of ``cntk.output_variable(shape, dtype, dynamic_axes)``;
+    - ``forward(self, arguments, device=None, outputs_to_retain=None)`` returning
+      ``(state, output)``. ``arguments`` is the value of the single input, or a list with one
+      value per input: NumPy arrays (a list of arrays for sequences) when ``as_numpy``,
+      Values otherwise. With several outputs the signature is
+      ``forward(self, arguments, outputs, device=None, outputs_to_retain=None)``: it fills
+      the dict ``outputs`` (keyed by ``self.outputs``) and returns the state;
+    - ``backward(self, state, root_gradients)`` returning the gradient for the single input,
+      or, with several inputs, ``backward(self, state, root_gradients, variables)`` filling the
+      dict ``variables`` (keyed by the inputs that need a gradient). ``root_gradients`` is
+      the gradient of the single output, or a dict keyed by the outputs;
+    - optionally ``clone(self, cloned_inputs)``, ``serialize``/``deserialize`` and ``op_name``.
+
+    Creating an instance (``MyOp(x)``) returns a composite Function rooted at the new
+    op, to be composed, evaluated, differentiated, trained and cloned like any other.
+    Attributes the instance sets (counters, settings) are readable through that Function.
+    Without an own ``clone``, cloning copies the instance (shallowly) onto the new inputs.
+    """
+
+    def __new__(cls, *args, **kwargs):
+        self = object.__new__(cls)
+        self.__init__(*args, **kwargs)
+        if '_udf_inputs' not in self.__dict__:
+            raise TypeError("%s.__init__ must call UserFunction.__init__(self, inputs, ...)" % cls.__name__)
+        return self._make_function(self._udf_inputs)
 
     def __init__(self, inputs, as_numpy=True, attributes=None, name=''):
-        raise NotImplementedError("UserFunction: Python-defined ops are not supported yet")
+        if isinstance(inputs, (_cntk.Variable, _cntk.Function)):
+            inputs = [inputs]
+        if not isinstance(inputs, (list, tuple)):
+            raise TypeError("UserFunction: inputs must be a list of Variables or Functions, not %s"
+                            % type(inputs).__name__)
+        self._udf_inputs = [_as_output(i, 'an input of a user function') for i in inputs]
+        self._udf_outputs = None
+        if attributes is not None and not isinstance(attributes, dict):
+            raise TypeError("UserFunction: attributes must be a dict, not %s" % type(attributes).__name__)
+        self._udf_attributes = dict(attributes or {})
+        if not isinstance(name, str):
+            raise TypeError("UserFunction: name must be a string, not %s" % type(name).__name__)
+        self._udf_name = name
+        self.as_numpy = as_numpy
+
+    def _make_function(self, inputs):
+        root = _cntk.user_function(self, list(inputs), self._udf_attributes, self._udf_name)
+        return _cntk.composite(root)
+
+    # What the methods see of the graph node.
+    @property
+    def inputs(self):
+        """The input variables, in the order given at construction."""
+        return list(self._udf_inputs)
+
+    @property
+    def outputs(self):
+        """The output variables (available in forward and backward)."""
+        if self._udf_outputs is None:
+            raise AttributeError("%s.outputs is only available in forward and backward; use the Function "
+                                 "returned by the constructor otherwise" % type(self).__name__)
+        return list(self._udf_outputs)
+
+    @property
+    def output(self):
+        outs = self.outputs
+        if len(outs) != 1:
+            raise ValueError("%s has %d outputs; use .outputs" % (self.op_name, len(outs)))
+        return outs[0]
+
+    @property
+    def name(self):
+        return self._udf_name
+
+    @name.setter
+    def name(self, value):
+        self._udf_name = value
+
+    @property
+    def attributes(self):
+        return dict(self._udf_attributes)
+
+    @property
+    def op_name(self):
+        """The op name the function reports: '<module>.<class>' unless a subclass overrides it."""
+        return type(self).__module__ + '.' + type(self).__name__
 
     def infer_outputs(self):
-        raise NotImplementedError("UserFunction.infer_outputs must be implemented by a subclass")
+        """The output variables of the op: a list of `cntk.output_variable(shape, dtype, dynamic_axes)`."""
+        raise NotImplementedError("%s.infer_outputs must be implemented" % type(self).__name__)
+
+    def forward(self, arguments, device=None, outputs_to_retain=None):
+        raise NotImplementedError("%s.forward must be implemented" % type(self).__name__)
+
+    def backward(self, state, root_gradients, variables=None):
+        raise NotImplementedError("%s.backward must be implemented to compute gradients" % type(self).__name__)
 
     def clone(self, cloned_inputs):
-        raise NotImplementedError("UserFunction.clone must be implemented by a subclass")
+        """A new instance over `cloned_inputs` (by default a shallow copy of this one)."""
+        other = object.__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other._udf_outputs = None
+        return other._make_function(cloned_inputs)
+
+    def serialize(self):
+        """The state to keep in a saved model (a dict)."""
+        return {}
 
     @staticmethod
     def deserialize(inputs, name, state):
         raise NotImplementedError("UserFunction.deserialize must be implemented by a subclass")
 
-    @property
-    def op_name(self):
-        return type(self).__name__
+    # Called by the engine.
+    def _cntk_infer_outputs(self, inputs):
+        self._udf_inputs = list(inputs)
+        outs = self.infer_outputs()
+        cls = type(self).__name__
+        if not isinstance(outs, (list, tuple)):
+            raise TypeError("%s.infer_outputs must return a list of output variables (cntk.output_variable(...)), "
+                            "not %s" % (cls, type(outs).__name__))
+        if not outs:
+            raise ValueError("%s.infer_outputs returned no output variables" % cls)
+        for k, o in enumerate(outs):
+            if not isinstance(o, _cntk.Variable):
+                raise TypeError("%s.infer_outputs must return a list of output variables (cntk.output_variable(...)),"
+                                " but item %d is %s" % (cls, k, type(o).__name__))
+        return list(outs)
 
-    def serialize(self):
-        return {}
+    def _cntk_data(self, var, value):
+        """What forward and backward see: the Value itself, or as NumPy data: one array,
+        or a list of arrays when sequences of different lengths make it ragged (as CNTK)."""
+        if not self.as_numpy:
+            return value
+        if len(var.dynamic_axes) == 2 and value._mask is not None:
+            return _from_value(var, value, True)
+        return _value_dense(value)
+
+    def _cntk_forward(self, inputs, outputs, values, training):
+        from ..core import _NativeValue
+        self._udf_inputs = list(inputs)
+        self._udf_outputs = list(outputs)
+        cls = type(self).__name__
+        try:
+            args = [self._cntk_data(v, val) for v, val in zip(inputs, values)]
+            args = args[0] if len(args) == 1 else args
+            device = _cntk.DeviceDescriptor.cpu()
+            retain = list(outputs) if training else []
+            if len(outputs) == 1:
+                result = self.forward(args, device, retain)
+                if not isinstance(result, tuple) or len(result) != 2:
+                    raise TypeError("%s.forward must return a pair (state, output), not %s"
+                                    % (cls, type(result).__name__))
+                state, data = result
+                datas = [data]
+            else:
+                out_map = {o: None for o in outputs}
+                state = self.forward(args, out_map, device, retain)
+                datas = [out_map.get(o) for o in outputs]
+            values_out = []
+            for o, d in zip(outputs, datas):
+                if d is None:
+                    raise ValueError("%s.forward did not compute every output (%r is missing)" % (cls, o))
+                values_out.append(d if isinstance(d, _NativeValue) else _to_value(o, d))
+            return state, values_out
+        finally:
+            self._udf_outputs = None
+
+    def _cntk_backward(self, inputs, outputs, state, roots, wanted):
+        from ..core import _NativeValue
+        self._udf_inputs = list(inputs)
+        self._udf_outputs = list(outputs)
+        cls = type(self).__name__
+        try:
+            given = {o: self._cntk_data(o, r) for o, r in zip(outputs, roots) if r is not None}
+            root_gradients = next(iter(given.values())) if len(given) == 1 else given
+            if len(inputs) > 1:
+                variables = {v: None for v, w in zip(inputs, wanted) if w}
+                self.backward(state, root_gradients, variables)
+                grads = [variables.get(v) if w else None for v, w in zip(inputs, wanted)]
+            else:
+                g = self.backward(state, root_gradients)
+                grads = [g if wanted and wanted[0] else None]
+            result = []
+            for v, g in zip(inputs, grads):
+                if g is None:
+                    result.append(None)
+                elif isinstance(g, _NativeValue):
+                    result.append(g)
+                else:
+                    try:
+                        result.append(_to_value(v, g))
+                    except (TypeError, ValueError) as e:
+                        raise type(e)("%s.backward: the gradient for %r: %s" % (cls, v, e))
+            return result
+        finally:
+            self._udf_outputs = None
+
+    def _cntk_clone(self, inputs):
+        f = self.clone(list(inputs))
+        if isinstance(f, UserFunction):
+            raise TypeError("%s.clone must return the Function its constructor returns" % type(self).__name__)
+        if not isinstance(f, _cntk.Function):
+            raise TypeError("%s.clone must return a Function, not %s" % (type(self).__name__, type(f).__name__))
+        return f
+
+
+def _user_object(f):
+    """The UserFunction instance behind a user-defined function (or its composite), else None."""
+    root = f._root_function() if f._kind == _COMPOSITE else f
+    return root._user_object
 
 
 def _function_eq(self, other):
