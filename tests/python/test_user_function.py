@@ -343,3 +343,29 @@ def test_native_user_functions_are_not_supported():
         register_native_user_function('MyOp', 'mylib', 'create')
     with pytest.raises(NotImplementedError, match="not supported"):
         native_user_function('MyOp', [C.input_variable(1)])
+
+
+class NoGradientOutput(MyPlus):
+    def infer_outputs(self):
+        i = self.inputs[0]
+        return [C.output_variable(i.shape, i.dtype, i.dynamic_axes, needs_gradient=False)]
+
+    def backward(self, state, root_gradients, variables):
+        raise ValueError("backward must not be called for an output without gradients")
+
+
+def test_output_without_gradient_stops_backward():
+    x = C.input_variable(2, needs_gradient=True)
+    op = NoGradientOutput(x, C.constant(1.0, shape=(2,)))
+    assert not op.output.needs_gradient
+    g = (op + x).grad({x: np.ones((1, 2), np.float32)}, wrt=[x])
+    np.testing.assert_allclose(g, [[1., 1.]])
+
+
+def test_errors_in_backward_surface_as_python_exceptions():
+    class BadBackward(MySigmoid):
+        def backward(self, state, root_gradients):
+            raise ArithmeticError("backward failed on purpose")
+    x = C.input_variable(2, needs_gradient=True)
+    with pytest.raises(ArithmeticError, match="failed on purpose"):
+        BadBackward(x).grad({x: np.ones((1, 2), np.float32)})
