@@ -22,11 +22,18 @@ test-quick: dev
 cpp-test: dev
 	ctest --test-dir build/dev --output-on-failure -j $(JOBS)
 
-# AddressSanitizer + UndefinedBehaviorSanitizer build of the C++ tests.
+# AddressSanitizer + UndefinedBehaviorSanitizer: the C++ tests, then the Python tests
+# against a sanitized extension (staged with the package sources in build/asan/pkg;
+# the interpreter's own allocations are not leak-checked).
 sanitize:
-	cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCNTK_SANITIZE=ON -DCNTK_BUILD_PYTHON=OFF >/dev/null
+	cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCNTK_SANITIZE=ON -DCNTK_BUILD_PYTHON=ON >/dev/null
 	cmake --build build/asan -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build/asan --output-on-failure -j $(JOBS)
+	rm -rf build/asan/pkg && mkdir -p build/asan/pkg && cp -r python/cntk python/_cntk_py build/asan/pkg/
+	rm -f build/asan/pkg/cntk/_cntk*.so && cp build/asan/extension/_cntk*.so build/asan/pkg/cntk/
+	cd tests && LD_PRELOAD=$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so) \
+	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  PYTHONPATH=../build/asan/pkg python3 -m pytest -q -p no:cacheprovider -m "not slow" python
 
 bench: dev
 	PYTHONPATH=python python3 bench/run.py
