@@ -432,8 +432,16 @@ def _split_seq_starts(data):
     return data, None
 
 
+_FAST_CODES = {np.dtype(np.float32): 1, np.dtype(np.float64): 2}
+
+
 def _to_value(var, data):
     """Converts user data for variable `var` into a native Value, checking shapes against `var`."""
+    # Fast path for the common case: a C-contiguous array of the variable's type for a
+    # batch (or static) variable is borrowed as is; the engine checks its shape.
+    if type(data) is np.ndarray and data.flags.c_contiguous and _FAST_CODES.get(data.dtype) == var._dtype \
+            and len(var._dynamic_axes) < 2 and data.ndim > len(var.shape):
+        return _NativeValue(NDArrayView.from_numpy(data, True), None)
     data, seq_starts = _split_seq_starts(data)
     if seq_starts is not None:
         return _apply_seq_starts(_to_value(var, data), seq_starts)
@@ -499,9 +507,9 @@ def _from_value(var, value, as_numpy=True):
     """Native Value -> what CNTK returns: an array for a batch, a list of arrays for sequences."""
     if not as_numpy:
         return value
-    if len(var.dynamic_axes) == 2:
+    if len(var._dynamic_axes) == 2:
         return [s if not _is_sparse(s) else s.toarray() for s in _value_as_sequences(value, var)]
-    return _value_dense(value)
+    return value._data.to_numpy()
 
 
 def asarray(value, dtype=None):

@@ -351,9 +351,17 @@ def _repr(self):
 def _sanitize_arguments(self, arguments):
     """User arguments -> [(variable, native Value)]: a dict keyed by variables or their
     names, a list/tuple with one entry per argument, or one value for a single argument."""
-    args = self.arguments
     if arguments is None:
         arguments = {}
+    if isinstance(arguments, dict) and all(type(k) is _cntk.Variable for k in arguments):
+        # The common case: keyed by variables; the argument list is not needed.
+        items = list(arguments.items())
+        for k, _ in items:
+            if k.is_placeholder:
+                raise ValueError("%r is an unbound placeholder: bind it with replace_placeholders or "
+                                 "update_signature before computing" % (k,))
+        return [(k, _to_value(k, v)) for k, v in items]
+    args = self.arguments
     if isinstance(arguments, dict):
         items = []
         for k, v in arguments.items():
