@@ -30,7 +30,7 @@ class Axis {
   Kind kind() const { return kind_; }
   bool is_static() const { return kind_ == Kind::Static; }
   bool is_dynamic() const { return kind_ == Kind::Dynamic; }
-  bool is_batch() const { return kind_ == Kind::Dynamic && name_ == "defaultBatchAxis"; }
+  bool is_batch() const { return kind_ == Kind::Dynamic && *name_ == "defaultBatchAxis"; }
   bool is_sequence() const { return kind_ == Kind::Dynamic && !is_batch(); }
   bool is_ordered() const { return kind_ == Kind::Static || ordered_; }
   int static_index() const { return index_; }
@@ -39,10 +39,12 @@ class Axis {
   bool operator!=(const Axis& o) const { return !(*this == o); }
 
  private:
-  Axis(Kind k, int index, std::string name) : kind_(k), index_(index), name_(std::move(name)) {}
+  Axis(Kind k, int index, const std::string& name) : kind_(k), index_(index), name_(intern(name)) {}
+  // Names are interned: copying an Axis copies a pointer, and equal names share one.
+  static const std::string* intern(const std::string& name);
   Kind kind_;
   int index_;
-  std::string name_;
+  const std::string* name_;
   bool ordered_ = true;
 };
 
