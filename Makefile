@@ -1,7 +1,7 @@
 # Developer targets. `make test` is what CI runs; the others are for iteration.
 JOBS ?= $(shell nproc)
 
-.PHONY: deps dev test test-quick cpp-test sanitize bench demo clean
+.PHONY: deps dev test test-quick cpp-test sanitize bench bench-deps demo clean
 
 deps:
 	bash scripts/install-deps.sh
@@ -28,7 +28,12 @@ sanitize:
 	cmake --build build/asan -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build/asan --output-on-failure -j $(JOBS)
 
-bench: dev
+# The peers the benchmarks compare with (PyTorch, TensorFlow) and the Fashion-MNIST data.
+bench-deps:
+	bash bench/install-peers.sh
+
+# Every workload of bench/run.py; one only: PYTHONPATH=python python3 bench/run.py --workloads mlp_epoch
+bench: dev bench-deps
 	PYTHONPATH=python python3 bench/run.py
 
 demo:
