@@ -10,6 +10,7 @@ A worker speaks JSON lines on its standard input and output.
 See bench/README.md for the method.
 """
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -134,7 +135,15 @@ class PyTorch:
                                    nn.Dropout(dropout), linear[2])
         self.model.train()
         self.opt = torch.optim.Adam(self.model.parameters(), lr=LR, betas=(BETA1, BETA2), eps=EPSILON)
+        self.steps = 0
         self.criterion = nn.CrossEntropyLoss()
+
+    def set_epsilon(self):
+        # PyTorch adds eps to sqrt(v / (1 - beta2^t)); CNTK and Keras add it to sqrt(v)
+        # and fold sqrt(1 - beta2^t) into the step size. eps / sqrt(1 - beta2^t) at
+        # step t makes PyTorch's update exactly theirs.
+        self.steps += 1
+        self.opt.param_groups[0]['eps'] = EPSILON / math.sqrt(1.0 - BETA2 ** self.steps)
 
     def train(self, order, steps):
         torch, model, opt, criterion, x, y = self.torch, self.model, self.opt, self.criterion, self.x, self.y
@@ -147,6 +156,7 @@ class PyTorch:
             loss = criterion(out, yb)
             opt.zero_grad(set_to_none=True)
             loss.backward()
+            self.set_epsilon()
             opt.step()
             n = len(idx)
             loss_sum += loss.item() * n
@@ -224,7 +234,7 @@ class TensorFlow:
 
 
 class KerasFit(TensorFlow):
-    """Keras's model.fit (compile defaults: jit_compile='auto') over the same minibatches, in the same order."""
+    """Keras's model.fit (compile's defaults) over the same minibatches, in the same order."""
 
     def build(self, dropout):
         keras = self.keras
@@ -234,7 +244,10 @@ class KerasFit(TensorFlow):
 
     def info(self):
         d = super().info()
-        d['jit_compile'] = 'compile() default (auto: XLA where the model supports it)'
+        keras = self.keras
+        probe = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+        probe.compile(optimizer='adam', loss='mse')
+        d['version'] += ', model.fit with compile(jit_compile=%r)' % probe.jit_compile  # what 'auto' resolves to
         return d
 
     def train(self, order, steps):
