@@ -1,7 +1,7 @@
 # Developer targets. `make test` is what CI runs; the others are for iteration.
 JOBS ?= $(shell nproc)
 
-.PHONY: deps dev test test-quick cpp-test sanitize bench demo clean
+.PHONY: deps dev test test-quick cpp-test sanitize bench bench-deps demo clean
 
 deps:
 	bash scripts/install-deps.sh
@@ -35,7 +35,12 @@ sanitize:
 	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  PYTHONPATH=../build/asan/pkg python3 -m pytest -q -p no:cacheprovider -m "not slow" python
 
-bench: dev
+# The peers the benchmarks compare with (PyTorch, TensorFlow) and the Fashion-MNIST data.
+bench-deps:
+	bash bench/install-peers.sh
+
+# Every workload of bench/run.py; one only: PYTHONPATH=python python3 bench/run.py --workloads mlp_epoch
+bench: dev bench-deps
 	PYTHONPATH=python python3 bench/run.py
 
 demo:

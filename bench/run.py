@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Framework-overhead and MLP benchmark: OpenCNTK against PyTorch, in one process.
+"""Benchmarks of OpenCNTK against its peers: framework overhead and MLP calls (against
+PyTorch, in one process) and an MLP training epoch (against PyTorch and TensorFlow).
 
 Usage (from the repository root, after `make dev`):
 
-    PYTHONPATH=python python3 bench/run.py              # full run, writes bench/results/<date>.{json,md}
-    PYTHONPATH=python python3 bench/run.py --quick      # a short smoke run, writes nothing
+    PYTHONPATH=python python3 bench/run.py                        # every workload, writes bench/results/
+    PYTHONPATH=python python3 bench/run.py --workloads mlp_epoch  # only the named workloads
+    PYTHONPATH=python python3 bench/run.py --quick                # a short smoke run, writes nothing
 
 See bench/README.md for the method.
 """
@@ -12,6 +14,13 @@ import argparse
 import os
 
 THREADS = 2
+# Calls timed in this process against PyTorch (bench/results/<date>.{json,md}).
+OVERHEAD_WORKLOADS = ['tiny_eval', 'tiny_fwd_bwd', 'mlp_eval', 'mlp_fwd_bwd']
+# A training epoch against PyTorch and TensorFlow, in worker processes (bench/mlp_epoch.py;
+# bench/results/<date>-mlp-epoch.{json,md}).
+EPOCH_WORKLOADS = ['mlp_epoch']
+ALL_WORKLOADS = OVERHEAD_WORKLOADS + EPOCH_WORKLOADS
+EPOCH_FRAMEWORKS = ['opencntk', 'pytorch', 'tensorflow', 'keras_fit']
 
 
 def parse_args():
@@ -22,15 +31,39 @@ def parse_args():
     ap.add_argument('--omp-wait-policy', choices=['passive', 'active', 'default'], default='passive',
                     help="OMP_WAIT_POLICY for the OpenMP runtime both frameworks share (default: passive; "
                          "'default' leaves the environment alone)")
-    ap.add_argument('--quick', action='store_true', help='short smoke run (2 loops of 0.02 s); writes nothing')
+    ap.add_argument('--workloads', default=','.join(ALL_WORKLOADS),
+                    help='comma-separated workloads to run (default: all): %s' % ', '.join(ALL_WORKLOADS))
+    ap.add_argument('--quick', action='store_true',
+                    help='short smoke run (2 loops of 0.02 s; mlp_epoch: 2 measurements of 20 steps); writes nothing')
     ap.add_argument('--out', default=os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results'),
-                    help='directory for <date>.json and <date>.md')
+                    help='directory for the result files')
     ap.add_argument('--no-write', action='store_true', help='print the table only')
+    ep = ap.add_argument_group('mlp_epoch')
+    ep.add_argument('--frameworks', default=','.join(EPOCH_FRAMEWORKS),
+                    help='comma-separated frameworks for mlp_epoch (default: all): %s' % ', '.join(EPOCH_FRAMEWORKS))
+    ep.add_argument('--epochs', type=int, default=5, help='measured epochs per framework (at least 5)')
+    ep.add_argument('--epoch-steps', type=int, default=0,
+                    help='measure this many steps instead of a whole epoch and extrapolate (default 0: whole epochs)')
+    ep.add_argument('--warmup-steps', type=int, default=0, help='warm-up steps per framework (default 0: one epoch)')
+    ep.add_argument('--check-steps', type=int, default=10,
+                    help='steps without dropout whose losses are compared across frameworks before timing')
+    ep.add_argument('--check-rtol', type=float, default=1e-3, help='largest relative loss difference in that check')
     args = ap.parse_args()
+    args.workloads = [w.strip() for w in args.workloads.split(',') if w.strip()]
+    args.frameworks = [f.strip() for f in args.frameworks.split(',') if f.strip()]
+    for w in args.workloads:
+        if w not in ALL_WORKLOADS:
+            ap.error('unknown workload %r (choose from %s)' % (w, ', '.join(ALL_WORKLOADS)))
+    for f in args.frameworks:
+        if f not in EPOCH_FRAMEWORKS:
+            ap.error('unknown framework %r (choose from %s)' % (f, ', '.join(EPOCH_FRAMEWORKS)))
     if args.quick:
         args.reps, args.loop_seconds, args.warmup_seconds, args.no_write = 2, 0.02, 0.02, True
+        args.epochs, args.epoch_steps, args.warmup_steps, args.check_steps = 2, 20, 20, 3
     elif args.reps < 5:
         ap.error('--reps must be at least 5')
+    elif args.epochs < 5:
+        ap.error('--epochs must be at least 5')
     return args
 
 
@@ -283,18 +316,35 @@ def summarize(samples):
 def main():
     args = ARGS
     cpus = pin_threads()
-    import torch
-    torch.set_num_threads(THREADS)
-    import cntk as C
-
-    env = {
+    common = {
         'date': datetime.date.today().isoformat(),
         'cpu_model': cpu_model(),
         'logical_cpus_on_machine': os.cpu_count(),
         'pinned_cpus': cpus,
-        'loadavg_at_start': loadavg(),
         'python': platform.python_version(),
         'numpy': np.__version__,
+    }
+    print('CPU: %s (%d logical CPUs; pinned to %s); load average %s'
+          % (common['cpu_model'], common['logical_cpus_on_machine'], cpus, loadavg()))
+    overhead = [w for w in OVERHEAD_WORKLOADS if w in args.workloads]
+    if overhead:
+        run_overhead(args, dict(common), overhead)
+    if 'mlp_epoch' in args.workloads:
+        sys.path.insert(0, HERE)
+        import mlp_epoch
+        if overhead:
+            print()
+        mlp_epoch.run(args, dict(common))
+
+
+def run_overhead(args, env, selected):
+    """The calls timed in this process against PyTorch; writes <date>.{json,md}."""
+    import torch
+    torch.set_num_threads(THREADS)
+    import cntk as C
+
+    env.update({
+        'loadavg_at_start': loadavg(),
         'torch': torch.__version__,
         'torch_threads': torch.get_num_threads(),
         'opencntk_api': C.__version__,
@@ -304,13 +354,11 @@ def main():
         'OMP_NUM_THREADS': os.environ.get('OMP_NUM_THREADS'),
         'OMP_WAIT_POLICY': os.environ.get('OMP_WAIT_POLICY', '(unset: libgomp default)'),
         'openmp_runtime': loaded_library('libgomp'),
-    }
-    print('CPU: %s (%d logical CPUs; pinned to %s)' % (env['cpu_model'], env['logical_cpus_on_machine'], cpus))
+    })
     print('Python %s, NumPy %s, PyTorch %s (%d threads), OpenCNTK %s at %s with oneDNN %s (OpenMP threads %s)'
           % (env['python'], env['numpy'], env['torch'], env['torch_threads'], env['opencntk_api'],
              env['opencntk_commit'], env['opencntk_onednn'], env['opencntk_omp_threads']))
     print('OpenMP runtime %s, OMP_WAIT_POLICY %s' % (env['openmp_runtime'], env['OMP_WAIT_POLICY']))
-    print('load average at start: %s' % env['loadavg_at_start'])
 
     tiny_dims, mlp_dims, mlp_batch = [4, 3], [784, 512, 512, 10], 128
     tiny_params, tiny_data = make_params(tiny_dims), make_data(1, tiny_dims[0])
@@ -326,6 +374,7 @@ def main():
         ('mlp_fwd_bwd', 'MLP 784-512-512-10 relu, batch 128: forward + backward (6 parameter gradients)',
          c_mlp[1], t_mlp[1]),
     ]
+    workloads = [w for w in workloads if w[0] in selected]
 
     results = []
     for key, desc, c_fn, t_fn in workloads:

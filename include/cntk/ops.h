@@ -7,6 +7,7 @@
 //   using namespace cntk::ops;
 //   auto z = tanh(plus(times(x, W), b));        // z: FunctionPtr
 //   auto loss = reduce_sum(z);                  // over all static axes
+//   auto ce = cross_entropy_with_softmax(z, labels);
 //
 // Every helper takes Operands (a Variable or a FunctionPtr, whose single output
 // is used) and returns the new function as a composite, as CNTK does. Shape and
@@ -92,6 +93,26 @@ inline FunctionPtr reduce_mean(const Operand& x, const Axis& axis = Axis::all_st
 inline FunctionPtr reduce_max(const Operand& x, const Axis& axis = Axis::all_static_axes(), bool keepdims = true,
                               const std::string& name = "") {
   return reduce("Max", x, axis, keepdims, name);
+}
+
+// --------------------------------------------------------- losses and metrics
+
+// Cross entropy between `target` and softmax(`output`) along the static axis
+// `axis` (the last by default): log_sum_exp(output) - sum(target * output), one
+// value per sample with the axis kept as size 1 (shape (1,) for vectors). The
+// gradient with respect to `output` is softmax(output) - target.
+inline FunctionPtr cross_entropy_with_softmax(const Operand& output, const Operand& target, int axis = -1,
+                                              const std::string& name = "") {
+  return apply("CrossEntropyWithSoftmax", {output, target}, {{"axis", Axis(axis)}}, name);
+}
+
+// Classification error along the last axis: 1 for a sample whose target class
+// (a one-hot `target`) is not the output's argmax (the first maximum wins ties),
+// else 0; shape (1,) per sample for vectors. Not differentiable (zero gradient):
+// a metric, not a loss.
+inline FunctionPtr classification_error(const Operand& output, const Operand& target,
+                                        const std::string& name = "") {
+  return apply("ClassificationError", {output, target}, {}, name);
 }
 
 }  // namespace cntk::ops
