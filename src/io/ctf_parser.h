@@ -1,0 +1,96 @@
+// Streaming parser for the CNTK Text Format (CTF).
+//
+// The file is read in fixed-size chunks; only the unfinished tail line of a chunk is carried over,
+// so memory stays bounded by the chunk size plus the longest line. See src/io/README.md.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cntk/common.h"
+
+namespace cntk::io {
+
+// One input stream of a CTF file, as named after '|' on each line.
+struct CTFStreamConfig {
+  std::string alias;                  // the name after '|'
+  size_t dim = 0;                     // values per dense sample; index bound for sparse
+  bool sparse = false;
+  DataType dtype = DataType::Float;   // Float or Double
+};
+
+struct CTFOptions {
+  size_t chunk_size = size_t(1) << 20;  // bytes read from the file at a time
+  // Malformed lines tolerated (each skipped and recorded in warnings()) before IOError is raised.
+  size_t max_errors = 0;
+};
+
+// The samples of one stream within one sequence.
+// Dense: values holds num_samples * dim numbers. Sparse: sample s has the entries
+// [offsets[s], offsets[s+1]) of indices and values. Values are in values_f (Float) or values_d (Double).
+struct CTFStreamData {
+  size_t num_samples = 0;
+  std::vector<float> values_f;
+  std::vector<double> values_d;
+  std::vector<int32_t> indices;   // sparse only
+  std::vector<size_t> offsets;    // sparse only; num_samples + 1 entries once a sample exists
+
+  void clear() {
+    num_samples = 0;
+    values_f.clear();
+    values_d.clear();
+    indices.clear();
+    offsets.clear();
+  }
+};
+
+struct CTFSequence {
+  bool has_id = false;
+  uint64_t id = 0;          // the sequence id, or the line number when the file carries none
+  size_t first_line = 0;    // 1-based line number of the first line of the sequence
+  std::vector<CTFStreamData> streams;  // in the order of the configured streams
+};
+
+class CTFParser {
+ public:
+  CTFParser(std::string path, std::vector<CTFStreamConfig> streams, CTFOptions options = {});
+  ~CTFParser();
+  CTFParser(const CTFParser&) = delete;
+  CTFParser& operator=(const CTFParser&) = delete;
+
+  // Fills seq with the next sequence; false at the end of the file.
+  bool next(CTFSequence& seq);
+
+  const std::vector<CTFStreamConfig>& streams() const { return streams_; }
+  // One message per skipped malformed line (only when options.max_errors > 0).
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  size_t error_count() const { return warnings_.size(); }
+
+ private:
+  bool read_line(const char*& begin, const char*& end);   // next raw line, without '\n' / '\r'
+  bool parse_line(const char* p, const char* end, CTFSequence& seq);  // false: blank/comment-only
+  [[noreturn]] void fail(const std::string& what) const;
+  void record_error(const std::string& what);
+  int find_stream(const char* name, size_t len) const;
+
+  std::string path_;
+  std::vector<CTFStreamConfig> streams_;
+  CTFOptions options_;
+  std::FILE* file_ = nullptr;
+  bool eof_ = false;
+  std::vector<char> buf_;
+  size_t buf_begin_ = 0, buf_end_ = 0;
+  size_t line_no_ = 0;
+  std::vector<std::string> warnings_;
+  std::vector<uint8_t> seen_;      // streams already given on the current line
+  std::vector<size_t> mark_;       // per stream sizes before the current line, to undo it
+  CTFSequence pending_;            // the sequence being assembled
+  bool pending_valid_ = false;
+  bool ids_decided_ = false;       // set by the first non-blank line
+  bool file_has_ids_ = false;
+  CTFSequence line_seq_;           // scratch: one line's samples
+};
+
+}  // namespace cntk::io
