@@ -203,6 +203,9 @@ bool CTFParser::parse_line(const char* p, const char* end, CTFSequence& seq) {
         if (idx >= cfg.dim)
           throw LineError{"index " + std::to_string(idx) + " out of range in sparse stream '" + cfg.alias +
                           "' of dimension " + std::to_string(cfg.dim)};
+        if (!colon && options_.require_sparse_values)
+          throw LineError{"expected ':' and a value after index " + std::to_string(idx) + " in sparse stream '" +
+                          cfg.alias + "'"};
         bool ok = true;
         if (dbl) {
           double v = 1;

@@ -25,6 +25,8 @@ struct CTFOptions {
   size_t chunk_size = size_t(1) << 20;  // bytes read from the file at a time
   // Malformed lines tolerated (each skipped and recorded in warnings()) before IOError is raised.
   size_t max_errors = 0;
+  // CNTK 2.7's reader requires "index:value" in sparse streams; by default a bare index means value 1.
+  bool require_sparse_values = false;
 };
 
 // The samples of one stream within one sequence.

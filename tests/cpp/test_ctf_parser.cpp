@@ -266,6 +266,16 @@ TEST(CTFParser, InvalidInputsNameFileAndLine) {
   // values for a dense stream of dimension 1).
   EXPECT_EQ(lines, (std::vector<size_t>{2, 3, 5, 6, 8, 10, 11, 12, 14, 15, 16, 17, 19, 21, 28, 31, 40}));
   EXPECT_GT(n, 0u);
+
+  // CNTK 2.7 rejects a sparse index without a value (line 9, "|B 2 ").
+  opt.require_sparse_values = true;
+  CTFParser strict(f, streams, opt);
+  while (strict.next(s)) {
+  }
+  ASSERT_EQ(strict.warnings().size(), lines.size() + 1);
+  EXPECT_NE(strict.warnings()[5].find("invalid_inputs.txt:9: expected ':' and a value after index 2"),
+            std::string::npos)
+      << strict.warnings()[5];
 }
 
 TEST(CTFParser, MalformedLinesNameWhatWasExpected) {
