@@ -1,4 +1,5 @@
 // Forward and backward over a compiled plan.
+#include <algorithm>
 #include <map>
 #include <unordered_set>
 
@@ -154,18 +155,28 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
     }
   }
   // Every dynamic axis has one size per call: inputs sharing an axis must agree on it.
-  std::map<std::string, std::pair<int64_t, const Variable*>> axis_sizes;
+  // (A short list, not a map: inputs are few and Axis comparison is a pointer comparison.)
+  struct AxisSize {
+    Axis axis;
+    int64_t size;
+    const Variable* var;
+  };
+  std::vector<AxisSize> axis_sizes;
   for (auto& [var, val] : arguments) {
     auto it = p.slot.find(var.get());
     if (it == p.slot.end()) continue;
     const NDArrayView& d = s->values[it->second];
-    auto axes = layout_axes(var);
-    for (size_t k = 0; k < axes.size(); ++k) {
-      auto [pos, fresh] = axis_sizes.emplace(axes[k].name(), std::make_pair(d.shape()[k], &var));
-      if (!fresh && pos->second.first != d.shape()[k])
-        throw ValueError(std::string(axes[k].is_batch() ? "batch sizes" : "sequence lengths") + " differ: " +
-                         pos->second.second->str() + " has " + std::to_string(pos->second.first) + " but " +
-                         var.str() + " has " + std::to_string(d.shape()[k]));
+    const auto& dyn = var.dynamic_axes();
+    for (size_t k = 0; k < dyn.size(); ++k) {
+      const Axis& axis = dyn[dyn.size() - 1 - k];  // layout order: sequence first, batch last
+      int64_t size = d.shape()[k];
+      auto seen = std::find_if(axis_sizes.begin(), axis_sizes.end(), [&](const AxisSize& a) { return a.axis == axis; });
+      if (seen == axis_sizes.end())
+        axis_sizes.push_back({axis, size, &var});
+      else if (seen->size != size)
+        throw ValueError(std::string(axis.is_batch() ? "batch sizes" : "sequence lengths") + " differ: " +
+                         seen->var->str() + " has " + std::to_string(seen->size) + " but " + var.str() + " has " +
+                         std::to_string(size));
     }
   }
   s->saved.assign(p.steps.size(), {});

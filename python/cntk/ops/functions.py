@@ -424,7 +424,10 @@ def _forward(self, arguments, outputs=None, keep_for_backward=None, device=None,
     With `keep_for_backward` (a set of outputs) the call runs in training mode and the
     state can be passed to `backward`; without it the state is None."""
     outs = _sanitize_outputs(self, outputs)
-    keep = _sanitize_outputs(self, keep_for_backward) if keep_for_backward else []
+    if not keep_for_backward:  # inference: no outputs to add, nothing to filter
+        values, state = _cntk.forward(self, _sanitize_arguments(self, arguments), outs, False)
+        return state, {o: _from_value(o, v, as_numpy) for o, v in zip(outs, values)}
+    keep = _sanitize_outputs(self, keep_for_backward)
     wanted = list(outs) + [k for k in keep if k not in outs]
     values, state = _cntk.forward(self, _sanitize_arguments(self, arguments), wanted, bool(keep))
     return state, {o: _from_value(o, v, as_numpy) for o, v in zip(wanted, values) if o in outs}
