@@ -10,6 +10,7 @@
 
 #include "cntk/learner.h"
 #include "cntk/trainer.h"
+#include "convert.h"
 
 namespace nb = nanobind;
 using namespace cntk;
@@ -48,48 +49,6 @@ std::shared_ptr<nb::object> hold(nb::object o) {
     nb::gil_scoped_acquire gil;
     delete p;
   });
-}
-
-// Checkpoint dictionaries <-> Python dicts (the value kinds checkpoints hold).
-nb::object checkpoint_to_python(const DictValue& v) {
-  const auto& s = v.storage();
-  if (std::holds_alternative<std::monostate>(s)) return nb::none();
-  if (auto p = std::get_if<bool>(&s)) return nb::bool_(*p);
-  if (auto p = std::get_if<int64_t>(&s)) return nb::int_(*p);
-  if (auto p = std::get_if<double>(&s)) return nb::float_(*p);
-  if (auto p = std::get_if<std::string>(&s)) return nb::str(p->c_str());
-  if (auto p = std::get_if<NDArrayView>(&s)) return nb::cast(*p);
-  if (auto p = std::get_if<std::shared_ptr<Dictionary>>(&s)) {
-    nb::dict d;
-    for (auto& [k, item] : **p) d[k.c_str()] = checkpoint_to_python(item);
-    return d;
-  }
-  if (auto p = std::get_if<std::shared_ptr<DictValue::List>>(&s)) {
-    nb::list l;
-    for (auto& item : **p) l.append(checkpoint_to_python(item));
-    return l;
-  }
-  throw TypeError("learner checkpoint: a value of an unexpected kind");
-}
-
-DictValue checkpoint_from_python(const nb::handle& h) {
-  if (h.is_none()) return DictValue();
-  if (nb::isinstance<nb::bool_>(h)) return DictValue(nb::cast<bool>(h));
-  if (nb::isinstance<nb::int_>(h)) return DictValue(nb::cast<int64_t>(h));
-  if (nb::isinstance<nb::float_>(h)) return DictValue(nb::cast<double>(h));
-  if (nb::isinstance<nb::str>(h)) return DictValue(nb::cast<std::string>(h));
-  if (nb::isinstance<NDArrayView>(h)) return DictValue(nb::cast<NDArrayView>(h));
-  if (nb::isinstance<nb::dict>(h)) {
-    Dictionary d;
-    for (auto [k, v] : nb::cast<nb::dict>(h)) d[nb::cast<std::string>(k)] = checkpoint_from_python(v);
-    return DictValue(std::move(d));
-  }
-  if (nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h)) {
-    DictValue::List l;
-    for (auto item : h) l.push_back(checkpoint_from_python(item));
-    return DictValue(std::move(l));
-  }
-  throw TypeError("learner checkpoint: cannot hold a value of type " + nb::cast<std::string>(nb::str(h.type())));
 }
 
 }  // namespace
@@ -135,9 +94,9 @@ void bind_learn(nb::module_& m) {
           [](Learner& l, size_t n) { l.set_minibatch_size(n); })
       .def("is_compatible_mode", nb::overload_cast<>(&Learner::is_compatible_mode, nb::const_))
       .def("_learning_rate_for", &Learner::learning_rate_for)
-      .def("create_checkpoint", [](const Learner& l) { return checkpoint_to_python(DictValue(l.create_checkpoint())); })
+      .def("create_checkpoint", [](const Learner& l) { return bindings::from_dictionary(l.create_checkpoint()); })
       .def("restore_from_checkpoint",
-           [](Learner& l, const nb::dict& d) { l.restore_from_checkpoint(checkpoint_from_python(d).as_dict()); })
+           [](Learner& l, const nb::dict& d) { l.restore_from_checkpoint(bindings::to_dictionary(d)); })
       // `write(name, value)` receives hyper-parameter changes (called with the GIL).
       .def("_add_progress_reporter",
            [](Learner& l, nb::object write) {
