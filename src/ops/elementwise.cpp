@@ -20,11 +20,6 @@ using Params = std::array<double, 2>;
 using ParamFn = Params (*)(const Dictionary&);
 Params no_params(const Dictionary&) { return {0, 0}; }
 
-std::vector<OutputInfo> same_shape(InferContext& ctx) {
-  ctx.expect_inputs(1);
-  return ctx.one(ctx.shape(0));
-}
-
 std::vector<OutputInfo> broadcast_rule(InferContext& ctx) { return ctx.one(broadcast_inputs(ctx)); }
 
 size_t max_static_rank(const ComputeContext& ctx) {
@@ -40,7 +35,7 @@ void unary(const char* name, F f, G df, Gradient kind = Gradient::Rule, ParamFn 
            kernels::DnnlEltwise dnnl = {}) {
   OpDef d;
   d.name = name;
-  d.infer = same_shape;
+  d.infer = infer_same_shape;
   d.gradient = kind;
   d.forward = [f, params, dnnl](ComputeContext& ctx) {
     Params p = params(ctx.attr());

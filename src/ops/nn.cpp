@@ -99,10 +99,7 @@ void register_hardmax() {
   // Over the whole sample (all static axes), as CNTK's Hardmax; the first maximum wins.
   OpDef d;
   d.name = "Hardmax";
-  d.infer = [](InferContext& ctx) {
-    ctx.expect_inputs(1);
-    return ctx.one(ctx.shape(0));
-  };
+  d.infer = infer_same_shape;
   d.forward = [](ComputeContext& ctx) {
     return std::vector<NDArrayView>{kernels::hardmax(ctx.inputs[0], runtime_dims(ctx, Span{Span::AllStatic, 0}))};
   };
@@ -246,10 +243,7 @@ void register_constant_like() {
   // zeros_like / ones_like: the operand's shape, type and dynamic axes, filled with `fillValue`.
   OpDef d;
   d.name = "ConstantOp";
-  d.infer = [](InferContext& ctx) {
-    ctx.expect_inputs(1);
-    return ctx.one(ctx.shape(0));
-  };
+  d.infer = infer_same_shape;
   d.forward = [](ComputeContext& ctx) {
     const NDArrayView& x = ctx.inputs[0];
     return std::vector<NDArrayView>{NDArrayView::full(x.dtype(), x.shape(), attr_double(ctx.attr(), "fillValue", 0.0))};

@@ -116,6 +116,11 @@ DataType InferContext::common_dtype() const {
   return t == DataType::Unknown ? DataType::Float : t;
 }
 
+std::vector<OutputInfo> infer_same_shape(InferContext& ctx) {
+  ctx.expect_inputs(1);
+  return ctx.one(ctx.shape(0));
+}
+
 NDShape broadcast_shapes(const InferContext& ctx, const std::vector<NDShape>& shapes) {
   size_t r = 0;
   for (auto& s : shapes) r = std::max(r, s.rank());

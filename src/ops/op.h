@@ -127,6 +127,8 @@ NDArrayView value_to_runtime(const Variable& v, const Value& val, std::vector<in
 Value runtime_to_value(const Variable& v, const NDArrayView& x, const std::vector<int64_t>& lengths);
 
 // Helpers shared by shape rules.
+// The rule of ops with one input whose output has the input's shape and type.
+std::vector<OutputInfo> infer_same_shape(InferContext& ctx);
 // NumPy-style broadcast of static shapes; fails through ctx naming the op.
 NDShape broadcast_shapes(const InferContext& ctx, const std::vector<NDShape>& shapes);
 // The broadcast of all inputs' static shapes; inferred dimensions of parameters,
