@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cntk/common.h"
+#include "deserializer.h"
 
 namespace cntk::io {
 
@@ -29,24 +30,8 @@ struct CTFOptions {
   bool require_sparse_values = false;
 };
 
-// The samples of one stream within one sequence.
-// Dense: values holds num_samples * dim numbers. Sparse: sample s has the entries
-// [offsets[s], offsets[s+1]) of indices and values. Values are in values_f (Float) or values_d (Double).
-struct CTFStreamData {
-  size_t num_samples = 0;
-  std::vector<float> values_f;
-  std::vector<double> values_d;
-  std::vector<int32_t> indices;   // sparse only
-  std::vector<size_t> offsets;    // sparse only; num_samples + 1 entries once a sample exists
-
-  void clear() {
-    num_samples = 0;
-    values_f.clear();
-    values_d.clear();
-    indices.clear();
-    offsets.clear();
-  }
-};
+// The samples of one stream within one sequence (see deserializer.h).
+using CTFStreamData = SequenceStream;
 
 struct CTFSequence {
   bool has_id = false;
