@@ -444,4 +444,5 @@ NB_MODULE(_cntk, m) {
   m.def("set_computation_network_trace_level", &set_computation_network_trace_level);
   m.def("get_computation_network_trace_level", &get_computation_network_trace_level);
   void bind_learn(nb::module_&); bind_learn(m);  // learners, Trainer, Evaluator (learn.cpp)
+  void bind_io(nb::module_&); bind_io(m);  // data readers (io.cpp)
 }
