@@ -1,7 +1,7 @@
 # Developer targets. `make test` is what CI runs; the others are for iteration.
 JOBS ?= $(shell nproc)
 
-.PHONY: deps dev test test-quick cpp-test sanitize bench bench-deps demo clean
+.PHONY: deps dev test test-quick cpp-test sanitize bench bench-overhead bench-deps demo clean
 
 deps:
 	bash scripts/install-deps.sh
@@ -39,8 +39,13 @@ sanitize:
 bench-deps:
 	bash bench/install-peers.sh
 
-# Every workload of bench/run.py; one only: PYTHONPATH=python python3 bench/run.py --workloads mlp_epoch
+# The benchmark suite: every workload of bench/workloads in OpenCNTK, PyTorch and TensorFlow;
+# writes bench/results/<date>-suite.{json,md,png}. Some: PYTHONPATH=python python3 bench/suite.py --workloads mlp,cnn
 bench: dev bench-deps
+	PYTHONPATH=python python3 bench/suite.py
+
+# Framework overhead (vs PyTorch) and the MLP epoch (bench/run.py).
+bench-overhead: dev bench-deps
 	PYTHONPATH=python python3 bench/run.py
 
 demo:

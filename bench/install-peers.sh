@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what bench/run.py compares OpenCNTK with: PyTorch 2.13.0 (the CPU
+# Installs what bench/suite.py and bench/run.py compare OpenCNTK with: PyTorch 2.13.0 (the CPU
 # wheel) and TensorFlow (tensorflow-cpu, with Keras 3), and the Fashion-MNIST
 # data set of the mlp_epoch workload (Debian's dataset-fashion-mnist). Safe to
 # run repeatedly: what is installed already is left alone. TensorFlow is
@@ -31,6 +31,13 @@ else
     echo "install-peers: WARNING: tensorflow-cpu could not be installed (see pip's message above);" \
          "bench/run.py runs without TensorFlow and records why" >&2
   fi
+fi
+
+if "$PY" -c 'import matplotlib' 2>/dev/null; then
+  echo "install-peers: matplotlib is installed"
+else
+  echo "install-peers: installing matplotlib (the suite's chart)"
+  pip_install matplotlib || { echo "install-peers: WARNING: matplotlib could not be installed: no chart" >&2; }
 fi
 
 if ! dpkg -s dataset-fashion-mnist >/dev/null 2>&1; then
