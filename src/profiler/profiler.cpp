@@ -1,0 +1,332 @@
+// The profiler's session state, recording path and per-node timing totals.
+// The files it writes are produced in report.cpp.
+#include "cntk/profiler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "cntk/common.h"
+#include "profiler/report.h"
+
+namespace cntk::profiler {
+
+namespace detail {
+std::atomic<uint32_t> g_flags{0};
+}  // namespace detail
+
+namespace {
+
+constexpr uint32_t kEnabledBit = 1u, kNodeTimingBit = 2u;
+
+// The buffer recorders write into. Recorders read `events`/`capacity` without a
+// lock, so a buffer is never freed while the process runs: a new session of the
+// same size reuses it, one of another size retires it to `retired`.
+struct Buffer {
+  std::atomic<Event*> events{nullptr};
+  std::atomic<size_t> capacity{0};
+  std::atomic<size_t> next{0};  // slots claimed; beyond `capacity` they count dropped events
+};
+Buffer g_buffer;
+
+struct Session {
+  std::mutex mutex;  // control calls (start/stop/enable/flush) only; recording never takes it
+  std::vector<std::unique_ptr<Event[]>> owned;  // every buffer ever allocated (the last one is current)
+  bool started = false, sync_gpu = false;
+  std::string dir, timestamp;
+  size_t rank = 0;
+  bool rank_set = false;
+  uint64_t origin_ns = 0;           // steady-clock time the session started
+  uint64_t enabled_since_ns = 0;    // while enabled
+  uint64_t enabled_total_ns = 0;    // completed enabled periods
+  bool exit_hook = false;
+};
+Session& session() {
+  static Session* s = new Session;  // never destroyed: the exit hook may run after static destructors
+  return *s;
+}
+
+std::atomic<uint32_t> g_next_thread{1};
+uint32_t thread_number() {
+  thread_local uint32_t id = g_next_thread.fetch_add(1, std::memory_order_relaxed);
+  return id;
+}
+
+size_t env_rank() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK"}) {
+    if (const char* v = std::getenv(var)) {
+      char* end = nullptr;
+      unsigned long r = std::strtoul(v, &end, 10);
+      if (end != v && *end == '\0') return size_t(r);
+    }
+  }
+  return 0;
+}
+
+std::string utc_timestamp() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d_%H-%M-%S", &tm);
+  return buf;
+}
+
+// The events of the current buffer (claimed slots whose writer has finished).
+std::vector<Event> snapshot_locked() {
+  std::vector<Event> out;
+  Event* ev = g_buffer.events.load(std::memory_order_acquire);
+  if (!ev) return out;
+  size_t n = std::min(g_buffer.next.load(std::memory_order_acquire), g_buffer.capacity.load());
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const char* name = std::atomic_ref<const char*>(ev[i].name).load(std::memory_order_acquire);
+    if (!name) continue;  // claimed, not yet written
+    out.push_back(ev[i]);
+    out.back().name = name;
+  }
+  return out;
+}
+
+ReportInput report_input_locked() {
+  Session& s = session();
+  ReportInput in;
+  in.events = snapshot_locked();
+  in.dir = s.dir;
+  in.timestamp = s.timestamp;
+  in.rank = s.rank;
+  in.origin_ns = s.origin_ns;
+  in.capacity = g_buffer.capacity.load();
+  in.buffer_bytes = in.capacity * sizeof(Event);
+  size_t next = g_buffer.next.load();
+  in.dropped = next > in.capacity ? next - in.capacity : 0;
+  in.sync_gpu = s.sync_gpu;
+  in.enabled_ns = s.enabled_total_ns + (s.enabled_since_ns ? detail::now_ns() - s.enabled_since_ns : 0);
+  return in;
+}
+
+void disable_locked() {
+  Session& s = session();
+  detail::g_flags.fetch_and(~kEnabledBit);
+  if (s.enabled_since_ns) {
+    s.enabled_total_ns += detail::now_ns() - s.enabled_since_ns;
+    s.enabled_since_ns = 0;
+  }
+}
+
+void stop_at_exit() {
+  try {
+    stop();
+  } catch (...) {
+    // Nothing can be reported at exit; the files stay as the last flush left them.
+  }
+}
+
+}  // namespace
+
+const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::Minibatch: return "minibatch";
+    case Phase::Forward: return "forward";
+    case Phase::Backward: return "backward";
+    case Phase::GradientAggregation: return "gradient aggregation";
+    case Phase::ParameterUpdate: return "parameter update";
+    case Phase::Evaluation: return "evaluation";
+    case Phase::ReadMinibatch: return "read minibatch";
+    case Phase::Prefetch: return "prefetch";
+    case Phase::Count: break;
+  }
+  return "unknown";
+}
+
+void detail::record(const char* name, EventKind kind, uint64_t begin_ns, uint64_t end_ns) {
+  size_t i = g_buffer.next.fetch_add(1, std::memory_order_relaxed);
+  if (i >= g_buffer.capacity.load(std::memory_order_relaxed)) return;  // counted as dropped
+  Event* ev = g_buffer.events.load(std::memory_order_relaxed);
+  Event& e = ev[i];
+  e.begin_ns = begin_ns;
+  e.end_ns = end_ns;
+  e.thread = thread_number();
+  e.kind = kind;
+  // The name goes last: a slot with a name is complete.
+  std::atomic_ref<const char*>(e.name).store(name, std::memory_order_release);
+}
+
+const char* intern(const std::string& name) {
+  static std::mutex m;
+  static auto* names = new std::unordered_set<std::string>;  // never freed: recorded events point into it
+  std::lock_guard<std::mutex> lock(m);
+  return names->insert(name).first->c_str();
+}
+
+void start(const std::string& dir, bool sync_gpu, size_t buffer_bytes) {
+  Session& s = session();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.started) throw ValueError("start_profiler: the profiler is already started; call stop_profiler first");
+  size_t capacity = buffer_bytes / sizeof(Event);
+  if (capacity == 0)
+    throw ValueError("start_profiler: reserve_mem=" + std::to_string(buffer_bytes) + " bytes holds no event (one takes " +
+                     std::to_string(sizeof(Event)) + " bytes)");
+  if (dir.empty()) throw ValueError("start_profiler: dir is empty");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir))
+    throw IOError("start_profiler: cannot create the directory '" + dir + "'" + (ec ? ": " + ec.message() : ""));
+
+  if (g_buffer.capacity.load() == capacity && g_buffer.events.load()) {
+    size_t used = std::min(g_buffer.next.load(), capacity);
+    std::memset(static_cast<void*>(g_buffer.events.load()), 0, used * sizeof(Event));
+  } else {
+    // Value-initialized: every slot starts without a name. Allocating (and
+    // touching) the memory here keeps page faults out of the timed code.
+    s.owned.push_back(std::make_unique<Event[]>(capacity));
+    g_buffer.capacity.store(0);
+    g_buffer.events.store(s.owned.back().get(), std::memory_order_release);
+    g_buffer.capacity.store(capacity);
+  }
+  g_buffer.next.store(0);
+  s.started = true;
+  s.sync_gpu = sync_gpu;
+  s.dir = dir;
+  if (!s.rank_set) s.rank = env_rank();
+  s.timestamp = utc_timestamp();
+  // Two sessions started in the same second must not share files.
+  for (int k = 1; std::filesystem::exists(report_paths(s.dir, s.timestamp, s.rank)[0]); ++k)
+    s.timestamp = utc_timestamp() + "." + std::to_string(k);
+  s.origin_ns = detail::now_ns();
+  s.enabled_since_ns = 0;
+  s.enabled_total_ns = 0;
+  if (!s.exit_hook) {
+    std::atexit(stop_at_exit);
+    s.exit_hook = true;
+  }
+}
+
+bool enable() {
+  Session& s = session();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.started) return false;
+  if (!s.enabled_since_ns) s.enabled_since_ns = detail::now_ns();
+  detail::g_flags.fetch_or(kEnabledBit);
+  return true;
+}
+
+bool disable() {
+  Session& s = session();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.started) return false;
+  disable_locked();
+  return true;
+}
+
+std::vector<std::string> flush() {
+  Session& s = session();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.started) return {};
+  return write_report(report_input_locked());
+}
+
+void flush_after_error() noexcept {
+  try {
+    flush();
+  } catch (...) {
+    // The error being raised matters more than a profile that could not be written.
+  }
+}
+
+std::vector<std::string> stop() {
+  Session& s = session();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.started) return {};
+  disable_locked();
+  s.started = false;
+  return write_report(report_input_locked());
+}
+
+void set_rank(size_t rank) {
+  Session& s = session();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.rank = rank;
+  s.rank_set = true;
+}
+
+Status status() {
+  Session& s = session();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  Status st;
+  st.started = s.started;
+  st.enabled = enabled();
+  st.sync_gpu = s.sync_gpu;
+  st.capacity = g_buffer.capacity.load();
+  size_t next = g_buffer.next.load();
+  st.recorded = std::min(next, st.capacity);
+  st.dropped = next > st.capacity ? next - st.capacity : 0;
+  st.dir = s.dir;
+  return st;
+}
+
+std::vector<Event> events() {
+  Session& s = session();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return snapshot_locked();
+}
+
+std::vector<EventStats> summary_stats() {
+  Session& s = session();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return compute_stats(snapshot_locked());
+}
+
+// ------------------------------------------------------------------ node timing
+
+namespace {
+struct NodeTimes {
+  std::mutex mutex;
+  std::unordered_map<std::string, NodeTiming> by_uid;
+};
+NodeTimes& node_times() {
+  static NodeTimes* t = new NodeTimes;
+  return *t;
+}
+}  // namespace
+
+void set_node_timing(bool on) {
+  NodeTimes& t = node_times();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  if (on && !(detail::g_flags.load() & kNodeTimingBit)) t.by_uid.clear();  // totals restart when switched on
+  if (on)
+    detail::g_flags.fetch_or(kNodeTimingBit);
+  else
+    detail::g_flags.fetch_and(~kNodeTimingBit);
+}
+
+bool node_timing() { return detail::g_flags.load(std::memory_order_relaxed) & kNodeTimingBit; }
+
+void add_node_time(const std::string& uid, bool backward, uint64_t ns) {
+  NodeTimes& t = node_times();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  NodeTiming& n = t.by_uid[uid];
+  if (backward) {
+    ++n.backward_calls;
+    n.backward_ms += double(ns) * 1e-6;
+  } else {
+    ++n.forward_calls;
+    n.forward_ms += double(ns) * 1e-6;
+  }
+}
+
+NodeTiming node_time(const std::string& uid) {
+  NodeTimes& t = node_times();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  auto it = t.by_uid.find(uid);
+  return it == t.by_uid.end() ? NodeTiming{} : it->second;
+}
+
+}  // namespace cntk::profiler
