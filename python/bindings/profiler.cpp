@@ -5,6 +5,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include "cntk/common.h"
 #include "cntk/profiler.h"
 
 namespace nb = nanobind;
