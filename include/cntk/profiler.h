@@ -47,11 +47,12 @@ const char* phase_name(Phase p);
 
 enum class EventKind : uint8_t { Phase, NodeForward, NodeBackward, Custom };
 
-// One recorded event: times in nanoseconds of the steady clock.
+// One recorded event. In the buffer its times are raw clock ticks (detail::now());
+// events() returns them converted to nanoseconds of std::chrono::steady_clock.
 struct Event {
   const char* name;  // a phase name, an interned name or a string literal; never freed
-  uint64_t begin_ns;
-  uint64_t end_ns;
+  uint64_t begin;
+  uint64_t end;
   uint32_t thread;  // a small per-thread number, stable for the thread's life
   EventKind kind;
 };
@@ -105,12 +106,26 @@ std::vector<EventStats> summary_stats();
 namespace detail {
 // Bit 0: profiling session enabled; bit 1: node timing (set_node_timing) on.
 extern std::atomic<uint32_t> g_flags;
-inline uint64_t now_ns() {
+// Whether now() reads the time-stamp counter: on x86-64 CPUs whose TSC is invariant
+// (constant rate, never stopped), where it costs a fraction of a steady_clock read
+// in a virtual machine. Ticks are converted to steady_clock nanoseconds by a
+// calibration against steady_clock (see profiler.cpp). Elsewhere now() is steady_clock.
+extern bool g_use_tsc;
+inline uint64_t steady_ns() {
   return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
                       std::chrono::steady_clock::now().time_since_epoch())
                       .count());
 }
-void record(const char* name, EventKind kind, uint64_t begin_ns, uint64_t end_ns);
+// The profiler's clock, in ticks; never 0.
+inline uint64_t now() {
+#if defined(__x86_64__)
+  if (g_use_tsc) return __builtin_ia32_rdtsc();
+#endif
+  return steady_ns();
+}
+// Nanoseconds per tick (1 without the TSC); calibrated on first use.
+double ns_per_tick();
+void record(const char* name, EventKind kind, uint64_t begin, uint64_t end);
 }  // namespace detail
 
 inline bool enabled() { return detail::g_flags.load(std::memory_order_relaxed) & 1u; }
@@ -120,19 +135,19 @@ inline bool node_events_wanted() { return detail::g_flags.load(std::memory_order
 // A name that lives until process exit (for names built at run time).
 const char* intern(const std::string& name);
 
-// Records [begin, end) if profiling is enabled; `name` must outlive the session
-// (a literal, phase_name() or intern()).
-inline void record(const char* name, EventKind kind, uint64_t begin_ns, uint64_t end_ns) {
-  if (enabled()) detail::record(name, kind, begin_ns, end_ns);
+// Records [begin, end) (detail::now() ticks) if profiling is enabled; `name` must
+// outlive the session (a literal, phase_name() or intern()).
+inline void record(const char* name, EventKind kind, uint64_t begin, uint64_t end) {
+  if (enabled()) detail::record(name, kind, begin, end);
 }
 
 // Times the enclosing scope. With profiling off it reads no clock.
 class ScopedEvent {
  public:
-  ScopedEvent(const char* name, EventKind kind) : name_(name), kind_(kind), begin_(enabled() ? detail::now_ns() : 0) {}
+  ScopedEvent(const char* name, EventKind kind) : name_(name), kind_(kind), begin_(enabled() ? detail::now() : 0) {}
   explicit ScopedEvent(Phase p) : ScopedEvent(phase_name(p), EventKind::Phase) {}
   ~ScopedEvent() {
-    if (begin_) detail::record(name_, kind_, begin_, detail::now_ns());
+    if (begin_) detail::record(name_, kind_, begin_, detail::now());
   }
   ScopedEvent(const ScopedEvent&) = delete;
   ScopedEvent& operator=(const ScopedEvent&) = delete;
@@ -147,8 +162,8 @@ class ScopedEvent {
 
 void set_node_timing(bool enable);
 bool node_timing();
-// Adds one execution of node `uid` (forward or backward) to its totals.
-void add_node_time(const std::string& uid, bool backward, uint64_t ns);
+// Adds one execution of node `uid` (forward or backward), `ticks` of detail::now() long, to its totals.
+void add_node_time(const std::string& uid, bool backward, uint64_t ticks);
 struct NodeTiming {
   size_t forward_calls = 0, backward_calls = 0;
   double forward_ms = 0, backward_ms = 0;

@@ -45,7 +45,7 @@ void bind_profiler(nb::module_& m) {
     d["dir"] = s.dir;
     return d;
   });
-  // (name, category, begin_ns, end_ns, thread) of every recorded event.
+  // (name, category, begin, end, thread) of every recorded event; times in steady-clock ns.
   m.def("profiler_events", [] {
     std::vector<std::tuple<std::string, std::string, uint64_t, uint64_t, uint32_t>> out;
     for (auto& e : profiler::events()) {
@@ -53,23 +53,23 @@ void bind_profiler(nb::module_& m) {
                         : e.kind == profiler::EventKind::NodeForward  ? "node.forward"
                         : e.kind == profiler::EventKind::NodeBackward ? "node.backward"
                                                                       : "custom";
-      out.emplace_back(e.name, cat, e.begin_ns, e.end_ns, e.thread);
+      out.emplace_back(e.name, cat, e.begin, e.end, e.thread);
     }
     return out;
   });
 
   nb::class_<ScopeName>(m, "_ProfilerScopeName").def(nb::init<const std::string&>());
   // Scope begin: the time, or 0 when profiling is off (then the end records nothing).
-  m.def("_profiler_begin", [] { return profiler::enabled() ? profiler::detail::now_ns() : uint64_t(0); });
+  m.def("_profiler_begin", [] { return profiler::enabled() ? profiler::detail::now() : uint64_t(0); });
   m.def("_profiler_end_custom", [](const ScopeName& n, uint64_t begin) {
-    if (begin) profiler::detail::record(n.name, profiler::EventKind::Custom, begin, profiler::detail::now_ns());
+    if (begin) profiler::detail::record(n.name, profiler::EventKind::Custom, begin, profiler::detail::now());
   });
   m.def("_profiler_end_phase", [](const std::string& phase, uint64_t begin) {
     if (!begin) return;
     for (int p = 0; p < int(profiler::Phase::Count); ++p)
       if (phase == profiler::phase_name(profiler::Phase(p))) {
         profiler::detail::record(profiler::phase_name(profiler::Phase(p)), profiler::EventKind::Phase, begin,
-                                 profiler::detail::now_ns());
+                                 profiler::detail::now());
         return;
       }
     throw ValueError("unknown profiler phase '" + phase + "'");

@@ -73,7 +73,7 @@ ComputeContext make_context(const PlanStep& st, BackPropState& s) {
 
 // A per-node profiler event (and node timing) for a step that began at t0.
 void node_event(const PlanStep& st, bool backward, uint64_t t0) {
-  uint64_t t1 = profiler::detail::now_ns();
+  uint64_t t1 = profiler::detail::now();
   if (profiler::enabled())
     profiler::detail::record(backward ? st.backward_event_name : st.event_name,
                              backward ? profiler::EventKind::NodeBackward : profiler::EventKind::NodeForward, t0, t1);
@@ -196,7 +196,7 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
     ComputeContext ctx = make_context(st, *s);
     std::vector<NDArrayView> outs;
     if (profiler::node_events_wanted()) [[unlikely]] {
-      uint64_t t0 = profiler::detail::now_ns();
+      uint64_t t0 = profiler::detail::now();
       outs = st.op->forward(ctx);
       node_event(st, false, t0);
     } else {
@@ -272,7 +272,7 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
       ctx.outputs.push_back(s.values[o]);
       ctx.grad_outputs.push_back(grads[o].defined() ? grads[o] : eager::zeros_like(s.values[o]));
     }
-    const uint64_t t0 = profiler::node_events_wanted() ? profiler::detail::now_ns() : 0;
+    const uint64_t t0 = profiler::node_events_wanted() ? profiler::detail::now() : 0;
     for (size_t i = 0; i < st.in.size(); ++i) {
       int in = st.in[i];
       if (!depends[in]) continue;

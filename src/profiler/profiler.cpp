@@ -2,6 +2,10 @@
 // The files it writes are produced in report.cpp.
 #include "cntk/profiler.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -10,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -18,8 +23,39 @@
 
 namespace cntk::profiler {
 
+namespace {
+
+// The TSC is usable as a steady clock when it is invariant (CPUID 0x80000007, EDX
+// bit 8): constant rate across frequency changes and sleep states. The environment
+// variable CNTK_PROFILER_CLOCK=steady forces steady_clock.
+bool detect_invariant_tsc() {
+  const char* forced = std::getenv("CNTK_PROFILER_CLOCK");
+  if (forced && std::string(forced) == "steady") return false;
+#if defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0x80000000u, &a, &b, &c, &d) && a >= 0x80000007u && __get_cpuid(0x80000007u, &a, &b, &c, &d))
+    return (d >> 8) & 1u;
+#endif
+  return false;
+}
+
+}  // namespace
+
 namespace detail {
 std::atomic<uint32_t> g_flags{0};
+bool g_use_tsc = detect_invariant_tsc();
+
+double ns_per_tick() {
+  // Ticks per nanosecond from a 20 ms interval of steady_clock, measured once.
+  static const double ratio = [] {
+    if (!g_use_tsc) return 1.0;
+    uint64_t t0 = now(), n0 = steady_ns();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    uint64_t t1 = now(), n1 = steady_ns();
+    return t1 > t0 ? double(n1 - n0) / double(t1 - t0) : 1.0;
+  }();
+  return ratio;
+}
 }  // namespace detail
 
 namespace {
@@ -44,6 +80,7 @@ struct Session {
   size_t rank = 0;
   bool rank_set = false;
   uint64_t origin_ns = 0;           // steady-clock time the session started
+  uint64_t origin_tick = 0;         // detail::now() then
   uint64_t enabled_since_ns = 0;    // while enabled
   uint64_t enabled_total_ns = 0;    // completed enabled periods
   bool exit_hook = false;
@@ -86,11 +123,27 @@ std::vector<Event> snapshot_locked() {
   if (!ev) return out;
   size_t n = std::min(g_buffer.next.load(std::memory_order_acquire), g_buffer.capacity.load());
   out.reserve(n);
+  // Ticks to steady-clock ns: over a session of a second or more its own span
+  // calibrates the TSC best; shorter ones use the 20 ms calibration.
+  Session& s = session();
+  double ratio = detail::ns_per_tick();
+  if (detail::g_use_tsc) {
+    uint64_t tick = detail::now(), ns = detail::steady_ns();
+    if (ns - s.origin_ns >= 1000000000ull && tick > s.origin_tick)
+      ratio = double(ns - s.origin_ns) / double(tick - s.origin_tick);
+  }
+  auto to_ns = [&](uint64_t tick) {
+    double delta = (double(int64_t(tick - s.origin_tick))) * ratio;
+    return uint64_t(int64_t(s.origin_ns) + std::llround(delta));
+  };
   for (size_t i = 0; i < n; ++i) {
     const char* name = std::atomic_ref<const char*>(ev[i].name).load(std::memory_order_acquire);
     if (!name) continue;  // claimed, not yet written
-    out.push_back(ev[i]);
-    out.back().name = name;
+    Event e = ev[i];
+    e.name = name;
+    e.begin = to_ns(e.begin);
+    e.end = std::max(e.begin, to_ns(e.end));
+    out.push_back(e);
   }
   return out;
 }
@@ -108,7 +161,7 @@ ReportInput report_input_locked() {
   size_t next = g_buffer.next.load();
   in.dropped = next > in.capacity ? next - in.capacity : 0;
   in.sync_gpu = s.sync_gpu;
-  in.enabled_ns = s.enabled_total_ns + (s.enabled_since_ns ? detail::now_ns() - s.enabled_since_ns : 0);
+  in.enabled_ns = s.enabled_total_ns + (s.enabled_since_ns ? detail::steady_ns() - s.enabled_since_ns : 0);
   return in;
 }
 
@@ -116,7 +169,7 @@ void disable_locked() {
   Session& s = session();
   detail::g_flags.fetch_and(~kEnabledBit);
   if (s.enabled_since_ns) {
-    s.enabled_total_ns += detail::now_ns() - s.enabled_since_ns;
+    s.enabled_total_ns += detail::steady_ns() - s.enabled_since_ns;
     s.enabled_since_ns = 0;
   }
 }
@@ -146,13 +199,13 @@ const char* phase_name(Phase p) {
   return "unknown";
 }
 
-void detail::record(const char* name, EventKind kind, uint64_t begin_ns, uint64_t end_ns) {
+void detail::record(const char* name, EventKind kind, uint64_t begin, uint64_t end) {
   size_t i = g_buffer.next.fetch_add(1, std::memory_order_relaxed);
   if (i >= g_buffer.capacity.load(std::memory_order_relaxed)) return;  // counted as dropped
   Event* ev = g_buffer.events.load(std::memory_order_relaxed);
   Event& e = ev[i];
-  e.begin_ns = begin_ns;
-  e.end_ns = end_ns;
+  e.begin = begin;
+  e.end = end;
   e.thread = thread_number();
   e.kind = kind;
   // The name goes last: a slot with a name is complete.
@@ -200,7 +253,9 @@ void start(const std::string& dir, bool sync_gpu, size_t buffer_bytes) {
   // Two sessions started in the same second must not share files.
   for (int k = 1; std::filesystem::exists(report_paths(s.dir, s.timestamp, s.rank)[0]); ++k)
     s.timestamp = utc_timestamp() + "." + std::to_string(k);
-  s.origin_ns = detail::now_ns();
+  detail::ns_per_tick();  // calibrated now, not while events are written
+  s.origin_tick = detail::now();
+  s.origin_ns = detail::steady_ns();
   s.enabled_since_ns = 0;
   s.enabled_total_ns = 0;
   if (!s.exit_hook) {
@@ -213,7 +268,7 @@ bool enable() {
   Session& s = session();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (!s.started) return false;
-  if (!s.enabled_since_ns) s.enabled_since_ns = detail::now_ns();
+  if (!s.enabled_since_ns) s.enabled_since_ns = detail::steady_ns();
   detail::g_flags.fetch_or(kEnabledBit);
   return true;
 }
@@ -298,6 +353,7 @@ NodeTimes& node_times() {
 }  // namespace
 
 void set_node_timing(bool on) {
+  detail::ns_per_tick();  // calibrated before the executor times anything
   NodeTimes& t = node_times();
   std::lock_guard<std::mutex> lock(t.mutex);
   if (on && !(detail::g_flags.load() & kNodeTimingBit)) t.by_uid.clear();  // totals restart when switched on
@@ -309,16 +365,17 @@ void set_node_timing(bool on) {
 
 bool node_timing() { return detail::g_flags.load(std::memory_order_relaxed) & kNodeTimingBit; }
 
-void add_node_time(const std::string& uid, bool backward, uint64_t ns) {
+void add_node_time(const std::string& uid, bool backward, uint64_t ticks) {
+  const double ns = double(ticks) * detail::ns_per_tick();
   NodeTimes& t = node_times();
   std::lock_guard<std::mutex> lock(t.mutex);
   NodeTiming& n = t.by_uid[uid];
   if (backward) {
     ++n.backward_calls;
-    n.backward_ms += double(ns) * 1e-6;
+    n.backward_ms += ns * 1e-6;
   } else {
     ++n.forward_calls;
-    n.forward_ms += double(ns) * 1e-6;
+    n.forward_ms += ns * 1e-6;
   }
 }
 

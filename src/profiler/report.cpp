@@ -124,9 +124,9 @@ std::string detail_json(const ReportInput& in) {
     os << ",\n{\"name\":";
     json_string(os, e.name);
     os << ",\"cat\":\"" << category(e.kind) << "\",\"ph\":\"X\",\"ts\":";
-    micros(os, e.begin_ns >= in.origin_ns ? e.begin_ns - in.origin_ns : 0);
+    micros(os, e.begin >= in.origin_ns ? e.begin - in.origin_ns : 0);
     os << ",\"dur\":";
-    micros(os, e.end_ns >= e.begin_ns ? e.end_ns - e.begin_ns : 0);
+    micros(os, e.end >= e.begin ? e.end - e.begin : 0);
     os << ",\"pid\":" << pid << ",\"tid\":" << e.thread << "}";
   }
   os << "\n]}\n";
@@ -150,7 +150,7 @@ std::vector<EventStats> compute_stats(const std::vector<Event>& events) {
   std::map<std::pair<EventKind, std::string>, Acc> acc;
   for (auto& e : events) {
     if (e.kind == EventKind::Custom) continue;
-    double ms = double(e.end_ns >= e.begin_ns ? e.end_ns - e.begin_ns : 0) * 1e-6;
+    double ms = double(e.end >= e.begin ? e.end - e.begin : 0) * 1e-6;
     Acc& a = acc[{e.kind, e.name}];
     a.min = a.count ? std::min(a.min, ms) : ms;
     a.max = a.count ? std::max(a.max, ms) : ms;

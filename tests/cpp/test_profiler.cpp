@@ -97,7 +97,7 @@ TEST_F(ProfilerTest, RecordsOnlyWhileEnabled) {
   EXPECT_EQ(ev[0].kind, profiler::EventKind::Custom);
   EXPECT_STREQ(ev[1].name, "forward");
   EXPECT_EQ(ev[1].kind, profiler::EventKind::Phase);
-  for (auto& e : ev) EXPECT_LE(e.begin_ns, e.end_ns);
+  for (auto& e : ev) EXPECT_LE(e.begin, e.end);
 }
 
 TEST_F(ProfilerTest, StopWritesSummaryAndDetailWithCustomScopesOnlyInDetail) {
@@ -177,14 +177,14 @@ TEST_F(ProfilerTest, TrainerRecordsPhasesAndEveryPrimitive) {
   uint64_t fb = 0, fe = 0;
   for (auto& e : ev)
     if (std::string(e.name) == "forward") {
-      fb = e.begin_ns;
-      fe = e.end_ns;
+      fb = e.begin;
+      fe = e.end;
       break;
     }
   for (auto& e : ev)
     if (std::string(e.name) == "Times proj") {
-      EXPECT_GE(e.begin_ns, fb);
-      EXPECT_LE(e.end_ns, fe);
+      EXPECT_GE(e.begin, fb);
+      EXPECT_LE(e.end, fe);
       break;
     }
 }
