@@ -125,17 +125,20 @@ def markdown(r):
              '- CPUs pinned: %s; OMP_WAIT_POLICY=%s; load average at start %s, at end %s'
              % (r['pinned_cpus'], r['omp_wait_policy'], r['loadavg_start'], r['loadavg_end']), '',
              '## Per event (bench/cpp/profiler_overhead.cpp)', '',
-             'Best of %d loops of %d scopes per thread; a scope around a trivial body. "overhead" is the scope\'s '
-             'time minus the same body without a scope.' % (r['micro'][0]['repetitions'],
-                                                           r['micro'][0]['events_per_thread']), '',
-             '| threads | profiling off: overhead (ns) | recording: overhead per event (ns) | buffer full (ns) '
-             '| two steady-clock reads (ns) |',
-             '| ---: | ---: | ---: | ---: | ---: |']
+             'Best of %d loops of %d scopes per thread around a trivial body; overhead = the scope\'s time minus '
+             'the same body without a scope. CPU: the calling thread\'s CPU time per call; wall: elapsed time per '
+             'call, which on a shared machine also counts waiting for a CPU. Profiler clock: %s.'
+             % (r['micro'][0]['repetitions'], r['micro'][0]['events_per_thread'], r['micro'][0]['clock']), '',
+             '| threads | off: overhead, CPU / wall (ns) | recording: per event, CPU / wall (ns) '
+             '| buffer full: per event, CPU / wall (ns) | two profiler-clock reads, CPU (ns) '
+             '| two steady_clock reads, CPU (ns) |',
+             '| ---: | ---: | ---: | ---: | ---: | ---: |']
     for u in r['micro']:
-        lines.append('| %d | %.1f | %.1f | %.1f | %.1f |' % (u['threads'], u['overhead_off_ns'],
-                                                            u['overhead_per_event_ns'],
-                                                            u['scope_buffer_full_ns'] - u['bare_call_ns'],
-                                                            u['two_clock_reads_ns']))
+        ns = u['ns']
+        lines.append('| %d | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f | %.1f | %.1f |' % (
+            u['threads'], ns['overhead_off']['cpu'], ns['overhead_off']['wall'], ns['overhead_per_event']['cpu'],
+            ns['overhead_per_event']['wall'], ns['overhead_buffer_full']['cpu'], ns['overhead_buffer_full']['wall'],
+            ns['two_profiler_clock_reads']['cpu'], ns['two_steady_clock_reads']['cpu']))
     lines += ['', '## MLP training epoch (bench/mlp_epoch.py, OpenCNTK)', '',
               '%d steps per epoch; epochs alternate between profiling off and on (start, enable, train, then '
               'stop outside the timed part); %d of each.' % (m['steps'], len(m['off_s'])), '',
