@@ -62,19 +62,22 @@ namespace {
 
 constexpr uint32_t kEnabledBit = 1u, kNodeTimingBit = 2u;
 
-// The buffer recorders write into. Recorders read `events`/`capacity` without a
-// lock, so a buffer is never freed while the process runs: a new session of the
-// same size reuses it, one of another size retires it to `retired`.
+static_assert(sizeof(Event) == 32, "the documented event size (reserve_mem / 32 events)");
+
+// A buffer recorders write into. Recorders read the current one without a lock
+// (one pointer, so its slots and capacity always match), so a buffer is never
+// freed while the process runs: a new session of the same size reuses it, one of
+// another size allocates a new one and leaves the old one in Session::owned.
 struct Buffer {
-  std::atomic<Event*> events{nullptr};
-  std::atomic<size_t> capacity{0};
-  std::atomic<size_t> next{0};  // slots claimed; beyond `capacity` they count dropped events
+  std::unique_ptr<Event[]> events;  // value-initialized: no slot has a name
+  size_t capacity = 0;
 };
-Buffer g_buffer;
+std::atomic<Buffer*> g_buffer{nullptr};
+std::atomic<size_t> g_next{0};  // slots claimed; beyond the capacity they count dropped events
 
 struct Session {
   std::mutex mutex;  // control calls (start/stop/enable/flush) only; recording never takes it
-  std::vector<std::unique_ptr<Event[]>> owned;  // every buffer ever allocated (the last one is current)
+  std::vector<std::unique_ptr<Buffer>> owned;  // every buffer ever allocated (the last one is current)
   bool started = false, sync_gpu = false;
   std::string dir, timestamp;
   size_t rank = 0;
@@ -119,9 +122,10 @@ std::string utc_timestamp() {
 // The events of the current buffer (claimed slots whose writer has finished).
 std::vector<Event> snapshot_locked() {
   std::vector<Event> out;
-  Event* ev = g_buffer.events.load(std::memory_order_acquire);
-  if (!ev) return out;
-  size_t n = std::min(g_buffer.next.load(std::memory_order_acquire), g_buffer.capacity.load());
+  Buffer* buf = g_buffer.load(std::memory_order_acquire);
+  if (!buf) return out;
+  Event* ev = buf->events.get();
+  size_t n = std::min(g_next.load(std::memory_order_acquire), buf->capacity);
   out.reserve(n);
   // Ticks to steady-clock ns: over a session of a second or more its own span
   // calibrates the TSC best; shorter ones use the 20 ms calibration.
@@ -156,9 +160,10 @@ ReportInput report_input_locked() {
   in.timestamp = s.timestamp;
   in.rank = s.rank;
   in.origin_ns = s.origin_ns;
-  in.capacity = g_buffer.capacity.load();
+  Buffer* buf = g_buffer.load();
+  in.capacity = buf ? buf->capacity : 0;
   in.buffer_bytes = in.capacity * sizeof(Event);
-  size_t next = g_buffer.next.load();
+  size_t next = g_next.load();
   in.dropped = next > in.capacity ? next - in.capacity : 0;
   in.sync_gpu = s.sync_gpu;
   in.enabled_ns = s.enabled_total_ns + (s.enabled_since_ns ? detail::steady_ns() - s.enabled_since_ns : 0);
@@ -200,10 +205,11 @@ const char* phase_name(Phase p) {
 }
 
 void detail::record(const char* name, EventKind kind, uint64_t begin, uint64_t end) {
-  size_t i = g_buffer.next.fetch_add(1, std::memory_order_relaxed);
-  if (i >= g_buffer.capacity.load(std::memory_order_relaxed)) return;  // counted as dropped
-  Event* ev = g_buffer.events.load(std::memory_order_relaxed);
-  Event& e = ev[i];
+  Buffer* buf = g_buffer.load(std::memory_order_acquire);
+  if (!buf) return;
+  size_t i = g_next.fetch_add(1, std::memory_order_relaxed);
+  if (i >= buf->capacity) return;  // counted as dropped
+  Event& e = buf->events[i];
   e.begin = begin;
   e.end = end;
   e.thread = thread_number();
@@ -233,18 +239,20 @@ void start(const std::string& dir, bool sync_gpu, size_t buffer_bytes) {
   if (ec || !std::filesystem::is_directory(dir))
     throw IOError("start_profiler: cannot create the directory '" + dir + "'" + (ec ? ": " + ec.message() : ""));
 
-  if (g_buffer.capacity.load() == capacity && g_buffer.events.load()) {
-    size_t used = std::min(g_buffer.next.load(), capacity);
-    std::memset(static_cast<void*>(g_buffer.events.load()), 0, used * sizeof(Event));
+  Buffer* current = g_buffer.load();
+  if (current && current->capacity == capacity) {
+    size_t used = std::min(g_next.load(), capacity);
+    std::memset(static_cast<void*>(current->events.get()), 0, used * sizeof(Event));
   } else {
     // Value-initialized: every slot starts without a name. Allocating (and
     // touching) the memory here keeps page faults out of the timed code.
-    s.owned.push_back(std::make_unique<Event[]>(capacity));
-    g_buffer.capacity.store(0);
-    g_buffer.events.store(s.owned.back().get(), std::memory_order_release);
-    g_buffer.capacity.store(capacity);
+    auto buf = std::make_unique<Buffer>();
+    buf->events = std::make_unique<Event[]>(capacity);
+    buf->capacity = capacity;
+    s.owned.push_back(std::move(buf));
+    g_buffer.store(s.owned.back().get(), std::memory_order_release);
   }
-  g_buffer.next.store(0);
+  g_next.store(0);
   s.started = true;
   s.sync_gpu = sync_gpu;
   s.dir = dir;
@@ -319,8 +327,9 @@ Status status() {
   st.started = s.started;
   st.enabled = enabled();
   st.sync_gpu = s.sync_gpu;
-  st.capacity = g_buffer.capacity.load();
-  size_t next = g_buffer.next.load();
+  Buffer* buf = g_buffer.load();
+  st.capacity = buf ? buf->capacity : 0;
+  size_t next = g_next.load();
   st.recorded = std::min(next, st.capacity);
   st.dropped = next > st.capacity ? next - st.capacity : 0;
   st.dir = s.dir;
