@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -46,7 +45,7 @@ std::atomic<uint32_t> g_flags{0};
 bool g_use_tsc = detect_invariant_tsc();
 
 double ns_per_tick() {
-  // Ticks per nanosecond from a 20 ms interval of steady_clock, measured once.
+  // Nanoseconds per tick over a 20 ms interval of steady_clock, measured once.
   static const double ratio = [] {
     if (!g_use_tsc) return 1.0;
     uint64_t t0 = now(), n0 = steady_ns();
