@@ -177,8 +177,9 @@ NodeTiming node_time(const std::string& uid);
 #define CNTK_PROFILE_CONCAT_INNER(a, b) a##b
 #define CNTK_PROFILE_CONCAT(a, b) CNTK_PROFILE_CONCAT_INNER(a, b)
 // A custom scope: `name` must be a string literal (or otherwise live forever).
-#define CNTK_PROFILE_SCOPE(name) \
-  ::cntk::profiler::ScopedEvent CNTK_PROFILE_CONCAT(cntk_profile_scope_, __LINE__)(name, ::cntk::profiler::EventKind::Custom)
+#define CNTK_PROFILE_SCOPE(name)                                               \
+  ::cntk::profiler::ScopedEvent CNTK_PROFILE_CONCAT(cntk_profile_scope_, __LINE__)( \
+      name, ::cntk::profiler::EventKind::Custom)
 // A phase of minibatch processing, e.g. CNTK_PROFILE_PHASE(Prefetch) in a reader's background thread.
 #define CNTK_PROFILE_PHASE(phase) \
   ::cntk::profiler::ScopedEvent CNTK_PROFILE_CONCAT(cntk_profile_phase_, __LINE__)(::cntk::profiler::Phase::phase)

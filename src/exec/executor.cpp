@@ -74,9 +74,10 @@ ComputeContext make_context(const PlanStep& st, BackPropState& s) {
 // A per-node profiler event (and node timing) for a step that began at t0.
 void node_event(const PlanStep& st, bool backward, uint64_t t0) {
   uint64_t t1 = profiler::detail::now();
-  if (profiler::enabled())
-    profiler::detail::record(backward ? st.backward_event_name : st.event_name,
-                             backward ? profiler::EventKind::NodeBackward : profiler::EventKind::NodeForward, t0, t1);
+  if (profiler::enabled()) {
+    auto kind = backward ? profiler::EventKind::NodeBackward : profiler::EventKind::NodeForward;
+    profiler::detail::record(backward ? st.backward_event_name : st.event_name, kind, t0, t1);
+  }
   if (profiler::node_timing()) profiler::add_node_time(st.fn->uid(), backward, t1 - t0);
 }
 

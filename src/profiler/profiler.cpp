@@ -230,8 +230,8 @@ void start(const std::string& dir, bool sync_gpu, size_t buffer_bytes) {
   if (s.started) throw ValueError("start_profiler: the profiler is already started; call stop_profiler first");
   size_t capacity = buffer_bytes / sizeof(Event);
   if (capacity == 0)
-    throw ValueError("start_profiler: reserve_mem=" + std::to_string(buffer_bytes) + " bytes holds no event (one takes " +
-                     std::to_string(sizeof(Event)) + " bytes)");
+    throw ValueError("start_profiler: reserve_mem=" + std::to_string(buffer_bytes) +
+                     " bytes holds no event (one takes " + std::to_string(sizeof(Event)) + " bytes)");
   if (dir.empty()) throw ValueError("start_profiler: dir is empty");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);

@@ -167,7 +167,8 @@ TEST_F(ProfilerTest, TrainerRecordsPhasesAndEveryPrimitive) {
   for (int i = 0; i < 3; ++i) t.train_minibatch(batch(r, 4));
   t.test_minibatch(batch(r, 4));
   auto ev = profiler::events();
-  for (const char* phase : {"minibatch", "forward", "backward", "parameter update"}) EXPECT_EQ(count_of(ev, phase), 3u) << phase;
+  for (const char* phase : {"minibatch", "forward", "backward", "parameter update"})
+    EXPECT_EQ(count_of(ev, phase), 3u) << phase;
   EXPECT_EQ(count_of(ev, "evaluation"), 1u);
   for (const char* node : {"Times proj", "Plus z", "Minus diff", "ElementTimes sq", "ReduceElements loss"}) {
     EXPECT_EQ(count_of(ev, node), 4u) << node;  // 3 training forwards + 1 test

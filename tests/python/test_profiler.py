@@ -256,7 +256,8 @@ def test_start_profiler_checks_its_arguments(tmp_path):
     blocker.write_text('x')
     with pytest.raises(OSError, match='cannot create'):
         C.debugging.start_profiler(str(blocker / 'sub'))
-    C.debugging.start_profiler(str(tmp_path / 'ok'))
+    C.debugging.start_profiler(tmp_path / 'ok')  # a pathlib.Path is a path too
+    assert C.cntk_py.profiler_status()['dir'] == str(tmp_path / 'ok')
     with pytest.raises(ValueError, match='already started'):
         C.debugging.start_profiler(str(tmp_path / 'ok'))
     assert C.cntk_py.default_profiler_buffer_size == 32 * 1024 * 1024

@@ -12,6 +12,7 @@ The files are also written at normal process exit (a session still running is st
 then) and when a minibatch raises during training.
 """
 import contextlib
+import os
 import threading
 
 from .. import _cntk
@@ -31,8 +32,9 @@ def start_profiler(dir='profiler', sync_gpu=True, reserve_mem=_cntk.default_prof
         reserve_mem (int): bytes reserved for events (32 bytes each); events beyond it are
             counted as dropped and the count is reported in the summary
     """
-    if not isinstance(dir, str):
-        raise TypeError("start_profiler: dir must be a string, not %s" % type(dir).__name__)
+    if not isinstance(dir, (str, os.PathLike)):
+        raise TypeError("start_profiler: dir must be a path, not %s" % type(dir).__name__)
+    dir = os.fspath(dir)
     if isinstance(reserve_mem, bool) or not isinstance(reserve_mem, int):
         raise TypeError("start_profiler: reserve_mem must be an int (bytes), not %s" % type(reserve_mem).__name__)
     if reserve_mem <= 0:
