@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "cntk/evaluation.h"
+#include "cntk/profiler.h"
 #include "exec/plan.h"
 #include "kernels/cpu/reduce.h"
 #include "ops/eager.h"
@@ -68,6 +69,16 @@ ComputeContext make_context(const PlanStep& st, BackPropState& s) {
   ctx.out_dyn = int(st.out_axes.size());
   ctx.deferred = &s.deferred;
   return ctx;
+}
+
+// A per-node profiler event (and node timing) for a step that began at t0.
+void node_event(const PlanStep& st, bool backward, uint64_t t0) {
+  uint64_t t1 = profiler::detail::now();
+  if (profiler::enabled()) {
+    auto kind = backward ? profiler::EventKind::NodeBackward : profiler::EventKind::NodeForward;
+    profiler::detail::record(backward ? st.backward_event_name : st.event_name, kind, t0, t1);
+  }
+  if (profiler::node_timing()) profiler::add_node_time(st.fn->uid(), backward, t1 - t0);
 }
 
 void run_deferred(BackPropState& s) {
@@ -184,7 +195,14 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
   for (size_t k_step = 0; k_step < p.steps.size(); ++k_step) {
     const PlanStep& st = p.steps[k_step];
     ComputeContext ctx = make_context(st, *s);
-    std::vector<NDArrayView> outs = st.op->forward(ctx);
+    std::vector<NDArrayView> outs;
+    if (profiler::node_events_wanted()) [[unlikely]] {
+      uint64_t t0 = profiler::detail::now();
+      outs = st.op->forward(ctx);
+      node_event(st, false, t0);
+    } else {
+      outs = st.op->forward(ctx);
+    }
     if (s->training) {
       s->saved[k_step] = std::move(ctx.saved);
       s->saved_state[k_step] = std::move(ctx.state);
@@ -255,6 +273,7 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
       ctx.outputs.push_back(s.values[o]);
       ctx.grad_outputs.push_back(grads[o].defined() ? grads[o] : eager::zeros_like(s.values[o]));
     }
+    const uint64_t t0 = profiler::node_events_wanted() ? profiler::detail::now() : 0;
     for (size_t i = 0; i < st.in.size(); ++i) {
       int in = st.in[i];
       if (!depends[in]) continue;
@@ -282,6 +301,7 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
       else
         eager::add_to(grads[in], g);
     }
+    if (t0) node_event(st, true, t0);
   }
   gradients.clear();
   for (auto& w : wrt) {

@@ -1,5 +1,7 @@
 #include "exec/plan.h"
 
+#include "cntk/profiler.h"
+
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -85,6 +87,10 @@ class PlanBuilder {
         step.out.push_back(new_slot(o));
       }
       step.out_axes = layout_axes(outs[0]);
+      // Profiler event names: "<Op> <node name or uid>", interned once per plan.
+      std::string label = f->op_name() + " " + (f->name().empty() ? f->uid() : f->name());
+      step.event_name = profiler::intern(label);
+      step.backward_event_name = profiler::intern(label + " (backward)");
       p_.steps.push_back(std::move(step));
     }
     in_progress_.erase(f.get());

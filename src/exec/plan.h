@@ -16,6 +16,8 @@ struct PlanStep {
   std::vector<int> in, out;
   std::vector<std::vector<Axis>> in_axes;  // layout order per input
   std::vector<Axis> out_axes;
+  const char* event_name = nullptr;           // the profiler's per-node event names
+  const char* backward_event_name = nullptr;
 };
 
 struct Plan {

@@ -1,6 +1,8 @@
 // Trainer and Evaluator over the executor's forward/backward.
 #include "cntk/trainer.h"
 
+#include "cntk/profiler.h"
+
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -120,6 +122,7 @@ Evaluator::Evaluator(FunctionPtr evaluation_function) : eval_fn_(std::move(evalu
 
 double Evaluator::test_minibatch(const VariableValues& arguments, const std::vector<Variable>& outputs,
                                  std::vector<Value>* output_values) {
+  profiler::ScopedEvent phase(profiler::Phase::Evaluation);
   prev_test_ = {};
   if (arguments.empty()) return std::numeric_limits<double>::quiet_NaN();
   std::vector<Variable> req{eval_fn_->output()};
@@ -173,8 +176,10 @@ bool Trainer::train_minibatch(const VariableValues& arguments, bool sweep_end) {
   return train_minibatch(arguments, sweep_end, {}, unused);
 }
 
+// A function-try-block: the profile is written when a minibatch raises, so a failing run still leaves it.
 bool Trainer::train_minibatch(const VariableValues& arguments, bool sweep_end, const std::vector<Variable>& outputs,
-                              std::vector<Value>& output_values) {
+                              std::vector<Value>& output_values) try {
+  profiler::ScopedEvent whole(profiler::Phase::Minibatch);
   prev_loss_ = {};
   prev_eval_ = {};
   output_values.clear();
@@ -192,7 +197,11 @@ bool Trainer::train_minibatch(const VariableValues& arguments, bool sweep_end, c
   std::vector<Value> vals;
   // The executor computes any variable reachable from the requested outputs, so
   // the loss function serves as the graph of every run (and holds the plans).
-  BackPropStatePtr state = forward(loss_, arguments, req, vals, true);
+  BackPropStatePtr state;
+  {
+    profiler::ScopedEvent phase(profiler::Phase::Forward);
+    state = forward(loss_, arguments, req, vals, true);
+  }
   const Value& loss_value = vals[0];
   prev_loss_.sum = valid_sum(loss_out, loss_value);
   prev_loss_.samples = sample_count(loss_count_var_, vals[index_of(req, loss_count_var_)]);
@@ -204,8 +213,12 @@ bool Trainer::train_minibatch(const VariableValues& arguments, bool sweep_end, c
 
   // Gradients of the loss summed over the minibatch: seed every valid entry with 1.
   std::vector<Value> grads;
-  backward(state, {{loss_out, root_gradient(loss_out, loss_value)}}, learner_params_, grads);
-  state.reset();
+  {
+    profiler::ScopedEvent phase(profiler::Phase::Backward);
+    backward(state, {{loss_out, root_gradient(loss_out, loss_value)}}, learner_params_, grads);
+    state.reset();
+  }
+  profiler::ScopedEvent update_phase(profiler::Phase::ParameterUpdate);
 
   bool updated = false;
   size_t next = 0;
@@ -218,11 +231,15 @@ bool Trainer::train_minibatch(const VariableValues& arguments, bool sweep_end, c
     updated = learner->update(mine, prev_loss_.samples, sweep_end) || updated;
   }
   return updated;
+} catch (...) {
+  profiler::flush_after_error();
+  throw;
 }
 
 double Trainer::test_minibatch(const VariableValues& arguments, const std::vector<Variable>& outputs,
                                std::vector<Value>* output_values) {
   if (!eval_) throw ValueError("Trainer.test_minibatch: the Trainer has no evaluation function (criterion metric)");
+  profiler::ScopedEvent phase(profiler::Phase::Evaluation);
   prev_test_ = {};
   if (arguments.empty()) return std::numeric_limits<double>::quiet_NaN();
   std::vector<Variable> req{eval_->output()};

@@ -127,5 +127,6 @@ class Evaluator(_cntk.Evaluator):
         _call_writers(self._writers, 'write_test_summary')
 
     def print_node_timing(self):
-        """Per-node timing is not collected yet (profiler issue)."""
-        raise NotImplementedError("Evaluator.print_node_timing is not implemented yet (profiler issue)")
+        """Prints the per-node totals (cntk.debugging.set_node_timing) of the evaluation function."""
+        from ..debugging.debug import _print_node_timing
+        _print_node_timing([self.evaluation_function])

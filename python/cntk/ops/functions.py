@@ -932,7 +932,16 @@ Function.restore = _unsupported('Function.restore', 'model files issue')
 Function.load = staticmethod(lambda model, device=None, format=ModelFormat.CNTKv2: load_model(model, device, format))
 Function.train = _unsupported('Function.train', 'training issue')
 Function.test = _unsupported('Function.test', 'training issue')
-Function.print_node_timing = _unsupported('Function.print_node_timing', 'profiler issue')
+
+
+def _print_node_timing(self):
+    """Prints the per-node forward/backward totals collected since
+    cntk.debugging.set_node_timing(True) for the nodes of this function."""
+    from ..debugging.debug import _print_node_timing as print_timing
+    print_timing([self])
+
+
+Function.print_node_timing = _print_node_timing
 Function.register_udf_deserialize_callback = staticmethod(_unsupported('register_udf_deserialize_callback',
                                                                         'model files issue'))
 

@@ -198,5 +198,7 @@ class Trainer(_cntk.Trainer):
         _call_writers(self._writers, 'write_test_summary')
 
     def print_node_timing(self):
-        """Per-node timing is not collected yet (profiler issue)."""
-        raise NotImplementedError("Trainer.print_node_timing is not implemented yet (profiler issue)")
+        """Prints the per-node totals (cntk.debugging.set_node_timing) of the model, the loss
+        and the evaluation function."""
+        from ..debugging.debug import _print_node_timing
+        _print_node_timing([self.model, self.loss_function, self.evaluation_function])

@@ -7,6 +7,7 @@ import enum
 import numpy as np
 
 from .. import _cntk
+from ..debugging.profiler import _phase as _profiler_phase, _flush_after_error as _flush_profiler_after_error
 from ..variables import Record
 
 
@@ -161,7 +162,15 @@ class TrainingSession(object):
         return position // freq > last // freq if unit == DataUnit.sample else position % freq == 0
 
     def train(self, device=None):
-        """Runs the training loop."""
+        """Runs the training loop. If it raises, a running profiler session writes its files
+        before the exception propagates."""
+        try:
+            self._train()
+        except BaseException:
+            _flush_profiler_after_error()
+            raise
+
+    def _train(self):
         trainer = self.trainer
         samples = minibatches = sweeps = 0
         last_progress = last_cv = 0
@@ -169,7 +178,8 @@ class TrainingSession(object):
         stop = False
         while samples < self.max_samples and not stop:
             size = min(self.mb_size[samples], self.max_samples - samples)
-            mb = self._next(self.mb_source, size, self.model_inputs_to_streams)
+            with _profiler_phase('read minibatch'):
+                mb = self._next(self.mb_source, size, self.model_inputs_to_streams)
             if not mb:
                 break
             trainer.train_minibatch(mb)
@@ -184,7 +194,10 @@ class TrainingSession(object):
             if self.checkpoint_config is not None and self._due(self.checkpoint_config.frequency,
                                                                 self.checkpoint_config.frequency_unit, samples,
                                                                 minibatches, sweeps, last_progress):
-                raise NotImplementedError("writing checkpoints needs model files, which are not implemented yet")
+                self._save_checkpoint()
+                # As in CNTK, the profiler is enabled after each checkpoint (so the first
+                # checkpoint period is not profiled); this has no effect unless start_profiler ran.
+                _cntk.enable_profiler()
             if self.cv_config is not None and self._due(self.cv_config.frequency, self.cv_config.frequency_unit,
                                                         samples, minibatches, sweeps, last_cv):
                 last_cv = samples
@@ -197,6 +210,9 @@ class TrainingSession(object):
             self._cross_validate(cv_index)
         if self.test_config is not None:
             self._test()
+
+    def _save_checkpoint(self):
+        raise NotImplementedError("writing checkpoints needs model files, which are not implemented yet")
 
     def _evaluate(self, config, max_samples=None):
         source, input_map = config.source, config.model_inputs_to_streams
