@@ -588,7 +588,7 @@ def test_crop_manual(shape, ref, ox, oy):
     np.testing.assert_array_equal(g, np.zeros_like(e))
 
 
-def test_crop_errors_and_automatic_offsets():
+def test_crop_errors():
     x = C.input_variable((2, 6, 7))
     r = C.input_variable((2, 3, 4))
     with pytest.raises(ValueError):
@@ -597,7 +597,48 @@ def test_crop_errors_and_automatic_offsets():
         C.crop_manual(x, r, -1, 0)
     with pytest.raises(ValueError):
         C.crop_manual(C.input_variable(5), r, 0, 0)
-    with pytest.raises(NotImplementedError):
-        C.crop_automatic(x, r)
-    with pytest.raises(NotImplementedError):
-        C.crop_automatic_with_ancestors(x, r, x, r)
+
+
+def test_crop_automatic_finds_offsets_through_the_graph():
+    x = f64_input((2, 6, 7))
+    r = f64_input((2, 3, 4))
+    d = np.random.RandomState(17).standard_normal((2, 2, 6, 7))
+    e = np.zeros((2, 2, 3, 4))
+    cropped = C.crop_manual(x, r, 2, 1)                      # x[..., 1:4, 2:6]
+    ref = C.layers.Activation(C.tanh)(C.plus(cropped, 1.0))  # through a block and elementwise ops
+    f = C.crop_automatic(C.relu(x), ref)
+    assert f.root_function.attributes['offset'] == [2, 1]
+    check_forward(f, {x: d, r: e}, np.maximum(d, 0)[..., 1:4, 2:6], rtol=0, atol=0)
+    gradcheck(f, {x: d, r: e}, wrt=[x])
+    # nested crops add up
+    inner = C.crop_manual(x, f64_input((2, 5, 5)), 1, 1)   # offset (1, 1)
+    outer = C.crop_manual(inner, r, 1, 0)                 # offset (1, 0) within it
+    g = C.crop_automatic(x, outer)
+    assert g.root_function.attributes['offset'] == [2, 1]
+
+
+def test_crop_automatic_with_ancestors():
+    image = f64_input((3, 8, 8))
+    label = f64_input((1, 8, 8))
+    r = f64_input((3, 5, 5))
+    features = C.crop_manual(image, r, 2, 1)
+    f = C.crop_automatic_with_ancestors(label, features, label, image)
+    assert f.root_function.attributes['offset'] == [2, 1]
+    assert len(f.root_function.inputs) == 4
+    rng = np.random.RandomState(18)
+    li = rng.standard_normal((2, 1, 8, 8))
+    got = f.eval({label: li, image: rng.standard_normal((2, 3, 8, 8)), r: np.zeros((2, 3, 5, 5))})
+    np.testing.assert_array_equal(got, li[..., 1:6, 2:7])
+
+
+def test_crop_automatic_errors():
+    x = C.input_variable((2, 6, 7))
+    y = C.input_variable((2, 3, 4))
+    with pytest.raises(ValueError):  # no common ancestor
+        C.crop_automatic(x, y)
+    with pytest.raises(ValueError):  # the referent is larger than the input
+        C.crop_automatic(C.crop_manual(x, y, 1, 1), x)
+    with pytest.raises(ValueError):  # no spatial transform through a transpose
+        C.crop_automatic(x, C.crop_manual(C.transpose(C.transpose(x, (0, 2, 1)), (0, 2, 1)), y, 0, 0))
+    with pytest.raises(ValueError):  # ancestor_input must be an ancestor of node_input
+        C.crop_automatic_with_ancestors(x, y, C.input_variable((2, 6, 7)), y)

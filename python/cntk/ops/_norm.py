@@ -219,14 +219,131 @@ def crop_manual(node_input, node_referent, offset_x, offset_y, name=''):
     return prim('Crop', [x, r], {'offset': [ox, oy]}, name)
 
 
+# Ops whose output pixel (x, y) depends on the input pixel (x, y) alone (CNTK's identity
+# transformer nodes): elementwise ops and batch normalization's data input.
+_IDENTITY_TRANSFORM_OPS = frozenset([
+    'Abs', 'Acos', 'And', 'Asin', 'Asinh', 'Atan', 'Atanh', 'Cos', 'Cosh', 'ELU', 'ElementDivide', 'ElementTimes',
+    'Equal', 'Exp', 'Floor', 'Greater', 'GreaterEqual', 'HardSigmoid', 'LeakyReLU', 'Less', 'LessEqual', 'Log',
+    'LogPlus', 'Minus', 'Negate', 'Not', 'NotEqual', 'Or', 'Plus', 'Pow', 'ReLU', 'Reciprocal', 'SELU', 'Sin',
+    'Sinh', 'Sqrt', 'StableSigmoid', 'StraightThrough', 'Tan', 'Tanh', 'Xor', 'Sigmoid', 'Softplus'])
+# Ops with a spatial transform in CNTK (scale and shift from kernel, stride and padding)
+# that the offset search does not model yet.
+_UNMODELED_TRANSFORM_OPS = frozenset(['Convolution', 'ConvolutionTranspose', 'Pooling', 'Unpooling', 'MaxUnpooling'])
+
+_IDENTITY = ((1.0, 0.0), (1.0, 0.0))  # (scale, translate) for x and y
+
+
+def _compose(a, b):
+    """a after b, per axis: x -> sa * (sb * x + tb) + ta."""
+    return tuple((sa * sb, sa * tb + ta) for (sa, ta), (sb, tb) in zip(a, b))
+
+
+def _inverse(a):
+    return tuple((1.0 / s, -t / s) for s, t in a)
+
+
+def _transform_inputs(fn):
+    """(input variable, transform from that input's pixels to fn's output pixels) pairs."""
+    op = fn.op_name
+    if op in _IDENTITY_TRANSFORM_OPS:
+        return [(v, _IDENTITY) for v in fn.inputs]
+    if op == 'BatchNormalization':
+        return [(fn.inputs[0], _IDENTITY)]
+    if op == 'Crop':
+        ox, oy = fn.attributes['offset']
+        return [(fn.inputs[0], ((1.0, -float(ox)), (1.0, -float(oy))))]
+    if op in _UNMODELED_TRANSFORM_OPS:
+        raise NotImplementedError("crop_automatic: the spatial transform of %s (on the path between the crop "
+                                  "inputs) is not modeled; use crop_manual" % op)
+    raise ValueError("crop_automatic: %s does not support an affine spatial transform, so crop offsets cannot "
+                     "be computed through it" % op)
+
+
+class _CropSearch(object):
+    """Walks from a variable towards the graph's leaves, recording for each variable
+    reached the transform from its pixels to the start's pixels (CNTK's
+    ComputeCropOffsets). Blocks are looked through."""
+
+    def __init__(self):
+        self.outer = {}  # placeholder uid inside a block -> the variable feeding it
+
+    def _next(self, v):
+        """The variables v's value comes from, with their transforms."""
+        if v.is_placeholder:
+            outer = self.outer.get(v.uid)
+            return [] if outer is None else [(outer, _IDENTITY)]
+        if not v.is_output:
+            return []  # an input, parameter or constant
+        fn = v.owner
+        if fn.is_block:
+            for ph, arg in fn.block_arguments_mapping:
+                self.outer[ph.uid] = arg
+            outs = fn.outputs
+            k = [o.uid for o in outs].index(v.uid)
+            return [(fn.block_root.outputs[k], _IDENTITY)]
+        return _transform_inputs(fn)
+
+    def walk(self, start, stop=None):
+        """Transforms of every variable reachable from `start`; with `stop` (uid -> transform
+        of the first walk), returns (variable, its transform) at the first one in `stop`."""
+        seen = {start.uid: _IDENTITY}
+        stack = [start]
+        while stack:
+            v = stack.pop()
+            if stop is not None and v.uid in stop:
+                return v, seen[v.uid]
+            for u, t in self._next(v):
+                tr = _compose(seen[v.uid], t)
+                if u.uid not in seen:
+                    seen[u.uid] = tr
+                    stack.append(u)
+                elif seen[u.uid] != tr:
+                    raise ValueError("crop_automatic: different spatial transforms along different paths")
+        return seen if stop is None else None
+
+
+def _automatic_offsets(op, x, r, ancestors=None):
+    search = _CropSearch()
+    first = search.walk(x)
+    stop = dict(first)
+    if ancestors is not None:
+        a_in, a_ref = ancestors
+        if a_in.uid not in first:
+            raise ValueError("%s: ancestor_input is not an ancestor of node_input" % op)
+        stop[a_ref.uid] = first[a_in.uid]
+    found = search.walk(r, stop)
+    if found is None:
+        raise ValueError("%s: the inputs have no common ancestor, so crop offsets cannot be computed" % op)
+    node, t_ref = found
+    t_in = stop[node.uid]
+    final = _compose(t_ref, _inverse(t_in))
+    for s, t in final:
+        if s != 1.0:
+            raise ValueError("%s: the inputs differ in scale, which a crop cannot match" % op)
+        if t > 0:
+            raise ValueError("%s: the referent extends beyond the input (negative crop offset)" % op)
+    ox, oy = -final[0][1], -final[1][1]
+    if not (float(ox).is_integer() and float(oy).is_integer()):
+        raise ValueError("%s: the computed crop offsets (%g, %g) are not whole pixels" % (op, ox, oy))
+    return int(ox), int(oy)
+
+
 def crop_automatic(node_input, node_referent, name=''):
-    """CNTK computes these offsets from the spatial transforms of the graph between the
-    two inputs and their common ancestor; that traversal is not implemented here."""
-    raise NotImplementedError("crop_automatic: automatic crop offsets (from the graph's spatial transforms) are "
-                              "not implemented; use crop_manual with explicit offsets")
+    """Crops like crop_manual, with the offsets found from the graph: the spatial
+    transforms from each input back to their common ancestor, composed (CNTK's
+    ComputeCropOffsets). Elementwise ops, batch normalization and crops are modeled;
+    a convolution or pooling on the path raises NotImplementedError."""
+    x, r = _crop_operands('crop_automatic', node_input, node_referent)
+    ox, oy = _automatic_offsets('crop_automatic', x, r)
+    return prim('Crop', [x, r], {'offset': [ox, oy]}, name)
 
 
 def crop_automatic_with_ancestors(node_input, node_referent, ancestor_input, ancestor_referent, name=''):
-    """See crop_automatic: automatic offsets are not implemented."""
-    raise NotImplementedError("crop_automatic_with_ancestors: automatic crop offsets (from the graph's spatial "
-                              "transforms) are not implemented; use crop_manual with explicit offsets")
+    """crop_automatic for inputs without a common ancestor: `ancestor_input` (an ancestor
+    of node_input) and `ancestor_referent` (one of node_referent) count as the same node
+    (e.g. an input image and its pixelwise label image)."""
+    op = 'crop_automatic_with_ancestors'
+    x, r = _crop_operands(op, node_input, node_referent)
+    a_in, a_ref = sanitize_inputs(ancestor_input, ancestor_referent)
+    ox, oy = _automatic_offsets(op, x, r, (a_in, a_ref))
+    return prim('Crop', [x, r, a_in, a_ref], {'offset': [ox, oy]}, name)
