@@ -245,13 +245,14 @@ def _inverse(a):
 def _transform_inputs(fn):
     """(input variable, transform from that input's pixels to fn's output pixels) pairs."""
     op = fn.op_name
+    inputs = list(fn.inputs)
     if op in _IDENTITY_TRANSFORM_OPS:
-        return [(v, _IDENTITY) for v in fn.inputs]
+        return [(v, _IDENTITY) for v in inputs]
     if op == 'BatchNormalization':
-        return [(fn.inputs[0], _IDENTITY)]
+        return [(inputs[0], _IDENTITY)]
     if op == 'Crop':
         ox, oy = fn.attributes['offset']
-        return [(fn.inputs[0], ((1.0, -float(ox)), (1.0, -float(oy))))]
+        return [(inputs[0], ((1.0, -float(ox)), (1.0, -float(oy))))]
     if op in _UNMODELED_TRANSFORM_OPS:
         raise NotImplementedError("crop_automatic: the spatial transform of %s (on the path between the crop "
                                   "inputs) is not modeled; use crop_manual" % op)
@@ -274,7 +275,7 @@ class _CropSearch(object):
             return [] if outer is None else [(outer, _IDENTITY)]
         if not v.is_output:
             return []  # an input, parameter or constant
-        fn = v.owner
+        fn = v.owner.root_function
         if fn.is_block:
             for ph, arg in fn.block_arguments_mapping:
                 self.outer[ph.uid] = arg
