@@ -1,14 +1,44 @@
 """Normalization and image ops: batch_normalization (and the BatchNormalization layer),
 local_response_normalization, mean_variance_normalization, per_dim_mean_variance_normalize,
 depth_to_space, space_to_depth, crop_manual, crop_automatic(_with_ancestors), image_scaler."""
+import inspect
 import math
-import warnings
+import os
 
 import numpy as np
 import pytest
 
 import cntk as C
 from op_harness import check_forward, gradcheck, f64_input
+
+
+NORM_NAMES = {
+    'cntk.ops': ['batch_normalization', 'local_response_normalization', 'mean_variance_normalization',
+                 'per_dim_mean_variance_normalize', 'depth_to_space', 'space_to_depth', 'crop_manual',
+                 'crop_automatic', 'crop_automatic_with_ancestors', 'image_scaler'],
+    'cntk.layers.layers': ['BatchNormalization'],
+}
+
+
+def test_signatures_match_cntk27():
+    tsv = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'shared', 'reference', 'cntk27_python_api.tsv')
+    if not os.path.exists(tsv):
+        pytest.skip("the reference list is absent")
+    want = {}
+    with open(tsv) as f:
+        for line in f:
+            parts = line.rstrip('\n').split('\t')
+            if len(parts) == 3 and parts[1] == 'def' and parts[0] in NORM_NAMES:
+                name, _, args = parts[2].partition('(')
+                want[(parts[0], name)] = [a.strip() for a in args.rstrip(')').split(',') if a.strip()]
+    import importlib
+    for module, names in NORM_NAMES.items():
+        mod = importlib.import_module(module)
+        for name in names:
+            params = list(inspect.signature(getattr(mod, name)).parameters)
+            assert params == want[(module, name)], name
+            assert getattr(C, name, None) is getattr(mod, name) or module != 'cntk.ops'
+    assert C.layers.BatchNormalization is C.layers.layers.BatchNormalization
 
 
 # ------------------------------------------------------------- batch normalization
@@ -365,6 +395,11 @@ def test_batch_normalization_layer_defaults_and_shapes():
     assert attrs['useCuDNNEngine'] is True and attrs['disableRegularization'] is False
     with pytest.raises(NotImplementedError):
         C.layers.BatchNormalization(map_rank=2)
+    with C.layers.default_options(normalization_time_constant=100, epsilon=1e-3):
+        h = C.layers.BatchNormalization()(C.input_variable(4))
+    attrs = [fn.attributes for fn in C.logging.graph.depth_first_search(
+        h, lambda n: isinstance(n, C.Function) and n.op_name == 'BatchNormalization' and not n.is_block, depth=-1)]
+    assert attrs[0]['normalizationTimeConstant'] == 100 and attrs[0]['epsilon'] == pytest.approx(1e-3)
 
 
 def test_batch_normalization_layer_trains_and_infers():
