@@ -189,10 +189,9 @@ std::vector<NDArrayView> bn_forward(ComputeContext& ctx) {
   }
   const double f = exp_avg_factor(attr_double(ctx.attr(), "normalizationTimeConstant", 5000), count, double(n));
   const double b = blend_factor(attr_double(ctx.attr(), "blendTimeConstant", 0), count, double(n));
-  NDArrayView y;
-  std::vector<double> mu, var;
-  bool done = b == 0 && !vp && kernels::batch_norm_train_dnnl(x, d, scale, bias, eps, y, mu, var);
-  if (!done) kernels::batch_norm_moments(x, d, vp, mu, var);
+  // The batch's statistics, unless neither the running estimate nor the output uses them.
+  std::vector<double> mu(size_t(d.C), 0.0), var(size_t(d.C), 0.0);
+  if (f != 0 || b != 1) kernels::batch_norm_moments(x, d, vp, mu, var);
   // Running statistics: exponential averages of the batch mean and the unbiased
   // batch variance (m / (m - 1) times the biased one; 0 for a single value).
   const double m = double(n) * double(d.S);
@@ -214,7 +213,7 @@ std::vector<NDArrayView> bn_forward(ComputeContext& ctx) {
     double inv = 1.0 / std::sqrt(var[c] + eps);
     st->inv_std[c] = b != 0 ? b / std::sqrt(run_var[c] + eps) + (1 - b) * inv : inv;
   }
-  if (!done) y = kernels::batch_norm_apply(x, d, scale, bias, st->mean, st->inv_std);
+  NDArrayView y = kernels::batch_norm_apply(x, d, scale, bias, st->mean, st->inv_std);
   if (f != 0) {
     write_running(ctx, kRunMean, run_mean);
     write_running(ctx, kRunVar, run_var);

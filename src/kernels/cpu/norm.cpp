@@ -1,5 +1,11 @@
 // Batch normalization and LRN: own loops for every type (the reference), oneDNN's
-// batch normalization primitive for float32 (cached per shape).
+// batch normalization (inference) and LRN (forward) primitives for float32, cached
+// per shape.
+//
+// Training statistics and gradients run on the own loops: single-threaded they
+// match oneDNN 2.6's ncsp kernels (forward) or beat them (backward, where oneDNN
+// also lacks a working use_shift), and they have no barriers between passes, which
+// made oneDNN's multi-pass training kernels 10-30x slower on a loaded 2-core machine.
 #include "kernels/cpu/norm.h"
 
 #include <algorithm>
@@ -14,29 +20,44 @@ namespace {
 
 bool row_valid(const std::vector<uint8_t>* valid, int64_t n) { return !valid || (*valid)[size_t(n)]; }
 
+// Features are processed in blocks, one block per task: single features when each has
+// S > 1 contiguous positions, runs of 256 adjacent features when S == 1 (plain
+// [N, C] data), so the innermost loop always walks contiguous memory.
+int64_t feature_block(const BatchNormDims& d) { return d.S == 1 ? 256 : 1; }
+
 template <typename T>
 void moments_impl(const T* x, BatchNormDims d, const std::vector<uint8_t>* valid, double* mean, double* var) {
-  const int64_t N = d.N, C = d.C, S = d.S;
+  const int64_t N = d.N, C = d.C, S = d.S, FB = feature_block(d), blocks = (C + FB - 1) / FB;
+  double count = 0;
+  for (int64_t n = 0; n < N; ++n) count += row_valid(valid, n) ? double(S) : 0.0;
 #pragma omp parallel for schedule(static) if (N * C * S > 32768)
-  for (int64_t c = 0; c < C; ++c) {
-    double sum = 0, count = 0;
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t c0 = blk * FB, c1 = std::min(C, c0 + FB);
+    for (int64_t c = c0; c < c1; ++c) mean[c] = var[c] = 0;
     for (int64_t n = 0; n < N; ++n) {
       if (!row_valid(valid, n)) continue;
-      const T* p = x + (n * C + c) * S;
-      for (int64_t s = 0; s < S; ++s) sum += double(p[s]);
-      count += double(S);
-    }
-    double mu = count > 0 ? sum / count : 0.0, sq = 0;
-    for (int64_t n = 0; n < N; ++n) {
-      if (!row_valid(valid, n)) continue;
-      const T* p = x + (n * C + c) * S;
-      for (int64_t s = 0; s < S; ++s) {
-        double e = double(p[s]) - mu;
-        sq += e * e;
+      for (int64_t c = c0; c < c1; ++c) {
+        const T* p = x + (n * C + c) * S;
+        double acc = 0;
+        for (int64_t s = 0; s < S; ++s) acc += double(p[s]);
+        mean[c] += acc;
       }
     }
-    mean[c] = mu;
-    var[c] = count > 0 ? sq / count : 0.0;
+    for (int64_t c = c0; c < c1; ++c) mean[c] = count > 0 ? mean[c] / count : 0.0;
+    for (int64_t n = 0; n < N; ++n) {
+      if (!row_valid(valid, n)) continue;
+      for (int64_t c = c0; c < c1; ++c) {
+        const T* p = x + (n * C + c) * S;
+        const double mu = mean[c];
+        double acc = 0;
+        for (int64_t s = 0; s < S; ++s) {
+          double e = double(p[s]) - mu;
+          acc += e * e;
+        }
+        var[c] += acc;
+      }
+    }
+    for (int64_t c = c0; c < c1; ++c) var[c] = count > 0 ? var[c] / count : 0.0;
   }
 }
 
@@ -59,32 +80,45 @@ void apply_impl(const T* x, T* y, BatchNormDims d, const T* scale, const T* bias
 template <typename T>
 void backward_impl(const T* x, const T* dy, T* dx, T* dscale, T* dbias, BatchNormDims d, const T* scale,
                    const double* mean, const double* inv_std, double w, const std::vector<uint8_t>* valid) {
-  const int64_t N = d.N, C = d.C, S = d.S;
+  const int64_t N = d.N, C = d.C, S = d.S, FB = feature_block(d), blocks = (C + FB - 1) / FB;
+  double m = 0;
+  for (int64_t n = 0; n < N; ++n) m += row_valid(valid, n) ? double(S) : 0.0;
+  const double wm = m > 0 ? w / m : 0.0;
 #pragma omp parallel for schedule(static) if (N * C * S > 32768)
-  for (int64_t c = 0; c < C; ++c) {
-    double db = 0, ds = 0, m = 0;
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t c0 = blk * FB, c1 = std::min(C, c0 + FB);
+    std::vector<double> db(size_t(c1 - c0), 0.0), ds(size_t(c1 - c0), 0.0);
     for (int64_t n = 0; n < N; ++n) {
       if (!row_valid(valid, n)) continue;
-      const T *p = x + (n * C + c) * S, *g = dy + (n * C + c) * S;
-      for (int64_t s = 0; s < S; ++s) {
-        db += double(g[s]);
-        ds += double(g[s]) * (double(p[s]) - mean[c]) * inv_std[c];
+      for (int64_t c = c0; c < c1; ++c) {
+        const T *p = x + (n * C + c) * S, *g = dy + (n * C + c) * S;
+        const double mu = mean[c];
+        double a = 0, b = 0;
+        for (int64_t s = 0; s < S; ++s) {
+          a += double(g[s]);
+          b += double(g[s]) * (double(p[s]) - mu);
+        }
+        db[size_t(c - c0)] += a;
+        ds[size_t(c - c0)] += b * inv_std[c];
       }
-      m += double(S);
     }
-    dbias[c] = T(db);
-    dscale[c] = T(ds);
-    const double k = double(scale[c]) * inv_std[c], wm = m > 0 ? w / m : 0.0;
+    for (int64_t c = c0; c < c1; ++c) {
+      dbias[c] = T(db[size_t(c - c0)]);
+      dscale[c] = T(ds[size_t(c - c0)]);
+    }
     for (int64_t n = 0; n < N; ++n) {
-      const T *p = x + (n * C + c) * S, *g = dy + (n * C + c) * S;
-      T* q = dx + (n * C + c) * S;
-      if (!row_valid(valid, n)) {
-        for (int64_t s = 0; s < S; ++s) q[s] = T(0);
-        continue;
-      }
-      for (int64_t s = 0; s < S; ++s) {
-        double xhat = (double(p[s]) - mean[c]) * inv_std[c];
-        q[s] = T(k * (double(g[s]) - wm * (xhat * ds + db)));
+      const bool ok = row_valid(valid, n);
+      for (int64_t c = c0; c < c1; ++c) {
+        const T *p = x + (n * C + c) * S, *g = dy + (n * C + c) * S;
+        T* q = dx + (n * C + c) * S;
+        if (!ok) {
+          for (int64_t s = 0; s < S; ++s) q[s] = T(0);
+          continue;
+        }
+        // dx = k * (dy - wm * (xhat * ds + db)) with xhat = (x - mean) * inv_std
+        const double k = double(scale[c]) * inv_std[c], mu = mean[c], is = inv_std[c];
+        const double u = wm * ds[size_t(c - c0)] * is, v = wm * db[size_t(c - c0)];
+        for (int64_t s = 0; s < S; ++s) q[s] = T(k * (double(g[s]) - u * (double(p[s]) - mu) - v));
       }
     }
   }
@@ -102,23 +136,23 @@ dnnl::stream& dnnl_stream() {
   return s;
 }
 
+// [N, C, S] as a 4-D NCHW tensor (H = 1): oneDNN's JIT kernels cover 4-D plain layouts.
 dnnl::memory::desc ncs_desc(const BatchNormDims& d) {
-  return dnnl::memory::desc({d.N, d.C, d.S}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::abc);
+  return dnnl::memory::desc({d.N, d.C, 1, d.S}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nchw);
 }
 
-using BnKey = std::tuple<int64_t, int64_t, int64_t, float, bool>;  // N, C, S, epsilon, inference
+using BnKey = std::tuple<int64_t, int64_t, int64_t, float>;  // N, C, S, epsilon
 
-const dnnl::batch_normalization_forward& dnnl_bn(const BatchNormDims& d, float eps, bool inference) {
+const dnnl::batch_normalization_forward& dnnl_bn_inference(const BatchNormDims& d, float eps) {
   static std::mutex mu;
   static auto* cache = new std::map<BnKey, dnnl::batch_normalization_forward>();
-  BnKey key{d.N, d.C, d.S, eps, inference};
+  BnKey key{d.N, d.C, d.S, eps};
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache->find(key);
   if (it != cache->end()) return it->second;
-  auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
-  if (inference) flags = flags | dnnl::normalization_flags::use_global_stats;
-  dnnl::batch_normalization_forward::desc desc(
-      inference ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training, ncs_desc(d), eps, flags);
+  auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift |
+               dnnl::normalization_flags::use_global_stats;
+  dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, ncs_desc(d), eps, flags);
   dnnl::batch_normalization_forward p(dnnl::batch_normalization_forward::primitive_desc(desc, dnnl_engine()));
   if (cache->size() > 1024) cache->clear();
   return cache->emplace(key, p).first->second;
@@ -153,32 +187,6 @@ NDArrayView batch_norm_apply(const NDArrayView& xin, BatchNormDims d, const NDAr
   return y;
 }
 
-bool batch_norm_train_dnnl(const NDArrayView& xin, BatchNormDims d, const NDArrayView& sc, const NDArrayView& bi,
-                           double epsilon, NDArrayView& y, std::vector<double>& mean, std::vector<double>& variance) {
-  if (!dnnl_usable(xin, d) || sc.dtype() != DataType::Float) return false;
-  NDArrayView x = xin.to_dense().contiguous(), scale = sc.to_dense().contiguous(), bias = bi.to_dense().contiguous();
-  y = NDArrayView(x.dtype(), x.shape());
-  std::vector<float> m(size_t(d.C)), v(size_t(d.C));
-  try {
-    auto md = ncs_desc(d);
-    auto& e = dnnl_engine();
-    dnnl::memory src(md, e, const_cast<void*>(x.raw_data())), dst(md, e, y.raw_data());
-    dnnl_bn(d, float(epsilon), false)
-        .execute(dnnl_stream(), {{DNNL_ARG_SRC, src},
-                                 {DNNL_ARG_DST, dst},
-                                 {DNNL_ARG_SCALE, vec_mem(scale.data<float>(), d.C)},
-                                 {DNNL_ARG_SHIFT, vec_mem(bias.data<float>(), d.C)},
-                                 {DNNL_ARG_MEAN, vec_mem(m.data(), d.C)},
-                                 {DNNL_ARG_VARIANCE, vec_mem(v.data(), d.C)}});
-    dnnl_stream().wait();
-  } catch (const dnnl::error&) {
-    return false;
-  }
-  mean.assign(m.begin(), m.end());
-  variance.assign(v.begin(), v.end());
-  return true;
-}
-
 bool batch_norm_infer_dnnl(const NDArrayView& xin, BatchNormDims d, const NDArrayView& sc, const NDArrayView& bi,
                            const NDArrayView& mn, const NDArrayView& vr, double epsilon, NDArrayView& y) {
   if (!dnnl_usable(xin, d) || sc.dtype() != DataType::Float || mn.dtype() != DataType::Float ||
@@ -191,7 +199,7 @@ bool batch_norm_infer_dnnl(const NDArrayView& xin, BatchNormDims d, const NDArra
     auto md = ncs_desc(d);
     auto& e = dnnl_engine();
     dnnl::memory src(md, e, const_cast<void*>(x.raw_data())), dst(md, e, y.raw_data());
-    dnnl_bn(d, float(epsilon), true)
+    dnnl_bn_inference(d, float(epsilon))
         .execute(dnnl_stream(), {{DNNL_ARG_SRC, src},
                                  {DNNL_ARG_DST, dst},
                                  {DNNL_ARG_SCALE, vec_mem(scale.data<float>(), d.C)},

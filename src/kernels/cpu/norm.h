@@ -26,10 +26,6 @@ void batch_norm_moments(const NDArrayView& x, BatchNormDims d, const std::vector
 NDArrayView batch_norm_apply(const NDArrayView& x, BatchNormDims d, const NDArrayView& scale, const NDArrayView& bias,
                              const std::vector<double>& mean, const std::vector<double>& inv_std);
 
-// float32 training step through oneDNN: y normalized with the batch's own statistics
-// (biased variance), which come back in mean/variance. False when oneDNN cannot run it.
-bool batch_norm_train_dnnl(const NDArrayView& x, BatchNormDims d, const NDArrayView& scale, const NDArrayView& bias,
-                           double epsilon, NDArrayView& y, std::vector<double>& mean, std::vector<double>& variance);
 // float32 inference through oneDNN with given mean and variance. False when oneDNN cannot run it.
 bool batch_norm_infer_dnnl(const NDArrayView& x, BatchNormDims d, const NDArrayView& scale, const NDArrayView& bias,
                            const NDArrayView& mean, const NDArrayView& variance, double epsilon, NDArrayView& y);
