@@ -227,7 +227,9 @@ std::vector<NDArrayView> bn_forward(ComputeContext& ctx) {
 // CNTK recomputes the blend factor at backward time, after forward has already
 // counted the minibatch, so with a positive blend_time_constant its first
 // minibatch's data gradient assumes statistics it did not use; this uses the
-// weight forward actually normalized with, which makes the gradient exact.
+// weight forward actually normalized with. As in CNTK, the running statistics count
+// as constants, so for a blend strictly between 0 and 1 the data gradient is CNTK's
+// approximation; for blends 0 and 1 it is the exact derivative.
 NDArrayView bn_backward(ComputeContext& ctx, size_t i) {
   if (i >= kRunMean) return eager::zeros_like(ctx.inputs[i]);  // running statistics take no gradient
   auto grads = std::static_pointer_cast<kernels::BatchNormGrads>(ctx.scratch);
