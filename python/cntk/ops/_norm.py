@@ -63,7 +63,9 @@ def batch_normalization(operand, scale, bias, running_mean, running_inv_std, spa
 
     `running_mean`, `running_inv_std` and `running_count` must be Constants (or
     Parameters); `running_count` is a scalar, e.g. ``constant(0)``.
-    `use_cudnn_engine` is accepted and has no effect on the CPU.
+    `use_cudnn_engine` is accepted and has no effect on the CPU. `disable_regularization`
+    is kept as the op's attribute; as in CNTK 2.7, only BrainScript's SGD reads it
+    (CNTK's v2 learners do not).
     """
     from . import constant
     if running_count is None:
