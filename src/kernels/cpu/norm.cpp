@@ -2,10 +2,10 @@
 // batch normalization (inference) and LRN (forward) primitives for float32, cached
 // per shape.
 //
-// Training statistics and gradients run on the own loops: single-threaded they
-// match oneDNN 2.6's ncsp kernels (forward) or beat them (backward, where oneDNN
-// also lacks a working use_shift), and they have no barriers between passes, which
-// made oneDNN's multi-pass training kernels 10-30x slower on a loaded 2-core machine.
+// Training statistics and gradients run on the own loops: single-threaded they ran
+// as fast as oneDNN 2.6's ncsp kernels (measured at 128x32x28x28), and they have
+// no barriers between passes, which made oneDNN's multi-pass training kernels
+// 10-30x slower on a loaded 2-core machine.
 #include "kernels/cpu/norm.h"
 
 #include <algorithm>
