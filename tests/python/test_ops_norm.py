@@ -456,9 +456,16 @@ def test_local_response_normalization(shape, r, bias, alpha, beta):
     f = C.local_response_normalization(x, r, bias, alpha, beta)
     check_forward(f, {x: d}, np_lrn(d, r, bias, alpha, beta), rtol=1e-10, atol=1e-12)
     gradcheck(f, {x: d})
+    # float32 (oneDNN's forward primitive, own backward loops) agrees with float64, gradient included
     x32 = C.input_variable(shape)
-    check_forward(C.local_response_normalization(x32, r, bias, alpha, beta), {x32: d.astype(np.float32)},
-                  np_lrn(d, r, bias, alpha, beta), rtol=1e-5, atol=1e-6)
+    f32 = C.local_response_normalization(x32, r, bias, alpha, beta)
+    check_forward(f32, {x32: d.astype(np.float32)}, np_lrn(d, r, bias, alpha, beta), rtol=1e-5, atol=1e-6)
+    w = np.random.RandomState(20).standard_normal(d.shape)
+    s64, o64 = f.forward({x: d}, [f.output], keep_for_backward=[f.output])
+    g64 = f.backward(s64, {f.output: w}, [x])[x]
+    s32, o32 = f32.forward({x32: d.astype(np.float32)}, [f32.output], keep_for_backward=[f32.output])
+    g32 = f32.backward(s32, {f32.output: w.astype(np.float32)}, [x32])[x32]
+    np.testing.assert_allclose(g32, g64, rtol=1e-4, atol=1e-5)
 
 
 def test_local_response_normalization_vs_torch_and_errors():
