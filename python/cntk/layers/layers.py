@@ -122,3 +122,44 @@ def Label(name):
 
 
 __all__ = ['Dense', 'Embedding', 'Dropout', 'Activation', 'LayerNormalization', 'Label']
+
+
+# ------------------------------------------------------------ BatchNormalization
+
+def BatchNormalization(map_rank=default_override_or(None), init_scale=1,
+                       normalization_time_constant=default_override_or(5000), blend_time_constant=0,
+                       epsilon=default_override_or(0.00001), use_cntk_engine=default_override_or(False),
+                       disable_regularization=default_override_or(False), name=''):
+    """Batch normalization with a learned scale and bias per feature (per channel, the
+    first axis, with ``map_rank=1``; per element of the input with ``map_rank=None``).
+
+    In training the minibatch's statistics are used and running estimates are kept for
+    inference (see ``cntk.ops.batch_normalization``). The layer exposes its parameters as
+    ``.scale`` and ``.bias`` and the running estimates as ``.aggregate_mean``,
+    ``.aggregate_variance`` and ``.aggregate_count``.
+    """
+    from ..ops import batch_normalization
+    from .blocks import UntestedBranchError
+    map_rank = get_default_override(BatchNormalization, map_rank=map_rank)
+    normalization_time_constant = get_default_override(BatchNormalization,
+                                                       normalization_time_constant=normalization_time_constant)
+    epsilon = get_default_override(BatchNormalization, epsilon=epsilon)
+    use_cntk_engine = get_default_override(BatchNormalization, use_cntk_engine=use_cntk_engine)
+    disable_regularization = get_default_override(BatchNormalization, disable_regularization=disable_regularization)
+    if map_rank is not None and map_rank != 1:
+        raise UntestedBranchError("BatchNormalization map_rank can only be 1 or None for now")
+    scale = Parameter(_INFERRED, init=init_scale, name='scale')
+    bias = Parameter(_INFERRED, init=0, name='bias')
+    run_mean = Constant(0, shape=_INFERRED, name='aggregate_mean')  # updated by the op, not by learners
+    run_variance = Constant(0, shape=_INFERRED, name='aggregate_variance')
+    run_count = Constant(0, shape=(), name='aggregate_count')
+
+    def batch_normalize(x):
+        return batch_normalization(x, scale, bias, run_mean, run_variance, running_count=run_count,
+                                   spatial=map_rank == 1, normalization_time_constant=normalization_time_constant,
+                                   blend_time_constant=blend_time_constant, epsilon=epsilon,
+                                   use_cudnn_engine=not use_cntk_engine, disable_regularization=disable_regularization)
+    return layer('BatchNormalization', batch_normalize, name)
+
+
+__all__ += ['BatchNormalization']

@@ -1,0 +1,54 @@
+// Normalization kernels: batch normalization (statistics, normalization and
+// gradients) and local response normalization across channels.
+//
+// Batch normalization sees its input as [N, C, S]: N samples, C features with a
+// statistic each, S positions sharing a feature's statistic (the spatial positions
+// of a channel; 1 when not spatial). Rows of N may be marked invalid (padding of
+// sequences): they do not count in the statistics and get no gradient.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "cntk/tensor.h"
+
+namespace cntk::kernels {
+
+struct BatchNormDims {
+  int64_t N = 1, C = 1, S = 1;
+};
+
+// Per-feature mean and biased variance over the valid rows, accumulated in double.
+// `valid` is null (every row counts) or holds one flag per row of N.
+void batch_norm_moments(const NDArrayView& x, BatchNormDims d, const std::vector<uint8_t>* valid,
+                        std::vector<double>& mean, std::vector<double>& variance);
+
+// y = scale * (x - mean) * inv_std + bias, per feature.
+NDArrayView batch_norm_apply(const NDArrayView& x, BatchNormDims d, const NDArrayView& scale, const NDArrayView& bias,
+                             const std::vector<double>& mean, const std::vector<double>& inv_std);
+
+// float32 inference through oneDNN with given mean and variance. False when oneDNN cannot run it.
+bool batch_norm_infer_dnnl(const NDArrayView& x, BatchNormDims d, const NDArrayView& scale, const NDArrayView& bias,
+                           const NDArrayView& mean, const NDArrayView& variance, double epsilon, NDArrayView& y);
+
+struct BatchNormGrads {
+  NDArrayView dx, dscale, dbias;  // dscale/dbias have the scale's shape
+};
+
+// Gradients of y = scale * (x - M) * I + bias where M and I blend the batch's statistics
+// (weight `stats_weight`) with fixed running ones: the batch statistics' share of the
+// gradient is scaled by stats_weight (0: the statistics are constants).
+//   dbias = sum dy, dscale = sum dy * xhat, xhat = (x - M) * I,
+//   dx = scale * I * (dy - stats_weight * (xhat * dscale + dbias) / m), m = valid rows * S.
+BatchNormGrads batch_norm_backward(const NDArrayView& x, const NDArrayView& dy, BatchNormDims d,
+                                   const NDArrayView& scale, const std::vector<double>& mean,
+                                   const std::vector<double>& inv_std, double stats_weight,
+                                   const std::vector<uint8_t>* valid);
+
+// Local response normalization across channels of x viewed as [N, C, S]:
+// y = x / (bias + alpha / (2r+1) * sum_{|j-c|<=r} x_j^2) ^ beta.
+NDArrayView lrn_forward(const NDArrayView& x, int64_t N, int64_t C, int64_t S, int64_t radius, double bias,
+                        double alpha, double beta);
+NDArrayView lrn_backward(const NDArrayView& x, const NDArrayView& dy, int64_t N, int64_t C, int64_t S, int64_t radius,
+                         double bias, double alpha, double beta);
+
+}  // namespace cntk::kernels

@@ -1,0 +1,382 @@
+// Op family: normalization and image ops. BatchNormalization (with CNTK's running
+// statistics), LocalResponseNormalization and Crop. The other image ops of this
+// family (depth_to_space, space_to_depth, image_scaler, mean/variance
+// normalizations) are compositions of reshape, transpose and elementwise ops and
+// live in python/cntk/ops/_norm.py as blocks.
+#include <cmath>
+#include <limits>
+
+#include "kernels/cpu/norm.h"
+#include "ops/eager.h"
+#include "ops/op.h"
+
+namespace cntk {
+namespace {
+
+// ------------------------------------------------------- BatchNormalization
+
+// Inputs, in CNTK's order.
+enum BnInput : size_t { kData = 0, kScale, kBias, kRunMean, kRunVar, kRunCount };
+
+// What training forward keeps for backward: the statistics it normalized with and
+// the weight of the batch's own statistics in them (1 - blend factor).
+struct BnState {
+  std::vector<double> mean, inv_std;
+  double stats_weight = 1.0;
+};
+
+kernels::BatchNormDims bn_dims(const ComputeContext& ctx) {
+  const NDArrayView& x = ctx.inputs[kData];
+  const NDShape& s = x.shape();
+  int64_t N = 1, F = 1;
+  for (size_t k = 0; k < s.rank(); ++k) (int(k) < ctx.in_dyn[kData] ? N : F) *= s[k];
+  int64_t C = ctx.inputs[kScale].numel();
+  if (C <= 0 || F % C != 0)
+    throw ValueError("BatchNormalization: the scale has " + std::to_string(C) +
+                     " elements, which do not divide the sample's " + std::to_string(F));
+  return {N, C, F / C};
+}
+
+// One flag per sample (row of N) when some are sequence padding; empty when all count.
+std::vector<uint8_t> bn_valid_rows(const ComputeContext& ctx, int64_t& num_samples) {
+  const NDArrayView& x = ctx.inputs[kData];
+  const auto& lens = ctx.in_lengths[kData];
+  int64_t N = 1;
+  for (int k = 0; k < ctx.in_dyn[kData]; ++k) N *= x.shape()[size_t(k)];
+  num_samples = N;
+  if (lens.empty() || ctx.in_dyn[kData] != 2) return {};
+  int64_t T = x.shape()[0], B = x.shape()[1];
+  std::vector<uint8_t> valid(size_t(N), 1);
+  num_samples = 0;
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t b = 0; b < B; ++b) {
+      bool ok = b >= int64_t(lens.size()) || t < lens[size_t(b)];
+      valid[size_t(t * B + b)] = ok;
+      num_samples += ok;
+    }
+  if (num_samples == N) return {};
+  return valid;
+}
+
+std::vector<double> as_doubles(const NDArrayView& a) {
+  NDArrayView v = a.to_dense().contiguous();
+  std::vector<double> out(size_t(v.numel()));
+  CNTK_DISPATCH_FLOAT(v.dtype(), T, [&] {
+    const T* p = v.data<T>();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = double(p[i]);
+  });
+  return out;
+}
+
+// Replaces the value of the running-statistics input i with `vals` (a fresh buffer,
+// so the values this pass already read stay as they were).
+void write_running(ComputeContext& ctx, size_t i, const std::vector<double>& vals) {
+  Variable v = ctx.fn->direct_inputs()[i];
+  if (!(v.is_constant() || v.is_parameter()))
+    throw ValueError("BatchNormalization: the running statistics (input " + std::to_string(i) +
+                     ") must be Constants or Parameters, not " + v.str());
+  NDArrayView nv(v.dtype(), v.shape());
+  if (nv.numel() != int64_t(vals.size()))
+    throw ValueError("BatchNormalization: the running statistic " + v.str() + " does not have " +
+                     std::to_string(vals.size()) + " elements");
+  CNTK_DISPATCH_FLOAT(nv.dtype(), T, [&] {
+    T* p = nv.data<T>();
+    for (size_t k = 0; k < vals.size(); ++k) p[k] = T(vals[k]);
+  });
+  v.impl()->value = nv;
+  ++v.impl()->value_version;
+}
+
+// CNTK's weight of the current minibatch's statistics in the updated running
+// statistics, from the normalization time constant (samples), the samples seen so
+// far and the samples of this minibatch. T < 0 averages over the whole corpus;
+// the first minibatch takes the batch statistics whatever T (as CNTK does).
+double exp_avg_factor(double T, double count, double n) {
+  if (T < 0) return n / (n + count);
+  if (count == 0) return 1.0;
+  if (std::isinf(T)) return 0.0;
+  if (T > 0) return -std::expm1(-n / T);
+  return 1.0;
+}
+
+// CNTK's weight of the running statistics when normalizing in training (the
+// batch's own statistics get 1 - this).
+double blend_factor(double B, double count, double n) {
+  if (count == 0) return 0.0;
+  if (std::isinf(B)) return 1.0;
+  if (B > 0) return B / (B + n);
+  return 0.0;
+}
+
+std::vector<OutputInfo> bn_infer(InferContext& ctx) {
+  if (ctx.num_inputs() != 6)
+    ctx.fail("expects 6 inputs (operand, scale, bias, running mean, running variance, running count), got " +
+             std::to_string(ctx.num_inputs()));
+  const NDShape x = ctx.shape(kData);
+  bool spatial = attr_bool(ctx.attrs(), "spatial", false);
+  if (spatial && x.rank() == 0) ctx.fail("spatial batch normalization needs an operand with a channel axis");
+  for (size_t i = kScale; i <= kRunCount; ++i)
+    if (!ctx.input(i).dynamic_axes().empty()) ctx.fail("input " + std::to_string(i) + " must not have a dynamic axis");
+  for (size_t i = kRunMean; i <= kRunCount; ++i) {
+    const Variable& v = ctx.input(i);
+    if (!(v.is_constant() || v.is_parameter() || v.is_placeholder()))
+      ctx.fail("the running statistics (input " + std::to_string(i) + ") must be Constants or Parameters");
+  }
+  // Parameters of shape (inferred,) take the number of features: the channels (the
+  // first axis) when spatial, the whole sample otherwise.
+  bool x_known = spatial ? x[0] >= 0 : x.is_known();
+  for (size_t i = kScale; i <= kRunVar; ++i) {
+    const NDShape& p = ctx.shape(i);
+    if (p.rank() == 1 && p.has_inferred() && x_known) ctx.fill_inferred(i, NDShape{spatial ? x[0] : x.total_size()});
+  }
+  const NDShape& p = ctx.shape(kScale);
+  for (size_t i = kBias; i <= kRunVar; ++i)
+    if (p.is_known() && ctx.shape(i).is_known() && ctx.shape(i) != p)
+      ctx.fail("input " + std::to_string(i) + " has shape " + ctx.shape(i).str() + " but the scale has " + p.str() +
+               "; scale, bias, running mean and running variance must have one shape");
+  if (p.is_known() && x.is_known()) {
+    int64_t F = x.total_size(), C = p.total_size();
+    if (!spatial && C != F)
+      ctx.fail("the scale must have one element per element of the operand (" + std::to_string(F) + "), it has " +
+               std::to_string(C));
+    if (spatial && (C == 0 || F % C != 0 || x[0] % C != 0))
+      ctx.fail("the scale must have one element per channel (" + std::to_string(x[0]) + "), it has " +
+               std::to_string(C));
+  }
+  const NDShape& cnt = ctx.shape(kRunCount);
+  if (cnt.is_known() && cnt.total_size() != 1) ctx.fail("the running count must be a scalar, not of shape " + cnt.str());
+  double eps = attr_double(ctx.attrs(), "epsilon", 1e-5);
+  if (!(eps > 0) || !std::isfinite(eps)) ctx.fail("epsilon must be positive and finite");
+  if (std::isnan(attr_double(ctx.attrs(), "normalizationTimeConstant", 0)) ||
+      std::isnan(attr_double(ctx.attrs(), "blendTimeConstant", 0)))
+    ctx.fail("the time constants must be numbers");
+  if (attr_double(ctx.attrs(), "blendTimeConstant", 0) < 0) ctx.fail("blend_time_constant must not be negative");
+  auto out = ctx.one(x);
+  out[0].dtype = ctx.dtype(kData);
+  return out;
+}
+
+std::vector<NDArrayView> bn_forward(ComputeContext& ctx) {
+  const NDArrayView &x = ctx.inputs[kData], &scale = ctx.inputs[kScale], &bias = ctx.inputs[kBias];
+  const double eps = attr_double(ctx.attr(), "epsilon", 1e-5);
+  kernels::BatchNormDims d = bn_dims(ctx);
+  std::vector<double> run_mean = as_doubles(ctx.inputs[kRunMean]), run_var = as_doubles(ctx.inputs[kRunVar]);
+  if (int64_t(run_mean.size()) != d.C || int64_t(run_var.size()) != d.C)
+    throw ValueError("BatchNormalization: the running statistics must have as many elements as the scale");
+  if (!ctx.training) {
+    // Inference: normalize with the running statistics; nothing is updated.
+    NDArrayView y;
+    if (kernels::batch_norm_infer_dnnl(x, d, scale, bias, ctx.inputs[kRunMean], ctx.inputs[kRunVar], eps, y))
+      return {y};
+    std::vector<double> inv(run_var.size());
+    for (size_t c = 0; c < inv.size(); ++c) inv[c] = 1.0 / std::sqrt(run_var[c] + eps);
+    return {kernels::batch_norm_apply(x, d, scale, bias, run_mean, inv)};
+  }
+  int64_t n = 0;
+  std::vector<uint8_t> valid = bn_valid_rows(ctx, n);
+  const std::vector<uint8_t>* vp = valid.empty() ? nullptr : &valid;
+  const double count = as_doubles(ctx.inputs[kRunCount]).at(0);
+  if (n == 0 || d.S == 0) {
+    // No samples: nothing to learn from; normalize (nothing) with the running statistics.
+    auto st = std::make_shared<BnState>();
+    st->mean = run_mean;
+    st->inv_std.resize(run_var.size());
+    for (size_t c = 0; c < run_var.size(); ++c) st->inv_std[c] = 1.0 / std::sqrt(run_var[c] + eps);
+    st->stats_weight = 0;
+    NDArrayView y = kernels::batch_norm_apply(x, d, scale, bias, st->mean, st->inv_std);
+    ctx.state = st;
+    return {y};
+  }
+  const double f = exp_avg_factor(attr_double(ctx.attr(), "normalizationTimeConstant", 5000), count, double(n));
+  const double b = blend_factor(attr_double(ctx.attr(), "blendTimeConstant", 0), count, double(n));
+  // The batch's statistics, unless neither the running estimate nor the output uses them.
+  std::vector<double> mu(size_t(d.C), 0.0), var(size_t(d.C), 0.0);
+  if (f != 0 || b != 1) kernels::batch_norm_moments(x, d, vp, mu, var);
+  // Running statistics: exponential averages of the batch mean and the unbiased
+  // batch variance (m / (m - 1) times the biased one; 0 for a single value).
+  const double m = double(n) * double(d.S);
+  if (f != 0) {
+    for (size_t c = 0; c < mu.size(); ++c) {
+      double unbiased = m > 1 ? var[c] * m / (m - 1) : 0.0;
+      run_mean[c] = f * mu[c] + (1 - f) * run_mean[c];
+      run_var[c] = f * unbiased + (1 - f) * run_var[c];
+    }
+  }
+  // The statistics to normalize with: the batch's, blended with the (updated)
+  // running ones; CNTK blends the inverse standard deviations, not the variances.
+  auto st = std::make_shared<BnState>();
+  st->stats_weight = 1 - b;
+  st->mean.resize(mu.size());
+  st->inv_std.resize(mu.size());
+  for (size_t c = 0; c < mu.size(); ++c) {
+    st->mean[c] = b * run_mean[c] + (1 - b) * mu[c];
+    double inv = 1.0 / std::sqrt(var[c] + eps);
+    st->inv_std[c] = b != 0 ? b / std::sqrt(run_var[c] + eps) + (1 - b) * inv : inv;
+  }
+  NDArrayView y = kernels::batch_norm_apply(x, d, scale, bias, st->mean, st->inv_std);
+  if (f != 0) {
+    write_running(ctx, kRunMean, run_mean);
+    write_running(ctx, kRunVar, run_var);
+  }
+  if (f != 0 || b != 1) write_running(ctx, kRunCount, {count + double(n)});
+  ctx.state = st;
+  return {y};
+}
+
+// Computes the gradients of data, scale and bias together once per backward step.
+// CNTK recomputes the blend factor at backward time, after forward has already
+// counted the minibatch, so with a positive blend_time_constant its first
+// minibatch's data gradient assumes statistics it did not use; this uses the
+// weight forward actually normalized with. As in CNTK, the running statistics count
+// as constants, so for a blend strictly between 0 and 1 the data gradient is CNTK's
+// approximation; for blends 0 and 1 it is the exact derivative.
+NDArrayView bn_backward(ComputeContext& ctx, size_t i) {
+  if (i >= kRunMean) return eager::zeros_like(ctx.inputs[i]);  // running statistics take no gradient
+  auto grads = std::static_pointer_cast<kernels::BatchNormGrads>(ctx.scratch);
+  if (!grads) {
+    auto st = std::static_pointer_cast<BnState>(ctx.state);
+    if (!st) throw Error("BatchNormalization: backward without a training forward");
+    int64_t n = 0;
+    std::vector<uint8_t> valid = bn_valid_rows(ctx, n);
+    grads = std::make_shared<kernels::BatchNormGrads>(
+        kernels::batch_norm_backward(ctx.inputs[kData], ctx.grad_outputs[0], bn_dims(ctx), ctx.inputs[kScale],
+                                     st->mean, st->inv_std, st->stats_weight, valid.empty() ? nullptr : &valid));
+    ctx.scratch = grads;
+  }
+  if (i == kData) return grads->dx;
+  return i == kScale ? grads->dscale : grads->dbias;
+}
+
+void register_batch_normalization() {
+  OpDef d;
+  d.name = "BatchNormalization";
+  d.infer = bn_infer;
+  d.forward = bn_forward;
+  d.backward = bn_backward;
+  register_op(std::move(d));
+}
+
+// ------------------------------------------------ LocalResponseNormalization
+
+// Across the channels, which are the first static axis (CNTK's last).
+struct LrnParams {
+  int64_t radius;
+  double bias, alpha, beta;
+};
+
+LrnParams lrn_params(const Dictionary& a) {
+  return {attr_int(a, "depthRadius", 0), attr_double(a, "bias", 1.0), attr_double(a, "alpha", 1.0),
+          attr_double(a, "beta", 0.5)};
+}
+
+void lrn_dims(const ComputeContext& ctx, int64_t& N, int64_t& C, int64_t& S) {
+  const NDShape& s = ctx.inputs[0].shape();
+  size_t nd = size_t(ctx.in_dyn[0]);
+  N = 1;
+  S = 1;
+  for (size_t k = 0; k < nd; ++k) N *= s[k];
+  C = s[nd];
+  for (size_t k = nd + 1; k < s.rank(); ++k) S *= s[k];
+}
+
+void register_lrn() {
+  OpDef d;
+  d.name = "LocalResponseNormalization";
+  d.infer = [](InferContext& ctx) {
+    ctx.expect_inputs(1);
+    if (ctx.shape(0).rank() < 1) ctx.fail("the operand needs a channel axis (its first axis)");
+    LrnParams p = lrn_params(ctx.attrs());
+    if (p.radius < 0) ctx.fail("depth_radius must not be negative");
+    return infer_same_shape(ctx);
+  };
+  d.forward = [](ComputeContext& ctx) {
+    int64_t N, C, S;
+    lrn_dims(ctx, N, C, S);
+    LrnParams p = lrn_params(ctx.attr());
+    return std::vector<NDArrayView>{kernels::lrn_forward(ctx.inputs[0], N, C, S, p.radius, p.bias, p.alpha, p.beta)};
+  };
+  d.backward = [](ComputeContext& ctx, size_t) {
+    int64_t N, C, S;
+    lrn_dims(ctx, N, C, S);
+    LrnParams p = lrn_params(ctx.attr());
+    return kernels::lrn_backward(ctx.inputs[0], ctx.grad_outputs[0], N, C, S, p.radius, p.bias, p.alpha, p.beta);
+  };
+  register_op(std::move(d));
+}
+
+// ---------------------------------------------------------------------- Crop
+
+// Crop(input, referent[, ancestor_input, ancestor_referent]): the window of the
+// input's two spatial axes (the last two, CNTK's first two) of the referent's size,
+// starting at `offset` = [x (last axis), y (second to last)]. The referent (and the
+// ancestors) only give sizes and take no gradient.
+std::vector<int64_t> crop_offset(const Dictionary& a) {
+  auto it = a.find("offset");
+  if (it == a.end()) throw NotImplementedError("Crop: automatic crop offsets are not supported; give offsets");
+  std::vector<int64_t> o = it->second.as_int_list();
+  if (o.size() != 2) throw ValueError("Crop: offset must hold two values (x, y)");
+  return o;
+}
+
+void register_crop() {
+  OpDef d;
+  d.name = "Crop";
+  d.infer = [](InferContext& ctx) {
+    if (ctx.num_inputs() != 2 && ctx.num_inputs() != 4) ctx.fail("expects 2 or 4 inputs");
+    const NDShape &x = ctx.shape(0), &r = ctx.shape(1);
+    if (x.rank() < 2 || r.rank() < 2) ctx.fail("the input and the referent need two spatial axes (rank 2 or more)");
+    if (ctx.attrs().find("offset") == ctx.attrs().end())
+      ctx.fail("automatic crop offsets are not supported; give the offsets (crop_manual)");
+    std::vector<int64_t> o;
+    try {
+      o = crop_offset(ctx.attrs());
+    } catch (const ValueError& e) {
+      ctx.fail(e.what());
+    }
+    NDShape out = x;
+    size_t R = x.rank();
+    for (int k = 0; k < 2; ++k) {
+      int64_t in = x[R - 1 - k], want = r[r.rank() - 1 - k];
+      if (o[size_t(k)] < 0) ctx.fail("crop offsets must not be negative");
+      if (in >= 0 && want >= 0 && o[size_t(k)] + want > in)
+        ctx.fail("the crop window (offset " + std::to_string(o[size_t(k)]) + ", size " + std::to_string(want) +
+                 ") does not fit the input's axis of size " + std::to_string(in));
+      out[R - 1 - k] = want;
+    }
+    auto res = ctx.one(out);
+    res[0].dtype = ctx.dtype(0);
+    res[0].dynamic_axes = ctx.input(0).dynamic_axes();
+    return res;
+  };
+  d.forward = [](ComputeContext& ctx) {
+    std::vector<int64_t> o = crop_offset(ctx.attr());
+    const NDArrayView& x = ctx.inputs[0];
+    const NDShape& r = ctx.inputs[1].shape();
+    size_t R = x.rank();
+    int64_t w = r[r.rank() - 1], h = r[r.rank() - 2];
+    if (o[0] + w > x.shape()[R - 1] || o[1] + h > x.shape()[R - 2])
+      throw ValueError("Crop: the crop window does not fit the input of shape " + x.shape().str());
+    return std::vector<NDArrayView>{x.to_dense().slice(R - 1, o[0], o[0] + w).slice(R - 2, o[1], o[1] + h).contiguous()};
+  };
+  d.backward = [](ComputeContext& ctx, size_t i) {
+    NDArrayView dx = eager::zeros_like(ctx.inputs[i]);
+    if (i != 0) return dx;
+    std::vector<int64_t> o = crop_offset(ctx.attr());
+    const NDShape& g = ctx.grad_outputs[0].shape();
+    size_t R = dx.rank();
+    NDArrayView win = dx.slice(R - 1, o[0], o[0] + g[R - 1]).slice(R - 2, o[1], o[1] + g[R - 2]);
+    win.copy_from(ctx.grad_outputs[0].to_dense());
+    return dx;
+  };
+  register_op(std::move(d));
+}
+
+}  // namespace
+
+void register_norm_ops() {
+  register_batch_normalization();
+  register_lrn();
+  register_crop();
+}
+
+}  // namespace cntk
