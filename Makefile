@@ -2,6 +2,7 @@
 JOBS ?= $(shell nproc)
 
 .PHONY: deps dev test test-quick cpp-test sanitize bench bench-deps demo clean
+.PHONY: fuzz-cbf
 
 deps:
 	bash scripts/install-deps.sh
@@ -48,3 +49,11 @@ demo:
 
 clean:
 	rm -rf build python/cntk/_cntk*.so
+
+# libFuzzer over the CBF reader (not part of `make test`); seeds are CNTK's CBF files. Needs clang.
+FUZZ_SECONDS ?= 600
+fuzz-cbf:
+	mkdir -p build/fuzz/cbf-corpus && cp -n ../shared/data/cbf-reader/*.bin build/fuzz/cbf-corpus/ 2>/dev/null || true
+	clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -Isrc \
+	  tests/fuzz/fuzz_cbf.cpp src/io/cbf_deserializer.cpp -o build/fuzz/fuzz_cbf
+	build/fuzz/fuzz_cbf -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 build/fuzz/cbf-corpus
