@@ -84,6 +84,16 @@ void bind_io_formats(nb::module_& m) {
       "A CNTK Binary Format deserializer; streams: (name, name in the file) pairs, or [] for all of them.");
 
   m.def(
+      "_deserializer_streams",
+      [](std::shared_ptr<Deserializer> d) {
+        std::vector<std::tuple<std::string, std::vector<int64_t>, bool, std::string>> out;
+        for (const auto& s : d->streams())
+          out.emplace_back(s.name, s.sample_shape.dims(), s.sparse, s.dtype == DataType::Double ? "float64" : "float32");
+        return out;
+      },
+      "The streams of a deserializer: (name, sample shape, is_sparse, dtype name) tuples.");
+
+  m.def(
       "convert_ctf_to_cbf",
       [](const std::string& input, const std::string& output,
          const std::vector<std::tuple<std::string, std::string, bool, size_t>>& streams, size_t chunk_size,

@@ -30,13 +30,14 @@ void jpeg_fail(j_common_ptr info) {
 void jpeg_quiet(j_common_ptr, int) {}  // warnings (e.g. extraneous bytes) are not printed
 
 struct Decoded {
-  int width = 0, height = 0;
-  std::vector<uint8_t> bgr;  // height * width * 3
+  int width = 0, height = 0, channels = 3;
+  std::vector<uint8_t> pixels;  // height * width * channels: B, G, R or grey
   std::string error;
 };
 
 // Nothing with a destructor lives in this frame: `out` belongs to the caller, so longjmp is safe here.
-bool decode_jpeg(const uint8_t* bytes, size_t size, Decoded* out) {
+// grey: decode the luma plane directly (JCS_GRAYSCALE), as OpenCV's grey JPEG reads do.
+bool decode_jpeg(const uint8_t* bytes, size_t size, bool grey, Decoded* out) {
   jpeg_decompress_struct info;
   JpegError err;
   info.err = jpeg_std_error(&err.mgr);
@@ -55,17 +56,18 @@ bool decode_jpeg(const uint8_t* bytes, size_t size, Decoded* out) {
                   unsigned(info.image_height));
     std::longjmp(err.jump, 1);
   }
-  info.out_color_space = JCS_EXT_BGR;
+  info.out_color_space = grey ? JCS_GRAYSCALE : JCS_EXT_BGR;
   jpeg_start_decompress(&info);
-  if (info.output_components != 3) {
+  if (info.output_components != (grey ? 1 : 3)) {
     std::snprintf(err.message, sizeof err.message, "unexpected %d output components", info.output_components);
     std::longjmp(err.jump, 1);
   }
   out->width = int(info.output_width);
   out->height = int(info.output_height);
-  out->bgr.resize(size_t(out->width) * size_t(out->height) * 3);
+  out->channels = grey ? 1 : 3;
+  out->pixels.resize(size_t(out->width) * size_t(out->height) * size_t(out->channels));
   while (info.output_scanline < info.output_height) {
-    JSAMPROW row = out->bgr.data() + size_t(info.output_scanline) * size_t(out->width) * 3;
+    JSAMPROW row = out->pixels.data() + size_t(info.output_scanline) * size_t(out->width) * size_t(out->channels);
     jpeg_read_scanlines(&info, &row, 1);
   }
   jpeg_finish_decompress(&info);
@@ -96,8 +98,8 @@ bool decode_png(const uint8_t* bytes, size_t size, Decoded* out) {
   out->width = int(img.width);
   out->height = int(img.height);
   size_t n = size_t(out->width) * size_t(out->height);
-  out->bgr.resize(n * 3);
-  for (size_t i = 0; i < n; ++i) std::memcpy(&out->bgr[i * 3], &bgra[i * 4], 3);
+  out->pixels.resize(n * 3);
+  for (size_t i = 0; i < n; ++i) std::memcpy(&out->pixels[i * 3], &bgra[i * 4], 3);
   return true;
 }
 
@@ -153,7 +155,7 @@ Image decode_image(const uint8_t* bytes, size_t size, int channels, const std::s
   Decoded d;
   bool ok;
   if (size >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF) {
-    ok = decode_jpeg(bytes, size, &d);
+    ok = decode_jpeg(bytes, size, channels == 1, &d);
   } else if (size >= 8 && std::memcmp(bytes, "\x89PNG\r\n\x1a\n", 8) == 0) {
     ok = decode_png(bytes, size, &d);
   } else {
@@ -166,11 +168,11 @@ Image decode_image(const uint8_t* bytes, size_t size, int channels, const std::s
   img.channels = channels;
   size_t n = size_t(d.width) * size_t(d.height);
   img.data.resize(n * size_t(channels));
-  if (channels == 3) {
-    for (size_t i = 0; i < n * 3; ++i) img.data[i] = float(d.bgr[i]);
+  if (d.channels == channels) {
+    for (size_t i = 0; i < n * size_t(channels); ++i) img.data[i] = float(d.pixels[i]);
   } else {
     for (size_t i = 0; i < n; ++i) {  // fixed-point BT.601 luma, rounded
-      unsigned b = d.bgr[i * 3], g = d.bgr[i * 3 + 1], r = d.bgr[i * 3 + 2];
+      unsigned b = d.pixels[i * 3], g = d.pixels[i * 3 + 1], r = d.pixels[i * 3 + 2];
       img.data[i] = float((r * 4899u + g * 9617u + b * 1868u + 8192u) >> 14);
     }
   }

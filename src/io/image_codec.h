@@ -19,7 +19,8 @@ struct Image {
 };
 
 // Decodes a JPEG or PNG (recognized by its signature) into `channels` channels: 3 gives B, G, R (a grey
-// image is repeated), 1 gives grey (0.299 R + 0.587 G + 0.114 B, rounded, as OpenCV). Alpha is dropped.
+// image is repeated), 1 gives grey: a JPEG's luma plane, a PNG's 0.299 R + 0.587 G + 0.114 B rounded (as
+// OpenCV's cvtColor). Alpha is dropped.
 // Values are the 8-bit samples 0..255 (16-bit PNG samples are scaled to 8 bits). `name` is used in errors.
 // Raises IOError on unsupported or corrupt data.
 Image decode_image(const uint8_t* bytes, size_t size, int channels, const std::string& name);

@@ -101,6 +101,10 @@ def test_cbf_stream_selection_and_rename(shared_data):
     np.testing.assert_array_equal(sel[5][1]['y'], full[5][1]['labels'])
     with pytest.raises(ValueError, match="no stream 'nope'"):
         CBFDeserializer(path, {'y': stream_def(field='nope')})._native()
+    with pytest.raises(ValueError, match="dimension 2"):
+        CBFDeserializer(path, {'y': stream_def(field='labels', shape=3)})._native()
+    infos = _cntk._deserializer_streams(CBFDeserializer(os.path.join(shared_data, 'cbf-reader', '10x10_sparse.bin'))._native())
+    assert infos == [('features', [100], True, 'float64')]
 
 
 def test_cbf_bad_files_raise(tmp_path, shared_data):
@@ -435,3 +439,21 @@ def test_image_deserializer_configuration_errors(tmp_path):
     m.write_text('a.png\t7\n')
     with pytest.raises(IOError, match='map.txt:1'):
         ImageDeserializer(str(m), {'x': img, 'y': lab})._native()
+
+
+def test_decode_and_resize_agree_with_opencv(tmp_path):
+    """Cross-check with OpenCV (what CNTK used), where it is installed: JPEG decoding identical, resizing
+    within one 8-bit level for every interpolation (OpenCV computes 8-bit resizes in fixed point)."""
+    cv2 = pytest.importorskip('cv2')
+    img = (np.random.RandomState(0).rand(23, 31, 3) * 255).astype(np.uint8)
+    j = str(tmp_path / 'a.jpg')
+    _cntk._write_image(j, img, 'jpeg', 90)
+    assert np.abs(_cntk._read_image(j, 3) - cv2.imread(j)).max() <= 1
+    assert np.abs(_cntk._read_image(j, 1)[:, :, 0] - cv2.imread(j, cv2.IMREAD_GRAYSCALE)).max() <= 1
+    modes = dict(nearest=cv2.INTER_NEAREST, linear=cv2.INTER_LINEAR, cubic=cv2.INTER_CUBIC,
+                 lanczos=cv2.INTER_LANCZOS4)
+    for interp, code in modes.items():
+        for w, h in ((13, 9), (50, 40), (31, 11)):
+            got = images_of(image_reader(tmp_path, [img], [T.scale(w, h, 3, interp)]))[0]
+            ref = chw(cv2.resize(img, (w, h), interpolation=code))
+            assert np.abs(got - ref).max() <= 1, (interp, w, h)

@@ -55,7 +55,14 @@ class CBFDeserializer(object):
 
     def _native(self):
         if self._deserializer is None:
-            self._deserializer = _cntk.cbf_deserializer(self.filename, self._selection)
+            d = _cntk.cbf_deserializer(self.filename, self._selection)
+            # A shape given in a StreamDef must agree with the file's.
+            for name, shape, _, _ in _cntk._deserializer_streams(d):
+                dim = _dim(self.streams[name]) if name in self.streams else None
+                if dim is not None and int(dim) != shape[0]:
+                    raise ValueError("CBFDeserializer: stream '%s' has dimension %d in %s, not %s"
+                                     % (name, shape[0], self.filename, dim))
+            self._deserializer = d
         return self._deserializer
 
 
