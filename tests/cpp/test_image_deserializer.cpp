@@ -139,6 +139,37 @@ TEST(ImageCodec, BadFilesRaiseIOErrorNamingThem) {
   EXPECT_THROW(read_image_file(d.path("missing.png"), 3), IOError);
 }
 
+// Corrupted bytes either decode (libjpeg tolerates some damage) or raise IOError; never crash.
+TEST(ImageCodec, CorruptBytesNeverCrash) {
+  ImageDir d("corrupt");
+  auto px = pattern(24, 16, 3);
+  write_png(d.path("t.png"), px.data(), 24, 16, 3);
+  write_jpeg(d.path("t.jpg"), px.data(), 24, 16, 3);
+  for (const char* f : {"t.png", "t.jpg"}) {
+    std::ifstream in(d.path(f), std::ios::binary);
+    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
+    size_t raised = 0, tried = 0;
+    for (size_t pos = 0; pos < bytes.size(); ++pos) {
+      for (uint8_t flip : {uint8_t(0x01), uint8_t(0x80), uint8_t(0xFF)}) {
+        auto bad = bytes;
+        bad[pos] ^= flip;
+        ++tried;
+        try {
+          for (int c : {1, 3}) {
+            Image img = decode_image(bad.data(), bad.size(), c, f);
+            EXPECT_EQ(img.data.size(), size_t(img.width) * size_t(img.height) * size_t(c));
+          }
+        } catch (const IOError& e) {
+          ++raised;
+          EXPECT_NE(std::string(e.what()).find(f), std::string::npos);
+        }
+      }
+    }
+    EXPECT_GT(raised, 0u) << f;
+    EXPECT_LE(raised, tried);
+  }
+}
+
 TEST(ImageDeserializer, StreamsLabelsAndCHWLayout) {
   ImageDir d("streams");
   auto a = pattern(6, 4, 3, 0), b = pattern(6, 4, 3, 100);
