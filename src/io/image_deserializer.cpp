@@ -389,6 +389,7 @@ MeanImage read_mean_file(const std::string& path) {
 
 ImageDeserializer::ImageDeserializer(ImageDeserializerConfig config) : config_(std::move(config)) {
   const std::string who = "ImageDeserializer('" + config_.map_file + "')";
+  if (config_.num_classes > size_t(INT32_MAX)) throw ValueError(who + ": too many classes for int32 label indices");
   if (config_.num_classes == 0) throw ValueError(who + ": the label stream needs a dimension (number of classes) > 0");
   if (config_.image_stream.empty() || config_.label_stream.empty() || config_.image_stream == config_.label_stream)
     throw ValueError(who + ": the image and label streams need two different names");
@@ -452,7 +453,6 @@ ImageDeserializer::ImageDeserializer(ImageDeserializerConfig config) : config_(s
   // The map file: [sequence id <TAB>] path <TAB> label, one image per line; blank lines are skipped.
   std::ifstream f(config_.map_file, std::ios::binary);
   if (!f) throw IOError("cannot open image map file '" + config_.map_file + "'");
-  const std::filesystem::path base = std::filesystem::path(config_.map_file).parent_path();
   std::string line;
   size_t line_no = 0;
   while (std::getline(f, line)) {
@@ -485,10 +485,7 @@ ImageDeserializer::ImageDeserializer(ImageDeserializerConfig config) : config_(s
     }
     std::string path = trim(fields[fields.size() - 2]);
     if (path.empty()) throw IOError(where + "empty image path");
-    // A relative path is looked up beside the map file first, then from the working directory.
-    std::filesystem::path p(path);
-    if (p.is_relative() && !base.empty() && std::filesystem::exists(base / p)) p = base / p;
-    e.path = p.string();
+    e.path = path;  // a relative path is resolved when the image is read (see resolve())
     for (int view = 0; view < (multiview ? 10 : 1); ++view) {
       if (!explicit_key) e.key = entries_.size();
       entries_.push_back(e);
@@ -512,6 +509,16 @@ ImageDeserializer::ImageDeserializer(ImageDeserializerConfig config) : config_(s
     size_t n = std::min(k, entries_.size() - b);
     chunks_.push_back(ChunkInfo{id, n, n});
   }
+}
+
+// A relative image path is looked up beside the map file first, then from the working directory.
+std::string ImageDeserializer::resolve(const std::string& path) const {
+  std::filesystem::path p(path), base = std::filesystem::path(config_.map_file).parent_path();
+  if (p.is_relative() && !base.empty()) {
+    std::error_code ec;
+    if (std::filesystem::exists(base / p, ec)) return (base / p).string();
+  }
+  return path;
 }
 
 Image ImageDeserializer::transform(Image img, size_t index) const {
@@ -564,7 +571,7 @@ std::vector<Sequence> ImageDeserializer::load_chunk(size_t chunk_id) {
     seq.key = e.key;
     seq.streams.resize(2);
     try {
-      Image img = transform(read_image_file(e.path, out_channels_), begin + i);
+      Image img = transform(read_image_file(resolve(e.path), out_channels_), begin + i);
       if (img.width != out_width_ || img.height != out_height_ || img.channels != out_channels_)
         throw IOError("is " + std::to_string(img.width) + "x" + std::to_string(img.height) + "x" +
                       std::to_string(img.channels) + " after its transforms, not the stream's " +

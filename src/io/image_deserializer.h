@@ -73,7 +73,7 @@ class ImageDeserializer : public Deserializer {
   Image transform(Image img, size_t index) const;
 
   struct Entry {
-    std::string path;
+    std::string path;  // as in the map file
     size_t label = 0;
     uint64_t key = 0;
     size_t line = 0;
@@ -81,6 +81,8 @@ class ImageDeserializer : public Deserializer {
   const std::vector<Entry>& entries() const { return entries_; }
 
  private:
+  std::string resolve(const std::string& path) const;
+
   ImageDeserializerConfig config_;
   std::vector<Entry> entries_;  // one per sequence (multiview10: ten per map line)
   std::vector<StreamInfo> streams_;
