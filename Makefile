@@ -53,6 +53,7 @@ clean:
 # libFuzzer over the CBF reader (not part of `make test`); seeds are CNTK's CBF files. Needs clang.
 FUZZ_SECONDS ?= 600
 fuzz-cbf:
+	@command -v clang++ >/dev/null || { echo "fuzz-cbf needs clang++ with libFuzzer: apt-get install clang libclang-rt-dev"; exit 1; }
 	mkdir -p build/fuzz/cbf-corpus && cp -n ../shared/data/cbf-reader/*.bin build/fuzz/cbf-corpus/ 2>/dev/null || true
 	clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -Isrc \
 	  tests/fuzz/fuzz_cbf.cpp src/io/cbf_deserializer.cpp -o build/fuzz/fuzz_cbf
