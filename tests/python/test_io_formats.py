@@ -182,6 +182,26 @@ def test_ctf2bin_cli(tmp_path, shared_data):
 # ----------------------------------------------------------------------------------------------------
 # Transforms
 
+def test_signatures_match_cntk_27():
+    """Parameter names as CNTK 2.7's Python API lists them (shared/reference/cntk27_python_api.tsv)."""
+    import inspect
+    tsv = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'shared', 'reference', 'cntk27_python_api.tsv')
+    if not os.path.exists(tsv):
+        pytest.skip("the reference list is absent")
+    ours = {('cntk.io.transforms', n): getattr(T, n) for n in ('crop', 'scale', 'mean', 'color')}
+    ours[('cntk.io', 'CBFDeserializer')] = CBFDeserializer
+    ours[('cntk.io', 'ImageDeserializer')] = ImageDeserializer
+    found = 0
+    for line in open(tsv):
+        module, kind, sig = (line.rstrip('\n').split('\t') + ['', '', ''])[:3]
+        name = sig.split('(')[0]
+        if (module, name) in ours:
+            expected = [p.strip() for p in sig[len(name) + 1:-1].split(',') if p.strip()]
+            params = list(inspect.signature(ours[(module, name)]).parameters)
+            assert params == expected, (module, name)
+            found += 1
+    assert found == 6
+
 def test_transform_dicts_have_cntk_keys():
     assert T.crop() == dict(type='Crop', cropType='center', cropSize=0, sideRatio=0.0, areaRatio=0.0,
                             aspectRatio=1.0, jitterType='none')
