@@ -109,9 +109,11 @@ void bind_io_formats(nb::module_& m) {
   m.def(
       "image_deserializer",
       [](const std::string& map_file, const std::string& image_stream, const std::string& label_stream,
-         size_t num_classes, const std::vector<nb::dict>& transforms, uint64_t seed, size_t sequences_per_chunk) {
+         size_t num_classes, const std::vector<nb::dict>& transforms, uint64_t seed, size_t sequences_per_chunk,
+         bool base64) {
         ImageDeserializerConfig c;
         c.map_file = map_file;
+        c.base64 = base64;
         c.image_stream = image_stream;
         c.label_stream = label_stream;
         c.num_classes = num_classes;
@@ -121,8 +123,8 @@ void bind_io_formats(nb::module_& m) {
         return std::shared_ptr<Deserializer>(std::make_shared<ImageDeserializer>(std::move(c)));
       },
       nb::arg("map_file"), nb::arg("image_stream"), nb::arg("label_stream"), nb::arg("num_classes"),
-      nb::arg("transforms"), nb::arg("seed") = 0, nb::arg("sequences_per_chunk") = 256,
-      "An image deserializer over a map file; transforms are dicts with CNTK's keys.");
+      nb::arg("transforms"), nb::arg("seed") = 0, nb::arg("sequences_per_chunk") = 256, nb::arg("base64") = false,
+      "An image deserializer over a map file (base64: images inline in it); transforms are dicts with CNTK's keys.");
 
   m.def(
       "_image_deserializer_set_sweep",

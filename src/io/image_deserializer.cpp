@@ -331,6 +331,37 @@ bool xml_element(const std::string& xml, const std::string& tag, size_t from, si
 
 }  // namespace
 
+bool decode_base64(const char* begin, const char* end, std::vector<uint8_t>& out) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  while (end > begin && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r' || end[-1] == '\n')) --end;
+  out.clear();
+  out.reserve(size_t(end - begin) / 4 * 3);
+  uint32_t acc = 0;
+  int bits = 0;
+  const char* p = begin;
+  for (; p < end && *p != '='; ++p) {
+    int v = value(*p);
+    if (v < 0) return false;
+    acc = (acc << 6) | uint32_t(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(uint8_t((acc >> bits) & 0xFF));
+    }
+  }
+  size_t padding = 0;
+  for (; p < end; ++p, ++padding)
+    if (*p != '=') return false;
+  return padding <= 2 && (size_t(p - begin) % 4 == 0 || padding == 0) && bits < 6;
+}
+
 MeanImage read_mean_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw IOError("cannot open mean file '" + path + "'");
@@ -450,13 +481,19 @@ ImageDeserializer::ImageDeserializer(ImageDeserializerConfig config) : config_(s
   out_height_ = last_scale->height;
   out_width_ = last_scale->width;
 
-  // The map file: [sequence id <TAB>] path <TAB> label, one image per line; blank lines are skipped.
+  // The map file: [sequence id <TAB>] path <TAB> label (base64: [sequence id <TAB>] label <TAB> data),
+  // one image per line; blank lines are skipped.
   std::ifstream f(config_.map_file, std::ios::binary);
   if (!f) throw IOError("cannot open image map file '" + config_.map_file + "'");
   std::string line;
   size_t line_no = 0;
+  uint64_t pos = 0;
+  const char* layout = config_.base64 ? "'label<TAB>base64 image' (optionally 'sequence id<TAB>label<TAB>base64 image')"
+                                      : "'path<TAB>label' (optionally 'sequence id<TAB>path<TAB>label')";
   while (std::getline(f, line)) {
     ++line_no;
+    const uint64_t line_start = pos;
+    pos += line.size() + 1;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (trim(line).empty()) continue;
     const std::string where = config_.map_file + ":" + std::to_string(line_no) + ": ";
@@ -464,11 +501,10 @@ ImageDeserializer::ImageDeserializer(ImageDeserializerConfig config) : config_(s
     std::stringstream ss(line);
     for (std::string field; std::getline(ss, field, '\t');) fields.push_back(field);
     if (fields.size() != 2 && fields.size() != 3)
-      throw IOError(where + "expected 'path<TAB>label' (optionally 'sequence id<TAB>path<TAB>label'), found " +
-                    std::to_string(fields.size()) + " tab-separated fields");
+      throw IOError(where + "expected " + layout + ", found " + std::to_string(fields.size()) + " tab-separated fields");
     Entry e;
     e.line = line_no;
-    std::string label = trim(fields.back());
+    std::string label = trim(config_.base64 ? fields[fields.size() - 2] : fields.back());
     size_t lbl = 0;
     auto r = std::from_chars(label.data(), label.data() + label.size(), lbl);
     if (label.empty() || r.ec != std::errc() || r.ptr != label.data() + label.size())
@@ -483,9 +519,15 @@ ImageDeserializer::ImageDeserializer(ImageDeserializerConfig config) : config_(s
       if (key.empty() || rk.ec != std::errc() || rk.ptr != key.data() + key.size())
         throw IOError(where + "sequence id '" + key + "' is not a non-negative integer");
     }
-    std::string path = trim(fields[fields.size() - 2]);
-    if (path.empty()) throw IOError(where + "empty image path");
-    e.path = path;  // a relative path is resolved when the image is read (see resolve())
+    if (config_.base64) {
+      e.offset = line_start + line.rfind('\t') + 1;
+      e.length = line.size() - (line.rfind('\t') + 1);
+      if (trim(fields.back()).empty()) throw IOError(where + "empty image data");
+    } else {
+      std::string path = trim(fields[fields.size() - 2]);
+      if (path.empty()) throw IOError(where + "empty image path");
+      e.path = path;  // a relative path is resolved when the image is read (see resolve())
+    }
     for (int view = 0; view < (multiview ? 10 : 1); ++view) {
       if (!explicit_key) e.key = entries_.size();
       entries_.push_back(e);
@@ -562,6 +604,21 @@ std::vector<Sequence> ImageDeserializer::load_chunk(size_t chunk_id) {
   const size_t begin = chunk_id * config_.sequences_per_chunk, n = chunks_[chunk_id].num_sequences;
   std::vector<Sequence> out(n);
   std::vector<std::string> errors(n);
+  std::vector<std::vector<uint8_t>> encoded(config_.base64 ? n : 0);  // base64 images, decoded to file bytes
+  if (config_.base64) {
+    std::ifstream f(config_.map_file, std::ios::binary);
+    if (!f) throw IOError("cannot open image map file '" + config_.map_file + "'");
+    std::string text;
+    for (size_t i = 0; i < n; ++i) {
+      const Entry& e = entries_[begin + i];
+      text.resize(e.length);
+      f.seekg(std::streamoff(e.offset));
+      if (!f.read(text.data(), std::streamsize(e.length)))
+        throw IOError(config_.map_file + ":" + std::to_string(e.line) + ": cannot read the image data (file changed?)");
+      if (!decode_base64(text.data(), text.data() + text.size(), encoded[i]))
+        throw IOError(config_.map_file + ":" + std::to_string(e.line) + ": the image data is not valid base64");
+    }
+  }
   const size_t plane = size_t(out_height_) * size_t(out_width_);
 #pragma omp parallel for schedule(dynamic)
   for (long j = 0; j < long(n); ++j) {
@@ -571,7 +628,10 @@ std::vector<Sequence> ImageDeserializer::load_chunk(size_t chunk_id) {
     seq.key = e.key;
     seq.streams.resize(2);
     try {
-      Image img = transform(read_image_file(resolve(e.path), out_channels_), begin + i);
+      Image img = transform(config_.base64 ? decode_image(encoded[i].data(), encoded[i].size(), out_channels_,
+                                                          "base64 image of line " + std::to_string(e.line))
+                                           : read_image_file(resolve(e.path), out_channels_),
+                            begin + i);
       if (img.width != out_width_ || img.height != out_height_ || img.channels != out_channels_)
         throw IOError("is " + std::to_string(img.width) + "x" + std::to_string(img.height) + "x" +
                       std::to_string(img.channels) + " after its transforms, not the stream's " +
@@ -591,7 +651,8 @@ std::vector<Sequence> ImageDeserializer::load_chunk(size_t chunk_id) {
       // Decoder errors already name the file; transform errors are completed here.
       errors[i] = msg.rfind("image '", 0) == 0 || msg.rfind("cannot open image", 0) == 0
                       ? config_.map_file + ":" + std::to_string(e.line) + ": " + msg
-                      : config_.map_file + ":" + std::to_string(e.line) + ": image '" + e.path + "' " + msg;
+                      : config_.map_file + ":" + std::to_string(e.line) + ": image '" +
+                            (config_.base64 ? "base64 image of line " + std::to_string(e.line) : e.path) + "' " + msg;
     }
   }
   for (const auto& err : errors)

@@ -42,6 +42,9 @@ struct ImageTransform {
 
 struct ImageDeserializerConfig {
   std::string map_file;
+  // false: lines `[sequence id<TAB>]path<TAB>label` (ImageDeserializer); true: lines
+  // `[sequence id<TAB>]label<TAB>base64 of the image file` (Base64ImageDeserializer).
+  bool base64 = false;
   std::string image_stream = "image";
   std::string label_stream = "label";
   size_t num_classes = 0;
@@ -49,6 +52,9 @@ struct ImageDeserializerConfig {
   uint64_t seed = 0;                       // random transforms are a function of (seed, sweep, sequence)
   size_t sequences_per_chunk = 256;
 };
+
+// Decodes standard base64 (A-Z a-z 0-9 + /, '=' padding); trailing blanks are ignored. False if malformed.
+bool decode_base64(const char* begin, const char* end, std::vector<uint8_t>& out);
 
 // A mean image read from CNTK's mean file (HWC, as stored).
 struct MeanImage {
@@ -73,7 +79,9 @@ class ImageDeserializer : public Deserializer {
   Image transform(Image img, size_t index) const;
 
   struct Entry {
-    std::string path;  // as in the map file
+    std::string path;  // as in the map file (empty for base64 images)
+    uint64_t offset = 0;  // base64 images: where the encoded image is in the map file, and its length
+    size_t length = 0;
     size_t label = 0;
     uint64_t key = 0;
     size_t line = 0;

@@ -360,3 +360,67 @@ TEST(ImageDeserializer, ConfigurationAndMapErrors) {
   c.num_classes = 0;
   EXPECT_THROW(ImageDeserializer{c}, ValueError);
 }
+
+TEST(ImageDeserializer, Base64DecodingRules) {
+  std::vector<uint8_t> out;
+  auto dec = [&](const std::string& s) { return decode_base64(s.data(), s.data() + s.size(), out); };
+  ASSERT_TRUE(dec("TWFu"));
+  EXPECT_EQ(std::string(out.begin(), out.end()), "Man");
+  ASSERT_TRUE(dec("TWE="));
+  EXPECT_EQ(std::string(out.begin(), out.end()), "Ma");
+  ASSERT_TRUE(dec("TQ==  \t"));
+  EXPECT_EQ(std::string(out.begin(), out.end()), "M");
+  ASSERT_TRUE(dec("TQ"));  // padding may be left out
+  EXPECT_EQ(std::string(out.begin(), out.end()), "M");
+  EXPECT_FALSE(dec("T"));
+  EXPECT_FALSE(dec("TWFuT"));
+  EXPECT_FALSE(dec("TW=u"));
+  EXPECT_FALSE(dec("TW*u"));
+  EXPECT_FALSE(dec("TQ==="));
+}
+
+// Base64ImageDeserializer's layout: [sequence id<TAB>]label<TAB>base64 of the image file.
+TEST(ImageDeserializer, Base64ImagesEqualTheFiles) {
+  ImageDir d("base64");
+  auto a = pattern(5, 4, 3, 0), b = pattern(5, 4, 3, 60);
+  write_png(d.path("a.png"), a.data(), 5, 4, 3);
+  write_jpeg(d.path("b.jpg"), b.data(), 5, 4, 3);
+  auto b64 = [&](const std::string& f) {
+    static const char* abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::ifstream in(d.path(f), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), {}), out;
+    for (size_t i = 0; i < bytes.size(); i += 3) {
+      uint32_t v = uint32_t(uint8_t(bytes[i])) << 16;
+      if (i + 1 < bytes.size()) v |= uint32_t(uint8_t(bytes[i + 1])) << 8;
+      if (i + 2 < bytes.size()) v |= uint32_t(uint8_t(bytes[i + 2]));
+      out += abc[(v >> 18) & 63];
+      out += abc[(v >> 12) & 63];
+      out += i + 1 < bytes.size() ? abc[(v >> 6) & 63] : '=';
+      out += i + 2 < bytes.size() ? abc[v & 63] : '=';
+    }
+    return out;
+  };
+  ImageDeserializerConfig files;
+  files.map_file = d.write("map.txt", "a.png\t1\nb.jpg\t0\n");
+  files.num_classes = 2;
+  files.transforms = {scale(5, 4, 3, "nearest")};
+  ImageDeserializerConfig inline_images = files;
+  inline_images.base64 = true;
+  inline_images.map_file = d.write("b64.txt", "7\t1\t" + b64("a.png") + "\r\n\n8\t0\t" + b64("b.jpg") + "\n");
+  auto x = ImageDeserializer(files).load_chunk(0), y = ImageDeserializer(inline_images).load_chunk(0);
+  ASSERT_EQ(y.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(x[i].streams[0].values_f, y[i].streams[0].values_f);
+    EXPECT_EQ(x[i].streams[1].indices, y[i].streams[1].indices);
+  }
+  EXPECT_EQ(y[0].key, 7u);
+  EXPECT_EQ(y[1].key, 8u);
+  inline_images.map_file = d.write("bad.txt", "1\t" + b64("a.png") + "\n0\tnot*base64\n");
+  ImageDeserializer bad(inline_images);
+  try {
+    bad.load_chunk(0);
+    FAIL();
+  } catch (const IOError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.txt:2"), std::string::npos) << e.what();
+  }
+}

@@ -11,7 +11,7 @@ import pytest
 import cntk as C
 from cntk import _cntk
 from cntk.io import transforms as T
-from cntk.io._formats import CBFDeserializer, ImageDeserializer, convert_ctf_to_cbf
+from cntk.io._formats import Base64ImageDeserializer, CBFDeserializer, ImageDeserializer, convert_ctf_to_cbf
 from cntk.variables import Record
 
 
@@ -191,6 +191,7 @@ def test_signatures_match_cntk_27():
     ours = {('cntk.io.transforms', n): getattr(T, n) for n in ('crop', 'scale', 'mean', 'color')}
     ours[('cntk.io', 'CBFDeserializer')] = CBFDeserializer
     ours[('cntk.io', 'ImageDeserializer')] = ImageDeserializer
+    ours[('cntk.io', 'Base64ImageDeserializer')] = Base64ImageDeserializer
     found = 0
     for line in open(tsv):
         module, kind, sig = (line.rstrip('\n').split('\t') + ['', '', ''])[:3]
@@ -200,7 +201,7 @@ def test_signatures_match_cntk_27():
             params = list(inspect.signature(ours[(module, name)]).parameters)
             assert params == expected, (module, name)
             found += 1
-    assert found == 6
+    assert found == 7
 
 def test_transform_dicts_have_cntk_keys():
     assert T.crop() == dict(type='Crop', cropType='center', cropSize=0, sideRatio=0.0, areaRatio=0.0,
@@ -477,3 +478,24 @@ def test_decode_and_resize_agree_with_opencv(tmp_path):
             got = images_of(image_reader(tmp_path, [img], [T.scale(w, h, 3, interp)]))[0]
             ref = chw(cv2.resize(img, (w, h), interpolation=code))
             assert np.abs(got - ref).max() <= 1, (interp, w, h)
+
+
+def test_base64_images_equal_the_files(tmp_path):
+    import base64
+    imgs = [pattern(6, 5, 3, s) for s in (0, 40, 80)]
+    files = image_reader(tmp_path, imgs, [T.scale(5, 6, 3, 'nearest')], labels=[2, 0, 1])
+    lines = ['%d\t%s' % (label, base64.b64encode(open(str(tmp_path / ('img%d.png' % i)), 'rb').read()).decode())
+             for i, label in enumerate([2, 0, 1])]
+    (tmp_path / 'b64.txt').write_text('\n'.join(lines) + '\n')
+    streams = {'features': stream_def(field='image', transforms=[T.scale(5, 6, 3, 'nearest')]),
+               'labels': stream_def(field='label', shape=3)}
+    inline = Base64ImageDeserializer(str(tmp_path / 'b64.txt'), streams)._native()
+    a, b = all_sequences(files), all_sequences(inline)
+    assert len(b) == 3
+    for (ka, sa), (kb, sb) in zip(a, b):
+        np.testing.assert_array_equal(sa['features'], sb['features'])
+        for x, y in zip(sa['labels'], sb['labels']):
+            np.testing.assert_array_equal(x, y)
+    (tmp_path / 'b64.txt').write_text('0\t%%%%\n')
+    with pytest.raises(IOError, match='b64.txt:1'):
+        Base64ImageDeserializer(str(tmp_path / 'b64.txt'), streams)._native().load_chunk(0)

@@ -5,7 +5,7 @@ import numbers
 
 from .. import _cntk
 
-__all__ = ['CBFDeserializer', 'ImageDeserializer', 'convert_ctf_to_cbf']
+__all__ = ['CBFDeserializer', 'ImageDeserializer', 'Base64ImageDeserializer', 'convert_ctf_to_cbf']
 
 
 def _field(s, *names, default=None):
@@ -137,9 +137,11 @@ class ImageDeserializer(object):
           gives one-hot sparse labels.
     """
 
+    _base64 = False
+
     def __init__(self, filename, streams):
         if not isinstance(filename, str):
-            raise TypeError("ImageDeserializer: filename must be a str, not %s" % type(filename).__name__)
+            raise TypeError("%s: filename must be a str, not %s" % (type(self).__name__, type(filename).__name__))
         self.filename = filename
         self.streams = dict(streams)
         self._image = self._label = None
@@ -174,8 +176,22 @@ class ImageDeserializer(object):
         key = (int(seed), int(sequences_per_chunk))
         if key not in self._natives:
             self._natives[key] = _cntk.image_deserializer(self.filename, self._image, self._label,
-                                                          int(self._num_classes), self._transforms, key[0], key[1])
+                                                          int(self._num_classes), self._transforms, key[0], key[1],
+                                                          self._base64)
         return self._natives[key]
+
+
+class Base64ImageDeserializer(ImageDeserializer):
+    """Configures the image deserializer over a file whose lines hold the images themselves:
+    ``label<TAB>base64 image`` (optionally ``sequence id<TAB>label<TAB>base64 image``), the base64 of
+    a JPEG or PNG file. Streams and transforms are as for :class:`ImageDeserializer`.
+
+    Args:
+        filename (str): the file of labels and base64-encoded images.
+        streams: a mapping from stream names to :class:`StreamDef` objects (fields ``'image'`` and
+          ``'label'``).
+    """
+    _base64 = True
 
 
 def _read_header_file(path):
