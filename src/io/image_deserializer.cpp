@@ -248,18 +248,23 @@ Image apply_scale(const ImageTransform& t, const Image& img, Rng& rng, bool inte
   if (iequals(t.scale_mode, "fill")) {
     out = resize(img, t.width, t.height, mode);
   } else {
-    // crop: scale until both sides cover the target, then cut the centre; pad: scale until both fit
-    // inside it, then centre and pad (with pad_value, or by replicating the border when it is -1).
+    // crop: the centre of the image with the target's aspect, scaled to the target (the same as scaling
+    // the image to cover the target and cutting the centre, without building the large image).
+    // pad: scale until both sides fit inside the target, centre it and pad (with pad_value, or by
+    // replicating the border when it is -1).
     const bool crop = iequals(t.scale_mode, "crop");
-    double sx = double(t.width) / img.width, sy = double(t.height) / img.height;
-    double s = crop ? std::max(sx, sy) : std::min(sx, sy);
-    int tw = int(std::lround(img.width * s)), th = int(std::lround(img.height * s));
-    tw = crop ? std::max(tw, t.width) : std::clamp(tw, 1, t.width);
-    th = crop ? std::max(th, t.height) : std::clamp(th, 1, t.height);
-    Image r = resize(img, tw, th, mode);
     if (crop) {
-      out = sub_image(r, (tw - t.width) / 2, (th - t.height) / 2, t.width, t.height);
+      int cw = img.width, ch = img.height;
+      if (double(img.width) * t.height > double(img.height) * t.width)
+        cw = std::clamp(int(std::lround(double(img.height) * t.width / t.height)), 1, img.width);
+      else
+        ch = std::clamp(int(std::lround(double(img.width) * t.height / t.width)), 1, img.height);
+      out = resize(sub_image(img, (img.width - cw) / 2, (img.height - ch) / 2, cw, ch), t.width, t.height, mode);
     } else {
+      double s = std::min(double(t.width) / img.width, double(t.height) / img.height);
+      int tw = std::clamp(int(std::lround(img.width * s)), 1, t.width);
+      int th = std::clamp(int(std::lround(img.height * s)), 1, t.height);
+      Image r = resize(img, tw, th, mode);
       out.width = t.width;
       out.height = t.height;
       out.channels = img.channels;

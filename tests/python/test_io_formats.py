@@ -370,6 +370,10 @@ def test_scale_modes(tmp_path):
     v = images_of(d)[0].reshape(3, 10, 10)
     np.testing.assert_array_equal(v[:, 2:7, :], chw(img[::4, ::4]).reshape(3, 5, 10))
     assert (v[:, :2] == 0).all() and (v[:, 7:] == 0).all()
+    # a very long image is cut to the target's aspect first (no huge intermediate image)
+    strip = pattern(2, 3000, 3)
+    v = images_of(image_reader(tmp_path, [strip], [T.scale(64, 64, 3, 'nearest', 'crop')]))[0]
+    np.testing.assert_array_equal(v, chw(strip[:, 1499:1501][np.repeat(np.arange(2), 32)][:, np.repeat(np.arange(2), 32)]))
     # pad with -1 replicates the border rows
     d = image_reader(tmp_path, [img], [T.scale(10, 10, 3, 'nearest', 'pad', -1)])
     v = images_of(d)[0].reshape(3, 10, 10)
