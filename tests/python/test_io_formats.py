@@ -313,6 +313,13 @@ def test_random_crop_in_range_and_deterministic_per_seed(tmp_path):
     c = images_of(image_reader(tmp_path, [img] * 12, tr, seed=4))
     assert all((x == y).all() for x, y in zip(a, b))
     assert any((x != y).any() for x, y in zip(a, c))
+    # a new sweep draws new crops, the same for every reader with that seed and sweep
+    r1, r2 = image_reader(tmp_path, [img] * 12, tr, seed=3), image_reader(tmp_path, [img] * 12, tr, seed=3)
+    _cntk._image_deserializer_set_sweep(r1, 1)
+    _cntk._image_deserializer_set_sweep(r2, 1)
+    s1, s2 = images_of(r1), images_of(r2)
+    assert all((x == y).all() for x, y in zip(s1, s2))
+    assert any((x != y).any() for x, y in zip(a, s1))
 
 
 def test_random_area_with_aspect_jitter_stays_inside(tmp_path):
