@@ -14,6 +14,10 @@
 namespace cntk::io {
 namespace {
 
+// Largest image accepted: 32768 pixels a side and 2^26 pixels (e.g. 8192 x 8192) in all, so a corrupt
+// header cannot make the decoder allocate gigabytes before the data runs out.
+bool size_ok(uint64_t w, uint64_t h) { return w > 0 && h > 0 && w <= (1u << 15) && h <= (1u << 15) && w * h <= (1u << 26); }
+
 // libjpeg reports errors through a callback that must not return: jump back to the decoding call.
 struct JpegError {
   jpeg_error_mgr mgr;
@@ -51,7 +55,7 @@ bool decode_jpeg(const uint8_t* bytes, size_t size, bool grey, Decoded* out) {
   jpeg_create_decompress(&info);
   jpeg_mem_src(&info, bytes, static_cast<unsigned long>(size));
   jpeg_read_header(&info, TRUE);
-  if (info.image_width > (1u << 15) || info.image_height > (1u << 15)) {
+  if (!size_ok(info.image_width, info.image_height)) {
     std::snprintf(err.message, sizeof err.message, "image size %ux%u is not supported", unsigned(info.image_width),
                   unsigned(info.image_height));
     std::longjmp(err.jump, 1);
@@ -84,7 +88,7 @@ bool decode_png(const uint8_t* bytes, size_t size, Decoded* out) {
     return false;
   }
   img.format = PNG_FORMAT_BGRA;  // alpha is read and then dropped, as OpenCV's colour reads do
-  if (img.width == 0 || img.height == 0 || img.width > (1u << 15) || img.height > (1u << 15)) {
+  if (!size_ok(img.width, img.height)) {
     out->error = "image size " + std::to_string(img.width) + "x" + std::to_string(img.height) + " is not supported";
     png_image_free(&img);
     return false;

@@ -263,6 +263,21 @@ def test_png_and_jpeg_decode(tmp_path):
         _cntk._read_image(str(tmp_path / 'bad.jpg'), 3)
 
 
+def test_oversized_image_header_is_refused(tmp_path):
+    """A PNG whose header claims 30000 x 30000 pixels is refused before anything that size is allocated."""
+    import struct
+    import zlib
+    p = tmp_path / 'a.png'
+    _cntk._write_image(str(p), pattern(4, 4, 3), 'png')
+    b = bytearray(p.read_bytes())
+    assert b[12:16] == b'IHDR'
+    b[16:24] = struct.pack('>II', 30000, 30000)
+    b[29:33] = struct.pack('>I', zlib.crc32(bytes(b[12:29])) & 0xffffffff)
+    p.write_bytes(bytes(b))
+    with pytest.raises(IOError, match='30000x30000 is not supported'):
+        _cntk._read_image(str(p), 3)
+
+
 def test_image_stream_is_chw_bgr_and_labels_one_hot(tmp_path):
     imgs = [pattern(4, 6, 3, s) for s in (0, 90)]
     d = image_reader(tmp_path, imgs, [T.scale(6, 4, 3, 'nearest')], num_classes=5, labels=[3, 1])
