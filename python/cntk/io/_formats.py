@@ -11,9 +11,7 @@ __all__ = ['CBFDeserializer', 'ImageDeserializer', 'Base64ImageDeserializer', 'c
 def _field(s, *names, default=None):
     """An entry of a StreamDef (a Record/dict, or any object with attributes)."""
     for n in names:
-        if isinstance(s, dict) and n in s:
-            return s[n]
-        v = getattr(s, n, None) if not isinstance(s, dict) else None
+        v = s.get(n) if isinstance(s, dict) else getattr(s, n, None)
         if v is not None:
             return v
     return default
