@@ -57,7 +57,7 @@ fuzz-cbf:
 	mkdir -p build/fuzz/cbf-corpus && cp -n ../shared/data/cbf-reader/*.bin build/fuzz/cbf-corpus/ 2>/dev/null || true
 	clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -Isrc \
 	  tests/fuzz/fuzz_cbf.cpp src/io/cbf_deserializer.cpp -o build/fuzz/fuzz_cbf
-	build/fuzz/fuzz_cbf -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 build/fuzz/cbf-corpus
+	build/fuzz/fuzz_cbf -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build/fuzz/ -max_len=65536 -rss_limit_mb=2048 build/fuzz/cbf-corpus
 
 # libFuzzer over JPEG/PNG decoding and base64 (not part of `make test`); seeds are small encoded images.
 fuzz-image:
@@ -70,4 +70,4 @@ fuzz-image:
 	  [_cntk._write_image('build/fuzz/image-corpus/seed.' + f, img, f) for f in ('png', 'jpeg')]; \
 	  [_cntk._write_image('build/fuzz/image-corpus/grey.' + f, img[:, :, 0].copy(), f) for f in ('png', 'jpeg')]" \
 	  || echo "no seeds (build the extension first: make dev)"
-	build/fuzz/fuzz_image -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -rss_limit_mb=2048 build/fuzz/image-corpus
+	build/fuzz/fuzz_image -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build/fuzz/ -max_len=16384 -rss_limit_mb=2048 build/fuzz/image-corpus
