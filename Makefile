@@ -2,6 +2,7 @@
 JOBS ?= $(shell nproc)
 
 .PHONY: deps dev test test-quick cpp-test sanitize bench bench-overhead bench-deps demo clean
+.PHONY: fuzz-cbf fuzz-image
 
 deps:
 	bash scripts/install-deps.sh
@@ -53,3 +54,25 @@ demo:
 
 clean:
 	rm -rf build python/cntk/_cntk*.so
+
+# libFuzzer over the CBF reader (not part of `make test`); seeds are CNTK's CBF files. Needs clang.
+FUZZ_SECONDS ?= 600
+fuzz-cbf:
+	@command -v clang++ >/dev/null || { echo "fuzz-cbf needs clang++ with libFuzzer: apt-get install clang libclang-rt-dev"; exit 1; }
+	mkdir -p build/fuzz/cbf-corpus && cp -n ../shared/data/cbf-reader/*.bin build/fuzz/cbf-corpus/ 2>/dev/null || true
+	clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -Isrc \
+	  tests/fuzz/fuzz_cbf.cpp src/io/cbf_deserializer.cpp -o build/fuzz/fuzz_cbf
+	build/fuzz/fuzz_cbf -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build/fuzz/ -max_len=65536 -rss_limit_mb=2048 build/fuzz/cbf-corpus
+
+# libFuzzer over JPEG/PNG decoding and base64 (not part of `make test`); seeds are small encoded images.
+fuzz-image:
+	@command -v clang++ >/dev/null || { echo "fuzz-image needs clang++ with libFuzzer: apt-get install clang libclang-rt-dev"; exit 1; }
+	mkdir -p build/fuzz/image-corpus
+	clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fopenmp -Iinclude -Isrc \
+	  tests/fuzz/fuzz_image.cpp src/io/image_codec.cpp src/io/image_deserializer.cpp -lpng -ljpeg -o build/fuzz/fuzz_image
+	PYTHONPATH=python python3 -c "import numpy as np; from cntk import _cntk; \
+	  img = (np.arange(8 * 6 * 3) % 251).astype(np.uint8).reshape(8, 6, 3); \
+	  [_cntk._write_image('build/fuzz/image-corpus/seed.' + f, img, f) for f in ('png', 'jpeg')]; \
+	  [_cntk._write_image('build/fuzz/image-corpus/grey.' + f, img[:, :, 0].copy(), f) for f in ('png', 'jpeg')]" \
+	  || echo "no seeds (build the extension first: make dev)"
+	build/fuzz/fuzz_image -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build/fuzz/ -max_len=16384 -rss_limit_mb=2048 build/fuzz/image-corpus

@@ -5,6 +5,7 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 pkgs="build-essential cmake ninja-build libdnnl-dev libgtest-dev dataset-fashion-mnist"
+pkgs="$pkgs libpng-dev libjpeg-dev"  # image deserializer: PNG and JPEG (libjpeg-turbo) decoding
 missing=""
 for p in $pkgs; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
