@@ -72,6 +72,19 @@ CTFParser::CTFParser(std::string path, std::vector<CTFStreamConfig> streams, CTF
   if (options_.chunk_size < 16) options_.chunk_size = 16;
   file_ = std::fopen(path_.c_str(), "rb");
   if (!file_) throw IOError("cannot open CTF file '" + path_ + "': " + std::strerror(errno));
+  if (options_.start_offset > 0) {
+    if (std::fseek(file_, long(options_.start_offset), SEEK_SET) != 0) {
+      std::fclose(file_);
+      file_ = nullptr;
+      throw IOError("cannot seek to byte " + std::to_string(options_.start_offset) + " of CTF file '" + path_ + "'");
+    }
+    buf_file_pos_ = options_.start_offset;
+  }
+  line_no_ = options_.start_line;
+  if (options_.file_has_ids >= 0) {
+    ids_decided_ = true;
+    file_has_ids_ = options_.file_has_ids > 0;
+  }
   buf_.resize(options_.chunk_size);
   seen_.resize(streams_.size());
   mark_.resize(4 * streams_.size());
@@ -110,6 +123,7 @@ bool CTFParser::read_line(const char*& begin, const char*& end) {
       buf_begin_ = size_t((nl ? nl + 1 : e) - buf_.data());
       if (line_end > b && line_end[-1] == '\r') --line_end;
       ++line_no_;
+      line_offset_ = buf_file_pos_ + uint64_t(b - buf_.data());
       begin = b;
       end = line_end;
       return true;
@@ -119,6 +133,7 @@ bool CTFParser::read_line(const char*& begin, const char*& end) {
     size_t tail = buf_end_ - buf_begin_;
     if (buf_begin_ > 0) {
       std::memmove(buf_.data(), buf_.data() + buf_begin_, tail);
+      buf_file_pos_ += buf_begin_;
       buf_begin_ = 0;
       buf_end_ = tail;
     }
@@ -283,6 +298,7 @@ bool CTFParser::next(CTFSequence& seq) {
       pending_.has_id = has_id;
       pending_.id = id;
       pending_.first_line = line_no_;
+      pending_.offset = line_offset_;
       pending_valid_ = true;
     }
 
