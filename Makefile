@@ -1,7 +1,7 @@
 # Developer targets. `make test` is what CI runs; the others are for iteration.
 JOBS ?= $(shell nproc)
 
-.PHONY: deps dev test test-quick cpp-test sanitize bench bench-deps demo clean
+.PHONY: deps dev test test-quick cpp-test sanitize bench bench-deps demo clean fuzz-ctf bench-readers
 
 deps:
 	bash scripts/install-deps.sh
@@ -48,3 +48,19 @@ demo:
 
 clean:
 	rm -rf build python/cntk/_cntk*.so
+
+# libFuzzer target for the CTF parser and deserializer (clang; not part of `make test`).
+# Seeds: CNTK's CTF reader-test inputs. Run longer with FUZZ_SECONDS=600.
+FUZZ_SECONDS ?= 60
+CLANGXX ?= $(shell command -v clang++ || command -v clang++-14)
+fuzz-ctf:
+	mkdir -p build/fuzz/ctf-corpus
+	$(CLANGXX) -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	  -Iinclude -Isrc tests/fuzz/fuzz_ctf.cpp src/io/ctf_parser.cpp src/io/ctf_deserializer.cpp src/core/common.cpp \
+	  -o build/fuzz/fuzz_ctf
+	for f in ../shared/data/ctf-reader/*.txt; do [ -f "$$f" ] && head -c 4000 "$$f" | (printf '\x00'; cat) > build/fuzz/ctf-corpus/seed_$$(basename $$f); done; true
+	build/fuzz/fuzz_ctf -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 build/fuzz/ctf-corpus
+
+# Read throughput of MinibatchSource over CTF (ATIS, Fashion-MNIST as CTF); writes bench/results/<date>-readers.*
+bench-readers: dev
+	PYTHONPATH=python python3 bench/readers.py

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 namespace cntk::io {
@@ -42,6 +43,15 @@ bool parse_number(const char* b, const char* e, T& out) {
   if (q < e && *q != 'e' && *q != 'E') return false;
   if (b > b0 && b[-1] == '-') --b;
   auto r = std::from_chars(b, e, out, std::chars_format::general);
+  if (r.ec == std::errc::result_out_of_range && r.ptr == e && sizeof(T) < sizeof(double)) {
+    // Beyond float's range: read as double and round, as a cast from double would (overflow gives inf).
+    double d;
+    auto rd = std::from_chars(b, e, d, std::chars_format::general);
+    if (rd.ec != std::errc() || rd.ptr != e) return false;
+    constexpr double kMax = double(std::numeric_limits<T>::max());
+    out = d > kMax ? std::numeric_limits<T>::infinity() : d < -kMax ? -std::numeric_limits<T>::infinity() : T(d);
+    return true;
+  }
   return r.ec == std::errc() && r.ptr == e;
 }
 
@@ -79,6 +89,14 @@ CTFParser::CTFParser(std::string path, std::vector<CTFStreamConfig> streams, CTF
       throw IOError("cannot seek to byte " + std::to_string(options_.start_offset) + " of CTF file '" + path_ + "'");
     }
     buf_file_pos_ = options_.start_offset;
+  }
+  if (options_.start_offset == 0) {  // a UTF-8 byte order mark at the start of the file is skipped
+    unsigned char bom[3] = {0, 0, 0};
+    size_t n = std::fread(bom, 1, 3, file_);
+    if (n == 3 && bom[0] == 0xEF && bom[1] == 0xBB && bom[2] == 0xBF)
+      buf_file_pos_ = 3;
+    else
+      std::rewind(file_);
   }
   line_no_ = options_.start_line;
   if (options_.file_has_ids >= 0) {
