@@ -162,6 +162,8 @@ def test_invalid_reader_files_raise_with_file_and_line(shared_data, name):
     src = MinibatchSource(CTFDeserializer(path, streams, max_errors=100), randomize=False, max_sweeps=1)
     got = _read_all(src)
     assert len(got['a']) > 0
+    src = MinibatchSource(CTFDeserializer(path, streams), randomize=False, max_sweeps=1, max_errors=100)
+    assert [len(v) for v in _read_all(src).values()] == [len(v) for v in got.values()]
     with pytest.raises(IOError, match="malformed lines"):
         MinibatchSource(CTFDeserializer(path, streams, max_errors=1))
 

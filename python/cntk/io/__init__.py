@@ -517,7 +517,7 @@ class MinibatchSource(object):
         truncation_length: truncated BPTT: sequences are cut into pieces of this many samples that
          continue across minibatches (minibatch_size // truncation_length sequences side by side).
         randomize: False reads in file order.
-        max_errors: not supported by this constructor; give it to CTFDeserializer.
+        max_errors: malformed lines each text deserializer may skip (as CTFDeserializer's max_errors).
         prefetch: read the next minibatch on a background thread while the current one is used.
     """
 
@@ -531,14 +531,17 @@ class MinibatchSource(object):
             deserializers = [deserializers]
         if not deserializers:
             raise ValueError("MinibatchSource: give at least one deserializer")
+        if not isinstance(max_errors, numbers.Integral) or max_errors < 0:
+            raise ValueError("MinibatchSource: max_errors must be a non-negative integer, got %r" % (max_errors,))
         natives = []
         for d in deserializers:
             if not hasattr(d, '_native'):
                 raise TypeError("MinibatchSource: %s is not a deserializer (CTFDeserializer, UserDeserializer, ...)"
                                 % type(d).__name__)
+            if max_errors and isinstance(d, _CTFDeserializer) and d._max_errors < max_errors:
+                d._max_errors = int(max_errors)  # the file is indexed (and checked) when first used
+                d._impl = None
             natives.append(d._native())
-        if max_errors:
-            raise ValueError("MinibatchSource: give max_errors to the deserializer (CTFDeserializer(..., max_errors=N))")
         for name, v in (('max_samples', max_samples), ('max_sweeps', max_sweeps),
                         ('randomization_window_in_chunks', randomization_window_in_chunks),
                         ('randomization_window_in_samples', randomization_window_in_samples),
