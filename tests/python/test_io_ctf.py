@@ -554,3 +554,22 @@ def test_sequence_to_cntk_text_format_round_trip(tmp_path):
     assert sequence_to_cntk_text_format(3, {'a': []}) == ''
     with pytest.raises(ValueError, match="expected a tensor"):
         sequence_to_cntk_text_format(0, {'a': ['x']})
+
+
+def test_defines_mb_size_and_stream_configuration(tmp_path):
+    # Sequences of 4 steps of x and a single label: by default 4 samples each, with defines_mb_size on
+    # the label stream 1 sample each.
+    path = _write(tmp_path, 'mb.ctf', "".join("%d |x %d |l 1\n%d |x 0\n%d |x 0\n%d |x 0\n" % (i, i, i, i, i)
+                                              for i in range(10)))
+    src = MinibatchSource(CTFDeserializer(path, StreamDefs(x=StreamDef('x', 1), l=StreamDef('l', 1))),
+                          randomize=False)
+    assert src.next_minibatch(8)[src.streams.x].num_sequences == 2
+    src = MinibatchSource(CTFDeserializer(path, StreamDefs(x=StreamDef('x', 1),
+                                                           l=StreamDef('l', 1, defines_mb_size=True))),
+                          randomize=False)
+    mb = src.next_minibatch(8)
+    assert mb[src.streams.x].num_sequences == 8 and mb[src.streams.l].num_samples == 8
+    assert src.streams.l.defines_mb_size
+    cfg = {'x': C.io.StreamConfiguration('x', 1, stream_alias='x')}
+    src = MinibatchSource(CTFDeserializer(path, cfg), randomize=False, max_sweeps=1)
+    assert src.next_minibatch(100)[src.streams.x].num_samples == 40

@@ -3,6 +3,7 @@ written in Python as UserDeserializer) through the engine's reader (src/io): ran
 frame mode, truncated BPTT, data partitions, checkpointable position and prefetch on a background
 thread. MinibatchSourceFromData and UserMinibatchSource are sources written in Python."""
 import numbers
+import weakref
 
 import numpy as np
 
@@ -491,7 +492,14 @@ class UserDeserializer(_Deserializer):
             self._last_chunk = None
             streams = [(si.name, tuple(si.shape), si.is_sparse, _dtype_code(si.name, si.dtype),
                         bool(getattr(si, 'defines_mb_size', False))) for si in infos]
-            self._impl = _cntk.py_deserializer(streams, chunks, self._sequences)
+            ref = weakref.ref(self)  # the native object must not keep its Python owner alive (a cycle)
+
+            def load(chunk_id):
+                owner = ref()
+                if owner is None:
+                    raise ValueError("UserDeserializer: the deserializer object was deleted")
+                return owner._sequences(chunk_id)
+            self._impl = _cntk.py_deserializer(streams, chunks, load)
         return self._impl
 
 
