@@ -120,35 +120,44 @@ def main():
         row = dict(dataset=ds['name'], what=ds['what'], file_mb=round(size_mb, 2), mb_size=ds['mb_size'],
                    index_seconds=round(index_s, 3), runs={})
         for train in (False, True):
-            for prefetch in (False, True):
-                times = []
-                for _ in range(reps):
+            # Prefetch off and on alternate, so that load from elsewhere on the machine hits both alike.
+            times = {False: [], True: []}
+            for _ in range(reps):
+                for prefetch in (False, True):
                     t, n = sweep(ds, prefetch, train)
-                    times.append(t)
-                t = float(np.median(times))
+                    times[prefetch].append(t)
+            for prefetch in (False, True):
+                t = float(np.median(times[prefetch]))
+                best = min(times[prefetch])
                 key = '%s_prefetch_%s' % ('train' if train else 'read', 'on' if prefetch else 'off')
-                row['runs'][key] = dict(seconds=round(t, 3), samples=n, samples_per_s=round(n / t),
-                                        mb_per_s=round(size_mb / t, 2), all_seconds=[round(x, 3) for x in times])
-                print('%-14s %-18s %8.3f s  %10.0f samples/s  %7.2f MB/s' % (ds['name'], key, t, n / t, size_mb / t))
+                row['runs'][key] = dict(seconds=round(t, 3), best_seconds=round(best, 3), samples=n,
+                                        samples_per_s=round(n / t), mb_per_s=round(size_mb / t, 2),
+                                        all_seconds=[round(x, 3) for x in times[prefetch]])
+                print('%-14s %-18s %8.3f s (best %8.3f s)  %10.0f samples/s  %7.2f MB/s'
+                      % (ds['name'], key, t, best, n / t, size_mb / t))
         results.append(row)
     if args.quick or not results:
         return
     date = datetime.date.today().isoformat()
     env = dict(python=platform.python_version(), machine=platform.machine(), cpus=os.cpu_count(),
-               note='one randomized sweep per run (randomization window 4 chunks of 32 MB); read_* read only, '
-                    'train_* run a Trainer step after each minibatch; prefetch reads the next minibatch on a '
-                    'background thread while the step runs')
+               load_average=os.getloadavg(),
+               note='one randomized sweep per run (randomization window 4 chunks of 32 MB), median of %d runs '
+                    '(prefetch off and on alternating); read_* read only, train_* run a Trainer step after each '
+                    'minibatch; prefetch reads the next minibatch on a background thread while the step runs' % reps)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, '%s-readers.json' % date), 'w') as f:
         json.dump(dict(date=date, environment=env, results=results), f, indent=1)
     lines = ['# Reader throughput (%s)' % date, '', env['note'] + '.', '',
-             '| data | file MB | index s | run | prefetch | s/sweep | samples/s | MB/s |',
-             '| --- | ---: | ---: | --- | --- | ---: | ---: | ---: |']
+             'Machine: %d CPUs, load average %.1f / %.1f / %.1f at the end (other jobs share it: timings are noisy).'
+             % ((env['cpus'],) + tuple(env['load_average'])), '',
+             '| data | file MB | index s | run | prefetch | s/sweep (median) | best s | samples/s | MB/s |',
+             '| --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |']
     for r in results:
         for key, v in r['runs'].items():
             run, _, pf = key.split('_')
-            lines.append('| %s | %.1f | %.2f | %s | %s | %.3f | %d | %.2f |' % (
-                r['dataset'], r['file_mb'], r['index_seconds'], run, pf, v['seconds'], v['samples_per_s'], v['mb_per_s']))
+            lines.append('| %s | %.1f | %.2f | %s | %s | %.3f | %.3f | %d | %.2f |' % (
+                r['dataset'], r['file_mb'], r['index_seconds'], run, pf, v['seconds'], v['best_seconds'],
+                v['samples_per_s'], v['mb_per_s']))
     with open(os.path.join(args.out, '%s-readers.md' % date), 'w') as f:
         f.write('\n'.join(lines) + '\n')
 
