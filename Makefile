@@ -58,7 +58,7 @@ fuzz-ctf:
 	$(CLANGXX) -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -Iinclude -Isrc tests/fuzz/fuzz_ctf.cpp src/io/ctf_parser.cpp src/io/ctf_deserializer.cpp src/core/common.cpp \
 	  -o build/fuzz/fuzz_ctf
-	for f in ../shared/data/ctf-reader/*.txt; do [ -f "$$f" ] && head -c 4000 "$$f" | (printf '\x00'; cat) > build/fuzz/ctf-corpus/seed_$$(basename $$f); done; true
+	for f in ../shared/data/ctf-reader/*.txt; do [ -f "$$f" ] && head -c 4000 "$$f" | (printf '\000'; cat) > build/fuzz/ctf-corpus/seed_$$(basename $$f); done; true
 	build/fuzz/fuzz_ctf -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 build/fuzz/ctf-corpus
 
 # Read throughput of MinibatchSource over CTF (ATIS, Fashion-MNIST as CTF); writes bench/results/<date>-readers.*
