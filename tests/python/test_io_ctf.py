@@ -573,3 +573,26 @@ def test_defines_mb_size_and_stream_configuration(tmp_path):
     cfg = {'x': C.io.StreamConfiguration('x', 1, stream_alias='x')}
     src = MinibatchSource(CTFDeserializer(path, cfg), randomize=False, max_sweeps=1)
     assert src.next_minibatch(100)[src.streams.x].num_samples == 40
+
+
+def test_user_deserializer_is_released_with_its_source():
+    import gc
+    import weakref
+    d = _Squares()
+    src = MinibatchSource(d)
+    src.next_minibatch(3)  # leaves a prefetch in flight
+    ref = weakref.ref(d)
+    del d, src
+    gc.collect()
+    assert ref() is None
+
+
+def test_a_partition_without_sequences(tmp_path):
+    path = _numbered(tmp_path, n=3)
+    src = _source(path, randomize=False)
+    mb = src.next_minibatch(1, num_data_partitions=2, partition_index=1)  # one sequence: partition 0 has it
+    d = mb[src.streams.x]
+    assert d.num_sequences == 0 and d.num_samples == 0 and d.data is None
+    x = C.sequence.input_variable(2)
+    with pytest.raises(ValueError, match="no data"):
+        d._value_for(x)
