@@ -128,9 +128,13 @@ MinibatchSource::MinibatchSource(MinibatchSourceConfig config) : config_(std::mo
   if (streams_.empty()) throw ValueError("MinibatchSource: the deserializers give no stream");
   chunks_ = config_.deserializers[0]->chunks();
   if (chunks_.empty()) throw ValueError("MinibatchSource: the primary deserializer has no data");
-  for (const auto& c : chunks_)
+  size_t units = 0;
+  for (const auto& c : chunks_) {
     if ((config_.frame_mode ? c.num_samples : c.num_sequences) >= (size_t(1) << 32))
       throw ValueError("MinibatchSource: a chunk holds too many sequences; use smaller chunks");
+    units += config_.frame_mode ? c.num_samples : c.num_sequences;
+  }
+  if (units == 0) throw ValueError("MinibatchSource: the primary deserializer has no data");
   // Secondary deserializers are joined by sequence key.
   key_index_.resize(config_.deserializers.size());
   for (size_t d = 1; d < config_.deserializers.size(); ++d) {

@@ -445,3 +445,29 @@ TEST(MinibatchSource, PrefetchPassesErrorsOnAndShutsDown) {
   other->next_minibatch(2);
   other.reset();
 }
+
+namespace {
+class EmptyChunks : public Deserializer {
+ public:
+  EmptyChunks() : infos_{{"v", NDShape{1}, false, DataType::Float, false}}, chunks_{{0, 0, 0}, {1, 0, 0}} {}
+  const std::vector<StreamInfo>& streams() const override { return infos_; }
+  const std::vector<ChunkInfo>& chunks() override { return chunks_; }
+  std::vector<Sequence> load_chunk(size_t) override { return {}; }
+
+ private:
+  std::vector<StreamInfo> infos_;
+  std::vector<ChunkInfo> chunks_;
+};
+}  // namespace
+
+TEST(MinibatchSource, RejectsBadConfigurations) {
+  MinibatchSourceConfig c;
+  EXPECT_THROW(MinibatchSource{c}, ValueError);  // no deserializer
+  c.deserializers = {std::make_shared<EmptyChunks>()};
+  EXPECT_THROW(MinibatchSource{c}, ValueError);  // no data
+  c.deserializers = {std::make_shared<Failing>(), std::make_shared<Failing>()};
+  EXPECT_THROW(MinibatchSource{c}, ValueError);  // two streams named "v"
+  c.deserializers = {std::make_shared<Failing>()};
+  MinibatchSource ok(c);
+  EXPECT_THROW(ok.next_minibatch(0), ValueError);
+}
