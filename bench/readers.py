@@ -108,7 +108,12 @@ def main():
     ap.add_argument('--reps', type=int, default=3, help='timed sweeps per configuration (the median is reported)')
     ap.add_argument('--quick', action='store_true', help='small smoke run; writes nothing')
     ap.add_argument('--out', default=os.path.join(ROOT, 'bench', 'results'))
+    ap.add_argument('--omp-wait-policy', choices=['passive', 'active', 'default'], default='passive',
+                    help="OMP_WAIT_POLICY (default passive, as bench/run.py: idle OpenMP threads sleep instead of "
+                         "spinning, which leaves the prefetch thread a core; 'default' leaves the environment alone)")
     args = ap.parse_args()
+    if args.omp_wait_policy != 'default':
+        os.environ['OMP_WAIT_POLICY'] = args.omp_wait_policy.upper()  # before the OpenMP runtime starts
     reps = 1 if args.quick else args.reps
     from cntk.io import CTFDeserializer  # noqa: F401  (imports the package before timing)
     results = []
@@ -141,6 +146,7 @@ def main():
     date = datetime.date.today().isoformat()
     env = dict(python=platform.python_version(), machine=platform.machine(), cpus=os.cpu_count(),
                load_average=os.getloadavg(),
+               omp_wait_policy=os.environ.get('OMP_WAIT_POLICY', '(unset: libgomp default)'),
                note='one randomized sweep per run (randomization window 4 chunks of 32 MB), median of %d runs '
                     '(prefetch off and on alternating); read_* read only, train_* run a Trainer step after each '
                     'minibatch; prefetch reads the next minibatch on a background thread while the step runs' % reps)
@@ -148,8 +154,8 @@ def main():
     with open(os.path.join(args.out, '%s-readers.json' % date), 'w') as f:
         json.dump(dict(date=date, environment=env, results=results), f, indent=1)
     lines = ['# Reader throughput (%s)' % date, '', env['note'] + '.', '',
-             'Machine: %d CPUs, load average %.1f / %.1f / %.1f at the end (other jobs share it: timings are noisy).'
-             % ((env['cpus'],) + tuple(env['load_average'])), '',
+             'Machine: %d CPUs, load average %.1f / %.1f / %.1f at the end (other jobs share it: timings are noisy); '
+             'OMP_WAIT_POLICY %s.' % ((env['cpus'],) + tuple(env['load_average']) + (env['omp_wait_policy'],)), '',
              '| data | file MB | index s | run | prefetch | s/sweep (median) | best s | samples/s | MB/s |',
              '| --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |']
     for r in results:
