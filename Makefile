@@ -3,6 +3,7 @@ JOBS ?= $(shell nproc)
 
 .PHONY: deps dev test test-quick cpp-test sanitize bench bench-overhead bench-deps demo clean
 .PHONY: fuzz-cbf fuzz-image
+.PHONY: fuzz-ctf bench-readers
 
 deps:
 	bash scripts/install-deps.sh
@@ -76,3 +77,18 @@ fuzz-image:
 	  [_cntk._write_image('build/fuzz/image-corpus/grey.' + f, img[:, :, 0].copy(), f) for f in ('png', 'jpeg')]" \
 	  || echo "no seeds (build the extension first: make dev)"
 	build/fuzz/fuzz_image -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build/fuzz/ -max_len=16384 -rss_limit_mb=2048 build/fuzz/image-corpus
+
+# libFuzzer target for the CTF parser and deserializer (clang; not part of `make test`).
+# Seeds: CNTK's CTF reader-test inputs. FUZZ_SECONDS=60 for a short run.
+CLANGXX ?= $(shell command -v clang++ || command -v clang++-14)
+fuzz-ctf:
+	mkdir -p build/fuzz/ctf-corpus
+	$(CLANGXX) -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	  -Iinclude -Isrc tests/fuzz/fuzz_ctf.cpp src/io/ctf_parser.cpp src/io/ctf_deserializer.cpp src/core/common.cpp \
+	  -o build/fuzz/fuzz_ctf
+	for f in ../shared/data/ctf-reader/*.txt; do [ -f "$$f" ] && head -c 4000 "$$f" | (printf '\000'; cat) > build/fuzz/ctf-corpus/seed_$$(basename $$f); done; true
+	build/fuzz/fuzz_ctf -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 build/fuzz/ctf-corpus
+
+# Read throughput of MinibatchSource over CTF (ATIS, Fashion-MNIST as CTF); writes bench/results/<date>-readers.*
+bench-readers: dev
+	PYTHONPATH=python python3 bench/readers.py

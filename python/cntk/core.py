@@ -447,6 +447,8 @@ def _to_value(var, data):
         return _apply_seq_starts(_to_value(var, data), seq_starts)
     if isinstance(data, _NativeValue):
         return data
+    if hasattr(data, '_value_for'):  # MinibatchData: laid out for the variable
+        return data._value_for(var)
     if hasattr(data, 'data') and isinstance(getattr(data, 'data'), _NativeValue):  # MinibatchData
         return data.data
     if isinstance(data, NDArrayView):

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 namespace cntk::io {
@@ -42,6 +43,15 @@ bool parse_number(const char* b, const char* e, T& out) {
   if (q < e && *q != 'e' && *q != 'E') return false;
   if (b > b0 && b[-1] == '-') --b;
   auto r = std::from_chars(b, e, out, std::chars_format::general);
+  if (r.ec == std::errc::result_out_of_range && r.ptr == e && sizeof(T) < sizeof(double)) {
+    // Beyond float's range: read as double and round, as a cast from double would (overflow gives inf).
+    double d;
+    auto rd = std::from_chars(b, e, d, std::chars_format::general);
+    if (rd.ec != std::errc() || rd.ptr != e) return false;
+    constexpr double kMax = double(std::numeric_limits<T>::max());
+    out = d > kMax ? std::numeric_limits<T>::infinity() : d < -kMax ? -std::numeric_limits<T>::infinity() : T(d);
+    return true;
+  }
   return r.ec == std::errc() && r.ptr == e;
 }
 
@@ -72,6 +82,27 @@ CTFParser::CTFParser(std::string path, std::vector<CTFStreamConfig> streams, CTF
   if (options_.chunk_size < 16) options_.chunk_size = 16;
   file_ = std::fopen(path_.c_str(), "rb");
   if (!file_) throw IOError("cannot open CTF file '" + path_ + "': " + std::strerror(errno));
+  if (options_.start_offset > 0) {
+    if (std::fseek(file_, long(options_.start_offset), SEEK_SET) != 0) {
+      std::fclose(file_);
+      file_ = nullptr;
+      throw IOError("cannot seek to byte " + std::to_string(options_.start_offset) + " of CTF file '" + path_ + "'");
+    }
+    buf_file_pos_ = options_.start_offset;
+  }
+  if (options_.start_offset == 0) {  // a UTF-8 byte order mark at the start of the file is skipped
+    unsigned char bom[3] = {0, 0, 0};
+    size_t n = std::fread(bom, 1, 3, file_);
+    if (n == 3 && bom[0] == 0xEF && bom[1] == 0xBB && bom[2] == 0xBF)
+      buf_file_pos_ = 3;
+    else
+      std::rewind(file_);
+  }
+  line_no_ = options_.start_line;
+  if (options_.file_has_ids >= 0) {
+    ids_decided_ = true;
+    file_has_ids_ = options_.file_has_ids > 0;
+  }
   buf_.resize(options_.chunk_size);
   seen_.resize(streams_.size());
   mark_.resize(4 * streams_.size());
@@ -110,6 +141,7 @@ bool CTFParser::read_line(const char*& begin, const char*& end) {
       buf_begin_ = size_t((nl ? nl + 1 : e) - buf_.data());
       if (line_end > b && line_end[-1] == '\r') --line_end;
       ++line_no_;
+      line_offset_ = buf_file_pos_ + uint64_t(b - buf_.data());
       begin = b;
       end = line_end;
       return true;
@@ -119,6 +151,7 @@ bool CTFParser::read_line(const char*& begin, const char*& end) {
     size_t tail = buf_end_ - buf_begin_;
     if (buf_begin_ > 0) {
       std::memmove(buf_.data(), buf_.data() + buf_begin_, tail);
+      buf_file_pos_ += buf_begin_;
       buf_begin_ = 0;
       buf_end_ = tail;
     }
@@ -283,6 +316,7 @@ bool CTFParser::next(CTFSequence& seq) {
       pending_.has_id = has_id;
       pending_.id = id;
       pending_.first_line = line_no_;
+      pending_.offset = line_offset_;
       pending_valid_ = true;
     }
 

@@ -72,6 +72,13 @@ class Deserializer {
   // Loads one chunk's sequences, in file order. Must be safe to call from a background thread
   // (one call at a time per deserializer) and must not depend on which chunks were loaded before.
   virtual std::vector<Sequence> load_chunk(size_t chunk_id) = 0;
+  // The keys of one chunk's sequences, in file order. The minibatch source uses them to join
+  // deserializers by sequence key; the default loads the chunk, an index may answer without it.
+  virtual std::vector<uint64_t> chunk_keys(size_t chunk_id) {
+    std::vector<uint64_t> keys;
+    for (const auto& s : load_chunk(chunk_id)) keys.push_back(s.key);
+    return keys;
+  }
 };
 
 using DeserializerPtr = std::shared_ptr<Deserializer>;
