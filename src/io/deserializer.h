@@ -74,6 +74,9 @@ class Deserializer {
   virtual std::vector<Sequence> load_chunk(size_t chunk_id) = 0;
   // The keys of one chunk's sequences, in file order. The minibatch source uses them to join
   // deserializers by sequence key; the default loads the chunk, an index may answer without it.
+  // Called by the minibatch source before it loads chunks for sweep `sweep` (0-based): deserializers with
+  // random transforms (images) draw anew each sweep; the others ignore it.
+  virtual void set_sweep(uint64_t /*sweep*/) {}
   virtual std::vector<uint64_t> chunk_keys(size_t chunk_id) {
     std::vector<uint64_t> keys;
     for (const auto& s : load_chunk(chunk_id)) keys.push_back(s.key);

@@ -72,7 +72,7 @@ class ImageDeserializer : public Deserializer {
   std::vector<Sequence> load_chunk(size_t chunk_id) override;
 
   // Random transforms draw from (seed, sweep, sequence): a new sweep number gives new crops and jitter.
-  void set_sweep(uint64_t sweep) { sweep_ = sweep; }
+  void set_sweep(uint64_t sweep) override { sweep_ = sweep; }
 
   // The transforms applied to one decoded image; `index` is the sequence's position in the map
   // (multiview10 uses index % 10 as its view). Exposed for tests.

@@ -1,5 +1,7 @@
 #include "io/minibatch_source.h"
 
+#include "cntk/profiler.h"
+
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -220,6 +222,7 @@ const MinibatchSource::LoadedChunk& MinibatchSource::chunk(uint32_t id) {
   auto it = cache_.find(id);
   if (it != cache_.end()) return *it->second;
   auto lc = std::make_shared<LoadedChunk>();
+  for (auto& d : config_.deserializers) d->set_sweep(order_sweep_);
   lc->sequences = config_.deserializers[0]->load_chunk(id);
   auto& seqs = lc->sequences;
   if (seqs.size() != chunks_[id].num_sequences)
@@ -414,6 +417,7 @@ Minibatch MinibatchSource::next_minibatch(size_t size_in_samples, size_t num_par
     pending_request_ = r;
     pending_cursor_ = delivered_;
     worker_ = std::thread([this] {
+      CNTK_PROFILE_PHASE(Prefetch);
       try {
         pending_ = produce(pending_cursor_, pending_request_);
       } catch (...) {

@@ -277,9 +277,12 @@ def _not_yet(name):
     return f
 
 
-for _n in ['CBFDeserializer', 'ImageDeserializer', 'HTKFeatureDeserializer', 'HTKMLFDeserializer',
-           'HTKMLFBinaryDeserializer', 'LatticeDeserializer', 'Base64ImageDeserializer']:
+# Speech (HTK, MLF, lattices) is not part of this package's readers yet.
+for _n in ['HTKFeatureDeserializer', 'HTKMLFDeserializer', 'HTKMLFBinaryDeserializer', 'LatticeDeserializer']:
     globals()[_n] = _not_yet(_n)
+
+from ._formats import CBFDeserializer, ImageDeserializer, Base64ImageDeserializer, convert_ctf_to_cbf  # noqa: E402
+from . import transforms  # noqa: E402
 
 
 # ---------------------------------------------------------------- stream definitions
@@ -549,7 +552,8 @@ class MinibatchSource(object):
             if max_errors and isinstance(d, _CTFDeserializer) and d._max_errors < max_errors:
                 d._max_errors = int(max_errors)  # the file is indexed (and checked) when first used
                 d._impl = None
-            natives.append(d._native())
+            natives.append(d._native(seed=int(randomization_seed)) if isinstance(d, (ImageDeserializer,))
+                           else d._native())
         for name, v in (('max_samples', max_samples), ('max_sweeps', max_sweeps),
                         ('randomization_window_in_chunks', randomization_window_in_chunks),
                         ('randomization_window_in_samples', randomization_window_in_samples),
