@@ -98,8 +98,7 @@ class PlanBuilder {
       const auto& ins = f->direct_inputs();
       for (size_t i = 0; i < ins.size(); ++i) {
         if (delay && i == 0) {
-          deferred_.push_back({p_.steps.size(), 0, ins[i], bind});
-          step.in.push_back(-1);
+          step.in.push_back(-1);  // planned by resolve_deferred, once this step has its index
         } else {
           step.in.push_back(slot_of(ins[i], bind));
         }
@@ -112,6 +111,7 @@ class PlanBuilder {
         step.out.push_back(new_slot(o));
       }
       step.out_axes = layout_axes(outs[0]);
+      if (delay) deferred_.push_back({p_.steps.size(), 0, ins[0], bind});
       p_.steps.push_back(std::move(step));
     }
     in_progress_.erase(f.get());

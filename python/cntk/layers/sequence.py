@@ -5,7 +5,7 @@ A recurrence is a graph that reads its own output one step back (or ahead,
 with go_backwards): step_function(delay(h), x) -> h. The engine finds such loops
 and runs them step by step over the sequence, all sequences of the minibatch at
 once (see src/exec)."""
-import types
+import inspect
 
 import numpy as np
 
@@ -19,9 +19,19 @@ from .recurrent_blocks import _state_shapes
 
 
 def _sanitize_function(f):
-    if isinstance(f, types.FunctionType) or (callable(f) and not isinstance(f, _cntk.Function)):
-        f = Function(f)
-    return f
+    """A Function from a Python function; its arguments with defaults (such as the
+    `name` of C.plus) are left out of the signature."""
+    if isinstance(f, _cntk.Function) or not callable(f):
+        return f
+    params = [p for p in inspect.signature(f).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+    if len(params) == len(inspect.signature(f).parameters):
+        return Function(f)
+    names = [p.name for p in params]
+    src = "def {0}({1}):\n    return _f({1})\n".format(getattr(f, '__name__', 'step'), ", ".join(names))
+    scope = {'_f': f}
+    exec(src, scope)
+    return Function(scope[getattr(f, '__name__', 'step')])
 
 
 def _inject_name(f, name):
