@@ -97,6 +97,7 @@ bool is_loop_slot(const PlanLoop& loop, int slot) {
 LoopExtent loop_extent(const Plan& p, const PlanLoop& loop, const BackPropState& s) {
   for (int k = loop.first; k <= loop.last; ++k) {
     const PlanStep& st = p.steps[k];
+    if (loop.delay_in_loop[k - loop.first]) continue;  // its initial state may run over another axis
     for (size_t i = 0; i < st.in.size(); ++i) {
       if (st.in_axes[i].size() != 2 || is_loop_slot(loop, st.in[i])) continue;
       const NDArrayView& v = s.values[st.in[i]];
@@ -134,9 +135,7 @@ ComputeContext make_step_context(const PlanStep& st, BackPropState& s, int64_t t
 // The initial state of a delay inside a loop, broadcast to [B, *shape].
 NDArrayView delay_init_rows(const PlanStep& st, BackPropState& s, const LoopExtent& e) {
   ComputeContext ctx = make_context(st, s);
-  const NDShape& shape = s.plan->slot_var[st.out[0]].shape();
-  NDArrayView a = ctx.aligned(1, shape.rank());
-  return a.broadcast_to(NDShape{1, e.B}.concat(shape)).contiguous().reshape(NDShape{e.B}.concat(shape));
+  return delay_initial_rows(ctx, s.plan->slot_var[st.out[0]].shape(), e.B);
 }
 
 void check_known(const Variable& v) {
@@ -237,6 +236,7 @@ void loop_backward(const PlanLoop& loop, BackPropState& s, std::vector<NDArrayVi
     for (size_t i = 0; i < p.steps[k].in.size(); ++i) {
       int in = p.steps[k].in[i];
       if (!depends[in] || p.steps[k].in_axes[i].size() != 2) continue;
+      if (loop.delay_in_loop[k - loop.first] && i == 1) continue;  // the initial state: accumulated whole
       if (!grads[in].defined())
         grads[in] = eager::zeros_like(s.values[in]);
       else if (!grads[in].is_contiguous())
@@ -293,8 +293,7 @@ void loop_backward(const PlanLoop& loop, BackPropState& s, std::vector<NDArrayVi
     const PlanStep& st = p.steps[k];
     ComputeContext ctx = make_context(st, s);
     NDArrayView gi = init_grad[k - loop.first];
-    NDArrayView g = ctx.reduce_to_input(1, gi.reshape(NDShape{1}.concat(gi.shape())));
-    accumulate(s, grads, st.in[1], false, 0, g);
+    accumulate(s, grads, st.in[1], false, 0, delay_initial_gradient(ctx, gi));
   }
 }
 

@@ -225,7 +225,7 @@ void order_steps(Plan& p) {
       seq_axis = st.out_axes[0];
       have_axis = true;
       for (size_t k = 0; k < st.in.size(); ++k)
-        if (st.in_axes[k].size() == 2 && !(st.in_axes[k][0] == seq_axis))
+        if (st.in_axes[k].size() == 2 && !(st.in_axes[k][0] == seq_axis) && !(in_loop_delay[i] && k == 1))
           throw ValueError("recurrent loop: input " + std::to_string(k) + " of " + step_name(st) +
                            " has another sequence axis than the loop");
     }

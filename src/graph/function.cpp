@@ -132,8 +132,10 @@ void Function::infer_outputs() {
              reaches(inputs_[0], this)) {
     // A delay in a recurrent loop whose state is not known yet: the initial state's
     // type is the first guess, refined by the next pass (infer_until_stable).
-    std::vector<Axis> axes = inputs_[1].dynamic_axes();
-    if (axes.empty()) axes.push_back(Axis::default_batch_axis());
+    // Only the batch axis: the loop's sequence axis comes with its other inputs.
+    std::vector<Axis> axes{Axis::default_batch_axis()};
+    for (auto& a : inputs_[1].dynamic_axes())
+      if (!a.is_sequence()) axes = {a};
     infos.push_back({inputs_[1].shape(), inputs_[1].dtype(), axes, false});
   } else if (has_unknown_input(inputs_)) {
     // Shapes wait until the placeholders are bound.

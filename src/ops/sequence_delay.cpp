@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/cpu/reduce.h"
 #include "ops/op.h"
 
 namespace cntk {
@@ -42,9 +43,7 @@ std::vector<OutputInfo> infer_delay(InferContext& ctx) {
   for (auto& a : x.dynamic_axes()) has_seq = has_seq || a.is_sequence();
   if (!has_seq) ctx.fail("the operand " + x.str() + " must be a sequence (have a sequence axis)");
   for (auto& a : init.dynamic_axes()) {
-    if (a.is_sequence())
-      throw NotImplementedError(ctx.op() + ": an initial state with a sequence axis (" + init.str() +
-                                ") is not supported; pass a tensor without a sequence axis");
+    if (a.is_sequence()) continue;  // its own sequence: the last (first) item is used
     bool found = false;
     for (auto& b : x.dynamic_axes()) found = found || a == b;
     if (!found) ctx.fail("the initial state " + init.str() + " has a dynamic axis the operand lacks");
@@ -61,13 +60,22 @@ std::vector<OutputInfo> infer_delay(InferContext& ctx) {
   return {{xs, ctx.common_dtype(), x.dynamic_axes(), false}};
 }
 
-// The initial state (input 1) broadcast to [B, *shape], contiguous.
-NDArrayView init_rows(const ComputeContext& ctx, const NDArrayView& x) {
-  size_t srank = x.rank() - 2;
-  NDArrayView a = ctx.aligned(1, srank);
-  std::vector<int64_t> dims = x.shape().dims();
-  dims[0] = 1;
-  return a.broadcast_to(NDShape(dims)).contiguous().reshape(x.shape().sub(1));
+// A static shape left-padded with 1s to `rank` (NumPy broadcasting).
+NDShape padded_item(const NDShape& shape, size_t rank) {
+  std::vector<int64_t> dims(rank > shape.rank() ? rank - shape.rank() : 0, 1);
+  for (auto d : shape.dims()) dims.push_back(d);
+  return NDShape(dims);
+}
+
+bool init_is_sequence(const ComputeContext& ctx) { return ctx.in_dyn[1] == 2; }
+
+// For an initial state that is a sequence: the time step read for sequence b.
+int64_t init_item(const ComputeContext& ctx, int64_t b) {
+  const auto& lengths = ctx.in_lengths[1];
+  int64_t T = ctx.inputs[1].shape()[0];
+  int64_t L = b < int64_t(lengths.size()) ? std::min(lengths[b], T) : T;
+  if (L < 1) throw ValueError(ctx.fn->op_name() + ": the initial state of sequence " + std::to_string(b) + " is empty");
+  return delay_spec(*ctx.fn).past ? L - 1 : 0;
 }
 
 template <class T>
@@ -109,6 +117,41 @@ void check_steps(const char* what, const NDArrayView& v, int64_t t0, int64_t t1)
 }
 
 }  // namespace
+
+NDArrayView delay_initial_rows(const ComputeContext& ctx, const NDShape& item_shape, int64_t batch) {
+  NDShape rows_shape = NDShape{batch}.concat(item_shape);
+  if (!init_is_sequence(ctx)) {
+    NDArrayView a = ctx.aligned(1, item_shape.rank());
+    return a.broadcast_to(NDShape{1}.concat(rows_shape)).contiguous().reshape(rows_shape);
+  }
+  const NDArrayView& init = ctx.inputs[1];  // [T', B, *shape'] over its own sequence axis
+  if (init.shape()[1] != batch)
+    throw ValueError(ctx.fn->op_name() + ": the initial state has " + std::to_string(init.shape()[1]) +
+                     " sequences but the operand " + std::to_string(batch));
+  NDArrayView rows(init.dtype(), rows_shape);
+  NDShape item = padded_item(init.shape().sub(2), item_shape.rank());
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t t = init_item(ctx, b);
+    NDArrayView src = init.slice(0, t, t + 1).slice(1, b, b + 1).contiguous().reshape(item);
+    rows.slice(0, b, b + 1).reshape(item_shape).copy_from(src.broadcast_to(item_shape));
+  }
+  return rows;
+}
+
+NDArrayView delay_initial_gradient(const ComputeContext& ctx, const NDArrayView& grad_rows) {
+  if (!init_is_sequence(ctx)) return ctx.reduce_to_input(1, grad_rows.reshape(NDShape{1}.concat(grad_rows.shape())));
+  const NDArrayView& init = ctx.inputs[1];
+  NDArrayView g = NDArrayView::zeros(grad_rows.dtype(), init.shape());
+  NDShape own = init.shape().sub(2);
+  NDShape item = padded_item(own, grad_rows.rank() - 1);
+  for (int64_t b = 0; b < grad_rows.shape()[0]; ++b) {
+    NDArrayView row = grad_rows.slice(0, b, b + 1).contiguous().reshape(grad_rows.shape().sub(1));
+    NDArrayView summed = row.shape() == item ? row : kernels::sum_to(row, item);
+    int64_t t = init_item(ctx, b);
+    g.slice(0, t, t + 1).slice(1, b, b + 1).reshape(own).copy_from(summed.contiguous().reshape(own));
+  }
+  return g;
+}
 
 bool is_delay_op(const OpDef* op) { return op && (op->name == kPast || op->name == kFuture); }
 
@@ -155,7 +198,8 @@ void register_sequence_delay_ops() {
     def.forward = [](ComputeContext& ctx) {
       NDArrayView x = ctx.inputs[0].contiguous();
       NDArrayView out(x.dtype(), x.shape());
-      delay_forward_steps(delay_spec(*ctx.fn), x, init_rows(ctx, x), ctx.in_lengths[0], 0, x.shape()[0], out);
+      NDArrayView init = delay_initial_rows(ctx, x.shape().sub(2), x.shape()[1]);
+      delay_forward_steps(delay_spec(*ctx.fn), x, init, ctx.in_lengths[0], 0, x.shape()[0], out);
       return std::vector<NDArrayView>{out};
     };
     def.backward = [](ComputeContext& ctx, size_t i) {
@@ -169,9 +213,7 @@ void register_sequence_delay_ops() {
       }
       NDArrayView gi = NDArrayView::zeros(g.dtype(), g.shape().sub(1));
       delay_backward_steps(d, g, lengths, 0, g.shape()[0], nullptr, &gi);
-      std::vector<int64_t> dims = g.shape().dims();
-      dims[0] = 1;
-      return ctx.reduce_to_input(1, gi.reshape(NDShape(dims)));
+      return delay_initial_gradient(ctx, gi);
     };
     register_op(std::move(def));
   }

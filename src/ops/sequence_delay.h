@@ -9,6 +9,7 @@
 namespace cntk {
 
 class Function;
+class ComputeContext;
 struct OpDef;
 
 struct DelaySpec {
@@ -19,6 +20,14 @@ struct DelaySpec {
 // Whether `op` is PastValue or FutureValue, and then its direction and offset.
 bool is_delay_op(const OpDef* op);
 DelaySpec delay_spec(const Function& f);
+
+// The initial state (input 1 of the delay in `ctx`) as [B, *item_shape], contiguous:
+// broadcast from a scalar or tensor, one row per sequence from a batch axis, or, for
+// an initial state that is itself a sequence (over its own axis), its last item per
+// sequence (its first for FutureValue).
+NDArrayView delay_initial_rows(const ComputeContext& ctx, const NDShape& item_shape, int64_t batch);
+// The gradient of the initial state's runtime tensor from that of its rows.
+NDArrayView delay_initial_gradient(const ComputeContext& ctx, const NDArrayView& grad_rows);
 
 // Writes output steps [t0, t1) of `out` ([T, B, *shape], contiguous): the operand's item
 // `offset` steps back (or ahead) within the same sequence, or the initial state where

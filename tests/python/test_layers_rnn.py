@@ -307,3 +307,33 @@ def test_sequence_model_trains():
     assert np.mean(losses[-10:]) < 0.5 * np.mean(losses[:5])
     xs, ys = batch(32)
     assert trainer.test_minibatch({x: xs, y: ys}) < 0.2
+
+
+def test_encoder_decoder_with_sequence_initial_state():
+    # RecurrenceFrom starts from the last item of an initial state that is a sequence
+    # over another axis (CNTK's sequence-to-sequence pattern).
+    rng = np.random.RandomState(7)
+    en = C.sequence.input_variable(3, dtype=np.float64, sequence_axis=C.Axis('m'), name='en')
+    fr = C.sequence.input_variable(2, dtype=np.float64, sequence_axis=C.Axis('n'), name='fr')
+    with default_options(dtype=np.float64):
+        encoder = Recurrence(LSTM(2), return_full_state=True)
+        decoder = RecurrenceFrom(LSTM(2))
+    h, c = encoder(en).outputs
+    z = decoder(h, c, fr)
+    pe, pd = randomize(encoder, rng), randomize(decoder, rng)
+    en_data = random_sequences(rng, [2, 4], (3,))
+    fr_data = random_sequences(rng, [3, 1], (2,))
+    got = as_sequences(z.eval({en: en_data, fr: fr_data}))
+    for g, e, f in zip(got, en_data, fr_data):
+        eh, ec = numpy_lstm(e, pe, 2)
+        cdim = 2
+
+        def step(state, xt):
+            dh, dc = state
+            zz = pd['b'] + xt @ pd['W'] + dh @ pd['H']
+            gg = [zz[k * cdim:(k + 1) * cdim] for k in range(4)]
+            cc = sigmoid(gg[2]) * dc + sigmoid(gg[0]) * np.tanh(gg[1])
+            return (sigmoid(gg[3]) * np.tanh(cc), cc)
+        ref = np.array([st[0] for st in run_steps(f, step, (eh[-1], ec[-1]), False)])
+        np.testing.assert_allclose(g, ref, rtol=1e-9)
+    seq_gradcheck(z, {en: en_data, fr: fr_data}, wrt=[en, fr])

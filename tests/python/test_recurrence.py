@@ -228,3 +228,45 @@ def test_loop_clone_and_call():
     data = random_sequences(np.random.RandomState(10), LENGTHS, (2,))
     for a, b in zip(as_sequences(y.eval({x: data})), as_sequences(z.eval({z.arguments[0]: data}))):
         np.testing.assert_allclose(a, b)
+
+
+def other_axis_input(shape, name='s'):
+    return C.sequence.input_variable(shape, dtype=np.float64, sequence_axis=C.Axis('other_axis'), name=name)
+
+
+@pytest.mark.parametrize("op", [C.sequence.past_value, C.sequence.future_value])
+def test_initial_state_that_is_a_sequence_uses_its_last_or_first_item(op):
+    # As CNTK documents for RecurrenceFrom: past_value reads the last item of an
+    # initial state that is a sequence (over its own axis), future_value the first.
+    rng = np.random.RandomState(11)
+    x = seq_input(2)
+    s = other_axis_input(2)
+    data = random_sequences(rng, LENGTHS, (2,))
+    init = random_sequences(rng, [2, 3, 1], (2,))
+    y = op(x, initial_state=s, time_step=1)
+    got = as_sequences(y.eval({x: data, s: init}))
+    for g, seq, i in zip(got, data, init):
+        if op is C.sequence.past_value:
+            np.testing.assert_allclose(g, ref_past(seq, 1, i[-1]))
+        else:
+            np.testing.assert_allclose(g, ref_future(seq, 1, i[0]))
+    seq_gradcheck(y * 1.0, {x: data, s: init})
+
+
+def test_loop_from_a_sequence_initial_state():
+    rng = np.random.RandomState(12)
+    x = seq_input(2)
+    s = other_axis_input(2)
+    h_fwd = C.placeholder()
+    h = C.tanh(C.sequence.past_value(h_fwd, initial_state=s) * 0.5 + x)
+    h.replace_placeholders({h_fwd: h.output})
+    data = random_sequences(rng, LENGTHS, (2,))
+    init = random_sequences(rng, [2, 3, 1], (2,))
+    got = as_sequences(h.eval({x: data, s: init}))
+    for g, seq, i in zip(got, data, init):
+        state, ref = i[-1], []
+        for t in range(len(seq)):
+            state = np.tanh(state * 0.5 + seq[t])
+            ref.append(state)
+        np.testing.assert_allclose(g, np.array(ref))
+    seq_gradcheck(h, {x: data, s: init})
