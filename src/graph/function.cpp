@@ -48,6 +48,11 @@ bool is_unknown(const Variable& v) {
 // Shape inference over a graph with recurrent loops: a delay whose operand depends
 // on the delay itself starts from its initial state's type (see infer_outputs), and
 // the passes repeat until nothing changes.
+thread_local bool t_guessed_loop_state = false;  // a delay guessed its state in this inference
+thread_local int t_infer_depth = 0;
+// Outputs computed from a guessed (scalar) loop state in the current inference.
+thread_local std::unordered_set<const VariableImpl*> t_guessed_outputs;
+
 void infer_until_stable(const std::vector<FunctionPtr>& order) {
   bool loops = false;
   for (auto& f : order) loops = loops || is_delay_op(f->op());
@@ -56,7 +61,23 @@ void infer_until_stable(const std::vector<FunctionPtr>& order) {
     if (loops)
       for (auto& f : order)
         for (auto& o : f->output_impls()) before.emplace_back(o->shape, o->dtype, o->dynamic_axes);
-    for (auto& f : order) f->infer_outputs();
+    if (t_infer_depth == 0) {
+      t_guessed_loop_state = false;
+      t_guessed_outputs.clear();
+    }
+    struct Depth {
+      Depth() { ++t_infer_depth; }
+      ~Depth() { --t_infer_depth; }
+    };
+    try {
+      Depth depth;
+      for (auto& f : order) f->infer_outputs();
+    } catch (const ShapeError& e) {
+      if (!t_guessed_loop_state || t_infer_depth > 0) throw;
+      throw ShapeError(std::string(e.what()) +
+                       "; this happened while inferring the state of a recurrent loop from the shape of its "
+                       "initial state: give the delay (or Recurrence) an initial_state of the state's shape");
+    }
     bool changed = false;
     size_t k = 0;
     for (auto& f : order)
@@ -116,6 +137,15 @@ FunctionPtr Function::user_defined(std::shared_ptr<UserFunctionBackend> backend,
 
 void Function::infer_outputs() {
   if (outputs_alias_inputs_) return;
+  // Inference over a loop's guessed state: mark what derives from it (see op.h).
+  bool outer_guessed = inferring_from_guessed_state();
+  bool guessed = outer_guessed;
+  for (auto& v : inputs_) guessed = guessed || t_guessed_outputs.count(v.get()) > 0;
+  struct Restore {
+    bool value;
+    ~Restore() { inferring_from_guessed_state() = value; }
+  } restore{outer_guessed};
+  inferring_from_guessed_state() = guessed;
   std::vector<OutputInfo> infos;
   std::vector<bool> user_needs_grad;  // user functions declare it per output
   if (kind_ == FunctionKind::Block) {
@@ -133,6 +163,8 @@ void Function::infer_outputs() {
     // A delay in a recurrent loop whose state is not known yet: the initial state's
     // type is the first guess, refined by the next pass (infer_until_stable).
     // Only the batch axis: the loop's sequence axis comes with its other inputs.
+    t_guessed_loop_state = true;
+    if (inputs_[1].shape().rank() == 0) guessed = true;  // a scalar says nothing of the state's shape
     std::vector<Axis> axes{Axis::default_batch_axis()};
     for (auto& a : inputs_[1].dynamic_axes())
       if (!a.is_sequence()) axes = {a};
@@ -174,6 +206,10 @@ void Function::infer_outputs() {
     o.dynamic_axes = infos[i].dynamic_axes;
     o.is_sparse = infos[i].is_sparse;
     o.needs_gradient = i < user_needs_grad.size() ? needs_grad && user_needs_grad[i] : needs_grad;
+    if (guessed)
+      t_guessed_outputs.insert(&o);
+    else
+      t_guessed_outputs.erase(&o);
   }
 }
 

@@ -270,3 +270,15 @@ def test_loop_from_a_sequence_initial_state():
             ref.append(state)
         np.testing.assert_allclose(g, np.array(ref))
     seq_gradcheck(h, {x: data, s: init})
+
+
+def test_scalar_initial_state_cannot_shape_a_parameter():
+    # A loop's state starts from the shape of its initial state; a scalar cannot tell
+    # a Dense layer inside the loop its input size (clear error, nothing half-inferred).
+    from cntk.layers import Dense, Recurrence
+    x = seq_input(4)
+    with pytest.raises(ValueError, match="initial_state of the state's shape"):
+        Recurrence(lambda h, x: Dense(4)(h) + x)(x)
+    r = Recurrence(lambda h, x: Dense(4)(h) + x, initial_state=np.zeros(4))(x)
+    assert r.shape == (4,) and sorted(p.shape for p in r.parameters) == [(4,), (4, 4)]
+    assert as_sequences(r.eval({x: [np.ones((3, 4))]}))[0].shape == (3, 4)
