@@ -337,3 +337,19 @@ def test_encoder_decoder_with_sequence_initial_state():
         ref = np.array([st[0] for st in run_steps(f, step, (eh[-1], ec[-1]), False)])
         np.testing.assert_allclose(g, ref, rtol=1e-9)
     seq_gradcheck(z, {en: en_data, fr: fr_data}, wrt=[en, fr])
+
+
+def test_unfold_from_generates_one_item_per_input_item():
+    x = seq_input(1)
+    gen = UnfoldFrom(lambda s: s * 0.5 + 1.0, initial_state=np.array([1.0, 2.0]))(x)
+    assert gen.shape == (2,)
+    got = as_sequences(gen.eval({x: [np.zeros((3, 1)), np.zeros((1, 1))]}))
+    state, ref = np.array([1.0, 2.0]), []
+    for _ in range(3):
+        state = state * 0.5 + 1.0
+        ref.append(state)
+    np.testing.assert_allclose(got[0], np.array(ref))
+    np.testing.assert_allclose(got[1], np.array(ref[:1]))
+    # a generator returning (output, new state)
+    pair = UnfoldFrom(lambda s: (s * 10.0, s + 1.0), initial_state=np.array([0.0]))(x)
+    np.testing.assert_allclose(as_sequences(pair.eval({x: [np.zeros((3, 1))]}))[0], [[0.0], [10.0], [20.0]])

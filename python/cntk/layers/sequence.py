@@ -172,6 +172,15 @@ def Fold(folder_function, go_backwards=default_override_or(False), initial_state
     return _inject_name(Function(fold), name)
 
 
+def _with_axes_of(x, like):
+    """x with the dynamic axes of `like` (reconcile_dynamic_axes): x plus a zero that
+    carries like's axes, where reconcile_dynamic_axes is not available."""
+    from .. import ops
+    if hasattr(ops, 'reconcile_dynamic_axes'):
+        return ops.reconcile_dynamic_axes(x, like)
+    return ops.plus(x, ops.reduce_sum(ops.zeros_like(like)))
+
+
 def UnfoldFrom(generator_function, until_predicate=None, length_increase=1, name='', map_state_function=identity,
                initial_state=None):
     """A recurrent generator: emits f(s), f(f(s)), ... from the seed `initial_state`,
@@ -192,8 +201,7 @@ def UnfoldFrom(generator_function, until_predicate=None, length_increase=1, name
         output = z.outputs[0]
         new_state = z.outputs[1] if len(z.outputs) > 1 else output
         new_state = map_state_function(new_state)
-        new_state = _seq.reconcile_dynamic_axes(new_state, dynamic_axes_like)
-        new_state = combine([new_state])
+        new_state = combine([_with_axes_of(new_state, dynamic_axes_like)])
         new_state.replace_placeholders({state_fwd: new_state.output})
         return combine([output])
     return _inject_name(Function(unfold_from), name)
