@@ -56,7 +56,7 @@ thread_local std::unordered_set<const VariableImpl*> t_guessed_outputs;
 void infer_until_stable(const std::vector<FunctionPtr>& order) {
   bool loops = false;
   for (auto& f : order) loops = loops || is_delay_op(f->op());
-  for (int pass = 0; pass < (loops ? 8 : 1); ++pass) {
+  for (int pass = 0; pass < (loops ? 16 : 1); ++pass) {
     std::vector<std::tuple<NDShape, DataType, std::vector<Axis>>> before;
     if (loops)
       for (auto& f : order)
@@ -89,6 +89,9 @@ void infer_until_stable(const std::vector<FunctionPtr>& order) {
       }
     if (!changed) return;
   }
+  if (loops)
+    throw ShapeError("the shapes in a recurrent loop do not settle: the state a delay reads back does not keep the "
+                     "shape it started from; give the delay an initial_state of the state's shape");
 }
 
 }  // namespace

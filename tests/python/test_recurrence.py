@@ -282,3 +282,23 @@ def test_scalar_initial_state_cannot_shape_a_parameter():
     r = Recurrence(lambda h, x: Dense(4)(h) + x, initial_state=np.zeros(4))(x)
     assert r.shape == (4,) and sorted(p.shape for p in r.parameters) == [(4,), (4, 4)]
     assert as_sequences(r.eval({x: [np.ones((3, 4))]}))[0].shape == (3, 4)
+
+
+def test_loop_reading_a_per_sequence_input_and_a_parameter():
+    # Inside a loop, inputs without a sequence axis are read whole at every step and
+    # their gradients summed over the steps.
+    rng = np.random.RandomState(13)
+    x = seq_input(2)
+    c = C.input_variable(2, dtype=np.float64, name='c')
+    w = C.Parameter((2,), init=rng.standard_normal(2), dtype=np.float64, name='w')
+    h = loop(lambda h, x: C.tanh(h * w + x + c), x, init=np.zeros(2))
+    data = random_sequences(rng, LENGTHS, (2,))
+    cs = rng.standard_normal((3, 2))
+    got = as_sequences(h.eval({x: data, c: cs}))
+    for b, (g, s) in enumerate(zip(got, data)):
+        state, ref = np.zeros(2), []
+        for t in range(len(s)):
+            state = np.tanh(state * w.value + s[t] + cs[b])
+            ref.append(state)
+        np.testing.assert_allclose(g, np.array(ref), rtol=1e-12)
+    seq_gradcheck(h, {x: data, c: cs})
