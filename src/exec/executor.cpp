@@ -360,11 +360,21 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
   s->values.assign(p.slot_var.size(), NDArrayView());
   s->seq_lengths.assign(p.slot_var.size(), {});
   std::unordered_set<int> bound;
+  bool has_delays = false;
+  for (auto& st : p.steps) has_delays = has_delays || is_delay_op(st.op);
   for (auto& [var, val] : arguments) {
     auto it = p.slot.find(var.get());
     if (it == p.slot.end()) continue;  // not needed for these outputs
     s->values[it->second] = to_runtime(var, val, s->seq_lengths[it->second]);
     bound.insert(it->second);
+    // A sequence continuing from the previous minibatch (no SequenceBegin at t=0)
+    // would need the delays' state carried over between calls.
+    if (has_delays && val.mask())
+      for (int64_t b = 0; b < val.mask()->batch(); ++b)
+        if (val.mask()->max_len() > 0 && val.mask()->at(b, 0) == MaskKind::Valid)
+          throw NotImplementedError("the data for " + var.str() + " continues sequence " + std::to_string(b) +
+                                    " from a previous minibatch (its sequence start flag is False); "
+                                    "past_value/future_value do not carry state across minibatches yet");
   }
   for (int leaf : p.leaf_slots) {
     const Variable& v = p.slot_var[leaf];

@@ -302,3 +302,14 @@ def test_loop_reading_a_per_sequence_input_and_a_parameter():
             ref.append(state)
         np.testing.assert_allclose(g, np.array(ref), rtol=1e-12)
     seq_gradcheck(h, {x: data, c: cs})
+
+
+def test_continued_sequences_are_refused_by_delays():
+    x = seq_input(2)
+    y = C.sequence.past_value(x)
+    data = [np.ones((2, 2)), np.ones((1, 2))]
+    v = C.Value.create(x, data, seq_starts=[True, False])
+    with pytest.raises(NotImplementedError, match="previous minibatch"):
+        y.eval({x: v})
+    np.testing.assert_allclose(as_sequences(y.eval({x: C.Value.create(x, data, seq_starts=[True, True])}))[0],
+                               [[0, 0], [1, 1]])
