@@ -353,3 +353,31 @@ def test_unfold_from_generates_one_item_per_input_item():
     # a generator returning (output, new state)
     pair = UnfoldFrom(lambda s: (s * 10.0, s + 1.0), initial_state=np.array([0.0]))(x)
     np.testing.assert_allclose(as_sequences(pair.eval({x: [np.zeros((3, 1))]}))[0], [[0.0], [10.0], [20.0]])
+
+
+def test_recurrence_options_initial_state_tuple_and_default_direction():
+    rng = np.random.RandomState(8)
+    x = seq_input(3)
+    with default_options(dtype=np.float64):
+        cell = LSTM(2)
+    h0, c0 = np.array([0.5, -0.5]), np.array([1.0, 2.0])
+    fwd = Recurrence(cell, initial_state=(h0, c0))(x)
+    assert len(fwd.outputs) == 1  # only h without return_full_state
+    p = randomize(fwd, rng)
+    data = random_sequences(rng, LENGTHS, (3,))
+
+    def ref(seq, backwards):
+        def step(state, xt):
+            dh, dc = state
+            z = p['b'] + xt @ p['W'] + dh @ p['H']
+            g = [z[k * 2:(k + 1) * 2] for k in range(4)]
+            c = sigmoid(g[2]) * dc + sigmoid(g[0]) * np.tanh(g[1])
+            return (sigmoid(g[3]) * np.tanh(c), c)
+        return np.array([st[0] for st in run_steps(seq, step, (h0, c0), backwards)])
+    for got, seq in zip(as_sequences(fwd.eval({x: data})), data):
+        np.testing.assert_allclose(got, ref(seq, False), rtol=1e-9)
+    from cntk.default_options import default_options_for
+    with default_options_for(Recurrence, go_backwards=True):
+        bwd = Recurrence(cell, initial_state=(h0, c0))(x)
+    for got, seq in zip(as_sequences(bwd.eval({x: data})), data):
+        np.testing.assert_allclose(got, ref(seq, True), rtol=1e-9)
