@@ -381,3 +381,32 @@ def test_recurrence_options_initial_state_tuple_and_default_direction():
         bwd = Recurrence(cell, initial_state=(h0, c0))(x)
     for got, seq in zip(as_sequences(bwd.eval({x: data})), data):
         np.testing.assert_allclose(got, ref(seq, True), rtol=1e-9)
+
+
+def test_names_and_signatures_follow_cntk_2_7():
+    import importlib
+    import inspect
+    import os
+    tsv = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'shared', 'reference', 'cntk27_python_api.tsv')
+    if not os.path.exists(tsv):
+        pytest.skip("the reference list is absent")
+    wanted = {('cntk.layers.sequence', n) for n in ('Delay', 'PastValueWindow', 'RecurrenceFrom', 'Recurrence',
+                                                    'Fold', 'UnfoldFrom')}
+    wanted |= {('cntk.layers.blocks', n) for n in ('LSTM', 'GRU', 'RNNStep', 'Stabilizer')}
+    wanted |= {('cntk.ops.sequence', n) for n in ('past_value', 'future_value', 'delay')}
+    seen = set()
+    with open(tsv) as f:
+        for line in f:
+            module, kind, sig = (line.rstrip('\n').split('\t') + ['', '', ''])[:3]
+            name = sig.split('(')[0]
+            if (module, name) not in wanted:
+                continue
+            seen.add((module, name))
+            expected = [a.strip() for a in sig[sig.index('(') + 1:-1].split(',') if a.strip()]
+            got = list(inspect.signature(getattr(importlib.import_module(module), name)).parameters)
+            assert got[:len(expected)] == expected, (module, name, got, expected)
+    assert seen == wanted
+    import cntk.layers as L
+    for n in ('Recurrence', 'RecurrenceFrom', 'Fold', 'UnfoldFrom', 'Delay', 'PastValueWindow', 'LSTM', 'GRU',
+              'RNNStep'):
+        assert hasattr(L, n)
