@@ -6,49 +6,14 @@
 #include "cntk/evaluation.h"
 #include "cntk/profiler.h"
 #include "exec/plan.h"
+#include "exec/run_state.h"
 #include "kernels/cpu/reduce.h"
 #include "ops/eager.h"
+#include "ops/sequence_delay.h"
 
 namespace cntk {
 
-struct BackPropState {
-  FunctionPtr function;
-  std::shared_ptr<const Plan> plan;
-  std::vector<NDArrayView> values;
-  std::vector<std::vector<int64_t>> seq_lengths;  // per slot; empty when it has no sequence axis
-  std::vector<std::vector<NDArrayView>> saved;    // per step: what its forward kept for backward
-  std::vector<std::shared_ptr<void>> saved_state;  // per step: its forward's opaque state
-  std::vector<std::function<void()>> deferred;    // run when the pass is over
-  bool training = false;
-};
-
 FunctionPtr backprop_state_function(const BackPropStatePtr& s) { return s->function; }
-
-namespace {
-
-// The layout data for v must have, e.g. "(batch, sequence, 3, 4)".
-std::string dims_str(const Variable& v) {
-  std::string s;
-  for (auto& a : v.dynamic_axes()) s += std::string(s.empty() ? "" : ", ") + (a.is_batch() ? "batch" : "sequence");
-  for (auto d : v.shape().dims())
-    s += std::string(s.empty() ? "" : ", ") + (d == NDShape::kFreeDimension ? std::string("any") : std::to_string(d));
-  return "(" + s + (v.shape().rank() + v.dynamic_axes().size() == 1 ? ",)" : ")");
-}
-
-bool static_matches(const NDShape& declared, const NDShape& actual) {
-  if (declared.rank() != actual.rank()) return false;
-  for (size_t i = 0; i < declared.rank(); ++i)
-    if (declared[i] >= 0 && declared[i] != actual[i]) return false;
-  return true;
-}
-
-// Padded steps of sequences (layout [T, B, ...]) carry no gradient.
-void zero_padding(NDArrayView& g, const std::vector<int64_t>& lengths) {
-  if (lengths.empty() || g.rank() < 2) return;
-  int64_t T = g.shape()[0], B = std::min<int64_t>(g.shape()[1], int64_t(lengths.size()));
-  for (int64_t b = 0; b < B; ++b)
-    if (lengths[b] < T) g.slice(0, lengths[b], T).slice(1, b, b + 1).fill(0.0);
-}
 
 ComputeContext make_context(const PlanStep& st, BackPropState& s) {
   ComputeContext ctx;
@@ -80,6 +45,33 @@ void node_event(const PlanStep& st, bool backward, uint64_t t0) {
   }
   if (profiler::node_timing()) profiler::add_node_time(st.fn->uid(), backward, t1 - t0);
 }
+
+namespace {
+
+// The layout data for v must have, e.g. "(batch, sequence, 3, 4)".
+std::string dims_str(const Variable& v) {
+  std::string s;
+  for (auto& a : v.dynamic_axes()) s += std::string(s.empty() ? "" : ", ") + (a.is_batch() ? "batch" : "sequence");
+  for (auto d : v.shape().dims())
+    s += std::string(s.empty() ? "" : ", ") + (d == NDShape::kFreeDimension ? std::string("any") : std::to_string(d));
+  return "(" + s + (v.shape().rank() + v.dynamic_axes().size() == 1 ? ",)" : ")");
+}
+
+bool static_matches(const NDShape& declared, const NDShape& actual) {
+  if (declared.rank() != actual.rank()) return false;
+  for (size_t i = 0; i < declared.rank(); ++i)
+    if (declared[i] >= 0 && declared[i] != actual[i]) return false;
+  return true;
+}
+
+// Padded steps of sequences (layout [T, B, ...]) carry no gradient.
+void zero_padding(NDArrayView& g, const std::vector<int64_t>& lengths) {
+  if (lengths.empty() || g.rank() < 2) return;
+  int64_t T = g.shape()[0], B = std::min<int64_t>(g.shape()[1], int64_t(lengths.size()));
+  for (int64_t b = 0; b < B; ++b)
+    if (lengths[b] < T) g.slice(0, lengths[b], T).slice(1, b, b + 1).fill(0.0);
+}
+
 
 void run_deferred(BackPropState& s) {
   auto actions = std::move(s.deferred);
@@ -150,11 +142,21 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
   s->values.assign(p.slot_var.size(), NDArrayView());
   s->seq_lengths.assign(p.slot_var.size(), {});
   std::unordered_set<int> bound;
+  bool has_delays = false;
+  for (auto& st : p.steps) has_delays = has_delays || is_delay_op(st.op);
   for (auto& [var, val] : arguments) {
     auto it = p.slot.find(var.get());
     if (it == p.slot.end()) continue;  // not needed for these outputs
     s->values[it->second] = to_runtime(var, val, s->seq_lengths[it->second]);
     bound.insert(it->second);
+    // A sequence continuing from the previous minibatch (no SequenceBegin at t=0)
+    // would need the delays' state carried over between calls.
+    if (has_delays && val.mask())
+      for (int64_t b = 0; b < val.mask()->batch(); ++b)
+        if (val.mask()->max_len() > 0 && val.mask()->at(b, 0) == MaskKind::Valid)
+          throw NotImplementedError("the data for " + var.str() + " continues sequence " + std::to_string(b) +
+                                    " from a previous minibatch (its sequence start flag is False); "
+                                    "past_value/future_value do not carry state across minibatches yet");
   }
   for (int leaf : p.leaf_slots) {
     const Variable& v = p.slot_var[leaf];
@@ -192,8 +194,18 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
   }
   s->saved.assign(p.steps.size(), {});
   s->saved_state.assign(p.steps.size(), nullptr);
+  if (!p.loops.empty() && s->training) {
+    s->loop_saved.assign(p.steps.size(), {});
+    s->loop_saved_state.assign(p.steps.size(), {});
+  }
   for (size_t k_step = 0; k_step < p.steps.size(); ++k_step) {
     const PlanStep& st = p.steps[k_step];
+    if (st.loop >= 0) {
+      const PlanLoop& loop = p.loops[size_t(st.loop)];
+      loop_forward(loop, *s);
+      k_step = size_t(loop.last);
+      continue;
+    }
     ComputeContext ctx = make_context(st, *s);
     std::vector<NDArrayView> outs;
     if (profiler::node_events_wanted()) [[unlikely]] {
@@ -239,11 +251,16 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
     if (it != p.slot.end()) wanted[it->second] = true;
   }
   std::vector<bool> depends = wanted;
-  for (auto& st : p.steps) {
-    bool any = false;
-    for (int i : st.in) any = any || depends[i];
-    if (any)
-      for (int o : st.out) depends[o] = true;
+  // Loops feed values back to earlier steps: repeat until nothing changes.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto& st : p.steps) {
+      bool any = false;
+      for (int i : st.in) any = any || depends[i];
+      if (any)
+        for (int o : st.out)
+          if (!depends[o]) depends[o] = changed = true;
+    }
   }
   std::vector<NDArrayView> grads(n);
   for (auto& [var, val] : root_gradients) {
@@ -259,6 +276,12 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
   }
   for (size_t k = p.steps.size(); k-- > 0;) {
     const PlanStep& st = p.steps[k];
+    if (st.loop >= 0) {
+      const PlanLoop& loop = p.loops[size_t(st.loop)];
+      loop_backward(loop, s, grads, depends);
+      k = size_t(loop.first);
+      continue;
+    }
     bool has_grad = false;
     for (int o : st.out) has_grad = has_grad || grads[o].defined();
     bool needed = false;

@@ -1,12 +1,14 @@
 #include "exec/plan.h"
 
-#include "cntk/profiler.h"
-
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <mutex>
 #include <set>
 #include <unordered_set>
+
+#include "cntk/profiler.h"
+#include "ops/sequence_delay.h"
 
 namespace cntk {
 
@@ -49,7 +51,24 @@ class PlanBuilder {
     return found->second;
   }
 
+  // Operands of delays are planned after the rest, which is what lets a graph
+  // refer to its own past (or future) outputs.
+  void resolve_deferred() {
+    while (!deferred_.empty()) {
+      Deferred d = std::move(deferred_.back());
+      deferred_.pop_back();
+      int s = slot_of(d.var, d.bind);
+      p_.steps[d.step].in[d.input] = s;
+    }
+  }
+
  private:
+  struct Deferred {
+    size_t step, input;
+    Variable var;
+    std::unordered_map<VariableImpl*, int> bind;
+  };
+
   int new_slot(const Variable& v) {
     int s = (int)p_.slot_var.size();
     p_.slot_var.push_back(Variable(v.impl()));  // no owner reference: see PlanCache
@@ -59,8 +78,8 @@ class PlanBuilder {
 
   void emit(const FunctionPtr& f, const std::unordered_map<VariableImpl*, int>& bind) {
     if (!in_progress_.insert(f.get()).second)
-      throw NotImplementedError("the graph has a loop through '" + f->op_name() +
-                                "'; recurrent loops (past_value/future_value cycles) are not supported yet");
+      throw ValueError("the graph has a cycle through '" + f->op_name() + "' (" + f->uid() +
+                       ") that passes no past_value/future_value: it cannot be computed");
     if (f->is_block()) {
       std::unordered_map<VariableImpl*, int> inner_bind = bind;
       for (auto& [ph, outer] : f->block_arguments_mapping()) inner_bind[ph.get()] = slot_of(outer, bind);
@@ -76,9 +95,15 @@ class PlanBuilder {
       PlanStep step;
       step.fn = f.get();
       step.op = f->op();
-      for (auto& in : f->direct_inputs()) {
-        step.in.push_back(slot_of(in, bind));
-        step.in_axes.push_back(layout_axes(in));
+      bool delay = is_delay_op(step.op);
+      const auto& ins = f->direct_inputs();
+      for (size_t i = 0; i < ins.size(); ++i) {
+        if (delay && i == 0) {
+          step.in.push_back(-1);  // planned by resolve_deferred, once this step has its index
+        } else {
+          step.in.push_back(slot_of(ins[i], bind));
+        }
+        step.in_axes.push_back(layout_axes(ins[i]));
       }
       auto outs = f->outputs();
       for (auto& o : outs) {
@@ -91,6 +116,7 @@ class PlanBuilder {
       std::string label = f->op_name() + " " + (f->name().empty() ? f->uid() : f->name());
       step.event_name = profiler::intern(label);
       step.backward_event_name = profiler::intern(label + " (backward)");
+      if (delay) deferred_.push_back({p_.steps.size(), 0, ins[0], bind});
       p_.steps.push_back(std::move(step));
     }
     in_progress_.erase(f.get());
@@ -98,7 +124,162 @@ class PlanBuilder {
 
   Plan& p_;
   std::unordered_set<Function*> in_progress_;
+  std::vector<Deferred> deferred_;
 };
+
+std::string step_name(const PlanStep& st) { return "'" + st.fn->op_name() + "' (" + st.fn->uid() + ")"; }
+
+// Orders the steps so that every step follows the steps it reads from, except
+// inside recurrent loops (strongly connected components through delays), whose
+// steps become one contiguous, validated range.
+void order_steps(Plan& p) {
+  const size_t n = p.steps.size();
+  std::vector<int> producer(p.slot_var.size(), -1);
+  for (size_t i = 0; i < n; ++i)
+    for (int o : p.steps[i].out) producer[o] = int(i);
+  std::vector<std::vector<int>> preds(n);
+  for (size_t i = 0; i < n; ++i)
+    for (int s : p.steps[i].in)
+      if (producer[s] >= 0) preds[i].push_back(producer[s]);
+  // Tarjan's algorithm over the predecessor edges (iterative, so deep graphs do not
+  // exhaust the stack). Components come out with their predecessors first.
+  std::vector<int> index(n, -1), low(n, 0), comp(n, -1);
+  std::vector<bool> on_stack(n, false);
+  std::vector<int> stack;
+  std::vector<std::vector<int>> comps;
+  int counter = 0;
+  for (size_t root = 0; root < n; ++root) {
+    if (index[root] >= 0) continue;
+    std::vector<std::pair<int, size_t>> work{{int(root), 0}};
+    while (!work.empty()) {
+      auto& [v, next] = work.back();
+      if (next == 0 && index[v] < 0) {
+        index[v] = low[v] = counter++;
+        stack.push_back(v);
+        on_stack[v] = true;
+      }
+      if (next < preds[v].size()) {
+        int w = preds[v][next++];
+        if (index[w] < 0) {
+          work.push_back({w, 0});
+        } else if (on_stack[w]) {
+          low[v] = std::min(low[v], index[w]);
+        }
+        continue;
+      }
+      if (low[v] == index[v]) {
+        std::vector<int> c;
+        int w;
+        do {
+          w = stack.back();
+          stack.pop_back();
+          on_stack[w] = false;
+          comp[w] = int(comps.size());
+          c.push_back(w);
+        } while (w != v);
+        comps.push_back(std::move(c));
+      }
+      int done = v;
+      work.pop_back();
+      if (!work.empty()) low[work.back().first] = std::min(low[work.back().first], low[done]);
+    }
+  }
+  std::vector<PlanStep> ordered;
+  ordered.reserve(n);
+  for (auto& c : comps) {
+    bool self_edge = false;
+    for (int pr : preds[c[0]]) self_edge = self_edge || pr == c[0];
+    if (c.size() == 1 && !self_edge) {
+      ordered.push_back(std::move(p.steps[c[0]]));
+      continue;
+    }
+    // A recurrent loop. The delays whose operand comes from inside it cut the
+    // cycles; the other edges order the steps within one time step.
+    const int cid = comp[c[0]];
+    std::vector<bool> in_loop_delay(n, false);
+    int direction = 0;  // +1 past (forward in time), -1 future
+    const PlanStep* first_delay = nullptr;
+    for (int i : c) {
+      const PlanStep& st = p.steps[i];
+      if (!is_delay_op(st.op) || producer[st.in[0]] < 0 || comp[producer[st.in[0]]] != cid) continue;
+      DelaySpec d = delay_spec(*st.fn);
+      if (d.offset < 1)
+        throw ValueError("recurrent loop: " + step_name(st) + " has a time step of 0 inside a loop, "
+                         "which makes the loop wait on itself");
+      int dir = d.past ? 1 : -1;
+      if (direction != 0 && dir != direction)
+        throw ValueError("recurrent loop: " + step_name(*first_delay) + " and " + step_name(st) +
+                         " delay in opposite directions in one loop (past_value and future_value mixed); "
+                         "such a loop cannot run step by step");
+      direction = dir;
+      first_delay = &st;
+      in_loop_delay[i] = true;
+      if (producer[st.in[1]] >= 0 && comp[producer[st.in[1]]] == cid)
+        throw ValueError("recurrent loop: the initial state of " + step_name(st) + " is computed inside the loop");
+    }
+    if (direction == 0)
+      throw ValueError("recurrent loop through " + step_name(p.steps[c[0]]) + " contains no past_value/future_value");
+    Axis seq_axis;
+    bool have_axis = false;
+    for (int i : c) {
+      const PlanStep& st = p.steps[i];
+      if (st.out_axes.size() != 2)
+        throw ValueError("recurrent loop: " + step_name(st) + " is part of a loop but its output has no sequence axis");
+      if (have_axis && !(st.out_axes[0] == seq_axis))
+        throw ValueError("recurrent loop: " + step_name(st) + " runs over another sequence axis than the rest of the loop");
+      seq_axis = st.out_axes[0];
+      have_axis = true;
+      for (size_t k = 0; k < st.in.size(); ++k)
+        if (st.in_axes[k].size() == 2 && !(st.in_axes[k][0] == seq_axis) && !(in_loop_delay[i] && k == 1))
+          throw ValueError("recurrent loop: input " + std::to_string(k) + " of " + step_name(st) +
+                           " has another sequence axis than the loop");
+    }
+    // Kahn's algorithm within the loop, without the cut edges.
+    std::vector<int> members = c;
+    std::sort(members.begin(), members.end());  // emission order, for a stable result
+    std::unordered_map<int, int> pending;
+    for (int i : members) {
+      int cnt = 0;
+      if (!in_loop_delay[i])
+        for (int pr : preds[i]) cnt += comp[pr] == cid;
+      else
+        for (size_t k = 1; k < p.steps[i].in.size(); ++k) cnt += producer[p.steps[i].in[k]] >= 0 && comp[producer[p.steps[i].in[k]]] == cid;
+      pending[i] = cnt;
+    }
+    PlanLoop loop;
+    loop.forward_in_time = direction > 0;
+    loop.first = int(ordered.size());
+    std::vector<int> done;
+    while (done.size() < members.size()) {
+      int pick = -1;
+      for (int i : members)
+        if (pending[i] == 0) {
+          pick = i;
+          break;
+        }
+      if (pick < 0)
+        throw ValueError("recurrent loop through " + step_name(p.steps[members[0]]) +
+                         " has a cycle within one time step (no past_value/future_value on it)");
+      pending[pick] = -1;
+      done.push_back(pick);
+      for (int i : members) {
+        if (pending[i] <= 0) continue;
+        const PlanStep& st = p.steps[i];
+        for (size_t k = in_loop_delay[i] ? 1 : 0; k < st.in.size(); ++k)
+          if (producer[st.in[k]] == pick) --pending[i];
+      }
+    }
+    for (int i : done) {
+      loop.delay_in_loop.push_back(in_loop_delay[i]);
+      for (int o : p.steps[i].out) loop.out_slots.push_back(o);
+      ordered.push_back(std::move(p.steps[i]));
+      ordered.back().loop = int(p.loops.size());
+    }
+    loop.last = int(ordered.size()) - 1;
+    p.loops.push_back(std::move(loop));
+  }
+  p.steps = std::move(ordered);
+}
 
 // Plans of one function, keyed by the requested outputs. Plans hold only raw
 // pointers and output variables without owner references, so a function's own
@@ -183,6 +364,8 @@ std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Var
   PlanBuilder b(*p);
   std::unordered_map<VariableImpl*, int> none;
   for (auto& o : outputs) p->output_slots.push_back(b.slot_of(o, none));
+  b.resolve_deferred();
+  order_steps(*p);
   ++g_plans;
   std::lock_guard<std::mutex> lock(c.mu);
   if (c.plans.size() > 64) c.plans.clear();

@@ -18,6 +18,20 @@ struct PlanStep {
   std::vector<Axis> out_axes;
   const char* event_name = nullptr;           // the profiler's per-node event names
   const char* backward_event_name = nullptr;
+  int loop = -1;  // index into Plan::loops when the step is part of a recurrent loop
+};
+
+// A recurrent loop: a strongly connected component of the graph through PastValue
+// or FutureValue edges. Its steps are contiguous in Plan::steps, in the order one
+// time step runs them; the executor runs them for every time step in turn, all
+// sequences of the minibatch batched into each step, and backward through time in
+// reverse. A fused implementation (an LSTM recognized as a whole) can later take a
+// loop's place by claiming its range of steps.
+struct PlanLoop {
+  int first = 0, last = 0;           // its steps are Plan::steps[first .. last]
+  bool forward_in_time = true;       // PastValue loops run t = 0..T-1, FutureValue loops T-1..0
+  std::vector<bool> delay_in_loop;   // per step of the loop: a delay whose operand is computed in the loop
+  std::vector<int> out_slots;        // the slots the loop's steps write
 };
 
 struct Plan {
@@ -26,6 +40,7 @@ struct Plan {
   std::unordered_map<VariableImpl*, int> slot;  // every variable reachable, inner block ones included
   std::vector<int> leaf_slots;                  // inputs, parameters, constants
   std::vector<int> output_slots;                // the requested outputs, in order
+  std::vector<PlanLoop> loops;
 };
 
 std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Variable>& outputs);

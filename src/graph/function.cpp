@@ -2,10 +2,12 @@
 
 #include <atomic>
 #include <functional>
+#include <tuple>
 #include <unordered_set>
 
 #include "cntk/user_function.h"
 #include "ops/op.h"
+#include "ops/sequence_delay.h"
 
 namespace cntk {
 
@@ -18,6 +20,78 @@ bool has_unknown_input(const std::vector<Variable>& inputs) {
       if (a.is_dynamic() && a.name() == "UnknownAxes") return true;
   }
   return false;
+}
+
+// Whether computing v needs the output of `target` (v lies on a loop through it).
+bool reaches(const Variable& v, const Function* target) {
+  std::vector<Function*> stack;
+  std::unordered_set<Function*> seen;
+  if (v.is_output() && v.impl()->owner) stack.push_back(v.impl()->owner);
+  while (!stack.empty()) {
+    Function* f = stack.back();
+    stack.pop_back();
+    if (f == target) return true;
+    if (!seen.insert(f).second) continue;
+    for (auto& in : f->direct_inputs())
+      if (in.is_output() && in.impl()->owner) stack.push_back(in.impl()->owner);
+  }
+  return false;
+}
+
+bool is_unknown(const Variable& v) {
+  if (v.shape().is_unknown()) return true;
+  for (auto& a : v.dynamic_axes())
+    if (a.is_dynamic() && a.name() == "UnknownAxes") return true;
+  return false;
+}
+
+// Shape inference over a graph with recurrent loops: a delay whose operand depends
+// on the delay itself starts from its initial state's type (see infer_outputs), and
+// the passes repeat until nothing changes.
+thread_local bool t_guessed_loop_state = false;  // a delay guessed its state in this inference
+thread_local int t_infer_depth = 0;
+// Outputs computed from a guessed (scalar) loop state in the current inference.
+thread_local std::unordered_set<const VariableImpl*> t_guessed_outputs;
+
+void infer_until_stable(const std::vector<FunctionPtr>& order) {
+  bool loops = false;
+  for (auto& f : order) loops = loops || is_delay_op(f->op());
+  for (int pass = 0; pass < (loops ? 16 : 1); ++pass) {
+    std::vector<std::tuple<NDShape, DataType, std::vector<Axis>>> before;
+    if (loops)
+      for (auto& f : order)
+        for (auto& o : f->output_impls()) before.emplace_back(o->shape, o->dtype, o->dynamic_axes);
+    if (t_infer_depth == 0) {
+      t_guessed_loop_state = false;
+      t_guessed_outputs.clear();
+    }
+    struct Depth {
+      Depth() { ++t_infer_depth; }
+      ~Depth() { --t_infer_depth; }
+    };
+    try {
+      Depth depth;
+      for (auto& f : order) f->infer_outputs();
+    } catch (const ShapeError& e) {
+      if (!t_guessed_loop_state || t_infer_depth > 0) throw;
+      throw ShapeError(std::string(e.what()) +
+                       "; this happened while inferring the state of a recurrent loop from the shape of its "
+                       "initial state: give the delay (or Recurrence) an initial_state of the state's shape");
+    }
+    bool changed = false;
+    size_t k = 0;
+    for (auto& f : order)
+      for (auto& o : f->output_impls()) {
+        if (k >= before.size() || std::get<0>(before[k]) != o->shape || std::get<1>(before[k]) != o->dtype ||
+            std::get<2>(before[k]) != o->dynamic_axes)
+          changed = true;
+        ++k;
+      }
+    if (!changed) return;
+  }
+  if (loops)
+    throw ShapeError("the shapes in a recurrent loop do not settle: the state a delay reads back does not keep the "
+                     "shape it started from; give the delay an initial_state of the state's shape");
 }
 
 }  // namespace
@@ -66,6 +140,15 @@ FunctionPtr Function::user_defined(std::shared_ptr<UserFunctionBackend> backend,
 
 void Function::infer_outputs() {
   if (outputs_alias_inputs_) return;
+  // Inference over a loop's guessed state: mark what derives from it (see op.h).
+  bool outer_guessed = inferring_from_guessed_state();
+  bool guessed = outer_guessed;
+  for (auto& v : inputs_) guessed = guessed || t_guessed_outputs.count(v.get()) > 0;
+  struct Restore {
+    bool value;
+    ~Restore() { inferring_from_guessed_state() = value; }
+  } restore{outer_guessed};
+  inferring_from_guessed_state() = guessed;
   std::vector<OutputInfo> infos;
   std::vector<bool> user_needs_grad;  // user functions declare it per output
   if (kind_ == FunctionKind::Block) {
@@ -76,8 +159,19 @@ void Function::infer_outputs() {
       ph.impl()->dynamic_axes = outer.dynamic_axes();
       ph.impl()->is_sparse = outer.is_sparse();
     }
-    for (auto& fn : root_->topological_order()) fn->infer_outputs();
+    infer_until_stable(root_->topological_order());
     for (auto& o : root_->outputs()) infos.push_back({o.shape(), o.dtype(), o.dynamic_axes(), o.is_sparse()});
+  } else if (op_ && is_delay_op(op_) && inputs_.size() == 2 && is_unknown(inputs_[0]) && !is_unknown(inputs_[1]) &&
+             reaches(inputs_[0], this)) {
+    // A delay in a recurrent loop whose state is not known yet: the initial state's
+    // type is the first guess, refined by the next pass (infer_until_stable).
+    // Only the batch axis: the loop's sequence axis comes with its other inputs.
+    t_guessed_loop_state = true;
+    if (inputs_[1].shape().rank() == 0) guessed = true;  // a scalar says nothing of the state's shape
+    std::vector<Axis> axes{Axis::default_batch_axis()};
+    for (auto& a : inputs_[1].dynamic_axes())
+      if (!a.is_sequence()) axes = {a};
+    infos.push_back({inputs_[1].shape(), inputs_[1].dtype(), axes, false});
   } else if (has_unknown_input(inputs_)) {
     // Shapes wait until the placeholders are bound.
     size_t n = outputs_.empty() ? 1 : outputs_.size();
@@ -115,6 +209,10 @@ void Function::infer_outputs() {
     o.dynamic_axes = infos[i].dynamic_axes;
     o.is_sparse = infos[i].is_sparse;
     o.needs_gradient = i < user_needs_grad.size() ? needs_grad && user_needs_grad[i] : needs_grad;
+    if (guessed)
+      t_guessed_outputs.insert(&o);
+    else
+      t_guessed_outputs.erase(&o);
   }
 }
 
@@ -321,7 +419,7 @@ FunctionPtr Function::replace_placeholders(const std::unordered_map<VariableImpl
       if (it != map.end()) m.second = it->second;
     }
   // Re-infer from the (new) leaves upwards, including functions that now feed this graph.
-  for (auto& f : topological_order()) f->infer_outputs();
+  infer_until_stable(topological_order());
   return shared_from_this();
 }
 
@@ -366,14 +464,23 @@ FunctionPtr Function::clone(CloneMethod method, const std::unordered_map<Variabl
     mapped[v.get()] = out;
     return out;
   };
+  // Recurrent loops: an input produced by a function still being cloned (a back
+  // edge) gets a stand-in placeholder, bound to the cloned output at the end.
+  std::unordered_set<Function*> in_progress;
+  std::unordered_map<VariableImpl*, Variable> back_edges;  // stand-in -> original variable
   std::function<FunctionPtr(const FunctionPtr&)> clone_fn = [&](const FunctionPtr& f) -> FunctionPtr {
     auto it = cloned.find(f.get());
     if (it != cloned.end()) return it->second;
+    in_progress.insert(f.get());
     std::vector<Variable> ins;
     for (auto& in : f->inputs_) {
       auto sub = mapped.find(in.get());
       if (sub != mapped.end()) {
         ins.push_back(sub->second);
+      } else if (in.is_output() && in.impl()->owner && in_progress.count(in.impl()->owner)) {
+        Variable stand_in = Variable::placeholder(NDShape::unknown(), {Axis::dynamic("UnknownAxes")}, in.name());
+        back_edges[stand_in.get()] = in;
+        ins.push_back(stand_in);
       } else if (in.is_output()) {
         FunctionPtr src = in.owner();
         FunctionPtr c = clone_fn(src);
@@ -409,9 +516,20 @@ FunctionPtr Function::clone(CloneMethod method, const std::unordered_map<Variabl
       c = primitive(f->op_name_, ins, f->attributes_, f->name_);
     }
     cloned[f.get()] = c;
+    in_progress.erase(f.get());
     for (size_t i = 0; i < f->outputs_.size() && !f->outputs_alias_inputs_; ++i)
       mapped[f->outputs_[i].get()] = c->outputs()[i];
     return c;
+  };
+  auto close_loops = [&](FunctionPtr clone) {
+    if (back_edges.empty()) return clone;
+    std::unordered_map<VariableImpl*, Variable> bind;
+    for (auto& [stand_in, original] : back_edges) {
+      auto m = mapped.find(original.get());
+      if (m == mapped.end()) throw Error("clone: a recurrent loop's output was not cloned");
+      bind[stand_in] = m->second;
+    }
+    return clone->replace_placeholders(bind);
   };
   FunctionPtr root = root_function();
   FunctionPtr new_root;
@@ -426,10 +544,10 @@ FunctionPtr Function::clone(CloneMethod method, const std::unordered_map<Variabl
       else
         outs.push_back(map_leaf(in));
     }
-    return combine(outs, name_);
+    return close_loops(combine(outs, name_));
   }
   new_root = clone_fn(root);
-  return composite(new_root, name_);
+  return close_loops(composite(new_root, name_));
 }
 
 }  // namespace cntk

@@ -64,9 +64,17 @@ void InferContext::expect_inputs(size_t n) const {
     fail("expects " + std::to_string(n) + " inputs, got " + std::to_string(inputs_.size()));
 }
 
+bool& inferring_from_guessed_state() {
+  thread_local bool guessed = false;
+  return guessed;
+}
+
 void InferContext::fill_inferred(size_t i, const NDShape& shape) {
   Variable& v = inputs_[i];
   if (v.shape() == shape) return;
+  if (inferring_from_guessed_state() && v.is_parameter())
+    fail("cannot infer the shape of parameter " + v.str() + " from the state of a recurrent loop, which is not "
+         "known yet");
   if (v.shape().rank() == shape.rank()) {
     for (size_t k = 0; k < shape.rank(); ++k)
       if (v.shape()[k] != NDShape::kInferredDimension && v.shape()[k] != shape[k])

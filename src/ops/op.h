@@ -117,6 +117,11 @@ struct OpDef {
   bool stateful_random = false;  // draws random numbers: gets a RandomState
 };
 
+// True while shape inference runs on values derived from a recurrent loop's guessed
+// state (a delay whose state is not known yet starts from its scalar initial state):
+// parameters must not take their shape from such values.
+bool& inferring_from_guessed_state();
+
 void register_op(OpDef def);
 const OpDef* find_op(const std::string& name);  // nullptr when unknown
 std::vector<std::string> registered_ops();

@@ -11,6 +11,7 @@ void register_random_ops();
 void register_loss_ops();
 void register_user_function_ops();
 void register_norm_ops();
+void register_sequence_delay_ops();
 
 void register_all_op_families() {
   register_elementwise_ops();
@@ -23,6 +24,7 @@ void register_all_op_families() {
   register_loss_ops();
   register_user_function_ops();
   register_norm_ops();
+  register_sequence_delay_ops();
 }
 
 }  // namespace cntk

@@ -21,7 +21,9 @@ def _blobs(n=250, seed=0):
 
 
 def _criterion():
-    model = C.layers.Dense(2, activation=None)
+    # A fixed initializer seed: the error threshold below must not depend on how many
+    # parameters earlier tests happened to initialize.
+    model = C.layers.Dense(2, activation=None, init=C.glorot_uniform(seed=4))
 
     @C.Function.with_signature(Tensor[2], SparseTensor[2])
     def criterion(data, label_one_hot):

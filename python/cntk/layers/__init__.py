@@ -4,3 +4,4 @@ from . import typing  # noqa: F401
 from .blocks import *  # noqa: F401,F403
 from .layers import *  # noqa: F401,F403
 from .higher_order_layers import *  # noqa: F401,F403
+from .sequence import *  # noqa: F401,F403

@@ -75,7 +75,8 @@ def Stabilizer(steepness=4, enable_self_stabilization=default_override_or(True),
         return layer('Stabilizer', lambda x: identity(x), name)
     # softplus(steepness * p) / steepness == 1  <=>  p = log(exp(steepness) - 1) / steepness
     init = float(np.log(np.exp(steepness) - 1) / steepness)
-    param = Parameter((), init=init, name='alpha')
+    dtype = get_default_override(Stabilizer, dtype=default_override_or(np.float32))
+    param = Parameter((), init=init, dtype=dtype, name='alpha')
 
     def stabilize(x):
         beta = element_divide(log_add_exp(0, element_times(param, float(steepness))), float(steepness))
@@ -83,4 +84,6 @@ def Stabilizer(steepness=4, enable_self_stabilization=default_override_or(True),
     return layer('Stabilizer', stabilize, name)
 
 
-__all__ = ['UntestedBranchError', 'identity', 'Stabilizer', 'ForwardDeclaration']
+__all__ = ['UntestedBranchError', 'identity', 'Stabilizer', 'ForwardDeclaration', 'LSTM', 'GRU', 'RNNStep']
+
+from .recurrent_blocks import LSTM, GRU, RNNStep  # noqa: E402  (they build on the blocks above)

@@ -27,6 +27,54 @@ def _not_yet(name):
     return f
 
 
-for _n in ['unpack', 'future_value', 'past_value', 'delay', 'is_first', 'is_last', 'slice', 'first', 'last',
+for _n in ['unpack', 'is_first', 'is_last', 'slice', 'first', 'last',
            'where', 'gather', 'scatter', 'broadcast_as', 'reduce_sum', 'reduce_max', 'softmax']:
     globals()[_n] = _not_yet(_n)
+
+
+# ---- delays: past_value, future_value, delay ------------------------------------
+
+def _delay_args(op, x, initial_state, time_step):
+    import numbers
+    if isinstance(time_step, bool) or not isinstance(time_step, numbers.Integral):
+        raise TypeError("%s: time_step must be an integer, not %s" % (op, type(time_step).__name__))
+    if time_step < 0:
+        raise ValueError("%s: time_step must not be negative, got %d" % (op, time_step))
+    if initial_state is None:
+        initial_state = 0  # a constant of x's type (prim gives constants the type of the variables)
+    return x, initial_state, int(time_step)
+
+
+def past_value(x, initial_state=None, time_step=1, name=''):
+    """The sequence `x` delayed by `time_step` steps: item t of the output is item
+    t - time_step of `x`, and the first `time_step` items of each sequence are
+    `initial_state` (default 0; a scalar, a tensor broadcast to the item shape, or a
+    per-sequence value with a batch axis but no sequence axis)."""
+    from .._prim import prim
+    x, initial_state, time_step = _delay_args('past_value', x, initial_state, time_step)
+    return prim('PastValue', [x, initial_state], {'offset': time_step}, name)
+
+
+def future_value(x, initial_state=None, time_step=1, name=''):
+    """The sequence `x` advanced by `time_step` steps: item t of the output is item
+    t + time_step of `x`, and the last `time_step` items of each sequence (which has
+    its own length) are `initial_state` (default 0)."""
+    from .._prim import prim
+    x, initial_state, time_step = _delay_args('future_value', x, initial_state, time_step)
+    return prim('FutureValue', [x, initial_state], {'offset': time_step}, name)
+
+
+def delay(x, initial_state=None, time_step=1, name=''):
+    """past_value for time_step > 0, future_value(-time_step) for time_step < 0, and
+    `x` itself for 0."""
+    import numbers
+    if isinstance(time_step, bool) or not isinstance(time_step, numbers.Integral):
+        raise TypeError("delay: time_step must be an integer, not %s" % type(time_step).__name__)
+    if time_step > 0:
+        return past_value(x, initial_state=initial_state, time_step=time_step, name=name)
+    if time_step < 0:
+        return future_value(x, initial_state=initial_state, time_step=-time_step, name=name)
+    from .. import alias, combine
+    from ...internal import sanitize_inputs
+    x, = sanitize_inputs(x)
+    return alias(x, name=name) if name else combine([x])

@@ -1,0 +1,210 @@
+"""Layers over sequences (CNTK 2.7's cntk.layers.sequence): Delay, PastValueWindow,
+Recurrence, RecurrenceFrom, Fold and UnfoldFrom.
+
+A recurrence is a graph that reads its own output one step back (or ahead,
+with go_backwards): step_function(delay(h), x) -> h. The engine finds such loops
+and runs them step by step over the sequence, all sequences of the minibatch at
+once (see src/exec)."""
+import inspect
+
+import numpy as np
+
+from .. import _cntk
+from ..default_options import default_override_or, get_default_override
+from ..ops import combine, placeholder, splice, element_times, alias
+from ..ops import sequence as _seq
+from ..ops.functions import Function
+from .blocks import identity
+from .recurrent_blocks import _state_shapes
+
+
+def _sanitize_function(f):
+    """A Function from a Python function; its arguments with defaults (such as the
+    `name` of C.plus) are left out of the signature."""
+    if isinstance(f, _cntk.Function) or not callable(f):
+        return f
+    params = [p for p in inspect.signature(f).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+    if len(params) == len(inspect.signature(f).parameters):
+        return Function(f)
+    names = [p.name for p in params]
+    src = "def {0}({1}):\n    return _f({1})\n".format(getattr(f, '__name__', 'step'), ", ".join(names))
+    scope = {'_f': f}
+    exec(src, scope)
+    return Function(scope[getattr(f, '__name__', 'step')])
+
+
+def _inject_name(f, name):
+    if not name:
+        return f
+    if len(f.outputs) == 1:
+        return alias(f, name=name)
+    return combine(list(f.outputs), name=name)
+
+
+def _initial_state_or_default(initial_state):
+    return 0 if initial_state is None else initial_state
+
+
+def Delay(T=1, initial_state=default_override_or(0), name=''):
+    """A layer that delays its input sequence by `T` steps (negative: looks into the
+    future; 0: no-op), reading `initial_state` where that falls off a sequence."""
+    initial_state = _initial_state_or_default(get_default_override(Delay, initial_state=initial_state))
+    from .blocks import layer
+
+    def delay(x):
+        return _seq.delay(x, initial_state=initial_state, time_step=T)
+    return layer('Delay', delay, name)
+
+
+def PastValueWindow(window_size, axis, go_backwards=default_override_or(False), name=''):
+    """The last `window_size` items of a sequence as a static axis `axis`, newest
+    first (oldest first with go_backwards), zero-padded, and a validity mask of the
+    same length: returns (value, valid)."""
+    go_backwards = get_default_override(PastValueWindow, go_backwards=go_backwards)
+    from .blocks import layer
+
+    def nth(x, offset):
+        if go_backwards:
+            return _seq.first(_seq.delay(x, time_step=-offset))
+        return _seq.last(_seq.delay(x, time_step=offset))
+
+    def past_value_window(x):
+        ones = _seq.broadcast_as(1, x)
+        values = [nth(x, t) for t in range(window_size)]
+        valids = [nth(ones, t) for t in range(window_size)]
+        return (splice(*values, axis=axis, name='value'), splice(*valids, axis=axis, name='valid'))
+    return layer('PastValueWindow', past_value_window, name)
+
+
+def _expand_to(init, shape):
+    """The initial state broadcast to the state's shape, so that a loop whose state is
+    not known yet starts from the right shape."""
+    if shape is None:
+        return init
+    if isinstance(init, (_cntk.Variable, _cntk.Function)):
+        return element_times(init, np.ones(shape, dtype=np.float32))
+    arr = np.asarray(init, dtype=np.float32)
+    if arr.shape == tuple(shape):
+        return init
+    return np.broadcast_to(arr, shape).copy()
+
+
+def RecurrenceFrom(step_function, go_backwards=default_override_or(False), return_full_state=False, name=''):
+    """Like Recurrence, with the initial state given as data: the layer takes
+    (initial_state_1, ..., initial_state_N, input_sequence). Initial states have no
+    sequence axis (one per sequence with a batch axis, or one for all)."""
+    go_backwards = get_default_override(RecurrenceFrom, go_backwards=go_backwards)
+    step_function = _sanitize_function(step_function)
+    prev_state_args = step_function.signature[0:-1]
+    n = len(prev_state_args)
+    if len(step_function.outputs) != n:
+        raise TypeError("RecurrenceFrom: the step function has %d state arguments but %d outputs; it must return "
+                        "one new value per state variable" % (n, len(step_function.outputs)))
+    if n == 0 or n > 3:
+        raise ValueError("RecurrenceFrom supports step functions with 1 to 3 state variables, not %d" % n)
+    shapes = _state_shapes(step_function)
+
+    def _recurrence_from_n(*args):
+        initial_state, x = args[:-1], args[-1]
+        state_fwd = [placeholder(name=a.name) for a in prev_state_args]
+        prev = [_seq.delay(s, initial_state=_expand_to(init, shapes[i] if shapes else None),
+                           time_step=-1 if go_backwards else 1)
+                for i, (s, init) in enumerate(zip(state_fwd, initial_state))]
+        out = step_function(*(prev + [x]))
+        out.replace_placeholders(dict(zip(state_fwd, out.outputs)))
+        if not return_full_state:
+            out = combine([out.outputs[0]])
+        return out
+
+    def recurrence_from_1(h, x):
+        return _recurrence_from_n(h, x)
+
+    def recurrence_from_2(h, c, x):
+        return _recurrence_from_n(h, c, x)
+
+    def recurrence_from_3(h, c, a, x):
+        return _recurrence_from_n(h, c, a, x)
+
+    f = Function([recurrence_from_1, recurrence_from_2, recurrence_from_3][n - 1])
+    return _inject_name(f, name)
+
+
+def Recurrence(step_function, go_backwards=default_override_or(False), initial_state=default_override_or(0),
+               return_full_state=False, name=''):
+    """Runs `step_function` (previous state..., x) -> new state over a sequence and
+    returns the sequence of states (the first state variable only, unless
+    `return_full_state`). `initial_state` (default 0) is a scalar, tensor or
+    Parameter, or a tuple of them (one per state variable). With `go_backwards` the
+    recurrence runs from the end of each sequence to its start."""
+    go_backwards = get_default_override(Recurrence, go_backwards=go_backwards)
+    initial_state = _initial_state_or_default(get_default_override(Recurrence, initial_state=initial_state))
+    step_function = _sanitize_function(step_function)
+    n = len(step_function.signature) - 1
+    if isinstance(initial_state, tuple) and len(initial_state) == 1:
+        initial_state = initial_state[0]
+    if not isinstance(initial_state, tuple):
+        initial_state = tuple(initial_state for _ in range(n))
+    if len(initial_state) != n:
+        raise ValueError("Recurrence: %d initial states given for a step function with %d state variables"
+                         % (len(initial_state), n))
+    recurrence_from = RecurrenceFrom(step_function, go_backwards, return_full_state)
+
+    def recurrence(x):
+        return recurrence_from(*(initial_state + (x,)))
+    return _inject_name(Function(recurrence), name)
+
+
+def Fold(folder_function, go_backwards=default_override_or(False), initial_state=default_override_or(0),
+         return_full_state=False, name=''):
+    """Recurrence that returns only the final state (the first item's with
+    go_backwards): a sequence reduced to one value per sequence."""
+    go_backwards = get_default_override(Fold, go_backwards=go_backwards)
+    initial_state = get_default_override(Fold, initial_state=initial_state)
+    recurrence = Recurrence(folder_function, go_backwards=go_backwards, initial_state=initial_state,
+                            return_full_state=return_full_state)
+    get_final = _seq.first if go_backwards else _seq.last
+
+    def fold(x):
+        r = recurrence(x)
+        outs = [get_final(o) for o in r.outputs]
+        return outs[0] if len(outs) == 1 else combine(outs)
+    return _inject_name(Function(fold), name)
+
+
+def _with_axes_of(x, like):
+    """x with the dynamic axes of `like` (reconcile_dynamic_axes): x plus a zero that
+    carries like's axes, where reconcile_dynamic_axes is not available."""
+    from .. import ops
+    if hasattr(ops, 'reconcile_dynamic_axes'):
+        return ops.reconcile_dynamic_axes(x, like)
+    return ops.plus(x, ops.reduce_sum(ops.zeros_like(like)))
+
+
+def UnfoldFrom(generator_function, until_predicate=None, length_increase=1, name='', map_state_function=identity,
+               initial_state=None):
+    """A recurrent generator: emits f(s), f(f(s)), ... from the seed `initial_state`,
+    one item per item of the layer's argument (which only gives the length); `f` may
+    return (output, new state)."""
+    if until_predicate is not None or length_increase != 1:
+        raise NotImplementedError("UnfoldFrom: until_predicate and length_increase are not supported yet")
+    generator_function = _sanitize_function(generator_function)
+    map_state_function = _sanitize_function(map_state_function)
+    if len(generator_function.signature) != 1 or not 1 <= len(generator_function.outputs) <= 2:
+        raise TypeError("UnfoldFrom: generator_function must take 1 argument (the state) and return an output or "
+                        "a tuple (output, new state)")
+
+    def unfold_from(dynamic_axes_like):
+        state_fwd = placeholder(name='unfold_state_fwd')
+        prev_state = _seq.delay(state_fwd, initial_state=0 if initial_state is None else initial_state)
+        z = generator_function(prev_state)
+        output = z.outputs[0]
+        new_state = z.outputs[1] if len(z.outputs) > 1 else output
+        new_state = map_state_function(new_state)
+        new_state = combine([_with_axes_of(new_state, dynamic_axes_like)])
+        new_state.replace_placeholders({state_fwd: new_state.output})
+        return combine([output])
+    return _inject_name(Function(unfold_from), name)
+
+
+__all__ = ['Delay', 'PastValueWindow', 'RecurrenceFrom', 'Recurrence', 'Fold', 'UnfoldFrom']

@@ -1,0 +1,234 @@
+// Recurrent loops: a loop runs its steps once per time step over views of one step
+// ([1, B, ...]) of [T, B, ...] buffers allocated once per pass; inputs from outside
+// the loop with a sequence axis are read the same way, others whole. Backward runs
+// the time steps in reverse. See plan.h (PlanLoop) for how loops are found.
+#include <algorithm>
+
+#include "cntk/profiler.h"
+#include "exec/run_state.h"
+#include "ops/eager.h"
+#include "ops/sequence_delay.h"
+
+namespace cntk {
+
+namespace {
+
+struct LoopExtent {
+  int64_t T = 0, B = 0;
+  std::vector<int64_t> lengths;
+};
+
+bool is_loop_slot(const PlanLoop& loop, int slot) {
+  return std::find(loop.out_slots.begin(), loop.out_slots.end(), slot) != loop.out_slots.end();
+}
+
+LoopExtent loop_extent(const Plan& p, const PlanLoop& loop, const BackPropState& s) {
+  for (int k = loop.first; k <= loop.last; ++k) {
+    const PlanStep& st = p.steps[k];
+    if (loop.delay_in_loop[k - loop.first]) continue;  // its initial state may run over another axis
+    for (size_t i = 0; i < st.in.size(); ++i) {
+      if (st.in_axes[i].size() != 2 || is_loop_slot(loop, st.in[i])) continue;
+      const NDArrayView& v = s.values[st.in[i]];
+      LoopExtent e;
+      e.T = v.shape()[0];
+      e.B = v.shape()[1];
+      e.lengths = s.seq_lengths[st.in[i]];
+      if (e.lengths.empty()) e.lengths.assign(size_t(e.B), e.T);
+      return e;
+    }
+  }
+  throw ValueError("recurrent loop through '" + p.steps[loop.first].fn->op_name() +
+                   "' reads no sequence from outside the loop, so its length is unknown");
+}
+
+// Sequence lengths as one time step sees them: 1 where step t is inside the sequence.
+std::vector<int64_t> step_lengths(const LoopExtent& e, int64_t t) {
+  std::vector<int64_t> l(e.lengths.size());
+  for (size_t b = 0; b < l.size(); ++b) l[b] = t < e.lengths[b] ? 1 : 0;
+  return l;
+}
+
+NDArrayView at_step(const NDArrayView& v, int64_t t) { return v.slice(0, t, t + 1); }
+
+ComputeContext make_step_context(const PlanStep& st, BackPropState& s, int64_t t, const std::vector<int64_t>& lens) {
+  ComputeContext ctx = make_context(st, s);
+  for (size_t i = 0; i < st.in.size(); ++i) {
+    if (st.in_axes[i].size() != 2) continue;
+    ctx.inputs[i] = at_step(ctx.inputs[i], t);
+    ctx.in_lengths[i] = lens;
+  }
+  return ctx;
+}
+
+// The initial state of a delay inside a loop, broadcast to [B, *shape].
+NDArrayView delay_init_rows(const PlanStep& st, BackPropState& s, const LoopExtent& e) {
+  ComputeContext ctx = make_context(st, s);
+  return delay_initial_rows(ctx, s.plan->slot_var[st.out[0]].shape(), e.B);
+}
+
+void check_known(const Variable& v) {
+  for (auto d : v.shape().dims())
+    if (d < 0)
+      throw NotImplementedError("recurrent loop: " + v.str() + " has a free or inferred dimension; loops need "
+                                "static shapes that are known");
+}
+
+// Accumulates g into the gradient of slot `in`: at step t for inputs with a
+// sequence axis, whole for the others.
+void accumulate(BackPropState& s, std::vector<NDArrayView>& grads, int in, bool sequence, int64_t t,
+                NDArrayView g) {
+  if (g.dtype() != s.values[in].dtype()) g = g.cast(s.values[in].dtype());
+  if (sequence) {
+    if (!grads[in].defined()) grads[in] = eager::zeros_like(s.values[in]);
+    NDArrayView dst = at_step(grads[in], t);
+    if (g.shape() != dst.shape())
+      throw Error("recurrent loop: a step gradient of shape " + g.shape().str() + " does not fit " + dst.shape().str());
+    eager::add_to(dst, g);
+    return;
+  }
+  if (g.shape() != s.values[in].shape())
+    throw Error("recurrent loop: a gradient of shape " + g.shape().str() + " does not fit " +
+                s.values[in].shape().str());
+  if (!grads[in].defined())
+    grads[in] = g.copy();
+  else
+    eager::add_to(grads[in], g);
+}
+
+}  // namespace
+
+void loop_forward(const PlanLoop& loop, BackPropState& s) {
+  const Plan& p = *s.plan;
+  LoopExtent e = loop_extent(p, loop, s);
+  for (int k = loop.first; k <= loop.last; ++k)
+    for (int o : p.steps[k].out) {
+      const Variable& v = p.slot_var[o];
+      check_known(v);
+      s.values[o] = NDArrayView::zeros(v.dtype(), NDShape{e.T, e.B}.concat(v.shape()));
+      s.seq_lengths[o] = e.lengths;
+    }
+  std::vector<NDArrayView> init(size_t(loop.last - loop.first + 1));
+  for (int k = loop.first; k <= loop.last; ++k)
+    if (loop.delay_in_loop[k - loop.first]) {
+      init[k - loop.first] = delay_init_rows(p.steps[k], s, e);
+      const PlanStep& st = p.steps[k];
+      if (s.values[st.in[0]].dtype() != s.values[st.out[0]].dtype())
+        throw NotImplementedError("recurrent loop: " + st.fn->op_name() + " delays a " +
+                                  to_string(s.values[st.in[0]].dtype()) + " value into a " +
+                                  to_string(s.values[st.out[0]].dtype()) + " one");
+    }
+  if (s.training)
+    for (int k = loop.first; k <= loop.last; ++k) {
+      s.loop_saved[k].assign(size_t(e.T), {});
+      s.loop_saved_state[k].assign(size_t(e.T), nullptr);
+    }
+  for (int64_t n = 0; n < e.T; ++n) {
+    int64_t t = loop.forward_in_time ? n : e.T - 1 - n;
+    std::vector<int64_t> lens = step_lengths(e, t);
+    for (int k = loop.first; k <= loop.last; ++k) {
+      const PlanStep& st = p.steps[k];
+      if (loop.delay_in_loop[k - loop.first]) {
+        delay_forward_steps(delay_spec(*st.fn), s.values[st.in[0]], init[k - loop.first], e.lengths, t, t + 1,
+                            s.values[st.out[0]]);
+        continue;
+      }
+      ComputeContext ctx = make_step_context(st, s, t, lens);
+      const uint64_t t0 = profiler::node_events_wanted() ? profiler::detail::now() : 0;
+      std::vector<NDArrayView> outs = st.op->forward(ctx);
+      if (t0) node_event(st, false, t0);
+      if (outs.size() != st.out.size()) throw Error(st.op->name + ": kernel returned the wrong number of outputs");
+      for (size_t j = 0; j < outs.size(); ++j) {
+        NDArrayView dst = at_step(s.values[st.out[j]], t);
+        if (outs[j].shape() != dst.shape())
+          throw ValueError("recurrent loop: '" + st.fn->op_name() + "' gave a step of shape " + outs[j].shape().str() +
+                           " where " + dst.shape().str() + " was expected");
+        dst.copy_from(outs[j].dtype() == dst.dtype() ? outs[j] : outs[j].cast(dst.dtype()));
+      }
+      if (s.training) {
+        s.loop_saved[k][t] = std::move(ctx.saved);
+        s.loop_saved_state[k][t] = std::move(ctx.state);
+      }
+    }
+  }
+}
+
+void loop_backward(const PlanLoop& loop, BackPropState& s, std::vector<NDArrayView>& grads,
+                   const std::vector<bool>& depends) {
+  const Plan& p = *s.plan;
+  bool needed = false;
+  for (int k = loop.first; k <= loop.last; ++k)
+    for (int i : p.steps[k].in) needed = needed || depends[i];
+  if (!needed) return;
+  LoopExtent e = loop_extent(p, loop, s);
+  for (int o : loop.out_slots)
+    if (!grads[o].defined()) grads[o] = eager::zeros_like(s.values[o]);
+  // Gradients of loop values are read and written one step at a time: make them
+  // private, contiguous buffers.
+  for (int k = loop.first; k <= loop.last; ++k)
+    for (size_t i = 0; i < p.steps[k].in.size(); ++i) {
+      int in = p.steps[k].in[i];
+      if (!depends[in] || p.steps[k].in_axes[i].size() != 2) continue;
+      if (loop.delay_in_loop[k - loop.first] && i == 1) continue;  // the initial state: accumulated whole
+      if (!grads[in].defined())
+        grads[in] = eager::zeros_like(s.values[in]);
+      else if (!grads[in].is_contiguous())
+        grads[in] = grads[in].copy();
+    }
+  std::vector<NDArrayView> init_grad(size_t(loop.last - loop.first + 1));
+  for (int k = loop.first; k <= loop.last; ++k) {
+    const PlanStep& st = p.steps[k];
+    if (loop.delay_in_loop[k - loop.first] && depends[st.in[1]])
+      init_grad[k - loop.first] = NDArrayView::zeros(s.values[st.out[0]].dtype(), s.values[st.out[0]].shape().sub(1));
+  }
+  for (int64_t n = e.T; n-- > 0;) {
+    int64_t t = loop.forward_in_time ? n : e.T - 1 - n;
+    std::vector<int64_t> lens = step_lengths(e, t);
+    for (int k = loop.last; k >= loop.first; --k) {
+      const PlanStep& st = p.steps[k];
+      if (loop.delay_in_loop[k - loop.first]) {
+        NDArrayView* gx = depends[st.in[0]] ? &grads[st.in[0]] : nullptr;
+        NDArrayView* gi = init_grad[k - loop.first].defined() ? &init_grad[k - loop.first] : nullptr;
+        delay_backward_steps(delay_spec(*st.fn), grads[st.out[0]], e.lengths, t, t + 1, gx, gi);
+        continue;
+      }
+      ComputeContext ctx = make_step_context(st, s, t, lens);
+      if (s.training) {
+        ctx.saved = s.loop_saved[k][t];
+        ctx.state = s.loop_saved_state[k][t];
+      }
+      const uint64_t t0 = profiler::node_events_wanted() ? profiler::detail::now() : 0;
+      for (int i : st.in) ctx.grad_wanted.push_back(depends[i]);
+      for (int o : st.out) {
+        ctx.out_lengths.push_back(lens);
+        ctx.outputs.push_back(at_step(s.values[o], t));
+        ctx.grad_outputs.push_back(at_step(grads[o], t));
+      }
+      for (size_t i = 0; i < st.in.size(); ++i) {
+        int in = st.in[i];
+        if (!depends[in]) continue;
+        NDArrayView g;
+        switch (st.op->gradient) {
+          case Gradient::Zero: continue;
+          case Gradient::None:
+            throw ValueError("'" + st.op->name + "' is not differentiable with respect to its input " +
+                             std::to_string(i));
+          case Gradient::Rule:
+            if (!st.op->backward) throw NotImplementedError("'" + st.op->name + "' has no gradient rule");
+            g = st.op->backward(ctx, i);
+        }
+        if (!g.defined()) continue;
+        accumulate(s, grads, in, st.in_axes[i].size() == 2, t, g);
+      }
+      if (t0) node_event(st, true, t0);
+    }
+  }
+  for (int k = loop.first; k <= loop.last; ++k) {
+    if (!init_grad[k - loop.first].defined()) continue;
+    const PlanStep& st = p.steps[k];
+    ComputeContext ctx = make_context(st, s);
+    NDArrayView gi = init_grad[k - loop.first];
+    accumulate(s, grads, st.in[1], false, 0, delay_initial_gradient(ctx, gi));
+  }
+}
+
+}  // namespace cntk

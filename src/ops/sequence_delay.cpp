@@ -1,0 +1,222 @@
+// Op family: sequence delay. PastValue and FutureValue shift a sequence in time
+// within each sequence of the minibatch, reading an initial state where the shift
+// falls off the sequence. A graph whose delays form cycles is a recurrent loop,
+// which the executor runs one time step at a time through delay_forward_steps
+// and delay_backward_steps; outside loops the whole sequence is shifted at once.
+#include "ops/sequence_delay.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/reduce.h"
+#include "ops/op.h"
+
+namespace cntk {
+
+namespace {
+
+constexpr const char* kPast = "PastValue";
+constexpr const char* kFuture = "FutureValue";
+
+int64_t row_size(const NDArrayView& x) {
+  int64_t r = 1;
+  for (size_t k = 2; k < x.rank(); ++k) r *= x.shape()[k];
+  return r;
+}
+
+int64_t length_of(const std::vector<int64_t>& lengths, int64_t b, int64_t T) {
+  return b < int64_t(lengths.size()) ? std::min(lengths[b], T) : T;
+}
+
+// The time step of the operand that output step t of a sequence of length L reads,
+// or -1 where it reads the initial state.
+int64_t source_step(const DelaySpec& d, int64_t t, int64_t L) {
+  int64_t s = d.past ? t - d.offset : t + d.offset;
+  return (s >= 0 && s < L) ? s : -1;
+}
+
+std::vector<OutputInfo> infer_delay(InferContext& ctx) {
+  ctx.expect_inputs(2);
+  const Variable& x = ctx.input(0);
+  const Variable& init = ctx.input(1);
+  bool has_seq = false;
+  for (auto& a : x.dynamic_axes()) has_seq = has_seq || a.is_sequence();
+  if (!has_seq) ctx.fail("the operand " + x.str() + " must be a sequence (have a sequence axis)");
+  for (auto& a : init.dynamic_axes()) {
+    if (a.is_sequence()) continue;  // its own sequence: the last (first) item is used
+    bool found = false;
+    for (auto& b : x.dynamic_axes()) found = found || a == b;
+    if (!found) ctx.fail("the initial state " + init.str() + " has a dynamic axis the operand lacks");
+  }
+  const NDShape& xs = x.shape();
+  const NDShape& is = init.shape();
+  bool ok = is.rank() <= xs.rank();
+  for (size_t k = 0; ok && k < is.rank(); ++k) {
+    int64_t d = is[is.rank() - 1 - k], e = xs[xs.rank() - 1 - k];
+    ok = d == 1 || d == e || e == NDShape::kFreeDimension;
+  }
+  if (!ok) ctx.fail("the initial state of shape " + is.str() + " does not broadcast to the operand's " + xs.str());
+  if (attr_int(ctx.attrs(), "offset", 1) < 0) ctx.fail("the offset (time_step) must not be negative");
+  return {{xs, ctx.common_dtype(), x.dynamic_axes(), false}};
+}
+
+// A static shape left-padded with 1s to `rank` (NumPy broadcasting).
+NDShape padded_item(const NDShape& shape, size_t rank) {
+  std::vector<int64_t> dims(rank > shape.rank() ? rank - shape.rank() : 0, 1);
+  for (auto d : shape.dims()) dims.push_back(d);
+  return NDShape(dims);
+}
+
+bool init_is_sequence(const ComputeContext& ctx) { return ctx.in_dyn[1] == 2; }
+
+// For an initial state that is a sequence: the time step read for sequence b.
+int64_t init_item(const ComputeContext& ctx, int64_t b) {
+  const auto& lengths = ctx.in_lengths[1];
+  int64_t T = ctx.inputs[1].shape()[0];
+  int64_t L = b < int64_t(lengths.size()) ? std::min(lengths[b], T) : T;
+  if (L < 1) throw ValueError(ctx.fn->op_name() + ": the initial state of sequence " + std::to_string(b) + " is empty");
+  return delay_spec(*ctx.fn).past ? L - 1 : 0;
+}
+
+template <class T>
+void forward_rows(const DelaySpec& d, const T* x, const T* init, const std::vector<int64_t>& lengths, int64_t TT,
+                  int64_t B, int64_t R, int64_t t0, int64_t t1, T* out) {
+  for (int64_t t = t0; t < t1; ++t)
+    for (int64_t b = 0; b < B; ++b) {
+      T* dst = out + (t * B + b) * R;
+      int64_t L = length_of(lengths, b, TT);
+      if (t >= L) {
+        std::memset(dst, 0, sizeof(T) * R);
+        continue;
+      }
+      int64_t s = source_step(d, t, L);
+      const T* src = s >= 0 ? x + (s * B + b) * R : init + b * R;
+      std::memcpy(dst, src, sizeof(T) * R);
+    }
+}
+
+template <class T>
+void backward_rows(const DelaySpec& d, const T* g, const std::vector<int64_t>& lengths, int64_t TT, int64_t B,
+                   int64_t R, int64_t t0, int64_t t1, T* gx, T* ginit) {
+  for (int64_t t = t0; t < t1; ++t)
+    for (int64_t b = 0; b < B; ++b) {
+      int64_t L = length_of(lengths, b, TT);
+      if (t >= L) continue;  // padding carries no gradient
+      int64_t s = source_step(d, t, L);
+      T* dst = s >= 0 ? (gx ? gx + (s * B + b) * R : nullptr) : (ginit ? ginit + b * R : nullptr);
+      if (!dst) continue;
+      const T* src = g + (t * B + b) * R;
+      for (int64_t k = 0; k < R; ++k) dst[k] += src[k];
+    }
+}
+
+void check_steps(const char* what, const NDArrayView& v, int64_t t0, int64_t t1) {
+  if (v.rank() < 2 || t0 < 0 || t1 > v.shape()[0] || t0 > t1)
+    throw Error(std::string("delay: ") + what + " of shape " + v.shape().str() + " does not hold steps [" +
+                std::to_string(t0) + ", " + std::to_string(t1) + ")");
+}
+
+}  // namespace
+
+NDArrayView delay_initial_rows(const ComputeContext& ctx, const NDShape& item_shape, int64_t batch) {
+  NDShape rows_shape = NDShape{batch}.concat(item_shape);
+  if (!init_is_sequence(ctx)) {
+    NDArrayView a = ctx.aligned(1, item_shape.rank());
+    return a.broadcast_to(NDShape{1}.concat(rows_shape)).contiguous().reshape(rows_shape);
+  }
+  const NDArrayView& init = ctx.inputs[1];  // [T', B, *shape'] over its own sequence axis
+  if (init.shape()[1] != batch)
+    throw ValueError(ctx.fn->op_name() + ": the initial state has " + std::to_string(init.shape()[1]) +
+                     " sequences but the operand " + std::to_string(batch));
+  NDArrayView rows(init.dtype(), rows_shape);
+  NDShape item = padded_item(init.shape().sub(2), item_shape.rank());
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t t = init_item(ctx, b);
+    NDArrayView src = init.slice(0, t, t + 1).slice(1, b, b + 1).contiguous().reshape(item);
+    rows.slice(0, b, b + 1).reshape(item_shape).copy_from(src.broadcast_to(item_shape));
+  }
+  return rows;
+}
+
+NDArrayView delay_initial_gradient(const ComputeContext& ctx, const NDArrayView& grad_rows) {
+  if (!init_is_sequence(ctx)) return ctx.reduce_to_input(1, grad_rows.reshape(NDShape{1}.concat(grad_rows.shape())));
+  const NDArrayView& init = ctx.inputs[1];
+  NDArrayView g = NDArrayView::zeros(grad_rows.dtype(), init.shape());
+  NDShape own = init.shape().sub(2);
+  NDShape item = padded_item(own, grad_rows.rank() - 1);
+  for (int64_t b = 0; b < grad_rows.shape()[0]; ++b) {
+    NDArrayView row = grad_rows.slice(0, b, b + 1).contiguous().reshape(grad_rows.shape().sub(1));
+    NDArrayView summed = row.shape() == item ? row : kernels::sum_to(row, item);
+    int64_t t = init_item(ctx, b);
+    g.slice(0, t, t + 1).slice(1, b, b + 1).reshape(own).copy_from(summed.contiguous().reshape(own));
+  }
+  return g;
+}
+
+bool is_delay_op(const OpDef* op) { return op && (op->name == kPast || op->name == kFuture); }
+
+DelaySpec delay_spec(const Function& f) {
+  DelaySpec d;
+  d.past = f.op_name() == kPast;
+  d.offset = attr_int(f.attributes(), "offset", 1);
+  return d;
+}
+
+void delay_forward_steps(const DelaySpec& d, const NDArrayView& x, const NDArrayView& init,
+                         const std::vector<int64_t>& lengths, int64_t t0, int64_t t1, NDArrayView& out) {
+  check_steps("output", out, t0, t1);
+  if (x.shape() != out.shape() || x.dtype() != out.dtype() || init.dtype() != out.dtype() ||
+      init.numel() != out.numel() / out.shape()[0])
+    throw Error("delay: operand " + x.shape().str() + ", initial state " + init.shape().str() + " and output " +
+                out.shape().str() + " disagree");
+  int64_t TT = out.shape()[0], B = out.shape()[1], R = row_size(out);
+  CNTK_DISPATCH_FLOAT(out.dtype(), T, [&] {
+    forward_rows<T>(d, x.data<T>(), init.data<T>(), lengths, TT, B, R, t0, t1, out.data<T>());
+  });
+}
+
+void delay_backward_steps(const DelaySpec& d, const NDArrayView& grad_out, const std::vector<int64_t>& lengths,
+                          int64_t t0, int64_t t1, NDArrayView* grad_x, NDArrayView* grad_init) {
+  check_steps("gradient", grad_out, t0, t1);
+  int64_t TT = grad_out.shape()[0], B = grad_out.shape()[1], R = row_size(grad_out);
+  if (grad_x && grad_x->shape() != grad_out.shape())
+    throw Error("delay: operand gradient " + grad_x->shape().str() + " does not match " + grad_out.shape().str());
+  if (grad_init && grad_init->numel() != B * R)
+    throw Error("delay: initial state gradient " + grad_init->shape().str() + " does not hold " +
+                std::to_string(B) + " rows");
+  CNTK_DISPATCH_FLOAT(grad_out.dtype(), T, [&] {
+    backward_rows<T>(d, grad_out.data<T>(), lengths, TT, B, R, t0, t1, grad_x ? grad_x->data<T>() : nullptr,
+                     grad_init ? grad_init->data<T>() : nullptr);
+  });
+}
+
+void register_sequence_delay_ops() {
+  for (const char* name : {kPast, kFuture}) {
+    OpDef def;
+    def.name = name;
+    def.infer = infer_delay;
+    def.forward = [](ComputeContext& ctx) {
+      NDArrayView x = ctx.inputs[0].contiguous();
+      NDArrayView out(x.dtype(), x.shape());
+      NDArrayView init = delay_initial_rows(ctx, x.shape().sub(2), x.shape()[1]);
+      delay_forward_steps(delay_spec(*ctx.fn), x, init, ctx.in_lengths[0], 0, x.shape()[0], out);
+      return std::vector<NDArrayView>{out};
+    };
+    def.backward = [](ComputeContext& ctx, size_t i) {
+      NDArrayView g = ctx.grad_outputs[0].contiguous();
+      const auto& lengths = ctx.in_lengths[0];
+      DelaySpec d = delay_spec(*ctx.fn);
+      if (i == 0) {
+        NDArrayView gx = NDArrayView::zeros(g.dtype(), g.shape());
+        delay_backward_steps(d, g, lengths, 0, g.shape()[0], &gx, nullptr);
+        return gx;
+      }
+      NDArrayView gi = NDArrayView::zeros(g.dtype(), g.shape().sub(1));
+      delay_backward_steps(d, g, lengths, 0, g.shape()[0], nullptr, &gi);
+      return delay_initial_gradient(ctx, gi);
+    };
+    register_op(std::move(def));
+  }
+}
+
+}  // namespace cntk

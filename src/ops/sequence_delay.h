@@ -1,0 +1,45 @@
+// The delay ops PastValue and FutureValue, as kernels over a range of time steps,
+// so that the executor can run them one step at a time inside a recurrent loop.
+// Runtime layout: operand and output [T, B, *shape] (time-major), lengths per sequence.
+#pragma once
+#include <vector>
+
+#include "cntk/tensor.h"
+
+namespace cntk {
+
+class Function;
+class ComputeContext;
+struct OpDef;
+
+struct DelaySpec {
+  bool past = true;    // PastValue: out[t] = x[t - offset]; FutureValue: out[t] = x[t + offset]
+  int64_t offset = 1;  // time steps, >= 0
+};
+
+// Whether `op` is PastValue or FutureValue, and then its direction and offset.
+bool is_delay_op(const OpDef* op);
+DelaySpec delay_spec(const Function& f);
+
+// The initial state (input 1 of the delay in `ctx`) as [B, *item_shape], contiguous:
+// broadcast from a scalar or tensor, one row per sequence from a batch axis, or, for
+// an initial state that is itself a sequence (over its own axis), its last item per
+// sequence (its first for FutureValue).
+NDArrayView delay_initial_rows(const ComputeContext& ctx, const NDShape& item_shape, int64_t batch);
+// The gradient of the initial state's runtime tensor from that of its rows.
+NDArrayView delay_initial_gradient(const ComputeContext& ctx, const NDArrayView& grad_rows);
+
+// Writes output steps [t0, t1) of `out` ([T, B, *shape], contiguous): the operand's item
+// `offset` steps back (or ahead) within the same sequence, or the initial state where
+// that falls outside the sequence; zero past a sequence's end. `init_rows` is the
+// initial state broadcast to [B, *shape] (contiguous), of the output's type.
+void delay_forward_steps(const DelaySpec& d, const NDArrayView& x, const NDArrayView& init_rows,
+                         const std::vector<int64_t>& lengths, int64_t t0, int64_t t1, NDArrayView& out);
+
+// Routes the gradient of output steps [t0, t1) back: into `grad_x` ([T, B, *shape],
+// contiguous, accumulated) where the operand was read, and into `grad_init_rows`
+// ([B, *shape], contiguous, accumulated) where the initial state was. Either may be null.
+void delay_backward_steps(const DelaySpec& d, const NDArrayView& grad_out, const std::vector<int64_t>& lengths,
+                          int64_t t0, int64_t t1, NDArrayView* grad_x, NDArrayView* grad_init_rows);
+
+}  // namespace cntk

@@ -1,0 +1,130 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "cntk/evaluation.h"
+#include "cntk/function.h"
+
+using namespace cntk;
+
+
+namespace {
+
+// h[t] = tanh(w * h[t-1] + x[t]) over sequences of lengths 3 and 1, built in C++.
+struct TanhLoop {
+  Variable x, w;
+  FunctionPtr delay, h;
+
+  explicit TanhLoop(const char* op = "PastValue") {
+    x = Variable::input({2}, DataType::Double, false, false,
+                        {Axis::default_batch_axis(), Axis::default_dynamic_axis()}, "x");
+    NDArrayView w0(DataType::Double, {2});
+    w0.data<double>()[0] = 0.5;
+    w0.data<double>()[1] = -0.8;
+    w = Variable::parameter({2}, DataType::Double, w0, nullptr, "w");
+    auto ph = Variable::placeholder(NDShape::unknown(), {Axis::dynamic("UnknownAxes")}, "h_fwd");
+    auto init = Variable::constant(NDArrayView::full(DataType::Double, {2}, 0.25), "h0");
+    delay = Function::primitive(op, {ph, init}, {{"offset", DictValue(1)}});
+    auto scaled = Function::primitive("ElementTimes", {delay->output(), w}, {});
+    auto sum = Function::primitive("Plus", {scaled->output(), x}, {});
+    auto tanh = Function::primitive("Tanh", {sum->output()}, {});
+    h = Function::composite(tanh);
+    h->replace_placeholders({{ph.get(), tanh->output()}});
+  }
+  // The loop's functions hold each other; break the cycle so the graph is freed.
+  ~TanhLoop() {
+    auto& ins = delay->mutable_direct_inputs();
+    ins[0] = Variable(ins[0].impl());
+  }
+};
+
+Value batch_of_two(const std::vector<double>& xs) {
+  NDArrayView d(DataType::Double, {2, 3, 2});  // [batch, time, 2], padded
+  std::copy(xs.begin(), xs.end(), d.data<double>());
+  return Value(d, std::make_shared<NDMask>(NDMask::from_lengths({3, 1}, 3)));
+}
+
+}  // namespace
+
+TEST(ExecLoops, ForwardMatchesAStepByStepReference) {
+  TanhLoop loop;
+  std::vector<double> xs = {0.1, -0.2, 0.3, 0.4, -0.5, 0.6, 1.0, 2.0, 9, 9, 9, 9};
+  std::vector<Value> outs;
+  forward(loop.h, {{loop.x, batch_of_two(xs)}}, {}, outs, false);
+  ASSERT_EQ(outs.size(), 1u);
+  const double* y = outs[0].data().contiguous().data<double>();
+  const double w[2] = {0.5, -0.8};
+  int lengths[2] = {3, 1};
+  for (int b = 0; b < 2; ++b) {
+    double h[2] = {0.25, 0.25};
+    for (int t = 0; t < lengths[b]; ++t)
+      for (int k = 0; k < 2; ++k) {
+        h[k] = std::tanh(w[k] * h[k] + xs[(b * 3 + t) * 2 + k]);
+        EXPECT_NEAR(y[(b * 3 + t) * 2 + k], h[k], 1e-12) << "b=" << b << " t=" << t;
+      }
+  }
+}
+
+TEST(ExecLoops, GradientMatchesFiniteDifferences) {
+  TanhLoop loop;
+  std::vector<double> xs = {0.1, -0.2, 0.3, 0.4, -0.5, 0.6, 1.0, 2.0, 0, 0, 0, 0};
+  auto loss_of = [&](const NDArrayView& wv) {
+    loop.w.set_value(wv);
+    std::vector<Value> outs;
+    forward(loop.h, {{loop.x, batch_of_two(xs)}}, {}, outs, false);
+    auto d = outs[0].data().contiguous();
+    const double* y = d.data<double>();
+    double s = 0;
+    for (int i = 0; i < 12; ++i) s += (i < 6 || i == 6 || i == 7) ? y[i] * (1 + 0.1 * i) : 0;
+    return s;
+  };
+  NDArrayView w0 = loop.w.value().copy();
+  std::vector<Value> outs, grads;
+  auto st = forward(loop.h, {{loop.x, batch_of_two(xs)}}, {}, outs, true);
+  NDArrayView root(DataType::Double, {2, 3, 2});
+  for (int i = 0; i < 12; ++i) root.data<double>()[i] = 1 + 0.1 * i;
+  backward(st, {{loop.h->output(), Value(root, std::make_shared<NDMask>(NDMask::from_lengths({3, 1}, 3)))}},
+           {loop.w}, grads);
+  auto g = grads[0].data().contiguous();
+  for (int k = 0; k < 2; ++k) {
+    NDArrayView plus = w0.copy(), minus = w0.copy();
+    plus.data<double>()[k] += 1e-6;
+    minus.data<double>()[k] -= 1e-6;
+    double numeric = (loss_of(plus) - loss_of(minus)) / 2e-6;
+    EXPECT_NEAR(g.data<double>()[k], numeric, 1e-6);
+  }
+  loop.w.set_value(w0);
+}
+
+TEST(ExecLoops, RepeatedMinibatchAllocatesNothingNew) {
+  TanhLoop loop;
+  std::vector<double> xs(12, 0.3);
+  NDArrayView root(DataType::Double, {2, 3, 2});
+  root.fill(1.0);
+  auto step = [&] {
+    std::vector<Value> outs, grads;
+    auto st = forward(loop.h, {{loop.x, batch_of_two(xs)}}, {}, outs, true);
+    backward(st, {{loop.h->output(), Value(root)}}, {loop.w}, grads);
+  };
+  for (int i = 0; i < 3; ++i) step();
+  size_t plans = plans_compiled(), allocs = storage_system_allocations();
+  for (int i = 0; i < 10; ++i) step();
+  EXPECT_EQ(plans_compiled(), plans);
+  EXPECT_EQ(storage_system_allocations(), allocs);
+}
+
+TEST(ExecLoops, FutureValueLoopRunsBackwardInTime) {
+  TanhLoop loop("FutureValue");
+  std::vector<double> xs = {0.1, -0.2, 0.3, 0.4, -0.5, 0.6, 1.0, 2.0, 9, 9, 9, 9};
+  std::vector<Value> outs;
+  forward(loop.h, {{loop.x, batch_of_two(xs)}}, {}, outs, false);
+  const double* y = outs[0].data().contiguous().data<double>();
+  double h0 = 0.25, h1 = 0.25;
+  for (int t = 2; t >= 0; --t) {
+    h0 = std::tanh(0.5 * h0 + xs[t * 2]);
+    h1 = std::tanh(-0.8 * h1 + xs[t * 2 + 1]);
+    EXPECT_NEAR(y[t * 2], h0, 1e-12);
+    EXPECT_NEAR(y[t * 2 + 1], h1, 1e-12);
+  }
+  EXPECT_NEAR(y[6], std::tanh(0.5 * 0.25 + 1.0), 1e-12);  // the length-1 sequence starts from the initial state
+}

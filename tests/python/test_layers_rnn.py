@@ -1,0 +1,412 @@
+"""Recurrent layers: Recurrence, RecurrenceFrom, Fold, Delay, PastValueWindow and the
+step functions LSTM, GRU and RNNStep, against NumPy implementations of CNTK's
+equations, with float64 gradient checks over sequences of different lengths."""
+import numpy as np
+import pytest
+
+import cntk as C
+from cntk.layers import (Recurrence, RecurrenceFrom, Fold, Delay, PastValueWindow, UnfoldFrom, LSTM, GRU,
+                         RNNStep, Stabilizer, Dense, Sequential)
+from cntk.layers import default_options
+from seq_harness import as_sequences, random_sequences, seq_gradcheck
+
+LENGTHS = [3, 1, 4]
+
+
+def seq_input(dim, dtype=np.float64):
+    return C.sequence.input_variable(dim, dtype=dtype, name='x')
+
+
+def sigmoid(z):
+    return 1 / (1 + np.exp(-z))
+
+
+def stab(alpha):
+    # Stabilizer scale: softplus(4 * alpha) / 4
+    return np.log1p(np.exp(4 * alpha)) / 4
+
+
+def params_by_name(f):
+    out = {}
+    for p in f.parameters:
+        out.setdefault(p.name, []).append(p)
+    return out
+
+
+def randomize(f, rng, alpha=None):
+    """Gives every parameter random values (stabilizer scales `alpha`); returns them by name."""
+    vals = {}
+    for name, ps in params_by_name(f).items():
+        for p in ps:
+            if name == 'alpha':
+                p.value = np.full(p.shape, alpha)
+            else:
+                p.value = rng.standard_normal(p.shape) * 0.5
+        vals[name] = ps[0].value
+    return vals
+
+
+def run_steps(seq, step, state, backwards):
+    order = range(len(seq) - 1, -1, -1) if backwards else range(len(seq))
+    out = [None] * len(seq)
+    for t in order:
+        state = step(state, seq[t])
+        out[t] = state
+    return out
+
+
+def numpy_lstm(seq, p, dim, peep=False, s=1.0, proj=False, backwards=False, init=0.0):
+    cdim = p['b'].shape[0] // 4
+    hdim = p['P'].shape[1] if proj else cdim
+
+    def step(state, x):
+        dh, dc = state
+        z = p['b'] + x @ p['W'] + (s * dh) @ p['H']
+        g = [z[k * cdim:(k + 1) * cdim] for k in range(4)]
+        dcs = s * dc
+        i = sigmoid(g[0] + (p['Ci'] * dcs if peep else 0))
+        f = sigmoid(g[2] + (p['Cf'] * dcs if peep else 0))
+        c = f * dc + i * np.tanh(g[1])
+        o = sigmoid(g[3] + (p['Co'] * (s * c) if peep else 0))
+        h = o * np.tanh(c)
+        if proj:
+            h = (s * h) @ p['P']
+        return (h, c)
+    states = run_steps(seq, step, (np.full(hdim, init), np.full(cdim, init)), backwards)
+    return np.array([st[0] for st in states]), np.array([st[1] for st in states])
+
+
+def numpy_gru(seq, p, s=1.0, backwards=False):
+    d = p['H1'].shape[1]
+
+    def step(dh, x):
+        dhs = s * dh
+        px = p['b'] + x @ p['W']
+        ph = dhs @ p['H']
+        z = sigmoid(px[:d] + ph[:d])
+        r = sigmoid(px[d:2 * d] + ph[d:2 * d])
+        c = np.tanh(px[2 * d:] + (dhs * r) @ p['H1'])
+        return (1 - z) * c + z * dhs
+    return np.array(run_steps(seq, step, np.zeros(d), backwards))
+
+
+def numpy_rnn_step(seq, p, act=sigmoid, s=1.0, backwards=False):
+    d = p['b'].shape[0]
+    return np.array(run_steps(seq, lambda dh, x: act(x @ p['W'] + (s * dh) @ p['H'] + p['b']), np.zeros(d),
+                              backwards))
+
+
+# ---- forward against NumPy ---------------------------------------------------------
+
+@pytest.mark.parametrize("peep,stabilize,proj,backwards", [
+    (False, False, False, False), (True, False, False, False), (False, True, False, True),
+    (True, True, True, False), (False, False, True, True)])
+def test_lstm_forward_matches_numpy(peep, stabilize, proj, backwards):
+    rng = np.random.RandomState(0)
+    x = seq_input(3)
+    with default_options(dtype=np.float64):
+        cell = LSTM(2, cell_shape=4 if proj else None, use_peepholes=peep, enable_self_stabilization=stabilize)
+        model = Recurrence(cell, go_backwards=backwards, return_full_state=True)(x)
+    assert [o.shape for o in model.outputs] == [(2,), (4,) if proj else (2,)]
+    p = randomize(model, rng, alpha=0.3)
+    s = stab(0.3) if stabilize else 1.0
+    data = random_sequences(rng, LENGTHS, (3,))
+    h, c = model.eval({x: data}).values() if isinstance(model.eval({x: data}), dict) else model.eval({x: data})
+    for hs, cs, seq in zip(as_sequences(h), as_sequences(c), data):
+        ref_h, ref_c = numpy_lstm(seq, p, 2, peep, s, proj, backwards)
+        np.testing.assert_allclose(hs, ref_h, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(cs, ref_c, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("stabilize,backwards", [(False, False), (True, True)])
+def test_gru_forward_matches_numpy(stabilize, backwards):
+    rng = np.random.RandomState(1)
+    x = seq_input(3)
+    with default_options(dtype=np.float64):
+        model = Recurrence(GRU(2, enable_self_stabilization=stabilize), go_backwards=backwards)(x)
+    p = randomize(model, rng, alpha=-0.2)
+    s = stab(-0.2) if stabilize else 1.0
+    data = random_sequences(rng, LENGTHS, (3,))
+    for got, seq in zip(as_sequences(model.eval({x: data})), data):
+        np.testing.assert_allclose(got, numpy_gru(seq, p, s, backwards), rtol=1e-9, atol=1e-12)
+
+
+def test_rnn_step_forward_matches_numpy_default_sigmoid_and_relu():
+    rng = np.random.RandomState(2)
+    x = seq_input(3)
+    with default_options(dtype=np.float64):
+        m_sig = Recurrence(RNNStep(4))(x)
+        m_relu = Recurrence(RNNStep(4, activation=C.relu), go_backwards=True)(x)
+    data = random_sequences(rng, LENGTHS, (3,))
+    for model, act, back in ((m_sig, sigmoid, False), (m_relu, lambda z: np.maximum(z, 0), True)):
+        p = randomize(model, rng)
+        for got, seq in zip(as_sequences(model.eval({x: data})), data):
+            np.testing.assert_allclose(got, numpy_rnn_step(seq, p, act, backwards=back), rtol=1e-9, atol=1e-12)
+
+
+def test_lstm_signature_and_parameter_shapes():
+    cell = LSTM(5, cell_shape=7, use_peepholes=True)
+    assert len(cell.arguments) == 3 and len(cell.outputs) == 2
+    x = C.sequence.input_variable(3)
+    r = Recurrence(cell)(x)
+    shapes = {p.name: p.shape for p in r.parameters}
+    assert shapes['W'] == (3, 28) and shapes['H'] == (5, 28) and shapes['b'] == (28,)
+    assert shapes['Ci'] == (7,) and shapes['P'] == (7, 5)
+    assert r.shape == (5,)
+    with pytest.raises(ValueError):
+        LSTM((2, 3))
+    assert len(GRU(3).arguments) == 2 and len(RNNStep(3).outputs) == 1
+
+
+def test_recurrence_initial_state_and_plain_functions():
+    x = seq_input(2)
+    cum = Recurrence(C.plus, initial_state=C.Constant(np.array([0.0, 0.5])))(x)
+    data = [np.array([[3.0, 2.0], [13.0, 42.0], [-100.0, 100.0]])]
+    np.testing.assert_allclose(as_sequences(cum.eval({x: data}))[0], [[3, 2.5], [16, 44.5], [-84, 144.5]])
+    with pytest.raises(ValueError):
+        Recurrence(LSTM(2), initial_state=(0, 0, 0))
+
+
+def test_recurrence_from_takes_initial_state_as_data():
+    rng = np.random.RandomState(3)
+    x = seq_input(3)
+    h0 = C.input_variable(2, dtype=np.float64, name='h0')
+    c0 = C.input_variable(2, dtype=np.float64, name='c0')
+    with default_options(dtype=np.float64):
+        dec = RecurrenceFrom(LSTM(2))
+    model = dec(h0, c0, x)
+    p = randomize(model, rng)
+    data = random_sequences(rng, LENGTHS, (3,))
+    H0, C0 = rng.standard_normal((3, 2)), rng.standard_normal((3, 2))
+    got = as_sequences(model.eval({x: data, h0: H0, c0: C0}))
+    for b, (g, seq) in enumerate(zip(got, data)):
+        cdim = 2
+
+        def step(state, xt):
+            dh, dc = state
+            z = p['b'] + xt @ p['W'] + dh @ p['H']
+            gg = [z[k * cdim:(k + 1) * cdim] for k in range(4)]
+            c = sigmoid(gg[2]) * dc + sigmoid(gg[0]) * np.tanh(gg[1])
+            return (sigmoid(gg[3]) * np.tanh(c), c)
+        ref = np.array([st[0] for st in run_steps(seq, step, (H0[b], C0[b]), False)])
+        np.testing.assert_allclose(g, ref, rtol=1e-9)
+    seq_gradcheck(model, {x: data, h0: H0, c0: C0}, wrt=[x, h0, c0])
+
+
+def test_delay_layer():
+    x = seq_input(2)
+    data = [np.arange(6.0).reshape(3, 2)]
+    trigram = Sequential([(Delay(-1), Delay(0), Delay(1)), C.splice])(x)
+    np.testing.assert_allclose(as_sequences(trigram.eval({x: data}))[0],
+                               [[2, 3, 0, 1, 0, 0], [4, 5, 2, 3, 0, 1], [0, 0, 4, 5, 2, 3]])
+    d = Delay(2, initial_state=9.0)(x)
+    np.testing.assert_allclose(as_sequences(d.eval({x: data}))[0], [[9, 9], [9, 9], [0, 1]])
+
+
+# ---- gradients -------------------------------------------------------------------
+
+@pytest.mark.parametrize("make,backwards", [
+    (lambda: LSTM(2), False), (lambda: LSTM(2, use_peepholes=True, enable_self_stabilization=True), True),
+    (lambda: LSTM(2, cell_shape=3), False), (lambda: GRU(2), True), (lambda: GRU(2, enable_self_stabilization=True), False),
+    (lambda: RNNStep(2, activation=C.tanh), False), (lambda: RNNStep(2), True)])
+def test_recurrent_layer_gradients(make, backwards):
+    rng = np.random.RandomState(4)
+    x = seq_input(2)
+    with default_options(dtype=np.float64):
+        model = Recurrence(make(), go_backwards=backwards)(x)
+    randomize(model, rng, alpha=0.1)
+    seq_gradcheck(model, {x: random_sequences(rng, [3, 1, 2], (2,))})
+
+
+def test_learnable_initial_state_gradient():
+    rng = np.random.RandomState(5)
+    x = seq_input(2)
+    h0 = C.Parameter((2,), init=rng.standard_normal(2), dtype=np.float64, name='h0')
+    with default_options(dtype=np.float64):
+        model = Recurrence(GRU(2), initial_state=h0)(x)
+    randomize(model, rng)
+    h0.value = rng.standard_normal(2)
+    seq_gradcheck(model, {x: random_sequences(rng, LENGTHS, (2,))}, wrt=[h0])
+
+
+def test_stabilizer_scale_starts_at_one():
+    x = C.input_variable(3, dtype=np.float64)
+    with default_options(dtype=np.float64):
+        s = Stabilizer()(x)
+    data = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_allclose(s.eval({x: data}), data, rtol=1e-6)
+
+
+# ---- layers built on other sequence ops ---------------------------------------------
+
+def _sequence_ops_available():
+    try:
+        C.sequence.last(C.sequence.input_variable(1))
+        return True
+    except NotImplementedError:
+        return False
+
+
+needs_seq_ops = pytest.mark.skipif(not _sequence_ops_available(),
+                                   reason="needs cntk.sequence.last/first/broadcast_as")
+
+
+@needs_seq_ops
+def test_fold_returns_final_state():
+    x = seq_input(2)
+    data = [np.array([[1.0, 2], [6, 3], [4, 2], [8, 1], [6, 0]])]
+    np.testing.assert_allclose(np.asarray(Fold(C.element_max)(x).eval({x: data})).reshape(-1), [8, 3])
+    np.testing.assert_allclose(np.asarray(Fold(C.plus)(x).eval({x: data})).reshape(-1), [25, 8])
+    np.testing.assert_allclose(np.asarray(Fold(C.plus, go_backwards=True)(x).eval({x: data})).reshape(-1), [25, 8])
+
+
+@needs_seq_ops
+def test_past_value_window():
+    x = seq_input(2)
+    value, valid = PastValueWindow(4, axis=-2)(x).outputs
+    data = [np.arange(6.0).reshape(3, 2)]
+    f = C.combine([value, valid])
+    out = f.eval({x: data})
+    np.testing.assert_allclose(np.asarray(out[value]).reshape(4, 2), [[4, 5], [2, 3], [0, 1], [0, 0]])
+    np.testing.assert_allclose(np.asarray(out[valid]).reshape(4, 1), [[1], [1], [1], [0]])
+
+
+def test_unfold_from_options_not_supported_yet():
+    with pytest.raises(NotImplementedError):
+        UnfoldFrom(lambda s: s, length_increase=2)
+
+
+# ---- training --------------------------------------------------------------------
+
+def test_sequence_model_trains():
+    # Tag each token with the previous token's class: needs the recurrent state.
+    rng = np.random.RandomState(6)
+    n = 4
+    x = C.sequence.input_variable(n, name='x')
+    y = C.sequence.input_variable(n, name='y')
+    z = Sequential([Recurrence(LSTM(8)), Dense(n)])(x)
+    loss = C.cross_entropy_with_softmax(z, y)
+    err = C.classification_error(z, y)
+    trainer = C.Trainer(z, (loss, err), [C.adam(z.parameters, lr=C.learning_parameter_schedule_per_sample(0.02),
+                                                momentum=C.momentum_schedule(0.9))])
+
+    def batch(size):
+        xs, ys = [], []
+        for _ in range(size):
+            k = rng.randint(2, 7)
+            tokens = rng.randint(0, n, k)
+            prev = np.concatenate([[0], tokens[:-1]])
+            xs.append(np.eye(n, dtype=np.float32)[tokens])
+            ys.append(np.eye(n, dtype=np.float32)[prev])
+        return xs, ys
+    losses = []
+    for _ in range(60):
+        xs, ys = batch(16)
+        trainer.train_minibatch({x: xs, y: ys})
+        losses.append(trainer.previous_minibatch_loss_average)
+    assert np.mean(losses[-10:]) < 0.5 * np.mean(losses[:5])
+    xs, ys = batch(32)
+    assert trainer.test_minibatch({x: xs, y: ys}) < 0.2
+
+
+def test_encoder_decoder_with_sequence_initial_state():
+    # RecurrenceFrom starts from the last item of an initial state that is a sequence
+    # over another axis (CNTK's sequence-to-sequence pattern).
+    rng = np.random.RandomState(7)
+    en = C.sequence.input_variable(3, dtype=np.float64, sequence_axis=C.Axis('m'), name='en')
+    fr = C.sequence.input_variable(2, dtype=np.float64, sequence_axis=C.Axis('n'), name='fr')
+    with default_options(dtype=np.float64):
+        encoder = Recurrence(LSTM(2), return_full_state=True)
+        decoder = RecurrenceFrom(LSTM(2))
+    h, c = encoder(en).outputs
+    z = decoder(h, c, fr)
+    pe, pd = randomize(encoder, rng), randomize(decoder, rng)
+    en_data = random_sequences(rng, [2, 4], (3,))
+    fr_data = random_sequences(rng, [3, 1], (2,))
+    got = as_sequences(z.eval({en: en_data, fr: fr_data}))
+    for g, e, f in zip(got, en_data, fr_data):
+        eh, ec = numpy_lstm(e, pe, 2)
+        cdim = 2
+
+        def step(state, xt):
+            dh, dc = state
+            zz = pd['b'] + xt @ pd['W'] + dh @ pd['H']
+            gg = [zz[k * cdim:(k + 1) * cdim] for k in range(4)]
+            cc = sigmoid(gg[2]) * dc + sigmoid(gg[0]) * np.tanh(gg[1])
+            return (sigmoid(gg[3]) * np.tanh(cc), cc)
+        ref = np.array([st[0] for st in run_steps(f, step, (eh[-1], ec[-1]), False)])
+        np.testing.assert_allclose(g, ref, rtol=1e-9)
+    seq_gradcheck(z, {en: en_data, fr: fr_data}, wrt=[en, fr])
+
+
+def test_unfold_from_generates_one_item_per_input_item():
+    x = seq_input(1)
+    gen = UnfoldFrom(lambda s: s * 0.5 + 1.0, initial_state=np.array([1.0, 2.0]))(x)
+    assert gen.shape == (2,)
+    got = as_sequences(gen.eval({x: [np.zeros((3, 1)), np.zeros((1, 1))]}))
+    state, ref = np.array([1.0, 2.0]), []
+    for _ in range(3):
+        state = state * 0.5 + 1.0
+        ref.append(state)
+    np.testing.assert_allclose(got[0], np.array(ref))
+    np.testing.assert_allclose(got[1], np.array(ref[:1]))
+    # a generator returning (output, new state)
+    pair = UnfoldFrom(lambda s: (s * 10.0, s + 1.0), initial_state=np.array([0.0]))(x)
+    np.testing.assert_allclose(as_sequences(pair.eval({x: [np.zeros((3, 1))]}))[0], [[0.0], [10.0], [20.0]])
+
+
+def test_recurrence_options_initial_state_tuple_and_default_direction():
+    rng = np.random.RandomState(8)
+    x = seq_input(3)
+    with default_options(dtype=np.float64):
+        cell = LSTM(2)
+    h0, c0 = np.array([0.5, -0.5]), np.array([1.0, 2.0])
+    fwd = Recurrence(cell, initial_state=(h0, c0))(x)
+    assert len(fwd.outputs) == 1  # only h without return_full_state
+    p = randomize(fwd, rng)
+    data = random_sequences(rng, LENGTHS, (3,))
+
+    def ref(seq, backwards):
+        def step(state, xt):
+            dh, dc = state
+            z = p['b'] + xt @ p['W'] + dh @ p['H']
+            g = [z[k * 2:(k + 1) * 2] for k in range(4)]
+            c = sigmoid(g[2]) * dc + sigmoid(g[0]) * np.tanh(g[1])
+            return (sigmoid(g[3]) * np.tanh(c), c)
+        return np.array([st[0] for st in run_steps(seq, step, (h0, c0), backwards)])
+    for got, seq in zip(as_sequences(fwd.eval({x: data})), data):
+        np.testing.assert_allclose(got, ref(seq, False), rtol=1e-9)
+    from cntk.default_options import default_options_for
+    with default_options_for(Recurrence, go_backwards=True):
+        bwd = Recurrence(cell, initial_state=(h0, c0))(x)
+    for got, seq in zip(as_sequences(bwd.eval({x: data})), data):
+        np.testing.assert_allclose(got, ref(seq, True), rtol=1e-9)
+
+
+def test_names_and_signatures_follow_cntk_2_7():
+    import importlib
+    import inspect
+    import os
+    tsv = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'shared', 'reference', 'cntk27_python_api.tsv')
+    if not os.path.exists(tsv):
+        pytest.skip("the reference list is absent")
+    wanted = {('cntk.layers.sequence', n) for n in ('Delay', 'PastValueWindow', 'RecurrenceFrom', 'Recurrence',
+                                                    'Fold', 'UnfoldFrom')}
+    wanted |= {('cntk.layers.blocks', n) for n in ('LSTM', 'GRU', 'RNNStep', 'Stabilizer')}
+    wanted |= {('cntk.ops.sequence', n) for n in ('past_value', 'future_value', 'delay')}
+    seen = set()
+    with open(tsv) as f:
+        for line in f:
+            module, kind, sig = (line.rstrip('\n').split('\t') + ['', '', ''])[:3]
+            name = sig.split('(')[0]
+            if (module, name) not in wanted:
+                continue
+            seen.add((module, name))
+            expected = [a.strip() for a in sig[sig.index('(') + 1:-1].split(',') if a.strip()]
+            got = list(inspect.signature(getattr(importlib.import_module(module), name)).parameters)
+            assert got[:len(expected)] == expected, (module, name, got, expected)
+    assert seen == wanted
+    import cntk.layers as L
+    for n in ('Recurrence', 'RecurrenceFrom', 'Fold', 'UnfoldFrom', 'Delay', 'PastValueWindow', 'LSTM', 'GRU',
+              'RNNStep'):
+        assert hasattr(L, n)
