@@ -10,6 +10,8 @@ void register_nn_ops();
 void register_random_ops();
 void register_loss_ops();
 void register_user_function_ops();
+void register_sequence_ops();
+void register_sequence_criterion_ops();
 
 void register_all_op_families() {
   register_elementwise_ops();
@@ -21,6 +23,8 @@ void register_all_op_families() {
   register_random_ops();
   register_loss_ops();
   register_user_function_ops();
+  register_sequence_ops();
+  register_sequence_criterion_ops();
 }
 
 }  // namespace cntk

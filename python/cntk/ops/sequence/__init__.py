@@ -1,6 +1,6 @@
 """cntk.ops.sequence: variables with a sequence axis and the ops over it.
 
-Only `input_variable` is available so far; the sequence ops come with recurrent-loop support.
+The ops that select, reduce and reshape sequences are in _seqops.py.
 """
 import numpy as np
 
@@ -27,6 +27,8 @@ def _not_yet(name):
     return f
 
 
-for _n in ['unpack', 'future_value', 'past_value', 'delay', 'is_first', 'is_last', 'slice', 'first', 'last',
-           'where', 'gather', 'scatter', 'broadcast_as', 'reduce_sum', 'reduce_max', 'softmax']:
+for _n in ['future_value', 'past_value', 'delay']:
     globals()[_n] = _not_yet(_n)
+
+
+from ._seqops import *  # noqa: E402,F401,F403
