@@ -113,7 +113,7 @@ StepMap read_step_indices(const NDArrayView& idx, const std::vector<int64_t>& id
   NDArrayView x = idx.to_dense().cast(DataType::Double).contiguous();
   int64_t T = x.shape()[0], B = x.shape()[1];
   const double* p = x.data<double>();
-  StepMap m(size_t(B));
+  StepMap m(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) {
     int64_t len = idx_lengths.empty() ? T : idx_lengths[b];
     for (int64_t t = 0; t < len; ++t) {
@@ -125,10 +125,6 @@ StepMap read_step_indices(const NDArrayView& idx, const std::vector<int64_t>& id
     }
   }
   return m;
-}
-
-NDShape with_dyn(const NDArrayView& x, int64_t t, int64_t b) {
-  return NDShape{t, b}.concat(x.shape().sub(2));
 }
 
 void expect_sequence(const InferContext& ctx, size_t i, const char* what) {
@@ -158,11 +154,11 @@ std::vector<Axis> without_sequence(const Variable& v) {
 
 StepMap where_map(const ComputeContext& ctx) {
   NDArrayView c = ctx.inputs[0].to_dense().cast(DataType::Double).contiguous();
-  int64_t T = c.shape()[0], B = c.shape()[1], S = step_size(c);
+  int64_t B = c.shape()[1], S = step_size(c);
   if (S != 1) throw ValueError("Where: the condition must hold one value per step, not " + std::to_string(S));
   auto lens = lengths_or_full(ctx.in_lengths[0], c);
   const double* p = c.data<double>();
-  StepMap m(size_t(B));
+  StepMap m(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) {
     double acc = 0;
     for (int64_t t = 0; t < lens[b]; ++t) {
@@ -376,7 +372,7 @@ void register_reconcile() {
     }
     // Fewer axes: the operand's dynamic dims are the trailing ones of the layout's (batch last).
     NDShape ones(std::vector<int64_t>(size_t(nl - nx), 1));
-    NDArrayView xr = x.to_dense().reshape(ones.concat(x.shape()));
+    NDArrayView xr = x.to_dense().contiguous().reshape(ones.concat(x.shape()));
     return std::vector<NDArrayView>{xr.broadcast_to(dyn.concat(x.shape().sub(size_t(nx)))).contiguous()};
   };
   d.backward = [](ComputeContext& ctx, size_t i) -> NDArrayView {
