@@ -69,10 +69,28 @@ std::vector<int64_t> map_lengths(const StepMap& m) {
   return l;
 }
 
+// Every step map[b][t] must lie inside a source of t_src steps and every t inside a
+// target of t_tgt steps (sequences over one axis have the same lengths in one call;
+// this catches data that breaks that).
+void check_map(const StepMap& map, int64_t t_src, int64_t t_tgt, int64_t batch) {
+  if (int64_t(map.size()) != batch)
+    throw ValueError("sequence op: " + std::to_string(map.size()) + " sequences where " + std::to_string(batch) +
+                     " were expected");
+  for (auto& steps : map) {
+    if (int64_t(steps.size()) > t_tgt)
+      throw ValueError("sequence op: a sequence of " + std::to_string(steps.size()) + " steps does not fit in " +
+                       std::to_string(t_tgt));
+    for (auto t : steps)
+      if (t < 0 || t >= t_src)
+        throw ValueError("sequence op: step " + std::to_string(t) + " is outside " + std::to_string(t_src) + " steps");
+  }
+}
+
 // out[t, b] = src[map[b][t], b]; steps past map[b].size() are zero. src is [Ts, B, S...].
 NDArrayView gather_steps(const NDArrayView& src_in, const StepMap& map, int64_t t_out) {
   NDArrayView src = src_in.to_dense().contiguous();
   int64_t B = src.shape()[1], S = step_size(src);
+  check_map(map, src.shape()[0], t_out, B);
   std::vector<int64_t> dims = src.shape().dims();
   dims[0] = t_out;
   NDArrayView out = NDArrayView::zeros(src.dtype(), NDShape(dims));
@@ -90,6 +108,7 @@ NDArrayView gather_steps(const NDArrayView& src_in, const StepMap& map, int64_t 
 NDArrayView scatter_steps(const NDArrayView& src_in, const StepMap& map, int64_t t_out) {
   NDArrayView src = src_in.to_dense().contiguous();
   int64_t B = src.shape()[1], S = step_size(src);
+  check_map(map, t_out, src.shape()[0], B);
   std::vector<int64_t> dims = src.shape().dims();
   dims[0] = t_out;
   NDArrayView out = NDArrayView::zeros(src.dtype(), NDShape(dims));
@@ -113,6 +132,9 @@ StepMap read_step_indices(const NDArrayView& idx, const std::vector<int64_t>& id
   NDArrayView x = idx.to_dense().cast(DataType::Double).contiguous();
   int64_t T = x.shape()[0], B = x.shape()[1];
   const double* p = x.data<double>();
+  if (int64_t(target_lengths.size()) != B || (!idx_lengths.empty() && int64_t(idx_lengths.size()) != B))
+    throw ValueError(std::string(op) + ": the indices are for " + std::to_string(B) + " sequences but the data has " +
+                     std::to_string(target_lengths.size()));
   StepMap m(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) {
     int64_t len = idx_lengths.empty() ? T : idx_lengths[b];
