@@ -416,3 +416,32 @@ def test_sequence_ops_refuse_non_sequences():
             op(b)
     with pytest.raises(ValueError):
         C.sequence.gather(b, b)
+
+
+def test_sequence_ops_in_float32():
+    x = C.sequence.input_variable(2)
+    d = [a.astype(np.float32) for a in make_seqs((2,))]
+    got = C.sequence.gather(C.sequence.softmax(x), C.sequence.is_last(x)).eval({x: d})
+    for g, a in zip(got, d):
+        e = np.exp(a - a.max(0))
+        np.testing.assert_allclose(g, (e / e.sum(0))[-1:], rtol=1e-5)
+        assert g.dtype == np.float32
+
+
+def test_to_sequence_like_refuses_a_different_length():
+    x = C.input_variable((3, 2))
+    s = C.sequence.input_variable(2)
+    f = C.to_sequence_like(x, s)
+    with pytest.raises(ValueError):
+        f.eval({x: np.zeros((2, 3, 2), np.float32), s: [np.zeros((4, 2), np.float32), np.zeros((1, 2), np.float32)]})
+
+
+def test_broadcast_as_of_a_parameter_sums_its_gradient_over_valid_steps():
+    x = seq_input((2,))
+    p = C.parameter((2,), init=np.array([1.0, -2.0]), dtype=np.float64)
+    f = C.sequence.broadcast_as(p, x) * x
+    d = make_seqs((2,))
+    assert_seqs_close(f.eval({x: d}), [a * [1.0, -2.0] for a in d])
+    state, _ = f.forward({x: d}, [f.output], keep_for_backward=[f.output])
+    g = f.backward(state, {f.output: [np.ones_like(a) for a in d]}, [p])[p]
+    np.testing.assert_allclose(g, np.concatenate(d).sum(0), rtol=1e-12)

@@ -104,3 +104,34 @@ def test_sparse_data_with_the_wrong_width_is_refused():
     x, w, f = embedding_graph()
     with pytest.raises(ValueError):
         f.eval({x: [sp.csr_matrix(np.eye(V + 1)[[0, 1]])]})
+
+
+def test_embedding_layer_over_sparse_sequences():
+    x = C.sequence.input_variable(V, is_sparse=True)
+    emb = C.layers.Embedding(E, init=np.arange(V * E, dtype=np.float32).reshape(V, E))
+    f = emb(x)
+    idx = [[6, 0], [3]]
+    got = f.eval({x: C.Value.one_hot(idx, V)})
+    for g, i in zip(got, idx):
+        np.testing.assert_allclose(g, np.arange(V * E).reshape(V, E)[i])
+
+
+def test_sparse_variable_fed_dense_data_and_a_rank_2_sample():
+    # A sparse variable also takes dense data; samples of shape (2, V) contract their last axis.
+    x = C.input_variable((2, V), is_sparse=True, dtype=np.float64)
+    w = C.parameter((V, E), init=np.random.RandomState(2).standard_normal((V, E)))
+    f = C.times(x, w)
+    rows = one_hot([[1, 4], [0, 0], [6, 2]])  # (3, 2, V)
+    expected = rows @ w.value
+    np.testing.assert_allclose(f.eval({x: rows}), expected, rtol=1e-12)
+    csr = sp.csr_matrix(rows.reshape(6, V))
+    np.testing.assert_allclose(f.eval({x: csr}), expected, rtol=1e-12)
+
+
+def test_sparse_times_a_per_sample_right_operand_densifies_correctly():
+    x = C.input_variable(V, is_sparse=True, dtype=np.float64)
+    r = C.input_variable((V, E), dtype=np.float64)
+    f = C.times(x, r)
+    rd = np.random.RandomState(3).standard_normal((2, V, E))
+    m = sp.csr_matrix(one_hot([2, 5]))
+    np.testing.assert_allclose(f.eval({x: m, r: rd}), np.stack([rd[0, 2], rd[1, 5]]), rtol=1e-12)
