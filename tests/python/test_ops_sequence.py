@@ -445,3 +445,10 @@ def test_broadcast_as_of_a_parameter_sums_its_gradient_over_valid_steps():
     state, _ = f.forward({x: d}, [f.output], keep_for_backward=[f.output])
     g = f.backward(state, {f.output: [np.ones_like(a) for a in d]}, [p])[p]
     np.testing.assert_allclose(g, np.concatenate(d).sum(0), rtol=1e-12)
+
+
+def test_gather_needs_a_condition_over_the_same_axis():
+    x = seq_input((2,))
+    c = C.sequence.input_variable(1, dtype=np.float64, sequence_axis=C.Axis('elsewhere'))
+    with pytest.raises(ValueError):
+        C.sequence.gather(x, c)

@@ -79,8 +79,10 @@ def where(condition, name=''):
 
 def gather(seq, condition, new_sequence_axis_typeinfo=None, name=''):
     """The steps of `seq` at which `condition` is true, in order, as a new sequence."""
-    _sequence_axis(seq, 'gather')
-    _sequence_axis(condition, 'gather', 'condition')
+    axis = _sequence_axis(seq, 'gather')
+    if _sequence_axis(condition, 'gather', 'condition') != axis:
+        raise ValueError("sequence.gather: seq and condition must share a sequence axis, but they are over "
+                         "'%s' and '%s'" % (axis.name, _sequence_axis(condition, 'gather', 'condition').name))
     _no_typeinfo(new_sequence_axis_typeinfo, 'gather')
     return prim('GatherPacked', [seq, where(condition)], {}, name)
 
