@@ -8,6 +8,7 @@
 #include "exec/plan.h"
 #include "exec/run_state.h"
 #include "kernels/cpu/reduce.h"
+#include "kernels/cpu/sparse.h"
 #include "ops/eager.h"
 #include "ops/sequence_delay.h"
 
@@ -25,7 +26,10 @@ ComputeContext make_context(const PlanStep& st, BackPropState& s) {
   DataType dt = st.out.empty() ? DataType::Unknown : s.plan->slot_var[st.out[0]].dtype();
   for (size_t i = 0; i < st.in.size(); ++i) {
     const NDArrayView& v = s.values[st.in[i]];
-    ctx.inputs.push_back(v.defined() && dt != DataType::Unknown && v.dtype() != dt ? v.cast(dt) : v);
+    if (v.is_sparse() && !st.op->sparse_inputs)
+      ctx.inputs.push_back(v.dtype() != dt && dt != DataType::Unknown ? v.cast(dt) : v.to_dense());
+    else
+      ctx.inputs.push_back(v.defined() && dt != DataType::Unknown && v.dtype() != dt ? v.cast(dt) : v);
     ctx.in_dyn.push_back(int(st.in_axes[i].size()));
     ctx.in_axes.push_back(st.in_axes[i]);
     ctx.in_lengths.push_back(s.seq_lengths[st.in[i]]);
@@ -86,7 +90,9 @@ NDArrayView value_to_runtime(const Variable& v, const Value& val, std::vector<in
   NDArrayView d = val.data();
   size_t ndyn = v.dynamic_axes().size();
   if (d.dtype() != v.dtype()) d = d.to_dense().cast(v.dtype());
-  if (d.is_sparse()) d = d.to_dense();
+  // Sparse data stays sparse for variables declared sparse (ops that cannot read it
+  // get it densified, see make_context); otherwise it is densified here.
+  if (d.is_sparse() && !v.is_sparse()) d = d.to_dense();
   if (d.rank() < ndyn || !static_matches(v.shape(), d.shape().sub(ndyn))) {
     // A single sample without a batch axis is accepted for batch-only variables.
     if (ndyn == 1 && static_matches(v.shape(), d.shape())) {
@@ -102,7 +108,7 @@ NDArrayView value_to_runtime(const Variable& v, const Value& val, std::vector<in
     std::vector<int> perm(d.rank());
     for (size_t i = 0; i < perm.size(); ++i) perm[i] = int(i);
     std::swap(perm[0], perm[1]);
-    d = d.permute(perm).contiguous();
+    d = d.is_sparse() ? kernels::sparse_swap_leading(d) : d.permute(perm).contiguous();
   }
   return d;
 }
@@ -112,7 +118,7 @@ Value runtime_to_value(const Variable& v, const NDArrayView& x, const std::vecto
     std::vector<int> perm(x.rank());
     for (size_t i = 0; i < perm.size(); ++i) perm[i] = int(i);
     std::swap(perm[0], perm[1]);
-    NDArrayView d = x.permute(perm).contiguous();
+    NDArrayView d = x.is_sparse() ? kernels::sparse_swap_leading(x) : x.permute(perm).contiguous();
     std::vector<int64_t> lens = lengths;
     if (lens.empty()) lens.assign(d.shape()[0], d.shape()[1]);
     bool full = true;
@@ -224,9 +230,10 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
     std::vector<int64_t> lens;
     for (size_t i = 0; i < st.in.size() && lens.empty(); ++i)
       if (!s->seq_lengths[st.in[i]].empty() && st.out_axes.size() == 2) lens = s->seq_lengths[st.in[i]];
+    // Ops that create a sequence axis (where, slice, ...) set the lengths themselves.
     for (size_t k = 0; k < outs.size(); ++k) {
       s->values[st.out[k]] = outs[k];
-      s->seq_lengths[st.out[k]] = lens;
+      s->seq_lengths[st.out[k]] = k < ctx.out_lengths.size() ? ctx.out_lengths[k] : lens;
     }
   }
   output_values.clear();

@@ -4,6 +4,7 @@
 // leading axes of right: left (a..., k...), right (k..., n...) -> (a..., n...),
 // where right keeps its last `output_rank` axes.
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/sparse.h"
 #include "ops/eager.h"
 #include "ops/op.h"
 
@@ -79,8 +80,20 @@ int64_t dyn_count(const ComputeContext& ctx, size_t i) {
   return n;
 }
 
+// A sparse left operand (one-hot rows) times a dense right one that holds no batch: the
+// product is a row gather and its gradient for the right operand a row scatter, so
+// neither densifies the left operand. That needs the contraction to be over the
+// left's last axis alone, which is the axis the sparse rows index.
+bool sparse_row_product(const ComputeContext& ctx) {
+  const NDArrayView &l = ctx.inputs[0], &r = ctx.inputs[1];
+  return l.is_sparse() && !r.is_sparse() && l.dtype() == r.dtype() && ctx.in_dyn[1] == 0 &&
+         ctx.static_shape(1).rank() - size_t(attr_int(ctx.attr(), "outputRank", 1)) == 1 &&
+         ctx.static_shape(0).rank() >= 1;
+}
+
 std::vector<NDArrayView> times_forward(ComputeContext& ctx) {
   TimesDims d = times_dims(ctx);
+  if (sparse_row_product(ctx)) return {kernels::sparse_times_dense(ctx.inputs[0], ctx.inputs[1], times_out_shape(ctx))};
   NDArrayView l = ctx.inputs[0].to_dense().contiguous(), r = ctx.inputs[1].to_dense().contiguous();
   NDShape out_shape = times_out_shape(ctx);
   NDArrayView out(l.dtype(), out_shape);
@@ -103,6 +116,9 @@ std::vector<NDArrayView> times_forward(ComputeContext& ctx) {
 
 NDArrayView times_backward(ComputeContext& ctx, size_t which) {
   TimesDims d = times_dims(ctx);
+  if (which == 1 && sparse_row_product(ctx))
+    return kernels::sparse_transpose_times_dense(ctx.inputs[0], ctx.grad_outputs[0], d.K, d.N)
+        .reshape(ctx.inputs[1].shape());
   NDArrayView l = ctx.inputs[0].to_dense().contiguous(), r = ctx.inputs[1].to_dense().contiguous();
   NDArrayView g = ctx.grad_outputs[0].contiguous();
   int64_t bl = dyn_count(ctx, 0), br = dyn_count(ctx, 1);
@@ -145,6 +161,7 @@ void register_linalg_ops() {
   d.infer = infer_times;
   d.forward = times_forward;
   d.backward = times_backward;
+  d.sparse_inputs = true;
   register_op(std::move(d));
 }
 

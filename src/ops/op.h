@@ -76,7 +76,8 @@ class ComputeContext {
   // backward in training (Assign writes its ref then, as CNTK does). May be null.
   std::vector<std::function<void()>>* deferred = nullptr;
   // Sequence lengths of each input and (in backward) of each output; empty where a
-  // tensor has no sequence axis.
+  // tensor has no sequence axis. A forward that creates a sequence axis sets out_lengths;
+  // otherwise outputs take the lengths of the first input with a sequence axis.
   std::vector<std::vector<int64_t>> in_lengths, out_lengths;
   // Opaque state a forward kernel keeps for its gradient rule (user functions):
   // set in forward when training, handed back to backward unchanged.
@@ -115,6 +116,8 @@ struct OpDef {
   GradFn backward;
   Gradient gradient = Gradient::Rule;
   bool stateful_random = false;  // draws random numbers: gets a RandomState
+  // Reads sparse inputs as they are; other ops get sparse inputs densified.
+  bool sparse_inputs = false;
 };
 
 // True while shape inference runs on values derived from a recurrent loop's guessed

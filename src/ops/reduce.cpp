@@ -1,11 +1,15 @@
 // Reductions: ReduceElements (sum, mean, max, min, prod, log-sum-exp, argmax,
-// argmin) over static axes, all static axes, or the batch axis.
+// argmin) over static axes, all static axes, the batch axis, or the sequence axis.
+// Over the sequence axis, padding steps first take the reduction's identity
+// (0 for sums, -inf for max, ...) and a mean divides by each sequence's length.
 #include <cmath>
+#include <limits>
 
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/reduce.h"
 #include "ops/eager.h"
 #include "ops/op.h"
+#include "ops/sequence.h"
 
 namespace cntk {
 namespace {
@@ -60,16 +64,16 @@ ReducePlan plan_reduce(const Dictionary& attrs, size_t static_rank, const std::v
         bool found = false;
         for (auto& a : dyn) found = found || a == ax;
         if (!found) fail("the operand has no dynamic axis '" + ax.name() + "'");
-        if (ax.is_sequence())
-          throw NotImplementedError("reducing over a sequence axis with ReduceElements; use cntk.sequence.reduce_sum");
         p.dyn_reduced.push_back(ax);
         break;
       }
     }
   }
-  for (auto& a : p.dyn_reduced)
-    if (a.is_sequence() && p.dyn_reduced.size() != dyn.size())
-      throw NotImplementedError("reducing over a sequence axis is not supported yet");
+  bool seq = false, batch = false, has_seq = false;
+  for (auto& a : dyn) has_seq = has_seq || a.is_sequence();
+  for (auto& a : p.dyn_reduced) (a.is_sequence() ? seq : batch) = true;
+  if (batch && has_seq && !seq)
+    throw NotImplementedError("reducing over the batch axis of a sequence but not over its sequence axis");
   return p;
 }
 
@@ -131,10 +135,56 @@ ReducePlan runtime_plan(const ComputeContext& ctx) {
   });
 }
 
+// Whether the runtime tensor's leading (sequence) dim is reduced.
+bool reduces_sequence(const ComputeContext& ctx, const std::vector<bool>& m) {
+  return ctx.in_dyn[0] == 2 && m[0];
+}
+
+double padding_identity(ReduceOp op) {
+  double inf = std::numeric_limits<double>::infinity();
+  switch (op) {
+    case ReduceOp::Max:
+    case ReduceOp::LogSum: return -inf;
+    case ReduceOp::Min: return inf;
+    case ReduceOp::Prod: return 1.0;
+    case ReduceOp::Argmax:
+    case ReduceOp::Argmin: throw NotImplementedError("ReduceElements: argmax/argmin over a sequence axis");
+    default: return 0.0;
+  }
+}
+
+// The number of elements each output element of a mean over a sequence averages, laid
+// out to broadcast against the kept-dims shape `kept` (1 on reduced axes).
+NDArrayView sequence_mean_counts(const ComputeContext& ctx, const std::vector<bool>& m, const NDShape& kept) {
+  const NDArrayView& x = ctx.inputs[0];
+  int64_t T = x.shape()[0], B = x.shape()[1], stat = 1;
+  for (size_t i = 2; i < m.size(); ++i)
+    if (m[i]) stat *= x.shape()[i];
+  std::vector<int64_t> lens = ctx.in_lengths[0];
+  if (lens.empty()) lens.assign(size_t(B), T);
+  std::vector<int64_t> dims(kept.rank(), 1);
+  dims[1] = m[1] ? 1 : B;
+  NDArrayView c(x.dtype(), NDShape(dims));
+  int64_t total = 0;
+  for (auto l : lens) total += l;
+  CNTK_DISPATCH_FLOAT(x.dtype(), V, [&] {
+    V* p = c.data<V>();
+    for (int64_t b = 0; b < dims[1]; ++b) p[b] = V(stat * (m[1] ? total : lens[size_t(b)]));
+  });
+  return c;
+}
+
 std::vector<NDArrayView> reduce_forward(ComputeContext& ctx) {
   ReducePlan p = runtime_plan(ctx);
   ReduceOp op = reduce_op(attr_string(ctx.attr(), "reductionOpName", "Sum"), "ReduceElements");
-  NDArrayView y = kernels::reduce(ctx.inputs[0], runtime_axes(ctx, p), op);
+  auto m = runtime_axes(ctx, p);
+  if (!reduces_sequence(ctx, m)) {
+    NDArrayView y = kernels::reduce(ctx.inputs[0], m, op);
+    return {y.reshape(output_shape(ctx, p, y.shape()))};
+  }
+  NDArrayView x = fill_padding(ctx.inputs[0], ctx.in_lengths[0], padding_identity(op));
+  NDArrayView y = kernels::reduce(x, m, op == ReduceOp::Mean ? ReduceOp::Sum : op);
+  if (op == ReduceOp::Mean) y = eager::div(y, sequence_mean_counts(ctx, m, y.shape()));
   return {y.reshape(output_shape(ctx, p, y.shape()))};
 }
 
@@ -152,9 +202,13 @@ NDArrayView reduce_backward(ComputeContext& ctx, size_t) {
     }
   NDShape ks(kept);
   NDArrayView g = ctx.grad_outputs[0].reshape(ks), y = ctx.outputs[0].reshape(ks);
-  NDArrayView xd = x.to_dense();
-  return CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] {
-    if (name == "Sum") return kernels::apply<T, 2>(x.dtype(), {&xd, &g}, [](T, T gg) { return gg; });
+  bool seq = reduces_sequence(ctx, m);
+  NDArrayView xd = seq ? fill_padding(x, ctx.in_lengths[0], padding_identity(reduce_op(name, "ReduceElements")))
+                       : x.to_dense();
+  if (seq && name == "Mean") g = eager::div(g, sequence_mean_counts(ctx, m, ks));
+  NDArrayView grad = CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] {
+    if (name == "Sum" || (seq && name == "Mean"))
+      return kernels::apply<T, 2>(x.dtype(), {&xd, &g}, [](T, T gg) { return gg; });
     if (name == "Mean") {
       T inv = T(1) / T(count);
       return kernels::apply<T, 2>(x.dtype(), {&xd, &g}, [inv](T, T gg) { return gg * inv; });
@@ -164,6 +218,7 @@ NDArrayView reduce_backward(ComputeContext& ctx, size_t) {
     // Max/Min: the gradient goes to the elements equal to the extreme (all ties, as CNTK does).
     return kernels::apply<T, 3>(x.dtype(), {&xd, &y, &g}, [](T a, T b, T gg) { return a == b ? gg : T(0); });
   });
+  return seq ? fill_padding(grad, ctx.in_lengths[0], 0.0) : grad;
 }
 
 }  // namespace

@@ -12,6 +12,8 @@ void register_loss_ops();
 void register_user_function_ops();
 void register_norm_ops();
 void register_sequence_delay_ops();
+void register_sequence_ops();
+void register_sequence_criterion_ops();
 
 void register_all_op_families() {
   register_elementwise_ops();
@@ -25,6 +27,8 @@ void register_all_op_families() {
   register_user_function_ops();
   register_norm_ops();
   register_sequence_delay_ops();
+  register_sequence_ops();
+  register_sequence_criterion_ops();
 }
 
 }  // namespace cntk

@@ -488,8 +488,6 @@ def test_fmeasure_images_per_class_with_beta():
 
 def test_out_of_scope_losses_raise_not_implemented():
     x, y = C.input_variable(3), C.input_variable(3)
-    with pytest.raises(NotImplementedError, match='cosine_distance_with_negative_samples'):
-        C.cosine_distance_with_negative_samples(x, y, 1, 2)
     with pytest.raises(NotImplementedError, match='lattice_sequence_with_softmax'):
         C.losses.lattice_sequence_with_softmax(x, y, y, y, 'a', 'b', 'c', 'd')
 

@@ -20,10 +20,8 @@ CORE_OPS = ['combine', 'mean', 'sum', 'as_block', 'as_composite', 'alias', 'inpu
 EXCLUDED = {
     'convolution', 'convolution_transpose', 'pooling', 'unpooling', 'roipooling', 'batch_normalization',
     'local_response_normalization', 'mean_variance_normalization', 'per_dim_mean_variance_normalize',
-    'depth_to_space', 'space_to_depth', 'image_scaler', 'optimized_rnnstack', 'labels_to_graph',
-    'forward_backward', 'edit_distance_error', 'lattice_sequence_with_softmax',
-    'cosine_distance_with_negative_samples', 'to_sequence', 'to_sequence_like', 'unpack_batch', 'to_batch',
-    'reconcile_dynamic_axes',
+    'depth_to_space', 'space_to_depth', 'image_scaler', 'optimized_rnnstack',
+    'lattice_sequence_with_softmax',
 }
 EXCLUDED_PREFIXES = ('crop_',)
 

@@ -94,8 +94,16 @@ def cosine_distance(x, y, name=''):
 
 
 def cosine_distance_with_negative_samples(x, y, shift, num_negative_samples, name=''):
-    """Cosine distance to `y` and to `num_negative_samples` shifted copies of `y` (not implemented)."""
-    raise NotImplementedError("cosine_distance_with_negative_samples is not implemented yet")
+    """Per sample j, the cosine similarity of x_j and y_j followed by those of x_j and the
+    `num_negative_samples` samples of y found `shift`, `shift` + 1, ... samples after j
+    (cyclically over the minibatch): shape (1 + num_negative_samples,)."""
+    import numbers
+    from ..ops._prim import prim
+    for what, v in (('shift', shift), ('num_negative_samples', num_negative_samples)):
+        if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1:
+            raise ValueError("cosine_distance_with_negative_samples: %s must be a positive integer, not %r" % (what, v))
+    return prim('CosDistanceWithNegativeSamples', [x, y],
+                {'shiftWindow': int(shift), 'numberOfNegativeSamples': int(num_negative_samples)}, name)
 
 
 def lattice_sequence_with_softmax(label, prediction, loglikelihood, lattice, symListPath, phonePath, stateListPath,

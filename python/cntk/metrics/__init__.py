@@ -54,5 +54,18 @@ def ndcg_at_1(output, gain, group, name=''):
 
 def edit_distance_error(input_a, input_b, subPen=1, delPen=1, insPen=1, squashInputs=False, tokensToIgnore=[],
                         name=''):
-    """Edit distance between two label sequences (not implemented)."""
-    raise NotImplementedError("edit_distance_error is not implemented yet")
+    """Edit distance error between the label sequences of `input_a` and `input_b` (the argmax
+    of each step). Repeats are merged when `squashInputs`; labels in `tokensToIgnore` are
+    dropped. The edits (insertions, deletions, substitutions) of the cheapest alignment under
+    the given penalties, times frames / labels of input_a: averaged over frames, the error rate."""
+    for what, v in (('subPen', subPen), ('delPen', delPen), ('insPen', insPen)):
+        if not isinstance(v, numbers.Real) or isinstance(v, bool):
+            raise TypeError("edit_distance_error: %s must be a number, not %r" % (what, v))
+    tokens = list(tokensToIgnore or [])
+    if not all(isinstance(t, numbers.Integral) and not isinstance(t, bool) and t >= 0 for t in tokens):
+        raise ValueError("edit_distance_error: tokensToIgnore must be non-negative label indices, not %r"
+                         % (tokensToIgnore,))
+    a, b = sanitize_inputs(input_a, input_b)
+    return prim('EditDistanceError', [a, b],
+                {'subPen': float(subPen), 'delPen': float(delPen), 'insPen': float(insPen),
+                 'squashInputs': bool(squashInputs), 'tokensToIgnore': [int(t) for t in tokens]}, name)

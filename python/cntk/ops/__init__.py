@@ -195,6 +195,8 @@ from ._movement import *  # noqa: E402,F401,F403
 from ._nn import *  # noqa: E402,F401,F403
 from ._random import *  # noqa: E402,F401,F403
 from ._norm import *  # noqa: E402,F401,F403
+from ._sequence_axes import *  # noqa: E402,F401,F403
+from ._ctc import *  # noqa: E402,F401,F403
 from . import sequence  # noqa: E402,F401
 
 

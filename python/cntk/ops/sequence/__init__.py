@@ -1,6 +1,6 @@
 """cntk.ops.sequence: variables with a sequence axis and the ops over it.
 
-Only `input_variable` is available so far; the sequence ops come with recurrent-loop support.
+The ops that select, reduce and reshape sequences are in _seqops.py.
 """
 import numpy as np
 
@@ -18,18 +18,6 @@ def input(shape, dtype=np.float32, needs_gradient=False, is_sparse=False,
           sequence_axis=Axis.default_dynamic_axis(), name=''):
     """Deprecated name of input_variable."""
     return input_variable(shape, dtype, needs_gradient, is_sparse, sequence_axis, name)
-
-
-def _not_yet(name):
-    def f(*args, **kwargs):
-        raise NotImplementedError("cntk.sequence.%s is not implemented yet (sequences and recurrence)" % name)
-    f.__name__ = name
-    return f
-
-
-for _n in ['unpack', 'is_first', 'is_last', 'slice', 'first', 'last',
-           'where', 'gather', 'scatter', 'broadcast_as', 'reduce_sum', 'reduce_max', 'softmax']:
-    globals()[_n] = _not_yet(_n)
 
 
 # ---- delays: past_value, future_value, delay ------------------------------------
@@ -78,3 +66,6 @@ def delay(x, initial_state=None, time_step=1, name=''):
     from ...internal import sanitize_inputs
     x, = sanitize_inputs(x)
     return alias(x, name=name) if name else combine([x])
+
+
+from ._seqops import *  # noqa: E402,F401,F403

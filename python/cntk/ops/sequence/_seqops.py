@@ -1,0 +1,137 @@
+"""The ops of cntk.ops.sequence that read or create sequence axes (the delays are
+with the recurrent loops). Each checks its arguments, then builds primitives of
+the native catalogue (src/ops/sequence.cpp) or a short composite of them."""
+import numbers
+
+from ...internal import sanitize_inputs
+from .._prim import prim
+
+__all__ = ['is_first', 'is_last', 'slice', 'first', 'last', 'where', 'gather', 'scatter', 'broadcast_as',
+           'reduce_sum', 'reduce_max', 'softmax', 'unpack']
+
+
+def _variable(x, op):
+    (v,) = sanitize_inputs(x)
+    return v
+
+
+def _sequence_axis(x, op, what='seq'):
+    """The sequence axis of `x` (a Variable or Function); ValueError when it has none."""
+    v = _variable(x, op)
+    for a in v.dynamic_axes:
+        if a.is_sequence_axis:
+            return a
+    raise ValueError("sequence.%s: %s must be a sequence (have a sequence axis), but %r has dynamic axes %s"
+                     % (op, what, v, [a.name for a in v.dynamic_axes]))
+
+
+def _check_int(value, what, op):
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+        raise TypeError("sequence.%s: %s must be an integer, not %r" % (op, what, value))
+    return int(value)
+
+
+def _no_typeinfo(typeinfo, op):
+    if typeinfo is not None:
+        raise NotImplementedError("sequence.%s: new_sequence_axis_typeinfo (a declared length ratio of the new "
+                                  "sequence axis) is not supported; leave it None" % op)
+
+
+def is_first(seq, name=''):
+    """A scalar per step of `seq`: 1 on the first step of each sequence, 0 elsewhere."""
+    _sequence_axis(seq, 'is_first')
+    return prim('IsWithin', [seq], {'offset': 1}, name)
+
+
+def is_last(seq, name=''):
+    """A scalar per step of `seq`: 1 on the last step of each sequence, 0 elsewhere."""
+    _sequence_axis(seq, 'is_last')
+    return prim('IsWithin', [seq], {'offset': -1}, name)
+
+
+def slice(seq, begin_index, end_index, name=''):
+    """Steps [begin_index, end_index) of each sequence, as a new sequence. Negative indices
+    count from each sequence's end; end_index 0 means its end."""
+    _sequence_axis(seq, 'slice')
+    b = _check_int(begin_index, 'begin_index', 'slice')
+    e = _check_int(end_index, 'end_index', 'slice')
+    return prim('SequenceSlice', [seq], {'beginIndex': b, 'endIndex': e}, name)
+
+
+def first(seq, name=''):
+    """The first step of each sequence (no sequence axis in the result)."""
+    _sequence_axis(seq, 'first')
+    return reduce_sum(slice(seq, 0, 1), name=name)
+
+
+def last(seq, name=''):
+    """The last step of each sequence (no sequence axis in the result)."""
+    _sequence_axis(seq, 'last')
+    return reduce_sum(slice(seq, -1, 0), name=name)
+
+
+def where(condition, name=''):
+    """A new sequence of the step indices at which `condition` (one value per step) is
+    true. A value n > 1 repeats the index n times, as in CNTK."""
+    _sequence_axis(condition, 'where', 'condition')
+    return prim('Where', [condition], {}, name)
+
+
+def gather(seq, condition, new_sequence_axis_typeinfo=None, name=''):
+    """The steps of `seq` at which `condition` is true, in order, as a new sequence."""
+    axis = _sequence_axis(seq, 'gather')
+    if _sequence_axis(condition, 'gather', 'condition') != axis:
+        raise ValueError("sequence.gather: seq and condition must share a sequence axis, but they are over "
+                         "'%s' and '%s'" % (axis.name, _sequence_axis(condition, 'gather', 'condition').name))
+    _no_typeinfo(new_sequence_axis_typeinfo, 'gather')
+    return prim('GatherPacked', [seq, where(condition)], {}, name)
+
+
+def scatter(seq, condition, new_sequence_axis_typeinfo=None, name=''):
+    """The inverse of gather: a sequence as long as `condition`, holding the steps of `seq`
+    in order at the steps where `condition` is true and zeros elsewhere."""
+    _sequence_axis(seq, 'scatter')
+    _sequence_axis(condition, 'scatter', 'condition')
+    _no_typeinfo(new_sequence_axis_typeinfo, 'scatter')
+    return prim('ScatterPacked', [seq, where(condition), condition], {}, name)
+
+
+def broadcast_as(operand, broadcast_as_operand, name=''):
+    """`operand` (without a sequence axis) repeated at every step of `broadcast_as_operand`."""
+    _sequence_axis(broadcast_as_operand, 'broadcast_as', 'broadcast_as_operand')
+    return prim('ReconcileDynamicAxis', [operand, broadcast_as_operand], {}, name)
+
+
+def _reduce(op, seq, opname, name):
+    axis = _sequence_axis(seq, opname)
+    return prim('ReduceElements', [seq], {'reductionOpName': op, 'axis': axis, 'reductionKeepDimensions': True},
+                name)
+
+
+def reduce_sum(seq, name=''):
+    """The sum of each sequence's steps (no sequence axis in the result)."""
+    return _reduce('Sum', seq, 'reduce_sum', name)
+
+
+def reduce_max(seq, name=''):
+    """The elementwise maximum over each sequence's steps (no sequence axis in the result)."""
+    return _reduce('Max', seq, 'reduce_max', name)
+
+
+def softmax(seq, name=''):
+    """Softmax over the steps of each sequence, elementwise for each static position."""
+    from ...ops import exp, minus, element_divide
+    _sequence_axis(seq, 'softmax')
+    shifted = minus(seq, broadcast_as(reduce_max(seq), seq))
+    e = exp(shifted)
+    return element_divide(e, broadcast_as(reduce_sum(e), seq), name=name)
+
+
+def unpack(x, padding_value, no_mask_output=False, name=''):
+    """The sequences of `x` as a tensor with a leading axis of the longest length, padded
+    with `padding_value`; a second output is the mask (1 on valid steps) unless no_mask_output."""
+    _sequence_axis(x, 'unpack', 'x')
+    if not isinstance(padding_value, numbers.Real):
+        raise TypeError("sequence.unpack: padding_value must be a number, not %r" % (padding_value,))
+    return prim('UnpackSequence', [x], {'paddingValue': float(padding_value),
+                                        'suppressMaskOutput': bool(no_mask_output)}, name)

@@ -1,0 +1,594 @@
+// Op family: sequence. Ops that read or create sequence axes (everything but the
+// delays, which live with the recurrent loops):
+//   Where, GatherPacked, ScatterPacked, SequenceSlice   steps picked by index; new axes
+//   IsWithin                                           1 on the first/last n steps
+//   ReconcileDynamicAxis                               adopt (or broadcast to) another layout
+//   UnpackSequence, ToSequence, ToSequenceLike          sequence axis <-> leading static axis
+//   UnpackBatchAxis, ToBatchAxis                        batch axis <-> leading static axis
+// Reductions over the sequence axis are ReduceElements (reduce.cpp).
+//
+// An op that creates a sequence axis names it after the variables it comes from,
+// so that re-inference gives the same axis and two ops selecting the same steps
+// (where(c) and gather(x, c)) agree on it. Its forward sets ctx.out_lengths.
+//
+// CNTK's GatherPacked/ScatterPacked take positions in its packed layout (made by
+// PackedIndex); here the indices are time steps within each sequence, which is
+// what Where produces, so no PackedIndex step is needed.
+#include "ops/sequence.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cpu/reduce.h"
+#include "ops/eager.h"
+#include "ops/op.h"
+
+namespace cntk {
+
+const Axis* sequence_axis_of(const Variable& v) {
+  for (auto& a : v.dynamic_axes())
+    if (a.is_sequence()) return &a;
+  return nullptr;
+}
+
+NDArrayView fill_padding(const NDArrayView& x, const std::vector<int64_t>& lengths, double value) {
+  NDArrayView y = x.to_dense().contiguous();
+  if (y.same_storage(x)) y = y.copy();
+  if (lengths.empty() || y.rank() < 2) return y;
+  int64_t T = y.shape()[0], B = std::min<int64_t>(y.shape()[1], int64_t(lengths.size()));
+  for (int64_t b = 0; b < B; ++b)
+    if (lengths[b] < T) y.slice(0, std::max<int64_t>(lengths[b], 0), T).slice(1, b, b + 1).fill(value);
+  return y;
+}
+
+namespace {
+
+// Per sequence, the time steps of a source tensor that make up each step of another.
+using StepMap = std::vector<std::vector<int64_t>>;
+
+int64_t step_size(const NDArrayView& x) {
+  int64_t s = 1;
+  for (size_t i = 2; i < x.rank(); ++i) s *= x.shape()[i];
+  return s;
+}
+
+std::vector<int64_t> lengths_or_full(const std::vector<int64_t>& lengths, const NDArrayView& x) {
+  if (!lengths.empty()) return lengths;
+  return std::vector<int64_t>(size_t(x.shape()[1]), x.shape()[0]);
+}
+
+int64_t longest(const StepMap& m) {
+  int64_t n = 0;
+  for (auto& s : m) n = std::max<int64_t>(n, int64_t(s.size()));
+  return n;
+}
+
+std::vector<int64_t> map_lengths(const StepMap& m) {
+  std::vector<int64_t> l;
+  for (auto& s : m) l.push_back(int64_t(s.size()));
+  return l;
+}
+
+// Every step map[b][t] must lie inside a source of t_src steps and every t inside a
+// target of t_tgt steps (sequences over one axis have the same lengths in one call;
+// this catches data that breaks that).
+void check_map(const StepMap& map, int64_t t_src, int64_t t_tgt, int64_t batch) {
+  if (int64_t(map.size()) != batch)
+    throw ValueError("sequence op: " + std::to_string(map.size()) + " sequences where " + std::to_string(batch) +
+                     " were expected");
+  for (auto& steps : map) {
+    if (int64_t(steps.size()) > t_tgt)
+      throw ValueError("sequence op: a sequence of " + std::to_string(steps.size()) + " steps does not fit in " +
+                       std::to_string(t_tgt));
+    for (auto t : steps)
+      if (t < 0 || t >= t_src)
+        throw ValueError("sequence op: step " + std::to_string(t) + " is outside " + std::to_string(t_src) + " steps");
+  }
+}
+
+// out[t, b] = src[map[b][t], b]; steps past map[b].size() are zero. src is [Ts, B, S...].
+NDArrayView gather_steps(const NDArrayView& src_in, const StepMap& map, int64_t t_out) {
+  NDArrayView src = src_in.to_dense().contiguous();
+  int64_t B = src.shape()[1], S = step_size(src);
+  check_map(map, src.shape()[0], t_out, B);
+  std::vector<int64_t> dims = src.shape().dims();
+  dims[0] = t_out;
+  NDArrayView out = NDArrayView::zeros(src.dtype(), NDShape(dims));
+  CNTK_DISPATCH_FLOAT(src.dtype(), T, [&] {
+    const T* ps = src.data<T>();
+    T* po = out.data<T>();
+    for (int64_t b = 0; b < B; ++b)
+      for (size_t t = 0; t < map[b].size(); ++t)
+        std::copy_n(ps + (map[b][t] * B + b) * S, S, po + (int64_t(t) * B + b) * S);
+  });
+  return out;
+}
+
+// out[map[b][t], b] += src[t, b] for t < map[b].size(); out is [t_out, B, S...], zero elsewhere.
+NDArrayView scatter_steps(const NDArrayView& src_in, const StepMap& map, int64_t t_out) {
+  NDArrayView src = src_in.to_dense().contiguous();
+  int64_t B = src.shape()[1], S = step_size(src);
+  check_map(map, t_out, src.shape()[0], B);
+  std::vector<int64_t> dims = src.shape().dims();
+  dims[0] = t_out;
+  NDArrayView out = NDArrayView::zeros(src.dtype(), NDShape(dims));
+  CNTK_DISPATCH_FLOAT(src.dtype(), T, [&] {
+    const T* ps = src.data<T>();
+    T* po = out.data<T>();
+    for (int64_t b = 0; b < B; ++b)
+      for (size_t t = 0; t < map[b].size(); ++t) {
+        const T* s = ps + (int64_t(t) * B + b) * S;
+        T* d = po + (map[b][t] * B + b) * S;
+        for (int64_t k = 0; k < S; ++k) d[k] += s[k];
+      }
+  });
+  return out;
+}
+
+// The steps (per sequence) of an index tensor [T', B] of time steps, checked against
+// the lengths of the sequences they index.
+StepMap read_step_indices(const NDArrayView& idx, const std::vector<int64_t>& idx_lengths,
+                          const std::vector<int64_t>& target_lengths, const char* op) {
+  NDArrayView x = idx.to_dense().cast(DataType::Double).contiguous();
+  int64_t T = x.shape()[0], B = x.shape()[1];
+  const double* p = x.data<double>();
+  if (int64_t(target_lengths.size()) != B || (!idx_lengths.empty() && int64_t(idx_lengths.size()) != B))
+    throw ValueError(std::string(op) + ": the indices are for " + std::to_string(B) + " sequences but the data has " +
+                     std::to_string(target_lengths.size()));
+  StepMap m(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) {
+    int64_t len = idx_lengths.empty() ? T : idx_lengths[b];
+    for (int64_t t = 0; t < len; ++t) {
+      double v = p[t * B + b];
+      if (!(v >= 0 && v < double(target_lengths[b])))
+        throw ValueError(std::string(op) + ": step index " + std::to_string(v) + " of sequence " + std::to_string(b) +
+                         " is outside its length " + std::to_string(target_lengths[b]));
+      m[b].push_back(int64_t(v));
+    }
+  }
+  return m;
+}
+
+void expect_sequence(const InferContext& ctx, size_t i, const char* what) {
+  if (!sequence_axis_of(ctx.input(i))) ctx.fail(std::string(what) + " must be a sequence (have a sequence axis)");
+}
+
+std::vector<Axis> batch_and(const Variable& like, const Axis& seq) {
+  std::vector<Axis> axes;
+  for (auto& a : like.dynamic_axes())
+    if (a.is_batch()) axes.push_back(a);
+  axes.push_back(seq);
+  return axes;
+}
+
+std::vector<Axis> without_sequence(const Variable& v) {
+  std::vector<Axis> axes;
+  for (auto& a : v.dynamic_axes())
+    if (!a.is_sequence()) axes.push_back(a);
+  return axes;
+}
+
+// ------------------------------------------------------------------- Where
+//
+// The condition's value at each step is a count: the step's index is emitted that
+// many times (0/1 for boolean conditions; fractional counts accumulate, as CNTK's
+// WhereNode does).
+
+StepMap where_map(const ComputeContext& ctx) {
+  NDArrayView c = ctx.inputs[0].to_dense().cast(DataType::Double).contiguous();
+  int64_t B = c.shape()[1], S = step_size(c);
+  if (S != 1) throw ValueError("Where: the condition must hold one value per step, not " + std::to_string(S));
+  auto lens = lengths_or_full(ctx.in_lengths[0], c);
+  const double* p = c.data<double>();
+  StepMap m(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) {
+    double acc = 0;
+    for (int64_t t = 0; t < lens[b]; ++t) {
+      double v = p[t * B + b];
+      if (!(v >= 0)) throw ValueError("Where: condition values must be non-negative counts, got " + std::to_string(v));
+      double before = std::floor(acc);
+      acc += v;
+      for (int64_t k = int64_t(before); k < int64_t(std::floor(acc)); ++k) m[b].push_back(t);
+    }
+  }
+  return m;
+}
+
+Axis where_axis(const Variable& condition) {
+  return Axis::dynamic("whereNodeDynamicAxis_conditionVar_" + condition.uid());
+}
+
+void register_where() {
+  OpDef d;
+  d.name = "Where";
+  d.infer = [](InferContext& ctx) {
+    ctx.expect_inputs(1);
+    expect_sequence(ctx, 0, "the condition");
+    if (ctx.shape(0).is_known() && ctx.shape(0).total_size() != 1)
+      ctx.fail("the condition must hold one value per step (shape () or (1,))");
+    return std::vector<OutputInfo>{{NDShape{}, ctx.dtype(0), batch_and(ctx.input(0), where_axis(ctx.input(0)))}};
+  };
+  d.forward = [](ComputeContext& ctx) {
+    StepMap m = where_map(ctx);
+    int64_t T = longest(m), B = int64_t(m.size());
+    NDArrayView out = NDArrayView::zeros(DataType::Double, NDShape{T, B});
+    double* p = out.data<double>();
+    for (int64_t b = 0; b < B; ++b)
+      for (size_t t = 0; t < m[b].size(); ++t) p[int64_t(t) * B + b] = double(m[b][t]);
+    ctx.out_lengths = {map_lengths(m)};
+    return std::vector<NDArrayView>{out.cast(ctx.inputs[0].dtype())};
+  };
+  d.gradient = Gradient::Zero;  // indices are piecewise constant in the condition
+  register_op(std::move(d));
+}
+
+// ------------------------------------------------------------ GatherPacked
+//
+// Inputs: operand (a sequence), indices (a sequence of time steps into the operand,
+// over a new axis). Output: the indexed steps, over the indices' axis.
+
+void register_gather_packed() {
+  OpDef d;
+  d.name = "GatherPacked";
+  d.infer = [](InferContext& ctx) {
+    ctx.expect_inputs(2);
+    expect_sequence(ctx, 0, "the operand");
+    expect_sequence(ctx, 1, "the indices");
+    return std::vector<OutputInfo>{{ctx.shape(0), ctx.dtype(0), ctx.input(1).dynamic_axes()}};
+  };
+  d.forward = [](ComputeContext& ctx) {
+    auto lens = lengths_or_full(ctx.in_lengths[0], ctx.inputs[0]);
+    StepMap m = read_step_indices(ctx.inputs[1], ctx.in_lengths[1], lens, "GatherPacked");
+    ctx.out_lengths = {map_lengths(m)};
+    return std::vector<NDArrayView>{gather_steps(ctx.inputs[0], m, ctx.inputs[1].shape()[0])};
+  };
+  d.backward = [](ComputeContext& ctx, size_t i) -> NDArrayView {
+    if (i != 0) return {};  // indices: no gradient
+    auto lens = lengths_or_full(ctx.in_lengths[0], ctx.inputs[0]);
+    StepMap m = read_step_indices(ctx.inputs[1], ctx.in_lengths[1], lens, "GatherPacked");
+    return scatter_steps(ctx.grad_outputs[0], m, ctx.inputs[0].shape()[0]);
+  };
+  register_op(std::move(d));
+}
+
+// ----------------------------------------------------------- ScatterPacked
+//
+// Inputs: operand (a sequence over the indices' axis), indices (time steps of the
+// layout), layout (the sequence whose axis the output takes). Steps no index names are zero.
+
+void register_scatter_packed() {
+  OpDef d;
+  d.name = "ScatterPacked";
+  d.infer = [](InferContext& ctx) {
+    ctx.expect_inputs(3);
+    expect_sequence(ctx, 0, "the operand");
+    expect_sequence(ctx, 1, "the indices");
+    expect_sequence(ctx, 2, "the layout");
+    if (*sequence_axis_of(ctx.input(0)) != *sequence_axis_of(ctx.input(1)))
+      ctx.fail("the operand's sequence axis '" + sequence_axis_of(ctx.input(0))->name() +
+               "' is not the indices' axis '" + sequence_axis_of(ctx.input(1))->name() +
+               "': the operand must have as many steps as the condition selects");
+    return std::vector<OutputInfo>{{ctx.shape(0), ctx.dtype(0), ctx.input(2).dynamic_axes()}};
+  };
+  d.forward = [](ComputeContext& ctx) {
+    auto lens = lengths_or_full(ctx.in_lengths[2], ctx.inputs[2]);
+    StepMap m = read_step_indices(ctx.inputs[1], ctx.in_lengths[1], lens, "ScatterPacked");
+    ctx.out_lengths = {lens};
+    return std::vector<NDArrayView>{scatter_steps(ctx.inputs[0], m, ctx.inputs[2].shape()[0])};
+  };
+  d.backward = [](ComputeContext& ctx, size_t i) -> NDArrayView {
+    if (i != 0) return {};
+    auto lens = lengths_or_full(ctx.in_lengths[2], ctx.inputs[2]);
+    StepMap m = read_step_indices(ctx.inputs[1], ctx.in_lengths[1], lens, "ScatterPacked");
+    return gather_steps(ctx.grad_outputs[0], m, ctx.inputs[0].shape()[0]);
+  };
+  register_op(std::move(d));
+}
+
+// ----------------------------------------------------------- SequenceSlice
+//
+// Steps [beginIndex, endIndex) of each sequence; negative indices count from its
+// end and endIndex 0 means its end (CNTK's sequence.slice). Sequences too short
+// for the range give empty sequences.
+
+StepMap slice_map(const ComputeContext& ctx) {
+  int64_t begin = attr_int(ctx.attr(), "beginIndex", 0), end = attr_int(ctx.attr(), "endIndex", 0);
+  auto lens = lengths_or_full(ctx.in_lengths[0], ctx.inputs[0]);
+  StepMap m(lens.size());
+  for (size_t b = 0; b < lens.size(); ++b) {
+    int64_t L = lens[b];
+    int64_t lo = begin < 0 ? std::max<int64_t>(L + begin, 0) : std::min(begin, L);
+    int64_t hi = end <= 0 ? std::max<int64_t>(L + end, 0) : std::min(end, L);
+    for (int64_t t = lo; t < hi; ++t) m[b].push_back(t);
+  }
+  return m;
+}
+
+void register_sequence_slice() {
+  OpDef d;
+  d.name = "SequenceSlice";
+  d.infer = [](InferContext& ctx) {
+    ctx.expect_inputs(1);
+    expect_sequence(ctx, 0, "the operand");
+    int64_t begin = attr_int(ctx.attrs(), "beginIndex", 0), end = attr_int(ctx.attrs(), "endIndex", 0);
+    if ((begin >= 0 && end > 0 && end <= begin) || (begin < 0 && end < 0 && end <= begin))
+      ctx.fail("the slice [" + std::to_string(begin) + ", " + std::to_string(end) + ") is empty");
+    Axis axis = Axis::dynamic("sliceDynamicAxis_" + ctx.input(0).uid() + "_" + std::to_string(begin) + "_" +
+                              std::to_string(end));
+    return std::vector<OutputInfo>{{ctx.shape(0), ctx.dtype(0), batch_and(ctx.input(0), axis)}};
+  };
+  d.forward = [](ComputeContext& ctx) {
+    StepMap m = slice_map(ctx);
+    ctx.out_lengths = {map_lengths(m)};
+    return std::vector<NDArrayView>{gather_steps(ctx.inputs[0], m, longest(m))};
+  };
+  d.backward = [](ComputeContext& ctx, size_t) {
+    return scatter_steps(ctx.grad_outputs[0], slice_map(ctx), ctx.inputs[0].shape()[0]);
+  };
+  register_op(std::move(d));
+}
+
+// ---------------------------------------------------------------- IsWithin
+//
+// 1 on the first `offset` steps of each sequence (offset > 0) or on its last
+// -offset steps (offset < 0), 0 elsewhere; one scalar per step (CNTK's is_first,
+// is_last).
+
+void register_is_within() {
+  OpDef d;
+  d.name = "IsWithin";
+  d.infer = [](InferContext& ctx) {
+    ctx.expect_inputs(1);
+    expect_sequence(ctx, 0, "the operand");
+    if (attr_int(ctx.attrs(), "offset", 1) == 0) ctx.fail("offset must not be 0");
+    return std::vector<OutputInfo>{{NDShape{}, ctx.dtype(0), ctx.input(0).dynamic_axes()}};
+  };
+  d.forward = [](ComputeContext& ctx) {
+    int64_t off = attr_int(ctx.attr(), "offset", 1);
+    const NDArrayView& x = ctx.inputs[0];
+    int64_t T = x.shape()[0], B = x.shape()[1];
+    auto lens = lengths_or_full(ctx.in_lengths[0], x);
+    NDArrayView out = NDArrayView::zeros(DataType::Double, NDShape{T, B});
+    double* p = out.data<double>();
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < lens[b]; ++t) p[t * B + b] = (off > 0 ? t < off : t >= lens[b] + off) ? 1.0 : 0.0;
+    return std::vector<NDArrayView>{out.cast(x.dtype())};
+  };
+  d.gradient = Gradient::Zero;
+  register_op(std::move(d));
+}
+
+// ---------------------------------------------------- ReconcileDynamicAxis
+//
+// The operand's data with the layout's dynamic axes (CNTK's broadcast_as and
+// reconcile_dynamic_axes): an operand with fewer dynamic axes is repeated along the
+// missing ones; one with as many must match the layout's sizes.
+
+void register_reconcile() {
+  OpDef d;
+  d.name = "ReconcileDynamicAxis";
+  d.infer = [](InferContext& ctx) {
+    ctx.expect_inputs(2);
+    const auto &xa = ctx.input(0).dynamic_axes(), &la = ctx.input(1).dynamic_axes();
+    if (la.empty()) ctx.fail("the layout operand has no dynamic axes");
+    if (xa.size() > la.size()) ctx.fail("the operand has more dynamic axes than the layout operand");
+    bool x_batch = false, l_batch = false;
+    for (auto& a : xa) x_batch = x_batch || a.is_batch();
+    for (auto& a : la) l_batch = l_batch || a.is_batch();
+    if (x_batch && !l_batch) ctx.fail("the operand has a batch axis but the layout operand has none");
+    if (xa.size() == la.size() && sequence_axis_of(ctx.input(0)) == nullptr && sequence_axis_of(ctx.input(1)))
+      ctx.fail("the operand's dynamic axes do not fit the layout operand's");
+    return std::vector<OutputInfo>{{ctx.shape(0), ctx.dtype(0), la}};
+  };
+  d.forward = [](ComputeContext& ctx) {
+    const NDArrayView& x = ctx.inputs[0];
+    const NDArrayView& l = ctx.inputs[1];
+    int nx = ctx.in_dyn[0], nl = ctx.in_dyn[1];
+    ctx.out_lengths = {ctx.in_lengths[1]};
+    NDShape dyn = l.shape().sub(0, size_t(nl));
+    if (nx == nl) {
+      if (x.shape().sub(0, size_t(nx)) != dyn)
+        throw ValueError("ReconcileDynamicAxis: the operand's dynamic axes have sizes " +
+                         x.shape().sub(0, size_t(nx)).str() + " but the layout's have " + dyn.str());
+      return std::vector<NDArrayView>{x};
+    }
+    // Fewer axes: the operand's dynamic dims are the trailing ones of the layout's (batch last).
+    NDShape ones(std::vector<int64_t>(size_t(nl - nx), 1));
+    NDArrayView xr = x.to_dense().contiguous().reshape(ones.concat(x.shape()));
+    return std::vector<NDArrayView>{xr.broadcast_to(dyn.concat(x.shape().sub(size_t(nx)))).contiguous()};
+  };
+  d.backward = [](ComputeContext& ctx, size_t i) -> NDArrayView {
+    if (i != 0) return {};
+    int nx = ctx.in_dyn[0], nl = ctx.in_dyn[1];
+    const NDArrayView& g = ctx.grad_outputs[0];
+    if (nx == nl) return g;
+    NDArrayView gz = nl == 2 ? fill_padding(g, ctx.in_lengths[1], 0.0) : g;
+    std::vector<int64_t> kept(g.shape().dims());
+    for (int k = 0; k < nl - nx; ++k) kept[size_t(k)] = 1;
+    return kernels::sum_to(gz, NDShape(kept)).reshape(ctx.inputs[0].shape());
+  };
+  register_op(std::move(d));
+}
+
+// ----------------------------------------------------------- UnpackSequence
+//
+// A sequence becomes a tensor with a leading static axis of the longest length:
+// output 0 [B, T, *shape] with padding `paddingValue`, output 1 the mask [B, T]
+// (1 on valid steps) unless suppressMaskOutput.
+
+std::vector<int> swap01(size_t rank) {
+  std::vector<int> p(rank);
+  for (size_t i = 0; i < rank; ++i) p[i] = int(i);
+  std::swap(p[0], p[1]);
+  return p;
+}
+
+void register_unpack_sequence() {
+  OpDef d;
+  d.name = "UnpackSequence";
+  d.infer = [](InferContext& ctx) {
+    ctx.expect_inputs(1);
+    expect_sequence(ctx, 0, "the operand");
+    std::vector<Axis> axes = without_sequence(ctx.input(0));
+    std::vector<OutputInfo> out{{NDShape{NDShape::kFreeDimension}.concat(ctx.shape(0)), ctx.dtype(0), axes}};
+    if (!attr_bool(ctx.attrs(), "suppressMaskOutput", false))
+      out.push_back({NDShape{NDShape::kFreeDimension}, ctx.dtype(0), axes});
+    return out;
+  };
+  d.forward = [](ComputeContext& ctx) {
+    const NDArrayView& x = ctx.inputs[0];
+    auto lens = lengths_or_full(ctx.in_lengths[0], x);
+    NDArrayView padded = fill_padding(x, lens, attr_double(ctx.attr(), "paddingValue", 0.0));
+    std::vector<NDArrayView> out{padded.permute(swap01(x.rank())).contiguous()};
+    if (!attr_bool(ctx.attr(), "suppressMaskOutput", false)) {
+      int64_t T = x.shape()[0], B = x.shape()[1];
+      NDArrayView mask = NDArrayView::zeros(DataType::Double, NDShape{B, T});
+      double* p = mask.data<double>();
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t t = 0; t < lens[b]; ++t) p[b * T + t] = 1.0;
+      out.push_back(mask.cast(x.dtype()));
+    }
+    return out;
+  };
+  d.backward = [](ComputeContext& ctx, size_t) {
+    const NDArrayView& g = ctx.grad_outputs[0];
+    return fill_padding(g.permute(swap01(g.rank())), ctx.in_lengths[0], 0.0);
+  };
+  register_op(std::move(d));
+}
+
+// ---------------------------------------------------- ToSequence(Like)
+//
+// The leading static axis of a batch becomes a sequence axis. ToSequence takes the
+// lengths from an optional second input (one number per sample; all full without
+// it); ToSequenceLike from the sequences of its second input.
+
+void check_batch_only(const InferContext& ctx, size_t i) {
+  const auto& axes = ctx.input(i).dynamic_axes();
+  if (axes.size() != 1 || !axes[0].is_batch())
+    ctx.fail("the operand must have a batch axis and no sequence axis");
+  if (ctx.shape(i).rank() < 1) ctx.fail("the operand needs a leading static axis to become the sequence axis");
+}
+
+std::vector<int64_t> read_lengths(const NDArrayView& v, int64_t T, int64_t B) {
+  NDArrayView x = v.to_dense().cast(DataType::Double).contiguous();
+  if (x.numel() != B) throw ValueError("ToSequence: expected one sequence length per sample, got " + x.shape().str());
+  const double* p = x.data<double>();
+  std::vector<int64_t> out;
+  for (int64_t b = 0; b < B; ++b) {
+    double l = std::round(p[b]);
+    if (!(l >= 0 && l <= double(T)))
+      throw ValueError("ToSequence: sequence length " + std::to_string(p[b]) + " is outside [0, " +
+                       std::to_string(T) + "]");
+    out.push_back(int64_t(l));
+  }
+  return out;
+}
+
+std::vector<NDArrayView> to_sequence_forward(ComputeContext& ctx, std::vector<int64_t> lens) {
+  const NDArrayView& x = ctx.inputs[0];
+  ctx.out_lengths = {lens};
+  return {fill_padding(x.to_dense().permute(swap01(x.rank())), lens, 0.0)};
+}
+
+NDArrayView to_sequence_backward(ComputeContext& ctx) {
+  const NDArrayView& g = ctx.grad_outputs[0];
+  return fill_padding(g, ctx.out_lengths[0], 0.0).permute(swap01(g.rank())).contiguous();
+}
+
+void register_to_sequence() {
+  OpDef d;
+  d.name = "ToSequence";
+  d.infer = [](InferContext& ctx) {
+    if (ctx.num_inputs() != 1 && ctx.num_inputs() != 2) ctx.fail("expects 1 or 2 inputs");
+    check_batch_only(ctx, 0);
+    std::string name = attr_string(ctx.attrs(), "sequenceAxisNamePrefix", "toSequence_") + ctx.input(0).uid();
+    if (ctx.num_inputs() == 2) {
+      const auto& la = ctx.input(1).dynamic_axes();
+      if (la.size() != 1 || !la[0].is_batch()) ctx.fail("the sequence lengths must have a batch axis and no other");
+      if (ctx.shape(1).is_known() && ctx.shape(1).total_size() != 1) ctx.fail("give one sequence length per sample");
+      name += "_" + ctx.input(1).uid();
+    }
+    return std::vector<OutputInfo>{{ctx.shape(0).sub(1), ctx.dtype(0), batch_and(ctx.input(0), Axis::dynamic(name))}};
+  };
+  d.forward = [](ComputeContext& ctx) {
+    int64_t B = ctx.inputs[0].shape()[0], T = ctx.inputs[0].shape()[1];
+    std::vector<int64_t> lens(size_t(B), T);
+    if (ctx.inputs.size() == 2) lens = read_lengths(ctx.inputs[1], T, B);
+    return to_sequence_forward(ctx, lens);
+  };
+  d.backward = [](ComputeContext& ctx, size_t i) -> NDArrayView {
+    if (i != 0) return {};
+    return to_sequence_backward(ctx);
+  };
+  register_op(std::move(d));
+
+  OpDef like;
+  like.name = "ToSequenceLike";
+  like.infer = [](InferContext& ctx) {
+    ctx.expect_inputs(2);
+    check_batch_only(ctx, 0);
+    expect_sequence(ctx, 1, "the dynamic_axes_like operand");
+    return std::vector<OutputInfo>{{ctx.shape(0).sub(1), ctx.dtype(0), ctx.input(1).dynamic_axes()}};
+  };
+  like.forward = [](ComputeContext& ctx) {
+    const NDArrayView &x = ctx.inputs[0], &l = ctx.inputs[1];
+    if (x.shape()[0] != l.shape()[1] || x.shape()[1] != l.shape()[0])
+      throw ValueError("ToSequenceLike: the operand has " + std::to_string(x.shape()[0]) + " samples of " +
+                       std::to_string(x.shape()[1]) + " steps but the sequences to copy are " +
+                       std::to_string(l.shape()[1]) + " of at most " + std::to_string(l.shape()[0]) + " steps");
+    return to_sequence_forward(ctx, lengths_or_full(ctx.in_lengths[1], l));
+  };
+  like.backward = [](ComputeContext& ctx, size_t i) -> NDArrayView {
+    if (i != 0) return {};
+    return to_sequence_backward(ctx);
+  };
+  register_op(std::move(like));
+}
+
+// -------------------------------------------------- UnpackBatchAxis, ToBatchAxis
+//
+// The batch axis becomes a leading static axis and back. Both layouts keep the
+// batch first, so the data is unchanged.
+
+void register_batch_axis_ops() {
+  OpDef unpack;
+  unpack.name = "UnpackBatchAxis";
+  unpack.infer = [](InferContext& ctx) {
+    ctx.expect_inputs(1);
+    const auto& axes = ctx.input(0).dynamic_axes();
+    if (axes.size() != 1 || !axes[0].is_batch()) ctx.fail("the operand must have a batch axis and no sequence axis");
+    return std::vector<OutputInfo>{{NDShape{NDShape::kFreeDimension}.concat(ctx.shape(0)), ctx.dtype(0), {}}};
+  };
+  unpack.forward = [](ComputeContext& ctx) { return std::vector<NDArrayView>{ctx.inputs[0]}; };
+  unpack.backward = [](ComputeContext& ctx, size_t) { return ctx.grad_outputs[0]; };
+  register_op(std::move(unpack));
+
+  OpDef to_batch;
+  to_batch.name = "ToBatchAxis";
+  to_batch.infer = [](InferContext& ctx) {
+    ctx.expect_inputs(1);
+    if (!ctx.input(0).dynamic_axes().empty()) ctx.fail("the operand must have no dynamic axes");
+    if (ctx.shape(0).rank() < 1) ctx.fail("the operand needs a leading static axis to become the batch axis");
+    return std::vector<OutputInfo>{{ctx.shape(0).sub(1), ctx.dtype(0), {Axis::default_batch_axis()}}};
+  };
+  to_batch.forward = [](ComputeContext& ctx) { return std::vector<NDArrayView>{ctx.inputs[0]}; };
+  to_batch.backward = [](ComputeContext& ctx, size_t) { return ctx.grad_outputs[0]; };
+  register_op(std::move(to_batch));
+}
+
+}  // namespace
+
+void register_sequence_ops() {
+  register_where();
+  register_gather_packed();
+  register_scatter_packed();
+  register_sequence_slice();
+  register_is_within();
+  register_reconcile();
+  register_unpack_sequence();
+  register_to_sequence();
+  register_batch_axis_ops();
+}
+
+}  // namespace cntk
