@@ -445,4 +445,5 @@ NB_MODULE(_cntk, m) {
   m.def("get_computation_network_trace_level", &get_computation_network_trace_level);
   void bind_learn(nb::module_&); bind_learn(m);  // learners, Trainer, Evaluator (learn.cpp)
   void bind_io(nb::module_&); bind_io(m);  // data readers (io.cpp)
+  void bind_serialize(nb::module_&); bind_serialize(m);  // model files (serialize.cpp)
 }

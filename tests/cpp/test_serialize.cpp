@@ -1,0 +1,234 @@
+// CNTK v2 model files: Dictionary and Function serialization, CNTK's own files, bad input.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sys/stat.h>
+
+#include "cntk/evaluation.h"
+#include "cntk/learner.h"
+#include "cntk/serialize.h"
+
+using namespace cntk;
+
+namespace {
+
+std::string data_file(const std::string& name) { return std::string(CNTK_TEST_DATA_DIR) + "/cntk-files/v2/" + name; }
+bool exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+NDArrayView iota(DataType t, const NDShape& s, double start = 0) {
+  NDArrayView v(DataType::Double, s);
+  for (int64_t i = 0; i < v.numel(); ++i) v.data<double>()[i] = start + 0.5 * double(i);
+  return v.cast(t);
+}
+
+std::vector<double> values_of(const NDArrayView& v) {
+  NDArrayView d = v.to_dense().cast(DataType::Double).contiguous();
+  return std::vector<double>(d.data<double>(), d.data<double>() + d.numel());
+}
+
+std::vector<double> eval(const FunctionPtr& f, const Variable& x, const NDArrayView& data) {
+  std::vector<Value> out;
+  forward(f, {{x, Value(data)}}, {f->output()}, out, false);
+  return values_of(out[0].data());
+}
+
+std::string temp_path(const std::string& name) { return ::testing::TempDir() + "/" + name; }
+
+}  // namespace
+
+TEST(Serialize, DictionaryRoundTripKeepsEveryValueType) {
+  Dictionary inner;
+  inner["flag"] = false;
+  Dictionary d;
+  d["none"] = DictValue();
+  d["bool"] = true;
+  d["int"] = int64_t(-7);
+  d["size"] = int64_t(1) << 40;
+  d["double"] = 0.125;
+  d["string"] = "text";
+  d["shape"] = NDShape{2, 3, 5};
+  d["static_axis"] = Axis(1);
+  d["negative_axis"] = Axis(-2);
+  d["batch"] = Axis::default_batch_axis();
+  d["seq"] = Axis::default_dynamic_axis();
+  d["all_static"] = Axis::all_static_axes();
+  d["all"] = Axis::all_axes();
+  d["leading"] = Axis::new_leading_axis();
+  d["list"] = DictValue::List{DictValue(int64_t(1)), DictValue("two"), DictValue(DictValue::List{DictValue(3.5)})};
+  d["dict"] = inner;
+  d["f32"] = iota(DataType::Float, {2, 3});
+  d["f64"] = iota(DataType::Double, {4});
+  d["f16"] = iota(DataType::Float16, {3, 1});
+  d["scalar"] = iota(DataType::Float, {});
+  Dictionary back = dictionary_from_bytes(dictionary_to_bytes(d));
+  ASSERT_EQ(back.size(), d.size());
+  EXPECT_TRUE(back["none"].empty());
+  EXPECT_TRUE(back["bool"].as_bool());
+  EXPECT_EQ(back["int"].as_int(), -7);
+  EXPECT_EQ(back["size"].as_int(), int64_t(1) << 40);
+  EXPECT_EQ(back["double"].as_double(), 0.125);
+  EXPECT_EQ(back["string"].as_string(), "text");
+  EXPECT_EQ(back["shape"].as_shape(), (NDShape{2, 3, 5}));
+  EXPECT_EQ(back["static_axis"].as_axis(), Axis(1));
+  EXPECT_EQ(back["negative_axis"].as_axis(), Axis(-2));
+  EXPECT_EQ(back["batch"].as_axis(), Axis::default_batch_axis());
+  EXPECT_FALSE(back["batch"].as_axis().is_ordered());
+  EXPECT_EQ(back["seq"].as_axis(), Axis::default_dynamic_axis());
+  EXPECT_EQ(back["all_static"].as_axis(), Axis::all_static_axes());
+  EXPECT_EQ(back["all"].as_axis(), Axis::all_axes());
+  EXPECT_EQ(back["leading"].as_axis(), Axis::new_leading_axis());
+  ASSERT_EQ(back["list"].as_list().size(), 3u);
+  EXPECT_EQ(back["list"].as_list()[1].as_string(), "two");
+  EXPECT_EQ(back["list"].as_list()[2].as_list()[0].as_double(), 3.5);
+  EXPECT_FALSE(back["dict"].as_dict().at("flag").as_bool());
+  for (const char* k : {"f32", "f64", "f16", "scalar"}) {
+    EXPECT_EQ(back[k].as_array().dtype(), d[k].as_array().dtype()) << k;
+    EXPECT_EQ(back[k].as_array().shape(), d[k].as_array().shape()) << k;
+    EXPECT_EQ(values_of(back[k].as_array()), values_of(d[k].as_array())) << k;
+  }
+}
+
+TEST(Serialize, SparseValuesAreWrittenDense) {
+  float vals[] = {1.5f, -2.0f};
+  NDArrayView s = NDArrayView::sparse(DataType::Float, {2, 4}, {0, 1, 2}, {3, 0}, vals);
+  Dictionary d;
+  d["s"] = s;
+  Dictionary back = dictionary_from_bytes(dictionary_to_bytes(d));
+  EXPECT_FALSE(back["s"].as_array().is_sparse());
+  EXPECT_EQ(values_of(back["s"].as_array()), values_of(s));
+}
+
+TEST(Serialize, FunctionRoundTripThroughFileGivesTheSameValues) {
+  auto x = Variable::input({3}, DataType::Double, false, false, {Axis::default_batch_axis()}, "x");
+  auto w = Variable::parameter({3, 2}, DataType::Double, iota(DataType::Double, {3, 2}, -1), nullptr, "W");
+  auto h = Function::primitive("Times", {x, w}, {{"outputRank", int64_t(1)}, {"inferInputRankToMap", int64_t(-1)}});
+  auto y = Function::composite(Function::primitive("LeakyReLU", {h->output()}, {{"alpha", 0.25}}, "act"), "model");
+  std::string path = temp_path("serialize_round_trip.model");
+  save_function(y, path);
+  FunctionPtr g = load_function(path);
+  std::remove(path.c_str());
+  EXPECT_EQ(g->name(), "model");
+  EXPECT_EQ(g->root_function()->op_name(), "LeakyReLU");
+  EXPECT_EQ(g->root_function()->attributes().at("alpha").as_double(), 0.25);
+  ASSERT_EQ(g->arguments().size(), 1u);
+  NDArrayView data = iota(DataType::Double, {2, 3}, -2);
+  EXPECT_EQ(eval(y, x, data), eval(g, g->arguments()[0], data));
+}
+
+TEST(Serialize, EngineOpsThatAreBlocksInCntkAreWrittenAsBlocks) {
+  auto x = Variable::input({2}, DataType::Float, false, false, {Axis::default_batch_axis()}, "x");
+  auto f = Function::composite(Function::primitive("SELU", {x}, {}));
+  Dictionary d = function_to_dictionary(f);
+  const auto& fns = d.at("primitive_functions").as_list();
+  const Dictionary& last = fns.back().as_dict();
+  EXPECT_EQ(last.at("op").as_int(), 57);  // Block
+  EXPECT_EQ(last.at("block_function_op_name").as_string(), "SELU");
+  EXPECT_GT(fns.size(), 3u);  // the CNTK composite inside the block comes first
+  FunctionPtr g = function_from_dictionary(d);
+  EXPECT_EQ(g->root_function()->op_name(), "SELU");
+  EXPECT_TRUE(g->root_function()->is_primitive());
+  NDArrayView data = iota(DataType::Float, {3, 2}, -1.5);
+  EXPECT_EQ(eval(f, x, data), eval(g, g->arguments()[0], data));
+}
+
+TEST(Serialize, CntkPolicyNetworkLoads) {
+  std::string path = data_file("initial_policy_network.model");
+  if (!exists(path)) GTEST_SKIP() << path << " is absent";
+  FunctionPtr f = load_function(path);
+  EXPECT_TRUE(f->root_function()->is_block());
+  EXPECT_EQ(f->root_function()->op_name(), "Dense");
+  auto args = f->arguments();
+  ASSERT_EQ(args.size(), 1u);
+  EXPECT_EQ(args[0].shape(), (NDShape{2}));
+  ASSERT_EQ(args[0].dynamic_axes().size(), 2u);
+  EXPECT_TRUE(args[0].dynamic_axes()[0].is_batch());  // the engine lists the batch axis first
+  EXPECT_EQ(f->output().shape(), (NDShape{3}));
+}
+
+TEST(Serialize, CntkLearnerCheckpointRestoresIntoALearner) {
+  std::string path = data_file("learner.checkpoint.backcompat.bin");
+  if (!exists(path)) GTEST_SKIP() << path << " is absent";
+  Dictionary d = load_dictionary(path);
+  std::vector<Variable> params;
+  for (auto& [k, v] : d) {
+    if (k.rfind("Parameter", 0) != 0) continue;
+    const NDArrayView& a = v.as_array();
+    auto p = Variable::parameter(a.shape(), a.dtype(), NDArrayView::zeros(a.dtype(), a.shape()), nullptr, "");
+    p.impl()->uid = k;
+    params.push_back(p);
+  }
+  ASSERT_EQ(params.size(), 21u);
+  EXPECT_EQ(d.at("Parameter1").as_array().shape(), (NDShape{3, 50}));
+  auto learner = momentum_sgd_learner(params, LearningRateSchedule(0.1), MomentumSchedule(0.9));
+  learner->restore_from_checkpoint(d);
+  Dictionary now = learner->create_checkpoint();
+  EXPECT_EQ(now.at("sample_count").as_int(), 10);
+  EXPECT_EQ(now.at("minibatchCount").as_int(), 10);
+  const auto& smoothed = now.at("smoothed_gradients").as_list();
+  ASSERT_EQ(smoothed.size(), params.size());
+  for (size_t i = 0; i < params.size(); ++i)
+    EXPECT_EQ(values_of(smoothed[i].as_array()), values_of(d.at(params[i].uid()).as_array())) << params[i].uid();
+  // The version 1 schedule is per sample (unit 0): reference minibatch size 1.
+  EXPECT_EQ(now.at("learnig_rate_schedule").as_dict().at("ref_mb_size").as_int(), 1);
+  EXPECT_DOUBLE_EQ(now.at("learnig_rate_schedule").as_dict().at("schedule").as_dict().at("0").as_double(), 0.005);
+}
+
+TEST(Serialize, CntkDictionaryFilesParse) {
+  for (const char* name : {"past.dictionary.proto.bin", "future.dictionary.proto.bin", "v2.0.beta1.0.dictionary.proto.bin"}) {
+    std::string path = data_file(name);
+    if (!exists(path)) GTEST_SKIP() << path << " is absent";
+    Dictionary d = load_dictionary(path);
+    EXPECT_FALSE(d.empty()) << name;
+  }
+}
+
+TEST(Serialize, BadInputRaisesIOErrorNamingTheSource) {
+  auto x = Variable::input({2}, DataType::Float, false, false, {Axis::default_batch_axis()}, "x");
+  std::string good = save_function_to_bytes(Function::composite(Function::primitive("Exp", {x}, {})));
+  for (size_t cut : {size_t(1), good.size() / 2, good.size() - 1}) {
+    try {
+      load_function_from_bytes(good.substr(0, cut), "cut.model");
+      ADD_FAILURE() << "a model cut to " << cut << " bytes loaded";
+    } catch (const IOError& e) {
+      EXPECT_NE(std::string(e.what()).find("cut.model"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(load_function_from_bytes("", "empty"), IOError);
+  EXPECT_THROW(load_function_from_bytes("not a model at all", "text"), IOError);
+  EXPECT_THROW(load_function("/nonexistent/dir/model.bin"), IOError);
+  EXPECT_THROW(save_function(Function::composite(Function::primitive("Exp", {x}, {})), "/nonexistent/dir/m"), IOError);
+  // A well-formed dictionary that is not a model.
+  Dictionary d;
+  d["type"] = "Learner";
+  try {
+    function_from_dictionary(d, "learner.bin");
+    ADD_FAILURE() << "a learner checkpoint loaded as a model";
+  } catch (const IOError& e) {
+    EXPECT_NE(std::string(e.what()).find("learner.bin"), std::string::npos);
+  }
+}
+
+TEST(Serialize, UnknownOpsRaiseNotImplementedNamingTheOp) {
+  auto x = Variable::input({2}, DataType::Float, false, false, {Axis::default_batch_axis()}, "x");
+  Dictionary d = function_to_dictionary(Function::composite(Function::primitive("Exp", {x}, {})));
+  auto fns = d.at("primitive_functions").as_list();
+  Dictionary f = fns[0].as_dict();
+  f["op"] = int64_t(49);  // OptimizedRNNStack
+  fns[0] = f;
+  d["primitive_functions"] = fns;
+  try {
+    function_from_dictionary(d, "rnn.model");
+    ADD_FAILURE() << "an unknown op loaded";
+  } catch (const NotImplementedError& e) {
+    EXPECT_NE(std::string(e.what()).find("OptimizedRNNStack"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("rnn.model"), std::string::npos) << e.what();
+  }
+  f["op"] = int64_t(1000);
+  fns[0] = f;
+  d["primitive_functions"] = fns;
+  EXPECT_THROW(function_from_dictionary(d, "bad.model"), IOError);
+}
