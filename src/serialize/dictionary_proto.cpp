@@ -9,6 +9,9 @@
 #include <sstream>
 
 #include "cntk/serialize.h"
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include "cntk_v2.pb.h"
 #include "serialize/attribute_types.h"
 
@@ -263,10 +266,18 @@ Dictionary from_proto(const pb::Dictionary& d, const Reader& r, int depth) {
 std::string dictionary_to_bytes(const Dictionary& d) {
   pb::Dictionary msg;
   to_proto(d, &msg);
-  std::string out;
-  if (msg.ByteSizeLong() >= size_t(INT_MAX))
+  size_t size = msg.ByteSizeLong();
+  if (size >= size_t(INT_MAX))
     throw ValueError("the dictionary needs more than 2 GB, more than one protobuf message holds");
-  if (!msg.SerializeToString(&out)) throw IOError("could not serialize a dictionary");
+  // Deterministic: map entries in key order, so that saving the same model twice gives the same bytes.
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    msg.SerializeWithCachedSizes(&coded);
+    if (coded.HadError()) throw IOError("could not serialize a dictionary");
+  }
   return out;
 }
 

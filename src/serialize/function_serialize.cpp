@@ -229,6 +229,9 @@ struct Saver {
   Dictionary state;
   std::unordered_set<VariableImpl*> seen_vars;
   std::unordered_set<Function*> seen_fns;
+  // Blocks built for ops that CNTK builds as blocks live until the save is done, so
+  // that no later function reuses their addresses (seen_fns holds raw pointers).
+  std::vector<FunctionPtr> keep_alive;
 
   void leaf(const Variable& v) {
     if (v.is_output() || !seen_vars.insert(v.get()).second) return;
@@ -293,6 +296,7 @@ struct Saver {
                                 "': saving Python user functions in model files is not supported");
     if (block_ops().count(op)) {
       if (FunctionPtr b = decompose(f)) {
+        keep_alive.push_back(b);
         emit_block(b, f->uid(), f->name(), f->attributes());
         return;
       }
