@@ -36,3 +36,19 @@ FunctionPtr load_function_from_bytes(const std::string& bytes, const std::string
 void write_file_atomically(const std::string& path, const std::string& bytes);
 
 }  // namespace cntk
+
+namespace cntk {
+
+class Trainer;
+
+// Trainer checkpoints, laid out as CNTK's Trainer::SaveCheckpoint does: the training
+// graph (loss, metric and model outputs combined) as a model file at `path`, and the
+// trainer state at `path + ".ckp"`: {Version, Learners (each learner's checkpoint),
+// ExternalState (the caller's dictionary), DistributedState}, plus the generator state of
+// every random op (dropout, random sampling) under "RandomStates" so that training resumes
+// with the same random numbers. Each file is written to a temporary name and renamed.
+void save_trainer_checkpoint(const Trainer& trainer, const std::string& path, const Dictionary& external_state = {});
+// Restores parameter values, learner states and random states; returns the external state.
+Dictionary restore_trainer_checkpoint(Trainer& trainer, const std::string& path);
+
+}  // namespace cntk

@@ -4,6 +4,7 @@
 #include <nanobind/stl/string.h>
 
 #include "cntk/serialize.h"
+#include "cntk/trainer.h"
 #include "convert.h"
 
 namespace nb = nanobind;
@@ -38,6 +39,12 @@ void bind_serialize(nb::module_& m) {
         [](const nb::handle& b) { return bindings::from_dictionary(dictionary_from_bytes(bytes_of(b))); });
   m.def("save_dictionary", [](const nb::dict& d, const std::string& path) {
     save_dictionary(bindings::to_dictionary(d), path);
+  });
+  m.def("save_trainer_checkpoint", [](const Trainer& t, const std::string& path, const nb::dict& external_state) {
+    save_trainer_checkpoint(t, path, bindings::to_dictionary(external_state));
+  });
+  m.def("restore_trainer_checkpoint", [](Trainer& t, const std::string& path) {
+    return bindings::from_dictionary(restore_trainer_checkpoint(t, path));
   });
   m.def("dictionary_to_bytes", [](const nb::dict& d) {
     std::string s = dictionary_to_bytes(bindings::to_dictionary(d));
