@@ -56,6 +56,11 @@ void to_proto(const Axis& a, pb::Axis* out) {
       }
       break;
     case Axis::Kind::Dynamic:
+      if (a.name() == "UnknownAxes") {  // CNTK marks a placeholder's not-yet-known axes by index
+        out->set_static_axis_idx(kUnknownAxesIdx);
+        out->set_name("UnknownAxes");
+        break;
+      }
       out->set_static_axis_idx(kDynamicAxisIdx);
       out->set_name(a.name());
       out->set_is_ordered_dynamic_axis(a.is_ordered());
