@@ -263,11 +263,14 @@ struct Saver {
     d["uid"] = uid;
     if (!name.empty()) d["name"] = name;
     std::vector<std::string> in_uids, keys, values;
-    for (auto& v : b->direct_inputs()) in_uids.push_back(v.uid());
     for (auto& [ph, outer] : b->block_arguments_mapping()) {
       keys.push_back(ph.uid());
       values.push_back(outer.uid());
     }
+    // As CNTK lists a block's inputs: its parameters and constants, then its arguments.
+    for (size_t i = b->block_arguments_mapping().size(); i < b->direct_inputs().size(); ++i)
+      in_uids.push_back(b->direct_inputs()[i].uid());
+    in_uids.insert(in_uids.end(), values.begin(), values.end());
     d["inputs"] = string_list(in_uids);
     d["op"] = kBlockOp;
     d["attributes"] = attrs;

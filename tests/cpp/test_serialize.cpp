@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sys/stat.h>
 
 #include "cntk/evaluation.h"
@@ -231,4 +232,77 @@ TEST(Serialize, UnknownOpsRaiseNotImplementedNamingTheOp) {
   fns[0] = f;
   d["primitive_functions"] = fns;
   EXPECT_THROW(function_from_dictionary(d, "bad.model"), IOError);
+}
+
+namespace {
+// Two dictionary values are equal (NDArrayViews by value).
+bool same_value(const DictValue& a, const DictValue& b) {
+  if (a.storage().index() != b.storage().index()) return false;
+  if (a.is<NDArrayView>()) return values_of(a.as_array()) == values_of(b.as_array());
+  if (a.is<std::shared_ptr<DictValue::List>>()) {
+    if (a.as_list().size() != b.as_list().size()) return false;
+    for (size_t i = 0; i < a.as_list().size(); ++i)
+      if (!same_value(a.as_list()[i], b.as_list()[i])) return false;
+    return true;
+  }
+  if (a.is<std::shared_ptr<Dictionary>>()) {
+    if (a.as_dict().size() != b.as_dict().size()) return false;
+    for (auto& [k, v] : a.as_dict())
+      if (!b.as_dict().count(k) || !same_value(v, b.as_dict().at(k))) return false;
+    return true;
+  }
+  if (a.is<bool>()) return a.as_bool() == b.as_bool();
+  if (a.is<int64_t>()) return a.as_int() == b.as_int();
+  if (a.is<double>()) return a.as_double() == b.as_double();
+  if (a.is<std::string>()) return a.as_string() == b.as_string();
+  if (a.is<NDShape>()) return a.as_shape() == b.as_shape();
+  if (a.is<Axis>()) return a.as_axis() == b.as_axis() && a.as_axis().is_ordered() == b.as_axis().is_ordered();
+  return a.empty() && b.empty();
+}
+}  // namespace
+
+// Loading CNTK's file and saving it again writes what CNTK wrote: the same variables (uids,
+// kinds, shapes, values, dynamic axes), the same ops in the same order with the same
+// attributes, and the same operand order (Times takes the weight first, as in CNTK).
+TEST(Serialize, ResavingCntkModelReproducesItsLayout) {
+  std::string path = data_file("initial_policy_network.model");
+  if (!exists(path)) GTEST_SKIP() << path << " is absent";
+  Dictionary orig = load_dictionary(path);
+  Dictionary again = function_to_dictionary(function_from_dictionary(orig, path));
+  auto by_uid = [](const Dictionary& d) {
+    std::map<std::string, Dictionary> m;
+    for (auto& v : d.at("inputs").as_list()) m[v.as_dict().at("uid").as_string()] = v.as_dict();
+    return m;
+  };
+  auto vo = by_uid(orig), va = by_uid(again);
+  ASSERT_EQ(vo.size(), va.size());
+  for (auto& [uid, v] : vo) {
+    ASSERT_TRUE(va.count(uid)) << uid;
+    for (const char* k : {"kind", "data_type", "shape", "dynamic_axis", "is_sparse", "needs_gradient", "value", "name"}) {
+      EXPECT_EQ(v.count(k), va[uid].count(k)) << uid << " " << k;
+      if (v.count(k) && va[uid].count(k)) EXPECT_TRUE(same_value(v.at(k), va[uid].at(k))) << uid << " " << k;
+    }
+  }
+  const auto& fo = orig.at("primitive_functions").as_list();
+  const auto& fa = again.at("primitive_functions").as_list();
+  ASSERT_EQ(fo.size(), fa.size());
+  // Function uids are new; map the original ones to ours by position to compare operands.
+  std::map<std::string, std::string> uid_map;
+  for (size_t i = 0; i < fo.size(); ++i) {
+    const Dictionary &a = fo[i].as_dict(), &b = fa[i].as_dict();
+    uid_map[a.at("uid").as_string()] = b.at("uid").as_string();
+    EXPECT_EQ(a.at("op").as_int(), b.at("op").as_int()) << i;
+    EXPECT_TRUE(same_value(a.at("attributes"), b.at("attributes"))) << i;
+    std::vector<std::string> ia, ib;
+    for (auto& u : a.at("inputs").as_list()) {
+      std::string s = u.as_string();
+      auto cut = s.rfind("_Output_");
+      ia.push_back(cut != std::string::npos && uid_map.count(s.substr(0, cut)) ? uid_map[s.substr(0, cut)] + s.substr(cut) : s);
+    }
+    for (auto& u : b.at("inputs").as_list()) ib.push_back(u.as_string());
+    EXPECT_EQ(ia, ib) << "function " << i;
+    if (a.count("block_function_op_name"))
+      EXPECT_EQ(a.at("block_function_op_name").as_string(), b.at("block_function_op_name").as_string());
+  }
+  EXPECT_EQ(uid_map[orig.at("root").as_string()], again.at("root").as_string());
 }
