@@ -10,6 +10,7 @@
 
 #include "cntk/serialize.h"
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "cntk_v2.pb.h"
@@ -297,7 +298,13 @@ Dictionary dictionary_from_bytes(const std::string& bytes, const std::string& so
   }
   if (bytes.size() >= size_t(INT_MAX)) r.fail("the data is larger than 2 GB");
   pb::Dictionary msg;
-  if (!msg.ParseFromString(bytes))
+  bool parsed;
+  {
+    // The failure is reported below as an IOError; protobuf's own log line would only repeat it.
+    google::protobuf::LogSilencer quiet;
+    parsed = msg.ParseFromString(bytes);
+  }
+  if (!parsed)
     r.fail("not a valid CNTK v2 protobuf Dictionary (truncated, corrupted or another format; " +
            std::to_string(bytes.size()) + " bytes)");
   return from_proto(msg, r, 0);
