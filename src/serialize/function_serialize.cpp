@@ -584,6 +584,11 @@ FunctionPtr function_from_dictionary(const Dictionary& d, const std::string& sou
   } catch (const Error& e) {
     // Shape and type errors while rebuilding the graph: the file describes an invalid graph.
     throw IOError(source + ": the model describes an invalid graph: " + e.what());
+  } catch (const std::bad_alloc&) {
+    throw IOError(source + ": the model needs more memory than is available");
+  } catch (const std::exception& e) {
+    // Whatever else the graph code rejects on the way: still a bad file, never a crash.
+    throw IOError(source + ": the model describes an invalid graph (" + e.what() + ")");
   }
 }
 
