@@ -441,3 +441,38 @@ def test_cntk_learner_checkpoint_file_parses(shared_data):
     smoothed = {k: v for k, v in d.items() if k.startswith('Parameter')}
     assert len(smoothed) == 21
     assert tuple(smoothed['Parameter1']._shape) == (3, 50)
+
+
+def test_sparse_and_sequence_inputs_keep_their_kind(tmp_path):
+    s = C.sequence.input_variable(5, is_sparse=True, name='words')
+    d = C.input_variable((2,), name='dense')
+    f = C.combine([C.times(s, C.parameter((5, 2), init=0.5)), d * 2.0])
+    g = _reload(f, tmp_path)
+    by_name = {a.name: a for a in g.arguments}
+    assert by_name['words'].is_sparse and not by_name['dense'].is_sparse
+    assert len(by_name['words'].dynamic_axes) == 2 and len(by_name['dense'].dynamic_axes) == 1
+    assert list(by_name['words'].dynamic_axes) == list(s.dynamic_axes)
+    assert list(by_name['dense'].dynamic_axes) == [C.Axis.default_batch_axis()]
+
+
+def test_python_user_functions_are_not_saved(tmp_path):
+    from cntk.ops.functions import UserFunction
+
+    class Twice(UserFunction):
+        def __init__(self, arg):
+            super(Twice, self).__init__([arg])
+
+        def forward(self, argument, device=None, outputs_to_retain=None):
+            return None, argument * 2
+
+        def backward(self, state, root_gradients):
+            return root_gradients * 2
+
+        def infer_outputs(self):
+            return [C.output_variable(self.inputs[0].shape, self.inputs[0].dtype, self.inputs[0].dynamic_axes)]
+
+    x = C.input_variable(3)
+    f = C.user_function(Twice(x))
+    with pytest.raises(NotImplementedError, match='user-defined function'):
+        f.save(str(tmp_path / 'udf.model'))
+    assert not os.path.exists(str(tmp_path / 'udf.model'))
