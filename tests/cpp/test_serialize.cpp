@@ -9,6 +9,7 @@
 #include "cntk/evaluation.h"
 #include "cntk/learner.h"
 #include "cntk/serialize.h"
+#include "cntk/trainer.h"
 
 using namespace cntk;
 
@@ -305,4 +306,70 @@ TEST(Serialize, ResavingCntkModelReproducesItsLayout) {
       EXPECT_EQ(a.at("block_function_op_name").as_string(), b.at("block_function_op_name").as_string());
   }
   EXPECT_EQ(uid_map[orig.at("root").as_string()], again.at("root").as_string());
+}
+
+namespace {
+// A regression model with dropout, trained by momentum SGD: its parameters after `steps`
+// minibatches, optionally checkpointed after `save_at` or restored from `restore` first.
+struct DropoutRegression {
+  Variable x, y, W, b;
+  FunctionPtr model, loss;
+  std::shared_ptr<Trainer> trainer;
+  explicit DropoutRegression(uint64_t seed) {
+    x = Variable::input({3}, DataType::Double, false, false, {Axis::default_batch_axis()}, "x");
+    y = Variable::input({1}, DataType::Double, false, false, {Axis::default_batch_axis()}, "y");
+    W = Variable::parameter({3, 1}, DataType::Double, iota(DataType::Double, {3, 1}, -0.5), nullptr, "W");
+    b = Variable::parameter({1}, DataType::Double, iota(DataType::Double, {1}, 0.1), nullptr, "b");
+    Dictionary drop{{"dropoutRate", DictValue(0.4)}, {"rngSeed", DictValue(int64_t(seed))},
+                    {"rngOffset", DictValue(int64_t(0))}};
+    auto dx = Function::primitive("Dropout", {x}, drop);
+    auto z = Function::primitive("Plus", {Function::primitive("Times", {dx->output(), W}, {})->output(), b}, {});
+    auto diff = Function::primitive("Minus", {z->output(), y}, {});
+    auto sq = Function::primitive("ElementTimes", {diff->output(), diff->output()}, {});
+    Dictionary red{{"reductionOpName", DictValue("Sum")}, {"axis", DictValue(Axis::all_static_axes())},
+                   {"reductionKeepDimensions", DictValue(true)}};
+    loss = Function::composite(Function::primitive("ReduceElements", {sq->output()}, red));
+    model = Function::composite(z);
+    trainer = std::make_shared<Trainer>(
+        model, loss, nullptr,
+        std::vector<LearnerPtr>{momentum_sgd_learner({W, b}, LearningRateSchedule(0.05), MomentumSchedule(0.9))});
+  }
+  void train(int from, int to) {
+    for (int step = from; step < to; ++step)
+      trainer->train_minibatch({{x, Value(iota(DataType::Double, {4, 3}, -1.0 + 0.1 * step))},
+                                {y, Value(iota(DataType::Double, {4, 1}, 0.3 * step))}});
+  }
+  std::vector<double> params() const {
+    auto w = values_of(W.value());
+    w.push_back(values_of(b.value())[0]);
+    return w;
+  }
+};
+}  // namespace
+
+TEST(Serialize, TrainerCheckpointResumesBitIdentically) {
+  std::string path = temp_path("serialize_trainer_checkpoint");
+  DropoutRegression straight(11);
+  straight.train(0, 3);
+  Dictionary ext;
+  ext["epoch"] = int64_t(3);
+  save_trainer_checkpoint(*straight.trainer, path, ext);
+  straight.train(3, 8);
+
+  // Another graph (another dropout seed): the checkpoint brings back values, momentum and the generator.
+  DropoutRegression resumed(99);
+  Dictionary back = restore_trainer_checkpoint(*resumed.trainer, path);
+  EXPECT_EQ(back.at("epoch").as_int(), 3);
+  EXPECT_EQ(resumed.trainer->total_number_of_samples_seen(), 12u);
+  resumed.train(3, 8);
+  EXPECT_EQ(straight.params(), resumed.params());
+
+  Dictionary state = load_dictionary(path + ".ckp");
+  EXPECT_EQ(state.at("Version").as_int(), 1);
+  EXPECT_EQ(state.at("Learners").as_list().size(), 1u);
+  EXPECT_EQ(state.at("RandomStates").as_list().size(), 1u);
+  EXPECT_EQ(load_function(path)->parameters().size(), 2u);
+  std::remove(path.c_str());
+  std::remove((path + ".ckp").c_str());
+  EXPECT_THROW(restore_trainer_checkpoint(*resumed.trainer, path), IOError);
 }
