@@ -502,6 +502,14 @@ struct Loader {
       inputs.push_back(var(u.as_string(), what));
     }
     if (swaps_operands(op) && inputs.size() == 2) std::swap(inputs[0], inputs[1]);
+    // Before PrimitiveFunction version 4, batch normalization had no running sample count
+    // input; CNTK adds one holding 0 when it loads such a model, and so does this loader.
+    int64_t version = d.count("version") && d.at("version").is<int64_t>() ? d.at("version").as_int() : 0;
+    if (op == "BatchNormalization" && version < 4 && inputs.size() == 5) {
+      Variable count = Variable::constant(NDArrayView::scalar(DataType::Float, 0.0), "");
+      count.impl()->uid = "BatchNormSampleCount" + uid;
+      inputs.push_back(count);
+    }
     if (op != "Combine" && !find_op(op))
       throw NotImplementedError(source + ": " + what + " uses the op '" + op + "' (PrimitiveOpType " +
                                 std::to_string(type) + "), which OpenCNTK does not implement yet");
