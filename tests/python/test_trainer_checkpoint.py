@@ -134,3 +134,44 @@ def test_sigkill_after_a_checkpoint_then_resume_matches_an_uninterrupted_run(tmp
     ''' % (CHECKPOINT_AT, STEPS), tmp_path)
     a, b = np.load(str(tmp_path / 'straight.npy')), np.load(str(tmp_path / 'resumed.npy'))
     np.testing.assert_array_equal(a, b)
+
+
+def _session_setup():
+    C.cntk_py.set_fixed_random_seed(3)
+    rng = np.random.RandomState(7)
+    # 64 samples: minibatches of 16 never straddle the end of a sweep, so a run stopped at a
+    # multiple of 16 trains the same minibatches as the uninterrupted one.
+    X = rng.standard_normal((64, 4)).astype(np.float32)
+    Y = np.eye(3, dtype=np.float32)[rng.randint(0, 3, 64)]
+    x, y = C.input_variable(4), C.input_variable(3)
+    z = C.layers.Dense(3)(C.dropout(C.layers.Dense(6, activation=C.tanh)(x), 0.2))
+    trainer = C.Trainer(z, (C.cross_entropy_with_softmax(z, y), C.classification_error(z, y)),
+                        [C.momentum_sgd(z.parameters, C.learning_parameter_schedule(0.05), C.momentum_schedule(0.9))])
+    src = C.io.MinibatchSourceFromData(dict(x=X, y=Y))
+    return z, trainer, src, {x: src.streams.x, y: src.streams.y}
+
+
+def _session(tmp_path, name, max_samples, restore, preserve_all=False):
+    z, trainer, src, input_map = _session_setup()
+    cfg = C.train.CheckpointConfig(str(tmp_path / name), frequency=40, restore=restore, preserve_all=preserve_all)
+    C.train.training_session(trainer, src, 16, input_map, max_samples=max_samples, checkpoint_config=cfg).train()
+    return np.concatenate([np.asarray(p.value).ravel() for p in z.parameters]), trainer
+
+
+@pytest.mark.parametrize('preserve_all', [False, True])
+def test_training_session_checkpoints_and_resumes(tmp_path, preserve_all):
+    straight, t = _session(tmp_path, 'straight', 200, restore=False)
+    assert t.total_number_of_samples_seen == 200
+    first, t = _session(tmp_path, 'resumed', 96, restore=False, preserve_all=preserve_all)
+    files = sorted(os.listdir(str(tmp_path)))
+    assert 'resumed' in files and 'resumed.ckp' in files
+    if preserve_all:
+        assert 'resumed1' in files and 'resumed2' in files and 'resumed2.ckp' in files
+        os.remove(str(tmp_path / 'resumed'))  # restore then takes the highest numbered one
+        os.remove(str(tmp_path / 'resumed.ckp'))
+    resumed, t = _session(tmp_path, 'resumed', 200, restore=True)
+    assert t.total_number_of_samples_seen == 200
+    np.testing.assert_array_equal(resumed, straight)
+    # Without restore, the session starts over (and overwrites the checkpoint).
+    again, t = _session(tmp_path, 'resumed', 96, restore=False)
+    np.testing.assert_array_equal(again, first)
