@@ -3,7 +3,7 @@ JOBS ?= $(shell nproc)
 
 .PHONY: deps dev test test-quick cpp-test sanitize bench bench-overhead bench-deps demo clean
 .PHONY: fuzz-cbf fuzz-image
-.PHONY: fuzz-ctf bench-readers
+.PHONY: fuzz-ctf bench-readers fuzz-model
 
 deps:
 	bash scripts/install-deps.sh
@@ -92,3 +92,18 @@ fuzz-ctf:
 # Read throughput of MinibatchSource over CTF (ATIS, Fashion-MNIST as CTF); writes bench/results/<date>-readers.*
 bench-readers: dev
 	PYTHONPATH=python python3 bench/readers.py
+
+# libFuzzer target for the CNTK v2 model loader (clang, ASan + UBSan); not part of `make test`.
+# The engine is built with clang and fuzzer instrumentation in build/fuzz; crashes land in build/fuzz/model-artifacts.
+FUZZ_MODEL_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g
+fuzz-model:
+	cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+	  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link $(FUZZ_MODEL_FLAGS)" -DCNTK_BUILD_PYTHON=OFF -DCNTK_BUILD_TESTS=OFF >/dev/null
+	cmake --build build/fuzz -j $(JOBS) --target cntk cntk_proto
+	clang++ -std=c++20 -fsanitize=fuzzer $(FUZZ_MODEL_FLAGS) -Iinclude -Isrc tests/fuzz/fuzz_model.cpp \
+	  build/fuzz/libcntk.a build/fuzz/libcntk_proto.a -lprotobuf -ldnnl -fopenmp -o build/fuzz/fuzz_model
+	mkdir -p build/fuzz/model-corpus build/fuzz/model-artifacts
+	cp -f ../shared/data/cntk-files/v2/* build/fuzz/model-corpus/ 2>/dev/null || true
+	PYTHONPATH=python python3 tests/fuzz/make_model_seeds.py build/fuzz/model-corpus || echo "no seed models (build the extension with make dev first)"
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 build/fuzz/fuzz_model -max_total_time=$(FUZZ_SECONDS) \
+	  -rss_limit_mb=4096 -artifact_prefix=build/fuzz/model-artifacts/ build/fuzz/model-corpus

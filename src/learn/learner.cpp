@@ -96,7 +96,11 @@ TrainingParameterSchedule<double> schedule_from_dictionary(const Dictionary& d) 
     if (it == d.end()) throw ValueError(std::string("training parameter schedule: the dictionary has no '") + key + "'");
     return it->second;
   };
-  TrainingParameterSchedule<double> s(0.0, size_t(get("ref_mb_size").as_int()));
+  // Version 1 schedules (CNTK 2.0) have a unit instead: 0 = per sample (reference size 1), 1 = per minibatch.
+  auto unit = d.find("unit");
+  size_t ref = d.count("ref_mb_size") || unit == d.end() ? size_t(get("ref_mb_size").as_int())
+                                                         : (unit->second.as_int() == 0 ? 1 : 0);
+  TrainingParameterSchedule<double> s(0.0, ref);
   s.set_epoch_size(size_t(get("epoch_size").as_int()));
   auto& entries = s.mutable_entries();
   entries.clear();

@@ -59,8 +59,17 @@ class StandardLearner : public Learner {
 
   void restore_from_checkpoint(const Dictionary& d) override {
     auto it = d.find("smoothed_gradients");
-    if (it == d.end()) throw ValueError("learner checkpoint: no 'smoothed_gradients' in the checkpoint");
-    const auto& smoothed = it->second.as_list();
+    DictValue::List by_uid;  // version 1 checkpoints (CNTK 2.0) key each state by its parameter's uid
+    if (it == d.end() && d.count("version") && d.at("version").as_int() < 2) {
+      for (auto& p : parameters_) {
+        auto s = d.find(p.uid());
+        if (s == d.end()) throw ValueError("learner checkpoint: no state for " + p.str() + " (uid " + p.uid() + ")");
+        by_uid.push_back(s->second);
+      }
+    } else if (it == d.end()) {
+      throw ValueError("learner checkpoint: no 'smoothed_gradients' in the checkpoint");
+    }
+    const auto& smoothed = it == d.end() ? by_uid : it->second.as_list();
     if (smoothed.size() != parameters_.size())
       throw ValueError("learner checkpoint: it holds state for " + std::to_string(smoothed.size()) +
                        " parameters, the learner has " + std::to_string(parameters_.size()));

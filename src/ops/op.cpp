@@ -195,14 +195,16 @@ NDArrayView ComputeContext::reduce_to_input(size_t i, const NDArrayView& grad) c
   return g.reshape(target);
 }
 
+std::shared_ptr<RandomState> initial_random_state(const Dictionary& attrs) {
+  auto rs = std::make_shared<RandomState>();
+  rs->engine.seed(uint64_t(attr_int(attrs, "rngSeed", 0)) * 0x9E3779B97F4A7C15ull +
+                  uint64_t(attr_int(attrs, "rngOffset", 0)));
+  return rs;
+}
+
 RandomState& ComputeContext::random() {
   auto& st = fn->op_state();
-  if (!st) {
-    auto rs = std::make_shared<RandomState>();
-    rs->engine.seed(uint64_t(attr_int(*attrs, "rngSeed", 0)) * 0x9E3779B97F4A7C15ull +
-                    uint64_t(attr_int(*attrs, "rngOffset", 0)));
-    st = rs;
-  }
+  if (!st) st = initial_random_state(*attrs);
   return *std::static_pointer_cast<RandomState>(st);
 }
 

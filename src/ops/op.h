@@ -54,6 +54,8 @@ class InferContext {
 struct RandomState {
   std::mt19937_64 engine;
 };
+// The generator a random op starts from (its rngSeed and rngOffset attributes).
+std::shared_ptr<RandomState> initial_random_state(const Dictionary& attrs);
 
 // What a kernel or gradient rule sees at run time. Every runtime tensor holds its
 // dynamic axes first (sequence, then batch: time-major) and its static shape after.

@@ -632,9 +632,69 @@ def _unsupported(what, issue):
     return f
 
 
+def _check_format(format, what):
+    if isinstance(format, str):
+        try:
+            format = ModelFormat(format)
+        except ValueError:
+            raise ValueError("%s: unknown model format %r (use ModelFormat.CNTKv2 or ModelFormat.ONNX)" % (what, format))
+    if not isinstance(format, ModelFormat):
+        raise TypeError("%s: format must be a cntk.ModelFormat, not %s" % (what, type(format).__name__))
+    if format == ModelFormat.ONNX:
+        raise NotImplementedError("%s: the ONNX format is not implemented yet (ONNX issue); use ModelFormat.CNTKv2"
+                                  % what)
+    return format
+
+
 def load_model(model, device=None, format=ModelFormat.CNTKv2):
-    """Loads a saved model (CNTK v2 format or ONNX)."""
-    raise NotImplementedError("load_model: model files are not implemented yet (model files issue)")
+    """Loads a model saved in CNTK's v2 format by :meth:`Function.save` (OpenCNTK's or CNTK 2.x's).
+
+    ``model`` is a file path, or the bytes of a model (``bytes``, ``bytearray`` or ``memoryview``).
+    Every computation runs on the CPU, so ``device`` only has to be a CPU device or None.
+    A truncated, corrupted or foreign file raises IOError naming the file; a model using an op
+    OpenCNTK does not implement yet raises NotImplementedError naming the op."""
+    _check_format(format, 'load_model')
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return _cntk.load_model_from_bytes(bytes(model))
+    if not isinstance(model, (str, bytes)) and not hasattr(model, '__fspath__'):
+        raise TypeError("load_model: model must be a file path or bytes, not %s" % type(model).__name__)
+    import os
+    path = os.fspath(model)
+    if not os.path.exists(path):
+        raise IOError("load_model: the model file '%s' does not exist" % path)
+    return _cntk.load_model(path)
+
+
+def _save(self, filename, format=ModelFormat.CNTKv2, use_external_files_to_store_parameters=False):
+    """Saves this function's graph to ``filename`` in CNTK's v2 format (a CNTK 2.x ``Function.load``
+    reads it). The file is written to a temporary name first and renamed into place."""
+    _check_format(format, 'Function.save')
+    if use_external_files_to_store_parameters:
+        raise NotImplementedError("Function.save: storing parameters in external files (models over 2 GB) "
+                                  "is not supported")
+    import os
+    _cntk.save_model(_composite(self), os.fspath(filename))
+
+
+def _restore(self, filename):
+    """Restores the values of this function's parameters (in place) from a model file saved from
+    the same graph. Parameters are matched by uid, or else by their order in the graph."""
+    loaded = load_model(filename)
+    mine, theirs = self.parameters, loaded.parameters
+    by_uid = {p.uid: p for p in theirs}
+    if all(p.uid in by_uid for p in mine):
+        pairs = [(p, by_uid[p.uid]) for p in mine]
+    elif len(mine) == len(theirs):
+        pairs = list(zip(mine, theirs))
+    else:
+        raise ValueError("Function.restore: '%s' holds %d parameters, this function has %d"
+                         % (filename, len(theirs), len(mine)))
+    for p, q in pairs:
+        if tuple(p.shape) != tuple(q.shape):
+            raise ValueError("Function.restore: parameter %s has shape %s, but its value in '%s' has shape %s"
+                             % (p.name or p.uid, tuple(p.shape), filename, tuple(q.shape)))
+    for p, q in pairs:
+        p.value = q.value
 
 
 _NATIVE_UDF_MESSAGE = ("native user functions (C++ plugin libraries loaded by op id) are not supported by OpenCNTK; "
@@ -927,8 +987,8 @@ Function.__hash__ = lambda self: hash(self._root_function()._uid)
 Function.__str__ = _str
 Function.__repr__ = _repr
 Function.__array_priority__ = 100
-Function.save = _unsupported('Function.save', 'model files issue')
-Function.restore = _unsupported('Function.restore', 'model files issue')
+Function.save = _save
+Function.restore = _restore
 Function.load = staticmethod(lambda model, device=None, format=ModelFormat.CNTKv2: load_model(model, device, format))
 Function.train = _unsupported('Function.train', 'training issue')
 Function.test = _unsupported('Function.test', 'training issue')

@@ -142,12 +142,28 @@ class Trainer(_cntk.Trainer):
         return average
 
     def save_checkpoint(self, filename, external_state={}):
-        """Saving checkpoints needs model files, which are not implemented yet."""
-        raise NotImplementedError("Trainer.save_checkpoint is not implemented yet (model files issue)")
+        """Saves the trainer's state: the training graph (model, loss and metric) as a model file
+        ``filename``, and beside it (``filename + '.ckp'``) every learner's state (sample and
+        minibatch counts, momentum and other per-parameter state), the generator state of the
+        random ops (dropout, sampling) and ``external_state``, a dict of the caller's own values.
+
+        Each file is first written under a temporary name and then renamed, so a crash while
+        saving leaves the previous checkpoint intact. The position of a MinibatchSource is not
+        part of the checkpoint yet (save it in ``external_state``)."""
+        if not isinstance(external_state, dict):
+            raise TypeError("save_checkpoint: external_state must be a dict, not %s" % type(external_state).__name__)
+        import os
+        _cntk.save_trainer_checkpoint(self, os.fspath(filename), external_state)
 
     def restore_from_checkpoint(self, filename):
-        """Restoring checkpoints needs model files, which are not implemented yet."""
-        raise NotImplementedError("Trainer.restore_from_checkpoint is not implemented yet (model files issue)")
+        """Restores what :meth:`save_checkpoint` saved into this trainer (built over the same graph
+        and learners) and returns the ``external_state`` dict that was saved with it."""
+        import os
+        path = os.fspath(filename)
+        for p in (path, path + '.ckp'):
+            if not os.path.exists(p):
+                raise IOError("restore_from_checkpoint: the checkpoint file '%s' does not exist" % p)
+        return _cntk.restore_trainer_checkpoint(self, path)
 
     @property
     def model(self):

@@ -1,7 +1,7 @@
 """TrainingSession: the training loop over a minibatch source, with periodic
-progress summaries, cross-validation and a final test (CNTK's training_session).
-Checkpointing arrives with the model-file format; a CheckpointConfig is accepted
-and raises when a checkpoint would be written."""
+progress summaries, cross-validation, a final test and checkpoints (CNTK's training_session).
+A checkpoint holds the trainer (Trainer.save_checkpoint) and, in its external state, the
+training source's position (get_checkpoint_state) under CNTK's key 'TrainingMinibatchSource'."""
 import enum
 
 import numpy as np
@@ -144,11 +144,6 @@ class TrainingSession(object):
         self.checkpoint_config = checkpoint_config
         self.cv_config = cv_config
         self.test_config = test_config
-        if checkpoint_config is not None and checkpoint_config.restore:
-            import os
-            if os.path.exists(checkpoint_config.filename):
-                raise NotImplementedError("restoring a training session from a checkpoint needs model files, "
-                                          "which are not implemented yet")
 
     def _next(self, source, size, input_map):
         if input_map is not None:
@@ -161,9 +156,46 @@ class TrainingSession(object):
         position = {DataUnit.sample: samples, DataUnit.minibatch: minibatches, DataUnit.sweep: sweeps}[unit]
         return position // freq > last // freq if unit == DataUnit.sample else position % freq == 0
 
+    # The key of the training source's position in a checkpoint's external state (CNTK's).
+    _SOURCE_KEY = 'TrainingMinibatchSource'
+
+    def _save_checkpoint(self, index=None):
+        cfg = self.checkpoint_config
+        state = {}
+        if hasattr(self.mb_source, 'get_checkpoint_state'):
+            state[self._SOURCE_KEY] = self.mb_source.get_checkpoint_state()
+        filename = cfg.filename + (str(index) if cfg.preserve_all and index is not None else '')
+        self.trainer.save_checkpoint(filename, state)
+
+    def _checkpoint_to_restore(self):
+        """The checkpoint file itself, or else the <filename>N with the largest N (preserve_all), or None."""
+        import os
+        name = self.checkpoint_config.filename
+        if os.path.exists(name):
+            return name
+        folder, base = os.path.split(name)
+        best, best_n = None, -1
+        for f in os.listdir(folder or '.'):
+            suffix = f[len(base):]
+            if f.startswith(base) and suffix.isdigit() and os.path.exists(os.path.join(folder, f) + '.ckp'):
+                if int(suffix) > best_n:
+                    best, best_n = os.path.join(folder, f), int(suffix)
+        return best
+
+    def _restore_checkpoint(self):
+        """Restores the trainer and the training source; returns the number of samples trained so far."""
+        path = self._checkpoint_to_restore()
+        if path is None:
+            return 0
+        state = self.trainer.restore_from_checkpoint(path)
+        if self._SOURCE_KEY in state and hasattr(self.mb_source, 'restore_from_checkpoint'):
+            self.mb_source.restore_from_checkpoint(state[self._SOURCE_KEY])
+        return self.trainer.total_number_of_samples_seen
+
     def train(self, device=None):
-        """Runs the training loop. If it raises, a running profiler session writes its files
-        before the exception propagates."""
+        """Runs the training loop. With a CheckpointConfig, checkpoints are written every `frequency`
+        and at the end, and training resumes from the last checkpoint when `restore` is set. If it
+        raises, a running profiler session writes its files before the exception propagates."""
         try:
             self._train()
         except BaseException:
@@ -173,7 +205,10 @@ class TrainingSession(object):
     def _train(self):
         trainer = self.trainer
         samples = minibatches = sweeps = 0
-        last_progress = last_cv = 0
+        ckp = self.checkpoint_config
+        if ckp is not None and ckp.restore:
+            samples = self._restore_checkpoint()
+        last_progress = last_cv = last_checkpoint = samples
         cv_index = 0
         stop = False
         while samples < self.max_samples and not stop:
@@ -191,10 +226,12 @@ class TrainingSession(object):
             if self._due(self.progress_frequency, self.progress_unit, samples, minibatches, sweeps, last_progress):
                 trainer.summarize_training_progress()
                 last_progress = samples
-            if self.checkpoint_config is not None and self._due(self.checkpoint_config.frequency,
-                                                                self.checkpoint_config.frequency_unit, samples,
-                                                                minibatches, sweeps, last_progress):
-                self._save_checkpoint()
+            if ckp is not None and self._due(ckp.frequency, ckp.frequency_unit, samples, minibatches, sweeps,
+                                             last_checkpoint):
+                last_checkpoint = samples
+                position = {DataUnit.sample: samples, DataUnit.minibatch: minibatches,
+                            DataUnit.sweep: sweeps}[ckp.frequency_unit]
+                self._save_checkpoint(position // ckp.frequency)
                 # As in CNTK, the profiler is enabled after each checkpoint (so the first
                 # checkpoint period is not profiled); this has no effect unless start_profiler ran.
                 _cntk.enable_profiler()
@@ -206,13 +243,12 @@ class TrainingSession(object):
                 cv_index += 1
         if last_progress != samples:
             trainer.summarize_training_progress()
+        if ckp is not None:
+            self._save_checkpoint()  # the final state, under the plain file name (as CNTK does)
         if self.cv_config is not None and self.cv_config.frequency is None:
             self._cross_validate(cv_index)
         if self.test_config is not None:
             self._test()
-
-    def _save_checkpoint(self):
-        raise NotImplementedError("writing checkpoints needs model files, which are not implemented yet")
 
     def _evaluate(self, config, max_samples=None):
         source, input_map = config.source, config.model_inputs_to_streams

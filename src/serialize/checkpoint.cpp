@@ -1,0 +1,152 @@
+// Trainer checkpoints (see cntk/serialize.h): the training graph as a model file and the
+// trainer state (learners, external state, random generator states) beside it.
+#include <sstream>
+#include <unordered_set>
+
+#include "cntk/serialize.h"
+#include "cntk/trainer.h"
+#include "ops/op.h"
+
+namespace cntk {
+
+namespace {
+
+constexpr int64_t kTrainerCheckpointVersion = 1;
+
+std::string state_path(const std::string& path) { return path + ".ckp"; }
+
+FunctionPtr training_graph(const Trainer& t) {
+  std::vector<Variable> outs;
+  std::unordered_set<VariableImpl*> seen;
+  auto add = [&](const FunctionPtr& f) {
+    if (!f) return;
+    for (auto& o : f->outputs())
+      if (seen.insert(o.get()).second) outs.push_back(o);
+  };
+  add(t.loss_function());
+  add(t.evaluation_function());
+  add(t.model());
+  return Function::combine(outs);
+}
+
+// Every function that draws random numbers, blocks opened, in a fixed traversal order.
+void random_functions(const FunctionPtr& f, std::vector<FunctionPtr>& out, std::unordered_set<Function*>& seen) {
+  for (auto& g : f->topological_order()) {
+    if (!seen.insert(g.get()).second) continue;
+    if (g->is_block()) {
+      random_functions(g->block_root(), out, seen);
+    } else if (g->op() && g->op()->stateful_random) {
+      out.push_back(g);
+    }
+  }
+}
+
+std::vector<FunctionPtr> random_functions(const FunctionPtr& f) {
+  std::vector<FunctionPtr> out;
+  std::unordered_set<Function*> seen;
+  random_functions(f, out, seen);
+  return out;
+}
+
+// Parameters of `mine` paired with the loaded ones: by uid when every uid is found, else by position.
+std::vector<std::pair<Variable, Variable>> pair_parameters(const std::vector<Variable>& mine,
+                                                           const std::vector<Variable>& theirs,
+                                                           const std::string& path) {
+  std::vector<std::pair<Variable, Variable>> pairs;
+  for (auto& p : mine)
+    for (auto& q : theirs)
+      if (q.uid() == p.uid()) {
+        pairs.push_back({p, q});
+        break;
+      }
+  if (pairs.size() != mine.size()) {
+    if (mine.size() != theirs.size())
+      throw ValueError(path + ": the checkpoint holds " + std::to_string(theirs.size()) +
+                       " parameters, the trainer's graph has " + std::to_string(mine.size()));
+    pairs.clear();
+    for (size_t i = 0; i < mine.size(); ++i) pairs.push_back({mine[i], theirs[i]});
+  }
+  for (auto& [p, q] : pairs)
+    if (p.shape() != q.shape() || p.dtype() != q.dtype())
+      throw ValueError(path + ": " + p.str() + " does not match the checkpoint's " + q.str());
+  return pairs;
+}
+
+}  // namespace
+
+void save_trainer_checkpoint(const Trainer& trainer, const std::string& path, const Dictionary& external_state) {
+  FunctionPtr graph = training_graph(trainer);
+  Dictionary state;
+  state["Version"] = kTrainerCheckpointVersion;
+  DictValue::List learners;
+  for (auto& l : trainer.parameter_learners()) learners.push_back(l->create_checkpoint());
+  state["Learners"] = learners;
+  state["ExternalState"] = external_state;
+  state["DistributedState"] = Dictionary();
+  DictValue::List randoms;
+  for (auto& f : random_functions(graph)) {
+    Dictionary r;
+    r["uid"] = f->uid();
+    r["op"] = f->op_name();
+    std::ostringstream engine;
+    auto rs = f->op_state() ? std::static_pointer_cast<RandomState>(f->op_state()) : initial_random_state(f->attributes());
+    engine << rs->engine;
+    r["engine"] = engine.str();
+    randoms.push_back(r);
+  }
+  state["RandomStates"] = randoms;
+  // Both files are complete under temporary names before either is renamed into place.
+  std::string model_bytes = save_function_to_bytes(graph);
+  std::string state_bytes = dictionary_to_bytes(state);
+  write_file_atomically(path, model_bytes);
+  write_file_atomically(state_path(path), state_bytes);
+}
+
+Dictionary restore_trainer_checkpoint(Trainer& trainer, const std::string& path) {
+  FunctionPtr saved = load_function(path);
+  Dictionary state = load_dictionary(state_path(path));
+  FunctionPtr graph = training_graph(trainer);
+  auto fail = [&](const std::string& what) -> void { throw IOError(state_path(path) + ": " + what); };
+  auto lit = state.find("Learners");
+  if (lit == state.end() || !lit->second.is<std::shared_ptr<DictValue::List>>()) fail("no 'Learners' list");
+  const auto& learners = lit->second.as_list();
+  if (learners.size() != trainer.parameter_learners().size())
+    fail("it holds " + std::to_string(learners.size()) + " learners, the trainer has " +
+         std::to_string(trainer.parameter_learners().size()));
+  auto pairs = pair_parameters(graph->parameters(), saved->parameters(), path);
+  std::vector<FunctionPtr> randoms = random_functions(graph);
+  const DictValue::List* rstates = nullptr;
+  if (state.count("RandomStates") && state.at("RandomStates").is<std::shared_ptr<DictValue::List>>()) {
+    rstates = &state.at("RandomStates").as_list();
+    if (rstates->size() != randoms.size())
+      fail("it holds " + std::to_string(rstates->size()) + " random generator states, the trainer's graph has " +
+           std::to_string(randoms.size()) + " random ops");
+  }
+  std::vector<std::shared_ptr<RandomState>> engines(randoms.size());
+  for (size_t i = 0; rstates && i < randoms.size(); ++i) {
+    const DictValue& v = (*rstates)[i];
+    if (!v.is<std::shared_ptr<Dictionary>>() || !v.as_dict().count("engine") || !v.as_dict().count("op"))
+      fail("random generator state " + std::to_string(i) + " is malformed");
+    if (v.as_dict().at("op").as_string() != randoms[i]->op_name())
+      fail("random op " + std::to_string(i) + " is '" + v.as_dict().at("op").as_string() + "' in the checkpoint but '" +
+           randoms[i]->op_name() + "' in the trainer's graph");
+    const std::string& text = v.as_dict().at("engine").as_string();
+    if (text.empty()) continue;
+    auto rs = std::make_shared<RandomState>();
+    std::istringstream in(text);
+    in >> rs->engine;
+    if (!in) fail("random generator state " + std::to_string(i) + " does not parse");
+    engines[i] = rs;
+  }
+  // Everything checked: now change the trainer.
+  for (auto& [p, q] : pairs) p.set_value(q.value());
+  for (size_t i = 0; i < learners.size(); ++i) {
+    if (!learners[i].is<std::shared_ptr<Dictionary>>()) fail("learner " + std::to_string(i) + " has no state");
+    trainer.parameter_learners()[i]->restore_from_checkpoint(learners[i].as_dict());
+  }
+  for (size_t i = 0; rstates && i < randoms.size(); ++i) randoms[i]->op_state() = engines[i];
+  auto eit = state.find("ExternalState");
+  return eit != state.end() && eit->second.is<std::shared_ptr<Dictionary>>() ? eit->second.as_dict() : Dictionary();
+}
+
+}  // namespace cntk

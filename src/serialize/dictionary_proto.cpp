@@ -1,0 +1,354 @@
+// Dictionary <-> CNTK's v2 protobuf messages (cntk_v2.proto), and files.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "cntk/serialize.h"
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/stubs/logging.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include "cntk_v2.pb.h"
+#include "serialize/attribute_types.h"
+
+namespace cntk {
+
+namespace pb = CNTK::proto;
+
+namespace {
+
+// Axis::static_axis_idx sentinels of CNTK's Axis (Common.cpp).
+constexpr int32_t kDynamicAxisIdx = INT_MAX;
+constexpr int32_t kAllStaticAxesIdx = INT_MAX - 1;
+constexpr int32_t kUnknownAxesIdx = INT_MAX - 2;
+constexpr int32_t kEndStaticAxisIdx = INT_MAX - 3;
+constexpr int32_t kAllAxesIdx = INT_MAX - 4;
+// CNTK's large-model layout: a magic number and a length, then the metadata message,
+// then raw tensor values. Recognised only to refuse it with a clear message.
+constexpr uint32_t kLargeModelMagic = 0x636e746bU;
+// Messages nest at most this deep (protobuf's own limit is 100).
+constexpr int kMaxDepth = 64;
+
+struct Reader {
+  const std::string& source;
+  [[noreturn]] void fail(const std::string& what) const { throw IOError(source + ": " + what); }
+};
+
+// ------------------------------------------------------------- engine -> proto
+
+void to_proto(const NDShape& s, pb::NDShape* out) {
+  for (size_t i = s.rank(); i-- > 0;) out->add_shape_dim(uint64_t(s[i]));
+}
+
+void to_proto(const Axis& a, pb::Axis* out) {
+  switch (a.kind()) {
+    case Axis::Kind::Static:
+      if (a.static_index() == Axis::kNewLeading) {
+        out->set_static_axis_idx(kEndStaticAxisIdx);
+      } else {
+        // NumPy axis i is CNTK's axis -i-1 (and back): CNTK counts from the fastest axis.
+        out->set_static_axis_idx(-a.static_index() - 1);
+        out->set_name("staticAxisIdx=" + std::to_string(-a.static_index() - 1));
+      }
+      break;
+    case Axis::Kind::Dynamic:
+      if (a.name() == "UnknownAxes") {  // CNTK marks a placeholder's not-yet-known axes by index
+        out->set_static_axis_idx(kUnknownAxesIdx);
+        out->set_name("UnknownAxes");
+        break;
+      }
+      out->set_static_axis_idx(kDynamicAxisIdx);
+      out->set_name(a.name());
+      out->set_is_ordered_dynamic_axis(a.is_ordered());
+      break;
+    case Axis::Kind::AllStatic:
+      out->set_static_axis_idx(kAllStaticAxesIdx);
+      out->set_name("AllStaticAxes");
+      break;
+    case Axis::Kind::All:
+      out->set_static_axis_idx(kAllAxesIdx);
+      out->set_name("AllAxes");
+      break;
+  }
+}
+
+void to_proto(const NDArrayView& view, pb::NDArrayView* out) {
+  NDArrayView v = view.to_dense().contiguous();
+  to_proto(v.shape(), out->mutable_shape());
+  out->set_storage_format(pb::NDArrayView::Dense);
+  int64_t n = v.numel();
+  switch (v.dtype()) {
+    case DataType::Float: {
+      out->set_data_type(pb::NDArrayView::Float);
+      auto* dst = out->mutable_float_values()->mutable_value();
+      dst->Resize(int(n), 0.0f);
+      if (n) std::memcpy(dst->mutable_data(), v.data<float>(), size_t(n) * sizeof(float));
+      break;
+    }
+    case DataType::Double: {
+      out->set_data_type(pb::NDArrayView::Double);
+      auto* dst = out->mutable_double_values()->mutable_value();
+      dst->Resize(int(n), 0.0);
+      if (n) std::memcpy(dst->mutable_data(), v.data<double>(), size_t(n) * sizeof(double));
+      break;
+    }
+    case DataType::Float16: {
+      // CNTK writes float16 values widened to float.
+      out->set_data_type(pb::NDArrayView::Float16);
+      auto* dst = out->mutable_float_values()->mutable_value();
+      dst->Reserve(int(n));
+      const uint16_t* src = v.data<uint16_t>();
+      for (int64_t i = 0; i < n; ++i) dst->Add(half_to_float(src[i]));
+      break;
+    }
+    default: throw ValueError("cannot serialize an NDArrayView of data type " + std::string(to_string(v.dtype())));
+  }
+}
+
+void to_proto(const DictValue& v, pb::DictionaryValue* out, const std::string& key);
+
+void to_proto(const Dictionary& d, pb::Dictionary* out) {
+  out->set_version(1);
+  for (auto& [k, v] : d) to_proto(v, &(*out->mutable_data())[k], k);
+}
+
+void to_proto(const DictValue& v, pb::DictionaryValue* out, const std::string& key) {
+  out->set_version(1);
+  const auto& s = v.storage();
+  if (std::holds_alternative<std::monostate>(s)) {
+    out->set_value_type(pb::DictionaryValue::None);
+  } else if (auto* b = std::get_if<bool>(&s)) {
+    out->set_value_type(pb::DictionaryValue::Bool);
+    out->set_bool_value(*b);
+  } else if (auto* i = std::get_if<int64_t>(&s)) {
+    // The engine keeps one integer type; CNTK reads some keys as int and the rest as size_t.
+    if (is_int_typed_key(key) && *i >= INT32_MIN && *i <= INT32_MAX) {
+      out->set_value_type(pb::DictionaryValue::Int);
+      out->set_int_value(int32_t(*i));
+    } else if (*i < 0 && *i >= INT32_MIN) {
+      out->set_value_type(pb::DictionaryValue::Int);
+      out->set_int_value(int32_t(*i));
+    } else {
+      out->set_value_type(pb::DictionaryValue::SizeT);
+      out->set_size_t_value(uint64_t(*i));
+    }
+  } else if (auto* d = std::get_if<double>(&s)) {
+    if (is_float_typed_key(key)) {
+      out->set_value_type(pb::DictionaryValue::Float);
+      out->set_float_value(float(*d));
+    } else {
+      out->set_value_type(pb::DictionaryValue::Double);
+      out->set_double_value(*d);
+    }
+  } else if (auto* str = std::get_if<std::string>(&s)) {
+    out->set_value_type(pb::DictionaryValue::String);
+    out->set_string_value(*str);
+  } else if (auto* shape = std::get_if<NDShape>(&s)) {
+    out->set_value_type(pb::DictionaryValue::NDShape);
+    to_proto(*shape, out->mutable_nd_shape_value());
+  } else if (auto* ax = std::get_if<Axis>(&s)) {
+    out->set_value_type(pb::DictionaryValue::Axis);
+    to_proto(*ax, out->mutable_axis_value());
+  } else if (auto* list = std::get_if<std::shared_ptr<DictValue::List>>(&s)) {
+    out->set_value_type(pb::DictionaryValue::Vector);
+    auto* vec = out->mutable_vector_value();
+    for (auto& e : **list) to_proto(e, vec->add_value(), key);
+  } else if (auto* dict = std::get_if<std::shared_ptr<Dictionary>>(&s)) {
+    out->set_value_type(pb::DictionaryValue::Dictionary);
+    to_proto(**dict, out->mutable_dictionary_value());
+  } else if (auto* arr = std::get_if<NDArrayView>(&s)) {
+    out->set_value_type(pb::DictionaryValue::NDArrayView);
+    to_proto(*arr, out->mutable_nd_array_view_value());
+  }
+}
+
+// ------------------------------------------------------------- proto -> engine
+
+// Dimensions are kept bit for bit (CNTK's markers are the top values of size_t); the
+// function loader checks the shapes a graph uses (check_graph_shape in serialize.h).
+NDShape from_proto(const pb::NDShape& s, const Reader& r) {
+  if (s.shape_dim_size() > 1024) r.fail("a shape has " + std::to_string(s.shape_dim_size()) + " axes (at most 1024)");
+  std::vector<int64_t> dims(size_t(s.shape_dim_size()));
+  for (int i = 0; i < s.shape_dim_size(); ++i) dims[dims.size() - 1 - size_t(i)] = int64_t(s.shape_dim(i));
+  return NDShape(dims);
+}
+
+Axis from_proto(const pb::Axis& a, const Reader& r) {
+  int32_t idx = a.static_axis_idx();
+  switch (idx) {
+    case kDynamicAxisIdx: return Axis::dynamic(a.name(), a.is_ordered_dynamic_axis());
+    case kAllStaticAxesIdx: return Axis::all_static_axes();
+    case kAllAxesIdx: return Axis::all_axes();
+    case kEndStaticAxisIdx: return Axis::new_leading_axis();
+    case kUnknownAxesIdx: return Axis::dynamic("UnknownAxes");
+    default: return Axis(int(-int64_t(idx) - 1));  // in range for every int32 idx
+  }
+}
+
+NDArrayView from_proto(const pb::NDArrayView& a, const Reader& r) {
+  if (a.storage_format() != pb::NDArrayView::Dense)
+    r.fail("sparse NDArrayView values (storage format " + std::to_string(int(a.storage_format())) +
+           ") are not supported");
+  NDShape shape = from_proto(a.shape(), r);
+  int64_t n = 1;
+  for (auto d : shape.dims()) {
+    if (d < 0) r.fail("an NDArrayView has the dimension " + std::to_string(uint64_t(d)));
+    if (d > 0 && n > (int64_t(1) << 40) / d) r.fail("an NDArrayView with " + std::to_string(shape.rank()) + " axes is too large");
+    n *= d;
+  }
+  auto expect = [&](int64_t got, const char* kind) {
+    if (got != n)
+      r.fail("an NDArrayView of shape " + shape.str() + " holds " + std::to_string(got) + " " + kind + " values (" +
+             std::to_string(n) + " expected)");
+  };
+  switch (a.data_type()) {
+    case pb::NDArrayView::Float: {
+      expect(a.float_values().value_size(), "float");
+      NDArrayView v(DataType::Float, shape);
+      if (n) std::memcpy(v.data<float>(), a.float_values().value().data(), size_t(n) * sizeof(float));
+      return v;
+    }
+    case pb::NDArrayView::Double: {
+      expect(a.double_values().value_size(), "double");
+      NDArrayView v(DataType::Double, shape);
+      if (n) std::memcpy(v.data<double>(), a.double_values().value().data(), size_t(n) * sizeof(double));
+      return v;
+    }
+    case pb::NDArrayView::Float16: {
+      expect(a.float_values().value_size(), "float16");
+      NDArrayView v(DataType::Float16, shape);
+      uint16_t* dst = v.data<uint16_t>();
+      for (int64_t i = 0; i < n; ++i) dst[i] = float_to_half(a.float_values().value(int(i)));
+      return v;
+    }
+    default:
+      r.fail("NDArrayView data type " + std::to_string(int(a.data_type())) +
+             " is not supported (float32, float64 and float16 are)");
+  }
+}
+
+Dictionary from_proto(const pb::Dictionary& d, const Reader& r, int depth);
+
+DictValue from_proto(const pb::DictionaryValue& v, const Reader& r, int depth) {
+  if (depth > kMaxDepth) r.fail("values nest more than " + std::to_string(kMaxDepth) + " levels deep");
+  using T = pb::DictionaryValue;
+  switch (v.value_type()) {
+    case T::None: return DictValue();
+    case T::Bool: return DictValue(v.bool_value());
+    case T::Int: return DictValue(int64_t(v.int_value()));
+    case T::SizeT: return DictValue(int64_t(v.size_t_value()));
+    case T::Float: return DictValue(double(v.float_value()));
+    case T::Double: return DictValue(v.double_value());
+    case T::String: return DictValue(v.string_value());
+    case T::NDShape: return DictValue(from_proto(v.nd_shape_value(), r));
+    case T::Axis: return DictValue(from_proto(v.axis_value(), r));
+    case T::Vector: {
+      DictValue::List list;
+      list.reserve(size_t(v.vector_value().value_size()));
+      for (auto& e : v.vector_value().value()) list.push_back(from_proto(e, r, depth + 1));
+      return DictValue(std::move(list));
+    }
+    case T::Dictionary: return DictValue(from_proto(v.dictionary_value(), r, depth + 1));
+    case T::NDArrayView: return DictValue(from_proto(v.nd_array_view_value(), r));
+    // A value type from a later format version: CNTK's reader leaves such values empty
+    // (forward compatibility), and so does this one.
+    default: return DictValue();
+  }
+}
+
+Dictionary from_proto(const pb::Dictionary& d, const Reader& r, int depth) {
+  Dictionary out;
+  for (auto& [k, v] : d.data()) out[k] = from_proto(v, r, depth + 1);
+  return out;
+}
+
+}  // namespace
+
+std::string dictionary_to_bytes(const Dictionary& d) {
+  pb::Dictionary msg;
+  to_proto(d, &msg);
+  size_t size = msg.ByteSizeLong();
+  if (size >= size_t(INT_MAX))
+    throw ValueError("the dictionary needs more than 2 GB, more than one protobuf message holds");
+  // Deterministic: map entries in key order, so that saving the same model twice gives the same bytes.
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    msg.SerializeWithCachedSizes(&coded);
+    if (coded.HadError()) throw IOError("could not serialize a dictionary");
+  }
+  return out;
+}
+
+Dictionary dictionary_from_bytes(const std::string& bytes, const std::string& source) {
+  Reader r{source};
+  if (bytes.empty()) r.fail("the data is empty (not a CNTK v2 model or dictionary)");
+  if (bytes.size() >= 8) {
+    uint32_t magic = 0;
+    std::memcpy(&magic, bytes.data(), 4);
+    if (magic == kLargeModelMagic)
+      r.fail("CNTK's layout for models over 2 GB (metadata and values stored apart) is not supported");
+  }
+  if (bytes.size() >= size_t(INT_MAX)) r.fail("the data is larger than 2 GB");
+  pb::Dictionary msg;
+  bool parsed;
+  {
+    // The failure is reported below as an IOError; protobuf's own log line would only repeat it.
+    google::protobuf::LogSilencer quiet;
+    parsed = msg.ParseFromString(bytes);
+  }
+  if (!parsed)
+    r.fail("not a valid CNTK v2 protobuf Dictionary (truncated, corrupted or another format; " +
+           std::to_string(bytes.size()) + " bytes)");
+  return from_proto(msg, r, 0);
+}
+
+std::string read_file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IOError(path + ": cannot open the file for reading: " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw IOError(path + ": read error");
+  return ss.str();
+}
+
+void write_file_atomically(const std::string& path, const std::string& bytes) {
+  std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw IOError(path + ": cannot create '" + tmp + "': " + std::strerror(errno));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      std::string err = std::strerror(errno);
+      ::close(fd);
+      std::remove(tmp.c_str());
+      throw IOError(path + ": write error: " + err);
+    }
+    done += size_t(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    std::string err = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw IOError(path + ": cannot flush the file: " + err);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::string err = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw IOError(path + ": cannot rename '" + tmp + "' into place: " + err);
+  }
+}
+
+void save_dictionary(const Dictionary& d, const std::string& path) { write_file_atomically(path, dictionary_to_bytes(d)); }
+
+Dictionary load_dictionary(const std::string& path) { return dictionary_from_bytes(read_file_bytes(path), path); }
+
+}  // namespace cntk

@@ -1,0 +1,615 @@
+// Function <-> CNTK's serialized function Dictionary, laid out as CNTK 2.x's
+// CompositeFunction/PrimitiveFunction/Variable serialization does (see README.md).
+#include <array>
+#include <functional>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "cntk/serialize.h"
+#include "ops/op.h"
+#include "serialize/attribute_types.h"
+
+namespace cntk {
+
+namespace {
+
+// CNTK's PrimitiveOpType values (PrimitiveOpType.h): the index is the value.
+constexpr std::array<const char*, 98> kOpTypes = {
+    "Negate", "Sigmoid", "Tanh", "ReLU", "Exp", "Log", "Sqrt", "Floor", "Abs", "Reciprocal",       // 0-9
+    "Softmax", "Hardmax", "TransposeAxes", "Where", "Slice", "Dropout", "Reshape", "Pooling",      // 10-17
+    "SumAll", "Plus", "Minus", "ElementTimes", "Equal", "NotEqual", "Less", "LessEqual",          // 18-25
+    "Greater", "GreaterEqual", "PackedIndex", "GatherPacked", "ScatterPacked", "Times",           // 26-31
+    "TransposeTimes", "Convolution", "SquaredError", "CrossEntropyWithSoftmax",                   // 32-35
+    "ClassificationError", "PastValue", "FutureValue", "ReduceElements", "BatchNormalization",    // 36-40
+    "Clip", "Select", "Splice", "Combine", "RandomSample", "RandomSampleInclusionFrequency",      // 41-46
+    "ROIPooling", "Logistic", "OptimizedRNNStack", "ReconcileDynamicAxis", "LogSoftmax",          // 47-51
+    "LogPlus", "CosDistance", "Sin", "Cos", "Pass", "Block", "Unpooling", "LambdaRank", "NDCG",   // 52-60
+    "EditDistanceError", "NoOp", "LabelsToGraph", "StopGradient", "ELU", "ForwardBackward",       // 61-66
+    "CosDistanceWithNegativeSamples", "OneHot", "Pow", "ToSequence", "ToSequenceLike",            // 67-71
+    "UnpackSequence", "Assign", "Gather", "StableSigmoid", "RandomDistribution", "Sinh", "Cosh",  // 72-78
+    "UnpackBatch", "ToBatch", "Asin", "Acos", "Pad", "Crop", "Atanh", "Asinh", "TopK",            // 79-87
+    "Squeeze", "ConstantOp", "LatticeSequenceWithSoftmax", "Cast", "EyeLikeOp", "CustomProxyOp",  // 88-93
+    "StraightThrough", "Tan", "Atan", "ConvolutionSequenceShape"};                                // 94-97
+constexpr int64_t kBlockOp = 57;
+constexpr int64_t kCombineOp = 44;
+constexpr int64_t kCustomProxyOp = 93;
+// Ops of the engine that CNTK lacks are written as CustomProxyOp naming the op here.
+const char* const kEngineOpKey = "opencntk_op";
+
+// Versions written: accepted by CNTK 2.x readers (Variable 1, PrimitiveFunction up to
+// the reader's own, CompositeFunction 2 with random-number state under "state").
+constexpr int64_t kVariableVersion = 1;
+constexpr int64_t kPrimitiveVersion = 17;
+constexpr int64_t kCompositeVersion = 2;
+
+int64_t op_type_of(const std::string& name) {
+  for (size_t i = 0; i < kOpTypes.size(); ++i)
+    if (name == kOpTypes[i]) return int64_t(i);
+  return -1;
+}
+
+// ------------------------------------------------- attribute conversions
+//
+// The Dictionary writer turns NumPy axis i into CNTK's -i-1 and reverses shapes. What
+// is left here: attributes that are not plain axes (reshape bounds, permutations)
+// and per-axis lists, which are stored in CNTK's axis order.
+
+// A reshape bound x in [0, rank] (NumPy order; new_leading_axis = rank) as the engine Axis
+// that the writer turns into CNTK's bound.
+Axis bound_to_cntk(const Axis& x) {
+  if (x.static_index() == Axis::kNewLeading) return Axis(-1);  // CNTK Axis(0)
+  if (x.static_index() == 0) return Axis::new_leading_axis();   // CNTK's end of the static axes
+  return Axis(x.static_index() - 1);                            // CNTK Axis(-x)
+}
+Axis bound_from_cntk(const Axis& y) {
+  if (y.static_index() == Axis::kNewLeading) return Axis(0);
+  if (y.static_index() == -1) return Axis::new_leading_axis();
+  return Axis(y.static_index() + 1);
+}
+
+// A permutation of the last n axes, as CNTK's Python layer reverses it.
+std::vector<int64_t> reverse_permutation(const std::vector<int64_t>& p, const std::string& where) {
+  int64_t n = int64_t(p.size());
+  std::vector<int64_t> q(p.size());
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t v = p[size_t(n - 1 - i)];
+    if (v < 0) v += n;
+    if (v < 0 || v >= n) throw ValueError(where + ": permutation element " + std::to_string(p[size_t(n - 1 - i)]) + " is out of range");
+    q[size_t(i)] = n - 1 - v;
+  }
+  return q;
+}
+
+DictValue::List reversed(const DictValue::List& l) { return DictValue::List(l.rbegin(), l.rend()); }
+
+// CNTK's Times takes (right, left) of the NumPy-order product: its Python layer swaps them.
+bool swaps_operands(const std::string& op) { return op == "Times"; }
+
+Dictionary attributes_to_cntk(const std::string& op, const Dictionary& in) {
+  Dictionary a = in;
+  if (op == "Reshape") {
+    Axis b = in.count("beginAxis") ? in.at("beginAxis").as_axis() : Axis(0);
+    Axis e = in.count("endAxis") ? in.at("endAxis").as_axis() : Axis::new_leading_axis();
+    // CNTK's begin is the NumPy end, and the reverse.
+    a["beginAxis"] = bound_to_cntk(e);
+    a["endAxis"] = bound_to_cntk(b);
+  } else if (op == "TransposeAxes" && in.count("axisVec")) {
+    std::vector<int64_t> p;
+    for (auto& ax : in.at("axisVec").as_axis_list()) p.push_back(ax.static_index());
+    DictValue::List out;
+    for (auto q : reverse_permutation(p, op)) out.push_back(Axis(int(-q - 1)));
+    a["axisVec"] = out;
+  } else if (op == "Pad") {
+    for (const char* k : {"paddingHead", "paddingFoot"})
+      if (in.count(k) && in.at(k).is<std::shared_ptr<DictValue::List>>()) a[k] = reversed(in.at(k).as_list());
+  }
+  return a;
+}
+
+Dictionary attributes_from_cntk(const std::string& op, const Dictionary& in) {
+  Dictionary a = in;
+  if (op == "Reshape") {
+    if (in.count("beginAxis") && in.count("endAxis")) {
+      a["beginAxis"] = bound_from_cntk(in.at("endAxis").as_axis());
+      a["endAxis"] = bound_from_cntk(in.at("beginAxis").as_axis());
+    } else {
+      a.erase("beginAxis");
+      a.erase("endAxis");
+    }
+  } else if (op == "TransposeAxes" && in.count("axisVec")) {
+    std::vector<int64_t> q;
+    for (auto& ax : in.at("axisVec").as_axis_list()) q.push_back(-int64_t(ax.static_index()) - 1);
+    DictValue::List out;
+    for (auto p : reverse_permutation(q, op)) out.push_back(Axis(int(p)));
+    a["axisVec"] = out;
+  } else if (op == "Pad") {
+    for (const char* k : {"paddingHead", "paddingFoot"})
+      if (in.count(k) && in.at(k).is<std::shared_ptr<DictValue::List>>()) a[k] = reversed(in.at(k).as_list());
+  }
+  return a;
+}
+
+// ------------------------------------------------- engine ops that are CNTK blocks
+//
+// CNTK builds these from primitives inside a block named after the op. Saving writes
+// the same block, so CNTK loads it; loading such a block (ours or CNTK's) gives the
+// engine's single primitive back, with the block's attributes.
+
+const std::set<std::string>& block_ops() {
+  static const std::set<std::string> ops = {"LeakyReLU", "SELU", "HardSigmoid", "And", "Or",
+                                            "Xor",       "Not",  "ElementDivide"};
+  return ops;
+}
+
+FunctionPtr prim(const std::string& op, std::vector<Variable> in, Dictionary attrs = {}) {
+  return Function::primitive(op, std::move(in), std::move(attrs));
+}
+Variable scalar(DataType t, double v) { return Variable::constant(NDArrayView::scalar(t, v), ""); }
+
+// The CNTK composite of a block op, over placeholders shaped like `inputs`.
+FunctionPtr decompose(const FunctionPtr& f) {
+  const std::string& op = f->op_name();
+  const auto& ins = f->direct_inputs();
+  std::vector<Variable> ph;
+  for (auto& v : ins) ph.push_back(Variable::placeholder(v.shape(), v.dynamic_axes(), ""));
+  DataType t = ins.empty() ? DataType::Float : ins[0].dtype();
+  const Dictionary& a = f->attributes();
+  auto out = [&](const FunctionPtr& root) {
+    std::vector<std::pair<Variable, Variable>> mapping;
+    for (size_t i = 0; i < ph.size(); ++i) mapping.push_back({ph[i], ins[i]});
+    return Function::block(Function::composite(root), mapping, op, f->name());
+  };
+  auto gt0 = [&](const Variable& v) { return prim("Greater", {v, scalar(t, 0)})->output(); };
+  if (op == "LeakyReLU") {
+    double alpha = attr_double(a, "alpha", 0.01);
+    auto neg = prim("Less", {ph[0], scalar(t, 0)})->output();
+    auto scaled = prim("ElementTimes", {scalar(t, alpha), ph[0]})->output();
+    return out(prim("Select", {neg, scaled, ph[0]}));
+  }
+  if (op == "SELU") {
+    double gamma = attr_double(a, "gamma", 1.0507009873554804934193349852946);
+    double alpha = attr_double(a, "alpha", 1.6732632423543772848170429916717);
+    auto neg = prim("Less", {ph[0], scalar(t, 0)})->output();
+    auto elu = prim("ElementTimes", {scalar(t, alpha), prim("ELU", {ph[0]})->output()})->output();
+    auto sel = prim("Select", {neg, elu, ph[0]})->output();
+    return out(prim("ElementTimes", {scalar(t, gamma), sel}));
+  }
+  if (op == "HardSigmoid") {
+    double alpha = attr_double(a, "alpha", 0.2), beta = attr_double(a, "beta", 0.5);
+    auto r = prim("Plus", {prim("ElementTimes", {ph[0], scalar(t, alpha)})->output(), scalar(t, beta)})->output();
+    auto one = scalar(t, 1), zero = scalar(t, 0);
+    r = prim("Select", {prim("Less", {r, one})->output(), r, one})->output();
+    return out(prim("Select", {prim("Greater", {r, zero})->output(), r, zero}));
+  }
+  if (op == "And")
+    return out(prim("Greater", {prim("ElementTimes", {gt0(ph[0]), gt0(ph[1])})->output(), scalar(t, 0)}));
+  if (op == "Or") return out(prim("Greater", {prim("Plus", {gt0(ph[0]), gt0(ph[1])})->output(), scalar(t, 0)}));
+  if (op == "Xor") return out(prim("NotEqual", {gt0(ph[0]), gt0(ph[1])}));
+  if (op == "Not") return out(prim("Plus", {prim("Negate", {gt0(ph[0])})->output(), scalar(t, 1)}));
+  if (op == "ElementDivide")
+    return out(prim("ElementTimes", {ph[0], prim("Reciprocal", {ph[1]})->output()}));
+  return nullptr;
+}
+
+// ------------------------------------------------------------------ saving
+
+DictValue::List string_list(const std::vector<std::string>& v) {
+  DictValue::List l;
+  for (auto& s : v) l.push_back(DictValue(s));
+  return l;
+}
+
+Dictionary variable_dict(const Variable& v) {
+  Dictionary d;
+  d["version"] = kVariableVersion;
+  d["type"] = "Variable";
+  d["uid"] = v.uid();
+  d["kind"] = int64_t(v.kind());
+  d["data_type"] = int64_t(v.dtype());
+  DictValue::List axes;
+  // The engine lists the batch axis first; CNTK lists the sequence axis first.
+  for (auto it = v.dynamic_axes().rbegin(); it != v.dynamic_axes().rend(); ++it) axes.push_back(*it);
+  d["dynamic_axis"] = axes;
+  d["is_sparse"] = v.is_sparse();
+  if (!v.name().empty()) d["name"] = v.name();
+  d["needs_gradient"] = v.needs_gradient();
+  d["shape"] = v.shape();
+  if (v.is_parameter() || v.is_constant()) {
+    if (!v.shape().is_known())
+      throw ValueError("cannot save " + v.str() + ": its shape " + v.shape().str() +
+                       " is not known yet (run the model once or give full shapes)");
+    d["value"] = v.value();
+  }
+  return d;
+}
+
+struct Saver {
+  DictValue::List inputs, functions;
+  Dictionary state;
+  std::unordered_set<VariableImpl*> seen_vars;
+  std::unordered_set<Function*> seen_fns;
+  // Blocks built for ops that CNTK builds as blocks live until the save is done, so
+  // that no later function reuses their addresses (seen_fns holds raw pointers).
+  std::vector<FunctionPtr> keep_alive;
+
+  void leaf(const Variable& v) {
+    if (v.is_output() || !seen_vars.insert(v.get()).second) return;
+    inputs.push_back(variable_dict(v));
+  }
+
+  void visit_inputs(const FunctionPtr& f) {
+    for (auto& in : f->direct_inputs()) {
+      if (in.is_output()) {
+        FunctionPtr owner = in.owner();
+        if (!owner) throw ValueError("cannot save: " + in.str() + " has no owner function");
+        emit(owner);
+      } else {
+        leaf(in);
+      }
+    }
+  }
+
+  // Emits a block: its inner functions first, then the block itself under `uid`.
+  void emit_block(const FunctionPtr& b, const std::string& uid, const std::string& name, const Dictionary& attrs) {
+    visit_inputs(b);
+    FunctionPtr inner = b->block_root();
+    FunctionPtr root = inner->root_function();
+    emit(root);
+    for (auto& [ph, outer] : b->block_arguments_mapping()) leaf(ph);
+    Dictionary d;
+    d["version"] = kPrimitiveVersion;
+    d["type"] = "PrimitiveFunction";
+    d["uid"] = uid;
+    if (!name.empty()) d["name"] = name;
+    std::vector<std::string> in_uids, keys, values;
+    for (auto& [ph, outer] : b->block_arguments_mapping()) {
+      keys.push_back(ph.uid());
+      values.push_back(outer.uid());
+    }
+    // As CNTK lists a block's inputs: its parameters and constants, then its arguments.
+    for (size_t i = b->block_arguments_mapping().size(); i < b->direct_inputs().size(); ++i)
+      in_uids.push_back(b->direct_inputs()[i].uid());
+    in_uids.insert(in_uids.end(), values.begin(), values.end());
+    d["inputs"] = string_list(in_uids);
+    d["op"] = kBlockOp;
+    d["attributes"] = attrs;
+    Dictionary comp;
+    comp["version"] = kCompositeVersion;
+    comp["type"] = "CompositeFunction";
+    comp["uid"] = "CompositeFunction_" + uid;
+    comp["root"] = root->uid();
+    d["block_function_composite"] = comp;
+    d["block_function_op_name"] = b->op_name();
+    d["block_function_composite_arguments_map_keys"] = string_list(keys);
+    d["block_function_composite_arguments_map_values"] = string_list(values);
+    functions.push_back(d);
+  }
+
+  void emit(const FunctionPtr& f) {
+    if (!seen_fns.insert(f.get()).second) return;
+    if (f->is_composite()) throw ValueError("cannot save: a composite function inside a graph");
+    if (f->is_block()) {
+      emit_block(f, f->uid(), f->name(), f->attributes());
+      return;
+    }
+    const std::string& op = f->op_name();
+    if (f->user_backend())
+      throw NotImplementedError("cannot save user-defined function '" + op +
+                                "': saving Python user functions in model files is not supported");
+    if (block_ops().count(op)) {
+      if (FunctionPtr b = decompose(f)) {
+        keep_alive.push_back(b);
+        emit_block(b, f->uid(), f->name(), f->attributes());
+        return;
+      }
+    }
+    visit_inputs(f);
+    Dictionary d;
+    d["version"] = kPrimitiveVersion;
+    d["type"] = "PrimitiveFunction";
+    d["uid"] = f->uid();
+    if (!f->name().empty()) d["name"] = f->name();
+    std::vector<std::string> in_uids;
+    for (auto& v : f->direct_inputs()) in_uids.push_back(v.uid());
+    if (swaps_operands(op) && in_uids.size() == 2) std::swap(in_uids[0], in_uids[1]);
+    d["inputs"] = string_list(in_uids);
+    int64_t type = op_type_of(op);
+    Dictionary attrs = attributes_to_cntk(op, f->attributes());
+    if (type < 0) {
+      type = kCustomProxyOp;
+      d[kEngineOpKey] = op;
+    }
+    d["op"] = type;
+    if (attrs.count("rngSeed")) {
+      Dictionary s;
+      s["rng_seed"] = attrs.at("rngSeed");
+      s["rng_offset"] = attrs.count("rngOffset") ? attrs.at("rngOffset") : DictValue(int64_t(0));
+      state[f->uid()] = s;
+    }
+    d["attributes"] = attrs;
+    functions.push_back(d);
+  }
+};
+
+// ----------------------------------------------------------------- loading
+
+// Limits on what a loaded graph may hold, so that shape and axis arithmetic stays in range.
+constexpr int64_t kMaxDim = int64_t(1) << 40;
+constexpr int64_t kMaxElements = int64_t(1) << 48;
+constexpr int kMaxStaticAxis = 1 << 20;
+
+struct Loader {
+  const std::string& source;
+  std::unordered_map<std::string, Variable> vars;
+  std::unordered_map<std::string, FunctionPtr> fns;
+
+  [[noreturn]] void fail(const std::string& what) const { throw IOError(source + ": " + what); }
+
+  const DictValue& need(const Dictionary& d, const char* key, const std::string& what) const {
+    auto it = d.find(key);
+    if (it == d.end()) fail(what + " has no '" + key + "' entry");
+    return it->second;
+  }
+  template <class T>
+  const T& typed(const Dictionary& d, const char* key, const std::string& what, const char* type) const {
+    const DictValue& v = need(d, key, what);
+    if (!v.is<T>()) fail(what + ": '" + key + "' is not a " + type);
+    return std::get<T>(v.storage());
+  }
+  const std::string& str(const Dictionary& d, const char* key, const std::string& what) const {
+    return typed<std::string>(d, key, what, "string");
+  }
+  int64_t integer(const Dictionary& d, const char* key, const std::string& what) const {
+    return typed<int64_t>(d, key, what, "number");
+  }
+  bool boolean(const Dictionary& d, const char* key, const std::string& what) const {
+    return typed<bool>(d, key, what, "bool");
+  }
+  const Dictionary& dict(const DictValue& v, const std::string& what) const {
+    if (!v.is<std::shared_ptr<Dictionary>>()) fail(what + " is not a dictionary");
+    return v.as_dict();
+  }
+  const DictValue::List& list(const Dictionary& d, const char* key, const std::string& what) const {
+    return *typed<std::shared_ptr<DictValue::List>>(d, key, what, "list");
+  }
+  std::string name_of(const Dictionary& d) const {
+    auto it = d.find("name");
+    return it != d.end() && it->second.is<std::string>() ? it->second.as_string() : std::string();
+  }
+  const Variable& var(const std::string& uid, const std::string& what) const {
+    auto it = vars.find(uid);
+    if (it == vars.end()) fail(what + " refers to an unknown variable '" + uid + "'");
+    return it->second;
+  }
+
+  // Dimensions are sizes below 2^40 or a marker (inferred, free, unknown), and the known
+  // ones multiply to at most 2^48 elements.
+  void check_shape(const NDShape& s, const std::string& what) const {
+    if (s.rank() > 64) fail(what + " has " + std::to_string(s.rank()) + " axes (at most 64)");
+    int64_t total = 1;
+    for (int64_t d : s.dims()) {
+      bool marker = d == NDShape::kInferredDimension || d == NDShape::kFreeDimension || d == NDShape::kUnknownDimension;
+      if (!marker && (d < 0 || d >= kMaxDim)) fail(what + " has the invalid dimension " + std::to_string(uint64_t(d)));
+      if (!marker && d > 0) {
+        if (total > kMaxElements / d) fail(what + " has more than 2^48 elements");
+        total *= d;
+      }
+    }
+  }
+  void check_axis(const Axis& a, const std::string& what) const {
+    if (a.is_static() && a.static_index() != Axis::kNewLeading &&
+        (a.static_index() > kMaxStaticAxis || a.static_index() < -kMaxStaticAxis))
+      fail(what + " has the invalid static axis " + std::to_string(-int64_t(a.static_index()) - 1));
+    if (a.is_dynamic() && a.name().empty()) fail(what + " has a dynamic axis without a name");
+  }
+  // Attribute values the ops will compute with: every shape, axis and integer in range.
+  void check_value(const DictValue& v, const std::string& what, int depth = 0) const {
+    if (depth > 16) fail(what + " nests too deeply");
+    if (v.is<NDShape>()) check_shape(v.as_shape(), what);
+    if (v.is<Axis>()) check_axis(v.as_axis(), what);
+    if (v.is<int64_t>() && (v.as_int() > kMaxElements || v.as_int() < -kMaxElements))
+      fail(what + " holds the out-of-range number " + std::to_string(v.as_int()));
+    if (v.is<std::shared_ptr<DictValue::List>>())
+      for (auto& e : v.as_list()) check_value(e, what, depth + 1);
+    if (v.is<std::shared_ptr<Dictionary>>())
+      for (auto& [k, e] : v.as_dict()) check_value(e, what + " '" + k + "'", depth + 1);
+  }
+
+  void load_variable(const Dictionary& d) {
+    std::string uid = str(d, "uid", "a variable");
+    std::string what = "variable '" + uid + "'";
+    if (vars.count(uid)) fail("two variables share the uid '" + uid + "'");
+    int64_t kind = integer(d, "kind", what);
+    int64_t dt = integer(d, "data_type", what);
+    if (dt != 1 && dt != 2 && dt != 4)
+      fail(what + " has the data type " + std::to_string(dt) + " (float32, float64 and float16 are supported)");
+    DataType dtype = DataType(dt);
+    const NDShape& shape = typed<NDShape>(d, "shape", what, "shape");
+    check_shape(shape, what);
+    std::vector<Axis> axes;
+    const auto& al = list(d, "dynamic_axis", what);
+    if (al.size() > 2) fail(what + " has " + std::to_string(al.size()) + " dynamic axes (at most 2)");
+    for (auto it = al.rbegin(); it != al.rend(); ++it) {
+      if (!it->is<Axis>() || !it->as_axis().is_dynamic()) fail(what + ": a dynamic axis is not a dynamic Axis");
+      check_axis(it->as_axis(), what);
+      axes.push_back(it->as_axis());
+    }
+    bool sparse = boolean(d, "is_sparse", what);
+    bool needs_grad = boolean(d, "needs_gradient", what);
+    std::string name = name_of(d);
+    Variable v;
+    switch (kind) {
+      case 0: v = Variable::input(shape, dtype, sparse, needs_grad, axes, name); break;
+      case 2:
+      case 3: {
+        const NDArrayView& value = typed<NDArrayView>(d, "value", what, "tensor");
+        if (value.shape() != shape)
+          fail(what + " has the shape " + shape.str() + " but its value has the shape " + value.shape().str());
+        NDArrayView val = value.dtype() == dtype ? value : value.cast(dtype);
+        v = kind == 2 ? Variable::parameter(shape, dtype, val, nullptr, name) : Variable::constant(val, name);
+        break;
+      }
+      case 4: v = Variable::placeholder(shape, axes, name); break;
+      default: fail(what + " has the unexpected kind " + std::to_string(kind));
+    }
+    v.impl()->uid = uid;
+    vars[uid] = v;
+  }
+
+  FunctionPtr load_block(const Dictionary& d, const std::string& uid, const Dictionary& attrs) {
+    std::string what = "block function '" + uid + "'";
+    const Dictionary& comp = dict(need(d, "block_function_composite", what), what + ": block_function_composite");
+    std::string root_uid = str(comp, "root", what + ": block_function_composite");
+    auto rit = fns.find(root_uid);
+    if (rit == fns.end()) fail(what + " refers to an unknown root function '" + root_uid + "'");
+    std::string op = str(d, "block_function_op_name", what);
+    const auto& keys = list(d, "block_function_composite_arguments_map_keys", what);
+    const auto& values = list(d, "block_function_composite_arguments_map_values", what);
+    if (keys.size() != values.size())
+      fail(what + " maps " + std::to_string(keys.size()) + " placeholders to " + std::to_string(values.size()) +
+           " variables");
+    std::vector<std::pair<Variable, Variable>> mapping;
+    std::vector<Variable> outer;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (!keys[i].is<std::string>() || !values[i].is<std::string>()) fail(what + ": argument map entries must be uids");
+      const Variable& ph = var(keys[i].as_string(), what);
+      if (!ph.is_placeholder()) fail(what + ": argument map key '" + keys[i].as_string() + "' is not a placeholder");
+      mapping.push_back({ph, var(values[i].as_string(), what)});
+      outer.push_back(mapping.back().second);
+    }
+    std::string name = name_of(d);
+    if (block_ops().count(op) && find_op(op)) return Function::primitive(op, outer, attrs, name);
+    return Function::block(Function::composite(rit->second), mapping, op, name);
+  }
+
+  FunctionPtr load_function(const Dictionary& d) {
+    std::string uid = str(d, "uid", "a function");
+    std::string what = "function '" + uid + "'";
+    if (fns.count(uid)) fail("two functions share the uid '" + uid + "'");
+    int64_t type = integer(d, "op", what);
+    const Dictionary& raw = dict(need(d, "attributes", what), what + ": attributes");
+    for (auto& [k, v] : raw)
+      if (k != "rngSeed" && k != "rngOffset") check_value(v, what + ": attribute '" + k + "'");
+    if (type < 0 || type >= int64_t(kOpTypes.size())) fail(what + " has the unknown op type " + std::to_string(type));
+    std::string op = kOpTypes[size_t(type)];
+    if (type == kBlockOp) return load_block(d, uid, attributes_from_cntk("", raw));
+    if (type == kCustomProxyOp && d.count(kEngineOpKey)) op = str(d, kEngineOpKey, what);
+    if (op == "Sigmoid") op = "StableSigmoid";  // the same function; the engine has one op for it
+    std::vector<Variable> inputs;
+    for (auto& u : list(d, "inputs", what)) {
+      if (!u.is<std::string>()) fail(what + ": an input is not a uid");
+      inputs.push_back(var(u.as_string(), what));
+    }
+    if (swaps_operands(op) && inputs.size() == 2) std::swap(inputs[0], inputs[1]);
+    // Before PrimitiveFunction version 4, batch normalization had no running sample count
+    // input; CNTK adds one holding 0 when it loads such a model, and so does this loader.
+    int64_t version = d.count("version") && d.at("version").is<int64_t>() ? d.at("version").as_int() : 0;
+    if (op == "BatchNormalization" && version < 4 && inputs.size() == 5) {
+      Variable count = Variable::constant(NDArrayView::scalar(DataType::Float, 0.0), "");
+      count.impl()->uid = "BatchNormSampleCount" + uid;
+      inputs.push_back(count);
+    }
+    if (op != "Combine" && !find_op(op))
+      throw NotImplementedError(source + ": " + what + " uses the op '" + op + "' (PrimitiveOpType " +
+                                std::to_string(type) + "), which OpenCNTK does not implement yet");
+    return Function::primitive(op, std::move(inputs), attributes_from_cntk(op, raw), name_of(d));
+  }
+
+  FunctionPtr load(const Dictionary& d) {
+    if (d.count("type") && (!d.at("type").is<std::string>() || d.at("type").as_string() != "CompositeFunction"))
+      fail("not a CNTK model: the top-level type is not 'CompositeFunction'");
+    for (const char* k : {"inputs", "primitive_functions", "root"})
+      if (!d.count(k)) fail("not a CNTK model: the '" + std::string(k) + "' entry is missing");
+    for (auto& v : list(d, "inputs", "the model")) load_variable(dict(v, "an entry of 'inputs'"));
+    Dictionary state;
+    if (d.count("state") && d.at("state").is<std::shared_ptr<Dictionary>>()) state = d.at("state").as_dict();
+    for (auto& v : list(d, "primitive_functions", "the model")) {
+      const Dictionary& fd = dict(v, "an entry of 'primitive_functions'");
+      FunctionPtr f = load_function(fd);
+      std::string uid = fd.at("uid").as_string();
+      fns[uid] = f;
+      if (state.count(uid) && state.at(uid).is<std::shared_ptr<Dictionary>>()) {
+        const Dictionary& s = state.at(uid).as_dict();
+        if (s.count("rng_seed")) f->mutable_attributes()["rngSeed"] = s.at("rng_seed");
+        if (s.count("rng_offset")) f->mutable_attributes()["rngOffset"] = s.at("rng_offset");
+      }
+      if (f->op_name() == "Combine") continue;  // its outputs are its inputs
+      auto outs = f->outputs();
+      for (size_t i = 0; i < outs.size(); ++i) {
+        std::string ou = uid + "_Output_" + std::to_string(i);
+        if (vars.count(ou))
+          throw NotImplementedError(source + ": function '" + uid +
+                                    "' closes a recurrent loop (its output stands in as a placeholder); "
+                                    "loading recurrent loops is not supported yet");
+        vars[ou] = outs[i];
+      }
+    }
+    std::string root = str(d, "root", "the model");
+    auto it = fns.find(root);
+    if (it == fns.end()) fail("the root function '" + root + "' is not among the primitive functions");
+    return Function::composite(it->second, name_of(d));
+  }
+};
+
+}  // namespace
+
+bool is_int_typed_key(const std::string& key) {
+  static const std::set<std::string> keys = {"inferInputRankToMap", "beginIndex", "endIndex",
+                                             "sliceStrides", "beginIndexVec", "endIndexVec",
+                                             "sliceStridesVec", "newDataType",
+                                             "newSequenceAxisLengthAdditiveFactor"};
+  return keys.count(key) > 0;
+}
+
+bool is_float_typed_key(const std::string&) { return false; }
+
+Dictionary function_to_dictionary(const FunctionPtr& f) {
+  if (!f) throw ValueError("save: the function is undefined");
+  FunctionPtr root = f->root_function();
+  Saver s;
+  s.emit(root);
+  Dictionary d;
+  d["version"] = kCompositeVersion;
+  d["type"] = "CompositeFunction";
+  d["uid"] = "CompositeFunction_" + root->uid();
+  if (!f->name().empty()) d["name"] = f->name();
+  d["root"] = root->uid();
+  d["inputs"] = s.inputs;
+  d["primitive_functions"] = s.functions;
+  d["state"] = s.state;
+  return d;
+}
+
+FunctionPtr function_from_dictionary(const Dictionary& d, const std::string& source) {
+  Loader l{source, {}, {}};
+  try {
+    return l.load(d);
+  } catch (const IOError&) {
+    throw;
+  } catch (const NotImplementedError&) {
+    throw;
+  } catch (const Error& e) {
+    // Shape and type errors while rebuilding the graph: the file describes an invalid graph.
+    throw IOError(source + ": the model describes an invalid graph: " + e.what());
+  } catch (const std::bad_alloc&) {
+    throw IOError(source + ": the model needs more memory than is available");
+  } catch (const std::exception& e) {
+    // Whatever else the graph code rejects on the way: still a bad file, never a crash.
+    throw IOError(source + ": the model describes an invalid graph (" + e.what() + ")");
+  }
+}
+
+std::string save_function_to_bytes(const FunctionPtr& f) { return dictionary_to_bytes(function_to_dictionary(f)); }
+
+void save_function(const FunctionPtr& f, const std::string& path) {
+  write_file_atomically(path, save_function_to_bytes(f));
+}
+
+FunctionPtr load_function(const std::string& path) { return function_from_dictionary(load_dictionary(path), path); }
+
+FunctionPtr load_function_from_bytes(const std::string& bytes, const std::string& source) {
+  return function_from_dictionary(dictionary_from_bytes(bytes, source), source);
+}
+
+}  // namespace cntk

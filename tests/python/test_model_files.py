@@ -1,0 +1,478 @@
+"""Model files in CNTK's v2 format: Function.save / load_model / Function.load / Function.restore.
+
+Round trips for every op family (identical outputs and gradients after save + load), CNTK's own
+files from ../shared/data/cntk-files/v2, and bad files (truncated, corrupted, foreign)."""
+import os
+
+import numpy as np
+import pytest
+
+import cntk as C
+from cntk import _cntk
+from op_harness import f64_input
+
+
+def _reload(f, tmp_path, via='file'):
+    if via == 'bytes':
+        return C.load_model(_cntk.save_model_to_bytes(f))
+    path = str(tmp_path / 'model.cntk')
+    f.save(path)
+    return C.load_model(path)
+
+
+def _match(vars_a, vars_b):
+    """Pairs the variables of an original and a loaded graph by uid (loading keeps uids)."""
+    by_uid = {v.uid: v for v in vars_b}
+    assert sorted(by_uid) == sorted(v.uid for v in vars_a)
+    return {v: by_uid[v.uid] for v in vars_a}
+
+
+def _assert_same_outputs_and_gradients(f, g, args, grads=True):
+    args_g = {}
+    amap = _match(f.arguments, g.arguments)
+    for v, d in args.items():
+        args_g[amap[v]] = d
+    outs_f = f.outputs
+    outs_g = [g.outputs[i] for i in range(len(outs_f))]
+    for of, og in zip(outs_f, outs_g):
+        assert tuple(of.shape) == tuple(og.shape)
+        a = f.eval(args, outputs=[of])
+        b = g.eval(args_g, outputs=[og])
+        if isinstance(a, list):  # sequences of different lengths
+            assert len(a) == len(b)
+            for sa, sb in zip(a, b):
+                np.testing.assert_array_equal(np.asarray(sa), np.asarray(sb))
+        else:
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    if not grads:
+        return
+    out_f, out_g = f.outputs[0], g.outputs[0]
+    wrt_f = [v for v in list(args) + list(f.parameters) if v.needs_gradient or v.is_parameter]
+    pmap = _match(f.parameters, g.parameters)
+    wrt_g = [amap[v] if v in amap else pmap[v] for v in wrt_f]
+    state, outs = f.forward(args, [out_f], keep_for_backward=[out_f])
+    y = outs[out_f]
+    rng = np.random.RandomState(3)
+    w = [rng.standard_normal(np.shape(s)) for s in y] if isinstance(y, list) else rng.standard_normal(np.shape(y))
+    gf = f.backward(state, {out_f: w}, wrt_f)
+    state, _ = g.forward(args_g, [out_g], keep_for_backward=[out_g])
+    gg = g.backward(state, {out_g: w}, wrt_g)
+    for vf, vg in zip(wrt_f, wrt_g):
+        a, b = gf[vf], gg[vg]
+        if isinstance(a, list):
+            for sa, sb in zip(a, b):
+                np.testing.assert_array_equal(np.asarray(sa), np.asarray(sb))
+        else:
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def _x(shape=(2, 3), needs_gradient=True, name='x'):
+    return C.input_variable(shape, dtype=np.float64, needs_gradient=needs_gradient, name=name)
+
+
+def _data(shape, batch=2, positive=False, seed=0):
+    d = np.random.RandomState(seed).standard_normal((batch,) + tuple(shape))
+    return np.abs(d) + 0.5 if positive else d
+
+
+def _unary(op, positive=False, small=False):
+    def build():
+        x = _x()
+        d = _data((2, 3), positive=positive)
+        if small:
+            d = np.clip(d, -0.9, 0.9) * 0.9
+        return op(x), {x: d}
+    return build
+
+
+def _binary(op, positive=False):
+    def build():
+        x, y = _x(name='x'), _x(name='y')
+        return op(x, y), {x: _data((2, 3), positive=positive), y: _data((2, 3), positive=positive, seed=1)}
+    return build
+
+
+def _dense():
+    x = _x((4,))
+    w = C.parameter((4, 3), dtype=np.float64, init=C.glorot_uniform(seed=1), name='W')
+    b = C.parameter((3,), dtype=np.float64, init=0.5, name='b')
+    return C.tanh(C.times(x, w) + b), {x: _data((4,))}
+
+
+def _layers_dense():
+    x = _x((4,))
+    model = C.layers.Sequential([C.layers.Dense(5, activation=C.relu), C.layers.Dense(2)])
+    return model(x), {x: _data((4,))}
+
+
+def _as_block():
+    x = _x((3,))
+    p = C.placeholder()
+    inner = C.sigmoid(p) * C.constant(2.0, dtype=np.float64) + C.parameter((3,), dtype=np.float64, init=0.25)
+    return C.as_block(inner, [(p, x)], 'MyBlock', 'blk'), {x: _data((3,))}
+
+
+def _combine():
+    x = _x((3,))
+    return C.combine([C.exp(x), C.sin(x)]), {x: _data((3,))}
+
+
+def _reduce(op, **kw):
+    def build():
+        x = _x((2, 3, 4))
+        return op(x, **kw), {x: _data((2, 3, 4))}
+    return build
+
+
+def _movement(fn, shape=(2, 3, 4)):
+    def build():
+        x = _x(shape)
+        return fn(x), {x: _data(shape)}
+    return build
+
+
+def _gather():
+    ref = C.parameter((5, 3), dtype=np.float64, init=C.glorot_uniform(seed=3))
+    idx = C.input_variable((2,), dtype=np.float64, name='idx')
+    return C.gather(ref, idx, axis=0), {idx: np.array([[0, 4], [2, 2]], dtype=np.float64)}
+
+
+def _one_hot():
+    x = C.input_variable((3,), dtype=np.float64, name='idx')
+    return C.one_hot(x, 4, axis=0) * 2.0, {x: np.array([[0, 3, 1], [2, 2, 0]], dtype=np.float64)}
+
+
+def _loss(op):
+    def build():
+        z, y = _x((5,), name='z'), C.input_variable((5,), dtype=np.float64, name='y')
+        labels = np.eye(5)[[1, 3]]
+        return op(z, y), {z: _data((5,)), y: labels}
+    return build
+
+
+def _sequence():
+    x = C.sequence.input_variable((3,), dtype=np.float64, needs_gradient=True, name='s')
+    w = C.parameter((3, 2), dtype=np.float64, init=C.glorot_uniform(seed=2))
+    data = [np.random.RandomState(1).standard_normal((4, 3)), np.random.RandomState(2).standard_normal((2, 3))]
+    return C.tanh(C.times(x, w)), {x: data}
+
+
+ROUND_TRIPS = {
+    # elementwise
+    'plus': _binary(C.plus), 'minus': _binary(C.minus), 'element_times': _binary(C.element_times),
+    'element_divide': _binary(C.element_divide, positive=True), 'pow': _binary(C.pow, positive=True),
+    'log_add_exp': _binary(C.log_add_exp), 'element_max': _binary(C.element_max),
+    'negate': _unary(C.negate), 'exp': _unary(C.exp), 'log': _unary(C.log, positive=True),
+    'sqrt': _unary(C.sqrt, positive=True), 'abs': _unary(C.abs), 'reciprocal': _unary(C.reciprocal, positive=True),
+    'floor': _unary(C.floor), 'sin': _unary(C.sin), 'cos': _unary(C.cos), 'tan': _unary(C.tan, small=True),
+    'asin': _unary(C.asin, small=True), 'acos': _unary(C.acos, small=True), 'atan': _unary(C.atan),
+    'sinh': _unary(C.sinh), 'cosh': _unary(C.cosh), 'asinh': _unary(C.asinh), 'atanh': _unary(C.atanh, small=True),
+    'tanh': _unary(C.tanh), 'sigmoid': _unary(C.sigmoid), 'relu': _unary(C.relu), 'elu': _unary(C.elu),
+    'selu': _unary(C.selu), 'leaky_relu': _unary(lambda x: C.leaky_relu(x, alpha=0.3)),
+    'hard_sigmoid': _unary(lambda x: C.hard_sigmoid(x, alpha=0.3, beta=0.4)), 'softplus': _unary(C.softplus),
+    'clip': _unary(lambda x: C.clip(x, -0.5, 0.5)),
+    'select': _binary(lambda x, y: C.element_select(C.greater(x, y), x, y)),
+    'comparisons': _binary(lambda x, y: C.equal(x, y) + C.less(x, y) * 2 + C.greater_equal(x, y) * 4 +
+                           C.not_equal(x, y) * 8 + C.less_equal(x, y) * 16 + C.greater(x, y) * 32),
+    'logical': _binary(lambda x, y: C.element_and(x, y) + C.element_or(x, y) * 2 + C.element_xor(x, y) * 4 +
+                       C.element_not(x) * 8),
+    # linear algebra, blocks, combine
+    'times': _dense, 'layers_dense': _layers_dense, 'as_block': _as_block, 'combine': _combine,
+    # reductions
+    'reduce_sum': _reduce(C.reduce_sum, axis=1), 'reduce_mean': _reduce(C.reduce_mean, axis=(0, 2)),
+    'reduce_max': _reduce(C.reduce_max, axis=-1), 'reduce_min': _reduce(C.reduce_min, axis=0),
+    'reduce_prod': _reduce(C.reduce_prod, axis=2), 'reduce_log_sum_exp': _reduce(C.reduce_log_sum_exp, axis=1),
+    'reduce_all_static': _reduce(C.reduce_sum), 'argmax': _reduce(C.argmax, axis=1),
+    # movement
+    'reshape': _movement(lambda x: C.reshape(x, (4, 6))),
+    'reshape_range': _movement(lambda x: C.reshape(x, (12,), begin_axis=1)),
+    'reshape_mid': _movement(lambda x: C.reshape(x, (6,), begin_axis=0, end_axis=2)),
+    'reshape_inferred': _movement(lambda x: C.reshape(x, (-1, 2))),
+    'slice': _movement(lambda x: C.slice(x, 1, 1, 3)),
+    'slice_multi': _movement(lambda x: C.slice(x, [0, 2], [0, 1], [2, 4], [1, 2])),
+    'slice_negative_axis': _movement(lambda x: C.slice(x, -1, 0, 2)),
+    'splice': _movement(lambda x: C.splice(x, C.exp(x), axis=1)),
+    'splice_new_axis': _movement(lambda x: C.splice(x, C.exp(x), axis=C.Axis.new_leading_axis())),
+    'transpose': _movement(lambda x: C.transpose(x, (2, 0, 1))),
+    'transpose_partial': _movement(lambda x: C.transpose(x, (1, 0))),
+    'swapaxes': _movement(lambda x: C.swapaxes(x, 0, 2)),
+    'pad': _movement(lambda x: C.pad(x, [(0, 1), (2, 0), (1, 1)], constant_value=0.5)),
+    'pad_reflect': _movement(lambda x: C.pad(x, [(1, 1), (0, 2), (2, 0)], mode=C.ops.REFLECT_PAD)),
+    'squeeze': _movement(lambda x: C.squeeze(x, axes=[1]), shape=(2, 1, 4)),
+    'expand_dims': _movement(lambda x: C.expand_dims(x, 1)),
+    'flatten': _movement(lambda x: C.flatten(x, axis=1)),
+    'gather': _gather, 'one_hot': _one_hot,
+    # nn
+    'softmax': _movement(lambda x: C.softmax(x)), 'softmax_axis': _movement(lambda x: C.softmax(x, axis=1)),
+    'log_softmax': _movement(lambda x: C.log_softmax(x, axis=0)), 'hardmax': _movement(C.hardmax),
+    'top_k': _movement(lambda x: C.top_k(x, 2, axis=1)), 'cast': _movement(lambda x: C.cast(x, np.float32) * 1.0),
+    'zeros_like': _movement(lambda x: x + C.zeros_like(x) + C.ones_like(x)),
+    'stop_gradient': _movement(lambda x: C.stop_gradient(x) * x), 'dropout': _movement(lambda x: C.dropout(x, 0.5)),
+    # losses and metrics
+    'cross_entropy_with_softmax': _loss(C.cross_entropy_with_softmax),
+    'squared_error': _loss(C.squared_error), 'classification_error': _loss(C.classification_error),
+    'cosine_distance': _loss(C.cosine_distance),
+    'binary_cross_entropy': _loss(lambda z, y: C.binary_cross_entropy(C.sigmoid(z), y)),
+    # dynamic axes
+    'sequence': _sequence,
+}
+
+NO_GRADIENT = {'argmax', 'hardmax', 'floor', 'comparisons', 'logical', 'classification_error', 'one_hot', 'cast'}
+
+
+@pytest.mark.parametrize('case', sorted(ROUND_TRIPS))
+def test_round_trip_outputs_and_gradients(case, tmp_path):
+    f, args = ROUND_TRIPS[case]()
+    f = f if f.is_composite else C.as_composite(f)
+    g = _reload(f, tmp_path)
+    _assert_same_outputs_and_gradients(f, g, args, grads=case not in NO_GRADIENT)
+
+
+def test_round_trip_through_bytes_and_function_load(tmp_path):
+    f, args = _dense()
+    data = _cntk.save_model_to_bytes(f)
+    assert isinstance(data, bytes) and len(data) > 0
+    for model in (data, bytearray(data), memoryview(data)):
+        _assert_same_outputs_and_gradients(f, C.Function.load(model), args)
+    path = str(tmp_path / 'm.model')
+    f.save(path)
+    with open(path, 'rb') as fh:
+        assert fh.read() == data
+    _assert_same_outputs_and_gradients(f, C.ops.functions.load_model(path, device=C.cpu()), args)
+
+
+def test_loaded_model_keeps_names_uids_and_structure(tmp_path):
+    x = _x((4,), name='features')
+    w = C.parameter((4, 3), dtype=np.float64, init=1.5, name='weights')
+    f = C.relu(C.times(x, w), name='hidden')
+    g = _reload(f, tmp_path)
+    assert [a.name for a in g.arguments] == ['features']
+    assert [p.name for p in g.parameters] == ['weights']
+    assert g.parameters[0].uid == w.uid
+    assert g.name == 'hidden' and g.root_function.op_name == 'ReLU'
+    assert tuple(g.output.shape) == (3,)
+    np.testing.assert_array_equal(g.parameters[0].value, w.value)
+
+
+def test_float16_and_float32_parameters_round_trip(tmp_path):
+    x = C.input_variable((3,), dtype=np.float32)
+    v = np.array([[0.5, -1.25, 3.0]], dtype=np.float32)
+    f = x + C.parameter((1, 3), dtype=np.float32, init=v)
+    g = _reload(f, tmp_path)
+    np.testing.assert_array_equal(g.parameters[0].value, v)
+    c16 = C.constant(np.array([1.5, -2.0, 0.25], dtype=np.float16))
+    h = _reload(C.cast(c16, np.float32) + x, tmp_path)
+    assert h.constants[0].value.dtype == np.float16
+    np.testing.assert_array_equal(h.constants[0].value, np.array([1.5, -2.0, 0.25], dtype=np.float16))
+
+
+def test_random_state_survives_save(tmp_path):
+    f = C.random.uniform((3, 4), dtype=np.float64, seed=7)
+    g = _reload(C.as_composite(f), tmp_path)
+    assert g.root_function.attributes['rngSeed'] == f.root_function.attributes['rngSeed']
+    np.testing.assert_array_equal(np.asarray(f.eval()), np.asarray(g.eval()))
+
+
+def test_restore_puts_saved_parameter_values_back(tmp_path):
+    f, args = _dense()
+    path = str(tmp_path / 'm.model')
+    before = f.eval(args)
+    f.save(path)
+    for p in f.parameters:
+        p.value = np.zeros(p.shape)
+    assert not np.allclose(f.eval(args), before)
+    f.restore(path)
+    np.testing.assert_array_equal(f.eval(args), before)
+    other, _ = _layers_dense()
+    with pytest.raises(ValueError, match='parameter'):
+        other.restore(path)
+
+
+def test_save_rejects_other_formats_and_external_files(tmp_path):
+    f, _ = _dense()
+    with pytest.raises(NotImplementedError, match='ONNX'):
+        f.save(str(tmp_path / 'm.onnx'), format=C.ModelFormat.ONNX)
+    with pytest.raises(NotImplementedError, match='external'):
+        f.save(str(tmp_path / 'm'), use_external_files_to_store_parameters=True)
+    with pytest.raises(TypeError):
+        C.load_model(12)
+    with pytest.raises(IOError, match='does not exist'):
+        C.load_model(str(tmp_path / 'missing.model'))
+
+
+def test_save_is_atomic_and_leaves_no_temp_files(tmp_path):
+    f, args = _dense()
+    path = tmp_path / 'm.model'
+    path.write_bytes(b'old contents')
+    f.save(str(path))
+    assert os.listdir(str(tmp_path)) == ['m.model']
+    _assert_same_outputs_and_gradients(f, C.load_model(str(path)), args)
+    with pytest.raises(IOError, match='nonexistent_dir'):
+        f.save(str(tmp_path / 'nonexistent_dir' / 'm.model'))
+
+
+# ----------------------------------------------------------------- bad files
+
+@pytest.fixture
+def model_bytes():
+    f, _ = _dense()
+    return _cntk.save_model_to_bytes(f)
+
+
+def test_truncated_file_names_the_file(tmp_path, model_bytes):
+    for cut in (1, len(model_bytes) // 3, len(model_bytes) - 1):
+        path = tmp_path / ('cut%d.model' % cut)
+        path.write_bytes(model_bytes[:cut])
+        with pytest.raises(IOError, match='cut%d.model' % cut):
+            C.load_model(str(path))
+
+
+def test_corrupted_and_foreign_files_raise_ioerror(tmp_path, model_bytes):
+    rng = np.random.RandomState(0)
+    for i in range(40):
+        data = bytearray(model_bytes)
+        for pos in rng.randint(0, len(data), size=4):
+            data[pos] = rng.randint(0, 256)
+        path = tmp_path / ('bad%d.model' % i)
+        path.write_bytes(bytes(data))
+        try:
+            C.load_model(str(path))
+        except (IOError, NotImplementedError) as e:
+            assert 'bad%d.model' % i in str(e)
+    for name, content in [('text.model', b'hello, this is not a model\n'), ('empty.model', b''),
+                          ('zeros.model', b'\0' * 64), ('big.model', b'kntc' + b'\xff' * 12)]:
+        path = tmp_path / name
+        path.write_bytes(content)
+        with pytest.raises(IOError, match=name):
+            C.load_model(str(path))
+
+
+def test_valid_dictionary_that_is_not_a_model(tmp_path):
+    path = str(tmp_path / 'dict.bin')
+    _cntk.save_dictionary({'type': 'Learner', 'sample_count': 3}, path)
+    with pytest.raises(IOError, match="dict.bin: not a CNTK model"):
+        C.load_model(path)
+    _cntk.save_dictionary({'sample_count': 3}, path)
+    with pytest.raises(IOError, match="dict.bin: not a CNTK model: the 'inputs' entry is missing"):
+        C.load_model(path)
+    with pytest.raises(IOError, match='<bytes>'):
+        C.load_model(b'\x08\x01\x12\x02')
+
+
+def test_dictionary_round_trip_keeps_every_value_type(tmp_path):
+    values = np.arange(6, dtype=np.float64).reshape(2, 3)
+    d = {'arr': C.NDArrayView.from_numpy(values), 'b': True, 'i': -3, 'n': 7, 'f': 0.25, 's': 'text', 'axis': C.Axis(1), 'dyn': C.Axis.default_batch_axis(),
+         'all': C.Axis.all_static_axes(), 'list': [1, 'a', [2.5]], 'dict': {'k': {'deep': False}}, 'none': None}
+    path = str(tmp_path / 'd.bin')
+    _cntk.save_dictionary(d, path)
+    back = _cntk.load_dictionary(path)
+    for k in ('b', 'i', 'n', 'f', 's', 'list', 'dict', 'none'):
+        assert back[k] == d[k], k
+    assert back['axis'] == C.Axis(1) and back['dyn'] == C.Axis.default_batch_axis()
+    assert back['all'] == C.Axis.all_static_axes()
+    assert tuple(back['arr']._shape) == (2, 3)
+    np.testing.assert_array_equal(back['arr'].to_numpy(), values)
+
+
+# ------------------------------------------------------------- CNTK's files
+
+def _v2(shared_data, name):
+    path = os.path.join(shared_data, 'cntk-files', 'v2', name)
+    if not os.path.exists(path):
+        pytest.skip('%s is absent' % path)
+    return path
+
+
+def test_cntk_policy_network_loads_and_evaluates(shared_data):
+    f = C.load_model(_v2(shared_data, 'initial_policy_network.model'))
+    assert len(f.arguments) == 1
+    x = f.arguments[0]
+    assert tuple(x.shape) == (2,) and len(x.dynamic_axes) == 2
+    assert len(f.parameters) == 4
+    assert sorted(tuple(p.shape) for p in f.parameters) == [(2,), (2, 2), (2, 3), (3,)]
+    data = [np.array([[0.5, -1.0], [2.0, 0.25]], dtype=np.float32)]
+    out = f.eval({x: data})
+    got = np.asarray(out[0] if isinstance(out, list) else out).reshape(-1, 3)
+    # Two Dense blocks (relu, then linear) computed with the file's own parameters.
+    params = {p.uid: np.asarray(p.value) for p in f.parameters}
+    w1, b1 = params['Parameter5'], params['Parameter6']
+    w2, b2 = params['Parameter49'], params['Parameter50']
+    ref = np.maximum(data[0] @ w1 + b1, 0) @ w2 + b2
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+    assert f.root_function.op_name == 'Dense' and f.root_function.is_block
+
+
+def test_cntk_batch_norm_model_loads_or_names_the_missing_op(shared_data):
+    path = _v2(shared_data, 'batch.norm.no.sample.count.v2.bin')
+    try:
+        f = C.load_model(path)
+    except NotImplementedError as e:
+        # Convolution and BatchNormalization are added to the engine by other work in progress.
+        assert 'Convolution' in str(e) or 'BatchNormalization' in str(e)
+        assert path in str(e)
+        return
+    assert f.root_function.op_name == 'ReLU'
+
+
+@pytest.mark.parametrize('name', ['past.dictionary.proto.bin', 'future.dictionary.proto.bin',
+                                  'v2.0.beta1.0.dictionary.proto.bin'])
+def test_cntk_dictionary_files_parse(shared_data, name):
+    d = _cntk.load_dictionary(_v2(shared_data, name))
+    assert isinstance(d, dict) and len(d) > 0
+    with open(_v2(shared_data, name), 'rb') as fh:
+        assert _cntk.dictionary_from_bytes(fh.read()).keys() == d.keys()
+    if name.startswith('future'):
+        # Written by a later format version: its unknown value type loads empty, as in CNTK.
+        assert d['Zombi'] is None and d['Vector'][6] is None
+        assert d['Int'] == -9843
+
+
+def test_cntk_past_dictionary_values(shared_data):
+    d = _cntk.load_dictionary(_v2(shared_data, 'past.dictionary.proto.bin'))
+    assert d['Bool'] is False and d['String'] == 'String' and d['None'] is None
+    assert d['Int'] == -9843 and d['SizeT'] == 49308572
+    assert abs(d['Double'] - 54669.6505046) < 1e-9
+    assert d['NDShape'] == (19, 39467, 56516, 54)  # CNTK's [54, 56516, 39467, 19] in NumPy order
+
+
+def test_cntk_learner_checkpoint_file_parses(shared_data):
+    d = _cntk.load_dictionary(_v2(shared_data, 'learner.checkpoint.backcompat.bin'))
+    assert d['type'] == 'Learner' and d['sample_count'] == 10 and d['minibatchCount'] == 10
+    smoothed = {k: v for k, v in d.items() if k.startswith('Parameter')}
+    assert len(smoothed) == 21
+    assert tuple(smoothed['Parameter1']._shape) == (3, 50)
+
+
+def test_sparse_and_sequence_inputs_keep_their_kind(tmp_path):
+    s = C.sequence.input_variable(5, is_sparse=True, name='words')
+    d = C.input_variable((2,), name='dense')
+    f = C.combine([C.times(s, C.parameter((5, 2), init=0.5)), d * 2.0])
+    g = _reload(f, tmp_path)
+    by_name = {a.name: a for a in g.arguments}
+    assert by_name['words'].is_sparse and not by_name['dense'].is_sparse
+    assert len(by_name['words'].dynamic_axes) == 2 and len(by_name['dense'].dynamic_axes) == 1
+    assert list(by_name['words'].dynamic_axes) == list(s.dynamic_axes)
+    assert list(by_name['dense'].dynamic_axes) == [C.Axis.default_batch_axis()]
+
+
+def test_python_user_functions_are_not_saved(tmp_path):
+    from cntk.ops.functions import UserFunction
+
+    class Twice(UserFunction):
+        def __init__(self, arg):
+            super(Twice, self).__init__([arg])
+
+        def forward(self, argument, device=None, outputs_to_retain=None):
+            return None, argument * 2
+
+        def backward(self, state, root_gradients):
+            return root_gradients * 2
+
+        def infer_outputs(self):
+            return [C.output_variable(self.inputs[0].shape, self.inputs[0].dtype, self.inputs[0].dynamic_axes)]
+
+    x = C.input_variable(3)
+    f = C.user_function(Twice(x))
+    with pytest.raises(NotImplementedError, match='user-defined function'):
+        f.save(str(tmp_path / 'udf.model'))
+    assert not os.path.exists(str(tmp_path / 'udf.model'))
