@@ -326,7 +326,8 @@ def test_files_are_written_at_exit_after_an_uncaught_exception(tmp_path):
 def test_training_session_enables_the_profiler_after_the_first_checkpoint(tmp_path, monkeypatch):
     from cntk.train.training_session import TrainingSession
     saved = []
-    monkeypatch.setattr(TrainingSession, '_save_checkpoint', lambda self: saved.append(1))
+    save = TrainingSession._save_checkpoint
+    monkeypatch.setattr(TrainingSession, '_save_checkpoint', lambda self, *a: (saved.append(1), save(self, *a)))
     x, y, z, loss, err, trainer = _model()
     src = _FailingSource(x, y, 10)
     C.debugging.start_profiler(str(tmp_path))
