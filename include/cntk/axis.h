@@ -19,6 +19,10 @@ class Axis {
   }
   static Axis default_batch_axis() { return dynamic("defaultBatchAxis", false); }
   static Axis default_dynamic_axis() { return dynamic("defaultDynamicAxis", true); }
+  // Stands for the sequence axis of the operand, whatever it is named (CNTK's
+  // Axis::OperandSequenceAxis): sequence reductions built before their operand's axes
+  // are known (on placeholders) keep it and resolve it at each inference.
+  static Axis operand_sequence_axis() { return dynamic("__operandSequenceAxis", true); }
   static Axis all_static_axes() { return Axis(Kind::AllStatic, 0, "AllStaticAxes"); }
   static Axis all_axes() { return Axis(Kind::All, 0, "AllAxes"); }
   static Axis new_unique_dynamic_axis(const std::string& name, bool ordered = true);

@@ -61,6 +61,14 @@ ReducePlan plan_reduce(const Dictionary& attrs, size_t static_rank, const std::v
         p.dyn_reduced = dyn;
         break;
       case Axis::Kind::Dynamic: {
+        if (ax == Axis::operand_sequence_axis()) {
+          const Axis* seq = nullptr;
+          for (auto& a : dyn)
+            if (a.is_sequence()) seq = &a;
+          if (!seq) fail("the operand has no sequence axis");
+          p.dyn_reduced.push_back(*seq);
+          break;
+        }
         bool found = false;
         for (auto& a : dyn) found = found || a == ax;
         if (!found) fail("the operand has no dynamic axis '" + ax.name() + "'");

@@ -5,6 +5,7 @@ import numbers
 
 from ...internal import sanitize_inputs
 from .._prim import prim
+from ...axis import Axis
 
 __all__ = ['is_first', 'is_last', 'slice', 'first', 'last', 'where', 'gather', 'scatter', 'broadcast_as',
            'reduce_sum', 'reduce_max', 'softmax', 'unpack']
@@ -103,7 +104,10 @@ def broadcast_as(operand, broadcast_as_operand, name=''):
 
 
 def _reduce(op, seq, opname, name):
-    axis = _sequence_axis(seq, opname)
+    _sequence_axis(seq, opname)
+    # CNTK's operand-sequence axis: resolved to seq's sequence axis at each shape inference, so a
+    # reduction built on a placeholder (inside a layer or a Function) still works once it is bound.
+    axis = Axis.dynamic('__operandSequenceAxis')
     return prim('ReduceElements', [seq], {'reductionOpName': op, 'axis': axis, 'reductionKeepDimensions': True},
                 name)
 
