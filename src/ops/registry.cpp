@@ -10,6 +10,7 @@ void register_nn_ops();
 void register_random_ops();
 void register_loss_ops();
 void register_user_function_ops();
+void register_conv_ops();
 
 void register_all_op_families() {
   register_elementwise_ops();
@@ -21,6 +22,7 @@ void register_all_op_families() {
   register_random_ops();
   register_loss_ops();
   register_user_function_ops();
+  register_conv_ops();
 }
 
 }  // namespace cntk

@@ -194,6 +194,7 @@ from ._reduce import *  # noqa: E402,F401,F403
 from ._movement import *  # noqa: E402,F401,F403
 from ._nn import *  # noqa: E402,F401,F403
 from ._random import *  # noqa: E402,F401,F403
+from ._conv import *  # noqa: E402,F401,F403
 from . import sequence  # noqa: E402,F401
 
 
