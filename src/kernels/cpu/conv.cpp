@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 #include <oneapi/dnnl/dnnl.hpp>
 
 namespace cntk::kernels {
@@ -545,10 +546,94 @@ NDShape pooled_shape(const PoolDims& d, bool out) {
 
 }  // namespace
 
+// ------------------------------------------------------------- oneDNN pooling
+
+namespace {
+
+struct DnnlPool {
+  dnnl::pooling_forward::primitive_desc fwd_pd;
+  dnnl::pooling_forward fwd;
+  dnnl::pooling_backward bwd;  // empty for forward-only entries
+};
+
+struct PoolCache {
+  std::mutex mu;
+  std::map<std::string, DnnlPool> entries;
+};
+
+PoolCache& pool_cache() {
+  static PoolCache* c = new PoolCache();
+  return *c;
+}
+
+// oneDNN runs float32 pooling over 1 to 3 spatial axes whose paddings it can express.
+// Its include-padding average divides by the whole window, so that case needs every
+// window inside the given padding; otherwise the own loops run.
+bool dnnl_pool_pads(const PoolDims& d, DataType t, DnnlPads& p) {
+  const Window& w = d.win;
+  if (t != DataType::Float || w.rank() < 1 || w.rank() > 3 || d.batch * d.channels == 0) return false;
+  for (size_t i = 0; i < w.rank(); ++i) {
+    int64_t lo = w.pad_lo[i], hi = (w.out[i] - 1) * w.stride[i] + w.kernel[i] - w.in[i] - lo;
+    if (lo < 0) return false;
+    if (d.include_pad && d.kind == PoolKind::Average && hi > w.pad_hi[i]) return false;
+    hi = std::max<int64_t>(hi, 0);
+    if ((w.in[i] - w.kernel[i] + lo + hi) / w.stride[i] + 1 != w.out[i]) return false;
+    p.strides.push_back(w.stride[i]);
+    p.dilates.push_back(w.kernel[i]);  // the window
+    p.pad_l.push_back(lo);
+    p.pad_r.push_back(hi);
+  }
+  return true;
+}
+
+DnnlPool dnnl_pool(const PoolDims& d, const DnnlPads& p, bool backward) {
+  std::string key = std::to_string(int(backward)) + std::to_string(int(d.kind)) + std::to_string(int(d.include_pad)) +
+                    "#" + std::to_string(d.batch) + "," + std::to_string(d.channels) + "#" + d.win.key();
+  auto& c = pool_cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto it = c.entries.find(key);
+    if (it != c.entries.end()) return it->second;
+  }
+  using dt = dnnl::memory::data_type;
+  dnnl::memory::dims src = dims_of(d.batch, d.channels, d.win.in), dst = dims_of(d.batch, d.channels, d.win.out);
+  dnnl::memory::desc src_md(src, dt::f32, plain_tag(src.size())), dst_md(dst, dt::f32, plain_tag(dst.size()));
+  auto alg = d.kind == PoolKind::Max ? dnnl::algorithm::pooling_max
+                                     : (d.include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                                                      : dnnl::algorithm::pooling_avg_exclude_padding);
+  auto prop = backward ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
+  dnnl::pooling_forward::desc fd(prop, alg, src_md, dst_md, p.strides, p.dilates, p.pad_l, p.pad_r);
+  DnnlPool e{dnnl::pooling_forward::primitive_desc(fd, engine()), {}, {}};
+  e.fwd = dnnl::pooling_forward(e.fwd_pd);
+  if (backward) {
+    dnnl::pooling_backward::desc bd(alg, src_md, dst_md, p.strides, p.dilates, p.pad_l, p.pad_r);
+    e.bwd = dnnl::pooling_backward(dnnl::pooling_backward::primitive_desc(bd, engine(), e.fwd_pd));
+  }
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (c.entries.size() > 1024) c.entries.clear();
+  c.entries.emplace(key, e);
+  return e;
+}
+
+dnnl::memory::desc pool_md(const PoolDims& d, bool out) {
+  dnnl::memory::dims dims = dims_of(d.batch, d.channels, out ? d.win.out : d.win.in);
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, plain_tag(dims.size()));
+}
+
+}  // namespace
+
 NDArrayView pool_forward(const NDArrayView& x_in, const PoolDims& d) {
   NDArrayView x = x_in.to_dense().contiguous();
   check_dense(x, "pooling input");
   NDArrayView y(x.dtype(), pooled_shape(d, true));
+  DnnlPads p;
+  if (dnnl_pool_pads(d, x.dtype(), p)) {
+    DnnlPool e = dnnl_pool(d, p, false);
+    dnnl::memory src(pool_md(d, false), engine(), x.raw_data()), dst(pool_md(d, true), engine(), y.raw_data());
+    e.fwd.execute(stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+    stream().wait();
+    return y;
+  }
   auto tab = window_table(d.win);
   auto cnt = d.include_pad ? padded_counts(d.win) : std::vector<int64_t>();
   CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] { pool_fwd<T>(x.data<T>(), y.data<T>(), d, tab, cnt); });
@@ -559,6 +644,22 @@ NDArrayView pool_backward(const NDArrayView& x_in, const NDArrayView& dy_in, con
   NDArrayView x = x_in.to_dense().contiguous(), dy = dy_in.to_dense().contiguous();
   check_dense(x, "pooling input");
   NDArrayView dx(x.dtype(), pooled_shape(d, false));
+  DnnlPads p;
+  if (dnnl_pool_pads(d, x.dtype(), p)) {
+    // Max pooling's backward needs the forward's workspace (the argmax): recomputed here.
+    DnnlPool e = dnnl_pool(d, p, true);
+    dnnl::memory src(pool_md(d, false), engine(), x.raw_data()), diff_src(pool_md(d, false), engine(), dx.raw_data());
+    dnnl::memory diff_dst(pool_md(d, true), engine(), dy.raw_data());
+    std::unordered_map<int, dnnl::memory> bargs{{DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_SRC, diff_src}};
+    if (d.kind == PoolKind::Max) {
+      dnnl::memory ws(e.fwd_pd.workspace_desc(), engine()), y(pool_md(d, true), engine());
+      e.fwd.execute(stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, y}, {DNNL_ARG_WORKSPACE, ws}});
+      bargs.emplace(DNNL_ARG_WORKSPACE, ws);
+    }
+    e.bwd.execute(stream(), bargs);
+    stream().wait();
+    return dx;
+  }
   auto tab = window_table(d.win);
   auto cnt = d.include_pad ? padded_counts(d.win) : std::vector<int64_t>();
   CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] { pool_bwd<T>(x.data<T>(), dy.data<T>(), dx.data<T>(), d, tab, cnt); });
