@@ -357,7 +357,11 @@ PoolSetup pool_setup(const Dictionary& a, const NDShape& X, const std::string& w
   size_t lead = 0;  // leading axes that are copied through: part of the channels
   bool leading = true;
   for (size_t i = 0; i < r; ++i) {
-    if (X[i] < 0) throw ValueError("pooling needs known input dimensions, got " + X.str());
+    if (X[i] < 0) {  // free dimension: the output's is free too; the kernel sees the data's sizes
+      out[i] = X[i];
+      leading = false;
+      continue;
+    }
     AxisGeometry g = axis_geometry(X[i], win[i], strides[i], 1, autopad[i], lower[i], upper[i], ceil_out);
     if (g.out < 1)
       throw ValueError("the pooling window " + list_str(win) + " does not fit the operand " + X.str() + " along axis " +

@@ -210,6 +210,19 @@ def test_convolution_accepts_max_temp_mem_size_and_sequences():
         np.testing.assert_allclose(g, np_conv(s, w, (1, 1), (1, 1), (1, 1), (4, 4)), rtol=1e-4, atol=1e-4)
 
 
+def test_convolution_and_pooling_with_free_dimensions():
+    x = C.input_variable((2, C.FreeDimension, C.FreeDimension))
+    w = np.random.randn(3, 2, 3, 3).astype(np.float32)
+    f = C.pooling(C.convolution(w, x, auto_padding=[False], strides=2), C.MAX_POOLING, (2, 2), (2, 2))
+    assert f.shape == (3, C.FreeDimension, C.FreeDimension)
+    for h, wd in [(9, 11), (13, 7)]:
+        d = np.random.randn(2, 2, h, wd).astype(np.float32)
+        conv = np_conv(d, w, (2, 2), (1, 1), (0, 0), ((h - 3) // 2 + 1, (wd - 3) // 2 + 1))
+        out = tuple(s // 2 for s in conv.shape[2:])
+        ref = np_pool(conv.reshape((2 * 3,) + conv.shape[2:]), 'max', (2, 2), (2, 2), (0, 0), (0, 0), out)
+        check_forward(f, {x: d}, ref.reshape((2, 3) + out), rtol=1e-4, atol=1e-4)
+
+
 def test_convolution_float32_and_float64_paths_agree():
     # float32 runs on oneDNN, float64 on the reference loops.
     d = np.random.randn(3, 4, 9, 8)
