@@ -69,6 +69,8 @@ def test_convolution_nd_layers_check_filter_rank():
         Convolution((3, 3), 4, sharing=False)
     with pytest.raises(NotImplementedError):
         Convolution((3, 3), 4, sequential=True)
+    with pytest.raises(NotImplementedError, match='sequence axis'):
+        C.layers.SequentialConvolution((3, 3), 4)
 
 
 def test_convolution_layer_trains():
@@ -139,3 +141,26 @@ def test_max_unpooling_layer():
     assert u.shape == (1, 4, 4)
     np.testing.assert_allclose(u.eval({x: img}),
                                [[[[0, 0, 0, 0], [0, 5, 0, 7], [0, 0, 0, 0], [0, 13, 0, 15]]]])
+
+
+def test_cntk27_convolution_and_pooling_names_exist():
+    import os
+    tsv = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'shared', 'reference', 'cntk27_python_api.tsv')
+    if not os.path.exists(tsv):
+        pytest.skip("the reference list is absent")
+    import importlib
+    wanted = ('convolution', 'pooling', 'unpooling', 'roipooling', 'Convolution', 'Pooling', 'Unpooling')
+    missing, found = [], 0
+    with open(tsv) as f:
+        next(f)
+        for line in f:
+            module, kind, name = line.rstrip('\n').split('\t')[:3]
+            name = name.split('(')[0]
+            if module not in ('cntk.ops', 'cntk.layers.layers') or not any(w in name for w in wanted):
+                continue
+            found += 1
+            if not hasattr(importlib.import_module(module), name):
+                missing.append(module + '.' + name)
+    assert found >= 18 and not missing, missing
+    for name in ('MAX_POOLING', 'AVG_POOLING', 'MAX_UNPOOLING'):
+        assert hasattr(C, name) and hasattr(C.ops, name)

@@ -225,6 +225,15 @@ def Convolution(filter_shape, num_filters=None, sequential=False, activation=def
     return layer(op_name, convolve, name)
 
 
+def SequentialConvolution(filter_shape, num_filters=None, activation=default_override_or(identity),
+                          init=default_override_or(glorot_uniform()), pad=default_override_or(False), strides=1,
+                          sharing=True, bias=default_override_or(True), init_bias=default_override_or(0),
+                          reduction_rank=1, transpose_weight=False, dilation=1, groups=1,
+                          max_temp_mem_size_in_samples=0, op_name='SequentialConvolution', name=''):
+    """Convolution along the sequence axis too: not supported yet (NotImplementedError)."""
+    raise NotImplementedError("SequentialConvolution: convolution over the sequence axis is not supported")
+
+
 def _check_rank(filter_shape, rank, what):
     if len(sanitize_shape(filter_shape)) != rank:
         raise ValueError("%s: filter_shape must have %d element%s, got %r"
@@ -412,6 +421,6 @@ def MaxUnpooling(filter_shape, strides=1, pad=False, name=''):
     return layer('MaxUnpooling', unpool, name)
 
 
-__all__ += ['Convolution', 'Convolution1D', 'Convolution2D', 'Convolution3D', 'ConvolutionTranspose',
+__all__ += ['Convolution', 'SequentialConvolution', 'Convolution1D', 'Convolution2D', 'Convolution3D', 'ConvolutionTranspose',
             'ConvolutionTranspose1D', 'ConvolutionTranspose2D', 'ConvolutionTranspose3D', 'MaxPooling',
             'AveragePooling', 'GlobalMaxPooling', 'GlobalAveragePooling', 'MaxUnpooling']
