@@ -105,3 +105,30 @@ TEST(PoolKernels, MaxAndAverageWithPadding) {
   y = pool_forward(x, p);
   EXPECT_DOUBLE_EQ(y.data<double>()[0], -1.0 / 3);
 }
+
+#include "cntk/evaluation.h"
+#include "cntk/ops.h"
+
+TEST(ConvOps, CppApiBuildsAndRunsAConvNet) {
+  auto x = Variable::input({1, 6, 6}, DataType::Float, false, false, {Axis::default_batch_axis()}, "x");
+  NDArrayView w(DataType::Float, NDShape{2, 1, 3, 3});
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = 1.f;
+  auto conv = ops::convolution(Variable::constant(w, "w"), x, NDShape{1}, {false, true, true});
+  EXPECT_EQ(conv->output().shape(), NDShape({2, 6, 6}));
+  auto pool = ops::pooling(conv, ops::PoolingType::Max, NDShape{2, 2}, NDShape{2, 2});
+  EXPECT_EQ(pool->output().shape(), NDShape({2, 3, 3}));
+  NDArrayView data(DataType::Float, NDShape{1, 1, 6, 6});
+  for (int64_t i = 0; i < data.numel(); ++i) data.data<float>()[i] = 1.f;
+  std::vector<Value> out;
+  forward(conv, {{x, Value(data)}}, {}, out, false);
+  ASSERT_EQ(out.size(), 1u);
+  NDArrayView c = out[0].data().to_dense().contiguous();
+  // 3x3 box sums of ones, zero-padded: 4 in a corner, 6 on an edge, 9 inside.
+  EXPECT_EQ(c.data<float>()[0], 4.f);
+  EXPECT_EQ(c.data<float>()[1], 6.f);
+  EXPECT_EQ(c.data<float>()[7], 9.f);
+  forward(pool, {{x, Value(data)}}, {}, out, false);
+  NDArrayView y = out[0].data().to_dense().contiguous();
+  for (int64_t i = 0; i < y.numel(); ++i) EXPECT_EQ(y.data<float>()[i], 9.f);
+  EXPECT_THROW(ops::convolution(Variable::constant(w, "w"), x, NDShape{1}, {false}, NDShape{1}, 3), ShapeError);
+}
