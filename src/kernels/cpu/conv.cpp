@@ -696,8 +696,12 @@ struct RoiBin {
 
 template <class T>
 RoiBin roi_bin(const T* roi, double scale, int64_t H, int64_t W, int64_t PH, int64_t PW, int64_t ph, int64_t pw) {
-  int64_t x1 = int64_t(std::round(double(roi[0]) * scale)), y1 = int64_t(std::round(double(roi[1]) * scale));
-  int64_t x2 = int64_t(std::round(double(roi[2]) * scale)), y2 = int64_t(std::round(double(roi[3]) * scale));
+  // Coordinates far outside the map (or NaN) are clamped before the integer conversion.
+  auto pixel = [scale](T v) {
+    double p = std::round(double(v) * scale);
+    return std::isnan(p) ? int64_t(0) : int64_t(std::clamp(p, -1e9, 1e9));
+  };
+  int64_t x1 = pixel(roi[0]), y1 = pixel(roi[1]), x2 = pixel(roi[2]), y2 = pixel(roi[3]);
   double rh = double(std::max<int64_t>(y2 - y1 + 1, 1)), rw = double(std::max<int64_t>(x2 - x1 + 1, 1));
   double bh = rh / double(PH), bw = rw / double(PW);
   auto clamp = [](int64_t v, int64_t hi) { return std::min(std::max<int64_t>(v, 0), hi); };
