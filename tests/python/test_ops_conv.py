@@ -60,7 +60,8 @@ def np_conv_transpose(x, w, strides, dilation, lo, out_shape):
         for j in np.ndindex(*k):
             p = tuple(o[i] * strides[i] - lo[i] + j[i] * dilation[i] for i in range(n))
             if all(0 <= p[i] < out_shape[i] for i in range(n)):
-                y[(slice(None), slice(None)) + p] += x[(slice(None), slice(None)) + o] @ w[(slice(None), slice(None)) + j]
+                at = (slice(None), slice(None))
+                y[at + p] += x[at + o] @ w[at + j]
     return y
 
 
@@ -344,6 +345,24 @@ def test_convolution_transpose_forward_against_numpy(case, dtype):
     d = np.random.randn(2, Cin, *in_sp).astype(dtype)
     tol = 1e-4 if dtype == np.float32 else 1e-10
     check_forward(f, {x: d}, np_conv_transpose(d, w, strides, (1,) * len(k), lo, out), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize('autopad', [False, True])
+def test_convolution_transpose_with_dilation(autopad):
+    x = C.input_variable((2, 4, 3), dtype=np.float64)
+    w = np.random.randn(2, 3, 3, 2)
+    pad = [False, autopad, autopad]
+    f = C.convolution_transpose(C.constant(w), x, strides=(1, 2), dilation=(2, 1), auto_padding=pad)
+    ke = (5, 2)
+    out = tuple((n - 1) * s + 1 if autopad else (n - 1) * s + k for n, s, k in zip((4, 3), (1, 2), ke))
+    lo = tuple(geometry(out[i], (3, 2)[i], (1, 2)[i], (2, 1)[i], autopad)[1] for i in range(2))
+    assert f.shape == (3,) + out
+    d = np.random.randn(2, 2, 4, 3)
+    check_forward(f, {x: d}, np_conv_transpose(d, w, (1, 2), (2, 1), lo, out), rtol=1e-10, atol=1e-10)
+    xg = f64_input((2, 4, 3))
+    W = C.parameter(init=w)
+    gradcheck(C.convolution_transpose(W, xg, strides=(1, 2), dilation=(2, 1), auto_padding=pad),
+              {xg: d[:1]}, wrt=[xg, W])
 
 
 def test_convolution_transpose_is_the_gradient_of_convolution():

@@ -421,6 +421,7 @@ def MaxUnpooling(filter_shape, strides=1, pad=False, name=''):
     return layer('MaxUnpooling', unpool, name)
 
 
-__all__ += ['Convolution', 'SequentialConvolution', 'Convolution1D', 'Convolution2D', 'Convolution3D', 'ConvolutionTranspose',
+__all__ += ['Convolution', 'SequentialConvolution', 'Convolution1D', 'Convolution2D', 'Convolution3D',
+            'ConvolutionTranspose',
             'ConvolutionTranspose1D', 'ConvolutionTranspose2D', 'ConvolutionTranspose3D', 'MaxPooling',
             'AveragePooling', 'GlobalMaxPooling', 'GlobalAveragePooling', 'MaxUnpooling']
