@@ -50,9 +50,11 @@ def train_and_test(epochs=12, minibatch_size=128, seed=1, train_samples=None, ve
     model = create_model()(features)
     loss = C.cross_entropy_with_softmax(model, labels)
     error = C.classification_error(model, labels)
-    # AdaDelta as Keras's mnist_cnn runs it (lr 1 on the mean gradient of each minibatch,
-    # rho 0.95), with Zeiler's epsilon of 1e-6.
-    learner = C.adadelta(model.parameters, lr=C.learning_parameter_schedule(1.0), rho=0.95, epsilon=1e-6)
+    # AdaDelta as Keras's mnist_cnn runs it: rho 0.95 and a step of lr 1 times the
+    # AdaDelta update. The update does not depend on the gradient's scale (sum or mean),
+    # so that is CNTK's per-sample rate of 1 (its default); a per-minibatch rate of 1
+    # would divide the step by the minibatch size. Zeiler's epsilon of 1e-6.
+    learner = C.adadelta(model.parameters, lr=C.learning_parameter_schedule_per_sample(1.0), rho=0.95, epsilon=1e-6)
     writers = [C.logging.ProgressPrinter(tag='Training', num_epochs=epochs)] if verbose else []
     trainer = C.Trainer(model, (loss, error), [learner], writers)
 
