@@ -128,7 +128,8 @@ ConvSetup conv_setup(const Dictionary& a, const NDShape& W, const NDShape& X) {
     else O = W[0];
     if (C >= 0 && Cw * groups != C)
       throw ValueError("the kernel's input channels (" + std::to_string(Cw) + ") times groups (" +
-                       std::to_string(groups) + ") must equal the operand's channels (" + std::to_string(C) + ")");
+                       std::to_string(groups) + ") must equal the operand's channels (" + std::to_string(C) +
+                       ", its first axis; reduction_rank=0 convolves an operand without a channel axis)");
     if (O % groups)
       throw ValueError("the output channels (" + std::to_string(O) + ") must be divisible by groups (" +
                        std::to_string(groups) + ")");
