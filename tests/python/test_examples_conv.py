@@ -23,5 +23,7 @@ def test_fashion_mnist_cnn_accuracy():
     if not fashion_mnist_data.available():
         pytest.skip("Fashion-MNIST is not installed (Debian package dataset-fashion-mnist)")
     import fashion_mnist_cnn
-    accuracy, _ = fashion_mnist_cnn.train_and_test(epochs=4, verbose=False)
+    # Measured 2026-11-22 (seed 1): test accuracy 88.2, 90.2, 90.5, 91.2, 91.9% after epochs
+    # 1 to 5; about 100 CPU-seconds per epoch single-threaded, so 5 epochs fit in ~10 min on 2 cores.
+    accuracy, _ = fashion_mnist_cnn.train_and_test(epochs=5, verbose=False)
     assert accuracy >= 0.91, "test accuracy %.4f is below 91%%" % accuracy
