@@ -655,9 +655,12 @@ def test_pooling_matches_pytorch(ceil):
 
 
 def test_roipooling_matches_torchvision():
-    pytest.importorskip('torch')
-    tv = pytest.importorskip('torchvision')
-    import torch
+    torch = pytest.importorskip('torch')
+    try:
+        import torchvision as tv
+        tv.ops.roi_pool  # a torchvision built for another torch fails here or at import
+    except Exception as e:  # noqa: BLE001
+        pytest.skip("torchvision is not usable here: %s" % e)
     d = np.random.randn(2, 3, 8, 9).astype(np.float32)
     x = C.input_variable((3, 8, 9))
     r = C.input_variable((3, 4))
