@@ -115,4 +115,38 @@ inline FunctionPtr classification_error(const Operand& output, const Operand& ta
   return apply("ClassificationError", {output, target}, {}, name);
 }
 
+// --------------------------------------------------------- convolution and pooling
+
+// Per-axis flags as an attribute list (right-aligned to the operand's axes).
+inline DictValue flag_list(const std::vector<bool>& flags) {
+  DictValue::List l;
+  for (bool f : flags) l.push_back(DictValue(f));
+  return DictValue(std::move(l));
+}
+
+// Cross-correlation of `operand` (C, M1..Mn) with `kernel` (O, C/groups, m1..mn), CNTK's
+// Convolution: per-axis strides, auto padding (centred; see docs/architecture.md),
+// dilation and groups. Result (O, M1'..Mn').
+inline FunctionPtr convolution(const Operand& kernel, const Operand& operand, const NDShape& strides = NDShape{1},
+                               const std::vector<bool>& auto_padding = {true}, const NDShape& dilation = NDShape{1},
+                               int64_t groups = 1, const std::string& name = "") {
+  return apply("Convolution", {kernel, operand},
+               {{"strides", strides}, {"autoPadding", flag_list(auto_padding)}, {"dilation", dilation},
+                {"groups", groups}, {"sharing", flag_list({true})}, {"reductionRank", int64_t(1)},
+                {"transpose", false}},
+               name);
+}
+
+enum class PoolingType { Max = 0, Average = 1 };
+
+// Max or average pooling over windows right-aligned to the operand's axes.
+inline FunctionPtr pooling(const Operand& operand, PoolingType type, const NDShape& window,
+                           const NDShape& strides = NDShape{1}, const std::vector<bool>& auto_padding = {false},
+                           bool ceil_out_dim = false, bool include_pad = false, const std::string& name = "") {
+  return apply("Pooling", {operand},
+               {{"poolingType", int64_t(type)}, {"poolingWindowShape", window}, {"strides", strides},
+                {"autoPadding", flag_list(auto_padding)}, {"ceilOutDim", ceil_out_dim}, {"includePad", include_pad}},
+               name);
+}
+
 }  // namespace cntk::ops

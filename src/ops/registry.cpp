@@ -14,6 +14,7 @@ void register_norm_ops();
 void register_sequence_delay_ops();
 void register_sequence_ops();
 void register_sequence_criterion_ops();
+void register_conv_ops();
 
 void register_all_op_families() {
   register_elementwise_ops();
@@ -29,6 +30,7 @@ void register_all_op_families() {
   register_sequence_delay_ops();
   register_sequence_ops();
   register_sequence_criterion_ops();
+  register_conv_ops();
 }
 
 }  // namespace cntk

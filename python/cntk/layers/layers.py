@@ -163,3 +163,304 @@ def BatchNormalization(map_rank=default_override_or(None), init_scale=1,
 
 
 __all__ += ['BatchNormalization']
+# ------------------------------------------------------- convolution and pooling layers
+
+def _conv_tuple(filter_shape, value, what):
+    """A per-axis layer option as a tuple of len(filter_shape) values (a scalar repeats)."""
+    if isinstance(value, (list, tuple)):
+        value = tuple(value)
+        if len(value) != len(filter_shape):
+            raise ValueError("%s %r must be a scalar or have as many elements as filter_shape %r"
+                             % (what, value, filter_shape))
+        return value
+    return (value,) * len(filter_shape)
+
+
+def _filter_shape(filter_shape, what):
+    shape = sanitize_shape(filter_shape)
+    if not shape:
+        raise ValueError("%s: filter_shape must not be empty" % what)
+    return shape
+
+
+def _insert_leading_axis(x):
+    from ..ops import reshape
+    return reshape(x, (1,), begin_axis=0, end_axis=0)
+
+
+def _drop_leading_axis(x):
+    from ..ops import reshape
+    return reshape(x, (), begin_axis=0, end_axis=1)
+
+
+def Convolution(filter_shape, num_filters=None, sequential=False, activation=default_override_or(identity),
+                init=default_override_or(glorot_uniform()), pad=default_override_or(False), strides=1, sharing=True,
+                bias=default_override_or(True), init_bias=default_override_or(0), reduction_rank=1,
+                transpose_weight=False, dilation=1, groups=1, max_temp_mem_size_in_samples=0,
+                op_name='Convolution', name=''):
+    """A convolution layer: activation(convolution(W, x) + b).
+
+    `filter_shape` is the spatial extent (e.g. (3, 3)); the input is (C, H, W) (or (H, W)
+    with ``reduction_rank=0``). W has shape (num_filters, C/groups, *filter_shape), its
+    input depth inferred from the first input; b has shape (num_filters, 1, ...).
+    ``num_filters=None`` gives one output map without a depth axis. `pad`, `strides`,
+    `dilation` are a scalar or one value per spatial axis.
+    """
+    from ..ops import convolution
+    activation = get_default_override(Convolution, activation=activation)
+    init = get_default_override(Convolution, init=init)
+    pad = get_default_override(Convolution, pad=pad)
+    bias = get_default_override(Convolution, bias=bias)
+    init_bias = get_default_override(Convolution, init_bias=init_bias)
+    filter_shape = _filter_shape(filter_shape, op_name)
+    strides = _conv_tuple(filter_shape, strides, 'strides')
+    sharing = _conv_tuple(filter_shape, sharing, 'sharing')
+    pad = _conv_tuple(filter_shape, pad, 'pad')
+    dilation = _conv_tuple(filter_shape, dilation, 'dilation')
+    if reduction_rank not in (0, 1):
+        raise NotImplementedError("%s: reduction_rank must be 0 or 1" % op_name)
+    if transpose_weight:
+        raise NotImplementedError("%s: transpose_weight=True is not supported" % op_name)
+    if not all(sharing):
+        raise NotImplementedError("%s: sharing must be True" % op_name)
+    if sequential:
+        raise NotImplementedError("%s: sequential=True (convolution over the sequence axis) is not supported" % op_name)
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise ValueError("%s: groups must be a positive integer, got %r" % (op_name, groups))
+    num_filters = sanitize_shape(num_filters) if num_filters is not None else ()
+    if len(num_filters) > 1:
+        raise ValueError("%s: num_filters must be an int or None" % op_name)
+    if groups > 1 and (not num_filters or num_filters[0] % groups):
+        raise ValueError("%s: num_filters must be divisible by groups=%d" % (op_name, groups))
+    if groups > 1 and reduction_rank == 0:
+        raise ValueError("%s: a grouped convolution needs input channels (reduction_rank=1)" % op_name)
+    emulate_out_depth = num_filters == ()
+    out_shape = (1,) if emulate_out_depth else num_filters
+    # Without an input depth (reduction_rank 0) the input gets one, as CNTK's layer does.
+    in_depth = (1,) if reduction_rank == 0 else _INFERRED
+    if isinstance(init, np.ndarray):
+        if init.shape[-len(filter_shape):] != filter_shape:
+            raise ValueError("%s: the initial value of shape %s does not end in filter_shape %s"
+                             % (op_name, init.shape, filter_shape))
+        W = Parameter(init.shape, init=init, name='W')
+    else:
+        W = Parameter(out_shape + in_depth + filter_shape,
+                      init=_initializer_for(init, output_rank=-len(out_shape), filter_rank=len(filter_shape)),
+                      name='W')
+    b = Parameter(out_shape + (1,) * len(filter_shape), init=init_bias, name='b') if bias else None
+
+    def convolve(x):
+        if reduction_rank == 0:
+            x = _insert_leading_axis(x)
+        r = convolution(W, x, strides=strides, sharing=[True], auto_padding=pad, dilation=dilation,
+                        groups=groups, max_temp_mem_size_in_samples=max_temp_mem_size_in_samples)
+        if b is not None:
+            r = plus(r, b)
+        if emulate_out_depth:
+            r = _drop_leading_axis(r)
+        if activation is not None and activation is not identity:
+            r = activation(r)
+        return r
+    return layer(op_name, convolve, name)
+
+
+def SequentialConvolution(filter_shape, num_filters=None, activation=default_override_or(identity),
+                          init=default_override_or(glorot_uniform()), pad=default_override_or(False), strides=1,
+                          sharing=True, bias=default_override_or(True), init_bias=default_override_or(0),
+                          reduction_rank=1, transpose_weight=False, dilation=1, groups=1,
+                          max_temp_mem_size_in_samples=0, op_name='SequentialConvolution', name=''):
+    """Convolution along the sequence axis too: not supported yet (NotImplementedError)."""
+    raise NotImplementedError("SequentialConvolution: convolution over the sequence axis is not supported")
+
+
+def _check_rank(filter_shape, rank, what):
+    if len(sanitize_shape(filter_shape)) != rank:
+        raise ValueError("%s: filter_shape must have %d element%s, got %r"
+                         % (what, rank, 's' if rank > 1 else '', filter_shape))
+
+
+def Convolution1D(filter_shape, num_filters=None, activation=default_override_or(identity),
+                  init=default_override_or(glorot_uniform()), pad=default_override_or(False), strides=1,
+                  bias=default_override_or(True), init_bias=default_override_or(0), reduction_rank=1, dilation=1,
+                  name=''):
+    """Convolution with a 1-D filter_shape (see Convolution)."""
+    _check_rank(filter_shape, 1, 'Convolution1D')
+    return Convolution(filter_shape, num_filters, activation=get_default_override(Convolution1D, activation=activation),
+                       init=get_default_override(Convolution1D, init=init),
+                       pad=get_default_override(Convolution1D, pad=pad), strides=strides,
+                       bias=get_default_override(Convolution1D, bias=bias),
+                       init_bias=get_default_override(Convolution1D, init_bias=init_bias),
+                       reduction_rank=reduction_rank, dilation=dilation, op_name='Convolution1D', name=name)
+
+
+def Convolution2D(filter_shape, num_filters=None, activation=default_override_or(identity),
+                  init=default_override_or(glorot_uniform()), pad=default_override_or(False), strides=1,
+                  bias=default_override_or(True), init_bias=default_override_or(0), reduction_rank=1, dilation=1,
+                  groups=1, name=''):
+    """Convolution with a 2-D filter_shape (see Convolution)."""
+    _check_rank(filter_shape, 2, 'Convolution2D')
+    return Convolution(filter_shape, num_filters, activation=get_default_override(Convolution2D, activation=activation),
+                       init=get_default_override(Convolution2D, init=init),
+                       pad=get_default_override(Convolution2D, pad=pad), strides=strides,
+                       bias=get_default_override(Convolution2D, bias=bias),
+                       init_bias=get_default_override(Convolution2D, init_bias=init_bias),
+                       reduction_rank=reduction_rank, dilation=dilation, groups=groups, op_name='Convolution2D',
+                       name=name)
+
+
+def Convolution3D(filter_shape, num_filters=None, activation=default_override_or(identity),
+                  init=default_override_or(glorot_uniform()), pad=default_override_or(False), strides=1,
+                  bias=default_override_or(True), init_bias=default_override_or(0), reduction_rank=1, dilation=1,
+                  groups=1, name=''):
+    """Convolution with a 3-D filter_shape (see Convolution)."""
+    _check_rank(filter_shape, 3, 'Convolution3D')
+    return Convolution(filter_shape, num_filters, activation=get_default_override(Convolution3D, activation=activation),
+                       init=get_default_override(Convolution3D, init=init),
+                       pad=get_default_override(Convolution3D, pad=pad), strides=strides,
+                       bias=get_default_override(Convolution3D, bias=bias),
+                       init_bias=get_default_override(Convolution3D, init_bias=init_bias),
+                       reduction_rank=reduction_rank, dilation=dilation, groups=groups, op_name='Convolution3D',
+                       name=name)
+
+
+def ConvolutionTranspose(filter_shape, num_filters=None, activation=default_override_or(identity),
+                         init=default_override_or(glorot_uniform()), pad=default_override_or(False), strides=1,
+                         sharing=True, bias=default_override_or(True), init_bias=default_override_or(0),
+                         output_shape=None, reduction_rank=1, dilation=1, max_temp_mem_size_in_samples=0,
+                         op_name='ConvolutionTranspose', name=''):
+    """A transposed-convolution ("deconvolution") layer: activation(convolution_transpose(W, x) + b).
+
+    W has shape (C, num_filters, *filter_shape), C inferred from the input (C, H, W);
+    `output_shape` (spatial) fixes the output size where the strides leave it ambiguous.
+    """
+    from ..ops import convolution_transpose
+    activation = get_default_override(ConvolutionTranspose, activation=activation)
+    init = get_default_override(ConvolutionTranspose, init=init)
+    pad = get_default_override(ConvolutionTranspose, pad=pad)
+    bias = get_default_override(ConvolutionTranspose, bias=bias)
+    init_bias = get_default_override(ConvolutionTranspose, init_bias=init_bias)
+    filter_shape = _filter_shape(filter_shape, op_name)
+    strides = _conv_tuple(filter_shape, strides, 'strides')
+    sharing = _conv_tuple(filter_shape, sharing, 'sharing')
+    pad = _conv_tuple(filter_shape, pad, 'pad')
+    dilation = _conv_tuple(filter_shape, dilation, 'dilation')
+    if reduction_rank not in (0, 1):
+        raise NotImplementedError("%s: reduction_rank must be 0 or 1" % op_name)
+    if not all(sharing):
+        raise NotImplementedError("%s: sharing must be True" % op_name)
+    num_filters = sanitize_shape(num_filters) if num_filters is not None else ()
+    if len(num_filters) > 1:
+        raise ValueError("%s: num_filters must be an int or None" % op_name)
+    emulate_out_depth = num_filters == ()
+    out_shape = (1,) if emulate_out_depth else num_filters
+    in_depth = (1,) if reduction_rank == 0 else _INFERRED
+    if isinstance(init, np.ndarray):
+        W = Parameter(init.shape, init=init, name='W')
+    else:
+        W = Parameter(in_depth + out_shape + filter_shape,
+                      init=_initializer_for(init, output_rank=-len(out_shape), filter_rank=len(filter_shape)),
+                      name='W')
+    b = Parameter(out_shape + (1,) * len(filter_shape), init=init_bias, name='b') if bias else None
+
+    def deconvolve(x):
+        if reduction_rank == 0:
+            x = _insert_leading_axis(x)
+        r = convolution_transpose(W, x, strides=strides, sharing=[True], auto_padding=pad, output_shape=output_shape,
+                                  dilation=dilation, max_temp_mem_size_in_samples=max_temp_mem_size_in_samples)
+        if b is not None:
+            r = plus(r, b)
+        if emulate_out_depth:
+            r = _drop_leading_axis(r)
+        if activation is not None and activation is not identity:
+            r = activation(r)
+        return r
+    return layer(op_name, deconvolve, name)
+
+
+def _transpose_nd(rank):
+    def make(filter_shape, num_filters=None, activation=default_override_or(identity),
+             init=default_override_or(glorot_uniform()), pad=default_override_or(False), strides=1,
+             bias=default_override_or(True), init_bias=default_override_or(0), output_shape=None, reduction_rank=1,
+             dilation=1, name=''):
+        what = 'ConvolutionTranspose%dD' % rank
+        _check_rank(filter_shape, rank, what)
+        return ConvolutionTranspose(filter_shape, num_filters,
+                                    activation=get_default_override(make, activation=activation),
+                                    init=get_default_override(make, init=init), pad=get_default_override(make, pad=pad),
+                                    strides=strides, bias=get_default_override(make, bias=bias),
+                                    init_bias=get_default_override(make, init_bias=init_bias),
+                                    output_shape=output_shape, reduction_rank=reduction_rank, dilation=dilation,
+                                    op_name=what, name=name)
+    make.__name__ = make.__qualname__ = 'ConvolutionTranspose%dD' % rank
+    make.__doc__ = "ConvolutionTranspose with a %d-D filter_shape (see ConvolutionTranspose)." % rank
+    return make
+
+
+ConvolutionTranspose1D = _transpose_nd(1)
+ConvolutionTranspose2D = _transpose_nd(2)
+ConvolutionTranspose3D = _transpose_nd(3)
+
+
+def _pooling_layer(pooling_type, op_name, filter_shape, strides, pad, name):
+    from ..ops import pooling
+    filter_shape = _filter_shape(filter_shape, op_name)
+    strides = _conv_tuple(filter_shape, strides, 'strides')
+    pad = _conv_tuple(filter_shape, pad, 'pad')
+
+    def pool(x):
+        return pooling(x, pooling_type, filter_shape, strides=strides, auto_padding=pad)
+    return layer(op_name, pool, name)
+
+
+def MaxPooling(filter_shape, strides=1, pad=default_override_or(False), name=''):
+    """Max pooling over windows of `filter_shape` (the trailing axes of the input)."""
+    from ..ops import MAX_POOLING
+    pad = get_default_override(MaxPooling, pad=pad)
+    return _pooling_layer(MAX_POOLING, 'MaxPooling', filter_shape, strides, pad, name)
+
+
+def AveragePooling(filter_shape, strides=1, pad=default_override_or(False), name=''):
+    """Average pooling over windows of `filter_shape` (padding excluded from the average)."""
+    from ..ops import AVG_POOLING
+    pad = get_default_override(AveragePooling, pad=pad)
+    return _pooling_layer(AVG_POOLING, 'AveragePooling', filter_shape, strides, pad, name)
+
+
+def _global_pooling(pooling_type, op_name, name):
+    from ..ops._prim import prim
+
+    def pool(x):
+        # An empty window pools all axes but the first (the channels): (C, H, W) -> (C, 1, 1).
+        return prim('Pooling', [x], {'poolingType': pooling_type, 'poolingWindowShape': [],
+                                     'autoPadding': [False]})
+    return layer(op_name, pool, name)
+
+
+def GlobalMaxPooling(name=''):
+    """Max over all axes but the channels: (C, H, W) -> (C, 1, 1)."""
+    from ..ops import MAX_POOLING
+    return _global_pooling(MAX_POOLING, 'GlobalMaxPooling', name)
+
+
+def GlobalAveragePooling(name=''):
+    """Average over all axes but the channels: (C, H, W) -> (C, 1, 1)."""
+    from ..ops import AVG_POOLING
+    return _global_pooling(AVG_POOLING, 'GlobalAveragePooling', name)
+
+
+def MaxUnpooling(filter_shape, strides=1, pad=False, name=''):
+    """Max unpooling (two inputs: the pooled values and the pooling's input), mirroring MaxPooling."""
+    from ..ops import unpooling, MAX_UNPOOLING
+    filter_shape = _filter_shape(filter_shape, 'MaxUnpooling')
+    strides = _conv_tuple(filter_shape, strides, 'strides')
+    pad = _conv_tuple(filter_shape, pad, 'pad')
+
+    def unpool(x, y):
+        return unpooling(x, y, MAX_UNPOOLING, filter_shape, strides=strides, auto_padding=pad)
+    return layer('MaxUnpooling', unpool, name)
+
+
+__all__ += ['Convolution', 'SequentialConvolution', 'Convolution1D', 'Convolution2D', 'Convolution3D',
+            'ConvolutionTranspose',
+            'ConvolutionTranspose1D', 'ConvolutionTranspose2D', 'ConvolutionTranspose3D', 'MaxPooling',
+            'AveragePooling', 'GlobalMaxPooling', 'GlobalAveragePooling', 'MaxUnpooling']

@@ -1,0 +1,783 @@
+#include "kernels/cpu/conv.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace cntk::kernels {
+
+// ------------------------------------------------------------------ Window
+
+namespace {
+
+int64_t product(const std::vector<int64_t>& v) {
+  int64_t p = 1;
+  for (auto x : v) p *= x;
+  return p;
+}
+
+std::string join(const std::vector<int64_t>& v) {
+  std::string s;
+  for (auto x : v) s += std::to_string(x) + ",";
+  return s;
+}
+
+}  // namespace
+
+int64_t Window::in_size() const { return product(in); }
+int64_t Window::out_size() const { return product(out); }
+int64_t Window::kernel_size() const { return product(kernel); }
+
+std::string Window::key() const {
+  return join(in) + "|" + join(out) + "|" + join(kernel) + "|" + join(stride) + "|" + join(dilation) + "|" +
+         join(pad_lo) + "|" + join(pad_hi);
+}
+
+namespace {
+
+// For each (output position, kernel position): the flat input index it reads, or -1
+// where the window lies in the padding. Row-major over out (rows) and kernel (columns).
+std::vector<int64_t> window_table(const Window& w) {
+  const size_t r = w.rank();
+  const int64_t OS = w.out_size(), KS = w.kernel_size();
+  std::vector<int64_t> tab(size_t(OS * KS), 0);
+  if (r == 0) return tab;  // no spatial axes: one position reading element 0
+  std::vector<int64_t> in_stride(r), o(r, 0), k(r, 0);
+  int64_t acc = 1;
+  for (size_t j = 0; j < r; ++j) {
+    in_stride[r - 1 - j] = acc;
+    acc *= w.in[r - 1 - j];
+  }
+  for (int64_t os = 0; os < OS; ++os) {
+    std::fill(k.begin(), k.end(), 0);
+    for (int64_t ks = 0; ks < KS; ++ks) {
+      int64_t idx = 0;
+      for (size_t i = 0; i < r && idx >= 0; ++i) {
+        int64_t p = o[i] * w.stride[i] - w.pad_lo[i] + k[i] * w.dilation[i];
+        idx = (p < 0 || p >= w.in[i]) ? -1 : idx + p * in_stride[i];
+      }
+      tab[size_t(os * KS + ks)] = idx;
+      for (size_t i = r; i-- > 0;) {
+        if (++k[i] < w.kernel[i]) break;
+        k[i] = 0;
+      }
+    }
+    for (size_t i = r; i-- > 0;) {
+      if (++o[i] < w.out[i]) break;
+      o[i] = 0;
+    }
+  }
+  return tab;
+}
+
+void check_dense(const NDArrayView& v, const char* what) {
+  if (v.dtype() != DataType::Float && v.dtype() != DataType::Double)
+    throw NotImplementedError(std::string("convolution: ") + what + " in " + to_string(v.dtype()) +
+                              " is not supported (float32 and float64 are)");
+}
+
+// ------------------------------------------------------- reference convolution
+
+template <class T>
+void ref_conv_forward(const T* x, const T* w, T* y, const ConvDims& d, const std::vector<int64_t>& tab) {
+  const int64_t N = d.batch, C = d.in_channels, O = d.out_channels, G = d.groups;
+  const int64_t Cg = C / G, Og = O / G, IS = d.win.in_size(), OS = d.win.out_size(), KS = d.win.kernel_size();
+#pragma omp parallel for schedule(static)
+  for (int64_t no = 0; no < N * O; ++no) {
+    const int64_t n = no / O, oc = no % O, g = oc / Og;
+    T* yr = y + no * OS;
+    std::fill(yr, yr + OS, T(0));
+    for (int64_t ic = 0; ic < Cg; ++ic) {
+      const T* xc = x + (n * C + g * Cg + ic) * IS;
+      const T* wc = w + (oc * Cg + ic) * KS;
+      for (int64_t os = 0; os < OS; ++os) {
+        const int64_t* t = tab.data() + os * KS;
+        T acc = 0;
+        for (int64_t ks = 0; ks < KS; ++ks)
+          if (t[ks] >= 0) acc += xc[t[ks]] * wc[ks];
+        yr[os] += acc;
+      }
+    }
+  }
+}
+
+template <class T>
+void ref_conv_backward_data(const T* dy, const T* w, T* dx, const ConvDims& d, const std::vector<int64_t>& tab) {
+  const int64_t N = d.batch, C = d.in_channels, O = d.out_channels, G = d.groups;
+  const int64_t Cg = C / G, Og = O / G, IS = d.win.in_size(), OS = d.win.out_size(), KS = d.win.kernel_size();
+#pragma omp parallel for schedule(static)
+  for (int64_t nc = 0; nc < N * C; ++nc) {
+    const int64_t n = nc / C, ci = nc % C, g = ci / Cg, ic = ci % Cg;
+    T* dxc = dx + nc * IS;
+    std::fill(dxc, dxc + IS, T(0));
+    for (int64_t oc = g * Og; oc < (g + 1) * Og; ++oc) {
+      const T* dyr = dy + (n * O + oc) * OS;
+      const T* wc = w + (oc * Cg + ic) * KS;
+      for (int64_t os = 0; os < OS; ++os) {
+        const int64_t* t = tab.data() + os * KS;
+        const T v = dyr[os];
+        for (int64_t ks = 0; ks < KS; ++ks)
+          if (t[ks] >= 0) dxc[t[ks]] += v * wc[ks];
+      }
+    }
+  }
+}
+
+template <class T>
+void ref_conv_backward_weights(const T* x, const T* dy, T* dw, const ConvDims& d, const std::vector<int64_t>& tab) {
+  const int64_t N = d.batch, C = d.in_channels, O = d.out_channels, G = d.groups;
+  const int64_t Cg = C / G, Og = O / G, IS = d.win.in_size(), OS = d.win.out_size(), KS = d.win.kernel_size();
+#pragma omp parallel for schedule(static)
+  for (int64_t oi = 0; oi < O * Cg; ++oi) {
+    const int64_t oc = oi / Cg, ic = oi % Cg, g = oc / Og;
+    T* dwc = dw + oi * KS;
+    std::fill(dwc, dwc + KS, T(0));
+    for (int64_t n = 0; n < N; ++n) {
+      const T* xc = x + (n * C + g * Cg + ic) * IS;
+      const T* dyr = dy + (n * O + oc) * OS;
+      for (int64_t os = 0; os < OS; ++os) {
+        const int64_t* t = tab.data() + os * KS;
+        const T v = dyr[os];
+        for (int64_t ks = 0; ks < KS; ++ks)
+          if (t[ks] >= 0) dwc[ks] += v * xc[t[ks]];
+      }
+    }
+  }
+}
+
+std::vector<int64_t> dims_of(int64_t a, int64_t b, const std::vector<int64_t>& rest) {
+  std::vector<int64_t> d{a, b};
+  d.insert(d.end(), rest.begin(), rest.end());
+  return d;
+}
+
+// ------------------------------------------------------------ oneDNN convolution
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dnnl::stream& stream() {
+  thread_local dnnl::stream s(engine());
+  return s;
+}
+
+enum class ConvPass { Forward, BackwardData, BackwardWeights };
+
+// One cached primitive with the memory layouts it chose for its two inputs and its output.
+struct DnnlConv {
+  dnnl::primitive prim;
+  dnnl::memory::desc a_md, b_md, out_md;  // forward: src, weights, dst; backward data: diff_dst, weights,
+                                          // diff_src; backward weights: src, diff_dst, diff_weights
+};
+
+struct DnnlPads {
+  dnnl::memory::dims strides, dilates, pad_l, pad_r;
+};
+
+// oneDNN needs non-negative paddings whose sizes agree with its own output-size rule;
+// returns false where CNTK's geometry cannot be expressed that way (the reference runs).
+bool dnnl_pads(const ConvDims& d, DnnlPads& p) {
+  const Window& w = d.win;
+  for (size_t i = 0; i < w.rank(); ++i) {
+    int64_t ke = (w.kernel[i] - 1) * w.dilation[i] + 1;
+    int64_t lo = w.pad_lo[i];
+    int64_t hi = (w.out[i] - 1) * w.stride[i] + ke - w.in[i] - lo;
+    if (lo < 0) return false;
+    hi = std::max<int64_t>(hi, 0);
+    if ((w.in[i] - ke + lo + hi) / w.stride[i] + 1 != w.out[i]) return false;
+    p.strides.push_back(w.stride[i]);
+    p.dilates.push_back(w.dilation[i] - 1);
+    p.pad_l.push_back(lo);
+    p.pad_r.push_back(hi);
+  }
+  return true;
+}
+
+bool dnnl_usable(const ConvDims& d, DataType t) {
+  return t == DataType::Float && d.win.rank() >= 1 && d.win.rank() <= 3 && d.batch > 0;
+}
+
+dnnl::memory::format_tag plain_tag(size_t rank) {
+  using tag = dnnl::memory::format_tag;
+  switch (rank) {
+    case 3: return tag::abc;
+    case 4: return tag::abcd;
+    case 5: return tag::abcde;
+    default: return tag::abcdef;
+  }
+}
+
+struct ConvMds {
+  dnnl::memory::desc src, wei, dst;        // plain layouts of the user's buffers
+  dnnl::memory::desc src_a, wei_a, dst_a;  // "any": the primitive picks
+};
+
+ConvMds conv_mds(const ConvDims& d) {
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  const Window& w = d.win;
+  dnnl::memory::dims src = dims_of(d.batch, d.in_channels, w.in), dst = dims_of(d.batch, d.out_channels, w.out);
+  dnnl::memory::dims wei;
+  if (d.groups > 1) wei.push_back(d.groups);
+  wei.push_back(d.out_channels / d.groups);
+  wei.push_back(d.in_channels / d.groups);
+  wei.insert(wei.end(), w.kernel.begin(), w.kernel.end());
+  ConvMds m;
+  m.src = dnnl::memory::desc(src, dt::f32, plain_tag(src.size()));
+  m.dst = dnnl::memory::desc(dst, dt::f32, plain_tag(dst.size()));
+  m.wei = dnnl::memory::desc(wei, dt::f32, plain_tag(wei.size()));
+  m.src_a = dnnl::memory::desc(src, dt::f32, tag::any);
+  m.dst_a = dnnl::memory::desc(dst, dt::f32, tag::any);
+  m.wei_a = dnnl::memory::desc(wei, dt::f32, tag::any);
+  return m;
+}
+
+struct ConvCache {
+  std::mutex mu;
+  std::map<std::string, DnnlConv> entries;
+};
+
+ConvCache& conv_cache() {
+  static ConvCache* c = new ConvCache();
+  return *c;
+}
+
+DnnlConv make_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p) {
+  ConvMds m = conv_mds(d);
+  auto alg = dnnl::algorithm::convolution_direct;
+  dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, alg, m.src_a, m.wei_a, m.dst_a, p.strides,
+                                     p.dilates, p.pad_l, p.pad_r);
+  dnnl::convolution_forward::primitive_desc fpd(fd, engine());
+  DnnlConv c;
+  switch (pass) {
+    case ConvPass::Forward:
+      c.prim = dnnl::convolution_forward(fpd);
+      c.a_md = fpd.src_desc();
+      c.b_md = fpd.weights_desc();
+      c.out_md = fpd.dst_desc();
+      break;
+    case ConvPass::BackwardData: {
+      dnnl::convolution_backward_data::desc bd(alg, m.src_a, m.wei_a, m.dst_a, p.strides, p.dilates, p.pad_l, p.pad_r);
+      dnnl::convolution_backward_data::primitive_desc bpd(bd, engine(), fpd);
+      c.prim = dnnl::convolution_backward_data(bpd);
+      c.a_md = bpd.diff_dst_desc();
+      c.b_md = bpd.weights_desc();
+      c.out_md = bpd.diff_src_desc();
+      break;
+    }
+    case ConvPass::BackwardWeights: {
+      dnnl::convolution_backward_weights::desc bd(alg, m.src_a, m.wei_a, m.dst_a, p.strides, p.dilates, p.pad_l,
+                                                  p.pad_r);
+      dnnl::convolution_backward_weights::primitive_desc bpd(bd, engine(), fpd);
+      c.prim = dnnl::convolution_backward_weights(bpd);
+      c.a_md = bpd.src_desc();
+      c.b_md = bpd.diff_dst_desc();
+      c.out_md = bpd.diff_weights_desc();
+      break;
+    }
+  }
+  return c;
+}
+
+DnnlConv dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p) {
+  std::string key = std::to_string(int(pass)) + "#" + std::to_string(d.batch) + "," + std::to_string(d.in_channels) +
+                    "," + std::to_string(d.out_channels) + "," + std::to_string(d.groups) + "#" + d.win.key();
+  auto& c = conv_cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto it = c.entries.find(key);
+    if (it != c.entries.end()) return it->second;
+  }
+  DnnlConv e = make_dnnl_conv(d, pass, p);
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (c.entries.size() > 1024) c.entries.clear();
+  c.entries.emplace(key, e);
+  return e;
+}
+
+// A user buffer in the layout `want`: the buffer itself, or a reordered copy.
+dnnl::memory as_layout(const dnnl::memory& user, const dnnl::memory::desc& want) {
+  if (user.get_desc() == want) return user;
+  dnnl::memory m(want, engine());
+  dnnl::reorder(user, m).execute(stream(), const_cast<dnnl::memory&>(user), m);
+  return m;
+}
+
+// Runs one pass: a, b are the two inputs (plain layouts), out the plain output buffer.
+void run_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, const void* a, const void* b, void* out) {
+  DnnlConv c = dnnl_conv(d, pass, p);
+  ConvMds m = conv_mds(d);
+  dnnl::memory::desc a_plain, b_plain, out_plain;
+  int a_arg, b_arg, out_arg;
+  switch (pass) {
+    case ConvPass::Forward:
+      a_plain = m.src, b_plain = m.wei, out_plain = m.dst;
+      a_arg = DNNL_ARG_SRC, b_arg = DNNL_ARG_WEIGHTS, out_arg = DNNL_ARG_DST;
+      break;
+    case ConvPass::BackwardData:
+      a_plain = m.dst, b_plain = m.wei, out_plain = m.src;
+      a_arg = DNNL_ARG_DIFF_DST, b_arg = DNNL_ARG_WEIGHTS, out_arg = DNNL_ARG_DIFF_SRC;
+      break;
+    default:
+      a_plain = m.src, b_plain = m.dst, out_plain = m.wei;
+      a_arg = DNNL_ARG_SRC, b_arg = DNNL_ARG_DIFF_DST, out_arg = DNNL_ARG_DIFF_WEIGHTS;
+      break;
+  }
+  dnnl::memory a_user(a_plain, engine(), const_cast<void*>(a)), b_user(b_plain, engine(), const_cast<void*>(b));
+  dnnl::memory out_user(out_plain, engine(), out);
+  dnnl::memory am = as_layout(a_user, c.a_md), bm = as_layout(b_user, c.b_md);
+  dnnl::memory om = c.out_md == out_plain ? out_user : dnnl::memory(c.out_md, engine());
+  c.prim.execute(stream(), {{a_arg, am}, {b_arg, bm}, {out_arg, om}});
+  if (om != out_user) dnnl::reorder(om, out_user).execute(stream(), om, out_user);
+  stream().wait();
+}
+
+NDShape shape_of(const std::vector<int64_t>& d) { return NDShape(d); }
+
+NDShape weights_shape(const ConvDims& d) {
+  return shape_of(dims_of(d.out_channels, d.in_channels / d.groups, d.win.kernel));
+}
+
+void check_conv(const ConvDims& d) {
+  if (d.groups < 1 || d.in_channels % d.groups || d.out_channels % d.groups)
+    throw ValueError("convolution: channels (" + std::to_string(d.in_channels) + " in, " +
+                     std::to_string(d.out_channels) + " out) are not divisible by groups=" + std::to_string(d.groups));
+}
+
+}  // namespace
+
+NDArrayView conv_forward_reference(const NDArrayView& x_in, const NDArrayView& w_in, const ConvDims& d) {
+  check_conv(d);
+  NDArrayView x = x_in.to_dense().contiguous(), w = w_in.to_dense().contiguous();
+  check_dense(x, "input");
+  NDArrayView y(x.dtype(), shape_of(dims_of(d.batch, d.out_channels, d.win.out)));
+  auto tab = window_table(d.win);
+  CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] { ref_conv_forward<T>(x.data<T>(), w.data<T>(), y.data<T>(), d, tab); });
+  return y;
+}
+
+NDArrayView conv_backward_data_reference(const NDArrayView& dy_in, const NDArrayView& w_in, const ConvDims& d) {
+  check_conv(d);
+  NDArrayView dy = dy_in.to_dense().contiguous(), w = w_in.to_dense().contiguous();
+  check_dense(dy, "gradient");
+  NDArrayView dx(dy.dtype(), shape_of(dims_of(d.batch, d.in_channels, d.win.in)));
+  auto tab = window_table(d.win);
+  CNTK_DISPATCH_FLOAT(dy.dtype(), T,
+                      [&] { ref_conv_backward_data<T>(dy.data<T>(), w.data<T>(), dx.data<T>(), d, tab); });
+  return dx;
+}
+
+NDArrayView conv_backward_weights_reference(const NDArrayView& x_in, const NDArrayView& dy_in, const ConvDims& d) {
+  check_conv(d);
+  NDArrayView x = x_in.to_dense().contiguous(), dy = dy_in.to_dense().contiguous();
+  check_dense(x, "input");
+  NDArrayView dw(x.dtype(), weights_shape(d));
+  auto tab = window_table(d.win);
+  CNTK_DISPATCH_FLOAT(x.dtype(), T,
+                      [&] { ref_conv_backward_weights<T>(x.data<T>(), dy.data<T>(), dw.data<T>(), d, tab); });
+  return dw;
+}
+
+NDArrayView conv_forward(const NDArrayView& x_in, const NDArrayView& w_in, const ConvDims& d) {
+  DnnlPads p;
+  if (!dnnl_usable(d, x_in.dtype()) || !dnnl_pads(d, p)) return conv_forward_reference(x_in, w_in, d);
+  check_conv(d);
+  NDArrayView x = x_in.to_dense().contiguous(), w = w_in.to_dense().contiguous();
+  NDArrayView y(x.dtype(), shape_of(dims_of(d.batch, d.out_channels, d.win.out)));
+  run_dnnl_conv(d, ConvPass::Forward, p, x.raw_data(), w.raw_data(), y.raw_data());
+  return y;
+}
+
+NDArrayView conv_backward_data(const NDArrayView& dy_in, const NDArrayView& w_in, const ConvDims& d) {
+  DnnlPads p;
+  if (!dnnl_usable(d, dy_in.dtype()) || !dnnl_pads(d, p)) return conv_backward_data_reference(dy_in, w_in, d);
+  check_conv(d);
+  NDArrayView dy = dy_in.to_dense().contiguous(), w = w_in.to_dense().contiguous();
+  NDArrayView dx(dy.dtype(), shape_of(dims_of(d.batch, d.in_channels, d.win.in)));
+  run_dnnl_conv(d, ConvPass::BackwardData, p, dy.raw_data(), w.raw_data(), dx.raw_data());
+  return dx;
+}
+
+NDArrayView conv_backward_weights(const NDArrayView& x_in, const NDArrayView& dy_in, const ConvDims& d) {
+  DnnlPads p;
+  if (!dnnl_usable(d, x_in.dtype()) || !dnnl_pads(d, p)) return conv_backward_weights_reference(x_in, dy_in, d);
+  check_conv(d);
+  NDArrayView x = x_in.to_dense().contiguous(), dy = dy_in.to_dense().contiguous();
+  NDArrayView dw(x.dtype(), weights_shape(d));
+  run_dnnl_conv(d, ConvPass::BackwardWeights, p, x.raw_data(), dy.raw_data(), dw.raw_data());
+  return dw;
+}
+
+// ------------------------------------------------------------------ pooling
+
+namespace {
+
+// Per output position: how many window positions lie inside the input padded by
+// pad_lo below and pad_hi above (include_pad's divisor).
+std::vector<int64_t> padded_counts(const Window& w) {
+  const size_t r = w.rank();
+  std::vector<int64_t> counts(size_t(w.out_size()));
+  std::vector<int64_t> o(r, 0);
+  for (auto& c : counts) {
+    int64_t n = 1;
+    for (size_t i = 0; i < r; ++i) {
+      int64_t lo = -w.pad_lo[i], hi = w.in[i] + w.pad_hi[i], cnt = 0;
+      for (int64_t j = 0; j < w.kernel[i]; ++j) {
+        int64_t p = o[i] * w.stride[i] - w.pad_lo[i] + j * w.dilation[i];
+        cnt += (p >= lo && p < hi);
+      }
+      n *= cnt;
+    }
+    c = n;
+    for (size_t i = r; i-- > 0;) {
+      if (++o[i] < w.out[i]) break;
+      o[i] = 0;
+    }
+  }
+  return counts;
+}
+
+// Flat input index of the first maximum of window os (-1 if the window is all padding).
+template <class T>
+int64_t first_max(const T* xc, const int64_t* t, int64_t KS) {
+  int64_t best = -1;
+  for (int64_t ks = 0; ks < KS; ++ks) {
+    int64_t idx = t[ks];
+    if (idx < 0) continue;
+    if (best < 0 || xc[idx] > xc[best] || (std::isnan(xc[idx]) && !std::isnan(xc[best]))) best = idx;
+  }
+  return best;
+}
+
+template <class T>
+void pool_fwd(const T* x, T* y, const PoolDims& d, const std::vector<int64_t>& tab, const std::vector<int64_t>& cnt) {
+  const int64_t NC = d.batch * d.channels, IS = d.win.in_size(), OS = d.win.out_size(), KS = d.win.kernel_size();
+#pragma omp parallel for schedule(static)
+  for (int64_t nc = 0; nc < NC; ++nc) {
+    const T* xc = x + nc * IS;
+    T* yc = y + nc * OS;
+    for (int64_t os = 0; os < OS; ++os) {
+      const int64_t* t = tab.data() + os * KS;
+      if (d.kind == PoolKind::Max) {
+        int64_t b = first_max(xc, t, KS);
+        yc[os] = b < 0 ? T(0) : xc[b];
+      } else {
+        T s = 0;
+        int64_t n = 0;
+        for (int64_t ks = 0; ks < KS; ++ks)
+          if (t[ks] >= 0) s += xc[t[ks]], ++n;
+        if (d.include_pad) n = cnt[size_t(os)];
+        yc[os] = n > 0 ? s / T(n) : T(0);
+      }
+    }
+  }
+}
+
+template <class T>
+void pool_bwd(const T* x, const T* dy, T* dx, const PoolDims& d, const std::vector<int64_t>& tab,
+              const std::vector<int64_t>& cnt) {
+  const int64_t NC = d.batch * d.channels, IS = d.win.in_size(), OS = d.win.out_size(), KS = d.win.kernel_size();
+#pragma omp parallel for schedule(static)
+  for (int64_t nc = 0; nc < NC; ++nc) {
+    const T* xc = x + nc * IS;
+    const T* dyc = dy + nc * OS;
+    T* dxc = dx + nc * IS;
+    std::fill(dxc, dxc + IS, T(0));
+    for (int64_t os = 0; os < OS; ++os) {
+      const int64_t* t = tab.data() + os * KS;
+      if (d.kind == PoolKind::Max) {
+        int64_t b = first_max(xc, t, KS);
+        if (b >= 0) dxc[b] += dyc[os];
+      } else {
+        int64_t n = 0;
+        for (int64_t ks = 0; ks < KS; ++ks) n += t[ks] >= 0;
+        if (d.include_pad) n = cnt[size_t(os)];
+        if (n == 0) continue;
+        T g = dyc[os] / T(n);
+        for (int64_t ks = 0; ks < KS; ++ks)
+          if (t[ks] >= 0) dxc[t[ks]] += g;
+      }
+    }
+  }
+}
+
+template <class T>
+void unpool_fwd(const T* x, const T* pin, T* y, const PoolDims& d, const std::vector<int64_t>& tab) {
+  const int64_t NC = d.batch * d.channels, IS = d.win.in_size(), OS = d.win.out_size(), KS = d.win.kernel_size();
+#pragma omp parallel for schedule(static)
+  for (int64_t nc = 0; nc < NC; ++nc) {
+    const T* pc = pin + nc * IS;
+    const T* xc = x + nc * OS;
+    T* yc = y + nc * IS;
+    std::fill(yc, yc + IS, T(0));
+    for (int64_t os = 0; os < OS; ++os) {
+      int64_t b = first_max(pc, tab.data() + os * KS, KS);
+      if (b >= 0) yc[b] = xc[os];
+    }
+  }
+}
+
+template <class T>
+void unpool_bwd(const T* dy, const T* pin, T* dx, const PoolDims& d, const std::vector<int64_t>& tab) {
+  const int64_t NC = d.batch * d.channels, IS = d.win.in_size(), OS = d.win.out_size(), KS = d.win.kernel_size();
+#pragma omp parallel for schedule(static)
+  for (int64_t nc = 0; nc < NC; ++nc) {
+    const T* pc = pin + nc * IS;
+    const T* dyc = dy + nc * IS;
+    T* dxc = dx + nc * OS;
+    for (int64_t os = 0; os < OS; ++os) {
+      int64_t b = first_max(pc, tab.data() + os * KS, KS);
+      dxc[os] = b >= 0 ? dyc[b] : T(0);
+    }
+  }
+}
+
+NDShape pooled_shape(const PoolDims& d, bool out) {
+  return NDShape(dims_of(d.batch, d.channels, out ? d.win.out : d.win.in));
+}
+
+}  // namespace
+
+// ------------------------------------------------------------- oneDNN pooling
+
+namespace {
+
+struct DnnlPool {
+  dnnl::pooling_forward::primitive_desc fwd_pd;
+  dnnl::pooling_forward fwd;
+  dnnl::pooling_backward bwd;  // empty for forward-only entries
+};
+
+struct PoolCache {
+  std::mutex mu;
+  std::map<std::string, DnnlPool> entries;
+};
+
+PoolCache& pool_cache() {
+  static PoolCache* c = new PoolCache();
+  return *c;
+}
+
+// oneDNN runs float32 pooling over 1 to 3 spatial axes whose paddings it can express.
+// Its include-padding average divides by the whole window, so that case needs every
+// window inside the given padding; otherwise the own loops run.
+bool dnnl_pool_pads(const PoolDims& d, DataType t, DnnlPads& p) {
+  const Window& w = d.win;
+  if (t != DataType::Float || w.rank() < 1 || w.rank() > 3 || d.batch * d.channels == 0) return false;
+  for (size_t i = 0; i < w.rank(); ++i) {
+    int64_t lo = w.pad_lo[i], hi = (w.out[i] - 1) * w.stride[i] + w.kernel[i] - w.in[i] - lo;
+    if (lo < 0) return false;
+    if (d.include_pad && d.kind == PoolKind::Average && hi > w.pad_hi[i]) return false;
+    hi = std::max<int64_t>(hi, 0);
+    if ((w.in[i] - w.kernel[i] + lo + hi) / w.stride[i] + 1 != w.out[i]) return false;
+    p.strides.push_back(w.stride[i]);
+    p.dilates.push_back(w.kernel[i]);  // the window
+    p.pad_l.push_back(lo);
+    p.pad_r.push_back(hi);
+  }
+  return true;
+}
+
+DnnlPool dnnl_pool(const PoolDims& d, const DnnlPads& p, bool backward) {
+  std::string key = std::to_string(int(backward)) + std::to_string(int(d.kind)) + std::to_string(int(d.include_pad)) +
+                    "#" + std::to_string(d.batch) + "," + std::to_string(d.channels) + "#" + d.win.key();
+  auto& c = pool_cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto it = c.entries.find(key);
+    if (it != c.entries.end()) return it->second;
+  }
+  using dt = dnnl::memory::data_type;
+  dnnl::memory::dims src = dims_of(d.batch, d.channels, d.win.in), dst = dims_of(d.batch, d.channels, d.win.out);
+  dnnl::memory::desc src_md(src, dt::f32, plain_tag(src.size())), dst_md(dst, dt::f32, plain_tag(dst.size()));
+  auto alg = d.kind == PoolKind::Max ? dnnl::algorithm::pooling_max
+                                     : (d.include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                                                      : dnnl::algorithm::pooling_avg_exclude_padding);
+  auto prop = backward ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
+  dnnl::pooling_forward::desc fd(prop, alg, src_md, dst_md, p.strides, p.dilates, p.pad_l, p.pad_r);
+  DnnlPool e{dnnl::pooling_forward::primitive_desc(fd, engine()), {}, {}};
+  e.fwd = dnnl::pooling_forward(e.fwd_pd);
+  if (backward) {
+    dnnl::pooling_backward::desc bd(alg, src_md, dst_md, p.strides, p.dilates, p.pad_l, p.pad_r);
+    e.bwd = dnnl::pooling_backward(dnnl::pooling_backward::primitive_desc(bd, engine(), e.fwd_pd));
+  }
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (c.entries.size() > 1024) c.entries.clear();
+  c.entries.emplace(key, e);
+  return e;
+}
+
+dnnl::memory::desc pool_md(const PoolDims& d, bool out) {
+  dnnl::memory::dims dims = dims_of(d.batch, d.channels, out ? d.win.out : d.win.in);
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, plain_tag(dims.size()));
+}
+
+}  // namespace
+
+NDArrayView pool_forward(const NDArrayView& x_in, const PoolDims& d) {
+  NDArrayView x = x_in.to_dense().contiguous();
+  check_dense(x, "pooling input");
+  NDArrayView y(x.dtype(), pooled_shape(d, true));
+  DnnlPads p;
+  if (dnnl_pool_pads(d, x.dtype(), p)) {
+    DnnlPool e = dnnl_pool(d, p, false);
+    dnnl::memory src(pool_md(d, false), engine(), x.raw_data()), dst(pool_md(d, true), engine(), y.raw_data());
+    e.fwd.execute(stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+    stream().wait();
+    return y;
+  }
+  auto tab = window_table(d.win);
+  auto cnt = d.include_pad ? padded_counts(d.win) : std::vector<int64_t>();
+  CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] { pool_fwd<T>(x.data<T>(), y.data<T>(), d, tab, cnt); });
+  return y;
+}
+
+NDArrayView pool_backward(const NDArrayView& x_in, const NDArrayView& dy_in, const PoolDims& d) {
+  NDArrayView x = x_in.to_dense().contiguous(), dy = dy_in.to_dense().contiguous();
+  check_dense(x, "pooling input");
+  NDArrayView dx(x.dtype(), pooled_shape(d, false));
+  DnnlPads p;
+  if (dnnl_pool_pads(d, x.dtype(), p)) {
+    // Max pooling's backward needs the forward's workspace (the argmax): recomputed here.
+    DnnlPool e = dnnl_pool(d, p, true);
+    dnnl::memory src(pool_md(d, false), engine(), x.raw_data()), diff_src(pool_md(d, false), engine(), dx.raw_data());
+    dnnl::memory diff_dst(pool_md(d, true), engine(), dy.raw_data());
+    std::unordered_map<int, dnnl::memory> bargs{{DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_SRC, diff_src}};
+    if (d.kind == PoolKind::Max) {
+      dnnl::memory ws(e.fwd_pd.workspace_desc(), engine()), y(pool_md(d, true), engine());
+      e.fwd.execute(stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, y}, {DNNL_ARG_WORKSPACE, ws}});
+      bargs.emplace(DNNL_ARG_WORKSPACE, ws);
+    }
+    e.bwd.execute(stream(), bargs);
+    stream().wait();
+    return dx;
+  }
+  auto tab = window_table(d.win);
+  auto cnt = d.include_pad ? padded_counts(d.win) : std::vector<int64_t>();
+  CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] { pool_bwd<T>(x.data<T>(), dy.data<T>(), dx.data<T>(), d, tab, cnt); });
+  return dx;
+}
+
+NDArrayView max_unpool_forward(const NDArrayView& x_in, const NDArrayView& pin_in, const PoolDims& d) {
+  NDArrayView x = x_in.to_dense().contiguous(), pin = pin_in.to_dense().contiguous();
+  check_dense(x, "unpooling input");
+  NDArrayView y(x.dtype(), pooled_shape(d, false));
+  auto tab = window_table(d.win);
+  CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] { unpool_fwd<T>(x.data<T>(), pin.data<T>(), y.data<T>(), d, tab); });
+  return y;
+}
+
+NDArrayView max_unpool_backward(const NDArrayView& dy_in, const NDArrayView& pin_in, const PoolDims& d) {
+  NDArrayView dy = dy_in.to_dense().contiguous(), pin = pin_in.to_dense().contiguous();
+  check_dense(dy, "unpooling gradient");
+  NDArrayView dx(dy.dtype(), pooled_shape(d, true));
+  auto tab = window_table(d.win);
+  CNTK_DISPATCH_FLOAT(dy.dtype(), T, [&] { unpool_bwd<T>(dy.data<T>(), pin.data<T>(), dx.data<T>(), d, tab); });
+  return dx;
+}
+
+// -------------------------------------------------------------- ROI pooling
+
+namespace {
+
+// The input window [h0, h1) x [w0, w1) of output cell (ph, pw) of one ROI, Caffe's way:
+// corners rounded after scaling, every ROI at least 1x1, bins of fractional size.
+struct RoiBin {
+  int64_t h0, h1, w0, w1;
+};
+
+template <class T>
+RoiBin roi_bin(const T* roi, double scale, int64_t H, int64_t W, int64_t PH, int64_t PW, int64_t ph, int64_t pw) {
+  // Coordinates far outside the map (or NaN) are clamped before the integer conversion.
+  auto pixel = [scale](T v) {
+    double p = std::round(double(v) * scale);
+    return std::isnan(p) ? int64_t(0) : int64_t(std::clamp(p, -1e9, 1e9));
+  };
+  int64_t x1 = pixel(roi[0]), y1 = pixel(roi[1]), x2 = pixel(roi[2]), y2 = pixel(roi[3]);
+  double rh = double(std::max<int64_t>(y2 - y1 + 1, 1)), rw = double(std::max<int64_t>(x2 - x1 + 1, 1));
+  double bh = rh / double(PH), bw = rw / double(PW);
+  auto clamp = [](int64_t v, int64_t hi) { return std::min(std::max<int64_t>(v, 0), hi); };
+  RoiBin b;
+  b.h0 = clamp(int64_t(std::floor(double(ph) * bh)) + y1, H);
+  b.h1 = clamp(int64_t(std::ceil(double(ph + 1) * bh)) + y1, H);
+  b.w0 = clamp(int64_t(std::floor(double(pw) * bw)) + x1, W);
+  b.w1 = clamp(int64_t(std::ceil(double(pw + 1) * bw)) + x1, W);
+  return b;
+}
+
+template <class T>
+void roi_pool(const T* x, const T* rois, const T* dy, T* out, int64_t N, int64_t R, int64_t C, int64_t H, int64_t W,
+              int64_t PH, int64_t PW, double scale) {
+  const bool backward = dy != nullptr;
+  // Backward writes into dx [N, C, H, W]; ROIs of one image may overlap, so threads split images.
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n) {
+    if (backward) std::fill(out + n * C * H * W, out + (n + 1) * C * H * W, T(0));
+    for (int64_t r = 0; r < R; ++r) {
+      const T* roi = rois + (n * R + r) * 4;
+      for (int64_t c = 0; c < C; ++c) {
+        const T* xc = x + (n * C + c) * H * W;
+        for (int64_t ph = 0; ph < PH; ++ph)
+          for (int64_t pw = 0; pw < PW; ++pw) {
+            RoiBin b = roi_bin(roi, scale, H, W, PH, PW, ph, pw);
+            int64_t best = -1;
+            for (int64_t h = b.h0; h < b.h1; ++h)
+              for (int64_t w = b.w0; w < b.w1; ++w)
+                if (best < 0 || xc[h * W + w] > xc[best]) best = h * W + w;
+            int64_t o = (((n * R + r) * C + c) * PH + ph) * PW + pw;
+            if (!backward)
+              out[o] = best < 0 ? T(0) : xc[best];
+            else if (best >= 0)
+              out[(n * C + c) * H * W + best] += dy[o];
+          }
+      }
+    }
+  }
+}
+
+void check_roi(const NDArrayView& x, const NDArrayView& rois) {
+  if (x.rank() != 4 || rois.rank() != 3 || rois.shape()[2] != 4 || rois.shape()[0] != x.shape()[0])
+    throw ShapeError("roipooling: expects features [N, C, H, W] and rois [N, R, 4], got " + x.shape().str() + " and " +
+                     rois.shape().str());
+}
+
+}  // namespace
+
+NDArrayView roi_pool_forward(const NDArrayView& x_in, const NDArrayView& rois_in, int64_t ph, int64_t pw,
+                             double scale) {
+  NDArrayView x = x_in.to_dense().contiguous(), rois = rois_in.to_dense().contiguous().cast(x_in.dtype());
+  check_dense(x, "roipooling input");
+  check_roi(x, rois);
+  const auto& s = x.shape();
+  int64_t R = rois.shape()[1];
+  NDArrayView y(x.dtype(), NDShape{s[0], R, s[1], ph, pw});
+  CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] {
+    roi_pool<T>(x.data<T>(), rois.data<T>(), nullptr, y.data<T>(), s[0], R, s[1], s[2], s[3], ph, pw, scale);
+  });
+  return y;
+}
+
+NDArrayView roi_pool_backward(const NDArrayView& x_in, const NDArrayView& rois_in, const NDArrayView& dy_in,
+                              int64_t ph, int64_t pw, double scale) {
+  NDArrayView x = x_in.to_dense().contiguous(), rois = rois_in.to_dense().contiguous().cast(x_in.dtype());
+  NDArrayView dy = dy_in.to_dense().contiguous();
+  check_dense(x, "roipooling input");
+  check_roi(x, rois);
+  const auto& s = x.shape();
+  NDArrayView dx(x.dtype(), s);
+  CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] {
+    roi_pool<T>(x.data<T>(), rois.data<T>(), dy.data<T>(), dx.data<T>(), s[0], rois.shape()[1], s[1], s[2], s[3], ph,
+                pw, scale);
+  });
+  return dx;
+}
+
+}  // namespace cntk::kernels

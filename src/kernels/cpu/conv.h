@@ -1,0 +1,72 @@
+// Convolution and pooling kernels. Tensors are plain row-major [N, C, spatial...]
+// (NumPy order: batch, channels, then the spatial axes). float32 convolutions over
+// 1 to 3 spatial axes run on oneDNN (primitives cached per shape); float64, more
+// spatial axes and paddings oneDNN cannot express run on the reference loops here,
+// which define the semantics the oneDNN path is tested against.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "cntk/tensor.h"
+
+namespace cntk::kernels {
+
+// One window sweep over the spatial axes: output position o of axis i reads input
+// positions o*stride[i] - pad_lo[i] + j*dilation[i], j < kernel[i]; positions outside
+// [0, in[i]) are padding (zero for convolution, skipped by pooling).
+struct Window {
+  std::vector<int64_t> in, out, kernel, stride, dilation, pad_lo;
+  // Upper padding as given (pooling's include_pad counts padded positions below
+  // in + pad_hi); the reference loops need only pad_lo.
+  std::vector<int64_t> pad_hi;
+  size_t rank() const { return in.size(); }
+  int64_t in_size() const;
+  int64_t out_size() const;
+  int64_t kernel_size() const;
+  std::string key() const;
+};
+
+// Convolution of x [N, C, in...] with w [O, C/groups, kernel...] into y [N, O, out...]
+// (cross-correlation, as CNTK computes it).
+struct ConvDims {
+  int64_t batch = 1, in_channels = 1, out_channels = 1, groups = 1;
+  Window win;
+};
+
+NDArrayView conv_forward(const NDArrayView& x, const NDArrayView& w, const ConvDims& d);
+// Gradient with respect to x: dx [N, C, in...] from dy [N, O, out...].
+NDArrayView conv_backward_data(const NDArrayView& dy, const NDArrayView& w, const ConvDims& d);
+// Gradient with respect to w, summed over the batch: dw [O, C/groups, kernel...].
+NDArrayView conv_backward_weights(const NDArrayView& x, const NDArrayView& dy, const ConvDims& d);
+
+// The same three on the reference loops only (tests compare the two paths).
+NDArrayView conv_forward_reference(const NDArrayView& x, const NDArrayView& w, const ConvDims& d);
+NDArrayView conv_backward_data_reference(const NDArrayView& dy, const NDArrayView& w, const ConvDims& d);
+NDArrayView conv_backward_weights_reference(const NDArrayView& x, const NDArrayView& dy, const ConvDims& d);
+
+// Pooling of x [N, C, in...] into [N, C, out...] (window dilation 1).
+enum class PoolKind { Max = 0, Average = 1 };
+struct PoolDims {
+  int64_t batch = 1, channels = 1;
+  Window win;
+  PoolKind kind = PoolKind::Max;
+  bool include_pad = false;  // average: divide by the window positions inside the padded input
+};
+
+NDArrayView pool_forward(const NDArrayView& x, const PoolDims& d);
+// dx from the pooling input x and dy; max pooling routes each gradient to the first
+// maximum of its window.
+NDArrayView pool_backward(const NDArrayView& x, const NDArrayView& dy, const PoolDims& d);
+// Max unpooling: y has pool_in's shape; each value of x [N, C, out...] goes to the
+// position of the first maximum of its window in pool_in, the rest is zero.
+NDArrayView max_unpool_forward(const NDArrayView& x, const NDArrayView& pool_in, const PoolDims& d);
+// Gradient of max_unpool_forward with respect to x: dy gathered at those positions.
+NDArrayView max_unpool_backward(const NDArrayView& dy, const NDArrayView& pool_in, const PoolDims& d);
+
+// Region-of-interest max pooling (Fast R-CNN, Caffe's rounding): x [N, C, H, W],
+// rois [N, R, 4] as (x1, y1, x2, y2) in input-image coordinates; y [N, R, C, ph, pw].
+NDArrayView roi_pool_forward(const NDArrayView& x, const NDArrayView& rois, int64_t ph, int64_t pw, double scale);
+NDArrayView roi_pool_backward(const NDArrayView& x, const NDArrayView& rois, const NDArrayView& dy, int64_t ph,
+                              int64_t pw, double scale);
+
+}  // namespace cntk::kernels

@@ -1,0 +1,549 @@
+// Op family: convolution and pooling. Convolution (also transposed), Pooling,
+// Unpooling and ROIPooling, with CNTK 2.7's attributes and geometry.
+//
+// Shapes are in NumPy order: an operand is (C, M1..Mn) (or (M1..Mn) with
+// reductionRank 0) and a kernel (O, C/groups, m1..mn). Per-axis attributes
+// (strides, autoPadding, ...) are right-aligned to the operand's axes; a list
+// shorter than the kernel repeats its first value to the left, as CNTK repeats the
+// last value of its column-major list. CNTK's auto padding centres the kernel: the
+// first window is centred at extra/2, where extra is the input left over by the
+// strided output positions, so an even kernel (or odd leftover) pads one more at
+// the end than at the start.
+#include <cmath>
+
+#include "kernels/cpu/conv.h"
+#include "ops/op.h"
+
+namespace cntk {
+namespace {
+
+// ------------------------------------------------------------ attributes
+
+std::vector<int64_t> ints_attr(const Dictionary& a, const std::string& key) {
+  auto it = a.find(key);
+  if (it == a.end() || it->second.empty()) return {};
+  if (it->second.is<int64_t>()) return {it->second.as_int()};
+  return it->second.as_int_list();
+}
+
+std::vector<int64_t> bools_attr(const Dictionary& a, const std::string& key) {
+  auto it = a.find(key);
+  if (it == a.end() || it->second.empty()) return {};
+  if (it->second.is<bool>()) return {int64_t(it->second.as_bool())};
+  std::vector<int64_t> out;
+  for (auto& v : it->second.as_list()) out.push_back(v.is<bool>() ? int64_t(v.as_bool()) : v.as_int() != 0);
+  return out;
+}
+
+// CNTK's expansion of a per-axis list to `rank` axes (NumPy order): right-aligned,
+// the first value repeated leftwards up to `fill` axes, `def` beyond.
+std::vector<int64_t> expand(const std::vector<int64_t>& v, size_t fill, size_t rank, int64_t def,
+                            const std::string& what) {
+  if (v.size() > rank)
+    throw ValueError(what + " has " + std::to_string(v.size()) + " values, more than the operand's " +
+                     std::to_string(rank) + " axes");
+  std::vector<int64_t> out(rank, def);
+  if (v.empty()) return out;
+  size_t off = rank - v.size();
+  for (size_t i = 0; i < v.size(); ++i) out[off + i] = v[i];
+  size_t fill_from = rank - std::min(rank, std::max(fill, v.size()));
+  for (size_t i = fill_from; i < off; ++i) out[i] = v[0];
+  return out;
+}
+
+std::vector<int64_t> tail(const std::vector<int64_t>& v, size_t n) { return {v.end() - long(n), v.end()}; }
+
+std::string list_str(const std::vector<int64_t>& v) {
+  std::string s = "(";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + (v.size() == 1 ? ",)" : ")");
+}
+
+// ---------------------------------------------------------------- geometry
+
+struct AxisGeometry {
+  int64_t out = 0, pad_lo = 0, pad_hi = 0;
+};
+
+// One axis of CNTK's ConvolveGeometry: output size and paddings.
+AxisGeometry axis_geometry(int64_t in, int64_t k, int64_t s, int64_t d, bool autopad, int64_t lo, int64_t hi,
+                           bool ceil_out) {
+  AxisGeometry g;
+  int64_t ke = (k - 1) * d + 1;
+  int64_t padded = autopad ? in + ke - 1 : in + lo + hi;
+  if (padded < ke) return g;  // out = 0: the kernel does not fit
+  int64_t num = padded - ke;
+  g.out = (ceil_out ? (num + s - 1) / s : num / s) + 1;
+  if (autopad) {
+    int64_t cells = (g.out - 1) * s + 1, extra = in - cells, center = extra / 2;  // truncation, as CNTK
+    g.pad_lo = (ke - 1) / 2 - center;
+    g.pad_hi = (g.out - 1) * s + ke - in - g.pad_lo;
+  } else {
+    g.pad_lo = lo;
+    g.pad_hi = hi;
+  }
+  return g;
+}
+
+void check_positive(const std::vector<int64_t>& v, const std::string& what, int64_t min) {
+  for (auto x : v)
+    if (x < min) throw ValueError(what + " must be at least " + std::to_string(min) + ", got " + list_str(v));
+}
+
+struct ConvSetup {
+  kernels::ConvDims dims;  // batch left at 1; for a transposed convolution, the forward one it transposes
+  NDShape out_static;
+  bool transpose = false;
+};
+
+// The geometry of Convolution from its attributes and the static shapes of the kernel
+// W and the operand X. Throws ValueError (or NotImplementedError) with the reason.
+ConvSetup conv_setup(const Dictionary& a, const NDShape& W, const NDShape& X) {
+  ConvSetup cs;
+  int64_t rr = attr_int(a, "reductionRank", 1), groups = attr_int(a, "groups", 1);
+  cs.transpose = attr_bool(a, "transpose", false);
+  if (rr != 0 && rr != 1) throw ValueError("reduction_rank must be 0 or 1, got " + std::to_string(rr));
+  if (groups < 1) throw ValueError("groups must be positive, got " + std::to_string(groups));
+  if (cs.transpose && groups != 1) throw ValueError("a transposed convolution has no groups");
+  if (attr_bool(a, "sequential", false))
+    throw NotImplementedError("convolution over the sequence axis (sequential=True) is not supported");
+  if (int64_t(X.rank()) - rr < 1)
+    throw ValueError("the operand " + X.str() + " has no spatial axis to convolve over (reduction_rank " +
+                     std::to_string(rr) + ")");
+  const size_t n = X.rank() - size_t(rr);
+  const int64_t C = rr ? X[0] : 1;
+  // Kernel: (O, C/groups, k...) | (C, k...) with one output map | (O, k...) when reduction_rank is 0.
+  // Transposed: (C, O, k...) | (C, k...) | (O, k...).
+  bool full = W.rank() == n + 2 && rr == 1;
+  if (!(full || W.rank() == n + 1))
+    throw ValueError("the kernel " + W.str() + " must have rank " + std::to_string(n + 1 + size_t(rr)) +
+                     " (output channels, " + (rr ? "input channels, " : "") + "then " + std::to_string(n) +
+                     " spatial axes) for an operand " + X.str());
+  std::vector<int64_t> k = tail(W.dims(), n);
+  check_positive(k, "the kernel's spatial dimensions", 1);
+  int64_t O = 1, Cw = 1;
+  if (!cs.transpose) {
+    if (full) O = W[0], Cw = W[1];
+    else if (rr) Cw = W[0];
+    else O = W[0];
+    if (C >= 0 && Cw * groups != C)
+      throw ValueError("the kernel's input channels (" + std::to_string(Cw) + ") times groups (" +
+                       std::to_string(groups) + ") must equal the operand's channels (" + std::to_string(C) +
+                       ", its first axis; reduction_rank=0 convolves an operand without a channel axis)");
+    if (O % groups)
+      throw ValueError("the output channels (" + std::to_string(O) + ") must be divisible by groups (" +
+                       std::to_string(groups) + ")");
+  } else {
+    if (full) Cw = W[0], O = W[1];
+    else if (rr) Cw = W[0];
+    else O = W[0];
+    if (C >= 0 && Cw != C)
+      throw ValueError("the kernel's first axis (" + std::to_string(Cw) + ") must equal the operand's channels (" +
+                       std::to_string(C) + ")");
+  }
+  const size_t r = X.rank();
+  auto strides = tail(expand(ints_attr(a, "strides"), r, r, 1, "strides"), n);
+  auto dil = tail(expand(ints_attr(a, "dilation"), r, r, 1, "dilation"), n);
+  auto sharing = expand(bools_attr(a, "sharing"), r, r, 1, "sharing");
+  auto autopad_v = bools_attr(a, "autoPadding");
+  if (autopad_v.empty()) autopad_v = {1};
+  auto autopad = tail(expand(autopad_v, r, r, 0, "auto_padding"), n);
+  auto lower = tail(expand(ints_attr(a, "lowerPad"), r, r, 0, "lower_pad"), n);
+  auto upper = tail(expand(ints_attr(a, "upperPad"), r, r, 0, "upper_pad"), n);
+  check_positive(strides, "strides", 1);
+  check_positive(dil, "dilation", 1);
+  check_positive(lower, "lower_pad", 0);
+  check_positive(upper, "upper_pad", 0);
+  for (auto s : sharing)
+    if (!s) throw NotImplementedError("sharing=False (a separate kernel per position) is not supported");
+
+  std::vector<int64_t> in = tail(X.dims(), n), conv_in(n), conv_out(n), lo(n), hi(n);
+  if (!cs.transpose) {
+    conv_in = in;
+  } else {
+    // The transposed output is the input of the forward convolution that maps it to X.
+    std::vector<int64_t> given = ints_attr(a, "outputShape");
+    if (given.size() == 1 && given[0] == 0) given.clear();
+    if (!given.empty()) {
+      if (given.size() == n + 1) {
+        if (given[0] != O)
+          throw ValueError("output_shape " + list_str(given) + " must have " + std::to_string(O) +
+                           " channels, the kernel's output maps");
+        given.erase(given.begin());
+      }
+      if (given.size() != n)
+        throw ValueError("output_shape " + list_str(given) + " must give the " + std::to_string(n) +
+                         " spatial dimensions (or the channels and them)");
+      conv_in = given;
+    } else {
+      for (size_t i = 0; i < n; ++i) {
+        int64_t ke = (k[i] - 1) * dil[i] + 1;
+        conv_in[i] = in[i] < 0 ? in[i]
+                               : (autopad[i] ? (in[i] - 1) * strides[i] + 1
+                                             : (in[i] - 1) * strides[i] + ke - lower[i] - upper[i]);
+      }
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (conv_in[i] < 0) {  // free dimension: known only from the data
+      conv_out[i] = conv_in[i];
+      continue;
+    }
+    AxisGeometry g = axis_geometry(conv_in[i], k[i], strides[i], dil[i], autopad[i], lower[i], upper[i], false);
+    if (g.out < 1)
+      throw ValueError("the kernel " + list_str(k) + (dil[i] > 1 ? " dilated by " + list_str(dil) : "") +
+                       " does not fit the " + (cs.transpose ? "output " : "input ") + list_str(conv_in) +
+                       " along spatial axis " + std::to_string(i));
+    conv_out[i] = g.out, lo[i] = g.pad_lo, hi[i] = g.pad_hi;
+  }
+  if (cs.transpose)
+    for (size_t i = 0; i < n; ++i)
+      if (in[i] >= 0 && conv_out[i] >= 0 && conv_out[i] != in[i])
+        throw ValueError("the output shape " + list_str(conv_in) + " does not convolve back to the operand's " +
+                         list_str(in) + " with these strides and paddings");
+  auto& d = cs.dims;
+  d.groups = groups;
+  d.in_channels = cs.transpose ? O : C;
+  d.out_channels = cs.transpose ? C : O;
+  d.win.in = conv_in;
+  d.win.out = cs.transpose ? in : conv_out;
+  d.win.kernel = k;
+  d.win.stride = strides;
+  d.win.dilation = dil;
+  d.win.pad_lo = lo;
+  d.win.pad_hi = hi;
+  std::vector<int64_t> os{O};
+  const auto& sp = cs.transpose ? conv_in : conv_out;
+  os.insert(os.end(), sp.begin(), sp.end());
+  cs.out_static = NDShape(os);
+  return cs;
+}
+
+// Batch count (product of the leading dynamic dims) of runtime input i.
+int64_t batch_of(const ComputeContext& ctx, size_t i) {
+  int64_t b = 1;
+  for (int k = 0; k < ctx.in_dyn[i]; ++k) b *= ctx.inputs[i].shape()[k];
+  return b;
+}
+
+std::vector<int64_t> dyn_dims(const ComputeContext& ctx, size_t i) {
+  const auto& s = ctx.inputs[i].shape().dims();
+  return {s.begin(), s.begin() + ctx.in_dyn[i]};
+}
+
+NDShape with_dyn(const std::vector<int64_t>& dyn, const NDShape& s) { return NDShape(dyn).concat(s); }
+
+NDShape flat4(int64_t a, int64_t b, const std::vector<int64_t>& rest) {
+  std::vector<int64_t> d{a, b};
+  d.insert(d.end(), rest.begin(), rest.end());
+  return NDShape(d);
+}
+
+ConvSetup runtime_conv(const ComputeContext& ctx) {
+  ConvSetup cs = conv_setup(ctx.attr(), ctx.static_shape(0), ctx.static_shape(1));
+  cs.dims.batch = batch_of(ctx, 1);
+  return cs;
+}
+
+void register_convolution() {
+  OpDef d;
+  d.name = "Convolution";
+  d.infer = [](InferContext& ctx) {
+    ctx.expect_inputs(2);
+    if (!ctx.input(0).dynamic_axes().empty()) ctx.fail("the kernel must not have dynamic axes");
+    if (ctx.input(0).is_sparse() || ctx.input(1).is_sparse()) ctx.fail("sparse operands are not supported");
+    NDShape W = ctx.shape(0), X = ctx.shape(1);
+    // The layers leave the kernel's input-channel axis to be inferred from the operand.
+    if (W.has_inferred()) {
+      int64_t rr = attr_int(ctx.attrs(), "reductionRank", 1), groups = attr_int(ctx.attrs(), "groups", 1);
+      bool transpose = attr_bool(ctx.attrs(), "transpose", false);
+      std::vector<int64_t> w = W.dims();
+      size_t ci = transpose ? 0 : 1;
+      if (rr == 1 && W.rank() == X.rank() + 1 && X.rank() >= 1 && X[0] >= 0 && w[ci] == NDShape::kInferredDimension &&
+          groups >= 1) {
+        w[ci] = transpose ? X[0] : X[0] / groups;
+        ctx.fill_inferred(0, NDShape(w));
+        W = ctx.shape(0);
+      }
+      if (W.has_inferred()) ctx.fail("cannot infer the kernel's dimensions " + W.str());
+    }
+    ConvSetup cs;
+    try {
+      cs = conv_setup(ctx.attrs(), W, X);
+    } catch (const NotImplementedError&) {
+      throw;
+    } catch (const Error& e) {
+      ctx.fail(e.what());
+    }
+    return ctx.one(cs.out_static);
+  };
+  d.forward = [](ComputeContext& ctx) {
+    ConvSetup cs = runtime_conv(ctx);
+    const auto& dd = cs.dims;
+    NDArrayView x = ctx.inputs[1].to_dense().contiguous(), w = ctx.inputs[0].to_dense().contiguous();
+    DataType t = (x.dtype() == DataType::Double || w.dtype() == DataType::Double) ? DataType::Double : x.dtype();
+    if (w.dtype() != t) w = w.cast(t);
+    if (x.dtype() != t) x = x.cast(t);
+    NDArrayView y;
+    if (!cs.transpose) {
+      x = x.reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
+      y = kernels::conv_forward(x, w.reshape(flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel)), dd);
+    } else {
+      x = x.reshape(flat4(dd.batch, dd.out_channels, dd.win.out));
+      y = kernels::conv_backward_data(x, w.reshape(flat4(dd.out_channels, dd.in_channels, dd.win.kernel)), dd);
+    }
+    return std::vector<NDArrayView>{y.reshape(with_dyn(dyn_dims(ctx, 1), cs.out_static))};
+  };
+  d.backward = [](ComputeContext& ctx, size_t i) {
+    ConvSetup cs = runtime_conv(ctx);
+    const auto& dd = cs.dims;
+    NDArrayView x = ctx.inputs[1].to_dense().contiguous(), w = ctx.inputs[0].to_dense().contiguous();
+    NDArrayView g = ctx.grad_outputs[0].to_dense().contiguous();
+    DataType t = ctx.outputs[0].dtype();
+    if (w.dtype() != t) w = w.cast(t);
+    if (x.dtype() != t) x = x.cast(t);
+    NDShape wk = flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel);
+    NDArrayView r;
+    if (!cs.transpose) {
+      NDArrayView x4 = x.reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
+      NDArrayView g4 = g.reshape(flat4(dd.batch, dd.out_channels, dd.win.out));
+      r = i == 0 ? kernels::conv_backward_weights(x4, g4, dd) : kernels::conv_backward_data(g4, w.reshape(wk), dd);
+    } else {
+      // y = conv_backward_data(x, w): its gradients are the forward convolution of the
+      // output gradient (for x) and the weight gradient with the roles of x and y swapped.
+      NDArrayView x4 = x.reshape(flat4(dd.batch, dd.out_channels, dd.win.out));
+      NDArrayView g4 = g.reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
+      r = i == 0 ? kernels::conv_backward_weights(g4, x4, dd) : kernels::conv_forward(g4, w.reshape(wk), dd);
+    }
+    const NDArrayView& in = ctx.inputs[i];
+    if (r.dtype() != in.dtype()) r = r.cast(in.dtype());
+    return r.reshape(in.shape());
+  };
+  register_op(std::move(d));
+}
+
+// ------------------------------------------------------------------ pooling
+
+struct PoolSetup {
+  kernels::PoolDims dims;  // batch left at 1
+  NDShape out_static;
+};
+
+// Pooling geometry over all axes of X; leading axes the window leaves alone fold into
+// the channel count. `window_key` names the window attribute (pooling or unpooling).
+PoolSetup pool_setup(const Dictionary& a, const NDShape& X, const std::string& window_key) {
+  PoolSetup ps;
+  auto window = ints_attr(a, window_key);
+  // An empty window is global pooling (CNTK's unknown kernel shape): every axis but the first.
+  if (window.empty()) window = X.rank() > 1 ? tail(X.dims(), X.rank() - 1) : std::vector<int64_t>{1};
+  const size_t r = X.rank(), wr = window.size();
+  if (wr > r)
+    throw ValueError("the pooling window " + list_str(window) + " has more axes than the operand " + X.str());
+  auto win = expand(window, wr, r, 1, "the pooling window");
+  auto strides = expand(ints_attr(a, "strides"), wr, r, 1, "strides");
+  auto autopad = expand(bools_attr(a, "autoPadding"), wr, r, 0, "auto_padding");
+  auto lower = expand(ints_attr(a, "lowerPad"), wr, r, 0, "lower_pad");
+  auto upper = expand(ints_attr(a, "upperPad"), wr, r, 0, "upper_pad");
+  check_positive(win, "the pooling window", 1);
+  check_positive(strides, "strides", 1);
+  check_positive(lower, "lower_pad", 0);
+  check_positive(upper, "upper_pad", 0);
+  bool ceil_out = attr_bool(a, "ceilOutDim", false);
+  int64_t type = attr_int(a, "poolingType", 0);
+  if (type != 0 && type != 1) throw ValueError("pooling_type must be MAX_POOLING (0) or AVG_POOLING (1)");
+  auto& d = ps.dims;
+  d.kind = type == 0 ? kernels::PoolKind::Max : kernels::PoolKind::Average;
+  d.include_pad = attr_bool(a, "includePad", false);
+  std::vector<int64_t> out(r);
+  size_t lead = 0;  // leading axes that are copied through: part of the channels
+  bool leading = true;
+  for (size_t i = 0; i < r; ++i) {
+    if (X[i] < 0) {  // free dimension: the output's is free too; the kernel sees the data's sizes
+      out[i] = X[i];
+      leading = false;
+      continue;
+    }
+    AxisGeometry g = axis_geometry(X[i], win[i], strides[i], 1, autopad[i], lower[i], upper[i], ceil_out);
+    if (g.out < 1)
+      throw ValueError("the pooling window " + list_str(win) + " does not fit the operand " + X.str() + " along axis " +
+                       std::to_string(i));
+    out[i] = g.out;
+    if (leading && win[i] == 1 && strides[i] == 1 && g.pad_lo == 0 && g.pad_hi == 0) {
+      d.channels *= X[i];
+      ++lead;
+      continue;
+    }
+    leading = false;
+    d.win.in.push_back(X[i]);
+    d.win.out.push_back(g.out);
+    d.win.kernel.push_back(win[i]);
+    d.win.stride.push_back(strides[i]);
+    d.win.dilation.push_back(1);
+    d.win.pad_lo.push_back(g.pad_lo);
+    d.win.pad_hi.push_back(g.pad_hi);
+  }
+  ps.out_static = NDShape(out);
+  return ps;
+}
+
+PoolSetup checked_pool_setup(InferContext& ctx, const NDShape& X, const std::string& key) {
+  try {
+    return pool_setup(ctx.attrs(), X, key);
+  } catch (const NotImplementedError&) {
+    throw;
+  } catch (const Error& e) {
+    ctx.fail(e.what());
+  }
+}
+
+NDShape pool_flat(const PoolSetup& ps, bool out) {
+  return flat4(ps.dims.batch, ps.dims.channels, out ? ps.dims.win.out : ps.dims.win.in);
+}
+
+void register_pooling() {
+  OpDef d;
+  d.name = "Pooling";
+  d.infer = [](InferContext& ctx) {
+    ctx.expect_inputs(1);
+    if (ctx.input(0).is_sparse()) ctx.fail("a sparse operand is not supported");
+    return ctx.one(checked_pool_setup(ctx, ctx.shape(0), "poolingWindowShape").out_static);
+  };
+  d.forward = [](ComputeContext& ctx) {
+    PoolSetup ps = pool_setup(ctx.attr(), ctx.static_shape(0), "poolingWindowShape");
+    ps.dims.batch = batch_of(ctx, 0);
+    NDArrayView y = kernels::pool_forward(ctx.inputs[0].to_dense().contiguous().reshape(pool_flat(ps, false)), ps.dims);
+    return std::vector<NDArrayView>{y.reshape(with_dyn(dyn_dims(ctx, 0), ps.out_static))};
+  };
+  d.backward = [](ComputeContext& ctx, size_t) {
+    PoolSetup ps = pool_setup(ctx.attr(), ctx.static_shape(0), "poolingWindowShape");
+    ps.dims.batch = batch_of(ctx, 0);
+    NDArrayView x = ctx.inputs[0].to_dense().contiguous().reshape(pool_flat(ps, false));
+    NDArrayView g = ctx.grad_outputs[0].to_dense().contiguous().reshape(pool_flat(ps, true));
+    return kernels::pool_backward(x, g, ps.dims).reshape(ctx.inputs[0].shape());
+  };
+  register_op(std::move(d));
+}
+
+// Unpooling(operand, pooling_input): the output has pooling_input's shape.
+void register_unpooling() {
+  OpDef d;
+  d.name = "Unpooling";
+  d.infer = [](InferContext& ctx) {
+    ctx.expect_inputs(2);
+    if (attr_int(ctx.attrs(), "poolingType", 0) != 0)
+      ctx.fail("only MAX_UNPOOLING is supported, as in CNTK");
+    PoolSetup ps = checked_pool_setup(ctx, ctx.shape(1), "unpoolingWindowShape");
+    if (ps.out_static != ctx.shape(0))
+      ctx.fail("pooling the pooling input " + ctx.shape(1).str() + " with this window gives " + ps.out_static.str() +
+               ", not the operand's shape " + ctx.shape(0).str());
+    if (ctx.input(0).dynamic_axes().size() != ctx.input(1).dynamic_axes().size())
+      ctx.fail("the operand and the pooling input must have the same dynamic axes");
+    return ctx.one(ctx.shape(1));
+  };
+  d.forward = [](ComputeContext& ctx) {
+    PoolSetup ps = pool_setup(ctx.attr(), ctx.static_shape(1), "unpoolingWindowShape");
+    ps.dims.batch = batch_of(ctx, 1);
+    NDArrayView x = ctx.inputs[0].to_dense().contiguous();
+    NDArrayView pin = ctx.inputs[1].to_dense().contiguous();
+    if (pin.dtype() != x.dtype()) pin = pin.cast(x.dtype());
+    if (x.numel() != ps.dims.batch * ps.dims.channels * ps.dims.win.out_size())
+      throw ShapeError("Unpooling: the operand " + x.shape().str() + " does not match the pooling input " +
+                       pin.shape().str());
+    NDArrayView y = kernels::max_unpool_forward(x.reshape(pool_flat(ps, true)), pin.reshape(pool_flat(ps, false)), ps.dims);
+    return std::vector<NDArrayView>{y.reshape(with_dyn(dyn_dims(ctx, 1), ctx.static_shape(1)))};
+  };
+  d.backward = [](ComputeContext& ctx, size_t i) {
+    const NDArrayView& in = ctx.inputs[i];
+    // The pooling input only selects positions: piecewise constant, no gradient.
+    if (i == 1) return NDArrayView::zeros(in.dtype(), in.shape());
+    PoolSetup ps = pool_setup(ctx.attr(), ctx.static_shape(1), "unpoolingWindowShape");
+    ps.dims.batch = batch_of(ctx, 1);
+    NDArrayView g = ctx.grad_outputs[0].to_dense().contiguous().reshape(pool_flat(ps, false));
+    NDArrayView pin = ctx.inputs[1].to_dense().contiguous();
+    if (pin.dtype() != g.dtype()) pin = pin.cast(g.dtype());
+    NDArrayView r = kernels::max_unpool_backward(g, pin.reshape(pool_flat(ps, false)), ps.dims);
+    if (r.dtype() != in.dtype()) r = r.cast(in.dtype());
+    return r.reshape(in.shape());
+  };
+  register_op(std::move(d));
+}
+
+// ------------------------------------------------------------- ROIPooling
+
+struct RoiSetup {
+  int64_t ph = 1, pw = 1;
+  double scale = 1;
+};
+
+RoiSetup roi_setup(const Dictionary& a) {
+  RoiSetup rs;
+  auto shape = ints_attr(a, "roiOutputShape");
+  if (shape.size() != 2) throw ValueError("roi_output_shape must have two dimensions (height, width), got " +
+                                          list_str(shape));
+  check_positive(shape, "roi_output_shape", 1);
+  rs.ph = shape[0], rs.pw = shape[1];
+  rs.scale = attr_double(a, "spatialScale", 1.0);
+  if (!(rs.scale > 0) || !std::isfinite(rs.scale))
+    throw ValueError("spatial_scale must be positive, got " + std::to_string(rs.scale));
+  if (attr_int(a, "poolingType", 0) != 0) throw ValueError("ROI pooling supports only MAX_POOLING");
+  return rs;
+}
+
+void register_roipooling() {
+  OpDef d;
+  d.name = "ROIPooling";
+  d.infer = [](InferContext& ctx) {
+    ctx.expect_inputs(2);
+    RoiSetup rs;
+    try {
+      rs = roi_setup(ctx.attrs());
+    } catch (const Error& e) {
+      ctx.fail(e.what());
+    }
+    const NDShape &X = ctx.shape(0), &R = ctx.shape(1);
+    if (X.rank() != 3) ctx.fail("the operand must be a feature map (channels, height, width)");
+    if (R.rank() != 2 || R[1] != 4) ctx.fail("rois must have shape (number of ROIs, 4)");
+    auto xa = ctx.input(0).dynamic_axes(), ra = ctx.input(1).dynamic_axes();
+    if (xa.size() != ra.size()) ctx.fail("the operand and the rois must have the same dynamic axes");
+    if (ctx.input(0).is_sparse() || ctx.input(1).is_sparse()) ctx.fail("sparse operands are not supported");
+    return ctx.one(NDShape{R[0], X[0], rs.ph, rs.pw});
+  };
+  d.forward = [](ComputeContext& ctx) {
+    RoiSetup rs = roi_setup(ctx.attr());
+    int64_t N = batch_of(ctx, 0);
+    NDShape X = ctx.static_shape(0), R = ctx.static_shape(1);
+    NDArrayView x = ctx.inputs[0].to_dense().contiguous().reshape(NDShape{N, X[0], X[1], X[2]});
+    NDArrayView rois = ctx.inputs[1].to_dense().contiguous();
+    if (rois.numel() != N * R[0] * 4)
+      throw ShapeError("ROIPooling: rois " + rois.shape().str() + " do not match the feature maps " +
+                       ctx.inputs[0].shape().str());
+    NDArrayView y = kernels::roi_pool_forward(x, rois.reshape(NDShape{N, R[0], 4}), rs.ph, rs.pw, rs.scale);
+    return std::vector<NDArrayView>{y.reshape(with_dyn(dyn_dims(ctx, 0), NDShape{R[0], X[0], rs.ph, rs.pw}))};
+  };
+  d.backward = [](ComputeContext& ctx, size_t i) {
+    const NDArrayView& in = ctx.inputs[i];
+    // The ROI coordinates are rounded to pixels: piecewise constant, no gradient.
+    if (i == 1) return NDArrayView::zeros(in.dtype(), in.shape());
+    RoiSetup rs = roi_setup(ctx.attr());
+    int64_t N = batch_of(ctx, 0);
+    NDShape X = ctx.static_shape(0), R = ctx.static_shape(1);
+    NDArrayView x = in.to_dense().contiguous().reshape(NDShape{N, X[0], X[1], X[2]});
+    NDArrayView rois = ctx.inputs[1].to_dense().contiguous().reshape(NDShape{N, R[0], 4});
+    NDArrayView g = ctx.grad_outputs[0].to_dense().contiguous();
+    if (g.dtype() != x.dtype()) g = g.cast(x.dtype());
+    g = g.reshape(NDShape{N, R[0], X[0], rs.ph, rs.pw});
+    return kernels::roi_pool_backward(x, rois, g, rs.ph, rs.pw, rs.scale).reshape(in.shape());
+  };
+  register_op(std::move(d));
+}
+
+}  // namespace
+
+void register_conv_ops() {
+  register_convolution();
+  register_pooling();
+  register_unpooling();
+  register_roipooling();
+}
+
+}  // namespace cntk
