@@ -7,23 +7,34 @@ import pytest
 
 TSV = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'shared', 'reference', 'cntk27_python_api.tsv')
 
-MODULES = ['cntk.ops', 'cntk.losses', 'cntk.metrics', 'cntk.random', 'cntk.initializer', 'cntk.variables',
-           'cntk.axis', 'cntk.core', 'cntk.device', 'cntk.ops.functions']
+# Every module of the reference list, except those whose work is still open: distributed
+# training (no issue yet) and the sequence-to-sequence extras of the recurrence work
+# (AttentionModel, optimized_rnnstack and its converter).
+PENDING_MODULES = {'cntk.train.distributed', 'cntk.misc.converter', 'cntk.misc.optimized_rnnstack_converter',
+                   'cntk.layers.models.attention'}
+
+
+def _reference_modules():
+    if not os.path.exists(TSV):
+        return []
+    with open(TSV) as f:
+        return sorted({line.split('\t')[0] for line in f if line.startswith('cntk')} - PENDING_MODULES)
+
+
+MODULES = _reference_modules()
 
 # Modules whose every name this branch provides (the graph and tensor core).
 CORE_MODULES = ['cntk.variables', 'cntk.axis', 'cntk.core', 'cntk.device', 'cntk.ops.functions']
 CORE_OPS = ['combine', 'mean', 'sum', 'as_block', 'as_composite', 'alias', 'input', 'input_variable',
             'output_variable', 'placeholder', 'parameter', 'constant', 'associative_multi_arg']
 
-# Names other work owns: the convolution/pooling/normalization family, the sequence
-# module, and sequence/graph ops planned with recurrence support.
+# Names still open in the sequence work: the fused RNN stack, the RNNUnit base of the
+# recurrent blocks, and lattice training.
 EXCLUDED = {
-    'convolution', 'convolution_transpose', 'pooling', 'unpooling', 'roipooling', 'batch_normalization',
-    'local_response_normalization', 'mean_variance_normalization', 'per_dim_mean_variance_normalize',
-    'depth_to_space', 'space_to_depth', 'image_scaler', 'optimized_rnnstack',
+    'optimized_rnnstack', 'RNNUnit',
     'lattice_sequence_with_softmax',
 }
-EXCLUDED_PREFIXES = ('crop_',)
+EXCLUDED_PREFIXES = ()
 
 
 def _entries():

@@ -19,13 +19,17 @@ class StreamInformation(object):
     """Describes one stream of a minibatch source: name, id, storage format, dtype and sample shape."""
 
     def __init__(self, name, stream_id, storage_format, dtype, shape, defines_mb_size=False):
-        self.name = name
         self.m_name = name
         self.stream_id = stream_id
         self.storage_format = storage_format
         self.dtype = dtype
         self.shape = tuple(shape)
         self.defines_mb_size = defines_mb_size
+
+    @property
+    def name(self):
+        """The stream's name."""
+        return self.m_name
 
     @property
     def is_sparse(self):
