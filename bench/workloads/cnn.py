@@ -32,7 +32,8 @@ class OpenCNTK:
                         MaxPooling((2, 2), strides=(2, 2)), Dropout(0.25),
                         Dense(128, activation=C.relu), Dropout(0.5), Dense(10)])(x)
         loss = C.cross_entropy_with_softmax(z, y)
-        learner = C.adadelta(z.parameters, C.learning_parameter_schedule(LR), rho=RHO, epsilon=EPS)
+        learner = C.adadelta(z.parameters, C.learning_parameter_schedule(LR), rho=RHO, epsilon=EPS,
+                             minibatch_size=C.learners.IGNORE)
         self.step = CNTKStep(C.Trainer(z, (loss, C.classification_error(z, y)), [learner]), [x, y])
         self.eye = np.eye(10, dtype=np.float32)
 

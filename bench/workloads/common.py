@@ -189,6 +189,7 @@ def torch_setup():
 def cntk_plain_rmsprop(C, parameters, lr, rho):
     """CNTK's RMSProp adapts a per-element step size within [min, max]; with the range pinned just below 1
     it is the RMSprop of PyTorch and Keras: lr * g / sqrt(mean g^2 + 1e-6). (CNTK requires inc > 1 > dec
-    and min < max, so the range is [0.999, 1].)"""
+    and min < max, so the range is [0.999, 1].) `minibatch_size=IGNORE` applies lr to each minibatch's step as
+    it is, as the peers do; without it CNTK divides an adaptive learner's step by the minibatch size."""
     return C.rmsprop(parameters, C.learning_parameter_schedule(lr), gamma=rho, inc=1.0001, dec=0.9999, max=1.0,
-                     min=0.999, need_ave_multiplier=False)
+                     min=0.999, need_ave_multiplier=False, minibatch_size=C.learners.IGNORE)

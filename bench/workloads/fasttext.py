@@ -34,7 +34,7 @@ class OpenCNTK:
         z = Dense(1, activation=C.sigmoid)(h)
         loss = C.binary_cross_entropy(z, y)
         learner = C.adam(z.parameters, C.learning_parameter_schedule(LR), momentum=0.9, variance_momentum=0.999,
-                         epsilon=1e-7)
+                         epsilon=1e-7, minibatch_size=C.learners.IGNORE)
         self.step = CNTKStep(C.Trainer(z, (loss, C.binary_cross_entropy(z, y)), [learner]), [x, y])
 
     def batch(self, s):
