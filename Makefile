@@ -89,7 +89,7 @@ fuzz-ctf:
 	for f in ../shared/data/ctf-reader/*.txt; do [ -f "$$f" ] && head -c 4000 "$$f" | (printf '\000'; cat) > build/fuzz/ctf-corpus/seed_$$(basename $$f); done; true
 	build/fuzz/fuzz_ctf -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 build/fuzz/ctf-corpus
 
-# Read throughput of MinibatchSource over CTF (ATIS, Fashion-MNIST as CTF); writes bench/results/<date>-readers.*
+# Read throughput of MinibatchSource over CTF and CBF (ATIS, Fashion-MNIST); writes bench/results/<date>-readers.*
 bench-readers: dev
 	PYTHONPATH=python python3 bench/readers.py
 

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Read throughput of cntk.io.MinibatchSource over CTF files: ATIS and Fashion-MNIST written as CTF.
+"""Read throughput of cntk.io.MinibatchSource over CTF and CBF files: ATIS and Fashion-MNIST.
 
-For each data set: the one-pass chunk index (CTFDeserializer), then one randomized sweep read with
-prefetch off and on, alone (samples/s and MB/s of the file) and with a training step after each
-minibatch (with prefetch on, the next minibatch is read while the step runs).
+For each data set, as CTF (CTFDeserializer): the one-pass chunk index, then one randomized sweep read
+with prefetch off and on, alone (samples/s and MB/s of the file) and with a training step after each
+minibatch (with prefetch on, the next minibatch is read while the step runs). The same data converted
+to CBF (cntk.io._formats.convert_ctf_to_cbf, float32, 32 MiB chunks, written once under build/bench/):
+opening the file (header and chunk table) and one randomized sweep read alone, prefetch off and on.
 
 Usage (from the repository root, after `make dev`):
 
@@ -11,7 +13,7 @@ Usage (from the repository root, after `make dev`):
     PYTHONPATH=python python3 bench/readers.py --quick    # a small smoke run, writes nothing
 
 Fashion-MNIST comes from /usr/share/datasets/fashion-mnist/ (Debian's dataset-fashion-mnist); its CTF
-copy is written once under build/bench/. Timings are reported, never asserted.
+copy and the CBF files are written once under build/bench/. Timings are reported, never asserted.
 """
 import argparse
 import datetime
@@ -47,6 +49,28 @@ def fashion_ctf(limit):
     return path
 
 
+def cbf_twin(ctf_path, streams):
+    """The CTF file converted to CBF under build/bench/ (once); streams: (name, alias, dense|sparse, dim)."""
+    from cntk.io._formats import convert_ctf_to_cbf
+    out_dir = os.path.join(ROOT, 'build', 'bench')
+    path = os.path.join(out_dir, os.path.splitext(os.path.basename(ctf_path))[0] + '.cbf')
+    if os.path.exists(path) and os.path.getmtime(path) >= os.path.getmtime(ctf_path):
+        return path
+    os.makedirs(out_dir, exist_ok=True)
+    tmp = path + '.tmp'
+    convert_ctf_to_cbf(ctf_path, tmp, streams)
+    os.replace(tmp, path)
+    return path
+
+
+def cbf_entry(ds, streams):
+    """A read-only entry for the CBF twin of data set ds."""
+    from cntk.io._formats import CBFDeserializer
+    path = cbf_twin(ds['path'], streams)
+    return dict(name=ds['name'], format='cbf', path=path, make=lambda: CBFDeserializer(path),
+                model=None, mb_size=ds['mb_size'], what=ds['what'] + '; converted to CBF (float32)')
+
+
 def datasets(quick):
     import cntk as C
     from cntk.io import CTFDeserializer, StreamDef, StreamDefs
@@ -64,8 +88,10 @@ def datasets(quick):
             loss = C.cross_entropy_with_softmax(z, s)
             tr = C.Trainer(z, (loss, C.classification_error(z, s)), [C.sgd(z.parameters, C.learning_parameter_schedule(0.01))])
             return tr, {'query': q, 'slots': s}
-        out.append(dict(name='atis', path=ATIS, make=atis, model=atis_model, mb_size=1000,
+        out.append(dict(name='atis', format='ctf', path=ATIS, make=atis, model=atis_model, mb_size=1000,
                          what='ATIS train: 4,978 sequences, 66,547 tokens; sparse S0/S1/S2'))
+        out.append(cbf_entry(out[-1], [('query', 'S0', 'sparse', 943), ('intent', 'S1', 'sparse', 26),
+                                       ('slots', 'S2', 'sparse', 129)]))
     if os.path.isdir(FASHION):
         path = fashion_ctf(2000 if quick else 60000)
 
@@ -80,8 +106,9 @@ def datasets(quick):
             loss = C.cross_entropy_with_softmax(z, l)
             tr = C.Trainer(z, (loss, C.classification_error(z, l)), [C.sgd(z.parameters, C.learning_parameter_schedule(0.05))])
             return tr, {'features': f, 'labels': l}
-        out.append(dict(name='fashion_mnist', path=path, make=fashion, model=fashion_model, mb_size=256,
-                         what='Fashion-MNIST train as CTF: dense 784 + sparse one-hot 10 per line'))
+        out.append(dict(name='fashion_mnist', format='ctf', path=path, make=fashion, model=fashion_model,
+                         mb_size=256, what='Fashion-MNIST train: dense 784 + sparse one-hot 10 per sample'))
+        out.append(cbf_entry(out[-1], [('features', 'features', 'dense', 784), ('labels', 'labels', 'sparse', 10)]))
     return out
 
 
@@ -122,9 +149,9 @@ def main():
         t0 = time.perf_counter()
         ds['make']()._native()
         index_s = time.perf_counter() - t0
-        row = dict(dataset=ds['name'], what=ds['what'], file_mb=round(size_mb, 2), mb_size=ds['mb_size'],
-                   index_seconds=round(index_s, 3), runs={})
-        for train in (False, True):
+        row = dict(dataset=ds['name'], format=ds['format'], what=ds['what'], file_mb=round(size_mb, 2),
+                   mb_size=ds['mb_size'], index_seconds=round(index_s, 3), runs={})
+        for train in (False, True) if ds['model'] else (False,):
             # Prefetch off and on alternate, so that load from elsewhere on the machine hits both alike.
             times = {False: [], True: []}
             for _ in range(reps):
@@ -138,8 +165,8 @@ def main():
                 row['runs'][key] = dict(seconds=round(t, 3), best_seconds=round(best, 3), samples=n,
                                         samples_per_s=round(n / t), mb_per_s=round(size_mb / t, 2),
                                         all_seconds=[round(x, 3) for x in times[prefetch]])
-                print('%-14s %-18s %8.3f s (best %8.3f s)  %10.0f samples/s  %7.2f MB/s'
-                      % (ds['name'], key, t, best, n / t, size_mb / t))
+                print('%-14s %-4s %-18s %8.3f s (best %8.3f s)  %10.0f samples/s  %7.2f MB/s'
+                      % (ds['name'], ds['format'], key, t, best, n / t, size_mb / t))
         results.append(row)
     if args.quick or not results:
         return
@@ -147,7 +174,8 @@ def main():
     env = dict(python=platform.python_version(), machine=platform.machine(), cpus=os.cpu_count(),
                load_average=os.getloadavg(),
                omp_wait_policy=os.environ.get('OMP_WAIT_POLICY', '(unset: libgomp default)'),
-               note='one randomized sweep per run (randomization window 4 chunks of 32 MB), median of %d runs '
+               note='CBF files converted from the CTF ones (float32, 32 MiB chunks); index s: CTF one-pass chunk '
+                    'index, CBF header and chunk table; one randomized sweep per run (randomization window 4 chunks of 32 MB), median of %d runs '
                     '(prefetch off and on alternating); read_* read only, train_* run a Trainer step after each '
                     'minibatch; prefetch reads the next minibatch on a background thread while the step runs' % reps)
     os.makedirs(args.out, exist_ok=True)
@@ -156,13 +184,13 @@ def main():
     lines = ['# Reader throughput (%s)' % date, '', env['note'] + '.', '',
              'Machine: %d CPUs, load average %.1f / %.1f / %.1f at the end (other jobs share it: timings are noisy); '
              'OMP_WAIT_POLICY %s.' % ((env['cpus'],) + tuple(env['load_average']) + (env['omp_wait_policy'],)), '',
-             '| data | file MB | index s | run | prefetch | s/sweep (median) | best s | samples/s | MB/s |',
-             '| --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |']
+             '| data | format | file MB | index s | run | prefetch | s/sweep (median) | best s | samples/s | MB/s |',
+             '| --- | --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |']
     for r in results:
         for key, v in r['runs'].items():
             run, _, pf = key.split('_')
-            lines.append('| %s | %.1f | %.2f | %s | %s | %.3f | %.3f | %d | %.2f |' % (
-                r['dataset'], r['file_mb'], r['index_seconds'], run, pf, v['seconds'], v['best_seconds'],
+            lines.append('| %s | %s | %.1f | %.3f | %s | %s | %.3f | %.3f | %d | %.2f |' % (
+                r['dataset'], r['format'].upper(), r['file_mb'], r['index_seconds'], run, pf, v['seconds'], v['best_seconds'],
                 v['samples_per_s'], v['mb_per_s']))
     with open(os.path.join(args.out, '%s-readers.md' % date), 'w') as f:
         f.write('\n'.join(lines) + '\n')
