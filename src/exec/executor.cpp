@@ -40,6 +40,18 @@ ComputeContext make_context(const PlanStep& st, BackPropState& s) {
   return ctx;
 }
 
+NDArrayView input_gradient(const PlanStep& st, ComputeContext& ctx, size_t i) {
+  switch (st.op->gradient) {
+    case Gradient::Zero: return {};
+    case Gradient::None:
+      throw ValueError("'" + st.op->name + "' is not differentiable with respect to its input " + std::to_string(i));
+    case Gradient::Rule:
+      if (!st.op->backward) throw NotImplementedError("'" + st.op->name + "' has no gradient rule");
+      return st.op->backward(ctx, i);
+  }
+  return {};
+}
+
 // A per-node profiler event (and node timing) for a step that began at t0.
 void node_event(const PlanStep& st, bool backward, uint64_t t0) {
   uint64_t t1 = profiler::detail::now();
@@ -307,15 +319,7 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
     for (size_t i = 0; i < st.in.size(); ++i) {
       int in = st.in[i];
       if (!depends[in]) continue;
-      NDArrayView g;
-      switch (st.op->gradient) {
-        case Gradient::Zero: continue;
-        case Gradient::None:
-          throw ValueError("'" + st.op->name + "' is not differentiable with respect to its input " + std::to_string(i));
-        case Gradient::Rule:
-          if (!st.op->backward) throw NotImplementedError("'" + st.op->name + "' has no gradient rule");
-          g = st.op->backward(ctx, i);
-      }
+      NDArrayView g = input_gradient(st, ctx, i);
       if (!g.defined()) continue;
       if (g.dtype() != s.values[in].dtype()) g = g.cast(s.values[in].dtype());  // promoted step
       if (g.shape() != s.values[in].shape())

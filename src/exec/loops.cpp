@@ -206,16 +206,7 @@ void loop_backward(const PlanLoop& loop, BackPropState& s, std::vector<NDArrayVi
       for (size_t i = 0; i < st.in.size(); ++i) {
         int in = st.in[i];
         if (!depends[in]) continue;
-        NDArrayView g;
-        switch (st.op->gradient) {
-          case Gradient::Zero: continue;
-          case Gradient::None:
-            throw ValueError("'" + st.op->name + "' is not differentiable with respect to its input " +
-                             std::to_string(i));
-          case Gradient::Rule:
-            if (!st.op->backward) throw NotImplementedError("'" + st.op->name + "' has no gradient rule");
-            g = st.op->backward(ctx, i);
-        }
+        NDArrayView g = input_gradient(st, ctx, i);
         if (!g.defined()) continue;
         accumulate(s, grads, in, st.in_axes[i].size() == 2, t, g);
       }

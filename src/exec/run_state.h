@@ -28,6 +28,10 @@ struct BackPropState {
 // The context in which step `st` runs over the pass's current values.
 ComputeContext make_context(const PlanStep& st, BackPropState& s);
 
+// The gradient of step st's input i from its op's rule (undefined for Gradient::Zero);
+// ValueError for an input the op is not differentiable in.
+NDArrayView input_gradient(const PlanStep& st, ComputeContext& ctx, size_t i);
+
 // Records step st's per-node profiler event (and node timing) for a run that began at t0.
 void node_event(const PlanStep& st, bool backward, uint64_t t0);
 
