@@ -660,7 +660,7 @@ Dictionary function_to_dictionary(const FunctionPtr& f) {
 }
 
 FunctionPtr function_from_dictionary(const Dictionary& d, const std::string& source) {
-  Loader l{source, {}, {}};
+  Loader l{source, {}, {}, {}, {}};
   try {
     return l.load(d);
   } catch (const IOError&) {
