@@ -7,7 +7,8 @@ max-pool 2x2, dense 128, dense 10; 1.2 M parameters) and the ATIS tagger's shape
 LSTM 300, dense 129 over a 943-word vocabulary). OpenCNTK saves the whole graph (Function.save) and
 loads it (cntk.load_model); PyTorch saves the module's state_dict and loads it into a new module
 (torch.load + load_state_dict), its usual way, and also the whole module (pickled). Each figure is
-the median of several runs; the files live in a temporary folder.
+the median of several runs; the files live in a temporary folder. PyTorch's LSTM has two bias
+vectors where CNTK's has one (1,200 more parameters).
 
 Usage (from the repository root, after `make dev`):
 
@@ -83,8 +84,9 @@ def torch_models():
     class CNN(nn.Module):
         def __init__(self):
             super().__init__()
-            self.c1, self.c2 = nn.Conv2d(1, 32, 3, padding=1), nn.Conv2d(32, 64, 3, padding=1)
-            self.d1, self.d2 = nn.Linear(64 * 14 * 14, 128), nn.Linear(128, 10)
+            # Unpadded as CNTK's Convolution2D by default: 28 -> 26 -> 24, pooled to 12.
+            self.c1, self.c2 = nn.Conv2d(1, 32, 3), nn.Conv2d(32, 64, 3)
+            self.d1, self.d2 = nn.Linear(64 * 12 * 12, 128), nn.Linear(128, 10)
 
         def forward(self, x):
             x = torch.max_pool2d(torch.relu(self.c2(torch.relu(self.c1(x)))), 2)
@@ -98,6 +100,10 @@ def torch_models():
         def forward(self, x):
             return self.out(self.lstm(self.emb(x))[0])
 
+    # torch.save of a whole module pickles its class by name: make the classes module-level names.
+    for cls in (CNN, Tagger):
+        cls.__qualname__ = 'Torch' + cls.__name__
+        globals()[cls.__qualname__] = cls
     return {'fashion_mnist_cnn': CNN, 'atis_lstm_tagger': Tagger}
 
 
