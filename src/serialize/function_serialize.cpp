@@ -625,7 +625,15 @@ struct Loader {
     auto it = fns.find(root);
     if (it == fns.end()) fail("the root function '" + root + "' is not among the primitive functions");
     FunctionPtr f = Function::composite(it->second, name_of(d));
-    if (!loop_bindings.empty()) f = f->replace_placeholders(loop_bindings);
+    if (!loop_bindings.empty()) {
+      // Only the stand-ins that the model's graph reaches (functions the root does not use are dropped).
+      std::unordered_map<VariableImpl*, Variable> reached;
+      for (auto& ph : f->placeholders()) {
+        auto b = loop_bindings.find(ph.get());
+        if (b != loop_bindings.end()) reached.insert(*b);
+      }
+      if (!reached.empty()) f = f->replace_placeholders(reached);
+    }
     return f;
   }
 };
