@@ -135,8 +135,42 @@ void conv_attributes_from_cntk(const Dictionary& in, Dictionary& a) {
 // CNTK's Times takes (right, left) of the NumPy-order product: its Python layer swaps them.
 bool swaps_operands(const std::string& op) { return op == "Times"; }
 
+// Attribute keys that the engine spells differently from CNTK's PrimitiveFunctionAttribute
+// names: {op, engine key, CNTK key}.
+struct KeyName {
+  const char* op;
+  const char* engine;
+  const char* cntk;
+};
+constexpr std::array<KeyName, 10> kKeyNames = {{
+    {"UnpackSequence", "paddingValue", "sequenceUnpackPaddingValue"},
+    {"UnpackSequence", "suppressMaskOutput", "sequenceUnpackSuppressMaskOutput"},
+    {"EditDistanceError", "subPen", "SubstitutionPenalty"},
+    {"EditDistanceError", "delPen", "DeletionPenalty"},
+    {"EditDistanceError", "insPen", "InsertionPenalty"},
+    {"EditDistanceError", "squashInputs", "SquashInputs"},
+    {"EditDistanceError", "tokensToIgnore", "TokensToIgnore"},
+    {"ForwardBackward", "blankTokenId", "BlankTokenId"},
+    {"ForwardBackward", "delayConstraint", "DelayConstraint"},
+    {"ToSequence", "sequenceAxisNamePrefix", "sequenceAxis"},
+}};
+
+void rename_keys(const std::string& op, Dictionary& a, bool to_cntk) {
+  for (const auto& k : kKeyNames) {
+    if (op != k.op) continue;
+    const char* from = to_cntk ? k.engine : k.cntk;
+    const char* to = to_cntk ? k.cntk : k.engine;
+    auto it = a.find(from);
+    if (it == a.end()) continue;
+    DictValue v = it->second;
+    a.erase(it);
+    a[to] = v;
+  }
+}
+
 Dictionary attributes_to_cntk(const std::string& op, const Dictionary& in) {
   Dictionary a = in;
+  rename_keys(op, a, true);
   if (op == "Reshape") {
     Axis b = in.count("beginAxis") ? in.at("beginAxis").as_axis() : Axis(0);
     Axis e = in.count("endAxis") ? in.at("endAxis").as_axis() : Axis::new_leading_axis();
@@ -160,6 +194,7 @@ Dictionary attributes_to_cntk(const std::string& op, const Dictionary& in) {
 
 Dictionary attributes_from_cntk(const std::string& op, const Dictionary& in) {
   Dictionary a = in;
+  rename_keys(op, a, false);
   if (op == "Reshape") {
     if (in.count("beginAxis") && in.count("endAxis")) {
       a["beginAxis"] = bound_from_cntk(in.at("endAxis").as_axis());

@@ -492,6 +492,24 @@ def test_batch_normalization_and_sequence_ops_use_cntk_op_numbers():
     assert 13 in ops or 29 in ops  # Where / GatherPacked
 
 
+def test_sequence_op_attributes_use_cntk_keys():
+    f, _ = _edit_distance()
+    (p,) = [p for p in _saved_functions(f) if p['op'] == 61]  # EditDistanceError
+    a = p['attributes']
+    assert (a['SubstitutionPenalty'], a['DeletionPenalty'], a['InsertionPenalty']) == (1.0, 2.0, 1.5)
+    assert a['SquashInputs'] is True and list(a['TokensToIgnore']) == [3]
+    assert not {'subPen', 'delPen', 'insPen', 'squashInputs', 'tokensToIgnore'} & set(a)
+    f, _ = _ctc()
+    (p,) = [p for p in _saved_functions(f) if p['op'] == 66]  # ForwardBackward
+    assert p['attributes']['BlankTokenId'] == 3
+    s = C.sequence.input_variable(3, dtype=np.float64)
+    (p,) = [p for p in _saved_functions(C.sequence.unpack(s, 0.5, no_mask_output=True)) if p['op'] == 72]
+    assert p['attributes']['sequenceUnpackPaddingValue'] == 0.5
+    assert p['attributes']['sequenceUnpackSuppressMaskOutput'] is True
+    x = C.input_variable((4, 3), dtype=np.float64)
+    assert any(p['op'] == 70 and 'sequenceAxis' in p['attributes'] for p in _saved_functions(C.to_sequence(x)))
+
+
 def test_recurrent_loop_is_saved_as_a_cycle_and_loads_as_one(tmp_path):
     f, args = _recurrence(_lstm)()
     g = _reload(f, tmp_path)
