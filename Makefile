@@ -3,7 +3,7 @@ JOBS ?= $(shell nproc)
 
 .PHONY: deps dev test test-quick cpp-test sanitize bench bench-overhead bench-deps demo clean
 .PHONY: fuzz-cbf fuzz-image
-.PHONY: fuzz-ctf bench-readers fuzz-model
+.PHONY: fuzz-ctf bench-readers fuzz-model bench-model-files
 
 deps:
 	bash scripts/install-deps.sh
@@ -92,6 +92,11 @@ fuzz-ctf:
 # Read throughput of MinibatchSource over CTF and CBF (ATIS, Fashion-MNIST); writes bench/results/<date>-readers.*
 bench-readers: dev
 	PYTHONPATH=python python3 bench/readers.py
+
+# Save/load time and file size of model files (Fashion-MNIST CNN, ATIS LSTM) vs torch.save/torch.load;
+# writes bench/results/<date>-model-files.{json,md}
+bench-model-files: dev
+	PYTHONPATH=python python3 bench/model_files.py
 
 # libFuzzer target for the CNTK v2 model loader (clang, ASan + UBSan); not part of `make test`.
 # The engine is built with clang and fuzzer instrumentation in build/fuzz; crashes land in build/fuzz/model-artifacts.

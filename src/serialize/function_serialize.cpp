@@ -83,11 +83,94 @@ std::vector<int64_t> reverse_permutation(const std::vector<int64_t>& p, const st
 
 DictValue::List reversed(const DictValue::List& l) { return DictValue::List(l.rbegin(), l.rend()); }
 
+// Convolution, pooling, unpooling and ROI pooling keep their per-axis attributes as NumPy-order
+// int and bool lists; CNTK keeps the int ones as NDShapes (which the Dictionary writer reverses)
+// and the bool ones as lists in its own axis order.
+bool is_conv_family(const std::string& op) {
+  return op == "Convolution" || op == "Pooling" || op == "Unpooling" || op == "ROIPooling";
+}
+const std::set<std::string>& conv_shape_keys() {
+  static const std::set<std::string> keys = {"strides", "dilation", "lowerPad", "upperPad", "outputShape",
+                                             "poolingWindowShape", "unpoolingWindowShape", "roiOutputShape"};
+  return keys;
+}
+const std::set<std::string>& conv_bool_list_keys() {
+  static const std::set<std::string> keys = {"sharing", "autoPadding"};
+  return keys;
+}
+
+void conv_attributes_to_cntk(const Dictionary& in, Dictionary& a) {
+  for (auto& k : conv_shape_keys()) {
+    auto it = in.find(k);
+    if (it == in.end() || it->second.empty() || it->second.is<NDShape>()) continue;
+    if (it->second.is<int64_t>()) a[k] = NDShape({it->second.as_int()});
+    else a[k] = NDShape(it->second.as_int_list());
+  }
+  for (auto& k : conv_bool_list_keys()) {
+    auto it = in.find(k);
+    if (it == in.end() || it->second.empty()) continue;
+    if (it->second.is<bool>()) a[k] = DictValue::List{it->second};
+    else if (it->second.is<std::shared_ptr<DictValue::List>>()) {
+      DictValue::List l;
+      for (auto& v : it->second.as_list()) l.push_back(DictValue(v.is<bool>() ? v.as_bool() : v.as_int() != 0));
+      a[k] = reversed(l);
+    }
+  }
+}
+
+void conv_attributes_from_cntk(const Dictionary& in, Dictionary& a) {
+  for (auto& k : conv_shape_keys()) {
+    auto it = in.find(k);
+    if (it == in.end() || !it->second.is<NDShape>()) continue;
+    DictValue::List l;
+    for (int64_t d : it->second.as_shape().dims()) l.push_back(DictValue(d));
+    a[k] = l;
+  }
+  for (auto& k : conv_bool_list_keys()) {
+    auto it = in.find(k);
+    if (it != in.end() && it->second.is<std::shared_ptr<DictValue::List>>()) a[k] = reversed(it->second.as_list());
+  }
+}
+
 // CNTK's Times takes (right, left) of the NumPy-order product: its Python layer swaps them.
 bool swaps_operands(const std::string& op) { return op == "Times"; }
 
+// Attribute keys that the engine spells differently from CNTK's PrimitiveFunctionAttribute
+// names: {op, engine key, CNTK key}.
+struct KeyName {
+  const char* op;
+  const char* engine;
+  const char* cntk;
+};
+constexpr std::array<KeyName, 10> kKeyNames = {{
+    {"UnpackSequence", "paddingValue", "sequenceUnpackPaddingValue"},
+    {"UnpackSequence", "suppressMaskOutput", "sequenceUnpackSuppressMaskOutput"},
+    {"EditDistanceError", "subPen", "SubstitutionPenalty"},
+    {"EditDistanceError", "delPen", "DeletionPenalty"},
+    {"EditDistanceError", "insPen", "InsertionPenalty"},
+    {"EditDistanceError", "squashInputs", "SquashInputs"},
+    {"EditDistanceError", "tokensToIgnore", "TokensToIgnore"},
+    {"ForwardBackward", "blankTokenId", "BlankTokenId"},
+    {"ForwardBackward", "delayConstraint", "DelayConstraint"},
+    {"ToSequence", "sequenceAxisNamePrefix", "sequenceAxis"},
+}};
+
+void rename_keys(const std::string& op, Dictionary& a, bool to_cntk) {
+  for (const auto& k : kKeyNames) {
+    if (op != k.op) continue;
+    const char* from = to_cntk ? k.engine : k.cntk;
+    const char* to = to_cntk ? k.cntk : k.engine;
+    auto it = a.find(from);
+    if (it == a.end()) continue;
+    DictValue v = it->second;
+    a.erase(it);
+    a[to] = v;
+  }
+}
+
 Dictionary attributes_to_cntk(const std::string& op, const Dictionary& in) {
   Dictionary a = in;
+  rename_keys(op, a, true);
   if (op == "Reshape") {
     Axis b = in.count("beginAxis") ? in.at("beginAxis").as_axis() : Axis(0);
     Axis e = in.count("endAxis") ? in.at("endAxis").as_axis() : Axis::new_leading_axis();
@@ -103,12 +186,15 @@ Dictionary attributes_to_cntk(const std::string& op, const Dictionary& in) {
   } else if (op == "Pad") {
     for (const char* k : {"paddingHead", "paddingFoot"})
       if (in.count(k) && in.at(k).is<std::shared_ptr<DictValue::List>>()) a[k] = reversed(in.at(k).as_list());
+  } else if (is_conv_family(op)) {
+    conv_attributes_to_cntk(in, a);
   }
   return a;
 }
 
 Dictionary attributes_from_cntk(const std::string& op, const Dictionary& in) {
   Dictionary a = in;
+  rename_keys(op, a, false);
   if (op == "Reshape") {
     if (in.count("beginAxis") && in.count("endAxis")) {
       a["beginAxis"] = bound_from_cntk(in.at("endAxis").as_axis());
@@ -126,6 +212,8 @@ Dictionary attributes_from_cntk(const std::string& op, const Dictionary& in) {
   } else if (op == "Pad") {
     for (const char* k : {"paddingHead", "paddingFoot"})
       if (in.count(k) && in.at(k).is<std::shared_ptr<DictValue::List>>()) a[k] = reversed(in.at(k).as_list());
+  } else if (is_conv_family(op)) {
+    conv_attributes_from_cntk(in, a);
   }
   return a;
 }
@@ -382,6 +470,25 @@ struct Loader {
     if (it == vars.end()) fail(what + " refers to an unknown variable '" + uid + "'");
     return it->second;
   }
+  // Recurrent loops: a function inside a loop refers to the output of the loop's delay
+  // (PastValue/FutureValue), which comes later in the file. That output stands in as a
+  // placeholder until its function is loaded; the placeholders are then replaced.
+  std::unordered_map<std::string, Variable> forward_refs;
+  std::unordered_map<VariableImpl*, Variable> loop_bindings;
+  const Variable& input_var(const std::string& uid, const std::string& what) {
+    auto it = vars.find(uid);
+    if (it != vars.end()) return it->second;
+    auto fr = forward_refs.find(uid);
+    if (fr != forward_refs.end()) return fr->second;
+    auto pos = uid.rfind("_Output_");
+    if (pos == std::string::npos || pos == 0 || pos + 8 >= uid.size())
+      fail(what + " refers to an unknown variable '" + uid + "'");
+    for (size_t i = pos + 8; i < uid.size(); ++i)
+      if (uid[i] < '0' || uid[i] > '9') fail(what + " refers to an unknown variable '" + uid + "'");
+    if (forward_refs.size() > 4096) fail("more than 4096 forward references (recurrent loops)");
+    Variable ph = Variable::placeholder(NDShape::unknown(), {Axis::dynamic("UnknownAxes")}, "");
+    return forward_refs.emplace(uid, ph).first->second;
+  }
 
   // Dimensions are sizes below 2^40 or a marker (inferred, free, unknown), and the known
   // ones multiply to at most 2^48 elements.
@@ -475,7 +582,7 @@ struct Loader {
       if (!keys[i].is<std::string>() || !values[i].is<std::string>()) fail(what + ": argument map entries must be uids");
       const Variable& ph = var(keys[i].as_string(), what);
       if (!ph.is_placeholder()) fail(what + ": argument map key '" + keys[i].as_string() + "' is not a placeholder");
-      mapping.push_back({ph, var(values[i].as_string(), what)});
+      mapping.push_back({ph, input_var(values[i].as_string(), what)});
       outer.push_back(mapping.back().second);
     }
     std::string name = name_of(d);
@@ -499,7 +606,7 @@ struct Loader {
     std::vector<Variable> inputs;
     for (auto& u : list(d, "inputs", what)) {
       if (!u.is<std::string>()) fail(what + ": an input is not a uid");
-      inputs.push_back(var(u.as_string(), what));
+      inputs.push_back(input_var(u.as_string(), what));
     }
     if (swaps_operands(op) && inputs.size() == 2) std::swap(inputs[0], inputs[1]);
     // Before PrimitiveFunction version 4, batch normalization had no running sample count
@@ -538,17 +645,31 @@ struct Loader {
       auto outs = f->outputs();
       for (size_t i = 0; i < outs.size(); ++i) {
         std::string ou = uid + "_Output_" + std::to_string(i);
-        if (vars.count(ou))
-          throw NotImplementedError(source + ": function '" + uid +
-                                    "' closes a recurrent loop (its output stands in as a placeholder); "
-                                    "loading recurrent loops is not supported yet");
+        if (vars.count(ou)) fail("two variables share the uid '" + ou + "'");
         vars[ou] = outs[i];
+        auto fr = forward_refs.find(ou);
+        if (fr != forward_refs.end()) {
+          loop_bindings[fr->second.get()] = outs[i];
+          forward_refs.erase(fr);
+        }
       }
     }
+    if (!forward_refs.empty())
+      fail("a function refers to an unknown variable '" + forward_refs.begin()->first + "'");
     std::string root = str(d, "root", "the model");
     auto it = fns.find(root);
     if (it == fns.end()) fail("the root function '" + root + "' is not among the primitive functions");
-    return Function::composite(it->second, name_of(d));
+    FunctionPtr f = Function::composite(it->second, name_of(d));
+    if (!loop_bindings.empty()) {
+      // Only the stand-ins that the model's graph reaches (functions the root does not use are dropped).
+      std::unordered_map<VariableImpl*, Variable> reached;
+      for (auto& ph : f->placeholders()) {
+        auto b = loop_bindings.find(ph.get());
+        if (b != loop_bindings.end()) reached.insert(*b);
+      }
+      if (!reached.empty()) f = f->replace_placeholders(reached);
+    }
+    return f;
   }
 };
 
@@ -582,7 +703,7 @@ Dictionary function_to_dictionary(const FunctionPtr& f) {
 }
 
 FunctionPtr function_from_dictionary(const Dictionary& d, const std::string& source) {
-  Loader l{source, {}, {}};
+  Loader l{source, {}, {}, {}, {}};
   try {
     return l.load(d);
   } catch (const IOError&) {

@@ -235,6 +235,51 @@ TEST(Serialize, UnknownOpsRaiseNotImplementedNamingTheOp) {
   EXPECT_THROW(function_from_dictionary(d, "bad.model"), IOError);
 }
 
+// A loop h = x + PastValue(h): saving writes the cycle (PastValue names Plus's output before
+// Plus is written); loading closes it again, and a dangling output reference is an IOError.
+TEST(Serialize, RecurrentLoopsLoadAndDanglingReferencesAreIOErrors) {
+  auto x = Variable::input({2}, DataType::Float, false, false,
+                           {Axis::default_batch_axis(), Axis::default_dynamic_axis()}, "x");
+  auto p = Variable::placeholder(NDShape::unknown(), {Axis::dynamic("UnknownAxes")}, "");
+  Dictionary a;
+  a["offset"] = int64_t(1);
+  auto init = Variable::constant(NDArrayView::scalar(DataType::Float, 0.5), "");
+  auto pv = Function::primitive("PastValue", {p, init}, a);
+  auto h = Function::primitive("Plus", {x, pv->output()}, {});
+  auto f = Function::composite(h);
+  f->replace_placeholders({{p.get(), h->output()}});
+  Dictionary d = function_to_dictionary(f);
+  FunctionPtr g = function_from_dictionary(d, "loop.model");
+  EXPECT_TRUE(g->placeholders().empty());
+  auto order = g->topological_order();
+  ASSERT_EQ(order.size(), 2u);
+  FunctionPtr delay = order[0]->op_name() == "PastValue" ? order[0] : order[1];
+  ASSERT_EQ(delay->op_name(), "PastValue");
+  // The delay reads the Plus that reads it.
+  ASSERT_TRUE(delay->direct_inputs()[0].owner());
+  EXPECT_EQ(delay->direct_inputs()[0].owner()->op_name(), "Plus");
+  EXPECT_EQ(delay->direct_inputs()[0].owner()->direct_inputs()[1].owner().get(), delay.get());
+  EXPECT_EQ(g->output().shape(), NDShape({2}));
+
+  auto fns = d.at("primitive_functions").as_list();
+  for (auto& fv : fns) {
+    Dictionary fd = fv.as_dict();
+    if (fd.at("op").as_int() != 37) continue;  // PastValue
+    auto ins = fd.at("inputs").as_list();
+    ins[0] = DictValue(std::string("Nope_Output_0"));
+    fd["inputs"] = ins;
+    fv = fd;
+  }
+  d["primitive_functions"] = fns;
+  try {
+    function_from_dictionary(d, "dangling.model");
+    ADD_FAILURE() << "a dangling output reference loaded";
+  } catch (const IOError& e) {
+    EXPECT_NE(std::string(e.what()).find("Nope_Output_0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("dangling.model"), std::string::npos) << e.what();
+  }
+}
+
 namespace {
 // Two dictionary values are equal (NDArrayViews by value).
 bool same_value(const DictValue& a, const DictValue& b) {
