@@ -8,5 +8,6 @@ jobs=$(nproc)
 cmake -S . -B build/cpp -G Ninja -DCMAKE_BUILD_TYPE=Release -DCNTK_BUILD_PYTHON=OFF -DCNTK_WERROR=ON >/dev/null
 cmake --build build/cpp -j "$jobs"
 ctest --test-dir build/cpp --output-on-failure -j "$jobs"
-python3 -m pip install -q --disable-pip-version-check . 2>&1 | grep -v "Running pip as the 'root' user" || true
+# pipefail: a failed install fails the run (only grep's "no line left" is forgiven).
+python3 -m pip install -q --disable-pip-version-check . 2>&1 | { grep -v "Running pip as the 'root' user" || true; }
 cd tests && python3 -m pytest -q -p no:cacheprovider python "$@"
