@@ -10,8 +10,8 @@ import textwrap
 import numpy as np
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PYTHON_DIR = os.path.abspath(os.path.join(HERE, '..', '..', 'python'))
+import cntk as C
+
 
 SCRIPT = textwrap.dedent('''
     import os, signal, sys
@@ -51,7 +51,8 @@ SCRIPT = textwrap.dedent('''
 
 
 def _run(code, tmp_path, expect_kill=False):
-    env = dict(os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get('PYTHONPATH', ''))
+    # The cntk this test imported (in place or installed), for the child processes too.
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(C.__file__)))
     path = tmp_path / 'run.py'
     path.write_text(SCRIPT + textwrap.dedent(code))
     proc = subprocess.run([sys.executable, str(path)], env=env, cwd=str(tmp_path), capture_output=True, text=True,

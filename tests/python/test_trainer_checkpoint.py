@@ -11,8 +11,6 @@ import pytest
 
 import cntk as C
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PYTHON_DIR = os.path.abspath(os.path.join(HERE, '..', '..', 'python'))
 
 # One training script for every run: a small MLP with dropout, momentum SGD on fixed data.
 SCRIPT = textwrap.dedent('''
@@ -51,7 +49,8 @@ STEPS, CHECKPOINT_AT = 12, 5
 
 
 def _run(code, tmp_path, expect_kill=False):
-    env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
+    # The cntk this test imported (in place or installed), for the child processes too.
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(C.__file__)))
     path = tmp_path / 'run.py'
     path.write_text(SCRIPT + textwrap.dedent(code))
     proc = subprocess.run([sys.executable, str(path)], env=env, cwd=str(tmp_path), capture_output=True, text=True,
