@@ -95,7 +95,7 @@ def worker_main(workload, framework):
             losses = []
             c0, t0 = time.process_time(), time.perf_counter()
             for s in range(start, start + steps):
-                losses.append(fw.step(*fw.batch(s)))
+                losses.append(fw.step(*(fw.batch(s) if hasattr(fw, 'batch') else fw.data.get(s))))
             t1, c1 = time.perf_counter(), time.process_time()
             reply(ok=True, wall_s=t1 - t0, cpu_s=c1 - c0, loss=sum(losses) / len(losses), steps=steps)
         except Exception as e:  # noqa: BLE001

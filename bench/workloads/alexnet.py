@@ -2,7 +2,7 @@
 and an SGD update per step, on synthetic data with 1000 classes."""
 import numpy as np
 
-from .common import (ArrayData, CNTKStep, TFStep, TorchStep, synthetic_images, tf_setup, torch_glorot,
+from .common import (one_hot_batch, ArrayData, CNTKStep, TFStep, TorchStep, synthetic_images, tf_setup, torch_glorot,
                      torch_setup)
 
 NAME = 'alexnet'
@@ -44,9 +44,7 @@ class OpenCNTK:
         self.step = CNTKStep(C.Trainer(z, (loss, C.classification_error(z, y)), [learner]), [x, y])
         self.eye = np.eye(1000, dtype=np.float32)
 
-    def batch(self, s):
-        x, y = self.data.get(s)
-        return x, self.eye[y]
+    batch = one_hot_batch
 
 
 class PyTorch:
@@ -66,9 +64,6 @@ class PyTorch:
         torch_glorot(model)
         self.step = TorchStep(model, nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=LR))
 
-    def batch(self, s):
-        return self.data.get(s)
-
 
 class TensorFlow:
     def __init__(self, data):
@@ -85,6 +80,3 @@ class TensorFlow:
         model = keras.Sequential(layers)
         self.step = TFStep(model, keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                            keras.optimizers.SGD(learning_rate=LR))
-
-    def batch(self, s):
-        return self.data.get(s)

@@ -68,9 +68,6 @@ class PyTorch:
         opt = torch.optim.Adam(model.parameters(), lr=LR, eps=1e-7)
         self.step = TorchStep(model, nn.BCEWithLogitsLoss(), opt)
 
-    def batch(self, s):
-        return self.data.get(s)
-
 
 class TensorFlow:
     def __init__(self, data):

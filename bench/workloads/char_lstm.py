@@ -76,9 +76,6 @@ class PyTorch:
         opt = torch.optim.RMSprop(model.parameters(), lr=LR, alpha=RHO, eps=1e-7)
         self.step = TorchStep(model, nn.CrossEntropyLoss(), opt, prepare)
 
-    def batch(self, s):
-        return self.data.get(s)
-
 
 class TensorFlow:
     def __init__(self, data):

@@ -2,7 +2,7 @@
 dense 512, dense 10; RMSprop lr 1e-4; batch 32."""
 import numpy as np
 
-from .common import (cntk_plain_rmsprop, ArrayData, CNTKStep, TFStep, TorchStep, synthetic_images, tf_setup, torch_glorot,
+from .common import (one_hot_batch, cntk_plain_rmsprop, ArrayData, CNTKStep, TFStep, TorchStep, synthetic_images, tf_setup, torch_glorot,
                      torch_setup)
 
 NAME = 'cifar_cnn'
@@ -40,9 +40,7 @@ class OpenCNTK:
         self.step = CNTKStep(C.Trainer(z, (loss, C.classification_error(z, y)), [learner]), [x, y])
         self.eye = np.eye(10, dtype=np.float32)
 
-    def batch(self, s):
-        x, y = self.data.get(s)
-        return x, self.eye[y]
+    batch = one_hot_batch
 
 
 class PyTorch:
@@ -59,9 +57,6 @@ class PyTorch:
         opt = torch.optim.RMSprop(model.parameters(), lr=LR, alpha=RHO, eps=1e-7)
         self.step = TorchStep(model, nn.CrossEntropyLoss(), opt)
 
-    def batch(self, s):
-        return self.data.get(s)
-
 
 class TensorFlow:
     def __init__(self, data):
@@ -77,6 +72,3 @@ class TensorFlow:
                                   L.Dense(512, activation='relu'), L.Dropout(0.5), L.Dense(10)])
         opt = keras.optimizers.RMSprop(learning_rate=LR, rho=RHO, epsilon=1e-7)
         self.step = TFStep(model, keras.losses.SparseCategoricalCrossentropy(from_logits=True), opt)
-
-    def batch(self, s):
-        return self.data.get(s)

@@ -2,7 +2,7 @@
 dense 128 relu, dropout 0.5, dense 10; Adadelta; batch 128."""
 import numpy as np
 
-from .common import ArrayData, CNTKStep, TFStep, TorchStep, fashion_mnist, tf_setup, torch_glorot, torch_setup
+from .common import one_hot_batch, ArrayData, CNTKStep, TFStep, TorchStep, fashion_mnist, tf_setup, torch_glorot, torch_setup
 
 NAME = 'cnn'
 TITLE = ("CNN (Keras mnist_cnn): conv3x3x32-conv3x3x64-maxpool2-dropout.25-dense128-dropout.5-dense10, "
@@ -37,9 +37,7 @@ class OpenCNTK:
         self.step = CNTKStep(C.Trainer(z, (loss, C.classification_error(z, y)), [learner]), [x, y])
         self.eye = np.eye(10, dtype=np.float32)
 
-    def batch(self, s):
-        x, y = self.data.get(s)
-        return x, self.eye[y]
+    batch = one_hot_batch
 
 
 class PyTorch:
@@ -54,9 +52,6 @@ class PyTorch:
         opt = torch.optim.Adadelta(model.parameters(), lr=LR, rho=RHO, eps=EPS)
         self.step = TorchStep(model, nn.CrossEntropyLoss(), opt)
 
-    def batch(self, s):
-        return self.data.get(s)
-
 
 class TensorFlow:
     def __init__(self, data):
@@ -69,6 +64,3 @@ class TensorFlow:
                                   L.Flatten(), L.Dense(128, activation='relu'), L.Dropout(0.5), L.Dense(10)])
         opt = keras.optimizers.Adadelta(learning_rate=LR, rho=RHO, epsilon=EPS)
         self.step = TFStep(model, keras.losses.SparseCategoricalCrossentropy(from_logits=True), opt)
-
-    def batch(self, s):
-        return self.data.get(s)

@@ -13,7 +13,9 @@ batch size and data. A workload module defines:
   EPOCH_STEPS          steps of one epoch (to report an epoch time), or None
   make_data()          an object with batch(step) -> tuple of NumPy arrays, the same in every framework
   OpenCNTK, PyTorch, TensorFlow
-                       classes built from the data, with step(*arrays) -> float loss of the minibatch
+                       classes built from the data, with step(*arrays) -> float loss of the minibatch and
+                       `data` (an object with get(step)); batch(step) when the framework's arrays differ
+                       from data.get(step) (one_hot_batch: CNTK's one-hot labels)
 """
 import os
 
@@ -77,6 +79,13 @@ def english_text():
     if not parts:
         raise RuntimeError('no text found in %s' % d)
     return '\n'.join(parts).lower()
+
+
+def one_hot_batch(self, step):
+    """A framework's minibatch with one-hot labels (CNTK's classification criteria take them): `self.eye`
+    is the identity of the class count."""
+    x, y = self.data.get(step)
+    return x, self.eye[y]
 
 
 # ------------------------------------------------------------------ initial values

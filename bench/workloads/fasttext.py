@@ -61,9 +61,6 @@ class PyTorch:
         torch_glorot(model)
         self.step = TorchStep(model, nn.BCEWithLogitsLoss(), torch.optim.Adam(model.parameters(), lr=LR, eps=1e-7))
 
-    def batch(self, s):
-        return self.data.get(s)
-
 
 class TensorFlow:
     def __init__(self, data):

@@ -2,7 +2,7 @@
 batch 16, 224x224x3: one forward+backward and an SGD update per step, on synthetic data."""
 import numpy as np
 
-from .common import ArrayData, CNTKStep, TFStep, TorchStep, synthetic_images, tf_setup, torch_glorot, torch_setup
+from .common import one_hot_batch, ArrayData, CNTKStep, TFStep, TorchStep, synthetic_images, tf_setup, torch_glorot, torch_setup
 
 NAME = 'googlenet'
 TITLE = "GoogLeNet / Inception v1 (convnet-benchmarks), SGD lr 0.01, batch 16, synthetic 224x224x3"
@@ -55,9 +55,7 @@ class OpenCNTK:
         self.step = CNTKStep(C.Trainer(z, (loss, C.classification_error(z, y)), [learner]), [x, y])
         self.eye = np.eye(1000, dtype=np.float32)
 
-    def batch(self, s):
-        x, y = self.data.get(s)
-        return x, self.eye[y]
+    batch = one_hot_batch
 
 
 class PyTorch:
@@ -94,9 +92,6 @@ class PyTorch:
         torch_glorot(model)
         self.step = TorchStep(model, nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=LR))
 
-    def batch(self, s):
-        return self.data.get(s)
-
 
 class TensorFlow:
     def __init__(self, data):
@@ -127,6 +122,3 @@ class TensorFlow:
         model = keras.Model(inp, out)
         self.step = TFStep(model, keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                            keras.optimizers.SGD(learning_rate=LR))
-
-    def batch(self, s):
-        return self.data.get(s)

@@ -1,7 +1,7 @@
 """Keras' mnist_mlp on Fashion-MNIST: 784-512-512-10, relu, dropout 0.2, RMSprop, batch 128."""
 import numpy as np
 
-from .common import cntk_plain_rmsprop, ArrayData, CNTKStep, TFStep, TorchStep, fashion_mnist, tf_setup, torch_glorot, torch_setup
+from .common import one_hot_batch, cntk_plain_rmsprop, ArrayData, CNTKStep, TFStep, TorchStep, fashion_mnist, tf_setup, torch_glorot, torch_setup
 
 NAME = 'mlp'
 TITLE = "MLP 784-512-512-10 (Keras mnist_mlp), relu, dropout 0.2, RMSprop lr 1e-3, batch 128, Fashion-MNIST"
@@ -32,9 +32,7 @@ class OpenCNTK:
         self.step = CNTKStep(C.Trainer(z, (loss, C.classification_error(z, y)), [learner]), [x, y])
         self.eye = np.eye(10, dtype=np.float32)
 
-    def batch(self, s):
-        x, y = self.data.get(s)
-        return x, self.eye[y]
+    batch = one_hot_batch
 
 
 class PyTorch:
@@ -48,9 +46,6 @@ class PyTorch:
         opt = torch.optim.RMSprop(model.parameters(), lr=LR, alpha=RHO, eps=1e-7)
         self.step = TorchStep(model, nn.CrossEntropyLoss(), opt)
 
-    def batch(self, s):
-        return self.data.get(s)
-
 
 class TensorFlow:
     def __init__(self, data):
@@ -61,6 +56,3 @@ class TensorFlow:
                                   L.Dense(512, activation='relu'), L.Dropout(0.2), L.Dense(10)])
         opt = keras.optimizers.RMSprop(learning_rate=LR, rho=RHO, epsilon=1e-7)
         self.step = TFStep(model, keras.losses.SparseCategoricalCrossentropy(from_logits=True), opt)
-
-    def batch(self, s):
-        return self.data.get(s)
