@@ -4,6 +4,9 @@
     python3 bench/suite.py --workloads mlp,cnn # some of them
     python3 bench/suite.py --quick             # a smoke run: few steps, 2 measurements, writes nothing
 
+A full run (every workload, results written to bench/results) also rewrites the result table in the
+top-level README.md (the block between README_BEGIN and README_END).
+
 Each (workload, framework) pair trains in its own worker process (`suite.py --worker WORKLOAD FRAMEWORK`),
 pinned to 2 CPUs with 2 threads, started once and kept warm. After a warm-up, the parent asks the three
 workers of a workload for one measurement each in turn (the order rotating every round), so no two
@@ -201,12 +204,60 @@ def run_workload(name, args, log_dir):
         for peer in ('pytorch', 'tensorflow'):
             if peer in fws:
                 row['ratio_vs_' + peer] = fws['opencntk']['step_s_median'] / fws[peer]['step_s_median']
+        peers = [fws[p]['step_s_median'] for p in ('pytorch', 'tensorflow') if p in fws]
+        if peers:
+            row['ratio_vs_faster_peer'] = fws['opencntk']['step_s_median'] / min(peers)
     finals = [d['final_loss'] for d in fws.values()]
     if len(finals) > 1:
         spread = (max(finals) - min(finals)) / abs(statistics.median(finals))
         row['final_loss_spread'] = spread
         row['losses_comparable'] = spread <= LOSS_SPREAD_LIMIT
     return row
+
+
+GOAL = ('Goal: OpenCNTK faster than the faster of PyTorch and TensorFlow on every row '
+        '("vs faster peer" below 1 everywhere).')
+
+
+def _ms(d, key='step_s'):
+    return '%.1f (%.1f-%.1f)' % (1e3 * d[key + '_median'], 1e3 * d[key + '_min'], 1e3 * d[key + '_max'])
+
+
+def table(report):
+    """The result table(s) alone: per-step times and ratios, then epoch times where a workload has epochs."""
+    lines = [GOAL, '',
+             '| workload | OpenCNTK (ms/step) | PyTorch (ms/step) | TensorFlow (ms/step) | vs PyTorch | '
+             'vs TensorFlow | vs faster peer | losses (OpenCNTK / PyTorch / TF) | comparable |',
+             '| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |']
+    for row in report['results']:
+        cells = [row['workload']]
+        for fw in FRAMEWORKS:
+            d = row['frameworks'].get(fw)
+            if d:
+                cells.append(_ms(d))
+            else:
+                cells.append('missing' if fw in row['missing'] else 'not run')
+        for key in ('ratio_vs_pytorch', 'ratio_vs_tensorflow', 'ratio_vs_faster_peer'):
+            r = row.get(key)
+            cells.append(('**%.2f**' if key == 'ratio_vs_faster_peer' else '%.2f') % r if r is not None else '-')
+        cells.append(' / '.join('%.4f' % row['frameworks'][fw]['final_loss'] if fw in row['frameworks'] else '-'
+                                for fw in FRAMEWORKS))
+        c = row.get('losses_comparable')
+        cells.append('-' if c is None else ('yes' if c else 'NO (spread %.0f%%)' % (100 * row['final_loss_spread'])))
+        lines.append('| ' + ' | '.join(cells) + ' |')
+    epochs = [row for row in report['results'] if row.get('epoch_steps')
+              and any('epoch_s_median' in d for d in row['frameworks'].values())]
+    if epochs:
+        lines += ['', 'Epoch time (seconds): median time per step times the steps of one epoch.', '',
+                  '| workload | steps per epoch | OpenCNTK (s) | PyTorch (s) | TensorFlow (s) |',
+                  '| --- | ---: | ---: | ---: | ---: |']
+        for row in epochs:
+            cells = [row['workload'], str(row['epoch_steps'])]
+            for fw in FRAMEWORKS:
+                d = row['frameworks'].get(fw)
+                cells.append('%.1f' % d['epoch_s_median'] if d and 'epoch_s_median' in d else '-')
+            lines.append('| ' + ' | '.join(cells) + ' |')
+    return lines
 
 
 def markdown(report):
@@ -225,27 +276,8 @@ def markdown(report):
     lines += ['- method: %s' % report['method'], '',
               'Milliseconds per training step (wall): median (min-max) over the measurements. Ratios: OpenCNTK '
               'over the peer, of the medians (below 1: OpenCNTK is faster). Loss: mean training loss over the '
-              'last measurement; "yes" when the three agree within %d%%.' % (100 * LOSS_SPREAD_LIMIT), '',
-              '| workload | OpenCNTK (ms/step) | PyTorch (ms/step) | TensorFlow (ms/step) | vs PyTorch | '
-              'vs TensorFlow | losses (OpenCNTK / PyTorch / TF) | comparable |',
-              '| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |']
-    for row in report['results']:
-        cells = [row['workload']]
-        for fw in FRAMEWORKS:
-            d = row['frameworks'].get(fw)
-            if d:
-                cells.append('%.1f (%.1f-%.1f)' % (1e3 * d['step_s_median'], 1e3 * d['step_s_min'],
-                                                   1e3 * d['step_s_max']))
-            else:
-                cells.append('missing' if fw in row['missing'] else 'not run')
-        for peer in ('pytorch', 'tensorflow'):
-            r = row.get('ratio_vs_' + peer)
-            cells.append('%.2f' % r if r is not None else '-')
-        cells.append(' / '.join('%.4f' % row['frameworks'][fw]['final_loss'] if fw in row['frameworks'] else '-'
-                                for fw in FRAMEWORKS))
-        c = row.get('losses_comparable')
-        cells.append('-' if c is None else ('yes' if c else 'NO (spread %.0f%%)' % (100 * row['final_loss_spread'])))
-        lines.append('| ' + ' | '.join(cells) + ' |')
+              'last measurement; "yes" when the three agree within %d%%.' % (100 * LOSS_SPREAD_LIMIT), '']
+    lines += table(report)
     lines += ['', 'Workloads:', '']
     for row in report['results']:
         lines.append('- `%s`: %s%s' % (row['workload'], row['title'],
@@ -257,6 +289,28 @@ def markdown(report):
         lines += ['- `%s` in %s: %s' % (wl, LABELS[fw], why) for wl, fw, why in missing]
     lines.append('')
     return '\n'.join(lines)
+
+
+README_BEGIN = '<!-- bench-suite:begin (written by bench/suite.py) -->'
+README_END = '<!-- bench-suite:end -->'
+
+
+def update_readme(report, base, readme=os.path.join(ROOT, 'README.md')):
+    """Replaces the README's result block (between README_BEGIN and README_END) with this run's table."""
+    with open(readme) as f:
+        text = f.read()
+    if README_BEGIN not in text or README_END not in text:
+        print('%s has no %s ... %s block: not updated' % (readme, README_BEGIN, README_END))
+        return
+    env = report['environment']
+    rel = os.path.relpath(base, ROOT)
+    block = [README_BEGIN, '', 'Latest full run (%s, %s, %d threads per framework; details in `%s.md`, chart '
+             '`%s.png`):' % (env['date'], env['cpu_model'], THREADS, rel, rel), ''] + table(report) + ['', README_END]
+    head, rest = text.split(README_BEGIN, 1)
+    tail = rest.split(README_END, 1)[1]
+    with open(readme, 'w') as f:
+        f.write(head + '\n'.join(block) + tail)
+    print('updated the result table in %s' % readme)
 
 
 def chart(report, path):
@@ -344,6 +398,8 @@ def main():
         except ImportError:
             print('matplotlib is not installed: no chart (pip install matplotlib)')
         print('wrote %s.{json,md,png}' % base)
+        if os.path.abspath(args.out) == os.path.join(HERE, 'results') and set(args.workloads) == set(workloads.ORDER):
+            update_readme(report, base)
 
 
 if __name__ == '__main__':
