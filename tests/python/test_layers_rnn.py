@@ -76,7 +76,7 @@ def numpy_lstm(seq, p, dim, peep=False, s=1.0, proj=False, backwards=False, init
     return np.array([st[0] for st in states]), np.array([st[1] for st in states])
 
 
-def numpy_gru(seq, p, s=1.0, backwards=False):
+def numpy_gru(seq, p, s=1.0, backwards=False, init_state=None):
     d = p['H1'].shape[1]
 
     def step(dh, x):
@@ -87,7 +87,7 @@ def numpy_gru(seq, p, s=1.0, backwards=False):
         r = sigmoid(px[d:2 * d] + ph[d:2 * d])
         c = np.tanh(px[2 * d:] + (dhs * r) @ p['H1'])
         return (1 - z) * c + z * dhs
-    return np.array(run_steps(seq, step, np.zeros(d), backwards))
+    return np.array(run_steps(seq, step, np.zeros(d) if init_state is None else init_state, backwards))
 
 
 def numpy_rnn_step(seq, p, act=sigmoid, s=1.0, backwards=False):
@@ -216,6 +216,35 @@ def test_recurrent_layer_gradients(make, backwards):
         model = Recurrence(make(), go_backwards=backwards)(x)
     randomize(model, rng, alpha=0.1)
     seq_gradcheck(model, {x: random_sequences(rng, [3, 1, 2], (2,))})
+
+
+def test_recurrence_of_a_function_that_wraps_a_cell_call():
+    # A step function that calls a GRU on its input spliced with a projection of the
+    # state (CNTK_204's pattern) starts from the GRU's state shape: the projection's
+    # weight infers its input size from the state.
+    rng = np.random.RandomState(11)
+    x = seq_input(3)
+    with default_options(dtype=np.float64):
+        cell = GRU(2)
+        proj = Dense(1, bias=False)
+
+    @C.Function
+    def step(h, xt):
+        return cell(h, C.splice(xt, proj(h)))
+    z = Recurrence(step)(x)
+    assert z.shape == (2,)
+    p = randomize(z, rng)
+    P = next(q.value for q in z.parameters if q.shape == (2, 1))
+    W = next(q.value for q in z.parameters if q.shape == (4, 6))
+    data = random_sequences(rng, LENGTHS, (3,))
+    for got, seq in zip(as_sequences(z.eval({x: data})), data):
+        h, ref = np.zeros(2), []
+        for xt in seq:
+            xin = np.concatenate([xt, h @ P])
+            h = numpy_gru(xin[None], dict(p, W=W), init_state=h)[0]
+            ref.append(h)
+        np.testing.assert_allclose(got, np.array(ref), rtol=1e-9)
+    seq_gradcheck(z, {x: data})
 
 
 def test_learnable_initial_state_gradient():
