@@ -85,7 +85,8 @@ void check_known(const Variable& v) {
 // The buffer of a loop value whose shape was not known before the first step.
 NDArrayView& loop_buffer(BackPropState& s, int slot, const LoopExtent& e, const NDArrayView& step) {
   NDArrayView& buf = s.values[slot];
-  if (!buf.defined()) buf = NDArrayView::zeros(s.plan->slot_var[slot].dtype(), NDShape{e.T, e.B}.concat(step.shape().sub(2)));
+  if (!buf.defined())
+    buf = NDArrayView::zeros(s.plan->slot_var[slot].dtype(), NDShape{e.T, e.B}.concat(step.shape().sub(2)));
   return buf;
 }
 
@@ -121,7 +122,8 @@ void loop_forward(const PlanLoop& loop, BackPropState& s) {
       const Variable& v = p.slot_var[o];
       s.seq_lengths[o] = e.lengths;
       if (loop.delay_in_loop[k - loop.first]) check_known(v);
-      s.values[o] = has_unknown_dim(v) ? NDArrayView() : NDArrayView::zeros(v.dtype(), NDShape{e.T, e.B}.concat(v.shape()));
+      s.values[o] =
+          has_unknown_dim(v) ? NDArrayView() : NDArrayView::zeros(v.dtype(), NDShape{e.T, e.B}.concat(v.shape()));
     }
   std::vector<NDArrayView> init(size_t(loop.last - loop.first + 1));
   for (int k = loop.first; k <= loop.last; ++k)
