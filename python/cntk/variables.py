@@ -316,6 +316,11 @@ class Parameter(VariableMixin, metaclass=_KindMeta):
         from .initializer import _is_initializer
         if init is None:
             init = 0
+        if dtype is _CLASS_DEFAULT:
+            # as in CNTK, default_options(dtype=...) sets the type of parameters made
+            # without one (the layers' weights)
+            from .default_options import get_default_override, default_override_or
+            dtype = get_default_override(Parameter, dtype=default_override_or(_CLASS_DEFAULT))
         dt = _resolve_dtype(dtype, init)
         code = dtype_code(dt)
         shape = sanitize_shape(shape)

@@ -66,11 +66,28 @@ NDArrayView delay_init_rows(const PlanStep& st, BackPropState& s, const LoopExte
   return delay_initial_rows(ctx, s.plan->slot_var[st.out[0]].shape(), e.B);
 }
 
-void check_known(const Variable& v) {
+bool has_unknown_dim(const Variable& v) {
   for (auto d : v.shape().dims())
-    if (d < 0)
-      throw NotImplementedError("recurrent loop: " + v.str() + " has a free or inferred dimension; loops need "
-                                "static shapes that are known");
+    if (d < 0) return true;
+  return false;
+}
+
+// A delay's state needs its shape before the first step (its initial state is
+// broadcast to it); other values of a loop may have free dimensions (a tensor as long
+// as a sequence outside the loop, as attention over an unpacked encoder has): their
+// buffers are allocated when the first step gives their shape.
+void check_known(const Variable& v) {
+  if (has_unknown_dim(v))
+    throw NotImplementedError("recurrent loop: " + v.str() + " has a free or inferred dimension; the state of a "
+                              "loop (what a delay reads) needs static shapes that are known");
+}
+
+// The buffer of a loop value whose shape was not known before the first step.
+NDArrayView& loop_buffer(BackPropState& s, int slot, const LoopExtent& e, const NDArrayView& step) {
+  NDArrayView& buf = s.values[slot];
+  if (!buf.defined())
+    buf = NDArrayView::zeros(s.plan->slot_var[slot].dtype(), NDShape{e.T, e.B}.concat(step.shape().sub(2)));
+  return buf;
 }
 
 // Accumulates g into the gradient of slot `in`: at step t for inputs with a
@@ -103,9 +120,10 @@ void loop_forward(const PlanLoop& loop, BackPropState& s) {
   for (int k = loop.first; k <= loop.last; ++k)
     for (int o : p.steps[k].out) {
       const Variable& v = p.slot_var[o];
-      check_known(v);
-      s.values[o] = NDArrayView::zeros(v.dtype(), NDShape{e.T, e.B}.concat(v.shape()));
       s.seq_lengths[o] = e.lengths;
+      if (loop.delay_in_loop[k - loop.first]) check_known(v);
+      s.values[o] =
+          has_unknown_dim(v) ? NDArrayView() : NDArrayView::zeros(v.dtype(), NDShape{e.T, e.B}.concat(v.shape()));
     }
   std::vector<NDArrayView> init(size_t(loop.last - loop.first + 1));
   for (int k = loop.first; k <= loop.last; ++k)
@@ -138,7 +156,7 @@ void loop_forward(const PlanLoop& loop, BackPropState& s) {
       if (t0) node_event(st, false, t0);
       if (outs.size() != st.out.size()) throw Error(st.op->name + ": kernel returned the wrong number of outputs");
       for (size_t j = 0; j < outs.size(); ++j) {
-        NDArrayView dst = at_step(s.values[st.out[j]], t);
+        NDArrayView dst = at_step(loop_buffer(s, st.out[j], e, outs[j]), t);
         if (outs[j].shape() != dst.shape())
           throw ValueError("recurrent loop: '" + st.fn->op_name() + "' gave a step of shape " + outs[j].shape().str() +
                            " where " + dst.shape().str() + " was expected");
@@ -150,6 +168,14 @@ void loop_forward(const PlanLoop& loop, BackPropState& s) {
       }
     }
   }
+  // A loop of no steps gives its free dimensions the size 0.
+  for (int k = loop.first; k <= loop.last; ++k)
+    for (int o : p.steps[k].out)
+      if (!s.values[o].defined()) {
+        std::vector<int64_t> dims{e.T, e.B};
+        for (auto d : p.slot_var[o].shape().dims()) dims.push_back(d < 0 ? 0 : d);
+        s.values[o] = NDArrayView::zeros(p.slot_var[o].dtype(), NDShape(dims));
+      }
 }
 
 void loop_backward(const PlanLoop& loop, BackPropState& s, std::vector<NDArrayView>& grads,

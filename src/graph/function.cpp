@@ -174,7 +174,7 @@ void Function::infer_outputs() {
     infos.push_back({inputs_[1].shape(), inputs_[1].dtype(), axes, false});
   } else if (has_unknown_input(inputs_)) {
     // Shapes wait until the placeholders are bound.
-    size_t n = outputs_.empty() ? 1 : outputs_.size();
+    size_t n = !outputs_.empty() ? outputs_.size() : (op_ && op_->output_count) ? op_->output_count(attributes_) : 1;
     for (size_t i = 0; i < n; ++i)
       infos.push_back({NDShape::unknown(), DataType::Float, {Axis::dynamic("UnknownAxes")}, false});
   } else if (user_) {

@@ -120,6 +120,10 @@ struct OpDef {
   bool stateful_random = false;  // draws random numbers: gets a RandomState
   // Reads sparse inputs as they are; other ops get sparse inputs densified.
   bool sparse_inputs = false;
+  // How many outputs the op has, from its attributes alone, for ops with more than
+  // one: a function built over placeholders (@Function) needs them all before its
+  // inputs' types are known. Null means one.
+  std::function<size_t(const Dictionary&)> output_count;
 };
 
 // True while shape inference runs on values derived from a recurrent loop's guessed

@@ -435,6 +435,9 @@ void register_unpack_sequence() {
       out.push_back({NDShape{NDShape::kFreeDimension}, ctx.dtype(0), axes});
     return out;
   };
+  d.output_count = [](const Dictionary& attrs) -> size_t {
+    return attr_bool(attrs, "suppressMaskOutput", false) ? 1 : 2;
+  };
   d.forward = [](ComputeContext& ctx) {
     const NDArrayView& x = ctx.inputs[0];
     auto lens = lengths_or_full(ctx.in_lengths[0], x);

@@ -121,3 +121,18 @@ def test_layer_gradients_flow_to_parameters():
     z = C.reduce_sum(m(x))
     g = z.grad({x: np.ones((2, 3))}, wrt=z.parameters)
     assert all(np.any(v != 0) for v in g.values())
+
+
+def test_default_options_dtype_sets_the_type_of_layer_parameters():
+    # As in CNTK, default_options(dtype=...) reaches parameters made without a dtype
+    # (the layers' weights); an explicit dtype wins, and the default stays float32.
+    with default_options(dtype=np.float64):
+        d = Dense(2)
+        explicit = C.Parameter((2,), init=1.0, dtype=np.float32)
+    x = C.input_variable(3, dtype=np.float64)
+    assert all(p.dtype == np.float64 for p in d(x).parameters)
+    assert explicit.dtype == np.float32
+    assert all(p.dtype == np.float32 for p in Dense(2)(C.input_variable(3)).parameters)
+    from cntk.default_options import default_options_for
+    with default_options_for(C.Parameter, dtype=np.float64):
+        assert C.Parameter((2,), init=0.5).dtype == np.float64

@@ -6,7 +6,7 @@ import pytest
 
 import cntk as C
 from cntk.layers import (Recurrence, RecurrenceFrom, Fold, Delay, PastValueWindow, UnfoldFrom, LSTM, GRU,
-                         RNNStep, Stabilizer, Dense, Sequential)
+                         RNNStep, RNNUnit, Stabilizer, Dense, Sequential)
 from cntk.layers import default_options
 from seq_harness import as_sequences, random_sequences, seq_gradcheck
 
@@ -76,7 +76,7 @@ def numpy_lstm(seq, p, dim, peep=False, s=1.0, proj=False, backwards=False, init
     return np.array([st[0] for st in states]), np.array([st[1] for st in states])
 
 
-def numpy_gru(seq, p, s=1.0, backwards=False):
+def numpy_gru(seq, p, s=1.0, backwards=False, init_state=None):
     d = p['H1'].shape[1]
 
     def step(dh, x):
@@ -87,7 +87,7 @@ def numpy_gru(seq, p, s=1.0, backwards=False):
         r = sigmoid(px[d:2 * d] + ph[d:2 * d])
         c = np.tanh(px[2 * d:] + (dhs * r) @ p['H1'])
         return (1 - z) * c + z * dhs
-    return np.array(run_steps(seq, step, np.zeros(d), backwards))
+    return np.array(run_steps(seq, step, np.zeros(d) if init_state is None else init_state, backwards))
 
 
 def numpy_rnn_step(seq, p, act=sigmoid, s=1.0, backwards=False):
@@ -218,6 +218,35 @@ def test_recurrent_layer_gradients(make, backwards):
     seq_gradcheck(model, {x: random_sequences(rng, [3, 1, 2], (2,))})
 
 
+def test_recurrence_of_a_function_that_wraps_a_cell_call():
+    # A step function that calls a GRU on its input spliced with a projection of the
+    # state (CNTK_204's pattern) starts from the GRU's state shape: the projection's
+    # weight infers its input size from the state.
+    rng = np.random.RandomState(11)
+    x = seq_input(3)
+    with default_options(dtype=np.float64):
+        cell = GRU(2)
+        proj = Dense(1, bias=False)
+
+    @C.Function
+    def step(h, xt):
+        return cell(h, C.splice(xt, proj(h)))
+    z = Recurrence(step)(x)
+    assert z.shape == (2,)
+    p = randomize(z, rng)
+    P = next(q.value for q in z.parameters if q.shape == (2, 1))
+    W = next(q.value for q in z.parameters if q.shape == (4, 6))
+    data = random_sequences(rng, LENGTHS, (3,))
+    for got, seq in zip(as_sequences(z.eval({x: data})), data):
+        h, ref = np.zeros(2), []
+        for xt in seq:
+            xin = np.concatenate([xt, h @ P])
+            h = numpy_gru(xin[None], dict(p, W=W), init_state=h)[0]
+            ref.append(h)
+        np.testing.assert_allclose(got, np.array(ref), rtol=1e-9)
+    seq_gradcheck(z, {x: data})
+
+
 def test_learnable_initial_state_gradient():
     rng = np.random.RandomState(5)
     x = seq_input(2)
@@ -271,9 +300,110 @@ def test_past_value_window():
     np.testing.assert_allclose(np.asarray(out[valid]).reshape(4, 1), [[1], [1], [1], [0]])
 
 
-def test_unfold_from_options_not_supported_yet():
-    with pytest.raises(NotImplementedError):
-        UnfoldFrom(lambda s: s, length_increase=2)
+def numpy_unfold(step, state, n_max, stop=None):
+    """The items f(s), f(f(s)), ... (step returns (output, new state)), at most n_max,
+    up to and including the first for which stop(output) holds."""
+    out = []
+    for _ in range(n_max):
+        y, state = step(state)
+        out.append(y)
+        if stop is not None and stop(y):
+            break
+    return np.array(out)
+
+
+@needs_seq_ops
+@pytest.mark.parametrize("increase", [1, 2, 1.5, 0.5])
+def test_unfold_from_length_increase(increase):
+    x = seq_input(1)
+    gen = UnfoldFrom(lambda s: s * 0.5 + 1.0, length_increase=increase, initial_state=np.array([1.0, 2.0]))(x)
+    lengths = [3, 1, 4]
+    got = as_sequences(gen.eval({x: [np.zeros((n, 1)) for n in lengths]}))
+    for g, n in zip(got, lengths):
+        n_out = int(np.floor(n * increase + 1e-9))
+        ref = numpy_unfold(lambda s: (s * 0.5 + 1.0,) * 2, np.array([1.0, 2.0]), n_out)
+        np.testing.assert_allclose(np.asarray(g).reshape(-1, 2), ref.reshape(-1, 2))
+
+
+@needs_seq_ops
+def test_unfold_from_until_predicate():
+    x = seq_input(1)
+    # outputs 1.5, 1.75, 1.875, ... (first element): the predicate first holds on the third
+    until = lambda y: C.greater(C.slice(y, 0, 0, 1), 1.8)  # noqa: E731
+    gen = UnfoldFrom(lambda s: s * 0.5 + 1.0, until_predicate=until, length_increase=2,
+                     initial_state=np.array([1.0, 2.0]))(x)
+    lengths = [3, 1, 2]
+    got = as_sequences(gen.eval({x: [np.zeros((n, 1)) for n in lengths]}))
+    assert [len(g) for g in got] == [3, 2, 3]
+    for g, n in zip(got, lengths):
+        ref = numpy_unfold(lambda s: (s * 0.5 + 1.0,) * 2, np.array([1.0, 2.0]), 2 * n, lambda y: y[0] > 1.8)
+        np.testing.assert_allclose(g, ref)
+    # a generator with (output, new state), and a predicate that never holds: the full length
+    pair = UnfoldFrom(lambda s: (s * 10.0, s + 1.0), until_predicate=lambda y: C.greater(y, 25.0),
+                      initial_state=np.array([0.0]))(x)
+    got = as_sequences(pair.eval({x: [np.zeros((5, 1)), np.zeros((2, 1))]}))
+    np.testing.assert_allclose(np.asarray(got[0]).reshape(-1), [0.0, 10.0, 20.0, 30.0])
+    np.testing.assert_allclose(np.asarray(got[1]).reshape(-1), [0.0, 10.0])
+
+
+@needs_seq_ops
+def test_unfold_from_until_predicate_gradient():
+    rng = np.random.RandomState(9)
+    x = seq_input(1)
+    w = C.Parameter((2,), init=np.array([0.6, -0.4]), dtype=np.float64, name='w')
+    b = C.Parameter((2,), init=np.array([0.9, 0.3]), dtype=np.float64, name='b')
+    gen = UnfoldFrom(lambda s: C.tanh(s * w + b), until_predicate=lambda y: C.greater(C.slice(y, 0, 0, 1), 0.8),
+                     length_increase=2, initial_state=np.array([0.5, 0.5]))(x)
+    data = [np.zeros((n, 1)) for n in (3, 1)]
+    got = as_sequences(gen.eval({x: data}))
+    for g, n in zip(got, (3, 1)):
+        ref = numpy_unfold(lambda s: (np.tanh(s * w.value + b.value),) * 2, np.array([0.5, 0.5]), 2 * n,
+                           lambda y: y[0] > 0.8)
+        assert len(ref) < 2 * n or n == 1
+        np.testing.assert_allclose(g, ref, rtol=1e-12)
+    seq_gradcheck(gen, {x: data}, wrt=[w, b], seed=rng.randint(100))
+
+
+def test_unfold_from_arguments_are_checked():
+    with pytest.raises(ValueError, match='length_increase'):
+        UnfoldFrom(lambda s: s, length_increase=0)
+    with pytest.raises(TypeError, match='until_predicate'):
+        UnfoldFrom(lambda s: s, until_predicate=3)
+    with pytest.raises(TypeError):
+        UnfoldFrom(lambda a, b: a)
+
+
+def test_rnn_unit_is_the_deprecated_name_of_rnn_step():
+    rng = np.random.RandomState(10)
+    x = seq_input(3)
+    with default_options(dtype=np.float64):
+        with pytest.warns(DeprecationWarning, match='RNNStep'):
+            unit = RNNUnit(4, init=C.glorot_uniform(seed=3), init_bias=0.25)
+        step = RNNStep(4, init=C.glorot_uniform(seed=3), init_bias=0.25)
+    a, b = Recurrence(unit)(x), Recurrence(step)(x)
+    pa, pb = params_by_name(a), params_by_name(b)
+    assert sorted(pa) == sorted(pb) == ['H', 'W', 'b']  # no stabilizer by default
+    for n in pa:
+        assert pa[n][0].shape == pb[n][0].shape
+        np.testing.assert_array_equal(pa[n][0].value, pb[n][0].value)
+    data = random_sequences(rng, LENGTHS, (3,))
+    for ga, gb, seq in zip(as_sequences(a.eval({x: data})), as_sequences(b.eval({x: data})), data):
+        np.testing.assert_allclose(ga, gb, rtol=0, atol=0)
+        # sigmoid is the default activation
+        np.testing.assert_allclose(ga, numpy_rnn_step(seq, {n: v[0].value for n, v in pa.items()}), rtol=1e-9)
+    # its options: default_options_for(RNNUnit, ...), cell_shape, self-stabilization
+    from cntk.default_options import default_options_for
+    with default_options_for(RNNUnit, activation=C.relu), default_options(dtype=np.float64):
+        with pytest.warns(DeprecationWarning):
+            relu_unit = Recurrence(RNNUnit(4, enable_self_stabilization=True), go_backwards=True)(x)
+    p = randomize(relu_unit, rng, alpha=0.2)
+    for g, seq in zip(as_sequences(relu_unit.eval({x: data})), data):
+        np.testing.assert_allclose(g, numpy_rnn_step(seq, p, lambda z: np.maximum(z, 0), s=stab(0.2),
+                                                     backwards=True), rtol=1e-9)
+    with pytest.warns(DeprecationWarning):
+        projected = Recurrence(RNNUnit(2, cell_shape=5))(x)
+    assert projected.shape == (2,) and params_by_name(projected)['P'][0].shape == (5, 2)
+    seq_gradcheck(a, {x: data}, wrt=[x] + pa['W'] + pa['H'] + pa['b'])
 
 
 # ---- training --------------------------------------------------------------------
@@ -392,7 +522,8 @@ def test_names_and_signatures_follow_cntk_2_7():
         pytest.skip("the reference list is absent")
     wanted = {('cntk.layers.sequence', n) for n in ('Delay', 'PastValueWindow', 'RecurrenceFrom', 'Recurrence',
                                                     'Fold', 'UnfoldFrom')}
-    wanted |= {('cntk.layers.blocks', n) for n in ('LSTM', 'GRU', 'RNNStep', 'Stabilizer')}
+    wanted |= {('cntk.layers.blocks', n) for n in ('LSTM', 'GRU', 'RNNStep', 'RNNUnit', 'Stabilizer')}
+    wanted |= {('cntk.layers.models.attention', 'AttentionModel')}
     wanted |= {('cntk.ops.sequence', n) for n in ('past_value', 'future_value', 'delay')}
     seen = set()
     with open(tsv) as f:
@@ -408,5 +539,5 @@ def test_names_and_signatures_follow_cntk_2_7():
     assert seen == wanted
     import cntk.layers as L
     for n in ('Recurrence', 'RecurrenceFrom', 'Fold', 'UnfoldFrom', 'Delay', 'PastValueWindow', 'LSTM', 'GRU',
-              'RNNStep'):
+              'RNNStep', 'RNNUnit', 'AttentionModel'):
         assert hasattr(L, n)

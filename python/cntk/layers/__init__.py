@@ -5,3 +5,4 @@ from .blocks import *  # noqa: F401,F403
 from .layers import *  # noqa: F401,F403
 from .higher_order_layers import *  # noqa: F401,F403
 from .sequence import *  # noqa: F401,F403
+from .models import AttentionModel  # noqa: F401,E402  (CNTK 2.7 exports it here too)

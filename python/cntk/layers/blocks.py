@@ -84,6 +84,6 @@ def Stabilizer(steepness=4, enable_self_stabilization=default_override_or(True),
     return layer('Stabilizer', stabilize, name)
 
 
-__all__ = ['UntestedBranchError', 'identity', 'Stabilizer', 'ForwardDeclaration', 'LSTM', 'GRU', 'RNNStep']
+__all__ = ['UntestedBranchError', 'identity', 'Stabilizer', 'ForwardDeclaration', 'LSTM', 'GRU', 'RNNStep', 'RNNUnit']
 
-from .recurrent_blocks import LSTM, GRU, RNNStep  # noqa: E402  (they build on the blocks above)
+from .recurrent_blocks import LSTM, GRU, RNNStep, RNNUnit  # noqa: E402  (they build on the blocks above)

@@ -9,6 +9,8 @@ state-related projection and an optional projection of the output (cell_shape).
 
 Parameters are float32 unless `default_options(dtype=np.float64)` says otherwise.
 """
+import warnings
+
 import numpy as np
 
 from ..default_options import default_override_or, get_default_override
@@ -21,11 +23,30 @@ from .blocks import _INFERRED, _initializer_for, Stabilizer, layer
 # The shapes of the state variables of the step functions made here, by uid:
 # Recurrence() needs them to start a loop whose state is not known yet.
 _STATE_SHAPES = {}
+# The same by the uid of the block's recurrent weight H, which every call of the block
+# shares: a step function that wraps a call of one (an LSTM whose input is spliced with
+# attention, as in CNTK's sequence-to-sequence models) has the block's state shapes.
+_STATE_SHAPES_BY_WEIGHT = {}
 
 
 def _state_shapes(step_function):
-    """The state shapes of a step function made by LSTM/GRU/RNNStep, else None."""
-    return _STATE_SHAPES.get(getattr(step_function, 'uid', None))
+    """The state shapes of a step function made by LSTM/GRU/RNNStep, or of one whose
+    outputs are those of a call of such a block, else None."""
+    shapes = _STATE_SHAPES.get(getattr(step_function, 'uid', None))
+    if shapes is not None or not hasattr(step_function, 'outputs'):
+        return shapes
+    found = []
+    for out in step_function.outputs:
+        owner = out.owner
+        if owner is None or not owner.is_block:
+            return None
+        cell = next((_STATE_SHAPES_BY_WEIGHT[p.uid] for p in owner.parameters if p.uid in _STATE_SHAPES_BY_WEIGHT),
+                    None)
+        index = next((i for i, o in enumerate(owner.outputs) if o == out), None)
+        if cell is None or index is None or index >= len(cell):
+            return None
+        found.append(cell[index])
+    return found
 
 
 def _param_dtype(layer_function):
@@ -103,6 +124,7 @@ def _recurrent_block(kind, shape, cell_shape, activation, use_peepholes, init, i
 
     f = layer(kind, {'LSTM': lstm, 'GRU': gru, 'RNNStep': rnn_step}[kind], name)
     _STATE_SHAPES[f.uid] = [shape, cell_shape] if kind == 'LSTM' else [shape]
+    _STATE_SHAPES_BY_WEIGHT[H.uid] = _STATE_SHAPES[f.uid]
     return f
 
 
@@ -146,4 +168,20 @@ def RNNStep(shape, cell_shape=None, activation=default_override_or(sigmoid),
                             enable_self_stabilization, _param_dtype(RNNStep), name)
 
 
-__all__ = ['LSTM', 'GRU', 'RNNStep']
+def RNNUnit(shape, cell_shape=None, activation=default_override_or(sigmoid),
+            init=default_override_or(glorot_uniform()), init_bias=default_override_or(0),
+            enable_self_stabilization=default_override_or(False), name=''):
+    """The deprecated name of RNNStep (CNTK 2.7 keeps it for old scripts): the same step
+    function, with its defaults read from default_options_for(RNNUnit, ...). Warns with a
+    DeprecationWarning."""
+    activation = get_default_override(RNNUnit, activation=activation)
+    init = get_default_override(RNNUnit, init=init)
+    init_bias = get_default_override(RNNUnit, init_bias=init_bias)
+    enable_self_stabilization = get_default_override(RNNUnit, enable_self_stabilization=enable_self_stabilization)
+    warnings.warn("RNNUnit is a deprecated name of RNNStep and will be removed; use RNNStep(...), which is the "
+                  "same layer", DeprecationWarning, stacklevel=2)
+    return _recurrent_block('RNNStep', shape, cell_shape, activation, False, init, init_bias,
+                            enable_self_stabilization, _param_dtype(RNNUnit), name)
+
+
+__all__ = ['LSTM', 'GRU', 'RNNStep', 'RNNUnit']

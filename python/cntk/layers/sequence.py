@@ -173,37 +173,64 @@ def Fold(folder_function, go_backwards=default_override_or(False), initial_state
 
 
 def _with_axes_of(x, like):
-    """x with the dynamic axes of `like` (reconcile_dynamic_axes): x plus a zero that
-    carries like's axes, where reconcile_dynamic_axes is not available."""
-    from .. import ops
-    if hasattr(ops, 'reconcile_dynamic_axes'):
-        return ops.reconcile_dynamic_axes(x, like)
-    return ops.plus(x, ops.reduce_sum(ops.zeros_like(like)))
+    """x with the dynamic axes of `like` (repeated along the ones it lacks)."""
+    from ..ops import reconcile_dynamic_axes
+    return reconcile_dynamic_axes(x, like)
+
+
+def _valid_until(flags):
+    """1 on the steps up to and including the first step whose flag is 1, 0 after it:
+    valid[t] = valid[t-1] * (1 - flags[t-1]), valid[0] = 1."""
+    from ..ops import minus, element_times
+    return Recurrence(lambda h, previous_flag: element_times(minus(1, previous_flag), h), initial_state=1,
+                      name='valid_frames')(_seq.past_value(flags))
 
 
 def UnfoldFrom(generator_function, until_predicate=None, length_increase=1, name='', map_state_function=identity,
                initial_state=None):
-    """A recurrent generator: emits f(s), f(f(s)), ... from the seed `initial_state`,
-    one item per item of the layer's argument (which only gives the length); `f` may
-    return (output, new state)."""
-    if until_predicate is not None or length_increase != 1:
-        raise NotImplementedError("UnfoldFrom: until_predicate and length_increase are not supported yet")
+    """A recurrent generator: emits f(s), f(f(s)), ... from the seed `initial_state`
+    (default 0); `f` may return (output, new state), and then the output of each step
+    is the first and the state fed back the second.
+
+    The layer's argument is a sequence that only gives the length: the output has
+    length_increase items per item of it (fractions accumulate, as sequence.where
+    counts them; the default 1 gives one each). `until_predicate` (a function of the
+    output, 1 on the last item to keep and 0 elsewhere) cuts each sequence after the
+    first item where it is 1."""
+    import numbers
+    if isinstance(length_increase, bool) or not isinstance(length_increase, numbers.Real) or not length_increase > 0:
+        raise ValueError("UnfoldFrom: length_increase must be a positive number, got %r" % (length_increase,))
     generator_function = _sanitize_function(generator_function)
     map_state_function = _sanitize_function(map_state_function)
+    if until_predicate is not None:
+        if not callable(until_predicate):
+            raise TypeError("UnfoldFrom: until_predicate must be a Function or a Python function, not %s"
+                            % type(until_predicate).__name__)
+        until_predicate = _sanitize_function(until_predicate)
     if len(generator_function.signature) != 1 or not 1 <= len(generator_function.outputs) <= 2:
         raise TypeError("UnfoldFrom: generator_function must take 1 argument (the state) and return an output or "
                         "a tuple (output, new state)")
 
     def unfold_from(dynamic_axes_like):
+        out_axis = dynamic_axes_like
+        if length_increase != 1:
+            # a new axis with length_increase steps per input step; only its length matters
+            out_axis = _seq.where(_seq.broadcast_as(float(length_increase), dynamic_axes_like))
         state_fwd = placeholder(name='unfold_state_fwd')
         prev_state = _seq.delay(state_fwd, initial_state=0 if initial_state is None else initial_state)
         z = generator_function(prev_state)
         output = z.outputs[0]
         new_state = z.outputs[1] if len(z.outputs) > 1 else output
         new_state = map_state_function(new_state)
-        new_state = combine([_with_axes_of(new_state, dynamic_axes_like)])
+        new_state = combine([_with_axes_of(new_state, out_axis)])
         new_state.replace_placeholders({state_fwd: new_state.output})
-        return combine([output])
+        output = combine([output])
+        if until_predicate is not None:
+            # (the output has out_axis already; saying so lets shape inference see a
+            # sequence while the loop's state type is still a guess)
+            output = _with_axes_of(output, out_axis)
+            output = _seq.gather(output, _valid_until(until_predicate(output)), name='valid_output')
+        return output
     return _inject_name(Function(unfold_from), name)
 
 
