@@ -87,7 +87,7 @@ TEST(RnnStack, OneLstmStepMatchesItsEquations) {
 
 TEST(RnnStack, SequencesOfDifferentLengthsAreIndependent) {
   auto x = sequence_input(3);
-  kernels::RnnStackDims d{kernels::RnnCell::Gru, 3, 4, 2, true};
+  kernels::RnnStackDims d{kernels::RnnCell::LbrGru, 3, 4, 2, true};
   NDArrayView w = wave({d.weight_count() / 4, 4}, 0.4, 0.0);
   auto W = Variable::parameter(w.shape(), DataType::Double, w, nullptr, "W");
   auto f = Function::composite(Function::primitive("OptimizedRNNStack", {x, W}, stack_attrs(4, 2, true, "gru")));

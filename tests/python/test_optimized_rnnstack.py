@@ -222,3 +222,71 @@ def test_save_load_round_trip(tmpdir):
     seqs = random_sequences(rng, LENGTHS, (3,), dtype=np.float32)
     for a, b in zip(as_sequences(f.eval({x: seqs})), as_sequences(g.eval({g.arguments[0]: seqs}))):
         np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+# ------------------------------------------------------------------ converter
+
+def _stack_ops(f):
+    return C.logging.graph.depth_first_search(
+        f, lambda n: isinstance(n, C.Function) and n.root_function.op_name == 'OptimizedRNNStack', depth=-1)
+
+
+CONVERTER_CONFIGS = [(1, True, 'lstm'), (2, False, 'lstm'), (2, True, 'rnnReLU'), (1, False, 'rnnTanh'),
+                     (2, True, 'gru')]
+
+
+@pytest.mark.parametrize("num_layers,bidirectional,recurrent_op", CONVERTER_CONFIGS)
+def test_converter_gives_the_same_outputs(num_layers, bidirectional, recurrent_op):
+    rng = np.random.RandomState(7)
+    input_dim, hidden = 4, 3
+    x = C.sequence.input_variable(input_dim, name='features')
+    W1 = C.parameter((-1, 1), init=C.glorot_uniform(seed=1))
+    W2 = C.parameter((-1, 1), init=C.glorot_uniform(seed=2))
+    r1 = C.optimized_rnnstack(x, W1, hidden, num_layers, bidirectional, recurrent_op, name='r1')
+    d1 = C.layers.Dense(hidden)(r1)
+    r2 = C.optimized_rnnstack(d1, W2, hidden, num_layers, bidirectional, recurrent_op)
+    d2 = C.layers.Dense(hidden)(r2)
+    r3 = C.optimized_rnnstack(d2, W2, hidden, num_layers, bidirectional, recurrent_op)  # shares W2
+
+    def blocked(dim):
+        Wb = C.parameter((-1, dim), init=C.glorot_uniform(seed=dim))
+
+        @C.layers.BlockFunction('Stacked', 'stacked')
+        def func(v):
+            return C.optimized_rnnstack(v, Wb, dim, 1, recurrent_op='lstm')
+        return func
+
+    model = C.layers.Sequential([blocked(hidden), blocked(2 * hidden)])(r3)
+    data = random_sequences(rng, [5, 2, 7], (input_dim,), dtype=np.float32)
+    before = as_sequences(model.eval({x: data}))
+    assert len(_stack_ops(model)) == 5
+
+    converted = C.misc.convert_optimized_rnnstack(model)
+    assert _stack_ops(converted) == []
+    assert len(converted.arguments) == 1 and converted.arguments[0].shape == (input_dim,)
+    after = as_sequences(converted.eval({converted.arguments[0]: data}))
+    again = as_sequences(model.eval({x: data}))  # the original model is left as it was
+    for a, b, c in zip(before, after, again):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
+        np.testing.assert_array_equal(c, a)
+
+
+def test_converter_leaves_models_without_stacks_alone_and_rejects_uninitialized_ones():
+    x = C.sequence.input_variable(3)
+    plain = C.layers.Dense(2)(x)
+    assert C.misc.convert_optimized_rnnstack(plain) is plain
+    p = C.placeholder()
+    open_stack = C.optimized_rnnstack(p, C.parameter((-1, 1)), 2, 1)
+    with pytest.raises(ValueError, match='not initialized'):
+        C.misc.convert_optimized_rnnstack(open_stack)
+
+
+def test_convert_substitutes_what_the_filter_selects():
+    x = C.input_variable(3)
+    y = C.sigmoid(C.plus(x, 1))
+    z = C.exp(y)
+    out = C.misc.converter.convert(z, lambda f: f.op_name == 'Sigmoid',
+                                   lambda f: C.tanh(f.inputs[0]))
+    data = np.arange(6, dtype=np.float32).reshape(2, 3) / 6
+    np.testing.assert_allclose(out.eval({out.arguments[0]: data}), np.exp(np.tanh(data + 1)), rtol=1e-6)
+    np.testing.assert_allclose(z.eval({x: data}), np.exp(1 / (1 + np.exp(-(data + 1)))), rtol=1e-6)

@@ -10,7 +10,7 @@ namespace cntk::kernels {
 
 RnnCell rnn_cell_from_name(const std::string& name) {
   if (name == "lstm") return RnnCell::Lstm;
-  if (name == "gru") return RnnCell::Gru;
+  if (name == "gru") return RnnCell::LbrGru;
   if (name == "rnnTanh") return RnnCell::RnnTanh;
   if (name == "rnnReLU") return RnnCell::RnnRelu;
   throw ValueError("OptimizedRNNStack: unknown recurrent_op '" + name +
@@ -126,7 +126,7 @@ void dir_forward(const RnnStackDims& d, const Geometry& g, const std::vector<T>&
     tp.cprev.assign(size_t(TB * H), T(0));
     tp.c.assign(size_t(TB * H), T(0));
   }
-  if (d.cell == RnnCell::Gru) tp.rn.assign(size_t(TB * H), T(0));
+  if (d.cell == RnnCell::LbrGru) tp.rn.assign(size_t(TB * H), T(0));
   std::vector<T> h(size_t(g.B * H), T(0)), c(size_t(g.B * H), T(0)), rec(size_t(g.B * GH));
   int64_t steps = 0;
   for (auto l : g.len) steps = std::max(steps, l);
@@ -155,7 +155,7 @@ void dir_forward(const RnnStackDims& d, const Geometry& g, const std::vector<T>&
           }
           std::copy(cb, cb + H, &tp.c[size_t(row * H)]);
           break;
-        case RnnCell::Gru:
+        case RnnCell::LbrGru:
           for (int64_t j = 0; j < H; ++j) {
             T r = sigmoid(a[j] + rb[j] + bR[j]);
             T z = sigmoid(a[H + j] + rb[H + j] + bR[H + j]);
@@ -175,6 +175,8 @@ void dir_forward(const RnnStackDims& d, const Geometry& g, const std::vector<T>&
             hb[j] = v;
           }
           break;
+        default:
+          throw NotImplementedError(std::string("OptimizedRNNStack: no ") + to_string(d.cell) + " cell");
       }
       std::copy(hb, hb + H, yo);
     }
@@ -193,8 +195,8 @@ void dir_backward(const RnnStackDims& d, const Geometry& g, const std::vector<T>
   // Gradients of the pre-activations: through the input side (W x + bW) and through
   // the recurrent side (R h' + bR); they differ only in GRU's candidate gate.
   std::vector<T> dgx(size_t(TB * GH), T(0));
-  std::vector<T> dgr_all(d.cell == RnnCell::Gru ? size_t(TB * GH) : 0, T(0));
-  std::vector<T>& dgr = d.cell == RnnCell::Gru ? dgr_all : dgx;
+  std::vector<T> dgr_all(d.cell == RnnCell::LbrGru ? size_t(TB * GH) : 0, T(0));
+  std::vector<T>& dgr = d.cell == RnnCell::LbrGru ? dgr_all : dgx;
   std::vector<T> dh(size_t(g.B * H), T(0)), dc(size_t(g.B * H), T(0)), step(size_t(g.B * GH), T(0));
   int64_t steps = 0;
   for (auto l : g.len) steps = std::max(steps, l);
@@ -225,7 +227,7 @@ void dir_backward(const RnnStackDims& d, const Geometry& g, const std::vector<T>
             dhb[j] = 0;
           }
           break;
-        case RnnCell::Gru:
+        case RnnCell::LbrGru:
           for (int64_t j = 0; j < H; ++j) {
             T r = a[j], z = a[H + j], n = a[2 * H + j];
             T dan = dhb[j] * (T(1) - z) * (T(1) - n * n);
@@ -246,6 +248,8 @@ void dir_backward(const RnnStackDims& d, const Geometry& g, const std::vector<T>
             dhb[j] = 0;
           }
           break;
+        default:
+          throw NotImplementedError(std::string("OptimizedRNNStack: no ") + to_string(d.cell) + " cell");
       }
       std::copy(gr, gr + GH, &step[size_t(b * GH)]);
     }

@@ -22,13 +22,13 @@
 #include <vector>
 
 #include "cntk/tensor.h"
+#include "kernels/cpu/rnn.h"
 
 namespace cntk::kernels {
 
-enum class RnnCell { Lstm, Gru, RnnTanh, RnnRelu };
-
-// The cell named by CNTK's recurrentOp attribute ("lstm", "gru", "rnnTanh", "rnnReLU");
-// ValueError naming the accepted values otherwise.
+// The cell named by CNTK's recurrentOp attribute: "lstm" (Lstm), "gru" (LbrGru: cuDNN's
+// GRU is oneDNN's linear-before-reset GRU), "rnnTanh", "rnnReLU"; ValueError naming the
+// accepted values otherwise.
 RnnCell rnn_cell_from_name(const std::string& name);
 
 struct RnnStackDims {
@@ -38,7 +38,7 @@ struct RnnStackDims {
   int64_t layers = 1;
   bool bidirectional = false;
 
-  int64_t gates() const { return cell == RnnCell::Lstm ? 4 : cell == RnnCell::Gru ? 3 : 1; }
+  int64_t gates() const { return cell == RnnCell::Lstm ? 4 : cell == RnnCell::LbrGru ? 3 : 1; }
   int64_t dirs() const { return bidirectional ? 2 : 1; }
   int64_t layer_input(int64_t l) const { return l == 0 ? input_size : dirs() * hidden; }
   int64_t output_size() const { return dirs() * hidden; }
