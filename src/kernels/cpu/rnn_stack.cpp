@@ -176,7 +176,7 @@ void dir_forward(const RnnStackDims& d, const Geometry& g, const std::vector<T>&
           }
           break;
         default:
-          throw NotImplementedError(std::string("OptimizedRNNStack: no ") + to_string(d.cell) + " cell");
+          throw NotImplementedError("OptimizedRNNStack: only LSTM, cuDNN GRU and tanh/ReLU RNN cells");
       }
       std::copy(hb, hb + H, yo);
     }
@@ -249,7 +249,7 @@ void dir_backward(const RnnStackDims& d, const Geometry& g, const std::vector<T>
           }
           break;
         default:
-          throw NotImplementedError(std::string("OptimizedRNNStack: no ") + to_string(d.cell) + " cell");
+          throw NotImplementedError("OptimizedRNNStack: only LSTM, cuDNN GRU and tanh/ReLU RNN cells");
       }
       std::copy(gr, gr + GH, &step[size_t(b * GH)]);
     }
