@@ -17,7 +17,7 @@ def _substitute(root_func, old_outputs, new_outputs):
     outs = list(root_func.outputs)
     inner = [o for o in outs if o not in subs]
     if not inner:
-        return _ops.combine([subs[o] for o in outs]) if len(outs) > 1 else _ops.as_composite(subs[outs[0]].owner)
+        return _ops.combine([subs[o] for o in outs])
     if len(inner) == len(outs):
         return root_func.clone(CloneMethod.share, subs)
     rest = _ops.combine(inner).clone(CloneMethod.share, subs)

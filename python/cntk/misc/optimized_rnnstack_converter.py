@@ -90,7 +90,9 @@ def _direction(x, recurrent_op, hidden, mats, go_backwards, dtype, name):
     if recurrent_op == 'gru':
         # Leading [in, 3H] / [H, 3H] orientation for x @ W and h @ R.
         step = _gru_step(hidden, W.T, R.T, bW, bR, dtype)
-        return Recurrence(step, go_backwards=go_backwards)(x)
+        # A zero initial state of the state's shape, which a plain step function does not declare.
+        zero = _ops.constant(np.zeros(hidden, dtype=dtype))
+        return Recurrence(step, go_backwards=go_backwards, initial_state=zero, name=name)(x)
     with default_options(dtype=dtype):
         if recurrent_op == 'lstm':
             step = LSTM(hidden, name=name)
@@ -132,7 +134,7 @@ def _from_optimized_rnnstack(stack):
             out = _ops.splice(fw, bw).output
         else:
             out = _direction(out, recurrent_op, hidden, layer[0], False, dtype, '%s_%d' % (name, k)).output
-    return _ops.as_composite(out.owner)
+    return _ops.combine([out])
 
 
 def convert_optimized_rnnstack(cudnn_model):
