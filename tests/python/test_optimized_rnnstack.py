@@ -160,8 +160,10 @@ def test_gradients_float64(recurrent_op, num_layers, bidirectional):
 
 # ------------------------------------------------------------------ float32
 
+@pytest.mark.parametrize("fusion", ['1', '0'])  # oneDNN's RNN primitives; the reference loops
 @pytest.mark.parametrize("recurrent_op,num_layers,bidirectional", CONFIGS)
-def test_float32_matches_float64(recurrent_op, num_layers, bidirectional):
+def test_float32_matches_float64(recurrent_op, num_layers, bidirectional, fusion, monkeypatch):
+    monkeypatch.setenv('CNTK_RNN_FUSION', fusion)
     rng = np.random.RandomState(5)
     x32, W32, f32 = make_stack(6, 7, num_layers, bidirectional, recurrent_op, dtype=np.float32)
     x64, W64, f64 = make_stack(6, 7, num_layers, bidirectional, recurrent_op, dtype=np.float64)
@@ -191,7 +193,9 @@ def test_bad_arguments_raise_clear_errors():
     x = C.sequence.input_variable(3)
     W = C.parameter((C.InferredDimension, 4))
     with pytest.raises(ValueError, match='recurrent_op'):
-        C.optimized_rnnstack(x, W, 4, 1, recurrent_op='relu')
+        C.optimized_rnnstack(x, W, 4, 1, recurrent_op='sigmoid')
+    with pytest.raises(TypeError, match='hidden_size'):
+        C.optimized_rnnstack(x, W, 2.5, 1)
     with pytest.raises(ValueError, match='hidden_size'):
         C.optimized_rnnstack(x, W, 0, 1)
     with pytest.raises(ValueError, match='num_layers'):
@@ -290,3 +294,15 @@ def test_convert_substitutes_what_the_filter_selects():
     data = np.arange(6, dtype=np.float32).reshape(2, 3) / 6
     np.testing.assert_allclose(out.eval({out.arguments[0]: data}), np.exp(np.tanh(data + 1)), rtol=1e-6)
     np.testing.assert_allclose(z.eval({x: data}), np.exp(1 / (1 + np.exp(-(data + 1)))), rtol=1e-6)
+
+
+def test_documented_short_names_of_the_plain_rnn_cells():
+    # CNTK's docstring names the plain cells 'relu' and 'tanh'; the op stores CNTK's own names.
+    x = C.sequence.input_variable(2, dtype=np.float64)
+    for short, full in (('relu', 'rnnReLU'), ('tanh', 'rnnTanh')):
+        W = C.parameter((C.InferredDimension, 3), init=C.uniform(0.5, seed=8), dtype=np.float64)
+        f = C.optimized_rnnstack(x, W, 3, 1, recurrent_op=short)
+        assert f.root_function.attributes['recurrentOp'] == full
+        seqs = random_sequences(np.random.RandomState(9), [3, 2], (2,))
+        for g, w in zip(as_sequences(f.eval({x: seqs})), reference(seqs, W.value, full, 3, 1, False)):
+            np.testing.assert_allclose(g, w, rtol=1e-10)

@@ -8,6 +8,10 @@ from ._prim import prim
 __all__ = ['optimized_rnnstack']
 
 _RECURRENT_OPS = ('lstm', 'gru', 'rnnReLU', 'rnnTanh')
+# CNTK 2.7's docstring names the plain cells 'relu' and 'tanh' while its code accepts only
+# 'rnnReLU' and 'rnnTanh'; both spellings are accepted here, and the op (and so the model
+# file) holds CNTK's own names.
+_DOCUMENTED_NAMES = {'relu': 'rnnReLU', 'tanh': 'rnnTanh'}
 
 
 def _positive_int(value, what):
@@ -34,12 +38,17 @@ def optimized_rnnstack(operand, weights, hidden_size, num_layers, bidirectional=
         num_layers (int): number of stacked layers.
         bidirectional (bool, default False): whether each layer also runs backwards in time;
          the output then has 2 * hidden_size values per step.
-        recurrent_op (str, default 'lstm'): one of 'lstm', 'gru', 'rnnReLU', 'rnnTanh'.
+        recurrent_op (str, default 'lstm'): one of 'lstm', 'gru', 'rnnReLU' (or 'relu'),
+         'rnnTanh' (or 'tanh'). 'gru' is cuDNN's GRU, whose reset gate scales the
+         recurrent candidate term after its product.
         name (str, optional): the name of the Function instance in the network
 
     Returns:
         :class:`~cntk.ops.functions.Function`
     '''
+    if not isinstance(recurrent_op, str):
+        raise TypeError("optimized_rnnstack: recurrent_op must be a string, not %r" % (recurrent_op,))
+    recurrent_op = _DOCUMENTED_NAMES.get(recurrent_op, recurrent_op)
     if recurrent_op not in _RECURRENT_OPS:
         raise ValueError('optimized_rnnstack: unsupported recurrent_op value "%s"; supported values are %s'
                          % (recurrent_op, ', '.join(repr(r) for r in _RECURRENT_OPS)))

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include "cntk/common.h"
 #include "kernels/cpu/matmul.h"
@@ -276,6 +278,130 @@ void check_sizes(const RnnStackDims& d, const NDArrayView& x, const NDArrayView&
                      " elements; this stack needs " + std::to_string(d.weight_count()));
 }
 
+// float32 on oneDNN's RNN primitives (kernels/cpu/rnn.h): the cuDNN-packed weights are
+// repacked per layer and direction into oneDNN's ldigo layout, and the gradients back.
+
+// oneDNN gate g is cuDNN gate kDnnlFromCudnn[g]: same order for LSTM (i, f, g, o) and
+// plain RNNs; GRU: oneDNN (u, r, c~) from cuDNN (r, z, n).
+int cudnn_gate(RnnCell cell, int64_t g) { return cell == RnnCell::LbrGru ? int(g == 0 ? 1 : g == 1 ? 0 : 2) : int(g); }
+
+struct DnnlWeights {
+  std::vector<std::vector<float>> wx, wh, bias;
+};
+
+DnnlWeights to_dnnl(const RnnStackDims& d, const float* w) {
+  const int64_t G = d.gates(), H = d.hidden;
+  DnnlWeights out;
+  for (int64_t l = 0; l < d.layers; ++l)
+    for (int64_t k = 0; k < d.dirs(); ++k) {
+      const int64_t I = d.layer_input(l);
+      RnnBlockOffsets o = rnn_block_offsets(d, l, k);
+      std::vector<float> wx(size_t(I * G * H)), wh(size_t(H * G * H)), b(size_t(rnn_bias_gates(d.cell) * H));
+      for (int64_t g = 0; g < G; ++g) {
+        const int64_t src = cudnn_gate(d.cell, g) * H;
+        for (int64_t h = 0; h < H; ++h) {
+          for (int64_t i = 0; i < I; ++i) wx[size_t((i * G + g) * H + h)] = w[o.w + (src + h) * I + i];
+          for (int64_t j = 0; j < H; ++j) wh[size_t((j * G + g) * H + h)] = w[o.r + (src + h) * H + j];
+          const bool split = d.cell == RnnCell::LbrGru && g == 2;  // the recurrent candidate bias stays apart
+          b[size_t(g * H + h)] = w[o.bw + src + h] + (split ? 0.f : w[o.br + src + h]);
+          if (split) b[size_t(3 * H + h)] = w[o.br + src + h];
+        }
+      }
+      out.wx.push_back(std::move(wx));
+      out.wh.push_back(std::move(wh));
+      out.bias.push_back(std::move(b));
+    }
+  return out;
+}
+
+void from_dnnl_grads(const RnnStackDims& d, const DnnlWeights& g, float* dw) {
+  const int64_t G = d.gates(), H = d.hidden;
+  size_t idx = 0;
+  for (int64_t l = 0; l < d.layers; ++l)
+    for (int64_t k = 0; k < d.dirs(); ++k, ++idx) {
+      const int64_t I = d.layer_input(l);
+      RnnBlockOffsets o = rnn_block_offsets(d, l, k);
+      const auto &wx = g.wx[idx], &wh = g.wh[idx], &b = g.bias[idx];
+      for (int64_t gg = 0; gg < G; ++gg) {
+        const int64_t dst = cudnn_gate(d.cell, gg) * H;
+        for (int64_t h = 0; h < H; ++h) {
+          for (int64_t i = 0; i < I; ++i) dw[o.w + (dst + h) * I + i] = wx[size_t((i * G + gg) * H + h)];
+          for (int64_t j = 0; j < H; ++j) dw[o.r + (dst + h) * H + j] = wh[size_t((j * G + gg) * H + h)];
+          const bool split = d.cell == RnnCell::LbrGru && gg == 2;
+          dw[o.bw + dst + h] = b[size_t(gg * H + h)];
+          dw[o.br + dst + h] = split ? b[size_t(3 * H + h)] : b[size_t(gg * H + h)];
+        }
+      }
+    }
+}
+
+struct DnnlTape : RnnStackTape {
+  DnnlWeights weights;
+  std::shared_ptr<RnnSaved> saved;
+};
+
+RnnDims dnnl_dims(const RnnStackDims& d, const Geometry& g) {
+  RnnDims r;
+  r.cell = d.cell;
+  r.direction = d.bidirectional ? RnnDirection::Bidirectional : RnnDirection::Forward;
+  r.layers = d.layers;
+  r.input = d.input_size;
+  r.hidden = d.hidden;
+  r.steps = g.T;
+  r.batch = g.B;
+  return r;
+}
+
+std::vector<RnnLayerWeights> layer_weights(const DnnlWeights& w) {
+  std::vector<RnnLayerWeights> out;
+  for (size_t i = 0; i < w.wx.size(); ++i) out.push_back({w.wx[i].data(), w.wh[i].data(), w.bias[i].data()});
+  return out;
+}
+
+NDArrayView forward_dnnl(const RnnStackDims& d, const NDArrayView& x_view, const std::vector<int64_t>& lengths,
+                         const NDArrayView& weights, std::shared_ptr<RnnStackTape>* tape_out) {
+  check_sizes(d, x_view, weights);
+  Geometry g = geometry(x_view, lengths);
+  NDArrayView x = x_view.contiguous(), w = weights.contiguous();
+  auto tape = std::make_shared<DnnlTape>();
+  tape->weights = to_dnnl(d, w.data<float>());
+  NDArrayView y(DataType::Float, NDShape{g.T, g.B, d.output_size()});
+  RnnForwardArgs a;
+  a.x = x.data<float>();
+  a.lengths = g.len.data();
+  a.weights = layer_weights(tape->weights);
+  a.y = y.data<float>();
+  a.training = tape_out != nullptr;
+  tape->saved = rnn_forward(dnnl_dims(d, g), a);
+  if (tape_out) *tape_out = tape;
+  return y;
+}
+
+RnnStackGrads backward_dnnl(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
+                            const NDArrayView& weights, const NDArrayView& dy_view, const DnnlTape& tape) {
+  check_sizes(d, x, weights);
+  Geometry g = geometry(x, lengths);
+  NDArrayView dy = dy_view.contiguous();
+  DnnlWeights grads = tape.weights;  // same shapes; overwritten by the kernel
+  RnnBackwardArgs a;
+  a.dy = dy.data<float>();
+  for (size_t i = 0; i < grads.wx.size(); ++i)
+    a.grads.push_back({grads.wx[i].data(), grads.wh[i].data(), grads.bias[i].data()});
+  RnnStackGrads out{NDArrayView(DataType::Float, x.shape()), NDArrayView(DataType::Float, weights.shape())};
+  a.dx = out.dx.data<float>();
+  rnn_backward(dnnl_dims(d, g), *tape.saved, a);
+  from_dnnl_grads(d, grads, out.dw.data<float>());
+  return out;
+}
+
+// CNTK_RNN_FUSION=0 keeps float32 on the reference loops (as it keeps Recurrence off the
+// fused kernel), for comparisons and debugging.
+bool use_dnnl(const NDArrayView& x) {
+  if (x.dtype() != DataType::Float) return false;
+  const char* v = std::getenv("CNTK_RNN_FUSION");
+  return !(v && std::strcmp(v, "0") == 0);
+}
+
 template <class T>
 NDArrayView forward_impl(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
                          const NDArrayView& weights, std::shared_ptr<RnnStackTape>* tape_out) {
@@ -328,11 +454,15 @@ RnnStackGrads backward_impl(const RnnStackDims& d, const NDArrayView& x, const s
 
 NDArrayView rnn_stack_forward(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
                               const NDArrayView& weights, std::shared_ptr<RnnStackTape>* tape) {
+  if (use_dnnl(x)) return forward_dnnl(d, x, lengths, weights.dtype() == DataType::Float ? weights : weights.cast(DataType::Float), tape);
   return CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] { return forward_impl<T>(d, x, lengths, weights, tape); });
 }
 
 RnnStackGrads rnn_stack_backward(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
                                  const NDArrayView& weights, const NDArrayView& dy, const RnnStackTape& tape) {
+  if (auto* fused = dynamic_cast<const DnnlTape*>(&tape))
+    return backward_dnnl(d, x, lengths, weights.dtype() == DataType::Float ? weights : weights.cast(DataType::Float), dy,
+                         *fused);
   return CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] { return backward_impl<T>(d, x, lengths, weights, dy, tape); });
 }
 
