@@ -306,3 +306,26 @@ def test_documented_short_names_of_the_plain_rnn_cells():
         seqs = random_sequences(np.random.RandomState(9), [3, 2], (2,))
         for g, w in zip(as_sequences(f.eval({x: seqs})), reference(seqs, W.value, full, 3, 1, False)):
             np.testing.assert_allclose(g, w, rtol=1e-10)
+
+
+# ------------------------------------------------------------------ training
+
+def test_trains_with_a_learner():
+    # A sequence classifier on the last step of a bidirectional GRU stack learns a toy task
+    # (is the sum of the sequence positive?), so the weight gradient reaches the learner.
+    rng = np.random.RandomState(10)
+    x = C.sequence.input_variable(2)
+    y = C.input_variable(2)
+    W = C.parameter((C.InferredDimension, 4), init=C.glorot_uniform(seed=11))
+    h = C.sequence.last(C.optimized_rnnstack(x, W, 4, 1, True, 'gru'))
+    z = C.layers.Dense(2, init=C.glorot_uniform(seed=12))(h)
+    loss = C.cross_entropy_with_softmax(z, y)
+    trainer = C.Trainer(z, (loss, C.classification_error(z, y)),
+                        [C.sgd(z.parameters, C.learning_parameter_schedule(0.5))])
+    seqs = [rng.standard_normal((rng.randint(1, 6), 2)).astype(np.float32) for _ in range(64)]
+    labels = np.array([[1, 0] if s.sum() > 0 else [0, 1] for s in seqs], dtype=np.float32)
+    losses = []
+    for epoch in range(30):
+        trainer.train_minibatch({x: seqs, y: labels})
+        losses.append(trainer.previous_minibatch_loss_average)
+    assert losses[-1] < 0.5 * losses[0], losses
