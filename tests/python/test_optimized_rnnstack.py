@@ -158,6 +158,14 @@ def test_gradients_float64(recurrent_op, num_layers, bidirectional):
     seq_gradcheck(f, {x: seqs}, wrt=[x, W], rtol=1e-5, atol=1e-8)
 
 
+def test_gradients_without_sequence_axis():
+    rng = np.random.RandomState(12)
+    x = C.input_variable(2, dtype=np.float64)
+    W = C.parameter((C.InferredDimension, 3), init=C.uniform(0.5, seed=13), dtype=np.float64)
+    f = C.optimized_rnnstack(x, W, 3, 2, True, 'lstm')
+    seq_gradcheck(f, {x: rng.standard_normal((3, 2))}, wrt=[x, W], rtol=1e-5, atol=1e-8)
+
+
 # ------------------------------------------------------------------ float32
 
 @pytest.mark.parametrize("fusion", ['1', '0'])  # oneDNN's RNN primitives; the reference loops

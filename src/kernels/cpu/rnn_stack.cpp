@@ -396,6 +396,8 @@ RnnStackGrads backward_dnnl(const RnnStackDims& d, const NDArrayView& x, const s
 
 // CNTK_RNN_FUSION=0 keeps float32 on the reference loops (as it keeps Recurrence off the
 // fused kernel), for comparisons and debugging.
+NDArrayView as_float(const NDArrayView& a) { return a.dtype() == DataType::Float ? a : a.cast(DataType::Float); }
+
 bool use_dnnl(const NDArrayView& x) {
   if (x.dtype() != DataType::Float) return false;
   const char* v = std::getenv("CNTK_RNN_FUSION");
@@ -454,15 +456,14 @@ RnnStackGrads backward_impl(const RnnStackDims& d, const NDArrayView& x, const s
 
 NDArrayView rnn_stack_forward(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
                               const NDArrayView& weights, std::shared_ptr<RnnStackTape>* tape) {
-  if (use_dnnl(x)) return forward_dnnl(d, x, lengths, weights.dtype() == DataType::Float ? weights : weights.cast(DataType::Float), tape);
+  if (use_dnnl(x)) return forward_dnnl(d, x, lengths, as_float(weights), tape);
   return CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] { return forward_impl<T>(d, x, lengths, weights, tape); });
 }
 
 RnnStackGrads rnn_stack_backward(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
                                  const NDArrayView& weights, const NDArrayView& dy, const RnnStackTape& tape) {
   if (auto* fused = dynamic_cast<const DnnlTape*>(&tape))
-    return backward_dnnl(d, x, lengths, weights.dtype() == DataType::Float ? weights : weights.cast(DataType::Float), dy,
-                         *fused);
+    return backward_dnnl(d, x, lengths, as_float(weights), as_float(dy), *fused);
   return CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] { return backward_impl<T>(d, x, lengths, weights, dy, tape); });
 }
 
