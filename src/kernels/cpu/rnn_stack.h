@@ -1,6 +1,8 @@
-// The reference kernel of OptimizedRNNStack: a stack of LSTM, GRU or plain RNN layers,
-// each one- or two-directional, over time-major sequences of different lengths, with
-// all weights in one flat vector in the packed layout CNTK's cuDNN path uses.
+// The kernel of OptimizedRNNStack: a stack of LSTM, GRU or plain RNN layers, each one-
+// or two-directional, over time-major sequences of different lengths, with all weights
+// in one flat vector in the packed layout CNTK's cuDNN path uses. float32 runs on
+// oneDNN's RNN primitives (rnn.h) after repacking the weights, unless the environment
+// sets CNTK_RNN_FUSION=0; float64 (and that case) runs on reference loops.
 //
 // Weight layout (the flat vector is the parameter's memory):
 //   matrices, for each layer l, for each direction d (forward first):
