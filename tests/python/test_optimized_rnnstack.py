@@ -283,6 +283,22 @@ def test_converter_gives_the_same_outputs(num_layers, bidirectional, recurrent_o
         np.testing.assert_array_equal(c, a)
 
 
+def test_converted_model_saves_and_loads(tmpdir):
+    # The converted model is plain ops: it saves and loads like any other.
+    rng = np.random.RandomState(14)
+    x = C.sequence.input_variable(3)
+    W1 = C.parameter((-1, 1), init=C.glorot_uniform(seed=15))
+    W2 = C.parameter((-1, 1), init=C.glorot_uniform(seed=16))
+    model = C.optimized_rnnstack(C.optimized_rnnstack(x, W1, 4, 2, True, 'gru'), W2, 2, 1, False, 'lstm')
+    converted = C.misc.convert_optimized_rnnstack(model)
+    path = os.path.join(str(tmpdir), 'converted.model')
+    converted.save(path)
+    loaded = C.load_model(path)
+    data = random_sequences(rng, [4, 1, 6], (3,), dtype=np.float32)
+    for a, b in zip(as_sequences(model.eval({x: data})), as_sequences(loaded.eval({loaded.arguments[0]: data}))):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
+
+
 def test_converter_leaves_models_without_stacks_alone_and_rejects_uninitialized_ones():
     x = C.sequence.input_variable(3)
     plain = C.layers.Dense(2)(x)
