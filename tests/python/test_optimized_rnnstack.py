@@ -248,7 +248,7 @@ CONVERTER_CONFIGS = [(1, True, 'lstm'), (2, False, 'lstm'), (2, True, 'rnnReLU')
 
 
 @pytest.mark.parametrize("num_layers,bidirectional,recurrent_op", CONVERTER_CONFIGS)
-def test_converter_gives_the_same_outputs(num_layers, bidirectional, recurrent_op):
+def test_converter_gives_the_same_outputs(num_layers, bidirectional, recurrent_op, tmpdir):
     rng = np.random.RandomState(7)
     input_dim, hidden = 4, 3
     x = C.sequence.input_variable(input_dim, name='features')
@@ -281,6 +281,12 @@ def test_converter_gives_the_same_outputs(num_layers, bidirectional, recurrent_o
     for a, b, c in zip(before, after, again):
         np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
         np.testing.assert_array_equal(c, a)
+    # Its blocks now hold recurrent loops; the model saves and loads with them.
+    path = os.path.join(str(tmpdir), 'converted.model')
+    converted.save(path)
+    loaded = C.load_model(path)
+    for a, b in zip(after, as_sequences(loaded.eval({loaded.arguments[0]: data}))):
+        np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-6)
 
 
 def test_converted_model_saves_and_loads(tmpdir):
