@@ -359,3 +359,20 @@ def test_trains_with_a_learner():
         trainer.train_minibatch({x: seqs, y: labels})
         losses.append(trainer.previous_minibatch_loss_average)
     assert losses[-1] < 0.5 * losses[0], losses
+
+
+def test_block_holding_a_recurrent_loop_saves_and_loads(tmpdir):
+    # What the converter makes of a stack inside a block: a block whose inside is a loop.
+    x = C.sequence.input_variable(3)
+
+    @C.ops.functions.BlockFunction('Stacked', 'stacked')
+    def block(v):
+        return C.layers.Recurrence(C.layers.LSTM(4))(v)
+    model = block(x)
+    path = os.path.join(str(tmpdir), 'block.model')
+    model.save(path)
+    loaded = C.load_model(path)
+    assert loaded.root_function.is_block and loaded.root_function.op_name == 'Stacked'
+    data = random_sequences(np.random.RandomState(17), [3, 5], (3,), dtype=np.float32)
+    for a, b in zip(as_sequences(model.eval({x: data})), as_sequences(loaded.eval({loaded.arguments[0]: data}))):
+        np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7)
