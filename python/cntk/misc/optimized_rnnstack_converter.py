@@ -93,13 +93,19 @@ def _direction(x, recurrent_op, hidden, mats, go_backwards, dtype, name):
         # A zero initial state of the state's shape, which a plain step function does not declare.
         zero = _ops.constant(np.zeros(hidden, dtype=dtype))
         return Recurrence(step, go_backwards=go_backwards, initial_state=zero, name=name)(x)
+    # Every option that changes the cell is given, so a caller's default_options cannot.
     with default_options(dtype=dtype):
         if recurrent_op == 'lstm':
-            step = LSTM(hidden, name=name)
+            step = LSTM(hidden, activation=_ops.tanh, use_peepholes=False, enable_self_stabilization=False, name=name)
         else:
-            step = RNNStep(hidden, activation=_ops.relu if recurrent_op == 'rnnReLU' else _ops.tanh, name=name)
+            step = RNNStep(hidden, activation=_ops.relu if recurrent_op == 'rnnReLU' else _ops.tanh,
+                           enable_self_stabilization=False, name=name)
     out = Recurrence(step, go_backwards=go_backwards)(x)
-    params = {p.name: p for p in out.parameters}
+    # The cell's own parameters (those of `out` also include the layers feeding x).
+    params = {p.name: p for p in step.parameters}
+    if sorted(params) != ['H', 'W', 'b']:
+        raise RuntimeError("convert_optimized_rnnstack: unexpected parameters %s in the %s cell"
+                           % (sorted(params), recurrent_op))
     Wt, Rt, b = W.T, R.T, bW + bR
     if recurrent_op == 'lstm':
         Wt, Rt, b = _lstm_gate_order(Wt, hidden), _lstm_gate_order(Rt, hidden), _lstm_gate_order(b, hidden)
