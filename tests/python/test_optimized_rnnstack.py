@@ -376,3 +376,14 @@ def test_block_holding_a_recurrent_loop_saves_and_loads(tmpdir):
     data = random_sequences(np.random.RandomState(17), [3, 5], (3,), dtype=np.float32)
     for a, b in zip(as_sequences(model.eval({x: data})), as_sequences(loaded.eval({loaded.arguments[0]: data}))):
         np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7)
+
+
+def test_converter_ignores_callers_default_options():
+    x = C.sequence.input_variable(3)
+    W = C.parameter((-1, 1), init=C.glorot_uniform(seed=18))
+    model = C.optimized_rnnstack(x, W, 4, 1, True, 'lstm')
+    with C.layers.default_options(enable_self_stabilization=True, use_peepholes=True):
+        converted = C.misc.convert_optimized_rnnstack(model)
+    data = random_sequences(np.random.RandomState(19), [4, 2], (3,), dtype=np.float32)
+    for a, b in zip(as_sequences(model.eval({x: data})), as_sequences(converted.eval({converted.arguments[0]: data}))):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
