@@ -31,6 +31,7 @@ from . import layers  # noqa: E402,F401
 from . import logging  # noqa: E402,F401
 from . import io  # noqa: E402,F401
 from . import debugging  # noqa: E402,F401
+from . import misc  # noqa: E402,F401
 from .default_options import default_options, default_options_for  # noqa: E402,F401
 from . import default_options as _default_options_module  # noqa: E402,F401
 from .layers import typing  # noqa: E402,F401

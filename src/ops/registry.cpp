@@ -15,6 +15,7 @@ void register_sequence_delay_ops();
 void register_sequence_ops();
 void register_sequence_criterion_ops();
 void register_conv_ops();
+void register_rnn_stack_ops();
 
 void register_all_op_families() {
   register_elementwise_ops();
@@ -31,6 +32,7 @@ void register_all_op_families() {
   register_sequence_ops();
   register_sequence_criterion_ops();
   register_conv_ops();
+  register_rnn_stack_ops();
 }
 
 }  // namespace cntk

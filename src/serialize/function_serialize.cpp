@@ -587,7 +587,16 @@ struct Loader {
     }
     std::string name = name_of(d);
     if (block_ops().count(op) && find_op(op)) return Function::primitive(op, outer, attrs, name);
-    return Function::block(Function::composite(rit->second), mapping, op, name);
+    FunctionPtr inner = Function::composite(rit->second);
+    // A recurrent loop inside the block: its delays are loaded by now, so close the loop
+    // before the block checks that its only placeholders are its arguments.
+    std::unordered_map<VariableImpl*, Variable> closed;
+    for (auto& ph : inner->placeholders()) {
+      auto b = loop_bindings.find(ph.get());
+      if (b != loop_bindings.end()) closed.insert(*b);
+    }
+    if (!closed.empty()) inner = inner->replace_placeholders(closed);
+    return Function::block(inner, mapping, op, name);
   }
 
   FunctionPtr load_function(const Dictionary& d) {

@@ -198,6 +198,7 @@ from ._norm import *  # noqa: E402,F401,F403
 from ._sequence_axes import *  # noqa: E402,F401,F403
 from ._ctc import *  # noqa: E402,F401,F403
 from ._conv import *  # noqa: E402,F401,F403
+from ._rnn_stack import *  # noqa: E402,F401,F403
 from . import sequence  # noqa: E402,F401
 
 

@@ -1,0 +1,522 @@
+#include "kernels/cpu/rnn.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <string>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "cntk/common.h"
+
+namespace cntk::kernels {
+
+int rnn_gates(RnnCell cell) {
+  switch (cell) {
+    case RnnCell::Lstm: return 4;
+    case RnnCell::Gru:
+    case RnnCell::LbrGru: return 3;
+    default: return 1;
+  }
+}
+
+int rnn_bias_gates(RnnCell cell) { return cell == RnnCell::LbrGru ? 4 : rnn_gates(cell); }
+
+const char* to_string(RnnCell cell) {
+  switch (cell) {
+    case RnnCell::Lstm: return "lstm";
+    case RnnCell::Gru: return "gru";
+    case RnnCell::LbrGru: return "lbr_gru";
+    case RnnCell::RnnTanh: return "rnn_tanh";
+    case RnnCell::RnnRelu: return "rnn_relu";
+    case RnnCell::RnnSigmoid: return "rnn_sigmoid";
+  }
+  return "?";
+}
+
+namespace {
+
+using md = dnnl::memory::desc;
+using tag = dnnl::memory::format_tag;
+using dt = dnnl::memory::data_type;
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dnnl::stream& stream() {
+  thread_local dnnl::stream s(engine());
+  return s;
+}
+
+// One direction of one layer, always run left to right (the kernel reverses the valid
+// part of each sequence for right-to-left), so every primitive is L = 1, D = 1.
+struct CellShape {
+  RnnCell cell;
+  int64_t T, B, C, H;
+  std::string key(bool training) const {
+    return std::to_string(int(cell)) + (training ? "t" : "i") + std::to_string(T) + "," + std::to_string(B) + "," +
+           std::to_string(C) + "," + std::to_string(H);
+  }
+};
+
+struct CellMds {
+  md src_layer, src_iter, src_iter_c, w_layer, w_iter, bias, dst_layer, dst_iter, dst_iter_c;
+  md w_layer_plain, w_iter_plain;
+};
+
+CellMds cell_mds(const CellShape& s) {
+  const int64_t G = rnn_gates(s.cell), Gb = rnn_bias_gates(s.cell);
+  CellMds m;
+  m.src_layer = md({s.T, s.B, s.C}, dt::f32, tag::tnc);
+  m.dst_layer = md({s.T, s.B, s.H}, dt::f32, tag::tnc);
+  m.src_iter = md({1, 1, s.B, s.H}, dt::f32, tag::ldnc);
+  m.dst_iter = m.src_iter;
+  if (s.cell == RnnCell::Lstm) m.src_iter_c = m.dst_iter_c = m.src_iter;
+  m.w_layer = md({1, 1, s.C, G, s.H}, dt::f32, tag::any);
+  m.w_iter = md({1, 1, s.H, G, s.H}, dt::f32, tag::any);
+  m.w_layer_plain = md({1, 1, s.C, G, s.H}, dt::f32, tag::ldigo);
+  m.w_iter_plain = md({1, 1, s.H, G, s.H}, dt::f32, tag::ldigo);
+  m.bias = md({1, 1, Gb, s.H}, dt::f32, tag::ldgo);
+  return m;
+}
+
+dnnl::algorithm vanilla_activation(RnnCell c) {
+  switch (c) {
+    case RnnCell::RnnRelu: return dnnl::algorithm::eltwise_relu;
+    case RnnCell::RnnSigmoid: return dnnl::algorithm::eltwise_logistic;
+    default: return dnnl::algorithm::eltwise_tanh;
+  }
+}
+
+// The primitives for one cell shape, with their primitive descriptors for memory queries.
+struct CellPrims {
+  dnnl::primitive fwd, bwd;
+  dnnl::primitive_desc fwd_pd, bwd_pd;
+};
+
+CellPrims make_prims(const CellShape& s, bool training) {
+  const CellMds m = cell_mds(s);
+  const auto prop = training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
+  const auto dir = dnnl::rnn_direction::unidirectional_left2right;
+  const auto bprop = dnnl::prop_kind::backward;
+  CellPrims p;
+  auto& e = engine();
+  switch (s.cell) {
+    case RnnCell::Lstm: {
+      dnnl::lstm_forward::desc fd(prop, dir, m.src_layer, m.src_iter, m.src_iter_c, m.w_layer, m.w_iter, m.bias,
+                                  m.dst_layer, m.dst_iter, m.dst_iter_c);
+      dnnl::lstm_forward::primitive_desc fpd(fd, e);
+      p.fwd = dnnl::lstm_forward(fpd);
+      p.fwd_pd = fpd;
+      if (training) {
+        dnnl::lstm_backward::desc bd(bprop, dir, m.src_layer, m.src_iter, m.src_iter_c, m.w_layer, m.w_iter, m.bias,
+                                     m.dst_layer, m.dst_iter, m.dst_iter_c, m.src_layer, m.src_iter, m.src_iter_c,
+                                     m.w_layer, m.w_iter, m.bias, m.dst_layer, m.dst_iter, m.dst_iter_c);
+        dnnl::lstm_backward::primitive_desc bpd(bd, e, fpd);
+        p.bwd = dnnl::lstm_backward(bpd);
+        p.bwd_pd = bpd;
+      }
+      break;
+    }
+    case RnnCell::Gru: {
+      dnnl::gru_forward::desc fd(prop, dir, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias, m.dst_layer,
+                                 m.dst_iter);
+      dnnl::gru_forward::primitive_desc fpd(fd, e);
+      p.fwd = dnnl::gru_forward(fpd);
+      p.fwd_pd = fpd;
+      if (training) {
+        dnnl::gru_backward::desc bd(bprop, dir, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias, m.dst_layer,
+                                    m.dst_iter, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias, m.dst_layer,
+                                    m.dst_iter);
+        dnnl::gru_backward::primitive_desc bpd(bd, e, fpd);
+        p.bwd = dnnl::gru_backward(bpd);
+        p.bwd_pd = bpd;
+      }
+      break;
+    }
+    case RnnCell::LbrGru: {
+      dnnl::lbr_gru_forward::desc fd(prop, dir, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias, m.dst_layer,
+                                     m.dst_iter);
+      dnnl::lbr_gru_forward::primitive_desc fpd(fd, e);
+      p.fwd = dnnl::lbr_gru_forward(fpd);
+      p.fwd_pd = fpd;
+      if (training) {
+        dnnl::lbr_gru_backward::desc bd(bprop, dir, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias,
+                                        m.dst_layer, m.dst_iter, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias,
+                                        m.dst_layer, m.dst_iter);
+        dnnl::lbr_gru_backward::primitive_desc bpd(bd, e, fpd);
+        p.bwd = dnnl::lbr_gru_backward(bpd);
+        p.bwd_pd = bpd;
+      }
+      break;
+    }
+    default: {
+      const auto act = vanilla_activation(s.cell);
+      dnnl::vanilla_rnn_forward::desc fd(prop, act, dir, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias,
+                                         m.dst_layer, m.dst_iter);
+      dnnl::vanilla_rnn_forward::primitive_desc fpd(fd, e);
+      p.fwd = dnnl::vanilla_rnn_forward(fpd);
+      p.fwd_pd = fpd;
+      if (training) {
+        dnnl::vanilla_rnn_backward::desc bd(bprop, act, dir, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias,
+                                            m.dst_layer, m.dst_iter, m.src_layer, m.src_iter, m.w_layer, m.w_iter,
+                                            m.bias, m.dst_layer, m.dst_iter);
+        dnnl::vanilla_rnn_backward::primitive_desc bpd(bd, e, fpd);
+        p.bwd = dnnl::vanilla_rnn_backward(bpd);
+        p.bwd_pd = bpd;
+      }
+      break;
+    }
+  }
+  return p;
+}
+
+struct PrimCache {
+  std::mutex mu;
+  std::map<std::string, CellPrims> entries;
+};
+
+PrimCache& prim_cache() {
+  static PrimCache* c = new PrimCache();  // never destroyed: primitives may outlive static teardown order
+  return *c;
+}
+
+CellPrims cell_prims(const CellShape& s, bool training) {
+  const std::string key = s.key(training);
+  auto& c = prim_cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto it = c.entries.find(key);
+    if (it != c.entries.end()) return it->second;
+  }
+  CellPrims p = make_prims(s, training);
+  std::lock_guard<std::mutex> lock(c.mu);
+  return c.entries.emplace(key, std::move(p)).first->second;
+}
+
+md arg_md(const dnnl::primitive_desc& pd, int arg) { return pd.query_md(dnnl::query::exec_arg_md, arg); }
+
+size_t floats_of(const md& m) { return (m.get_size() + sizeof(float) - 1) / sizeof(float); }
+
+dnnl::memory wrap(const md& m, const float* p) { return dnnl::memory(m, engine(), const_cast<float*>(p)); }
+
+// `src` (laid out as `plain`) as a memory in layout `want`: the buffer itself when the
+// layouts agree, else a reorder into `buf`.
+dnnl::memory in_layout(const md& plain, const float* src, const md& want, std::vector<float>& buf) {
+  if (want == plain) return wrap(plain, src);
+  buf.assign(floats_of(want), 0.f);
+  dnnl::memory out = wrap(want, buf.data());
+  dnnl::memory in = wrap(plain, src);
+  dnnl::reorder(in, out).execute(stream(), in, out);
+  stream().wait();
+  return out;
+}
+
+// Copies x [T, B, C] to dst in the order one direction reads it: forward keeps each
+// sequence's steps in place, backward reverses the valid part; padding becomes zero.
+void to_direction(const float* src, float* dst, int64_t T, int64_t B, int64_t C, const std::vector<int64_t>& len,
+                  bool reverse, int64_t src_stride, int64_t src_offset) {
+#pragma omp parallel for schedule(static) if (T * B * C > 65536)
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t b = 0; b < B; ++b) {
+      float* o = dst + (t * B + b) * C;
+      const int64_t n = len[size_t(b)];
+      if (t >= n) {
+        std::fill(o, o + C, 0.f);
+        continue;
+      }
+      const int64_t ts = reverse ? n - 1 - t : t;
+      const float* i = src + (ts * B + b) * src_stride + src_offset;
+      std::copy(i, i + C, o);
+    }
+}
+
+// The inverse of to_direction into a wider [T, B, dst_stride] buffer at dst_offset;
+// accumulate adds instead of writing. Padding is written as zero (not touched when
+// accumulating).
+void from_direction(const float* src, float* dst, int64_t T, int64_t B, int64_t C, const std::vector<int64_t>& len,
+                    bool reverse, int64_t dst_stride, int64_t dst_offset, bool accumulate) {
+#pragma omp parallel for schedule(static) if (T * B * C > 65536)
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t b = 0; b < B; ++b) {
+      float* o = dst + (t * B + b) * dst_stride + dst_offset;
+      const int64_t n = len[size_t(b)];
+      if (t >= n) {
+        if (!accumulate) std::fill(o, o + C, 0.f);
+        continue;
+      }
+      const int64_t ts = reverse ? n - 1 - t : t;
+      const float* i = src + (ts * B + b) * C;
+      if (accumulate)
+        for (int64_t k = 0; k < C; ++k) o[k] += i[k];
+      else
+        std::copy(i, i + C, o);
+    }
+}
+
+}  // namespace
+
+// One (layer, direction)'s forward record.
+struct RnnUnitSaved {
+  std::vector<float> src_layer, dst_layer, src_iter, src_iter_c, dst_iter, dst_iter_c, workspace;
+  std::vector<float> w_x, w_h, bias;  // plain (ldigo / ldgo) copies
+};
+
+struct RnnSaved {
+  RnnDims dims;
+  std::vector<int64_t> lengths;
+  std::vector<RnnUnitSaved> units;  // layers*D
+};
+
+namespace {
+
+void check_dims(const RnnDims& d) {
+  if (d.layers < 1 || d.input < 1 || d.hidden < 1 || d.steps < 0 || d.batch < 0)
+    throw ValueError("rnn: invalid dims (layers " + std::to_string(d.layers) + ", input " + std::to_string(d.input) +
+                     ", hidden " + std::to_string(d.hidden) + ", steps " + std::to_string(d.steps) + ", batch " +
+                     std::to_string(d.batch) + ")");
+}
+
+std::vector<int64_t> lengths_of(const RnnDims& d, const int64_t* lengths) {
+  std::vector<int64_t> len(size_t(d.batch), d.steps);
+  if (lengths)
+    for (int64_t b = 0; b < d.batch; ++b) {
+      if (lengths[b] < 0 || lengths[b] > d.steps)
+        throw ValueError("rnn: sequence " + std::to_string(b) + " has length " + std::to_string(lengths[b]) +
+                         ", outside [0, " + std::to_string(d.steps) + "]");
+      len[size_t(b)] = lengths[b];
+    }
+  return len;
+}
+
+}  // namespace
+
+std::shared_ptr<RnnSaved> rnn_forward(const RnnDims& d, const RnnForwardArgs& a) {
+  check_dims(d);
+  const int64_t D = d.directions(), T = d.steps, B = d.batch, H = d.hidden, L = d.layers;
+  const int64_t G = rnn_gates(d.cell), Gb = rnn_bias_gates(d.cell);
+  const bool lstm = d.cell == RnnCell::Lstm;
+  if (int64_t(a.weights.size()) != L * D)
+    throw ValueError("rnn: expected " + std::to_string(L * D) + " weight sets (layers x directions), got " +
+                     std::to_string(a.weights.size()));
+  if (T * B > 0 && (!a.x || !a.y)) throw ValueError("rnn: x and y must be given");
+  for (auto& w : a.weights)
+    if (!w.w_x || !w.w_h || !w.bias) throw ValueError("rnn: a weight set lacks w_x, w_h or bias");
+  auto saved = std::make_shared<RnnSaved>();
+  saved->dims = d;
+  saved->lengths = lengths_of(d, a.lengths);
+  saved->units.resize(size_t(L * D));
+  const auto& len = saved->lengths;
+  if (T == 0 || B == 0) return a.training ? saved : nullptr;
+
+  std::vector<float> layer_in(a.x, a.x + T * B * d.input), layer_out;
+  std::vector<float> wbuf_x, wbuf_h;
+  for (int64_t l = 0; l < L; ++l) {
+    const int64_t C = d.layer_input(l);
+    const CellShape s{d.cell, T, B, C, H};
+    const CellPrims p = cell_prims(s, a.training);
+    const CellMds m = cell_mds(s);
+    layer_out.assign(size_t(T * B * D * H), 0.f);
+    for (int64_t dir = 0; dir < D; ++dir) {
+      const bool reverse = d.direction == RnnDirection::Backward || dir == 1;
+      const int64_t u = l * D + dir;
+      const RnnLayerWeights& w = a.weights[size_t(u)];
+      RnnUnitSaved local;
+      RnnUnitSaved& us = a.training ? saved->units[size_t(u)] : local;
+      us.src_layer.resize(size_t(T * B * C));
+      to_direction(layer_in.data(), us.src_layer.data(), T, B, C, len, reverse, C, 0);
+      us.dst_layer.assign(size_t(T * B * H), 0.f);
+      us.src_iter.assign(size_t(B * H), 0.f);
+      if (a.h0) std::copy(a.h0 + u * B * H, a.h0 + (u + 1) * B * H, us.src_iter.begin());
+      us.dst_iter.assign(size_t(B * H), 0.f);
+      if (lstm) {
+        us.src_iter_c.assign(size_t(B * H), 0.f);
+        if (a.c0) std::copy(a.c0 + u * B * H, a.c0 + (u + 1) * B * H, us.src_iter_c.begin());
+        us.dst_iter_c.assign(size_t(B * H), 0.f);
+      }
+      dnnl::memory wx = in_layout(m.w_layer_plain, w.w_x, arg_md(p.fwd_pd, DNNL_ARG_WEIGHTS_LAYER), wbuf_x);
+      dnnl::memory wh = in_layout(m.w_iter_plain, w.w_h, arg_md(p.fwd_pd, DNNL_ARG_WEIGHTS_ITER), wbuf_h);
+      std::unordered_map<int, dnnl::memory> args{
+          {DNNL_ARG_SRC_LAYER, wrap(m.src_layer, us.src_layer.data())},
+          {DNNL_ARG_SRC_ITER, wrap(m.src_iter, us.src_iter.data())},
+          {DNNL_ARG_WEIGHTS_LAYER, wx},
+          {DNNL_ARG_WEIGHTS_ITER, wh},
+          {DNNL_ARG_BIAS, wrap(m.bias, w.bias)},
+          {DNNL_ARG_DST_LAYER, wrap(m.dst_layer, us.dst_layer.data())},
+          {DNNL_ARG_DST_ITER, wrap(m.dst_iter, us.dst_iter.data())}};
+      if (lstm) {
+        args[DNNL_ARG_SRC_ITER_C] = wrap(m.src_iter_c, us.src_iter_c.data());
+        args[DNNL_ARG_DST_ITER_C] = wrap(m.dst_iter_c, us.dst_iter_c.data());
+      }
+      if (a.training) {
+        const md ws = arg_md(p.fwd_pd, DNNL_ARG_WORKSPACE);
+        us.workspace.assign(floats_of(ws), 0.f);
+        args[DNNL_ARG_WORKSPACE] = wrap(ws, us.workspace.data());
+        us.w_x.assign(w.w_x, w.w_x + C * G * H);
+        us.w_h.assign(w.w_h, w.w_h + H * G * H);
+        us.bias.assign(w.bias, w.bias + Gb * H);
+      }
+      p.fwd.execute(stream(), args);
+      stream().wait();
+      from_direction(us.dst_layer.data(), layer_out.data(), T, B, H, len, reverse, D * H, dir * H, false);
+    }
+    layer_in.swap(layer_out);
+  }
+  std::copy(layer_in.begin(), layer_in.end(), a.y);
+  return a.training ? saved : nullptr;
+}
+
+void rnn_backward(const RnnDims& d, const RnnSaved& saved, const RnnBackwardArgs& a) {
+  check_dims(d);
+  const RnnDims& f = saved.dims;
+  if (f.cell != d.cell || f.direction != d.direction || f.layers != d.layers || f.input != d.input ||
+      f.hidden != d.hidden || f.steps != d.steps || f.batch != d.batch)
+    throw ValueError("rnn: backward dims differ from the forward pass's");
+  const int64_t D = d.directions(), T = d.steps, B = d.batch, H = d.hidden, L = d.layers;
+  const int64_t G = rnn_gates(d.cell), Gb = rnn_bias_gates(d.cell);
+  const bool lstm = d.cell == RnnCell::Lstm;
+  if (!a.grads.empty() && int64_t(a.grads.size()) != L * D)
+    throw ValueError("rnn: expected " + std::to_string(L * D) + " gradient sets, got " + std::to_string(a.grads.size()));
+  const auto& len = saved.lengths;
+  if (T == 0 || B == 0) {
+    for (int64_t u = 0; u < int64_t(a.grads.size()); ++u) {
+      const auto& g = a.grads[size_t(u)];
+      const int64_t C = d.layer_input(u / D);
+      if (g.w_x) std::fill(g.w_x, g.w_x + C * G * H, 0.f);
+      if (g.w_h) std::fill(g.w_h, g.w_h + H * G * H, 0.f);
+      if (g.bias) std::fill(g.bias, g.bias + Gb * H, 0.f);
+    }
+    if (a.dh0) std::fill(a.dh0, a.dh0 + L * D * B * H, 0.f);
+    if (a.dc0) std::fill(a.dc0, a.dc0 + L * D * B * H, 0.f);
+    return;
+  }
+  if (!a.dy) throw ValueError("rnn: backward needs dy");
+
+  std::vector<float> dcur(a.dy, a.dy + T * B * D * H), dnext;
+  std::vector<float> dyd(size_t(T * B * H)), dsrc, dsi(size_t(B * H)), dsic, ddi(size_t(B * H), 0.f), ddic;
+  std::vector<float> wbuf_x, wbuf_h, dwx, dwh, db(size_t(Gb * H));
+  if (lstm) {
+    dsic.resize(size_t(B * H));
+    ddic.assign(size_t(B * H), 0.f);
+  }
+  for (int64_t l = L; l-- > 0;) {
+    const int64_t C = d.layer_input(l);
+    const CellShape s{d.cell, T, B, C, H};
+    const CellPrims p = cell_prims(s, true);
+    const CellMds m = cell_mds(s);
+    dnext.assign(size_t(T * B * C), 0.f);
+    dsrc.resize(size_t(T * B * C));
+    for (int64_t dir = 0; dir < D; ++dir) {
+      const bool reverse = d.direction == RnnDirection::Backward || dir == 1;
+      const int64_t u = l * D + dir;
+      const RnnUnitSaved& us = saved.units[size_t(u)];
+      to_direction(dcur.data(), dyd.data(), T, B, H, len, reverse, D * H, dir * H);
+      const md bwx = arg_md(p.bwd_pd, DNNL_ARG_WEIGHTS_LAYER), bwh = arg_md(p.bwd_pd, DNNL_ARG_WEIGHTS_ITER);
+      const md dwx_md = arg_md(p.bwd_pd, DNNL_ARG_DIFF_WEIGHTS_LAYER);
+      const md dwh_md = arg_md(p.bwd_pd, DNNL_ARG_DIFF_WEIGHTS_ITER);
+      dnnl::memory wx = in_layout(m.w_layer_plain, us.w_x.data(), bwx, wbuf_x);
+      dnnl::memory wh = in_layout(m.w_iter_plain, us.w_h.data(), bwh, wbuf_h);
+      dwx.assign(floats_of(dwx_md), 0.f);  // oneDNN accumulates weight gradients
+      dwh.assign(floats_of(dwh_md), 0.f);
+      std::fill(db.begin(), db.end(), 0.f);
+      std::unordered_map<int, dnnl::memory> args{
+          {DNNL_ARG_SRC_LAYER, wrap(m.src_layer, us.src_layer.data())},
+          {DNNL_ARG_SRC_ITER, wrap(m.src_iter, us.src_iter.data())},
+          {DNNL_ARG_WEIGHTS_LAYER, wx},
+          {DNNL_ARG_WEIGHTS_ITER, wh},
+          {DNNL_ARG_BIAS, wrap(m.bias, us.bias.data())},
+          {DNNL_ARG_DST_LAYER, wrap(m.dst_layer, us.dst_layer.data())},
+          {DNNL_ARG_DST_ITER, wrap(m.dst_iter, us.dst_iter.data())},
+          {DNNL_ARG_WORKSPACE, wrap(arg_md(p.bwd_pd, DNNL_ARG_WORKSPACE), us.workspace.data())},
+          {DNNL_ARG_DIFF_SRC_LAYER, wrap(m.src_layer, dsrc.data())},
+          {DNNL_ARG_DIFF_SRC_ITER, wrap(m.src_iter, dsi.data())},
+          {DNNL_ARG_DIFF_WEIGHTS_LAYER, wrap(dwx_md, dwx.data())},
+          {DNNL_ARG_DIFF_WEIGHTS_ITER, wrap(dwh_md, dwh.data())},
+          {DNNL_ARG_DIFF_BIAS, wrap(m.bias, db.data())},
+          {DNNL_ARG_DIFF_DST_LAYER, wrap(m.dst_layer, dyd.data())},
+          {DNNL_ARG_DIFF_DST_ITER, wrap(m.dst_iter, ddi.data())}};
+      if (lstm) {
+        args[DNNL_ARG_SRC_ITER_C] = wrap(m.src_iter_c, us.src_iter_c.data());
+        args[DNNL_ARG_DST_ITER_C] = wrap(m.dst_iter_c, us.dst_iter_c.data());
+        args[DNNL_ARG_DIFF_SRC_ITER_C] = wrap(m.src_iter_c, dsic.data());
+        args[DNNL_ARG_DIFF_DST_ITER_C] = wrap(m.dst_iter_c, ddic.data());
+      }
+      p.bwd.execute(stream(), args);
+      stream().wait();
+      if (!a.grads.empty()) {
+        const RnnLayerGrads& g = a.grads[size_t(u)];
+        auto out = [&](const md& have, std::vector<float>& buf, const md& plain, float* dst) {
+          if (!dst) return;
+          dnnl::memory in = wrap(have, buf.data()), o = wrap(plain, dst);
+          dnnl::reorder(in, o).execute(stream(), in, o);
+          stream().wait();
+        };
+        out(dwx_md, dwx, m.w_layer_plain, g.w_x);
+        out(dwh_md, dwh, m.w_iter_plain, g.w_h);
+        if (g.bias) std::copy(db.begin(), db.end(), g.bias);
+      }
+      if (a.dh0) std::copy(dsi.begin(), dsi.end(), a.dh0 + u * B * H);
+      if (lstm && a.dc0) std::copy(dsic.begin(), dsic.end(), a.dc0 + u * B * H);
+      from_direction(dsrc.data(), dnext.data(), T, B, C, len, reverse, C, 0, true);
+    }
+    dcur.swap(dnext);
+  }
+  if (a.dx) std::copy(dcur.begin(), dcur.end(), a.dx);
+}
+
+// ---------------------------------------------------------------- weight layouts
+
+template <class T>
+void permute_gate_blocks(const T* src, T* dst, int64_t rows, int64_t hidden, const int* order, int gates) {
+  const int64_t width = int64_t(gates) * hidden;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int g = 0; g < gates; ++g) {
+      const T* s = src + r * width + int64_t(order[g]) * hidden;
+      std::copy(s, s + hidden, dst + r * width + int64_t(g) * hidden);
+    }
+}
+
+namespace {
+constexpr int kLstmCntkToDnnl[4] = {0, 2, 1, 3};  // dnnl i, f, c~, o from cntk i, c~, f, o (its own inverse)
+}
+
+template <class T>
+void lstm_gates_cntk_to_dnnl(const T* src, T* dst, int64_t rows, int64_t hidden) {
+  permute_gate_blocks(src, dst, rows, hidden, kLstmCntkToDnnl, 4);
+}
+
+template <class T>
+void lstm_gates_dnnl_to_cntk(const T* src, T* dst, int64_t rows, int64_t hidden) {
+  permute_gate_blocks(src, dst, rows, hidden, kLstmCntkToDnnl, 4);
+}
+
+template <class T>
+void gru_iter_cntk_to_dnnl(const T* H, const T* H1, T* w_h, int64_t hidden) {
+  for (int64_t r = 0; r < hidden; ++r) {
+    std::copy(H + r * 2 * hidden, H + (r + 1) * 2 * hidden, w_h + r * 3 * hidden);
+    std::copy(H1 + r * hidden, H1 + (r + 1) * hidden, w_h + r * 3 * hidden + 2 * hidden);
+  }
+}
+
+template <class T>
+void gru_iter_dnnl_to_cntk(const T* w_h, T* H, T* H1, int64_t hidden) {
+  for (int64_t r = 0; r < hidden; ++r) {
+    std::copy(w_h + r * 3 * hidden, w_h + r * 3 * hidden + 2 * hidden, H + r * 2 * hidden);
+    std::copy(w_h + r * 3 * hidden + 2 * hidden, w_h + (r + 1) * 3 * hidden, H1 + r * hidden);
+  }
+}
+
+#define CNTK_RNN_LAYOUT_INSTANTIATE(T)                                                            \
+  template void permute_gate_blocks<T>(const T*, T*, int64_t, int64_t, const int*, int);         \
+  template void lstm_gates_cntk_to_dnnl<T>(const T*, T*, int64_t, int64_t);                      \
+  template void lstm_gates_dnnl_to_cntk<T>(const T*, T*, int64_t, int64_t);                      \
+  template void gru_iter_cntk_to_dnnl<T>(const T*, const T*, T*, int64_t);                       \
+  template void gru_iter_dnnl_to_cntk<T>(const T*, T*, T*, int64_t);
+CNTK_RNN_LAYOUT_INSTANTIATE(float)
+CNTK_RNN_LAYOUT_INSTANTIATE(double)
+#undef CNTK_RNN_LAYOUT_INSTANTIATE
+
+}  // namespace cntk::kernels

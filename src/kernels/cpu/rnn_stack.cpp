@@ -1,0 +1,470 @@
+#include "kernels/cpu/rnn_stack.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "cntk/common.h"
+#include "kernels/cpu/matmul.h"
+
+namespace cntk::kernels {
+
+RnnCell rnn_cell_from_name(const std::string& name) {
+  if (name == "lstm") return RnnCell::Lstm;
+  if (name == "gru") return RnnCell::LbrGru;
+  if (name == "rnnTanh") return RnnCell::RnnTanh;
+  if (name == "rnnReLU") return RnnCell::RnnRelu;
+  throw ValueError("OptimizedRNNStack: unknown recurrent_op '" + name +
+                   "'; supported values are 'lstm', 'gru', 'rnnTanh', 'rnnReLU'");
+}
+
+int64_t RnnStackDims::weight_count() const {
+  int64_t total = 0, G = gates();
+  for (int64_t l = 0; l < layers; ++l) total += dirs() * G * hidden * (layer_input(l) + hidden + 2);
+  return total;
+}
+
+RnnBlockOffsets rnn_block_offsets(const RnnStackDims& d, int64_t layer, int64_t dir) {
+  const int64_t G = d.gates(), H = d.hidden;
+  int64_t mat = 0, bias = 0;
+  for (int64_t l = 0; l < d.layers; ++l) mat += d.dirs() * G * H * (d.layer_input(l) + H);
+  RnnBlockOffsets o{};
+  int64_t pos = 0;
+  for (int64_t l = 0; l <= layer; ++l)
+    for (int64_t k = 0; k < d.dirs(); ++k) {
+      if (l == layer && k == dir) {
+        o.w = pos;
+        o.r = pos + G * H * d.layer_input(l);
+        o.bw = mat + bias;
+        o.br = mat + bias + G * H;
+        return o;
+      }
+      pos += G * H * (d.layer_input(l) + H);
+      bias += 2 * G * H;
+    }
+  return o;
+}
+
+struct RnnStackTape {
+  virtual ~RnnStackTape() = default;
+};
+
+namespace {
+
+template <class T>
+DataType dtype_of() {
+  return sizeof(T) == sizeof(double) ? DataType::Double : DataType::Float;
+}
+
+template <class T>
+T sigmoid(T v) {
+  return v >= 0 ? T(1) / (T(1) + std::exp(-v)) : std::exp(v) / (T(1) + std::exp(v));
+}
+
+// What one layer-direction keeps: post-activation gates [T*B, G*H], the state each step
+// started from [T*B, H], and per cell: LSTM's cells (before and after the step), GRU's
+// gated recurrent candidate term R_n h' + bR_n.
+template <class T>
+struct DirTape {
+  std::vector<T> act, hprev, cprev, c, rn;
+};
+
+template <class T>
+struct Tape : RnnStackTape {
+  std::vector<std::vector<T>> layer_in;  // input of each layer [T*B, I_l] (layer 0: x)
+  std::vector<std::vector<DirTape<T>>> dirs;
+};
+
+struct Geometry {
+  int64_t T, B;
+  std::vector<int64_t> len;
+  // Row (t*B + b) of the step that sequence b processes at position s in direction dir.
+  int64_t row(int64_t s, int64_t b, int64_t dir) const { return (dir == 0 ? s : len[size_t(b)] - 1 - s) * B + b; }
+};
+
+Geometry geometry(const NDArrayView& x, const std::vector<int64_t>& lengths) {
+  Geometry g{x.shape()[0], x.shape()[1], lengths};
+  if (g.len.empty()) g.len.assign(size_t(g.B), g.T);
+  if (int64_t(g.len.size()) != g.B)
+    throw Error("OptimizedRNNStack: " + std::to_string(g.len.size()) + " sequence lengths for a batch of " +
+                std::to_string(g.B));
+  for (auto& l : g.len)
+    if (l < 0 || l > g.T) throw Error("OptimizedRNNStack: sequence length " + std::to_string(l) + " out of range");
+  return g;
+}
+
+template <class T>
+std::vector<T> to_vector(const NDArrayView& a) {
+  NDArrayView c = (a.dtype() == dtype_of<T>() ? a : a.cast(dtype_of<T>())).contiguous();
+  const T* p = c.data<T>();
+  return std::vector<T>(p, p + c.numel());
+}
+
+template <class T>
+NDArrayView from_vector(const std::vector<T>& v, const NDShape& shape) {
+  NDArrayView out(dtype_of<T>(), shape);
+  std::copy(v.begin(), v.end(), out.data<T>());
+  return out;
+}
+
+// One layer-direction forward: writes its H columns of y [T*B, D*H] (column offset
+// `col`), and fills the tape.
+template <class T>
+void dir_forward(const RnnStackDims& d, const Geometry& g, const std::vector<T>& in, int64_t I, const T* w,
+                 const RnnBlockOffsets& o, int64_t dir, std::vector<T>& y, int64_t col, DirTape<T>& tp) {
+  const int64_t G = d.gates(), H = d.hidden, GH = G * H, TB = g.T * g.B, OD = d.output_size();
+  const T* W = w + o.w;
+  const T* R = w + o.r;
+  const T* bW = w + o.bw;
+  const T* bR = w + o.br;
+  // Input contributions of every step at once: W x + bW.
+  tp.act.assign(size_t(TB * GH), T(0));
+  gemm<T>(false, true, TB, GH, I, T(1), in.data(), I, W, I, T(0), tp.act.data(), GH);
+  for (int64_t r = 0; r < TB; ++r)
+    for (int64_t k = 0; k < GH; ++k) tp.act[size_t(r * GH + k)] += bW[k];
+  tp.hprev.assign(size_t(TB * H), T(0));
+  if (d.cell == RnnCell::Lstm) {
+    tp.cprev.assign(size_t(TB * H), T(0));
+    tp.c.assign(size_t(TB * H), T(0));
+  }
+  if (d.cell == RnnCell::LbrGru) tp.rn.assign(size_t(TB * H), T(0));
+  std::vector<T> h(size_t(g.B * H), T(0)), c(size_t(g.B * H), T(0)), rec(size_t(g.B * GH));
+  int64_t steps = 0;
+  for (auto l : g.len) steps = std::max(steps, l);
+  for (int64_t s = 0; s < steps; ++s) {
+    gemm<T>(false, true, g.B, GH, H, T(1), h.data(), H, R, H, T(0), rec.data(), GH);
+    for (int64_t b = 0; b < g.B; ++b) {
+      if (s >= g.len[size_t(b)]) continue;
+      const int64_t row = g.row(s, b, dir);
+      T* a = &tp.act[size_t(row * GH)];
+      const T* rb = &rec[size_t(b * GH)];
+      T* hb = &h[size_t(b * H)];
+      T* cb = &c[size_t(b * H)];
+      std::copy(hb, hb + H, &tp.hprev[size_t(row * H)]);
+      T* yo = &y[size_t(row * OD + col)];
+      switch (d.cell) {
+        case RnnCell::Lstm:
+          std::copy(cb, cb + H, &tp.cprev[size_t(row * H)]);
+          for (int64_t j = 0; j < H; ++j) {
+            T i = sigmoid(a[j] + rb[j] + bR[j]);
+            T f = sigmoid(a[H + j] + rb[H + j] + bR[H + j]);
+            T gg = std::tanh(a[2 * H + j] + rb[2 * H + j] + bR[2 * H + j]);
+            T og = sigmoid(a[3 * H + j] + rb[3 * H + j] + bR[3 * H + j]);
+            a[j] = i, a[H + j] = f, a[2 * H + j] = gg, a[3 * H + j] = og;
+            cb[j] = f * cb[j] + i * gg;
+            hb[j] = og * std::tanh(cb[j]);
+          }
+          std::copy(cb, cb + H, &tp.c[size_t(row * H)]);
+          break;
+        case RnnCell::LbrGru:
+          for (int64_t j = 0; j < H; ++j) {
+            T r = sigmoid(a[j] + rb[j] + bR[j]);
+            T z = sigmoid(a[H + j] + rb[H + j] + bR[H + j]);
+            T hn = rb[2 * H + j] + bR[2 * H + j];
+            T n = std::tanh(a[2 * H + j] + r * hn);
+            tp.rn[size_t(row * H + j)] = hn;
+            a[j] = r, a[H + j] = z, a[2 * H + j] = n;
+            hb[j] = (T(1) - z) * n + z * hb[j];
+          }
+          break;
+        case RnnCell::RnnTanh:
+        case RnnCell::RnnRelu:
+          for (int64_t j = 0; j < H; ++j) {
+            T v = a[j] + rb[j] + bR[j];
+            v = d.cell == RnnCell::RnnTanh ? std::tanh(v) : std::max(v, T(0));
+            a[j] = v;
+            hb[j] = v;
+          }
+          break;
+        default:
+          throw NotImplementedError("OptimizedRNNStack: only LSTM, cuDNN GRU and tanh/ReLU RNN cells");
+      }
+      std::copy(hb, hb + H, yo);
+    }
+  }
+}
+
+// One layer-direction backward: reads its H columns of dy [T*B, D*H] (padded rows zero),
+// adds the input gradient into din [T*B, I] and the weight gradients into dw.
+template <class T>
+void dir_backward(const RnnStackDims& d, const Geometry& g, const std::vector<T>& in, int64_t I, const T* w,
+                  const RnnBlockOffsets& o, int64_t dir, const std::vector<T>& dy, int64_t col, const DirTape<T>& tp,
+                  std::vector<T>& din, T* dw) {
+  const int64_t G = d.gates(), H = d.hidden, GH = G * H, TB = g.T * g.B, OD = d.output_size();
+  const T* W = w + o.w;
+  const T* R = w + o.r;
+  // Gradients of the pre-activations: through the input side (W x + bW) and through
+  // the recurrent side (R h' + bR); they differ only in GRU's candidate gate.
+  std::vector<T> dgx(size_t(TB * GH), T(0));
+  std::vector<T> dgr_all(d.cell == RnnCell::LbrGru ? size_t(TB * GH) : 0, T(0));
+  std::vector<T>& dgr = d.cell == RnnCell::LbrGru ? dgr_all : dgx;
+  std::vector<T> dh(size_t(g.B * H), T(0)), dc(size_t(g.B * H), T(0)), step(size_t(g.B * GH), T(0));
+  int64_t steps = 0;
+  for (auto l : g.len) steps = std::max(steps, l);
+  for (int64_t s = steps - 1; s >= 0; --s) {
+    std::fill(step.begin(), step.end(), T(0));
+    for (int64_t b = 0; b < g.B; ++b) {
+      if (s >= g.len[size_t(b)]) continue;
+      const int64_t row = g.row(s, b, dir);
+      const T* a = &tp.act[size_t(row * GH)];
+      T* dhb = &dh[size_t(b * H)];
+      T* dcb = &dc[size_t(b * H)];
+      const T* dyo = &dy[size_t(row * OD + col)];
+      T* gx = &dgx[size_t(row * GH)];
+      T* gr = &dgr[size_t(row * GH)];
+      const T* hp = &tp.hprev[size_t(row * H)];
+      for (int64_t j = 0; j < H; ++j) dhb[j] += dyo[j];
+      switch (d.cell) {
+        case RnnCell::Lstm:
+          for (int64_t j = 0; j < H; ++j) {
+            T i = a[j], f = a[H + j], gg = a[2 * H + j], og = a[3 * H + j];
+            T tc = std::tanh(tp.c[size_t(row * H + j)]);
+            T dcell = dcb[j] + dhb[j] * og * (T(1) - tc * tc);
+            gx[j] = dcell * gg * i * (T(1) - i);
+            gx[H + j] = dcell * tp.cprev[size_t(row * H + j)] * f * (T(1) - f);
+            gx[2 * H + j] = dcell * i * (T(1) - gg * gg);
+            gx[3 * H + j] = dhb[j] * tc * og * (T(1) - og);
+            dcb[j] = dcell * f;
+            dhb[j] = 0;
+          }
+          break;
+        case RnnCell::LbrGru:
+          for (int64_t j = 0; j < H; ++j) {
+            T r = a[j], z = a[H + j], n = a[2 * H + j];
+            T dan = dhb[j] * (T(1) - z) * (T(1) - n * n);
+            T daz = dhb[j] * (hp[j] - n) * z * (T(1) - z);
+            T dar = dan * tp.rn[size_t(row * H + j)] * r * (T(1) - r);
+            gx[j] = gr[j] = dar;
+            gx[H + j] = gr[H + j] = daz;
+            gx[2 * H + j] = dan;
+            gr[2 * H + j] = dan * r;
+            dhb[j] = dhb[j] * z;  // the direct path to the previous state
+          }
+          break;
+        case RnnCell::RnnTanh:
+        case RnnCell::RnnRelu:
+          for (int64_t j = 0; j < H; ++j) {
+            T v = a[j];
+            gx[j] = dhb[j] * (d.cell == RnnCell::RnnTanh ? T(1) - v * v : (v > 0 ? T(1) : T(0)));
+            dhb[j] = 0;
+          }
+          break;
+        default:
+          throw NotImplementedError("OptimizedRNNStack: only LSTM, cuDNN GRU and tanh/ReLU RNN cells");
+      }
+      std::copy(gr, gr + GH, &step[size_t(b * GH)]);
+    }
+    // dh' += dG_r R for the sequences active at this step (others have zero rows).
+    gemm<T>(false, false, g.B, H, GH, T(1), step.data(), GH, R, H, T(1), dh.data(), H);
+  }
+  // Weight and input gradients over all steps at once (padded rows are zero).
+  gemm<T>(true, false, GH, I, TB, T(1), dgx.data(), GH, in.data(), I, T(1), dw + o.w, I);
+  gemm<T>(true, false, GH, H, TB, T(1), dgr.data(), GH, tp.hprev.data(), H, T(1), dw + o.r, H);
+  for (int64_t r = 0; r < TB; ++r)
+    for (int64_t k = 0; k < GH; ++k) {
+      dw[o.bw + k] += dgx[size_t(r * GH + k)];
+      dw[o.br + k] += dgr[size_t(r * GH + k)];
+    }
+  gemm<T>(false, false, TB, I, GH, T(1), dgx.data(), GH, W, I, T(1), din.data(), I);
+}
+
+void check_sizes(const RnnStackDims& d, const NDArrayView& x, const NDArrayView& weights) {
+  if (x.rank() != 3 || x.shape()[2] != d.input_size)
+    throw ValueError("OptimizedRNNStack: expected an input of shape [T, B, " + std::to_string(d.input_size) +
+                     "], got " + x.shape().str());
+  if (weights.numel() != d.weight_count())
+    throw ValueError("OptimizedRNNStack: the weights have " + std::to_string(weights.numel()) +
+                     " elements; this stack needs " + std::to_string(d.weight_count()));
+}
+
+// float32 on oneDNN's RNN primitives (kernels/cpu/rnn.h): the cuDNN-packed weights are
+// repacked per layer and direction into oneDNN's ldigo layout, and the gradients back.
+
+// oneDNN gate g is cuDNN gate kDnnlFromCudnn[g]: same order for LSTM (i, f, g, o) and
+// plain RNNs; GRU: oneDNN (u, r, c~) from cuDNN (r, z, n).
+int cudnn_gate(RnnCell cell, int64_t g) { return cell == RnnCell::LbrGru ? int(g == 0 ? 1 : g == 1 ? 0 : 2) : int(g); }
+
+struct DnnlWeights {
+  std::vector<std::vector<float>> wx, wh, bias;
+};
+
+DnnlWeights to_dnnl(const RnnStackDims& d, const float* w) {
+  const int64_t G = d.gates(), H = d.hidden;
+  DnnlWeights out;
+  for (int64_t l = 0; l < d.layers; ++l)
+    for (int64_t k = 0; k < d.dirs(); ++k) {
+      const int64_t I = d.layer_input(l);
+      RnnBlockOffsets o = rnn_block_offsets(d, l, k);
+      std::vector<float> wx(size_t(I * G * H)), wh(size_t(H * G * H)), b(size_t(rnn_bias_gates(d.cell) * H));
+      for (int64_t g = 0; g < G; ++g) {
+        const int64_t src = cudnn_gate(d.cell, g) * H;
+        for (int64_t h = 0; h < H; ++h) {
+          for (int64_t i = 0; i < I; ++i) wx[size_t((i * G + g) * H + h)] = w[o.w + (src + h) * I + i];
+          for (int64_t j = 0; j < H; ++j) wh[size_t((j * G + g) * H + h)] = w[o.r + (src + h) * H + j];
+          const bool split = d.cell == RnnCell::LbrGru && g == 2;  // the recurrent candidate bias stays apart
+          b[size_t(g * H + h)] = w[o.bw + src + h] + (split ? 0.f : w[o.br + src + h]);
+          if (split) b[size_t(3 * H + h)] = w[o.br + src + h];
+        }
+      }
+      out.wx.push_back(std::move(wx));
+      out.wh.push_back(std::move(wh));
+      out.bias.push_back(std::move(b));
+    }
+  return out;
+}
+
+void from_dnnl_grads(const RnnStackDims& d, const DnnlWeights& g, float* dw) {
+  const int64_t G = d.gates(), H = d.hidden;
+  size_t idx = 0;
+  for (int64_t l = 0; l < d.layers; ++l)
+    for (int64_t k = 0; k < d.dirs(); ++k, ++idx) {
+      const int64_t I = d.layer_input(l);
+      RnnBlockOffsets o = rnn_block_offsets(d, l, k);
+      const auto &wx = g.wx[idx], &wh = g.wh[idx], &b = g.bias[idx];
+      for (int64_t gg = 0; gg < G; ++gg) {
+        const int64_t dst = cudnn_gate(d.cell, gg) * H;
+        for (int64_t h = 0; h < H; ++h) {
+          for (int64_t i = 0; i < I; ++i) dw[o.w + (dst + h) * I + i] = wx[size_t((i * G + gg) * H + h)];
+          for (int64_t j = 0; j < H; ++j) dw[o.r + (dst + h) * H + j] = wh[size_t((j * G + gg) * H + h)];
+          const bool split = d.cell == RnnCell::LbrGru && gg == 2;
+          dw[o.bw + dst + h] = b[size_t(gg * H + h)];
+          dw[o.br + dst + h] = split ? b[size_t(3 * H + h)] : b[size_t(gg * H + h)];
+        }
+      }
+    }
+}
+
+struct DnnlTape : RnnStackTape {
+  DnnlWeights weights;
+  std::shared_ptr<RnnSaved> saved;
+};
+
+RnnDims dnnl_dims(const RnnStackDims& d, const Geometry& g) {
+  RnnDims r;
+  r.cell = d.cell;
+  r.direction = d.bidirectional ? RnnDirection::Bidirectional : RnnDirection::Forward;
+  r.layers = d.layers;
+  r.input = d.input_size;
+  r.hidden = d.hidden;
+  r.steps = g.T;
+  r.batch = g.B;
+  return r;
+}
+
+std::vector<RnnLayerWeights> layer_weights(const DnnlWeights& w) {
+  std::vector<RnnLayerWeights> out;
+  for (size_t i = 0; i < w.wx.size(); ++i) out.push_back({w.wx[i].data(), w.wh[i].data(), w.bias[i].data()});
+  return out;
+}
+
+NDArrayView forward_dnnl(const RnnStackDims& d, const NDArrayView& x_view, const std::vector<int64_t>& lengths,
+                         const NDArrayView& weights, std::shared_ptr<RnnStackTape>* tape_out) {
+  check_sizes(d, x_view, weights);
+  Geometry g = geometry(x_view, lengths);
+  NDArrayView x = x_view.contiguous(), w = weights.contiguous();
+  auto tape = std::make_shared<DnnlTape>();
+  tape->weights = to_dnnl(d, w.data<float>());
+  NDArrayView y(DataType::Float, NDShape{g.T, g.B, d.output_size()});
+  RnnForwardArgs a;
+  a.x = x.data<float>();
+  a.lengths = g.len.data();
+  a.weights = layer_weights(tape->weights);
+  a.y = y.data<float>();
+  a.training = tape_out != nullptr;
+  tape->saved = rnn_forward(dnnl_dims(d, g), a);
+  if (tape_out) *tape_out = tape;
+  return y;
+}
+
+RnnStackGrads backward_dnnl(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
+                            const NDArrayView& weights, const NDArrayView& dy_view, const DnnlTape& tape) {
+  check_sizes(d, x, weights);
+  Geometry g = geometry(x, lengths);
+  NDArrayView dy = dy_view.contiguous();
+  DnnlWeights grads = tape.weights;  // same shapes; overwritten by the kernel
+  RnnBackwardArgs a;
+  a.dy = dy.data<float>();
+  for (size_t i = 0; i < grads.wx.size(); ++i)
+    a.grads.push_back({grads.wx[i].data(), grads.wh[i].data(), grads.bias[i].data()});
+  RnnStackGrads out{NDArrayView(DataType::Float, x.shape()), NDArrayView(DataType::Float, weights.shape())};
+  a.dx = out.dx.data<float>();
+  rnn_backward(dnnl_dims(d, g), *tape.saved, a);
+  from_dnnl_grads(d, grads, out.dw.data<float>());
+  return out;
+}
+
+// CNTK_RNN_FUSION=0 keeps float32 on the reference loops (as it keeps Recurrence off the
+// fused kernel), for comparisons and debugging.
+NDArrayView as_float(const NDArrayView& a) { return a.dtype() == DataType::Float ? a : a.cast(DataType::Float); }
+
+bool use_dnnl(const NDArrayView& x) {
+  if (x.dtype() != DataType::Float) return false;
+  const char* v = std::getenv("CNTK_RNN_FUSION");
+  return !(v && std::strcmp(v, "0") == 0);
+}
+
+template <class T>
+NDArrayView forward_impl(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
+                         const NDArrayView& weights, std::shared_ptr<RnnStackTape>* tape_out) {
+  check_sizes(d, x, weights);
+  Geometry g = geometry(x, lengths);
+  const int64_t TB = g.T * g.B, OD = d.output_size();
+  auto tape = std::make_shared<Tape<T>>();
+  std::vector<T> w = to_vector<T>(weights);
+  std::vector<T> in = to_vector<T>(x), y;
+  for (int64_t l = 0; l < d.layers; ++l) {
+    y.assign(size_t(TB * OD), T(0));
+    tape->dirs.emplace_back(size_t(d.dirs()));
+    for (int64_t k = 0; k < d.dirs(); ++k)
+      dir_forward<T>(d, g, in, d.layer_input(l), w.data(), rnn_block_offsets(d, l, k), k, y, k * d.hidden,
+                     tape->dirs.back()[size_t(k)]);
+    tape->layer_in.push_back(std::move(in));
+    in = y;
+  }
+  if (tape_out) *tape_out = tape;
+  return from_vector<T>(y, NDShape{g.T, g.B, OD});
+}
+
+template <class T>
+RnnStackGrads backward_impl(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
+                            const NDArrayView& weights, const NDArrayView& dy_view, const RnnStackTape& tape_base) {
+  check_sizes(d, x, weights);
+  auto* tape = dynamic_cast<const Tape<T>*>(&tape_base);
+  if (!tape || int64_t(tape->dirs.size()) != d.layers)
+    throw Error("OptimizedRNNStack: backward got the tape of a different forward pass");
+  Geometry g = geometry(x, lengths);
+  const int64_t TB = g.T * g.B, OD = d.output_size();
+  std::vector<T> w = to_vector<T>(weights), dw(w.size(), T(0));
+  std::vector<T> dy = to_vector<T>(dy_view);
+  if (int64_t(dy.size()) != TB * OD) throw Error("OptimizedRNNStack: output gradient of the wrong size");
+  for (int64_t t = 0; t < g.T; ++t)
+    for (int64_t b = 0; b < g.B; ++b)
+      if (t >= g.len[size_t(b)]) std::fill_n(&dy[size_t((t * g.B + b) * OD)], OD, T(0));
+  for (int64_t l = d.layers - 1; l >= 0; --l) {
+    const int64_t I = d.layer_input(l);
+    std::vector<T> din(size_t(TB * I), T(0));
+    for (int64_t k = 0; k < d.dirs(); ++k)
+      dir_backward<T>(d, g, tape->layer_in[size_t(l)], I, w.data(), rnn_block_offsets(d, l, k), k, dy,
+                      k * d.hidden, tape->dirs[size_t(l)][size_t(k)], din, dw.data());
+    dy = std::move(din);
+  }
+  return {from_vector<T>(dy, x.shape()), from_vector<T>(dw, weights.shape())};
+}
+
+}  // namespace
+
+NDArrayView rnn_stack_forward(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
+                              const NDArrayView& weights, std::shared_ptr<RnnStackTape>* tape) {
+  if (use_dnnl(x)) return forward_dnnl(d, x, lengths, as_float(weights), tape);
+  return CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] { return forward_impl<T>(d, x, lengths, weights, tape); });
+}
+
+RnnStackGrads rnn_stack_backward(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
+                                 const NDArrayView& weights, const NDArrayView& dy, const RnnStackTape& tape) {
+  if (auto* fused = dynamic_cast<const DnnlTape*>(&tape))
+    return backward_dnnl(d, x, lengths, as_float(weights), as_float(dy), *fused);
+  return CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] { return backward_impl<T>(d, x, lengths, weights, dy, tape); });
+}
+
+}  // namespace cntk::kernels

@@ -1,0 +1,132 @@
+// Op family: OptimizedRNNStack, CNTK's cuDNN-backed stack of recurrent layers with one
+// flat weight parameter in cuDNN's packed layout (see kernels/cpu/rnn_stack.h for the
+// layout and the equations). Inputs in CNTK's order: the operand (rank 1, with a
+// sequence axis; a batch without one is a batch of one-step sequences), then the weights.
+// Attributes (CNTK's keys): hiddenSize, numLayers, bidirectional, recurrentOp.
+#include "kernels/cpu/rnn_stack.h"
+#include "ops/op.h"
+
+namespace cntk {
+namespace {
+
+enum RnnInput : size_t { kOperand = 0, kWeights = 1 };
+
+kernels::RnnStackDims stack_dims(const Dictionary& a, int64_t input_size) {
+  kernels::RnnStackDims d;
+  d.cell = kernels::rnn_cell_from_name(attr_string(a, "recurrentOp", "lstm"));
+  d.hidden = attr_int(a, "hiddenSize", 0);
+  d.layers = attr_int(a, "numLayers", 1);
+  d.bidirectional = attr_bool(a, "bidirectional", false);
+  d.input_size = input_size;
+  return d;
+}
+
+std::vector<OutputInfo> rnn_stack_infer(InferContext& ctx) {
+  ctx.expect_inputs(2);
+  const Variable& x = ctx.input(kOperand);
+  const Variable& w = ctx.input(kWeights);
+  kernels::RnnStackDims d;
+  try {
+    d = stack_dims(ctx.attrs(), 0);
+  } catch (const ValueError& e) {
+    ctx.fail(e.what());
+  }
+  if (d.hidden <= 0) ctx.fail("hidden_size must be positive, got " + std::to_string(d.hidden));
+  if (d.layers <= 0) ctx.fail("num_layers must be positive, got " + std::to_string(d.layers));
+  if (x.shape().rank() != 1) ctx.fail("the operand must have rank 1, got shape " + x.shape().str());
+  if (x.dynamic_axes().empty()) ctx.fail("the operand must have a dynamic (sequence) axis");
+  if (!w.dynamic_axes().empty()) ctx.fail("the weights must not have dynamic axes");
+  if (x.shape().has_free()) ctx.fail("an operand with a free dimension is not supported");
+  // The weight count follows from the input size; CNTK sets the whole [count/H, H]
+  // shape of a rank-2 weight whose size is still open (its second dimension is only a
+  // placeholder there, often 1 or the input size).
+  if (!x.shape().has_inferred() && w.shape().rank() == 2) {
+    d.input_size = x.shape()[0];
+    NDShape want{d.weight_count() / d.hidden, d.hidden};
+    if (w.shape() != want) {
+      if (!w.shape().has_inferred())
+        ctx.fail("the weights have shape " + w.shape().str() + "; this stack needs " + want.str());
+      if (w.is_parameter() || w.is_constant() || w.is_placeholder())
+        w.impl()->shape = NDShape{NDShape::kInferredDimension, NDShape::kInferredDimension};
+      ctx.fill_inferred(kWeights, want);
+    }
+  } else if (w.shape().is_known() && !x.shape().has_inferred()) {
+    d.input_size = x.shape()[0];
+    if (w.shape().total_size() != d.weight_count())
+      ctx.fail("the weights have " + std::to_string(w.shape().total_size()) + " elements; this stack needs " +
+               std::to_string(d.weight_count()));
+  }
+  auto out = ctx.one(NDShape{d.output_size()});
+  out[0].dynamic_axes = x.dynamic_axes();
+  return out;
+}
+
+// The operand as [T, B, I] and its sequence lengths (a batch without a sequence axis is
+// a batch of one-step sequences).
+NDArrayView as_sequences(const ComputeContext& ctx, std::vector<int64_t>& lengths) {
+  const NDArrayView& x = ctx.inputs[kOperand];
+  lengths.clear();
+  if (ctx.in_dyn[kOperand] == 2) {
+    lengths = ctx.in_lengths[kOperand];
+    return x;
+  }
+  if (ctx.in_dyn[kOperand] != 1) throw ValueError("OptimizedRNNStack: the operand must have a dynamic axis");
+  return x.reshape(NDShape{1, x.shape()[0], x.shape()[1]});
+}
+
+DataType out_dtype(const ComputeContext& ctx) {
+  return ctx.inputs[kOperand].dtype() == DataType::Double || ctx.inputs[kWeights].dtype() == DataType::Double
+             ? DataType::Double
+             : DataType::Float;
+}
+
+NDArrayView in_dtype(const NDArrayView& a, DataType t) { return a.dtype() == t ? a : a.cast(t); }
+
+struct RnnStackState {
+  std::shared_ptr<kernels::RnnStackTape> tape;
+};
+
+std::vector<NDArrayView> rnn_stack_forward(ComputeContext& ctx) {
+  std::vector<int64_t> lengths;
+  DataType t = out_dtype(ctx);
+  NDArrayView x = in_dtype(as_sequences(ctx, lengths), t);
+  kernels::RnnStackDims d = stack_dims(ctx.attr(), x.shape()[2]);
+  auto st = std::make_shared<RnnStackState>();
+  NDArrayView y = kernels::rnn_stack_forward(d, x, lengths, in_dtype(ctx.inputs[kWeights], t),
+                                             ctx.training ? &st->tape : nullptr);
+  if (ctx.training) ctx.state = st;
+  if (ctx.in_dyn[kOperand] == 1) y = y.reshape(NDShape{y.shape()[1], y.shape()[2]});
+  return {y};
+}
+
+NDArrayView rnn_stack_backward(ComputeContext& ctx, size_t i) {
+  auto grads = std::static_pointer_cast<kernels::RnnStackGrads>(ctx.scratch);
+  if (!grads) {
+    std::vector<int64_t> lengths;
+    DataType t = out_dtype(ctx);
+    NDArrayView x = in_dtype(as_sequences(ctx, lengths), t);
+    NDArrayView w = in_dtype(ctx.inputs[kWeights], t);
+    kernels::RnnStackDims d = stack_dims(ctx.attr(), x.shape()[2]);
+    auto st = std::static_pointer_cast<RnnStackState>(ctx.state);
+    std::shared_ptr<kernels::RnnStackTape> tape = st ? st->tape : nullptr;
+    if (!tape) kernels::rnn_stack_forward(d, x, lengths, w, &tape);  // no training forward: redo it
+    NDArrayView dy = in_dtype(ctx.grad_outputs[0], t).reshape(NDShape{x.shape()[0], x.shape()[1], d.output_size()});
+    grads = std::make_shared<kernels::RnnStackGrads>(kernels::rnn_stack_backward(d, x, lengths, w, dy, *tape));
+    ctx.scratch = grads;
+  }
+  const NDArrayView& g = i == kOperand ? grads->dx : grads->dw;
+  return in_dtype(g, ctx.inputs[i].dtype()).reshape(ctx.inputs[i].shape());
+}
+
+}  // namespace
+
+void register_rnn_stack_ops() {
+  OpDef d;
+  d.name = "OptimizedRNNStack";
+  d.infer = rnn_stack_infer;
+  d.forward = rnn_stack_forward;
+  d.backward = rnn_stack_backward;
+  register_op(std::move(d));
+}
+
+}  // namespace cntk

@@ -1,0 +1,285 @@
+// The fused RNN kernel (oneDNN) against a plain double-precision reference of the
+// equations documented in rnn.h: forward values, and gradients against central
+// differences of the reference.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "cntk/common.h"
+#include "kernels/cpu/rnn.h"
+
+namespace {
+
+using namespace cntk::kernels;
+
+struct Case {
+  RnnDims d;
+  std::vector<int64_t> len;
+  std::vector<std::vector<float>> wx, wh, bias;  // per (layer, direction)
+  std::vector<float> x, h0, c0, dy;
+};
+
+double sig(double v) { return 1.0 / (1.0 + std::exp(-v)); }
+
+// Reference forward; returns y [T, B, D*H]. Parameters as doubles so the finite
+// differences below are accurate.
+std::vector<double> reference(const RnnDims& d, const std::vector<int64_t>& len,
+                              const std::vector<std::vector<double>>& wx, const std::vector<std::vector<double>>& wh,
+                              const std::vector<std::vector<double>>& bias, const std::vector<double>& x,
+                              const std::vector<double>& h0, const std::vector<double>& c0) {
+  const int64_t T = d.steps, B = d.batch, H = d.hidden, D = d.directions(), G = rnn_gates(d.cell);
+  std::vector<double> in = x, out;
+  for (int64_t l = 0; l < d.layers; ++l) {
+    const int64_t C = d.layer_input(l);
+    out.assign(size_t(T * B * D * H), 0.0);
+    for (int64_t dir = 0; dir < D; ++dir) {
+      const bool rev = d.direction == RnnDirection::Backward || dir == 1;
+      const int64_t u = l * D + dir;
+      const auto &Wx = wx[size_t(u)], &Wh = wh[size_t(u)], &bb = bias[size_t(u)];
+      for (int64_t b = 0; b < B; ++b) {
+        const size_t Hs = static_cast<size_t>(H), GHs = static_cast<size_t>(G * H);
+        std::vector<double> h(Hs), c(Hs), g(GHs), hg(GHs), nh(Hs);
+        for (int64_t j = 0; j < H; ++j) {
+          h[size_t(j)] = h0.empty() ? 0.0 : h0[size_t((u * B + b) * H + j)];
+          c[size_t(j)] = c0.empty() ? 0.0 : c0[size_t((u * B + b) * H + j)];
+        }
+        const int64_t n = len[size_t(b)];
+        for (int64_t k = 0; k < n; ++k) {
+          const int64_t t = rev ? n - 1 - k : k;
+          const double* xt = &in[size_t((t * B + b) * C)];
+          for (int64_t q = 0; q < G * H; ++q) {
+            double sx = 0, sh = 0;
+            for (int64_t i = 0; i < C; ++i) sx += xt[i] * Wx[size_t(i * G * H + q)];
+            for (int64_t i = 0; i < H; ++i) sh += h[size_t(i)] * Wh[size_t(i * G * H + q)];
+            g[size_t(q)] = sx + bb[size_t(q)];
+            hg[size_t(q)] = sh;
+          }
+          for (int64_t j = 0; j < H; ++j) {
+            auto at = [&](const std::vector<double>& v, int64_t gate) { return v[size_t(gate * H + j)]; };
+            switch (d.cell) {
+              case RnnCell::Lstm: {
+                double i = sig(at(g, 0) + at(hg, 0)), f = sig(at(g, 1) + at(hg, 1));
+                double cc = std::tanh(at(g, 2) + at(hg, 2)), o = sig(at(g, 3) + at(hg, 3));
+                c[size_t(j)] = f * c[size_t(j)] + i * cc;
+                nh[size_t(j)] = o * std::tanh(c[size_t(j)]);
+                break;
+              }
+              case RnnCell::Gru: {
+                // c~ needs (r*h) Wh_c: computed below for all j at once
+                break;
+              }
+              case RnnCell::LbrGru: {
+                double uu = sig(at(g, 0) + at(hg, 0)), r = sig(at(g, 1) + at(hg, 1));
+                double cc = std::tanh(at(g, 2) + r * (at(hg, 2) + bb[size_t(3 * H + j)]));
+                nh[size_t(j)] = uu * h[size_t(j)] + (1 - uu) * cc;
+                break;
+              }
+              case RnnCell::RnnTanh: nh[size_t(j)] = std::tanh(at(g, 0) + at(hg, 0)); break;
+              case RnnCell::RnnRelu: nh[size_t(j)] = std::max(0.0, at(g, 0) + at(hg, 0)); break;
+              case RnnCell::RnnSigmoid: nh[size_t(j)] = sig(at(g, 0) + at(hg, 0)); break;
+            }
+          }
+          if (d.cell == RnnCell::Gru) {
+            std::vector<double> rh(Hs);
+            for (int64_t j = 0; j < H; ++j) rh[size_t(j)] = sig(g[size_t(H + j)] + hg[size_t(H + j)]) * h[size_t(j)];
+            for (int64_t j = 0; j < H; ++j) {
+              double s = 0;
+              for (int64_t i = 0; i < H; ++i) s += rh[size_t(i)] * Wh[size_t(i * G * H + 2 * H + j)];
+              double uu = sig(g[size_t(j)] + hg[size_t(j)]);
+              double cc = std::tanh(g[size_t(2 * H + j)] + s);
+              nh[size_t(j)] = uu * h[size_t(j)] + (1 - uu) * cc;
+            }
+          }
+          h = nh;
+          for (int64_t j = 0; j < H; ++j) out[size_t((t * B + b) * D * H + dir * H + j)] = h[size_t(j)];
+        }
+      }
+    }
+    in = out;
+  }
+  return in;
+}
+
+std::vector<double> to_d(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
+
+Case make_case(RnnCell cell, RnnDirection dir, int64_t layers, int64_t C, int64_t H, int64_t T,
+               std::vector<int64_t> len, bool states, unsigned seed) {
+  Case c;
+  c.d = RnnDims{cell, dir, layers, C, H, T, int64_t(len.size())};
+  c.len = std::move(len);
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> uni(-0.5f, 0.5f);
+  auto fill = [&](size_t n) {
+    std::vector<float> v(n);
+    for (auto& e : v) e = uni(gen);
+    return v;
+  };
+  const int64_t D = c.d.directions(), G = rnn_gates(cell), Gb = rnn_bias_gates(cell), B = c.d.batch;
+  for (int64_t l = 0; l < layers; ++l)
+    for (int64_t k = 0; k < D; ++k) {
+      c.wx.push_back(fill(size_t(c.d.layer_input(l) * G * H)));
+      c.wh.push_back(fill(size_t(H * G * H)));
+      c.bias.push_back(fill(size_t(Gb * H)));
+    }
+  c.x = fill(size_t(T * B * C));
+  if (states) {
+    c.h0 = fill(size_t(layers * D * B * H));
+    if (cell == RnnCell::Lstm) c.c0 = fill(size_t(layers * D * B * H));
+  }
+  c.dy = fill(size_t(T * B * D * H));
+  return c;
+}
+
+std::vector<float> run_forward(const Case& c, std::shared_ptr<RnnSaved>* saved) {
+  RnnForwardArgs a;
+  a.x = c.x.data();
+  a.lengths = c.len.data();
+  for (size_t u = 0; u < c.wx.size(); ++u) a.weights.push_back({c.wx[u].data(), c.wh[u].data(), c.bias[u].data()});
+  a.h0 = c.h0.empty() ? nullptr : c.h0.data();
+  a.c0 = c.c0.empty() ? nullptr : c.c0.data();
+  std::vector<float> y(size_t(c.d.steps * c.d.batch * c.d.output()), -7.f);
+  a.y = y.data();
+  a.training = saved != nullptr;
+  auto s = rnn_forward(c.d, a);
+  if (saved) *saved = s;
+  return y;
+}
+
+double loss(const Case& c, const std::vector<std::vector<double>>& wx, const std::vector<std::vector<double>>& wh,
+            const std::vector<std::vector<double>>& bias, const std::vector<double>& x, const std::vector<double>& h0,
+            const std::vector<double>& c0) {
+  auto y = reference(c.d, c.len, wx, wh, bias, x, h0, c0);
+  double s = 0;
+  for (size_t i = 0; i < y.size(); ++i) s += y[i] * c.dy[i];
+  return s;
+}
+
+void check_case(const Case& c) {
+  SCOPED_TRACE(std::string(to_string(c.d.cell)) + " dir " + std::to_string(int(c.d.direction)) + " layers " +
+               std::to_string(c.d.layers));
+  std::vector<std::vector<double>> wx, wh, bias;
+  for (size_t u = 0; u < c.wx.size(); ++u) {
+    wx.push_back(to_d(c.wx[u]));
+    wh.push_back(to_d(c.wh[u]));
+    bias.push_back(to_d(c.bias[u]));
+  }
+  auto x = to_d(c.x), h0 = to_d(c.h0), c0 = to_d(c.c0);
+  // forward, inference and training
+  auto ref = reference(c.d, c.len, wx, wh, bias, x, h0, c0);
+  std::shared_ptr<RnnSaved> saved;
+  auto y = run_forward(c, &saved);
+  auto yi = run_forward(c, nullptr);
+  ASSERT_EQ(y.size(), ref.size());
+  for (size_t i = 0; i < y.size(); ++i) {
+    ASSERT_NEAR(y[i], ref[i], 1e-5) << "y at " << i;
+    ASSERT_NEAR(yi[i], ref[i], 1e-5) << "inference y at " << i;
+  }
+  // backward
+  const int64_t D = c.d.directions(), LD = c.d.layers * D, B = c.d.batch, H = c.d.hidden;
+  const size_t LDs = static_cast<size_t>(LD);
+  std::vector<std::vector<float>> gwx(LDs), gwh(LDs), gb(LDs);
+  RnnBackwardArgs ba;
+  ba.dy = c.dy.data();
+  for (int64_t u = 0; u < LD; ++u) {
+    gwx[size_t(u)].assign(c.wx[size_t(u)].size(), 99.f);
+    gwh[size_t(u)].assign(c.wh[size_t(u)].size(), 99.f);
+    gb[size_t(u)].assign(c.bias[size_t(u)].size(), 99.f);
+    ba.grads.push_back({gwx[size_t(u)].data(), gwh[size_t(u)].data(), gb[size_t(u)].data()});
+  }
+  std::vector<float> dx(c.x.size(), 99.f), dh0(size_t(LD * B * H), 99.f), dc0(size_t(LD * B * H), 99.f);
+  ba.dx = dx.data();
+  ba.dh0 = dh0.data();
+  ba.dc0 = c.d.cell == RnnCell::Lstm ? dc0.data() : nullptr;
+  rnn_backward(c.d, *saved, ba);
+  const double eps = 1e-5;
+  auto fd_check = [&](std::vector<double>& p, const std::vector<float>& got, const char* what) {
+    ASSERT_EQ(p.size(), got.size()) << what;
+    for (size_t i = 0; i < p.size(); ++i) {
+      const double keep = p[i];
+      p[i] = keep + eps;
+      double lp = loss(c, wx, wh, bias, x, h0, c0);
+      p[i] = keep - eps;
+      double lm = loss(c, wx, wh, bias, x, h0, c0);
+      p[i] = keep;
+      const double fd = (lp - lm) / (2 * eps);
+      ASSERT_NEAR(got[i], fd, 1e-4 + 1e-4 * std::abs(fd)) << what << " at " << i;
+    }
+  };
+  for (int64_t u = 0; u < LD; ++u) {
+    fd_check(wx[size_t(u)], gwx[size_t(u)], "w_x");
+    fd_check(wh[size_t(u)], gwh[size_t(u)], "w_h");
+    fd_check(bias[size_t(u)], gb[size_t(u)], "bias");
+  }
+  fd_check(x, dx, "x");
+  if (!h0.empty()) fd_check(h0, dh0, "h0");
+  if (!c0.empty()) fd_check(c0, dc0, "c0");
+}
+
+const RnnCell kCells[] = {RnnCell::Lstm,    RnnCell::Gru,     RnnCell::LbrGru,
+                          RnnCell::RnnTanh, RnnCell::RnnRelu, RnnCell::RnnSigmoid};
+
+TEST(RnnKernel, OneLayerEachCellAndDirection) {
+  unsigned seed = 1;
+  for (RnnCell cell : kCells)
+    for (RnnDirection dir : {RnnDirection::Forward, RnnDirection::Backward, RnnDirection::Bidirectional})
+      check_case(make_case(cell, dir, 1, 3, 5, 4, {4, 2, 3}, false, seed++));
+}
+
+TEST(RnnKernel, InitialStates) {
+  unsigned seed = 100;
+  for (RnnCell cell : {RnnCell::Lstm, RnnCell::Gru, RnnCell::RnnTanh})
+    for (RnnDirection dir : {RnnDirection::Forward, RnnDirection::Backward})
+      check_case(make_case(cell, dir, 1, 2, 3, 3, {3, 1}, true, seed++));
+}
+
+TEST(RnnKernel, StackedBidirectional) {
+  check_case(make_case(RnnCell::Lstm, RnnDirection::Bidirectional, 2, 3, 4, 4, {4, 3, 1}, true, 200));
+  check_case(make_case(RnnCell::LbrGru, RnnDirection::Bidirectional, 2, 2, 3, 3, {2, 3}, false, 201));
+  check_case(make_case(RnnCell::RnnRelu, RnnDirection::Forward, 3, 4, 3, 3, {3}, false, 202));
+}
+
+TEST(RnnKernel, EmptyAndZeroLengthSequences) {
+  check_case(make_case(RnnCell::Gru, RnnDirection::Backward, 1, 2, 3, 3, {0, 3, 0}, false, 300));
+  Case c = make_case(RnnCell::Lstm, RnnDirection::Forward, 1, 2, 3, 0, {}, false, 301);
+  std::shared_ptr<RnnSaved> saved;
+  auto y = run_forward(c, &saved);
+  EXPECT_TRUE(y.empty());
+}
+
+TEST(RnnKernel, BadArgumentsThrow) {
+  Case c = make_case(RnnCell::Lstm, RnnDirection::Forward, 1, 2, 3, 3, {3, 5}, false, 400);
+  EXPECT_THROW(run_forward(c, nullptr), cntk::ValueError);  // length 5 > T = 3
+  c.len = {3, 2};
+  c.wx.pop_back();
+  c.wh.pop_back();
+  c.bias.pop_back();
+  EXPECT_THROW(run_forward(c, nullptr), cntk::ValueError);  // no weight set
+  RnnDims bad{RnnCell::Gru, RnnDirection::Forward, 0, 2, 3, 3, 1};
+  RnnForwardArgs a;
+  EXPECT_THROW(rnn_forward(bad, a), cntk::ValueError);
+}
+
+TEST(RnnKernel, WeightLayoutHelpers) {
+  const int64_t H = 2;
+  std::vector<float> cntk(3 * 4 * H), dnnl(cntk.size()), back(cntk.size());
+  for (size_t i = 0; i < cntk.size(); ++i) cntk[i] = float(i);
+  lstm_gates_cntk_to_dnnl(cntk.data(), dnnl.data(), 3, H);
+  // row 0: cntk blocks i=[0,1] c~=[2,3] f=[4,5] o=[6,7] -> dnnl i, f, c~, o
+  EXPECT_EQ(dnnl[0], 0.f);
+  EXPECT_EQ(dnnl[2], 4.f);
+  EXPECT_EQ(dnnl[4], 2.f);
+  EXPECT_EQ(dnnl[6], 6.f);
+  EXPECT_EQ(dnnl[8 + 2], 12.f);
+  lstm_gates_dnnl_to_cntk(dnnl.data(), back.data(), 3, H);
+  EXPECT_EQ(back, cntk);
+  std::vector<double> Hm{1, 2, 3, 4, 5, 6, 7, 8}, H1{10, 11, 12, 13}, wh(12), H2(8), H12(4);
+  gru_iter_cntk_to_dnnl(Hm.data(), H1.data(), wh.data(), H);
+  EXPECT_EQ(wh, (std::vector<double>{1, 2, 3, 4, 10, 11, 5, 6, 7, 8, 12, 13}));
+  gru_iter_dnnl_to_cntk(wh.data(), H2.data(), H12.data(), H);
+  EXPECT_EQ(H2, Hm);
+  EXPECT_EQ(H12, H1);
+}
+
+}  // namespace
