@@ -3,6 +3,7 @@
 #include <atomic>
 #include <functional>
 #include <tuple>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "cntk/user_function.h"
@@ -23,17 +24,36 @@ bool has_unknown_input(const std::vector<Variable>& inputs) {
 }
 
 // Whether computing v needs the output of `target` (v lies on a loop through it).
+// A block's output is followed through the block's inside, so that it depends only
+// on the arguments that output reads: a block that routes several variables (such
+// as the argument-ordering 'Tuple' of a Python step function) joins no loops.
 bool reaches(const Variable& v, const Function* target) {
-  std::vector<Function*> stack;
-  std::unordered_set<Function*> seen;
-  if (v.is_output() && v.impl()->owner) stack.push_back(v.impl()->owner);
+  std::vector<Variable> stack{v};
+  std::unordered_set<const VariableImpl*> seen;
+  // Inner placeholder -> the outer variable bound to it, for blocks entered so far.
+  std::unordered_map<const VariableImpl*, Variable> block_args;
   while (!stack.empty()) {
-    Function* f = stack.back();
+    Variable var = stack.back();
     stack.pop_back();
+    if (!seen.insert(var.get()).second) continue;
+    if (var.is_placeholder()) {
+      auto it = block_args.find(var.get());
+      if (it != block_args.end()) stack.push_back(it->second);
+      continue;
+    }
+    Function* f = var.is_output() ? var.impl()->owner : nullptr;
+    if (!f) continue;
     if (f == target) return true;
-    if (!seen.insert(f).second) continue;
-    for (auto& in : f->direct_inputs())
-      if (in.is_output() && in.impl()->owner) stack.push_back(in.impl()->owner);
+    if (f->is_block()) {
+      for (auto& [ph, outer] : f->block_arguments_mapping()) block_args.emplace(ph.get(), outer);
+      auto inner = f->block_root()->outputs();
+      size_t i = var.impl()->output_index;
+      if (i < inner.size()) {
+        stack.push_back(inner[i]);
+        continue;
+      }
+    }
+    for (auto& in : f->direct_inputs()) stack.push_back(in);
   }
   return false;
 }
