@@ -128,3 +128,42 @@ TEST(ExecLoops, FutureValueLoopRunsBackwardInTime) {
   }
   EXPECT_NEAR(y[6], std::tanh(0.5 * 0.25 + 1.0), 1e-12);  // the length-1 sequence starts from the initial state
 }
+
+// A step whose arguments pass through one block (as a Python step function's
+// argument-ordering 'Tuple' does) and that delays its input x: the delay of x is
+// no part of the loop, and the graph builds while x is still a placeholder.
+TEST(ExecLoops, DelayOfAnInputRoutedThroughABlockWithTheStateIsNotALoop) {
+  auto x_ph = Variable::placeholder(NDShape::unknown(), {Axis::dynamic("UnknownAxes")}, "x");
+  auto h_fwd = Variable::placeholder(NDShape::unknown(), {Axis::dynamic("UnknownAxes")}, "h_fwd");
+  auto init = Variable::constant(NDArrayView::full(DataType::Double, {}, 1.0), "h0");
+  auto h_prev = Function::primitive("PastValue", {h_fwd, init}, {{"offset", DictValue(1)}});
+  auto a = Variable::placeholder(NDShape::unknown(), {Axis::dynamic("UnknownAxes")}, "a");
+  auto b = Variable::placeholder(NDShape::unknown(), {Axis::dynamic("UnknownAxes")}, "b");
+  auto tuple = Function::block(Function::combine({a, b}), {{a, h_prev->output()}, {b, x_ph}}, "Tuple", "");
+  auto x_init = Variable::constant(NDArrayView::full(DataType::Double, {}, 2.0), "x0");
+  auto x_delayed = Function::primitive("PastValue", {tuple->outputs()[1], x_init}, {{"offset", DictValue(1)}});
+  auto h = Function::primitive("ElementTimes", {tuple->outputs()[0], x_delayed->output()}, {});
+  auto model = Function::composite(h);
+  ASSERT_NO_THROW(model->replace_placeholders({{h_fwd.get(), h->output()}}));
+  auto x = Variable::input({2}, DataType::Double, false, false,
+                           {Axis::default_batch_axis(), Axis::default_dynamic_axis()}, "x_in");
+  ASSERT_NO_THROW(model->replace_placeholders({{x_ph.get(), x}}));
+  EXPECT_EQ(model->output().shape(), NDShape({2}));
+  EXPECT_EQ(model->output().dynamic_axes().size(), 2u);
+  std::vector<double> xs = {0.1, -0.2, 0.3, 0.4, -0.5, 0.6, 1.0, 2.0, 9, 9, 9, 9};
+  std::vector<Value> outs;
+  forward(model, {{x, batch_of_two(xs)}}, {}, outs, false);
+  const double* y = outs[0].data().contiguous().data<double>();
+  int lengths[2] = {3, 1};
+  for (int bi = 0; bi < 2; ++bi) {
+    double state[2] = {1.0, 1.0};
+    for (int t = 0; t < lengths[bi]; ++t)
+      for (int k = 0; k < 2; ++k) {
+        state[k] *= t == 0 ? 2.0 : xs[(bi * 3 + t - 1) * 2 + k];
+        EXPECT_NEAR(y[(bi * 3 + t) * 2 + k], state[k], 1e-12) << "b=" << bi << " t=" << t;
+      }
+  }
+  // The loop's functions hold each other; break the cycle so the graph is freed.
+  auto& ins = h_prev->mutable_direct_inputs();
+  ins[0] = Variable(ins[0].impl());
+}
