@@ -585,6 +585,22 @@ def test_recurrence_of_a_step_that_takes_past_value_of_its_input():
     check_delay_step_model(model, x, data, lambda h, d: h * d, 1.5, 1, x_init=1.0)
 
 
+def test_recurrence_of_delayed_input_saves_loads_and_clones(tmp_path):
+    rng = np.random.RandomState(24)
+    x = seq_input(2)
+    data = random_sequences(rng, LENGTHS, (2,))
+    model = Recurrence(lambda h, x: C.element_times(h, C.sequence.past_value(x, initial_state=1.0)) + 0.5,
+                       initial_state=1.5)(x)
+    expected = as_sequences(model.eval({x: data}))
+    path = str(tmp_path / 'delayed_input.model')
+    model.save(path)
+    copies = [C.load_model(path)] + [model.clone(m) for m in (C.CloneMethod.clone, C.CloneMethod.freeze)]
+    for copy in copies:
+        assert copy.shape == (2,) and len(copy.dynamic_axes) == 2
+        for g, e in zip(as_sequences(copy.eval({copy.arguments[0]: data})), expected):
+            np.testing.assert_allclose(g, e, rtol=1e-12)
+
+
 @pytest.mark.parametrize("go_backwards", [False, True])
 @pytest.mark.parametrize("delay, offset", [(lambda x: C.sequence.past_value(x, initial_state=0.5), 1),
                                            (lambda x: C.sequence.future_value(x, initial_state=0.5), -1),
