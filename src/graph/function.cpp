@@ -2,8 +2,9 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
+#include <set>
 #include <tuple>
-#include <unordered_map>
 #include <unordered_set>
 
 #include "cntk/user_function.h"
@@ -28,32 +29,40 @@ bool has_unknown_input(const std::vector<Variable>& inputs) {
 // on the arguments that output reads: a block that routes several variables (such
 // as the argument-ordering 'Tuple' of a Python step function) joins no loops.
 bool reaches(const Variable& v, const Function* target) {
-  std::vector<Variable> stack{v};
-  std::unordered_set<const VariableImpl*> seen;
-  // Inner placeholder -> the outer variable bound to it, for blocks entered so far.
-  std::unordered_map<const VariableImpl*, Variable> block_args;
+  // Blocks entered on the way, each with the block it lies in (-1: the outer graph);
+  // an inner placeholder leads to the argument of the block it was reached through.
+  struct Frame {
+    const Function* block;
+    int parent;
+  };
+  std::vector<Frame> frames;
+  std::map<std::pair<const Function*, int>, int> frame_index;
+  std::vector<std::pair<Variable, int>> stack{{v, -1}};
+  std::set<std::pair<const VariableImpl*, int>> seen;
   while (!stack.empty()) {
-    Variable var = stack.back();
+    auto [var, frame] = stack.back();
     stack.pop_back();
-    if (!seen.insert(var.get()).second) continue;
+    if (!seen.insert({var.get(), frame}).second) continue;
     if (var.is_placeholder()) {
-      auto it = block_args.find(var.get());
-      if (it != block_args.end()) stack.push_back(it->second);
+      if (frame < 0) continue;
+      for (auto& [ph, outer] : frames[frame].block->block_arguments_mapping())
+        if (ph.get() == var.get()) stack.push_back({outer, frames[frame].parent});
       continue;
     }
     Function* f = var.is_output() ? var.impl()->owner : nullptr;
     if (!f) continue;
     if (f == target) return true;
     if (f->is_block()) {
-      for (auto& [ph, outer] : f->block_arguments_mapping()) block_args.emplace(ph.get(), outer);
       auto inner = f->block_root()->outputs();
       size_t i = var.impl()->output_index;
       if (i < inner.size()) {
-        stack.push_back(inner[i]);
+        auto [it, added] = frame_index.try_emplace({f, frame}, int(frames.size()));
+        if (added) frames.push_back({f, frame});
+        stack.push_back({inner[i], it->second});
         continue;
       }
     }
-    for (auto& in : f->direct_inputs()) stack.push_back(in);
+    for (auto& in : f->direct_inputs()) stack.push_back({in, frame});
   }
   return false;
 }
