@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
+#include <set>
 #include <tuple>
 #include <unordered_set>
 
@@ -23,17 +25,44 @@ bool has_unknown_input(const std::vector<Variable>& inputs) {
 }
 
 // Whether computing v needs the output of `target` (v lies on a loop through it).
+// A block's output is followed through the block's inside, so that it depends only
+// on the arguments that output reads: a block that routes several variables (such
+// as the argument-ordering 'Tuple' of a Python step function) joins no loops.
 bool reaches(const Variable& v, const Function* target) {
-  std::vector<Function*> stack;
-  std::unordered_set<Function*> seen;
-  if (v.is_output() && v.impl()->owner) stack.push_back(v.impl()->owner);
+  // Blocks entered on the way, each with the block it lies in (-1: the outer graph);
+  // an inner placeholder leads to the argument of the block it was reached through.
+  struct Frame {
+    const Function* block;
+    int parent;
+  };
+  std::vector<Frame> frames;
+  std::map<std::pair<const Function*, int>, int> frame_index;
+  std::vector<std::pair<Variable, int>> stack{{v, -1}};
+  std::set<std::pair<const VariableImpl*, int>> seen;
   while (!stack.empty()) {
-    Function* f = stack.back();
+    auto [var, frame] = stack.back();
     stack.pop_back();
+    if (!seen.insert({var.get(), frame}).second) continue;
+    if (var.is_placeholder()) {
+      if (frame < 0) continue;
+      for (auto& [ph, outer] : frames[frame].block->block_arguments_mapping())
+        if (ph.get() == var.get()) stack.push_back({outer, frames[frame].parent});
+      continue;
+    }
+    Function* f = var.is_output() ? var.impl()->owner : nullptr;
+    if (!f) continue;
     if (f == target) return true;
-    if (!seen.insert(f).second) continue;
-    for (auto& in : f->direct_inputs())
-      if (in.is_output() && in.impl()->owner) stack.push_back(in.impl()->owner);
+    if (f->is_block()) {
+      auto inner = f->block_root()->outputs();
+      size_t i = var.impl()->output_index;
+      if (i < inner.size()) {
+        auto [it, added] = frame_index.try_emplace({f, frame}, int(frames.size()));
+        if (added) frames.push_back({f, frame});
+        stack.push_back({inner[i], it->second});
+        continue;
+      }
+    }
+    for (auto& in : f->direct_inputs()) stack.push_back({in, frame});
   }
   return false;
 }

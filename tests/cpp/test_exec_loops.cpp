@@ -128,3 +128,77 @@ TEST(ExecLoops, FutureValueLoopRunsBackwardInTime) {
   }
   EXPECT_NEAR(y[6], std::tanh(0.5 * 0.25 + 1.0), 1e-12);  // the length-1 sequence starts from the initial state
 }
+
+namespace {
+
+// Binds x_ph of `model`, a loop h[t] = h[t-1] * x[t-1] (h starting at 1, x at 2), to a
+// sequence input and checks its output against a step-by-step reference.
+void expect_state_times_delayed_input(const FunctionPtr& model, const Variable& x_ph) {
+  auto x = Variable::input({2}, DataType::Double, false, false,
+                           {Axis::default_batch_axis(), Axis::default_dynamic_axis()}, "x_in");
+  ASSERT_NO_THROW(model->replace_placeholders({{x_ph.get(), x}}));
+  EXPECT_EQ(model->output().shape(), NDShape({2}));
+  EXPECT_EQ(model->output().dynamic_axes().size(), 2u);
+  std::vector<double> xs = {0.1, -0.2, 0.3, 0.4, -0.5, 0.6, 1.0, 2.0, 9, 9, 9, 9};
+  std::vector<Value> outs;
+  forward(model, {{x, batch_of_two(xs)}}, {}, outs, false);
+  const double* y = outs[0].data().contiguous().data<double>();
+  int lengths[2] = {3, 1};
+  for (int b = 0; b < 2; ++b) {
+    double state[2] = {1.0, 1.0};
+    for (int t = 0; t < lengths[b]; ++t)
+      for (int k = 0; k < 2; ++k) {
+        state[k] *= t == 0 ? 2.0 : xs[(b * 3 + t - 1) * 2 + k];
+        EXPECT_NEAR(y[(b * 3 + t) * 2 + k], state[k], 1e-12) << "b=" << b << " t=" << t;
+      }
+  }
+}
+
+Variable unknown_placeholder(const char* name) {
+  return Variable::placeholder(NDShape::unknown(), {Axis::dynamic("UnknownAxes")}, name);
+}
+
+FunctionPtr delay_of(const Variable& operand, double init) {
+  auto c = Variable::constant(NDArrayView::full(DataType::Double, {}, init), "");
+  return Function::primitive("PastValue", {operand, c}, {{"offset", DictValue(1)}});
+}
+
+// The loop's functions hold each other; break the cycle so the graph is freed.
+void break_cycle(const FunctionPtr& delay) {
+  auto& ins = delay->mutable_direct_inputs();
+  ins[0] = Variable(ins[0].impl());
+}
+
+}  // namespace
+
+// A step whose arguments pass through one block (as a Python step function's
+// argument-ordering 'Tuple' does) and that delays its input x: the delay of x is
+// no part of the loop, and the graph builds while x is still a placeholder.
+TEST(ExecLoops, DelayOfAnInputRoutedThroughABlockWithTheStateIsNotALoop) {
+  auto x_ph = unknown_placeholder("x"), h_fwd = unknown_placeholder("h_fwd");
+  auto h_prev = delay_of(h_fwd, 1.0);
+  auto a = unknown_placeholder("a"), b = unknown_placeholder("b");
+  auto tuple = Function::block(Function::combine({a, b}), {{a, h_prev->output()}, {b, x_ph}}, "Tuple", "");
+  auto h = Function::primitive("ElementTimes", {tuple->outputs()[0], delay_of(tuple->outputs()[1], 2.0)->output()}, {});
+  auto model = Function::composite(h);
+  ASSERT_NO_THROW(model->replace_placeholders({{h_fwd.get(), h->output()}}));
+  expect_state_times_delayed_input(model, x_ph);
+  break_cycle(h_prev);
+}
+
+// Two blocks over one inside, with their arguments swapped: each block's outputs
+// lead to its own arguments (the loop goes through the second block only).
+TEST(ExecLoops, BlocksSharingAnInsideLeadToTheirOwnArguments) {
+  auto x_ph = unknown_placeholder("x"), h_fwd = unknown_placeholder("h_fwd");
+  auto h_prev = delay_of(h_fwd, 1.0);
+  auto a = unknown_placeholder("a"), b = unknown_placeholder("b");
+  auto inside = Function::combine({a, b});
+  auto first = Function::block(inside, {{a, h_prev->output()}, {b, x_ph}}, "First", "");
+  auto second = Function::block(inside, {{a, x_ph}, {b, h_prev->output()}}, "Second", "");
+  auto x_delayed = delay_of(first->outputs()[1], 2.0);
+  auto h = Function::primitive("ElementTimes", {second->outputs()[1], x_delayed->output()}, {});
+  auto model = Function::composite(h);
+  ASSERT_NO_THROW(model->replace_placeholders({{h_fwd.get(), h->output()}}));
+  expect_state_times_delayed_input(model, x_ph);
+  break_cycle(h_prev);
+}

@@ -541,3 +541,152 @@ def test_names_and_signatures_follow_cntk_2_7():
     for n in ('Recurrence', 'RecurrenceFrom', 'Fold', 'UnfoldFrom', 'Delay', 'PastValueWindow', 'LSTM', 'GRU',
               'RNNStep', 'RNNUnit', 'AttentionModel'):
         assert hasattr(L, n)
+
+
+# ---- step functions that delay their own input ----------------------------------
+# The step function's past_value/future_value of x is not part of the loop; it must
+# build when the Recurrence is made with its input still a placeholder.
+
+def delayed(seq, offset, init):
+    """x delayed by `offset` steps within one sequence (negative: from the future)."""
+    out = np.empty_like(seq)
+    for t in range(len(seq)):
+        s = t - offset
+        out[t] = seq[s] if 0 <= s < len(seq) else init
+    return out
+
+
+def numpy_delay_step_recurrence(seq, step, init, offset, x_init=0.0, backwards=False):
+    dx = delayed(seq, offset, x_init)
+    return np.array(run_steps(list(dx), step, np.broadcast_to(init, seq.shape[1:]), backwards))
+
+
+def check_delay_step_model(model, x, data, step_np, init, offset, x_init=0.0, backwards=False):
+    got = as_sequences(model.eval({x: data}))
+    assert len(got) == len(data)
+    for g, seq in zip(got, data):
+        np.testing.assert_allclose(g, numpy_delay_step_recurrence(seq, step_np, init, offset, x_init, backwards),
+                                   rtol=1e-9, atol=1e-12)
+
+
+def test_recurrence_of_a_step_that_takes_past_value_of_its_input():
+    # The model of the bug report: it builds, and its output follows the recurrence.
+    rng = np.random.RandomState(20)
+    x = seq_input(2)
+    data = random_sequences(rng, LENGTHS, (2,))
+    model = Recurrence(lambda h, x: C.element_times(h, C.sequence.past_value(x)))(x)
+    assert model.shape == (2,) and len(model.dynamic_axes) == 2
+    check_delay_step_model(model, x, data, lambda h, d: h * d, 0.0, 1)
+    # With non-zero initial states the values are not all zero.
+    model = Recurrence(lambda h, x: C.element_times(h, C.sequence.past_value(x, initial_state=1.0)),
+                       initial_state=1.5)(x)
+    got = as_sequences(model.eval({x: data}))
+    assert abs(got[0][1, 0]) > 0
+    check_delay_step_model(model, x, data, lambda h, d: h * d, 1.5, 1, x_init=1.0)
+
+
+def test_recurrence_of_delayed_input_saves_loads_and_clones(tmp_path):
+    rng = np.random.RandomState(24)
+    x = seq_input(2)
+    data = random_sequences(rng, LENGTHS, (2,))
+    model = Recurrence(lambda h, x: C.element_times(h, C.sequence.past_value(x, initial_state=1.0)) + 0.5,
+                       initial_state=1.5)(x)
+    expected = as_sequences(model.eval({x: data}))
+    path = str(tmp_path / 'delayed_input.model')
+    model.save(path)
+    copies = [C.load_model(path)] + [model.clone(m) for m in (C.CloneMethod.clone, C.CloneMethod.freeze)]
+    for copy in copies:
+        assert copy.shape == (2,) and len(copy.dynamic_axes) == 2
+        for g, e in zip(as_sequences(copy.eval({copy.arguments[0]: data})), expected):
+            np.testing.assert_allclose(g, e, rtol=1e-12)
+
+
+@pytest.mark.parametrize("go_backwards", [False, True])
+@pytest.mark.parametrize("delay, offset", [(lambda x: C.sequence.past_value(x, initial_state=0.5), 1),
+                                           (lambda x: C.sequence.future_value(x, initial_state=0.5), -1),
+                                           (lambda x: C.sequence.past_value(x, initial_state=0.5, time_step=2), 2),
+                                           (lambda x: C.sequence.delay(x, initial_state=0.5, time_step=-2), -2)])
+def test_recurrence_of_delayed_input_forward_and_gradient(delay, offset, go_backwards):
+    rng = np.random.RandomState(21)
+    x = seq_input(3)
+    w = C.Parameter((3,), init=rng.standard_normal(3), dtype=np.float64, name='w')
+    h0 = C.Parameter((3,), init=rng.standard_normal(3), dtype=np.float64, name='h0')
+
+    def step(h, x):
+        d = delay(x)  # the step reads x only through its delay
+        return C.tanh(C.element_times(h, d) + C.element_times(w, d))
+    model = Recurrence(step, go_backwards=go_backwards, initial_state=h0)(x)
+    data = random_sequences(rng, LENGTHS, (3,))
+    for g, seq in zip(as_sequences(model.eval({x: data})), data):
+        dx = delayed(seq, offset, 0.5)
+        order = range(len(seq) - 1, -1, -1) if go_backwards else range(len(seq))
+        h, ref = h0.value, [None] * len(seq)
+        for t in order:
+            h = np.tanh(h * dx[t] + w.value * dx[t])
+            ref[t] = h
+        np.testing.assert_allclose(g, np.array(ref), rtol=1e-9, atol=1e-12)
+    seq_gradcheck(model, {x: data}, wrt=[x, w, h0])
+
+
+def test_recurrence_from_with_delayed_input_and_constant_or_sequence_initial_state():
+    rng = np.random.RandomState(22)
+    x = seq_input(2)
+    data = random_sequences(rng, LENGTHS, (2,))
+
+    def step(h, x):
+        d = C.sequence.past_value(x, initial_state=1.0)
+        return C.tanh(C.element_times(h, d) + d)
+
+    def step_np(h, d):
+        return np.tanh(h * d + d)
+
+    def reference(seq, h):
+        dx = delayed(seq, 1, 1.0)
+        out = []
+        for t in range(len(seq)):
+            h = step_np(h, dx[t])
+            out.append(h)
+        return np.array(out)
+    rec = RecurrenceFrom(step)
+    # A constant initial state bound while the input is still a placeholder.
+    ph = C.placeholder(name='later')
+    model = rec(C.Constant(np.array([0.3, -0.7]), dtype=np.float64), ph)
+    model = model.replace_placeholders({ph: x})
+    for g, seq in zip(as_sequences(model.eval({x: data})), data):
+        np.testing.assert_allclose(g, reference(seq, np.array([0.3, -0.7])), rtol=1e-9)
+    seq_gradcheck(model, {x: data}, wrt=[x])
+    # An initial state per sequence, and one that is a sequence (its last item is used).
+    s0 = C.input_variable(2, dtype=np.float64, name='s0')
+    init = rng.standard_normal((len(LENGTHS), 2))
+    model = rec(s0, x)
+    for g, seq, i in zip(as_sequences(model.eval({x: data, s0: init})), data, init):
+        np.testing.assert_allclose(g, reference(seq, i), rtol=1e-9)
+    s = C.sequence.input_variable(2, dtype=np.float64, sequence_axis=C.Axis('other_axis'), name='s')
+    init_seqs = random_sequences(rng, [2, 1, 3], (2,))
+    model = rec(s, x)
+    for g, seq, i in zip(as_sequences(model.eval({x: data, s: init_seqs})), data, init_seqs):
+        np.testing.assert_allclose(g, reference(seq, i[-1]), rtol=1e-9)
+    seq_gradcheck(model, {x: data, s: init_seqs}, wrt=[x, s])
+
+
+def test_recurrence_of_delayed_input_inside_sequential_after_embedding():
+    rng = np.random.RandomState(23)
+    x = seq_input(4)
+    with default_options(dtype=np.float64):
+        model = Sequential([C.layers.Embedding(3),
+                            Recurrence(lambda h, x: C.tanh(C.element_times(h, C.sequence.past_value(x)) + 0.5),
+                                       initial_state=0.25)])
+    z = model(x)
+    assert z.shape == (3,) and len(z.dynamic_axes) == 2
+    E = rng.standard_normal((4, 3)) * 0.5
+    z.parameters[0].value = E
+    data = random_sequences(rng, LENGTHS, (4,))
+    for g, seq in zip(as_sequences(z.eval({x: data})), data):
+        e = seq @ E
+        dx = delayed(e, 1, 0.0)
+        h, ref = np.full(3, 0.25), []
+        for t in range(len(e)):
+            h = np.tanh(h * dx[t] + 0.5)
+            ref.append(h)
+        np.testing.assert_allclose(g, np.array(ref), rtol=1e-9)
+    seq_gradcheck(z, {x: data})
