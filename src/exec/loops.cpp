@@ -108,10 +108,16 @@ void loop_forward(const PlanLoop& loop, BackPropState& s) {
       s.seq_lengths[o] = e.lengths;
     }
   std::vector<NDArrayView> init(size_t(loop.last - loop.first + 1));
+  std::vector<const DelayCarry*> carry(init.size(), nullptr);
+  std::vector<std::shared_ptr<void>> carry_keep(init.size());  // the carries read, while new ones are recorded
+  const std::vector<char>* continues = s.continues.empty() ? nullptr : &s.continues;
   for (int k = loop.first; k <= loop.last; ++k)
     if (loop.delay_in_loop[k - loop.first]) {
       init[k - loop.first] = delay_init_rows(p.steps[k], s, e);
       const PlanStep& st = p.steps[k];
+      const Variable& v = p.slot_var[st.out[0]];
+      carry[k - loop.first] = delay_carry_in(*st.fn, continues, e.B, v.shape(), v.dtype());
+      carry_keep[k - loop.first] = st.fn->op_state();
       if (s.values[st.in[0]].dtype() != s.values[st.out[0]].dtype())
         throw NotImplementedError("recurrent loop: " + st.fn->op_name() + " delays a " +
                                   to_string(s.values[st.in[0]].dtype()) + " value into a " +
@@ -129,7 +135,7 @@ void loop_forward(const PlanLoop& loop, BackPropState& s) {
       const PlanStep& st = p.steps[k];
       if (loop.delay_in_loop[k - loop.first]) {
         delay_forward_steps(delay_spec(*st.fn), s.values[st.in[0]], init[k - loop.first], e.lengths, t, t + 1,
-                            s.values[st.out[0]]);
+                            s.values[st.out[0]], carry[k - loop.first], continues);
         continue;
       }
       ComputeContext ctx = make_step_context(st, s, t, lens);
@@ -150,6 +156,12 @@ void loop_forward(const PlanLoop& loop, BackPropState& s) {
       }
     }
   }
+  // What a next call that continues these sequences starts from.
+  for (int k = loop.first; k <= loop.last; ++k)
+    if (loop.delay_in_loop[k - loop.first]) {
+      const PlanStep& st = p.steps[k];
+      delay_carry_out(*st.fn, s.values[st.in[0]], init[k - loop.first], e.lengths, continues, carry[k - loop.first]);
+    }
 }
 
 void loop_backward(const PlanLoop& loop, BackPropState& s, std::vector<NDArrayView>& grads,
@@ -188,7 +200,8 @@ void loop_backward(const PlanLoop& loop, BackPropState& s, std::vector<NDArrayVi
       if (loop.delay_in_loop[k - loop.first]) {
         NDArrayView* gx = depends[st.in[0]] ? &grads[st.in[0]] : nullptr;
         NDArrayView* gi = init_grad[k - loop.first].defined() ? &init_grad[k - loop.first] : nullptr;
-        delay_backward_steps(delay_spec(*st.fn), grads[st.out[0]], e.lengths, t, t + 1, gx, gi);
+        delay_backward_steps(delay_spec(*st.fn), grads[st.out[0]], e.lengths, t, t + 1, gx, gi,
+                             s.continues.empty() ? nullptr : &s.continues);
         continue;
       }
       ComputeContext ctx = make_step_context(st, s, t, lens);

@@ -1,5 +1,6 @@
 #include "cntk/function.h"
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <tuple>
@@ -94,7 +95,93 @@ void infer_until_stable(const std::vector<FunctionPtr>& order) {
                      "shape it started from; give the delay an initial_state of the state's shape");
 }
 
+std::atomic<size_t> g_live_functions{0};
+
 }  // namespace
+
+size_t live_functions() { return g_live_functions.load(); }
+
+Function::Function() { ++g_live_functions; }
+
+// Output variables may outlive their function (a loop-closing edge, a user's
+// handle): they must not point at a freed one.
+Function::~Function() {
+  --g_live_functions;
+  for (auto& o : outputs_)
+    if (o && o->owner == this) o->owner = nullptr;
+}
+
+void Function::hold_loop_anchors(const std::vector<Variable>& inputs) {
+  for (auto& in : inputs) {
+    if (!in.is_output() || !in.impl()->owner) continue;
+    auto a = in.impl()->owner->loop_anchor();
+    if (a && std::find(held_anchors_.begin(), held_anchors_.end(), a) == held_anchors_.end())
+      held_anchors_.push_back(std::move(a));
+  }
+}
+
+// A depth-first walk from this function's root: an edge to a function still on the
+// walk's stack closes a loop and is made non-owning; every other edge owns its
+// producer, so everything the root reaches stays reachable through owning edges.
+// The producers of the non-owning edges go to a LoopAnchor that this function (a
+// composite) and every later user of the loop's functions own.
+void Function::own_loops_acyclically() {
+  std::unordered_map<Function*, int> state;  // 1: on the stack, 2: done
+  std::vector<Function*> stack;
+  std::vector<FunctionPtr> closers;
+  std::unordered_set<Function*> members;
+  std::function<void(Function*)> visit = [&](Function* f) {
+    state[f] = 1;
+    stack.push_back(f);
+    for (auto& in : f->inputs_) {
+      if (!in.is_output() || !in.impl()->owner) continue;
+      Function* g = in.impl()->owner;
+      auto it = state.find(g);
+      if (it != state.end() && it->second == 1) {
+        // A loop: g .. f are its functions.
+        if (std::find_if(closers.begin(), closers.end(), [&](const FunctionPtr& c) { return c.get() == g; }) ==
+            closers.end())
+          closers.push_back(g->shared_from_this());
+        for (auto s = stack.rbegin(); s != stack.rend(); ++s) {
+          members.insert(*s);
+          if (*s == g) break;
+        }
+        if (in.owner_ref_) in = Variable(in.impl());
+        continue;
+      }
+      if (!in.owner_ref_ && !f->outputs_alias_inputs_) in = Variable(in.impl(), g->shared_from_this());
+      if (it == state.end()) visit(g);
+    }
+    stack.pop_back();
+    state[f] = 2;
+  };
+  FunctionPtr keep = shared_from_this();
+  visit(root_function().get());
+  if (closers.empty()) return;
+  auto anchor = std::make_shared<LoopAnchor>();
+  // Earlier anchors of these functions stay valid for whoever holds them.
+  anchor->closers = std::move(closers);
+  // A loop closed earlier that is now part of this one: its anchor's closers join
+  // this anchor, and no function of the loop may own the old anchor any more (it
+  // would own itself through it).
+  std::vector<std::shared_ptr<LoopAnchor>> old_anchors;
+  for (Function* m : members)
+    if (auto old = m->loop_anchor()) {
+      old_anchors.push_back(old);
+      for (auto& c : old->closers)
+        if (std::find(anchor->closers.begin(), anchor->closers.end(), c) == anchor->closers.end())
+          anchor->closers.push_back(c);
+    }
+  for (Function* m : members) {
+    m->loop_anchor_ = anchor;
+    std::erase_if(m->held_anchors_, [&](const std::shared_ptr<LoopAnchor>& a) {
+      return std::find(old_anchors.begin(), old_anchors.end(), a) != old_anchors.end();
+    });
+  }
+  // A function of the loop reaches all of it through owning edges already, and
+  // holding the anchor itself would be a cycle again.
+  if (!members.count(this)) held_anchors_.push_back(anchor);
+}
 
 FunctionPtr Function::primitive(const std::string& op_name, std::vector<Variable> inputs, Dictionary attributes,
                                 const std::string& name) {
@@ -110,6 +197,7 @@ FunctionPtr Function::primitive(const std::string& op_name, std::vector<Variable
   f->name_ = name;
   f->uid_ = new_uid(op_name.c_str());
   f->inputs_ = std::move(inputs);
+  f->hold_loop_anchors(f->inputs_);
   f->attributes_ = std::move(attributes);
   if (op_name == "Combine") {
     f->outputs_alias_inputs_ = true;
@@ -132,6 +220,7 @@ FunctionPtr Function::user_defined(std::shared_ptr<UserFunctionBackend> backend,
   f->name_ = name;
   f->uid_ = new_uid("UserFunction");
   f->inputs_ = std::move(inputs);
+  f->hold_loop_anchors(f->inputs_);
   f->attributes_ = std::move(attributes);
   f->user_ = std::move(backend);
   f->infer_outputs();
@@ -241,6 +330,7 @@ FunctionPtr Function::composite(FunctionPtr root, const std::string& name) {
   FunctionPtr f(new Function());
   f->kind_ = FunctionKind::Composite;
   f->root_ = root;
+  if (auto a = root->loop_anchor()) f->held_anchors_.push_back(std::move(a));
   f->op_name_ = root->op_name_;
   f->name_ = name.empty() ? root->name_ : name;
   f->uid_ = root->uid_;
@@ -285,6 +375,7 @@ FunctionPtr Function::block(FunctionPtr composite_fn, const std::vector<std::pai
   // Parameters and constants inside the block are inputs of the block too, as in CNTK.
   for (auto& p : composite_fn->parameters()) f->inputs_.push_back(p);
   for (auto& c : composite_fn->constants()) f->inputs_.push_back(c);
+  f->hold_loop_anchors(f->inputs_);
   f->infer_outputs();
   return f;
 }
@@ -418,6 +509,10 @@ FunctionPtr Function::replace_placeholders(const std::unordered_map<VariableImpl
       auto it = map.find(m.second.get());
       if (it != map.end()) m.second = it->second;
     }
+  // Closing a loop must not make the graph own itself in a cycle.
+  bool closes_loop = false;
+  for (auto& [key, value] : map) closes_loop = closes_loop || (value.is_output() && value.impl()->owner);
+  if (closes_loop) own_loops_acyclically();
   // Re-infer from the (new) leaves upwards, including functions that now feed this graph.
   infer_until_stable(topological_order());
   return shared_from_this();

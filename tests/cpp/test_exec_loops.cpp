@@ -31,11 +31,6 @@ struct TanhLoop {
     h = Function::composite(tanh);
     h->replace_placeholders({{ph.get(), tanh->output()}});
   }
-  // The loop's functions hold each other; break the cycle so the graph is freed.
-  ~TanhLoop() {
-    auto& ins = delay->mutable_direct_inputs();
-    ins[0] = Variable(ins[0].impl());
-  }
 };
 
 Value batch_of_two(const std::vector<double>& xs) {
@@ -127,4 +122,62 @@ TEST(ExecLoops, FutureValueLoopRunsBackwardInTime) {
     EXPECT_NEAR(y[t * 2 + 1], h1, 1e-12);
   }
   EXPECT_NEAR(y[6], std::tanh(0.5 * 0.25 + 1.0), 1e-12);  // the length-1 sequence starts from the initial state
+}
+
+// Graphs with loops are freed with their last handle: the edge that closes a loop
+// does not own its producer (see LoopAnchor in cntk/function.h).
+TEST(ExecLoops, GraphWithALoopIsFreedWithItsLastHandle) {
+  const size_t before = live_functions();
+  {
+    TanhLoop loop;
+    std::vector<Value> outs, grads;
+    auto st = forward(loop.h, {{loop.x, batch_of_two(std::vector<double>(12, 0.1))}}, {}, outs, true);
+    NDArrayView root = NDArrayView::full(DataType::Double, {2, 3, 2}, 1.0);
+    backward(st, {{loop.h->output(), Value(root)}}, {loop.w}, grads);
+    FunctionPtr copy = loop.h->clone(CloneMethod::Clone, {});
+    std::vector<Value> outs2;
+    forward(copy, {{copy->arguments()[0], batch_of_two(std::vector<double>(12, 0.1))}}, {}, outs2, false);
+    EXPECT_GT(live_functions(), before);
+  }
+  EXPECT_EQ(live_functions(), before);
+}
+
+// h[t] = tanh(x[t] + c[t-1]) and c[t] = sigmoid(x[t] + h[t-1]): one loop through two
+// delays. Its step is built with c first, and then only h is kept: c's function is
+// reached from h only through the edge that closes the loop, and must stay alive.
+TEST(ExecLoops, ALoopOutputReachedOnlyThroughTheLoopStaysAliveWhileTheLoopIsUsed) {
+  const size_t before = live_functions();
+  auto x = Variable::input({1}, DataType::Double, false, false,
+                           {Axis::default_batch_axis(), Axis::default_dynamic_axis()}, "x");
+  {
+    FunctionPtr only_h;
+    {
+      auto ph_h = Variable::placeholder(NDShape::unknown(), {Axis::dynamic("UnknownAxes")}, "h_prev");
+      auto ph_c = Variable::placeholder(NDShape::unknown(), {Axis::dynamic("UnknownAxes")}, "c_prev");
+      auto init = Variable::constant(NDArrayView::full(DataType::Double, {1}, 0.25), "init");
+      Dictionary a;
+      a["offset"] = int64_t(1);
+      auto dh = Function::primitive("PastValue", {ph_h, init}, a);
+      auto dc = Function::primitive("PastValue", {ph_c, init}, a);
+      auto c = Function::primitive("StableSigmoid", {Function::primitive("Plus", {x, dh->output()}, {})->output()}, {});
+      auto h = Function::primitive("Tanh", {Function::primitive("Plus", {x, dc->output()}, {})->output()}, {});
+      auto both = Function::combine({c->output(), h->output()});
+      both->replace_placeholders({{ph_h.get(), h->output()}, {ph_c.get(), c->output()}});
+      only_h = Function::combine({both->outputs()[1]});
+    }
+    NDArrayView d(DataType::Double, {1, 4, 1});
+    const double xs[4] = {0.3, -0.7, 1.1, 0.2};
+    std::copy(xs, xs + 4, d.data<double>());
+    std::vector<Value> outs;
+    forward(only_h, {{x, Value(d)}}, {}, outs, false);
+    const double* y = outs[0].data().contiguous().data<double>();
+    double hp = 0.25, cp = 0.25;
+    for (int t = 0; t < 4; ++t) {
+      double hn = std::tanh(xs[t] + cp), cn = 1 / (1 + std::exp(-(xs[t] + hp)));
+      hp = hn;
+      cp = cn;
+      EXPECT_NEAR(y[t], hp, 1e-12) << "t=" << t;
+    }
+  }
+  EXPECT_EQ(live_functions(), before);
 }
