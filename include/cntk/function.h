@@ -106,8 +106,10 @@ class Function : public std::enable_shared_from_this<Function> {
  private:
   Function();
   Variable output_handle(size_t i);
-  // Owns the loop anchors of the functions that produce `inputs` (see LoopAnchor).
-  void hold_loop_anchors(const std::vector<Variable>& inputs);
+  // Registers this function with the producers of its inputs and owns their loop
+  // anchors (see LoopAnchor).
+  void link_inputs();
+  void link_input(const Variable& in);
   // Makes the edges that close loops in the graph below this function non-owning.
   void own_loops_acyclically();
   std::vector<Variable> leaves(VariableKind kind);
@@ -127,6 +129,7 @@ class Function : public std::enable_shared_from_this<Function> {
   bool outputs_alias_inputs_ = false;  // Combine: its outputs are its inputs
   std::weak_ptr<LoopAnchor> loop_anchor_;                 // set on the functions of a loop
   std::vector<std::shared_ptr<LoopAnchor>> held_anchors_;  // loops this function is built on
+  std::vector<std::weak_ptr<Function>> consumers_;         // functions reading this one's outputs
   friend class Variable;
 };
 

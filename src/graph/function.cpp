@@ -111,55 +111,81 @@ Function::~Function() {
     if (o && o->owner == this) o->owner = nullptr;
 }
 
-void Function::hold_loop_anchors(const std::vector<Variable>& inputs) {
-  for (auto& in : inputs) {
-    if (!in.is_output() || !in.impl()->owner) continue;
-    auto a = in.impl()->owner->loop_anchor();
-    if (a && std::find(held_anchors_.begin(), held_anchors_.end(), a) == held_anchors_.end())
-      held_anchors_.push_back(std::move(a));
-  }
+void Function::link_input(const Variable& in) {
+  if (!in.is_output() || !in.impl()->owner) return;
+  Function* producer = in.impl()->owner;
+  std::erase_if(producer->consumers_, [](const std::weak_ptr<Function>& c) { return c.expired(); });
+  producer->consumers_.push_back(weak_from_this());
+  auto a = producer->loop_anchor();
+  if (a && std::find(held_anchors_.begin(), held_anchors_.end(), a) == held_anchors_.end())
+    held_anchors_.push_back(std::move(a));
+}
+
+void Function::link_inputs() {
+  for (auto& in : inputs_) link_input(in);
 }
 
 // A depth-first walk from this function's root: an edge to a function still on the
 // walk's stack closes a loop and is made non-owning; every other edge owns its
 // producer, so everything the root reaches stays reachable through owning edges.
-// The producers of the non-owning edges go to a LoopAnchor that this function (a
-// composite) and every later user of the loop's functions own.
+// The producers of the non-owning edges go to a LoopAnchor that the functions of
+// the loops (strongly connected components, Tarjan) know weakly, and that this
+// function (a composite), the functions already reading the loops from outside and
+// every later one own.
 void Function::own_loops_acyclically() {
-  std::unordered_map<Function*, int> state;  // 1: on the stack, 2: done
-  std::vector<Function*> stack;
+  struct Node {
+    int index = -1, low = 0;
+    bool on_path = false, on_tarjan = false;
+  };
+  std::unordered_map<Function*, Node> nodes;
+  std::vector<Function*> tarjan;
   std::vector<FunctionPtr> closers;
   std::unordered_set<Function*> members;
+  int counter = 0;
   std::function<void(Function*)> visit = [&](Function* f) {
-    state[f] = 1;
-    stack.push_back(f);
+    Node& n = nodes[f];
+    n.index = n.low = counter++;
+    n.on_path = n.on_tarjan = true;
+    tarjan.push_back(f);
     for (auto& in : f->inputs_) {
       if (!in.is_output() || !in.impl()->owner) continue;
       Function* g = in.impl()->owner;
-      auto it = state.find(g);
-      if (it != state.end() && it->second == 1) {
-        // A loop: g .. f are its functions.
+      auto it = nodes.find(g);
+      if (it != nodes.end() && it->second.on_path) {
+        // Closes a loop.
         if (std::find_if(closers.begin(), closers.end(), [&](const FunctionPtr& c) { return c.get() == g; }) ==
             closers.end())
           closers.push_back(g->shared_from_this());
-        for (auto s = stack.rbegin(); s != stack.rend(); ++s) {
-          members.insert(*s);
-          if (*s == g) break;
-        }
         if (in.owner_ref_) in = Variable(in.impl());
+        nodes[f].low = std::min(nodes[f].low, it->second.index);
         continue;
       }
       if (!in.owner_ref_ && !f->outputs_alias_inputs_) in = Variable(in.impl(), g->shared_from_this());
-      if (it == state.end()) visit(g);
+      if (it == nodes.end()) {
+        visit(g);
+        nodes[f].low = std::min(nodes[f].low, nodes[g].low);
+      } else if (it->second.on_tarjan) {
+        nodes[f].low = std::min(nodes[f].low, it->second.index);
+      }
     }
-    stack.pop_back();
-    state[f] = 2;
+    Node& m = nodes[f];
+    m.on_path = false;
+    if (m.low == m.index) {
+      std::vector<Function*> component;
+      Function* w = nullptr;
+      do {
+        w = tarjan.back();
+        tarjan.pop_back();
+        nodes[w].on_tarjan = false;
+        component.push_back(w);
+      } while (w != f);
+      if (component.size() > 1) members.insert(component.begin(), component.end());
+    }
   };
   FunctionPtr keep = shared_from_this();
   visit(root_function().get());
   if (closers.empty()) return;
   auto anchor = std::make_shared<LoopAnchor>();
-  // Earlier anchors of these functions stay valid for whoever holds them.
   anchor->closers = std::move(closers);
   // A loop closed earlier that is now part of this one: its anchor's closers join
   // this anchor, and no function of the loop may own the old anchor any more (it
@@ -172,15 +198,23 @@ void Function::own_loops_acyclically() {
         if (std::find(anchor->closers.begin(), anchor->closers.end(), c) == anchor->closers.end())
           anchor->closers.push_back(c);
     }
+  auto hold = [&](Function* f) {
+    if (std::find(f->held_anchors_.begin(), f->held_anchors_.end(), anchor) == f->held_anchors_.end())
+      f->held_anchors_.push_back(anchor);
+  };
   for (Function* m : members) {
     m->loop_anchor_ = anchor;
     std::erase_if(m->held_anchors_, [&](const std::shared_ptr<LoopAnchor>& a) {
       return std::find(old_anchors.begin(), old_anchors.end(), a) != old_anchors.end();
     });
   }
+  // Functions made before the loop was closed that read it from outside.
+  for (Function* m : members)
+    for (auto& c : m->consumers_)
+      if (auto consumer = c.lock(); consumer && !members.count(consumer.get())) hold(consumer.get());
   // A function of the loop reaches all of it through owning edges already, and
   // holding the anchor itself would be a cycle again.
-  if (!members.count(this)) held_anchors_.push_back(anchor);
+  if (!members.count(this)) hold(this);
 }
 
 FunctionPtr Function::primitive(const std::string& op_name, std::vector<Variable> inputs, Dictionary attributes,
@@ -197,7 +231,7 @@ FunctionPtr Function::primitive(const std::string& op_name, std::vector<Variable
   f->name_ = name;
   f->uid_ = new_uid(op_name.c_str());
   f->inputs_ = std::move(inputs);
-  f->hold_loop_anchors(f->inputs_);
+  f->link_inputs();
   f->attributes_ = std::move(attributes);
   if (op_name == "Combine") {
     f->outputs_alias_inputs_ = true;
@@ -220,7 +254,7 @@ FunctionPtr Function::user_defined(std::shared_ptr<UserFunctionBackend> backend,
   f->name_ = name;
   f->uid_ = new_uid("UserFunction");
   f->inputs_ = std::move(inputs);
-  f->hold_loop_anchors(f->inputs_);
+  f->link_inputs();
   f->attributes_ = std::move(attributes);
   f->user_ = std::move(backend);
   f->infer_outputs();
@@ -375,7 +409,7 @@ FunctionPtr Function::block(FunctionPtr composite_fn, const std::vector<std::pai
   // Parameters and constants inside the block are inputs of the block too, as in CNTK.
   for (auto& p : composite_fn->parameters()) f->inputs_.push_back(p);
   for (auto& c : composite_fn->constants()) f->inputs_.push_back(c);
-  f->hold_loop_anchors(f->inputs_);
+  f->link_inputs();
   f->infer_outputs();
   return f;
 }
@@ -502,7 +536,10 @@ FunctionPtr Function::replace_placeholders(const std::unordered_map<VariableImpl
   for (auto& f : order)
     for (auto& in : f->inputs_) {
       auto it = map.find(in.get());
-      if (it != map.end()) in = it->second;
+      if (it != map.end()) {
+        in = it->second;
+        f->link_input(in);
+      }
     }
   for (auto& f : order)
     for (auto& m : f->block_map_) {

@@ -61,6 +61,22 @@ def test_loop_kept_alive_by_what_is_built_on_it():
     assert _live() == before
 
 
+def test_loop_read_by_a_function_made_before_the_loop_was_closed():
+    before = _live()
+    x = C.sequence.input_variable(1, dtype=np.float64)
+    ph = C.placeholder()
+    prev = C.sequence.past_value(ph, initial_state=0.5)
+    out = prev * 10.0  # reads the loop from outside; made before the loop is closed
+    state = C.combine([prev + x])
+    state.replace_placeholders({ph: state.output})
+    del state
+    y = out.eval({x: [np.array([[1.0], [2.0], [3.0]])]})
+    # s[t] = s[t-1] + x[t] from s[-1] = 0.5; out[t] = 10 * s[t-1]
+    np.testing.assert_allclose(np.asarray(y[0]).reshape(-1), [5.0, 15.0, 35.0])
+    del out, prev, x, y
+    assert _live() == before
+
+
 # ---- state across minibatches ------------------------------------------------------
 
 def _pieces(seqs, length):
