@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "cntk/profiler.h"
+#include "core/output_hint.h"
 #include "exec/run_state.h"
 #include "ops/eager.h"
 #include "ops/sequence_delay.h"
@@ -140,14 +141,33 @@ void loop_forward(const PlanLoop& loop, BackPropState& s) {
       }
       ComputeContext ctx = make_step_context(st, s, t, lens);
       const uint64_t t0 = profiler::node_events_wanted() ? profiler::detail::now() : 0;
-      std::vector<NDArrayView> outs = st.op->forward(ctx);
+      // The step's first output goes straight into its slice of the loop buffer
+      // (see core/output_hint.h); user functions keep opaque state that might hold
+      // it, so they get fresh memory.
+      NDArrayView dst0 = at_step(s.values[st.out[0]], t);
+      std::vector<NDArrayView> outs;
+      if (!st.fn->user_backend()) {
+        detail::ScopedOutputHint hint(dst0);
+        outs = st.op->forward(ctx);
+      } else {
+        outs = st.op->forward(ctx);
+      }
       if (t0) node_event(st, false, t0);
       if (outs.size() != st.out.size()) throw Error(st.op->name + ": kernel returned the wrong number of outputs");
       for (size_t j = 0; j < outs.size(); ++j) {
-        NDArrayView dst = at_step(s.values[st.out[j]], t);
+        NDArrayView dst = j == 0 ? dst0 : at_step(s.values[st.out[j]], t);
         if (outs[j].shape() != dst.shape())
           throw ValueError("recurrent loop: '" + st.fn->op_name() + "' gave a step of shape " + outs[j].shape().str() +
                            " where " + dst.shape().str() + " was expected");
+        if (outs[j].same_storage(dst) && outs[j].offset() == dst.offset() && outs[j].strides() == dst.strides() &&
+            outs[j].dtype() == dst.dtype())
+          continue;  // written in place
+        // The kernel used the slice for something else (a temporary): what it keeps
+        // for backward must not live there once the output is copied over it.
+        for (auto& kept : ctx.saved)
+          if (kept.defined() && !kept.is_sparse() && kept.same_storage(dst)) kept = kept.copy();
+        for (size_t k = j + 1; k < outs.size(); ++k)
+          if (outs[k].defined() && !outs[k].is_sparse() && outs[k].same_storage(dst)) outs[k] = outs[k].copy();
         dst.copy_from(outs[j].dtype() == dst.dtype() ? outs[j] : outs[j].cast(dst.dtype()));
       }
       if (s.training) {

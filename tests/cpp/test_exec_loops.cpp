@@ -4,6 +4,7 @@
 
 #include "cntk/evaluation.h"
 #include "cntk/function.h"
+#include "core/output_hint.h"
 
 using namespace cntk;
 
@@ -180,4 +181,21 @@ TEST(ExecLoops, ALoopOutputReachedOnlyThroughTheLoopStaysAliveWhileTheLoopIsUsed
     }
   }
   EXPECT_EQ(live_functions(), before);
+}
+
+// Loop steps write their outputs straight into the loop's [T, B, ...] buffers: a
+// forward pass asks the allocator for as many blocks whatever the sequence length.
+TEST(ExecLoops, ForwardStepsAllocateNothingPerStep) {
+  TanhLoop loop;
+  auto requests_for = [&](int64_t T) {
+    NDArrayView d = NDArrayView::full(DataType::Double, {2, T, 2}, 0.1);
+    Value v(d);
+    std::vector<Value> outs;
+    forward(loop.h, {{loop.x, v}}, {}, outs, false);  // plans and warms up
+    size_t before = detail::storage_requests();
+    forward(loop.h, {{loop.x, v}}, {}, outs, false);
+    return detail::storage_requests() - before;
+  };
+  size_t short_run = requests_for(3), long_run = requests_for(40);
+  EXPECT_EQ(short_run, long_run);
 }
