@@ -31,6 +31,7 @@ def main():
     params = loss.parameters
     requests = getattr(C.cntk_py, 'storage_requests', None)
     for _ in range(3):
+        loss.eval({x: data})
         loss.grad({x: data}, wrt=params)
     fwd = []
     f0 = requests() if requests else 0

@@ -212,6 +212,7 @@ void loop_backward(const PlanLoop& loop, BackPropState& s, std::vector<NDArrayVi
     if (loop.delay_in_loop[k - loop.first] && depends[st.in[1]])
       init_grad[k - loop.first] = NDArrayView::zeros(s.values[st.out[0]].dtype(), s.values[st.out[0]].shape().sub(1));
   }
+  std::vector<std::vector<NDArrayView>> step_grad_buffers(size_t(loop.last - loop.first + 1));
   for (int64_t n = e.T; n-- > 0;) {
     int64_t t = loop.forward_in_time ? n : e.T - 1 - n;
     std::vector<int64_t> lens = step_lengths(e, t);
@@ -239,9 +240,23 @@ void loop_backward(const PlanLoop& loop, BackPropState& s, std::vector<NDArrayVi
       for (size_t i = 0; i < st.in.size(); ++i) {
         int in = st.in[i];
         if (!depends[in]) continue;
-        NDArrayView g = input_gradient(st, ctx, i);
+        // The rule's result lands in a buffer kept for this (step, input) over all
+        // time steps (it is added to the gradient before the next step reuses it).
+        bool sequence = st.in_axes[i].size() == 2;
+        auto& buffers = step_grad_buffers[size_t(k - loop.first)];
+        if (buffers.size() < st.in.size()) buffers.resize(st.in.size());
+        if (!buffers[i].defined() && !s.values[in].is_sparse() && !st.out.empty())
+          buffers[i] = NDArrayView(p.slot_var[st.out[0]].dtype(),
+                                   sequence ? at_step(s.values[in], t).shape() : s.values[in].shape());
+        NDArrayView g;
+        if (buffers[i].defined() && !st.fn->user_backend()) {
+          detail::ScopedOutputHint hint(buffers[i]);
+          g = input_gradient(st, ctx, i);
+        } else {
+          g = input_gradient(st, ctx, i);
+        }
         if (!g.defined()) continue;
-        accumulate(s, grads, in, st.in_axes[i].size() == 2, t, g);
+        accumulate(s, grads, in, sequence, t, g);
       }
       if (t0) node_event(st, true, t0);
     }
