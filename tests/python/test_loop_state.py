@@ -77,6 +77,23 @@ def test_loop_read_by_a_function_made_before_the_loop_was_closed():
     assert _live() == before
 
 
+# ---- no allocation per time step -------------------------------------------------
+
+def test_lstm_recurrence_allocates_nothing_per_time_step():
+    x = C.sequence.input_variable(4)
+    loss = C.reduce_sum(C.sequence.reduce_sum(Recurrence(LSTM(8))(x)))
+    params = loss.parameters
+
+    def requests(T):
+        data = [np.ones((T, 4), np.float32)] * 3
+        loss.grad({x: data}, wrt=params)  # plans and warms up
+        before = C.cntk_py.storage_requests()
+        loss.grad({x: data}, wrt=params)
+        return C.cntk_py.storage_requests() - before
+
+    assert requests(5) == requests(30)
+
+
 # ---- state across minibatches ------------------------------------------------------
 
 def _pieces(seqs, length):
