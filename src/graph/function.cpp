@@ -364,7 +364,11 @@ FunctionPtr Function::composite(FunctionPtr root, const std::string& name) {
   FunctionPtr f(new Function());
   f->kind_ = FunctionKind::Composite;
   f->root_ = root;
+  // A composite of a loop's function keeps the whole loop (see LoopAnchor), also
+  // when the loop is closed later.
   if (auto a = root->loop_anchor()) f->held_anchors_.push_back(std::move(a));
+  std::erase_if(root->consumers_, [](const std::weak_ptr<Function>& c) { return c.expired(); });
+  root->consumers_.push_back(f);
   f->op_name_ = root->op_name_;
   f->name_ = name.empty() ? root->name_ : name;
   f->uid_ = root->uid_;

@@ -73,7 +73,11 @@ def test_loop_read_by_a_function_made_before_the_loop_was_closed():
     y = out.eval({x: [np.array([[1.0], [2.0], [3.0]])]})
     # s[t] = s[t-1] + x[t] from s[-1] = 0.5; out[t] = 10 * s[t-1]
     np.testing.assert_allclose(np.asarray(y[0]).reshape(-1), [5.0, 15.0, 35.0])
-    del out, prev, x, y
+    del out
+    # the delay's own function, made before the loop was closed, keeps the loop too
+    z = prev.eval({x: [np.array([[1.0], [2.0], [3.0]])]})
+    np.testing.assert_allclose(np.asarray(z[0]).reshape(-1), [0.5, 1.5, 3.5])
+    del prev, x, y, z
     assert _live() == before
 
 
