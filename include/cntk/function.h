@@ -17,6 +17,18 @@ class UserFunctionBackend;
 enum class FunctionKind { Primitive, Composite, Block };
 enum class CloneMethod { Clone = 0, Share = 1, Freeze = 2 };
 
+// Recurrent loops: the edge that closes a loop (a delay reading the function that
+// reads it) holds its producer without owning it, so a graph with loops is no
+// shared_ptr cycle. A LoopAnchor owns those producers instead; the functions of the
+// loop know it weakly, and every function or composite made on top of a loop
+// function owns it, so the loop lives exactly as long as something uses it.
+struct LoopAnchor {
+  std::vector<FunctionPtr> closers;  // the producers that loop-closing edges do not own
+};
+
+// How many Function objects exist (tests check that graphs with loops are freed).
+size_t live_functions();
+
 class Function : public std::enable_shared_from_this<Function> {
  public:
   // A primitive function: runs shape inference immediately (errors surface here).
@@ -86,10 +98,20 @@ class Function : public std::enable_shared_from_this<Function> {
   std::shared_ptr<void>& op_state() { return op_state_; }
   // Compiled plans for this function (owned by exec/plan.cpp).
   std::shared_ptr<void>& plan_cache() { return plan_cache_; }
+  // The loop this function is part of, if any (see LoopAnchor).
+  std::shared_ptr<LoopAnchor> loop_anchor() const { return loop_anchor_.lock(); }
+
+  ~Function();
 
  private:
-  Function() = default;
+  Function();
   Variable output_handle(size_t i);
+  // Registers this function with the producers of its inputs and owns their loop
+  // anchors (see LoopAnchor).
+  void link_inputs();
+  void link_input(const Variable& in);
+  // Makes the edges that close loops in the graph below this function non-owning.
+  void own_loops_acyclically();
   std::vector<Variable> leaves(VariableKind kind);
 
   FunctionKind kind_ = FunctionKind::Primitive;
@@ -105,6 +127,9 @@ class Function : public std::enable_shared_from_this<Function> {
   std::shared_ptr<void> plan_cache_;
   std::shared_ptr<UserFunctionBackend> user_;
   bool outputs_alias_inputs_ = false;  // Combine: its outputs are its inputs
+  std::weak_ptr<LoopAnchor> loop_anchor_;                 // set on the functions of a loop
+  std::vector<std::shared_ptr<LoopAnchor>> held_anchors_;  // loops this function is built on
+  std::vector<std::weak_ptr<Function>> consumers_;         // functions reading this one's outputs
   friend class Variable;
 };
 

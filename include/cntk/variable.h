@@ -79,6 +79,7 @@ class Variable {
  private:
   std::shared_ptr<VariableImpl> impl_;
   FunctionPtr owner_ref_;  // keeps the producing function alive for output variables
+  friend class Function;   // makes loop-closing edges non-owning
 };
 
 std::string new_uid(const char* prefix);

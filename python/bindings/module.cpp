@@ -8,6 +8,7 @@
 #include <nanobind/stl/vector.h>
 #include <nanobind/stl/optional.h>
 
+#include "core/output_hint.h"
 #include "cntk/evaluation.h"
 #include "convert.h"
 #include "cntk/random.h"
@@ -436,6 +437,8 @@ NB_MODULE(_cntk, m) {
 
   m.def("registered_ops", &registered_ops);
   m.def("plans_compiled", &plans_compiled);
+  m.def("live_functions", &live_functions);  // tests: graphs (loops included) are freed
+  m.def("storage_requests", &detail::storage_requests);  // benchmarks: blocks asked of the allocator
   m.def("set_fixed_random_seed", &set_fixed_random_seed);
   m.def("is_random_seed_fixed", &is_random_seed_fixed);
   m.def("next_random_seed", &next_random_seed);

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "cntk/tensor.h"
+#include "core/output_hint.h"
 
 namespace cntk {
 namespace {
@@ -25,10 +26,12 @@ size_t round_up(size_t bytes) {
 struct Pool {
   std::mutex mu;
   std::atomic<size_t> fresh{0};  // blocks taken from the system, not from a free list
+  std::atomic<size_t> requests{0};  // blocks asked for
   std::unordered_map<size_t, std::vector<void*>> free_lists;
   size_t cached = 0;
 
   void* get(size_t bytes) {
+    requests.fetch_add(1, std::memory_order_relaxed);
     {
       std::lock_guard<std::mutex> lock(mu);
       auto it = free_lists.find(bytes);
@@ -69,6 +72,8 @@ Pool& pool() {
 }  // namespace
 
 size_t storage_system_allocations() { return pool().fresh; }
+
+size_t detail::storage_requests() { return pool().requests; }
 
 Storage::Storage(size_t bytes) : bytes_(round_up(bytes == 0 ? 1 : bytes)) { data_ = pool().get(bytes_); }
 

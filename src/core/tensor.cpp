@@ -1,5 +1,7 @@
 #include "cntk/tensor.h"
 
+#include "core/output_hint.h"
+
 #include <cmath>
 
 namespace cntk {
@@ -9,9 +11,33 @@ NDArrayView::NDArrayView(DataType dtype, const NDShape& shape, DeviceDescriptor 
   if (device.type() != DeviceKind::CPU) throw ValueError("NDArrayView: only the CPU device is available");
   if (dtype == DataType::Unknown) throw TypeError("NDArrayView: unknown data type");
   numel_ = shape.total_size();
+  if (const NDArrayView* dest = detail::take_output_hint(dtype, shape)) {
+    *this = *dest;
+    return;
+  }
   strides_ = contiguous_strides(shape.dims());
   storage_ = std::make_shared<Storage>(numel_ * element_size(dtype));
 }
+
+namespace detail {
+namespace {
+struct OutputHint {
+  const NDArrayView* dest = nullptr;
+  bool taken = false;
+};
+thread_local OutputHint t_hint;
+}  // namespace
+
+ScopedOutputHint::ScopedOutputHint(const NDArrayView& dest) { t_hint = {&dest, false}; }
+ScopedOutputHint::~ScopedOutputHint() { t_hint = {}; }
+
+const NDArrayView* take_output_hint(DataType dtype, const NDShape& shape) {
+  OutputHint& h = t_hint;
+  if (!h.dest || h.taken || h.dest->dtype() != dtype || h.dest->shape() != shape) return nullptr;
+  h.taken = true;
+  return h.dest;
+}
+}  // namespace detail
 
 NDArrayView NDArrayView::borrow(DataType dtype, const NDShape& shape, void* data, std::shared_ptr<void> keepalive) {
   NDArrayView v;

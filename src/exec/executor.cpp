@@ -37,6 +37,7 @@ ComputeContext make_context(const PlanStep& st, BackPropState& s) {
   ctx.out_axes = st.out_axes;
   ctx.out_dyn = int(st.out_axes.size());
   ctx.deferred = &s.deferred;
+  if (!s.continues.empty()) ctx.continues = &s.continues;
   return ctx;
 }
 
@@ -167,14 +168,14 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
     if (it == p.slot.end()) continue;  // not needed for these outputs
     s->values[it->second] = to_runtime(var, val, s->seq_lengths[it->second]);
     bound.insert(it->second);
-    // A sequence continuing from the previous minibatch (no SequenceBegin at t=0)
-    // would need the delays' state carried over between calls.
-    if (has_delays && val.mask())
+    // A sequence continuing from the previous minibatch (no SequenceBegin at t=0):
+    // the delays start it from the state the previous call left (truncated BPTT).
+    if (has_delays && val.mask() && var.dynamic_axes().size() == 2)
       for (int64_t b = 0; b < val.mask()->batch(); ++b)
-        if (val.mask()->max_len() > 0 && val.mask()->at(b, 0) == MaskKind::Valid)
-          throw NotImplementedError("the data for " + var.str() + " continues sequence " + std::to_string(b) +
-                                    " from a previous minibatch (its sequence start flag is False); "
-                                    "past_value/future_value do not carry state across minibatches yet");
+        if (val.mask()->max_len() > 0 && val.mask()->at(b, 0) == MaskKind::Valid) {
+          if (s->continues.size() < size_t(val.mask()->batch())) s->continues.resize(size_t(val.mask()->batch()), 0);
+          s->continues[size_t(b)] = 1;
+        }
   }
   for (int leaf : p.leaf_slots) {
     const Variable& v = p.slot_var[leaf];

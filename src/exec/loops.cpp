@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "cntk/profiler.h"
+#include "core/output_hint.h"
 #include "exec/run_state.h"
 #include "ops/eager.h"
 #include "ops/sequence_delay.h"
@@ -126,10 +127,16 @@ void loop_forward(const PlanLoop& loop, BackPropState& s) {
           has_unknown_dim(v) ? NDArrayView() : NDArrayView::zeros(v.dtype(), NDShape{e.T, e.B}.concat(v.shape()));
     }
   std::vector<NDArrayView> init(size_t(loop.last - loop.first + 1));
+  std::vector<const DelayCarry*> carry(init.size(), nullptr);
+  std::vector<std::shared_ptr<void>> carry_keep(init.size());  // the carries read, while new ones are recorded
+  const std::vector<char>* continues = s.continues.empty() ? nullptr : &s.continues;
   for (int k = loop.first; k <= loop.last; ++k)
     if (loop.delay_in_loop[k - loop.first]) {
       init[k - loop.first] = delay_init_rows(p.steps[k], s, e);
       const PlanStep& st = p.steps[k];
+      const Variable& v = p.slot_var[st.out[0]];
+      carry[k - loop.first] = delay_carry_in(*st.fn, continues, e.B, v.shape(), v.dtype());
+      carry_keep[k - loop.first] = st.fn->op_state();
       if (s.values[st.in[0]].dtype() != s.values[st.out[0]].dtype())
         throw NotImplementedError("recurrent loop: " + st.fn->op_name() + " delays a " +
                                   to_string(s.values[st.in[0]].dtype()) + " value into a " +
@@ -147,19 +154,39 @@ void loop_forward(const PlanLoop& loop, BackPropState& s) {
       const PlanStep& st = p.steps[k];
       if (loop.delay_in_loop[k - loop.first]) {
         delay_forward_steps(delay_spec(*st.fn), s.values[st.in[0]], init[k - loop.first], e.lengths, t, t + 1,
-                            s.values[st.out[0]]);
+                            s.values[st.out[0]], carry[k - loop.first], continues);
         continue;
       }
       ComputeContext ctx = make_step_context(st, s, t, lens);
       const uint64_t t0 = profiler::node_events_wanted() ? profiler::detail::now() : 0;
-      std::vector<NDArrayView> outs = st.op->forward(ctx);
+      // The step's first output goes straight into its slice of the loop buffer
+      // (see core/output_hint.h); user functions keep opaque state that might hold
+      // it, so they get fresh memory.
+      // A value with a free dimension has no buffer before its first step.
+      NDArrayView dst0 = s.values[st.out[0]].defined() ? at_step(s.values[st.out[0]], t) : NDArrayView();
+      std::vector<NDArrayView> outs;
+      if (!st.fn->user_backend() && dst0.defined()) {
+        detail::ScopedOutputHint hint(dst0);
+        outs = st.op->forward(ctx);
+      } else {
+        outs = st.op->forward(ctx);
+      }
       if (t0) node_event(st, false, t0);
       if (outs.size() != st.out.size()) throw Error(st.op->name + ": kernel returned the wrong number of outputs");
       for (size_t j = 0; j < outs.size(); ++j) {
-        NDArrayView dst = at_step(loop_buffer(s, st.out[j], e, outs[j]), t);
+        NDArrayView dst = j == 0 && dst0.defined() ? dst0 : at_step(loop_buffer(s, st.out[j], e, outs[j]), t);
         if (outs[j].shape() != dst.shape())
           throw ValueError("recurrent loop: '" + st.fn->op_name() + "' gave a step of shape " + outs[j].shape().str() +
                            " where " + dst.shape().str() + " was expected");
+        if (outs[j].same_storage(dst) && outs[j].offset() == dst.offset() && outs[j].strides() == dst.strides() &&
+            outs[j].dtype() == dst.dtype())
+          continue;  // written in place
+        // The kernel used the slice for something else (a temporary): what it keeps
+        // for backward must not live there once the output is copied over it.
+        for (auto& kept : ctx.saved)
+          if (kept.defined() && !kept.is_sparse() && kept.same_storage(dst)) kept = kept.copy();
+        for (size_t k = j + 1; k < outs.size(); ++k)
+          if (outs[k].defined() && !outs[k].is_sparse() && outs[k].same_storage(dst)) outs[k] = outs[k].copy();
         dst.copy_from(outs[j].dtype() == dst.dtype() ? outs[j] : outs[j].cast(dst.dtype()));
       }
       if (s.training) {
@@ -176,6 +203,12 @@ void loop_forward(const PlanLoop& loop, BackPropState& s) {
         for (auto d : p.slot_var[o].shape().dims()) dims.push_back(d < 0 ? 0 : d);
         s.values[o] = NDArrayView::zeros(p.slot_var[o].dtype(), NDShape(dims));
       }
+  // What a next call that continues these sequences starts from.
+  for (int k = loop.first; k <= loop.last; ++k)
+    if (loop.delay_in_loop[k - loop.first]) {
+      const PlanStep& st = p.steps[k];
+      delay_carry_out(*st.fn, s.values[st.in[0]], init[k - loop.first], e.lengths, continues, carry[k - loop.first]);
+    }
 }
 
 void loop_backward(const PlanLoop& loop, BackPropState& s, std::vector<NDArrayView>& grads,
@@ -206,6 +239,7 @@ void loop_backward(const PlanLoop& loop, BackPropState& s, std::vector<NDArrayVi
     if (loop.delay_in_loop[k - loop.first] && depends[st.in[1]])
       init_grad[k - loop.first] = NDArrayView::zeros(s.values[st.out[0]].dtype(), s.values[st.out[0]].shape().sub(1));
   }
+  std::vector<std::vector<NDArrayView>> step_grad_buffers(size_t(loop.last - loop.first + 1));
   for (int64_t n = e.T; n-- > 0;) {
     int64_t t = loop.forward_in_time ? n : e.T - 1 - n;
     std::vector<int64_t> lens = step_lengths(e, t);
@@ -214,7 +248,8 @@ void loop_backward(const PlanLoop& loop, BackPropState& s, std::vector<NDArrayVi
       if (loop.delay_in_loop[k - loop.first]) {
         NDArrayView* gx = depends[st.in[0]] ? &grads[st.in[0]] : nullptr;
         NDArrayView* gi = init_grad[k - loop.first].defined() ? &init_grad[k - loop.first] : nullptr;
-        delay_backward_steps(delay_spec(*st.fn), grads[st.out[0]], e.lengths, t, t + 1, gx, gi);
+        delay_backward_steps(delay_spec(*st.fn), grads[st.out[0]], e.lengths, t, t + 1, gx, gi,
+                             s.continues.empty() ? nullptr : &s.continues);
         continue;
       }
       ComputeContext ctx = make_step_context(st, s, t, lens);
@@ -232,9 +267,23 @@ void loop_backward(const PlanLoop& loop, BackPropState& s, std::vector<NDArrayVi
       for (size_t i = 0; i < st.in.size(); ++i) {
         int in = st.in[i];
         if (!depends[in]) continue;
-        NDArrayView g = input_gradient(st, ctx, i);
+        // The rule's result lands in a buffer kept for this (step, input) over all
+        // time steps (it is added to the gradient before the next step reuses it).
+        bool sequence = st.in_axes[i].size() == 2;
+        auto& buffers = step_grad_buffers[size_t(k - loop.first)];
+        if (buffers.size() < st.in.size()) buffers.resize(st.in.size());
+        if (!buffers[i].defined() && !s.values[in].is_sparse() && !st.out.empty())
+          buffers[i] = NDArrayView(p.slot_var[st.out[0]].dtype(),
+                                   sequence ? at_step(s.values[in], t).shape() : s.values[in].shape());
+        NDArrayView g;
+        if (buffers[i].defined() && !st.fn->user_backend()) {
+          detail::ScopedOutputHint hint(buffers[i]);
+          g = input_gradient(st, ctx, i);
+        } else {
+          g = input_gradient(st, ctx, i);
+        }
         if (!g.defined()) continue;
-        accumulate(s, grads, in, st.in_axes[i].size() == 2, t, g);
+        accumulate(s, grads, in, sequence, t, g);
       }
       if (t0) node_event(st, true, t0);
     }

@@ -44,7 +44,10 @@ class PlanBuilder {
       return s;
     }
     FunctionPtr owner = v.owner();
-    if (!owner) throw Error("output variable " + v.str() + " has no owner");
+    if (!owner)
+      throw ValueError("cannot compute: the function computing " + v.str() +
+                       " was freed (a recurrent loop is kept alive by the functions built on it; keep a handle "
+                       "to the loop's output)");
     emit(owner, bind);
     found = p_.slot.find(v.get());
     if (found == p_.slot.end()) throw Error("plan: output " + v.str() + " was not produced");

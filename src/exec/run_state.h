@@ -22,6 +22,9 @@ struct BackPropState {
   std::vector<std::vector<std::vector<NDArrayView>>> loop_saved;     // [step][t]
   std::vector<std::vector<std::shared_ptr<void>>> loop_saved_state;  // [step][t]
   std::vector<std::function<void()>> deferred;    // run when the pass is over
+  // Per sequence of the batch: it continues a sequence of the previous call
+  // (truncated BPTT); empty when none does.
+  std::vector<char> continues;
   bool training = false;
 };
 

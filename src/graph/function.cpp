@@ -1,5 +1,6 @@
 #include "cntk/function.h"
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <map>
@@ -123,7 +124,127 @@ void infer_until_stable(const std::vector<FunctionPtr>& order) {
                      "shape it started from; give the delay an initial_state of the state's shape");
 }
 
+std::atomic<size_t> g_live_functions{0};
+
 }  // namespace
+
+size_t live_functions() { return g_live_functions.load(); }
+
+Function::Function() { ++g_live_functions; }
+
+// Output variables may outlive their function (a loop-closing edge, a user's
+// handle): they must not point at a freed one.
+Function::~Function() {
+  --g_live_functions;
+  for (auto& o : outputs_)
+    if (o && o->owner == this) o->owner = nullptr;
+}
+
+void Function::link_input(const Variable& in) {
+  if (!in.is_output() || !in.impl()->owner) return;
+  Function* producer = in.impl()->owner;
+  std::erase_if(producer->consumers_, [](const std::weak_ptr<Function>& c) { return c.expired(); });
+  producer->consumers_.push_back(weak_from_this());
+  auto a = producer->loop_anchor();
+  if (a && std::find(held_anchors_.begin(), held_anchors_.end(), a) == held_anchors_.end())
+    held_anchors_.push_back(std::move(a));
+}
+
+void Function::link_inputs() {
+  for (auto& in : inputs_) link_input(in);
+}
+
+// A depth-first walk from this function's root: an edge to a function still on the
+// walk's stack closes a loop and is made non-owning; every other edge owns its
+// producer, so everything the root reaches stays reachable through owning edges.
+// The producers of the non-owning edges go to a LoopAnchor that the functions of
+// the loops (strongly connected components, Tarjan) know weakly, and that this
+// function (a composite), the functions already reading the loops from outside and
+// every later one own.
+void Function::own_loops_acyclically() {
+  struct Node {
+    int index = -1, low = 0;
+    bool on_path = false, on_tarjan = false;
+  };
+  std::unordered_map<Function*, Node> nodes;
+  std::vector<Function*> tarjan;
+  std::vector<FunctionPtr> closers;
+  std::unordered_set<Function*> members;
+  int counter = 0;
+  std::function<void(Function*)> visit = [&](Function* f) {
+    Node& n = nodes[f];
+    n.index = n.low = counter++;
+    n.on_path = n.on_tarjan = true;
+    tarjan.push_back(f);
+    for (auto& in : f->inputs_) {
+      if (!in.is_output() || !in.impl()->owner) continue;
+      Function* g = in.impl()->owner;
+      auto it = nodes.find(g);
+      if (it != nodes.end() && it->second.on_path) {
+        // Closes a loop.
+        if (std::find_if(closers.begin(), closers.end(), [&](const FunctionPtr& c) { return c.get() == g; }) ==
+            closers.end())
+          closers.push_back(g->shared_from_this());
+        if (in.owner_ref_) in = Variable(in.impl());
+        nodes[f].low = std::min(nodes[f].low, it->second.index);
+        continue;
+      }
+      if (!in.owner_ref_ && !f->outputs_alias_inputs_) in = Variable(in.impl(), g->shared_from_this());
+      if (it == nodes.end()) {
+        visit(g);
+        nodes[f].low = std::min(nodes[f].low, nodes[g].low);
+      } else if (it->second.on_tarjan) {
+        nodes[f].low = std::min(nodes[f].low, it->second.index);
+      }
+    }
+    Node& m = nodes[f];
+    m.on_path = false;
+    if (m.low == m.index) {
+      std::vector<Function*> component;
+      Function* w = nullptr;
+      do {
+        w = tarjan.back();
+        tarjan.pop_back();
+        nodes[w].on_tarjan = false;
+        component.push_back(w);
+      } while (w != f);
+      if (component.size() > 1) members.insert(component.begin(), component.end());
+    }
+  };
+  FunctionPtr keep = shared_from_this();
+  visit(root_function().get());
+  if (closers.empty()) return;
+  auto anchor = std::make_shared<LoopAnchor>();
+  anchor->closers = std::move(closers);
+  // A loop closed earlier that is now part of this one: its anchor's closers join
+  // this anchor, and no function of the loop may own the old anchor any more (it
+  // would own itself through it).
+  std::vector<std::shared_ptr<LoopAnchor>> old_anchors;
+  for (Function* m : members)
+    if (auto old = m->loop_anchor()) {
+      old_anchors.push_back(old);
+      for (auto& c : old->closers)
+        if (std::find(anchor->closers.begin(), anchor->closers.end(), c) == anchor->closers.end())
+          anchor->closers.push_back(c);
+    }
+  auto hold = [&](Function* f) {
+    if (std::find(f->held_anchors_.begin(), f->held_anchors_.end(), anchor) == f->held_anchors_.end())
+      f->held_anchors_.push_back(anchor);
+  };
+  for (Function* m : members) {
+    m->loop_anchor_ = anchor;
+    std::erase_if(m->held_anchors_, [&](const std::shared_ptr<LoopAnchor>& a) {
+      return std::find(old_anchors.begin(), old_anchors.end(), a) != old_anchors.end();
+    });
+  }
+  // Functions made before the loop was closed that read it from outside.
+  for (Function* m : members)
+    for (auto& c : m->consumers_)
+      if (auto consumer = c.lock(); consumer && !members.count(consumer.get())) hold(consumer.get());
+  // A function of the loop reaches all of it through owning edges already, and
+  // holding the anchor itself would be a cycle again.
+  if (!members.count(this)) hold(this);
+}
 
 FunctionPtr Function::primitive(const std::string& op_name, std::vector<Variable> inputs, Dictionary attributes,
                                 const std::string& name) {
@@ -139,6 +260,7 @@ FunctionPtr Function::primitive(const std::string& op_name, std::vector<Variable
   f->name_ = name;
   f->uid_ = new_uid(op_name.c_str());
   f->inputs_ = std::move(inputs);
+  f->link_inputs();
   f->attributes_ = std::move(attributes);
   if (op_name == "Combine") {
     f->outputs_alias_inputs_ = true;
@@ -161,6 +283,7 @@ FunctionPtr Function::user_defined(std::shared_ptr<UserFunctionBackend> backend,
   f->name_ = name;
   f->uid_ = new_uid("UserFunction");
   f->inputs_ = std::move(inputs);
+  f->link_inputs();
   f->attributes_ = std::move(attributes);
   f->user_ = std::move(backend);
   f->infer_outputs();
@@ -270,6 +393,11 @@ FunctionPtr Function::composite(FunctionPtr root, const std::string& name) {
   FunctionPtr f(new Function());
   f->kind_ = FunctionKind::Composite;
   f->root_ = root;
+  // A composite of a loop's function keeps the whole loop (see LoopAnchor), also
+  // when the loop is closed later.
+  if (auto a = root->loop_anchor()) f->held_anchors_.push_back(std::move(a));
+  std::erase_if(root->consumers_, [](const std::weak_ptr<Function>& c) { return c.expired(); });
+  root->consumers_.push_back(f);
   f->op_name_ = root->op_name_;
   f->name_ = name.empty() ? root->name_ : name;
   f->uid_ = root->uid_;
@@ -314,6 +442,7 @@ FunctionPtr Function::block(FunctionPtr composite_fn, const std::vector<std::pai
   // Parameters and constants inside the block are inputs of the block too, as in CNTK.
   for (auto& p : composite_fn->parameters()) f->inputs_.push_back(p);
   for (auto& c : composite_fn->constants()) f->inputs_.push_back(c);
+  f->link_inputs();
   f->infer_outputs();
   return f;
 }
@@ -440,13 +569,20 @@ FunctionPtr Function::replace_placeholders(const std::unordered_map<VariableImpl
   for (auto& f : order)
     for (auto& in : f->inputs_) {
       auto it = map.find(in.get());
-      if (it != map.end()) in = it->second;
+      if (it != map.end()) {
+        in = it->second;
+        f->link_input(in);
+      }
     }
   for (auto& f : order)
     for (auto& m : f->block_map_) {
       auto it = map.find(m.second.get());
       if (it != map.end()) m.second = it->second;
     }
+  // Closing a loop must not make the graph own itself in a cycle.
+  bool closes_loop = false;
+  for (auto& [key, value] : map) closes_loop = closes_loop || (value.is_output() && value.impl()->owner);
+  if (closes_loop) own_loops_acyclically();
   // Re-infer from the (new) leaves upwards, including functions that now feed this graph.
   infer_until_stable(topological_order());
   return shared_from_this();

@@ -81,6 +81,9 @@ class ComputeContext {
   // tensor has no sequence axis. A forward that creates a sequence axis sets out_lengths;
   // otherwise outputs take the lengths of the first input with a sequence axis.
   std::vector<std::vector<int64_t>> in_lengths, out_lengths;
+  // Truncated BPTT: per sequence of the batch, whether it continues a sequence of the
+  // previous call (no sequence-begin flag at its first item); null when none does.
+  const std::vector<char>* continues = nullptr;
   // Opaque state a forward kernel keeps for its gradient rule (user functions):
   // set in forward when training, handed back to backward unchanged.
   std::shared_ptr<void> state;

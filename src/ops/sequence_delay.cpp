@@ -78,9 +78,14 @@ int64_t init_item(const ComputeContext& ctx, int64_t b) {
   return delay_spec(*ctx.fn).past ? L - 1 : 0;
 }
 
+bool continued(const std::vector<char>* continues, int64_t b) {
+  return continues && b < int64_t(continues->size()) && (*continues)[size_t(b)];
+}
+
 template <class T>
 void forward_rows(const DelaySpec& d, const T* x, const T* init, const std::vector<int64_t>& lengths, int64_t TT,
-                  int64_t B, int64_t R, int64_t t0, int64_t t1, T* out) {
+                  int64_t B, int64_t R, int64_t t0, int64_t t1, T* out, const T* carry,
+                  const std::vector<char>* continues) {
   for (int64_t t = t0; t < t1; ++t)
     for (int64_t b = 0; b < B; ++b) {
       T* dst = out + (t * B + b) * R;
@@ -91,18 +96,21 @@ void forward_rows(const DelaySpec& d, const T* x, const T* init, const std::vect
       }
       int64_t s = source_step(d, t, L);
       const T* src = s >= 0 ? x + (s * B + b) * R : init + b * R;
+      // A continued sequence: step t - offset < 0 is item t of the carry (past only).
+      if (s < 0 && carry && d.past && continued(continues, b)) src = carry + (t * B + b) * R;
       std::memcpy(dst, src, sizeof(T) * R);
     }
 }
 
 template <class T>
 void backward_rows(const DelaySpec& d, const T* g, const std::vector<int64_t>& lengths, int64_t TT, int64_t B,
-                   int64_t R, int64_t t0, int64_t t1, T* gx, T* ginit) {
+                   int64_t R, int64_t t0, int64_t t1, T* gx, T* ginit, const std::vector<char>* continues) {
   for (int64_t t = t0; t < t1; ++t)
     for (int64_t b = 0; b < B; ++b) {
       int64_t L = length_of(lengths, b, TT);
       if (t >= L) continue;  // padding carries no gradient
       int64_t s = source_step(d, t, L);
+      if (s < 0 && continued(continues, b)) continue;  // read from the previous minibatch: no gradient
       T* dst = s >= 0 ? (gx ? gx + (s * B + b) * R : nullptr) : (ginit ? ginit + b * R : nullptr);
       if (!dst) continue;
       const T* src = g + (t * B + b) * R;
@@ -153,6 +161,63 @@ NDArrayView delay_initial_gradient(const ComputeContext& ctx, const NDArrayView&
   return g;
 }
 
+const DelayCarry* delay_carry_in(Function& f, const std::vector<char>* continues, int64_t batch,
+                                 const NDShape& item_shape, DataType dtype) {
+  bool any = false;
+  if (continues)
+    for (int64_t b = 0; b < batch; ++b) any = any || continued(continues, b);
+  if (!any) return nullptr;
+  DelaySpec d = delay_spec(f);
+  if (!d.past)
+    throw NotImplementedError(f.op_name() + ": a sequence continues from the previous minibatch (truncated BPTT, "
+                              "truncation_length), but future_value cannot look past the end of a piece into "
+                              "the next minibatch; read whole sequences for models with future_value");
+  auto* carry = static_cast<const DelayCarry*>(f.op_state().get());
+  NDShape want = NDShape{d.offset, batch}.concat(item_shape);
+  if (!carry || carry->rows.shape().rank() < 2 || carry->rows.shape()[1] < batch ||
+      carry->rows.shape().sub(2) != item_shape || carry->rows.shape()[0] != d.offset || carry->rows.dtype() != dtype)
+    throw ValueError(f.op_name() + ": a sequence continues from the previous minibatch (its sequence start flag "
+                     "is False), but the previous minibatch did not hold it (" +
+                     (carry ? "it had " + carry->rows.shape().str() + " where " + want.str() + " is needed"
+                            : std::string("there was none")) +
+                     ")");
+  if (carry->rows.shape()[1] != batch) {
+    // Fewer sequences now: keep the carry of the first `batch` positions.
+    auto fitted = std::make_shared<DelayCarry>();
+    fitted->rows = carry->rows.slice(1, 0, batch).contiguous();
+    f.op_state() = fitted;
+    carry = fitted.get();
+  }
+  return carry;
+}
+
+void delay_carry_out(Function& f, const NDArrayView& x, const NDArrayView& init_rows,
+                     const std::vector<int64_t>& lengths, const std::vector<char>* continues,
+                     const DelayCarry* previous) {
+  DelaySpec d = delay_spec(f);
+  if (!d.past || d.offset == 0 || x.rank() < 2) return;
+  const int64_t TT = x.shape()[0], B = x.shape()[1], R = row_size(x);
+  auto next = std::make_shared<DelayCarry>();
+  next->rows = NDArrayView(x.dtype(), NDShape{d.offset, B}.concat(x.shape().sub(2)));
+  CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] {
+    const T* xs = x.data<T>();
+    const T* init = init_rows.data<T>();
+    NDArrayView prev_rows = previous ? previous->rows : NDArrayView();
+    const T* prev = previous ? prev_rows.data<T>() : nullptr;
+    T* out = next->rows.data<T>();
+    for (int64_t j = 0; j < d.offset; ++j)
+      for (int64_t b = 0; b < B; ++b) {
+        int64_t L = length_of(lengths, b, TT);
+        int64_t u = L - d.offset + j;  // the time step, relative to this piece, of carry item j
+        const T* src = u >= 0 ? xs + (u * B + b) * R
+                       : prev && continued(continues, b) ? prev + ((d.offset + u) * B + b) * R
+                                                         : init + b * R;
+        std::memcpy(out + (j * B + b) * R, src, sizeof(T) * size_t(R));
+      }
+  });
+  f.op_state() = std::move(next);
+}
+
 bool is_delay_op(const OpDef* op) { return op && (op->name == kPast || op->name == kFuture); }
 
 DelaySpec delay_spec(const Function& f) {
@@ -163,20 +228,27 @@ DelaySpec delay_spec(const Function& f) {
 }
 
 void delay_forward_steps(const DelaySpec& d, const NDArrayView& x, const NDArrayView& init,
-                         const std::vector<int64_t>& lengths, int64_t t0, int64_t t1, NDArrayView& out) {
+                         const std::vector<int64_t>& lengths, int64_t t0, int64_t t1, NDArrayView& out,
+                         const DelayCarry* carry, const std::vector<char>* continues) {
   check_steps("output", out, t0, t1);
   if (x.shape() != out.shape() || x.dtype() != out.dtype() || init.dtype() != out.dtype() ||
       init.numel() != out.numel() / out.shape()[0])
     throw Error("delay: operand " + x.shape().str() + ", initial state " + init.shape().str() + " and output " +
                 out.shape().str() + " disagree");
   int64_t TT = out.shape()[0], B = out.shape()[1], R = row_size(out);
+  if (carry && (carry->rows.dtype() != out.dtype() || carry->rows.numel() != d.offset * B * R))
+    throw Error("delay: the carried state " + carry->rows.shape().str() + " does not fit the output " +
+                out.shape().str());
   CNTK_DISPATCH_FLOAT(out.dtype(), T, [&] {
-    forward_rows<T>(d, x.data<T>(), init.data<T>(), lengths, TT, B, R, t0, t1, out.data<T>());
+    NDArrayView rows = carry ? carry->rows : NDArrayView();
+    forward_rows<T>(d, x.data<T>(), init.data<T>(), lengths, TT, B, R, t0, t1, out.data<T>(),
+                    carry ? rows.data<T>() : nullptr, continues);
   });
 }
 
 void delay_backward_steps(const DelaySpec& d, const NDArrayView& grad_out, const std::vector<int64_t>& lengths,
-                          int64_t t0, int64_t t1, NDArrayView* grad_x, NDArrayView* grad_init) {
+                          int64_t t0, int64_t t1, NDArrayView* grad_x, NDArrayView* grad_init,
+                          const std::vector<char>* continues) {
   check_steps("gradient", grad_out, t0, t1);
   int64_t TT = grad_out.shape()[0], B = grad_out.shape()[1], R = row_size(grad_out);
   if (grad_x && grad_x->shape() != grad_out.shape())
@@ -186,7 +258,7 @@ void delay_backward_steps(const DelaySpec& d, const NDArrayView& grad_out, const
                 std::to_string(B) + " rows");
   CNTK_DISPATCH_FLOAT(grad_out.dtype(), T, [&] {
     backward_rows<T>(d, grad_out.data<T>(), lengths, TT, B, R, t0, t1, grad_x ? grad_x->data<T>() : nullptr,
-                     grad_init ? grad_init->data<T>() : nullptr);
+                     grad_init ? grad_init->data<T>() : nullptr, continues);
   });
 }
 
@@ -199,7 +271,11 @@ void register_sequence_delay_ops() {
       NDArrayView x = ctx.inputs[0].contiguous();
       NDArrayView out(x.dtype(), x.shape());
       NDArrayView init = delay_initial_rows(ctx, x.shape().sub(2), x.shape()[1]);
-      delay_forward_steps(delay_spec(*ctx.fn), x, init, ctx.in_lengths[0], 0, x.shape()[0], out);
+      const DelayCarry* carry = delay_carry_in(*ctx.fn, ctx.continues, x.shape()[1], x.shape().sub(2), x.dtype());
+      std::shared_ptr<void> keep = ctx.fn->op_state();  // the carry read, while a new one is recorded
+      delay_forward_steps(delay_spec(*ctx.fn), x, init, ctx.in_lengths[0], 0, x.shape()[0], out, carry,
+                          ctx.continues);
+      delay_carry_out(*ctx.fn, x, init, ctx.in_lengths[0], ctx.continues, carry);
       return std::vector<NDArrayView>{out};
     };
     def.backward = [](ComputeContext& ctx, size_t i) {
@@ -208,11 +284,11 @@ void register_sequence_delay_ops() {
       DelaySpec d = delay_spec(*ctx.fn);
       if (i == 0) {
         NDArrayView gx = NDArrayView::zeros(g.dtype(), g.shape());
-        delay_backward_steps(d, g, lengths, 0, g.shape()[0], &gx, nullptr);
+        delay_backward_steps(d, g, lengths, 0, g.shape()[0], &gx, nullptr, ctx.continues);
         return gx;
       }
       NDArrayView gi = NDArrayView::zeros(g.dtype(), g.shape().sub(1));
-      delay_backward_steps(d, g, lengths, 0, g.shape()[0], nullptr, &gi);
+      delay_backward_steps(d, g, lengths, 0, g.shape()[0], nullptr, &gi, ctx.continues);
       return delay_initial_gradient(ctx, gi);
     };
     register_op(std::move(def));

@@ -29,17 +29,42 @@ NDArrayView delay_initial_rows(const ComputeContext& ctx, const NDShape& item_sh
 // The gradient of the initial state's runtime tensor from that of its rows.
 NDArrayView delay_initial_gradient(const ComputeContext& ctx, const NDArrayView& grad_rows);
 
+// Truncated BPTT: a sequence cut into pieces over several minibatches (a reader
+// with truncation_length) continues in the next call, where its first item has no
+// sequence-begin flag. PastValue starts such a sequence from what its operand held
+// at the end of the previous piece of the same sequence (the same batch position,
+// as CNTK's parallel sequences), not from the initial state, and no gradient flows
+// back into the previous minibatch. The delay function keeps those last items.
+struct DelayCarry {
+  NDArrayView rows;  // [offset, B, *shape]: the operand's last `offset` items per sequence
+};
+// The carry the previous call left on delay function `f` (null if none), checked
+// against the sequences of this call that continue: ValueError where a continued
+// sequence has no previous piece, NotImplementedError for FutureValue.
+const DelayCarry* delay_carry_in(Function& f, const std::vector<char>* continues, int64_t batch,
+                                 const NDShape& item_shape, DataType dtype);
+// Records the last items of operand x ([T, B, *shape], contiguous) of this call on
+// f, for a next call that continues the sequences (`init_rows` and the previous
+// carry fill in what a piece shorter than the offset lacks).
+void delay_carry_out(Function& f, const NDArrayView& x, const NDArrayView& init_rows,
+                     const std::vector<int64_t>& lengths, const std::vector<char>* continues,
+                     const DelayCarry* previous);
+
 // Writes output steps [t0, t1) of `out` ([T, B, *shape], contiguous): the operand's item
 // `offset` steps back (or ahead) within the same sequence, or the initial state where
 // that falls outside the sequence; zero past a sequence's end. `init_rows` is the
 // initial state broadcast to [B, *shape] (contiguous), of the output's type.
+// With `carry`, continued sequences (`continues`) read it instead of the initial state.
 void delay_forward_steps(const DelaySpec& d, const NDArrayView& x, const NDArrayView& init_rows,
-                         const std::vector<int64_t>& lengths, int64_t t0, int64_t t1, NDArrayView& out);
+                         const std::vector<int64_t>& lengths, int64_t t0, int64_t t1, NDArrayView& out,
+                         const DelayCarry* carry = nullptr, const std::vector<char>* continues = nullptr);
 
 // Routes the gradient of output steps [t0, t1) back: into `grad_x` ([T, B, *shape],
 // contiguous, accumulated) where the operand was read, and into `grad_init_rows`
 // ([B, *shape], contiguous, accumulated) where the initial state was. Either may be null.
+// Continued sequences (`continues`) send no gradient to the initial state.
 void delay_backward_steps(const DelaySpec& d, const NDArrayView& grad_out, const std::vector<int64_t>& lengths,
-                          int64_t t0, int64_t t1, NDArrayView* grad_x, NDArrayView* grad_init_rows);
+                          int64_t t0, int64_t t1, NDArrayView* grad_x, NDArrayView* grad_init_rows,
+                          const std::vector<char>* continues = nullptr);
 
 }  // namespace cntk

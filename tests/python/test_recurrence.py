@@ -304,12 +304,16 @@ def test_loop_reading_a_per_sequence_input_and_a_parameter():
     seq_gradcheck(h, {x: data, c: cs})
 
 
-def test_continued_sequences_are_refused_by_delays():
+def test_continued_sequences_need_a_previous_piece():
+    # Truncated BPTT (more in test_loop_state.py): a continued sequence starts from
+    # the previous call's state at its position; without one it is a ValueError.
     x = seq_input(2)
     y = C.sequence.past_value(x)
     data = [np.ones((2, 2)), np.ones((1, 2))]
     v = C.Value.create(x, data, seq_starts=[True, False])
-    with pytest.raises(NotImplementedError, match="previous minibatch"):
+    with pytest.raises(ValueError, match="previous minibatch"):
         y.eval({x: v})
+    y.eval({x: [np.ones((1, 2)), 3 * np.ones((4, 2))]})
+    np.testing.assert_allclose(as_sequences(y.eval({x: v}))[1], [[3, 3]])
     np.testing.assert_allclose(as_sequences(y.eval({x: C.Value.create(x, data, seq_starts=[True, True])}))[0],
                                [[0, 0], [1, 1]])
