@@ -137,6 +137,45 @@ TEST(Serialize, EngineOpsThatAreBlocksInCntkAreWrittenAsBlocks) {
   EXPECT_EQ(eval(f, x, data), eval(g, g->arguments()[0], data));
 }
 
+TEST(Serialize, CosDistanceWithNegativeSamplesLoadsInCntksFormAndTheAttributeForm) {
+  auto x = Variable::input({4}, DataType::Double, false, false, {Axis::default_batch_axis()}, "x");
+  auto y = Variable::input({4}, DataType::Double, false, false, {Axis::default_batch_axis()}, "y");
+  auto f = Function::composite(Function::primitive("CosDistanceWithNegativeSamples", {x, y},
+                                                   {{"shiftWindow", int64_t(1)}, {"numberOfNegativeSamples", int64_t(2)}}));
+  NDArrayView dx = iota(DataType::Double, {4, 4}, -2), dy = iota(DataType::Double, {4, 4}, 1.5);
+  auto run = [&](const FunctionPtr& g) {
+    VariableValues in;
+    for (auto& a : g->arguments()) in.emplace_back(a, Value(a.name() == "x" ? dx : dy));
+    std::vector<Value> out;
+    forward(g, in, {g->output()}, out, false);
+    return values_of(out[0].data());
+  };
+  Dictionary d = function_to_dictionary(f);
+  DictValue::List fns = d.at("primitive_functions").as_list();
+  ASSERT_EQ(fns.size(), 1u);
+  Dictionary fd = fns[0].as_dict();
+  EXPECT_EQ(fd.at("op").as_int(), 67);
+  DictValue::List ins = fd.at("inputs").as_list();
+  ASSERT_EQ(ins.size(), 4u);  // as CNTK: x, y, then the shift and the count as constants
+  EXPECT_EQ(fd.at("attributes").as_dict().count("shiftWindow"), 0u);
+  EXPECT_EQ(run(function_from_dictionary(d)), run(f));
+  // The attribute form (two inputs) loads the same.
+  fd["inputs"] = DictValue::List{ins[0], ins[1]};
+  Dictionary attrs;
+  attrs["shiftWindow"] = int64_t(1);
+  attrs["numberOfNegativeSamples"] = int64_t(2);
+  fd["attributes"] = attrs;
+  fns[0] = fd;
+  d["primitive_functions"] = fns;
+  EXPECT_EQ(run(function_from_dictionary(d)), run(f));
+  // Anything but constants in their place is a bad file.
+  fd["inputs"] = DictValue::List{ins[0], ins[1], ins[0], ins[1]};
+  fd["attributes"] = Dictionary();
+  fns[0] = fd;
+  d["primitive_functions"] = fns;
+  EXPECT_THROW(function_from_dictionary(d, "cos.model"), IOError);
+}
+
 TEST(Serialize, CntkPolicyNetworkLoads) {
   std::string path = data_file("initial_policy_network.model");
   if (!exists(path)) GTEST_SKIP() << path << " is absent";
