@@ -1,5 +1,6 @@
 // Function <-> CNTK's serialized function Dictionary, laid out as CNTK 2.x's
 // CompositeFunction/PrimitiveFunction/Variable serialization does (see README.md).
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <set>
@@ -400,8 +401,8 @@ struct Saver {
     return v.uid();
   }
   std::string scalar_leaf(DataType t, double v) { return new_leaf(Variable::constant(NDArrayView::scalar(t, v), "")); }
-  std::string placeholder_like(const Variable& v) {
-    return new_leaf(Variable::placeholder(v.shape(), v.dynamic_axes(), ""));
+  std::string placeholder_like(const Variable& v, const std::string& name = "") {
+    return new_leaf(Variable::placeholder(v.shape(), v.dynamic_axes(), name));
   }
   // Writes one primitive of CNTK's and returns its uid.
   std::string write_fn(const std::string& base, const std::string& op, const std::vector<std::string>& ins,
@@ -459,15 +460,20 @@ struct Saver {
       const Variable& x = ins[0];
       DataType t = x.dtype();
       int64_t radius = attr_int(a, "depthRadius", 0);
-      double alpha = attr_double(a, "alpha", 1.0), bias = attr_double(a, "bias", 1.0), beta = attr_double(a, "beta", 0.5);
+      double alpha = attr_double(a, "alpha", 1.0), bias = attr_double(a, "bias", 1.0);
+      double beta = attr_double(a, "beta", 0.5);
       // The channels are the first axis here (CNTK's last); like CNTK, a window wider than
       // the channels is cut to them, and alpha is still divided by the full width.
-      int64_t width = 2 * radius + 1, k = width;
-      if (x.shape().rank() >= 1 && x.shape()[0] > 0 && k > x.shape()[0]) k = x.shape()[0];
+      if (x.shape().rank() < 1 || x.shape()[0] <= 0 || radius < 0)
+        throw ValueError("cannot save LocalResponseNormalization " + f->uid() +
+                         ": its operand's channel axis (the first) is not known yet");
+      int64_t width = 2 * radius + 1, k = std::min(width, x.shape()[0]);
       std::string ph = placeholder_like(x);
       std::string sq = write_fn(uid, "ElementTimes", {ph, ph});
-      std::string r1 = write_fn(uid, "Reshape", {out(sq)}, reshape_attrs(NDShape{1, NDShape::kInferredDimension}, 0, 1));
-      std::string w = new_leaf(Variable::constant(NDArrayView::full(t, NDShape{1, k, 1, 1}, alpha / double(width)), ""));
+      std::string r1 =
+          write_fn(uid, "Reshape", {out(sq)}, reshape_attrs(NDShape{1, NDShape::kInferredDimension}, 0, 1));
+      std::string w =
+          new_leaf(Variable::constant(NDArrayView::full(t, NDShape{1, k, 1, 1}, alpha / double(width)), ""));
       Dictionary ca;
       ca["strides"] = DictValue::List{DictValue(int64_t(1))};
       ca["sharing"] = DictValue::List{DictValue(true)};
@@ -494,7 +500,7 @@ struct Saver {
       int64_t offset = attr_int(a, "offset", 1);
       if (offset != 1 && offset != -1) return false;  // only is_first / is_last are CNTK blocks
       visit_inputs(f);
-      std::string ph = placeholder_like(ins[0]);
+      std::string ph = placeholder_like(ins[0], "operand");  // named as CNTK names it
       std::string root = write_is_within(uid, ph, offset);
       write_block(uid, f->name(), offset > 0 ? "Sequence::IsFirst" : "Sequence::IsLast", {}, root, {ph},
                   {ins[0].uid()});
@@ -503,8 +509,10 @@ struct Saver {
     if (op == "SequenceSlice" && ins.size() == 1) {
       int64_t begin = attr_int(a, "beginIndex", 0), end = attr_int(a, "endIndex", 0);
       if (begin == 0 && end == 0) return false;  // CNTK returns the operand itself
+      const int64_t far = int64_t(1) << 62;        // beyond any sequence; keeps end - begin in range
+      if (begin <= -far || begin >= far || end <= -far || end >= far) return false;
       visit_inputs(f);
-      std::string ph = placeholder_like(ins[0]);
+      std::string ph = placeholder_like(ins[0], "operand");  // named as CNTK names it
       auto one_minus = [&](const std::string& flags) {
         return write_fn(uid, "Minus", {scalar_leaf(DataType::Float, 1.0), out(flags)});
       };

@@ -140,8 +140,8 @@ TEST(Serialize, EngineOpsThatAreBlocksInCntkAreWrittenAsBlocks) {
 TEST(Serialize, CosDistanceWithNegativeSamplesLoadsInCntksFormAndTheAttributeForm) {
   auto x = Variable::input({4}, DataType::Double, false, false, {Axis::default_batch_axis()}, "x");
   auto y = Variable::input({4}, DataType::Double, false, false, {Axis::default_batch_axis()}, "y");
-  auto f = Function::composite(Function::primitive("CosDistanceWithNegativeSamples", {x, y},
-                                                   {{"shiftWindow", int64_t(1)}, {"numberOfNegativeSamples", int64_t(2)}}));
+  Dictionary cos_attrs{{"shiftWindow", int64_t(1)}, {"numberOfNegativeSamples", int64_t(2)}};
+  auto f = Function::composite(Function::primitive("CosDistanceWithNegativeSamples", {x, y}, cos_attrs));
   NDArrayView dx = iota(DataType::Double, {4, 4}, -2), dy = iota(DataType::Double, {4, 4}, 1.5);
   auto run = [&](const FunctionPtr& g) {
     VariableValues in;

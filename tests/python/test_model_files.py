@@ -894,7 +894,8 @@ def test_sequence_slice_and_is_first_last_are_saved_as_cntks_blocks():
     assert where['attributes']['newSequenceAxisLengthAdditiveFactor'] == -2
     assert where['attributes']['newSequenceAxisLengthScalingFactor'] == 1
     assert {p['attributes']['offset'] for p in members if p['op'] in (37, 38)} == {1}
-    for fn, name, delay in ((C.sequence.is_first, 'Sequence::IsFirst', 37), (C.sequence.is_last, 'Sequence::IsLast', 38)):
+    for fn, name, delay in ((C.sequence.is_first, 'Sequence::IsFirst', 37),
+                            (C.sequence.is_last, 'Sequence::IsLast', 38)):
         d = _saved(fn(s))
         b, members = _block(d, name)
         assert sorted(p['op'] for p in members) == sorted([50, delay])
