@@ -176,6 +176,42 @@ TEST(Serialize, CosDistanceWithNegativeSamplesLoadsInCntksFormAndTheAttributeFor
   EXPECT_THROW(function_from_dictionary(d, "cos.model"), IOError);
 }
 
+TEST(Serialize, ReductionRank0ConvolutionIsCntksBlockAndTheEarlierFormLoads) {
+  auto x = Variable::input({5, 6}, DataType::Double, false, false, {Axis::default_batch_axis()}, "x");
+  auto w = Variable::parameter({3, 2, 3}, DataType::Double, iota(DataType::Double, {3, 2, 3}, -2), nullptr, "W");
+  Dictionary attrs{{"strides", DictValue::List{DictValue(int64_t(2)), DictValue(int64_t(1))}},
+                   {"autoPadding", DictValue::List{DictValue(false), DictValue(true)}},
+                   {"reductionRank", int64_t(0)}};
+  auto f = Function::composite(Function::primitive("Convolution", {w, x}, attrs, "conv"));
+  NDArrayView data = iota(DataType::Double, {2, 5, 6}, -3);
+  Dictionary d = function_to_dictionary(f);
+  DictValue::List fns = d.at("primitive_functions").as_list();
+  ASSERT_EQ(fns.size(), 4u);  // Reshape(W), Reshape(x), Convolution, then the block
+  Dictionary block = fns.back().as_dict(), conv = fns[2].as_dict();
+  EXPECT_EQ(block.at("op").as_int(), 57);
+  EXPECT_EQ(block.at("block_function_op_name").as_string(), "Convolution");
+  EXPECT_EQ(conv.at("op").as_int(), 33);
+  EXPECT_EQ(conv.at("attributes").as_dict().count("reductionRank"), 0u);
+  EXPECT_EQ(conv.at("attributes").as_dict().at("strides").as_shape(), NDShape({1, 2, 1}));
+  FunctionPtr g = function_from_dictionary(d);
+  EXPECT_EQ(g->root_function()->op_name(), "Convolution");
+  EXPECT_EQ(attr_int(g->root_function()->attributes(), "reductionRank", 1), 0);
+  EXPECT_EQ(eval(g, g->arguments()[0], data), eval(f, x, data));
+  // The earlier form: one Convolution carrying reductionRank 0 (and no channel entries).
+  Dictionary a = conv.at("attributes").as_dict();
+  a["reductionRank"] = int64_t(0);
+  a["strides"] = NDShape({2, 1});
+  DictValue::List pad = a.at("autoPadding").as_list();  // CNTK's order: the channel entry last
+  pad.pop_back();
+  a["autoPadding"] = pad;
+  conv["attributes"] = a;
+  conv["uid"] = block.at("uid");
+  conv["inputs"] = DictValue::List{DictValue(w.uid()), DictValue(x.uid())};
+  d["primitive_functions"] = DictValue::List{DictValue(conv)};
+  FunctionPtr h = function_from_dictionary(d);
+  EXPECT_EQ(eval(h, h->arguments()[0], data), eval(f, x, data));
+}
+
 TEST(Serialize, CntkPolicyNetworkLoads) {
   std::string path = data_file("initial_policy_network.model");
   if (!exists(path)) GTEST_SKIP() << path << " is absent";
