@@ -212,6 +212,33 @@ TEST(Serialize, ReductionRank0ConvolutionIsCntksBlockAndTheEarlierFormLoads) {
   EXPECT_EQ(eval(h, h->arguments()[0], data), eval(f, x, data));
 }
 
+TEST(Serialize, SequenceSliceBlockLoadsFromItsCompositeAndABrokenOneIsABadFile) {
+  auto s = Variable::input({3}, DataType::Float, false, false, {Axis::default_batch_axis(), Axis::default_dynamic_axis()},
+                           "s");
+  auto f = Function::composite(Function::primitive("SequenceSlice", {s}, {{"beginIndex", int64_t(-3)},
+                                                                          {"endIndex", int64_t(2)}}));
+  Dictionary d = function_to_dictionary(f);
+  FunctionPtr g = function_from_dictionary(d);
+  EXPECT_EQ(g->root_function()->op_name(), "SequenceSlice");
+  EXPECT_EQ(attr_int(g->root_function()->attributes(), "beginIndex", 0), -3);
+  EXPECT_EQ(attr_int(g->root_function()->attributes(), "endIndex", 0), 2);
+  // Without its Where the block's slice cannot be read: an IOError naming the file, not a crash.
+  DictValue::List fns = d.at("primitive_functions").as_list();
+  for (auto& v : fns) {
+    Dictionary fd = v.as_dict();
+    if (fd.at("op").as_int() == 13) fd["op"] = int64_t(64);  // StopGradient
+    v = fd;
+  }
+  d["primitive_functions"] = fns;
+  try {
+    function_from_dictionary(d, "slice.model");
+    ADD_FAILURE() << "a broken Sequence::Slice block loaded";
+  } catch (const IOError& e) {
+    EXPECT_NE(std::string(e.what()).find("slice.model"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("Sequence::Slice"), std::string::npos);
+  }
+}
+
 TEST(Serialize, CntkPolicyNetworkLoads) {
   std::string path = data_file("initial_policy_network.model");
   if (!exists(path)) GTEST_SKIP() << path << " is absent";
