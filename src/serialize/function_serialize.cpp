@@ -1093,7 +1093,18 @@ struct Loader {
         auto b = loop_bindings.find(ph.get());
         if (b != loop_bindings.end()) reached.insert(*b);
       }
-      if (!reached.empty()) f = f->replace_placeholders(reached);
+      if (!reached.empty()) {
+        try {
+          f = f->replace_placeholders(reached);
+        } catch (...) {
+          // A loop whose shapes do not check is left closed, its functions holding each other:
+          // let go of the links between the loaded functions so that they are freed.
+          for (auto& [uid, fn] : fns)
+            for (auto& in : fn->mutable_direct_inputs())
+              if (in.is_output()) in = Variable(in.impl());
+          throw;
+        }
+      }
     }
     return f;
   }
