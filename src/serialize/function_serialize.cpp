@@ -1,5 +1,6 @@
 // Function <-> CNTK's serialized function Dictionary, laid out as CNTK 2.x's
 // CompositeFunction/PrimitiveFunction/Variable serialization does (see README.md).
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <set>
@@ -338,26 +339,17 @@ struct Saver {
     }
   }
 
-  // Emits a block: its inner functions first, then the block itself under `uid`.
-  void emit_block(const FunctionPtr& b, const std::string& uid, const std::string& name, const Dictionary& attrs) {
-    visit_inputs(b);
-    FunctionPtr inner = b->block_root();
-    FunctionPtr root = inner->root_function();
-    emit(root);
-    for (auto& [ph, outer] : b->block_arguments_mapping()) leaf(ph);
+  // Writes a block function dictionary: `root` is its composite's root function, `keys` its
+  // placeholders and `values` what they stand for; `in_uids` are its other inputs (parameters
+  // and constants its composite uses directly), listed first as CNTK lists them.
+  void write_block(const std::string& uid, const std::string& name, const std::string& op_name, const Dictionary& attrs,
+                   const std::string& root, const std::vector<std::string>& keys,
+                   const std::vector<std::string>& values, std::vector<std::string> in_uids = {}) {
     Dictionary d;
     d["version"] = kPrimitiveVersion;
     d["type"] = "PrimitiveFunction";
     d["uid"] = uid;
     if (!name.empty()) d["name"] = name;
-    std::vector<std::string> in_uids, keys, values;
-    for (auto& [ph, outer] : b->block_arguments_mapping()) {
-      keys.push_back(ph.uid());
-      values.push_back(outer.uid());
-    }
-    // As CNTK lists a block's inputs: its parameters and constants, then its arguments.
-    for (size_t i = b->block_arguments_mapping().size(); i < b->direct_inputs().size(); ++i)
-      in_uids.push_back(b->direct_inputs()[i].uid());
     in_uids.insert(in_uids.end(), values.begin(), values.end());
     d["inputs"] = string_list(in_uids);
     d["op"] = kBlockOp;
@@ -366,12 +358,228 @@ struct Saver {
     comp["version"] = kCompositeVersion;
     comp["type"] = "CompositeFunction";
     comp["uid"] = "CompositeFunction_" + uid;
-    comp["root"] = root->uid();
+    comp["root"] = root;
     d["block_function_composite"] = comp;
-    d["block_function_op_name"] = b->op_name();
+    d["block_function_op_name"] = op_name;
     d["block_function_composite_arguments_map_keys"] = string_list(keys);
     d["block_function_composite_arguments_map_values"] = string_list(values);
     functions.push_back(d);
+  }
+
+  // Emits a block: its inner functions first, then the block itself under `uid`.
+  void emit_block(const FunctionPtr& b, const std::string& uid, const std::string& name, const Dictionary& attrs) {
+    visit_inputs(b);
+    FunctionPtr inner = b->block_root();
+    FunctionPtr root = inner->root_function();
+    emit(root);
+    for (auto& [ph, outer] : b->block_arguments_mapping()) leaf(ph);
+    std::vector<std::string> in_uids, keys, values;
+    for (auto& [ph, outer] : b->block_arguments_mapping()) {
+      keys.push_back(ph.uid());
+      values.push_back(outer.uid());
+    }
+    // As CNTK lists a block's inputs: its parameters and constants, then its arguments.
+    for (size_t i = b->block_arguments_mapping().size(); i < b->direct_inputs().size(); ++i)
+      in_uids.push_back(b->direct_inputs()[i].uid());
+    write_block(uid, name, b->op_name(), attrs, root->uid(), keys, values, in_uids);
+  }
+
+  // ---------------------------------------------- CNTK compositions written as dictionaries
+  //
+  // LocalResponseNormalization, Sequence::IsFirst/IsLast, Sequence::Slice and convolutions of
+  // reduction rank 0 are blocks in CNTK (Function.cpp) over primitives that the engine lacks
+  // (PackedIndex) or does not need; their composites are written here function by function.
+  // Attributes are given in the engine's convention and converted as for any function.
+
+  std::vector<Variable> keep_vars;  // leaves made here live until the save is done (seen_vars holds raw pointers)
+  int64_t written = 0;
+
+  static std::string out(const std::string& fn_uid) { return fn_uid + "_Output_0"; }
+  std::string new_leaf(const Variable& v) {
+    keep_vars.push_back(v);
+    leaf(v);
+    return v.uid();
+  }
+  std::string scalar_leaf(DataType t, double v) { return new_leaf(Variable::constant(NDArrayView::scalar(t, v), "")); }
+  std::string placeholder_like(const Variable& v, const std::string& name = "") {
+    return new_leaf(Variable::placeholder(v.shape(), v.dynamic_axes(), name));
+  }
+  // Writes one primitive of CNTK's and returns its uid.
+  std::string write_fn(const std::string& base, const std::string& op, const std::vector<std::string>& ins,
+                       const Dictionary& attrs = {}) {
+    std::string uid = op + written_suffix(base);
+    Dictionary d;
+    d["version"] = kPrimitiveVersion;
+    d["type"] = "PrimitiveFunction";
+    d["uid"] = uid;
+    d["inputs"] = string_list(ins);
+    d["op"] = op_type_of(op);
+    d["attributes"] = attributes_to_cntk(op, attrs);
+    functions.push_back(d);
+    return uid;
+  }
+  std::string written_suffix(const std::string& base) { return "_" + base + "_" + std::to_string(written++); }
+
+  // CNTK's ElementDivide block over the outputs a / b.
+  std::string write_element_divide(const std::string& base, const std::string& a, const std::string& b,
+                                   const Variable& like) {
+    std::string pa = placeholder_like(like), pb = placeholder_like(like);
+    std::string rec = write_fn(base, "Reciprocal", {pb});
+    std::string times = write_fn(base, "ElementTimes", {pa, out(rec)});
+    std::string uid = "ElementDivide" + written_suffix(base);
+    write_block(uid, "", "ElementDivide", {}, times, {pa, pb}, {a, b});
+    return uid;
+  }
+
+  // Internal::IsWithin: 1 on the first `offset` steps (offset > 0) or the last -offset steps.
+  std::string write_is_within(const std::string& base, const std::string& operand, int64_t offset) {
+    std::string zero = scalar_leaf(DataType::Float, 0.0);
+    std::string like = write_fn(base, "ReconcileDynamicAxis", {zero, operand});
+    std::string one = scalar_leaf(DataType::Float, 1.0);
+    Dictionary a;
+    a["offset"] = offset > 0 ? offset : -offset;
+    return write_fn(base, offset > 0 ? "PastValue" : "FutureValue", {out(like), one}, a);
+  }
+
+  static Dictionary reshape_attrs(NDShape shape, int begin, int end) {
+    Dictionary a;
+    a["newShape"] = shape;
+    a["beginAxis"] = Axis(begin);
+    a["endAxis"] = Axis(end);
+    return a;
+  }
+
+  // Returns false when `f` is not one of these ops (or a form CNTK builds otherwise).
+  bool emit_cntk_composite(const FunctionPtr& f) {
+    const std::string& op = f->op_name();
+    const auto& ins = f->direct_inputs();
+    const Dictionary& a = f->attributes();
+    const std::string& uid = f->uid();
+    if (op == "LocalResponseNormalization" && ins.size() == 1) {
+      visit_inputs(f);
+      const Variable& x = ins[0];
+      DataType t = x.dtype();
+      int64_t radius = attr_int(a, "depthRadius", 0);
+      double alpha = attr_double(a, "alpha", 1.0), bias = attr_double(a, "bias", 1.0);
+      double beta = attr_double(a, "beta", 0.5);
+      // The channels are the first axis here (CNTK's last); like CNTK, a window wider than
+      // the channels is cut to them, and alpha is still divided by the full width.
+      if (x.shape().rank() < 1 || x.shape()[0] <= 0 || radius < 0)
+        throw ValueError("cannot save LocalResponseNormalization " + f->uid() +
+                         ": its operand's channel axis (the first) is not known yet");
+      int64_t width = 2 * radius + 1, k = std::min(width, x.shape()[0]);
+      std::string ph = placeholder_like(x);
+      std::string sq = write_fn(uid, "ElementTimes", {ph, ph});
+      std::string r1 =
+          write_fn(uid, "Reshape", {out(sq)}, reshape_attrs(NDShape{1, NDShape::kInferredDimension}, 0, 1));
+      std::string w =
+          new_leaf(Variable::constant(NDArrayView::full(t, NDShape{1, k, 1, 1}, alpha / double(width)), ""));
+      Dictionary ca;
+      ca["strides"] = DictValue::List{DictValue(int64_t(1))};
+      ca["sharing"] = DictValue::List{DictValue(true)};
+      ca["autoPadding"] = DictValue::List{DictValue(true)};
+      ca["lowerPad"] = DictValue::List{DictValue(int64_t(0))};
+      ca["upperPad"] = DictValue::List{DictValue(int64_t(0))};
+      ca["dilation"] = DictValue::List{DictValue(int64_t(1))};
+      ca["transpose"] = false;
+      ca["sequential"] = false;
+      ca["outputShape"] = DictValue::List{DictValue(int64_t(0))};
+      ca["groups"] = int64_t(1);
+      ca["maxTempMemSizeInSamples"] = int64_t(0);
+      std::string conv = write_fn(uid, "Convolution", {w, out(r1)}, ca);
+      std::string r2 = write_fn(uid, "Reshape", {out(conv)}, reshape_attrs(NDShape{NDShape::kInferredDimension}, 0, 2));
+      std::string plus = write_fn(uid, "Plus", {scalar_leaf(t, bias), out(r2)});
+      std::string log = write_fn(uid, "Log", {out(plus)});
+      std::string times = write_fn(uid, "ElementTimes", {scalar_leaf(t, beta), out(log)});
+      std::string denom = write_fn(uid, "Exp", {out(times)});
+      std::string div = write_element_divide(uid, ph, out(denom), x);
+      write_block(uid, f->name(), op, a, div, {ph}, {x.uid()});
+      return true;
+    }
+    if (op == "IsWithin" && ins.size() == 1) {
+      int64_t offset = attr_int(a, "offset", 1);
+      if (offset != 1 && offset != -1) return false;  // only is_first / is_last are CNTK blocks
+      visit_inputs(f);
+      std::string ph = placeholder_like(ins[0], "operand");  // named as CNTK names it
+      std::string root = write_is_within(uid, ph, offset);
+      write_block(uid, f->name(), offset > 0 ? "Sequence::IsFirst" : "Sequence::IsLast", {}, root, {ph},
+                  {ins[0].uid()});
+      return true;
+    }
+    if (op == "SequenceSlice" && ins.size() == 1) {
+      int64_t begin = attr_int(a, "beginIndex", 0), end = attr_int(a, "endIndex", 0);
+      if (begin == 0 && end == 0) return false;  // CNTK returns the operand itself
+      const int64_t far = int64_t(1) << 62;        // beyond any sequence; keeps end - begin in range
+      if (begin <= -far || begin >= far || end <= -far || end >= far) return false;
+      visit_inputs(f);
+      std::string ph = placeholder_like(ins[0], "operand");  // named as CNTK names it
+      auto one_minus = [&](const std::string& flags) {
+        return write_fn(uid, "Minus", {scalar_leaf(DataType::Float, 1.0), out(flags)});
+      };
+      auto begin_flags = [&] {
+        std::string w = write_is_within(uid, ph, begin);
+        return begin > 0 ? one_minus(w) : w;
+      };
+      auto end_flags = [&] {
+        std::string w = write_is_within(uid, ph, end);
+        return end > 0 ? w : one_minus(w);
+      };
+      std::string flags;
+      if (begin == 0) {
+        flags = end_flags();
+      } else if (end == 0) {
+        flags = begin_flags();
+      } else {
+        std::string b = begin_flags(), e = end_flags();
+        flags = write_fn(uid, "ElementTimes", {out(b), out(e)});
+      }
+      int64_t length = end - begin;
+      Dictionary wa;
+      wa["newSequenceAxisLengthScalingFactor"] = int64_t(length > 0 ? 0 : 1);
+      wa["newSequenceAxisLengthAdditiveFactor"] = length;
+      std::string where = write_fn(uid, "Where", {out(flags)}, wa);
+      std::string index = write_fn(uid, "PackedIndex", {ph, out(where)});
+      std::string gather = write_fn(uid, "GatherPacked", {ph, out(index)});
+      write_block(uid, f->name(), "Sequence::Slice", {}, gather, {ph}, {ins[0].uid()});
+      return true;
+    }
+    if (op == "Convolution" && ins.size() == 2 && attr_int(a, "reductionRank", 1) == 0) {
+      // CNTK's convolution of reduction rank 0: a block over a convolution of reduction rank 1,
+      // with a channel axis of 1 reshaped into the kernel and the operand.
+      visit_inputs(f);
+      const Variable &kernel = ins[0], &x = ins[1];
+      bool transpose = attr_bool(a, "transpose", false);
+      size_t n = x.shape().rank();
+      Dictionary ca = a;
+      ca.erase("reductionRank");
+      // Per-axis lists that name every spatial axis get the channel axis' entry (CNTK appends
+      // it to its column-major list: first in NumPy order).
+      if (ca.count("strides") && !ca.at("strides").empty() && !ca.at("strides").is<NDShape>()) {
+        std::vector<int64_t> s = ca.at("strides").is<int64_t>() ? std::vector<int64_t>{ca.at("strides").as_int()}
+                                                                 : ca.at("strides").as_int_list();
+        if (s.size() == n) s.insert(s.begin(), 1);
+        DictValue::List l;
+        for (auto v : s) l.push_back(DictValue(v));
+        ca["strides"] = l;
+      }
+      if (ca.count("autoPadding") && !ca.at("autoPadding").empty()) {
+        DictValue::List l;
+        if (ca.at("autoPadding").is<bool>()) l.push_back(ca.at("autoPadding"));
+        else if (ca.at("autoPadding").is<std::shared_ptr<DictValue::List>>()) l = ca.at("autoPadding").as_list();
+        if (l.size() == n) l.insert(l.begin(), DictValue(false));
+        ca["autoPadding"] = l;
+      }
+      std::string ph = placeholder_like(x);
+      // The kernel (O, k...) takes its channel axis after O (a transposed one: before it).
+      int at = transpose ? 0 : 1;
+      std::string w = write_fn(uid, "Reshape", {kernel.uid()}, reshape_attrs(NDShape{1}, at, at));
+      std::string xr = write_fn(uid, "Reshape", {ph}, reshape_attrs(NDShape{1}, 0, 0));
+      std::string conv = write_fn(uid, "Convolution", {out(w), out(xr)}, ca);
+      write_block(uid, f->name(), transpose ? "ConvolutionTranspose" : "Convolution", {}, conv, {ph}, {x.uid()},
+                  {kernel.uid()});
+      return true;
+    }
+    return false;
   }
 
   void emit(const FunctionPtr& f) {
@@ -385,6 +593,7 @@ struct Saver {
     if (f->user_backend())
       throw NotImplementedError("cannot save user-defined function '" + op +
                                 "': saving Python user functions in model files is not supported");
+    if (emit_cntk_composite(f)) return;
     if (block_ops().count(op)) {
       if (FunctionPtr b = decompose(f)) {
         keep_alive.push_back(b);
@@ -401,9 +610,16 @@ struct Saver {
     std::vector<std::string> in_uids;
     for (auto& v : f->direct_inputs()) in_uids.push_back(v.uid());
     if (swaps_operands(op) && in_uids.size() == 2) std::swap(in_uids[0], in_uids[1]);
-    d["inputs"] = string_list(in_uids);
     int64_t type = op_type_of(op);
     Dictionary attrs = attributes_to_cntk(op, f->attributes());
+    if (op == "CosDistanceWithNegativeSamples" && in_uids.size() == 2) {
+      // CNTK passes the shift and the number of negative samples as two float constants.
+      in_uids.push_back(scalar_leaf(DataType::Float, double(attr_int(attrs, "shiftWindow", 1))));
+      in_uids.push_back(scalar_leaf(DataType::Float, double(attr_int(attrs, "numberOfNegativeSamples", 1))));
+      attrs.erase("shiftWindow");
+      attrs.erase("numberOfNegativeSamples");
+    }
+    d["inputs"] = string_list(in_uids);
     if (type < 0) {
       type = kCustomProxyOp;
       d[kEngineOpKey] = op;
@@ -564,12 +780,194 @@ struct Loader {
     vars[uid] = v;
   }
 
+  // ------------------------------------------------ blocks that load as one engine op
+  //
+  // LeakyReLU, SELU, ..., LocalResponseNormalization, Sequence::IsFirst/IsLast/Slice and
+  // CNTK's convolutions of reduction rank 0 are blocks in the file and one primitive here. Before
+  // any function is built, each such block is planned (op, attributes, inputs) and the functions
+  // of its composite are set aside: they are not built (some, like PackedIndex, do not exist
+  // here).
+  struct MappedBlock {
+    std::string op;
+    Dictionary attrs;
+    std::vector<std::string> inputs;  // uids; empty: the block's arguments in order
+    bool narrow_conv = false;         // drop the channel entries of a reduction-rank-0 convolution's lists
+  };
+  std::unordered_map<std::string, MappedBlock> mapped_blocks;
+  std::unordered_set<std::string> set_aside;
+
+  static std::string owner_uid(const std::string& output_uid) {
+    auto pos = output_uid.rfind("_Output_");
+    return pos == std::string::npos ? std::string() : output_uid.substr(0, pos);
+  }
+  static bool is_block_dict(const Dictionary& fd) {
+    auto it = fd.find("op");
+    return it != fd.end() && it->second.is<int64_t>() && it->second.as_int() == kBlockOp;
+  }
+  int64_t op_of(const Dictionary& fd) const {
+    auto it = fd.find("op");
+    return it != fd.end() && it->second.is<int64_t>() ? it->second.as_int() : -1;
+  }
+
+  // The functions of a block's composite: from its root down to the block's own inputs.
+  std::vector<const Dictionary*> members_of(const Dictionary& block, const std::string& what,
+                                            const std::unordered_map<std::string, const Dictionary*>& by_uid) {
+    const Dictionary& comp = dict(need(block, "block_function_composite", what), what + ": block_function_composite");
+    std::unordered_set<std::string> stop;
+    for (auto& u : list(block, "inputs", what))
+      if (u.is<std::string>()) stop.insert(owner_uid(u.as_string()));
+    std::vector<const Dictionary*> out;
+    std::unordered_set<std::string> seen;
+    std::vector<std::string> todo{str(comp, "root", what + ": block_function_composite")};
+    while (!todo.empty()) {
+      std::string u = std::move(todo.back());
+      todo.pop_back();
+      auto it = by_uid.find(u);
+      if (it == by_uid.end() || stop.count(u) || !seen.insert(u).second) continue;
+      const Dictionary& fd = *it->second;
+      out.push_back(&fd);
+      for (auto& in : list(fd, "inputs", "function '" + u + "'"))
+        if (in.is<std::string>() && !owner_uid(in.as_string()).empty()) todo.push_back(owner_uid(in.as_string()));
+      if (is_block_dict(fd)) {
+        const Dictionary& c = dict(need(fd, "block_function_composite", u), u + ": block_function_composite");
+        todo.push_back(str(c, "root", u + ": block_function_composite"));
+      }
+    }
+    return out;
+  }
+
+  static bool small_int(const Dictionary& a, const char* key, int64_t& v) {
+    auto it = a.find(key);
+    if (it == a.end() || !it->second.is<int64_t>()) return false;
+    v = it->second.as_int();
+    return v > -kMaxElements && v < kMaxElements;
+  }
+
+  // sequence.slice's begin and end from its composite: the offsets of its IsWithin delays and
+  // the length its Where adds (end - begin).
+  void plan_slice(const std::vector<const Dictionary*>& members, const Dictionary& attrs, const std::string& what,
+                  MappedBlock& m) {
+    int64_t begin = 0, end = 0;
+    bool given = small_int(attrs, "beginIndex", begin) && small_int(attrs, "endIndex", end);
+    if (!given) {
+      std::vector<int64_t> offsets;
+      int64_t length = 0;
+      bool have_length = false;
+      for (auto* fd : members) {
+        int64_t op = op_of(*fd);
+        if (op != 37 && op != 38 && op != 13) continue;
+        const Dictionary& a = dict(need(*fd, "attributes", what), what + ": attributes");
+        int64_t v = 0;
+        if (op == 13 && small_int(a, "newSequenceAxisLengthAdditiveFactor", v)) length = v, have_length = true;
+        if (op != 13 && small_int(a, "offset", v) && v > 0) offsets.push_back(op == 37 ? v : -v);
+      }
+      if (!have_length || offsets.empty() || offsets.size() > 2)
+        fail(what + ": a Sequence::Slice block whose composite is not CNTK's (IsWithin delays and a Where)");
+      if (offsets.size() == 1) {
+        int64_t o = offsets[0];
+        if (o == length) begin = 0, end = o;
+        else if (-o == length) begin = o, end = 0;
+        else fail(what + ": the Sequence::Slice block's offsets do not match its length");
+      } else if (offsets[1] - offsets[0] == length) {
+        begin = offsets[0], end = offsets[1];
+      } else if (offsets[0] - offsets[1] == length) {
+        begin = offsets[1], end = offsets[0];
+      } else {
+        fail(what + ": the Sequence::Slice block's offsets do not match its length");
+      }
+    }
+    m.op = "SequenceSlice";
+    m.attrs["beginIndex"] = begin;
+    m.attrs["endIndex"] = end;
+  }
+
+  // CNTK's convolution of reduction rank 0: Convolution(Reshape(kernel), Reshape(argument)).
+  bool plan_convolution(const Dictionary& block, const std::string& what,
+                        const std::unordered_map<std::string, const Dictionary*>& by_uid, MappedBlock& m) {
+    const Dictionary& comp = dict(need(block, "block_function_composite", what), what + ": block_function_composite");
+    auto find_fn = [&](const std::string& uid) -> const Dictionary* {
+      auto it = by_uid.find(uid);
+      return it == by_uid.end() ? nullptr : it->second;
+    };
+    const Dictionary* conv = find_fn(str(comp, "root", what));
+    if (!conv || op_of(*conv) != 33) return false;
+    const auto& ci = list(*conv, "inputs", what);
+    if (ci.size() != 2 || !ci[0].is<std::string>() || !ci[1].is<std::string>()) return false;
+    const Dictionary* wr = find_fn(owner_uid(ci[0].as_string()));
+    const Dictionary* xr = find_fn(owner_uid(ci[1].as_string()));
+    if (!wr || !xr || op_of(*wr) != 16 || op_of(*xr) != 16) return false;
+    const auto &wi = list(*wr, "inputs", what), &xi = list(*xr, "inputs", what);
+    const auto& keys = list(block, "block_function_composite_arguments_map_keys", what);
+    const auto& values = list(block, "block_function_composite_arguments_map_values", what);
+    if (wi.size() != 1 || xi.size() != 1 || keys.size() != 1 || values.size() != 1 || !wi[0].is<std::string>() ||
+        !xi[0].is<std::string>() || !keys[0].is<std::string>() || !values[0].is<std::string>() ||
+        xi[0].as_string() != keys[0].as_string())
+      return false;
+    const Dictionary& raw = dict(need(*conv, "attributes", what), what + ": attributes");
+    for (auto& [k, v] : raw) check_value(v, what + ": attribute '" + k + "'");
+    m.op = "Convolution";
+    m.attrs = attributes_from_cntk("Convolution", raw);
+    m.attrs["reductionRank"] = int64_t(0);
+    m.inputs = {wi[0].as_string(), values[0].as_string()};
+    m.narrow_conv = true;
+    return true;
+  }
+
+  void plan_blocks(const DictValue::List& functions) {
+    std::unordered_map<std::string, const Dictionary*> by_uid;
+    for (auto& v : functions) {
+      const Dictionary& fd = dict(v, "an entry of 'primitive_functions'");
+      auto it = fd.find("uid");
+      if (it != fd.end() && it->second.is<std::string>()) by_uid.emplace(it->second.as_string(), &fd);
+    }
+    for (auto& v : functions) {
+      const Dictionary& fd = dict(v, "an entry of 'primitive_functions'");
+      if (!is_block_dict(fd)) continue;
+      std::string uid = str(fd, "uid", "a function");
+      std::string what = "block function '" + uid + "'";
+      std::string op = str(fd, "block_function_op_name", what);
+      const Dictionary& raw = dict(need(fd, "attributes", what), what + ": attributes");
+      MappedBlock m;
+      if (block_ops().count(op) || op == "LocalResponseNormalization") {
+        if (!find_op(op)) continue;
+        for (auto& [k, a] : raw) check_value(a, what + ": attribute '" + k + "'");
+        m.op = op;
+        m.attrs = attributes_from_cntk("", raw);
+      } else if (op == "Sequence::IsFirst" || op == "Sequence::IsLast") {
+        m.op = "IsWithin";
+        m.attrs["offset"] = int64_t(op == "Sequence::IsFirst" ? 1 : -1);
+      } else if (op == "Sequence::Slice") {
+        plan_slice(members_of(fd, what, by_uid), raw, what, m);
+      } else if (op == "Convolution" || op == "ConvolutionTranspose") {
+        if (!plan_convolution(fd, what, by_uid, m)) continue;
+      } else {
+        continue;
+      }
+      for (auto* member : members_of(fd, what, by_uid)) set_aside.insert(member->at("uid").as_string());
+      mapped_blocks[uid] = std::move(m);
+    }
+  }
+
+  // A reduction-rank-0 convolution's strides and auto padding as the engine keeps them: without
+  // the entry CNTK adds for the channel axis.
+  static void narrow_conv_lists(Dictionary& a, const Variable& x) {
+    if (!x.shape().is_known()) return;
+    size_t n = x.shape().rank();
+    for (const char* k : {"strides", "autoPadding"}) {
+      auto it = a.find(k);
+      if (it == a.end() || !it->second.is<std::shared_ptr<DictValue::List>>()) continue;
+      DictValue::List l = it->second.as_list();
+      if (l.size() == n + 1) {
+        l.erase(l.begin());
+        it->second = l;
+      }
+    }
+  }
+
   FunctionPtr load_block(const Dictionary& d, const std::string& uid, const Dictionary& attrs) {
     std::string what = "block function '" + uid + "'";
     const Dictionary& comp = dict(need(d, "block_function_composite", what), what + ": block_function_composite");
     std::string root_uid = str(comp, "root", what + ": block_function_composite");
-    auto rit = fns.find(root_uid);
-    if (rit == fns.end()) fail(what + " refers to an unknown root function '" + root_uid + "'");
     std::string op = str(d, "block_function_op_name", what);
     const auto& keys = list(d, "block_function_composite_arguments_map_keys", what);
     const auto& values = list(d, "block_function_composite_arguments_map_values", what);
@@ -586,7 +984,17 @@ struct Loader {
       outer.push_back(mapping.back().second);
     }
     std::string name = name_of(d);
-    if (block_ops().count(op) && find_op(op)) return Function::primitive(op, outer, attrs, name);
+    auto mb = mapped_blocks.find(uid);
+    if (mb != mapped_blocks.end()) {
+      MappedBlock& m = mb->second;
+      std::vector<Variable> ins;
+      if (m.inputs.empty()) ins = outer;
+      for (auto& u : m.inputs) ins.push_back(input_var(u, what));
+      if (m.narrow_conv && ins.size() == 2) narrow_conv_lists(m.attrs, ins[1]);
+      return Function::primitive(m.op, ins, m.attrs, name);
+    }
+    auto rit = fns.find(root_uid);
+    if (rit == fns.end()) fail(what + " refers to an unknown root function '" + root_uid + "'");
     FunctionPtr inner = Function::composite(rit->second);
     // A recurrent loop inside the block: its delays are loaded by now, so close the loop
     // before the block checks that its only placeholders are its arguments.
@@ -618,6 +1026,21 @@ struct Loader {
       inputs.push_back(input_var(u.as_string(), what));
     }
     if (swaps_operands(op) && inputs.size() == 2) std::swap(inputs[0], inputs[1]);
+    Dictionary attrs = attributes_from_cntk(op, raw);
+    if (op == "CosDistanceWithNegativeSamples" && inputs.size() == 4) {
+      // CNTK's form: the shift and the number of negative samples are two scalar constants.
+      const char* keys[2] = {"shiftWindow", "numberOfNegativeSamples"};
+      for (size_t i = 0; i < 2; ++i) {
+        const Variable& c = inputs[2 + i];
+        if (!c.is_constant() || c.value().numel() != 1)
+          fail(what + ": CosDistanceWithNegativeSamples takes its " + keys[i] + " as a scalar constant");
+        double v = c.value().item();
+        if (!(v >= 0 && v < double(kMaxElements)))
+          fail(what + ": CosDistanceWithNegativeSamples has the " + keys[i] + " " + std::to_string(v));
+        attrs[keys[i]] = int64_t(v);
+      }
+      inputs.resize(2);
+    }
     // Before PrimitiveFunction version 4, batch normalization had no running sample count
     // input; CNTK adds one holding 0 when it loads such a model, and so does this loader.
     int64_t version = d.count("version") && d.at("version").is<int64_t>() ? d.at("version").as_int() : 0;
@@ -629,7 +1052,7 @@ struct Loader {
     if (op != "Combine" && !find_op(op))
       throw NotImplementedError(source + ": " + what + " uses the op '" + op + "' (PrimitiveOpType " +
                                 std::to_string(type) + "), which OpenCNTK does not implement yet");
-    return Function::primitive(op, std::move(inputs), attributes_from_cntk(op, raw), name_of(d));
+    return Function::primitive(op, std::move(inputs), attrs, name_of(d));
   }
 
   FunctionPtr load(const Dictionary& d) {
@@ -640,8 +1063,11 @@ struct Loader {
     for (auto& v : list(d, "inputs", "the model")) load_variable(dict(v, "an entry of 'inputs'"));
     Dictionary state;
     if (d.count("state") && d.at("state").is<std::shared_ptr<Dictionary>>()) state = d.at("state").as_dict();
-    for (auto& v : list(d, "primitive_functions", "the model")) {
+    const auto& functions = list(d, "primitive_functions", "the model");
+    plan_blocks(functions);
+    for (auto& v : functions) {
       const Dictionary& fd = dict(v, "an entry of 'primitive_functions'");
+      if (fd.count("uid") && fd.at("uid").is<std::string>() && set_aside.count(fd.at("uid").as_string())) continue;
       FunctionPtr f = load_function(fd);
       std::string uid = fd.at("uid").as_string();
       fns[uid] = f;
@@ -676,7 +1102,18 @@ struct Loader {
         auto b = loop_bindings.find(ph.get());
         if (b != loop_bindings.end()) reached.insert(*b);
       }
-      if (!reached.empty()) f = f->replace_placeholders(reached);
+      if (!reached.empty()) {
+        try {
+          f = f->replace_placeholders(reached);
+        } catch (...) {
+          // A loop whose shapes do not check is left closed, its functions holding each other:
+          // let go of the links between the loaded functions so that they are freed.
+          for (auto& [uid, fn] : fns)
+            for (auto& in : fn->mutable_direct_inputs())
+              if (in.is_output()) in = Variable(in.impl());
+          throw;
+        }
+      }
     }
     return f;
   }
@@ -712,7 +1149,7 @@ Dictionary function_to_dictionary(const FunctionPtr& f) {
 }
 
 FunctionPtr function_from_dictionary(const Dictionary& d, const std::string& source) {
-  Loader l{source, {}, {}, {}, {}};
+  Loader l{source, {}, {}, {}, {}, {}, {}};
   try {
     return l.load(d);
   } catch (const IOError&) {

@@ -137,6 +137,108 @@ TEST(Serialize, EngineOpsThatAreBlocksInCntkAreWrittenAsBlocks) {
   EXPECT_EQ(eval(f, x, data), eval(g, g->arguments()[0], data));
 }
 
+TEST(Serialize, CosDistanceWithNegativeSamplesLoadsInCntksFormAndTheAttributeForm) {
+  auto x = Variable::input({4}, DataType::Double, false, false, {Axis::default_batch_axis()}, "x");
+  auto y = Variable::input({4}, DataType::Double, false, false, {Axis::default_batch_axis()}, "y");
+  Dictionary cos_attrs{{"shiftWindow", int64_t(1)}, {"numberOfNegativeSamples", int64_t(2)}};
+  auto f = Function::composite(Function::primitive("CosDistanceWithNegativeSamples", {x, y}, cos_attrs));
+  NDArrayView dx = iota(DataType::Double, {4, 4}, -2), dy = iota(DataType::Double, {4, 4}, 1.5);
+  auto run = [&](const FunctionPtr& g) {
+    VariableValues in;
+    for (auto& a : g->arguments()) in.emplace_back(a, Value(a.name() == "x" ? dx : dy));
+    std::vector<Value> out;
+    forward(g, in, {g->output()}, out, false);
+    return values_of(out[0].data());
+  };
+  Dictionary d = function_to_dictionary(f);
+  DictValue::List fns = d.at("primitive_functions").as_list();
+  ASSERT_EQ(fns.size(), 1u);
+  Dictionary fd = fns[0].as_dict();
+  EXPECT_EQ(fd.at("op").as_int(), 67);
+  DictValue::List ins = fd.at("inputs").as_list();
+  ASSERT_EQ(ins.size(), 4u);  // as CNTK: x, y, then the shift and the count as constants
+  EXPECT_EQ(fd.at("attributes").as_dict().count("shiftWindow"), 0u);
+  EXPECT_EQ(run(function_from_dictionary(d)), run(f));
+  // The attribute form (two inputs) loads the same.
+  fd["inputs"] = DictValue::List{ins[0], ins[1]};
+  Dictionary attrs;
+  attrs["shiftWindow"] = int64_t(1);
+  attrs["numberOfNegativeSamples"] = int64_t(2);
+  fd["attributes"] = attrs;
+  fns[0] = fd;
+  d["primitive_functions"] = fns;
+  EXPECT_EQ(run(function_from_dictionary(d)), run(f));
+  // Anything but constants in their place is a bad file.
+  fd["inputs"] = DictValue::List{ins[0], ins[1], ins[0], ins[1]};
+  fd["attributes"] = Dictionary();
+  fns[0] = fd;
+  d["primitive_functions"] = fns;
+  EXPECT_THROW(function_from_dictionary(d, "cos.model"), IOError);
+}
+
+TEST(Serialize, ReductionRank0ConvolutionIsCntksBlockAndTheEarlierFormLoads) {
+  auto x = Variable::input({5, 6}, DataType::Double, false, false, {Axis::default_batch_axis()}, "x");
+  auto w = Variable::parameter({3, 2, 3}, DataType::Double, iota(DataType::Double, {3, 2, 3}, -2), nullptr, "W");
+  Dictionary attrs{{"strides", DictValue::List{DictValue(int64_t(2)), DictValue(int64_t(1))}},
+                   {"autoPadding", DictValue::List{DictValue(false), DictValue(true)}},
+                   {"reductionRank", int64_t(0)}};
+  auto f = Function::composite(Function::primitive("Convolution", {w, x}, attrs, "conv"));
+  NDArrayView data = iota(DataType::Double, {2, 5, 6}, -3);
+  Dictionary d = function_to_dictionary(f);
+  DictValue::List fns = d.at("primitive_functions").as_list();
+  ASSERT_EQ(fns.size(), 4u);  // Reshape(W), Reshape(x), Convolution, then the block
+  Dictionary block = fns.back().as_dict(), conv = fns[2].as_dict();
+  EXPECT_EQ(block.at("op").as_int(), 57);
+  EXPECT_EQ(block.at("block_function_op_name").as_string(), "Convolution");
+  EXPECT_EQ(conv.at("op").as_int(), 33);
+  EXPECT_EQ(conv.at("attributes").as_dict().count("reductionRank"), 0u);
+  EXPECT_EQ(conv.at("attributes").as_dict().at("strides").as_shape(), NDShape({1, 2, 1}));
+  FunctionPtr g = function_from_dictionary(d);
+  EXPECT_EQ(g->root_function()->op_name(), "Convolution");
+  EXPECT_EQ(attr_int(g->root_function()->attributes(), "reductionRank", 1), 0);
+  EXPECT_EQ(eval(g, g->arguments()[0], data), eval(f, x, data));
+  // The earlier form: one Convolution carrying reductionRank 0 (and no channel entries).
+  Dictionary a = conv.at("attributes").as_dict();
+  a["reductionRank"] = int64_t(0);
+  a["strides"] = NDShape({2, 1});
+  DictValue::List pad = a.at("autoPadding").as_list();  // CNTK's order: the channel entry last
+  pad.pop_back();
+  a["autoPadding"] = pad;
+  conv["attributes"] = a;
+  conv["uid"] = block.at("uid");
+  conv["inputs"] = DictValue::List{DictValue(w.uid()), DictValue(x.uid())};
+  d["primitive_functions"] = DictValue::List{DictValue(conv)};
+  FunctionPtr h = function_from_dictionary(d);
+  EXPECT_EQ(eval(h, h->arguments()[0], data), eval(f, x, data));
+}
+
+TEST(Serialize, SequenceSliceBlockLoadsFromItsCompositeAndABrokenOneIsABadFile) {
+  auto s = Variable::input({3}, DataType::Float, false, false, {Axis::default_batch_axis(), Axis::default_dynamic_axis()},
+                           "s");
+  auto f = Function::composite(Function::primitive("SequenceSlice", {s}, {{"beginIndex", int64_t(-3)},
+                                                                          {"endIndex", int64_t(2)}}));
+  Dictionary d = function_to_dictionary(f);
+  FunctionPtr g = function_from_dictionary(d);
+  EXPECT_EQ(g->root_function()->op_name(), "SequenceSlice");
+  EXPECT_EQ(attr_int(g->root_function()->attributes(), "beginIndex", 0), -3);
+  EXPECT_EQ(attr_int(g->root_function()->attributes(), "endIndex", 0), 2);
+  // Without its Where the block's slice cannot be read: an IOError naming the file, not a crash.
+  DictValue::List fns = d.at("primitive_functions").as_list();
+  for (auto& v : fns) {
+    Dictionary fd = v.as_dict();
+    if (fd.at("op").as_int() == 13) fd["op"] = int64_t(64);  // StopGradient
+    v = fd;
+  }
+  d["primitive_functions"] = fns;
+  try {
+    function_from_dictionary(d, "slice.model");
+    ADD_FAILURE() << "a broken Sequence::Slice block loaded";
+  } catch (const IOError& e) {
+    EXPECT_NE(std::string(e.what()).find("slice.model"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("Sequence::Slice"), std::string::npos);
+  }
+}
+
 TEST(Serialize, CntkPolicyNetworkLoads) {
   std::string path = data_file("initial_policy_network.model");
   if (!exists(path)) GTEST_SKIP() << path << " is absent";

@@ -3,6 +3,7 @@
 Round trips for every op family (identical outputs and gradients after save + load), CNTK's own
 files from ../shared/data/cntk-files/v2, and bad files (truncated, corrupted, foreign)."""
 import os
+import re
 
 import numpy as np
 import pytest
@@ -142,6 +143,12 @@ def _one_hot():
     return C.one_hot(x, 4, axis=0) * 2.0, {x: np.array([[0, 3, 1], [2, 2, 0]], dtype=np.float64)}
 
 
+def _cos_negative():
+    x, y = _x((4,), name='x'), C.input_variable((4,), dtype=np.float64, needs_gradient=True, name='y')
+    f = C.cosine_distance_with_negative_samples(x, y, shift=1, num_negative_samples=2)
+    return f, {x: _data((4,), batch=4), y: _data((4,), batch=4, seed=5)}
+
+
 def _loss(op):
     def build():
         z, y = _x((5,), name='z'), C.input_variable((5,), dtype=np.float64, name='y')
@@ -191,6 +198,17 @@ def _convolution_groups():
 def _convolution_reduction_rank_0():
     x, args = _conv_input((5, 6))
     return C.convolution(_kernel((2, 3, 2)), x, reduction_rank=0, strides=(2, 1)), args
+
+
+def _convolution_reduction_rank_0_auto_padding():
+    x, args = _conv_input((5, 6))
+    f = C.convolution(_kernel((3, 2, 3)), x, reduction_rank=0, strides=(1, 2), auto_padding=[False, True])
+    return f, args
+
+
+def _convolution_transpose_reduction_rank_0():
+    x, args = _conv_input((3, 4))
+    return C.convolution_transpose(_kernel((2, 3, 2)), x, reduction_rank=0, strides=(2, 1)), args
 
 
 def _convolution_transpose():
@@ -260,6 +278,9 @@ ROUND_TRIPS_NORM = {
     'layers_batch_normalization': _layers_batch_norm,
     'local_response_normalization': _movement(lambda x: C.local_response_normalization(x, 1, 1.0, 0.1, 0.75),
                                               shape=(4, 3, 3)),
+    # a window (2 * 3 + 1) wider than the channels: CNTK cuts its kernel to the channels
+    'local_response_normalization_wide': _movement(lambda x: C.local_response_normalization(x, 3, 2.0, 0.5, 0.6),
+                                                   shape=(3, 2, 4)),
     'crop_manual': _movement(lambda x: C.crop_manual(x, C.slice(C.slice(x, 1, 0, 2), 2, 0, 3), 1, 2),
                              shape=(2, 4, 5)),
     'depth_to_space': _movement(lambda x: C.depth_to_space(x, 2), shape=(8, 2, 3)),
@@ -355,6 +376,12 @@ ROUND_TRIPS_SEQUENCE = {
     'sequence_where_gather_scatter': _gather_scatter,
     'sequence_where': _seq_case(lambda x: C.sequence.where(C.greater(C.reduce_sum(x), 0))),
     'sequence_slice': _seq_case(lambda x: C.sequence.slice(x, 1, -1)),
+    'sequence_slice_from': _seq_case(lambda x: C.sequence.slice(x, 1, 0)),
+    'sequence_slice_to': _seq_case(lambda x: C.sequence.slice(x, 0, 2)),
+    'sequence_slice_negative': _seq_case(lambda x: C.sequence.slice(x, -2, -1)),
+    'sequence_slice_tail': _seq_case(lambda x: C.sequence.slice(x, -2, 0)),
+    'sequence_slice_head_to_end': _seq_case(lambda x: C.sequence.slice(x, 0, -1)),
+    'sequence_slice_mixed': _seq_case(lambda x: C.sequence.slice(x, -3, 3)),
     'sequence_first_last': _seq_case(lambda x: C.sequence.first(x) * C.sequence.last(x)),
     'sequence_unpack': _seq_case(lambda x: C.sequence.unpack(x, 0.5, no_mask_output=True)),
     'sequence_reduce': _seq_case(lambda x: C.sequence.reduce_sum(x) + C.sequence.reduce_max(x)),
@@ -376,6 +403,8 @@ ROUND_TRIPS_SEQUENCE = {
 ROUND_TRIPS_CONV = {
     'convolution': _convolution, 'convolution_pads': _convolution_pads, 'convolution_groups': _convolution_groups,
     'convolution_reduction_rank_0': _convolution_reduction_rank_0, 'convolution_transpose': _convolution_transpose,
+    'convolution_reduction_rank_0_auto_padding': _convolution_reduction_rank_0_auto_padding,
+    'convolution_transpose_reduction_rank_0': _convolution_transpose_reduction_rank_0,
     'pooling_max': _pooling(C.MAX_POOLING, strides=(2, 1), auto_padding=[False, True]),
     'pooling_average': _pooling(C.AVG_POOLING, strides=(1, 2), auto_padding=[True, False], include_pad=True),
     'pooling_ceil': _pooling(C.MAX_POOLING, strides=(2, 2), ceil_out_dim=True),
@@ -438,6 +467,7 @@ ROUND_TRIPS = {
     'cross_entropy_with_softmax': _loss(C.cross_entropy_with_softmax),
     'squared_error': _loss(C.squared_error), 'classification_error': _loss(C.classification_error),
     'cosine_distance': _loss(C.cosine_distance),
+    'cosine_distance_with_negative_samples': _cos_negative,
     'binary_cross_entropy': _loss(lambda z, y: C.binary_cross_entropy(C.sigmoid(z), y)),
     # dynamic axes
     'sequence': _sequence,
@@ -798,3 +828,164 @@ def test_python_user_functions_are_not_saved(tmp_path):
     with pytest.raises(NotImplementedError, match='user-defined function'):
         f.save(str(tmp_path / 'udf.model'))
     assert not os.path.exists(str(tmp_path / 'udf.model'))
+
+
+# ------------------------------------------------ ops that CNTK builds as blocks of its primitives
+
+def _saved(f):
+    return _cntk.dictionary_from_bytes(_cntk.save_model_to_bytes(f if f.is_composite else C.as_composite(f)))
+
+
+def _block(d, op_name):
+    """The block named `op_name` in a saved model and the ops of its composite (nested blocks entered)."""
+    fns = {p['uid']: p for p in d['primitive_functions']}
+    (b,) = [p for p in fns.values() if p['op'] == 57 and p['block_function_op_name'] == op_name]
+    members, todo = [], [b['block_function_composite']['root']]
+    stop = {u.rsplit('_Output_', 1)[0] for u in b['inputs']}
+    while todo:
+        u = todo.pop()
+        if u not in fns or u in stop or any(m['uid'] == u for m in members):
+            continue
+        p = fns[u]
+        members.append(p)
+        todo += [i.rsplit('_Output_', 1)[0] for i in p['inputs'] if '_Output_' in i]
+        if p['op'] == 57:
+            todo.append(p['block_function_composite']['root'])
+    return b, members
+
+
+def _leaf(d, uid):
+    (v,) = [v for v in d['inputs'] if v['uid'] == uid]
+    return v
+
+
+def test_local_response_normalization_is_saved_as_cntks_block():
+    x = _x((5, 3, 4))
+    d = _saved(C.local_response_normalization(x, 1, 2.0, 0.3, 0.75))
+    assert not any(p['op'] == 93 for p in d['primitive_functions'])  # no CustomProxyOp
+    b, members = _block(d, 'LocalResponseNormalization')
+    a = b['attributes']
+    assert (a['depthRadius'], a['bias'], a['alpha'], a['beta']) == (1, 2.0, 0.3, 0.75)
+    # Square -> Reshape -> Convolution with a constant kernel -> Reshape -> Plus -> Log -> ElementTimes -> Exp,
+    # then x / denominator as CNTK's ElementDivide block (ElementTimes of the reciprocal)
+    ops = sorted(p['op'] for p in members)
+    assert ops == sorted([21, 16, 33, 16, 19, 5, 21, 4, 57, 9, 21])
+    (conv,) = [p for p in members if p['op'] == 33]
+    kernel = _leaf(d, conv['inputs'][0])
+    assert kernel['kind'] == 3 and kernel['shape'] == (1, 3, 1, 1)  # NumPy order of CNTK's {1, 1, 3, 1}
+    np.testing.assert_allclose(np.asarray(kernel['value']), 0.3 / 3)
+    assert 'reductionRank' not in conv['attributes']
+    (inner,) = [p for p in members if p['op'] == 57]
+    assert inner['block_function_op_name'] == 'ElementDivide'
+    assert inner['inputs'][0] == b['block_function_composite_arguments_map_keys'][0]  # the operand's placeholder
+
+
+def test_sequence_slice_and_is_first_last_are_saved_as_cntks_blocks():
+    s = C.sequence.input_variable(3, dtype=np.float64)
+    d = _saved(C.sequence.slice(s, 1, -1))
+    assert not any(p['op'] == 93 for p in d['primitive_functions'])
+    b, members = _block(d, 'Sequence::Slice')
+    assert dict(b['attributes']) == {}  # CNTK's block has no attributes: the composite says it all
+    ops = sorted(p['op'] for p in members)
+    # (1 - IsWithin(+1)) * (1 - IsWithin(-1)), each IsWithin a delay of zeros like the operand,
+    # then Where -> PackedIndex -> GatherPacked
+    assert ops == sorted([50, 37, 20, 50, 38, 20, 21, 13, 28, 29])
+    (where,) = [p for p in members if p['op'] == 13]
+    assert where['attributes']['newSequenceAxisLengthAdditiveFactor'] == -2
+    assert where['attributes']['newSequenceAxisLengthScalingFactor'] == 1
+    assert {p['attributes']['offset'] for p in members if p['op'] in (37, 38)} == {1}
+    for fn, name, delay in ((C.sequence.is_first, 'Sequence::IsFirst', 37),
+                            (C.sequence.is_last, 'Sequence::IsLast', 38)):
+        d = _saved(fn(s))
+        b, members = _block(d, name)
+        assert sorted(p['op'] for p in members) == sorted([50, delay])
+        (dl,) = [p for p in members if p['op'] == delay]
+        assert dl['attributes']['offset'] == 1
+        assert np.asarray(_leaf(d, dl['inputs'][1])['value']) == 1.0  # the initial state
+    b, members = _block(_saved(C.sequence.first(s)), 'Sequence::Slice')
+    assert sorted(p['op'] for p in members) == sorted([50, 37, 13, 28, 29])
+
+
+def test_convolution_reduction_rank_0_is_saved_as_cntks_block():
+    x = _x((5, 6))
+    d = _saved(C.convolution(_kernel((2, 3, 2)), x, reduction_rank=0, strides=(2, 1), auto_padding=[False, True]))
+    b, members = _block(d, 'Convolution')
+    assert dict(b['attributes']) == {}
+    assert b['inputs'][0].startswith('Parameter')  # the kernel, then the argument
+    assert sorted(p['op'] for p in members) == [16, 16, 33]
+    (conv,) = [p for p in members if p['op'] == 33]
+    a = conv['attributes']
+    assert 'reductionRank' not in a
+    assert a['strides'] == (1, 2, 1)  # CNTK appends the channel axis' stride (first in NumPy order)
+    assert a['autoPadding'] == [True, False, False]  # in CNTK's order, the channel axis' entry last
+    reshapes = [p for p in members if p['op'] == 16]
+    assert all(r['attributes']['newShape'] == (1,) for r in reshapes)
+    d = _saved(C.convolution_transpose(_kernel((2, 3, 2)), x, reduction_rank=0))
+    _block(d, 'ConvolutionTranspose')
+
+
+def test_cosine_distance_with_negative_samples_passes_constants_as_cntk_does(tmp_path):
+    f, args = _cos_negative()
+    d = _saved(f)
+    (p,) = [p for p in d['primitive_functions'] if p['op'] == 67]
+    assert len(p['inputs']) == 4 and 'shiftWindow' not in p['attributes']
+    shift, count = (_leaf(d, u) for u in p['inputs'][2:])
+    assert shift['kind'] == count['kind'] == 3 and shift['data_type'] == count['data_type'] == 1  # float constants
+    assert (float(np.asarray(shift['value'])), float(np.asarray(count['value']))) == (1.0, 2.0)
+    # (loading the earlier attribute form and refusing non-constants: tests/cpp/test_serialize.cpp)
+    _assert_same_outputs_and_gradients(f, _reload(f, tmp_path), args)
+
+
+def test_cntk_blocks_load_as_the_engine_ops(tmp_path):
+    s = C.sequence.input_variable(3, dtype=np.float64)
+    x = _x((4, 3, 3))
+    cases = [(C.sequence.slice(s, -2, 3), 'SequenceSlice'), (C.sequence.is_last(s), 'IsWithin'),
+             (C.local_response_normalization(x, 2, 1.0, 0.1, 0.5), 'LocalResponseNormalization'),
+             (C.convolution(_kernel((2, 2, 2)), _x((5, 6), name='y'), reduction_rank=0), 'Convolution')]
+    for f, op in cases:
+        g = _reload(C.as_composite(f), tmp_path)
+        assert g.root_function.op_name == op and not g.root_function.is_block
+    attrs = _reload(C.as_composite(cases[0][0]), tmp_path).root_function.attributes
+    assert (attrs['beginIndex'], attrs['endIndex']) == (-2, 3)
+
+
+# CNTK 2.7's PrimitiveOpType numbers (Source/CNTKv2LibraryDll/PrimitiveOpType.h): the index is the number.
+CNTK_OP_TYPES = [
+    'Negate', 'Sigmoid', 'Tanh', 'ReLU', 'Exp', 'Log', 'Sqrt', 'Floor', 'Abs', 'Reciprocal', 'Softmax', 'Hardmax',
+    'TransposeAxes', 'Where', 'Slice', 'Dropout', 'Reshape', 'Pooling', 'SumAll', 'Plus', 'Minus', 'ElementTimes',
+    'Equal', 'NotEqual', 'Less', 'LessEqual', 'Greater', 'GreaterEqual', 'PackedIndex', 'GatherPacked',
+    'ScatterPacked', 'Times', 'TransposeTimes', 'Convolution', 'SquaredError', 'CrossEntropyWithSoftmax',
+    'ClassificationError', 'PastValue', 'FutureValue', 'ReduceElements', 'BatchNormalization', 'Clip', 'Select',
+    'Splice', 'Combine', 'RandomSample', 'RandomSampleInclusionFrequency', 'ROIPooling', 'Logistic',
+    'OptimizedRNNStack', 'ReconcileDynamicAxis', 'LogSoftmax', 'LogPlus', 'CosDistance', 'Sin', 'Cos', 'Pass',
+    'Block', 'Unpooling', 'LambdaRank', 'NDCG', 'EditDistanceError', 'NoOp', 'LabelsToGraph', 'StopGradient', 'ELU',
+    'ForwardBackward', 'CosDistanceWithNegativeSamples', 'OneHot', 'Pow', 'ToSequence', 'ToSequenceLike',
+    'UnpackSequence', 'Assign', 'Gather', 'StableSigmoid', 'RandomDistribution', 'Sinh', 'Cosh', 'UnpackBatch',
+    'ToBatch', 'Asin', 'Acos', 'Pad', 'Crop', 'Atanh', 'Asinh', 'TopK', 'Squeeze', 'ConstantOp',
+    'LatticeSequenceWithSoftmax', 'Cast', 'EyeLikeOp', 'CustomProxyOp', 'StraightThrough', 'Tan', 'Atan',
+    'ConvolutionSequenceShape']
+
+
+def test_cntk_op_type_numbers_are_pinned():
+    assert CNTK_OP_TYPES.index('StraightThrough') == 94 and CNTK_OP_TYPES.index('Tan') == 95
+    assert CNTK_OP_TYPES.index('Atan') == 96 and CNTK_OP_TYPES.index('ConvolutionSequenceShape') == 97
+    assert CNTK_OP_TYPES.index('Block') == 57 and CNTK_OP_TYPES.index('CustomProxyOp') == 93
+
+
+@pytest.mark.parametrize('case', sorted(ROUND_TRIPS))
+def test_every_op_written_has_cntks_number(case):
+    """Each function in a saved model carries CNTK's PrimitiveOpType number for its op: the engine's
+    op name for functions of the original graph, the op a composite written for CNTK names in its uid."""
+    f, _ = ROUND_TRIPS[case]()
+    f = f if f.is_composite else C.as_composite(f)
+    names = {}
+    for fn in C.logging.graph.depth_first_search(f, lambda n: isinstance(n, C.Function), depth=-1):
+        names[fn.uid] = fn.op_name
+    for p in _saved(f)['primitive_functions']:
+        if p['op'] == 57:
+            continue  # blocks: named by block_function_op_name
+        if p['op'] == 93:
+            assert 'opencntk_op' in p  # an engine op that CNTK lacks
+            continue
+        name = names.get(p['uid']) or re.match('[A-Za-z]+', p['uid']).group(0)
+        assert 0 <= p['op'] < len(CNTK_OP_TYPES) and CNTK_OP_TYPES[p['op']] == name, (p['uid'], p['op'])
