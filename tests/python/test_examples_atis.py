@@ -136,9 +136,10 @@ def test_char_rnn_model_shape_and_main(tmp_path, capsys):
                             '--length', '25', '--prime', 'ab', '--sample-every', '0'])
     assert len(result['sample']) == 25 and set(result['sample']) <= set('abc ')
     assert result['model'].output.shape == (4,)
-    # Two stacked LSTMs: two recurrent weight matrices of 16 x (4 * 16).
-    recurrent = [p for p in result['model'].parameters if p.shape == (16, 64)]
-    assert len(recurrent) == 2
+    # Two stacked LSTMs (input, recurrent weights and bias each; the second one's input is the first one's
+    # 16 outputs), then the dense layer's weights and bias.
+    shapes = sorted(p.shape for p in result['model'].parameters)
+    assert shapes == sorted([(4, 64), (16, 64), (64,), (16, 64), (16, 64), (64,), (16, 4), (4,)])
     assert "trained 3 minibatches" in capsys.readouterr().out
     with pytest.raises(IOError):
         char_rnn.english_text(str(tmp_path / 'missing'))
