@@ -69,19 +69,19 @@ def create_model(bidirectional=False, batch_norm=False, emb_dim=EMB_DIM, hidden_
     batch_norm: CNTK 2.7's test variant of the recipe: batch normalization after the embedding and after
     the recurrence, and recurrences that start from 0.1 instead of 0 (CNTK's ATIS tests train this
     variant; its one-epoch test error is the 3.2-3.5% CNTK reports)."""
-    if bidirectional:
-        # CNTK's example: both directions read the embedded query; their outputs are spliced per word.
-        recurrence = [(Recurrence(LSTM(hidden_dim)), Recurrence(LSTM(hidden_dim), go_backwards=True)), C.splice]
-    else:
-        recurrence = [Recurrence(LSTM(hidden_dim))]
-    if not batch_norm:
-        return Sequential([Embedding(emb_dim, name='embed')] + recurrence + [Dense(num_labels, name='out_projection')])
-    with default_options(initial_state=0.1):
+    def recurrence():
         if bidirectional:
-            recurrence = [(Recurrence(LSTM(hidden_dim)), Recurrence(LSTM(hidden_dim), go_backwards=True)), C.splice]
-        else:
-            recurrence = [Recurrence(LSTM(hidden_dim))]
-    return Sequential([Embedding(emb_dim, name='embed'), BatchNormalization()] + recurrence +
+            # CNTK's example: both directions read the embedded query; their outputs are spliced per word.
+            return [(Recurrence(LSTM(hidden_dim)), Recurrence(LSTM(hidden_dim), go_backwards=True)), C.splice]
+        return [Recurrence(LSTM(hidden_dim))]
+
+    embed = Embedding(emb_dim, name='embed')
+    if not batch_norm:
+        rec = recurrence()
+        return Sequential([embed] + rec + [Dense(num_labels, name='out_projection')])
+    with default_options(initial_state=0.1):
+        rec = recurrence()
+    return Sequential([embed, BatchNormalization()] + rec +
                       [BatchNormalization(), Dense(num_labels, name='out_projection')])
 
 
@@ -105,8 +105,9 @@ def create_learner(parameters, epoch_size=EPOCH_SIZE, minibatch_size=MINIBATCH_S
                        gradient_clipping_with_truncation=True)
 
 
-def train(train_file, bidirectional=False, batch_norm=False, epochs=1, epoch_size=EPOCH_SIZE, minibatch_size=MINIBATCH_SIZE,
-          progress_freq=100, progress_first=10, max_minibatches=None, verbose=True, seed=1):
+def train(train_file, bidirectional=False, batch_norm=False, epochs=1, epoch_size=EPOCH_SIZE,
+          minibatch_size=MINIBATCH_SIZE, progress_freq=100, progress_first=10, max_minibatches=None, verbose=True,
+          seed=1):
     """Trains the tagger. Returns a dict: model, query and labels variables, the loss of every minibatch
     (`losses`), (loss, metric) per epoch (`epoch_summaries`) and seconds per epoch (`epoch_seconds`)."""
     C.cntk_py.set_fixed_random_seed(seed)

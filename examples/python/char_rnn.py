@@ -111,7 +111,7 @@ def sample(model, features, data, length, prime_text='', temperature=1.0, contex
     return data.decode(ids)
 
 
-def train(data, num_minibatches=2000, seq_length=SEQ_LENGTH, sequences_per_minibatch=SEQUENCES_PER_MINIBATCH,
+def train(data, num_minibatches=1000, seq_length=SEQ_LENGTH, sequences_per_minibatch=SEQUENCES_PER_MINIBATCH,
           hidden_dim=HIDDEN_DIM, num_layers=NUM_LAYERS, sample_every=0, sample_length=200, verbose=True, seed=1):
     """Trains the model for `num_minibatches` minibatches of random windows. Returns a dict: model,
     features, losses (per minibatch, per character), seconds."""
@@ -150,7 +150,7 @@ def train(data, num_minibatches=2000, seq_length=SEQ_LENGTH, sequences_per_minib
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('--minibatches', type=int, default=2000, help='training minibatches')
+    parser.add_argument('--minibatches', type=int, default=1000, help='training minibatches')
     parser.add_argument('--seq-length', type=int, default=SEQ_LENGTH, help='characters per window')
     parser.add_argument('--sequences', type=int, default=SEQUENCES_PER_MINIBATCH, help='windows per minibatch')
     parser.add_argument('--hidden', type=int, default=HIDDEN_DIM, help='LSTM size')
