@@ -199,7 +199,7 @@ def peek(model, data_dir, query='BOS flights from new york to seattle EOS'):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('-e', '--epochs', type=int, default=1, help='training epochs of --epoch-size words')
+    parser.add_argument('-e', '--epochs', '--max-epochs', dest='epochs', type=int, default=1, help='training epochs of --epoch-size words')
     parser.add_argument('--epoch-size', type=int, default=EPOCH_SIZE, help='words per epoch (36000)')
     parser.add_argument('--minibatch-size', type=int, default=MINIBATCH_SIZE, help='words per minibatch (70)')
     parser.add_argument('--max-minibatches', type=int, default=None, help='stop after this many minibatches')
@@ -207,6 +207,7 @@ def main(argv=None):
     parser.add_argument('--batch-norm', action='store_true',
                         help="batch normalization after the embedding and the recurrence (CNTK's test variant)")
     parser.add_argument('--data-dir', default=None, help='folder of atis.train.ctf and atis.test.ctf')
+    parser.add_argument('--save', default=None, help='save the trained model to this file (CNTK v2 format)')
     parser.add_argument('--no-test', action='store_true', help='skip the test-set evaluation')
     parser.add_argument('--seed', type=int, default=1)
     args = parser.parse_args(argv)
@@ -221,6 +222,12 @@ def main(argv=None):
                    batch_norm=args.batch_norm, epochs=args.epochs,
                    epoch_size=args.epoch_size, minibatch_size=args.minibatch_size,
                    max_minibatches=args.max_minibatches, seed=args.seed)
+    if args.save:
+        # As CNTK's example: save the model and evaluate the loaded copy.
+        result['model'].save(args.save)
+        result['model'] = C.Function.load(args.save)
+        result['query'] = result['model'].arguments[0]
+        print("saved the model to %s" % args.save)
     for i, s in enumerate(result['epoch_seconds']):
         print("epoch %d: %.1f s" % (i + 1, s))
     print("Example query after training:")

@@ -64,11 +64,22 @@ def test_atis_tagger_bidirectional_reads_both_ways():
         assert first_same != bidirectional
 
 
-def test_atis_main_runs_a_few_minibatches(capsys):
+def test_atis_main_runs_a_few_minibatches(capsys, tmp_path):
     d = atis_dir()
     result = atis_slot_tagger.main(['--data-dir', d, '--max-minibatches', '3', '--no-test'])
     assert len(result['losses']) == 3
     assert "Example query after training" in capsys.readouterr().out
+
+    # --save writes the model and evaluates the loaded copy; its scores are the trained model's.
+    path = str(tmp_path / 'atis.model')
+    result = atis_slot_tagger.main(['--data-dir', d, '--max-minibatches', '2', '--max-epochs', '1', '--save', path,
+                                    '--no-test'])
+    assert os.path.isfile(path) and "saved the model" in capsys.readouterr().out
+    import cntk as C
+    original = result['trainer'].model
+    query = C.Value.one_hot([[178, 479, 902, 851]], 943)
+    np.testing.assert_allclose(result['model'].eval({result['query']: query})[0],
+                               original.eval({original.arguments[0]: query})[0], rtol=1e-5, atol=1e-6)
     with pytest.raises(SystemExit):
         atis_slot_tagger.main(['--data-dir', d, '--epochs', '0'])
 
