@@ -109,7 +109,8 @@ def train(train_file, bidirectional=False, batch_norm=False, epochs=1, epoch_siz
           minibatch_size=MINIBATCH_SIZE, progress_freq=100, progress_first=10, max_minibatches=None, verbose=True,
           seed=1):
     """Trains the tagger. Returns a dict: model, query and labels variables, the loss of every minibatch
-    (`losses`), (loss, metric) per epoch (`epoch_summaries`) and seconds per epoch (`epoch_seconds`)."""
+    (`losses`), (loss, metric) per epoch (`epoch_summaries`), wall-clock and CPU seconds per epoch
+    (`epoch_seconds`, `epoch_cpu_seconds`)."""
     C.cntk_py.set_fixed_random_seed(seed)
     reader = create_reader(train_file, is_training=True)
     model = create_model(bidirectional, batch_norm)
@@ -123,11 +124,11 @@ def train(train_file, bidirectional=False, batch_norm=False, epochs=1, epoch_siz
         print()
 
     input_map = {query: reader.streams.query, labels: reader.streams.slot_labels}
-    losses, summaries, seconds = [], [], []
+    losses, summaries, seconds, cpu_seconds = [], [], [], []
     t = 0
     n_minibatches = 0
     for epoch in range(epochs):
-        start = time.time()
+        start, cpu_start = time.time(), time.process_time()
         epoch_end = (epoch + 1) * epoch_size
         loss_sum = metric_sum = 0.0
         samples = 0
@@ -147,11 +148,12 @@ def train(train_file, bidirectional=False, batch_norm=False, epochs=1, epoch_siz
             metric_sum += trainer.previous_minibatch_evaluation_average * n
         trainer.summarize_training_progress()
         seconds.append(time.time() - start)
+        cpu_seconds.append(time.process_time() - cpu_start)
         summaries.append((loss_sum / max(samples, 1), metric_sum / max(samples, 1)))
         if max_minibatches is not None and n_minibatches >= max_minibatches:
             break
     return dict(model=z, query=query, labels=labels, losses=losses, epoch_summaries=summaries,
-                epoch_seconds=seconds, trainer=trainer)
+                epoch_seconds=seconds, epoch_cpu_seconds=cpu_seconds, trainer=trainer)
 
 
 def evaluate(test_file, model, query, labels, minibatch_size=1000, verbose=True):
@@ -228,8 +230,8 @@ def main(argv=None):
         result['model'] = C.Function.load(args.save)
         result['query'] = result['model'].arguments[0]
         print("saved the model to %s" % args.save)
-    for i, s in enumerate(result['epoch_seconds']):
-        print("epoch %d: %.1f s" % (i + 1, s))
+    for i, (s, cpu) in enumerate(zip(result['epoch_seconds'], result['epoch_cpu_seconds'])):
+        print("epoch %d: %.1f s (%.1f CPU-seconds)" % (i + 1, s, cpu))
     print("Example query after training:")
     peek(result['model'], data_dir)
     if args.no_test:
