@@ -201,7 +201,8 @@ def peek(model, data_dir, query='BOS flights from new york to seattle EOS'):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('-e', '--epochs', '--max-epochs', dest='epochs', type=int, default=1, help='training epochs of --epoch-size words')
+    parser.add_argument('-e', '--epochs', '--max-epochs', dest='epochs', type=int, default=1,
+                        help='training epochs of --epoch-size words')
     parser.add_argument('--epoch-size', type=int, default=EPOCH_SIZE, help='words per epoch (36000)')
     parser.add_argument('--minibatch-size', type=int, default=MINIBATCH_SIZE, help='words per minibatch (70)')
     parser.add_argument('--max-minibatches', type=int, default=None, help='stop after this many minibatches')
