@@ -436,6 +436,8 @@ NB_MODULE(_cntk, m) {
 
   m.def("registered_ops", &registered_ops);
   m.def("plans_compiled", &plans_compiled);
+  m.def("set_rnn_fusion", &set_rnn_fusion, nb::arg("on"));
+  m.def("rnn_fusion_enabled", &rnn_fusion_enabled);
   m.def("set_fixed_random_seed", &set_fixed_random_seed);
   m.def("is_random_seed_fixed", &is_random_seed_fixed);
   m.def("next_random_seed", &next_random_seed);
