@@ -319,7 +319,8 @@ bool all_float(const std::vector<Variable>& vs) {
 }
 
 bool reject(const FunctionPtr& f, const std::string& why) {
-  if (fusion_debug()) std::fprintf(stderr, "rnn fusion: %s (%s) not fused: %s\n", f->op_name().c_str(), f->uid().c_str(), why.c_str());
+  if (fusion_debug())
+    std::fprintf(stderr, "rnn fusion: %s (%s) not fused: %s\n", f->op_name().c_str(), f->uid().c_str(), why.c_str());
   return false;
 }
 
@@ -346,8 +347,10 @@ bool match_fused_rnn(const FunctionPtr& f, const VariableUses& uses, FusedRnnMat
     const Variable& outer = args[k].second;
     if (!outer.is_output()) return reject(f, "state argument is not a delay");
     FunctionPtr dl = outer.owner();
-    if (!dl || !is_delay_op(dl->op()) || dl->direct_inputs().size() != 2) return reject(f, "state argument is not a delay");
-    if (dl->direct_inputs()[0].get() != outs[k].get()) return reject(f, "state is not a delay of the step's own output");
+    if (!dl || !is_delay_op(dl->op()) || dl->direct_inputs().size() != 2)
+      return reject(f, "state argument is not a delay");
+    if (dl->direct_inputs()[0].get() != outs[k].get())
+      return reject(f, "state is not a delay of the step's own output");
     DelaySpec ds = delay_spec(*dl);
     if (ds.offset != 1) return reject(f, "delay by more than one step");
     int dir = ds.past ? 1 : -1;
@@ -360,7 +363,8 @@ bool match_fused_rnn(const FunctionPtr& f, const VariableUses& uses, FusedRnnMat
       return reject(f, "initial state of shape " + is.str());
     inits.push_back(init);
     // Only h is an output of the fused step: any other use of c keeps the loop.
-    if (k > 0 && (use_count(outs[k]) != 1 || use_count(outer) != 1)) return reject(f, "the cell state is read elsewhere");
+    if (k > 0 && (use_count(outs[k]) != 1 || use_count(outer) != 1))
+      return reject(f, "the cell state is read elsewhere");
   }
   const Variable& x = args[nstates].second;
   const Variable& h = outs[0];

@@ -194,6 +194,8 @@ CellPrims cell_prims(const CellShape& s, bool training) {
   }
   CellPrims p = make_prims(s, training);
   std::lock_guard<std::mutex> lock(c.mu);
+  // Sequence lengths vary per minibatch, and each is its own primitive: bound the cache.
+  if (c.entries.size() >= 512) c.entries.clear();
   return c.entries.emplace(key, std::move(p)).first->second;
 }
 
@@ -379,7 +381,8 @@ void rnn_backward(const RnnDims& d, const RnnSaved& saved, const RnnBackwardArgs
   const int64_t G = rnn_gates(d.cell), Gb = rnn_bias_gates(d.cell);
   const bool lstm = d.cell == RnnCell::Lstm;
   if (!a.grads.empty() && int64_t(a.grads.size()) != L * D)
-    throw ValueError("rnn: expected " + std::to_string(L * D) + " gradient sets, got " + std::to_string(a.grads.size()));
+    throw ValueError("rnn: expected " + std::to_string(L * D) + " gradient sets, got " +
+                     std::to_string(a.grads.size()));
   const auto& len = saved.lengths;
   if (T == 0 || B == 0) {
     for (int64_t u = 0; u < int64_t(a.grads.size()); ++u) {
