@@ -91,7 +91,7 @@ CELLS = {
 @pytest.mark.parametrize("cell", sorted(CELLS))
 @pytest.mark.parametrize("backwards", [False, True])
 def test_fused_matches_step_by_step(cell, backwards):
-    rng = np.random.RandomState(hash((cell, backwards)) % 1000)
+    rng = np.random.RandomState(sorted(CELLS).index(cell) * 2 + int(backwards))
     x = C.sequence.input_variable(3, name='x')
     model = Recurrence(CELLS[cell](5), go_backwards=backwards)(x)  # 5: not a multiple of 8
     randomize(model, rng)
