@@ -248,3 +248,4 @@ def test_saved_model_keeps_cntk_composition(tmp_path):
     b = as_sequences(model.eval({x: data}))
     for p, q in zip(a, b):
         np.testing.assert_allclose(p, q, **TOL)
+    assert fused_events(loaded, {arg: data})  # the loaded composition is recognized too
