@@ -272,14 +272,14 @@ const FusedOps& fused_ops() {
 
 // The primitive ops of a block's inner graph, nested blocks as "[Name]" followed by
 // their own ops, sorted; and its parameters by name.
-std::string fingerprint(const FunctionPtr& block, std::map<std::string, Variable>& params, bool& unnamed_param) {
+std::string fingerprint(const FunctionPtr& block, std::map<std::string, Variable>& params, bool& duplicate_name) {
   std::vector<std::string> ops;
   visit_functions(block->block_root(), [&](const FunctionPtr& g) {
     ops.push_back(g->is_block() ? "[" + g->op_name() + "]" : g->op_name());
     for (auto& in : g->direct_inputs())
       if (in.is_parameter()) {
         auto it = params.find(in.name());
-        if (it != params.end() && it->second.get() != in.get()) unnamed_param = true;  // two parameters, one name
+        if (it != params.end() && it->second.get() != in.get()) duplicate_name = true;  // two parameters, one name
         params[in.name()] = in;
       }
   });
