@@ -34,4 +34,10 @@ FunctionPtr backprop_state_function(const BackPropStatePtr& state);
 // Number of plans compiled so far (tests check that a repeated layout plans once).
 size_t plans_compiled();
 
+// Whether Recurrence(LSTM/GRU/RNNStep) loops run as one fused oneDNN step (true unless
+// CNTK_RNN_FUSION=0); a change applies to plans compiled from then on (cached plans of
+// the other mode are recompiled).
+void set_rnn_fusion(bool on);
+bool rnn_fusion_enabled();
+
 }  // namespace cntk

@@ -439,6 +439,8 @@ NB_MODULE(_cntk, m) {
   m.def("plans_compiled", &plans_compiled);
   m.def("live_functions", &live_functions);  // tests: graphs (loops included) are freed
   m.def("storage_requests", &detail::storage_requests);  // benchmarks: blocks asked of the allocator
+  m.def("set_rnn_fusion", &set_rnn_fusion, nb::arg("on"));
+  m.def("rnn_fusion_enabled", &rnn_fusion_enabled);
   m.def("set_fixed_random_seed", &set_fixed_random_seed);
   m.def("is_random_seed_fixed", &is_random_seed_fixed);
   m.def("next_random_seed", &next_random_seed);

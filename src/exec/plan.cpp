@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "cntk/profiler.h"
+#include "exec/fused_rnn.h"
 #include "ops/sequence_delay.h"
 
 namespace cntk {
@@ -27,7 +28,8 @@ namespace {
 
 class PlanBuilder {
  public:
-  explicit PlanBuilder(Plan& p) : p_(p) {}
+  // `uses` (may be null: no fusion) lets recognized recurrences run as one fused step.
+  PlanBuilder(Plan& p, const VariableUses* uses) : p_(p), uses_(uses) {}
 
   // `bind` maps inner placeholders of the blocks being inlined to outer slots.
   int slot_of(const Variable& v, const std::unordered_map<VariableImpl*, int>& bind) {
@@ -83,7 +85,10 @@ class PlanBuilder {
     if (!in_progress_.insert(f.get()).second)
       throw ValueError("the graph has a cycle through '" + f->op_name() + "' (" + f->uid() +
                        ") that passes no past_value/future_value: it cannot be computed");
-    if (f->is_block()) {
+    FusedRnnMatch fused;
+    if (f->is_block() && uses_ && match_fused_rnn(f, *uses_, fused)) {
+      emit_fused(f, fused, bind);
+    } else if (f->is_block()) {
       std::unordered_map<VariableImpl*, int> inner_bind = bind;
       for (auto& [ph, outer] : f->block_arguments_mapping()) inner_bind[ph.get()] = slot_of(outer, bind);
       auto inner_outs = f->block_root()->outputs();
@@ -125,7 +130,27 @@ class PlanBuilder {
     in_progress_.erase(f.get());
   }
 
+  // One step computing f's first output over the whole sequence; f's other outputs
+  // (an LSTM's cell state) get no slot, which match_fused_rnn made sure nobody reads.
+  void emit_fused(const FunctionPtr& f, const FusedRnnMatch& m, const std::unordered_map<VariableImpl*, int>& bind) {
+    PlanStep step;
+    step.fn = f.get();
+    step.op = m.op;
+    for (auto& v : m.inputs) {
+      step.in.push_back(slot_of(v, bind));
+      step.in_axes.push_back(layout_axes(v));
+    }
+    Variable h = f->outputs()[0];
+    step.out.push_back(new_slot(h));
+    step.out_axes = layout_axes(h);
+    std::string label = "FusedRecurrence(" + f->op_name() + ") " + (f->name().empty() ? f->uid() : f->name());
+    step.event_name = profiler::intern(label);
+    step.backward_event_name = profiler::intern(label + " (backward)");
+    p_.steps.push_back(std::move(step));
+  }
+
   Plan& p_;
+  const VariableUses* uses_;
   std::unordered_set<Function*> in_progress_;
   std::vector<Deferred> deferred_;
 };
@@ -309,6 +334,7 @@ PlanCache& cache_of(const FunctionPtr& f) {
 // shape and every function the same inputs: a cheap check against graph edits.
 bool still_valid(const Plan& p) {
   for (auto& st : p.steps) {
+    if (is_fused_rnn_op(st.op)) continue;  // its inputs are not its block's direct inputs
     const auto& ins = st.fn->direct_inputs();
     if (ins.size() != st.in.size()) return false;
     for (size_t i = 0; i < ins.size(); ++i) {
@@ -349,7 +375,7 @@ std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Var
     std::lock_guard<std::mutex> lock(c.mu);
     auto it = c.plans.find(key);
     if (it != c.plans.end()) {
-      if (still_valid(*it->second)) return it->second;
+      if (it->second->rnn_fusion == rnn_fusion_enabled() && still_valid(*it->second)) return it->second;
       c.plans.erase(it);
     }
   }
@@ -364,7 +390,10 @@ std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Var
   for (auto& o : outputs)
     if (!o.defined()) throw ValueError("cannot compute an undefined variable");
   auto p = std::make_shared<Plan>();
-  PlanBuilder b(*p);
+  VariableUses uses;
+  p->rnn_fusion = rnn_fusion_enabled();
+  if (p->rnn_fusion) uses = count_variable_uses(f, outputs);
+  PlanBuilder b(*p, p->rnn_fusion ? &uses : nullptr);
   std::unordered_map<VariableImpl*, int> none;
   for (auto& o : outputs) p->output_slots.push_back(b.slot_of(o, none));
   b.resolve_deferred();

@@ -41,6 +41,7 @@ struct Plan {
   std::vector<int> leaf_slots;                  // inputs, parameters, constants
   std::vector<int> output_slots;                // the requested outputs, in order
   std::vector<PlanLoop> loops;
+  bool rnn_fusion = false;  // compiled with fused recurrences (see fused_rnn.h)
 };
 
 std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Variable>& outputs);

@@ -194,6 +194,8 @@ CellPrims cell_prims(const CellShape& s, bool training) {
   }
   CellPrims p = make_prims(s, training);
   std::lock_guard<std::mutex> lock(c.mu);
+  // Sequence lengths vary per minibatch, and each is its own primitive: bound the cache.
+  if (c.entries.size() >= 512) c.entries.clear();
   return c.entries.emplace(key, std::move(p)).first->second;
 }
 
@@ -259,9 +261,27 @@ void from_direction(const float* src, float* dst, int64_t T, int64_t B, int64_t 
 
 }  // namespace
 
+// A float buffer left uninitialized, for what oneDNN writes in full (outputs, workspace):
+// zero-filling megabytes per call would cost as much as a short sequence's compute.
+class RawBuffer {
+ public:
+  void reset(size_t n) {
+    if (n == n_) return;
+    p_.reset(n ? new float[n] : nullptr);
+    n_ = n;
+  }
+  float* data() { return p_.get(); }
+  const float* data() const { return p_.get(); }
+
+ private:
+  std::unique_ptr<float[]> p_;
+  size_t n_ = 0;
+};
+
 // One (layer, direction)'s forward record.
 struct RnnUnitSaved {
-  std::vector<float> src_layer, dst_layer, src_iter, src_iter_c, dst_iter, dst_iter_c, workspace;
+  std::vector<float> src_layer, src_iter, src_iter_c;
+  RawBuffer dst_layer, dst_iter, dst_iter_c, workspace;
   std::vector<float> w_x, w_h, bias;  // plain (ldigo / ldgo) copies
 };
 
@@ -319,7 +339,7 @@ std::shared_ptr<RnnSaved> rnn_forward(const RnnDims& d, const RnnForwardArgs& a)
     const CellShape s{d.cell, T, B, C, H};
     const CellPrims p = cell_prims(s, a.training);
     const CellMds m = cell_mds(s);
-    layer_out.assign(size_t(T * B * D * H), 0.f);
+    layer_out.resize(size_t(T * B * D * H));  // from_direction writes every element
     for (int64_t dir = 0; dir < D; ++dir) {
       const bool reverse = d.direction == RnnDirection::Backward || dir == 1;
       const int64_t u = l * D + dir;
@@ -328,14 +348,14 @@ std::shared_ptr<RnnSaved> rnn_forward(const RnnDims& d, const RnnForwardArgs& a)
       RnnUnitSaved& us = a.training ? saved->units[size_t(u)] : local;
       us.src_layer.resize(size_t(T * B * C));
       to_direction(layer_in.data(), us.src_layer.data(), T, B, C, len, reverse, C, 0);
-      us.dst_layer.assign(size_t(T * B * H), 0.f);
+      us.dst_layer.reset(size_t(T * B * H));
       us.src_iter.assign(size_t(B * H), 0.f);
       if (a.h0) std::copy(a.h0 + u * B * H, a.h0 + (u + 1) * B * H, us.src_iter.begin());
-      us.dst_iter.assign(size_t(B * H), 0.f);
+      us.dst_iter.reset(size_t(B * H));
       if (lstm) {
         us.src_iter_c.assign(size_t(B * H), 0.f);
         if (a.c0) std::copy(a.c0 + u * B * H, a.c0 + (u + 1) * B * H, us.src_iter_c.begin());
-        us.dst_iter_c.assign(size_t(B * H), 0.f);
+        us.dst_iter_c.reset(size_t(B * H));
       }
       dnnl::memory wx = in_layout(m.w_layer_plain, w.w_x, arg_md(p.fwd_pd, DNNL_ARG_WEIGHTS_LAYER), wbuf_x);
       dnnl::memory wh = in_layout(m.w_iter_plain, w.w_h, arg_md(p.fwd_pd, DNNL_ARG_WEIGHTS_ITER), wbuf_h);
@@ -353,7 +373,7 @@ std::shared_ptr<RnnSaved> rnn_forward(const RnnDims& d, const RnnForwardArgs& a)
       }
       if (a.training) {
         const md ws = arg_md(p.fwd_pd, DNNL_ARG_WORKSPACE);
-        us.workspace.assign(floats_of(ws), 0.f);
+        us.workspace.reset(floats_of(ws));
         args[DNNL_ARG_WORKSPACE] = wrap(ws, us.workspace.data());
         us.w_x.assign(w.w_x, w.w_x + C * G * H);
         us.w_h.assign(w.w_h, w.w_h + H * G * H);
@@ -379,7 +399,8 @@ void rnn_backward(const RnnDims& d, const RnnSaved& saved, const RnnBackwardArgs
   const int64_t G = rnn_gates(d.cell), Gb = rnn_bias_gates(d.cell);
   const bool lstm = d.cell == RnnCell::Lstm;
   if (!a.grads.empty() && int64_t(a.grads.size()) != L * D)
-    throw ValueError("rnn: expected " + std::to_string(L * D) + " gradient sets, got " + std::to_string(a.grads.size()));
+    throw ValueError("rnn: expected " + std::to_string(L * D) + " gradient sets, got " +
+                     std::to_string(a.grads.size()));
   const auto& len = saved.lengths;
   if (T == 0 || B == 0) {
     for (int64_t u = 0; u < int64_t(a.grads.size()); ++u) {

@@ -1,0 +1,402 @@
+#include "exec/fused_rnn.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <unordered_set>
+
+#include "cntk/evaluation.h"
+#include "kernels/cpu/rnn.h"
+#include "ops/sequence_delay.h"
+
+namespace cntk {
+
+namespace {
+std::atomic<bool>& fusion_flag() {
+  static std::atomic<bool> on{[] {
+    const char* v = std::getenv("CNTK_RNN_FUSION");
+    return !(v && std::strcmp(v, "0") == 0);
+  }()};
+  return on;
+}
+}  // namespace
+
+bool rnn_fusion_enabled() { return fusion_flag().load(); }
+void set_rnn_fusion(bool on) { fusion_flag().store(on); }
+
+namespace {
+
+bool fusion_debug() {
+  static const bool on = [] {
+    const char* v = std::getenv("CNTK_RNN_FUSION_DEBUG");
+    return v && std::strcmp(v, "1") == 0;
+  }();
+  return on;
+}
+
+void visit_functions(const FunctionPtr& root, const std::function<void(const FunctionPtr&)>& fn) {
+  std::unordered_set<const Function*> seen;
+  std::vector<FunctionPtr> stack{root};
+  while (!stack.empty()) {
+    FunctionPtr g = stack.back();
+    stack.pop_back();
+    if (!g || !seen.insert(g.get()).second) continue;
+    if (g->is_composite()) {  // a wrapper: its root is the graph
+      stack.push_back(g->root_function());
+      continue;
+    }
+    fn(g);
+    for (auto& in : g->direct_inputs())
+      if (in.is_output()) stack.push_back(in.owner());
+    if (g->is_block()) stack.push_back(g->block_root());
+  }
+}
+
+}  // namespace
+
+VariableUses count_variable_uses(const FunctionPtr& root, const std::vector<Variable>& outputs) {
+  VariableUses uses;
+  for (auto& o : outputs) ++uses[o.get()];
+  visit_functions(root, [&](const FunctionPtr& g) {
+    for (auto& in : g->direct_inputs()) ++uses[in.get()];  // a block's include its arguments
+  });
+  return uses;
+}
+
+namespace {
+
+using kernels::RnnCell;
+
+// Input positions of a fused step.
+struct FusedLayout {
+  RnnCell cell;
+  bool backward_in_time;
+  int w = 1, h = 2, h1 = -1, b = 3, h0 = 4, c0 = -1;
+};
+
+FusedLayout layout_of(RnnCell cell, bool backward_in_time) {
+  FusedLayout l{cell, backward_in_time};
+  if (cell == RnnCell::Gru) {
+    l.h1 = 3;
+    l.b = 4;
+    l.h0 = 5;
+  }
+  if (cell == RnnCell::Lstm) l.c0 = 5;
+  return l;
+}
+
+// The initial state input k as the delay kernels read it: [B, hidden] rows.
+ComputeContext initial_state_context(const ComputeContext& ctx, int k) {
+  ComputeContext sub;
+  sub.fn = ctx.fn;
+  sub.attrs = ctx.attrs;
+  sub.inputs = {ctx.inputs[0], ctx.inputs[size_t(k)]};
+  sub.in_dyn = {ctx.in_dyn[0], ctx.in_dyn[size_t(k)]};
+  sub.in_axes = {ctx.in_axes[0], ctx.in_axes[size_t(k)]};
+  sub.in_lengths = {ctx.in_lengths[0], ctx.in_lengths[size_t(k)]};
+  sub.out_axes = ctx.out_axes;
+  sub.out_dyn = ctx.out_dyn;
+  return sub;
+}
+
+std::vector<float> to_vector(const NDArrayView& v) {
+  NDArrayView c = v.contiguous();
+  const float* p = c.data<float>();
+  return std::vector<float>(p, p + c.numel());
+}
+
+// CNTK's weights in oneDNN's layouts (rnn.h).
+struct DnnlWeights {
+  std::vector<float> wx, wh, bias;
+};
+
+DnnlWeights to_dnnl(const FusedLayout& l, const ComputeContext& ctx, int64_t C, int64_t H) {
+  DnnlWeights w;
+  std::vector<float> W = to_vector(ctx.inputs[size_t(l.w)]), Hm = to_vector(ctx.inputs[size_t(l.h)]),
+                     b = to_vector(ctx.inputs[size_t(l.b)]);
+  switch (l.cell) {
+    case RnnCell::Lstm:
+      w.wx.resize(W.size());
+      w.wh.resize(Hm.size());
+      w.bias.resize(b.size());
+      kernels::lstm_gates_cntk_to_dnnl(W.data(), w.wx.data(), C, H);
+      kernels::lstm_gates_cntk_to_dnnl(Hm.data(), w.wh.data(), H, H);
+      kernels::lstm_gates_cntk_to_dnnl(b.data(), w.bias.data(), 1, H);
+      break;
+    case RnnCell::Gru: {
+      std::vector<float> H1 = to_vector(ctx.inputs[size_t(l.h1)]);
+      w.wx = std::move(W);
+      w.bias = std::move(b);
+      w.wh.resize(size_t(H * 3 * H));
+      kernels::gru_iter_cntk_to_dnnl(Hm.data(), H1.data(), w.wh.data(), H);
+      break;
+    }
+    default:
+      w.wx = std::move(W);
+      w.wh = std::move(Hm);
+      w.bias = std::move(b);
+  }
+  return w;
+}
+
+struct FusedState {
+  std::shared_ptr<kernels::RnnSaved> saved;
+  kernels::RnnDims dims;
+};
+
+kernels::RnnDims dims_of(const FusedLayout& l, const ComputeContext& ctx) {
+  const NDArrayView& x = ctx.inputs[0];
+  kernels::RnnDims d;
+  d.cell = l.cell;
+  d.direction = l.backward_in_time ? kernels::RnnDirection::Backward : kernels::RnnDirection::Forward;
+  d.steps = x.shape()[0];
+  d.batch = x.shape()[1];
+  d.input = x.shape().sub(2).total_size();
+  d.hidden = ctx.inputs[size_t(l.b)].numel() / kernels::rnn_gates(l.cell);
+  return d;
+}
+
+std::vector<NDArrayView> fused_forward(const FusedLayout& l, ComputeContext& ctx) {
+  const kernels::RnnDims d = dims_of(l, ctx);
+  NDArrayView x = ctx.inputs[0].contiguous();
+  const int64_t H = d.hidden, B = d.batch;
+  DnnlWeights w = to_dnnl(l, ctx, d.input, H);
+  NDArrayView h0 = delay_initial_rows(initial_state_context(ctx, l.h0), NDShape{H}, B).contiguous();
+  NDArrayView c0;
+  if (l.c0 >= 0) c0 = delay_initial_rows(initial_state_context(ctx, l.c0), NDShape{H}, B).contiguous();
+  NDArrayView y(DataType::Float, NDShape{d.steps, B, H});
+  kernels::RnnForwardArgs a;
+  a.x = x.data<float>();
+  const auto& len = ctx.in_lengths[0];
+  a.lengths = len.empty() ? nullptr : len.data();
+  a.weights = {{w.wx.data(), w.wh.data(), w.bias.data()}};
+  a.h0 = h0.data<float>();
+  a.c0 = c0.defined() ? c0.data<float>() : nullptr;
+  a.y = y.data<float>();
+  a.training = ctx.training;
+  auto saved = kernels::rnn_forward(d, a);
+  if (ctx.training) ctx.state = std::make_shared<FusedState>(FusedState{saved, d});
+  return {y};
+}
+
+// Every input's gradient at once (kept in ctx.scratch for the calls that follow).
+std::vector<NDArrayView> fused_gradients(const FusedLayout& l, ComputeContext& ctx) {
+  if (!ctx.state) throw Error("fused recurrence: backward without a training forward pass");
+  const auto& st = *std::static_pointer_cast<FusedState>(ctx.state);
+  const kernels::RnnDims& d = st.dims;
+  const int64_t T = d.steps, B = d.batch, C = d.input, H = d.hidden;
+  const int64_t G = kernels::rnn_gates(d.cell);
+  NDArrayView dy = ctx.grad_outputs[0].contiguous();
+  if (dy.dtype() != DataType::Float) dy = dy.cast(DataType::Float);
+  std::vector<float> gwx(size_t(C * G * H)), gwh(size_t(H * G * H)), gb(size_t(G * H));
+  NDArrayView dx(DataType::Float, NDShape{T, B}.concat(ctx.inputs[0].shape().sub(2)));
+  NDArrayView dh0(DataType::Float, NDShape{B, H}), dc0;
+  kernels::RnnBackwardArgs a;
+  a.dy = dy.data<float>();
+  a.grads = {{gwx.data(), gwh.data(), gb.data()}};
+  a.dx = dx.data<float>();
+  a.dh0 = dh0.data<float>();
+  if (l.c0 >= 0) {
+    dc0 = NDArrayView(DataType::Float, NDShape{B, H});
+    a.dc0 = dc0.data<float>();
+  }
+  kernels::rnn_backward(d, *st.saved, a);
+  std::vector<NDArrayView> g(ctx.inputs.size());
+  g[0] = dx;
+  auto param = [&](int i, std::vector<float>& v) {
+    NDArrayView out(DataType::Float, ctx.inputs[size_t(i)].shape());
+    std::copy(v.begin(), v.end(), out.data<float>());
+    g[size_t(i)] = out;
+  };
+  switch (l.cell) {
+    case RnnCell::Lstm: {
+      std::vector<float> t(gwx.size());
+      kernels::lstm_gates_dnnl_to_cntk(gwx.data(), t.data(), C, H);
+      param(l.w, t);
+      t.resize(gwh.size());
+      kernels::lstm_gates_dnnl_to_cntk(gwh.data(), t.data(), H, H);
+      param(l.h, t);
+      t.resize(gb.size());
+      kernels::lstm_gates_dnnl_to_cntk(gb.data(), t.data(), 1, H);
+      param(l.b, t);
+      break;
+    }
+    case RnnCell::Gru: {
+      std::vector<float> Hm(size_t(H * 2 * H)), H1(size_t(H * H));
+      kernels::gru_iter_dnnl_to_cntk(gwh.data(), Hm.data(), H1.data(), H);
+      param(l.w, gwx);
+      param(l.h, Hm);
+      param(l.h1, H1);
+      param(l.b, gb);
+      break;
+    }
+    default:
+      param(l.w, gwx);
+      param(l.h, gwh);
+      param(l.b, gb);
+  }
+  g[size_t(l.h0)] = delay_initial_gradient(initial_state_context(ctx, l.h0), dh0);
+  if (l.c0 >= 0) g[size_t(l.c0)] = delay_initial_gradient(initial_state_context(ctx, l.c0), dc0);
+  return g;
+}
+
+struct FusedOps {
+  std::map<std::pair<int, bool>, OpDef> ops;
+  FusedOps() {
+    for (RnnCell cell : {RnnCell::Lstm, RnnCell::Gru, RnnCell::RnnTanh, RnnCell::RnnRelu, RnnCell::RnnSigmoid})
+      for (bool back : {false, true}) {
+        const FusedLayout l = layout_of(cell, back);
+        OpDef def;
+        def.name = "FusedRecurrence";
+        def.infer = [](InferContext& ctx) -> std::vector<OutputInfo> {
+          ctx.fail("a fused recurrence is a plan step, not a graph node");
+        };
+        def.forward = [l](ComputeContext& ctx) { return fused_forward(l, ctx); };
+        def.backward = [l](ComputeContext& ctx, size_t i) {
+          if (!ctx.scratch) ctx.scratch = std::make_shared<std::vector<NDArrayView>>(fused_gradients(l, ctx));
+          return (*std::static_pointer_cast<std::vector<NDArrayView>>(ctx.scratch))[i];
+        };
+        ops.emplace(std::make_pair(int(cell), back), std::move(def));
+      }
+  }
+};
+
+const FusedOps& fused_ops() {
+  static const FusedOps* f = new FusedOps();  // never destroyed: plans may outlive static teardown
+  return *f;
+}
+
+// The primitive ops of a block's inner graph, nested blocks as "[Name]" followed by
+// their own ops, sorted; and its parameters by name.
+std::string fingerprint(const FunctionPtr& block, std::map<std::string, Variable>& params, bool& duplicate_name) {
+  std::vector<std::string> ops;
+  visit_functions(block->block_root(), [&](const FunctionPtr& g) {
+    ops.push_back(g->is_block() ? "[" + g->op_name() + "]" : g->op_name());
+    for (auto& in : g->direct_inputs())
+      if (in.is_parameter()) {
+        auto it = params.find(in.name());
+        if (it != params.end() && it->second.get() != in.get()) duplicate_name = true;  // two parameters, one name
+        params[in.name()] = in;
+      }
+  });
+  std::sort(ops.begin(), ops.end());
+  std::string s;
+  for (auto& o : ops) s += o + ",";
+  return s;
+}
+
+// What LSTM/GRU/RNNStep build with options oneDNN computes exactly: no peepholes, no
+// self-stabilization (its Stabilizer is an identity block), no projection; tanh (LSTM,
+// GRU) or tanh/relu/sigmoid (RNNStep).
+struct Expected {
+  const char* kind;
+  const char* ops;
+  RnnCell cell;
+};
+
+const Expected kExpected[] = {
+    {"LSTM",
+     "Combine,Combine,ElementTimes,ElementTimes,ElementTimes,Plus,Plus,Plus,Slice,Slice,Slice,Slice,"
+     "StableSigmoid,StableSigmoid,StableSigmoid,Tanh,Tanh,Times,Times,[Stabilizer],",
+     RnnCell::Lstm},
+    {"GRU",
+     "Combine,ElementTimes,ElementTimes,ElementTimes,Minus,Plus,Plus,Plus,Plus,Plus,Slice,Slice,Slice,Slice,Slice,"
+     "StableSigmoid,StableSigmoid,Tanh,Times,Times,Times,[Stabilizer],",
+     RnnCell::Gru},
+    {"RNNStep", "Combine,Plus,Plus,StableSigmoid,Times,Times,[Stabilizer],", RnnCell::RnnSigmoid},
+    {"RNNStep", "Combine,Plus,Plus,Tanh,Times,Times,[Stabilizer],", RnnCell::RnnTanh},
+    {"RNNStep", "Combine,Plus,Plus,ReLU,Times,Times,[Stabilizer],", RnnCell::RnnRelu},
+};
+
+bool all_float(const std::vector<Variable>& vs) {
+  for (auto& v : vs)
+    if (v.dtype() != DataType::Float) return false;
+  return true;
+}
+
+bool reject(const FunctionPtr& f, const std::string& why) {
+  if (fusion_debug())
+    std::fprintf(stderr, "rnn fusion: %s (%s) not fused: %s\n", f->op_name().c_str(), f->uid().c_str(), why.c_str());
+  return false;
+}
+
+}  // namespace
+
+bool is_fused_rnn_op(const OpDef* op) { return op && op->name == "FusedRecurrence"; }
+
+bool match_fused_rnn(const FunctionPtr& f, const VariableUses& uses, FusedRnnMatch& m) {
+  if (!f->is_block()) return false;
+  const std::string& kind = f->op_name();
+  if (kind != "LSTM" && kind != "GRU" && kind != "RNNStep") return false;
+  const size_t nstates = kind == "LSTM" ? 2 : 1;
+  const auto& args = f->block_arguments_mapping();
+  const auto outs = f->outputs();
+  if (args.size() != nstates + 1 || outs.size() != nstates) return reject(f, "unexpected arguments or outputs");
+  auto use_count = [&](const Variable& v) {
+    auto it = uses.find(v.get());
+    return it == uses.end() ? 0 : it->second;
+  };
+  // State k is a delay by one step of output k, all in one direction.
+  int direction = 0;
+  std::vector<Variable> inits;
+  for (size_t k = 0; k < nstates; ++k) {
+    const Variable& outer = args[k].second;
+    if (!outer.is_output()) return reject(f, "state argument is not a delay");
+    FunctionPtr dl = outer.owner();
+    if (!dl || !is_delay_op(dl->op()) || dl->direct_inputs().size() != 2)
+      return reject(f, "state argument is not a delay");
+    if (dl->direct_inputs()[0].get() != outs[k].get())
+      return reject(f, "state is not a delay of the step's own output");
+    DelaySpec ds = delay_spec(*dl);
+    if (ds.offset != 1) return reject(f, "delay by more than one step");
+    int dir = ds.past ? 1 : -1;
+    if (direction != 0 && dir != direction) return reject(f, "delays in two directions");
+    direction = dir;
+    const Variable& init = dl->direct_inputs()[1];
+    if (init.dynamic_axes().size() > 1) return reject(f, "the initial state is a sequence");
+    const NDShape& is = init.shape();
+    if (is.is_unknown() || is.rank() > 1 || (is.rank() == 1 && is[0] != 1 && is[0] != outs[k].shape()[0]))
+      return reject(f, "initial state of shape " + is.str());
+    inits.push_back(init);
+    // Only h is an output of the fused step: any other use of c keeps the loop.
+    if (k > 0 && (use_count(outs[k]) != 1 || use_count(outer) != 1))
+      return reject(f, "the cell state is read elsewhere");
+  }
+  const Variable& x = args[nstates].second;
+  const Variable& h = outs[0];
+  if (x.dynamic_axes().size() != 2 || x.shape().rank() != 1 || h.shape().rank() != 1)
+    return reject(f, "input or state is not a vector sequence");
+  if (!(x.dynamic_axes() == h.dynamic_axes())) return reject(f, "input and state have different dynamic axes");
+  if (nstates == 2 && outs[1].shape() != h.shape()) return reject(f, "cell_shape differs from shape");
+  std::map<std::string, Variable> params;
+  bool dup = false;
+  const std::string fp = fingerprint(f, params, dup);
+  const Expected* e = nullptr;
+  for (auto& ex : kExpected)
+    if (kind == ex.kind && fp == ex.ops) e = &ex;
+  if (!e) return reject(f, "inner graph " + fp);
+  const bool gru = e->cell == RnnCell::Gru;
+  if (dup || params.size() != (gru ? 4u : 3u) || !params.count("W") || !params.count("H") || !params.count("b") ||
+      (gru && !params.count("H1")))
+    return reject(f, "unexpected parameters");
+  const int64_t C = x.shape()[0], Hd = h.shape()[0], G = kernels::rnn_gates(e->cell);
+  const int64_t Gh = gru ? 2 : G;
+  if (params["W"].shape() != NDShape{C, G * Hd} || params["H"].shape() != NDShape{Hd, Gh * Hd} ||
+      params["b"].shape() != NDShape{G * Hd} || (gru && params["H1"].shape() != NDShape{Hd, Hd}))
+    return reject(f, "parameter shapes");
+  m.inputs = {x, params["W"], params["H"]};
+  if (gru) m.inputs.push_back(params["H1"]);
+  m.inputs.push_back(params["b"]);
+  for (auto& i : inits) m.inputs.push_back(i);
+  std::vector<Variable> typed = m.inputs;
+  typed.push_back(h);
+  if (!all_float(typed)) return reject(f, "not float32");
+  m.op = &fused_ops().ops.at({int(e->cell), direction < 0});
+  return true;
+}
+
+}  // namespace cntk

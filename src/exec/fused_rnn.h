@@ -1,0 +1,39 @@
+// Fused recurrences: the planner replaces the loop of Recurrence(LSTM/GRU/RNNStep)
+// (a step block whose state arguments are delays of its own outputs) by one step that
+// runs the whole sequence on oneDNN's RNN primitives (kernels/cpu/rnn.h), forward and
+// backward, when the step is exactly what oneDNN computes. Anything else is inlined
+// and runs step by step as before. CNTK_RNN_FUSION=0 in the environment turns fusion
+// off (tests and benchmarks compare the two paths).
+#pragma once
+#include <unordered_map>
+#include <vector>
+
+#include "cntk/function.h"
+#include "ops/op.h"
+
+namespace cntk {
+
+// How often each variable is read anywhere in a graph (inside blocks too), counting
+// the requested outputs as reads.
+using VariableUses = std::unordered_map<const VariableImpl*, int>;
+VariableUses count_variable_uses(const FunctionPtr& root, const std::vector<Variable>& outputs);
+
+struct FusedRnnMatch {
+  const OpDef* op = nullptr;
+  // The fused step's inputs: x, W, H, [H1 for GRU], b, the initial state of h, [of c
+  // for LSTM]; all outer variables (or the block's own parameters).
+  std::vector<Variable> inputs;
+};
+
+// Whether block `f` is the step of a fusable recurrence, given the graph's uses; on
+// success fills `m`. The fused step's only output is f's first output (h).
+bool match_fused_rnn(const FunctionPtr& f, const VariableUses& uses, FusedRnnMatch& m);
+
+// Whether plans fuse recurrences: CNTK_RNN_FUSION=0 makes the default false;
+// set_rnn_fusion (include/cntk/evaluation.h) changes it for plans compiled later.
+bool rnn_fusion_enabled();
+
+// The op names of the fused steps, as they appear in plans and profiler events.
+bool is_fused_rnn_op(const OpDef* op);
+
+}  // namespace cntk
