@@ -34,4 +34,9 @@ FunctionPtr backprop_state_function(const BackPropStatePtr& state);
 // Number of plans compiled so far (tests check that a repeated layout plans once).
 size_t plans_compiled();
 
+// Number of fused steps (a convolution with its bias and activation as one oneDNN
+// primitive) in the plans compiled so far; tests check that a chain fused or did not.
+// Setting the environment variable CNTK_NO_FUSION=1 turns the fusion off.
+size_t fused_steps_planned();
+
 }  // namespace cntk

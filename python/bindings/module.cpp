@@ -436,6 +436,7 @@ NB_MODULE(_cntk, m) {
 
   m.def("registered_ops", &registered_ops);
   m.def("plans_compiled", &plans_compiled);
+  m.def("fused_steps_planned", &cntk::fused_steps_planned);
   m.def("set_fixed_random_seed", &set_fixed_random_seed);
   m.def("is_random_seed_fixed", &is_random_seed_fixed);
   m.def("next_random_seed", &next_random_seed);

@@ -267,7 +267,12 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
   std::vector<bool> wanted(n, false);
   for (auto& w : wrt) {
     auto it = p.slot.find(w.get());
-    if (it != p.slot.end()) wanted[it->second] = true;
+    if (it == p.slot.end()) continue;
+    wanted[it->second] = true;
+    if (!p.fused_away.empty() && p.fused_away[it->second])
+      throw NotImplementedError("backward: " + w.str() + " is an intermediate result of a convolution fused with "
+                                "its bias and activation, which this pass does not compute; request it as an "
+                                "output of the forward pass, or set CNTK_NO_FUSION=1");
   }
   std::vector<bool> depends = wanted;
   // Loops feed values back to earlier steps: repeat until nothing changes.

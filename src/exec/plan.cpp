@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "cntk/profiler.h"
+#include "exec/fusion.h"
 #include "ops/sequence_delay.h"
 
 namespace cntk {
@@ -304,14 +305,21 @@ PlanCache& cache_of(const FunctionPtr& f) {
 
 // A cached plan stays valid while every variable it maps still has the same
 // shape and every function the same inputs: a cheap check against graph edits.
+// Fused steps are checked through the steps they replace.
 bool still_valid(const Plan& p) {
-  for (auto& st : p.steps) {
+  auto step_valid = [&](const PlanStep& st) {
     const auto& ins = st.fn->direct_inputs();
     if (ins.size() != st.in.size()) return false;
     for (size_t i = 0; i < ins.size(); ++i) {
       auto it = p.slot.find(ins[i].get());
       if (it == p.slot.end() || it->second != st.in[i]) return false;
     }
+    return true;
+  };
+  for (auto& st : p.steps) {
+    if (st.fused_from.empty() ? !step_valid(st)
+                              : !std::all_of(st.fused_from.begin(), st.fused_from.end(), step_valid))
+      return false;
   }
   return true;
 }
@@ -346,7 +354,7 @@ std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Var
     std::lock_guard<std::mutex> lock(c.mu);
     auto it = c.plans.find(key);
     if (it != c.plans.end()) {
-      if (still_valid(*it->second)) return it->second;
+      if (still_valid(*it->second) && it->second->fusion == plan_fusion_enabled()) return it->second;
       c.plans.erase(it);
     }
   }
@@ -366,6 +374,7 @@ std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Var
   for (auto& o : outputs) p->output_slots.push_back(b.slot_of(o, none));
   b.resolve_deferred();
   order_steps(*p);
+  if (plan_fusion_enabled()) fuse_steps(*p);
   ++g_plans;
   std::lock_guard<std::mutex> lock(c.mu);
   if (c.plans.size() > 64) c.plans.clear();

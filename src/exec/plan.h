@@ -2,6 +2,7 @@
 // variable mapped to a value slot, blocks inlined. Plans are cached per
 // (function, requested outputs) and rebuilt only when the graph changes.
 #pragma once
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -19,6 +20,8 @@ struct PlanStep {
   const char* event_name = nullptr;           // the profiler's per-node event names
   const char* backward_event_name = nullptr;
   int loop = -1;  // index into Plan::loops when the step is part of a recurrent loop
+  // A fused step (see fusion.h): the steps it replaces, in order; empty otherwise.
+  std::vector<PlanStep> fused_from;
 };
 
 // A recurrent loop: a strongly connected component of the graph through PastValue
@@ -41,6 +44,9 @@ struct Plan {
   std::vector<int> leaf_slots;                  // inputs, parameters, constants
   std::vector<int> output_slots;                // the requested outputs, in order
   std::vector<PlanLoop> loops;
+  bool fusion = false;                                // the fusion pass ran (see fusion.h)
+  std::vector<std::shared_ptr<const OpDef>> fused_ops;  // the op definitions of its fused steps
+  std::vector<bool> fused_away;                       // per slot: an intermediate result no step computes
 };
 
 std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Variable>& outputs);

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -250,7 +251,15 @@ ConvCache& conv_cache() {
   return *c;
 }
 
-DnnlConv make_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p) {
+std::atomic<size_t> g_primitives_created{0};
+
+dnnl::memory::desc bias_md(const ConvDims& d) {
+  return dnnl::memory::desc({d.out_channels}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
+}
+
+// `post` applies to the forward pass only (the backward passes take the plain forward as hint).
+DnnlConv make_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, const ConvPostOps& post) {
+  ++g_primitives_created;
   ConvMds m = conv_mds(d);
   auto alg = dnnl::algorithm::convolution_direct;
   dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, alg, m.src_a, m.wei_a, m.dst_a, p.strides,
@@ -258,12 +267,26 @@ DnnlConv make_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p) {
   dnnl::convolution_forward::primitive_desc fpd(fd, engine());
   DnnlConv c;
   switch (pass) {
-    case ConvPass::Forward:
+    case ConvPass::Forward: {
+      if (post.bias || post.eltwise) {
+        dnnl::convolution_forward::desc fused =
+            post.bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, m.src_a, m.wei_a,
+                                                        bias_md(d), m.dst_a, p.strides, p.dilates, p.pad_l, p.pad_r)
+                      : fd;
+        dnnl::primitive_attr attr;
+        if (post.eltwise) {
+          dnnl::post_ops ops;
+          ops.append_eltwise(1.f, dnnl::algorithm(post.eltwise), post.alpha, 0.f);
+          attr.set_post_ops(ops);
+        }
+        fpd = dnnl::convolution_forward::primitive_desc(fused, attr, engine());
+      }
       c.prim = dnnl::convolution_forward(fpd);
       c.a_md = fpd.src_desc();
       c.b_md = fpd.weights_desc();
       c.out_md = fpd.dst_desc();
       break;
+    }
     case ConvPass::BackwardData: {
       dnnl::convolution_backward_data::desc bd(alg, m.src_a, m.wei_a, m.dst_a, p.strides, p.dilates, p.pad_l, p.pad_r);
       dnnl::convolution_backward_data::primitive_desc bpd(bd, engine(), fpd);
@@ -287,16 +310,19 @@ DnnlConv make_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p) {
   return c;
 }
 
-DnnlConv dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p) {
+DnnlConv dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, const ConvPostOps& post) {
   std::string key = std::to_string(int(pass)) + "#" + std::to_string(d.batch) + "," + std::to_string(d.in_channels) +
                     "," + std::to_string(d.out_channels) + "," + std::to_string(d.groups) + "#" + d.win.key();
+  if (post.bias || post.eltwise)
+    key += "#post" + std::to_string(int(post.bias)) + "," + std::to_string(post.eltwise) + "," +
+           std::to_string(post.alpha);
   auto& c = conv_cache();
   {
     std::lock_guard<std::mutex> lock(c.mu);
     auto it = c.entries.find(key);
     if (it != c.entries.end()) return it->second;
   }
-  DnnlConv e = make_dnnl_conv(d, pass, p);
+  DnnlConv e = make_dnnl_conv(d, pass, p, post);
   std::lock_guard<std::mutex> lock(c.mu);
   if (c.entries.size() > 1024) c.entries.clear();
   c.entries.emplace(key, e);
@@ -311,9 +337,11 @@ dnnl::memory as_layout(const dnnl::memory& user, const dnnl::memory::desc& want)
   return m;
 }
 
-// Runs one pass: a, b are the two inputs (plain layouts), out the plain output buffer.
-void run_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, const void* a, const void* b, void* out) {
-  DnnlConv c = dnnl_conv(d, pass, p);
+// Runs one pass: a, b are the two inputs (plain layouts), out the plain output buffer;
+// `bias` (O values) is read by a forward pass whose post-ops add one.
+void run_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, const void* a, const void* b, void* out,
+                   const ConvPostOps& post = {}, const void* bias = nullptr) {
+  DnnlConv c = dnnl_conv(d, pass, p, post);
   ConvMds m = conv_mds(d);
   dnnl::memory::desc a_plain, b_plain, out_plain;
   int a_arg, b_arg, out_arg;
@@ -335,7 +363,9 @@ void run_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, const vo
   dnnl::memory out_user(out_plain, engine(), out);
   dnnl::memory am = as_layout(a_user, c.a_md), bm = as_layout(b_user, c.b_md);
   dnnl::memory om = c.out_md == out_plain ? out_user : dnnl::memory(c.out_md, engine());
-  c.prim.execute(stream(), {{a_arg, am}, {b_arg, bm}, {out_arg, om}});
+  std::unordered_map<int, dnnl::memory> args{{a_arg, am}, {b_arg, bm}, {out_arg, om}};
+  if (post.bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md(d), engine(), const_cast<void*>(bias)));
+  c.prim.execute(stream(), args);
   if (om != out_user) dnnl::reorder(om, out_user).execute(stream(), om, out_user);
   stream().wait();
 }
@@ -395,6 +425,25 @@ NDArrayView conv_forward(const NDArrayView& x_in, const NDArrayView& w_in, const
   run_dnnl_conv(d, ConvPass::Forward, p, x.raw_data(), w.raw_data(), y.raw_data());
   return y;
 }
+
+NDArrayView conv_forward_fused(const NDArrayView& x_in, const NDArrayView& w_in, const NDArrayView& bias_in,
+                               const ConvPostOps& post, const ConvDims& d) {
+  DnnlPads p;
+  if (!dnnl_usable(d, x_in.dtype()) || w_in.dtype() != DataType::Float || !dnnl_pads(d, p)) return {};
+  check_conv(d);
+  NDArrayView bias;
+  if (post.bias) {
+    bias = bias_in.to_dense().contiguous();
+    if (bias.dtype() != DataType::Float || bias.numel() != d.out_channels) return {};
+  }
+  NDArrayView x = x_in.to_dense().contiguous(), w = w_in.to_dense().contiguous();
+  NDArrayView y(x.dtype(), shape_of(dims_of(d.batch, d.out_channels, d.win.out)));
+  run_dnnl_conv(d, ConvPass::Forward, p, x.raw_data(), w.raw_data(), y.raw_data(), post,
+                post.bias ? bias.raw_data() : nullptr);
+  return y;
+}
+
+size_t dnnl_conv_primitives_created() { return g_primitives_created; }
 
 NDArrayView conv_backward_data(const NDArrayView& dy_in, const NDArrayView& w_in, const ConvDims& d) {
   DnnlPads p;
@@ -595,6 +644,7 @@ DnnlPool dnnl_pool(const PoolDims& d, const DnnlPads& p, bool backward) {
     auto it = c.entries.find(key);
     if (it != c.entries.end()) return it->second;
   }
+  ++g_primitives_created;
   using dt = dnnl::memory::data_type;
   dnnl::memory::dims src = dims_of(d.batch, d.channels, d.win.in), dst = dims_of(d.batch, d.channels, d.win.out);
   dnnl::memory::desc src_md(src, dt::f32, plain_tag(src.size())), dst_md(dst, dt::f32, plain_tag(dst.size()));

@@ -34,6 +34,23 @@ struct ConvDims {
 };
 
 NDArrayView conv_forward(const NDArrayView& x, const NDArrayView& w, const ConvDims& d);
+
+// What a fused convolution does to its result before storing it: adds a per-channel
+// bias, then applies an activation (a oneDNN eltwise algorithm, dnnl_alg_kind_t; 0 = none).
+struct ConvPostOps {
+  bool bias = false;
+  int eltwise = 0;
+  float alpha = 0;
+};
+// y = act(conv(x, w) + bias) as one oneDNN primitive (bias: O values, or undefined when
+// post.bias is false). Returns an undefined view where oneDNN cannot run the convolution
+// (float64, a geometry it cannot express): the caller then runs the steps one by one.
+NDArrayView conv_forward_fused(const NDArrayView& x, const NDArrayView& w, const NDArrayView& bias,
+                               const ConvPostOps& post, const ConvDims& d);
+
+// Number of oneDNN convolution and pooling primitives created so far: primitives are
+// cached per shape, so a repeated shape creates none (tests check this).
+size_t dnnl_conv_primitives_created();
 // Gradient with respect to x: dx [N, C, in...] from dy [N, O, out...].
 NDArrayView conv_backward_data(const NDArrayView& dy, const NDArrayView& w, const ConvDims& d);
 // Gradient with respect to w, summed over the batch: dw [O, C/groups, kernel...].
