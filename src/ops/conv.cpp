@@ -260,7 +260,10 @@ std::vector<NDArrayView> convolution_forward(ComputeContext& ctx) {
   NDArrayView y;
   if (!cs.transpose) {
     x = x.reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
-    y = kernels::conv_forward(x, w.reshape(flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel)), dd);
+    auto reuse = ctx.training ? kernels::make_conv_reuse() : nullptr;  // the backward passes reuse its reorders
+    y = kernels::conv_forward(x, w.reshape(flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel)), dd,
+                              reuse.get());
+    ctx.state = reuse;
   } else {
     x = x.reshape(flat4(dd.batch, dd.out_channels, dd.win.out));
     y = kernels::conv_backward_data(x, w.reshape(flat4(dd.out_channels, dd.in_channels, dd.win.kernel)), dd);
@@ -281,7 +284,14 @@ NDArrayView convolution_backward(ComputeContext& ctx, size_t i) {
   if (!cs.transpose) {
     NDArrayView x4 = x.reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
     NDArrayView g4 = g.reshape(flat4(dd.batch, dd.out_channels, dd.win.out));
-    r = i == 0 ? kernels::conv_backward_weights(x4, g4, dd) : kernels::conv_backward_data(g4, w.reshape(wk), dd);
+    auto* reuse = static_cast<kernels::ConvReuse*>(ctx.state.get());  // from the forward, when training
+    if (i == 0) {
+      r = kernels::conv_backward_weights(x4, g4, dd, reuse);
+      if (reuse) kernels::release_source(*reuse);
+    } else {
+      r = kernels::conv_backward_data(g4, w.reshape(wk), dd, reuse);
+      if (reuse) kernels::release_output_gradient(*reuse);
+    }
   } else {
     // y = conv_backward_data(x, w): its gradients are the forward convolution of the
     // output gradient (for x) and the weight gradient with the roles of x and y swapped.
@@ -611,12 +621,17 @@ std::vector<NDArrayView> fused_forward(const FusedConvSpec& sp, ComputeContext& 
     kernels::ConvPostOps post{sp.has_bias, dnnl_forward_alg(sp.activation), float(sp.alpha)};
     NDArrayView x4 = x.to_dense().contiguous().reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
     NDArrayView w4 = w.to_dense().contiguous().reshape(flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel));
-    NDArrayView y = kernels::conv_forward_fused(x4, w4, bias, post, dd);
-    if (y.defined()) return {y.reshape(with_dyn(dyn_dims(ctx, 1), cs.out_static))};
+    auto reuse = ctx.training ? kernels::make_conv_reuse() : nullptr;  // the backward passes reuse its reorders
+    NDArrayView y = kernels::conv_forward_fused(x4, w4, bias, post, dd, reuse.get());
+    if (y.defined()) {
+      ctx.state = reuse;
+      return {y.reshape(with_dyn(dyn_dims(ctx, 1), cs.out_static))};
+    }
   }
   // oneDNN cannot run it: the original ops, one after the other.
   ComputeContext c = part_context(ctx, sp.conv, {w, x});
   NDArrayView v = sp.conv.op->forward(c)[0];
+  ctx.state = c.state;
   if (sp.has_bias) {
     std::vector<NDArrayView> ins(2);
     ins[sp.bias_side] = ctx.inputs[2];
@@ -661,6 +676,7 @@ NDArrayView fused_backward(const FusedConvSpec& sp, ComputeContext& ctx, size_t 
   const NDArrayView& dz = *static_cast<const NDArrayView*>(ctx.scratch.get());
   if (i == 2) return ctx.reduce_to_input(2, dz);  // the bias: summed over batch and positions, as Plus does
   ComputeContext c = part_context(ctx, sp.conv, {ctx.inputs[0], ctx.inputs[1]});
+  c.state = ctx.state;
   c.outputs = {ctx.outputs[0]};
   c.grad_outputs = {dz};
   return sp.conv.op->backward(c, i);

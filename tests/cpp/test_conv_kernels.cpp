@@ -171,6 +171,25 @@ TEST(ConvKernels, PrimitivesAreCachedPerShape) {
   EXPECT_EQ(dnnl_conv_primitives_created(), pool_before + 1);
 }
 
+TEST(ConvKernels, PassesSharingReordersMatchSeparatePasses) {
+  Case c{2, 16, 32, 1, {9, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {9, 9}};  // channels oneDNN blocks
+  ConvDims d = dims_of(c);
+  std::mt19937 rng(3);
+  NDArrayView x = random_tensor(cat(c.batch, c.cin, c.in), rng), x2 = random_tensor(cat(c.batch, c.cin, c.in), rng);
+  NDArrayView w = random_tensor(cat(c.cout, c.cin, c.kernel), rng);
+  NDArrayView dy = random_tensor(cat(c.batch, c.cout, c.out), rng), dy2 = random_tensor(cat(c.batch, c.cout, c.out), rng);
+  auto reuse = make_conv_reuse();
+  expect_close(conv_forward(x, w, d, reuse.get()), conv_forward(x, w, d), 1e-6f);
+  expect_close(conv_backward_weights(x, dy, d, reuse.get()), conv_backward_weights(x, dy, d), 1e-6f);
+  expect_close(conv_backward_data(dy, w, d, reuse.get()), conv_backward_data(dy, w, d), 1e-6f);
+  // Other tensors than the ones kept are reordered afresh, never read from the kept copies.
+  expect_close(conv_backward_weights(x2, dy2, d, reuse.get()), conv_backward_weights_reference(x2, dy2, d), 1e-4f);
+  expect_close(conv_backward_data(dy, w, d, reuse.get()), conv_backward_data_reference(dy, w, d), 1e-4f);
+  release_source(*reuse);
+  release_output_gradient(*reuse);
+  expect_close(conv_backward_weights(x, dy, d, reuse.get()), conv_backward_weights_reference(x, dy, d), 1e-4f);
+}
+
 #include "cntk/evaluation.h"
 #include "cntk/ops.h"
 
