@@ -39,5 +39,9 @@ size_t plans_compiled();
 // the other mode are recompiled).
 void set_rnn_fusion(bool on);
 bool rnn_fusion_enabled();
+// Number of fused steps (a convolution with its bias and activation as one oneDNN
+// primitive) in the plans compiled so far; tests check that a chain fused or did not.
+// Setting the environment variable CNTK_NO_FUSION=1 turns the fusion off.
+size_t fused_steps_planned();
 
 }  // namespace cntk

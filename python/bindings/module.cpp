@@ -441,6 +441,7 @@ NB_MODULE(_cntk, m) {
   m.def("storage_requests", &detail::storage_requests);  // benchmarks: blocks asked of the allocator
   m.def("set_rnn_fusion", &set_rnn_fusion, nb::arg("on"));
   m.def("rnn_fusion_enabled", &rnn_fusion_enabled);
+  m.def("fused_steps_planned", &cntk::fused_steps_planned);
   m.def("set_fixed_random_seed", &set_fixed_random_seed);
   m.def("is_random_seed_fixed", &is_random_seed_fixed);
   m.def("next_random_seed", &next_random_seed);

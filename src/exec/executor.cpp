@@ -156,7 +156,15 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
   auto s = std::make_shared<BackPropState>();
   s->function = f;
   s->training = keep_for_backward;
-  s->plan = get_plan(f, outputs);
+  // A sequence continuing from the previous minibatch (no SequenceBegin at t=0): the
+  // delays start it from the state the previous call left (truncated BPTT), which only
+  // the step-by-step loops keep, so such a call gets a plan without fused recurrences.
+  bool continuing = false;
+  for (auto& [var, val] : arguments)
+    if (val.mask() && var.dynamic_axes().size() == 2 && val.mask()->max_len() > 0)
+      for (int64_t b = 0; b < val.mask()->batch() && !continuing; ++b)
+        continuing = val.mask()->at(b, 0) == MaskKind::Valid;
+  s->plan = get_plan(f, outputs, !continuing);
   const Plan& p = *s->plan;
   s->values.assign(p.slot_var.size(), NDArrayView());
   s->seq_lengths.assign(p.slot_var.size(), {});
@@ -168,9 +176,7 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
     if (it == p.slot.end()) continue;  // not needed for these outputs
     s->values[it->second] = to_runtime(var, val, s->seq_lengths[it->second]);
     bound.insert(it->second);
-    // A sequence continuing from the previous minibatch (no SequenceBegin at t=0):
-    // the delays start it from the state the previous call left (truncated BPTT).
-    if (has_delays && val.mask() && var.dynamic_axes().size() == 2)
+    if (continuing && has_delays && val.mask() && var.dynamic_axes().size() == 2)
       for (int64_t b = 0; b < val.mask()->batch(); ++b)
         if (val.mask()->max_len() > 0 && val.mask()->at(b, 0) == MaskKind::Valid) {
           if (s->continues.size() < size_t(val.mask()->batch())) s->continues.resize(size_t(val.mask()->batch()), 0);
@@ -268,7 +274,12 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
   std::vector<bool> wanted(n, false);
   for (auto& w : wrt) {
     auto it = p.slot.find(w.get());
-    if (it != p.slot.end()) wanted[it->second] = true;
+    if (it == p.slot.end()) continue;
+    wanted[it->second] = true;
+    if (!p.fused_away.empty() && p.fused_away[it->second])
+      throw NotImplementedError("backward: " + w.str() + " is an intermediate result of a convolution fused with "
+                                "its bias and activation, which this pass does not compute; request it as an "
+                                "output of the forward pass, or set CNTK_NO_FUSION=1");
   }
   std::vector<bool> depends = wanted;
   // Loops feed values back to earlier steps: repeat until nothing changes.

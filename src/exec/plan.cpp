@@ -9,6 +9,7 @@
 
 #include "cntk/profiler.h"
 #include "exec/fused_rnn.h"
+#include "exec/fusion.h"
 #include "ops/sequence_delay.h"
 
 namespace cntk {
@@ -332,15 +333,22 @@ PlanCache& cache_of(const FunctionPtr& f) {
 
 // A cached plan stays valid while every variable it maps still has the same
 // shape and every function the same inputs: a cheap check against graph edits.
+// Fused steps are checked through the steps they replace.
 bool still_valid(const Plan& p) {
-  for (auto& st : p.steps) {
-    if (is_fused_rnn_op(st.op)) continue;  // its inputs are not its block's direct inputs
+  auto step_valid = [&](const PlanStep& st) {
     const auto& ins = st.fn->direct_inputs();
     if (ins.size() != st.in.size()) return false;
     for (size_t i = 0; i < ins.size(); ++i) {
       auto it = p.slot.find(ins[i].get());
       if (it == p.slot.end() || it->second != st.in[i]) return false;
     }
+    return true;
+  };
+  for (auto& st : p.steps) {
+    if (is_fused_rnn_op(st.op)) continue;  // its inputs are not its block's direct inputs
+    if (st.fused_from.empty() ? !step_valid(st)
+                              : !std::all_of(st.fused_from.begin(), st.fused_from.end(), step_valid))
+      return false;
   }
   return true;
 }
@@ -368,14 +376,21 @@ void check_outputs_in_graph(const FunctionPtr& f, const std::vector<Variable>& o
   c.checked.insert(key);
 }
 
-std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Variable>& outputs) {
+std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Variable>& outputs,
+                                     bool allow_rnn_fusion) {
+  const bool rnn_fusion = allow_rnn_fusion && rnn_fusion_enabled();
   auto key = key_of(outputs);
+  // Plans with and without fused recurrences live side by side (truncated BPTT switches
+  // between them): the unfused one is keyed with a trailing null.
+  if (!rnn_fusion) key.push_back(nullptr);
   auto& c = cache_of(f);
   {
     std::lock_guard<std::mutex> lock(c.mu);
     auto it = c.plans.find(key);
     if (it != c.plans.end()) {
-      if (it->second->rnn_fusion == rnn_fusion_enabled() && still_valid(*it->second)) return it->second;
+      if (it->second->rnn_fusion == rnn_fusion && it->second->fusion == plan_fusion_enabled() &&
+          still_valid(*it->second))
+        return it->second;
       c.plans.erase(it);
     }
   }
@@ -391,13 +406,14 @@ std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Var
     if (!o.defined()) throw ValueError("cannot compute an undefined variable");
   auto p = std::make_shared<Plan>();
   VariableUses uses;
-  p->rnn_fusion = rnn_fusion_enabled();
+  p->rnn_fusion = rnn_fusion;
   if (p->rnn_fusion) uses = count_variable_uses(f, outputs);
   PlanBuilder b(*p, p->rnn_fusion ? &uses : nullptr);
   std::unordered_map<VariableImpl*, int> none;
   for (auto& o : outputs) p->output_slots.push_back(b.slot_of(o, none));
   b.resolve_deferred();
   order_steps(*p);
+  if (plan_fusion_enabled()) fuse_steps(*p);
   ++g_plans;
   std::lock_guard<std::mutex> lock(c.mu);
   if (c.plans.size() > 64) c.plans.clear();

@@ -2,6 +2,7 @@
 // variable mapped to a value slot, blocks inlined. Plans are cached per
 // (function, requested outputs) and rebuilt only when the graph changes.
 #pragma once
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -19,6 +20,8 @@ struct PlanStep {
   const char* event_name = nullptr;           // the profiler's per-node event names
   const char* backward_event_name = nullptr;
   int loop = -1;  // index into Plan::loops when the step is part of a recurrent loop
+  // A fused step (see fusion.h): the steps it replaces, in order; empty otherwise.
+  std::vector<PlanStep> fused_from;
 };
 
 // A recurrent loop: a strongly connected component of the graph through PastValue
@@ -42,9 +45,16 @@ struct Plan {
   std::vector<int> output_slots;                // the requested outputs, in order
   std::vector<PlanLoop> loops;
   bool rnn_fusion = false;  // compiled with fused recurrences (see fused_rnn.h)
+  bool fusion = false;                                // the fusion pass ran (see fusion.h)
+  std::vector<std::shared_ptr<const OpDef>> fused_ops;  // the op definitions of its fused steps
+  std::vector<bool> fused_away;                       // per slot: an intermediate result no step computes
 };
 
-std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Variable>& outputs);
+// The plan computing `outputs` of f, cached on f. allow_rnn_fusion=false asks for one
+// whose recurrences all run step by step (a call continuing sequences of the previous
+// one needs the delays' carried state, which fused recurrences do not keep).
+std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Variable>& outputs,
+                                     bool allow_rnn_fusion = true);
 
 // The runtime layout of a variable's dynamic axes: sequence axes first, batch last.
 std::vector<Axis> layout_axes(const Variable& v);

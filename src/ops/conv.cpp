@@ -11,7 +11,12 @@
 // the end than at the start.
 #include <cmath>
 
+#include <oneapi/dnnl/dnnl_types.h>
+
 #include "kernels/cpu/conv.h"
+#include "kernels/cpu/dnnl_eltwise.h"
+#include "kernels/cpu/elementwise.h"
+#include "ops/conv_fused.h"
 #include "ops/op.h"
 
 namespace cntk {
@@ -245,6 +250,60 @@ ConvSetup runtime_conv(const ComputeContext& ctx) {
   return cs;
 }
 
+std::vector<NDArrayView> convolution_forward(ComputeContext& ctx) {
+  ConvSetup cs = runtime_conv(ctx);
+  const auto& dd = cs.dims;
+  NDArrayView x = ctx.inputs[1].to_dense().contiguous(), w = ctx.inputs[0].to_dense().contiguous();
+  DataType t = (x.dtype() == DataType::Double || w.dtype() == DataType::Double) ? DataType::Double : x.dtype();
+  if (w.dtype() != t) w = w.cast(t);
+  if (x.dtype() != t) x = x.cast(t);
+  NDArrayView y;
+  if (!cs.transpose) {
+    x = x.reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
+    auto reuse = ctx.training ? kernels::make_conv_reuse() : nullptr;  // the backward passes reuse its reorders
+    y = kernels::conv_forward(x, w.reshape(flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel)), dd,
+                              reuse.get());
+    ctx.state = reuse;
+  } else {
+    x = x.reshape(flat4(dd.batch, dd.out_channels, dd.win.out));
+    y = kernels::conv_backward_data(x, w.reshape(flat4(dd.out_channels, dd.in_channels, dd.win.kernel)), dd);
+  }
+  return std::vector<NDArrayView>{y.reshape(with_dyn(dyn_dims(ctx, 1), cs.out_static))};
+}
+
+NDArrayView convolution_backward(ComputeContext& ctx, size_t i) {
+  ConvSetup cs = runtime_conv(ctx);
+  const auto& dd = cs.dims;
+  NDArrayView x = ctx.inputs[1].to_dense().contiguous(), w = ctx.inputs[0].to_dense().contiguous();
+  NDArrayView g = ctx.grad_outputs[0].to_dense().contiguous();
+  DataType t = ctx.outputs[0].dtype();
+  if (w.dtype() != t) w = w.cast(t);
+  if (x.dtype() != t) x = x.cast(t);
+  NDShape wk = flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel);
+  NDArrayView r;
+  if (!cs.transpose) {
+    NDArrayView x4 = x.reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
+    NDArrayView g4 = g.reshape(flat4(dd.batch, dd.out_channels, dd.win.out));
+    auto* reuse = static_cast<kernels::ConvReuse*>(ctx.state.get());  // from the forward, when training
+    if (i == 0) {
+      r = kernels::conv_backward_weights(x4, g4, dd, reuse);
+      if (reuse) kernels::release_source(*reuse);
+    } else {
+      r = kernels::conv_backward_data(g4, w.reshape(wk), dd, reuse);
+      if (reuse) kernels::release_output_gradient(*reuse);
+    }
+  } else {
+    // y = conv_backward_data(x, w): its gradients are the forward convolution of the
+    // output gradient (for x) and the weight gradient with the roles of x and y swapped.
+    NDArrayView x4 = x.reshape(flat4(dd.batch, dd.out_channels, dd.win.out));
+    NDArrayView g4 = g.reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
+    r = i == 0 ? kernels::conv_backward_weights(g4, x4, dd) : kernels::conv_forward(g4, w.reshape(wk), dd);
+  }
+  const NDArrayView& in = ctx.inputs[i];
+  if (r.dtype() != in.dtype()) r = r.cast(in.dtype());
+  return r.reshape(in.shape());
+}
+
 void register_convolution() {
   OpDef d;
   d.name = "Convolution";
@@ -277,48 +336,8 @@ void register_convolution() {
     }
     return ctx.one(cs.out_static);
   };
-  d.forward = [](ComputeContext& ctx) {
-    ConvSetup cs = runtime_conv(ctx);
-    const auto& dd = cs.dims;
-    NDArrayView x = ctx.inputs[1].to_dense().contiguous(), w = ctx.inputs[0].to_dense().contiguous();
-    DataType t = (x.dtype() == DataType::Double || w.dtype() == DataType::Double) ? DataType::Double : x.dtype();
-    if (w.dtype() != t) w = w.cast(t);
-    if (x.dtype() != t) x = x.cast(t);
-    NDArrayView y;
-    if (!cs.transpose) {
-      x = x.reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
-      y = kernels::conv_forward(x, w.reshape(flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel)), dd);
-    } else {
-      x = x.reshape(flat4(dd.batch, dd.out_channels, dd.win.out));
-      y = kernels::conv_backward_data(x, w.reshape(flat4(dd.out_channels, dd.in_channels, dd.win.kernel)), dd);
-    }
-    return std::vector<NDArrayView>{y.reshape(with_dyn(dyn_dims(ctx, 1), cs.out_static))};
-  };
-  d.backward = [](ComputeContext& ctx, size_t i) {
-    ConvSetup cs = runtime_conv(ctx);
-    const auto& dd = cs.dims;
-    NDArrayView x = ctx.inputs[1].to_dense().contiguous(), w = ctx.inputs[0].to_dense().contiguous();
-    NDArrayView g = ctx.grad_outputs[0].to_dense().contiguous();
-    DataType t = ctx.outputs[0].dtype();
-    if (w.dtype() != t) w = w.cast(t);
-    if (x.dtype() != t) x = x.cast(t);
-    NDShape wk = flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel);
-    NDArrayView r;
-    if (!cs.transpose) {
-      NDArrayView x4 = x.reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
-      NDArrayView g4 = g.reshape(flat4(dd.batch, dd.out_channels, dd.win.out));
-      r = i == 0 ? kernels::conv_backward_weights(x4, g4, dd) : kernels::conv_backward_data(g4, w.reshape(wk), dd);
-    } else {
-      // y = conv_backward_data(x, w): its gradients are the forward convolution of the
-      // output gradient (for x) and the weight gradient with the roles of x and y swapped.
-      NDArrayView x4 = x.reshape(flat4(dd.batch, dd.out_channels, dd.win.out));
-      NDArrayView g4 = g.reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
-      r = i == 0 ? kernels::conv_backward_weights(g4, x4, dd) : kernels::conv_forward(g4, w.reshape(wk), dd);
-    }
-    const NDArrayView& in = ctx.inputs[i];
-    if (r.dtype() != in.dtype()) r = r.cast(in.dtype());
-    return r.reshape(in.shape());
-  };
+  d.forward = convolution_forward;
+  d.backward = convolution_backward;
   register_op(std::move(d));
 }
 
@@ -538,6 +557,155 @@ void register_roipooling() {
 }
 
 }  // namespace
+
+// ------------------------------------------------------- fused convolution
+
+namespace {
+
+int dnnl_forward_alg(FusedActivation a) {
+  switch (a) {
+    case FusedActivation::ReLU: return dnnl_eltwise_relu;
+    case FusedActivation::Sigmoid: return dnnl_eltwise_logistic;
+    case FusedActivation::Tanh: return dnnl_eltwise_tanh;
+    case FusedActivation::ELU: return dnnl_eltwise_elu;
+    case FusedActivation::None: break;
+  }
+  return 0;
+}
+
+// The fused step keeps only the activation's output, so its gradient is taken from it.
+int dnnl_backward_from_output_alg(FusedActivation a) {
+  switch (a) {
+    case FusedActivation::ReLU: return dnnl_eltwise_relu_use_dst_for_bwd;
+    case FusedActivation::Sigmoid: return dnnl_eltwise_logistic_use_dst_for_bwd;
+    case FusedActivation::Tanh: return dnnl_eltwise_tanh_use_dst_for_bwd;
+    case FusedActivation::ELU: return dnnl_eltwise_elu_use_dst_for_bwd;
+    case FusedActivation::None: break;
+  }
+  return 0;
+}
+
+// A context for one of the original steps, over the fused step's context.
+ComputeContext part_context(const ComputeContext& outer, const FusedPart& part, std::vector<NDArrayView> inputs) {
+  ComputeContext c;
+  c.fn = part.fn;
+  c.attrs = &part.fn->attributes();
+  c.training = outer.training;
+  c.deferred = outer.deferred;
+  c.inputs = std::move(inputs);
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    c.in_dyn.push_back(int(part.in_axes[i].size()));
+    c.in_axes.push_back(part.in_axes[i]);
+    // Only the operand X (input 1 of the fused step) and what is computed from it carry sequences.
+    c.in_lengths.push_back(part.in_axes[i].size() == 2 ? outer.in_lengths[1] : std::vector<int64_t>());
+  }
+  c.out_axes = outer.out_axes;
+  c.out_dyn = outer.out_dyn;
+  return c;
+}
+
+std::vector<NDArrayView> fused_forward(const FusedConvSpec& sp, ComputeContext& ctx) {
+  const NDArrayView &w = ctx.inputs[0], &x = ctx.inputs[1];
+  bool all_float = w.dtype() == DataType::Float && x.dtype() == DataType::Float &&
+                   (!sp.has_bias || ctx.inputs[2].dtype() == DataType::Float);
+  ConvSetup cs = runtime_conv(ctx);
+  if (all_float && !cs.transpose) {
+    const auto& dd = cs.dims;
+    NDArrayView bias;
+    if (sp.has_bias) {
+      bias = ctx.inputs[2].to_dense().contiguous();
+      if (bias.numel() == 1 && dd.out_channels > 1)  // one bias for every channel
+        bias = NDArrayView::full(DataType::Float, NDShape{dd.out_channels}, double(bias.data<float>()[0]));
+      bias = bias.reshape(NDShape{bias.numel()});
+    }
+    kernels::ConvPostOps post{sp.has_bias, dnnl_forward_alg(sp.activation), float(sp.alpha)};
+    NDArrayView x4 = x.to_dense().contiguous().reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
+    NDArrayView w4 = w.to_dense().contiguous().reshape(flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel));
+    auto reuse = ctx.training ? kernels::make_conv_reuse() : nullptr;  // the backward passes reuse its reorders
+    NDArrayView y = kernels::conv_forward_fused(x4, w4, bias, post, dd, reuse.get());
+    if (y.defined()) {
+      ctx.state = reuse;
+      return {y.reshape(with_dyn(dyn_dims(ctx, 1), cs.out_static))};
+    }
+  }
+  // oneDNN cannot run it: the original ops, one after the other.
+  ComputeContext c = part_context(ctx, sp.conv, {w, x});
+  NDArrayView v = sp.conv.op->forward(c)[0];
+  ctx.state = c.state;
+  if (sp.has_bias) {
+    std::vector<NDArrayView> ins(2);
+    ins[sp.bias_side] = ctx.inputs[2];
+    ins[1 - sp.bias_side] = v;
+    ComputeContext cp = part_context(ctx, sp.plus, std::move(ins));
+    v = sp.plus.op->forward(cp)[0];
+  }
+  if (sp.activation != FusedActivation::None) {
+    ComputeContext ca = part_context(ctx, sp.act, {v});
+    v = sp.act.op->forward(ca)[0];
+  }
+  return {v};
+}
+
+// The gradient with respect to the activation's input, from its output y.
+NDArrayView pre_activation_gradient(const FusedConvSpec& sp, const ComputeContext& ctx) {
+  const NDArrayView &y = ctx.outputs[0], &g = ctx.grad_outputs[0];
+  const FusedActivation a = sp.activation;
+  if (a == FusedActivation::None) return g;
+  if (y.dtype() == DataType::Float && g.dtype() == DataType::Float) {
+    NDArrayView dz = kernels::dnnl_eltwise_backward(dnnl_backward_from_output_alg(a), float(sp.alpha), 0.f, y, g);
+    if (dz.defined()) return dz;
+  }
+  const double alpha = sp.alpha;
+  return CNTK_DISPATCH_FLOAT(y.dtype(), T, [&] {
+    return kernels::apply<T, 2>(y.dtype(), {&y, &g}, [a, alpha](T yv, T gv) {
+      switch (a) {
+        case FusedActivation::ReLU: return yv > 0 ? gv : T(0);
+        case FusedActivation::Sigmoid: return T(gv * yv * (1 - yv));
+        case FusedActivation::Tanh: return T(gv * (1 - yv * yv));
+        case FusedActivation::ELU: return yv > 0 ? gv : T(gv * (yv + T(alpha)));
+        case FusedActivation::None: break;
+      }
+      return gv;
+    });
+  });
+}
+
+NDArrayView fused_backward(const FusedConvSpec& sp, ComputeContext& ctx, size_t i) {
+  // The calls for the inputs of one step share the pre-activation gradient.
+  if (!ctx.scratch) ctx.scratch = std::make_shared<NDArrayView>(pre_activation_gradient(sp, ctx));
+  const NDArrayView& dz = *static_cast<const NDArrayView*>(ctx.scratch.get());
+  if (i == 2) return ctx.reduce_to_input(2, dz);  // the bias: summed over batch and positions, as Plus does
+  ComputeContext c = part_context(ctx, sp.conv, {ctx.inputs[0], ctx.inputs[1]});
+  c.state = ctx.state;
+  c.outputs = {ctx.outputs[0]};
+  c.grad_outputs = {dz};
+  return sp.conv.op->backward(c, i);
+}
+
+}  // namespace
+
+FusedActivation fusable_activation(const Function& f) {
+  const std::string& name = f.op_name();
+  if (name == "ReLU") return FusedActivation::ReLU;
+  if (name == "StableSigmoid") return FusedActivation::Sigmoid;
+  if (name == "Tanh") return FusedActivation::Tanh;
+  // From the output, ELU's gradient is known only where alpha keeps the sign of x.
+  if (name == "ELU" && attr_double(f.attributes(), "alpha", 1.0) >= 0) return FusedActivation::ELU;
+  return FusedActivation::None;
+}
+
+OpDef fused_convolution_op(const FusedConvSpec& spec) {
+  OpDef d;
+  d.name = "Convolution";
+  if (spec.has_bias) d.name += "+" + spec.plus.fn->op_name();
+  if (spec.activation != FusedActivation::None) d.name += "+" + spec.act.fn->op_name();
+  d.infer = [](InferContext& ctx) -> std::vector<OutputInfo> {
+    throw Error("'" + ctx.op() + "' is a plan step: its shapes are those of the steps it replaces");
+  };
+  d.forward = [spec](ComputeContext& ctx) { return fused_forward(spec, ctx); };
+  d.backward = [spec](ComputeContext& ctx, size_t i) { return fused_backward(spec, ctx, i); };
+  return d;
+}
 
 void register_conv_ops() {
   register_convolution();

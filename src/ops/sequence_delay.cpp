@@ -179,7 +179,10 @@ const DelayCarry* delay_carry_in(Function& f, const std::vector<char>* continues
     throw ValueError(f.op_name() + ": a sequence continues from the previous minibatch (its sequence start flag "
                      "is False), but the previous minibatch did not hold it (" +
                      (carry ? "it had " + carry->rows.shape().str() + " where " + want.str() + " is needed"
-                            : std::string("there was none")) +
+                            : std::string("there was none; a Recurrence that ran fused on oneDNN keeps no state "
+                                          "across minibatches: turn that off with "
+                                          "cntk.cntk_py.set_rnn_fusion(False) or CNTK_RNN_FUSION=0, as a "
+                                          "MinibatchSource with truncation_length does itself")) +
                      ")");
   if (carry->rows.shape()[1] != batch) {
     // Fewer sequences now: keep the carry of the first `batch` positions.

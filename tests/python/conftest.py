@@ -18,3 +18,13 @@ def shared_data():
 @pytest.fixture(autouse=True)
 def _seed():
     np.random.seed(1)
+
+
+@pytest.fixture(autouse=True)
+def _rnn_fusion_restored():
+    """A test that turns the fused recurrences off (directly, or through a MinibatchSource
+    with truncation_length) does not change the tests after it."""
+    import cntk as C
+    was = C.cntk_py.rnn_fusion_enabled()
+    yield
+    C.cntk_py.set_rnn_fusion(was)

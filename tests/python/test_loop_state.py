@@ -125,6 +125,8 @@ def _run_in_pieces(model, x, seqs, length):
 
 @pytest.mark.parametrize("length", [1, 2, 3])
 def test_recurrence_fed_in_truncated_pieces_matches_whole_sequences(length):
+    # Fused recurrences keep no state across calls (see the next test).
+    C.cntk_py.set_rnn_fusion(False)
     rng = np.random.RandomState(length)
     x = C.sequence.input_variable(3)
     model = Sequential([Recurrence(LSTM(5)), Recurrence(GRU(4))])(x)
@@ -135,6 +137,20 @@ def test_recurrence_fed_in_truncated_pieces_matches_whole_sequences(length):
     pieces = _run_in_pieces(model, x, seqs, length)
     for w, p in zip(whole, pieces):
         np.testing.assert_allclose(p, np.asarray(w), rtol=1e-5, atol=1e-6)
+
+
+def test_pieces_after_a_fused_call_need_fusion_off():
+    """A call that continues sequences runs step by step, but after a first piece that ran
+    fused there is no state to continue from: a clear error says how to turn fusion off;
+    a MinibatchSource with truncation_length turns it off itself."""
+    assert C.cntk_py.rnn_fusion_enabled()
+    x = C.sequence.input_variable(3)
+    model = Recurrence(LSTM(5))(x)
+    seqs = [np.ones((4, 3), np.float32), np.ones((2, 3), np.float32)]
+    calls = _pieces(seqs, 2)
+    model.eval({x: C.Value.create(x, calls[0][0], seq_starts=calls[0][1])})
+    with pytest.raises(ValueError, match="set_rnn_fusion"):
+        model.eval({x: C.Value.create(x, calls[1][0], seq_starts=calls[1][1])})
 
 
 @pytest.mark.parametrize("offset", [1, 2, 3])
@@ -200,7 +216,9 @@ def _copy_task_ctf(path, n=60, seed=0):
 def test_training_with_a_truncated_reader_runs_and_learns(tmp_path):
     path = _copy_task_ctf(tmp_path / "copy.ctf")
     streams = C.io.StreamDefs(x=C.io.StreamDef('x', 4, is_sparse=True), y=C.io.StreamDef('y', 4, is_sparse=True))
+    assert C.cntk_py.rnn_fusion_enabled()
     src = C.io.MinibatchSource(C.io.CTFDeserializer(path, streams), truncation_length=3, randomize=False)
+    assert not C.cntk_py.rnn_fusion_enabled()  # the pieces' state is kept by the step-by-step loops
     x = C.sequence.input_variable(4, is_sparse=True)
     label = C.sequence.input_variable(4, is_sparse=True)
     C.cntk_py.set_fixed_random_seed(1)

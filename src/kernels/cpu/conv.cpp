@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -250,7 +251,15 @@ ConvCache& conv_cache() {
   return *c;
 }
 
-DnnlConv make_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p) {
+std::atomic<size_t> g_primitives_created{0};
+
+dnnl::memory::desc bias_md(const ConvDims& d) {
+  return dnnl::memory::desc({d.out_channels}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
+}
+
+// `post` applies to the forward pass only (the backward passes take the plain forward as hint).
+DnnlConv make_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, const ConvPostOps& post) {
+  ++g_primitives_created;
   ConvMds m = conv_mds(d);
   auto alg = dnnl::algorithm::convolution_direct;
   dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, alg, m.src_a, m.wei_a, m.dst_a, p.strides,
@@ -258,12 +267,26 @@ DnnlConv make_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p) {
   dnnl::convolution_forward::primitive_desc fpd(fd, engine());
   DnnlConv c;
   switch (pass) {
-    case ConvPass::Forward:
+    case ConvPass::Forward: {
+      if (post.bias || post.eltwise) {
+        dnnl::convolution_forward::desc fused =
+            post.bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, m.src_a, m.wei_a,
+                                                        bias_md(d), m.dst_a, p.strides, p.dilates, p.pad_l, p.pad_r)
+                      : fd;
+        dnnl::primitive_attr attr;
+        if (post.eltwise) {
+          dnnl::post_ops ops;
+          ops.append_eltwise(1.f, dnnl::algorithm(post.eltwise), post.alpha, 0.f);
+          attr.set_post_ops(ops);
+        }
+        fpd = dnnl::convolution_forward::primitive_desc(fused, attr, engine());
+      }
       c.prim = dnnl::convolution_forward(fpd);
       c.a_md = fpd.src_desc();
       c.b_md = fpd.weights_desc();
       c.out_md = fpd.dst_desc();
       break;
+    }
     case ConvPass::BackwardData: {
       dnnl::convolution_backward_data::desc bd(alg, m.src_a, m.wei_a, m.dst_a, p.strides, p.dilates, p.pad_l, p.pad_r);
       dnnl::convolution_backward_data::primitive_desc bpd(bd, engine(), fpd);
@@ -287,16 +310,19 @@ DnnlConv make_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p) {
   return c;
 }
 
-DnnlConv dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p) {
+DnnlConv dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, const ConvPostOps& post) {
   std::string key = std::to_string(int(pass)) + "#" + std::to_string(d.batch) + "," + std::to_string(d.in_channels) +
                     "," + std::to_string(d.out_channels) + "," + std::to_string(d.groups) + "#" + d.win.key();
+  if (post.bias || post.eltwise)
+    key += "#post" + std::to_string(int(post.bias)) + "," + std::to_string(post.eltwise) + "," +
+           std::to_string(post.alpha);
   auto& c = conv_cache();
   {
     std::lock_guard<std::mutex> lock(c.mu);
     auto it = c.entries.find(key);
     if (it != c.entries.end()) return it->second;
   }
-  DnnlConv e = make_dnnl_conv(d, pass, p);
+  DnnlConv e = make_dnnl_conv(d, pass, p, post);
   std::lock_guard<std::mutex> lock(c.mu);
   if (c.entries.size() > 1024) c.entries.clear();
   c.entries.emplace(key, e);
@@ -311,31 +337,75 @@ dnnl::memory as_layout(const dnnl::memory& user, const dnnl::memory::desc& want)
   return m;
 }
 
-// Runs one pass: a, b are the two inputs (plain layouts), out the plain output buffer.
-void run_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, const void* a, const void* b, void* out) {
-  DnnlConv c = dnnl_conv(d, pass, p);
+}  // namespace
+
+struct ConvReuse {
+  NDArrayView src_user, dy_user;  // the plain tensors the entries were made from
+  dnnl::memory src, dy;           // them in a primitive's layout
+};
+
+std::shared_ptr<ConvReuse> make_conv_reuse() { return std::make_shared<ConvReuse>(); }
+void release_source(ConvReuse& r) {
+  r.src_user = NDArrayView();
+  r.src = dnnl::memory();
+}
+void release_output_gradient(ConvReuse& r) {
+  r.dy_user = NDArrayView();
+  r.dy = dnnl::memory();
+}
+
+namespace {
+
+// `user` (the plain tensor `view`) in the layout `want`, through the entry (held, held_view) of
+// a ConvReuse: reused when it was made from the same tensor in the same layout, else made and kept.
+dnnl::memory reused_layout(const dnnl::memory& user, const NDArrayView& view, const dnnl::memory::desc& want,
+                           dnnl::memory* held, NDArrayView* held_view) {
+  if (!held) return as_layout(user, want);
+  if (held_view->defined() && held_view->raw_data() == view.raw_data() && *held && held->get_desc() == want)
+    return *held;
+  *held = as_layout(user, want);
+  *held_view = view;
+  return *held;
+}
+
+// Runs one pass: a, b are the two inputs (plain layouts), out the plain output buffer;
+// `bias` (O values) is read by a forward pass whose post-ops add one. With `reuse`, the
+// source (forward and backward weights) and the output gradient (both backward passes)
+// are reordered once for all passes.
+void run_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, const NDArrayView& a, const NDArrayView& b,
+                   void* out, const ConvPostOps& post = {}, const void* bias = nullptr, ConvReuse* reuse = nullptr) {
+  DnnlConv c = dnnl_conv(d, pass, p, post);
   ConvMds m = conv_mds(d);
   dnnl::memory::desc a_plain, b_plain, out_plain;
   int a_arg, b_arg, out_arg;
+  dnnl::memory *a_held = nullptr, *b_held = nullptr;
+  NDArrayView *a_view = nullptr, *b_view = nullptr;
   switch (pass) {
     case ConvPass::Forward:
       a_plain = m.src, b_plain = m.wei, out_plain = m.dst;
       a_arg = DNNL_ARG_SRC, b_arg = DNNL_ARG_WEIGHTS, out_arg = DNNL_ARG_DST;
+      if (reuse) a_held = &reuse->src, a_view = &reuse->src_user;
       break;
     case ConvPass::BackwardData:
       a_plain = m.dst, b_plain = m.wei, out_plain = m.src;
       a_arg = DNNL_ARG_DIFF_DST, b_arg = DNNL_ARG_WEIGHTS, out_arg = DNNL_ARG_DIFF_SRC;
+      if (reuse) a_held = &reuse->dy, a_view = &reuse->dy_user;
       break;
     default:
       a_plain = m.src, b_plain = m.dst, out_plain = m.wei;
       a_arg = DNNL_ARG_SRC, b_arg = DNNL_ARG_DIFF_DST, out_arg = DNNL_ARG_DIFF_WEIGHTS;
+      if (reuse) a_held = &reuse->src, a_view = &reuse->src_user, b_held = &reuse->dy, b_view = &reuse->dy_user;
       break;
   }
-  dnnl::memory a_user(a_plain, engine(), const_cast<void*>(a)), b_user(b_plain, engine(), const_cast<void*>(b));
+  dnnl::memory a_user(a_plain, engine(), const_cast<void*>(a.raw_data()));
+  dnnl::memory b_user(b_plain, engine(), const_cast<void*>(b.raw_data()));
   dnnl::memory out_user(out_plain, engine(), out);
-  dnnl::memory am = as_layout(a_user, c.a_md), bm = as_layout(b_user, c.b_md);
+  dnnl::memory am = reused_layout(a_user, a, c.a_md, a_held, a_view);
+  dnnl::memory bm = reused_layout(b_user, b, c.b_md, b_held, b_view);
   dnnl::memory om = c.out_md == out_plain ? out_user : dnnl::memory(c.out_md, engine());
-  c.prim.execute(stream(), {{a_arg, am}, {b_arg, bm}, {out_arg, om}});
+  std::unordered_map<int, dnnl::memory> args{{a_arg, am}, {b_arg, bm}, {out_arg, om}};
+  if (post.bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md(d), engine(), const_cast<void*>(bias)));
+  c.prim.execute(stream(), args);
   if (om != out_user) dnnl::reorder(om, out_user).execute(stream(), om, out_user);
   stream().wait();
 }
@@ -386,33 +456,53 @@ NDArrayView conv_backward_weights_reference(const NDArrayView& x_in, const NDArr
   return dw;
 }
 
-NDArrayView conv_forward(const NDArrayView& x_in, const NDArrayView& w_in, const ConvDims& d) {
+NDArrayView conv_forward(const NDArrayView& x_in, const NDArrayView& w_in, const ConvDims& d, ConvReuse* reuse) {
   DnnlPads p;
   if (!dnnl_usable(d, x_in.dtype()) || !dnnl_pads(d, p)) return conv_forward_reference(x_in, w_in, d);
   check_conv(d);
   NDArrayView x = x_in.to_dense().contiguous(), w = w_in.to_dense().contiguous();
   NDArrayView y(x.dtype(), shape_of(dims_of(d.batch, d.out_channels, d.win.out)));
-  run_dnnl_conv(d, ConvPass::Forward, p, x.raw_data(), w.raw_data(), y.raw_data());
+  run_dnnl_conv(d, ConvPass::Forward, p, x, w, y.raw_data(), {}, nullptr, reuse);
   return y;
 }
 
-NDArrayView conv_backward_data(const NDArrayView& dy_in, const NDArrayView& w_in, const ConvDims& d) {
+NDArrayView conv_forward_fused(const NDArrayView& x_in, const NDArrayView& w_in, const NDArrayView& bias_in,
+                               const ConvPostOps& post, const ConvDims& d, ConvReuse* reuse) {
+  DnnlPads p;
+  if (!dnnl_usable(d, x_in.dtype()) || w_in.dtype() != DataType::Float || !dnnl_pads(d, p)) return {};
+  check_conv(d);
+  NDArrayView bias;
+  if (post.bias) {
+    bias = bias_in.to_dense().contiguous();
+    if (bias.dtype() != DataType::Float || bias.numel() != d.out_channels) return {};
+  }
+  NDArrayView x = x_in.to_dense().contiguous(), w = w_in.to_dense().contiguous();
+  NDArrayView y(x.dtype(), shape_of(dims_of(d.batch, d.out_channels, d.win.out)));
+  run_dnnl_conv(d, ConvPass::Forward, p, x, w, y.raw_data(), post, post.bias ? bias.raw_data() : nullptr, reuse);
+  return y;
+}
+
+size_t dnnl_conv_primitives_created() { return g_primitives_created; }
+
+NDArrayView conv_backward_data(const NDArrayView& dy_in, const NDArrayView& w_in, const ConvDims& d,
+                               ConvReuse* reuse) {
   DnnlPads p;
   if (!dnnl_usable(d, dy_in.dtype()) || !dnnl_pads(d, p)) return conv_backward_data_reference(dy_in, w_in, d);
   check_conv(d);
   NDArrayView dy = dy_in.to_dense().contiguous(), w = w_in.to_dense().contiguous();
   NDArrayView dx(dy.dtype(), shape_of(dims_of(d.batch, d.in_channels, d.win.in)));
-  run_dnnl_conv(d, ConvPass::BackwardData, p, dy.raw_data(), w.raw_data(), dx.raw_data());
+  run_dnnl_conv(d, ConvPass::BackwardData, p, dy, w, dx.raw_data(), {}, nullptr, reuse);
   return dx;
 }
 
-NDArrayView conv_backward_weights(const NDArrayView& x_in, const NDArrayView& dy_in, const ConvDims& d) {
+NDArrayView conv_backward_weights(const NDArrayView& x_in, const NDArrayView& dy_in, const ConvDims& d,
+                                  ConvReuse* reuse) {
   DnnlPads p;
   if (!dnnl_usable(d, x_in.dtype()) || !dnnl_pads(d, p)) return conv_backward_weights_reference(x_in, dy_in, d);
   check_conv(d);
   NDArrayView x = x_in.to_dense().contiguous(), dy = dy_in.to_dense().contiguous();
   NDArrayView dw(x.dtype(), weights_shape(d));
-  run_dnnl_conv(d, ConvPass::BackwardWeights, p, x.raw_data(), dy.raw_data(), dw.raw_data());
+  run_dnnl_conv(d, ConvPass::BackwardWeights, p, x, dy, dw.raw_data(), {}, nullptr, reuse);
   return dw;
 }
 
@@ -595,6 +685,7 @@ DnnlPool dnnl_pool(const PoolDims& d, const DnnlPads& p, bool backward) {
     auto it = c.entries.find(key);
     if (it != c.entries.end()) return it->second;
   }
+  ++g_primitives_created;
   using dt = dnnl::memory::data_type;
   dnnl::memory::dims src = dims_of(d.batch, d.channels, d.win.in), dst = dims_of(d.batch, d.channels, d.win.out);
   dnnl::memory::desc src_md(src, dt::f32, plain_tag(src.size())), dst_md(dst, dt::f32, plain_tag(dst.size()));

@@ -4,6 +4,7 @@
 // spatial axes and paddings oneDNN cannot express run on the reference loops here,
 // which define the semantics the oneDNN path is tested against.
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,11 +34,40 @@ struct ConvDims {
   Window win;
 };
 
-NDArrayView conv_forward(const NDArrayView& x, const NDArrayView& w, const ConvDims& d);
+// What the passes of one convolution share so that each tensor is reordered into
+// oneDNN's blocked layout once: the forward's source (for the weight gradient) and the
+// output gradient (for both gradients). Entries are used only for the very tensor
+// they were made from (held here, so it cannot change identity) and the same layout.
+struct ConvReuse;
+std::shared_ptr<ConvReuse> make_conv_reuse();
+// Drops what `reuse` holds of the source / of the output gradient.
+void release_source(ConvReuse& reuse);
+void release_output_gradient(ConvReuse& reuse);
+
+NDArrayView conv_forward(const NDArrayView& x, const NDArrayView& w, const ConvDims& d, ConvReuse* reuse = nullptr);
+
+// What a fused convolution does to its result before storing it: adds a per-channel
+// bias, then applies an activation (a oneDNN eltwise algorithm, dnnl_alg_kind_t; 0 = none).
+struct ConvPostOps {
+  bool bias = false;
+  int eltwise = 0;
+  float alpha = 0;
+};
+// y = act(conv(x, w) + bias) as one oneDNN primitive (bias: O values, or undefined when
+// post.bias is false). Returns an undefined view where oneDNN cannot run the convolution
+// (float64, a geometry it cannot express): the caller then runs the steps one by one.
+NDArrayView conv_forward_fused(const NDArrayView& x, const NDArrayView& w, const NDArrayView& bias,
+                               const ConvPostOps& post, const ConvDims& d, ConvReuse* reuse = nullptr);
+
+// Number of oneDNN convolution and pooling primitives created so far: primitives are
+// cached per shape, so a repeated shape creates none (tests check this).
+size_t dnnl_conv_primitives_created();
 // Gradient with respect to x: dx [N, C, in...] from dy [N, O, out...].
-NDArrayView conv_backward_data(const NDArrayView& dy, const NDArrayView& w, const ConvDims& d);
+NDArrayView conv_backward_data(const NDArrayView& dy, const NDArrayView& w, const ConvDims& d,
+                               ConvReuse* reuse = nullptr);
 // Gradient with respect to w, summed over the batch: dw [O, C/groups, kernel...].
-NDArrayView conv_backward_weights(const NDArrayView& x, const NDArrayView& dy, const ConvDims& d);
+NDArrayView conv_backward_weights(const NDArrayView& x, const NDArrayView& dy, const ConvDims& d,
+                                  ConvReuse* reuse = nullptr);
 
 // The same three on the reference loops only (tests compare the two paths).
 NDArrayView conv_forward_reference(const NDArrayView& x, const NDArrayView& w, const ConvDims& d);
