@@ -367,7 +367,13 @@ Minibatch MinibatchSource::produce_truncated(Cursor& c, const Request& r) {
         c.position = 0;
       }
     }
-    if (!slot.active) continue;
+    if (!slot.active) {
+      // A slot whose sequence ended when the data had run out stays an empty gap, so
+      // the sequences after it keep their batch positions: a continued piece must sit
+      // where its previous piece was (the delays carry state by position).
+      pieces.push_back({nullptr, 0, 0, false});
+      continue;
+    }
     chunk(slot.unit.chunk);
     hold.push_back(cache_.at(slot.unit.chunk));
     const Sequence& seq = hold.back()->sequences[slot.unit.index];
@@ -378,7 +384,10 @@ Minibatch MinibatchSource::produce_truncated(Cursor& c, const Request& r) {
     slot.offset = end;
     if (slot.offset >= len) slot.active = false;
   }
+  while (!pieces.empty() && !pieces.back().seq) pieces.pop_back();  // trailing gaps hold nothing
   if (pieces.empty()) return {};
+  for (auto& p : pieces)
+    if (!p.seq) p = {pieces.back().seq, ~size_t(0), ~size_t(0), false};  // zero samples of any sequence
   c.total_samples += samples;
   if (c.total_samples >= config_.max_samples) sweep_end = true;
   evict(c);

@@ -344,6 +344,7 @@ TEST(MinibatchSource, TruncationContinuesSequencesAcrossMinibatches) {
   c.max_sweeps = 1;
   MinibatchSource src(c);
   std::map<int, std::vector<int>> steps;  // per sequence, the steps in the order read
+  std::map<int, size_t> position;         // per sequence, its batch position
   int begins = 0, continues = 0;
   for (auto mb = src.next_minibatch(4); !mb.empty(); mb = src.next_minibatch(4)) {
     const auto& v = mb.streams[0].data;
@@ -352,8 +353,15 @@ TEST(MinibatchSource, TruncationContinuesSequencesAcrossMinibatches) {
     auto seqs = v.unpack(1);
     for (size_t b = 0; b < seqs.size(); ++b) {
       if (seqs[b].shape()[0] == 0) continue;
-      (v.mask()->at(int64_t(b), 0) == MaskKind::SequenceBegin ? begins : continues)++;
+      const bool begin = v.mask()->at(int64_t(b), 0) == MaskKind::SequenceBegin;
+      (begin ? begins : continues)++;
       const float* p = seqs[b].data<float>();
+      // A continued piece sits where the sequence's previous piece was (also once the data
+      // has run out and the slots before it hold empty gaps): the delays carry by position.
+      if (begin)
+        position[int(p[0])] = b;
+      else
+        EXPECT_EQ(position[int(p[0])], b) << "sequence " << int(p[0]) << " moved";
       for (int64_t t = 0; t < seqs[b].shape()[0]; ++t) steps[int(p[2 * t])].push_back(int(p[2 * t + 1]));
     }
   }
