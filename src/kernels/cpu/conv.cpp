@@ -1,4 +1,5 @@
 #include "kernels/cpu/conv.h"
+#include "kernels/cpu/dnnl_context.h"
 
 #include <omp.h>
 
@@ -160,15 +161,6 @@ std::vector<int64_t> dims_of(int64_t a, int64_t b, const std::vector<int64_t>& r
 
 // ------------------------------------------------------------ oneDNN convolution
 
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
-dnnl::stream& stream() {
-  thread_local dnnl::stream s(engine());
-  return s;
-}
 
 enum class ConvPass { Forward, BackwardData, BackwardWeights };
 
@@ -264,7 +256,7 @@ DnnlConv make_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, con
   auto alg = dnnl::algorithm::convolution_direct;
   dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, alg, m.src_a, m.wei_a, m.dst_a, p.strides,
                                      p.dilates, p.pad_l, p.pad_r);
-  dnnl::convolution_forward::primitive_desc fpd(fd, engine());
+  dnnl::convolution_forward::primitive_desc fpd(fd, dnnl_engine());
   DnnlConv c;
   switch (pass) {
     case ConvPass::Forward: {
@@ -279,7 +271,7 @@ DnnlConv make_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, con
           ops.append_eltwise(1.f, dnnl::algorithm(post.eltwise), post.alpha, 0.f);
           attr.set_post_ops(ops);
         }
-        fpd = dnnl::convolution_forward::primitive_desc(fused, attr, engine());
+        fpd = dnnl::convolution_forward::primitive_desc(fused, attr, dnnl_engine());
       }
       c.prim = dnnl::convolution_forward(fpd);
       c.a_md = fpd.src_desc();
@@ -289,7 +281,7 @@ DnnlConv make_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, con
     }
     case ConvPass::BackwardData: {
       dnnl::convolution_backward_data::desc bd(alg, m.src_a, m.wei_a, m.dst_a, p.strides, p.dilates, p.pad_l, p.pad_r);
-      dnnl::convolution_backward_data::primitive_desc bpd(bd, engine(), fpd);
+      dnnl::convolution_backward_data::primitive_desc bpd(bd, dnnl_engine(), fpd);
       c.prim = dnnl::convolution_backward_data(bpd);
       c.a_md = bpd.diff_dst_desc();
       c.b_md = bpd.weights_desc();
@@ -299,7 +291,7 @@ DnnlConv make_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, con
     case ConvPass::BackwardWeights: {
       dnnl::convolution_backward_weights::desc bd(alg, m.src_a, m.wei_a, m.dst_a, p.strides, p.dilates, p.pad_l,
                                                   p.pad_r);
-      dnnl::convolution_backward_weights::primitive_desc bpd(bd, engine(), fpd);
+      dnnl::convolution_backward_weights::primitive_desc bpd(bd, dnnl_engine(), fpd);
       c.prim = dnnl::convolution_backward_weights(bpd);
       c.a_md = bpd.src_desc();
       c.b_md = bpd.diff_dst_desc();
@@ -332,8 +324,8 @@ DnnlConv dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, const Co
 // A user buffer in the layout `want`: the buffer itself, or a reordered copy.
 dnnl::memory as_layout(const dnnl::memory& user, const dnnl::memory::desc& want) {
   if (user.get_desc() == want) return user;
-  dnnl::memory m(want, engine());
-  dnnl::reorder(user, m).execute(stream(), const_cast<dnnl::memory&>(user), m);
+  dnnl::memory m(want, dnnl_engine());
+  dnnl::reorder(user, m).execute(dnnl_stream(), const_cast<dnnl::memory&>(user), m);
   return m;
 }
 
@@ -397,17 +389,17 @@ void run_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, const ND
       if (reuse) a_held = &reuse->src, a_view = &reuse->src_user, b_held = &reuse->dy, b_view = &reuse->dy_user;
       break;
   }
-  dnnl::memory a_user(a_plain, engine(), const_cast<void*>(a.raw_data()));
-  dnnl::memory b_user(b_plain, engine(), const_cast<void*>(b.raw_data()));
-  dnnl::memory out_user(out_plain, engine(), out);
+  dnnl::memory a_user(a_plain, dnnl_engine(), const_cast<void*>(a.raw_data()));
+  dnnl::memory b_user(b_plain, dnnl_engine(), const_cast<void*>(b.raw_data()));
+  dnnl::memory out_user(out_plain, dnnl_engine(), out);
   dnnl::memory am = reused_layout(a_user, a, c.a_md, a_held, a_view);
   dnnl::memory bm = reused_layout(b_user, b, c.b_md, b_held, b_view);
-  dnnl::memory om = c.out_md == out_plain ? out_user : dnnl::memory(c.out_md, engine());
+  dnnl::memory om = c.out_md == out_plain ? out_user : dnnl::memory(c.out_md, dnnl_engine());
   std::unordered_map<int, dnnl::memory> args{{a_arg, am}, {b_arg, bm}, {out_arg, om}};
-  if (post.bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md(d), engine(), const_cast<void*>(bias)));
-  c.prim.execute(stream(), args);
-  if (om != out_user) dnnl::reorder(om, out_user).execute(stream(), om, out_user);
-  stream().wait();
+  if (post.bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md(d), dnnl_engine(), const_cast<void*>(bias)));
+  c.prim.execute(dnnl_stream(), args);
+  if (om != out_user) dnnl::reorder(om, out_user).execute(dnnl_stream(), om, out_user);
+  dnnl_stream().wait();
 }
 
 NDShape shape_of(const std::vector<int64_t>& d) { return NDShape(d); }
@@ -694,11 +686,11 @@ DnnlPool dnnl_pool(const PoolDims& d, const DnnlPads& p, bool backward) {
                                                       : dnnl::algorithm::pooling_avg_exclude_padding);
   auto prop = backward ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
   dnnl::pooling_forward::desc fd(prop, alg, src_md, dst_md, p.strides, p.dilates, p.pad_l, p.pad_r);
-  DnnlPool e{dnnl::pooling_forward::primitive_desc(fd, engine()), {}, {}};
+  DnnlPool e{dnnl::pooling_forward::primitive_desc(fd, dnnl_engine()), {}, {}};
   e.fwd = dnnl::pooling_forward(e.fwd_pd);
   if (backward) {
     dnnl::pooling_backward::desc bd(alg, src_md, dst_md, p.strides, p.dilates, p.pad_l, p.pad_r);
-    e.bwd = dnnl::pooling_backward(dnnl::pooling_backward::primitive_desc(bd, engine(), e.fwd_pd));
+    e.bwd = dnnl::pooling_backward(dnnl::pooling_backward::primitive_desc(bd, dnnl_engine(), e.fwd_pd));
   }
   std::lock_guard<std::mutex> lock(c.mu);
   if (c.entries.size() > 1024) c.entries.clear();
@@ -720,9 +712,9 @@ NDArrayView pool_forward(const NDArrayView& x_in, const PoolDims& d) {
   DnnlPads p;
   if (dnnl_pool_pads(d, x.dtype(), p)) {
     DnnlPool e = dnnl_pool(d, p, false);
-    dnnl::memory src(pool_md(d, false), engine(), x.raw_data()), dst(pool_md(d, true), engine(), y.raw_data());
-    e.fwd.execute(stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
-    stream().wait();
+    dnnl::memory src(pool_md(d, false), dnnl_engine(), x.raw_data()), dst(pool_md(d, true), dnnl_engine(), y.raw_data());
+    e.fwd.execute(dnnl_stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+    dnnl_stream().wait();
     return y;
   }
   auto tab = window_table(d.win);
@@ -739,16 +731,16 @@ NDArrayView pool_backward(const NDArrayView& x_in, const NDArrayView& dy_in, con
   if (dnnl_pool_pads(d, x.dtype(), p)) {
     // Max pooling's backward needs the forward's workspace (the argmax): recomputed here.
     DnnlPool e = dnnl_pool(d, p, true);
-    dnnl::memory src(pool_md(d, false), engine(), x.raw_data()), diff_src(pool_md(d, false), engine(), dx.raw_data());
-    dnnl::memory diff_dst(pool_md(d, true), engine(), dy.raw_data());
+    dnnl::memory src(pool_md(d, false), dnnl_engine(), x.raw_data()), diff_src(pool_md(d, false), dnnl_engine(), dx.raw_data());
+    dnnl::memory diff_dst(pool_md(d, true), dnnl_engine(), dy.raw_data());
     std::unordered_map<int, dnnl::memory> bargs{{DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_SRC, diff_src}};
     if (d.kind == PoolKind::Max) {
-      dnnl::memory ws(e.fwd_pd.workspace_desc(), engine()), y(pool_md(d, true), engine());
-      e.fwd.execute(stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, y}, {DNNL_ARG_WORKSPACE, ws}});
+      dnnl::memory ws(e.fwd_pd.workspace_desc(), dnnl_engine()), y(pool_md(d, true), dnnl_engine());
+      e.fwd.execute(dnnl_stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, y}, {DNNL_ARG_WORKSPACE, ws}});
       bargs.emplace(DNNL_ARG_WORKSPACE, ws);
     }
-    e.bwd.execute(stream(), bargs);
-    stream().wait();
+    e.bwd.execute(dnnl_stream(), bargs);
+    dnnl_stream().wait();
     return dx;
   }
   auto tab = window_table(d.win);

@@ -1,4 +1,5 @@
 #include "kernels/cpu/dnnl_eltwise.h"
+#include "kernels/cpu/dnnl_context.h"
 
 #include <map>
 #include <mutex>
@@ -8,15 +9,6 @@
 namespace cntk::kernels {
 namespace {
 
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
-dnnl::stream& stream() {
-  thread_local dnnl::stream s(engine());
-  return s;
-}
 
 using Key = std::tuple<int, float, float, int64_t, bool>;
 
@@ -42,12 +34,12 @@ dnnl::primitive get(int alg, float alpha, float beta, int64_t n, bool backward) 
   dnnl::primitive p;
   auto a = dnnl::algorithm(alg);
   dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training, a, md, alpha, beta);
-  dnnl::eltwise_forward::primitive_desc fpd(fd, engine());
+  dnnl::eltwise_forward::primitive_desc fpd(fd, dnnl_engine());
   if (!backward) {
     p = dnnl::eltwise_forward(fpd);
   } else {
     dnnl::eltwise_backward::desc bd(a, md, md, alpha, beta);
-    p = dnnl::eltwise_backward(dnnl::eltwise_backward::primitive_desc(bd, engine(), fpd));
+    p = dnnl::eltwise_backward(dnnl::eltwise_backward::primitive_desc(bd, dnnl_engine(), fpd));
   }
   if (c.prims.size() > 4096) c.prims.clear();
   c.prims.emplace(key, p);
@@ -63,9 +55,9 @@ NDArrayView dnnl_eltwise_forward(int alg, float alpha, float beta, const NDArray
   NDArrayView x = xin.contiguous();
   NDArrayView y(DataType::Float, x.shape());
   auto md = flat(x.numel());
-  dnnl::memory src(md, engine(), const_cast<void*>(x.raw_data())), dst(md, engine(), y.raw_data());
-  get(alg, alpha, beta, x.numel(), false).execute(stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
-  stream().wait();
+  dnnl::memory src(md, dnnl_engine(), const_cast<void*>(x.raw_data())), dst(md, dnnl_engine(), y.raw_data());
+  get(alg, alpha, beta, x.numel(), false).execute(dnnl_stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+  dnnl_stream().wait();
   return y;
 }
 
@@ -74,15 +66,15 @@ NDArrayView dnnl_eltwise_backward(int alg, float alpha, float beta, const NDArra
   NDArrayView xy = xy_in.contiguous(), dy = dy_in.contiguous();
   NDArrayView dx(DataType::Float, xy.shape());
   auto md = flat(xy.numel());
-  dnnl::memory data(md, engine(), const_cast<void*>(xy.raw_data()));
-  dnnl::memory diff_dst(md, engine(), const_cast<void*>(dy.raw_data())), diff_src(md, engine(), dx.raw_data());
+  dnnl::memory data(md, dnnl_engine(), const_cast<void*>(xy.raw_data()));
+  dnnl::memory diff_dst(md, dnnl_engine(), const_cast<void*>(dy.raw_data())), diff_src(md, dnnl_engine(), dx.raw_data());
   // Algorithms that differentiate from the output take it as DST, the others take the input as SRC.
   bool from_dst = alg >= dnnl_eltwise_relu_use_dst_for_bwd && alg <= dnnl_eltwise_clip_v2_use_dst_for_bwd;
   get(alg, alpha, beta, xy.numel(), true)
-      .execute(stream(), {{from_dst ? DNNL_ARG_DST : DNNL_ARG_SRC, data},
+      .execute(dnnl_stream(), {{from_dst ? DNNL_ARG_DST : DNNL_ARG_SRC, data},
                           {DNNL_ARG_DIFF_DST, diff_dst},
                           {DNNL_ARG_DIFF_SRC, diff_src}});
-  stream().wait();
+  dnnl_stream().wait();
   return dx;
 }
 

@@ -7,6 +7,7 @@
 // no barriers between passes, which made oneDNN's multi-pass training kernels
 // 10-30x slower on a loaded 2-core machine.
 #include "kernels/cpu/norm.h"
+#include "kernels/cpu/dnnl_context.h"
 
 #include <algorithm>
 #include <cmath>
@@ -126,15 +127,6 @@ void backward_impl(const T* x, const T* dy, T* dx, T* dscale, T* dbias, BatchNor
 
 // ---- float32 through oneDNN's batch normalization primitive.
 
-dnnl::engine& dnnl_engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
-dnnl::stream& dnnl_stream() {
-  thread_local dnnl::stream s(dnnl_engine());
-  return s;
-}
 
 // [N, C, S] as a 4-D NCHW tensor (H = 1): oneDNN's JIT kernels cover 4-D plain layouts.
 dnnl::memory::desc ncs_desc(const BatchNormDims& d) {

@@ -1,4 +1,5 @@
 #include "kernels/cpu/rnn.h"
+#include "kernels/cpu/dnnl_context.h"
 
 #include <algorithm>
 #include <cstring>
@@ -41,15 +42,6 @@ using md = dnnl::memory::desc;
 using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
 
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
-dnnl::stream& stream() {
-  thread_local dnnl::stream s(engine());
-  return s;
-}
 
 // One direction of one layer, always run left to right (the kernel reverses the valid
 // part of each sequence for right-to-left), so every primitive is L = 1, D = 1.
@@ -97,13 +89,30 @@ struct CellPrims {
   dnnl::primitive_desc fwd_pd, bwd_pd;
 };
 
+// GRU and linear-before-reset GRU take the same descriptors; only the primitive types differ.
+template <class Fwd, class Bwd>
+void make_gru_prims(const CellMds& m, dnnl::prop_kind prop, bool training, dnnl::engine& e, CellPrims& p) {
+  const auto dir = dnnl::rnn_direction::unidirectional_left2right;
+  typename Fwd::desc fd(prop, dir, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias, m.dst_layer, m.dst_iter);
+  typename Fwd::primitive_desc fpd(fd, e);
+  p.fwd = Fwd(fpd);
+  p.fwd_pd = fpd;
+  if (!training) return;
+  typename Bwd::desc bd(dnnl::prop_kind::backward, dir, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias,
+                        m.dst_layer, m.dst_iter, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias, m.dst_layer,
+                        m.dst_iter);
+  typename Bwd::primitive_desc bpd(bd, e, fpd);
+  p.bwd = Bwd(bpd);
+  p.bwd_pd = bpd;
+}
+
 CellPrims make_prims(const CellShape& s, bool training) {
   const CellMds m = cell_mds(s);
   const auto prop = training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
   const auto dir = dnnl::rnn_direction::unidirectional_left2right;
   const auto bprop = dnnl::prop_kind::backward;
   CellPrims p;
-  auto& e = engine();
+  auto& e = dnnl_engine();
   switch (s.cell) {
     case RnnCell::Lstm: {
       dnnl::lstm_forward::desc fd(prop, dir, m.src_layer, m.src_iter, m.src_iter_c, m.w_layer, m.w_iter, m.bias,
@@ -121,38 +130,12 @@ CellPrims make_prims(const CellShape& s, bool training) {
       }
       break;
     }
-    case RnnCell::Gru: {
-      dnnl::gru_forward::desc fd(prop, dir, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias, m.dst_layer,
-                                 m.dst_iter);
-      dnnl::gru_forward::primitive_desc fpd(fd, e);
-      p.fwd = dnnl::gru_forward(fpd);
-      p.fwd_pd = fpd;
-      if (training) {
-        dnnl::gru_backward::desc bd(bprop, dir, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias, m.dst_layer,
-                                    m.dst_iter, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias, m.dst_layer,
-                                    m.dst_iter);
-        dnnl::gru_backward::primitive_desc bpd(bd, e, fpd);
-        p.bwd = dnnl::gru_backward(bpd);
-        p.bwd_pd = bpd;
-      }
+    case RnnCell::Gru:
+      make_gru_prims<dnnl::gru_forward, dnnl::gru_backward>(m, prop, training, e, p);
       break;
-    }
-    case RnnCell::LbrGru: {
-      dnnl::lbr_gru_forward::desc fd(prop, dir, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias, m.dst_layer,
-                                     m.dst_iter);
-      dnnl::lbr_gru_forward::primitive_desc fpd(fd, e);
-      p.fwd = dnnl::lbr_gru_forward(fpd);
-      p.fwd_pd = fpd;
-      if (training) {
-        dnnl::lbr_gru_backward::desc bd(bprop, dir, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias,
-                                        m.dst_layer, m.dst_iter, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias,
-                                        m.dst_layer, m.dst_iter);
-        dnnl::lbr_gru_backward::primitive_desc bpd(bd, e, fpd);
-        p.bwd = dnnl::lbr_gru_backward(bpd);
-        p.bwd_pd = bpd;
-      }
+    case RnnCell::LbrGru:
+      make_gru_prims<dnnl::lbr_gru_forward, dnnl::lbr_gru_backward>(m, prop, training, e, p);
       break;
-    }
     default: {
       const auto act = vanilla_activation(s.cell);
       dnnl::vanilla_rnn_forward::desc fd(prop, act, dir, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias,
@@ -203,7 +186,7 @@ md arg_md(const dnnl::primitive_desc& pd, int arg) { return pd.query_md(dnnl::qu
 
 size_t floats_of(const md& m) { return (m.get_size() + sizeof(float) - 1) / sizeof(float); }
 
-dnnl::memory wrap(const md& m, const float* p) { return dnnl::memory(m, engine(), const_cast<float*>(p)); }
+dnnl::memory wrap(const md& m, const float* p) { return dnnl::memory(m, dnnl_engine(), const_cast<float*>(p)); }
 
 // `src` (laid out as `plain`) as a memory in layout `want`: the buffer itself when the
 // layouts agree, else a reorder into `buf`.
@@ -212,8 +195,8 @@ dnnl::memory in_layout(const md& plain, const float* src, const md& want, std::v
   buf.assign(floats_of(want), 0.f);
   dnnl::memory out = wrap(want, buf.data());
   dnnl::memory in = wrap(plain, src);
-  dnnl::reorder(in, out).execute(stream(), in, out);
-  stream().wait();
+  dnnl::reorder(in, out).execute(dnnl_stream(), in, out);
+  dnnl_stream().wait();
   return out;
 }
 
@@ -379,8 +362,8 @@ std::shared_ptr<RnnSaved> rnn_forward(const RnnDims& d, const RnnForwardArgs& a)
         us.w_h.assign(w.w_h, w.w_h + H * G * H);
         us.bias.assign(w.bias, w.bias + Gb * H);
       }
-      p.fwd.execute(stream(), args);
-      stream().wait();
+      p.fwd.execute(dnnl_stream(), args);
+      dnnl_stream().wait();
       from_direction(us.dst_layer.data(), layer_out.data(), T, B, H, len, reverse, D * H, dir * H, false);
     }
     layer_in.swap(layer_out);
@@ -465,15 +448,15 @@ void rnn_backward(const RnnDims& d, const RnnSaved& saved, const RnnBackwardArgs
         args[DNNL_ARG_DIFF_SRC_ITER_C] = wrap(m.src_iter_c, dsic.data());
         args[DNNL_ARG_DIFF_DST_ITER_C] = wrap(m.dst_iter_c, ddic.data());
       }
-      p.bwd.execute(stream(), args);
-      stream().wait();
+      p.bwd.execute(dnnl_stream(), args);
+      dnnl_stream().wait();
       if (!a.grads.empty()) {
         const RnnLayerGrads& g = a.grads[size_t(u)];
         auto out = [&](const md& have, std::vector<float>& buf, const md& plain, float* dst) {
           if (!dst) return;
           dnnl::memory in = wrap(have, buf.data()), o = wrap(plain, dst);
-          dnnl::reorder(in, o).execute(stream(), in, o);
-          stream().wait();
+          dnnl::reorder(in, o).execute(dnnl_stream(), in, o);
+          dnnl_stream().wait();
         };
         out(dwx_md, dwx, m.w_layer_plain, g.w_x);
         out(dwh_md, dwh, m.w_iter_plain, g.w_h);

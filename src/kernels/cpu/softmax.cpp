@@ -1,4 +1,5 @@
 #include "kernels/cpu/softmax.h"
+#include "kernels/cpu/dnnl_context.h"
 
 #include <algorithm>
 #include <cmath>
@@ -125,15 +126,6 @@ void hardmax_impl(const T* x, T* y, const SoftmaxDims& d) {
 // ---- float32 through oneDNN's softmax/logsoftmax primitives (JIT-vectorized exp);
 // the loops above are the reference and serve float64.
 
-dnnl::engine& dnnl_engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
-dnnl::stream& dnnl_stream() {
-  thread_local dnnl::stream s(dnnl_engine());
-  return s;
-}
 
 using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool>;  // P, R, Q, log, backward
 
