@@ -9,6 +9,13 @@
 // frame of a token, a 1 its continuation, so the token sequence is the argmax of
 // every frame holding a 2. Features are unnormalized scores; the op applies
 // log-softmax itself, so its gradient is softmax(features) - posteriors.
+//
+// delayConstraint D >= 0 (CNTK's gammacalculation.h / CPUMatrix AssignCTCScore)
+// limits how late an alignment may emit a token relative to the reference
+// frames the labels mark: with f_k the frame of token k's 2 and f_{K+1} = T,
+// the path may be on token k (k < K) up to frame f_{k+1} + D and on the blank
+// before it up to f_{k+1} + D - 1; later frames get zero alpha and beta there.
+// The last token and the blanks around it are not constrained. D = -1: none.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -36,19 +43,39 @@ struct CtcSequence {
   double log_likelihood = kNegInf;
 };
 
-std::vector<int64_t> tokens_of(const double* labels, int64_t T, int64_t C, int64_t stride) {
-  std::vector<int64_t> out;
+// The tokens and the frames that mark them (the 2s).
+void tokens_of(const double* labels, int64_t T, int64_t C, int64_t stride, std::vector<int64_t>& tokens,
+               std::vector<int64_t>& frames) {
   for (int64_t t = 0; t < T; ++t) {
     const double* row = labels + t * stride;
     int64_t k = std::max_element(row, row + C) - row;
-    if (row[k] >= 1.5) out.push_back(k);
+    if (row[k] >= 1.5) {
+      tokens.push_back(k);
+      frames.push_back(t);
+    }
   }
-  return out;
+}
+
+// The last frame at which the alignment may sit on extended label s, or T - 1
+// when s is free. Token k (s = 2k - 1, k = 1..K) and the blank before it
+// (s = 2k - 2) are bounded by the next token's reference frame f_{k+1} (T for
+// the last token), as CNTK bounds label s by the boundary two labels on.
+std::vector<int64_t> ctc_last_frames(const std::vector<int64_t>& frames, int64_t T, int64_t delay) {
+  const int64_t K = int64_t(frames.size()), S = 2 * K + 1;
+  std::vector<int64_t> last(size_t(S), T - 1);
+  if (delay < 0) return last;
+  for (int64_t k = 1; k < K; ++k) {
+    const int64_t next = frames[size_t(k)];  // f_{k+1}, 0-based index k
+    last[size_t(2 * k - 1)] = std::min(T - 1, next + delay);
+    last[size_t(2 * k - 2)] = std::min(T - 1, next + delay - 1);
+  }
+  return last;
 }
 
 void ctc_sequence(CtcSequence& q, const double* x, const double* labels, int64_t T, int64_t C, int64_t stride,
-                  int64_t blank, int64_t b) {
-  std::vector<int64_t> tokens = tokens_of(labels, T, C, stride);
+                  int64_t blank, int64_t delay, int64_t b) {
+  std::vector<int64_t> tokens, frames;
+  tokens_of(labels, T, C, stride, tokens, frames);
   q.ext.assign(1, blank);
   for (auto k : tokens) {
     if (k == blank) throw ValueError("ForwardBackward: sequence " + std::to_string(b) + " has the blank token " +
@@ -69,10 +96,15 @@ void ctc_sequence(CtcSequence& q, const double* x, const double* labels, int64_t
   q.alpha.assign(size_t(T * S), kNegInf);
   q.beta.assign(size_t(T * S), kNegInf);
   if (T == 0) throw ValueError("ForwardBackward: sequence " + std::to_string(b) + " is empty");
+  // The reference frames only bound positions before the last token, whose
+  // limits are at least frame 1 (f_2 >= 1), so frame 0 is never cut.
+  const std::vector<int64_t> last = ctc_last_frames(frames, T, delay);
+  auto allowed = [&](int64_t t, int64_t s) { return t <= last[size_t(s)]; };
   q.alpha[0] = y(0, 0);
   if (S > 1) q.alpha[1] = y(0, 1);
   for (int64_t t = 1; t < T; ++t)
     for (int64_t s = 0; s < S; ++s) {
+      if (!allowed(t, s)) continue;
       double a = q.alpha[size_t((t - 1) * S + s)];
       if (s >= 1) a = log_add(a, q.alpha[size_t((t - 1) * S + s - 1)]);
       if (skip_ok(s)) a = log_add(a, q.alpha[size_t((t - 1) * S + s - 2)]);
@@ -82,6 +114,7 @@ void ctc_sequence(CtcSequence& q, const double* x, const double* labels, int64_t
   if (S > 1) q.beta[size_t((T - 1) * S + S - 2)] = 0;
   for (int64_t t = T - 2; t >= 0; --t)
     for (int64_t s = 0; s < S; ++s) {
+      if (!allowed(t, s)) continue;
       double v = q.beta[size_t((t + 1) * S + s)] + y(t + 1, s);
       if (s + 1 < S) v = log_add(v, q.beta[size_t((t + 1) * S + s + 1)] + y(t + 1, s + 1));
       if (s + 2 < S && skip_ok(s + 2)) v = log_add(v, q.beta[size_t((t + 1) * S + s + 2)] + y(t + 1, s + 2));
@@ -91,7 +124,8 @@ void ctc_sequence(CtcSequence& q, const double* x, const double* labels, int64_t
   if (S > 1) q.log_likelihood = log_add(q.log_likelihood, q.alpha[size_t((T - 1) * S + S - 2)]);
   if (q.log_likelihood == kNegInf)
     throw ValueError("ForwardBackward: sequence " + std::to_string(b) + " has " + std::to_string(tokens.size()) +
-                     " labels, which cannot be aligned to its " + std::to_string(T) + " frames");
+                     " labels, which cannot be aligned to its " + std::to_string(T) + " frames" +
+                     (delay >= 0 ? " within delayConstraint " + std::to_string(delay) : std::string()));
 }
 
 struct CtcBatch {
@@ -100,8 +134,9 @@ struct CtcBatch {
 };
 
 CtcBatch run_ctc(const ComputeContext& ctx) {
-  if (attr_int(ctx.attr(), "delayConstraint", -1) != -1)
-    throw NotImplementedError("ForwardBackward: delayConstraint other than -1");
+  const int64_t delay = attr_int(ctx.attr(), "delayConstraint", -1);
+  if (delay < -1)
+    throw ValueError("ForwardBackward: delayConstraint must be -1 (none) or >= 0, not " + std::to_string(delay));
   NDArrayView g = ctx.inputs[0].to_dense().cast(DataType::Double).contiguous();
   NDArrayView x = ctx.inputs[1].to_dense().cast(DataType::Double).contiguous();
   if (g.shape() != x.shape())
@@ -115,7 +150,7 @@ CtcBatch run_ctc(const ComputeContext& ctx) {
   out.seqs.resize(size_t(B));
   for (int64_t b = 0; b < B; ++b) {
     ctc_sequence(out.seqs[size_t(b)], x.data<double>() + b * C, g.data<double>() + b * C, lens[size_t(b)], C, B * C,
-                 blank, b);
+                 blank, delay, b);
     out.loss -= out.seqs[size_t(b)].log_likelihood;
   }
   return out;
@@ -136,8 +171,8 @@ void register_forward_backward() {
     if (ctx.shape(1)[0] >= 0 && (blank < 0 || blank >= ctx.shape(1)[0]))
       ctx.fail("blankTokenId " + std::to_string(blank) + " is not one of the " + std::to_string(ctx.shape(1)[0]) +
                " classes");
-    if (attr_int(ctx.attrs(), "delayConstraint", -1) != -1)
-      throw NotImplementedError("ForwardBackward: delayConstraint other than -1 is not supported");
+    const int64_t delay = attr_int(ctx.attrs(), "delayConstraint", -1);
+    if (delay < -1) ctx.fail("delayConstraint must be -1 (none) or >= 0, not " + std::to_string(delay));
     return std::vector<OutputInfo>{{NDShape{}, ctx.dtype(1), {}}};
   };
   d.forward = [](ComputeContext& ctx) {

@@ -78,14 +78,138 @@ def test_forward_backward_errors():
     y = C.sequence.input_variable(NUM_CLASSES, dtype=np.float64, sequence_axis=x.dynamic_axes[1])
     with pytest.raises(ValueError):
         C.forward_backward(C.labels_to_graph(y), x, NUM_CLASSES)
-    with pytest.raises(NotImplementedError):
-        C.forward_backward(C.labels_to_graph(y), x, BLANK, delayConstraint=3)
+    with pytest.raises(ValueError, match="delayConstraint"):
+        C.forward_backward(C.labels_to_graph(y), x, BLANK, delayConstraint=-2)
+    with pytest.raises(TypeError):
+        C.forward_backward(C.labels_to_graph(y), x, BLANK, delayConstraint=1.0)
     with pytest.raises(TypeError):
         C.forward_backward(C.labels_to_graph(y), x, 1.5)
     fb = C.forward_backward(C.labels_to_graph(y), x, BLANK)
     # Three tokens with a repeat need at least four frames.
     with pytest.raises(ValueError):
         fb.eval({x: [np.zeros((3, NUM_CLASSES))], y: [ctc_labels([1, 1, 2], 3)]})
+
+
+# ------------------------------------------------------------ delayConstraint
+
+def ctc_labels_at(tokens, frames, length, num_classes=NUM_CLASSES):
+    """Label rows with token k's 2 on frame frames[k] and 1s on the frames up to the next token."""
+    rows = np.zeros((length, num_classes))
+    for k, (tok, f) in enumerate(zip(tokens, frames)):
+        end = frames[k + 1] if k + 1 < len(frames) else length
+        rows[f:end, tok] = 1
+        rows[f, tok] = 2
+    return rows
+
+
+def alignment_states(path, blank=BLANK):
+    """The position of each frame of a path in the extended label sequence
+    (blank, l1, blank, l2, ..., blank): 2k - 1 on token k, 2k on the blank after it."""
+    states, emitted, prev = [], 0, None
+    for k in path:
+        if k != blank:
+            if k != prev:
+                emitted += 1
+            states.append(2 * emitted - 1)
+        else:
+            states.append(2 * emitted)
+        prev = k
+    return states
+
+
+def delay_allows(states, frames, length, delay):
+    """CNTK's delay rule on one alignment: for every token k but the last, the path may
+    sit on token k until frame f_{k+1} + delay and on the blank before it until
+    f_{k+1} + delay - 1 (f_{k+1}: the next token's reference frame)."""
+    if delay == -1:
+        return True
+    for t, s in enumerate(states):
+        if s % 2 == 1:                       # token k = (s + 1) / 2
+            k = (s + 1) // 2
+            limit = frames[k] + delay if k < len(frames) else length
+        else:                                 # blank before token k = s / 2 + 1
+            k = s // 2 + 1
+            limit = frames[k] + delay - 1 if k < len(frames) else length
+        if t > limit:
+            return False
+    return True
+
+
+def ctc_delay_reference(scores, tokens, frames, delay, blank=BLANK):
+    """-log p and its gradient (softmax - posterior) by enumerating every alignment."""
+    logp = scores - scores.max(1, keepdims=True)
+    logp = logp - np.log(np.exp(logp).sum(1, keepdims=True))
+    total, occupancy = 0.0, np.zeros_like(scores)
+    for path in itertools.product(range(scores.shape[1]), repeat=len(scores)):
+        if collapse(path, blank) != list(tokens):
+            continue
+        if not delay_allows(alignment_states(path, blank), frames, len(scores), delay):
+            continue
+        p = np.exp(sum(logp[t, k] for t, k in enumerate(path)))
+        total += p
+        for t, k in enumerate(path):
+            occupancy[t, k] += p
+    return -np.log(total), np.exp(logp) - occupancy / total
+
+
+DELAY_CASES = [  # tokens, their reference frames, sequence length
+    ([0, 1, 2], [0, 2, 3], 6),
+    ([1, 1], [1, 3], 5),
+    ([2, 0], [0, 1], 4),
+]
+
+
+@pytest.mark.parametrize("delay", [0, 1, 2, 100])
+def test_forward_backward_delay_constraint_matches_brute_force(delay):
+    rng = np.random.RandomState(delay)
+    feats = [rng.standard_normal((n, NUM_CLASSES)) for _, _, n in DELAY_CASES]
+    labels = [ctc_labels_at(t, f, n) for t, f, n in DELAY_CASES]
+    x = C.sequence.input_variable(NUM_CLASSES, dtype=np.float64)
+    y = C.sequence.input_variable(NUM_CLASSES, dtype=np.float64, sequence_axis=x.dynamic_axes[1])
+    fb = C.forward_backward(C.labels_to_graph(y), x, BLANK, delayConstraint=delay)
+    refs = [ctc_delay_reference(f, t, fr, delay) for f, (t, fr, _) in zip(feats, DELAY_CASES)]
+    np.testing.assert_allclose(fb.eval({x: feats, y: labels}), sum(r[0] for r in refs), rtol=1e-10)
+    grads = fb.grad({x: feats, y: labels}, wrt=[x])
+    for got, (_, want) in zip(grads, refs):
+        np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-10)
+    seq_gradcheck(fb, {x: feats, y: labels}, [x], rtol=1e-5, atol=1e-7)
+    # A constraint tightens the set of alignments: the loss is never below the unconstrained one.
+    free = sum(ctc_reference(f, t) for f, (t, _, _) in zip(feats, DELAY_CASES))
+    assert sum(r[0] for r in refs) >= free - 1e-12
+    if delay == 100:
+        np.testing.assert_allclose(sum(r[0] for r in refs), free, rtol=1e-12)
+
+
+def test_forward_backward_delay_constraint_really_cuts_alignments():
+    # Scores that favour emitting token 0 late: the delay limit must change the loss.
+    tokens, frames, n = [0, 1], [0, 1], 5
+    scores = np.zeros((n, NUM_CLASSES))
+    scores[:3, BLANK] = 4.0
+    scores[3, 0] = 4.0
+    scores[4, 1] = 4.0
+    x = C.sequence.input_variable(NUM_CLASSES, dtype=np.float64)
+    y = C.sequence.input_variable(NUM_CLASSES, dtype=np.float64, sequence_axis=x.dynamic_axes[1])
+    args = {x: [scores], y: [ctc_labels_at(tokens, frames, n)]}
+    # Token 0 may be emitted until frame f_2 + D = 1 + D, the blank before it until D.
+    losses = [C.forward_backward(C.labels_to_graph(y), x, BLANK, delayConstraint=d).eval(args)
+              for d in (-1, 2, 1, 0)]
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-12)  # the favoured path still fits
+    assert losses[1] < losses[2] < losses[3]
+    for d, loss in zip((1, 0), losses[2:]):
+        np.testing.assert_allclose(loss, ctc_delay_reference(scores, tokens, frames, d)[0], rtol=1e-10)
+
+
+def test_forward_backward_delay_constraint_without_room_is_an_error():
+    # Three 1s need blanks between them, so the third is reached at frame 4 at the earliest,
+    # but delay 0 with the next token marked at frame 3 requires leaving it by frame 3.
+    x = C.sequence.input_variable(NUM_CLASSES, dtype=np.float64)
+    y = C.sequence.input_variable(NUM_CLASSES, dtype=np.float64, sequence_axis=x.dynamic_axes[1])
+    tokens, frames = [1, 1, 1, 2], [0, 1, 2, 3]
+    args = {x: [np.zeros((6, NUM_CLASSES))], y: [ctc_labels_at(tokens, frames, 6)]}
+    assert np.isfinite(C.forward_backward(C.labels_to_graph(y), x, BLANK, delayConstraint=1).eval(args))
+    fb = C.forward_backward(C.labels_to_graph(y), x, BLANK, delayConstraint=0)
+    with pytest.raises(ValueError, match="delayConstraint 0"):
+        fb.eval(args)
 
 
 # ------------------------------------------- cosine_distance_with_negative_samples
