@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "kernels/cpu/reduce.h"
 #include "ops/eager.h"
@@ -194,8 +195,73 @@ StepMap where_map(const ComputeContext& ctx) {
   return m;
 }
 
-Axis where_axis(const Variable& condition) {
-  return Axis::dynamic("whereNodeDynamicAxis_conditionVar_" + condition.uid());
+// CNTK's new_sequence_axis_typeinfo (Utils.h GetDerivedDynamicAxes): a Where may
+// declare its result's length as scale * (source length) + add. The declaration
+// names the new axis after the condition's sequence axis and the two factors, so
+// results declared alike over one source share an axis (and can be combined);
+// (1, 0) is the source axis itself and (0, 1) leaves no sequence axis at all.
+struct DeclaredLength {
+  bool given = false;
+  int64_t scale = 0, add = 0;
+};
+
+DeclaredLength declared_length(const Dictionary& attrs) {
+  DeclaredLength d;
+  auto s = attrs.find("newSequenceAxisLengthScalingFactor");
+  auto a = attrs.find("newSequenceAxisLengthAdditiveFactor");
+  if (s == attrs.end() || a == attrs.end()) return d;
+  d.given = true;
+  d.scale = s->second.as_int();
+  d.add = a->second.as_int();
+  return d;
+}
+
+bool declares_no_axis(const DeclaredLength& d) { return d.given && d.scale == 0 && d.add == 1; }
+
+std::optional<Axis> where_axis(const InferContext& ctx) {
+  const Variable& condition = ctx.input(0);
+  DeclaredLength d = declared_length(ctx.attrs());
+  if (!d.given) return Axis::dynamic("whereNodeDynamicAxis_conditionVar_" + condition.uid());
+  if (d.scale < 0 || (d.scale == 0 && d.add <= 0))
+    ctx.fail("the declared length of the new sequence axis, " + std::to_string(d.scale) + " * length + " +
+             std::to_string(d.add) + ", is not positive");
+  if (declares_no_axis(d)) return std::nullopt;
+  const Axis& source = *sequence_axis_of(condition);
+  if (d.scale == 1 && d.add == 0) return source;
+  std::string name = source.name();
+  if (d.scale > 0)
+    name += "_times_" + std::to_string(d.scale) + (d.add > 0 ? "_plus_" + std::to_string(d.add)
+                                                             : "_minus_" + std::to_string(-d.add));
+  else
+    name += "_fixedSliceOf_" + std::to_string(d.add);
+  return Axis::dynamic(name, source.is_ordered());
+}
+
+// The declared lengths are checked at run time: one axis has one length per sequence.
+void check_declared_lengths(const DeclaredLength& d, const StepMap& m, const std::vector<int64_t>& source) {
+  if (!d.given) return;
+  for (size_t b = 0; b < m.size(); ++b) {
+    int64_t want = d.scale * source[b] + d.add;
+    if (int64_t(m[b].size()) != want)
+      throw ValueError("Where: sequence " + std::to_string(b) + " selects " + std::to_string(m[b].size()) +
+                       " steps, but the new sequence axis was declared (new_sequence_axis_typeinfo (" +
+                       std::to_string(d.scale) + ", " + std::to_string(d.add) + ")) to have " +
+                       std::to_string(d.scale) + " * " + std::to_string(source[b]) + " + " + std::to_string(d.add) +
+                       " = " + std::to_string(want));
+  }
+}
+
+// Indices (or data) without a sequence axis hold one step per sequence: [B, ...] -> [1, B, ...].
+NDArrayView as_one_step(const NDArrayView& x) {
+  std::vector<int64_t> dims = x.shape().dims();
+  dims.insert(dims.begin(), 1);
+  return x.to_dense().contiguous().reshape(NDShape(dims));
+}
+
+NDArrayView drop_step_axis(const NDArrayView& x) {
+  std::vector<int64_t> dims = x.shape().dims();
+  dims.erase(dims.begin());
+  return x.reshape(NDShape(dims));
 }
 
 void register_where() {
@@ -206,10 +272,21 @@ void register_where() {
     expect_sequence(ctx, 0, "the condition");
     if (ctx.shape(0).is_known() && ctx.shape(0).total_size() != 1)
       ctx.fail("the condition must hold one value per step (shape () or (1,))");
-    return std::vector<OutputInfo>{{NDShape{}, ctx.dtype(0), batch_and(ctx.input(0), where_axis(ctx.input(0)))}};
+    std::optional<Axis> axis = where_axis(ctx);
+    return std::vector<OutputInfo>{
+        {NDShape{}, ctx.dtype(0), axis ? batch_and(ctx.input(0), *axis) : without_sequence(ctx.input(0))}};
   };
   d.forward = [](ComputeContext& ctx) {
     StepMap m = where_map(ctx);
+    DeclaredLength declared = declared_length(ctx.attr());
+    check_declared_lengths(declared, m, lengths_or_full(ctx.in_lengths[0], ctx.inputs[0]));
+    if (declares_no_axis(declared)) {  // one index per sequence, no sequence axis
+      int64_t B = int64_t(m.size());
+      NDArrayView out = NDArrayView::zeros(DataType::Double, NDShape{B});
+      for (int64_t b = 0; b < B; ++b) out.data<double>()[b] = double(m[size_t(b)][0]);
+      ctx.out_lengths = {std::vector<int64_t>{}};
+      return std::vector<NDArrayView>{out.cast(ctx.inputs[0].dtype())};
+    }
     int64_t T = longest(m), B = int64_t(m.size());
     NDArrayView out = NDArrayView::zeros(DataType::Double, NDShape{T, B});
     double* p = out.data<double>();
@@ -225,7 +302,8 @@ void register_where() {
 // ------------------------------------------------------------ GatherPacked
 //
 // Inputs: operand (a sequence), indices (a sequence of time steps into the operand,
-// over a new axis). Output: the indexed steps, over the indices' axis.
+// over a new axis; or, without a sequence axis, one step per sequence). Output: the
+// indexed steps, over the indices' axes.
 
 void register_gather_packed() {
   OpDef d;
@@ -233,11 +311,16 @@ void register_gather_packed() {
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);
     expect_sequence(ctx, 0, "the operand");
-    expect_sequence(ctx, 1, "the indices");
+    if (!sequence_axis_of(ctx.input(1)) && ctx.input(1).dynamic_axes().empty())
+      ctx.fail("the indices must be a sequence or have a batch axis");
     return std::vector<OutputInfo>{{ctx.shape(0), ctx.dtype(0), ctx.input(1).dynamic_axes()}};
   };
   d.forward = [](ComputeContext& ctx) {
     auto lens = lengths_or_full(ctx.in_lengths[0], ctx.inputs[0]);
+    if (ctx.in_dyn[1] == 1) {  // one step per sequence: the result has no sequence axis
+      StepMap m = read_step_indices(as_one_step(ctx.inputs[1]), {}, lens, "GatherPacked");
+      return std::vector<NDArrayView>{drop_step_axis(gather_steps(ctx.inputs[0], m, 1))};
+    }
     StepMap m = read_step_indices(ctx.inputs[1], ctx.in_lengths[1], lens, "GatherPacked");
     ctx.out_lengths = {map_lengths(m)};
     return std::vector<NDArrayView>{gather_steps(ctx.inputs[0], m, ctx.inputs[1].shape()[0])};
@@ -245,6 +328,10 @@ void register_gather_packed() {
   d.backward = [](ComputeContext& ctx, size_t i) -> NDArrayView {
     if (i != 0) return {};  // indices: no gradient
     auto lens = lengths_or_full(ctx.in_lengths[0], ctx.inputs[0]);
+    if (ctx.in_dyn[1] == 1) {
+      StepMap m = read_step_indices(as_one_step(ctx.inputs[1]), {}, lens, "GatherPacked");
+      return scatter_steps(as_one_step(ctx.grad_outputs[0]), m, ctx.inputs[0].shape()[0]);
+    }
     StepMap m = read_step_indices(ctx.inputs[1], ctx.in_lengths[1], lens, "GatherPacked");
     return scatter_steps(ctx.grad_outputs[0], m, ctx.inputs[0].shape()[0]);
   };
@@ -254,31 +341,43 @@ void register_gather_packed() {
 // ----------------------------------------------------------- ScatterPacked
 //
 // Inputs: operand (a sequence over the indices' axis), indices (time steps of the
-// layout), layout (the sequence whose axis the output takes). Steps no index names are zero.
+// layout), layout (the sequence whose axis the output takes). Steps no index names are
+// zero. Indices without a sequence axis (one step per sequence) take an operand
+// without one: one item per sequence.
 
 void register_scatter_packed() {
   OpDef d;
   d.name = "ScatterPacked";
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(3);
-    expect_sequence(ctx, 0, "the operand");
-    expect_sequence(ctx, 1, "the indices");
     expect_sequence(ctx, 2, "the layout");
-    if (*sequence_axis_of(ctx.input(0)) != *sequence_axis_of(ctx.input(1)))
-      ctx.fail("the operand's sequence axis '" + sequence_axis_of(ctx.input(0))->name() +
-               "' is not the indices' axis '" + sequence_axis_of(ctx.input(1))->name() +
+    const Axis* op_axis = sequence_axis_of(ctx.input(0));
+    const Axis* idx_axis = sequence_axis_of(ctx.input(1));
+    if (!op_axis != !idx_axis || (op_axis && *op_axis != *idx_axis))
+      ctx.fail("the operand's sequence axis '" + (op_axis ? op_axis->name() : std::string("(none)")) +
+               "' is not the indices' axis '" + (idx_axis ? idx_axis->name() : std::string("(none)")) +
                "': the operand must have as many steps as the condition selects");
+    if (!op_axis && (ctx.input(0).dynamic_axes().empty() || ctx.input(1).dynamic_axes().empty()))
+      ctx.fail("the operand and the indices must have a batch axis");
     return std::vector<OutputInfo>{{ctx.shape(0), ctx.dtype(0), ctx.input(2).dynamic_axes()}};
   };
   d.forward = [](ComputeContext& ctx) {
     auto lens = lengths_or_full(ctx.in_lengths[2], ctx.inputs[2]);
-    StepMap m = read_step_indices(ctx.inputs[1], ctx.in_lengths[1], lens, "ScatterPacked");
     ctx.out_lengths = {lens};
+    if (ctx.in_dyn[1] == 1) {
+      StepMap m = read_step_indices(as_one_step(ctx.inputs[1]), {}, lens, "ScatterPacked");
+      return std::vector<NDArrayView>{scatter_steps(as_one_step(ctx.inputs[0]), m, ctx.inputs[2].shape()[0])};
+    }
+    StepMap m = read_step_indices(ctx.inputs[1], ctx.in_lengths[1], lens, "ScatterPacked");
     return std::vector<NDArrayView>{scatter_steps(ctx.inputs[0], m, ctx.inputs[2].shape()[0])};
   };
   d.backward = [](ComputeContext& ctx, size_t i) -> NDArrayView {
     if (i != 0) return {};
     auto lens = lengths_or_full(ctx.in_lengths[2], ctx.inputs[2]);
+    if (ctx.in_dyn[1] == 1) {
+      StepMap m = read_step_indices(as_one_step(ctx.inputs[1]), {}, lens, "ScatterPacked");
+      return drop_step_axis(gather_steps(ctx.grad_outputs[0], m, 1));
+    }
     StepMap m = read_step_indices(ctx.inputs[1], ctx.in_lengths[1], lens, "ScatterPacked");
     return gather_steps(ctx.grad_outputs[0], m, ctx.inputs[0].shape()[0]);
   };

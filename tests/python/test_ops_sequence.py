@@ -288,12 +288,6 @@ def test_scatter_needs_the_conditions_axis():
         C.sequence.scatter(x, C.sequence.is_first(x))
 
 
-def test_gather_refuses_typeinfo():
-    x = seq_input((2,))
-    with pytest.raises(NotImplementedError):
-        C.sequence.gather(x, C.sequence.is_first(x), new_sequence_axis_typeinfo=(0, 1))
-
-
 # ------------------------------------------------------------ broadcast_as
 
 def test_broadcast_as_forward_and_gradient():

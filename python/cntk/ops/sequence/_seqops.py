@@ -32,10 +32,20 @@ def _check_int(value, what, op):
     return int(value)
 
 
-def _no_typeinfo(typeinfo, op):
-    if typeinfo is not None:
-        raise NotImplementedError("sequence.%s: new_sequence_axis_typeinfo (a declared length ratio of the new "
-                                  "sequence axis) is not supported; leave it None" % op)
+def _typeinfo_attrs(typeinfo, op):
+    """The Where attributes for new_sequence_axis_typeinfo: a (scaling, additive) pair of
+    integers declaring the new axis' length as scaling * (the condition's length) + additive."""
+    if typeinfo is None:
+        return {}
+    if not isinstance(typeinfo, (tuple, list)) or len(typeinfo) != 2:
+        raise TypeError("sequence.%s: new_sequence_axis_typeinfo must be a (scaling, additive) pair of integers, "
+                        "not %r" % (op, typeinfo))
+    scale = _check_int(typeinfo[0], 'the scaling factor of new_sequence_axis_typeinfo', op)
+    add = _check_int(typeinfo[1], 'the additive factor of new_sequence_axis_typeinfo', op)
+    if scale < 0 or (scale == 0 and add <= 0):
+        raise ValueError("sequence.%s: new_sequence_axis_typeinfo %r declares a length %d * n + %d that is not "
+                         "positive" % (op, tuple(typeinfo), scale, add))
+    return {'newSequenceAxisLengthScalingFactor': scale, 'newSequenceAxisLengthAdditiveFactor': add}
 
 
 def is_first(seq, name=''):
@@ -78,23 +88,42 @@ def where(condition, name=''):
     return prim('Where', [condition], {}, name)
 
 
+def _where_declared(condition, typeinfo, op):
+    return prim('Where', [condition], _typeinfo_attrs(typeinfo, op), '')
+
+
 def gather(seq, condition, new_sequence_axis_typeinfo=None, name=''):
-    """The steps of `seq` at which `condition` is true, in order, as a new sequence."""
+    """The steps of `seq` at which `condition` is true, in order, as a new sequence.
+
+    Without ``new_sequence_axis_typeinfo`` the result's sequence axis belongs to the
+    condition: gathers with one condition share it. A pair (scaling, additive) declares
+    the result's length as scaling * n + additive for sequences of n steps; the axis is
+    then named after the condition's sequence axis and the pair, so results declared
+    alike over one source axis share an axis and combine elementwise. (1, 0) keeps the
+    source axis and (0, 1) (one step per sequence) leaves no sequence axis. The declared
+    lengths are checked when the graph runs (ValueError when a sequence selects another
+    number of steps).
+    """
     axis = _sequence_axis(seq, 'gather')
     if _sequence_axis(condition, 'gather', 'condition') != axis:
         raise ValueError("sequence.gather: seq and condition must share a sequence axis, but they are over "
                          "'%s' and '%s'" % (axis.name, _sequence_axis(condition, 'gather', 'condition').name))
-    _no_typeinfo(new_sequence_axis_typeinfo, 'gather')
-    return prim('GatherPacked', [seq, where(condition)], {}, name)
+    return prim('GatherPacked', [seq, _where_declared(condition, new_sequence_axis_typeinfo, 'gather')], {}, name)
 
 
 def scatter(seq, condition, new_sequence_axis_typeinfo=None, name=''):
     """The inverse of gather: a sequence as long as `condition`, holding the steps of `seq`
-    in order at the steps where `condition` is true and zeros elsewhere."""
-    _sequence_axis(seq, 'scatter')
+    in order at the steps where `condition` is true and zeros elsewhere.
+
+    ``new_sequence_axis_typeinfo`` declares the axis of the selected steps as in
+    :func:`gather`: `seq` must be over that axis (with (0, 1): no sequence axis, one
+    item per sequence)."""
     _sequence_axis(condition, 'scatter', 'condition')
-    _no_typeinfo(new_sequence_axis_typeinfo, 'scatter')
-    return prim('ScatterPacked', [seq, where(condition), condition], {}, name)
+    attrs = _typeinfo_attrs(new_sequence_axis_typeinfo, 'scatter')
+    if (attrs.get('newSequenceAxisLengthScalingFactor'), attrs.get('newSequenceAxisLengthAdditiveFactor')) != (0, 1):
+        _sequence_axis(seq, 'scatter')
+    indices = prim('Where', [condition], attrs, '')
+    return prim('ScatterPacked', [seq, indices, condition], {}, name)
 
 
 def broadcast_as(operand, broadcast_as_operand, name=''):
