@@ -212,6 +212,20 @@ def test_forward_backward_delay_constraint_without_room_is_an_error():
         fb.eval(args)
 
 
+def test_forward_backward_delay_constraint_survives_save_and_load(tmp_path):
+    x = C.sequence.input_variable(NUM_CLASSES, dtype=np.float64, name='x')
+    y = C.sequence.input_variable(NUM_CLASSES, dtype=np.float64, sequence_axis=x.dynamic_axes[1], name='y')
+    fb = C.forward_backward(C.labels_to_graph(y), x, BLANK, delayConstraint=1)
+    path = str(tmp_path / 'ctc.model')
+    fb.save(path)
+    loaded = C.Function.load(path)
+    tokens, frames, n = DELAY_CASES[0]
+    feats = np.random.RandomState(3).standard_normal((n, NUM_CLASSES))
+    by_name = {a.name: a for a in loaded.arguments}
+    got = loaded.eval({by_name['x']: [feats], by_name['y']: [ctc_labels_at(tokens, frames, n)]})
+    np.testing.assert_allclose(got, ctc_delay_reference(feats, tokens, frames, 1)[0], rtol=1e-10)
+
+
 # ------------------------------------------- cosine_distance_with_negative_samples
 
 def cosine_negative_reference(x, y, shift, n):
