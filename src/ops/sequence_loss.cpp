@@ -16,6 +16,9 @@
 // the path may be on token k (k < K) up to frame f_{k+1} + D and on the blank
 // before it up to f_{k+1} + D - 1; later frames get zero alpha and beta there.
 // The last token and the blanks around it are not constrained. D = -1: none.
+// (CNTK looks up the final blank's bound one entry past the end of its boundary
+// list, reading whatever lies there; here that blank is unconstrained, as the
+// end-of-sequence bound T it would naturally have leaves it.)
 #include <algorithm>
 #include <cmath>
 #include <limits>
