@@ -194,10 +194,19 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
   }
   // Every dynamic axis has one size per call: inputs sharing an axis must agree on it.
   // (A short list, not a map: inputs are few and Axis comparison is a pointer comparison.)
+  // On a sequence axis that holds for each sequence's length too (empty lengths: all full).
   struct AxisSize {
     Axis axis;
     int64_t size;
     const Variable* var;
+    const std::vector<int64_t>* lengths;
+  };
+  auto same_lengths = [](const std::vector<int64_t>& a, const std::vector<int64_t>& b, int64_t full) {
+    if (a.empty() || b.empty()) {
+      const auto& given = a.empty() ? b : a;
+      return std::all_of(given.begin(), given.end(), [&](int64_t l) { return l == full; });
+    }
+    return a == b;
   };
   std::vector<AxisSize> axis_sizes;
   for (auto& [var, val] : arguments) {
@@ -208,13 +217,17 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
     for (size_t k = 0; k < dyn.size(); ++k) {
       const Axis& axis = dyn[dyn.size() - 1 - k];  // layout order: sequence first, batch last
       int64_t size = d.shape()[k];
+      const std::vector<int64_t>* lengths = axis.is_sequence() ? &s->seq_lengths[it->second] : nullptr;
       auto seen = std::find_if(axis_sizes.begin(), axis_sizes.end(), [&](const AxisSize& a) { return a.axis == axis; });
       if (seen == axis_sizes.end())
-        axis_sizes.push_back({axis, size, &var});
+        axis_sizes.push_back({axis, size, &var, lengths});
       else if (seen->size != size)
         throw ValueError(std::string(axis.is_batch() ? "batch sizes" : "sequence lengths") + " differ: " +
                          seen->var->str() + " has " + std::to_string(seen->size) + " but " + var.str() + " has " +
                          std::to_string(size));
+      else if (lengths && seen->lengths && !same_lengths(*seen->lengths, *lengths, size))
+        throw ValueError("sequence lengths differ: " + seen->var->str() + " and " + var.str() + " share the axis '" +
+                         axis.name() + "' but their sequences have different lengths");
     }
   }
   s->saved.assign(p.steps.size(), {});

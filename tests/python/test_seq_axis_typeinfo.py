@@ -129,3 +129,15 @@ def test_declared_axis_survives_save_and_load(tmp_path):
     args = {y.arguments[0]: xa, y.arguments[1]: xb} if y.arguments[0].name == 'a' else \
         {y.arguments[0]: xb, y.arguments[1]: xa}
     np.testing.assert_allclose(y.eval(args), np.array([p[-1] + q[0] for p, q in zip(xa, xb)]), rtol=1e-12)
+
+
+def test_inputs_sharing_an_axis_must_agree_on_every_length():
+    # One axis, one length per sequence: data whose longest sequences agree but whose
+    # individual lengths differ is refused rather than combined step by step.
+    a, b = seq_input((1,), 'a'), seq_input((1,), 'b')
+    z = a + b
+    with pytest.raises(ValueError, match="different lengths"):
+        z.eval({a: make_seqs((1,), lengths=[3, 1]), b: make_seqs((1,), lengths=[1, 3])})
+    xa, xb = make_seqs((1,), lengths=[3, 1], seed=1), make_seqs((1,), lengths=[3, 1], seed=2)
+    for g, p, q in zip(z.eval({a: xa, b: xb}), xa, xb):
+        np.testing.assert_allclose(g, p + q, rtol=1e-12)
