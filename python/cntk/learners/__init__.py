@@ -136,7 +136,13 @@ def learning_parameter_schedule(schedule, minibatch_size=None, epoch_size=None):
          (num_epochs, value) pairs. The last value holds until the end.
         minibatch_size (int): the minibatch size the values are designed for; the
          learners rescale them to the actual minibatch sizes. None: values apply
-         to each minibatch as they are (:attr:`IGNORE`).
+         to each minibatch as they are (:attr:`IGNORE`), unless the learner is
+         given a ``minibatch_size`` of its own, which the schedule then takes.
+         A per-minibatch learning rate lr is applied as lr / n to the gradient
+         summed over n samples; learners that normalize the gradient's scale
+         (adam, rmsprop, adagrad, adadelta, fsadagrad) therefore step by about
+         lr / n, as in CNTK. Give the learner ``minibatch_size=IGNORE`` to apply
+         lr to the mean gradient instead (see src/learn/README.md).
         epoch_size (int, optional): samples per scheduling unit; None means a
          unit is a full data sweep.
 
