@@ -77,6 +77,8 @@ class Deserializer {
   // Called by the minibatch source before it loads chunks for sweep `sweep` (0-based): deserializers with
   // random transforms (images) draw anew each sweep; the others ignore it.
   virtual void set_sweep(uint64_t /*sweep*/) {}
+  // A key as error messages show it (deserializers with string keys, such as HTK's, give the name).
+  virtual std::string key_name(uint64_t key) const { return std::to_string(key); }
   virtual std::vector<uint64_t> chunk_keys(size_t chunk_id) {
     std::vector<uint64_t> keys;
     for (const auto& s : load_chunk(chunk_id)) keys.push_back(s.key);

@@ -239,7 +239,8 @@ const MinibatchSource::LoadedChunk& MinibatchSource::chunk(uint32_t id) {
     for (auto& s : seqs) {
       auto k = key_index_[d].find(s.key);
       if (k == key_index_[d].end())
-        throw IOError("MinibatchSource: sequence " + std::to_string(s.key) + " of the primary deserializer has no data in deserializer " +
+        throw IOError("MinibatchSource: sequence " + config_.deserializers[0]->key_name(s.key) +
+                      " of the primary deserializer has no data in deserializer " +
                       std::to_string(d) + " (deserializers are joined by sequence key)");
       auto [c, i] = k->second;
       auto lit = loaded.find(c);
@@ -259,7 +260,7 @@ const MinibatchSource::LoadedChunk& MinibatchSource::chunk(uint32_t id) {
       for (size_t k = 0; k < s.streams.size(); ++k)
         if (s.streams[k].num_samples != n)
           throw ValueError("MinibatchSource: frame mode needs every stream of a sequence to have the same number of "
-                           "samples; sequence " + std::to_string(s.key) + " has " + std::to_string(s.streams[k].num_samples) +
+                           "samples; sequence " + config_.deserializers[0]->key_name(s.key) + " has " + std::to_string(s.streams[k].num_samples) +
                            " in stream '" + streams_[k].name + "' and " + std::to_string(n) + " in another");
       lc->sample_start.push_back(lc->sample_start.back() + n);
     }

@@ -281,11 +281,12 @@ def _not_yet(name):
     return f
 
 
-# Speech (HTK, MLF, lattices) is not part of this package's readers yet.
-for _n in ['HTKFeatureDeserializer', 'HTKMLFDeserializer', 'HTKMLFBinaryDeserializer', 'LatticeDeserializer']:
+# Binary MLFs and lattices are not part of this package's readers yet.
+for _n in ['HTKMLFBinaryDeserializer', 'LatticeDeserializer']:
     globals()[_n] = _not_yet(_n)
 
 from ._formats import CBFDeserializer, ImageDeserializer, Base64ImageDeserializer, convert_ctf_to_cbf  # noqa: E402
+from ._htk import HTKFeatureDeserializer, HTKMLFDeserializer  # noqa: E402
 from . import transforms  # noqa: E402
 
 
@@ -556,6 +557,9 @@ class MinibatchSource(object):
             if max_errors and isinstance(d, _CTFDeserializer) and d._max_errors < max_errors:
                 d._max_errors = int(max_errors)  # the file is indexed (and checked) when first used
                 d._impl = None
+            if hasattr(d, '_natives'):  # one configuration, several engine deserializers (HTK feature streams)
+                natives.extend(d._natives())
+                continue
             natives.append(d._native(seed=int(randomization_seed)) if isinstance(d, (ImageDeserializer,))
                            else d._native())
         for name, v in (('max_samples', max_samples), ('max_sweeps', max_sweeps),
