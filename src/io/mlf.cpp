@@ -88,6 +88,7 @@ std::vector<MLFUtterance> parse_mlf(std::string_view text, const std::string& pa
                                     std::vector<std::string>* warnings) {
   std::vector<MLFUtterance> out;
   bool in_entry = false;
+  bool cur_in_time = false;  // the unit of the entry's last label line
   MLFUtterance cur;
   auto where = [&](size_t line_no) { return "MLF file '" + path + "':" + std::to_string(line_no); };
   for_each_line(text, [&](std::string_view raw, size_t line_no) {
@@ -103,6 +104,7 @@ std::vector<MLFUtterance> parse_mlf(std::string_view text, const std::string& pa
       cur.key = std::string(name.substr(0, name.find_last_of('.')));  // as CNTK: the extension goes
       if (cur.key.empty()) cur.key = std::string(name);
       cur.where = where(line_no);
+      cur_in_time = false;
       in_entry = true;
       return;
     }
@@ -125,8 +127,12 @@ std::vector<MLFUtterance> parse_mlf(std::string_view text, const std::string& pa
       throw IOError(where(line_no) + ": cannot read the start and end times of '" + std::string(line) + "'");
     // CNTK's rule: ranges of at least 99999 units are times in 100 ns, converted to 10 ms frames with rounding;
     // shorter ones are frame numbers already.
+    // A zero-length label (an HTK "sp") says nothing about its unit: it takes the previous line's (CNTK reads
+    // it as frame numbers, which breaks the entry when the times are in 100 ns).
+    const bool in_time = te - ts >= 100000.0 - 1 || (te == ts && cur_in_time);
+    cur_in_time = in_time;
     double fs = ts, fe = te;
-    if (te - ts >= 100000.0 - 1) {
+    if (in_time) {
       fs = std::floor(ts / 100000.0 + 0.5);
       fe = std::floor(te / 100000.0 + 0.5);
     } else {
@@ -177,12 +183,8 @@ HTKMLFDeserializer::HTKMLFDeserializer(HTKMLFStreamDef def) : def_(std::move(def
   if (def_.dtype != DataType::Float && def_.dtype != DataType::Double)
     throw TypeError("HTKMLFDeserializer: stream '" + def_.name + "' must be float32 or float64");
   std::unordered_map<std::string, uint32_t> states;
-  if (!def_.label_mapping_file.empty()) {
-    states = read_label_mapping(def_.label_mapping_file);
-    if (states.size() > def_.dim)
-      throw ValueError("HTKMLFDeserializer: the label mapping file '" + def_.label_mapping_file + "' lists " +
-                       std::to_string(states.size()) + " states, more than the stream's dimension " + std::to_string(def_.dim));
-  }
+  // As CNTK, a mapping file may list more states than the dimension; only a label beyond it is an error.
+  if (!def_.label_mapping_file.empty()) states = read_label_mapping(def_.label_mapping_file);
   for (const auto& path : def_.mlf_files) {
     auto utts = parse_mlf(read_text(path, "MLF file"), path, states, def_.dim, &warnings_);
     for (auto& u : utts) utts_.push_back(std::move(u));
