@@ -557,8 +557,8 @@ class MinibatchSource(object):
             if max_errors and isinstance(d, _CTFDeserializer) and d._max_errors < max_errors:
                 d._max_errors = int(max_errors)  # the file is indexed (and checked) when first used
                 d._impl = None
-            if hasattr(d, '_natives'):  # one configuration, several engine deserializers (HTK feature streams)
-                natives.extend(d._natives())
+            if hasattr(d, '_native_list'):  # one configuration, several engine deserializers (HTK feature streams)
+                natives.extend(d._native_list())
                 continue
             natives.append(d._native(seed=int(randomization_seed)) if isinstance(d, (ImageDeserializer,))
                            else d._native())

@@ -1,5 +1,5 @@
 """The speech deserializers of cntk.io: HTK feature files listed in SCP files, and HTK master label
-files (MLF). Each object describes its configuration; ``_natives()`` builds the engine's
+files (MLF). Each object describes its configuration; ``_native_list()`` builds the engine's
 ``_cntk.Deserializer`` objects (one per feature stream, joined by utterance name in the source)."""
 import numbers
 
@@ -73,7 +73,7 @@ class _HTKFeatureDeserializer(object):
         self._frames_per_chunk = int(frames_per_chunk)
         self._impl = None
 
-    def _natives(self):
+    def _native_list(self):
         if self._impl is None:
             from .. import _cntk
             self._impl = [_cntk.htk_feature_deserializer(*c, frames_per_chunk=self._frames_per_chunk)
@@ -81,7 +81,7 @@ class _HTKFeatureDeserializer(object):
         return self._impl
 
     def _native(self):
-        natives = self._natives()
+        natives = self._native_list()
         if len(natives) != 1:
             raise ValueError("HTKFeatureDeserializer: this configuration has %d streams, each its own deserializer"
                              % len(natives))
@@ -93,7 +93,7 @@ class _HTKFeatureDeserializer(object):
     def warnings(self):
         """What indexing skipped: duplicate utterance names, empty or over-long utterances."""
         from .. import _cntk
-        return [w for d in self._natives() for w in _cntk._htk_deserializer_warnings(d)]
+        return [w for d in self._native_list() for w in _cntk._htk_deserializer_warnings(d)]
 
     def __repr__(self):
         return "HTKFeatureDeserializer(streams=%s)" % [c[0] for c in self._configs]
