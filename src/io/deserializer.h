@@ -22,6 +22,9 @@ struct StreamInfo {
   bool sparse = false;               // sparse samples: index < dim()
   DataType dtype = DataType::Float;  // Float or Double
   bool defines_mb_size = false;
+  // One sample per sequence, repeated by the minibatch source to the length of the primary
+  // deserializer's sequence with the same key (CNTK's HTK expandToUtterance, e.g. i-vectors).
+  bool broadcast = false;
   size_t dim() const { return static_cast<size_t>(sample_shape.total_size()); }
 };
 

@@ -246,9 +246,6 @@ HTKFeatureDeserializer::HTKFeatureDeserializer(HTKFeatureStreamDef def) : def_(s
   if (def_.name.empty()) throw ValueError("HTKFeatureDeserializer: the stream has no name");
   if (def_.scp_files.empty()) throw ValueError("HTKFeatureDeserializer: stream '" + def_.name + "' has no SCP file");
   if (def_.dim == 0) throw ValueError("HTKFeatureDeserializer: stream '" + def_.name + "' needs a positive dimension");
-  if (def_.broadcast)
-    throw NotImplementedError("HTKFeatureDeserializer: broadcast (CNTK's expandToUtterance, stream '" + def_.name +
-                              "') is not implemented");
   if (def_.frames_per_chunk == 0) throw ValueError("HTKFeatureDeserializer: frames_per_chunk must be positive");
   if (def_.dtype != DataType::Float && def_.dtype != DataType::Double)
     throw TypeError("HTKFeatureDeserializer: stream '" + def_.name + "' must be float32 or float64");
@@ -307,6 +304,9 @@ HTKFeatureDeserializer::HTKFeatureDeserializer(HTKFeatureStreamDef def) : def_(s
         warnings_.push_back(where + ": utterance '" + e.key + "' has no frames; skipped");
         continue;
       }
+      if (def_.broadcast && u.frames != 1)
+        throw IOError(where + ": utterance '" + e.key + "' has " + std::to_string(u.frames) + " frames, but stream '" +
+                      def_.name + "' is broadcast over utterances and needs one frame each");
       if (u.frames > def_.max_sequence_length) {
         warnings_.push_back(where + ": utterance '" + e.key + "' has " + std::to_string(u.frames) +
                             " frames, more than max_sequence_length " + std::to_string(def_.max_sequence_length) + "; skipped");
@@ -354,7 +354,7 @@ HTKFeatureDeserializer::HTKFeatureDeserializer(HTKFeatureStreamDef def) : def_(s
                        " but its files hold " + std::to_string(file_dim_) + " values per frame");
     out_dim = file_dim_ * (1 + left_ + right_);
   }
-  infos_.push_back({def_.name, NDShape{int64_t(out_dim)}, false, def_.dtype, def_.defines_mb_size});
+  infos_.push_back({def_.name, NDShape{int64_t(out_dim)}, false, def_.dtype, def_.defines_mb_size, def_.broadcast});
 
   // Chunks: utterances in SCP order until a chunk passes frames_per_chunk (as CNTK).
   size_t chunk_frames = 0;

@@ -76,7 +76,7 @@ struct HTKFeatureStreamDef {
   std::vector<std::string> scp_files;
   size_t dim = 0;                 // values per frame in the files (see context)
   size_t left_context = 0, right_context = 0;  // both 0: derived from dim as CNTK does (see README)
-  bool broadcast = false;         // not supported: raises NotImplementedError
+  bool broadcast = false;         // one frame per utterance, repeated over the primary's (see StreamInfo::broadcast)
   bool defines_mb_size = false;
   size_t max_sequence_length = 65535;  // longer utterances are skipped (CNTK's max_sequence_length)
   DataType dtype = DataType::Float;

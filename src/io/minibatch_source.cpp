@@ -97,6 +97,31 @@ StreamMinibatch pack(const StreamInfo& info, size_t stream, const std::vector<Pi
 
 }  // namespace
 
+namespace {
+
+// A broadcast stream's single sample repeated n times (see StreamInfo::broadcast).
+void broadcast_sample(SequenceStream& st, size_t n, const StreamInfo& info, const std::string& key) {
+  if (st.num_samples != 1)
+    throw IOError("MinibatchSource: stream '" + info.name + "' is broadcast over sequences, but sequence " + key + " has " +
+                  std::to_string(st.num_samples) + " samples in it (one expected)");
+  auto repeat = [n](auto& v) {
+    const size_t m = v.size();
+    v.resize(m * n);
+    for (size_t i = 1; i < n; ++i) std::copy(v.begin(), v.begin() + long(m), v.begin() + long(i * m));
+  };
+  if (info.sparse) {
+    const size_t nnz = st.indices.size();
+    repeat(st.indices);
+    st.offsets.resize(n + 1);
+    for (size_t i = 0; i <= n; ++i) st.offsets[i] = i * nnz;
+  }
+  repeat(st.values_f);
+  repeat(st.values_d);
+  st.num_samples = n;
+}
+
+}  // namespace
+
 Value drop_sequence_axis(const Value& v) {
   const NDShape& s = v.shape();
   if (s.rank() < 2 || s[1] != 1) throw ValueError("minibatch data of shape " + s.str() + " has sequences longer than one sample");
@@ -122,6 +147,9 @@ MinibatchSource::MinibatchSource(MinibatchSourceConfig config) : config_(std::mo
     for (const auto& s : config_.deserializers[d]->streams()) {
       for (const auto& t : streams_)
         if (t.name == s.name) throw ValueError("MinibatchSource: two deserializers give a stream named '" + s.name + "'");
+      if (s.broadcast && d == 0)
+        throw ValueError("MinibatchSource: stream '" + s.name + "' is broadcast to the primary deserializer's sequences, "
+                         "so its deserializer cannot be the first (primary) one");
       if (s.defines_mb_size && mb_size_stream_ < 0) mb_size_stream_ = int(streams_.size());
       streams_.push_back(s);
       stream_owner_.push_back(d);
@@ -252,6 +280,9 @@ const MinibatchSource::LoadedChunk& MinibatchSource::chunk(uint32_t id) {
   for (auto& s : seqs)
     if (s.streams.size() != streams_.size())
       throw IOError("MinibatchSource: a deserializer gave a sequence with the wrong number of streams");
+  for (size_t k = primary_streams; k < streams_.size(); ++k)
+    if (streams_[k].broadcast)
+      for (auto& s : seqs) broadcast_sample(s.streams[k], s.streams[0].num_samples, streams_[k], config_.deserializers[0]->key_name(s.key));
   if (config_.frame_mode) {
     lc->sample_start.reserve(seqs.size() + 1);
     lc->sample_start.push_back(0);

@@ -163,6 +163,26 @@ def test_float64_stream_and_two_feature_streams(tmp_path):
         np.testing.assert_array_equal(g, splice(second[k], 1, 0))
 
 
+@pytest.mark.parametrize('frame_mode', [False, True])
+def test_broadcast_stream_repeats_its_frame_over_the_utterance(tmp_path, frame_mode):
+    scp, mapping, mlf, utts, labels = labelled_corpus(tmp_path, lengths=(4, 2, 3))
+    lines, ivec = [], {}
+    for k in utts:
+        ivec[k] = write_htk(tmp_path / ('%s.iv' % k), np.random.RandomState(len(k)).randn(1, 2) + int(k[3:]))
+        lines.append('%s=%s[0,0]' % (k, tmp_path / ('%s.iv' % k)))
+    iv = HTKFeatureDeserializer(StreamDefs(ivector=StreamDef(scp=write_lines(tmp_path / 'iv.scp', lines[::-1]), shape=2,
+                                                             broadcast=True)))
+    lab = HTKMLFDeserializer(mapping, StreamDefs(labels=StreamDef(shape=5, mlf=mlf)))
+    src = MinibatchSource([features(scp, 3), iv, lab], randomize=False, max_sweeps=1, frame_mode=frame_mode)
+    mb = src.next_minibatch(100)
+    f = np.concatenate(mb[src.streams.features].as_sequences())
+    v = np.concatenate(mb[src.streams.ivector].as_sequences())
+    l = np.concatenate([s.toarray() for s in mb[src.streams.labels].as_sequences()])
+    np.testing.assert_array_equal(f, np.concatenate(list(utts.values())))
+    np.testing.assert_array_equal(v, np.concatenate([np.repeat(ivec[k], len(utts[k]), 0) for k in utts]))
+    np.testing.assert_array_equal(l, np.concatenate([onehot(labels[k]) for k in utts]))
+
+
 def test_max_sequence_length_and_duplicates_are_skipped(tmp_path):
     scp, utts = corpus(tmp_path, lengths=(5, 3, 7))
     with open(scp, 'a') as f:
@@ -458,8 +478,12 @@ def test_configuration_errors(tmp_path):
         HTKFeatureDeserializer(StreamDefs(f=StreamDef(scp=3, shape=3)))
     with pytest.raises(ValueError, match="no feature streams"):
         HTKFeatureDeserializer(StreamDefs())
-    with pytest.raises(NotImplementedError, match="broadcast"):
-        MinibatchSource(HTKFeatureDeserializer(StreamDefs(f=StreamDef(scp=scp, shape=3, broadcast=True))))
+    one = write_lines(tmp_path / 'one.scp', ['u=%s[0,0]' % (tmp_path / 'utt0.fea')])
+    with pytest.raises(ValueError, match="broadcast .* cannot be the first"):
+        MinibatchSource(HTKFeatureDeserializer(StreamDefs(f=StreamDef(scp=one, shape=3, broadcast=True))))
+    with pytest.raises(IOError, match="train.scp:1: utterance 'utt0' has 3 frames, but stream 'f' is broadcast"):
+        MinibatchSource([features(scp, 3, name='g'),
+                         HTKFeatureDeserializer(StreamDefs(f=StreamDef(scp=scp, shape=3, broadcast=True)))])
     with pytest.raises(ValueError, match="single stream"):
         HTKMLFDeserializer(mapping, StreamDefs(a=StreamDef(shape=5, mlf=mlf), b=StreamDef(shape=5, mlf=mlf)))
     with pytest.raises(ValueError, match="no master label files"):

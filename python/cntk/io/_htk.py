@@ -111,8 +111,11 @@ def HTKFeatureDeserializer(streams, frames_per_chunk=_FRAMES_PER_CHUNK):
     multiple of the files' dimension, giving a symmetric window. Utterances are joined with the other
     deserializers (labels) by their keys. Utterances longer than max_sequence_length are skipped.
 
+    A stream with ``broadcast=True`` (CNTK's expandToUtterance, e.g. i-vectors) has one frame per
+    utterance, repeated over the frames of the primary deserializer's utterance of the same key; its
+    deserializer cannot be the first one of the source.
+
     `frames_per_chunk` (an addition): frames per chunk of the randomizer (CNTK: 15 minutes, 90000).
-    `broadcast` (CNTK's expandToUtterance) raises NotImplementedError when the source is built.
     """
     return _HTKFeatureDeserializer(streams, frames_per_chunk)
 
