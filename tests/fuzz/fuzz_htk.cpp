@@ -1,10 +1,14 @@
 // libFuzzer target for the HTK feature-file and MLF parsers (make fuzz-htk).
 //
 // The first input byte picks what the rest is: an HTK parameter file (header and frames decoded from
-// memory), an MLF (parsed with a small label mapping, or with numeric classes), a label mapping file,
-// or SCP lines. Any input must parse or raise cntk::IOError; nothing may crash, hang or read out of
+// memory, or written to a file that the deserializer reads through an SCP line, with a frame range and
+// a context window), an MLF (parsed with a small label mapping, or with numeric classes), a label
+// mapping file, or SCP lines. Any input must parse or raise cntk::IOError; nothing may crash, hang or read out of
 // bounds. Decoded values are checked for one property: an HTK file that reads gives num_frames * dim values.
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -16,9 +20,25 @@
 using namespace cntk;
 using namespace cntk::io;
 
+namespace {
+
+std::string temp_path(const char* ext) {
+  const char* dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+  return std::string(dir) + "/fuzz_htk_" + std::to_string(getpid()) + ext;
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) std::abort();
+  std::fwrite(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  const uint8_t mode = data[0] % 4;
+  const uint8_t mode = data[0] % 5;
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
   try {
     switch (mode) {
@@ -43,6 +63,39 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 2:
         parse_label_mapping(text, "fuzz.list");
         break;
+      case 4: {
+        // The bytes as a file on disk read by the deserializer through an SCP line: a frame range and a
+        // context window from the mode byte, all chunks loaded (splicing, decoding, range checks).
+        const std::string path = temp_path(".htk"), scp = temp_path(".scp");
+        write_file(path, std::string(text));
+        const uint32_t first = (data[0] >> 3) & 3, last = first + ((data[0] >> 5) & 7);
+        write_file(scp, "k=" + path + "[" + std::to_string(first) + "," + std::to_string(last) + "]\nw=" + path + "\n");
+        HTKFeatureStreamDef def;
+        def.name = "f";
+        def.scp_files = {scp};
+        def.left_context = (data[0] >> 3) & 1;
+        def.right_context = (data[0] >> 4) & 3;
+        try {
+          def.dim = read_htk_header(path).dim;
+        } catch (const IOError&) {
+          def.dim = 1;
+        }
+        def.dtype = (data[0] & 0x80) ? DataType::Double : DataType::Float;
+        def.frames_per_chunk = 2;
+        if (def.left_context + def.right_context == 0) def.left_context = 1;
+        try {
+          HTKFeatureDeserializer d(def);
+          for (size_t c = 0; c < d.chunks().size(); ++c)
+            for (const auto& s : d.load_chunk(c)) {
+              const auto& st = s.streams[0];
+              const size_t n = st.num_samples * d.streams()[0].dim();
+              if ((def.dtype == DataType::Double ? st.values_d.size() : st.values_f.size()) != n) std::abort();
+            }
+        } catch (const ValueError&) {
+          // a range past the frames, or no frame at all
+        }
+        break;
+      }
       default: {
         std::string line;
         size_t n = 0;

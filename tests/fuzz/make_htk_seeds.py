@@ -28,6 +28,9 @@ def main(out):
         'htk_le': b'\x00' + htk(rs.randn(2, 3), kind=6 | 0o100, big=False),
         'htk_c': b'\x00' + htk(rs.randn(4, 2), kind=7, compress=True),
         'htk_fe': b'\x00' + struct.pack('>iihh', 1, 100000, 4, 12) + bytes(16) + struct.pack('>f', 1.5),
+        'deser_be': b'\x04' + htk(rs.randn(9, 2)),
+        'deser_c': bytes([44]) + htk(rs.randn(6, 3), kind=7, compress=True),
+        'deser_le': bytes([249]) + htk(rs.randn(12, 1), big=False),
         'mlf_states': b'\x05#!MLF!#\n"*/u1.lab"\n0 200000 sil -1.5 w\n200000 200000 sp\n200000 500000 a\n.\n'
                       b'"u2.rec"\r\n0 2 b\r\n2 3 sil\r\n.\r\n',
         'mlf_numeric': b'\x01#!MLF!#\n"u"\n0 1 x 0\n1 3 y 0\n.\n',

@@ -262,6 +262,10 @@ def test_phone_boundaries_mark_first_frames(tmp_path):
         np.testing.assert_array_equal(g, want)
 
 
+    with pytest.raises(ValueError, match="frame_mode and an HTKMLFDeserializer with phoneBoundaries"):
+        MinibatchSource([features(scp, 3), lab], frame_mode=True)
+
+
 def test_float64_labels(tmp_path):
     scp, mapping, mlf, utts, labels = labelled_corpus(tmp_path, lengths=(3,))
     lab = HTKMLFDeserializer(mapping, StreamDefs(labels=StreamDef(shape=7, mlf=mlf, dtype=np.float64)))

@@ -557,6 +557,9 @@ class MinibatchSource(object):
             if max_errors and isinstance(d, _CTFDeserializer) and d._max_errors < max_errors:
                 d._max_errors = int(max_errors)  # the file is indexed (and checked) when first used
                 d._impl = None
+            if frame_mode and getattr(d, '_phone_boundaries', False):
+                raise ValueError("MinibatchSource: frame_mode and an HTKMLFDeserializer with phoneBoundaries "
+                                 "are mutually exclusive (phone boundaries mark sequences)")
             if hasattr(d, '_native_list'):  # one configuration, several engine deserializers (HTK feature streams)
                 natives.extend(d._native_list())
                 continue

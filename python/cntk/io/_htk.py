@@ -136,6 +136,7 @@ class _HTKMLFDeserializer(object):
                         _files("HTKMLFDeserializer: the mlf of stream '%s'" % name, _get(s, 'mlf')),
                         bool(phone_boundaries), _dtype('HTKMLFDeserializer', name, s),
                         bool(_get(s, 'defines_mb_size', False)))
+        self._phone_boundaries = bool(phone_boundaries)
         self._frames_per_chunk = int(frames_per_chunk)
         self._impl = None
 
