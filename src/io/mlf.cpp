@@ -140,7 +140,8 @@ std::vector<MLFUtterance> parse_mlf(std::string_view text, const std::string& pa
       fe = std::floor(te);
     }
     if (fe < fs) throw IOError(where(line_no) + ": the end of '" + std::string(line) + "' is before its start");
-    if (fe > 4.0e9) throw IOError(where(line_no) + ": frame numbers of '" + std::string(line) + "' are too large");
+    // 10^8 frames are 11 days of 10 ms frames: larger numbers are corrupt, and would make a chunk allocate gigabytes.
+    if (fe > 1.0e8) throw IOError(where(line_no) + ": frame numbers of '" + std::string(line) + "' are too large");
     uint32_t label = 0;
     if (!states.empty()) {
       auto it = states.find(std::string(tok[2]));

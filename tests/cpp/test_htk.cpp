@@ -172,7 +172,7 @@ TEST(MLF, ParsesTimesFramesAndStates) {
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("'empty'"), std::string::npos);
   for (const char* bad : {"\"u\"\n0 1 zz\n.\n", "\"u\"\n1 2 a\n.\n", "\"u\"\n0 1 a\n", "x\n", "\"u\"\n0 1\n.\n",
-                          "\"u\"\n0 1 a\n2 3 a\n.\n", "\"u\"\n0 1e400 a\n.\n", "\"u\"\n-1 1 a\n.\n"})
+                          "\"u\"\n0 1 a\n2 3 a\n.\n", "\"u\"\n0 1e400 a\n.\n", "\"u\"\n0 2e13 a\n.\n", "\"u\"\n-1 1 a\n.\n"})
     EXPECT_THROW(parse_mlf(bad, "m.mlf", states, 3, nullptr), IOError) << bad;
   EXPECT_THROW(parse_mlf("\"u\"\n0 1 a\n.\n", "m.mlf", states, 1, nullptr), IOError);  // class 1 >= dim 1
   EXPECT_THROW(parse_mlf("\"u\"\n0 1 a\n.\n", "m.mlf", {}, 3, nullptr), IOError);      // no class column
