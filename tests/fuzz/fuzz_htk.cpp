@@ -1,10 +1,11 @@
 // libFuzzer target for the HTK feature-file and MLF parsers (make fuzz-htk).
 //
 // The first input byte picks what the rest is: an HTK parameter file (header and frames decoded from
-// memory, or written to a file that the deserializer reads through an SCP line, with a frame range and
-// a context window), an MLF (parsed with a small label mapping, or with numeric classes), a label
-// mapping file, or SCP lines. Any input must parse or raise cntk::IOError; nothing may crash, hang or read out of
-// bounds. Decoded values are checked for one property: an HTK file that reads gives num_frames * dim values.
+// memory, or written to a file that the deserializer reads through an SCP line, with a frame range and a
+// context window), an MLF (parsed, and read by the deserializer, with a small label mapping or numeric
+// classes), a label mapping file, or SCP lines. Any input must parse or raise cntk::IOError; nothing may
+// crash, hang or read out of bounds. What reads is checked for its sizes, its label ranges (they follow
+// each other from frame 0) and its classes (below the dimension).
 #include <unistd.h>
 
 #include <cstdint>
@@ -58,6 +59,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           }
           if (frames != u.num_frames || frames == 0) std::abort();
         }
+        // The same text through the deserializer (chunks of two frames, phone boundaries on or off).
+        const std::string path = temp_path(".mlf");
+        write_file(path, std::string(text));
+        HTKMLFStreamDef def;
+        def.name = "l";
+        def.mlf_files = {path};
+        def.dim = 1 + data[0] % 7;
+        def.phone_boundaries = (data[0] & 8) != 0;
+        def.frames_per_chunk = 2;
+        if (data[0] & 4) {
+          const std::string list = temp_path(".list");
+          write_file(list, "sil\na\nb\nsp\n");
+          def.label_mapping_file = list;
+        }
+        HTKMLFDeserializer d(def);
+        for (size_t c = 0; c < d.chunks().size(); ++c)
+          for (const auto& s : d.load_chunk(c)) {
+            const auto& st = s.streams[0];
+            if (st.indices.size() != st.num_samples || st.offsets.size() != st.num_samples + 1 ||
+                st.values_f.size() != st.num_samples)
+              std::abort();
+            for (int32_t i : st.indices)
+              if (i < 0 || size_t(i) >= def.dim) std::abort();
+          }
         break;
       }
       case 2:
