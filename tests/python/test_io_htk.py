@@ -367,7 +367,7 @@ def test_train_on_htk_source(tmp_path):
                           frame_mode=True, randomization_seed=1)
     x = C.input_variable(4)
     y = C.input_variable(2, is_sparse=True)
-    z = C.layers.Dense(2)(x)
+    z = C.layers.Dense(2, init=C.glorot_uniform(seed=1))(x)
     loss = C.cross_entropy_with_softmax(z, y)
     err = C.classification_error(z, y)
     trainer = C.Trainer(z, (loss, err), [C.sgd(z.parameters, C.learning_parameter_schedule(0.5))])
