@@ -349,6 +349,30 @@ def test_sequence_mode_randomized_and_checkpoint(tmp_path):
     assert [ids(b.next_minibatch(20), b) for _ in range(6)] == following
 
 
+def test_truncated_bptt_pieces_rebuild_each_utterance(tmp_path):
+    # CNTK's speech examples read HTK + MLF with truncation_length: the pieces of each slot, joined,
+    # give every utterance's frames and labels in order.
+    lengths = (7, 3, 11, 5, 2)
+    scp, mapping, mlf, utts, labels = labelled_corpus(tmp_path, lengths=lengths)
+    lab = HTKMLFDeserializer(mapping, StreamDefs(labels=StreamDef(shape=5, mlf=mlf)))
+    src = MinibatchSource([features(scp, 3), lab], randomize=False, max_sweeps=1, truncation_length=4)
+    pieces = {}
+    while True:
+        mb = src.next_minibatch(8)  # two slots of 4 steps
+        if not mb:
+            break
+        fs = mb[src.streams.features].as_sequences()
+        ls = mb[src.streams.labels].as_sequences()
+        assert len(fs) <= 2 and all(len(f) <= 4 for f in fs)
+        for f, l in zip(fs, ls):
+            u = frame_id(f[0]) // 1000
+            pieces.setdefault(u, []).append((f, l.toarray()))
+    assert sorted(pieces) == list(range(len(lengths)))
+    for u, ps in pieces.items():
+        np.testing.assert_array_equal(np.concatenate([f for f, _ in ps]), utts['utt%d' % u])
+        np.testing.assert_array_equal(np.concatenate([l for _, l in ps]), onehot(labels['utt%d' % u]))
+
+
 def test_train_on_htk_source(tmp_path):
     # A linear classifier learns labels that are a function of the features.
     rs = np.random.RandomState(0)
