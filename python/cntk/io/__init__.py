@@ -1,5 +1,6 @@
-"""cntk.io: minibatch sources. MinibatchSource reads deserializers (CTFDeserializer, deserializers
-written in Python as UserDeserializer) through the engine's reader (src/io): randomization by chunks,
+"""cntk.io: minibatch sources. MinibatchSource reads deserializers (CTFDeserializer, CBFDeserializer,
+ImageDeserializer, HTKFeatureDeserializer and HTKMLFDeserializer for speech, deserializers written in
+Python as UserDeserializer) through the engine's reader (src/io): randomization by chunks,
 frame mode, truncated BPTT, data partitions, checkpointable position and prefetch on a background
 thread. MinibatchSourceFromData and UserMinibatchSource are sources written in Python."""
 import numbers
