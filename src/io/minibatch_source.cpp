@@ -95,15 +95,11 @@ StreamMinibatch pack(const StreamInfo& info, size_t stream, const std::vector<Pi
   return out;
 }
 
-}  // namespace
-
-namespace {
-
-// A broadcast stream's single sample repeated n times (see StreamInfo::broadcast).
-void broadcast_sample(SequenceStream& st, size_t n, const StreamInfo& info, const std::string& key) {
+// A broadcast stream's single sample repeated n times (see StreamInfo::broadcast); `primary` names the key.
+void broadcast_sample(SequenceStream& st, size_t n, const StreamInfo& info, const Deserializer& primary, uint64_t key) {
   if (st.num_samples != 1)
-    throw IOError("MinibatchSource: stream '" + info.name + "' is broadcast over sequences, but sequence " + key + " has " +
-                  std::to_string(st.num_samples) + " samples in it (one expected)");
+    throw IOError("MinibatchSource: stream '" + info.name + "' is broadcast over sequences, but sequence " +
+                  primary.key_name(key) + " has " + std::to_string(st.num_samples) + " samples in it (one expected)");
   auto repeat = [n](auto& v) {
     const size_t m = v.size();
     v.resize(m * n);
@@ -282,7 +278,8 @@ const MinibatchSource::LoadedChunk& MinibatchSource::chunk(uint32_t id) {
       throw IOError("MinibatchSource: a deserializer gave a sequence with the wrong number of streams");
   for (size_t k = primary_streams; k < streams_.size(); ++k)
     if (streams_[k].broadcast)
-      for (auto& s : seqs) broadcast_sample(s.streams[k], s.streams[0].num_samples, streams_[k], config_.deserializers[0]->key_name(s.key));
+      for (auto& s : seqs)
+        broadcast_sample(s.streams[k], s.streams[0].num_samples, streams_[k], *config_.deserializers[0], s.key);
   if (config_.frame_mode) {
     lc->sample_start.reserve(seqs.size() + 1);
     lc->sample_start.push_back(0);
@@ -291,7 +288,8 @@ const MinibatchSource::LoadedChunk& MinibatchSource::chunk(uint32_t id) {
       for (size_t k = 0; k < s.streams.size(); ++k)
         if (s.streams[k].num_samples != n)
           throw ValueError("MinibatchSource: frame mode needs every stream of a sequence to have the same number of "
-                           "samples; sequence " + config_.deserializers[0]->key_name(s.key) + " has " + std::to_string(s.streams[k].num_samples) +
+                           "samples; sequence " + config_.deserializers[0]->key_name(s.key) + " has " +
+                           std::to_string(s.streams[k].num_samples) +
                            " in stream '" + streams_[k].name + "' and " + std::to_string(n) + " in another");
       lc->sample_start.push_back(lc->sample_start.back() + n);
     }
