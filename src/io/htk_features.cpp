@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <system_error>
 #include <unordered_map>
 #include <utility>
 
@@ -268,8 +269,9 @@ HTKFeatureDeserializer::HTKFeatureDeserializer(HTKFeatureStreamDef def) : def_(s
       if (!parse_scp_line(line, scp_dir, where, e)) continue;
       // Relative paths: from the working directory (as CNTK), else beside the SCP file.
       std::string path = e.path;
-      if (std::filesystem::path(path).is_relative() && !std::filesystem::exists(path) &&
-          std::filesystem::exists(scp_path.parent_path() / path))
+      std::error_code ec1, ec2;  // the non-throwing forms: an unreadable path is reported when it is opened
+      if (std::filesystem::path(path).is_relative() && !std::filesystem::exists(path, ec1) &&
+          std::filesystem::exists(scp_path.parent_path() / path, ec2))
         path = (scp_path.parent_path() / path).string();
       auto fit = file_index.find(path);
       if (fit == file_index.end()) {
