@@ -2,7 +2,7 @@
 JOBS ?= $(shell nproc)
 
 .PHONY: deps dev test test-quick cpp-test sanitize bench bench-overhead bench-deps demo clean
-.PHONY: fuzz-cbf fuzz-image
+.PHONY: fuzz-cbf fuzz-image fuzz-htk
 .PHONY: fuzz-ctf bench-readers fuzz-model bench-model-files
 
 deps:
@@ -112,3 +112,12 @@ fuzz-model:
 	PYTHONPATH=python python3 tests/fuzz/make_model_seeds.py build/fuzz/model-corpus || echo "no seed models (build the extension with make dev first)"
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 build/fuzz/fuzz_model -max_total_time=$(FUZZ_SECONDS) \
 	  -rss_limit_mb=4096 -artifact_prefix=build/fuzz/model-artifacts/ build/fuzz/model-corpus
+
+# libFuzzer target for the HTK feature-file, MLF, label-mapping and SCP parsers (clang; not part of `make test`).
+fuzz-htk:
+	@command -v clang++ >/dev/null || { echo "fuzz-htk needs clang++ with libFuzzer: apt-get install clang libclang-rt-dev"; exit 1; }
+	mkdir -p build/fuzz/htk-corpus
+	clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -Isrc \
+	  tests/fuzz/fuzz_htk.cpp src/io/htk_features.cpp src/io/mlf.cpp src/core/common.cpp -o build/fuzz/fuzz_htk
+	python3 tests/fuzz/make_htk_seeds.py build/fuzz/htk-corpus
+	build/fuzz/fuzz_htk -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build/fuzz/ -max_len=4096 -timeout=10 -rss_limit_mb=2048 build/fuzz/htk-corpus

@@ -453,5 +453,6 @@ NB_MODULE(_cntk, m) {
   void bind_io(nb::module_&); bind_io(m);  // data readers (io.cpp)
   void bind_profiler(nb::module_&); bind_profiler(m);  // profiler and node timing (profiler.cpp)
   void bind_io_formats(nb::module_&); bind_io_formats(m);  // CBF and image deserializers (io_formats.cpp)
+  void bind_io_htk(nb::module_&); bind_io_htk(m);  // HTK feature and MLF deserializers (io_htk.cpp)
   void bind_serialize(nb::module_&); bind_serialize(m);  // model files (serialize.cpp)
 }

@@ -22,6 +22,9 @@ struct StreamInfo {
   bool sparse = false;               // sparse samples: index < dim()
   DataType dtype = DataType::Float;  // Float or Double
   bool defines_mb_size = false;
+  // One sample per sequence, repeated by the minibatch source to the length of the primary
+  // deserializer's sequence with the same key (CNTK's HTK expandToUtterance, e.g. i-vectors).
+  bool broadcast = false;
   size_t dim() const { return static_cast<size_t>(sample_shape.total_size()); }
 };
 
@@ -77,6 +80,8 @@ class Deserializer {
   // Called by the minibatch source before it loads chunks for sweep `sweep` (0-based): deserializers with
   // random transforms (images) draw anew each sweep; the others ignore it.
   virtual void set_sweep(uint64_t /*sweep*/) {}
+  // A key as error messages show it (deserializers with string keys, such as HTK's, give the name).
+  virtual std::string key_name(uint64_t key) const { return std::to_string(key); }
   virtual std::vector<uint64_t> chunk_keys(size_t chunk_id) {
     std::vector<uint64_t> keys;
     for (const auto& s : load_chunk(chunk_id)) keys.push_back(s.key);

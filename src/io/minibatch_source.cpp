@@ -95,6 +95,27 @@ StreamMinibatch pack(const StreamInfo& info, size_t stream, const std::vector<Pi
   return out;
 }
 
+// A broadcast stream's single sample repeated n times (see StreamInfo::broadcast); `primary` names the key.
+void broadcast_sample(SequenceStream& st, size_t n, const StreamInfo& info, const Deserializer& primary, uint64_t key) {
+  if (st.num_samples != 1)
+    throw IOError("MinibatchSource: stream '" + info.name + "' is broadcast over sequences, but sequence " +
+                  primary.key_name(key) + " has " + std::to_string(st.num_samples) + " samples in it (one expected)");
+  auto repeat = [n](auto& v) {
+    const size_t m = v.size();
+    v.resize(m * n);
+    for (size_t i = 1; i < n; ++i) std::copy(v.begin(), v.begin() + long(m), v.begin() + long(i * m));
+  };
+  if (info.sparse) {
+    const size_t nnz = st.indices.size();
+    repeat(st.indices);
+    st.offsets.resize(n + 1);
+    for (size_t i = 0; i <= n; ++i) st.offsets[i] = i * nnz;
+  }
+  repeat(st.values_f);
+  repeat(st.values_d);
+  st.num_samples = n;
+}
+
 }  // namespace
 
 Value drop_sequence_axis(const Value& v) {
@@ -122,6 +143,9 @@ MinibatchSource::MinibatchSource(MinibatchSourceConfig config) : config_(std::mo
     for (const auto& s : config_.deserializers[d]->streams()) {
       for (const auto& t : streams_)
         if (t.name == s.name) throw ValueError("MinibatchSource: two deserializers give a stream named '" + s.name + "'");
+      if (s.broadcast && d == 0)
+        throw ValueError("MinibatchSource: stream '" + s.name + "' is broadcast to the primary deserializer's sequences, "
+                         "so its deserializer cannot be the first (primary) one");
       if (s.defines_mb_size && mb_size_stream_ < 0) mb_size_stream_ = int(streams_.size());
       streams_.push_back(s);
       stream_owner_.push_back(d);
@@ -239,7 +263,8 @@ const MinibatchSource::LoadedChunk& MinibatchSource::chunk(uint32_t id) {
     for (auto& s : seqs) {
       auto k = key_index_[d].find(s.key);
       if (k == key_index_[d].end())
-        throw IOError("MinibatchSource: sequence " + std::to_string(s.key) + " of the primary deserializer has no data in deserializer " +
+        throw IOError("MinibatchSource: sequence " + config_.deserializers[0]->key_name(s.key) +
+                      " of the primary deserializer has no data in deserializer " +
                       std::to_string(d) + " (deserializers are joined by sequence key)");
       auto [c, i] = k->second;
       auto lit = loaded.find(c);
@@ -251,6 +276,10 @@ const MinibatchSource::LoadedChunk& MinibatchSource::chunk(uint32_t id) {
   for (auto& s : seqs)
     if (s.streams.size() != streams_.size())
       throw IOError("MinibatchSource: a deserializer gave a sequence with the wrong number of streams");
+  for (size_t k = primary_streams; k < streams_.size(); ++k)
+    if (streams_[k].broadcast)
+      for (auto& s : seqs)
+        broadcast_sample(s.streams[k], s.streams[0].num_samples, streams_[k], *config_.deserializers[0], s.key);
   if (config_.frame_mode) {
     lc->sample_start.reserve(seqs.size() + 1);
     lc->sample_start.push_back(0);
@@ -259,7 +288,8 @@ const MinibatchSource::LoadedChunk& MinibatchSource::chunk(uint32_t id) {
       for (size_t k = 0; k < s.streams.size(); ++k)
         if (s.streams[k].num_samples != n)
           throw ValueError("MinibatchSource: frame mode needs every stream of a sequence to have the same number of "
-                           "samples; sequence " + std::to_string(s.key) + " has " + std::to_string(s.streams[k].num_samples) +
+                           "samples; sequence " + config_.deserializers[0]->key_name(s.key) + " has " +
+                           std::to_string(s.streams[k].num_samples) +
                            " in stream '" + streams_[k].name + "' and " + std::to_string(n) + " in another");
       lc->sample_start.push_back(lc->sample_start.back() + n);
     }

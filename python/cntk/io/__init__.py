@@ -1,5 +1,6 @@
-"""cntk.io: minibatch sources. MinibatchSource reads deserializers (CTFDeserializer, deserializers
-written in Python as UserDeserializer) through the engine's reader (src/io): randomization by chunks,
+"""cntk.io: minibatch sources. MinibatchSource reads deserializers (CTFDeserializer, CBFDeserializer,
+ImageDeserializer, HTKFeatureDeserializer and HTKMLFDeserializer for speech, deserializers written in
+Python as UserDeserializer) through the engine's reader (src/io): randomization by chunks,
 frame mode, truncated BPTT, data partitions, checkpointable position and prefetch on a background
 thread. MinibatchSourceFromData and UserMinibatchSource are sources written in Python."""
 import numbers
@@ -281,11 +282,12 @@ def _not_yet(name):
     return f
 
 
-# Speech (HTK, MLF, lattices) is not part of this package's readers yet.
-for _n in ['HTKFeatureDeserializer', 'HTKMLFDeserializer', 'HTKMLFBinaryDeserializer', 'LatticeDeserializer']:
+# Binary MLFs and lattices are not part of this package's readers yet.
+for _n in ['HTKMLFBinaryDeserializer', 'LatticeDeserializer']:
     globals()[_n] = _not_yet(_n)
 
 from ._formats import CBFDeserializer, ImageDeserializer, Base64ImageDeserializer, convert_ctf_to_cbf  # noqa: E402
+from ._htk import HTKFeatureDeserializer, HTKMLFDeserializer  # noqa: E402
 from . import transforms  # noqa: E402
 
 
@@ -556,6 +558,12 @@ class MinibatchSource(object):
             if max_errors and isinstance(d, _CTFDeserializer) and d._max_errors < max_errors:
                 d._max_errors = int(max_errors)  # the file is indexed (and checked) when first used
                 d._impl = None
+            if frame_mode and getattr(d, '_phone_boundaries', False):
+                raise ValueError("MinibatchSource: frame_mode and an HTKMLFDeserializer with phoneBoundaries "
+                                 "are mutually exclusive (phone boundaries mark sequences)")
+            if hasattr(d, '_native_list'):  # one configuration, several engine deserializers (HTK feature streams)
+                natives.extend(d._native_list())
+                continue
             natives.append(d._native(seed=int(randomization_seed)) if isinstance(d, (ImageDeserializer,))
                            else d._native())
         for name, v in (('max_samples', max_samples), ('max_sweeps', max_sweeps),
