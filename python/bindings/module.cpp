@@ -454,4 +454,5 @@ NB_MODULE(_cntk, m) {
   void bind_profiler(nb::module_&); bind_profiler(m);  // profiler and node timing (profiler.cpp)
   void bind_io_formats(nb::module_&); bind_io_formats(m);  // CBF and image deserializers (io_formats.cpp)
   void bind_serialize(nb::module_&); bind_serialize(m);  // model files (serialize.cpp)
+  void bind_lattice(nb::module_&); bind_lattice(m);  // lattice archives and format (lattice.cpp)
 }
