@@ -297,6 +297,7 @@ void check_attributes(const InferContext& ctx) {
 void register_lattice_sequence_with_softmax() {
   OpDef d;
   d.name = kOp;
+  d.own_input_types = true;  // the lattice's float32 samples are bytes
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(4);
     for (size_t i = 0; i < 4; ++i)
