@@ -500,6 +500,16 @@ def test_deserializer_joins_a_ctf_primary_and_feeds_the_criterion(model, tmp_pat
     got = crit.eval(mb)
     want = sum(reference(lt, l, u)[0] for lt, l, u in zip((LAT1, LAT2), lls, (UIDS1, UIDS2)))
     assert float(got) == pytest.approx(want, rel=1e-9)
+    # minibatches cut by feature frames when the features' stream defines the size: 4 + 3 frames fit in 7
+    def sizes(defines):
+        s2 = C.io.MinibatchSource([
+            C.io.CTFDeserializer(str(ctf), C.io.StreamDefs(
+                z=C.io.StreamDef(field='z', shape=NUM_SENONES, dtype=np.float64, defines_mb_size=defines),
+                l=C.io.StreamDef(field='l', shape=NUM_SENONES, dtype=np.float64))),
+            C.io.LatticeDeserializer(index, C.io.StreamDefs(lattice=C.io.StreamDef()), numeric_keys=True)],
+            randomize=False, max_sweeps=1)
+        return s2.next_minibatch(7)[s2.streams.z].num_sequences
+    assert sizes(True) == 2 and sizes(False) == 1
     with pytest.raises(ValueError, match='primary'):
         C.io.MinibatchSource([C.io.LatticeDeserializer(index, C.io.StreamDefs(lattice=C.io.StreamDef()))])
 
