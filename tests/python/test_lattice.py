@@ -551,3 +551,18 @@ def test_deserializer_file_errors(tmp_path):
         C.io.LatticeDeserializer(index, C.io.StreamDefs(a=C.io.StreamDef(), b=C.io.StreamDef()))
     with pytest.raises(ValueError, match='alias'):
         C.io.LatticeDeserializer(index, C.io.StreamDefs(a=C.io.StreamDef(field='x')))
+
+
+def test_saved_model_keeps_the_criterion(model, tmp_path):
+    rng = np.random.RandomState(7)
+    zs, lls, labels, lats = batch(rng)
+    crit, label, z, ll, lat = network(model, seqGammarAMF=2.0, seqGammarUsesMBR=True, hSmoothingWeight=0.5)
+    want = float(crit.eval({label: labels, z: zs, ll: lls, lat: lats}))
+    path = str(tmp_path / 'crit.model')
+    crit.save(path)
+    loaded = C.load_model(path)
+    assert loaded.root_function.op_name == 'LatticeSequenceWithSoftmax'
+    attrs = loaded.root_function.attributes
+    assert attrs['SeqGammarUsesMBR'] is True and attrs['SeqGammarAMF'] == 2.0 and attrs['PhonePath'] == model['tying']
+    a = loaded.arguments
+    assert float(loaded.eval({a[0]: labels, a[1]: zs, a[2]: lls, a[3]: lats})) == pytest.approx(want, rel=1e-12)
