@@ -566,3 +566,24 @@ def test_saved_model_keeps_the_criterion(model, tmp_path):
     assert attrs['SeqGammarUsesMBR'] is True and attrs['SeqGammarAMF'] == 2.0 and attrs['PhonePath'] == model['tying']
     a = loaded.arguments
     assert float(loaded.eval({a[0]: labels, a[1]: zs, a[2]: lls, a[3]: lats})) == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize('kw', [dict(), dict(seqGammarBMMIFactor=0.3), dict(seqGammarUsesMBR=True)])
+def test_gradient_is_minus_the_value_derivative_wrt_loglikelihood(model, kw):
+    """With h = 1 and amf = 1 the prediction's gradient is gamma - label, and gamma is the derivative
+    of the lattice term: d value / d loglikelihood = label - gamma = -gradient (MMI, boosted MMI and
+    sMBR; float64 central differences)."""
+    rng = np.random.RandomState(8)
+    zs, lls, labels, lats = batch(rng)
+    crit, label, z, ll, lat = network(model, hSmoothingWeight=1.0, seqGammarAMF=1.0, seqGammarLMF=0.5,
+                                      frameDropThresh=-1e9, **kw)
+    _, grad = forward_and_grad(crit, {label: labels, z: zs, ll: lls, lat: lats}, z)
+    eps = 1e-6
+    for k in range(len(lls)):
+        numeric = np.zeros_like(lls[k])
+        for idx in np.ndindex(*lls[k].shape):
+            for sign in (1, -1):
+                trial = [q.copy() for q in lls]
+                trial[k][idx] += sign * eps
+                numeric[idx] += sign * float(crit.eval({label: labels, z: zs, ll: trial, lat: lats})) / (2 * eps)
+        np.testing.assert_allclose(-grad[k], numeric, rtol=1e-5, atol=1e-7)
