@@ -141,7 +141,8 @@ Utterance score_utterance(const lattice::Lattice& lat, const lattice::SequenceTr
                           const std::vector<int64_t>& uids, int64_t C, const Settings& st, const std::string& which) {
   const int64_t T = int64_t(uids.size());
   if (int64_t(lat.num_frames) != T)
-    throw ValueError(std::string(kOp) + ": " + which + " has " + std::to_string(T) + " label frames but its lattice has " +
+    throw ValueError(std::string(kOp) + ": " + which + " has " + std::to_string(T) +
+        " label frames but its lattice has " +
                      std::to_string(lat.num_frames));
   const auto& set = model.hmms;
   size_t nE = lat.edges.size(), nN = lat.node_times.size();
@@ -157,7 +158,8 @@ Utterance score_utterance(const lattice::Lattice& lat, const lattice::SequenceTr
       for (const auto& u : edge.units) {
         if (u.unit >= model.symbol_map.size())
           throw ValueError(std::string(kOp) + ": " + which + ": lattice edge " + std::to_string(e) + " has unit " +
-                           std::to_string(u.unit) + " but the symbol list has " + std::to_string(model.symbol_map.size()) +
+                           std::to_string(u.unit) + " but the symbol list has " +
+                               std::to_string(model.symbol_map.size()) +
                            " entries (with the implied /sp/)");
         const lattice::Hmm& h = set.hmms[model.symbol_map[u.unit]];
         for (size_t s = 0; s < h.num_states; ++s)
@@ -179,7 +181,8 @@ Utterance score_utterance(const lattice::Lattice& lat, const lattice::SequenceTr
   for (size_t e = 0; e < nE; ++e)
     alpha[lat.edges[e].E] = log_add(alpha[lat.edges[e].E], alpha[lat.edges[e].S] + edge_score[e]);
   beta[nN - 1] = 0.0;
-  for (size_t e = nE; e-- > 0;) beta[lat.edges[e].S] = log_add(beta[lat.edges[e].S], beta[lat.edges[e].E] + edge_score[e]);
+  for (size_t e = nE; e-- > 0;)
+    beta[lat.edges[e].S] = log_add(beta[lat.edges[e].S], beta[lat.edges[e].E] + edge_score[e]);
   double logZ = alpha[nN - 1];
   if (logZ == kNegInf)
     throw ValueError(std::string(kOp) + ": " + which + ": no path through the lattice has a finite score");
@@ -264,7 +267,8 @@ Batch run(const ComputeContext& ctx) {
     int64_t L = out.lengths[size_t(b)];
     std::string which = "sequence " + std::to_string(b);
     std::vector<uint8_t> bytes = lattice_bytes(ctx, b, B);
-    lattice::Lattice lat = lattice::decode_lattice(bytes.data(), bytes.size(), std::string(kOp) + ": the lattice of " + which);
+    lattice::Lattice lat = lattice::decode_lattice(bytes.data(), bytes.size(), std::string(kOp) +
+        ": the lattice of " + which);
     std::vector<int64_t> uids(static_cast<size_t>(L), 0);
     std::vector<double> frames(size_t(L * C));
     for (int64_t t = 0; t < L; ++t) {
@@ -274,7 +278,8 @@ Batch run(const ComputeContext& ctx) {
     }
     Utterance u = score_utterance(lat, *model, frames.data(), uids, C, st, which);
     out.value += u.value;
-    for (int64_t t = 0; t < L; ++t) std::copy(u.gamma.begin() + t * C, u.gamma.begin() + (t + 1) * C, pg + (t * B + b) * C);
+    for (int64_t t = 0; t < L; ++t)
+      std::copy(u.gamma.begin() + t * C, u.gamma.begin() + (t + 1) * C, pg + (t * B + b) * C);
   }
   return out;
 }
@@ -283,7 +288,8 @@ void check_attributes(const InferContext& ctx) {
   const Dictionary& a = ctx.attrs();
   for (const char* k : {"SymListPath", "PhonePath", "StateListPath", "TransProbPath"})
     if (attr_string(a, k, "").empty())
-      ctx.fail("symListPath, phonePath, stateListPath and transProbPath must all be given (" + std::string(k) + " is empty)");
+      ctx.fail("symListPath, phonePath, stateListPath and transProbPath must all be given (" + std::string(k) +
+          " is empty)");
   if (attr_bool(a, "DoReferenceAlign", false))
     throw NotImplementedError(std::string(kOp) + ": doReferenceAlign (sequence training against a reference alignment) "
                               "is not supported, as in CNTK 2.7");
@@ -291,7 +297,8 @@ void check_attributes(const InferContext& ctx) {
   if (!(st.amf > 0)) ctx.fail("seqGammarAMF must be positive, got " + std::to_string(st.amf));
   if (!std::isfinite(st.lmf) || !std::isfinite(st.wp) || !std::isfinite(st.bmmi) || !std::isfinite(st.h) ||
       !std::isfinite(st.drop))
-    ctx.fail("hSmoothingWeight, frameDropThresh, seqGammarLMF, seqGammarWordPen and seqGammarBMMIFactor must be finite");
+    ctx.fail("hSmoothingWeight, frameDropThresh, seqGammarLMF, seqGammarWordPen and seqGammarBMMIFactor "
+             "must be finite");
 }
 
 void register_lattice_sequence_with_softmax() {
@@ -308,16 +315,19 @@ void register_lattice_sequence_with_softmax() {
       ctx.fail("label, prediction and loglikelihood must have the same dynamic axes");
     if (ctx.shape(1).rank() != 1 || ctx.shape(0) != ctx.shape(1) || ctx.shape(2) != ctx.shape(1))
       ctx.fail("label, prediction and loglikelihood must be vectors of the same dimension (one entry per senone)");
-    if (ctx.shape(3) != NDShape{1}) ctx.fail("the lattice must be a sequence of shape (1,) (its bytes as float32 samples)");
+    if (ctx.shape(3) != NDShape{1})
+      ctx.fail("the lattice must be a sequence of shape (1,) (its bytes as float32 samples)");
     if (ctx.dtype(3) != DataType::Float) ctx.fail_type("the lattice must be float32 (it carries the lattice's bytes)");
     check_attributes(ctx);
     auto model = model_of(ctx.attrs());
     int64_t C = ctx.shape(1)[0];
     if (C >= 0 && int64_t(model->hmms.senone_names.size()) > C)
-      ctx.fail("the state list has " + std::to_string(model->hmms.senone_names.size()) + " senones but the prediction has " +
+      ctx.fail("the state list has " + std::to_string(model->hmms.senone_names.size()) +
+          " senones but the prediction has " +
                std::to_string(C) + " classes");
     DataType t = ctx.dtype(1);
-    if (ctx.dtype(0) != t || ctx.dtype(2) != t) ctx.fail_type("label, prediction and loglikelihood must have one data type");
+    if (ctx.dtype(0) != t || ctx.dtype(2) != t)
+      ctx.fail_type("label, prediction and loglikelihood must have one data type");
     return std::vector<OutputInfo>{{NDShape{}, t, {}}};
   };
   d.forward = [](ComputeContext& ctx) {

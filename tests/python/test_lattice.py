@@ -332,7 +332,7 @@ def test_gradient_is_minus_the_value_derivative_for_log_softmax_loglikelihoods(m
         np.testing.assert_allclose(grad[k], numeric, rtol=1e-5, atol=1e-7)
 
 
-def test_no_gradient_flows_to_loglikelihood_and_training_lowers_the_criterion(model):
+def test_no_gradient_flows_to_loglikelihood_and_training_raises_the_criterion(model):
     rng = np.random.RandomState(4)
     zs, lls, labels, lats = batch(rng)
     crit, label, z, ll, lat = network(model, hSmoothingWeight=1.0, seqGammarAMF=1.0, seqGammarLMF=1.0)
