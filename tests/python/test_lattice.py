@@ -587,3 +587,20 @@ def test_gradient_is_minus_the_value_derivative_wrt_loglikelihood(model, kw):
                 trial[k][idx] += sign * eps
                 numeric[idx] += sign * float(crit.eval({label: labels, z: zs, ll: trial, lat: lats})) / (2 * eps)
         np.testing.assert_allclose(-grad[k], numeric, rtol=1e-5, atol=1e-7)
+
+
+def test_sparse_one_hot_labels_give_the_dense_result(model):
+    rng = np.random.RandomState(9)
+    zs, _, labels, lats = batch(rng)
+    zs = [a.astype(np.float32) for a in zs]
+    lat = C.sequence.input_variable(1, sequence_axis=C.Axis.new_unique_dynamic_axis('lattice'))
+    values = []
+    for sparse in (True, False):
+        label = C.sequence.input_variable(NUM_SENONES, is_sparse=sparse)
+        z = C.sequence.input_variable(NUM_SENONES, sequence_axis=label.dynamic_axes[1])
+        crit = C.lattice_sequence_with_softmax(label, z, z, lat, model['symlist'], model['tying'], model['states'],
+                                               model['transp'])
+        lab = C.Value.one_hot([UIDS1, UIDS2], NUM_SENONES) if sparse else [a.astype(np.float32) for a in labels]
+        values.append(float(crit.eval({label: lab, z: zs, lat: lats})))
+    want = sum(reference(lt, q.astype(np.float64), u)[0] for lt, q, u in zip((LAT1, LAT2), zs, (UIDS1, UIDS2)))
+    assert values[0] == values[1] == pytest.approx(want, rel=1e-5)
