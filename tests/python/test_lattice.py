@@ -60,10 +60,13 @@ LAT1 = dict(num_frames=4, node_times=[0, 2, 2, 4, 4], edges=[
     (2, 3, 0.0, -1.5, [('a', 1), ('sp', 1)]),
     (3, 4, 0.0, 0.0, []),
 ])
-# Lattice 2: 3 frames, two competing edges and the final edge.
+# Lattice 2: 3 frames, competing edges (one with a tee /sp/ inside, one that no state sequence
+# can align: c's second state cannot be reached in one frame) and the final edge.
 LAT2 = dict(num_frames=3, node_times=[0, 3, 3], edges=[
     (0, 1, 0.0, -0.2, [('a', 1), ('b', 2)]),
     (0, 1, 0.0, -0.9, [('c', 3)]),
+    (0, 1, 0.0, -1.2, [('a', 1), ('sp', 0), ('b', 2)]),
+    (0, 1, 0.0, -0.1, [('c', 1), ('b', 2)]),
     (1, 2, 0.0, 0.0, []),
 ])
 
@@ -102,6 +105,8 @@ def edge_align(edge, times, ll):
     score, align = 0.0, []
     for u, f in units:
         sc, al = unit_best(SYM[u], f, ll[t:t + f])
+        if sc == -np.inf:
+            return -np.inf, []
         score += sc
         align += al
         t += f
