@@ -140,6 +140,12 @@ void LatticeDeserializer::read_toc(const std::string& toc_path) {
   if (have_archive) close_run(archive_size(entries_.back().archive));
 }
 
+std::string LatticeDeserializer::key_name(uint64_t key) const {
+  for (const Entry& e : entries_)
+    if (e.key == key) return e.name;
+  return std::to_string(key);
+}
+
 std::vector<uint64_t> LatticeDeserializer::chunk_keys(size_t chunk_id) {
   if (chunk_id >= chunks_.size()) throw ValueError("LatticeDeserializer: no chunk " + std::to_string(chunk_id));
   std::vector<uint64_t> keys;

@@ -42,6 +42,8 @@ class LatticeDeserializer : public Deserializer {
 
   // The key of an utterance name (64-bit FNV-1a; must equal string_key_id in string_key.h).
   static uint64_t name_key(std::string_view name);
+  // The utterance name of a key (for messages); the number itself when no lattice has that key.
+  std::string key_name(uint64_t key) const;
 
  private:
   struct Entry {

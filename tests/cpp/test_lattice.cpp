@@ -182,6 +182,8 @@ TEST(LatticeDeserializer, IndexesTocsAndLoadsLatticeBytes) {
   ASSERT_EQ(seqs.size(), 3u);
   EXPECT_EQ(seqs[1].key, cntk::io::LatticeDeserializer::name_key("u2"));
   EXPECT_EQ(des.chunk_keys(0)[2], cntk::io::LatticeDeserializer::name_key("u3"));
+  EXPECT_EQ(des.key_name(des.chunk_keys(0)[1]), "u2");
+  EXPECT_EQ(des.key_name(12345), "12345");
   const auto& s = seqs[1].streams[0];
   ASSERT_EQ(s.num_samples, (two.size() + 3) / 4);
   EXPECT_EQ(std::memcmp(s.values_f.data(), two.data(), two.size()), 0);
