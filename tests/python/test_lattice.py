@@ -609,3 +609,38 @@ def test_sparse_one_hot_labels_give_the_dense_result(model):
         values.append(float(crit.eval({label: lab, z: zs, lat: lats})))
     want = sum(reference(lt, q.astype(np.float64), u)[0] for lt, q, u in zip((LAT1, LAT2), zs, (UIDS1, UIDS2)))
     assert values[0] == values[1] == pytest.approx(want, rel=1e-5)
+
+
+def test_training_from_a_minibatch_source_with_lattices(model, tmp_path):
+    """CNTK's recipe in small: features and labels from the primary deserializer, lattices joined by
+    key, float32 throughout, a Trainer over the criterion; the criterion rises."""
+    rng = np.random.RandomState(10)
+    index, _ = write_archive(tmp_path, [LAT1, LAT2], ['0', '1'])
+    ctf = tmp_path / 'train.ctf'
+    feats = [rng.standard_normal((len(u), 3)) for u in (UIDS1, UIDS2)]
+    with open(str(ctf), 'w') as f:
+        for sid, (x, u) in enumerate(zip(feats, (UIDS1, UIDS2))):
+            for t in range(len(u)):
+                f.write('%d |x %s |l %d:1\n' % (sid, ' '.join('%.6f' % v for v in x[t]), u[t]))
+    src = C.io.MinibatchSource([
+        C.io.CTFDeserializer(str(ctf), C.io.StreamDefs(
+            x=C.io.StreamDef(field='x', shape=3, defines_mb_size=True),
+            l=C.io.StreamDef(field='l', shape=NUM_SENONES, is_sparse=True))),
+        C.io.LatticeDeserializer(index, C.io.StreamDefs(lattice=C.io.StreamDef()), numeric_keys=True)],
+        randomize=False)
+    x = C.sequence.input_variable(3)
+    label = C.sequence.input_variable(NUM_SENONES, is_sparse=True, sequence_axis=x.dynamic_axes[1])
+    lat = C.sequence.input_variable(1, sequence_axis=C.Axis.new_unique_dynamic_axis('lattice'))
+    z = C.layers.Dense(NUM_SENONES, init=C.glorot_uniform(seed=3))(x)
+    crit = C.lattice_sequence_with_softmax(label, z, C.log_softmax(z), lat, model['symlist'], model['tying'],
+                                           model['states'], model['transp'], hSmoothingWeight=0.9,
+                                           seqGammarAMF=1.0, seqGammarLMF=1.0)
+    trainer = C.Trainer(z, (crit, C.classification_error(z, label)),
+                        [C.sgd(z.parameters, C.learning_parameter_schedule(0.1))])
+    input_map = {x: src.streams.x, label: src.streams.l, lat: src.streams.lattice}
+    values = []
+    for _ in range(12):
+        trainer.train_minibatch(src.next_minibatch(7, input_map=input_map))
+        assert trainer.previous_minibatch_sample_count == 7
+        values.append(trainer.previous_minibatch_loss_average)
+    assert values[-1] > values[0]
