@@ -455,4 +455,5 @@ NB_MODULE(_cntk, m) {
   void bind_io_formats(nb::module_&); bind_io_formats(m);  // CBF and image deserializers (io_formats.cpp)
   void bind_io_htk(nb::module_&); bind_io_htk(m);  // HTK feature and MLF deserializers (io_htk.cpp)
   void bind_serialize(nb::module_&); bind_serialize(m);  // model files (serialize.cpp)
+  void bind_lattice(nb::module_&); bind_lattice(m);  // lattice archives and format (lattice.cpp)
 }

@@ -23,7 +23,7 @@ ComputeContext make_context(const PlanStep& st, BackPropState& s) {
   ctx.training = s.training;
   // Kernels compute in the output's data type: an input of another type (float32
   // data next to a float64 one) is converted first.
-  DataType dt = st.out.empty() ? DataType::Unknown : s.plan->slot_var[st.out[0]].dtype();
+  DataType dt = st.out.empty() || st.op->own_input_types ? DataType::Unknown : s.plan->slot_var[st.out[0]].dtype();
   for (size_t i = 0; i < st.in.size(); ++i) {
     const NDArrayView& v = s.values[st.in[i]];
     if (v.is_sparse() && !st.op->sparse_inputs)

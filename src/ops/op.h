@@ -123,6 +123,10 @@ struct OpDef {
   bool stateful_random = false;  // draws random numbers: gets a RandomState
   // Reads sparse inputs as they are; other ops get sparse inputs densified.
   bool sparse_inputs = false;
+  // Gets each input in its own data type; other ops get inputs converted to the output's
+  // (LatticeSequenceWithSoftmax: its float32 lattice input carries bytes, which a conversion
+  // could alter).
+  bool own_input_types = false;
   // How many outputs the op has, from its attributes alone, for ops with more than
   // one: a function built over placeholders (@Function) needs them all before its
   // inputs' types are known. Null means one.

@@ -16,6 +16,7 @@ void register_sequence_ops();
 void register_sequence_criterion_ops();
 void register_conv_ops();
 void register_rnn_stack_ops();
+void register_lattice_ops();
 
 void register_all_op_families() {
   register_elementwise_ops();
@@ -33,6 +34,7 @@ void register_all_op_families() {
   register_sequence_criterion_ops();
   register_conv_ops();
   register_rnn_stack_ops();
+  register_lattice_ops();
 }
 
 }  // namespace cntk

@@ -486,9 +486,10 @@ def test_fmeasure_images_per_class_with_beta():
 
 # ---------------------------------------------------------------- not implemented / bad arguments
 
-def test_out_of_scope_losses_raise_not_implemented():
+def test_lattice_sequence_with_softmax_needs_sequences():
+    # The criterion itself is tested in test_lattice.py.
     x, y = C.input_variable(3), C.input_variable(3)
-    with pytest.raises(NotImplementedError, match='lattice_sequence_with_softmax'):
+    with pytest.raises(ValueError, match='must all be sequences'):
         C.losses.lattice_sequence_with_softmax(x, y, y, y, 'a', 'b', 'c', 'd')
 
 

@@ -551,6 +551,9 @@ class MinibatchSource(object):
         if not isinstance(max_errors, numbers.Integral) or max_errors < 0:
             raise ValueError("MinibatchSource: max_errors must be a non-negative integer, got %r" % (max_errors,))
         natives = []
+        if isinstance(deserializers[0], _LatticeDeserializer):
+            raise ValueError("MinibatchSource: a LatticeDeserializer cannot be the first (primary) deserializer; "
+                             "put the features' deserializer first")
         for d in deserializers:
             if not hasattr(d, '_native'):
                 raise TypeError("MinibatchSource: %s is not a deserializer (CTFDeserializer, UserDeserializer, ...)"
@@ -727,3 +730,6 @@ def sequence_to_cntk_text_format(seq_idx, alias_tensor_map):
                                  '(sparse) for field %r, got %s' % (alias, type(tensor).__name__))
         lines.append('%i\t|' % seq_idx + ' |'.join(fields))
     return '\n'.join(lines)
+
+
+from ._lattice import LatticeDeserializer, _LatticeDeserializer  # noqa: E402

@@ -111,8 +111,69 @@ def lattice_sequence_with_softmax(label, prediction, loglikelihood, lattice, sym
                                   frameDropThresh=1e-10, doReferenceAlign=False, seqGammarUsesMBR=False,
                                   seqGammarAMF=14.0, seqGammarLMF=14.0, seqGammarBMMIFactor=0.0, seqGammarWordPen=0.0,
                                   name=''):
-    """Lattice-based sequence training criterion (not implemented)."""
-    raise NotImplementedError("lattice_sequence_with_softmax (lattice sequence training) is not implemented yet")
+    """Lattice-based sequence training criterion (MMI, boosted MMI or sMBR), CNTK's
+    LatticeSequenceWithSoftmax.
+
+    Args:
+        label: one-hot senone labels, a sequence (the reference alignment).
+        prediction: unnormalized senone scores (the network output), same layout as ``label``.
+        loglikelihood: the scaled log-likelihoods the lattices are scored with, same layout (often
+          ``prediction`` itself); no gradient flows into it.
+        lattice: per utterance its serialized lattice, as :func:`cntk.io.LatticeDeserializer` streams it:
+          a float32 sequence of shape (1,) on a sequence axis of its own, in the order of the labels.
+        symListPath, phonePath, stateListPath, transProbPath: CNTK's symbol list, HMM tying, senone list
+          and transition probability files (see ``src/ops/lattice_model.h``).
+        latticeConfigPath: a file whose first four lines, when it exists, replace the four paths.
+        hSmoothingWeight: weight h of the sequence criterion; 1 - h goes to frame cross entropy.
+        frameDropThresh: frames whose lattice posterior of the labelled senone is below it get no gradient.
+        doReferenceAlign: not supported (as in CNTK 2.7).
+        seqGammarUsesMBR: sMBR (expected frame accuracy) instead of MMI.
+        seqGammarAMF, seqGammarLMF, seqGammarWordPen: acoustic scale (divides all scores), LM weight and
+          word penalty of the lattice scores.
+        seqGammarBMMIFactor: boosted MMI: each edge's score is lowered by this times its correct frames.
+
+    Returns:
+        a scalar: summed over the utterances, sum_t loglikelihood(label_t, t) / amf minus the log of the
+        lattice's total score (MMI) or minus the expected number of correct frames (sMBR), as CNTK
+        computes it. The gradient to ``prediction`` is ``(1 - h) softmax(prediction) + h gamma - label``
+        (gamma: the lattice's senone posteriors, or for sMBR the expected accuracy differences), which
+        for ``loglikelihood = log_softmax(prediction)``, ``h = 1`` and ``amf = 1`` is the gradient of
+        minus the value (the sign of CNTK's GPU implementation).
+    """
+    import numbers
+    from ..ops._prim import prim
+    op = 'lattice_sequence_with_softmax'
+    for what, v in (('symListPath', symListPath), ('phonePath', phonePath), ('stateListPath', stateListPath),
+                    ('transProbPath', transProbPath), ('latticeConfigPath', latticeConfigPath)):
+        if not isinstance(v, str):
+            raise TypeError("%s: %s must be a str, not %s" % (op, what, type(v).__name__))
+    for what, v in (('symListPath', symListPath), ('phonePath', phonePath), ('stateListPath', stateListPath),
+                    ('transProbPath', transProbPath)):
+        if not v:
+            raise ValueError("%s: %s must be given (symListPath, phonePath, stateListPath and transProbPath "
+                             "are all required)" % (op, what))
+    numbers_ = {}
+    for what, v in (('hSmoothingWeight', hSmoothingWeight), ('frameDropThresh', frameDropThresh),
+                    ('seqGammarAMF', seqGammarAMF), ('seqGammarLMF', seqGammarLMF),
+                    ('seqGammarBMMIFactor', seqGammarBMMIFactor), ('seqGammarWordPen', seqGammarWordPen)):
+        if not isinstance(v, numbers.Real) or isinstance(v, bool):
+            raise TypeError("%s: %s must be a number, not %r" % (op, what, v))
+        numbers_[what] = float(v)
+    for what, v in (('doReferenceAlign', doReferenceAlign), ('seqGammarUsesMBR', seqGammarUsesMBR)):
+        if not isinstance(v, (bool, np.bool_)):
+            raise TypeError("%s: %s must be a bool, not %r" % (op, what, v))
+    if doReferenceAlign:
+        raise NotImplementedError("%s: doReferenceAlign (sequence training against a reference alignment) is not "
+                                  "supported, as in CNTK 2.7" % op)
+    if numbers_['seqGammarAMF'] <= 0:
+        raise ValueError("%s: seqGammarAMF must be positive, not %r" % (op, seqGammarAMF))
+    attrs = {'SymListPath': symListPath, 'PhonePath': phonePath, 'StateListPath': stateListPath,
+             'TransProbPath': transProbPath, 'LatticeConfigPath': latticeConfigPath,
+             'HSmoothingWeight': numbers_['hSmoothingWeight'], 'FrameDropThresh': numbers_['frameDropThresh'],
+             'DoReferenceAlign': bool(doReferenceAlign), 'SeqGammarUsesMBR': bool(seqGammarUsesMBR),
+             'SeqGammarAMF': numbers_['seqGammarAMF'], 'SeqGammarLMF': numbers_['seqGammarLMF'],
+             'SeqGammarBMMIFactor': numbers_['seqGammarBMMIFactor'], 'SeqGammarWordPen': numbers_['seqGammarWordPen']}
+    return prim('LatticeSequenceWithSoftmax', [label, prediction, loglikelihood, lattice], attrs, name)
 
 
 def lambda_rank(output, gain, group, name=''):
