@@ -1,4 +1,5 @@
 #include "lattice_deserializer.h"
+#include "string_key.h"
 
 #include <cstring>
 #include <filesystem>
@@ -19,14 +20,7 @@ std::string trim(const std::string& s) {
 
 }  // namespace
 
-uint64_t LatticeDeserializer::name_key(std::string_view name) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : name) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
+uint64_t LatticeDeserializer::name_key(std::string_view name) { return string_key_id(name); }
 
 LatticeDeserializer::LatticeDeserializer(std::string index_path, std::string stream_name, LatticeDeserializerOptions options)
     : index_path_(std::move(index_path)), options_(options) {

@@ -40,10 +40,10 @@ class LatticeDeserializer : public Deserializer {
   std::vector<Sequence> load_chunk(size_t chunk_id) override;
   std::vector<uint64_t> chunk_keys(size_t chunk_id) override;
 
-  // The key of an utterance name (64-bit FNV-1a; must equal string_key_id in string_key.h).
+  // The key of an utterance name (string_key_id of string_key.h, as the HTK deserializers use).
   static uint64_t name_key(std::string_view name);
   // The utterance name of a key (for messages); the number itself when no lattice has that key.
-  std::string key_name(uint64_t key) const;
+  std::string key_name(uint64_t key) const override;
 
  private:
   struct Entry {
