@@ -644,3 +644,45 @@ def test_training_from_a_minibatch_source_with_lattices(model, tmp_path):
         assert trainer.previous_minibatch_sample_count == 7
         values.append(trainer.previous_minibatch_loss_average)
     assert values[-1] > values[0]
+
+
+def test_lattices_join_htk_features_and_mlf_labels_by_utterance_name(model, tmp_path):
+    """CNTK's speech recipe: HTK features (SCP), MLF senone labels and lattices keyed by the same
+    utterance names meet in one MinibatchSource; the criterion over a minibatch from it equals the
+    criterion over the same arrays fed directly."""
+    from test_io_htk import write_htk, write_lines
+    rng = np.random.RandomState(12)
+    uids = {'utt0': UIDS1, 'utt1': UIDS2}
+    lats = {'utt0': LAT1, 'utt1': LAT2}
+    feats, scp, mlf = {}, [], ['#!MLF!#']
+    for name, u in uids.items():
+        p = tmp_path / (name + '.fea')
+        feats[name] = write_htk(p, rng.standard_normal((len(u), 3)))
+        scp.append('%s.fea=%s[0,%d]' % (name, p, len(u) - 1))
+        mlf.append('"*/%s.lab"' % name)
+        mlf += ['%d %d %s' % (t * 100000, (t + 1) * 100000, SENONES[s]) for t, s in enumerate(u)]
+        mlf.append('.')
+    scp = write_lines(tmp_path / 'train.scp', scp)
+    mlf = write_lines(tmp_path / 'train.mlf', mlf)
+    mapping = write_lines(tmp_path / 'senones.list', SENONES)
+    # the archive lists the utterances in the other order: the join is by name, not position
+    index, _ = write_archive(tmp_path, [lats['utt1'], lats['utt0']], ['utt1', 'utt0'])
+    src = C.io.MinibatchSource([
+        C.io.HTKFeatureDeserializer(C.io.StreamDefs(x=C.io.StreamDef(scp=scp, shape=3, defines_mb_size=True))),
+        C.io.HTKMLFDeserializer(mapping, C.io.StreamDefs(l=C.io.StreamDef(shape=NUM_SENONES, mlf=mlf))),
+        C.io.LatticeDeserializer(index, C.io.StreamDefs(lattice=C.io.StreamDef()))],
+        randomize=False, max_sweeps=1)
+    x = C.sequence.input_variable(3)
+    label = C.sequence.input_variable(NUM_SENONES, is_sparse=True, sequence_axis=x.dynamic_axes[1])
+    lat = C.sequence.input_variable(1, sequence_axis=C.Axis.new_unique_dynamic_axis('lattice'))
+    z = C.layers.Dense(NUM_SENONES, init=C.glorot_uniform(seed=4))(x)
+    crit = C.lattice_sequence_with_softmax(label, z, C.log_softmax(z), lat, model['symlist'], model['tying'],
+                                           model['states'], model['transp'], seqGammarAMF=1.0, seqGammarLMF=1.0)
+    mb = src.next_minibatch(100, input_map={x: src.streams.x, label: src.streams.l, lat: src.streams.lattice})
+    assert mb[x].num_sequences == 2 and mb[x].num_samples == len(UIDS1) + len(UIDS2)
+    from_reader = float(np.asarray(crit.eval(mb)))
+    direct = float(np.asarray(crit.eval({
+        x: [feats['utt0'], feats['utt1']],
+        label: [one_hot(uids['utt0']).astype(np.float32), one_hot(uids['utt1']).astype(np.float32)],
+        lat: [as_samples(lattice_bytes(lats['utt0'])), as_samples(lattice_bytes(lats['utt1']))]})))
+    assert from_reader == pytest.approx(direct, rel=1e-5)
