@@ -160,15 +160,78 @@ kernels::RnnDims dims_of(const FusedLayout& l, const ComputeContext& ctx) {
   return d;
 }
 
+bool continues_at(const ComputeContext& ctx, int64_t b) {
+  return ctx.continues && b < int64_t(ctx.continues->size()) && (*ctx.continues)[size_t(b)];
+}
+
+// The delay function feeding state k (h, then c for LSTM) into the step block: the
+// state across minibatches (truncated BPTT) is kept on it, as the step-by-step loops do.
+Function& state_delay(const ComputeContext& ctx, size_t k) {
+  return *ctx.fn->block_arguments_mapping()[k].second.owner();
+}
+
+// The initial state rows [B, H] of state k: the carried rows for sequences that
+// continue from the previous call (truncated BPTT), else the delay's initial state.
+NDArrayView state_rows(const FusedLayout& l, ComputeContext& ctx, size_t k, int64_t B, int64_t H,
+                       std::shared_ptr<void>& keep) {
+  NDArrayView rows = delay_initial_rows(initial_state_context(ctx, k == 0 ? l.h0 : l.c0), NDShape{H}, B);
+  Function& delay = state_delay(ctx, k);
+  const DelayCarry* carry = delay_carry_in(delay, ctx.continues, B, NDShape{H}, DataType::Float);
+  if (!carry) return rows.contiguous();
+  keep = delay.op_state();
+  rows = rows.copy();  // not the initial state's own storage
+  float* r = rows.data<float>();
+  NDArrayView carried = carry->rows.contiguous();
+  const float* c = carried.data<float>();
+  for (int64_t b = 0; b < B; ++b)
+    if (continues_at(ctx, b)) std::copy(c + b * H, c + (b + 1) * H, r + b * H);
+  return rows;
+}
+
+// What a next call continuing these sequences starts from (forward in time only):
+// h after each sequence's last step is its output there; c is oneDNN's final state,
+// which is each sequence's own only where it spans all T steps. A sequence cut by a
+// reader's truncation_length continues only when its piece had the full length, so
+// the others' c is marked lost (continuing them is a clear error, see DelayCarry).
+void carry_out(const FusedLayout& l, ComputeContext& ctx, const kernels::RnnDims& d, const std::vector<int64_t>& len,
+               const NDArrayView& y, const NDArrayView& h0, const NDArrayView& c0, const float* c_final) {
+  if (l.backward_in_time) return;
+  const int64_t T = d.steps, B = d.batch, H = d.hidden;
+  auto h = std::make_shared<DelayCarry>();
+  h->rows = NDArrayView(DataType::Float, NDShape{1, B, H});
+  std::shared_ptr<DelayCarry> c;
+  if (c_final) {
+    c = std::make_shared<DelayCarry>();
+    c->rows = NDArrayView(DataType::Float, NDShape{1, B, H});
+  }
+  const float* ys = y.data<float>();
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t L = len.empty() ? T : len[size_t(b)];
+    const float* hs = L > 0 ? ys + ((L - 1) * B + b) * H : h0.data<float>() + b * H;
+    std::copy(hs, hs + H, h->rows.data<float>() + b * H);
+    if (!c) continue;
+    const float* cs = L == T ? c_final + b * H : c0.data<float>() + b * H;
+    if (L > 0 && L < T) {
+      if (c->lost.empty()) c->lost.assign(size_t(B), 0);
+      c->lost[size_t(b)] = 1;
+    }
+    std::copy(cs, cs + H, c->rows.data<float>() + b * H);
+  }
+  state_delay(ctx, 0).op_state() = std::move(h);
+  if (c) state_delay(ctx, 1).op_state() = std::move(c);
+}
+
 std::vector<NDArrayView> fused_forward(const FusedLayout& l, ComputeContext& ctx) {
   const kernels::RnnDims d = dims_of(l, ctx);
   NDArrayView x = ctx.inputs[0].contiguous();
   const int64_t H = d.hidden, B = d.batch;
   DnnlWeights w = to_dnnl(l, ctx, d.input, H);
-  NDArrayView h0 = delay_initial_rows(initial_state_context(ctx, l.h0), NDShape{H}, B).contiguous();
+  std::shared_ptr<void> keep_h, keep_c;  // the carries read, while new ones are recorded
+  NDArrayView h0 = state_rows(l, ctx, 0, B, H, keep_h);
   NDArrayView c0;
-  if (l.c0 >= 0) c0 = delay_initial_rows(initial_state_context(ctx, l.c0), NDShape{H}, B).contiguous();
+  if (l.c0 >= 0) c0 = state_rows(l, ctx, 1, B, H, keep_c);
   NDArrayView y(DataType::Float, NDShape{d.steps, B, H});
+  std::vector<float> c_final(l.c0 >= 0 && !l.backward_in_time ? size_t(B * H) : 0);
   kernels::RnnForwardArgs a;
   a.x = x.data<float>();
   const auto& len = ctx.in_lengths[0];
@@ -177,8 +240,10 @@ std::vector<NDArrayView> fused_forward(const FusedLayout& l, ComputeContext& ctx
   a.h0 = h0.data<float>();
   a.c0 = c0.defined() ? c0.data<float>() : nullptr;
   a.y = y.data<float>();
+  a.c_final = c_final.empty() ? nullptr : c_final.data();
   a.training = ctx.training;
   auto saved = kernels::rnn_forward(d, a);
+  carry_out(l, ctx, d, len, y, h0, c0, a.c_final);
   if (ctx.training) ctx.state = std::make_shared<FusedState>(FusedState{saved, d});
   return {y};
 }
@@ -239,6 +304,13 @@ std::vector<NDArrayView> fused_gradients(const FusedLayout& l, ComputeContext& c
       param(l.h, gwh);
       param(l.b, gb);
   }
+  // A continued sequence started from the previous call's state: no gradient flows
+  // back into the previous minibatch, nor into the initial state.
+  for (int64_t b = 0; b < B; ++b)
+    if (continues_at(ctx, b)) {
+      std::fill(dh0.data<float>() + b * H, dh0.data<float>() + (b + 1) * H, 0.f);
+      if (dc0.defined()) std::fill(dc0.data<float>() + b * H, dc0.data<float>() + (b + 1) * H, 0.f);
+    }
   g[size_t(l.h0)] = delay_initial_gradient(initial_state_context(ctx, l.h0), dh0);
   if (l.c0 >= 0) g[size_t(l.c0)] = delay_initial_gradient(initial_state_context(ctx, l.c0), dc0);
   return g;

@@ -313,7 +313,19 @@ std::shared_ptr<RnnSaved> rnn_forward(const RnnDims& d, const RnnForwardArgs& a)
   saved->lengths = lengths_of(d, a.lengths);
   saved->units.resize(size_t(L * D));
   const auto& len = saved->lengths;
-  if (T == 0 || B == 0) return a.training ? saved : nullptr;
+  if (T == 0 || B == 0) {  // no step: the final states are the initial ones
+    const int64_t n = L * D * B * H;
+    auto initial = [n](const float* from, float* to) {
+      if (!to) return;
+      if (from)
+        std::copy(from, from + n, to);
+      else
+        std::fill(to, to + n, 0.f);
+    };
+    initial(a.h0, a.h_final);
+    if (lstm) initial(a.c0, a.c_final);
+    return a.training ? saved : nullptr;
+  }
 
   std::vector<float> layer_in(a.x, a.x + T * B * d.input), layer_out;
   std::vector<float> wbuf_x, wbuf_h;
@@ -364,6 +376,8 @@ std::shared_ptr<RnnSaved> rnn_forward(const RnnDims& d, const RnnForwardArgs& a)
       }
       p.fwd.execute(dnnl_stream(), args);
       dnnl_stream().wait();
+      if (a.h_final) std::copy(us.dst_iter.data(), us.dst_iter.data() + B * H, a.h_final + u * B * H);
+      if (lstm && a.c_final) std::copy(us.dst_iter_c.data(), us.dst_iter_c.data() + B * H, a.c_final + u * B * H);
       from_direction(us.dst_layer.data(), layer_out.data(), T, B, H, len, reverse, D * H, dir * H, false);
     }
     layer_in.swap(layer_out);
