@@ -222,3 +222,36 @@ def test_truncated_reader_keeps_fusion_and_matches_the_loop(tmp_path, cell):
             np.testing.assert_allclose(ga[k], gb[k], err_msg=k, **TOL)
     C.cntk_py.set_rnn_fusion(True)
     assert fused_event_count(lambda: run(True)) == len(mbs)
+
+
+@pytest.mark.parametrize("cell", ['lstm', 'gru'])
+def test_weights_converted_again_after_a_parameter_changes(cell):
+    # The fused step keeps its weights in oneDNN's layout between calls: a new value
+    # (set_value, a learner's update) must reach the next call.
+    rng = np.random.RandomState(8)
+    x = C.sequence.input_variable(3)
+    model = Recurrence(CELLS[cell](4))(x)
+    data = [rng.standard_normal((n, 3)).astype(np.float32) for n in (3, 2)]
+
+    def both():
+        C.cntk_py.set_rnn_fusion(True)
+        fused = as_sequences(model.eval({x: data}))
+        C.cntk_py.set_rnn_fusion(False)
+        loop = as_sequences(model.eval({x: data}))
+        for a, b in zip(fused, loop):
+            np.testing.assert_allclose(a, b, **TOL)
+        return fused[0]
+    randomize(model, rng)
+    first = both()
+    for p in model.parameters:  # each parameter in turn
+        p.value = p.value * 0.5 + 0.1
+        changed = both()
+        assert not np.allclose(changed, first)
+        first = changed
+    learner = C.sgd(model.parameters, C.learning_parameter_schedule(0.5))
+    C.cntk_py.set_rnn_fusion(True)
+    state, outs = model.forward({x: data}, [model.output], keep_for_backward=[model.output])
+    grads = model.backward(state, {model.output: [np.ones_like(a) for a in as_sequences(outs[model.output])]},
+                           model.parameters)
+    learner.update({p: grads[p] for p in model.parameters}, 5)
+    assert not np.allclose(both(), first)
