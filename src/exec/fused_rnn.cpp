@@ -316,12 +316,15 @@ std::vector<NDArrayView> fused_gradients(const FusedLayout& l, ComputeContext& c
   NDArrayView dy = ctx.grad_outputs[0].contiguous();
   if (dy.dtype() != DataType::Float) dy = dy.cast(DataType::Float);
   std::vector<float> gwx(size_t(C * G * H)), gwh(size_t(H * G * H)), gb(size_t(G * H));
-  NDArrayView dx(DataType::Float, NDShape{T, B}.concat(ctx.inputs[0].shape().sub(2)));
+  // No input gradient where nobody asks for it (a one-hot input, say).
+  const bool want_dx = ctx.grad_wanted.empty() || ctx.grad_wanted[0];
+  NDArrayView dx;
+  if (want_dx) dx = NDArrayView(DataType::Float, NDShape{T, B}.concat(ctx.inputs[0].shape().sub(2)));
   NDArrayView dh0(DataType::Float, NDShape{B, H}), dc0;
   kernels::RnnBackwardArgs a;
   a.dy = dy.data<float>();
   a.grads = {{gwx.data(), gwh.data(), gb.data()}};
-  a.dx = dx.data<float>();
+  a.dx = want_dx ? dx.data<float>() : nullptr;
   a.dh0 = dh0.data<float>();
   if (l.c0 >= 0) {
     dc0 = NDArrayView(DataType::Float, NDShape{B, H});
