@@ -148,7 +148,7 @@ def test_lstm_continuing_a_shorter_piece_is_a_clear_error():
     model.eval({x: C.Value.create(x, [np.ones((3, 2), np.float32), np.ones((2, 2), np.float32)],
                                   seq_starts=[True, True])})
     both = C.Value.create(x, [np.ones((2, 2), np.float32)] * 2, seq_starts=[False, False])
-    with pytest.raises(ValueError, match="spans? the whole minibatch|span the whole minibatch"):
+    with pytest.raises(ValueError, match="span the whole minibatch"):
         model.eval({x: both})
 
 
