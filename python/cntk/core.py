@@ -301,6 +301,15 @@ class Value(metaclass=_ValueMeta):
             raise ValueError("Value.one_hot: the input must be a list of lists of integers")
         seqs = []
         for s in batch:
+            # Plain ints or an integer array pass at once (a Python loop testing each
+            # index costs more than building the whole Value); the slow check names the culprit.
+            if isinstance(s, np.ndarray):
+                if s.ndim == 1 and s.dtype.kind in 'iu':
+                    seqs.append(s.tolist())
+                    continue
+            elif isinstance(s, list) and set(map(type, s)) <= {int}:
+                seqs.append(s)
+                continue
             s = list(s.tolist() if isinstance(s, np.ndarray) else s)
             for i in s:
                 if not isinstance(i, numbers.Integral) or isinstance(i, bool):

@@ -5,6 +5,7 @@
 
 #include "cntk/evaluation.h"
 #include "cntk/profiler.h"
+#include "exec/fused_rnn.h"
 #include "exec/plan.h"
 #include "exec/run_state.h"
 #include "kernels/cpu/reduce.h"
@@ -157,20 +158,20 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
   s->function = f;
   s->training = keep_for_backward;
   // A sequence continuing from the previous minibatch (no SequenceBegin at t=0): the
-  // delays start it from the state the previous call left (truncated BPTT), which only
-  // the step-by-step loops keep, so such a call gets a plan without fused recurrences.
+  // delays, and fused recurrences, start it from the state the previous call left on
+  // the delay functions (truncated BPTT).
   bool continuing = false;
   for (auto& [var, val] : arguments)
     if (val.mask() && var.dynamic_axes().size() == 2 && val.mask()->max_len() > 0)
       for (int64_t b = 0; b < val.mask()->batch() && !continuing; ++b)
         continuing = val.mask()->at(b, 0) == MaskKind::Valid;
-  s->plan = get_plan(f, outputs, !continuing);
+  s->plan = get_plan(f, outputs);
   const Plan& p = *s->plan;
   s->values.assign(p.slot_var.size(), NDArrayView());
   s->seq_lengths.assign(p.slot_var.size(), {});
   std::unordered_set<int> bound;
   bool has_delays = false;
-  for (auto& st : p.steps) has_delays = has_delays || is_delay_op(st.op);
+  for (auto& st : p.steps) has_delays = has_delays || is_delay_op(st.op) || is_fused_rnn_op(st.op);
   for (auto& [var, val] : arguments) {
     auto it = p.slot.find(var.get());
     if (it == p.slot.end()) continue;  // not needed for these outputs

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <string>
 #include <unordered_set>
 
@@ -143,6 +144,63 @@ DnnlWeights to_dnnl(const FusedLayout& l, const ComputeContext& ctx, int64_t C, 
   return w;
 }
 
+// The weights in oneDNN's layouts, kept on the step block between calls and converted
+// again only when a parameter's value changes: its value_version (bumped by learners,
+// set_value and checkpoint restores) or its storage. A value written in place through
+// a bare NDArrayView handle (NDArrayView.copy_from on `p.data`) bumps no version: such
+// writes go through set_value instead.
+struct WeightCache {
+  std::mutex mu;
+  bool searched = false;
+  std::map<int, Variable> params;  // input position -> the block's parameter bound there
+  std::map<int, std::pair<const void*, uint64_t>> seen;  // input position -> (data, version) converted
+  std::shared_ptr<const DnnlWeights> weights;
+};
+
+std::string fingerprint(const FunctionPtr& block, std::map<std::string, Variable>& params, bool& duplicate_name);
+
+std::shared_ptr<const DnnlWeights> dnnl_weights(const FusedLayout& l, const ComputeContext& ctx, int64_t C, int64_t H) {
+  std::shared_ptr<WeightCache> cache = std::static_pointer_cast<WeightCache>(ctx.fn->op_state());
+  if (!cache) {
+    cache = std::make_shared<WeightCache>();
+    ctx.fn->op_state() = cache;
+  }
+  std::lock_guard<std::mutex> lock(cache->mu);
+  std::vector<int> positions{l.w, l.h, l.b};
+  if (l.h1 >= 0) positions.push_back(l.h1);
+  if (!cache->searched) {
+    cache->searched = true;
+    std::map<std::string, Variable> by_name;
+    bool dup = false;
+    fingerprint(ctx.fn->shared_from_this(), by_name, dup);
+    const std::map<int, const char*> names{{l.w, "W"}, {l.h, "H"}, {l.b, "b"}, {l.h1, "H1"}};
+    for (int i : positions)
+      if (!dup && by_name.count(names.at(i))) cache->params[i] = by_name[names.at(i)];
+  }
+  // Usable when every input is its parameter's own value, unchanged since converted.
+  bool fresh = cache->weights != nullptr, known = true;
+  std::map<int, std::pair<const void*, uint64_t>> now;
+  for (int i : positions) {
+    auto it = cache->params.find(i);
+    const NDArrayView& in = ctx.inputs[size_t(i)];
+    if (it == cache->params.end() || in.is_sparse() || !in.is_contiguous() || !it->second.impl()->value.defined() ||
+        !it->second.impl()->value.same_storage(in) || it->second.impl()->value.offset() != in.offset()) {
+      known = false;
+      break;
+    }
+    now[i] = {in.data<float>(), it->second.impl()->value_version};
+    auto seen = cache->seen.find(i);
+    fresh = fresh && seen != cache->seen.end() && seen->second == now[i];
+  }
+  if (known && fresh) return cache->weights;
+  auto w = std::make_shared<const DnnlWeights>(to_dnnl(l, ctx, C, H));
+  if (known) {
+    cache->weights = w;
+    cache->seen = std::move(now);
+  }
+  return w;
+}
+
 struct FusedState {
   std::shared_ptr<kernels::RnnSaved> saved;
   kernels::RnnDims dims;
@@ -160,25 +218,90 @@ kernels::RnnDims dims_of(const FusedLayout& l, const ComputeContext& ctx) {
   return d;
 }
 
+bool continues_at(const ComputeContext& ctx, int64_t b) {
+  return ctx.continues && b < int64_t(ctx.continues->size()) && (*ctx.continues)[size_t(b)];
+}
+
+// The delay function feeding state k (h, then c for LSTM) into the step block: the
+// state across minibatches (truncated BPTT) is kept on it, as the step-by-step loops do.
+Function& state_delay(const ComputeContext& ctx, size_t k) {
+  return *ctx.fn->block_arguments_mapping()[k].second.owner();
+}
+
+// The initial state rows [B, H] of state k: the carried rows for sequences that
+// continue from the previous call (truncated BPTT), else the delay's initial state.
+NDArrayView state_rows(const FusedLayout& l, ComputeContext& ctx, size_t k, int64_t B, int64_t H,
+                       std::shared_ptr<void>& keep) {
+  NDArrayView rows = delay_initial_rows(initial_state_context(ctx, k == 0 ? l.h0 : l.c0), NDShape{H}, B);
+  Function& delay = state_delay(ctx, k);
+  const DelayCarry* carry = delay_carry_in(delay, ctx.continues, B, NDShape{H}, DataType::Float);
+  if (!carry) return rows.contiguous();
+  keep = delay.op_state();
+  rows = rows.copy();  // not the initial state's own storage
+  float* r = rows.data<float>();
+  NDArrayView carried = carry->rows.contiguous();
+  const float* c = carried.data<float>();
+  for (int64_t b = 0; b < B; ++b)
+    if (continues_at(ctx, b)) std::copy(c + b * H, c + (b + 1) * H, r + b * H);
+  return rows;
+}
+
+// What a next call continuing these sequences starts from (forward in time only):
+// h after each sequence's last step is its output there; c is oneDNN's final state,
+// which is each sequence's own only where it spans all T steps. A sequence cut by a
+// reader's truncation_length continues only when its piece had the full length, so
+// the others' c is marked lost (continuing them is a clear error, see DelayCarry).
+void carry_out(const FusedLayout& l, ComputeContext& ctx, const kernels::RnnDims& d, const std::vector<int64_t>& len,
+               const NDArrayView& y, const NDArrayView& h0, const NDArrayView& c0, const float* c_final) {
+  if (l.backward_in_time) return;
+  const int64_t T = d.steps, B = d.batch, H = d.hidden;
+  auto h = std::make_shared<DelayCarry>();
+  h->rows = NDArrayView(DataType::Float, NDShape{1, B, H});
+  std::shared_ptr<DelayCarry> c;
+  if (c_final) {
+    c = std::make_shared<DelayCarry>();
+    c->rows = NDArrayView(DataType::Float, NDShape{1, B, H});
+  }
+  const float* ys = y.data<float>();
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t L = len.empty() ? T : len[size_t(b)];
+    const float* hs = L > 0 ? ys + ((L - 1) * B + b) * H : h0.data<float>() + b * H;
+    std::copy(hs, hs + H, h->rows.data<float>() + b * H);
+    if (!c) continue;
+    const float* cs = L == T ? c_final + b * H : c0.data<float>() + b * H;
+    if (L > 0 && L < T) {
+      if (c->lost.empty()) c->lost.assign(size_t(B), 0);
+      c->lost[size_t(b)] = 1;
+    }
+    std::copy(cs, cs + H, c->rows.data<float>() + b * H);
+  }
+  state_delay(ctx, 0).op_state() = std::move(h);
+  if (c) state_delay(ctx, 1).op_state() = std::move(c);
+}
+
 std::vector<NDArrayView> fused_forward(const FusedLayout& l, ComputeContext& ctx) {
   const kernels::RnnDims d = dims_of(l, ctx);
   NDArrayView x = ctx.inputs[0].contiguous();
   const int64_t H = d.hidden, B = d.batch;
-  DnnlWeights w = to_dnnl(l, ctx, d.input, H);
-  NDArrayView h0 = delay_initial_rows(initial_state_context(ctx, l.h0), NDShape{H}, B).contiguous();
+  std::shared_ptr<const DnnlWeights> w = dnnl_weights(l, ctx, d.input, H);
+  std::shared_ptr<void> keep_h, keep_c;  // the carries read, while new ones are recorded
+  NDArrayView h0 = state_rows(l, ctx, 0, B, H, keep_h);
   NDArrayView c0;
-  if (l.c0 >= 0) c0 = delay_initial_rows(initial_state_context(ctx, l.c0), NDShape{H}, B).contiguous();
+  if (l.c0 >= 0) c0 = state_rows(l, ctx, 1, B, H, keep_c);
   NDArrayView y(DataType::Float, NDShape{d.steps, B, H});
+  std::vector<float> c_final(l.c0 >= 0 && !l.backward_in_time ? size_t(B * H) : 0);
   kernels::RnnForwardArgs a;
   a.x = x.data<float>();
   const auto& len = ctx.in_lengths[0];
   a.lengths = len.empty() ? nullptr : len.data();
-  a.weights = {{w.wx.data(), w.wh.data(), w.bias.data()}};
+  a.weights = {{w->wx.data(), w->wh.data(), w->bias.data()}};
   a.h0 = h0.data<float>();
   a.c0 = c0.defined() ? c0.data<float>() : nullptr;
   a.y = y.data<float>();
+  a.c_final = c_final.empty() ? nullptr : c_final.data();
   a.training = ctx.training;
   auto saved = kernels::rnn_forward(d, a);
+  carry_out(l, ctx, d, len, y, h0, c0, a.c_final);
   if (ctx.training) ctx.state = std::make_shared<FusedState>(FusedState{saved, d});
   return {y};
 }
@@ -193,12 +316,15 @@ std::vector<NDArrayView> fused_gradients(const FusedLayout& l, ComputeContext& c
   NDArrayView dy = ctx.grad_outputs[0].contiguous();
   if (dy.dtype() != DataType::Float) dy = dy.cast(DataType::Float);
   std::vector<float> gwx(size_t(C * G * H)), gwh(size_t(H * G * H)), gb(size_t(G * H));
-  NDArrayView dx(DataType::Float, NDShape{T, B}.concat(ctx.inputs[0].shape().sub(2)));
+  // No input gradient where nobody asks for it (a one-hot input, say).
+  const bool want_dx = ctx.grad_wanted.empty() || ctx.grad_wanted[0];
+  NDArrayView dx;
+  if (want_dx) dx = NDArrayView(DataType::Float, NDShape{T, B}.concat(ctx.inputs[0].shape().sub(2)));
   NDArrayView dh0(DataType::Float, NDShape{B, H}), dc0;
   kernels::RnnBackwardArgs a;
   a.dy = dy.data<float>();
   a.grads = {{gwx.data(), gwh.data(), gb.data()}};
-  a.dx = dx.data<float>();
+  a.dx = want_dx ? dx.data<float>() : nullptr;
   a.dh0 = dh0.data<float>();
   if (l.c0 >= 0) {
     dc0 = NDArrayView(DataType::Float, NDShape{B, H});
@@ -239,6 +365,13 @@ std::vector<NDArrayView> fused_gradients(const FusedLayout& l, ComputeContext& c
       param(l.h, gwh);
       param(l.b, gb);
   }
+  // A continued sequence started from the previous call's state: no gradient flows
+  // back into the previous minibatch, nor into the initial state.
+  for (int64_t b = 0; b < B; ++b)
+    if (continues_at(ctx, b)) {
+      std::fill(dh0.data<float>() + b * H, dh0.data<float>() + (b + 1) * H, 0.f);
+      if (dc0.defined()) std::fill(dc0.data<float>() + b * H, dc0.data<float>() + (b + 1) * H, 0.f);
+    }
   g[size_t(l.h0)] = delay_initial_gradient(initial_state_context(ctx, l.h0), dh0);
   if (l.c0 >= 0) g[size_t(l.c0)] = delay_initial_gradient(initial_state_context(ctx, l.c0), dc0);
   return g;

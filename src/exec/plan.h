@@ -51,8 +51,7 @@ struct Plan {
 };
 
 // The plan computing `outputs` of f, cached on f. allow_rnn_fusion=false asks for one
-// whose recurrences all run step by step (a call continuing sequences of the previous
-// one needs the delays' carried state, which fused recurrences do not keep).
+// whose recurrences all run step by step.
 std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Variable>& outputs,
                                      bool allow_rnn_fusion = true);
 

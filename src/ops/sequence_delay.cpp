@@ -179,15 +179,21 @@ const DelayCarry* delay_carry_in(Function& f, const std::vector<char>* continues
     throw ValueError(f.op_name() + ": a sequence continues from the previous minibatch (its sequence start flag "
                      "is False), but the previous minibatch did not hold it (" +
                      (carry ? "it had " + carry->rows.shape().str() + " where " + want.str() + " is needed"
-                            : std::string("there was none; a Recurrence that ran fused on oneDNN keeps no state "
-                                          "across minibatches: turn that off with "
-                                          "cntk.cntk_py.set_rnn_fusion(False) or CNTK_RNN_FUSION=0, as a "
-                                          "MinibatchSource with truncation_length does itself")) +
+                            : std::string("there was none")) +
                      ")");
+  for (int64_t b = 0; b < batch; ++b)
+    if (continued(continues, b) && b < int64_t(carry->lost.size()) && carry->lost[size_t(b)])
+      throw ValueError(f.op_name() + ": sequence " + std::to_string(b) +
+                       " continues from the previous minibatch (its sequence start flag is False), but there it "
+                       "was shorter than the minibatch's longest sequence, and the fused oneDNN LSTM keeps the "
+                       "cell state only of sequences that span the whole minibatch (as the pieces that a "
+                       "MinibatchSource with truncation_length continues do); give such pieces the full length, "
+                       "or turn fusion off with cntk.cntk_py.set_rnn_fusion(False) or CNTK_RNN_FUSION=0");
   if (carry->rows.shape()[1] != batch) {
     // Fewer sequences now: keep the carry of the first `batch` positions.
     auto fitted = std::make_shared<DelayCarry>();
     fitted->rows = carry->rows.slice(1, 0, batch).contiguous();
+    if (!carry->lost.empty()) fitted->lost.assign(carry->lost.begin(), carry->lost.begin() + batch);
     f.op_state() = fitted;
     carry = fitted.get();
   }

@@ -37,10 +37,13 @@ NDArrayView delay_initial_gradient(const ComputeContext& ctx, const NDArrayView&
 // back into the previous minibatch. The delay function keeps those last items.
 struct DelayCarry {
   NDArrayView rows;  // [offset, B, *shape]: the operand's last `offset` items per sequence
+  // Per sequence: its rows were not kept (a fused LSTM keeps its cell state only for the
+  // sequences that span the whole call); continuing it is a ValueError. Empty: all kept.
+  std::vector<char> lost;
 };
 // The carry the previous call left on delay function `f` (null if none), checked
 // against the sequences of this call that continue: ValueError where a continued
-// sequence has no previous piece, NotImplementedError for FutureValue.
+// sequence has no previous piece (or its state was lost), NotImplementedError for FutureValue.
 const DelayCarry* delay_carry_in(Function& f, const std::vector<char>* continues, int64_t batch,
                                  const NDShape& item_shape, DataType dtype);
 // Records the last items of operand x ([T, B, *shape], contiguous) of this call on

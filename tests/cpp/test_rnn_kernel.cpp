@@ -283,3 +283,63 @@ TEST(RnnKernel, WeightLayoutHelpers) {
 }
 
 }  // namespace
+
+namespace {
+
+// Forward of `c` over steps [t0, t1) of its input (every sequence of full length),
+// from h0/c0, returning y and writing the final states.
+std::vector<float> forward_steps(const Case& c, int64_t t0, int64_t t1, const std::vector<float>& h0,
+                                 const std::vector<float>& c0, std::vector<float>& h_final,
+                                 std::vector<float>& c_final, bool training) {
+  RnnDims d = c.d;
+  d.steps = t1 - t0;
+  const int64_t B = d.batch, C = d.input, H = d.hidden;
+  std::vector<float> x(c.x.begin() + t0 * B * C, c.x.begin() + t1 * B * C), y(size_t(d.steps * B * H), -7.f);
+  std::vector<int64_t> len(size_t(B), d.steps);
+  RnnForwardArgs a;
+  a.x = x.data();
+  a.lengths = len.data();
+  a.weights.push_back({c.wx[0].data(), c.wh[0].data(), c.bias[0].data()});
+  a.h0 = h0.data();
+  a.c0 = d.cell == RnnCell::Lstm ? c0.data() : nullptr;
+  a.y = y.data();
+  h_final.assign(size_t(B * H), -7.f);
+  c_final.assign(size_t(B * H), -7.f);
+  a.h_final = h_final.data();
+  a.c_final = d.cell == RnnCell::Lstm ? c_final.data() : nullptr;
+  a.training = training;
+  auto saved = rnn_forward(d, a);
+  EXPECT_EQ(saved != nullptr, training);
+  return y;
+}
+
+}  // namespace
+
+TEST(RnnKernel, FinalStatesContinueTheSequences) {
+  // Steps [0, 3) then [3, 5) from the first run's final states equal one run over [0, 5).
+  unsigned seed = 500;
+  for (RnnCell cell : {RnnCell::Lstm, RnnCell::Gru, RnnCell::RnnTanh})
+    for (bool training : {false, true}) {
+      SCOPED_TRACE(std::string(to_string(cell)) + (training ? " training" : " inference"));
+      Case c = make_case(cell, RnnDirection::Forward, 1, 3, 4, 5, {5, 5}, true, seed++);
+      std::vector<float> c0 = c.c0.empty() ? std::vector<float>(c.h0.size(), 0.f) : c.c0;
+      std::vector<float> hf, cf, hf2, cf2, hall, call;
+      auto whole = forward_steps(c, 0, 5, c.h0, c0, hall, call, training);
+      auto first = forward_steps(c, 0, 3, c.h0, c0, hf, cf, training);
+      auto second = forward_steps(c, 3, 5, hf, cf, hf2, cf2, training);
+      first.insert(first.end(), second.begin(), second.end());
+      ASSERT_EQ(first.size(), whole.size());
+      for (size_t i = 0; i < whole.size(); ++i) ASSERT_NEAR(first[i], whole[i], 1e-5) << "y at " << i;
+      const size_t BH = hf.size();
+      for (size_t i = 0; i < BH; ++i) {
+        ASSERT_NEAR(hf2[i], hall[i], 1e-5);
+        ASSERT_EQ(hall[i], whole[whole.size() - BH + i]);  // h after the last step is its output there
+        if (cell == RnnCell::Lstm) ASSERT_NEAR(cf2[i], call[i], 1e-5);
+      }
+      // No step: the final states are the initial ones.
+      auto none = forward_steps(c, 0, 0, c.h0, c0, hf, cf, training);
+      EXPECT_TRUE(none.empty());
+      EXPECT_EQ(hf, c.h0);
+      if (cell == RnnCell::Lstm) EXPECT_EQ(cf, c0);
+    }
+}

@@ -22,8 +22,7 @@ def _seed():
 
 @pytest.fixture(autouse=True)
 def _rnn_fusion_restored():
-    """A test that turns the fused recurrences off (directly, or through a MinibatchSource
-    with truncation_length) does not change the tests after it."""
+    """A test that turns the fused recurrences off does not change the tests after it."""
     import cntk as C
     was = C.cntk_py.rnn_fusion_enabled()
     yield

@@ -254,6 +254,18 @@ def test_one_hot():
         Value.one_hot([[4]], 4)  # out of range
 
 
+def test_one_hot_index_types():
+    # Plain ints, NumPy integer arrays and NumPy integer scalars in a list give the
+    # same Value; bools and floats are refused, wherever they sit in a sequence.
+    want = np.asarray(Value.one_hot([[1, 2], [3]], 5))
+    for batch in ([np.array([1, 2]), np.array([3], dtype=np.uint8)], [[np.int64(1), 2], [np.int32(3)]]):
+        np.testing.assert_array_equal(np.asarray(Value.one_hot(batch, 5)), want)
+    assert Value.one_hot([[], [0]], 2).shape == (2, 1, 2)
+    for bad in ([[1, True]], [np.array([True, False])], [[1, 2.0]], [np.array([1.0])], [[1, [2]]]):
+        with pytest.raises(ValueError, match="integers"):
+            Value.one_hot(bad, 5)
+
+
 def test_one_hot_feeds_a_sparse_sequence_input():
     num_classes = 6
     i0 = C.sequence.input_variable(num_classes, is_sparse=True)

@@ -123,10 +123,10 @@ def _run_in_pieces(model, x, seqs, length):
     return [np.concatenate(o) for o in outs]
 
 
+@pytest.mark.parametrize("fused", [False, True])
 @pytest.mark.parametrize("length", [1, 2, 3])
-def test_recurrence_fed_in_truncated_pieces_matches_whole_sequences(length):
-    # Fused recurrences keep no state across calls (see the next test).
-    C.cntk_py.set_rnn_fusion(False)
+def test_recurrence_fed_in_truncated_pieces_matches_whole_sequences(length, fused):
+    C.cntk_py.set_rnn_fusion(fused)  # the step-by-step loops and the fused oneDNN path both carry the state
     rng = np.random.RandomState(length)
     x = C.sequence.input_variable(3)
     model = Sequential([Recurrence(LSTM(5)), Recurrence(GRU(4))])(x)
@@ -139,18 +139,19 @@ def test_recurrence_fed_in_truncated_pieces_matches_whole_sequences(length):
         np.testing.assert_allclose(p, np.asarray(w), rtol=1e-5, atol=1e-6)
 
 
-def test_pieces_after_a_fused_call_need_fusion_off():
-    """A call that continues sequences runs step by step, but after a first piece that ran
-    fused there is no state to continue from: a clear error says how to turn fusion off;
-    a MinibatchSource with truncation_length turns it off itself."""
+def test_pieces_continue_after_a_fused_call():
+    """A fused recurrence keeps the state of its sequences for the next call, which
+    continues them fused as well; the loop, given the same pieces, agrees."""
     assert C.cntk_py.rnn_fusion_enabled()
     x = C.sequence.input_variable(3)
     model = Recurrence(LSTM(5))(x)
-    seqs = [np.ones((4, 3), np.float32), np.ones((2, 3), np.float32)]
-    calls = _pieces(seqs, 2)
-    model.eval({x: C.Value.create(x, calls[0][0], seq_starts=calls[0][1])})
-    with pytest.raises(ValueError, match="set_rnn_fusion"):
-        model.eval({x: C.Value.create(x, calls[1][0], seq_starts=calls[1][1])})
+    rng = np.random.RandomState(0)
+    seqs = [rng.randn(4, 3).astype(np.float32), rng.randn(2, 3).astype(np.float32)]
+    fused = _run_in_pieces(model, x, seqs, 2)
+    C.cntk_py.set_rnn_fusion(False)
+    loop = _run_in_pieces(model, x, seqs, 2)
+    for a, b in zip(fused, loop):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("offset", [1, 2, 3])
@@ -218,7 +219,7 @@ def test_training_with_a_truncated_reader_runs_and_learns(tmp_path):
     streams = C.io.StreamDefs(x=C.io.StreamDef('x', 4, is_sparse=True), y=C.io.StreamDef('y', 4, is_sparse=True))
     assert C.cntk_py.rnn_fusion_enabled()
     src = C.io.MinibatchSource(C.io.CTFDeserializer(path, streams), truncation_length=3, randomize=False)
-    assert not C.cntk_py.rnn_fusion_enabled()  # the pieces' state is kept by the step-by-step loops
+    assert C.cntk_py.rnn_fusion_enabled()  # fused recurrences carry the pieces' state too
     x = C.sequence.input_variable(4, is_sparse=True)
     label = C.sequence.input_variable(4, is_sparse=True)
     C.cntk_py.set_fixed_random_seed(1)

@@ -585,11 +585,6 @@ class MinibatchSource(object):
                                            int(randomization_window_in_chunks),
                                            int(randomization_window_in_samples), int(randomization_seed),
                                            bool(frame_mode), int(truncation_length), bool(prefetch))
-        if truncation_length:
-            # Truncated BPTT: pieces of one sequence continue across minibatches, and the
-            # state between them is kept only by recurrences running step by step, so the
-            # fused oneDNN recurrences are turned off for this process.
-            _cntk.set_rnn_fusion(False)
         from ..internal import np_dtype
         self._infos = [StreamInformation(name, i, 'sparse' if sparse else 'dense', np_dtype(dt), shape, mb)
                        for i, (name, shape, sparse, dt, mb) in enumerate(self._impl.streams)]

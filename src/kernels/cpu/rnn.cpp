@@ -244,27 +244,29 @@ void from_direction(const float* src, float* dst, int64_t T, int64_t B, int64_t 
 
 }  // namespace
 
-// A float buffer left uninitialized, for what oneDNN writes in full (outputs, workspace):
-// zero-filling megabytes per call would cost as much as a short sequence's compute.
+// A float buffer left uninitialized, for what is written in full (outputs, workspace):
+// zero-filling megabytes per call would cost as much as a short sequence's compute. It
+// only grows, so a reused buffer maps no new memory.
 class RawBuffer {
  public:
   void reset(size_t n) {
-    if (n == n_) return;
-    p_.reset(n ? new float[n] : nullptr);
-    n_ = n;
+    if (n > cap_) {
+      p_.reset(new float[n]);
+      cap_ = n;
+    }
   }
   float* data() { return p_.get(); }
   const float* data() const { return p_.get(); }
 
  private:
   std::unique_ptr<float[]> p_;
-  size_t n_ = 0;
+  size_t cap_ = 0;
 };
 
 // One (layer, direction)'s forward record.
 struct RnnUnitSaved {
-  std::vector<float> src_layer, src_iter, src_iter_c;
-  RawBuffer dst_layer, dst_iter, dst_iter_c, workspace;
+  RawBuffer src_layer, dst_layer, dst_iter, dst_iter_c, workspace;
+  std::vector<float> src_iter, src_iter_c;
   std::vector<float> w_x, w_h, bias;  // plain (ldigo / ldgo) copies
 };
 
@@ -276,6 +278,49 @@ struct RnnSaved {
 
 namespace {
 
+// Forward records are reused: one whose last reference is dropped (its backward pass
+// done) goes back to a small pool with its buffers, so that a training loop maps no
+// new memory per minibatch (the page faults of fresh buffers cost milliseconds).
+struct SavedPool {
+  std::mutex mu;
+  std::vector<std::unique_ptr<RnnSaved>> free;
+};
+
+SavedPool& saved_pool() {
+  static SavedPool* p = new SavedPool();  // never destroyed: records may be released during static teardown
+  return *p;
+}
+
+std::shared_ptr<RnnSaved> acquire_saved() {
+  auto& pool = saved_pool();
+  std::unique_ptr<RnnSaved> r;
+  {
+    std::lock_guard<std::mutex> lock(pool.mu);
+    if (!pool.free.empty()) {
+      r = std::move(pool.free.back());
+      pool.free.pop_back();
+    }
+  }
+  if (!r) r = std::make_unique<RnnSaved>();
+  return std::shared_ptr<RnnSaved>(r.release(), [](RnnSaved* done) {
+    std::unique_ptr<RnnSaved> own(done);
+    auto& pool = saved_pool();
+    std::lock_guard<std::mutex> lock(pool.mu);
+    if (pool.free.size() < 4) pool.free.push_back(std::move(own));
+  });
+}
+
+// Per-thread working buffers of the passes (grow-only, like RawBuffer).
+struct RnnScratch {
+  RawBuffer layer[2], dyd, dsrc, dnext[2];
+  std::vector<float> wbuf_x, wbuf_h, dwx, dwh, db, dsi, dsic, ddi, ddic;
+};
+
+RnnScratch& scratch() {
+  thread_local RnnScratch s;
+  return s;
+}
+
 void check_dims(const RnnDims& d) {
   if (d.layers < 1 || d.input < 1 || d.hidden < 1 || d.steps < 0 || d.batch < 0)
     throw ValueError("rnn: invalid dims (layers " + std::to_string(d.layers) + ", input " + std::to_string(d.input) +
@@ -283,8 +328,8 @@ void check_dims(const RnnDims& d) {
                      std::to_string(d.batch) + ")");
 }
 
-std::vector<int64_t> lengths_of(const RnnDims& d, const int64_t* lengths) {
-  std::vector<int64_t> len(size_t(d.batch), d.steps);
+void lengths_of(const RnnDims& d, const int64_t* lengths, std::vector<int64_t>& len) {
+  len.assign(size_t(d.batch), d.steps);
   if (lengths)
     for (int64_t b = 0; b < d.batch; ++b) {
       if (lengths[b] < 0 || lengths[b] > d.steps)
@@ -292,7 +337,6 @@ std::vector<int64_t> lengths_of(const RnnDims& d, const int64_t* lengths) {
                          ", outside [0, " + std::to_string(d.steps) + "]");
       len[size_t(b)] = lengths[b];
     }
-  return len;
 }
 
 }  // namespace
@@ -308,29 +352,46 @@ std::shared_ptr<RnnSaved> rnn_forward(const RnnDims& d, const RnnForwardArgs& a)
   if (T * B > 0 && (!a.x || !a.y)) throw ValueError("rnn: x and y must be given");
   for (auto& w : a.weights)
     if (!w.w_x || !w.w_h || !w.bias) throw ValueError("rnn: a weight set lacks w_x, w_h or bias");
-  auto saved = std::make_shared<RnnSaved>();
+  // Inference keeps nothing, but takes a pooled record for its buffers all the same.
+  auto saved = acquire_saved();
   saved->dims = d;
-  saved->lengths = lengths_of(d, a.lengths);
+  lengths_of(d, a.lengths, saved->lengths);
   saved->units.resize(size_t(L * D));
   const auto& len = saved->lengths;
-  if (T == 0 || B == 0) return a.training ? saved : nullptr;
+  if (T == 0 || B == 0) {  // no step: the final states are the initial ones
+    const int64_t n = L * D * B * H;
+    auto initial = [n](const float* from, float* to) {
+      if (!to) return;
+      if (from)
+        std::copy(from, from + n, to);
+      else
+        std::fill(to, to + n, 0.f);
+    };
+    initial(a.h0, a.h_final);
+    if (lstm) initial(a.c0, a.c_final);
+    return a.training ? saved : nullptr;
+  }
 
-  std::vector<float> layer_in(a.x, a.x + T * B * d.input), layer_out;
-  std::vector<float> wbuf_x, wbuf_h;
+  RnnScratch& sc = scratch();
+  const float* layer_in = a.x;  // layer l's input, [T, B, layer_input(l)]
   for (int64_t l = 0; l < L; ++l) {
     const int64_t C = d.layer_input(l);
     const CellShape s{d.cell, T, B, C, H};
     const CellPrims p = cell_prims(s, a.training);
     const CellMds m = cell_mds(s);
-    layer_out.resize(size_t(T * B * D * H));  // from_direction writes every element
+    // The last layer writes y itself; the others alternate between two buffers.
+    float* layer_out = a.y;
+    if (l < L - 1) {
+      sc.layer[l % 2].reset(size_t(T * B * D * H));
+      layer_out = sc.layer[l % 2].data();
+    }
     for (int64_t dir = 0; dir < D; ++dir) {
       const bool reverse = d.direction == RnnDirection::Backward || dir == 1;
       const int64_t u = l * D + dir;
       const RnnLayerWeights& w = a.weights[size_t(u)];
-      RnnUnitSaved local;
-      RnnUnitSaved& us = a.training ? saved->units[size_t(u)] : local;
-      us.src_layer.resize(size_t(T * B * C));
-      to_direction(layer_in.data(), us.src_layer.data(), T, B, C, len, reverse, C, 0);
+      RnnUnitSaved& us = saved->units[size_t(u)];
+      us.src_layer.reset(size_t(T * B * C));
+      to_direction(layer_in, us.src_layer.data(), T, B, C, len, reverse, C, 0);
       us.dst_layer.reset(size_t(T * B * H));
       us.src_iter.assign(size_t(B * H), 0.f);
       if (a.h0) std::copy(a.h0 + u * B * H, a.h0 + (u + 1) * B * H, us.src_iter.begin());
@@ -340,8 +401,8 @@ std::shared_ptr<RnnSaved> rnn_forward(const RnnDims& d, const RnnForwardArgs& a)
         if (a.c0) std::copy(a.c0 + u * B * H, a.c0 + (u + 1) * B * H, us.src_iter_c.begin());
         us.dst_iter_c.reset(size_t(B * H));
       }
-      dnnl::memory wx = in_layout(m.w_layer_plain, w.w_x, arg_md(p.fwd_pd, DNNL_ARG_WEIGHTS_LAYER), wbuf_x);
-      dnnl::memory wh = in_layout(m.w_iter_plain, w.w_h, arg_md(p.fwd_pd, DNNL_ARG_WEIGHTS_ITER), wbuf_h);
+      dnnl::memory wx = in_layout(m.w_layer_plain, w.w_x, arg_md(p.fwd_pd, DNNL_ARG_WEIGHTS_LAYER), sc.wbuf_x);
+      dnnl::memory wh = in_layout(m.w_iter_plain, w.w_h, arg_md(p.fwd_pd, DNNL_ARG_WEIGHTS_ITER), sc.wbuf_h);
       std::unordered_map<int, dnnl::memory> args{
           {DNNL_ARG_SRC_LAYER, wrap(m.src_layer, us.src_layer.data())},
           {DNNL_ARG_SRC_ITER, wrap(m.src_iter, us.src_iter.data())},
@@ -364,11 +425,12 @@ std::shared_ptr<RnnSaved> rnn_forward(const RnnDims& d, const RnnForwardArgs& a)
       }
       p.fwd.execute(dnnl_stream(), args);
       dnnl_stream().wait();
-      from_direction(us.dst_layer.data(), layer_out.data(), T, B, H, len, reverse, D * H, dir * H, false);
+      if (a.h_final) std::copy(us.dst_iter.data(), us.dst_iter.data() + B * H, a.h_final + u * B * H);
+      if (lstm && a.c_final) std::copy(us.dst_iter_c.data(), us.dst_iter_c.data() + B * H, a.c_final + u * B * H);
+      from_direction(us.dst_layer.data(), layer_out, T, B, H, len, reverse, D * H, dir * H, false);
     }
-    layer_in.swap(layer_out);
+    layer_in = layer_out;
   }
-  std::copy(layer_in.begin(), layer_in.end(), a.y);
   return a.training ? saved : nullptr;
 }
 
@@ -399,33 +461,42 @@ void rnn_backward(const RnnDims& d, const RnnSaved& saved, const RnnBackwardArgs
   }
   if (!a.dy) throw ValueError("rnn: backward needs dy");
 
-  std::vector<float> dcur(a.dy, a.dy + T * B * D * H), dnext;
-  std::vector<float> dyd(size_t(T * B * H)), dsrc, dsi(size_t(B * H)), dsic, ddi(size_t(B * H), 0.f), ddic;
-  std::vector<float> wbuf_x, wbuf_h, dwx, dwh, db(size_t(Gb * H));
+  RnnScratch& sc = scratch();
+  sc.dyd.reset(size_t(T * B * H));
+  sc.dsi.resize(size_t(B * H));
+  sc.ddi.assign(size_t(B * H), 0.f);
+  sc.db.resize(size_t(Gb * H));
   if (lstm) {
-    dsic.resize(size_t(B * H));
-    ddic.assign(size_t(B * H), 0.f);
+    sc.dsic.resize(size_t(B * H));
+    sc.ddic.assign(size_t(B * H), 0.f);
   }
+  const float* dcur = a.dy;  // the gradient of layer l's output, [T, B, D*H]
   for (int64_t l = L; l-- > 0;) {
     const int64_t C = d.layer_input(l);
     const CellShape s{d.cell, T, B, C, H};
     const CellPrims p = cell_prims(s, true);
     const CellMds m = cell_mds(s);
-    dnext.assign(size_t(T * B * C), 0.f);
-    dsrc.resize(size_t(T * B * C));
+    // Layer 0 writes dx itself (or nothing when it is not wanted); the others
+    // alternate between two buffers. The directions add up (the first one writes).
+    float* dnext = a.dx;
+    if (l > 0) {
+      sc.dnext[l % 2].reset(size_t(T * B * C));
+      dnext = sc.dnext[l % 2].data();
+    }
+    sc.dsrc.reset(size_t(T * B * C));
     for (int64_t dir = 0; dir < D; ++dir) {
       const bool reverse = d.direction == RnnDirection::Backward || dir == 1;
       const int64_t u = l * D + dir;
       const RnnUnitSaved& us = saved.units[size_t(u)];
-      to_direction(dcur.data(), dyd.data(), T, B, H, len, reverse, D * H, dir * H);
+      to_direction(dcur, sc.dyd.data(), T, B, H, len, reverse, D * H, dir * H);
       const md bwx = arg_md(p.bwd_pd, DNNL_ARG_WEIGHTS_LAYER), bwh = arg_md(p.bwd_pd, DNNL_ARG_WEIGHTS_ITER);
       const md dwx_md = arg_md(p.bwd_pd, DNNL_ARG_DIFF_WEIGHTS_LAYER);
       const md dwh_md = arg_md(p.bwd_pd, DNNL_ARG_DIFF_WEIGHTS_ITER);
-      dnnl::memory wx = in_layout(m.w_layer_plain, us.w_x.data(), bwx, wbuf_x);
-      dnnl::memory wh = in_layout(m.w_iter_plain, us.w_h.data(), bwh, wbuf_h);
-      dwx.assign(floats_of(dwx_md), 0.f);  // oneDNN accumulates weight gradients
-      dwh.assign(floats_of(dwh_md), 0.f);
-      std::fill(db.begin(), db.end(), 0.f);
+      dnnl::memory wx = in_layout(m.w_layer_plain, us.w_x.data(), bwx, sc.wbuf_x);
+      dnnl::memory wh = in_layout(m.w_iter_plain, us.w_h.data(), bwh, sc.wbuf_h);
+      sc.dwx.assign(floats_of(dwx_md), 0.f);  // oneDNN accumulates weight gradients
+      sc.dwh.assign(floats_of(dwh_md), 0.f);
+      std::fill(sc.db.begin(), sc.db.end(), 0.f);
       std::unordered_map<int, dnnl::memory> args{
           {DNNL_ARG_SRC_LAYER, wrap(m.src_layer, us.src_layer.data())},
           {DNNL_ARG_SRC_ITER, wrap(m.src_iter, us.src_iter.data())},
@@ -435,18 +506,18 @@ void rnn_backward(const RnnDims& d, const RnnSaved& saved, const RnnBackwardArgs
           {DNNL_ARG_DST_LAYER, wrap(m.dst_layer, us.dst_layer.data())},
           {DNNL_ARG_DST_ITER, wrap(m.dst_iter, us.dst_iter.data())},
           {DNNL_ARG_WORKSPACE, wrap(arg_md(p.bwd_pd, DNNL_ARG_WORKSPACE), us.workspace.data())},
-          {DNNL_ARG_DIFF_SRC_LAYER, wrap(m.src_layer, dsrc.data())},
-          {DNNL_ARG_DIFF_SRC_ITER, wrap(m.src_iter, dsi.data())},
-          {DNNL_ARG_DIFF_WEIGHTS_LAYER, wrap(dwx_md, dwx.data())},
-          {DNNL_ARG_DIFF_WEIGHTS_ITER, wrap(dwh_md, dwh.data())},
-          {DNNL_ARG_DIFF_BIAS, wrap(m.bias, db.data())},
-          {DNNL_ARG_DIFF_DST_LAYER, wrap(m.dst_layer, dyd.data())},
-          {DNNL_ARG_DIFF_DST_ITER, wrap(m.dst_iter, ddi.data())}};
+          {DNNL_ARG_DIFF_SRC_LAYER, wrap(m.src_layer, sc.dsrc.data())},
+          {DNNL_ARG_DIFF_SRC_ITER, wrap(m.src_iter, sc.dsi.data())},
+          {DNNL_ARG_DIFF_WEIGHTS_LAYER, wrap(dwx_md, sc.dwx.data())},
+          {DNNL_ARG_DIFF_WEIGHTS_ITER, wrap(dwh_md, sc.dwh.data())},
+          {DNNL_ARG_DIFF_BIAS, wrap(m.bias, sc.db.data())},
+          {DNNL_ARG_DIFF_DST_LAYER, wrap(m.dst_layer, sc.dyd.data())},
+          {DNNL_ARG_DIFF_DST_ITER, wrap(m.dst_iter, sc.ddi.data())}};
       if (lstm) {
         args[DNNL_ARG_SRC_ITER_C] = wrap(m.src_iter_c, us.src_iter_c.data());
         args[DNNL_ARG_DST_ITER_C] = wrap(m.dst_iter_c, us.dst_iter_c.data());
-        args[DNNL_ARG_DIFF_SRC_ITER_C] = wrap(m.src_iter_c, dsic.data());
-        args[DNNL_ARG_DIFF_DST_ITER_C] = wrap(m.dst_iter_c, ddic.data());
+        args[DNNL_ARG_DIFF_SRC_ITER_C] = wrap(m.src_iter_c, sc.dsic.data());
+        args[DNNL_ARG_DIFF_DST_ITER_C] = wrap(m.dst_iter_c, sc.ddic.data());
       }
       p.bwd.execute(dnnl_stream(), args);
       dnnl_stream().wait();
@@ -458,17 +529,16 @@ void rnn_backward(const RnnDims& d, const RnnSaved& saved, const RnnBackwardArgs
           dnnl::reorder(in, o).execute(dnnl_stream(), in, o);
           dnnl_stream().wait();
         };
-        out(dwx_md, dwx, m.w_layer_plain, g.w_x);
-        out(dwh_md, dwh, m.w_iter_plain, g.w_h);
-        if (g.bias) std::copy(db.begin(), db.end(), g.bias);
+        out(dwx_md, sc.dwx, m.w_layer_plain, g.w_x);
+        out(dwh_md, sc.dwh, m.w_iter_plain, g.w_h);
+        if (g.bias) std::copy(sc.db.begin(), sc.db.end(), g.bias);
       }
-      if (a.dh0) std::copy(dsi.begin(), dsi.end(), a.dh0 + u * B * H);
-      if (lstm && a.dc0) std::copy(dsic.begin(), dsic.end(), a.dc0 + u * B * H);
-      from_direction(dsrc.data(), dnext.data(), T, B, C, len, reverse, C, 0, true);
+      if (a.dh0) std::copy(sc.dsi.begin(), sc.dsi.end(), a.dh0 + u * B * H);
+      if (lstm && a.dc0) std::copy(sc.dsic.begin(), sc.dsic.end(), a.dc0 + u * B * H);
+      if (dnext) from_direction(sc.dsrc.data(), dnext, T, B, C, len, reverse, C, 0, dir > 0);
     }
-    dcur.swap(dnext);
+    dcur = dnext;
   }
-  if (a.dx) std::copy(dcur.begin(), dcur.end(), a.dx);
 }
 
 // ---------------------------------------------------------------- weight layouts
