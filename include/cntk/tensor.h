@@ -33,6 +33,12 @@ class Storage {
 // lists (tests check that a repeated minibatch allocates nothing new).
 size_t storage_system_allocations();
 
+// Counts writes into existing tensors made by users through NDArrayView's API (the bindings'
+// copy_from and fill: a parameter's `data` written in place bumps no value_version). Caches derived
+// from parameter values (the fused recurrences' converted weights) key on it besides the version.
+uint64_t user_write_epoch();
+void note_user_write();
+
 // Sparse data of a tensor with NumPy shape [..., D]: the tensor is read as a
 // matrix of (outer = product of leading dims) rows by D columns in compressed
 // row form. In CNTK's column-major terms this is exactly its CSC layout: each

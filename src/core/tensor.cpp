@@ -1,3 +1,4 @@
+#include <atomic>
 #include "cntk/tensor.h"
 
 #include "core/output_hint.h"
@@ -292,6 +293,13 @@ NDArrayView NDArrayView::cast(DataType t) const {
   }
   return out;
 }
+
+namespace {
+std::atomic<uint64_t> g_user_write_epoch{0};
+}  // namespace
+
+uint64_t user_write_epoch() { return g_user_write_epoch.load(std::memory_order_acquire); }
+void note_user_write() { g_user_write_epoch.fetch_add(1, std::memory_order_acq_rel); }
 
 void NDArrayView::copy_from(const NDArrayView& src) {
   if (read_only_) throw ValueError("cannot write into a read-only NDArrayView");

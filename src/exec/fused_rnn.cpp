@@ -146,14 +146,14 @@ DnnlWeights to_dnnl(const FusedLayout& l, const ComputeContext& ctx, int64_t C, 
 
 // The weights in oneDNN's layouts, kept on the step block between calls and converted
 // again only when a parameter's value changes: its value_version (bumped by learners,
-// set_value and checkpoint restores) or its storage. A value written in place through
-// a bare NDArrayView handle (NDArrayView.copy_from on `p.data`) bumps no version: such
-// writes go through set_value instead.
+// set_value and checkpoint restores), its storage, or user_write_epoch() (a value written
+// in place through a bare NDArrayView handle, e.g. copy_from on `p.data`, bumps no version).
 struct WeightCache {
   std::mutex mu;
   bool searched = false;
   std::map<int, Variable> params;  // input position -> the block's parameter bound there
   std::map<int, std::pair<const void*, uint64_t>> seen;  // input position -> (data, version) converted
+  uint64_t epoch = 0;  // user_write_epoch() when converted
   std::shared_ptr<const DnnlWeights> weights;
 };
 
@@ -178,7 +178,8 @@ std::shared_ptr<const DnnlWeights> dnnl_weights(const FusedLayout& l, const Comp
       if (!dup && by_name.count(names.at(i))) cache->params[i] = by_name[names.at(i)];
   }
   // Usable when every input is its parameter's own value, unchanged since converted.
-  bool fresh = cache->weights != nullptr, known = true;
+  const uint64_t epoch = user_write_epoch();
+  bool fresh = cache->weights != nullptr && cache->epoch == epoch, known = true;
   std::map<int, std::pair<const void*, uint64_t>> now;
   for (int i : positions) {
     auto it = cache->params.find(i);
@@ -197,6 +198,7 @@ std::shared_ptr<const DnnlWeights> dnnl_weights(const FusedLayout& l, const Comp
   if (known) {
     cache->weights = w;
     cache->seen = std::move(now);
+    cache->epoch = epoch;
   }
   return w;
 }

@@ -255,3 +255,27 @@ def test_weights_converted_again_after_a_parameter_changes(cell):
                            model.parameters)
     learner.update({p: grads[p] for p in model.parameters}, 5)
     assert not np.allclose(both(), first)
+
+
+def test_weights_converted_again_after_an_in_place_write_to_a_parameters_data():
+    # p.data aliases the parameter's storage: copy_from / fill write the value in place without
+    # set_value, and the fused step must still see the new weights.
+    rng = np.random.RandomState(9)
+    x = C.sequence.input_variable(3)
+    model = Recurrence(CELLS['lstm'](4))(x)
+    data = [rng.standard_normal((n, 3)).astype(np.float32) for n in (3, 2)]
+    randomize(model, rng)
+    C.cntk_py.set_rnn_fusion(True)
+    before = as_sequences(model.eval({x: data}))[0]
+    W = [p for p in model.parameters if p.name == 'W'][0]
+    W.data.copy_from(C.NDArrayView.from_dense(W.value * -0.5))
+    after = as_sequences(model.eval({x: data}))[0]
+    C.cntk_py.set_rnn_fusion(False)
+    loop = as_sequences(model.eval({x: data}))[0]
+    np.testing.assert_allclose(after, loop, **TOL)
+    assert not np.allclose(after, before)
+    C.cntk_py.set_rnn_fusion(True)
+    W.data.fill(0.25)
+    filled = as_sequences(model.eval({x: data}))[0]
+    C.cntk_py.set_rnn_fusion(False)
+    np.testing.assert_allclose(filled, as_sequences(model.eval({x: data}))[0], **TOL)
