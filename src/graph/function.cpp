@@ -82,6 +82,29 @@ thread_local bool t_guessed_loop_state = false;  // a delay guessed its state in
 thread_local int t_infer_depth = 0;
 // Outputs computed from a guessed (scalar) loop state in the current inference.
 thread_local std::unordered_set<const VariableImpl*> t_guessed_outputs;
+// The first shape rule in this pass that could not take a value derived from a guessed
+// (scalar) loop state: its outputs wait for the next pass, as if a placeholder were
+// unbound, and the error is raised only if the loop never settles to a known state.
+thread_local std::string t_guess_failure;
+
+// Binary elementwise ops: where one operand is still pending and the other is known,
+// the output takes the known operand's type (as CNTK's elementwise shape rule does with
+// an unknown operand); that is how a loop state starting from a scalar learns its shape
+// from `step(h, x) = f(h) + x`.
+bool is_binary_elementwise(const std::string& op) {
+  static const std::set<std::string> ops{"Plus",      "Minus",      "ElementTimes", "ElementDivide",
+                                         "Pow",       "LogPlus",    "Equal",        "NotEqual",
+                                         "Less",      "LessEqual",  "Greater",      "GreaterEqual"};
+  return ops.count(op) > 0;
+}
+
+// A placeholder input still waiting to be bound (not one of a block's inside).
+bool reads_unbound_placeholder(const std::vector<FunctionPtr>& order) {
+  for (auto& f : order)
+    for (auto& in : f->direct_inputs())
+      if (in.is_placeholder() && is_unknown(in)) return true;
+  return false;
+}
 
 void infer_until_stable(const std::vector<FunctionPtr>& order) {
   bool loops = false;
@@ -94,6 +117,7 @@ void infer_until_stable(const std::vector<FunctionPtr>& order) {
     if (t_infer_depth == 0) {
       t_guessed_loop_state = false;
       t_guessed_outputs.clear();
+      t_guess_failure.clear();
     }
     struct Depth {
       Depth() { ++t_infer_depth; }
@@ -117,7 +141,16 @@ void infer_until_stable(const std::vector<FunctionPtr>& order) {
           changed = true;
         ++k;
       }
-    if (!changed) return;
+    if (!changed) {
+      // Settled with a shape rule still refusing the guessed state: the loop's state
+      // never became known (unless inputs are still to be bound).
+      if (t_infer_depth == 0 && !t_guess_failure.empty() && !reads_unbound_placeholder(order))
+        throw ShapeError(t_guess_failure +
+                         "; this happened while inferring the state of a recurrent loop from its scalar initial "
+                         "state, and the step function's output never gave the state a shape: give the delay (or "
+                         "Recurrence) an initial_state of the state's shape");
+      return;
+    }
   }
   if (loops)
     throw ShapeError("the shapes in a recurrent loop do not settle: the state a delay reads back does not keep the "
@@ -324,6 +357,14 @@ void Function::infer_outputs() {
     for (auto& a : inputs_[1].dynamic_axes())
       if (!a.is_sequence()) axes = {a};
     infos.push_back({inputs_[1].shape(), inputs_[1].dtype(), axes, false});
+  } else if (guessed && op_ && inputs_.size() == 2 && is_binary_elementwise(op_name_) &&
+             is_unknown(inputs_[0]) != is_unknown(inputs_[1]) &&
+             inputs_[is_unknown(inputs_[0]) ? 1 : 0].shape().rank() > 0) {
+    const Variable& known = inputs_[is_unknown(inputs_[0]) ? 1 : 0];
+    // The pending operand's dynamic axes are not known either, unless the known one has some.
+    std::vector<Axis> axes = known.dynamic_axes();
+    if (axes.empty()) axes = {Axis::dynamic("UnknownAxes")};
+    infos.push_back({known.shape(), known.dtype(), axes, false});
   } else if (has_unknown_input(inputs_)) {
     // Shapes wait until the placeholders are bound.
     size_t n = !outputs_.empty() ? outputs_.size() : (op_ && op_->output_count) ? op_->output_count(attributes_) : 1;
@@ -338,7 +379,15 @@ void Function::infer_outputs() {
     if (infos.empty()) throw ValueError(op_name_ + ": infer_outputs returned no outputs");
   } else {
     InferContext ctx(op_name_, inputs_, attributes_);
-    infos = op_->infer(ctx);
+    try {
+      infos = op_->infer(ctx);
+    } catch (const ShapeError& e) {
+      if (!guessed) throw;
+      if (t_guess_failure.empty()) t_guess_failure = e.what();
+      size_t n = !outputs_.empty() ? outputs_.size() : op_->output_count ? op_->output_count(attributes_) : 1;
+      for (size_t i = 0; i < n; ++i)
+        infos.push_back({NDShape::unknown(), DataType::Float, {Axis::dynamic("UnknownAxes")}, false});
+    }
   }
   bool needs_grad = false;
   for (auto& v : inputs_) needs_grad = needs_grad || v.needs_gradient();
