@@ -112,7 +112,8 @@ NDArrayView from_vector(const std::vector<T>& v, const NDShape& shape) {
 // `col`), and fills the tape.
 template <class T>
 void dir_forward(const RnnStackDims& d, const Geometry& g, const std::vector<T>& in, int64_t I, const T* w,
-                 const RnnBlockOffsets& o, int64_t dir, std::vector<T>& y, int64_t col, DirTape<T>& tp) {
+                 const RnnBlockOffsets& o, int64_t dir, std::vector<T>& y, int64_t col, DirTape<T>& tp,
+                 T* h_final, T* c_final, int64_t unit, int64_t units) {
   const int64_t G = d.gates(), H = d.hidden, GH = G * H, TB = g.T * g.B, OD = d.output_size();
   const T* W = w + o.w;
   const T* R = w + o.r;
@@ -183,6 +184,12 @@ void dir_forward(const RnnStackDims& d, const Geometry& g, const std::vector<T>&
       std::copy(hb, hb + H, yo);
     }
   }
+  // A sequence's rows stop changing after its last step: h and c hold its final states.
+  for (int64_t b = 0; b < g.B; ++b) {
+    const size_t at = size_t((b * units + unit) * H);
+    if (h_final) std::copy(&h[size_t(b * H)], &h[size_t((b + 1) * H)], h_final + at);
+    if (c_final) std::copy(&c[size_t(b * H)], &c[size_t((b + 1) * H)], c_final + at);
+  }
 }
 
 // One layer-direction backward: reads its H columns of dy [T*B, D*H] (padded rows zero),
@@ -190,7 +197,7 @@ void dir_forward(const RnnStackDims& d, const Geometry& g, const std::vector<T>&
 template <class T>
 void dir_backward(const RnnStackDims& d, const Geometry& g, const std::vector<T>& in, int64_t I, const T* w,
                   const RnnBlockOffsets& o, int64_t dir, const std::vector<T>& dy, int64_t col, const DirTape<T>& tp,
-                  std::vector<T>& din, T* dw) {
+                  std::vector<T>& din, T* dw, const T* dh_final, const T* dc_final, int64_t unit, int64_t units) {
   const int64_t G = d.gates(), H = d.hidden, GH = G * H, TB = g.T * g.B, OD = d.output_size();
   const T* W = w + o.w;
   const T* R = w + o.r;
@@ -200,6 +207,13 @@ void dir_backward(const RnnStackDims& d, const Geometry& g, const std::vector<T>
   std::vector<T> dgr_all(d.cell == RnnCell::LbrGru ? size_t(TB * GH) : 0, T(0));
   std::vector<T>& dgr = d.cell == RnnCell::LbrGru ? dgr_all : dgx;
   std::vector<T> dh(size_t(g.B * H), T(0)), dc(size_t(g.B * H), T(0)), step(size_t(g.B * GH), T(0));
+  // The final states' gradients enter at each sequence's last step of this direction
+  // (the rows of a sequence stay untouched until the reverse sweep reaches it).
+  for (int64_t b = 0; b < g.B; ++b) {
+    const size_t at = size_t((b * units + unit) * H);
+    if (dh_final) std::copy(dh_final + at, dh_final + at + H, &dh[size_t(b * H)]);
+    if (dc_final) std::copy(dc_final + at, dc_final + at + H, &dc[size_t(b * H)]);
+  }
   int64_t steps = 0;
   for (auto l : g.len) steps = std::max(steps, l);
   for (int64_t s = steps - 1; s >= 0; --s) {
@@ -406,19 +420,31 @@ bool use_dnnl(const NDArrayView& x) {
 
 template <class T>
 NDArrayView forward_impl(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
-                         const NDArrayView& weights, std::shared_ptr<RnnStackTape>* tape_out) {
+                         const NDArrayView& weights, std::shared_ptr<RnnStackTape>* tape_out,
+                         RnnStackFinal* final_states) {
   check_sizes(d, x, weights);
   Geometry g = geometry(x, lengths);
-  const int64_t TB = g.T * g.B, OD = d.output_size();
+  const int64_t TB = g.T * g.B, OD = d.output_size(), units = d.layers * d.dirs();
   auto tape = std::make_shared<Tape<T>>();
   std::vector<T> w = to_vector<T>(weights);
   std::vector<T> in = to_vector<T>(x), y;
+  T *h_final = nullptr, *c_final = nullptr;
+  if (final_states) {
+    const NDShape shape{g.B, units, d.hidden};
+    final_states->h = NDArrayView::zeros(dtype_of<T>(), shape);
+    h_final = final_states->h.template data<T>();
+    final_states->c = NDArrayView();
+    if (d.cell == RnnCell::Lstm) {
+      final_states->c = NDArrayView::zeros(dtype_of<T>(), shape);
+      c_final = final_states->c.template data<T>();
+    }
+  }
   for (int64_t l = 0; l < d.layers; ++l) {
     y.assign(size_t(TB * OD), T(0));
     tape->dirs.emplace_back(size_t(d.dirs()));
     for (int64_t k = 0; k < d.dirs(); ++k)
       dir_forward<T>(d, g, in, d.layer_input(l), w.data(), rnn_block_offsets(d, l, k), k, y, k * d.hidden,
-                     tape->dirs.back()[size_t(k)]);
+                     tape->dirs.back()[size_t(k)], h_final, c_final, l * d.dirs() + k, units);
     tape->layer_in.push_back(std::move(in));
     in = y;
   }
@@ -426,9 +452,20 @@ NDArrayView forward_impl(const RnnStackDims& d, const NDArrayView& x, const std:
   return from_vector<T>(y, NDShape{g.T, g.B, OD});
 }
 
+// The gradient of one kind of final state as T values laid out [B, L*D, H] (null: none).
+template <class T>
+std::vector<T> final_grad(const NDArrayView& g, const RnnStackDims& d, int64_t B, const char* what) {
+  if (!g.defined()) return {};
+  if (g.numel() != B * d.layers * d.dirs() * d.hidden)
+    throw Error(std::string("OptimizedRNNStack: the gradient of the final ") + what + " states has shape " +
+                g.shape().str());
+  return to_vector<T>(g);
+}
+
 template <class T>
 RnnStackGrads backward_impl(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
-                            const NDArrayView& weights, const NDArrayView& dy_view, const RnnStackTape& tape_base) {
+                            const NDArrayView& weights, const NDArrayView& dy_view, const RnnStackTape& tape_base,
+                            const RnnStackFinal* d_final) {
   check_sizes(d, x, weights);
   auto* tape = dynamic_cast<const Tape<T>*>(&tape_base);
   if (!tape || int64_t(tape->dirs.size()) != d.layers)
@@ -441,12 +478,18 @@ RnnStackGrads backward_impl(const RnnStackDims& d, const NDArrayView& x, const s
   for (int64_t t = 0; t < g.T; ++t)
     for (int64_t b = 0; b < g.B; ++b)
       if (t >= g.len[size_t(b)]) std::fill_n(&dy[size_t((t * g.B + b) * OD)], OD, T(0));
+  const int64_t units = d.layers * d.dirs();
+  std::vector<T> dh_final = d_final ? final_grad<T>(d_final->h, d, g.B, "h") : std::vector<T>();
+  std::vector<T> dc_final =
+      d_final && d.cell == RnnCell::Lstm ? final_grad<T>(d_final->c, d, g.B, "c") : std::vector<T>();
   for (int64_t l = d.layers - 1; l >= 0; --l) {
     const int64_t I = d.layer_input(l);
     std::vector<T> din(size_t(TB * I), T(0));
     for (int64_t k = 0; k < d.dirs(); ++k)
       dir_backward<T>(d, g, tape->layer_in[size_t(l)], I, w.data(), rnn_block_offsets(d, l, k), k, dy,
-                      k * d.hidden, tape->dirs[size_t(l)][size_t(k)], din, dw.data());
+                      k * d.hidden, tape->dirs[size_t(l)][size_t(k)], din, dw.data(),
+                      dh_final.empty() ? nullptr : dh_final.data(), dc_final.empty() ? nullptr : dc_final.data(),
+                      l * d.dirs() + k, units);
     dy = std::move(din);
   }
   return {from_vector<T>(dy, x.shape()), from_vector<T>(dw, weights.shape())};
@@ -455,16 +498,22 @@ RnnStackGrads backward_impl(const RnnStackDims& d, const NDArrayView& x, const s
 }  // namespace
 
 NDArrayView rnn_stack_forward(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
-                              const NDArrayView& weights, std::shared_ptr<RnnStackTape>* tape) {
-  if (use_dnnl(x)) return forward_dnnl(d, x, lengths, as_float(weights), tape);
-  return CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] { return forward_impl<T>(d, x, lengths, weights, tape); });
+                              const NDArrayView& weights, std::shared_ptr<RnnStackTape>* tape,
+                              RnnStackFinal* final_states) {
+  if (!final_states && use_dnnl(x)) return forward_dnnl(d, x, lengths, as_float(weights), tape);
+  return CNTK_DISPATCH_FLOAT(x.dtype(), T,
+                             [&] { return forward_impl<T>(d, x, lengths, weights, tape, final_states); });
 }
 
 RnnStackGrads rnn_stack_backward(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
-                                 const NDArrayView& weights, const NDArrayView& dy, const RnnStackTape& tape) {
-  if (auto* fused = dynamic_cast<const DnnlTape*>(&tape))
+                                 const NDArrayView& weights, const NDArrayView& dy, const RnnStackTape& tape,
+                                 const RnnStackFinal* d_final) {
+  if (auto* fused = dynamic_cast<const DnnlTape*>(&tape)) {
+    if (d_final) throw Error("OptimizedRNNStack: final-state gradients need the tape of a forward that returned them");
     return backward_dnnl(d, x, lengths, as_float(weights), as_float(dy), *fused);
-  return CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] { return backward_impl<T>(d, x, lengths, weights, dy, tape); });
+  }
+  return CNTK_DISPATCH_FLOAT(x.dtype(), T,
+                             [&] { return backward_impl<T>(d, x, lengths, weights, dy, tape, d_final); });
 }
 
 }  // namespace cntk::kernels
