@@ -1,12 +1,13 @@
 """Float64 gradient checks, with forward values against NumPy, of the sequence layers
 that had none over minibatches of sequences of different lengths, forward and backward
-in time: Delay, PastValueWindow, Fold, RecurrenceFrom, and BatchNormalization with
+in time: Delay, PastValueWindow, Fold, RecurrenceFrom, UnfoldFrom, and BatchNormalization with
 map_rank=1 over sequences."""
 import numpy as np
 import pytest
 
 import cntk as C
-from cntk.layers import BatchNormalization, Delay, Fold, PastValueWindow, RecurrenceFrom, default_options
+from cntk.layers import (BatchNormalization, Delay, Fold, PastValueWindow, RecurrenceFrom, UnfoldFrom,
+                          default_options)
 from seq_harness import as_sequences, random_sequences, seq_gradcheck
 
 LENGTHS = [4, 1, 3, 2]
@@ -179,3 +180,43 @@ def test_batch_normalization_map_rank_1_over_sequences_forward_and_gradient():
                 numeric[idx] += sign * _training_objective(f, args, weights) / (2 * eps)
         p.value = base
         np.testing.assert_allclose(np.asarray(grads[p]), numeric, rtol=1e-5, atol=1e-7)
+
+
+# ---- UnfoldFrom (CNTK 2.7's two-argument form) -----------------------------------------
+
+def test_unfold_from_takes_the_seed_and_the_length_sequence_as_cntk_2_7_does():
+    # UnfoldFrom(f) returns a function of (initial_state, dynamic_axes_like): a seed per
+    # sequence here, and sequences of different lengths that give the output lengths.
+    rng = np.random.RandomState(61)
+    x = seq_input(1)
+    s0 = C.input_variable(2, dtype=np.float64, name='s0')
+    w = C.Parameter((2,), init=np.array([0.6, -0.4]), dtype=np.float64, name='w')
+    b = C.Parameter((2,), init=np.array([0.2, 0.3]), dtype=np.float64, name='b')
+    gen = UnfoldFrom(lambda s: C.tanh(s * w + b))
+    assert [a.name for a in gen.arguments] == ['initial_state', 'dynamic_axes_like']
+    y = gen(s0, x)
+    data = [np.zeros((n, 1)) for n in (3, 1, 2)]
+    seeds = rng.standard_normal((3, 2))
+    got = as_sequences(y.eval({x: data, s0: seeds}))
+    for g, seq, seed in zip(got, data, seeds):
+        state, want = seed, []
+        for _ in range(len(seq)):
+            state = np.tanh(state * w.value + b.value)
+            want.append(state)
+        np.testing.assert_allclose(g, np.array(want), rtol=1e-12)
+    seq_gradcheck(y, {x: data, s0: seeds}, wrt=[s0, w, b])
+    # A constant seed for all sequences, and a generator with an output apart from its state.
+    pair = UnfoldFrom(lambda s: (s * 10.0, s + 1.0))(C.Constant(np.array([0.0, 1.0])), x)
+    got = as_sequences(pair.eval({x: data}))
+    for g, seq in zip(got, data):
+        np.testing.assert_allclose(g, [[10.0 * k, 10.0 * (k + 1)] for k in range(len(seq))])
+
+
+def test_unfold_from_until_predicate_with_a_seed_per_sequence():
+    x = seq_input(1)
+    s0 = C.input_variable(1, dtype=np.float64, name='s0')
+    gen = UnfoldFrom(lambda s: s + 1.0, until_predicate=lambda y: C.greater(y, 2.5), length_increase=2)(s0, x)
+    data = [np.zeros((3, 1)), np.zeros((2, 1))]
+    got = as_sequences(gen.eval({x: data, s0: np.array([[0.0], [2.0]])}))
+    np.testing.assert_allclose(got[0].reshape(-1), [1.0, 2.0, 3.0])  # stops at the first item above 2.5
+    np.testing.assert_allclose(got[1].reshape(-1), [3.0])
