@@ -220,3 +220,25 @@ def test_unfold_from_until_predicate_with_a_seed_per_sequence():
     got = as_sequences(gen.eval({x: data, s0: np.array([[0.0], [2.0]])}))
     np.testing.assert_allclose(got[0].reshape(-1), [1.0, 2.0, 3.0])  # stops at the first item above 2.5
     np.testing.assert_allclose(got[1].reshape(-1), [3.0])
+
+
+@pytest.mark.parametrize("go_backwards", [False, True])
+def test_fold_of_an_lstm_with_full_state(go_backwards):
+    # Fold(LSTM, return_full_state=True) gives the final h and c of each sequence: the
+    # last items (first with go_backwards) of the Recurrence's h and c, with gradients.
+    from cntk.layers import LSTM, Recurrence
+    rng = np.random.RandomState(62)
+    x = seq_input(2)
+    with default_options(dtype=np.float64):
+        cell = LSTM(3, init=C.glorot_uniform(seed=7))
+        folded = Fold(cell, go_backwards=go_backwards, return_full_state=True)(x)
+        rec = Recurrence(cell, go_backwards=go_backwards, return_full_state=True)(x)
+    assert len(folded.outputs) == 2 and all(o.shape == (3,) for o in folded.outputs)
+    data = random_sequences(rng, LENGTHS, (2,))
+    fo = folded.eval({x: data}, outputs=list(folded.outputs))
+    ro = rec.eval({x: data}, outputs=list(rec.outputs))
+    for fk, rk in zip(folded.outputs, rec.outputs):
+        for b, seq in enumerate(as_sequences(ro[rk])):
+            np.testing.assert_allclose(np.asarray(fo[fk])[b], seq[0] if go_backwards else seq[-1], rtol=1e-12)
+    seq_gradcheck(C.combine([folded.outputs[0]]), {x: data})
+    seq_gradcheck(C.combine([folded.outputs[1]]), {x: data})
