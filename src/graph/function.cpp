@@ -98,6 +98,14 @@ bool is_binary_elementwise(const std::string& op) {
   return ops.count(op) > 0;
 }
 
+// Ops whose output has their one input's type (the unary elementwise family): an input
+// whose shape is known while its dynamic axes wait gives an output that waits the same way.
+bool keeps_input_type(const OpDef* op) {
+  using Rule = std::vector<OutputInfo> (*)(InferContext&);
+  const Rule* rule = op->infer.target<Rule>();
+  return rule && *rule == &infer_same_shape;
+}
+
 // A placeholder input still waiting to be bound (not one of a block's inside).
 bool reads_unbound_placeholder(const std::vector<FunctionPtr>& order) {
   for (auto& f : order)
@@ -351,20 +359,31 @@ void Function::infer_outputs() {
     // A delay in a recurrent loop whose state is not known yet: the initial state's
     // type is the first guess, refined by the next pass (infer_until_stable).
     // Only the batch axis: the loop's sequence axis comes with its other inputs.
+    // The step's output may know the state's shape already, with its dynamic axes still
+    // pending (an elementwise op with a parameter, see is_binary_elementwise): that shape
+    // is the state's, not a guess.
     t_guessed_loop_state = true;
-    if (inputs_[1].shape().rank() == 0) guessed = true;  // a scalar says nothing of the state's shape
+    const bool from_step = !inputs_[0].shape().is_unknown();
+    const Variable& like = from_step ? inputs_[0] : inputs_[1];
+    if (!from_step && inputs_[1].shape().rank() == 0) guessed = true;  // a scalar says nothing of the state's shape
     std::vector<Axis> axes{Axis::default_batch_axis()};
     for (auto& a : inputs_[1].dynamic_axes())
       if (!a.is_sequence()) axes = {a};
-    infos.push_back({inputs_[1].shape(), inputs_[1].dtype(), axes, false});
-  } else if (guessed && op_ && inputs_.size() == 2 && is_binary_elementwise(op_name_) &&
+    infos.push_back({like.shape(), like.dtype(), axes, false});
+  } else if (op_ && inputs_.size() == 2 && is_binary_elementwise(op_name_) &&
              is_unknown(inputs_[0]) != is_unknown(inputs_[1]) &&
-             inputs_[is_unknown(inputs_[0]) ? 1 : 0].shape().rank() > 0) {
+             inputs_[is_unknown(inputs_[0]) ? 1 : 0].shape().rank() > 0 &&
+             (guessed || inputs_[is_unknown(inputs_[0]) ? 1 : 0].dynamic_axes().empty())) {
+    // The pending operand's dynamic axes are not known either, unless the known one has
+    // some: then the output waits too (only its shape is known), except in a pass over
+    // a loop's guessed state, which the next pass refines anyway.
     const Variable& known = inputs_[is_unknown(inputs_[0]) ? 1 : 0];
-    // The pending operand's dynamic axes are not known either, unless the known one has some.
     std::vector<Axis> axes = known.dynamic_axes();
     if (axes.empty()) axes = {Axis::dynamic("UnknownAxes")};
     infos.push_back({known.shape(), known.dtype(), axes, false});
+  } else if (op_ && inputs_.size() == 1 && is_unknown(inputs_[0]) && !inputs_[0].shape().is_unknown() &&
+             keeps_input_type(op_)) {
+    infos.push_back({inputs_[0].shape(), inputs_[0].dtype(), inputs_[0].dynamic_axes(), false});
   } else if (has_unknown_input(inputs_)) {
     // Shapes wait until the placeholders are bound.
     size_t n = !outputs_.empty() ? outputs_.size() : (op_ && op_->output_count) ? op_->output_count(attributes_) : 1;

@@ -326,6 +326,37 @@ def test_scalar_initial_state_through_layers_and_gradients():
     seq_gradcheck(frm, {x: data})
 
 
+def test_scalar_initial_state_of_steps_whose_parameters_need_the_state_shape():
+    # The state's shape comes from a Dense's output size even where the Dense reads the
+    # state spliced with the input (its weight then takes the spliced size), also when
+    # the input is bound after the loop is closed.
+    from cntk.layers import Dense, Recurrence
+    rng = np.random.RandomState(23)
+    x = seq_input(3)
+    data = random_sequences(rng, LENGTHS, (3,))
+    with C.layers.default_options(dtype=np.float64):
+        r = Recurrence(lambda h, x: Dense(3, activation=C.tanh, init=C.glorot_uniform(seed=4))(C.splice(h, x)),
+                       initial_state=0.1)(x)
+    assert r.shape == (3,) and sorted(p.shape for p in r.parameters) == [(3,), (6, 3)]
+    W = next(p for p in r.parameters if p.shape == (6, 3)).value
+    b = next(p for p in r.parameters if p.shape == (3,)).value
+    for g, seq in zip(as_sequences(r.eval({x: data})), data):
+        state, ref = np.full(3, np.float32(0.1), dtype=np.float64), []  # the literal is a float32 constant
+        for item in seq:
+            state = np.tanh(np.concatenate([state, item]) @ W + b)
+            ref.append(state)
+        np.testing.assert_allclose(g, np.array(ref), rtol=1e-12)
+    seq_gradcheck(r, {x: data})
+    # By hand: the loop closed over a placeholder input, bound afterwards.
+    ph, x_ph = C.placeholder(), C.placeholder()
+    prev = C.sequence.past_value(ph, initial_state=0.1)
+    out = Dense(3)(C.splice(prev, x_ph))
+    out.replace_placeholders({ph: out.output})
+    out.replace_placeholders({x_ph: x})
+    assert out.shape == (3,) and prev.output.shape == (3,)
+    assert sorted(p.shape for p in out.parameters) == [(3,), (6, 3)]
+
+
 def test_scalar_initial_state_that_never_gets_a_shape_is_a_clear_error():
     # Nothing in the step tells the state's shape (a Dense without bias, plus a scalar): a clear error that says what to give.
     from cntk.layers import Dense, Recurrence
