@@ -369,6 +369,25 @@ def test_full_state_keeps_2_7_argument_order_and_checks_its_type(tmpdir):
     np.testing.assert_allclose(np.asarray(a[g.outputs[1]]), np.asarray(b[h.outputs[1]]), rtol=1e-6)
 
 
+@pytest.mark.parametrize("recurrent_op,num_layers,bidirectional",
+                         [('lstm', 2, True), ('gru', 1, True), ('rnnTanh', 2, False)])
+def test_converter_keeps_the_final_states(recurrent_op, num_layers, bidirectional):
+    # A stack with return_full_state converts into Recurrences whose final items give
+    # the same final states; a model reading them converts as a whole.
+    rng = np.random.RandomState(39)
+    x, W, f = make_full_stack(3, 4, num_layers, bidirectional, recurrent_op)
+    W.value = rng.uniform(-0.5, 0.5, W.shape)
+    model = C.combine([C.sequence.last(f.outputs[0])] + [C.reshape(o, (-1,)) for o in f.outputs[1:]])
+    converted = C.misc.convert_optimized_rnnstack(model)
+    assert _stack_ops(converted) == []
+    assert [o.shape for o in converted.outputs] == [o.shape for o in model.outputs]
+    seqs = random_sequences(rng, [4, 1, 3], (3,))
+    want = model.eval({x: seqs}, outputs=list(model.outputs))
+    got = converted.eval({converted.arguments[0]: seqs}, outputs=list(converted.outputs))
+    for a, b in zip(model.outputs, converted.outputs):
+        np.testing.assert_allclose(np.asarray(got[b]), np.asarray(want[a]), rtol=1e-9, atol=1e-12)
+
+
 # ------------------------------------------------------------------ errors
 
 def test_bad_arguments_raise_clear_errors():
