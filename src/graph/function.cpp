@@ -342,6 +342,9 @@ void Function::infer_outputs() {
     ~Restore() { inferring_from_guessed_state() = value; }
   } restore{outer_guessed};
   inferring_from_guessed_state() = guessed;
+  // A pass of infer_until_stable over values derived from a guessed loop state (a
+  // function built later on such a value is checked as always).
+  const bool in_loop_pass = guessed && t_infer_depth > 0;
   std::vector<OutputInfo> infos;
   std::vector<bool> user_needs_grad;  // user functions declare it per output
   if (kind_ == FunctionKind::Block) {
@@ -373,7 +376,7 @@ void Function::infer_outputs() {
   } else if (op_ && inputs_.size() == 2 && is_binary_elementwise(op_name_) &&
              is_unknown(inputs_[0]) != is_unknown(inputs_[1]) &&
              inputs_[is_unknown(inputs_[0]) ? 1 : 0].shape().rank() > 0 &&
-             (guessed || inputs_[is_unknown(inputs_[0]) ? 1 : 0].dynamic_axes().empty())) {
+             (in_loop_pass || inputs_[is_unknown(inputs_[0]) ? 1 : 0].dynamic_axes().empty())) {
     // The pending operand's dynamic axes are not known either, unless the known one has
     // some: then the output waits too (only its shape is known), except in a pass over
     // a loop's guessed state, which the next pass refines anyway.
@@ -401,7 +404,7 @@ void Function::infer_outputs() {
     try {
       infos = op_->infer(ctx);
     } catch (const ShapeError& e) {
-      if (!guessed) throw;
+      if (!in_loop_pass) throw;
       if (t_guess_failure.empty()) t_guess_failure = e.what();
       size_t n = !outputs_.empty() ? outputs_.size() : op_->output_count ? op_->output_count(attributes_) : 1;
       for (size_t i = 0; i < n; ++i)
