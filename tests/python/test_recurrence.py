@@ -363,6 +363,9 @@ def test_scalar_initial_state_that_never_gets_a_shape_is_a_clear_error():
     x = seq_input(())
     with pytest.raises(ValueError, match="initial_state of the state's shape"):
         Recurrence(lambda h, x: Dense(4, bias=False)(h) + x)(x)
+    # A step whose Dense output does not fit the input it is added to: the op says so.
+    with pytest.raises(ValueError, match="Plus.*broadcast"):
+        Recurrence(lambda h, x: Dense(2)(h) + x)(seq_input(3))
 
 
 def test_loop_reading_a_per_sequence_input_and_a_parameter():
