@@ -351,7 +351,8 @@ void from_dnnl_grads(const RnnStackDims& d, const DnnlWeights& g, float* dw) {
 
 struct DnnlTape : RnnStackTape {
   DnnlWeights weights;
-  std::shared_ptr<RnnSaved> saved;
+  std::shared_ptr<RnnSaved> saved;                       // the whole stack in one call
+  std::vector<std::shared_ptr<RnnSaved>> layer_saved;   // or one call per layer (final states)
 };
 
 RnnDims dnnl_dims(const RnnStackDims& d, const Geometry& g) {
@@ -404,6 +405,108 @@ RnnStackGrads backward_dnnl(const RnnStackDims& d, const NDArrayView& x, const s
   RnnStackGrads out{NDArrayView(DataType::Float, x.shape()), NDArrayView(DataType::Float, weights.shape())};
   a.dx = out.dx.data<float>();
   rnn_backward(dnnl_dims(d, g), *tape.saved, a);
+  from_dnnl_grads(d, grads, out.dw.data<float>());
+  return out;
+}
+
+// Final states on oneDNN (cells without a cell state): oneDNN's dst_iter is the state
+// after the padded batch's last step, so the stack runs one layer per call and each
+// unit's final h is read from its layer's output, at the sequence's last step (forward
+// direction) or first (backward); in backward, the final h's gradient is added to that
+// layer's output gradient at the same step, which is exact since h there is that output.
+// An LSTM's final c is not among the outputs: it runs on the reference loops.
+bool dnnl_final_states(const RnnStackDims& d) { return d.cell != RnnCell::Lstm; }
+
+// Row (t, b) and column offset of unit (layer, dir)'s final h in its layer's [T, B, D*H] output.
+int64_t final_h_at(const RnnStackDims& d, const Geometry& g, int64_t b, int64_t dir) {
+  const int64_t t = dir == 0 ? g.len[size_t(b)] - 1 : 0;
+  return (t * g.B + b) * d.output_size() + dir * d.hidden;
+}
+
+NDArrayView forward_dnnl_by_layer(const RnnStackDims& d, const NDArrayView& x_view, const std::vector<int64_t>& lengths,
+                                  const NDArrayView& weights, std::shared_ptr<RnnStackTape>* tape_out,
+                                  RnnStackFinal& final_states) {
+  check_sizes(d, x_view, weights);
+  Geometry g = geometry(x_view, lengths);
+  const int64_t D = d.dirs(), H = d.hidden, units = d.layers * D;
+  NDArrayView in = x_view.contiguous(), w = weights.contiguous();
+  auto tape = std::make_shared<DnnlTape>();
+  tape->weights = to_dnnl(d, w.data<float>());
+  const std::vector<RnnLayerWeights> all = layer_weights(tape->weights);
+  final_states.h = NDArrayView::zeros(DataType::Float, NDShape{g.B, units, H});
+  final_states.c = NDArrayView();
+  float* hf = final_states.h.data<float>();
+  for (int64_t l = 0; l < d.layers; ++l) {
+    RnnDims r = dnnl_dims(d, g);
+    r.layers = 1;
+    r.input = d.layer_input(l);
+    NDArrayView y(DataType::Float, NDShape{g.T, g.B, d.output_size()});
+    RnnForwardArgs a;
+    a.x = in.data<float>();
+    a.lengths = g.len.data();
+    a.weights.assign(all.begin() + l * D, all.begin() + (l + 1) * D);
+    a.y = y.data<float>();
+    a.training = tape_out != nullptr;
+    std::shared_ptr<RnnSaved> saved = rnn_forward(r, a);
+    if (tape_out) tape->layer_saved.push_back(std::move(saved));
+    const float* yp = y.data<float>();
+    for (int64_t b = 0; b < g.B; ++b) {
+      if (g.len[size_t(b)] == 0) continue;
+      for (int64_t k = 0; k < D; ++k) {
+        const float* src = yp + final_h_at(d, g, b, k);
+        std::copy(src, src + H, hf + (b * units + l * D + k) * H);
+      }
+    }
+    in = y;
+  }
+  if (tape_out) *tape_out = tape;
+  return in;
+}
+
+RnnStackGrads backward_dnnl_by_layer(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
+                                     const NDArrayView& weights, const NDArrayView& dy_view, const DnnlTape& tape,
+                                     const RnnStackFinal* d_final) {
+  check_sizes(d, x, weights);
+  Geometry g = geometry(x, lengths);
+  const int64_t D = d.dirs(), H = d.hidden, units = d.layers * D, TB = g.T * g.B;
+  if (int64_t(tape.layer_saved.size()) != d.layers)
+    throw Error("OptimizedRNNStack: backward got the tape of a different forward pass");
+  NDArrayView dy_c = dy_view.contiguous();
+  std::vector<float> dcur(dy_c.data<float>(), dy_c.data<float>() + dy_c.numel()), dnext;
+  NDArrayView dhf_view;
+  if (d_final && d_final->h.defined()) {
+    if (d_final->h.numel() != g.B * units * H)
+      throw Error("OptimizedRNNStack: the gradient of the final h states has shape " + d_final->h.shape().str());
+    dhf_view = (d_final->h.dtype() == DataType::Float ? d_final->h : d_final->h.cast(DataType::Float)).contiguous();
+  }
+  const float* dhf = dhf_view.defined() ? dhf_view.data<float>() : nullptr;
+  DnnlWeights grads = tape.weights;  // same shapes; overwritten by the kernel
+  for (int64_t l = d.layers - 1; l >= 0; --l) {
+    if (dhf)
+      for (int64_t b = 0; b < g.B; ++b) {
+        if (g.len[size_t(b)] == 0) continue;
+        for (int64_t k = 0; k < D; ++k) {
+          float* dst = dcur.data() + final_h_at(d, g, b, k);
+          const float* src = dhf + (b * units + l * D + k) * H;
+          for (int64_t j = 0; j < H; ++j) dst[j] += src[j];
+        }
+      }
+    RnnDims r = dnnl_dims(d, g);
+    r.layers = 1;
+    r.input = d.layer_input(l);
+    dnext.assign(size_t(TB * r.input), 0.f);
+    RnnBackwardArgs a;
+    a.dy = dcur.data();
+    for (int64_t k = 0; k < D; ++k) {
+      const size_t u = size_t(l * D + k);
+      a.grads.push_back({grads.wx[u].data(), grads.wh[u].data(), grads.bias[u].data()});
+    }
+    a.dx = dnext.data();
+    rnn_backward(r, *tape.layer_saved[size_t(l)], a);
+    dcur.swap(dnext);
+  }
+  RnnStackGrads out{NDArrayView(DataType::Float, x.shape()), NDArrayView(DataType::Float, weights.shape())};
+  std::copy(dcur.begin(), dcur.end(), out.dx.data<float>());
   from_dnnl_grads(d, grads, out.dw.data<float>());
   return out;
 }
@@ -500,7 +603,9 @@ RnnStackGrads backward_impl(const RnnStackDims& d, const NDArrayView& x, const s
 NDArrayView rnn_stack_forward(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
                               const NDArrayView& weights, std::shared_ptr<RnnStackTape>* tape,
                               RnnStackFinal* final_states) {
-  if (!final_states && use_dnnl(x)) return forward_dnnl(d, x, lengths, as_float(weights), tape);
+  if (use_dnnl(x) && !final_states) return forward_dnnl(d, x, lengths, as_float(weights), tape);
+  if (use_dnnl(x) && dnnl_final_states(d))
+    return forward_dnnl_by_layer(d, x, lengths, as_float(weights), tape, *final_states);
   return CNTK_DISPATCH_FLOAT(x.dtype(), T,
                              [&] { return forward_impl<T>(d, x, lengths, weights, tape, final_states); });
 }
@@ -509,6 +614,8 @@ RnnStackGrads rnn_stack_backward(const RnnStackDims& d, const NDArrayView& x, co
                                  const NDArrayView& weights, const NDArrayView& dy, const RnnStackTape& tape,
                                  const RnnStackFinal* d_final) {
   if (auto* fused = dynamic_cast<const DnnlTape*>(&tape)) {
+    if (!fused->layer_saved.empty())
+      return backward_dnnl_by_layer(d, x, lengths, as_float(weights), as_float(dy), *fused, d_final);
     if (d_final) throw Error("OptimizedRNNStack: final-state gradients need the tape of a forward that returned them");
     return backward_dnnl(d, x, lengths, as_float(weights), as_float(dy), *fused);
   }

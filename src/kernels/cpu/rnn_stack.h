@@ -68,9 +68,11 @@ struct RnnStackFinal {
 // x: [T, B, I] dense (any strides), lengths: one per sequence (<= T; empty = all T),
 // weights: weight_count() elements. Returns y [T, B, D*H] with zeros at padded steps.
 // When `tape` is non-null, it receives what backward needs; when `final_states` is
-// non-null, it receives the final states. float32 with final states runs on the
-// reference loops: oneDNN's dst_iter is the state after step T-1 of the padded batch,
-// not after each sequence's own last step.
+// non-null, it receives the final states. oneDNN's dst_iter is the state after step T-1
+// of the padded batch, not after each sequence's own last step: float32 with final
+// states runs on oneDNN one layer per call and reads each final h from its layer's
+// output (GRU and plain RNNs); an LSTM's final c is no output, so an LSTM with final
+// states runs on the reference loops.
 NDArrayView rnn_stack_forward(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
                               const NDArrayView& weights, std::shared_ptr<RnnStackTape>* tape,
                               RnnStackFinal* final_states = nullptr);
