@@ -12,17 +12,27 @@
 namespace cntk::detail {
 
 // Offers `dest` (dense, contiguous, writable) on this thread while in scope.
+//
+// The second form serves a loop's backward rule for an input broadcast over the step
+// (a parameter): such a rule computes the gradient at the step's full shape, then sums
+// it to the input's shape with the size-1 axes of broadcasting kept. `dest` is then
+// also offered in any shape with the same dimensions apart from 1s (a reshaped view),
+// and `scratch` (may be null) to the first tensor of exactly its shape that is not
+// `dest` (the full-shape temporary): both stay the loop's, reused at every step, and
+// are read by the loop before the next step.
 class ScopedOutputHint {
  public:
   explicit ScopedOutputHint(const NDArrayView& dest);
+  ScopedOutputHint(const NDArrayView& dest, const NDArrayView* scratch);
   ~ScopedOutputHint();
   ScopedOutputHint(const ScopedOutputHint&) = delete;
   ScopedOutputHint& operator=(const ScopedOutputHint&) = delete;
 };
 
-// The offered destination if it fits (dtype, shape) and was not taken yet (then it
-// is taken); null otherwise. Called by NDArrayView's allocating constructor.
-const NDArrayView* take_output_hint(DataType dtype, const NDShape& shape);
+// The offered destination (or scratch) if it fits (dtype, shape) and was not taken
+// yet (then it is taken), as a view of `shape`; undefined otherwise. Called by
+// NDArrayView's allocating constructor.
+NDArrayView take_output_hint(DataType dtype, const NDShape& shape);
 
 // How many storage blocks were asked for, from the free lists or the system (tests
 // and benchmarks check that loop steps ask for none).

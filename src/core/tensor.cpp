@@ -12,8 +12,8 @@ NDArrayView::NDArrayView(DataType dtype, const NDShape& shape, DeviceDescriptor 
   if (device.type() != DeviceKind::CPU) throw ValueError("NDArrayView: only the CPU device is available");
   if (dtype == DataType::Unknown) throw TypeError("NDArrayView: unknown data type");
   numel_ = shape.total_size();
-  if (const NDArrayView* dest = detail::take_output_hint(dtype, shape)) {
-    *this = *dest;
+  if (NDArrayView dest = detail::take_output_hint(dtype, shape); dest.defined()) {
+    *this = std::move(dest);
     return;
   }
   strides_ = contiguous_strides(shape.dims());
@@ -24,19 +24,43 @@ namespace detail {
 namespace {
 struct OutputHint {
   const NDArrayView* dest = nullptr;
-  bool taken = false;
+  const NDArrayView* scratch = nullptr;
+  bool taken = false, scratch_taken = false;
+  bool any_unit_dims = false;  // dest also in shapes that differ from it only in 1s
 };
 thread_local OutputHint t_hint;
+
+std::vector<int64_t> without_ones(const NDShape& s) {
+  std::vector<int64_t> d;
+  for (auto n : s.dims())
+    if (n != 1) d.push_back(n);
+  return d;
+}
+
+bool fits(const NDArrayView& v, DataType dtype, const NDShape& shape, bool any_unit_dims) {
+  if (v.dtype() != dtype) return false;
+  if (v.shape() == shape) return true;
+  return any_unit_dims && v.numel() == shape.total_size() && without_ones(v.shape()) == without_ones(shape);
+}
 }  // namespace
 
-ScopedOutputHint::ScopedOutputHint(const NDArrayView& dest) { t_hint = {&dest, false}; }
+ScopedOutputHint::ScopedOutputHint(const NDArrayView& dest) { t_hint = {&dest, nullptr, false, false, false}; }
+ScopedOutputHint::ScopedOutputHint(const NDArrayView& dest, const NDArrayView* scratch) {
+  t_hint = {&dest, scratch && scratch->defined() ? scratch : nullptr, false, false, true};
+}
 ScopedOutputHint::~ScopedOutputHint() { t_hint = {}; }
 
-const NDArrayView* take_output_hint(DataType dtype, const NDShape& shape) {
+NDArrayView take_output_hint(DataType dtype, const NDShape& shape) {
   OutputHint& h = t_hint;
-  if (!h.dest || h.taken || h.dest->dtype() != dtype || h.dest->shape() != shape) return nullptr;
-  h.taken = true;
-  return h.dest;
+  if (h.dest && !h.taken && fits(*h.dest, dtype, shape, h.any_unit_dims)) {
+    h.taken = true;
+    return h.dest->shape() == shape ? *h.dest : h.dest->reshape(shape);
+  }
+  if (h.scratch && !h.scratch_taken && fits(*h.scratch, dtype, shape, false)) {
+    h.scratch_taken = true;
+    return *h.scratch;
+  }
+  return {};
 }
 }  // namespace detail
 

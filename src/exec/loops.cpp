@@ -240,6 +240,7 @@ void loop_backward(const PlanLoop& loop, BackPropState& s, std::vector<NDArrayVi
       init_grad[k - loop.first] = NDArrayView::zeros(s.values[st.out[0]].dtype(), s.values[st.out[0]].shape().sub(1));
   }
   std::vector<std::vector<NDArrayView>> step_grad_buffers(size_t(loop.last - loop.first + 1));
+  std::vector<std::vector<NDArrayView>> step_scratch(step_grad_buffers.size());
   for (int64_t n = e.T; n-- > 0;) {
     int64_t t = loop.forward_in_time ? n : e.T - 1 - n;
     std::vector<int64_t> lens = step_lengths(e, t);
@@ -275,9 +276,17 @@ void loop_backward(const PlanLoop& loop, BackPropState& s, std::vector<NDArrayVi
         if (!buffers[i].defined() && !s.values[in].is_sparse() && !st.out.empty())
           buffers[i] = NDArrayView(p.slot_var[st.out[0]].dtype(),
                                    sequence ? at_step(s.values[in], t).shape() : s.values[in].shape());
+        // An input broadcast over the step (a parameter read whole at every step) has
+        // its gradient summed from the step's full shape: one more buffer for that
+        // full-shape temporary (see core/output_hint.h).
+        auto& scratch = step_scratch[size_t(k - loop.first)];
+        if (scratch.size() < st.in.size()) scratch.resize(st.in.size());
+        if (buffers[i].defined() && !scratch[i].defined() && !ctx.grad_outputs.empty() &&
+            ctx.grad_outputs[0].numel() > buffers[i].numel())
+          scratch[i] = NDArrayView(buffers[i].dtype(), ctx.grad_outputs[0].shape());
         NDArrayView g;
         if (buffers[i].defined() && !st.fn->user_backend()) {
-          detail::ScopedOutputHint hint(buffers[i]);
+          detail::ScopedOutputHint hint(buffers[i], &scratch[i]);
           g = input_gradient(st, ctx, i);
         } else {
           g = input_gradient(st, ctx, i);

@@ -82,6 +82,37 @@ thread_local bool t_guessed_loop_state = false;  // a delay guessed its state in
 thread_local int t_infer_depth = 0;
 // Outputs computed from a guessed (scalar) loop state in the current inference.
 thread_local std::unordered_set<const VariableImpl*> t_guessed_outputs;
+// The first shape rule in this pass that could not take a value derived from a guessed
+// (scalar) loop state: its outputs wait for the next pass, as if a placeholder were
+// unbound, and the error is raised only if the loop never settles to a known state.
+thread_local std::string t_guess_failure;
+
+// Binary elementwise ops: where one operand is still pending and the other is known,
+// the output takes the known operand's type (as CNTK's elementwise shape rule does with
+// an unknown operand); that is how a loop state starting from a scalar learns its shape
+// from `step(h, x) = f(h) + x`.
+bool is_binary_elementwise(const std::string& op) {
+  static const std::set<std::string> ops{"Plus",      "Minus",      "ElementTimes", "ElementDivide",
+                                         "Pow",       "LogPlus",    "Equal",        "NotEqual",
+                                         "Less",      "LessEqual",  "Greater",      "GreaterEqual"};
+  return ops.count(op) > 0;
+}
+
+// Ops whose output has their one input's type (the unary elementwise family): an input
+// whose shape is known while its dynamic axes wait gives an output that waits the same way.
+bool keeps_input_type(const OpDef* op) {
+  using Rule = std::vector<OutputInfo> (*)(InferContext&);
+  const Rule* rule = op->infer.target<Rule>();
+  return rule && *rule == &infer_same_shape;
+}
+
+// A placeholder input still waiting to be bound (not one of a block's inside).
+bool reads_unbound_placeholder(const std::vector<FunctionPtr>& order) {
+  for (auto& f : order)
+    for (auto& in : f->direct_inputs())
+      if (in.is_placeholder() && is_unknown(in)) return true;
+  return false;
+}
 
 void infer_until_stable(const std::vector<FunctionPtr>& order) {
   bool loops = false;
@@ -94,6 +125,7 @@ void infer_until_stable(const std::vector<FunctionPtr>& order) {
     if (t_infer_depth == 0) {
       t_guessed_loop_state = false;
       t_guessed_outputs.clear();
+      t_guess_failure.clear();
     }
     struct Depth {
       Depth() { ++t_infer_depth; }
@@ -117,7 +149,16 @@ void infer_until_stable(const std::vector<FunctionPtr>& order) {
           changed = true;
         ++k;
       }
-    if (!changed) return;
+    if (!changed) {
+      // Settled with a shape rule still refusing the guessed state: the loop's state
+      // never became known (unless inputs are still to be bound).
+      if (t_infer_depth == 0 && !t_guess_failure.empty() && !reads_unbound_placeholder(order))
+        throw ShapeError(t_guess_failure +
+                         "; this happened while inferring the state of a recurrent loop from its scalar initial "
+                         "state, and the step function's output never gave the state a shape: give the delay (or "
+                         "Recurrence) an initial_state of the state's shape");
+      return;
+    }
   }
   if (loops)
     throw ShapeError("the shapes in a recurrent loop do not settle: the state a delay reads back does not keep the "
@@ -301,6 +342,9 @@ void Function::infer_outputs() {
     ~Restore() { inferring_from_guessed_state() = value; }
   } restore{outer_guessed};
   inferring_from_guessed_state() = guessed;
+  // A pass of infer_until_stable over values derived from a guessed loop state (a
+  // function built later on such a value is checked as always).
+  const bool in_loop_pass = guessed && t_infer_depth > 0;
   std::vector<OutputInfo> infos;
   std::vector<bool> user_needs_grad;  // user functions declare it per output
   if (kind_ == FunctionKind::Block) {
@@ -318,12 +362,31 @@ void Function::infer_outputs() {
     // A delay in a recurrent loop whose state is not known yet: the initial state's
     // type is the first guess, refined by the next pass (infer_until_stable).
     // Only the batch axis: the loop's sequence axis comes with its other inputs.
+    // The step's output may know the state's shape already, with its dynamic axes still
+    // pending (an elementwise op with a parameter, see is_binary_elementwise): that shape
+    // is the state's, not a guess.
     t_guessed_loop_state = true;
-    if (inputs_[1].shape().rank() == 0) guessed = true;  // a scalar says nothing of the state's shape
+    const bool from_step = !inputs_[0].shape().is_unknown();
+    const Variable& like = from_step ? inputs_[0] : inputs_[1];
+    if (!from_step && inputs_[1].shape().rank() == 0) guessed = true;  // a scalar says nothing of the state's shape
     std::vector<Axis> axes{Axis::default_batch_axis()};
     for (auto& a : inputs_[1].dynamic_axes())
       if (!a.is_sequence()) axes = {a};
-    infos.push_back({inputs_[1].shape(), inputs_[1].dtype(), axes, false});
+    infos.push_back({like.shape(), like.dtype(), axes, false});
+  } else if (op_ && inputs_.size() == 2 && is_binary_elementwise(op_name_) &&
+             is_unknown(inputs_[0]) != is_unknown(inputs_[1]) &&
+             inputs_[is_unknown(inputs_[0]) ? 1 : 0].shape().rank() > 0 &&
+             (in_loop_pass || inputs_[is_unknown(inputs_[0]) ? 1 : 0].dynamic_axes().empty())) {
+    // The pending operand's dynamic axes are not known either, unless the known one has
+    // some: then the output waits too (only its shape is known), except in a pass over
+    // a loop's guessed state, which the next pass refines anyway.
+    const Variable& known = inputs_[is_unknown(inputs_[0]) ? 1 : 0];
+    std::vector<Axis> axes = known.dynamic_axes();
+    if (axes.empty()) axes = {Axis::dynamic("UnknownAxes")};
+    infos.push_back({known.shape(), known.dtype(), axes, false});
+  } else if (op_ && inputs_.size() == 1 && is_unknown(inputs_[0]) && !inputs_[0].shape().is_unknown() &&
+             keeps_input_type(op_)) {
+    infos.push_back({inputs_[0].shape(), inputs_[0].dtype(), inputs_[0].dynamic_axes(), false});
   } else if (has_unknown_input(inputs_)) {
     // Shapes wait until the placeholders are bound.
     size_t n = !outputs_.empty() ? outputs_.size() : (op_ && op_->output_count) ? op_->output_count(attributes_) : 1;
@@ -338,7 +401,15 @@ void Function::infer_outputs() {
     if (infos.empty()) throw ValueError(op_name_ + ": infer_outputs returned no outputs");
   } else {
     InferContext ctx(op_name_, inputs_, attributes_);
-    infos = op_->infer(ctx);
+    try {
+      infos = op_->infer(ctx);
+    } catch (const ShapeError& e) {
+      if (!in_loop_pass) throw;
+      if (t_guess_failure.empty()) t_guess_failure = e.what();
+      size_t n = !outputs_.empty() ? outputs_.size() : op_->output_count ? op_->output_count(attributes_) : 1;
+      for (size_t i = 0; i < n; ++i)
+        infos.push_back({NDShape::unknown(), DataType::Float, {Axis::dynamic("UnknownAxes")}, false});
+    }
   }
   bool needs_grad = false;
   for (auto& v : inputs_) needs_grad = needs_grad || v.needs_gradient();

@@ -103,7 +103,19 @@ void additive(const char* name, F f, bool negate_right) {
   binary(name, f, [](auto, auto, auto) { return std::array<double, 2>{0, 0}; }, Gradient::Rule,
          [negate_right](ComputeContext& ctx, size_t which) {
            NDArrayView g = ctx.reduce_to_input(which, ctx.grad_outputs[0]);
-           return negate_right && which == 1 ? eager::neg(g) : g;
+           if (!negate_right || which != 1) return g;
+           // A sum made here is this rule's own: negate it in place (a loop step then
+           // needs no further temporary).
+           if (!g.same_storage(ctx.grad_outputs[0]) && g.is_contiguous() && !g.is_sparse() &&
+               (g.dtype() == DataType::Float || g.dtype() == DataType::Double)) {
+             CNTK_DISPATCH_FLOAT(g.dtype(), T, [&] {
+               T* p = g.data<T>();
+               for (int64_t k = 0; k < g.numel(); ++k) p[k] = -p[k];
+               return 0;
+             });
+             return g;
+           }
+           return eager::neg(g);
          });
 }
 

@@ -2,7 +2,12 @@
 // flat weight parameter in cuDNN's packed layout (see kernels/cpu/rnn_stack.h for the
 // layout and the equations). Inputs in CNTK's order: the operand (rank 1, with a
 // sequence axis; a batch without one is a batch of one-step sequences), then the weights.
-// Attributes (CNTK's keys): hiddenSize, numLayers, bidirectional, recurrentOp.
+// Attributes (CNTK's keys): hiddenSize, numLayers, bidirectional, recurrentOp; and
+// returnFullState (OpenCNTK's, stored only when true, so other models stay readable by
+// CNTK 2.7): the final states as extra outputs, h then (LSTM) c, each of shape
+// (numLayers * D, hiddenSize) per sequence (batch axis, no sequence axis), row l*D + d
+// for layer l and direction d (0 forward, 1 backward); the backward direction's final
+// state is the one after the sequence's first item.
 #include "kernels/cpu/rnn_stack.h"
 #include "ops/op.h"
 
@@ -19,6 +24,12 @@ kernels::RnnStackDims stack_dims(const Dictionary& a, int64_t input_size) {
   d.bidirectional = attr_bool(a, "bidirectional", false);
   d.input_size = input_size;
   return d;
+}
+
+// 0, or the number of final-state outputs (h, and c for LSTM) with returnFullState.
+size_t final_state_outputs(const Dictionary& a) {
+  if (!attr_bool(a, "returnFullState", false)) return 0;
+  return attr_string(a, "recurrentOp", "lstm") == "lstm" ? 2 : 1;
 }
 
 std::vector<OutputInfo> rnn_stack_infer(InferContext& ctx) {
@@ -58,6 +69,11 @@ std::vector<OutputInfo> rnn_stack_infer(InferContext& ctx) {
   }
   auto out = ctx.one(NDShape{d.output_size()});
   out[0].dynamic_axes = x.dynamic_axes();
+  std::vector<Axis> per_sequence;
+  for (auto& a : x.dynamic_axes())
+    if (!a.is_sequence()) per_sequence.push_back(a);
+  for (size_t k = 1; k < final_state_outputs(ctx.attrs()) + 1; ++k)
+    out.push_back({NDShape{d.layers * d.dirs(), d.hidden}, out[0].dtype, per_sequence, false});
   return out;
 }
 
@@ -92,11 +108,20 @@ std::vector<NDArrayView> rnn_stack_forward(ComputeContext& ctx) {
   NDArrayView x = in_dtype(as_sequences(ctx, lengths), t);
   kernels::RnnStackDims d = stack_dims(ctx.attr(), x.shape()[2]);
   auto st = std::make_shared<RnnStackState>();
+  const size_t finals = final_state_outputs(ctx.attr());
+  kernels::RnnStackFinal fin;
   NDArrayView y = kernels::rnn_stack_forward(d, x, lengths, in_dtype(ctx.inputs[kWeights], t),
-                                             ctx.training ? &st->tape : nullptr);
+                                             ctx.training ? &st->tape : nullptr, finals ? &fin : nullptr);
   if (ctx.training) ctx.state = st;
   if (ctx.in_dyn[kOperand] == 1) y = y.reshape(NDShape{y.shape()[1], y.shape()[2]});
-  return {y};
+  std::vector<NDArrayView> out{y};
+  if (finals == 0) return out;
+  // The states hold no sequence axis: they carry no sequence lengths.
+  ctx.out_lengths = {ctx.in_lengths[kOperand]};
+  out.push_back(fin.h);
+  if (finals == 2) out.push_back(fin.c);
+  ctx.out_lengths.resize(out.size());
+  return out;
 }
 
 NDArrayView rnn_stack_backward(ComputeContext& ctx, size_t i) {
@@ -109,9 +134,15 @@ NDArrayView rnn_stack_backward(ComputeContext& ctx, size_t i) {
     kernels::RnnStackDims d = stack_dims(ctx.attr(), x.shape()[2]);
     auto st = std::static_pointer_cast<RnnStackState>(ctx.state);
     std::shared_ptr<kernels::RnnStackTape> tape = st ? st->tape : nullptr;
-    if (!tape) kernels::rnn_stack_forward(d, x, lengths, w, &tape);  // no training forward: redo it
+    const size_t finals = final_state_outputs(ctx.attr());
+    kernels::RnnStackFinal unused;
+    if (!tape) kernels::rnn_stack_forward(d, x, lengths, w, &tape, finals ? &unused : nullptr);  // redo it
     NDArrayView dy = in_dtype(ctx.grad_outputs[0], t).reshape(NDShape{x.shape()[0], x.shape()[1], d.output_size()});
-    grads = std::make_shared<kernels::RnnStackGrads>(kernels::rnn_stack_backward(d, x, lengths, w, dy, *tape));
+    kernels::RnnStackFinal d_final;
+    if (finals >= 1) d_final.h = in_dtype(ctx.grad_outputs[1], t);
+    if (finals == 2) d_final.c = in_dtype(ctx.grad_outputs[2], t);
+    grads = std::make_shared<kernels::RnnStackGrads>(
+        kernels::rnn_stack_backward(d, x, lengths, w, dy, *tape, finals ? &d_final : nullptr));
     ctx.scratch = grads;
   }
   const NDArrayView& g = i == kOperand ? grads->dx : grads->dw;
@@ -126,6 +157,7 @@ void register_rnn_stack_ops() {
   d.infer = rnn_stack_infer;
   d.forward = rnn_stack_forward;
   d.backward = rnn_stack_backward;
+  d.output_count = [](const Dictionary& a) { return 1 + final_state_outputs(a); };
   register_op(std::move(d));
 }
 

@@ -275,3 +275,67 @@ TEST(ExecLoops, StepsAllocateNothingPerTimeStep) {
   TanhLoop scaled;
   EXPECT_EQ(requests_for(scaled, 3, false), requests_for(scaled, 40, false));
 }
+
+// A loop state that starts from a scalar initial state takes its shape from the step's
+// output: h[t] = W h[t-1] + b + x[t] with W's input size still open, closed while x is
+// a placeholder and bound after; W then takes the state's size.
+TEST(ExecLoops, ScalarInitialStateTakesItsShapeFromTheStep) {
+  auto x_ph = unknown_placeholder("x"), h_fwd = unknown_placeholder("h_fwd");
+  auto h_prev = delay_of(h_fwd, 0.5);
+  auto init = std::make_shared<Dictionary>();
+  (*init)["type"] = DictValue(std::string("uniform"));
+  (*init)["scale"] = DictValue(0.5);
+  (*init)["randomSeed"] = DictValue(int64_t(3));
+  auto W = Variable::parameter({NDShape::kInferredDimension, 3}, DataType::Double, NDArrayView(), init, "W");
+  auto b = Variable::parameter({3}, DataType::Double, NDArrayView::full(DataType::Double, {3}, 0.1), nullptr, "b");
+  auto times = Function::primitive("Times", {h_prev->output(), W}, {});
+  auto plus_b = Function::primitive("Plus", {times->output(), b}, {});
+  auto h = Function::primitive("Plus", {plus_b->output(), x_ph}, {});
+  auto model = Function::composite(h);
+  ASSERT_NO_THROW(model->replace_placeholders({{h_fwd.get(), h->output()}}));
+  auto x = Variable::input({3}, DataType::Double, false, false,
+                           {Axis::default_batch_axis(), Axis::default_dynamic_axis()}, "x");
+  ASSERT_NO_THROW(model->replace_placeholders({{x_ph.get(), x}}));
+  EXPECT_EQ(h_prev->output().shape(), NDShape({3}));
+  EXPECT_EQ(W.shape(), NDShape({3, 3}));
+  EXPECT_EQ(model->output().shape(), NDShape({3}));
+  // The step by hand: one sequence of 2 steps.
+  NDArrayView d(DataType::Double, {1, 2, 3});
+  for (int i = 0; i < 6; ++i) d.data<double>()[i] = 0.1 * i;
+  std::vector<Value> outs;
+  forward(model, {{x, Value(d, std::make_shared<NDMask>(NDMask::from_lengths({2}, 2)))}}, {}, outs, false);
+  NDArrayView y = outs[0].data().contiguous();
+  NDArrayView w = W.value().contiguous();
+  double state[3] = {0.5, 0.5, 0.5};
+  for (int t = 0; t < 2; ++t) {
+    double next[3];
+    for (int n = 0; n < 3; ++n) {
+      next[n] = 0.1 + d.data<double>()[t * 3 + n];
+      for (int k = 0; k < 3; ++k) next[n] += state[k] * w.data<double>()[k * 3 + n];
+    }
+    for (int n = 0; n < 3; ++n) {
+      state[n] = next[n];
+      EXPECT_NEAR(y.data<double>()[t * 3 + n], state[n], 1e-12) << "t=" << t << " n=" << n;
+    }
+  }
+}
+
+// A state that nothing in the step gives a shape is a clear error naming the fix.
+TEST(ExecLoops, ScalarInitialStateWithNoShapeFromTheStepIsAClearError) {
+  auto h_fwd = unknown_placeholder("h_fwd");
+  auto h_prev = delay_of(h_fwd, 0.5);
+  auto x = Variable::input({}, DataType::Double, false, false,
+                           {Axis::default_batch_axis(), Axis::default_dynamic_axis()}, "x");
+  auto init = std::make_shared<Dictionary>();
+  (*init)["type"] = DictValue(std::string("uniform"));
+  auto W = Variable::parameter({NDShape::kInferredDimension, 3}, DataType::Double, NDArrayView(), init, "W");
+  auto times = Function::primitive("Times", {h_prev->output(), W}, {});
+  auto h = Function::primitive("Plus", {times->output(), x}, {});
+  auto model = Function::composite(h);
+  try {
+    model->replace_placeholders({{h_fwd.get(), h->output()}});
+    FAIL() << "expected a ShapeError";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("initial_state of the state's shape"), std::string::npos) << e.what();
+  }
+}

@@ -98,6 +98,68 @@ def test_lstm_recurrence_allocates_nothing_per_time_step():
     assert requests(5) == requests(30)
 
 
+def _broadcast_steps():
+    w = C.parameter((4,), init=0.3)
+    b = C.parameter((4,), init=0.1)
+    s = C.parameter((), init=0.5)
+    w24 = C.parameter((2, 4), init=0.2)
+    W = C.parameter((4, 4), init=0.1)
+    return {
+        'times_a_parameter': lambda h, x, c: C.tanh(h * w + x),
+        'plus_a_bias': lambda h, x, c: C.tanh(h + b + x),
+        'minus_a_parameter': lambda h, x, c: C.sigmoid(h - w + x),
+        'times_a_scalar_parameter': lambda h, x, c: C.tanh(h * s + x),
+        'divided_by_a_parameter_expression': lambda h, x, c: C.tanh(h / (w * w + 1) + x),
+        'times_a_per_sequence_input': lambda h, x, c: C.tanh(h * c + x),
+        'state_broadcast_against_a_matrix': lambda h, x, c: C.reduce_sum(C.tanh(C.reshape(h, (1, 4)) * w24),
+                                                                         axis=0) + x,
+        'dense': lambda h, x, c: C.tanh(C.times(h, W) + b + x),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_broadcast_steps()))
+def test_loop_broadcasting_a_parameter_allocates_nothing_per_time_step(name):
+    # Backward of a step that broadcasts a parameter (or a value read whole at every
+    # step) sums the step's gradient to its shape: that sum and the full-step
+    # temporary before it live in buffers the loop keeps, not in new storage per step.
+    step = _broadcast_steps()[name]
+    x = C.sequence.input_variable(4)
+    c = C.input_variable(4)
+    h_fwd = C.placeholder()
+    h = step(C.sequence.past_value(h_fwd), x, c)
+    h.replace_placeholders({h_fwd: h.output})
+    loss = C.reduce_sum(C.sequence.reduce_sum(h))
+    params = loss.parameters
+    wanted = list(params) + [x]
+
+    def requests(T):
+        args = {x: [np.linspace(-1, 1, T * 4, dtype=np.float32).reshape(T, 4)] * 3}
+        if c in loss.arguments:
+            args[c] = np.full((3, 4), 0.7, np.float32)
+        loss.grad(args, wrt=wanted)  # plans and warms up
+        before = C.cntk_py.storage_requests()
+        loss.grad(args, wrt=wanted)
+        return C.cntk_py.storage_requests() - before
+
+    assert requests(5) == requests(30)
+
+
+def test_loop_broadcast_gradients_stay_right_with_reused_buffers():
+    # The buffers reused at every step hold the right sums: float64 finite differences
+    # of a loop whose steps broadcast parameters (times, minus, a matrix broadcast).
+    from seq_harness import random_sequences, seq_gradcheck
+    rng = np.random.RandomState(41)
+    x = C.sequence.input_variable(4, dtype=np.float64)
+    w = C.parameter((4,), init=rng.uniform(-0.5, 0.5, 4), dtype=np.float64)
+    v = C.parameter((4,), init=rng.uniform(-0.5, 0.5, 4), dtype=np.float64)
+    w24 = C.parameter((2, 4), init=rng.uniform(-0.5, 0.5, (2, 4)), dtype=np.float64)
+    h_fwd = C.placeholder()
+    prev = C.sequence.past_value(h_fwd)
+    h = C.tanh(prev * w - v + C.reduce_sum(C.reshape(prev, (1, 4)) * w24, axis=0) + x)
+    h.replace_placeholders({h_fwd: h.output})
+    seq_gradcheck(h, {x: random_sequences(rng, [4, 1, 3], (4,))})
+
+
 # ---- state across minibatches ------------------------------------------------------
 
 def _pieces(seqs, length):

@@ -53,8 +53,9 @@ def sigmoid(v):
     return 1 / (1 + np.exp(-v))
 
 
-def run_direction(xs, W, R, bW, bR, recurrent_op, hidden):
-    """One direction over one sequence xs [T, in], left to right."""
+def run_direction(xs, W, R, bW, bR, recurrent_op, hidden, final=None):
+    """One direction over one sequence xs [T, in], left to right; `final` (a list)
+    receives the final h and c."""
     h, c, out = np.zeros(hidden), np.zeros(hidden), []
     H = hidden
     for x in xs:
@@ -74,20 +75,30 @@ def run_direction(xs, W, R, bW, bR, recurrent_op, hidden):
         else:
             h = np.maximum(gx + gr, 0)
         out.append(h)
+    if final is not None:
+        final.extend([h, c])
     return np.array(out).reshape(len(xs), hidden)
 
 
-def reference(seqs, flat, recurrent_op, hidden, num_layers, bidirectional):
+def reference(seqs, flat, recurrent_op, hidden, num_layers, bidirectional, finals=None):
+    """The outputs per sequence; `finals` (a list) receives per sequence the final
+    states h and c, each [num_layers * D, hidden] (row layer * D + direction)."""
     blocks = unpack(flat, recurrent_op, seqs[0].shape[1], hidden, num_layers, bidirectional)
     outs = []
     for xs in seqs:
         inp = np.asarray(xs, dtype=np.float64)
+        hs, cs = [], []
         for layer in blocks:
-            parts = [run_direction(inp, *layer[0], recurrent_op, hidden)]
+            fwd, bwd = [], []
+            parts = [run_direction(inp, *layer[0], recurrent_op, hidden, fwd)]
+            hs.append(fwd[0]), cs.append(fwd[1])
             if bidirectional:
-                parts.append(run_direction(inp[::-1], *layer[1], recurrent_op, hidden)[::-1])
+                parts.append(run_direction(inp[::-1], *layer[1], recurrent_op, hidden, bwd)[::-1])
+                hs.append(bwd[0]), cs.append(bwd[1])
             inp = np.concatenate(parts, axis=1)
         outs.append(inp)
+        if finals is not None:
+            finals.append((np.array(hs), np.array(cs)))
     return outs
 
 
@@ -193,6 +204,192 @@ def test_float32_matches_float64(recurrent_op, num_layers, bidirectional, fusion
     for a, b in zip(grads[np.float32][0], grads[np.float64][0]):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(grads[np.float32][1], grads[np.float64][1], rtol=1e-4, atol=1e-4)
+
+
+# ------------------------------------------------------------------ return_full_state
+
+def make_full_stack(input_size, hidden, num_layers, bidirectional, recurrent_op, dtype=np.float64, seed=0):
+    x = C.sequence.input_variable(input_size, dtype=dtype, name='x')
+    W = C.parameter((C.InferredDimension, hidden), init=C.uniform(0.5, seed=seed), dtype=dtype, name='W')
+    f = C.optimized_rnnstack(x, W, hidden, num_layers, bidirectional, recurrent_op, name='stack',
+                             return_full_state=True)
+    return x, W, f
+
+
+FULL_CONFIGS = CONFIGS + [('lstm', 3, True), ('gru', 2, False)]
+
+
+@pytest.mark.parametrize("recurrent_op,num_layers,bidirectional", FULL_CONFIGS)
+def test_full_state_matches_numpy_model(recurrent_op, num_layers, bidirectional):
+    rng = np.random.RandomState(31)
+    x, W, f = make_full_stack(3, 4, num_layers, bidirectional, recurrent_op)
+    units = num_layers * (2 if bidirectional else 1)
+    lstm = recurrent_op == 'lstm'
+    assert len(f.outputs) == (3 if lstm else 2)
+    for o in f.outputs[1:]:
+        assert o.shape == (units, 4)
+        assert len(o.dynamic_axes) == 1 and o.dynamic_axes[0] == C.Axis.default_batch_axis()
+    W.value = rng.uniform(-0.6, 0.6, W.shape)
+    seqs = random_sequences(rng, [4, 1, 6, 3], (3,))
+    got = f.eval({x: seqs}, outputs=list(f.outputs))
+    finals = []
+    want = reference(seqs, W.value, recurrent_op, 4, num_layers, bidirectional, finals)
+    for g, w in zip(as_sequences(got[f.outputs[0]]), want):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+    h = np.asarray(got[f.outputs[1]])
+    assert h.shape == (len(seqs), units, 4)
+    np.testing.assert_allclose(h, np.array([fh for fh, _ in finals]), rtol=1e-10, atol=1e-12)
+    if lstm:
+        np.testing.assert_allclose(np.asarray(got[f.outputs[2]]), np.array([fc for _, fc in finals]),
+                                   rtol=1e-10, atol=1e-12)
+    # The top layer's forward final state is its output at the sequence's last item,
+    # the backward one's its output at the first item.
+    top = (num_layers - 1) * (2 if bidirectional else 1)
+    for b, w in enumerate(want):
+        np.testing.assert_allclose(h[b, top], w[-1, :4], rtol=1e-10)
+        if bidirectional:
+            np.testing.assert_allclose(h[b, top + 1], w[0, 4:], rtol=1e-10)
+
+
+def _through_states(f, lstm):
+    """A scalar per sequence that reads the final states and the outputs."""
+    h, c = f.outputs[1], (f.outputs[2] if lstm else None)
+    terms = [C.reduce_sum(C.reshape(C.sin(h) * C.constant(np.linspace(0.5, 1.5, h.shape[0] * h.shape[1],
+                                                                       dtype=np.float64).reshape(h.shape)),
+                                    (-1,)))]
+    if lstm:
+        terms.append(C.reduce_sum(C.reshape(C.square(c), (-1,))))
+    y = C.reduce_sum(f.outputs[0])
+    terms.append(C.sequence.reduce_sum(y) if len(f.outputs[0].dynamic_axes) == 2 else y)
+    out = terms[0]
+    for t in terms[1:]:
+        out = out + t
+    return out
+
+
+@pytest.mark.parametrize("recurrent_op,num_layers,bidirectional", FULL_CONFIGS)
+def test_full_state_gradients_float64(recurrent_op, num_layers, bidirectional):
+    rng = np.random.RandomState(32)
+    x, W, f = make_full_stack(2, 3, num_layers, bidirectional, recurrent_op, seed=33)
+    if recurrent_op == 'rnnReLU':  # keep pre-activations away from the kink
+        W.value = W.value + 0.05
+    seqs = random_sequences(rng, [4, 1, 3], (2,))
+    lstm = recurrent_op == 'lstm'
+    # Each final state on its own, then everything together.
+    seq_gradcheck(C.combine([f.outputs[1]]), {x: seqs}, wrt=[x, W], rtol=1e-5, atol=1e-8)
+    if lstm:
+        seq_gradcheck(C.combine([f.outputs[2]]), {x: seqs}, wrt=[x, W], rtol=1e-5, atol=1e-8)
+    seq_gradcheck(_through_states(f, lstm), {x: seqs}, wrt=[x, W], rtol=1e-5, atol=1e-8)
+
+
+def test_full_state_without_sequence_axis():
+    # A batch without a sequence axis is a batch of one-step sequences.
+    rng = np.random.RandomState(34)
+    x = C.input_variable(2, dtype=np.float64)
+    W = C.parameter((C.InferredDimension, 3), init=C.uniform(0.5, seed=35), dtype=np.float64)
+    f = C.optimized_rnnstack(x, W, 3, 2, True, 'lstm', return_full_state=True)
+    data = rng.standard_normal((4, 2))
+    got = f.eval({x: data}, outputs=list(f.outputs))
+    finals = []
+    want = reference([d[None] for d in data], W.value, 'lstm', 3, 2, True, finals)
+    np.testing.assert_allclose(np.asarray(got[f.outputs[0]]), np.array([w[0] for w in want]), rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(got[f.outputs[1]]), np.array([fh for fh, _ in finals]), rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(got[f.outputs[2]]), np.array([fc for _, fc in finals]), rtol=1e-10)
+    seq_gradcheck(_through_states(f, True), {x: data}, wrt=[x, W], rtol=1e-5, atol=1e-8)
+
+
+@pytest.mark.parametrize("fusion", ['1', '0'])
+@pytest.mark.parametrize("recurrent_op,num_layers,bidirectional", FULL_CONFIGS)
+def test_full_state_float32_matches_float64_and_the_onednn_path(recurrent_op, num_layers, bidirectional, fusion,
+                                                                  monkeypatch):
+    # float32 with final states runs on oneDNN one layer per call (GRU and plain RNNs;
+    # an LSTM's final c needs the reference loops), or on the reference loops with
+    # CNTK_RNN_FUSION=0.
+    monkeypatch.setenv('CNTK_RNN_FUSION', fusion)
+    rng = np.random.RandomState(36)
+    lstm = recurrent_op == 'lstm'
+    x32, W32, f32 = make_full_stack(5, 6, num_layers, bidirectional, recurrent_op, dtype=np.float32)
+    x64, W64, f64 = make_full_stack(5, 6, num_layers, bidirectional, recurrent_op, dtype=np.float64)
+    # The same stack without final states (all layers in one oneDNN call when fused).
+    xd, Wd, fd = make_stack(5, 6, num_layers, bidirectional, recurrent_op, dtype=np.float32)
+    w = rng.uniform(-0.4, 0.4, W64.shape)
+    W64.value = w
+    W32.value = w.astype(np.float32)
+    Wd.value = w.astype(np.float32)
+    seqs = random_sequences(rng, [5, 2, 7, 1], (5,))
+    seqs32 = [s.astype(np.float32) for s in seqs]
+    got32 = f32.eval({x32: seqs32}, outputs=list(f32.outputs))
+    got64 = f64.eval({x64: seqs}, outputs=list(f64.outputs))
+    for a, b in zip(as_sequences(got32[f32.outputs[0]]), as_sequences(got64[f64.outputs[0]])):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    for k in range(1, len(f32.outputs)):
+        np.testing.assert_allclose(np.asarray(got32[f32.outputs[k]]), np.asarray(got64[f64.outputs[k]]),
+                                   rtol=1e-5, atol=1e-5)
+    y_dnnl = as_sequences(fd.eval({xd: seqs32}))
+    for a, b in zip(y_dnnl, as_sequences(got32[f32.outputs[0]])):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    # The outputs at each sequence's ends are the top layer's final h.
+    top = (num_layers - 1) * (2 if bidirectional else 1)
+    h32 = np.asarray(got32[f32.outputs[1]])
+    for b, y in enumerate(y_dnnl):
+        np.testing.assert_allclose(h32[b, top], y[-1, :6], rtol=1e-5, atol=1e-5)
+        if bidirectional:
+            np.testing.assert_allclose(h32[b, top + 1], y[0, 6:], rtol=1e-5, atol=1e-5)
+    # Gradients through the outputs and the final states agree between the dtypes.
+    grads = {}
+    for x, W, f, dt in ((x32, W32, f32, np.float32), (x64, W64, f64, np.float64)):
+        outs = list(f.outputs)
+        state, vals = f.forward({x: [s.astype(dt) for s in seqs]}, outs, keep_for_backward=outs)
+        r = np.random.RandomState(37)
+        root = {outs[0]: [r.standard_normal(np.shape(v)).astype(dt) for v in as_sequences(vals[outs[0]])]}
+        for o in outs[1:]:
+            root[o] = r.standard_normal(np.shape(vals[o])).astype(dt)
+        g = f.backward(state, root, [x, W])
+        grads[dt] = (as_sequences(g[x]), np.asarray(g[W]))
+    for a, b in zip(grads[np.float32][0], grads[np.float64][0]):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(grads[np.float32][1], grads[np.float64][1], rtol=1e-4, atol=1e-4)
+
+
+def test_full_state_keeps_2_7_argument_order_and_checks_its_type(tmpdir):
+    x = C.sequence.input_variable(3)
+    W = C.parameter((C.InferredDimension, 4))
+    # CNTK 2.7's positional order is unchanged: name is still the seventh argument.
+    f = C.optimized_rnnstack(x, W, 4, 1, False, 'gru', 'named')
+    assert f.name == 'named' and len(f.outputs) == 1
+    assert 'returnFullState' not in f.root_function.attributes
+    with pytest.raises(TypeError, match='return_full_state'):
+        C.optimized_rnnstack(x, W, 4, 1, return_full_state='yes')
+    g = C.optimized_rnnstack(x, C.parameter((C.InferredDimension, 4)), 4, 2, True, 'rnnTanh', return_full_state=True)
+    assert len(g.outputs) == 2 and g.outputs[1].shape == (4, 4)
+    # Saved and loaded, the stack keeps its final-state output.
+    path = os.path.join(str(tmpdir), 'full.model')
+    g.save(path)
+    h = C.load_model(path)
+    assert len(h.outputs) == 2 and h.outputs[1].shape == (4, 4)
+    seqs = [np.random.RandomState(38).standard_normal((n, 3)).astype(np.float32) for n in (2, 5)]
+    a = g.eval({g.arguments[0]: seqs}, outputs=list(g.outputs))
+    b = h.eval({h.arguments[0]: seqs}, outputs=list(h.outputs))
+    np.testing.assert_allclose(np.asarray(a[g.outputs[1]]), np.asarray(b[h.outputs[1]]), rtol=1e-6)
+
+
+@pytest.mark.parametrize("recurrent_op,num_layers,bidirectional",
+                         [('lstm', 2, True), ('gru', 1, True), ('rnnTanh', 2, False)])
+def test_converter_keeps_the_final_states(recurrent_op, num_layers, bidirectional):
+    # A stack with return_full_state converts into Recurrences whose final items give
+    # the same final states; a model reading them converts as a whole.
+    rng = np.random.RandomState(39)
+    x, W, f = make_full_stack(3, 4, num_layers, bidirectional, recurrent_op)
+    W.value = rng.uniform(-0.5, 0.5, W.shape)
+    model = C.combine([C.sequence.last(f.outputs[0])] + [C.reshape(o, (-1,)) for o in f.outputs[1:]])
+    converted = C.misc.convert_optimized_rnnstack(model)
+    assert _stack_ops(converted) == []
+    assert [o.shape for o in converted.outputs] == [o.shape for o in model.outputs]
+    seqs = random_sequences(rng, [4, 1, 3], (3,))
+    want = model.eval({x: seqs}, outputs=list(model.outputs))
+    got = converted.eval({converted.arguments[0]: seqs}, outputs=list(converted.outputs))
+    for a, b in zip(model.outputs, converted.outputs):
+        np.testing.assert_allclose(np.asarray(got[b]), np.asarray(want[a]), rtol=1e-9, atol=1e-12)
 
 
 # ------------------------------------------------------------------ errors

@@ -272,16 +272,100 @@ def test_loop_from_a_sequence_initial_state():
     seq_gradcheck(h, {x: data, s: init})
 
 
-def test_scalar_initial_state_cannot_shape_a_parameter():
-    # A loop's state starts from the shape of its initial state; a scalar cannot tell
-    # a Dense layer inside the loop its input size (clear error, nothing half-inferred).
+def test_scalar_initial_state_takes_its_shape_from_the_step_output():
+    # A loop's state that starts from a scalar learns its shape from what the step
+    # function returns (here from `+ x`), as CNTK infers it; the Dense inside the loop
+    # then takes its input size from that state.
     from cntk.layers import Dense, Recurrence
+    rng = np.random.RandomState(21)
     x = seq_input(4)
-    with pytest.raises(ValueError, match="initial_state of the state's shape"):
-        Recurrence(lambda h, x: Dense(4)(h) + x)(x)
+    data = random_sequences(rng, LENGTHS, (4,))
+    for init in (0, 0.1):
+        r = Recurrence(lambda h, x: Dense(4, init=C.glorot_uniform(seed=3))(h) + x, initial_state=init)(x)
+        assert r.shape == (4,) and sorted(p.shape for p in r.parameters) == [(4,), (4, 4)]
+        W = next(p for p in r.parameters if p.shape == (4, 4)).value
+        b = next(p for p in r.parameters if p.shape == (4,)).value
+        got = as_sequences(r.eval({x: data}))
+        for g, seq in zip(got, data):
+            state, ref = np.full(4, init, dtype=np.float64), []
+            for t in range(len(seq)):
+                state = state @ W + b + seq[t]
+                ref.append(state)
+            np.testing.assert_allclose(g, np.array(ref), rtol=1e-5, atol=1e-6)
+    # The explicit state shape keeps working, and gives the same parameter shapes.
     r = Recurrence(lambda h, x: Dense(4)(h) + x, initial_state=np.zeros(4))(x)
     assert r.shape == (4,) and sorted(p.shape for p in r.parameters) == [(4,), (4, 4)]
-    assert as_sequences(r.eval({x: [np.ones((3, 4))]}))[0].shape == (3, 4)
+
+
+def test_scalar_initial_state_through_layers_and_gradients():
+    # Variants: RecurrenceFrom with a constant scalar state, Fold, go_backwards and a
+    # step whose state comes out of a nonlinearity; float64 gradients.
+    from cntk.layers import Dense, Fold, Recurrence, RecurrenceFrom
+    rng = np.random.RandomState(22)
+    x = seq_input(3)
+    data = random_sequences(rng, LENGTHS, (3,))
+    with C.layers.default_options(dtype=np.float64):
+        def step(h, x):
+            return C.tanh(Dense(3, init=C.glorot_uniform(seed=5))(h) + x)
+        rec = Recurrence(step, go_backwards=True, initial_state=0.2)(x)
+        fold = Fold(step)(x)
+        frm = RecurrenceFrom(step)(C.Constant(0.5, dtype=np.float64), x)
+    W = next(p for p in rec.parameters if p.shape == (3, 3)).value
+    b = next(p for p in rec.parameters if p.shape == (3,)).value
+    got = as_sequences(rec.eval({x: data}))
+    for g, seq in zip(got, data):
+        state, ref = np.full(3, 0.2), []
+        for t in reversed(range(len(seq))):
+            state = np.tanh(state @ W + b + seq[t])
+            ref.append(state)
+        np.testing.assert_allclose(g, np.array(ref[::-1]), rtol=1e-5, atol=1e-6)
+    seq_gradcheck(rec, {x: data})
+    assert fold.shape == (3,)
+    seq_gradcheck(fold, {x: data})
+    assert frm.shape == (3,)
+    seq_gradcheck(frm, {x: data})
+
+
+def test_scalar_initial_state_of_steps_whose_parameters_need_the_state_shape():
+    # The state's shape comes from a Dense's output size even where the Dense reads the
+    # state spliced with the input (its weight then takes the spliced size), also when
+    # the input is bound after the loop is closed.
+    from cntk.layers import Dense, Recurrence
+    rng = np.random.RandomState(23)
+    x = seq_input(3)
+    data = random_sequences(rng, LENGTHS, (3,))
+    with C.layers.default_options(dtype=np.float64):
+        r = Recurrence(lambda h, x: Dense(3, activation=C.tanh, init=C.glorot_uniform(seed=4))(C.splice(h, x)),
+                       initial_state=0.1)(x)
+    assert r.shape == (3,) and sorted(p.shape for p in r.parameters) == [(3,), (6, 3)]
+    W = next(p for p in r.parameters if p.shape == (6, 3)).value
+    b = next(p for p in r.parameters if p.shape == (3,)).value
+    for g, seq in zip(as_sequences(r.eval({x: data})), data):
+        state, ref = np.full(3, np.float32(0.1), dtype=np.float64), []  # the literal is a float32 constant
+        for item in seq:
+            state = np.tanh(np.concatenate([state, item]) @ W + b)
+            ref.append(state)
+        np.testing.assert_allclose(g, np.array(ref), rtol=1e-12)
+    seq_gradcheck(r, {x: data})
+    # By hand: the loop closed over a placeholder input, bound afterwards.
+    ph, x_ph = C.placeholder(), C.placeholder()
+    prev = C.sequence.past_value(ph, initial_state=0.1)
+    out = Dense(3)(C.splice(prev, x_ph))
+    out.replace_placeholders({ph: out.output})
+    out.replace_placeholders({x_ph: x})
+    assert out.shape == (3,) and prev.output.shape == (3,)
+    assert sorted(p.shape for p in out.parameters) == [(3,), (6, 3)]
+
+
+def test_scalar_initial_state_that_never_gets_a_shape_is_a_clear_error():
+    # Nothing in the step tells the state's shape (a Dense without bias, plus a scalar): a clear error that says what to give.
+    from cntk.layers import Dense, Recurrence
+    x = seq_input(())
+    with pytest.raises(ValueError, match="initial_state of the state's shape"):
+        Recurrence(lambda h, x: Dense(4, bias=False)(h) + x)(x)
+    # A step whose Dense output does not fit the input it is added to: the op says so.
+    with pytest.raises(ValueError, match="Plus.*broadcast"):
+        Recurrence(lambda h, x: Dense(2)(h) + x)(seq_input(3))
 
 
 def test_loop_reading_a_per_sequence_input_and_a_parameter():

@@ -188,11 +188,17 @@ def _valid_until(flags):
 
 def UnfoldFrom(generator_function, until_predicate=None, length_increase=1, name='', map_state_function=identity,
                initial_state=None):
-    """A recurrent generator: emits f(s), f(f(s)), ... from the seed `initial_state`
-    (default 0); `f` may return (output, new state), and then the output of each step
-    is the first and the state fed back the second.
+    """A recurrent generator: emits f(s), f(f(s)), ... from a seed state s; `f` may
+    return (output, new state), and then the output of each step is the first and the
+    state fed back the second.
 
-    The layer's argument is a sequence that only gives the length: the output has
+    As in CNTK 2.7, the layer takes two arguments, (initial_state, dynamic_axes_like):
+    the seed (one per sequence with a batch axis, or one for all) and a sequence. Given
+    the seed here as `initial_state` (an OpenCNTK extension, like `map_state_function`,
+    which maps each new state before it is fed back), the layer takes dynamic_axes_like
+    alone.
+
+    dynamic_axes_like only gives the length: the output has
     length_increase items per item of it (fractions accumulate, as sequence.where
     counts them; the default 1 gives one each). `until_predicate` (a function of the
     output, 1 on the last item to keep and 0 elsewhere) cuts each sequence after the
@@ -211,13 +217,13 @@ def UnfoldFrom(generator_function, until_predicate=None, length_increase=1, name
         raise TypeError("UnfoldFrom: generator_function must take 1 argument (the state) and return an output or "
                         "a tuple (output, new state)")
 
-    def unfold_from(dynamic_axes_like):
+    def unfold(seed, dynamic_axes_like):
         out_axis = dynamic_axes_like
         if length_increase != 1:
             # a new axis with length_increase steps per input step; only its length matters
             out_axis = _seq.where(_seq.broadcast_as(float(length_increase), dynamic_axes_like))
         state_fwd = placeholder(name='unfold_state_fwd')
-        prev_state = _seq.delay(state_fwd, initial_state=0 if initial_state is None else initial_state)
+        prev_state = _seq.delay(state_fwd, initial_state=seed)
         z = generator_function(prev_state)
         output = z.outputs[0]
         new_state = z.outputs[1] if len(z.outputs) > 1 else output
@@ -231,6 +237,13 @@ def UnfoldFrom(generator_function, until_predicate=None, length_increase=1, name
             output = _with_axes_of(output, out_axis)
             output = _seq.gather(output, _valid_until(until_predicate(output)), name='valid_output')
         return output
+
+    if initial_state is None:
+        def unfold_from(initial_state, dynamic_axes_like):
+            return unfold(initial_state, dynamic_axes_like)
+    else:
+        def unfold_from(dynamic_axes_like):
+            return unfold(initial_state, dynamic_axes_like)
     return _inject_name(Function(unfold_from), name)
 
 

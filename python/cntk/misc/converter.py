@@ -63,4 +63,8 @@ def convert(root_func, filter, converter):
         if filter(replacement):
             raise RuntimeError("convert: the converter returned a function the filter selects again")
         done.add(target.uid)
-        root_func = _substitute(root_func, [target.output], [replacement.output])
+        old, new = list(target.outputs), list(replacement.outputs)
+        if len(old) != len(new):
+            raise ValueError("convert: the converter returned %d outputs for '%s', which has %d"
+                             % (len(new), target.op_name, len(old)))
+        root_func = _substitute(root_func, old, new)

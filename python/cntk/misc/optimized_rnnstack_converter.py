@@ -85,7 +85,9 @@ def _gru_step(hidden, W, R, bW, bR, dtype):
     return gru
 
 
-def _direction(x, recurrent_op, hidden, mats, go_backwards, dtype, name):
+def _direction(x, recurrent_op, hidden, mats, go_backwards, dtype, name, full_state=False):
+    """One layer-direction as a Recurrence over x; with full_state, its outputs are the
+    states over the sequence (h, and c for LSTM)."""
     W, R, bW, bR = mats
     if recurrent_op == 'gru':
         # Leading [in, 3H] / [H, 3H] orientation for x @ W and h @ R.
@@ -100,7 +102,7 @@ def _direction(x, recurrent_op, hidden, mats, go_backwards, dtype, name):
         else:
             step = RNNStep(hidden, activation=_ops.relu if recurrent_op == 'rnnReLU' else _ops.tanh,
                            enable_self_stabilization=False, name=name)
-    out = Recurrence(step, go_backwards=go_backwards)(x)
+    out = Recurrence(step, go_backwards=go_backwards, return_full_state=full_state and recurrent_op == 'lstm')(x)
     # The cell's own parameters (those of `out` also include the layers feeding x).
     params = {p.name: p for p in step.parameters}
     if sorted(params) != ['H', 'W', 'b']:
@@ -132,15 +134,33 @@ def _from_optimized_rnnstack(stack):
     input_size = x.shape[0] if len(x.shape) else 1
     layers = _split_weights(flat, recurrent_op, input_size, hidden, num_layers, bidirectional)
     name = f.name or 'optimized_rnnstack'
+    full_state = bool(attrs.get('returnFullState', False))
     out = x
+    finals = []  # per layer and direction: its Recurrence's outputs and direction
+
+    def run(layer_in, mats, backwards, label):
+        r = _direction(layer_in, recurrent_op, hidden, mats, backwards, dtype, label, full_state)
+        finals.append((r, backwards))
+        return r.outputs[0]
     for k, layer in enumerate(layers):
         if bidirectional:
-            fw = _direction(out, recurrent_op, hidden, layer[0], False, dtype, '%s_fw%d' % (name, k))
-            bw = _direction(out, recurrent_op, hidden, layer[1], True, dtype, '%s_bw%d' % (name, k))
+            fw = run(out, layer[0], False, '%s_fw%d' % (name, k))
+            bw = run(out, layer[1], True, '%s_bw%d' % (name, k))
             out = _ops.splice(fw, bw).output
         else:
-            out = _direction(out, recurrent_op, hidden, layer[0], False, dtype, '%s_%d' % (name, k)).output
-    return _ops.combine([out])
+            out = run(out, layer[0], False, '%s_%d' % (name, k))
+    if not full_state:
+        return _ops.combine([out])
+    # The final states (see optimized_rnnstack): the forward direction's last item, the
+    # backward one's first, stacked as rows layer * D + direction.
+    stacked = []
+    for s in range(2 if recurrent_op == 'lstm' else 1):
+        rows = []
+        for r, backwards in finals:
+            final = (_ops.sequence.first if backwards else _ops.sequence.last)(r.outputs[s])
+            rows.append(_ops.reshape(final, (1, hidden)))
+        stacked.append((_ops.splice(*rows, axis=0) if len(rows) > 1 else rows[0]).output)
+    return _ops.combine([out] + stacked)
 
 
 def convert_optimized_rnnstack(cudnn_model):

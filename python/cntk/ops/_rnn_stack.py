@@ -3,6 +3,8 @@ catalogue primitive (src/ops/rnn_stack.cpp) with all weights in one parameter in
 cuDNN's packed layout (src/kernels/cpu/rnn_stack.h describes it)."""
 import numbers
 
+import numpy as np
+
 from ._prim import prim
 
 __all__ = ['optimized_rnnstack']
@@ -23,7 +25,7 @@ def _positive_int(value, what):
 
 
 def optimized_rnnstack(operand, weights, hidden_size, num_layers, bidirectional=False, recurrent_op='lstm',
-                       name=''):
+                       name='', return_full_state=False):
     '''
     A stack of recurrent layers computed as one op, as CNTK's cuDNN implementation
     computes it (here on the CPU). Each layer runs an LSTM, GRU or plain RNN over the
@@ -42,9 +44,18 @@ def optimized_rnnstack(operand, weights, hidden_size, num_layers, bidirectional=
          'rnnTanh' (or 'tanh'). 'gru' is cuDNN's GRU, whose reset gate scales the
          recurrent candidate term after its product.
         name (str, optional): the name of the Function instance in the network
+        return_full_state (bool, default False): an OpenCNTK addition (CNTK 2.7 lacks
+         it), after CNTK's arguments. When True the Function has further outputs: the
+         final hidden states h, then for 'lstm' the final cell states c, each of shape
+         (num_layers * D, hidden_size) per sequence (a batch axis, no sequence axis),
+         where D is 2 when bidirectional, else 1; row l * D + d holds layer l's
+         direction d (0 forward, 1 backward). The forward direction's final state is
+         the one after the sequence's last item, the backward direction's the one after
+         its first item; an empty sequence's are zero. These outputs are differentiable.
 
     Returns:
-        :class:`~cntk.ops.functions.Function`
+        :class:`~cntk.ops.functions.Function`: one output, or with
+        ``return_full_state`` the outputs (y, h) or, for 'lstm', (y, h, c)
     '''
     if not isinstance(recurrent_op, str):
         raise TypeError("optimized_rnnstack: recurrent_op must be a string, not %r" % (recurrent_op,))
@@ -56,4 +67,9 @@ def optimized_rnnstack(operand, weights, hidden_size, num_layers, bidirectional=
              'numLayers': _positive_int(num_layers, 'num_layers'),
              'bidirectional': bool(bidirectional),
              'recurrentOp': recurrent_op}
+    if not isinstance(return_full_state, (bool, np.bool_)):
+        raise TypeError("optimized_rnnstack: return_full_state must be a bool, not %r" % (return_full_state,))
+    if return_full_state:
+        # Stored only when set, so that models without it stay readable by CNTK 2.7.
+        attrs['returnFullState'] = True
     return prim('OptimizedRNNStack', [operand, weights], attrs, name)

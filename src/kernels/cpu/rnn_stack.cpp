@@ -112,7 +112,8 @@ NDArrayView from_vector(const std::vector<T>& v, const NDShape& shape) {
 // `col`), and fills the tape.
 template <class T>
 void dir_forward(const RnnStackDims& d, const Geometry& g, const std::vector<T>& in, int64_t I, const T* w,
-                 const RnnBlockOffsets& o, int64_t dir, std::vector<T>& y, int64_t col, DirTape<T>& tp) {
+                 const RnnBlockOffsets& o, int64_t dir, std::vector<T>& y, int64_t col, DirTape<T>& tp,
+                 T* h_final, T* c_final, int64_t unit, int64_t units) {
   const int64_t G = d.gates(), H = d.hidden, GH = G * H, TB = g.T * g.B, OD = d.output_size();
   const T* W = w + o.w;
   const T* R = w + o.r;
@@ -183,6 +184,12 @@ void dir_forward(const RnnStackDims& d, const Geometry& g, const std::vector<T>&
       std::copy(hb, hb + H, yo);
     }
   }
+  // A sequence's rows stop changing after its last step: h and c hold its final states.
+  for (int64_t b = 0; b < g.B; ++b) {
+    const size_t at = size_t((b * units + unit) * H);
+    if (h_final) std::copy(&h[size_t(b * H)], &h[size_t((b + 1) * H)], h_final + at);
+    if (c_final) std::copy(&c[size_t(b * H)], &c[size_t((b + 1) * H)], c_final + at);
+  }
 }
 
 // One layer-direction backward: reads its H columns of dy [T*B, D*H] (padded rows zero),
@@ -190,7 +197,7 @@ void dir_forward(const RnnStackDims& d, const Geometry& g, const std::vector<T>&
 template <class T>
 void dir_backward(const RnnStackDims& d, const Geometry& g, const std::vector<T>& in, int64_t I, const T* w,
                   const RnnBlockOffsets& o, int64_t dir, const std::vector<T>& dy, int64_t col, const DirTape<T>& tp,
-                  std::vector<T>& din, T* dw) {
+                  std::vector<T>& din, T* dw, const T* dh_final, const T* dc_final, int64_t unit, int64_t units) {
   const int64_t G = d.gates(), H = d.hidden, GH = G * H, TB = g.T * g.B, OD = d.output_size();
   const T* W = w + o.w;
   const T* R = w + o.r;
@@ -200,6 +207,13 @@ void dir_backward(const RnnStackDims& d, const Geometry& g, const std::vector<T>
   std::vector<T> dgr_all(d.cell == RnnCell::LbrGru ? size_t(TB * GH) : 0, T(0));
   std::vector<T>& dgr = d.cell == RnnCell::LbrGru ? dgr_all : dgx;
   std::vector<T> dh(size_t(g.B * H), T(0)), dc(size_t(g.B * H), T(0)), step(size_t(g.B * GH), T(0));
+  // The final states' gradients enter at each sequence's last step of this direction
+  // (the rows of a sequence stay untouched until the reverse sweep reaches it).
+  for (int64_t b = 0; b < g.B; ++b) {
+    const size_t at = size_t((b * units + unit) * H);
+    if (dh_final) std::copy(dh_final + at, dh_final + at + H, &dh[size_t(b * H)]);
+    if (dc_final) std::copy(dc_final + at, dc_final + at + H, &dc[size_t(b * H)]);
+  }
   int64_t steps = 0;
   for (auto l : g.len) steps = std::max(steps, l);
   for (int64_t s = steps - 1; s >= 0; --s) {
@@ -337,7 +351,8 @@ void from_dnnl_grads(const RnnStackDims& d, const DnnlWeights& g, float* dw) {
 
 struct DnnlTape : RnnStackTape {
   DnnlWeights weights;
-  std::shared_ptr<RnnSaved> saved;
+  std::shared_ptr<RnnSaved> saved;                       // the whole stack in one call
+  std::vector<std::shared_ptr<RnnSaved>> layer_saved;   // or one call per layer (final states)
 };
 
 RnnDims dnnl_dims(const RnnStackDims& d, const Geometry& g) {
@@ -394,6 +409,108 @@ RnnStackGrads backward_dnnl(const RnnStackDims& d, const NDArrayView& x, const s
   return out;
 }
 
+// Final states on oneDNN (cells without a cell state): oneDNN's dst_iter is the state
+// after the padded batch's last step, so the stack runs one layer per call and each
+// unit's final h is read from its layer's output, at the sequence's last step (forward
+// direction) or first (backward); in backward, the final h's gradient is added to that
+// layer's output gradient at the same step, which is exact since h there is that output.
+// An LSTM's final c is not among the outputs: it runs on the reference loops.
+bool dnnl_final_states(const RnnStackDims& d) { return d.cell != RnnCell::Lstm; }
+
+// Row (t, b) and column offset of unit (layer, dir)'s final h in its layer's [T, B, D*H] output.
+int64_t final_h_at(const RnnStackDims& d, const Geometry& g, int64_t b, int64_t dir) {
+  const int64_t t = dir == 0 ? g.len[size_t(b)] - 1 : 0;
+  return (t * g.B + b) * d.output_size() + dir * d.hidden;
+}
+
+NDArrayView forward_dnnl_by_layer(const RnnStackDims& d, const NDArrayView& x_view, const std::vector<int64_t>& lengths,
+                                  const NDArrayView& weights, std::shared_ptr<RnnStackTape>* tape_out,
+                                  RnnStackFinal& final_states) {
+  check_sizes(d, x_view, weights);
+  Geometry g = geometry(x_view, lengths);
+  const int64_t D = d.dirs(), H = d.hidden, units = d.layers * D;
+  NDArrayView in = x_view.contiguous(), w = weights.contiguous();
+  auto tape = std::make_shared<DnnlTape>();
+  tape->weights = to_dnnl(d, w.data<float>());
+  const std::vector<RnnLayerWeights> all = layer_weights(tape->weights);
+  final_states.h = NDArrayView::zeros(DataType::Float, NDShape{g.B, units, H});
+  final_states.c = NDArrayView();
+  float* hf = final_states.h.data<float>();
+  for (int64_t l = 0; l < d.layers; ++l) {
+    RnnDims r = dnnl_dims(d, g);
+    r.layers = 1;
+    r.input = d.layer_input(l);
+    NDArrayView y(DataType::Float, NDShape{g.T, g.B, d.output_size()});
+    RnnForwardArgs a;
+    a.x = in.data<float>();
+    a.lengths = g.len.data();
+    a.weights.assign(all.begin() + l * D, all.begin() + (l + 1) * D);
+    a.y = y.data<float>();
+    a.training = tape_out != nullptr;
+    std::shared_ptr<RnnSaved> saved = rnn_forward(r, a);
+    if (tape_out) tape->layer_saved.push_back(std::move(saved));
+    const float* yp = y.data<float>();
+    for (int64_t b = 0; b < g.B; ++b) {
+      if (g.len[size_t(b)] == 0) continue;
+      for (int64_t k = 0; k < D; ++k) {
+        const float* src = yp + final_h_at(d, g, b, k);
+        std::copy(src, src + H, hf + (b * units + l * D + k) * H);
+      }
+    }
+    in = y;
+  }
+  if (tape_out) *tape_out = tape;
+  return in;
+}
+
+RnnStackGrads backward_dnnl_by_layer(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
+                                     const NDArrayView& weights, const NDArrayView& dy_view, const DnnlTape& tape,
+                                     const RnnStackFinal* d_final) {
+  check_sizes(d, x, weights);
+  Geometry g = geometry(x, lengths);
+  const int64_t D = d.dirs(), H = d.hidden, units = d.layers * D, TB = g.T * g.B;
+  if (int64_t(tape.layer_saved.size()) != d.layers)
+    throw Error("OptimizedRNNStack: backward got the tape of a different forward pass");
+  NDArrayView dy_c = dy_view.contiguous();
+  std::vector<float> dcur(dy_c.data<float>(), dy_c.data<float>() + dy_c.numel()), dnext;
+  NDArrayView dhf_view;
+  if (d_final && d_final->h.defined()) {
+    if (d_final->h.numel() != g.B * units * H)
+      throw Error("OptimizedRNNStack: the gradient of the final h states has shape " + d_final->h.shape().str());
+    dhf_view = (d_final->h.dtype() == DataType::Float ? d_final->h : d_final->h.cast(DataType::Float)).contiguous();
+  }
+  const float* dhf = dhf_view.defined() ? dhf_view.data<float>() : nullptr;
+  DnnlWeights grads = tape.weights;  // same shapes; overwritten by the kernel
+  for (int64_t l = d.layers - 1; l >= 0; --l) {
+    if (dhf)
+      for (int64_t b = 0; b < g.B; ++b) {
+        if (g.len[size_t(b)] == 0) continue;
+        for (int64_t k = 0; k < D; ++k) {
+          float* dst = dcur.data() + final_h_at(d, g, b, k);
+          const float* src = dhf + (b * units + l * D + k) * H;
+          for (int64_t j = 0; j < H; ++j) dst[j] += src[j];
+        }
+      }
+    RnnDims r = dnnl_dims(d, g);
+    r.layers = 1;
+    r.input = d.layer_input(l);
+    dnext.assign(size_t(TB * r.input), 0.f);
+    RnnBackwardArgs a;
+    a.dy = dcur.data();
+    for (int64_t k = 0; k < D; ++k) {
+      const size_t u = size_t(l * D + k);
+      a.grads.push_back({grads.wx[u].data(), grads.wh[u].data(), grads.bias[u].data()});
+    }
+    a.dx = dnext.data();
+    rnn_backward(r, *tape.layer_saved[size_t(l)], a);
+    dcur.swap(dnext);
+  }
+  RnnStackGrads out{NDArrayView(DataType::Float, x.shape()), NDArrayView(DataType::Float, weights.shape())};
+  std::copy(dcur.begin(), dcur.end(), out.dx.data<float>());
+  from_dnnl_grads(d, grads, out.dw.data<float>());
+  return out;
+}
+
 // CNTK_RNN_FUSION=0 keeps float32 on the reference loops (as it keeps Recurrence off the
 // fused kernel), for comparisons and debugging.
 NDArrayView as_float(const NDArrayView& a) { return a.dtype() == DataType::Float ? a : a.cast(DataType::Float); }
@@ -406,19 +523,31 @@ bool use_dnnl(const NDArrayView& x) {
 
 template <class T>
 NDArrayView forward_impl(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
-                         const NDArrayView& weights, std::shared_ptr<RnnStackTape>* tape_out) {
+                         const NDArrayView& weights, std::shared_ptr<RnnStackTape>* tape_out,
+                         RnnStackFinal* final_states) {
   check_sizes(d, x, weights);
   Geometry g = geometry(x, lengths);
-  const int64_t TB = g.T * g.B, OD = d.output_size();
+  const int64_t TB = g.T * g.B, OD = d.output_size(), units = d.layers * d.dirs();
   auto tape = std::make_shared<Tape<T>>();
   std::vector<T> w = to_vector<T>(weights);
   std::vector<T> in = to_vector<T>(x), y;
+  T *h_final = nullptr, *c_final = nullptr;
+  if (final_states) {
+    const NDShape shape{g.B, units, d.hidden};
+    final_states->h = NDArrayView::zeros(dtype_of<T>(), shape);
+    h_final = final_states->h.template data<T>();
+    final_states->c = NDArrayView();
+    if (d.cell == RnnCell::Lstm) {
+      final_states->c = NDArrayView::zeros(dtype_of<T>(), shape);
+      c_final = final_states->c.template data<T>();
+    }
+  }
   for (int64_t l = 0; l < d.layers; ++l) {
     y.assign(size_t(TB * OD), T(0));
     tape->dirs.emplace_back(size_t(d.dirs()));
     for (int64_t k = 0; k < d.dirs(); ++k)
       dir_forward<T>(d, g, in, d.layer_input(l), w.data(), rnn_block_offsets(d, l, k), k, y, k * d.hidden,
-                     tape->dirs.back()[size_t(k)]);
+                     tape->dirs.back()[size_t(k)], h_final, c_final, l * d.dirs() + k, units);
     tape->layer_in.push_back(std::move(in));
     in = y;
   }
@@ -426,9 +555,20 @@ NDArrayView forward_impl(const RnnStackDims& d, const NDArrayView& x, const std:
   return from_vector<T>(y, NDShape{g.T, g.B, OD});
 }
 
+// The gradient of one kind of final state as T values laid out [B, L*D, H] (null: none).
+template <class T>
+std::vector<T> final_grad(const NDArrayView& g, const RnnStackDims& d, int64_t B, const char* what) {
+  if (!g.defined()) return {};
+  if (g.numel() != B * d.layers * d.dirs() * d.hidden)
+    throw Error(std::string("OptimizedRNNStack: the gradient of the final ") + what + " states has shape " +
+                g.shape().str());
+  return to_vector<T>(g);
+}
+
 template <class T>
 RnnStackGrads backward_impl(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
-                            const NDArrayView& weights, const NDArrayView& dy_view, const RnnStackTape& tape_base) {
+                            const NDArrayView& weights, const NDArrayView& dy_view, const RnnStackTape& tape_base,
+                            const RnnStackFinal* d_final) {
   check_sizes(d, x, weights);
   auto* tape = dynamic_cast<const Tape<T>*>(&tape_base);
   if (!tape || int64_t(tape->dirs.size()) != d.layers)
@@ -441,12 +581,18 @@ RnnStackGrads backward_impl(const RnnStackDims& d, const NDArrayView& x, const s
   for (int64_t t = 0; t < g.T; ++t)
     for (int64_t b = 0; b < g.B; ++b)
       if (t >= g.len[size_t(b)]) std::fill_n(&dy[size_t((t * g.B + b) * OD)], OD, T(0));
+  const int64_t units = d.layers * d.dirs();
+  std::vector<T> dh_final = d_final ? final_grad<T>(d_final->h, d, g.B, "h") : std::vector<T>();
+  std::vector<T> dc_final =
+      d_final && d.cell == RnnCell::Lstm ? final_grad<T>(d_final->c, d, g.B, "c") : std::vector<T>();
   for (int64_t l = d.layers - 1; l >= 0; --l) {
     const int64_t I = d.layer_input(l);
     std::vector<T> din(size_t(TB * I), T(0));
     for (int64_t k = 0; k < d.dirs(); ++k)
       dir_backward<T>(d, g, tape->layer_in[size_t(l)], I, w.data(), rnn_block_offsets(d, l, k), k, dy,
-                      k * d.hidden, tape->dirs[size_t(l)][size_t(k)], din, dw.data());
+                      k * d.hidden, tape->dirs[size_t(l)][size_t(k)], din, dw.data(),
+                      dh_final.empty() ? nullptr : dh_final.data(), dc_final.empty() ? nullptr : dc_final.data(),
+                      l * d.dirs() + k, units);
     dy = std::move(din);
   }
   return {from_vector<T>(dy, x.shape()), from_vector<T>(dw, weights.shape())};
@@ -455,16 +601,26 @@ RnnStackGrads backward_impl(const RnnStackDims& d, const NDArrayView& x, const s
 }  // namespace
 
 NDArrayView rnn_stack_forward(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
-                              const NDArrayView& weights, std::shared_ptr<RnnStackTape>* tape) {
-  if (use_dnnl(x)) return forward_dnnl(d, x, lengths, as_float(weights), tape);
-  return CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] { return forward_impl<T>(d, x, lengths, weights, tape); });
+                              const NDArrayView& weights, std::shared_ptr<RnnStackTape>* tape,
+                              RnnStackFinal* final_states) {
+  if (use_dnnl(x) && !final_states) return forward_dnnl(d, x, lengths, as_float(weights), tape);
+  if (use_dnnl(x) && dnnl_final_states(d))
+    return forward_dnnl_by_layer(d, x, lengths, as_float(weights), tape, *final_states);
+  return CNTK_DISPATCH_FLOAT(x.dtype(), T,
+                             [&] { return forward_impl<T>(d, x, lengths, weights, tape, final_states); });
 }
 
 RnnStackGrads rnn_stack_backward(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
-                                 const NDArrayView& weights, const NDArrayView& dy, const RnnStackTape& tape) {
-  if (auto* fused = dynamic_cast<const DnnlTape*>(&tape))
+                                 const NDArrayView& weights, const NDArrayView& dy, const RnnStackTape& tape,
+                                 const RnnStackFinal* d_final) {
+  if (auto* fused = dynamic_cast<const DnnlTape*>(&tape)) {
+    if (!fused->layer_saved.empty())
+      return backward_dnnl_by_layer(d, x, lengths, as_float(weights), as_float(dy), *fused, d_final);
+    if (d_final) throw Error("OptimizedRNNStack: final-state gradients need the tape of a forward that returned them");
     return backward_dnnl(d, x, lengths, as_float(weights), as_float(dy), *fused);
-  return CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] { return backward_impl<T>(d, x, lengths, weights, dy, tape); });
+  }
+  return CNTK_DISPATCH_FLOAT(x.dtype(), T,
+                             [&] { return backward_impl<T>(d, x, lengths, weights, dy, tape, d_final); });
 }
 
 }  // namespace cntk::kernels

@@ -57,11 +57,25 @@ RnnBlockOffsets rnn_block_offsets(const RnnStackDims& d, int64_t layer, int64_t 
 // What forward keeps for backward (opaque to callers).
 struct RnnStackTape;
 
+// Each sequence's final states: h (and c for LSTM) of every layer and direction after
+// that unit's last step of the sequence (the forward direction's state after the
+// sequence's last item, the backward direction's after its first), [B, L*D, H] with
+// index l*D + d; zero for an empty sequence.
+struct RnnStackFinal {
+  NDArrayView h, c;  // c: LSTM only
+};
+
 // x: [T, B, I] dense (any strides), lengths: one per sequence (<= T; empty = all T),
 // weights: weight_count() elements. Returns y [T, B, D*H] with zeros at padded steps.
-// When `tape` is non-null, it receives what backward needs.
+// When `tape` is non-null, it receives what backward needs; when `final_states` is
+// non-null, it receives the final states. oneDNN's dst_iter is the state after step T-1
+// of the padded batch, not after each sequence's own last step: float32 with final
+// states runs on oneDNN one layer per call and reads each final h from its layer's
+// output (GRU and plain RNNs); an LSTM's final c is no output, so an LSTM with final
+// states runs on the reference loops.
 NDArrayView rnn_stack_forward(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
-                              const NDArrayView& weights, std::shared_ptr<RnnStackTape>* tape);
+                              const NDArrayView& weights, std::shared_ptr<RnnStackTape>* tape,
+                              RnnStackFinal* final_states = nullptr);
 
 struct RnnStackGrads {
   NDArrayView dx;  // [T, B, I]
@@ -69,8 +83,11 @@ struct RnnStackGrads {
 };
 
 // Gradients given dy [T, B, D*H] (values at padded steps are ignored) and the tape of the
-// forward pass over the same x, lengths and weights.
+// forward pass over the same x, lengths and weights; `d_final` (optional, [B, L*D, H]
+// each, c for LSTM only) are the gradients of the final states, which needs a tape of
+// a forward that returned them.
 RnnStackGrads rnn_stack_backward(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
-                                 const NDArrayView& weights, const NDArrayView& dy, const RnnStackTape& tape);
+                                 const NDArrayView& weights, const NDArrayView& dy, const RnnStackTape& tape,
+                                 const RnnStackFinal* d_final = nullptr);
 
 }  // namespace cntk::kernels
