@@ -674,6 +674,7 @@ NDArrayView fused_backward(const FusedConvSpec& sp, ComputeContext& ctx, size_t 
   // The calls for the inputs of one step share the pre-activation gradient.
   if (!ctx.scratch) ctx.scratch = std::make_shared<NDArrayView>(pre_activation_gradient(sp, ctx));
   const NDArrayView& dz = *static_cast<const NDArrayView*>(ctx.scratch.get());
+  if (i == ctx.inputs.size()) return dz;           // the fused-away intermediates' gradient (see conv_fused.h)
   if (i == 2) return ctx.reduce_to_input(2, dz);  // the bias: summed over batch and positions, as Plus does
   ComputeContext c = part_context(ctx, sp.conv, {ctx.inputs[0], ctx.inputs[1]});
   c.state = ctx.state;
