@@ -149,7 +149,7 @@ ConvSetup conv_setup(const Dictionary& a, const NDShape& W, const NDShape& X) {
   const size_t r = X.rank();
   auto strides = tail(expand(ints_attr(a, "strides"), r, r, 1, "strides"), n);
   auto dil = tail(expand(ints_attr(a, "dilation"), r, r, 1, "dilation"), n);
-  auto sharing = expand(bools_attr(a, "sharing"), r, r, 1, "sharing");
+  auto sharing = tail(expand(bools_attr(a, "sharing"), r, r, 1, "sharing"), n);
   auto autopad_v = bools_attr(a, "autoPadding");
   if (autopad_v.empty()) autopad_v = {1};
   auto autopad = tail(expand(autopad_v, r, r, 0, "auto_padding"), n);
@@ -159,8 +159,6 @@ ConvSetup conv_setup(const Dictionary& a, const NDShape& W, const NDShape& X) {
   check_positive(dil, "dilation", 1);
   check_positive(lower, "lower_pad", 0);
   check_positive(upper, "upper_pad", 0);
-  for (auto s : sharing)
-    if (!s) throw NotImplementedError("sharing=False (a separate kernel per position) is not supported");
 
   std::vector<int64_t> in = tail(X.dims(), n), conv_in(n), conv_out(n), lo(n), hi(n);
   if (!cs.transpose) {
@@ -200,6 +198,14 @@ ConvSetup conv_setup(const Dictionary& a, const NDShape& W, const NDShape& X) {
                        " does not fit the " + (cs.transpose ? "output " : "input ") + list_str(conv_in) +
                        " along spatial axis " + std::to_string(i));
     conv_out[i] = g.out, lo[i] = g.pad_lo, hi[i] = g.pad_hi;
+    // CNTK 2.7 refuses this too: its Convolution layer raises, and its convolution node
+    // wants a weight of (filter shape) x (input channels) x (output maps), while a
+    // kernel per output position needs that many times more. Where the axis has one
+    // output position, or on the channel axis, the flag changes nothing.
+    if (!sharing[i] && g.out != 1)
+      throw NotImplementedError("sharing=False along spatial axis " + std::to_string(i) + " (a separate kernel for "
+                                "each of its " + std::to_string(g.out) + " output positions) is not supported; "
+                                "CNTK 2.7 does not support it either (its weight is one kernel per output map)");
   }
   if (cs.transpose)
     for (size_t i = 0; i < n; ++i)

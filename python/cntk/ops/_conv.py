@@ -76,18 +76,86 @@ def convolution(convolution_map, operand, strides=(1,), sharing=[True], auto_pad
     `lower_pad`/`upper_pad` (an OpenCNTK keyword, as in CNTK's C++ API). The channel axis
     is always reduced whole: its auto_padding and stride entries are ignored.
     `groups` splits the channels (groups=C with O=C*k is a depthwise convolution).
-    ``sharing=False`` and ``sequential=True`` are not supported (NotImplementedError).
+    ``sharing=False`` along an axis with more than one output position is not supported
+    (NotImplementedError; CNTK 2.7 has no weight layout for it either).
     `max_temp_mem_size_in_samples` is accepted and has no effect (oneDNN manages its memory).
+
+    With ``sequential=True`` the operand's sequence axis is convolved too, as its slowest
+    spatial axis (the kernel's first spatial axis runs along it; per-axis arguments align
+    to (C, sequence, M1, ..., Mn)). As in CNTK 2.7, each sequence is zero-padded to the
+    longest of the minibatch, convolved, and cut back to its own output length: ceil(L /
+    stride) steps with auto padding, floor((L + lower + upper - dilated kernel) / stride) + 1
+    without. The result is a sequence on a new sequence axis; sequences never see each
+    other's steps.
     """
-    if sequential:
-        raise NotImplementedError("convolution: sequential=True (convolving over the sequence axis) is not supported")
     _count(max_temp_mem_size_in_samples, 'max_temp_mem_size_in_samples', 0)
     attrs = {'strides': _ints(strides, 'strides'), 'sharing': _flags(sharing, 'sharing'),
              'autoPadding': _flags(auto_padding, 'auto_padding'), 'dilation': _ints(dilation, 'dilation'),
              'reductionRank': _count(reduction_rank, 'reduction_rank', 0), 'groups': _count(groups, 'groups', 1),
              'maxTempMemSizeInSamples': int(max_temp_mem_size_in_samples), 'transpose': False, 'sequential': False}
     _pads(attrs, lower_pad, upper_pad)
+    if not isinstance(sequential, (bool, numbers.Integral)):
+        raise TypeError("convolution: sequential must be a bool, not %r" % (sequential,))
+    if sequential:
+        return _sequential_convolution(convolution_map, operand, attrs, name)
     return prim('Convolution', [convolution_map, operand], attrs, name)
+
+
+_UNKNOWN_DIM = -2  # the dimension of a shape that is not known yet
+
+
+def _sequence_axis_value(values, n):
+    """The entry of a per-axis list for the first of n spatial axes (the sequence axis),
+    by the convolution's expansion: right-aligned, the first value repeated leftwards."""
+    return values[len(values) - n] if len(values) >= n else values[0]
+
+
+def _sequential_convolution(convolution_map, operand, attrs, name):
+    """CNTK 2.7's construction: unpack the sequences (zero-padded), make the sequence axis
+    the first spatial one, convolve, and pack the result back into sequences of the
+    lengths the convolution gives each input length."""
+    import numpy as np
+    from ..internal import sanitize_inputs
+    from . import swapaxes, floor, element_max, stop_gradient, constant
+    from . import sequence as seq
+    w, x = sanitize_inputs(convolution_map, operand)
+    rr = attrs['reductionRank']
+    axes = list(x.dynamic_axes)
+    if not any(a.name == 'UnknownAxes' for a in axes) and len(axes) != 2:  # (unknown: a layer's placeholder)
+        raise ValueError("convolution: sequential=True needs an operand with a sequence axis, but %r has "
+                         "dynamic axes %s" % (x, [a.name for a in axes]))
+    # spatial axes of the convolution, the sequence axis included
+    if _UNKNOWN_DIM not in x.shape:
+        if len(x.shape) < rr:
+            raise ValueError("convolution: the operand %r has no channel axis (reduction_rank=1)" % (x,))
+        n = len(x.shape) + 1 - rr
+    else:
+        n = len(w.shape) - 1 - rr  # not known yet: a full (O, C/groups, k...) kernel
+    if n < 1 or len(w.shape) < n + 1:
+        raise ValueError("convolution: the kernel %r has no spatial axis for the sequence axis" % (w,))
+    k = w.shape[len(w.shape) - n]
+    if k < 1:
+        raise ValueError("convolution: the kernel's sequence-axis extent must be known, kernel shape %s" % (w.shape,))
+    stride = _sequence_axis_value(attrs['strides'], n)
+    dil = _sequence_axis_value(attrs['dilation'], n)
+    autopad = _sequence_axis_value(attrs['autoPadding'], n)
+    lo = _sequence_axis_value(attrs.get('lowerPad', [0]), n)
+    hi = _sequence_axis_value(attrs.get('upperPad', [0]), n)
+    if stride < 1 or dil < 1:
+        raise ValueError("convolution: strides and dilation must be positive")
+    span = (k - 1) * dil + 1
+    adjust = -1 if autopad else lo + hi - span
+    dt = x.dtype if x.dtype is not None else np.float32
+
+    unpacked = seq.unpack(x, 0.0, no_mask_output=True)        # (T, C, M...) or (T, M...)
+    if rr:
+        unpacked = swapaxes(unpacked, 0, 1)                    # (C, T, M...)
+    y = prim('Convolution', [w, unpacked], attrs, name)        # (O, T', M'...)
+    y = swapaxes(y, 0, 1)                                      # (T', O, M'...)
+    lengths = seq.reduce_sum(seq.broadcast_as(constant(np.ones((1,), dt)), x))
+    out_lengths = element_max(floor((lengths + float(adjust)) / float(stride)) + 1.0, 0.0)
+    # (the op itself, not to_sequence: a layer builds this on placeholders whose axes are not known yet)
+    return prim('ToSequence', [y, stop_gradient(out_lengths)], {'sequenceAxisNamePrefix': 'ConvOverSequenceAxis_'})
 
 
 def convolution_transpose(convolution_map, operand, strides=(1,), sharing=[True], auto_padding=[True],
