@@ -130,6 +130,39 @@ def test_sequential_convolution_without_channels_and_explicit_pads():
     seq_gradcheck(y, {x: seqs}, wrt=[x, w])
 
 
+@pytest.mark.parametrize('attrs,lengths', [
+    ({}, [5, 2, 1]),                                                       # auto padding: ceil(L / 1)
+    ({'strides': [2, 1]}, [3, 1, 1]),                                      # ceil(L / 2)
+    ({'autoPadding': [False]}, [3, 0, 0]),                                 # L - 2, never below 0
+    ({'autoPadding': [False], 'lowerPad': [1, 0], 'upperPad': [2, 0]}, [6, 3, 2]),
+    ({'autoPadding': [False], 'dilation': [2, 1]}, [1, 0, 0]),             # L - 4
+    ({'autoPadding': [False], 'strides': [2, 1]}, [2, 0, 0]),              # floor((L - 3) / 2) + 1
+])
+def test_convolution_sequence_shape_op(attrs, lengths):
+    # the op convolution(sequential=True) takes its output lengths from (CNTK's ConvolutionSequenceShape)
+    from cntk.ops._prim import prim
+    x = seq_input((2, 4))
+    w = C.constant(np.zeros((3, 2, 3, 2)))
+    f = prim('ConvolutionSequenceShape', [w, x], dict(attrs, reductionRank=1))
+    assert f.shape == (1,) and len(f.dynamic_axes) == 1 and f.dynamic_axes[0].is_batch_axis
+    seqs = random_sequences(np.random.RandomState(10), (5, 2, 1), (2, 4))
+    np.testing.assert_array_equal(np.asarray(f.eval({x: seqs})).reshape(-1), lengths)
+
+
+def test_sequential_convolution_saves_and_loads(tmp_path):
+    x = seq_input((2, 5))
+    w = param((3, 2, 3, 2), seed=11)
+    y = C.convolution(w, x, sequential=True, strides=(2, 1))
+    seqs = random_sequences(np.random.RandomState(12), LENGTHS, (2, 5))
+    path = str(tmp_path / 'seqconv.model')
+    y.save(path)
+    z = C.load_model(path)
+    lengths = z.root_function.inputs[1].owner.root_function  # ToSequence(conv, StopGradient(ConvolutionSequenceShape(W, x)))
+    assert z.root_function.op_name == 'ToSequence' and lengths.op_name == 'StopGradient'
+    assert lengths.inputs[0].owner.root_function.op_name == 'ConvolutionSequenceShape'
+    check_sequences(z.eval({z.arguments[0]: seqs}), as_sequences(y.eval({x: seqs})))
+
+
 def test_sequential_convolution_errors():
     w = np.ones((2, 1, 3, 3), np.float32)
     with pytest.raises(ValueError, match='sequence axis'):

@@ -101,61 +101,27 @@ def convolution(convolution_map, operand, strides=(1,), sharing=[True], auto_pad
     return prim('Convolution', [convolution_map, operand], attrs, name)
 
 
-_UNKNOWN_DIM = -2  # the dimension of a shape that is not known yet
-
-
-def _sequence_axis_value(values, n):
-    """The entry of a per-axis list for the first of n spatial axes (the sequence axis),
-    by the convolution's expansion: right-aligned, the first value repeated leftwards."""
-    return values[len(values) - n] if len(values) >= n else values[0]
-
-
 def _sequential_convolution(convolution_map, operand, attrs, name):
     """CNTK 2.7's construction: unpack the sequences (zero-padded), make the sequence axis
     the first spatial one, convolve, and pack the result back into sequences of the
     lengths the convolution gives each input length."""
-    import numpy as np
     from ..internal import sanitize_inputs
-    from . import swapaxes, floor, element_max, stop_gradient, constant
+    from . import swapaxes, stop_gradient
     from . import sequence as seq
     w, x = sanitize_inputs(convolution_map, operand)
-    rr = attrs['reductionRank']
     axes = list(x.dynamic_axes)
     if not any(a.name == 'UnknownAxes' for a in axes) and len(axes) != 2:  # (unknown: a layer's placeholder)
         raise ValueError("convolution: sequential=True needs an operand with a sequence axis, but %r has "
                          "dynamic axes %s" % (x, [a.name for a in axes]))
-    # spatial axes of the convolution, the sequence axis included
-    if _UNKNOWN_DIM not in x.shape:
-        if len(x.shape) < rr:
-            raise ValueError("convolution: the operand %r has no channel axis (reduction_rank=1)" % (x,))
-        n = len(x.shape) + 1 - rr
-    else:
-        n = len(w.shape) - 1 - rr  # not known yet: a full (O, C/groups, k...) kernel
-    if n < 1 or len(w.shape) < n + 1:
-        raise ValueError("convolution: the kernel %r has no spatial axis for the sequence axis" % (w,))
-    k = w.shape[len(w.shape) - n]
-    if k < 1:
-        raise ValueError("convolution: the kernel's sequence-axis extent must be known, kernel shape %s" % (w.shape,))
-    stride = _sequence_axis_value(attrs['strides'], n)
-    dil = _sequence_axis_value(attrs['dilation'], n)
-    autopad = _sequence_axis_value(attrs['autoPadding'], n)
-    lo = _sequence_axis_value(attrs.get('lowerPad', [0]), n)
-    hi = _sequence_axis_value(attrs.get('upperPad', [0]), n)
-    if stride < 1 or dil < 1:
-        raise ValueError("convolution: strides and dilation must be positive")
-    span = (k - 1) * dil + 1
-    adjust = -1 if autopad else lo + hi - span
-    dt = x.dtype if x.dtype is not None else np.float32
-
     unpacked = seq.unpack(x, 0.0, no_mask_output=True)        # (T, C, M...) or (T, M...)
-    if rr:
+    if attrs['reductionRank']:
         unpacked = swapaxes(unpacked, 0, 1)                    # (C, T, M...)
     y = prim('Convolution', [w, unpacked], attrs, name)        # (O, T', M'...)
     y = swapaxes(y, 0, 1)                                      # (T', O, M'...)
-    lengths = seq.reduce_sum(seq.broadcast_as(constant(np.ones((1,), dt)), x))
-    out_lengths = element_max(floor((lengths + float(adjust)) / float(stride)) + 1.0, 0.0)
+    lengths = prim('ConvolutionSequenceShape', [w, x], dict(attrs, sequential=True), name + '_sequence_shape'
+                   if name else '')
     # (the op itself, not to_sequence: a layer builds this on placeholders whose axes are not known yet)
-    return prim('ToSequence', [y, stop_gradient(out_lengths)], {'sequenceAxisNamePrefix': 'ConvOverSequenceAxis_'})
+    return prim('ToSequence', [y, stop_gradient(lengths)], {'sequenceAxisNamePrefix': 'ConvOverSequenceAxis_'})
 
 
 def convolution_transpose(convolution_map, operand, strides=(1,), sharing=[True], auto_padding=[True],
