@@ -212,6 +212,21 @@ def test_convolution_layer_sequential(pad):
     seq_gradcheck(y, {x: seqs}, wrt=[x, layer.W])
 
 
+def test_convolution_layer_sequential_scalar_items():
+    # reduction_rank=0 and num_filters=None: scalar items in and out, e.g. a filtered signal per step
+    x = seq_input((6,))
+    with C.default_options(dtype=np.float64):
+        layer = Convolution((2, 3), sequential=True, pad=True, reduction_rank=0, init=C.glorot_uniform(seed=4),
+                            bias=False)
+    y = layer(x)
+    assert layer.W.shape == (1, 1, 2, 3) and y.shape == (6,)
+    seqs = random_sequences(np.random.RandomState(13), (3, 2), (6,))
+    want = [s[:, 0] for s in np_sequential([s[:, None] for s in seqs], np.asarray(layer.W.value), (1, 1),
+                                           (True, True), (1, 1))]
+    check_sequences(y.eval({x: seqs}), want)
+    seq_gradcheck(y, {x: seqs}, wrt=[x, layer.W])
+
+
 def test_convolution_layer_sequential_strides_are_refused():
     with pytest.raises(NotImplementedError, match='stride'):
         Convolution((3, 3), 4, sequential=True, strides=(2, 1))
