@@ -157,7 +157,8 @@ def test_sequential_convolution_saves_and_loads(tmp_path):
     path = str(tmp_path / 'seqconv.model')
     y.save(path)
     z = C.load_model(path)
-    lengths = z.root_function.inputs[1].owner.root_function  # ToSequence(conv, StopGradient(ConvolutionSequenceShape(W, x)))
+    # ToSequence(conv, StopGradient(ConvolutionSequenceShape(W, x)))
+    lengths = z.root_function.inputs[1].owner.root_function
     assert z.root_function.op_name == 'ToSequence' and lengths.op_name == 'StopGradient'
     assert lengths.inputs[0].owner.root_function.op_name == 'ConvolutionSequenceShape'
     check_sequences(z.eval({z.arguments[0]: seqs}), as_sequences(y.eval({x: seqs})))
