@@ -106,6 +106,11 @@ def test_pooling_and_unpooling_transforms():
     args = {x: v, r1: np.zeros((2, 2, 6, 5))}
     check_forward(f, args, v[..., 1:7, 2:7], rtol=0, atol=0)
     gradcheck(f, args, wrt=[x])
+    # stride 2: pooled position p covers 2p, 2p + 1 and unpools back onto them
+    x8 = f64_input((1, 8, 8))
+    u2 = C.unpooling(C.pooling(x8, C.MAX_POOLING, (2, 2), strides=(2, 2)), x8, C.MAX_UNPOOLING, (2, 2), strides=(2, 2))
+    assert offset(C.crop_automatic(u2, x8)) == [0, 0]
+    assert offset(C.crop_automatic(x8, C.crop_manual(u2, f64_input((1, 4, 5)), 3, 1))) == [3, 1]
     # average pooling of a windowed image, cropped against it (NumPy reference)
     r2 = f64_input((2, 5, 4))
     g = C.crop_automatic(p3, C.crop_manual(x, r2, 3, 2))
