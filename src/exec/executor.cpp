@@ -42,6 +42,32 @@ ComputeContext make_context(const PlanStep& st, BackPropState& s) {
   return ctx;
 }
 
+namespace {
+
+// The slots a fused step computes internally and no longer writes (see fusion.h).
+std::vector<int> fused_intermediates(const PlanStep& st) {
+  std::vector<int> out;
+  for (size_t c = 0; c + 1 < st.fused_from.size(); ++c) out.push_back(st.fused_from[c].out[0]);
+  return out;
+}
+
+bool wants_fused_intermediate(const PlanStep& st, const std::vector<bool>& wanted) {
+  for (int slot : fused_intermediates(st))
+    if (wanted[size_t(slot)]) return true;
+  return false;
+}
+
+// The step that computes fused-away `slot` internally (its value's shape and lengths
+// are the step's output's).
+const PlanStep* fusing_step(const Plan& p, int slot) {
+  for (auto& st : p.steps)
+    for (int f : fused_intermediates(st))
+      if (f == slot) return &st;
+  return nullptr;
+}
+
+}  // namespace
+
 NDArrayView input_gradient(const PlanStep& st, ComputeContext& ctx, size_t i) {
   switch (st.op->gradient) {
     case Gradient::Zero: return {};
@@ -290,17 +316,13 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
     auto it = p.slot.find(w.get());
     if (it == p.slot.end()) continue;
     wanted[it->second] = true;
-    if (!p.fused_away.empty() && p.fused_away[it->second])
-      throw NotImplementedError("backward: " + w.str() + " is an intermediate result of a convolution fused with "
-                                "its bias and activation, which this pass does not compute; request it as an "
-                                "output of the forward pass, or set CNTK_NO_FUSION=1");
   }
   std::vector<bool> depends = wanted;
   // Loops feed values back to earlier steps: repeat until nothing changes.
   for (bool changed = true; changed;) {
     changed = false;
     for (auto& st : p.steps) {
-      bool any = false;
+      bool any = wants_fused_intermediate(st, wanted);
       for (int i : st.in) any = any || depends[i];
       if (any)
         for (int o : st.out)
@@ -329,7 +351,7 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
     }
     bool has_grad = false;
     for (int o : st.out) has_grad = has_grad || grads[o].defined();
-    bool needed = false;
+    bool needed = wants_fused_intermediate(st, wanted);
     for (int i : st.in) needed = needed || depends[i];
     if (!has_grad || !needed) continue;
     ComputeContext ctx = make_context(st, s);
@@ -361,6 +383,13 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
       else
         eager::add_to(grads[in], g);
     }
+    // A fused step's intermediates (the convolution's result, the bias sum) share one
+    // gradient, the activation's input gradient; its backward hands it out as input n.
+    for (int slot : fused_intermediates(st))
+      if (wanted[size_t(slot)]) {
+        grads[size_t(slot)] = st.op->backward(ctx, st.in.size()).copy();
+        s.seq_lengths[size_t(slot)] = s.seq_lengths[size_t(st.out[0])];
+      }
     if (t0) node_event(st, true, t0);
   }
   gradients.clear();
@@ -368,9 +397,12 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
     auto it = p.slot.find(w.get());
     if (it == p.slot.end() || !grads[it->second].defined()) {
       // Not reached from the roots: the gradient is zero.
-      NDShape shape = it == p.slot.end() ? w.shape() : s.values[it->second].shape();
+      int like = it == p.slot.end() ? -1 : it->second;
+      if (like >= 0 && !s.values[size_t(like)].defined())
+        if (const PlanStep* f = fusing_step(p, like)) like = f->out[0];
+      NDShape shape = like < 0 ? w.shape() : s.values[size_t(like)].shape();
       NDArrayView z = NDArrayView::zeros(w.dtype(), shape);
-      gradients.push_back(it == p.slot.end() ? Value(z) : to_value(w, z, s.seq_lengths[it->second]));
+      gradients.push_back(like < 0 ? Value(z) : to_value(w, z, s.seq_lengths[size_t(like)]));
       continue;
     }
     gradients.push_back(to_value(w, grads[it->second], s.seq_lengths[it->second]));

@@ -5,7 +5,7 @@
 // the activation as post-ops. A chain fuses only where its intermediate results
 // have no other reader and are not requested outputs, outside recurrent loops, and
 // in float32. The fused step's gradient equals the gradients of the steps it
-// replaces (see ops/conv_fused.h).
+// replaces (see ops/conv_fused.h), its skipped intermediates' included.
 #pragma once
 #include <cstddef>
 

@@ -1,5 +1,6 @@
 // Op family: convolution and pooling. Convolution (also transposed), Pooling,
-// Unpooling and ROIPooling, with CNTK 2.7's attributes and geometry.
+// Unpooling and ROIPooling, with CNTK 2.7's attributes and geometry, and
+// ConvolutionSequenceShape (the output lengths of a convolution over the sequence axis).
 //
 // Shapes are in NumPy order: an operand is (C, M1..Mn) (or (M1..Mn) with
 // reductionRank 0) and a kernel (O, C/groups, m1..mn). Per-axis attributes
@@ -149,7 +150,7 @@ ConvSetup conv_setup(const Dictionary& a, const NDShape& W, const NDShape& X) {
   const size_t r = X.rank();
   auto strides = tail(expand(ints_attr(a, "strides"), r, r, 1, "strides"), n);
   auto dil = tail(expand(ints_attr(a, "dilation"), r, r, 1, "dilation"), n);
-  auto sharing = expand(bools_attr(a, "sharing"), r, r, 1, "sharing");
+  auto sharing = tail(expand(bools_attr(a, "sharing"), r, r, 1, "sharing"), n);
   auto autopad_v = bools_attr(a, "autoPadding");
   if (autopad_v.empty()) autopad_v = {1};
   auto autopad = tail(expand(autopad_v, r, r, 0, "auto_padding"), n);
@@ -159,8 +160,6 @@ ConvSetup conv_setup(const Dictionary& a, const NDShape& W, const NDShape& X) {
   check_positive(dil, "dilation", 1);
   check_positive(lower, "lower_pad", 0);
   check_positive(upper, "upper_pad", 0);
-  for (auto s : sharing)
-    if (!s) throw NotImplementedError("sharing=False (a separate kernel per position) is not supported");
 
   std::vector<int64_t> in = tail(X.dims(), n), conv_in(n), conv_out(n), lo(n), hi(n);
   if (!cs.transpose) {
@@ -200,6 +199,14 @@ ConvSetup conv_setup(const Dictionary& a, const NDShape& W, const NDShape& X) {
                        " does not fit the " + (cs.transpose ? "output " : "input ") + list_str(conv_in) +
                        " along spatial axis " + std::to_string(i));
     conv_out[i] = g.out, lo[i] = g.pad_lo, hi[i] = g.pad_hi;
+    // CNTK 2.7 refuses this too: its Convolution layer raises, and its convolution node
+    // wants a weight of (filter shape) x (input channels) x (output maps), while a
+    // kernel per output position needs that many times more. Where the axis has one
+    // output position, or on the channel axis, the flag changes nothing.
+    if (!sharing[i] && g.out != 1)
+      throw NotImplementedError("sharing=False along spatial axis " + std::to_string(i) + " (a separate kernel for "
+                                "each of its " + std::to_string(g.out) + " output positions) is not supported; "
+                                "CNTK 2.7 does not support it either (its weight is one kernel per output map)");
   }
   if (cs.transpose)
     for (size_t i = 0; i < n; ++i)
@@ -674,6 +681,7 @@ NDArrayView fused_backward(const FusedConvSpec& sp, ComputeContext& ctx, size_t 
   // The calls for the inputs of one step share the pre-activation gradient.
   if (!ctx.scratch) ctx.scratch = std::make_shared<NDArrayView>(pre_activation_gradient(sp, ctx));
   const NDArrayView& dz = *static_cast<const NDArrayView*>(ctx.scratch.get());
+  if (i == ctx.inputs.size()) return dz;           // the fused-away intermediates' gradient (see conv_fused.h)
   if (i == 2) return ctx.reduce_to_input(2, dz);  // the bias: summed over batch and positions, as Plus does
   ComputeContext c = part_context(ctx, sp.conv, {ctx.inputs[0], ctx.inputs[1]});
   c.state = ctx.state;
@@ -707,7 +715,89 @@ OpDef fused_convolution_op(const FusedConvSpec& spec) {
   return d;
 }
 
+namespace {
+
+// ------------------------------------------------ ConvolutionSequenceShape
+//
+// The lengths of the sequences a convolution over the sequence axis gives (CNTK 2.7's
+// ConvolutionSequenceShape, which convolution(sequential=True) feeds to ToSequence).
+// Inputs: the kernel W and the operand X, a sequence; the attributes are the
+// convolution's. The sequence axis is the convolution's first spatial axis of the
+// unpacked operand (C, T, M...) ((T, M...) with reduction_rank 0). A sequence of L steps
+// gives floor((L + pads - dilated kernel) / stride) + 1 steps, pads being the dilated
+// kernel - 1 with auto padding (so ceil(L / stride)) and lower + upper pad without;
+// never fewer than 0. The result, one number per sequence, has the batch axis only.
+
+struct SequenceAxisGeometry {
+  int64_t kernel = 1, stride = 1, dilation = 1, lower = 0, upper = 0;
+  bool autopad = true;
+};
+
+SequenceAxisGeometry sequence_axis_geometry(const Dictionary& a, const NDShape& W, const NDShape& X) {
+  const int64_t rr = attr_int(a, "reductionRank", 1);
+  if (rr != 0 && rr != 1) throw ValueError("reduction_rank must be 0 or 1, got " + std::to_string(rr));
+  const size_t r = X.rank() + 1;  // the unpacked operand
+  if (int64_t(r) - rr < 1) throw ValueError("the operand " + X.str() + " has no channel axis");
+  const size_t n = r - size_t(rr), at = size_t(rr);
+  if (W.rank() < n + 1)
+    throw ValueError("the kernel " + W.str() + " has no spatial axis for the sequence axis of an operand " + X.str());
+  SequenceAxisGeometry g;
+  g.kernel = W[W.rank() - n];
+  g.stride = expand(ints_attr(a, "strides"), r, r, 1, "strides")[at];
+  g.dilation = expand(ints_attr(a, "dilation"), r, r, 1, "dilation")[at];
+  auto autopad = bools_attr(a, "autoPadding");
+  if (autopad.empty()) autopad = {1};
+  g.autopad = expand(autopad, r, r, 0, "auto_padding")[at] != 0;
+  g.lower = expand(ints_attr(a, "lowerPad"), r, r, 0, "lower_pad")[at];
+  g.upper = expand(ints_attr(a, "upperPad"), r, r, 0, "upper_pad")[at];
+  if (g.kernel < 1 || g.stride < 1 || g.dilation < 1 || g.lower < 0 || g.upper < 0)
+    throw ValueError("the sequence axis needs a known kernel extent, positive stride and dilation and "
+                     "non-negative pads");
+  return g;
+}
+
+int64_t sequence_output_length(const SequenceAxisGeometry& g, int64_t steps) {
+  const int64_t span = (g.kernel - 1) * g.dilation + 1;
+  const int64_t room = steps + (g.autopad ? span - 1 : g.lower + g.upper) - span;
+  return room < 0 ? 0 : room / g.stride + 1;
+}
+
+void register_convolution_sequence_shape() {
+  OpDef d;
+  d.name = "ConvolutionSequenceShape";
+  d.infer = [](InferContext& ctx) {
+    ctx.expect_inputs(2);
+    const auto& axes = ctx.input(1).dynamic_axes();
+    std::vector<Axis> batch;
+    for (auto& ax : axes)
+      if (!ax.is_sequence()) batch.push_back(ax);
+    if (batch.size() + 1 != axes.size()) ctx.fail("the operand must be a sequence");
+    try {
+      sequence_axis_geometry(ctx.attrs(), ctx.shape(0), ctx.shape(1));
+    } catch (const Error& e) {
+      ctx.fail(e.what());
+    }
+    return std::vector<OutputInfo>{{NDShape{1}, ctx.dtype(1), batch}};
+  };
+  d.forward = [](ComputeContext& ctx) {
+    SequenceAxisGeometry g = sequence_axis_geometry(ctx.attr(), ctx.static_shape(0), ctx.static_shape(1));
+    const NDArrayView& x = ctx.inputs[1];  // [T, B, ...]
+    const int64_t T = x.shape()[0], B = x.shape()[1];
+    const auto& lens = ctx.in_lengths[1];
+    NDArrayView out = NDArrayView::zeros(DataType::Double, NDShape{B, 1});
+    double* p = out.data<double>();
+    for (int64_t b = 0; b < B; ++b)
+      p[b] = double(sequence_output_length(g, lens.empty() ? T : lens[size_t(b)]));
+    return std::vector<NDArrayView>{out.cast(x.dtype())};
+  };
+  d.gradient = Gradient::Zero;  // integer-valued, as CNTK's node propagates nothing
+  register_op(std::move(d));
+}
+
+}  // namespace
+
 void register_conv_ops() {
+  register_convolution_sequence_shape();
   register_convolution();
   register_pooling();
   register_unpooling();

@@ -36,6 +36,9 @@ struct FusedConvSpec {
 FusedActivation fusable_activation(const Function& f);
 
 // The op definition of a fused step for `spec` (named e.g. "Convolution+Plus+ReLU").
+// Its backward for input index n (one past its last input) returns the gradient with
+// respect to the activation's input: the gradient of both intermediates the step no
+// longer writes, since the bias Plus passes its gradient through unchanged in shape.
 OpDef fused_convolution_op(const FusedConvSpec& spec);
 
 }  // namespace cntk

@@ -164,15 +164,51 @@ def test_requested_intermediate_outputs_are_computed():
     np.testing.assert_array_equal(o[f.output], np.maximum(o[a.output], 0))
 
 
-def test_gradient_for_a_fused_away_intermediate_is_refused():
+@pytest.mark.parametrize('act', [C.relu, C.tanh, None])
+def test_gradient_for_a_fused_away_intermediate(act):
+    # z and z + b are fused away (only f is requested) yet asked for as gradient targets:
+    # both get the activation's input gradient, as the unfused plan computes them
     x = C.input_variable((3, 6, 6))
     w, b = conv_parts()
     z = C.convolution(w, x, auto_padding=[False, True, True])
-    f = C.relu(z + b)
-    os.environ.pop('CNTK_NO_FUSION', None)
-    state, outs = f.forward({x: data((1, 3, 6, 6))}, [f.output], keep_for_backward=[f.output])
-    with pytest.raises(NotImplementedError, match='fused'):
-        f.backward(state, {f.output: np.ones_like(np.asarray(outs[f.output]))}, [z.output])
+    a = z + b
+    f = act(a) if act else a
+    d = {x: data((2, 3, 6, 6))}
+    _, g = check_same(f, d, wrt=[z.output, a.output, w, x], expect_fused=1)
+    o, _, _ = run(f, d, [f.output], [], fused=True)
+    root = np.random.RandomState(0).standard_normal(o[f.output].shape)
+    y = o[f.output].astype(np.float64)
+    want = root * (y > 0) if act is C.relu else root * (1 - y * y) if act is C.tanh else root
+    close(g[z.output], want)
+    close(g[a.output], want)
+    # only the intermediate wanted, nothing upstream of it (the fused plan above is reused)
+    _, g2 = check_same(f, d, wrt=[z.output], expect_fused=0)
+    close(g2[z.output], want)
+
+
+def test_gradient_for_a_fused_away_intermediate_of_sequences():
+    x = C.sequence.input_variable((2, 5, 5))
+    w, b = conv_parts(cin=2, cout=4)
+    z = C.convolution(w, x, auto_padding=[False, True, True])
+    f = C.sequence.reduce_sum(C.relu(z + b))
+    rng = np.random.RandomState(3)
+    seqs = [rng.standard_normal((n, 2, 5, 5)).astype(np.float32) for n in (3, 1, 2)]
+    got = {}
+    for fused in (True, False):
+        os.environ.pop('CNTK_NO_FUSION', None)
+        if not fused:
+            os.environ['CNTK_NO_FUSION'] = '1'
+        try:
+            state, outs = f.forward({x: seqs}, [f.output], keep_for_backward=[f.output])
+            root = np.ones_like(np.asarray(outs[f.output]))
+            got[fused] = f.backward(state, {f.output: root}, [z.output])[z.output]
+        finally:
+            os.environ.pop('CNTK_NO_FUSION', None)
+    zv = z.eval({x: seqs})
+    assert [len(s) for s in got[True]] == [3, 1, 2]
+    for gf, gu, zs in zip(got[True], got[False], zv):
+        close(np.asarray(gf), np.asarray(gu))
+        np.testing.assert_array_equal(np.asarray(gf), (np.asarray(zs) + np.asarray(b.value) > 0).astype(np.float32))
 
 
 def test_geometry_onednn_cannot_express_runs_part_by_part():

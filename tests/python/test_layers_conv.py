@@ -67,10 +67,9 @@ def test_convolution_nd_layers_check_filter_rank():
             layer(shape, 4)
     with pytest.raises(NotImplementedError):
         Convolution((3, 3), 4, sharing=False)
-    with pytest.raises(NotImplementedError):
-        Convolution((3, 3), 4, sequential=True)
-    with pytest.raises(NotImplementedError, match='sequence axis'):
-        C.layers.SequentialConvolution((3, 3), 4)
+    # sequential=True and SequentialConvolution: see test_conv_sequential.py
+    with pytest.raises(NotImplementedError, match='stride'):
+        Convolution((3, 3), 4, sequential=True, strides=2)
 
 
 def test_convolution_layer_trains():

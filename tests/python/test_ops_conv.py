@@ -295,7 +295,7 @@ def test_convolution_errors():
         C.convolution(np.ones((2, 3, 3, 3), np.float32), x, strides=0)
     with pytest.raises(NotImplementedError, match='sharing'):
         C.convolution(np.ones((2, 3, 3, 3), np.float32), x, sharing=[False])
-    with pytest.raises(NotImplementedError, match='sequential'):
+    with pytest.raises(ValueError, match='sequence axis'):  # sequential=True: see test_conv_sequential.py
         C.convolution(np.ones((2, 3, 3, 3), np.float32), x, sequential=True)
     with pytest.raises(TypeError):
         C.convolution(np.ones((2, 3, 3, 3), np.float32), x, strides='2')

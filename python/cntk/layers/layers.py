@@ -205,13 +205,57 @@ def Convolution(filter_shape, num_filters=None, sequential=False, activation=def
     input depth inferred from the first input; b has shape (num_filters, 1, ...).
     ``num_filters=None`` gives one output map without a depth axis. `pad`, `strides`,
     `dilation` are a scalar or one value per spatial axis.
+
+    With ``sequential=True`` filter_shape[0] runs along the sequence axis, as in CNTK 2.7's
+    layer: each step sees a window of its neighbours in its own sequence (zeros beyond the
+    ends), so a padded result keeps the input's sequence axis and lengths, and an unpadded
+    one drops filter_shape[0] - 1 steps. The sequence axis takes no stride or dilation here
+    (SequentialConvolution does).
     """
-    from ..ops import convolution
-    activation = get_default_override(Convolution, activation=activation)
-    init = get_default_override(Convolution, init=init)
-    pad = get_default_override(Convolution, pad=pad)
-    bias = get_default_override(Convolution, bias=bias)
-    init_bias = get_default_override(Convolution, init_bias=init_bias)
+    return _convolution_layer(filter_shape, num_filters, 'window' if sequential else None, activation, init, pad,
+                              strides, sharing, bias, init_bias, reduction_rank, transpose_weight, dilation, groups,
+                              max_temp_mem_size_in_samples, op_name, name, Convolution)
+
+
+def SequentialConvolution(filter_shape, num_filters=None, activation=default_override_or(identity),
+                          init=default_override_or(glorot_uniform()), pad=default_override_or(False), strides=1,
+                          sharing=True, bias=default_override_or(True), init_bias=default_override_or(0),
+                          reduction_rank=1, transpose_weight=False, dilation=1, groups=1,
+                          max_temp_mem_size_in_samples=0, op_name='Convolution', name=''):
+    """A convolution layer over the sequence axis too, through ``convolution(...,
+    sequential=True)``: filter_shape[0] (and the first entry of `pad`, `strides`,
+    `dilation`) is for the sequence axis. The result is a sequence on a new sequence axis
+    whose lengths follow from each input length (see ops.convolution). W has shape
+    (num_filters, C, *filter_shape); b has (num_filters, 1, ...) for the static axes.
+    """
+    return _convolution_layer(filter_shape, num_filters, 'op', activation, init, pad, strides, sharing, bias,
+                              init_bias, reduction_rank, transpose_weight, dilation, groups,
+                              max_temp_mem_size_in_samples, op_name, name, SequentialConvolution)
+
+
+def _sequence_window(x, k):
+    """Each step with its k - 1 neighbours stacked along axis 1 (zeros beyond the sequence's
+    ends), the step itself at (k - 1) // 2, as CNTK's layer windows it."""
+    from ..ops import splice
+    from ..ops.sequence import past_value, future_value
+    lpad = (k - 1) // 2
+    shifted = [past_value(x, time_step=-t) if t < 0 else x if t == 0 else future_value(x, time_step=t)
+               for t in range(-lpad, k - lpad)]
+    return splice(*shifted, axis=1) if k > 1 else x
+
+
+def _convolution_layer(filter_shape, num_filters, sequential, activation, init, pad, strides, sharing, bias,
+                       init_bias, reduction_rank, transpose_weight, dilation, groups, max_temp_mem_size_in_samples,
+                       op_name, name, defaults_of):
+    """Convolution and SequentialConvolution; `sequential` is None, 'window' (the sequence
+    axis by a window of neighbouring steps) or 'op' (the op's sequential convolution)."""
+    from ..ops import convolution, reshape
+    from ..ops.sequence import slice as sequence_slice
+    activation = get_default_override(defaults_of, activation=activation)
+    init = get_default_override(defaults_of, init=init)
+    pad = get_default_override(defaults_of, pad=pad)
+    bias = get_default_override(defaults_of, bias=bias)
+    init_bias = get_default_override(defaults_of, init_bias=init_bias)
     filter_shape = _filter_shape(filter_shape, op_name)
     strides = _conv_tuple(filter_shape, strides, 'strides')
     sharing = _conv_tuple(filter_shape, sharing, 'sharing')
@@ -222,9 +266,12 @@ def Convolution(filter_shape, num_filters=None, sequential=False, activation=def
     if transpose_weight:
         raise NotImplementedError("%s: transpose_weight=True is not supported" % op_name)
     if not all(sharing):
-        raise NotImplementedError("%s: sharing must be True" % op_name)
-    if sequential:
-        raise NotImplementedError("%s: sequential=True (convolution over the sequence axis) is not supported" % op_name)
+        raise NotImplementedError("%s: sharing must be True; a separate kernel per position is not supported "
+                                  "(nor is it in CNTK 2.7)" % op_name)
+    if sequential == 'window' and (strides[0] != 1 or dilation[0] != 1):
+        raise NotImplementedError("%s: sequential=True windows the sequence axis with stride and dilation 1, "
+                                  "as CNTK 2.7's layer does; use SequentialConvolution for strides %r, dilation %r"
+                                  % (op_name, strides, dilation))
     if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
         raise ValueError("%s: groups must be a positive integer, got %r" % (op_name, groups))
     num_filters = sanitize_shape(num_filters) if num_filters is not None else ()
@@ -247,30 +294,34 @@ def Convolution(filter_shape, num_filters=None, sequential=False, activation=def
         W = Parameter(out_shape + in_depth + filter_shape,
                       init=_initializer_for(init, output_rank=-len(out_shape), filter_rank=len(filter_shape)),
                       name='W')
-    b = Parameter(out_shape + (1,) * len(filter_shape), init=init_bias, name='b') if bias else None
+    # the op's sequential result has no static axis for the sequence; the window's has one until removed
+    bias_rank = len(filter_shape) - (sequential == 'op')
+    b = Parameter(out_shape + (1,) * bias_rank, init=init_bias, name='b') if bias else None
+    k_seq = filter_shape[0]
 
     def convolve(x):
         if reduction_rank == 0:
             x = _insert_leading_axis(x)
-        r = convolution(W, x, strides=strides, sharing=[True], auto_padding=pad, dilation=dilation,
-                        groups=groups, max_temp_mem_size_in_samples=max_temp_mem_size_in_samples)
+        auto_padding = pad
+        if sequential == 'window':
+            x = _sequence_window(reshape(x, (1,), begin_axis=1, end_axis=1), k_seq)  # (C, k, M...)
+            auto_padding = (False,) + tuple(pad[1:])  # the window is exactly the kernel's extent
+        r = convolution(W, x, strides=strides, sharing=[True], auto_padding=auto_padding, dilation=dilation,
+                        groups=groups, max_temp_mem_size_in_samples=max_temp_mem_size_in_samples,
+                        sequential=sequential == 'op')
+        if sequential == 'window' and not pad[0]:
+            lpad = (k_seq - 1) // 2
+            r = sequence_slice(r, lpad, -(k_seq - 1 - lpad))  # the steps whose window lies inside
         if b is not None:
             r = plus(r, b)
+        if sequential == 'window':
+            r = reshape(r, (), begin_axis=1, end_axis=2)  # the window's axis, reduced to 1
         if emulate_out_depth:
             r = _drop_leading_axis(r)
         if activation is not None and activation is not identity:
             r = activation(r)
         return r
     return layer(op_name, convolve, name)
-
-
-def SequentialConvolution(filter_shape, num_filters=None, activation=default_override_or(identity),
-                          init=default_override_or(glorot_uniform()), pad=default_override_or(False), strides=1,
-                          sharing=True, bias=default_override_or(True), init_bias=default_override_or(0),
-                          reduction_rank=1, transpose_weight=False, dilation=1, groups=1,
-                          max_temp_mem_size_in_samples=0, op_name='SequentialConvolution', name=''):
-    """Convolution along the sequence axis too: not supported yet (NotImplementedError)."""
-    raise NotImplementedError("SequentialConvolution: convolution over the sequence axis is not supported")
 
 
 def _check_rank(filter_shape, rank, what):
@@ -347,7 +398,8 @@ def ConvolutionTranspose(filter_shape, num_filters=None, activation=default_over
     if reduction_rank not in (0, 1):
         raise NotImplementedError("%s: reduction_rank must be 0 or 1" % op_name)
     if not all(sharing):
-        raise NotImplementedError("%s: sharing must be True" % op_name)
+        raise NotImplementedError("%s: sharing must be True; a separate kernel per position is not supported "
+                                  "(nor is it in CNTK 2.7)" % op_name)
     num_filters = sanitize_shape(num_filters) if num_filters is not None else ()
     if len(num_filters) > 1:
         raise ValueError("%s: num_filters must be an int or None" % op_name)

@@ -76,18 +76,52 @@ def convolution(convolution_map, operand, strides=(1,), sharing=[True], auto_pad
     `lower_pad`/`upper_pad` (an OpenCNTK keyword, as in CNTK's C++ API). The channel axis
     is always reduced whole: its auto_padding and stride entries are ignored.
     `groups` splits the channels (groups=C with O=C*k is a depthwise convolution).
-    ``sharing=False`` and ``sequential=True`` are not supported (NotImplementedError).
+    ``sharing=False`` along an axis with more than one output position is not supported
+    (NotImplementedError; CNTK 2.7 has no weight layout for it either).
     `max_temp_mem_size_in_samples` is accepted and has no effect (oneDNN manages its memory).
+
+    With ``sequential=True`` the operand's sequence axis is convolved too, as its slowest
+    spatial axis (the kernel's first spatial axis runs along it; per-axis arguments align
+    to (C, sequence, M1, ..., Mn)). As in CNTK 2.7, each sequence is zero-padded to the
+    longest of the minibatch, convolved, and cut back to its own output length: ceil(L /
+    stride) steps with auto padding, floor((L + lower + upper - dilated kernel) / stride) + 1
+    without. The result is a sequence on a new sequence axis; sequences never see each
+    other's steps.
     """
-    if sequential:
-        raise NotImplementedError("convolution: sequential=True (convolving over the sequence axis) is not supported")
     _count(max_temp_mem_size_in_samples, 'max_temp_mem_size_in_samples', 0)
     attrs = {'strides': _ints(strides, 'strides'), 'sharing': _flags(sharing, 'sharing'),
              'autoPadding': _flags(auto_padding, 'auto_padding'), 'dilation': _ints(dilation, 'dilation'),
              'reductionRank': _count(reduction_rank, 'reduction_rank', 0), 'groups': _count(groups, 'groups', 1),
              'maxTempMemSizeInSamples': int(max_temp_mem_size_in_samples), 'transpose': False, 'sequential': False}
     _pads(attrs, lower_pad, upper_pad)
+    if not isinstance(sequential, (bool, numbers.Integral)):
+        raise TypeError("convolution: sequential must be a bool, not %r" % (sequential,))
+    if sequential:
+        return _sequential_convolution(convolution_map, operand, attrs, name)
     return prim('Convolution', [convolution_map, operand], attrs, name)
+
+
+def _sequential_convolution(convolution_map, operand, attrs, name):
+    """CNTK 2.7's construction: unpack the sequences (zero-padded), make the sequence axis
+    the first spatial one, convolve, and pack the result back into sequences of the
+    lengths the convolution gives each input length."""
+    from ..internal import sanitize_inputs
+    from . import swapaxes, stop_gradient
+    from . import sequence as seq
+    w, x = sanitize_inputs(convolution_map, operand)
+    axes = list(x.dynamic_axes)
+    if not any(a.name == 'UnknownAxes' for a in axes) and len(axes) != 2:  # (unknown: a layer's placeholder)
+        raise ValueError("convolution: sequential=True needs an operand with a sequence axis, but %r has "
+                         "dynamic axes %s" % (x, [a.name for a in axes]))
+    unpacked = seq.unpack(x, 0.0, no_mask_output=True)        # (T, C, M...) or (T, M...)
+    if attrs['reductionRank']:
+        unpacked = swapaxes(unpacked, 0, 1)                    # (C, T, M...)
+    y = prim('Convolution', [w, unpacked], attrs, name)        # (O, T', M'...)
+    y = swapaxes(y, 0, 1)                                      # (T', O, M'...)
+    lengths = prim('ConvolutionSequenceShape', [w, x], dict(attrs, sequential=True), name + '_sequence_shape'
+                   if name else '')
+    # (the op itself, not to_sequence: a layer builds this on placeholders whose axes are not known yet)
+    return prim('ToSequence', [y, stop_gradient(lengths)], {'sequenceAxisNamePrefix': 'ConvOverSequenceAxis_'})
 
 
 def convolution_transpose(convolution_map, operand, strides=(1,), sharing=[True], auto_padding=[True],

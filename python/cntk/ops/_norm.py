@@ -228,9 +228,10 @@ _IDENTITY_TRANSFORM_OPS = frozenset([
     'Equal', 'Exp', 'Floor', 'Greater', 'GreaterEqual', 'HardSigmoid', 'LeakyReLU', 'Less', 'LessEqual', 'Log',
     'LogPlus', 'Minus', 'Negate', 'Not', 'NotEqual', 'Or', 'Plus', 'Pow', 'ReLU', 'Reciprocal', 'SELU', 'Sin',
     'Sinh', 'Sqrt', 'StableSigmoid', 'StraightThrough', 'Tan', 'Tanh', 'Xor', 'Sigmoid', 'Softplus'])
-# Ops with a spatial transform in CNTK (scale and shift from kernel, stride and padding)
-# that the offset search does not model yet.
-_UNMODELED_TRANSFORM_OPS = frozenset(['Convolution', 'ConvolutionTranspose', 'Pooling', 'Unpooling', 'MaxUnpooling'])
+# Ops whose pixels map to their operand's by a scale and shift from the window geometry:
+# (op name, index of the input the transform applies to). The other inputs (a kernel, the
+# pooling input of an unpooling) carry no spatial transform and are not followed.
+_WINDOW_TRANSFORM_INPUT = {'Convolution': 1, 'Pooling': 0, 'Unpooling': 0}
 
 _IDENTITY = ((1.0, 0.0), (1.0, 0.0))  # (scale, translate) for x and y
 
@@ -244,6 +245,77 @@ def _inverse(a):
     return tuple((1.0 / s, -t / s) for s, t in a)
 
 
+def _per_axis(attrs, key, rank, fill, default):
+    """The last two entries of a per-axis attribute expanded to `rank` axes as the op does:
+    right-aligned, the first value repeated leftwards up to `fill` axes, `default` beyond."""
+    v = attrs.get(key)
+    if v is None or (isinstance(v, (list, tuple)) and not v):
+        v = []
+    elif not isinstance(v, (list, tuple)):
+        v = [v]
+    v = [int(a) for a in v]
+    if not v:
+        return [default, default]
+    out = [default] * rank
+    off = rank - len(v)
+    out[off:] = v
+    for i in range(rank - min(rank, max(fill, len(v))), off):
+        out[i] = v[0]
+    return out[-2:]
+
+
+def _window_transform(fn):
+    """The map from the transformed input's pixels to fn's output pixels, per axis (x is the
+    last axis, y the one before), as CNTK's ComputeFilterTransform: a window position o
+    is centred on input pixel stride * o + (kernel - 1) // 2 - lower_pad (the kernel size
+    undilated, as CNTK has it). Convolution and pooling map input to output by its inverse;
+    a transposed convolution and an unpooling map by it directly. (CNTK 2.7 means the same
+    for max unpooling but never fills in its transform and stops with an error.)"""
+    op, a, ins = fn.op_name, fn.attributes, list(fn.inputs)
+    if op == 'Convolution':
+        operand = ins[1]
+        n = len(operand.shape) - int(a.get('reductionRank', 1))
+        kernel = list(ins[0].shape[-2:])
+        fill, auto_default = len(operand.shape), 1
+        direct = bool(a.get('transpose', False))
+        window_in, window_out = (fn.output, operand) if direct else (operand, fn.output)
+        dilation = _per_axis(a, 'dilation', len(operand.shape), fill, 1)
+    else:
+        key = 'poolingWindowShape' if op == 'Pooling' else 'unpoolingWindowShape'
+        operand = ins[0]
+        window = a.get(key) or list(operand.shape[1:])
+        if not isinstance(window, (list, tuple)):
+            window = [window]
+        fill, auto_default, n = len(window), 0, len(window)
+        kernel = _per_axis({key: window}, key, len(operand.shape), fill, 1)
+        direct = op == 'Unpooling'
+        window_in, window_out = (ins[1], operand) if direct else (operand, fn.output)
+        dilation = [1, 1]
+    if n < 2:
+        raise ValueError("crop_automatic: %s on the path windows %d spatial axis; a crop needs the spatial "
+                         "transform of two" % (op, n))
+    rank = len(operand.shape)
+    strides = _per_axis(a, 'strides', rank, fill, 1)
+    auto = a.get('autoPadding')
+    autopad = _per_axis({'p': auto if auto not in (None, []) else [auto_default]}, 'p', rank, fill, 0)
+    lower = _per_axis(a, 'lowerPad', rank, fill, 0)
+    size_in, size_out = list(window_in.shape[-2:]), list(window_out.shape[-2:])
+    axes = []
+    for i in (1, 0):  # x (the last axis), then y
+        if autopad[i]:
+            if size_in[i] < 0 or size_out[i] < 0:
+                raise ValueError("crop_automatic: %s on the path has a free spatial dimension, so its padding "
+                                 "and the crop offsets are unknown" % op)
+            span = (kernel[i] - 1) * dilation[i] + 1
+            centre = (size_in[i] - ((size_out[i] - 1) * strides[i] + 1)) // 2
+            lo = (span - 1) // 2 - centre
+        else:
+            lo = lower[i]
+        axes.append((float(strides[i]), float((kernel[i] - 1) // 2 - lo)))
+    t = tuple(axes)
+    return t if direct else _inverse(t)
+
+
 def _transform_inputs(fn):
     """(input variable, transform from that input's pixels to fn's output pixels) pairs."""
     op = fn.op_name
@@ -255,9 +327,9 @@ def _transform_inputs(fn):
     if op == 'Crop':
         ox, oy = fn.attributes['offset']
         return [(inputs[0], ((1.0, -float(ox)), (1.0, -float(oy))))]
-    if op in _UNMODELED_TRANSFORM_OPS:
-        raise NotImplementedError("crop_automatic: the spatial transform of %s (on the path between the crop "
-                                  "inputs) is not modeled; use crop_manual" % op)
+    if op in _WINDOW_TRANSFORM_INPUT:
+        k = _WINDOW_TRANSFORM_INPUT[op]
+        return [(inputs[k], _window_transform(fn))]
     raise ValueError("crop_automatic: %s does not support an affine spatial transform, so crop offsets cannot "
                      "be computed through it" % op)
 
@@ -334,8 +406,9 @@ def _automatic_offsets(op, x, r, ancestors=None):
 def crop_automatic(node_input, node_referent, name=''):
     """Crops like crop_manual, with the offsets found from the graph: the spatial
     transforms from each input back to their common ancestor, composed (CNTK's
-    ComputeCropOffsets). Elementwise ops, batch normalization and crops are modeled;
-    a convolution or pooling on the path raises NotImplementedError."""
+    ComputeCropOffsets). Elementwise ops, batch normalization, crops, convolutions
+    (also transposed), pooling and unpooling are modeled (scale and shift from their
+    kernel, stride and padding); any other op on the path raises ValueError."""
     x, r = _crop_operands('crop_automatic', node_input, node_referent)
     ox, oy = _automatic_offsets('crop_automatic', x, r)
     return prim('Crop', [x, r], {'offset': [ox, oy]}, name)
