@@ -7,6 +7,7 @@
 #include "cntk/profiler.h"
 #include "exec/plan.h"
 #include "exec/run_state.h"
+#include "kernels/cpu/dnnl_value.h"
 #include "kernels/cpu/reduce.h"
 #include "kernels/cpu/sparse.h"
 #include "ops/eager.h"
@@ -16,6 +17,27 @@ namespace cntk {
 
 FunctionPtr backprop_state_function(const BackPropStatePtr& s) { return s->function; }
 
+const NDArrayView& plain_value(BackPropState& s, int slot) {
+  NDArrayView& v = s.values[size_t(slot)];
+  if (!v.defined() && size_t(slot) < s.dnnl_values.size() && s.dnnl_values[size_t(slot)])
+    v = kernels::dnnl_to_plain(*s.dnnl_values[size_t(slot)]);
+  return v;
+}
+
+NDShape slot_shape(const BackPropState& s, int slot) {
+  const NDArrayView& v = s.values[size_t(slot)];
+  if (!v.defined() && size_t(slot) < s.dnnl_values.size() && s.dnnl_values[size_t(slot)])
+    return s.dnnl_values[size_t(slot)]->shape;
+  return v.shape();
+}
+
+DataType slot_dtype(const BackPropState& s, int slot) {
+  const NDArrayView& v = s.values[size_t(slot)];
+  if (!v.defined() && size_t(slot) < s.dnnl_values.size() && s.dnnl_values[size_t(slot)])
+    return s.dnnl_values[size_t(slot)]->dtype;
+  return v.dtype();
+}
+
 ComputeContext make_context(const PlanStep& st, BackPropState& s) {
   ComputeContext ctx;
   ctx.fn = st.fn;
@@ -24,15 +46,26 @@ ComputeContext make_context(const PlanStep& st, BackPropState& s) {
   // Kernels compute in the output's data type: an input of another type (float32
   // data next to a float64 one) is converted first.
   DataType dt = st.out.empty() ? DataType::Unknown : s.plan->slot_var[st.out[0]].dtype();
+  // Ops that read oneDNN layouts get such values as they are; the others get them plain.
+  const bool layouts = st.op->dnnl_layouts && !s.dnnl_values.empty();
   for (size_t i = 0; i < st.in.size(); ++i) {
-    const NDArrayView& v = s.values[st.in[i]];
-    if (v.is_sparse() && !st.op->sparse_inputs)
+    const int slot = st.in[i];
+    const bool blocked = layouts && !s.values[slot].defined() && s.dnnl_values[size_t(slot)];
+    const NDArrayView& v = blocked ? s.values[slot] : plain_value(s, slot);
+    if (blocked)
+      ctx.inputs.push_back(v);
+    else if (v.is_sparse() && !st.op->sparse_inputs)
       ctx.inputs.push_back(v.dtype() != dt && dt != DataType::Unknown ? v.cast(dt) : v.to_dense());
     else
       ctx.inputs.push_back(v.defined() && dt != DataType::Unknown && v.dtype() != dt ? v.cast(dt) : v);
+    if (layouts) ctx.dnnl_inputs.push_back(blocked ? s.dnnl_values[size_t(slot)] : nullptr);
     ctx.in_dyn.push_back(int(st.in_axes[i].size()));
     ctx.in_axes.push_back(st.in_axes[i]);
     ctx.in_lengths.push_back(s.seq_lengths[st.in[i]]);
+  }
+  if (layouts) {
+    ctx.make_plain = [&s, &st](bool output, size_t k) { return plain_value(s, output ? st.out[k] : st.in[k]); };
+    for (int o : st.out) ctx.dnnl_output_ok.push_back(s.plan->dnnl_blocked[size_t(o)]);
   }
   ctx.out_axes = st.out_axes;
   ctx.out_dyn = int(st.out_axes.size());
@@ -167,6 +200,7 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
   s->plan = get_plan(f, outputs, !continuing);
   const Plan& p = *s->plan;
   s->values.assign(p.slot_var.size(), NDArrayView());
+  if (p.dnnl_layouts) s->dnnl_values.assign(p.slot_var.size(), nullptr);
   s->seq_lengths.assign(p.slot_var.size(), {});
   std::unordered_set<int> bound;
   bool has_delays = false;
@@ -232,6 +266,7 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
       continue;
     }
     ComputeContext ctx = make_context(st, *s);
+    if (!ctx.dnnl_output_ok.empty()) ctx.dnnl_outputs.assign(st.out.size(), nullptr);
     std::vector<NDArrayView> outs;
     if (profiler::node_events_wanted()) [[unlikely]] {
       uint64_t t0 = profiler::detail::now();
@@ -251,6 +286,10 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
       if (!s->seq_lengths[st.in[i]].empty() && st.out_axes.size() == 2) lens = s->seq_lengths[st.in[i]];
     // Ops that create a sequence axis (where, slice, ...) set the lengths themselves.
     for (size_t k = 0; k < outs.size(); ++k) {
+      if (!outs[k].defined() && k < ctx.dnnl_outputs.size() && ctx.dnnl_outputs[k]) {
+        if (!ctx.may_keep_dnnl_output(k)) throw Error(st.op->name + ": kept an output in a oneDNN layout unasked");
+        s->dnnl_values[size_t(st.out[k])] = std::move(ctx.dnnl_outputs[k]);
+      }
       s->values[st.out[k]] = outs[k];
       s->seq_lengths[st.out[k]] = k < ctx.out_lengths.size() ? ctx.out_lengths[k] : lens;
     }
@@ -299,9 +338,9 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
     if (it == p.slot.end()) throw ValueError("backward: " + var.str() + " is not an output of this function");
     std::vector<int64_t> lens;
     NDArrayView g = to_runtime(var, val, lens);
-    if (g.shape() != s.values[it->second].shape())
+    if (g.shape() != slot_shape(s, it->second))
       throw ValueError("backward: root gradient of shape " + g.shape().str() + " does not match the output's " +
-                       s.values[it->second].shape().str());
+                       slot_shape(s, it->second).str());
     grads[it->second] = g.contiguous().copy();
     zero_padding(grads[it->second], lens);
   }
@@ -324,8 +363,11 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
     for (int i : st.in) ctx.grad_wanted.push_back(depends[i]);
     for (int o : st.out) {
       ctx.out_lengths.push_back(s.seq_lengths[o]);
-      ctx.outputs.push_back(s.values[o]);
-      ctx.grad_outputs.push_back(grads[o].defined() ? grads[o] : eager::zeros_like(s.values[o]));
+      // Ops that read oneDNN layouts get their outputs as they are (output(k) makes them plain).
+      const bool blocked = !ctx.dnnl_inputs.empty() && !s.values[o].defined() && s.dnnl_values[size_t(o)];
+      ctx.outputs.push_back(blocked ? s.values[o] : plain_value(s, o));
+      if (!ctx.dnnl_inputs.empty()) ctx.dnnl_outputs.push_back(blocked ? s.dnnl_values[size_t(o)] : nullptr);
+      ctx.grad_outputs.push_back(grads[o].defined() ? grads[o] : NDArrayView::zeros(slot_dtype(s, o), slot_shape(s, o)));
     }
     const uint64_t t0 = profiler::node_events_wanted() ? profiler::detail::now() : 0;
     for (size_t i = 0; i < st.in.size(); ++i) {
@@ -333,15 +375,15 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
       if (!depends[in]) continue;
       NDArrayView g = input_gradient(st, ctx, i);
       if (!g.defined()) continue;
-      if (g.dtype() != s.values[in].dtype()) g = g.cast(s.values[in].dtype());  // promoted step
-      if (g.shape() != s.values[in].shape())
+      if (g.dtype() != slot_dtype(s, in)) g = g.cast(slot_dtype(s, in));  // promoted step
+      if (g.shape() != slot_shape(s, in))
         throw Error(st.op->name + ": gradient for input " + std::to_string(i) + " has shape " + g.shape().str() +
-                    ", expected " + s.values[in].shape().str());
+                    ", expected " + slot_shape(s, in).str());
       if (!grads[in].defined()) {
         // Accumulators are written in place later: never let one share storage.
-        bool shared = g.same_storage(s.values[in]) || !g.is_contiguous();
+        bool shared = (s.values[in].defined() && g.same_storage(s.values[in])) || !g.is_contiguous();
         for (auto& go : ctx.grad_outputs) shared = shared || g.same_storage(go);
-        for (auto& x : ctx.inputs) shared = shared || g.same_storage(x);
+        for (auto& x : ctx.inputs) shared = shared || (x.defined() && g.same_storage(x));
         grads[in] = shared ? g.copy() : g;
       }
       else
@@ -354,7 +396,7 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
     auto it = p.slot.find(w.get());
     if (it == p.slot.end() || !grads[it->second].defined()) {
       // Not reached from the roots: the gradient is zero.
-      NDShape shape = it == p.slot.end() ? w.shape() : s.values[it->second].shape();
+      NDShape shape = it == p.slot.end() ? w.shape() : slot_shape(s, it->second);
       NDArrayView z = NDArrayView::zeros(w.dtype(), shape);
       gradients.push_back(it == p.slot.end() ? Value(z) : to_value(w, z, s.seq_lengths[it->second]));
       continue;

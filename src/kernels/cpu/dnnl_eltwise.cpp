@@ -1,16 +1,18 @@
 #include "kernels/cpu/dnnl_eltwise.h"
 #include "kernels/cpu/dnnl_context.h"
+#include "kernels/cpu/dnnl_value.h"
 
 #include <map>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <string>
 #include <tuple>
 
 namespace cntk::kernels {
 namespace {
 
 
-using Key = std::tuple<int, float, float, int64_t, bool>;
+using Key = std::tuple<int, float, float, int64_t, bool, std::string>;
 
 struct Cache {
   std::mutex mu;
@@ -24,13 +26,15 @@ Cache& cache() {
 
 dnnl::memory::desc flat(int64_t n) { return dnnl::memory::desc({n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a); }
 
-dnnl::primitive get(int alg, float alpha, float beta, int64_t n, bool backward) {
-  Key key{alg, alpha, beta, n, backward};
+// `layout`: the memory desc of the data (a oneDNN layout); null: n contiguous values.
+dnnl::primitive get(int alg, float alpha, float beta, int64_t n, bool backward,
+                    const dnnl::memory::desc* layout = nullptr) {
+  Key key{alg, alpha, beta, n, backward, layout ? dnnl_desc_key(*layout) : std::string()};
   auto& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   auto it = c.prims.find(key);
   if (it != c.prims.end()) return it->second;
-  auto md = flat(n);
+  auto md = layout ? *layout : flat(n);
   dnnl::primitive p;
   auto a = dnnl::algorithm(alg);
   dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training, a, md, alpha, beta);
@@ -76,6 +80,18 @@ NDArrayView dnnl_eltwise_backward(int alg, float alpha, float beta, const NDArra
                           {DNNL_ARG_DIFF_SRC, diff_src}});
   dnnl_stream().wait();
   return dx;
+}
+
+std::shared_ptr<DnnlValue> dnnl_eltwise_forward_layout(int alg, float alpha, float beta, const DnnlValue& x) {
+  if (!alg || x.dtype != DataType::Float) return nullptr;
+  dnnl::memory::desc md = x.mem.get_desc();
+  auto y = std::make_shared<DnnlValue>();
+  y->mem = dnnl::memory(md, dnnl_engine());
+  y->shape = x.shape;
+  get(alg, alpha, beta, 0, false, &md)
+      .execute(dnnl_stream(), {{DNNL_ARG_SRC, const_cast<dnnl::memory&>(x.mem)}, {DNNL_ARG_DST, y->mem}});
+  dnnl_stream().wait();
+  return y;
 }
 
 }  // namespace cntk::kernels

@@ -1,0 +1,50 @@
+#include "kernels/cpu/dnnl_value.h"
+
+#include <atomic>
+
+#include "kernels/cpu/dnnl_context.h"
+
+namespace cntk::kernels {
+
+namespace {
+std::atomic<size_t> g_reorders{0}, g_weight_reorders{0};
+}  // namespace
+
+size_t dnnl_reorders() { return g_reorders; }
+size_t dnnl_weight_reorders() { return g_weight_reorders; }
+void count_dnnl_reorder(bool weights) { ++(weights ? g_weight_reorders : g_reorders); }
+
+dnnl::memory::desc dnnl_plain_desc(const dnnl::memory::dims& dims) {
+  dnnl::memory::dims strides(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
+}
+
+std::string dnnl_desc_key(const dnnl::memory::desc& md) {
+  const dnnl_memory_desc_t& d = md.data;
+  std::string k = std::to_string(int(d.data_type)) + ":";
+  for (int i = 0; i < d.ndims; ++i) k += std::to_string(d.dims[i]) + ",";
+  k += "f" + std::to_string(int(d.format_kind));
+  if (d.format_kind == dnnl_blocked) {
+    const dnnl_blocking_desc_t& b = d.format_desc.blocking;
+    k += "s";
+    for (int i = 0; i < d.ndims; ++i) k += std::to_string(b.strides[i]) + ",";
+    k += "b";
+    for (int i = 0; i < b.inner_nblks; ++i) k += std::to_string(b.inner_blks[i]) + "/" + std::to_string(b.inner_idxs[i]) + ",";
+  }
+  return k;
+}
+
+NDArrayView dnnl_to_plain(const DnnlValue& v) {
+  if (v.dtype != DataType::Float) throw Error("a value in a oneDNN layout must be float32");
+  NDArrayView y(DataType::Float, v.shape);
+  dnnl::memory::desc md = v.mem.get_desc();
+  if (y.numel() == 0) return y;
+  dnnl::memory dst(dnnl_plain_desc(md.dims()), dnnl_engine(), y.raw_data());
+  count_dnnl_reorder(false);
+  dnnl::reorder(v.mem, dst).execute(dnnl_stream(), const_cast<dnnl::memory&>(v.mem), dst);
+  dnnl_stream().wait();
+  return y;
+}
+
+}  // namespace cntk::kernels
