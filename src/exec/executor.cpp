@@ -344,6 +344,22 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
     grads[it->second] = g.contiguous().copy();
     zero_padding(grads[it->second], lens);
   }
+  // Gradients of slots kept in a oneDNN layout may stay in one (from the backward of the
+  // oneDNN steps that read them to the one that produced them).
+  std::vector<std::shared_ptr<const DnnlValue>> dnnl_grads(p.dnnl_layouts ? n : 0);
+  auto has_dnnl_grad = [&](int slot) { return !dnnl_grads.empty() && dnnl_grads[size_t(slot)]; };
+  // The gradient of a slot as a plain tensor (an accumulator: it owns its storage).
+  auto plain_grad = [&](int slot) -> NDArrayView& {
+    if (has_dnnl_grad(slot)) {
+      NDArrayView g = kernels::dnnl_to_plain(*dnnl_grads[size_t(slot)]);
+      dnnl_grads[size_t(slot)] = nullptr;
+      if (grads[slot].defined())
+        eager::add_to(grads[slot], g);
+      else
+        grads[slot] = g;
+    }
+    return grads[slot];
+  };
   for (size_t k = p.steps.size(); k-- > 0;) {
     const PlanStep& st = p.steps[k];
     if (st.loop >= 0) {
@@ -353,36 +369,62 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
       continue;
     }
     bool has_grad = false;
-    for (int o : st.out) has_grad = has_grad || grads[o].defined();
+    for (int o : st.out) has_grad = has_grad || grads[o].defined() || has_dnnl_grad(o);
     bool needed = false;
     for (int i : st.in) needed = needed || depends[i];
     if (!has_grad || !needed) continue;
     ComputeContext ctx = make_context(st, s);
+    const bool layouts = !ctx.dnnl_inputs.empty();
     if (k < s.saved.size()) ctx.saved = s.saved[k];
     if (k < s.saved_state.size()) ctx.state = s.saved_state[k];
     for (int i : st.in) ctx.grad_wanted.push_back(depends[i]);
     for (int o : st.out) {
       ctx.out_lengths.push_back(s.seq_lengths[o]);
-      // Ops that read oneDNN layouts get their outputs as they are (output(k) makes them plain).
-      const bool blocked = !ctx.dnnl_inputs.empty() && !s.values[o].defined() && s.dnnl_values[size_t(o)];
+      // Ops that read oneDNN layouts get their outputs and output gradients as they are
+      // (output(k) and grad_output(k) make them plain).
+      const bool blocked = layouts && !s.values[o].defined() && s.dnnl_values[size_t(o)];
       ctx.outputs.push_back(blocked ? s.values[o] : plain_value(s, o));
-      if (!ctx.dnnl_inputs.empty()) ctx.dnnl_outputs.push_back(blocked ? s.dnnl_values[size_t(o)] : nullptr);
-      ctx.grad_outputs.push_back(grads[o].defined() ? grads[o] : NDArrayView::zeros(slot_dtype(s, o), slot_shape(s, o)));
+      if (layouts) ctx.dnnl_outputs.push_back(blocked ? s.dnnl_values[size_t(o)] : nullptr);
+      const bool blocked_grad = layouts && has_dnnl_grad(o) && !grads[o].defined();
+      if (layouts) ctx.dnnl_grad_outputs.push_back(blocked_grad ? dnnl_grads[size_t(o)] : nullptr);
+      if (blocked_grad)
+        ctx.grad_outputs.push_back(NDArrayView());
+      else if (plain_grad(o).defined())
+        ctx.grad_outputs.push_back(grads[o]);
+      else
+        ctx.grad_outputs.push_back(NDArrayView::zeros(slot_dtype(s, o), slot_shape(s, o)));
     }
+    if (layouts)
+      for (int i : st.in) ctx.dnnl_grad_ok.push_back(s.plan->dnnl_blocked[size_t(i)]);
     const uint64_t t0 = profiler::node_events_wanted() ? profiler::detail::now() : 0;
     for (size_t i = 0; i < st.in.size(); ++i) {
       int in = st.in[i];
       if (!depends[in]) continue;
+      ctx.dnnl_grad = nullptr;
       NDArrayView g = input_gradient(st, ctx, i);
+      if (!g.defined() && ctx.dnnl_grad) {
+        if (!ctx.may_keep_dnnl_grad(i)) throw Error(st.op->name + ": kept a gradient in a oneDNN layout unasked");
+        if (ctx.dnnl_grad->shape != slot_shape(s, in))
+          throw Error(st.op->name + ": gradient for input " + std::to_string(i) + " has shape " +
+                      ctx.dnnl_grad->shape.str() + ", expected " + slot_shape(s, in).str());
+        if (grads[in].defined())
+          eager::add_to(grads[in], kernels::dnnl_to_plain(*ctx.dnnl_grad));
+        else if (has_dnnl_grad(in))
+          dnnl_grads[size_t(in)] = kernels::dnnl_add(*dnnl_grads[size_t(in)], *ctx.dnnl_grad);
+        else
+          dnnl_grads[size_t(in)] = ctx.dnnl_grad;
+        ctx.dnnl_grad = nullptr;
+        continue;
+      }
       if (!g.defined()) continue;
       if (g.dtype() != slot_dtype(s, in)) g = g.cast(slot_dtype(s, in));  // promoted step
       if (g.shape() != slot_shape(s, in))
         throw Error(st.op->name + ": gradient for input " + std::to_string(i) + " has shape " + g.shape().str() +
                     ", expected " + slot_shape(s, in).str());
-      if (!grads[in].defined()) {
+      if (!plain_grad(in).defined()) {
         // Accumulators are written in place later: never let one share storage.
         bool shared = (s.values[in].defined() && g.same_storage(s.values[in])) || !g.is_contiguous();
-        for (auto& go : ctx.grad_outputs) shared = shared || g.same_storage(go);
+        for (auto& go : ctx.grad_outputs) shared = shared || (go.defined() && g.same_storage(go));
         for (auto& x : ctx.inputs) shared = shared || (x.defined() && g.same_storage(x));
         grads[in] = shared ? g.copy() : g;
       }
@@ -394,6 +436,7 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
   gradients.clear();
   for (auto& w : wrt) {
     auto it = p.slot.find(w.get());
+    if (it != p.slot.end()) plain_grad(it->second);
     if (it == p.slot.end() || !grads[it->second].defined()) {
       // Not reached from the roots: the gradient is zero.
       NDShape shape = it == p.slot.end() ? w.shape() : slot_shape(s, it->second);

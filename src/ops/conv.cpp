@@ -279,7 +279,7 @@ std::vector<NDArrayView> convolution_forward(ComputeContext& ctx) {
     const bool keep = ctx.may_keep_dnnl_output(0) && kernels::conv_runs_on_dnnl(dd, DataType::Float) &&
                       (ctx.dnnl_input(1) || ctx.inputs[1].dtype() == DataType::Float);
     if (xb || keep) {
-      kernels::ConvLayoutIO io{xb, keep, nullptr};
+      kernels::ConvLayoutIO io{xb, nullptr, keep, nullptr};
       auto reuse = ctx.training ? kernels::make_conv_reuse() : nullptr;
       NDArrayView x = xb ? NDArrayView() : ctx.input(1).to_dense().contiguous().reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
       NDArrayView y = kernels::conv_forward(x, w.reshape(flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel)),
@@ -307,8 +307,62 @@ std::vector<NDArrayView> convolution_forward(ComputeContext& ctx) {
   return std::vector<NDArrayView>{y.reshape(out_shape)};
 }
 
+// The gradients of a (non-transposed) convolution with its output gradient, its operand or
+// its operand's gradient in oneDNN layouts. `dbias` (fused convolutions, i = 0): the bias
+// gradient from the same pass. Undefined (ctx.dnnl_grad set for a kept one) or computed.
+NDArrayView convolution_backward_layouts(ComputeContext& ctx, size_t i, const ConvSetup& cs, NDArrayView* dbias,
+                                         bool& done) {
+  const auto& dd = cs.dims;
+  done = false;
+  const DnnlValue* gb = ctx.dnnl_grad_output(0);
+  if (cs.transpose || !kernels::conv_runs_on_dnnl(dd, DataType::Float)) return {};
+  if (!gb && !dbias && !(i == 1 && ctx.may_keep_dnnl_grad(1))) return {};
+  if (gb) {
+    std::vector<int64_t> gdims{dd.batch, dd.out_channels};
+    gdims.insert(gdims.end(), dd.win.out.begin(), dd.win.out.end());
+    if (gb->mem.get_desc().dims() != gdims) return {};
+  }
+  auto* reuse = static_cast<kernels::ConvReuse*>(ctx.state.get());
+  NDArrayView g = gb ? NDArrayView()
+                     : ctx.grad_outputs[0].to_dense().contiguous().reshape(flat4(dd.batch, dd.out_channels, dd.win.out));
+  if (g.defined() && g.dtype() != DataType::Float) return {};
+  done = true;
+  kernels::ConvLayoutIO io;
+  if (i == 0) {
+    const bool held_source = reuse && kernels::conv_reuse_has_source(*reuse);
+    NDArrayView x;
+    const DnnlValue* xb = nullptr;
+    if (!held_source) {
+      xb = layout_operand(ctx, dd, 1);
+      if (!xb) x = ctx.input(1).to_dense().contiguous().reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
+      if (x.defined() && x.dtype() != DataType::Float) x = x.cast(DataType::Float);
+    }
+    io.in = xb;
+    io.in_b = gb;
+    NDArrayView r = kernels::conv_backward_weights(x, g, dd, reuse, &io, dbias);
+    if (reuse) kernels::release_source(*reuse);
+    if (r.dtype() != ctx.inputs[0].dtype()) r = r.cast(ctx.inputs[0].dtype());
+    return r.reshape(ctx.input_shape(0));
+  }
+  NDArrayView w = ctx.input(0).to_dense().contiguous();
+  io.in = gb;
+  io.keep_out = ctx.may_keep_dnnl_grad(1);
+  NDArrayView r = kernels::conv_backward_data(g, w.reshape(flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel)),
+                                              dd, reuse, &io);
+  if (reuse) kernels::release_output_gradient(*reuse);
+  if (io.keep_out) {
+    io.out->shape = ctx.input_shape(1);
+    ctx.dnnl_grad = io.out;
+    return NDArrayView();
+  }
+  return r.reshape(ctx.input_shape(1));
+}
+
 NDArrayView convolution_backward(ComputeContext& ctx, size_t i) {
   ConvSetup cs = runtime_conv(ctx);
+  bool done = false;
+  NDArrayView lr = convolution_backward_layouts(ctx, i, cs, nullptr, done);
+  if (done) return lr;
   const auto& dd = cs.dims;
   auto* reuse = static_cast<kernels::ConvReuse*>(ctx.state.get());  // from the forward, when training
   // The weight gradient reads the forward's source from `reuse` where it holds it, so an
@@ -316,8 +370,8 @@ NDArrayView convolution_backward(ComputeContext& ctx, size_t i) {
   const bool held_source = !cs.transpose && i == 0 && reuse && kernels::conv_reuse_has_source(*reuse);
   NDArrayView x = held_source ? NDArrayView() : ctx.input(1).to_dense().contiguous();
   NDArrayView w = ctx.input(0).to_dense().contiguous();
-  NDArrayView g = ctx.grad_outputs[0].to_dense().contiguous();
-  DataType t = ctx.grad_outputs[0].dtype();
+  NDArrayView g = ctx.grad_output(0).to_dense().contiguous();
+  DataType t = g.dtype();
   if (w.dtype() != t) w = w.cast(t);
   if (x.defined() && x.dtype() != t) x = x.cast(t);
   NDShape wk = flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel);
@@ -492,8 +546,21 @@ void register_pooling() {
   d.backward = [](ComputeContext& ctx, size_t) {
     PoolSetup ps = pool_setup(ctx.attr(), ctx.static_shape(0), "poolingWindowShape");
     ps.dims.batch = batch_of(ctx, 0);
+    if (const DnnlValue* xb = ctx.dnnl_input(0)) {
+      NDArrayView dx;
+      std::shared_ptr<DnnlValue> dxb;
+      const bool keep = ctx.may_keep_dnnl_grad(0);
+      const DnnlValue* gb = ctx.dnnl_grad_output(0);
+      NDArrayView g = gb ? NDArrayView() : ctx.grad_outputs[0];
+      if (kernels::pool_backward_layout(*xb, gb, g, ps.dims, keep, dx, dxb)) {
+        if (!keep) return dx.reshape(ctx.input_shape(0));
+        dxb->shape = ctx.input_shape(0);
+        ctx.dnnl_grad = std::move(dxb);
+        return NDArrayView();
+      }
+    }
     NDArrayView x = ctx.input(0).to_dense().contiguous().reshape(pool_flat(ps, false));
-    NDArrayView g = ctx.grad_outputs[0].to_dense().contiguous().reshape(pool_flat(ps, true));
+    NDArrayView g = ctx.grad_output(0).to_dense().contiguous().reshape(pool_flat(ps, true));
     return kernels::pool_backward(x, g, ps.dims).reshape(ctx.input_shape(0));
   };
   register_op(std::move(d));
@@ -670,7 +737,7 @@ std::vector<NDArrayView> fused_forward(const FusedConvSpec& sp, ComputeContext& 
     const auto& dd = cs.dims;
     const DnnlValue* xb = layout_operand(ctx, dd, 1);
     const bool keep = ctx.may_keep_dnnl_output(0) && kernels::conv_runs_on_dnnl(dd, DataType::Float);
-    kernels::ConvLayoutIO io{xb, keep, nullptr};
+    kernels::ConvLayoutIO io{xb, nullptr, keep, nullptr};
     NDArrayView bias;
     if (sp.has_bias) {
       bias = ctx.inputs[2].to_dense().contiguous();
@@ -736,14 +803,34 @@ NDArrayView pre_activation_gradient(const FusedConvSpec& sp, ComputeContext& ctx
   });
 }
 
+// What the gradient calls of one fused step share: the pre-activation gradient (plain or
+// in a oneDNN layout) and the bias gradient where the weight gradient's pass computed it.
+struct FusedGrads {
+  NDArrayView dz;
+  std::shared_ptr<const DnnlValue> dzb;
+  NDArrayView db;
+};
+
 NDArrayView fused_backward(const FusedConvSpec& sp, ComputeContext& ctx, size_t i) {
-  // The calls for the inputs of one step share the pre-activation gradient.
-  if (!ctx.scratch) ctx.scratch = std::make_shared<NDArrayView>(pre_activation_gradient(sp, ctx));
-  const NDArrayView& dz = *static_cast<const NDArrayView*>(ctx.scratch.get());
-  if (i == 2) {
-    ctx.input(2);
-    return ctx.reduce_to_input(2, dz);
-  }  // the bias: summed over batch and positions, as Plus does
+  if (!ctx.scratch) {
+    auto fg = std::make_shared<FusedGrads>();
+    const DnnlValue* gb = ctx.dnnl_grad_output(0);
+    if (sp.activation == FusedActivation::None) {
+      if (gb) fg->dzb = ctx.dnnl_grad_outputs[0];
+    } else if (const DnnlValue* yb = ctx.dnnl_output(0)) {
+      // The output in a oneDNN layout: the activation's gradient stays in it.
+      fg->dzb = kernels::dnnl_eltwise_backward_layout(dnnl_backward_from_output_alg(sp.activation), float(sp.alpha),
+                                                      0.f, *yb, gb, ctx.grad_outputs[0]);
+    }
+    if (!fg->dzb) fg->dz = pre_activation_gradient(sp, ctx);
+    ctx.scratch = fg;
+  }
+  FusedGrads& fg = *static_cast<FusedGrads*>(ctx.scratch.get());
+  if (i == 2) {  // the bias: summed over batch and positions, as Plus does
+    const NDShape bias_shape = ctx.input(2).shape();
+    if (fg.db.defined() && fg.db.numel() == bias_shape.total_size()) return fg.db.reshape(bias_shape);
+    return ctx.reduce_to_input(2, fg.dzb ? kernels::dnnl_to_plain(*fg.dzb) : fg.dz);
+  }
   ComputeContext c = part_context(ctx, sp.conv, {ctx.inputs[0], ctx.inputs[1]});
   c.state = ctx.state;
   // The convolution's gradient rule reads the operand in whichever layout the fused step has it.
@@ -751,8 +838,19 @@ NDArrayView fused_backward(const FusedConvSpec& sp, ComputeContext& ctx, size_t 
                    ctx.dnnl_inputs.size() > 1 ? ctx.dnnl_inputs[1] : nullptr};
   c.make_plain = ctx.make_plain;
   c.outputs = {NDArrayView()};
-  c.grad_outputs = {dz};
-  return sp.conv.op->backward(c, i);
+  c.grad_outputs = {fg.dzb ? NDArrayView() : fg.dz};
+  c.dnnl_grad_outputs = {fg.dzb};
+  c.dnnl_grad_ok = {false, ctx.may_keep_dnnl_grad(1)};
+  NDArrayView r;
+  if (i == 0 && sp.has_bias && ctx.grad_wanted.size() > 2 && ctx.grad_wanted[2]) {
+    // The weight gradient's pass computes the bias gradient too.
+    bool done = false;
+    r = convolution_backward_layouts(c, 0, runtime_conv(c), &fg.db, done);
+    if (done) return r;
+  }
+  r = sp.conv.op->backward(c, i);
+  if (c.dnnl_grad) ctx.dnnl_grad = std::move(c.dnnl_grad);
+  return r;
 }
 
 }  // namespace

@@ -61,7 +61,18 @@ void unary(const char* name, F f, G df, Gradient kind = Gradient::Rule, ParamFn 
   if (kind == Gradient::Rule)
     d.backward = [df, params, dnnl](ComputeContext& ctx, size_t) {
       Params p = params(ctx.attr());
-      const NDArrayView& g = ctx.grad_outputs[0];
+      // x (or y) in a oneDNN layout: the gradient is computed, and may stay, in that layout.
+      if (const DnnlValue* xyb = dnnl.backward_from_output ? ctx.dnnl_output(0) : ctx.dnnl_input(0);
+          xyb && dnnl.backward) {
+        auto dx = kernels::dnnl_eltwise_backward_layout(dnnl.backward, float(p[0]), 0.f, *xyb,
+                                                        ctx.dnnl_grad_output(0), ctx.grad_outputs[0]);
+        if (dx) {
+          if (!ctx.may_keep_dnnl_grad(0)) return kernels::dnnl_to_plain(*dx);
+          ctx.dnnl_grad = std::move(dx);
+          return NDArrayView();
+        }
+      }
+      const NDArrayView& g = ctx.grad_output(0);
       if (dnnl.backward && g.dtype() == DataType::Float) {
         const NDArrayView& xy = dnnl.backward_from_output ? ctx.output(0) : ctx.input(0);
         if (xy.dtype() == DataType::Float) {

@@ -218,6 +218,11 @@ const NDArrayView& ComputeContext::output(size_t k) {
   return outputs[k];
 }
 
+const NDArrayView& ComputeContext::grad_output(size_t k) {
+  if (!grad_outputs[k].defined() && dnnl_grad_output(k)) grad_outputs[k] = kernels::dnnl_to_plain(*dnnl_grad_outputs[k]);
+  return grad_outputs[k];
+}
+
 std::shared_ptr<RandomState> initial_random_state(const Dictionary& attrs) {
   auto rs = std::make_shared<RandomState>();
   rs->engine.seed(uint64_t(attr_int(attrs, "rngSeed", 0)) * 0x9E3779B97F4A7C15ull +

@@ -103,6 +103,12 @@ class ComputeContext {
   std::vector<bool> dnnl_output_ok;
   // Makes input k (output=false) or output k plain; the pass caches the result.
   std::function<NDArrayView(bool output, size_t k)> make_plain;
+  // Backward: per output, its gradient in a oneDNN layout (grad_outputs[k] is then
+  // undefined until grad_output(k)); per input, whether its gradient may be returned in
+  // one: the rule then sets dnnl_grad and returns an undefined view.
+  std::vector<std::shared_ptr<const DnnlValue>> dnnl_grad_outputs;
+  std::vector<bool> dnnl_grad_ok;
+  std::shared_ptr<const DnnlValue> dnnl_grad;
 
   const Dictionary& attr() const { return *attrs; }
   // Input i as a view with the output's dynamic dims (size 1 where the input lacks
@@ -117,6 +123,11 @@ class ComputeContext {
   // Input i (output k) as a plain tensor, made plain on demand where it is in a oneDNN layout.
   const NDArrayView& input(size_t i);
   const NDArrayView& output(size_t k);
+  const NDArrayView& grad_output(size_t k);
+  const DnnlValue* dnnl_grad_output(size_t k) const {
+    return k < dnnl_grad_outputs.size() ? dnnl_grad_outputs[k].get() : nullptr;
+  }
+  bool may_keep_dnnl_grad(size_t i) const { return i < dnnl_grad_ok.size() && dnnl_grad_ok[i]; }
   const DnnlValue* dnnl_input(size_t i) const { return i < dnnl_inputs.size() ? dnnl_inputs[i].get() : nullptr; }
   const DnnlValue* dnnl_output(size_t k) const { return k < dnnl_outputs.size() ? dnnl_outputs[k].get() : nullptr; }
   bool may_keep_dnnl_output(size_t k) const { return k < dnnl_output_ok.size() && dnnl_output_ok[k]; }

@@ -90,11 +90,15 @@ def test_conv_relu_pool_conv_matches_plain_layout():
 
 def test_conv_relu_pool_conv_reorders_nothing_between_its_steps():
     x, y, _, _ = conv_relu_pool_conv()
-    (fwd_on, _), (fwd_off, _) = check_same(y, {x: data((2, 16, 12, 12))})
+    (fwd_on, bwd_on), (fwd_off, bwd_off) = check_same(y, {x: data((2, 16, 12, 12))})
     # Kept: the input into the first convolution's layout and the result out of the
     # last one's, nothing between. Plain: each convolution reorders in and out.
     assert fwd_on == 2
     assert fwd_off == 4
+    # Backward likewise: the root gradient in and the input's gradient out; the weight
+    # gradients reuse what the data gradients reordered.
+    assert bwd_on == 2
+    assert bwd_off == 4
 
 
 def test_plain_reader_gets_the_value_made_plain_once():

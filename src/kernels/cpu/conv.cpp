@@ -290,8 +290,12 @@ DnnlConv make_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, con
       break;
     }
     case ConvPass::BackwardWeights: {
-      dnnl::convolution_backward_weights::desc bd(alg, m.src_a, m.wei_a, m.dst_a, p.strides, p.dilates, p.pad_l,
-                                                  p.pad_r);
+      // post.bias here: the pass also computes the bias gradient (of a fused convolution).
+      dnnl::convolution_backward_weights::desc bd =
+          post.bias ? dnnl::convolution_backward_weights::desc(alg, m.src_a, m.wei_a, bias_md(d), m.dst_a, p.strides,
+                                                               p.dilates, p.pad_l, p.pad_r)
+                    : dnnl::convolution_backward_weights::desc(alg, m.src_a, m.wei_a, m.dst_a, p.strides, p.dilates,
+                                                               p.pad_l, p.pad_r);
       dnnl::convolution_backward_weights::primitive_desc bpd(bd, dnnl_engine(), fpd);
       c.prim = dnnl::convolution_backward_weights(bpd);
       c.a_md = bpd.src_desc();
@@ -415,13 +419,16 @@ void run_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, const ND
       break;
   }
   const dnnl::memory* a_blocked = io && io->in ? &io->in->mem : nullptr;
+  const dnnl::memory* b_blocked = io && io->in_b ? &io->in_b->mem : nullptr;
   dnnl::memory am = reused_layout(a_plain, a, a_blocked, c.a_md, a_held, a_view, false);
-  dnnl::memory bm = reused_layout(b_plain, b, nullptr, c.b_md, b_held, b_view, b_weights);
+  dnnl::memory bm = reused_layout(b_plain, b, b_blocked, c.b_md, b_held, b_view, b_weights);
   const bool keep = io && io->keep_out;
   dnnl::memory out_user = keep ? dnnl::memory() : dnnl::memory(out_plain, dnnl_engine(), out);
   dnnl::memory om = !keep && c.out_md == out_plain ? out_user : dnnl::memory(c.out_md, dnnl_engine());
   std::unordered_map<int, dnnl::memory> args{{a_arg, am}, {b_arg, bm}, {out_arg, om}};
-  if (post.bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md(d), dnnl_engine(), const_cast<void*>(bias)));
+  if (post.bias)
+    args.emplace(pass == ConvPass::BackwardWeights ? DNNL_ARG_DIFF_BIAS : DNNL_ARG_BIAS,
+                 dnnl::memory(bias_md(d), dnnl_engine(), const_cast<void*>(bias)));
   c.prim.execute(dnnl_stream(), args);
   if (keep) {
     auto v = std::make_shared<DnnlValue>();
@@ -530,26 +537,43 @@ NDArrayView conv_forward_fused(const NDArrayView& x_in, const NDArrayView& w_in,
 size_t dnnl_conv_primitives_created() { return g_primitives_created; }
 
 NDArrayView conv_backward_data(const NDArrayView& dy_in, const NDArrayView& w_in, const ConvDims& d,
-                               ConvReuse* reuse) {
+                               ConvReuse* reuse, ConvLayoutIO* io) {
   DnnlPads p;
-  if (!dnnl_usable(d, dy_in.dtype()) || !dnnl_pads(d, p)) return conv_backward_data_reference(dy_in, w_in, d);
+  const bool dy_float = (io && io->in) || dy_in.dtype() == DataType::Float;
+  if (!dnnl_usable(d, DataType::Float) || !dy_float || !dnnl_pads(d, p)) {
+    if (io && io->in) throw Error("convolution: a gradient in a oneDNN layout for a convolution oneDNN cannot run");
+    return conv_backward_data_reference(dy_in, w_in, d);
+  }
   check_conv(d);
-  NDArrayView dy = dy_in.to_dense().contiguous(), w = w_in.to_dense().contiguous();
-  NDArrayView dx(dy.dtype(), shape_of(dims_of(d.batch, d.in_channels, d.win.in)));
-  run_dnnl_conv(d, ConvPass::BackwardData, p, dy, w, dx.raw_data(), {}, nullptr, reuse);
+  NDArrayView dy = plain_input(dy_in, io), w = w_in.to_dense().contiguous();
+  if (w.dtype() != DataType::Float) w = w.cast(DataType::Float);
+  NDArrayView dx = io && io->keep_out ? NDArrayView() : NDArrayView(DataType::Float, shape_of(dims_of(d.batch, d.in_channels, d.win.in)));
+  run_dnnl_conv(d, ConvPass::BackwardData, p, dy, w, dx.defined() ? dx.raw_data() : nullptr, {}, nullptr, reuse, io);
   return dx;
 }
 
 NDArrayView conv_backward_weights(const NDArrayView& x_in, const NDArrayView& dy_in, const ConvDims& d,
-                                  ConvReuse* reuse) {
+                                  ConvReuse* reuse, ConvLayoutIO* io, NDArrayView* dbias) {
   DnnlPads p;
   const bool held_source = !x_in.defined() && reuse && conv_reuse_has_source(*reuse);
-  if (!dnnl_usable(d, dy_in.dtype()) || !dnnl_pads(d, p) || (!held_source && x_in.dtype() != DataType::Float))
+  const bool dy_float = (io && io->in_b) || dy_in.dtype() == DataType::Float;
+  if (!dnnl_usable(d, DataType::Float) || !dy_float || !dnnl_pads(d, p) ||
+      (!held_source && x_in.dtype() != DataType::Float)) {
+    if (io && io->in_b) throw Error("convolution: a gradient in a oneDNN layout for a convolution oneDNN cannot run");
+    if (dbias) *dbias = NDArrayView();
     return conv_backward_weights_reference(x_in, dy_in, d);
+  }
   check_conv(d);
-  NDArrayView x = held_source ? NDArrayView() : x_in.to_dense().contiguous(), dy = dy_in.to_dense().contiguous();
+  NDArrayView x = held_source ? NDArrayView() : x_in.to_dense().contiguous();
+  NDArrayView dy = io && io->in_b ? NDArrayView() : dy_in.to_dense().contiguous();
   NDArrayView dw(DataType::Float, weights_shape(d));
-  run_dnnl_conv(d, ConvPass::BackwardWeights, p, x, dy, dw.raw_data(), {}, nullptr, reuse);
+  ConvPostOps post;
+  if (dbias) {
+    post.bias = true;
+    *dbias = NDArrayView(DataType::Float, NDShape{d.out_channels});
+  }
+  run_dnnl_conv(d, ConvPass::BackwardWeights, p, x, dy, dw.raw_data(), post, dbias ? dbias->raw_data() : nullptr,
+                reuse, io);
   return dw;
 }
 
@@ -751,6 +775,7 @@ DnnlPool dnnl_pool(const PoolDims& d, const DnnlPads& p, bool backward, const dn
   DnnlPool e{dnnl::pooling_forward::primitive_desc(fd, dnnl_engine()), {}, {}};
   e.fwd = dnnl::pooling_forward(e.fwd_pd);
   if (backward) {
+    if (src_layout) dst_md = e.fwd_pd.dst_desc();
     dnnl::pooling_backward::desc bd(alg, src_md, dst_md, p.strides, p.dilates, p.pad_l, p.pad_r);
     e.bwd = dnnl::pooling_backward(dnnl::pooling_backward::primitive_desc(bd, dnnl_engine(), e.fwd_pd));
   }
@@ -804,6 +829,46 @@ bool pool_forward_layout(const DnnlValue& x, const PoolDims& d, bool keep_out, N
   dnnl::memory plain(pool_md(d, true), dnnl_engine(), y.raw_data());
   if (dst.get_desc() != plain.get_desc()) count_dnnl_reorder(false);
   dnnl::reorder(dst, plain).execute(dnnl_stream(), dst, plain);
+  dnnl_stream().wait();
+  return true;
+}
+
+bool pool_backward_layout(const DnnlValue& x, const DnnlValue* dyb, const NDArrayView& dy_in, const PoolDims& d,
+                          bool keep_out, NDArrayView& dx, std::shared_ptr<DnnlValue>& dxb) {
+  DnnlPads p;
+  if (x.dtype != DataType::Float || !dnnl_pool_pads(d, DataType::Float, p)) return false;
+  const dnnl::memory::desc src_md = x.mem.get_desc();
+  if (src_md.dims() != dims_of(d.batch, d.channels, d.win.in)) return false;
+  DnnlPool e = dnnl_pool(d, p, true, &src_md);
+  const dnnl::memory::desc dst_md = e.fwd_pd.dst_desc();
+  // The output gradient in the layout of the forward's output (g keeps a plain one alive).
+  NDArrayView g;
+  dnnl::memory dy;
+  if (dyb) {
+    dy = as_layout(dyb->mem, dst_md, false);
+  } else {
+    g = dy_in.to_dense().contiguous();
+    if (g.dtype() != DataType::Float) g = g.cast(DataType::Float);
+    dy = as_layout(dnnl::memory(pool_md(d, true), dnnl_engine(), g.raw_data()), dst_md, false);
+  }
+  dnnl::memory diff_src(src_md, dnnl_engine());
+  std::unordered_map<int, dnnl::memory> bargs{{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_SRC, diff_src}};
+  if (d.kind == PoolKind::Max) {
+    // Max pooling's backward needs the forward's workspace (the argmax): recomputed here.
+    dnnl::memory ws(e.fwd_pd.workspace_desc(), dnnl_engine()), y(dst_md, dnnl_engine());
+    e.fwd.execute(dnnl_stream(), {{DNNL_ARG_SRC, const_cast<dnnl::memory&>(x.mem)}, {DNNL_ARG_DST, y}, {DNNL_ARG_WORKSPACE, ws}});
+    bargs.emplace(DNNL_ARG_WORKSPACE, ws);
+  }
+  e.bwd.execute(dnnl_stream(), bargs);
+  if (keep_out) {
+    dxb = std::make_shared<DnnlValue>();
+    dxb->mem = diff_src;
+  } else {
+    dx = NDArrayView(DataType::Float, pooled_shape(d, false));
+    dnnl::memory plain(pool_md(d, false), dnnl_engine(), dx.raw_data());
+    if (src_md != plain.get_desc()) count_dnnl_reorder(false);
+    dnnl::reorder(diff_src, plain).execute(dnnl_stream(), diff_src, plain);
+  }
   dnnl_stream().wait();
   return true;
 }

@@ -57,8 +57,12 @@ bool conv_reuse_has_source(const ConvReuse& reuse);
 // come in one (`in`, whose dims are [N, C, in...]; x is then not read), and with keep_out
 // the output stays in the primitive's layout (`out`, dims [N, O, out...]; the returned
 // view is undefined). Only where conv_runs_on_dnnl.
+// The backward passes take the same: backward data its output gradient as `in` (dims
+// [N, O, out...]) and keeps dx (dims [N, C, in...]); backward weights its output
+// gradient as `in_b`.
 struct ConvLayoutIO {
   const DnnlValue* in = nullptr;
+  const DnnlValue* in_b = nullptr;
   bool keep_out = false;
   std::shared_ptr<DnnlValue> out;
 };
@@ -85,11 +89,13 @@ NDArrayView conv_forward_fused(const NDArrayView& x, const NDArrayView& w, const
 size_t dnnl_conv_primitives_created();
 // Gradient with respect to x: dx [N, C, in...] from dy [N, O, out...].
 NDArrayView conv_backward_data(const NDArrayView& dy, const NDArrayView& w, const ConvDims& d,
-                               ConvReuse* reuse = nullptr);
+                               ConvReuse* reuse = nullptr, ConvLayoutIO* io = nullptr);
 // Gradient with respect to w, summed over the batch: dw [O, C/groups, kernel...]. x may
 // be undefined where `reuse` holds the forward's source (conv_reuse_has_source).
+// With dbias, the bias gradient (O values, summed over batch and positions) comes in the
+// same pass where oneDNN runs it (left undefined otherwise).
 NDArrayView conv_backward_weights(const NDArrayView& x, const NDArrayView& dy, const ConvDims& d,
-                                  ConvReuse* reuse = nullptr);
+                                  ConvReuse* reuse = nullptr, ConvLayoutIO* io = nullptr, NDArrayView* dbias = nullptr);
 
 // The same three on the reference loops only (tests compare the two paths).
 NDArrayView conv_forward_reference(const NDArrayView& x, const NDArrayView& w, const ConvDims& d);
@@ -111,6 +117,10 @@ NDArrayView pool_forward(const NDArrayView& x, const PoolDims& d);
 // run it (the caller makes x plain and calls pool_forward).
 bool pool_forward_layout(const DnnlValue& x, const PoolDims& d, bool keep_out, NDArrayView& y,
                          std::shared_ptr<DnnlValue>& yb);
+// dx of pooling over x in a oneDNN layout, from dy in a oneDNN layout (dyb) or plain (dy):
+// kept in x's layout (dxb) with keep_out, else plain (dx). False where oneDNN cannot run it.
+bool pool_backward_layout(const DnnlValue& x, const DnnlValue* dyb, const NDArrayView& dy, const PoolDims& d,
+                          bool keep_out, NDArrayView& dx, std::shared_ptr<DnnlValue>& dxb);
 // dx from the pooling input x and dy; max pooling routes each gradient to the first
 // maximum of its window.
 NDArrayView pool_backward(const NDArrayView& x, const NDArrayView& dy, const PoolDims& d);

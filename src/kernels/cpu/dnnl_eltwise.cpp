@@ -94,4 +94,30 @@ std::shared_ptr<DnnlValue> dnnl_eltwise_forward_layout(int alg, float alpha, flo
   return y;
 }
 
+std::shared_ptr<DnnlValue> dnnl_eltwise_backward_layout(int alg, float alpha, float beta, const DnnlValue& xy,
+                                                        const DnnlValue* dyb, const NDArrayView& dy_in) {
+  if (!alg || xy.dtype != DataType::Float) return nullptr;
+  dnnl::memory::desc md = xy.mem.get_desc();
+  NDArrayView dy_plain;  // keeps a plain output gradient alive for the pass
+  dnnl::memory diff_dst;
+  if (dyb) {
+    diff_dst = dnnl_in_layout(dyb->mem, md);
+  } else {
+    if (!dy_in.defined() || dy_in.numel() != xy.shape.total_size()) return nullptr;
+    dy_plain = dy_in.to_dense().contiguous();
+    if (dy_plain.dtype() != DataType::Float) dy_plain = dy_plain.cast(DataType::Float);
+    diff_dst = dnnl_plain_in_layout(dy_plain, md);
+  }
+  auto dx = std::make_shared<DnnlValue>();
+  dx->mem = dnnl::memory(md, dnnl_engine());
+  dx->shape = xy.shape;
+  bool from_dst = alg >= dnnl_eltwise_relu_use_dst_for_bwd && alg <= dnnl_eltwise_clip_v2_use_dst_for_bwd;
+  get(alg, alpha, beta, 0, true, &md)
+      .execute(dnnl_stream(), {{from_dst ? DNNL_ARG_DST : DNNL_ARG_SRC, const_cast<dnnl::memory&>(xy.mem)},
+                               {DNNL_ARG_DIFF_DST, diff_dst},
+                               {DNNL_ARG_DIFF_SRC, dx->mem}});
+  dnnl_stream().wait();
+  return dx;
+}
+
 }  // namespace cntk::kernels

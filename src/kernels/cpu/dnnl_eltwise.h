@@ -27,4 +27,9 @@ NDArrayView dnnl_eltwise_backward(int alg, float alpha, float beta, const NDArra
 // y = f(x) over a value in a oneDNN layout; y has x's layout. Null when oneDNN cannot do it.
 std::shared_ptr<DnnlValue> dnnl_eltwise_forward_layout(int alg, float alpha, float beta, const DnnlValue& x);
 
+// dx from x (or y) in a oneDNN layout and dy in a oneDNN layout (dyb) or plain (dy); dx has
+// xy's layout. Null when oneDNN cannot do it.
+std::shared_ptr<DnnlValue> dnnl_eltwise_backward_layout(int alg, float alpha, float beta, const DnnlValue& xy,
+                                                        const DnnlValue* dyb, const NDArrayView& dy);
+
 }  // namespace cntk::kernels

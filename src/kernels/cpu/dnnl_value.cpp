@@ -20,6 +20,34 @@ dnnl::memory::desc dnnl_plain_desc(const dnnl::memory::dims& dims) {
   return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
 }
 
+dnnl::memory dnnl_in_layout(const dnnl::memory& m, const dnnl::memory::desc& want, bool weights) {
+  if (m.get_desc() == want) return m;
+  dnnl::memory r(want, dnnl_engine());
+  count_dnnl_reorder(weights);
+  dnnl::reorder(m, r).execute(dnnl_stream(), const_cast<dnnl::memory&>(m), r);
+  return r;
+}
+
+dnnl::memory dnnl_plain_in_layout(const NDArrayView& plain, const dnnl::memory::desc& want) {
+  dnnl::memory m(dnnl_plain_desc(want.dims()), dnnl_engine(), const_cast<void*>(plain.raw_data()));
+  return dnnl_in_layout(m, want);
+}
+
+std::shared_ptr<DnnlValue> dnnl_add(const DnnlValue& a, const DnnlValue& b) {
+  const dnnl::memory::desc md = a.mem.get_desc();
+  dnnl::memory bm = dnnl_in_layout(b.mem, md);
+  auto r = std::make_shared<DnnlValue>();
+  r->mem = dnnl::memory(md, dnnl_engine());
+  r->dtype = a.dtype;
+  r->shape = a.shape;
+  dnnl::sum::primitive_desc pd({1.f, 1.f}, {md, md}, dnnl_engine());
+  dnnl::sum(pd).execute(dnnl_stream(), {{DNNL_ARG_MULTIPLE_SRC, const_cast<dnnl::memory&>(a.mem)},
+                                        {DNNL_ARG_MULTIPLE_SRC + 1, bm},
+                                        {DNNL_ARG_DST, r->mem}});
+  dnnl_stream().wait();
+  return r;
+}
+
 std::string dnnl_desc_key(const dnnl::memory::desc& md) {
   const dnnl_memory_desc_t& d = md.data;
   std::string k = std::to_string(int(d.data_type)) + ":";

@@ -6,6 +6,7 @@
 // reader gets the value made plain once (DnnlValue -> NDArrayView, one reorder).
 #pragma once
 #include <cstddef>
+#include <memory>
 #include <string>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -31,6 +32,15 @@ NDArrayView dnnl_to_plain(const DnnlValue& v);
 
 // The plain row-major desc of float32 dims.
 dnnl::memory::desc dnnl_plain_desc(const dnnl::memory::dims& dims);
+
+// `m` in the layout `want`: m itself, or a reordered copy (counted).
+dnnl::memory dnnl_in_layout(const dnnl::memory& m, const dnnl::memory::desc& want, bool weights = false);
+// A plain float32 tensor (contiguous, dims' element count) as a memory of `want`'s layout
+// (reordered when that is not plain; `plain` must outlive the result when it is).
+dnnl::memory dnnl_plain_in_layout(const NDArrayView& plain, const dnnl::memory::desc& want);
+
+// a + b in a's layout (b reordered into it when its layout differs).
+std::shared_ptr<DnnlValue> dnnl_add(const DnnlValue& a, const DnnlValue& b);
 
 // A string naming a memory desc's dims and layout, for primitive cache keys.
 std::string dnnl_desc_key(const dnnl::memory::desc& md);
