@@ -50,7 +50,8 @@ ComputeContext make_context(const PlanStep& st, BackPropState& s) {
   const bool layouts = st.op->dnnl_layouts && !s.dnnl_values.empty();
   for (size_t i = 0; i < st.in.size(); ++i) {
     const int slot = st.in[i];
-    const bool blocked = layouts && !s.values[slot].defined() && s.dnnl_values[size_t(slot)];
+    // A slot may have both: a plain value that a convolution also reordered into its layout.
+    const bool blocked = layouts && s.dnnl_values[size_t(slot)] && (dt == DataType::Float || !s.values[slot].defined());
     const NDArrayView& v = blocked ? s.values[slot] : plain_value(s, slot);
     if (blocked)
       ctx.inputs.push_back(v);
@@ -122,6 +123,11 @@ void zero_padding(NDArrayView& g, const std::vector<int64_t>& lengths) {
     if (lengths[b] < T) g.slice(0, lengths[b], T).slice(1, b, b + 1).fill(0.0);
 }
 
+
+bool is_float_slot(const Plan& p, int slot) {
+  const Variable& v = p.slot_var[size_t(slot)];
+  return v.dtype() == DataType::Float && !v.is_sparse();
+}
 
 void run_deferred(BackPropState& s) {
   auto actions = std::move(s.deferred);
@@ -275,6 +281,10 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
     } else {
       outs = st.op->forward(ctx);
     }
+    // A plain input a step also made in a oneDNN layout serves the other readers in it.
+    for (size_t i = 0; i < ctx.dnnl_inputs.size(); ++i)
+      if (ctx.dnnl_inputs[i] && !s->dnnl_values[size_t(st.in[i])] && is_float_slot(p, st.in[i]))
+        s->dnnl_values[size_t(st.in[i])] = ctx.dnnl_inputs[i];
     if (s->training) {
       s->saved[k_step] = std::move(ctx.saved);
       s->saved_state[k_step] = std::move(ctx.state);

@@ -262,6 +262,15 @@ const DnnlValue* layout_operand(const ComputeContext& ctx, const kernels::ConvDi
   return xb->mem.get_desc().dims() == dims ? xb : nullptr;
 }
 
+// A plain operand the convolution reordered into its layout becomes the operand's value in
+// that layout, for the other readers of the same value (GoogLeNet's inception inputs feed
+// several convolutions): the executor keeps it beside the plain one for the pass.
+void share_made_source(ComputeContext& ctx, kernels::ConvLayoutIO& io) {
+  if (!io.made || ctx.dnnl_inputs.size() < 2 || ctx.dnnl_inputs[1]) return;
+  io.made->shape = ctx.input_shape(1);
+  ctx.dnnl_inputs[1] = std::move(io.made);
+}
+
 // A oneDNN-layout result of a convolution as the step's output (k = 0).
 std::vector<NDArrayView> kept_output(ComputeContext& ctx, std::shared_ptr<DnnlValue> y, const NDShape& shape) {
   y->shape = shape;
@@ -276,15 +285,17 @@ std::vector<NDArrayView> convolution_forward(ComputeContext& ctx) {
   const NDShape out_shape = with_dyn(dyn_dims(ctx, 1), cs.out_static);
   if (!cs.transpose && w.dtype() == DataType::Float) {
     const DnnlValue* xb = layout_operand(ctx, dd, 1);
-    const bool keep = ctx.may_keep_dnnl_output(0) && kernels::conv_runs_on_dnnl(dd, DataType::Float) &&
-                      (ctx.dnnl_input(1) || ctx.inputs[1].dtype() == DataType::Float);
-    if (xb || keep) {
-      kernels::ConvLayoutIO io{xb, nullptr, keep, nullptr};
+    const bool on_dnnl = kernels::conv_runs_on_dnnl(dd, DataType::Float) &&
+                         (ctx.dnnl_input(1) || ctx.inputs[1].dtype() == DataType::Float);
+    const bool keep = ctx.may_keep_dnnl_output(0) && on_dnnl;
+    if (on_dnnl && !ctx.dnnl_inputs.empty()) {
+      kernels::ConvLayoutIO io{xb, nullptr, keep, nullptr, nullptr};
       auto reuse = ctx.training ? kernels::make_conv_reuse() : nullptr;
       NDArrayView x = xb ? NDArrayView() : ctx.input(1).to_dense().contiguous().reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
       NDArrayView y = kernels::conv_forward(x, w.reshape(flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel)),
                                             dd, reuse.get(), &io);
       ctx.state = reuse;
+      share_made_source(ctx, io);
       if (keep) return kept_output(ctx, io.out, out_shape);
       return std::vector<NDArrayView>{y.reshape(out_shape)};
     }
@@ -527,7 +538,7 @@ void register_pooling() {
     PoolSetup ps = pool_setup(ctx.attr(), ctx.static_shape(0), "poolingWindowShape");
     ps.dims.batch = batch_of(ctx, 0);
     const NDShape out_shape = with_dyn(dyn_dims(ctx, 0), ps.out_static);
-    if (const DnnlValue* xb = ctx.dnnl_input(0)) {
+    if (const DnnlValue* xb = ctx.dnnl_input(0); xb && (ctx.may_keep_dnnl_output(0) || !ctx.inputs[0].defined())) {
       NDArrayView y;
       std::shared_ptr<DnnlValue> yb;
       const bool keep = ctx.may_keep_dnnl_output(0);
@@ -546,7 +557,8 @@ void register_pooling() {
   d.backward = [](ComputeContext& ctx, size_t) {
     PoolSetup ps = pool_setup(ctx.attr(), ctx.static_shape(0), "poolingWindowShape");
     ps.dims.batch = batch_of(ctx, 0);
-    if (const DnnlValue* xb = ctx.dnnl_input(0)) {
+    const DnnlValue* xb = ctx.dnnl_input(0);
+    if (xb && (ctx.may_keep_dnnl_grad(0) || ctx.dnnl_grad_output(0) || !ctx.inputs[0].defined())) {
       NDArrayView dx;
       std::shared_ptr<DnnlValue> dxb;
       const bool keep = ctx.may_keep_dnnl_grad(0);
@@ -737,7 +749,7 @@ std::vector<NDArrayView> fused_forward(const FusedConvSpec& sp, ComputeContext& 
     const auto& dd = cs.dims;
     const DnnlValue* xb = layout_operand(ctx, dd, 1);
     const bool keep = ctx.may_keep_dnnl_output(0) && kernels::conv_runs_on_dnnl(dd, DataType::Float);
-    kernels::ConvLayoutIO io{xb, nullptr, keep, nullptr};
+    kernels::ConvLayoutIO io{xb, nullptr, keep, nullptr, nullptr};
     NDArrayView bias;
     if (sp.has_bias) {
       bias = ctx.inputs[2].to_dense().contiguous();
@@ -749,8 +761,9 @@ std::vector<NDArrayView> fused_forward(const FusedConvSpec& sp, ComputeContext& 
     NDArrayView x4 = xb ? NDArrayView() : ctx.input(1).to_dense().contiguous().reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
     NDArrayView w4 = w.to_dense().contiguous().reshape(flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel));
     auto reuse = ctx.training ? kernels::make_conv_reuse() : nullptr;  // the backward passes reuse its reorders
-    NDArrayView y = kernels::conv_forward_fused(x4, w4, bias, post, dd, reuse.get(), xb || keep ? &io : nullptr);
+    NDArrayView y = kernels::conv_forward_fused(x4, w4, bias, post, dd, reuse.get(), ctx.dnnl_inputs.empty() ? nullptr : &io);
     const NDShape out_shape = with_dyn(dyn_dims(ctx, 1), cs.out_static);
+    if (y.defined() || io.out) share_made_source(ctx, io);
     if (keep && io.out) {
       ctx.state = reuse;
       return kept_output(ctx, io.out, out_shape);

@@ -62,8 +62,9 @@ void unary(const char* name, F f, G df, Gradient kind = Gradient::Rule, ParamFn 
     d.backward = [df, params, dnnl](ComputeContext& ctx, size_t) {
       Params p = params(ctx.attr());
       // x (or y) in a oneDNN layout: the gradient is computed, and may stay, in that layout.
-      if (const DnnlValue* xyb = dnnl.backward_from_output ? ctx.dnnl_output(0) : ctx.dnnl_input(0);
-          xyb && dnnl.backward) {
+      const DnnlValue* xyb = dnnl.backward_from_output ? ctx.dnnl_output(0) : ctx.dnnl_input(0);
+      const bool xy_plain = dnnl.backward_from_output ? ctx.outputs[0].defined() : ctx.inputs[0].defined();
+      if (xyb && dnnl.backward && (!xy_plain || ctx.dnnl_grad_output(0) || ctx.may_keep_dnnl_grad(0))) {
         auto dx = kernels::dnnl_eltwise_backward_layout(dnnl.backward, float(p[0]), 0.f, *xyb,
                                                         ctx.dnnl_grad_output(0), ctx.grad_outputs[0]);
         if (dx) {

@@ -422,6 +422,10 @@ void run_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, const ND
   const dnnl::memory* b_blocked = io && io->in_b ? &io->in_b->mem : nullptr;
   dnnl::memory am = reused_layout(a_plain, a, a_blocked, c.a_md, a_held, a_view, false);
   dnnl::memory bm = reused_layout(b_plain, b, b_blocked, c.b_md, b_held, b_view, b_weights);
+  if (io && !a_blocked && pass == ConvPass::Forward && am.get_desc() != a_plain) {
+    io->made = std::make_shared<DnnlValue>();
+    io->made->mem = am;
+  }
   const bool keep = io && io->keep_out;
   dnnl::memory out_user = keep ? dnnl::memory() : dnnl::memory(out_plain, dnnl_engine(), out);
   dnnl::memory om = !keep && c.out_md == out_plain ? out_user : dnnl::memory(c.out_md, dnnl_engine());

@@ -59,12 +59,14 @@ bool conv_reuse_has_source(const ConvReuse& reuse);
 // view is undefined). Only where conv_runs_on_dnnl.
 // The backward passes take the same: backward data its output gradient as `in` (dims
 // [N, O, out...]) and keeps dx (dims [N, C, in...]); backward weights its output
-// gradient as `in_b`.
+// gradient as `in_b`. A forward that reorders a plain source into its layout hands the
+// result back as `made`, for other readers of the same value.
 struct ConvLayoutIO {
   const DnnlValue* in = nullptr;
   const DnnlValue* in_b = nullptr;
   bool keep_out = false;
   std::shared_ptr<DnnlValue> out;
+  std::shared_ptr<DnnlValue> made;
 };
 
 NDArrayView conv_forward(const NDArrayView& x, const NDArrayView& w, const ConvDims& d, ConvReuse* reuse = nullptr,
