@@ -855,8 +855,9 @@ NDArrayView fused_backward(const FusedConvSpec& sp, ComputeContext& ctx, size_t 
   c.dnnl_grad_outputs = {fg.dzb};
   c.dnnl_grad_ok = {false, ctx.may_keep_dnnl_grad(1)};
   NDArrayView r;
-  if (i == 0 && sp.has_bias && ctx.grad_wanted.size() > 2 && ctx.grad_wanted[2]) {
-    // The weight gradient's pass computes the bias gradient too.
+  if (i == 0 && fg.dzb && sp.has_bias && ctx.grad_wanted.size() > 2 && ctx.grad_wanted[2]) {
+    // The weight gradient's pass computes the bias gradient too (from dz in its oneDNN
+    // layout, which the plain sum would first have to reorder).
     bool done = false;
     r = convolution_backward_layouts(c, 0, runtime_conv(c), &fg.db, done);
     if (done) return r;
