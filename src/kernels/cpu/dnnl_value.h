@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -41,6 +42,15 @@ dnnl::memory dnnl_plain_in_layout(const NDArrayView& plain, const dnnl::memory::
 
 // a + b in a's layout (b reordered into it when its layout differs).
 std::shared_ptr<DnnlValue> dnnl_add(const DnnlValue& a, const DnnlValue& b);
+
+// Concatenation along axis 1 (channels) of float32 memories of dims [N, C_i, rest...]
+// (each in any layout): the result in the layout oneDNN picks for it.
+std::shared_ptr<DnnlValue> dnnl_concat(const std::vector<dnnl::memory>& srcs);
+// Channels [offset, offset + count) (axis 1) of v into a new memory of layout `want` (over
+// `buffer` where given, else allocated). False where oneDNN cannot take that part of v's
+// layout (a blocked channel axis split inside a block).
+bool dnnl_channel_slice(const DnnlValue& v, int64_t offset, int64_t count, const dnnl::memory::desc& want,
+                        void* buffer, dnnl::memory& out);
 
 // A string naming a memory desc's dims and layout, for primitive cache keys.
 std::string dnnl_desc_key(const dnnl::memory::desc& md);
