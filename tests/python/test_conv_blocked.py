@@ -257,3 +257,21 @@ def test_switch_rebuilds_the_plan():
         y.eval({x: xd})
         again = reorders() - r0
     assert on == again == 2 and off == 4
+
+
+def test_weight_reorders_are_counted_apart():
+    x, y, _, _ = conv_relu_pool_conv()
+    xd = data((2, 16, 12, 12))
+    counts = {}
+    for on in (True, False):
+        with blocked_mode(on):
+            w0 = C._cntk.dnnl_weight_reorders()
+            state, outs = y.forward({x: xd}, [y.output], keep_for_backward=[y.output])
+            fwd = C._cntk.dnnl_weight_reorders() - w0
+            y.backward(state, {y.output: np.ones_like(np.asarray(outs[y.output]))}, list(y.parameters))
+            counts[on] = (fwd, C._cntk.dnnl_weight_reorders() - w0)
+    # Forward: each convolution's weights into its layout. Backward: into backward data's
+    # layout (the second convolution only: no gradient is asked for x) and each weight
+    # gradient out of the primitive's layout. Keeping activations in oneDNN's layouts
+    # changes none of these.
+    assert counts[True] == counts[False] == (2, 5)
