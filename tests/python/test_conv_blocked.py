@@ -187,8 +187,8 @@ def test_float64_stays_on_the_plain_path():
     assert o[y.output].dtype == np.float64
 
 
-def conv_bn_relu_pool(seed=3):
-    x = C.input_variable((8, 8, 8))
+def conv_bn_relu_pool(seed=3, cin=8):
+    x = C.input_variable((cin, 8, 8))
     h = Convolution((3, 3), 16, pad=True, init=C.glorot_uniform(seed=seed), init_bias=0.2)(x)
     h = BatchNormalization(map_rank=1, normalization_time_constant=100)(h)
     h = MaxPooling((2, 2), strides=2)(C.relu(h))
@@ -275,3 +275,18 @@ def test_weight_reorders_are_counted_apart():
     # gradient out of the primitive's layout. Keeping activations in oneDNN's layouts
     # changes none of these.
     assert counts[True] == counts[False] == (2, 5)
+
+
+def test_batch_normalization_inference_keeps_the_layout():
+    xd = data((2, 16, 8, 8))
+    counts, outs = {}, {}
+    for on in (True, False):
+        x, y = conv_bn_relu_pool(cin=16)
+        with blocked_mode(on):
+            r0 = reorders()
+            outs[on] = np.asarray(y.eval({x: xd}))
+            counts[on] = reorders() - r0
+    close(outs[True], outs[False])
+    # conv -> batch normalization -> relu -> pool -> conv: the input in, the result out
+    assert counts[True] == 2
+    assert counts[False] == 4
