@@ -43,5 +43,11 @@ bool rnn_fusion_enabled();
 // primitive) in the plans compiled so far; tests check that a chain fused or did not.
 // Setting the environment variable CNTK_NO_FUSION=1 turns the fusion off.
 size_t fused_steps_planned();
+// Reorders between CNTK's plain layout and oneDNN's own (blocked) layouts, counted since
+// the start: of activations and gradients, and of weights. Consecutive convolution,
+// pooling and relu steps keep oneDNN's layout between them unless the environment
+// variable CNTK_DNNL_BLOCKED=0 is set (then every oneDNN step reorders in and out).
+size_t dnnl_reorders();
+size_t dnnl_weight_reorders();
 
 }  // namespace cntk

@@ -442,6 +442,10 @@ NB_MODULE(_cntk, m) {
   m.def("set_rnn_fusion", &set_rnn_fusion, nb::arg("on"));
   m.def("rnn_fusion_enabled", &rnn_fusion_enabled);
   m.def("fused_steps_planned", &cntk::fused_steps_planned);
+  // Reorders between plain and oneDNN layouts (activations and gradients; weights), counted
+  // since the start: tests check what keeping oneDNN layouts between steps saves.
+  m.def("dnnl_reorders", &cntk::dnnl_reorders);
+  m.def("dnnl_weight_reorders", &cntk::dnnl_weight_reorders);
   m.def("set_fixed_random_seed", &set_fixed_random_seed);
   m.def("is_random_seed_fixed", &is_random_seed_fixed);
   m.def("next_random_seed", &next_random_seed);

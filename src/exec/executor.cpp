@@ -8,6 +8,7 @@
 #include "exec/fused_rnn.h"
 #include "exec/plan.h"
 #include "exec/run_state.h"
+#include "kernels/cpu/dnnl_value.h"
 #include "kernels/cpu/reduce.h"
 #include "kernels/cpu/sparse.h"
 #include "ops/eager.h"
@@ -17,6 +18,27 @@ namespace cntk {
 
 FunctionPtr backprop_state_function(const BackPropStatePtr& s) { return s->function; }
 
+const NDArrayView& plain_value(BackPropState& s, int slot) {
+  NDArrayView& v = s.values[size_t(slot)];
+  if (!v.defined() && size_t(slot) < s.dnnl_values.size() && s.dnnl_values[size_t(slot)])
+    v = kernels::dnnl_to_plain(*s.dnnl_values[size_t(slot)]);
+  return v;
+}
+
+NDShape slot_shape(const BackPropState& s, int slot) {
+  const NDArrayView& v = s.values[size_t(slot)];
+  if (!v.defined() && size_t(slot) < s.dnnl_values.size() && s.dnnl_values[size_t(slot)])
+    return s.dnnl_values[size_t(slot)]->shape;
+  return v.shape();
+}
+
+DataType slot_dtype(const BackPropState& s, int slot) {
+  const NDArrayView& v = s.values[size_t(slot)];
+  if (!v.defined() && size_t(slot) < s.dnnl_values.size() && s.dnnl_values[size_t(slot)])
+    return s.dnnl_values[size_t(slot)]->dtype;
+  return v.dtype();
+}
+
 ComputeContext make_context(const PlanStep& st, BackPropState& s) {
   ComputeContext ctx;
   ctx.fn = st.fn;
@@ -25,15 +47,27 @@ ComputeContext make_context(const PlanStep& st, BackPropState& s) {
   // Kernels compute in the output's data type: an input of another type (float32
   // data next to a float64 one) is converted first.
   DataType dt = st.out.empty() || st.op->own_input_types ? DataType::Unknown : s.plan->slot_var[st.out[0]].dtype();
+  // Ops that read oneDNN layouts get such values as they are; the others get them plain.
+  const bool layouts = st.op->dnnl_layouts && !s.dnnl_values.empty();
   for (size_t i = 0; i < st.in.size(); ++i) {
-    const NDArrayView& v = s.values[st.in[i]];
-    if (v.is_sparse() && !st.op->sparse_inputs)
+    const int slot = st.in[i];
+    // A slot may have both: a plain value that a convolution also reordered into its layout.
+    const bool blocked = layouts && s.dnnl_values[size_t(slot)] && (dt == DataType::Float || !s.values[slot].defined());
+    const NDArrayView& v = blocked ? s.values[slot] : plain_value(s, slot);
+    if (blocked)
+      ctx.inputs.push_back(v);
+    else if (v.is_sparse() && !st.op->sparse_inputs)
       ctx.inputs.push_back(v.dtype() != dt && dt != DataType::Unknown ? v.cast(dt) : v.to_dense());
     else
       ctx.inputs.push_back(v.defined() && dt != DataType::Unknown && v.dtype() != dt ? v.cast(dt) : v);
+    if (layouts) ctx.dnnl_inputs.push_back(blocked ? s.dnnl_values[size_t(slot)] : nullptr);
     ctx.in_dyn.push_back(int(st.in_axes[i].size()));
     ctx.in_axes.push_back(st.in_axes[i]);
     ctx.in_lengths.push_back(s.seq_lengths[st.in[i]]);
+  }
+  if (layouts) {
+    ctx.make_plain = [&s, &st](bool output, size_t k) { return plain_value(s, output ? st.out[k] : st.in[k]); };
+    for (int o : st.out) ctx.dnnl_output_ok.push_back(s.plan->dnnl_blocked[size_t(o)]);
   }
   ctx.out_axes = st.out_axes;
   ctx.out_dyn = int(st.out_axes.size());
@@ -117,6 +151,11 @@ void zero_padding(NDArrayView& g, const std::vector<int64_t>& lengths) {
 }
 
 
+bool is_float_slot(const Plan& p, int slot) {
+  const Variable& v = p.slot_var[size_t(slot)];
+  return v.dtype() == DataType::Float && !v.is_sparse();
+}
+
 void run_deferred(BackPropState& s) {
   auto actions = std::move(s.deferred);
   s.deferred.clear();
@@ -194,6 +233,7 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
   s->plan = get_plan(f, outputs);
   const Plan& p = *s->plan;
   s->values.assign(p.slot_var.size(), NDArrayView());
+  if (p.dnnl_layouts) s->dnnl_values.assign(p.slot_var.size(), nullptr);
   s->seq_lengths.assign(p.slot_var.size(), {});
   std::unordered_set<int> bound;
   bool has_delays = false;
@@ -272,6 +312,7 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
       continue;
     }
     ComputeContext ctx = make_context(st, *s);
+    if (!ctx.dnnl_output_ok.empty()) ctx.dnnl_outputs.assign(st.out.size(), nullptr);
     std::vector<NDArrayView> outs;
     if (profiler::node_events_wanted()) [[unlikely]] {
       uint64_t t0 = profiler::detail::now();
@@ -280,6 +321,10 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
     } else {
       outs = st.op->forward(ctx);
     }
+    // A plain input a step also made in a oneDNN layout serves the other readers in it.
+    for (size_t i = 0; i < ctx.dnnl_inputs.size(); ++i)
+      if (ctx.dnnl_inputs[i] && !s->dnnl_values[size_t(st.in[i])] && is_float_slot(p, st.in[i]))
+        s->dnnl_values[size_t(st.in[i])] = ctx.dnnl_inputs[i];
     if (s->training) {
       s->saved[k_step] = std::move(ctx.saved);
       s->saved_state[k_step] = std::move(ctx.state);
@@ -291,6 +336,10 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
       if (!s->seq_lengths[st.in[i]].empty() && st.out_axes.size() == 2) lens = s->seq_lengths[st.in[i]];
     // Ops that create a sequence axis (where, slice, ...) set the lengths themselves.
     for (size_t k = 0; k < outs.size(); ++k) {
+      if (!outs[k].defined() && k < ctx.dnnl_outputs.size() && ctx.dnnl_outputs[k]) {
+        if (!ctx.may_keep_dnnl_output(k)) throw Error(st.op->name + ": kept an output in a oneDNN layout unasked");
+        s->dnnl_values[size_t(st.out[k])] = std::move(ctx.dnnl_outputs[k]);
+      }
       s->values[st.out[k]] = outs[k];
       s->seq_lengths[st.out[k]] = k < ctx.out_lengths.size() ? ctx.out_lengths[k] : lens;
     }
@@ -335,12 +384,28 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
     if (it == p.slot.end()) throw ValueError("backward: " + var.str() + " is not an output of this function");
     std::vector<int64_t> lens;
     NDArrayView g = to_runtime(var, val, lens);
-    if (g.shape() != s.values[it->second].shape())
+    if (g.shape() != slot_shape(s, it->second))
       throw ValueError("backward: root gradient of shape " + g.shape().str() + " does not match the output's " +
-                       s.values[it->second].shape().str());
+                       slot_shape(s, it->second).str());
     grads[it->second] = g.contiguous().copy();
     zero_padding(grads[it->second], lens);
   }
+  // Gradients of slots kept in a oneDNN layout may stay in one (from the backward of the
+  // oneDNN steps that read them to the one that produced them).
+  std::vector<std::shared_ptr<const DnnlValue>> dnnl_grads(p.dnnl_layouts ? n : 0);
+  auto has_dnnl_grad = [&](int slot) { return !dnnl_grads.empty() && dnnl_grads[size_t(slot)]; };
+  // The gradient of a slot as a plain tensor (an accumulator: it owns its storage).
+  auto plain_grad = [&](int slot) -> NDArrayView& {
+    if (has_dnnl_grad(slot)) {
+      NDArrayView g = kernels::dnnl_to_plain(*dnnl_grads[size_t(slot)]);
+      dnnl_grads[size_t(slot)] = nullptr;
+      if (grads[slot].defined())
+        eager::add_to(grads[slot], g);
+      else
+        grads[slot] = g;
+    }
+    return grads[slot];
+  };
   for (size_t k = p.steps.size(); k-- > 0;) {
     const PlanStep& st = p.steps[k];
     if (st.loop >= 0) {
@@ -350,34 +415,63 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
       continue;
     }
     bool has_grad = false;
-    for (int o : st.out) has_grad = has_grad || grads[o].defined();
+    for (int o : st.out) has_grad = has_grad || grads[o].defined() || has_dnnl_grad(o);
     bool needed = wants_fused_intermediate(st, wanted);
     for (int i : st.in) needed = needed || depends[i];
     if (!has_grad || !needed) continue;
     ComputeContext ctx = make_context(st, s);
+    const bool layouts = !ctx.dnnl_inputs.empty();
     if (k < s.saved.size()) ctx.saved = s.saved[k];
     if (k < s.saved_state.size()) ctx.state = s.saved_state[k];
     for (int i : st.in) ctx.grad_wanted.push_back(depends[i]);
     for (int o : st.out) {
       ctx.out_lengths.push_back(s.seq_lengths[o]);
-      ctx.outputs.push_back(s.values[o]);
-      ctx.grad_outputs.push_back(grads[o].defined() ? grads[o] : eager::zeros_like(s.values[o]));
+      // Ops that read oneDNN layouts get their outputs and output gradients as they are
+      // (output(k) and grad_output(k) make them plain).
+      const bool blocked = layouts && !s.values[o].defined() && s.dnnl_values[size_t(o)];
+      ctx.outputs.push_back(blocked ? s.values[o] : plain_value(s, o));
+      if (layouts) ctx.dnnl_outputs.push_back(blocked ? s.dnnl_values[size_t(o)] : nullptr);
+      const bool blocked_grad = layouts && has_dnnl_grad(o) && !grads[o].defined();
+      if (layouts) ctx.dnnl_grad_outputs.push_back(blocked_grad ? dnnl_grads[size_t(o)] : nullptr);
+      if (blocked_grad)
+        ctx.grad_outputs.push_back(NDArrayView());
+      else if (plain_grad(o).defined())
+        ctx.grad_outputs.push_back(grads[o]);
+      else
+        ctx.grad_outputs.push_back(NDArrayView::zeros(slot_dtype(s, o), slot_shape(s, o)));
     }
+    if (layouts)
+      for (int i : st.in) ctx.dnnl_grad_ok.push_back(s.plan->dnnl_blocked[size_t(i)]);
     const uint64_t t0 = profiler::node_events_wanted() ? profiler::detail::now() : 0;
     for (size_t i = 0; i < st.in.size(); ++i) {
       int in = st.in[i];
       if (!depends[in]) continue;
+      ctx.dnnl_grad = nullptr;
       NDArrayView g = input_gradient(st, ctx, i);
+      if (!g.defined() && ctx.dnnl_grad) {
+        if (!ctx.may_keep_dnnl_grad(i)) throw Error(st.op->name + ": kept a gradient in a oneDNN layout unasked");
+        if (ctx.dnnl_grad->shape != slot_shape(s, in))
+          throw Error(st.op->name + ": gradient for input " + std::to_string(i) + " has shape " +
+                      ctx.dnnl_grad->shape.str() + ", expected " + slot_shape(s, in).str());
+        if (grads[in].defined())
+          eager::add_to(grads[in], kernels::dnnl_to_plain(*ctx.dnnl_grad));
+        else if (has_dnnl_grad(in))
+          dnnl_grads[size_t(in)] = kernels::dnnl_add(*dnnl_grads[size_t(in)], *ctx.dnnl_grad);
+        else
+          dnnl_grads[size_t(in)] = ctx.dnnl_grad;
+        ctx.dnnl_grad = nullptr;
+        continue;
+      }
       if (!g.defined()) continue;
-      if (g.dtype() != s.values[in].dtype()) g = g.cast(s.values[in].dtype());  // promoted step
-      if (g.shape() != s.values[in].shape())
+      if (g.dtype() != slot_dtype(s, in)) g = g.cast(slot_dtype(s, in));  // promoted step
+      if (g.shape() != slot_shape(s, in))
         throw Error(st.op->name + ": gradient for input " + std::to_string(i) + " has shape " + g.shape().str() +
-                    ", expected " + s.values[in].shape().str());
-      if (!grads[in].defined()) {
+                    ", expected " + slot_shape(s, in).str());
+      if (!plain_grad(in).defined()) {
         // Accumulators are written in place later: never let one share storage.
-        bool shared = g.same_storage(s.values[in]) || !g.is_contiguous();
-        for (auto& go : ctx.grad_outputs) shared = shared || g.same_storage(go);
-        for (auto& x : ctx.inputs) shared = shared || g.same_storage(x);
+        bool shared = (s.values[in].defined() && g.same_storage(s.values[in])) || !g.is_contiguous();
+        for (auto& go : ctx.grad_outputs) shared = shared || (go.defined() && g.same_storage(go));
+        for (auto& x : ctx.inputs) shared = shared || (x.defined() && g.same_storage(x));
         grads[in] = shared ? g.copy() : g;
       }
       else
@@ -395,12 +489,13 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
   gradients.clear();
   for (auto& w : wrt) {
     auto it = p.slot.find(w.get());
+    if (it != p.slot.end()) plain_grad(it->second);
     if (it == p.slot.end() || !grads[it->second].defined()) {
       // Not reached from the roots: the gradient is zero.
       int like = it == p.slot.end() ? -1 : it->second;
       if (like >= 0 && !s.values[size_t(like)].defined())
         if (const PlanStep* f = fusing_step(p, like)) like = f->out[0];
-      NDShape shape = like < 0 ? w.shape() : s.values[size_t(like)].shape();
+      NDShape shape = like < 0 ? w.shape() : slot_shape(s, like);
       NDArrayView z = NDArrayView::zeros(w.dtype(), shape);
       gradients.push_back(like < 0 ? Value(z) : to_value(w, z, s.seq_lengths[size_t(like)]));
       continue;

@@ -4,7 +4,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "cntk/evaluation.h"
 #include "cntk/profiler.h"
+#include "kernels/cpu/dnnl_value.h"
 #include "ops/conv_fused.h"
 
 namespace cntk {
@@ -142,6 +144,39 @@ void fuse_steps(Plan& p) {
     loop.last = new_index[size_t(loop.last)];
   }
   p.steps = std::move(steps);
+}
+
+size_t dnnl_reorders() { return kernels::dnnl_reorders(); }
+size_t dnnl_weight_reorders() { return kernels::dnnl_weight_reorders(); }
+
+bool plan_dnnl_layouts_enabled() {
+  const char* e = std::getenv("CNTK_DNNL_BLOCKED");
+  return !(e && std::string(e) == "0");
+}
+
+void mark_dnnl_layouts(Plan& p) {
+  p.dnnl_layouts = true;
+  const size_t nslots = p.slot_var.size();
+  p.dnnl_blocked.assign(nslots, false);
+  // A step can take part when its op reads and writes oneDNN layouts, it runs outside
+  // loops, and it computes in float32 (its output's type).
+  auto takes_part = [&](const PlanStep& st) {
+    return st.op->dnnl_layouts && st.loop < 0 && st.out.size() == 1 && is_float(p, st.out[0]);
+  };
+  std::vector<bool> produced(nslots, false), other_reader(nslots, false), read(nslots, false);
+  for (const PlanStep& st : p.steps) {
+    const bool ok = takes_part(st);
+    for (int o : st.out)
+      if (ok) produced[size_t(o)] = true;
+    for (int i : st.in) {
+      if (i < 0) continue;
+      read[size_t(i)] = true;
+      if (!ok) other_reader[size_t(i)] = true;
+    }
+  }
+  for (int s : p.output_slots) other_reader[size_t(s)] = true;
+  for (size_t s = 0; s < nslots; ++s)
+    p.dnnl_blocked[s] = produced[s] && read[s] && !other_reader[s] && is_float(p, int(s));
 }
 
 }  // namespace cntk

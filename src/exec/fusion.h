@@ -21,4 +21,15 @@ bool plan_fusion_enabled();
 // Replaces the fusable chains of p by fused steps.
 void fuse_steps(Plan& p);
 
+// Layouts between oneDNN steps: on unless the environment variable CNTK_DNNL_BLOCKED is
+// "0" (read each time a plan is looked up, like CNTK_NO_FUSION).
+bool plan_dnnl_layouts_enabled();
+
+// Marks the slots that stay in their producer's oneDNN layout (Plan::dnnl_blocked): a
+// float32 value whose producer and every reader are steps with OpDef::dnnl_layouts,
+// outside recurrent loops, computing in float32, and which is not a requested output.
+// Any other use (a gradient rule of another op, a requested gradient) makes it plain
+// on demand, once per pass.
+void mark_dnnl_layouts(Plan& p);
+
 }  // namespace cntk

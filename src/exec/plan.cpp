@@ -389,6 +389,7 @@ std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Var
     auto it = c.plans.find(key);
     if (it != c.plans.end()) {
       if (it->second->rnn_fusion == rnn_fusion && it->second->fusion == plan_fusion_enabled() &&
+          it->second->dnnl_layouts == plan_dnnl_layouts_enabled() &&
           still_valid(*it->second))
         return it->second;
       c.plans.erase(it);
@@ -414,6 +415,7 @@ std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Var
   b.resolve_deferred();
   order_steps(*p);
   if (plan_fusion_enabled()) fuse_steps(*p);
+  if (plan_dnnl_layouts_enabled()) mark_dnnl_layouts(*p);
   ++g_plans;
   std::lock_guard<std::mutex> lock(c.mu);
   if (c.plans.size() > 64) c.plans.clear();

@@ -16,6 +16,7 @@
 
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/dnnl_eltwise.h"
+#include "kernels/cpu/dnnl_value.h"
 #include "kernels/cpu/elementwise.h"
 #include "ops/conv_fused.h"
 #include "ops/op.h"
@@ -234,12 +235,13 @@ ConvSetup conv_setup(const Dictionary& a, const NDShape& W, const NDShape& X) {
 // Batch count (product of the leading dynamic dims) of runtime input i.
 int64_t batch_of(const ComputeContext& ctx, size_t i) {
   int64_t b = 1;
-  for (int k = 0; k < ctx.in_dyn[i]; ++k) b *= ctx.inputs[i].shape()[k];
+  const NDShape shape = ctx.input_shape(i);
+  for (int k = 0; k < ctx.in_dyn[i]; ++k) b *= shape[k];
   return b;
 }
 
 std::vector<int64_t> dyn_dims(const ComputeContext& ctx, size_t i) {
-  const auto& s = ctx.inputs[i].shape().dims();
+  const auto s = ctx.input_shape(i).dims();
   return {s.begin(), s.begin() + ctx.in_dyn[i]};
 }
 
@@ -257,10 +259,55 @@ ConvSetup runtime_conv(const ComputeContext& ctx) {
   return cs;
 }
 
+// The operand of a (non-transposed) convolution in a oneDNN layout, where it came in one
+// that the oneDNN path can read as [N, C, in...]; null otherwise.
+const DnnlValue* layout_operand(const ComputeContext& ctx, const kernels::ConvDims& dd, size_t i) {
+  const DnnlValue* xb = ctx.dnnl_input(i);
+  if (!xb || !kernels::conv_runs_on_dnnl(dd, DataType::Float)) return nullptr;
+  std::vector<int64_t> dims{dd.batch, dd.in_channels};
+  dims.insert(dims.end(), dd.win.in.begin(), dd.win.in.end());
+  return xb->mem.get_desc().dims() == dims ? xb : nullptr;
+}
+
+// A plain operand the convolution reordered into its layout becomes the operand's value in
+// that layout, for the other readers of the same value (GoogLeNet's inception inputs feed
+// several convolutions): the executor keeps it beside the plain one for the pass.
+void share_made_source(ComputeContext& ctx, kernels::ConvLayoutIO& io) {
+  if (!io.made || ctx.dnnl_inputs.size() < 2 || ctx.dnnl_inputs[1]) return;
+  io.made->shape = ctx.input_shape(1);
+  ctx.dnnl_inputs[1] = std::move(io.made);
+}
+
+// A oneDNN-layout result of a convolution as the step's output (k = 0).
+std::vector<NDArrayView> kept_output(ComputeContext& ctx, std::shared_ptr<DnnlValue> y, const NDShape& shape) {
+  y->shape = shape;
+  ctx.dnnl_outputs[0] = std::move(y);
+  return std::vector<NDArrayView>{NDArrayView()};
+}
+
 std::vector<NDArrayView> convolution_forward(ComputeContext& ctx) {
   ConvSetup cs = runtime_conv(ctx);
   const auto& dd = cs.dims;
-  NDArrayView x = ctx.inputs[1].to_dense().contiguous(), w = ctx.inputs[0].to_dense().contiguous();
+  NDArrayView w = ctx.input(0).to_dense().contiguous();
+  const NDShape out_shape = with_dyn(dyn_dims(ctx, 1), cs.out_static);
+  if (!cs.transpose && w.dtype() == DataType::Float) {
+    const DnnlValue* xb = layout_operand(ctx, dd, 1);
+    const bool on_dnnl = kernels::conv_runs_on_dnnl(dd, DataType::Float) &&
+                         (ctx.dnnl_input(1) || ctx.inputs[1].dtype() == DataType::Float);
+    const bool keep = ctx.may_keep_dnnl_output(0) && on_dnnl;
+    if (on_dnnl && !ctx.dnnl_inputs.empty()) {
+      kernels::ConvLayoutIO io{xb, nullptr, keep, nullptr, nullptr};
+      auto reuse = ctx.training ? kernels::make_conv_reuse() : nullptr;
+      NDArrayView x = xb ? NDArrayView() : ctx.input(1).to_dense().contiguous().reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
+      NDArrayView y = kernels::conv_forward(x, w.reshape(flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel)),
+                                            dd, reuse.get(), &io);
+      ctx.state = reuse;
+      share_made_source(ctx, io);
+      if (keep) return kept_output(ctx, io.out, out_shape);
+      return std::vector<NDArrayView>{y.reshape(out_shape)};
+    }
+  }
+  NDArrayView x = ctx.input(1).to_dense().contiguous();
   DataType t = (x.dtype() == DataType::Double || w.dtype() == DataType::Double) ? DataType::Double : x.dtype();
   if (w.dtype() != t) w = w.cast(t);
   if (x.dtype() != t) x = x.cast(t);
@@ -275,23 +322,81 @@ std::vector<NDArrayView> convolution_forward(ComputeContext& ctx) {
     x = x.reshape(flat4(dd.batch, dd.out_channels, dd.win.out));
     y = kernels::conv_backward_data(x, w.reshape(flat4(dd.out_channels, dd.in_channels, dd.win.kernel)), dd);
   }
-  return std::vector<NDArrayView>{y.reshape(with_dyn(dyn_dims(ctx, 1), cs.out_static))};
+  return std::vector<NDArrayView>{y.reshape(out_shape)};
+}
+
+// The gradients of a (non-transposed) convolution with its output gradient, its operand or
+// its operand's gradient in oneDNN layouts. `dbias` (fused convolutions, i = 0): the bias
+// gradient from the same pass. Undefined (ctx.dnnl_grad set for a kept one) or computed.
+NDArrayView convolution_backward_layouts(ComputeContext& ctx, size_t i, const ConvSetup& cs, NDArrayView* dbias,
+                                         bool& done) {
+  const auto& dd = cs.dims;
+  done = false;
+  const DnnlValue* gb = ctx.dnnl_grad_output(0);
+  if (cs.transpose || !kernels::conv_runs_on_dnnl(dd, DataType::Float)) return {};
+  if (!gb && !dbias && !(i == 1 && ctx.may_keep_dnnl_grad(1))) return {};
+  if (gb) {
+    std::vector<int64_t> gdims{dd.batch, dd.out_channels};
+    gdims.insert(gdims.end(), dd.win.out.begin(), dd.win.out.end());
+    if (gb->mem.get_desc().dims() != gdims) return {};
+  }
+  auto* reuse = static_cast<kernels::ConvReuse*>(ctx.state.get());
+  NDArrayView g = gb ? NDArrayView()
+                     : ctx.grad_outputs[0].to_dense().contiguous().reshape(flat4(dd.batch, dd.out_channels, dd.win.out));
+  if (g.defined() && g.dtype() != DataType::Float) return {};
+  done = true;
+  kernels::ConvLayoutIO io;
+  if (i == 0) {
+    const bool held_source = reuse && kernels::conv_reuse_has_source(*reuse);
+    NDArrayView x;
+    const DnnlValue* xb = nullptr;
+    if (!held_source) {
+      xb = layout_operand(ctx, dd, 1);
+      if (!xb) x = ctx.input(1).to_dense().contiguous().reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
+      if (x.defined() && x.dtype() != DataType::Float) x = x.cast(DataType::Float);
+    }
+    io.in = xb;
+    io.in_b = gb;
+    NDArrayView r = kernels::conv_backward_weights(x, g, dd, reuse, &io, dbias);
+    if (reuse) kernels::release_source(*reuse);
+    if (r.dtype() != ctx.inputs[0].dtype()) r = r.cast(ctx.inputs[0].dtype());
+    return r.reshape(ctx.input_shape(0));
+  }
+  NDArrayView w = ctx.input(0).to_dense().contiguous();
+  io.in = gb;
+  io.keep_out = ctx.may_keep_dnnl_grad(1);
+  NDArrayView r = kernels::conv_backward_data(g, w.reshape(flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel)),
+                                              dd, reuse, &io);
+  if (reuse) kernels::release_output_gradient(*reuse);
+  if (io.keep_out) {
+    io.out->shape = ctx.input_shape(1);
+    ctx.dnnl_grad = io.out;
+    return NDArrayView();
+  }
+  return r.reshape(ctx.input_shape(1));
 }
 
 NDArrayView convolution_backward(ComputeContext& ctx, size_t i) {
   ConvSetup cs = runtime_conv(ctx);
+  bool done = false;
+  NDArrayView lr = convolution_backward_layouts(ctx, i, cs, nullptr, done);
+  if (done) return lr;
   const auto& dd = cs.dims;
-  NDArrayView x = ctx.inputs[1].to_dense().contiguous(), w = ctx.inputs[0].to_dense().contiguous();
-  NDArrayView g = ctx.grad_outputs[0].to_dense().contiguous();
-  DataType t = ctx.outputs[0].dtype();
+  auto* reuse = static_cast<kernels::ConvReuse*>(ctx.state.get());  // from the forward, when training
+  // The weight gradient reads the forward's source from `reuse` where it holds it, so an
+  // operand in a oneDNN layout need not be made plain.
+  const bool held_source = !cs.transpose && i == 0 && reuse && kernels::conv_reuse_has_source(*reuse);
+  NDArrayView x = held_source ? NDArrayView() : ctx.input(1).to_dense().contiguous();
+  NDArrayView w = ctx.input(0).to_dense().contiguous();
+  NDArrayView g = ctx.grad_output(0).to_dense().contiguous();
+  DataType t = g.dtype();
   if (w.dtype() != t) w = w.cast(t);
-  if (x.dtype() != t) x = x.cast(t);
+  if (x.defined() && x.dtype() != t) x = x.cast(t);
   NDShape wk = flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel);
   NDArrayView r;
   if (!cs.transpose) {
-    NDArrayView x4 = x.reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
+    NDArrayView x4 = x.defined() ? x.reshape(flat4(dd.batch, dd.in_channels, dd.win.in)) : x;
     NDArrayView g4 = g.reshape(flat4(dd.batch, dd.out_channels, dd.win.out));
-    auto* reuse = static_cast<kernels::ConvReuse*>(ctx.state.get());  // from the forward, when training
     if (i == 0) {
       r = kernels::conv_backward_weights(x4, g4, dd, reuse);
       if (reuse) kernels::release_source(*reuse);
@@ -306,9 +411,9 @@ NDArrayView convolution_backward(ComputeContext& ctx, size_t i) {
     NDArrayView g4 = g.reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
     r = i == 0 ? kernels::conv_backward_weights(g4, x4, dd) : kernels::conv_forward(g4, w.reshape(wk), dd);
   }
-  const NDArrayView& in = ctx.inputs[i];
-  if (r.dtype() != in.dtype()) r = r.cast(in.dtype());
-  return r.reshape(in.shape());
+  const DataType in_type = i == 0 ? ctx.inputs[0].dtype() : (ctx.inputs[1].defined() ? ctx.inputs[1].dtype() : DataType::Float);
+  if (r.dtype() != in_type) r = r.cast(in_type);
+  return r.reshape(ctx.input_shape(i));
 }
 
 void register_convolution() {
@@ -345,6 +450,7 @@ void register_convolution() {
   };
   d.forward = convolution_forward;
   d.backward = convolution_backward;
+  d.dnnl_layouts = true;
   register_op(std::move(d));
 }
 
@@ -434,18 +540,47 @@ void register_pooling() {
     if (ctx.input(0).is_sparse()) ctx.fail("a sparse operand is not supported");
     return ctx.one(checked_pool_setup(ctx, ctx.shape(0), "poolingWindowShape").out_static);
   };
+  d.dnnl_layouts = true;
   d.forward = [](ComputeContext& ctx) {
     PoolSetup ps = pool_setup(ctx.attr(), ctx.static_shape(0), "poolingWindowShape");
     ps.dims.batch = batch_of(ctx, 0);
-    NDArrayView y = kernels::pool_forward(ctx.inputs[0].to_dense().contiguous().reshape(pool_flat(ps, false)), ps.dims);
-    return std::vector<NDArrayView>{y.reshape(with_dyn(dyn_dims(ctx, 0), ps.out_static))};
+    const NDShape out_shape = with_dyn(dyn_dims(ctx, 0), ps.out_static);
+    if (const DnnlValue* xb = ctx.dnnl_input(0); xb && (ctx.may_keep_dnnl_output(0) || !ctx.inputs[0].defined())) {
+      NDArrayView y;
+      std::shared_ptr<DnnlValue> yb;
+      const bool keep = ctx.may_keep_dnnl_output(0);
+      if (kernels::pool_forward_layout(*xb, ps.dims, keep, y, yb)) {
+        if (keep) {
+          yb->shape = out_shape;
+          ctx.dnnl_outputs[0] = std::move(yb);
+          return std::vector<NDArrayView>{NDArrayView()};
+        }
+        return std::vector<NDArrayView>{y.reshape(out_shape)};
+      }
+    }
+    NDArrayView y = kernels::pool_forward(ctx.input(0).to_dense().contiguous().reshape(pool_flat(ps, false)), ps.dims);
+    return std::vector<NDArrayView>{y.reshape(out_shape)};
   };
   d.backward = [](ComputeContext& ctx, size_t) {
     PoolSetup ps = pool_setup(ctx.attr(), ctx.static_shape(0), "poolingWindowShape");
     ps.dims.batch = batch_of(ctx, 0);
-    NDArrayView x = ctx.inputs[0].to_dense().contiguous().reshape(pool_flat(ps, false));
-    NDArrayView g = ctx.grad_outputs[0].to_dense().contiguous().reshape(pool_flat(ps, true));
-    return kernels::pool_backward(x, g, ps.dims).reshape(ctx.inputs[0].shape());
+    const DnnlValue* xb = ctx.dnnl_input(0);
+    if (xb && (ctx.may_keep_dnnl_grad(0) || ctx.dnnl_grad_output(0) || !ctx.inputs[0].defined())) {
+      NDArrayView dx;
+      std::shared_ptr<DnnlValue> dxb;
+      const bool keep = ctx.may_keep_dnnl_grad(0);
+      const DnnlValue* gb = ctx.dnnl_grad_output(0);
+      NDArrayView g = gb ? NDArrayView() : ctx.grad_outputs[0];
+      if (kernels::pool_backward_layout(*xb, gb, g, ps.dims, keep, dx, dxb)) {
+        if (!keep) return dx.reshape(ctx.input_shape(0));
+        dxb->shape = ctx.input_shape(0);
+        ctx.dnnl_grad = std::move(dxb);
+        return NDArrayView();
+      }
+    }
+    NDArrayView x = ctx.input(0).to_dense().contiguous().reshape(pool_flat(ps, false));
+    NDArrayView g = ctx.grad_output(0).to_dense().contiguous().reshape(pool_flat(ps, true));
+    return kernels::pool_backward(x, g, ps.dims).reshape(ctx.input_shape(0));
   };
   register_op(std::move(d));
 }
@@ -612,12 +747,16 @@ ComputeContext part_context(const ComputeContext& outer, const FusedPart& part, 
 }
 
 std::vector<NDArrayView> fused_forward(const FusedConvSpec& sp, ComputeContext& ctx) {
-  const NDArrayView &w = ctx.inputs[0], &x = ctx.inputs[1];
-  bool all_float = w.dtype() == DataType::Float && x.dtype() == DataType::Float &&
+  const NDArrayView& w = ctx.input(0);
+  if (sp.has_bias) ctx.input(2);
+  bool all_float = w.dtype() == DataType::Float && (ctx.dnnl_input(1) || ctx.inputs[1].dtype() == DataType::Float) &&
                    (!sp.has_bias || ctx.inputs[2].dtype() == DataType::Float);
   ConvSetup cs = runtime_conv(ctx);
   if (all_float && !cs.transpose) {
     const auto& dd = cs.dims;
+    const DnnlValue* xb = layout_operand(ctx, dd, 1);
+    const bool keep = ctx.may_keep_dnnl_output(0) && kernels::conv_runs_on_dnnl(dd, DataType::Float);
+    kernels::ConvLayoutIO io{xb, nullptr, keep, nullptr, nullptr};
     NDArrayView bias;
     if (sp.has_bias) {
       bias = ctx.inputs[2].to_dense().contiguous();
@@ -626,17 +765,23 @@ std::vector<NDArrayView> fused_forward(const FusedConvSpec& sp, ComputeContext& 
       bias = bias.reshape(NDShape{bias.numel()});
     }
     kernels::ConvPostOps post{sp.has_bias, dnnl_forward_alg(sp.activation), float(sp.alpha)};
-    NDArrayView x4 = x.to_dense().contiguous().reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
+    NDArrayView x4 = xb ? NDArrayView() : ctx.input(1).to_dense().contiguous().reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
     NDArrayView w4 = w.to_dense().contiguous().reshape(flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel));
     auto reuse = ctx.training ? kernels::make_conv_reuse() : nullptr;  // the backward passes reuse its reorders
-    NDArrayView y = kernels::conv_forward_fused(x4, w4, bias, post, dd, reuse.get());
+    NDArrayView y = kernels::conv_forward_fused(x4, w4, bias, post, dd, reuse.get(), ctx.dnnl_inputs.empty() ? nullptr : &io);
+    const NDShape out_shape = with_dyn(dyn_dims(ctx, 1), cs.out_static);
+    if (y.defined() || io.out) share_made_source(ctx, io);
+    if (keep && io.out) {
+      ctx.state = reuse;
+      return kept_output(ctx, io.out, out_shape);
+    }
     if (y.defined()) {
       ctx.state = reuse;
-      return {y.reshape(with_dyn(dyn_dims(ctx, 1), cs.out_static))};
+      return {y.reshape(out_shape)};
     }
   }
   // oneDNN cannot run it: the original ops, one after the other.
-  ComputeContext c = part_context(ctx, sp.conv, {w, x});
+  ComputeContext c = part_context(ctx, sp.conv, {w, ctx.input(1)});
   NDArrayView v = sp.conv.op->forward(c)[0];
   ctx.state = c.state;
   if (sp.has_bias) {
@@ -654,10 +799,11 @@ std::vector<NDArrayView> fused_forward(const FusedConvSpec& sp, ComputeContext& 
 }
 
 // The gradient with respect to the activation's input, from its output y.
-NDArrayView pre_activation_gradient(const FusedConvSpec& sp, const ComputeContext& ctx) {
-  const NDArrayView &y = ctx.outputs[0], &g = ctx.grad_outputs[0];
+NDArrayView pre_activation_gradient(const FusedConvSpec& sp, ComputeContext& ctx) {
+  const NDArrayView& g = ctx.grad_outputs[0];
   const FusedActivation a = sp.activation;
   if (a == FusedActivation::None) return g;
+  const NDArrayView& y = ctx.output(0);
   if (y.dtype() == DataType::Float && g.dtype() == DataType::Float) {
     NDArrayView dz = kernels::dnnl_eltwise_backward(dnnl_backward_from_output_alg(a), float(sp.alpha), 0.f, y, g);
     if (dz.defined()) return dz;
@@ -677,17 +823,57 @@ NDArrayView pre_activation_gradient(const FusedConvSpec& sp, const ComputeContex
   });
 }
 
+// What the gradient calls of one fused step share: the pre-activation gradient (plain or
+// in a oneDNN layout) and the bias gradient where the weight gradient's pass computed it.
+struct FusedGrads {
+  NDArrayView dz;
+  std::shared_ptr<const DnnlValue> dzb;
+  NDArrayView db;
+};
+
 NDArrayView fused_backward(const FusedConvSpec& sp, ComputeContext& ctx, size_t i) {
-  // The calls for the inputs of one step share the pre-activation gradient.
-  if (!ctx.scratch) ctx.scratch = std::make_shared<NDArrayView>(pre_activation_gradient(sp, ctx));
-  const NDArrayView& dz = *static_cast<const NDArrayView*>(ctx.scratch.get());
-  if (i == ctx.inputs.size()) return dz;           // the fused-away intermediates' gradient (see conv_fused.h)
-  if (i == 2) return ctx.reduce_to_input(2, dz);  // the bias: summed over batch and positions, as Plus does
+  if (!ctx.scratch) {
+    auto fg = std::make_shared<FusedGrads>();
+    const DnnlValue* gb = ctx.dnnl_grad_output(0);
+    if (sp.activation == FusedActivation::None) {
+      if (gb) fg->dzb = ctx.dnnl_grad_outputs[0];
+    } else if (const DnnlValue* yb = ctx.dnnl_output(0)) {
+      // The output in a oneDNN layout: the activation's gradient stays in it.
+      fg->dzb = kernels::dnnl_eltwise_backward_layout(dnnl_backward_from_output_alg(sp.activation), float(sp.alpha),
+                                                      0.f, *yb, gb, ctx.grad_outputs[0]);
+    }
+    if (!fg->dzb) fg->dz = pre_activation_gradient(sp, ctx);
+    ctx.scratch = fg;
+  }
+  FusedGrads& fg = *static_cast<FusedGrads*>(ctx.scratch.get());
+  if (i == ctx.inputs.size())  // the fused-away intermediates' gradient (see conv_fused.h)
+    return fg.dzb ? kernels::dnnl_to_plain(*fg.dzb) : fg.dz;
+  if (i == 2) {  // the bias: summed over batch and positions, as Plus does
+    const NDShape bias_shape = ctx.input(2).shape();
+    if (fg.db.defined() && fg.db.numel() == bias_shape.total_size()) return fg.db.reshape(bias_shape);
+    return ctx.reduce_to_input(2, fg.dzb ? kernels::dnnl_to_plain(*fg.dzb) : fg.dz);
+  }
   ComputeContext c = part_context(ctx, sp.conv, {ctx.inputs[0], ctx.inputs[1]});
   c.state = ctx.state;
-  c.outputs = {ctx.outputs[0]};
-  c.grad_outputs = {dz};
-  return sp.conv.op->backward(c, i);
+  // The convolution's gradient rule reads the operand in whichever layout the fused step has it.
+  c.dnnl_inputs = {ctx.dnnl_inputs.size() > 0 ? ctx.dnnl_inputs[0] : nullptr,
+                   ctx.dnnl_inputs.size() > 1 ? ctx.dnnl_inputs[1] : nullptr};
+  c.make_plain = ctx.make_plain;
+  c.outputs = {NDArrayView()};
+  c.grad_outputs = {fg.dzb ? NDArrayView() : fg.dz};
+  c.dnnl_grad_outputs = {fg.dzb};
+  c.dnnl_grad_ok = {false, ctx.may_keep_dnnl_grad(1)};
+  NDArrayView r;
+  if (i == 0 && fg.dzb && sp.has_bias && ctx.grad_wanted.size() > 2 && ctx.grad_wanted[2]) {
+    // The weight gradient's pass computes the bias gradient too (from dz in its oneDNN
+    // layout, which the plain sum would first have to reorder).
+    bool done = false;
+    r = convolution_backward_layouts(c, 0, runtime_conv(c), &fg.db, done);
+    if (done) return r;
+  }
+  r = sp.conv.op->backward(c, i);
+  if (c.dnnl_grad) ctx.dnnl_grad = std::move(c.dnnl_grad);
+  return r;
 }
 
 }  // namespace
@@ -710,6 +896,7 @@ OpDef fused_convolution_op(const FusedConvSpec& spec) {
   d.infer = [](InferContext& ctx) -> std::vector<OutputInfo> {
     throw Error("'" + ctx.op() + "' is a plan step: its shapes are those of the steps it replaces");
   };
+  d.dnnl_layouts = true;
   d.forward = [spec](ComputeContext& ctx) { return fused_forward(spec, ctx); };
   d.backward = [spec](ComputeContext& ctx, size_t i) { return fused_backward(spec, ctx, i); };
   return d;

@@ -6,6 +6,7 @@
 #include <oneapi/dnnl/dnnl_types.h>
 
 #include "kernels/cpu/dnnl_eltwise.h"
+#include "kernels/cpu/dnnl_value.h"
 #include "kernels/cpu/elementwise.h"
 #include "ops/eager.h"
 #include "ops/op.h"
@@ -30,16 +31,25 @@ size_t max_static_rank(const ComputeContext& ctx) {
 
 // `dnnl` names oneDNN algorithms that compute the same function in float32
 // (alpha = the op's first parameter); the functors stay the reference and serve float64.
+// With `layouts`, a float32 input in a oneDNN layout stays in it (OpDef::dnnl_layouts).
 template <class F, class G>
 void unary(const char* name, F f, G df, Gradient kind = Gradient::Rule, ParamFn params = no_params,
-           kernels::DnnlEltwise dnnl = {}) {
+           kernels::DnnlEltwise dnnl = {}, bool layouts = false) {
   OpDef d;
   d.name = name;
   d.infer = infer_same_shape;
   d.gradient = kind;
+  d.dnnl_layouts = layouts;
   d.forward = [f, params, dnnl](ComputeContext& ctx) {
     Params p = params(ctx.attr());
-    const NDArrayView& x = ctx.inputs[0];
+    if (const DnnlValue* xb = ctx.dnnl_input(0); xb && ctx.may_keep_dnnl_output(0)) {
+      auto y = kernels::dnnl_eltwise_forward_layout(dnnl.forward, float(p[0]), 0.f, *xb);
+      if (y) {
+        ctx.dnnl_outputs[0] = std::move(y);
+        return std::vector<NDArrayView>{NDArrayView()};
+      }
+    }
+    const NDArrayView& x = ctx.input(0);
     if (dnnl.forward && x.dtype() == DataType::Float) {
       NDArrayView y = kernels::dnnl_eltwise_forward(dnnl.forward, float(p[0]), 0.f, x);
       if (y.defined()) return std::vector<NDArrayView>{y};
@@ -51,12 +61,27 @@ void unary(const char* name, F f, G df, Gradient kind = Gradient::Rule, ParamFn 
   if (kind == Gradient::Rule)
     d.backward = [df, params, dnnl](ComputeContext& ctx, size_t) {
       Params p = params(ctx.attr());
-      const NDArrayView &x = ctx.inputs[0], &y = ctx.outputs[0], &g = ctx.grad_outputs[0];
-      if (dnnl.backward && x.dtype() == DataType::Float) {
-        NDArrayView dx = kernels::dnnl_eltwise_backward(dnnl.backward, float(p[0]), 0.f,
-                                                        dnnl.backward_from_output ? y : x, g);
-        if (dx.defined()) return dx;
+      // x (or y) in a oneDNN layout: the gradient is computed, and may stay, in that layout.
+      const DnnlValue* xyb = dnnl.backward_from_output ? ctx.dnnl_output(0) : ctx.dnnl_input(0);
+      const bool xy_plain = dnnl.backward_from_output ? ctx.outputs[0].defined() : ctx.inputs[0].defined();
+      if (xyb && dnnl.backward && (!xy_plain || ctx.dnnl_grad_output(0) || ctx.may_keep_dnnl_grad(0))) {
+        auto dx = kernels::dnnl_eltwise_backward_layout(dnnl.backward, float(p[0]), 0.f, *xyb,
+                                                        ctx.dnnl_grad_output(0), ctx.grad_outputs[0]);
+        if (dx) {
+          if (!ctx.may_keep_dnnl_grad(0)) return kernels::dnnl_to_plain(*dx);
+          ctx.dnnl_grad = std::move(dx);
+          return NDArrayView();
+        }
       }
+      const NDArrayView& g = ctx.grad_output(0);
+      if (dnnl.backward && g.dtype() == DataType::Float) {
+        const NDArrayView& xy = dnnl.backward_from_output ? ctx.output(0) : ctx.input(0);
+        if (xy.dtype() == DataType::Float) {
+          NDArrayView dx = kernels::dnnl_eltwise_backward(dnnl.backward, float(p[0]), 0.f, xy, g);
+          if (dx.defined()) return dx;
+        }
+      }
+      const NDArrayView &x = ctx.input(0), &y = ctx.output(0);
       return CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] {
         return apply<T, 3>(x.dtype(), {&x, &y, &g}, [df, p](T a, T b, T c) { return T(df(a, b, c, p)); });
       });
@@ -141,7 +166,7 @@ void register_unary_ops() {
         Gradient::Rule, no_params, {dnnl_eltwise_tanh, dnnl_eltwise_tanh_use_dst_for_bwd, true});
   unary("ReLU", [](auto x, Params) { return x > 0 ? x : decltype(x)(0); },
         [](auto x, auto, auto g, Params) { return x > 0 ? g : decltype(g)(0); }, Gradient::Rule, no_params,
-        {dnnl_eltwise_relu, dnnl_eltwise_relu, false});
+        {dnnl_eltwise_relu, dnnl_eltwise_relu, false}, true);
   unary("Exp", [](auto x, Params) { return std::exp(x); }, [](auto, auto y, auto g, Params) { return g * y; },
         Gradient::Rule, no_params, {dnnl_eltwise_exp, dnnl_eltwise_exp_use_dst_for_bwd, true});
   unary("Log", [](auto x, Params) { return std::log(x); }, [](auto x, auto, auto g, Params) { return g / x; },

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cpu/dnnl_context.h"
+#include "kernels/cpu/dnnl_value.h"
 #include "kernels/cpu/movement.h"
 #include "ops/eager.h"
 #include "ops/op.h"
@@ -340,6 +342,60 @@ DataType widest_dtype(const std::vector<NDArrayView>& xs) {
   return xs.empty() ? DataType::Float : xs[0].dtype();
 }
 
+// Splices along the channel axis (the first static axis) of float32 inputs of equal
+// shapes elsewhere, some of them in oneDNN layouts (GoogLeNet's inception blocks), run as
+// a oneDNN concat. Each input is seen as [N, C_i, rest...], N the dynamic axes' product.
+struct ChannelSplice {
+  std::vector<int64_t> dyn, rest;  // the output's dynamic dims and the static dims after the channels
+  std::vector<int64_t> channels;   // per input
+  int64_t batch = 1;
+  dnnl::memory::dims dims(size_t i) const {
+    dnnl::memory::dims d{batch, channels[i]};
+    d.insert(d.end(), rest.begin(), rest.end());
+    return d;
+  }
+};
+
+bool channel_splice(const ComputeContext& ctx, ChannelSplice& cs) {
+  if (ctx.dnnl_inputs.empty()) return false;
+  bool any_layout = false;
+  size_t max_rank = 0;
+  for (size_t i = 0; i < ctx.inputs.size(); ++i) max_rank = std::max(max_rank, ctx.input_shape(i).rank() - size_t(ctx.in_dyn[i]));
+  Fail fail = at_run("Splice");
+  if (splice_geometry(max_rank, ctx.attr(), fail).axis != 0 || max_rank < 2) return false;
+  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+    const DnnlValue* v = ctx.dnnl_input(i);
+    if (!v && (!ctx.inputs[i].defined() || ctx.inputs[i].dtype() != DataType::Float || ctx.inputs[i].is_sparse()))
+      return false;
+    any_layout = any_layout || v;
+    NDShape shape = ctx.input_shape(i);
+    if (ctx.in_dyn[i] != ctx.out_dyn || shape.rank() != size_t(ctx.out_dyn) + max_rank) return false;
+    std::vector<int64_t> dyn(shape.dims().begin(), shape.dims().begin() + ctx.out_dyn);
+    std::vector<int64_t> rest(shape.dims().begin() + ctx.out_dyn + 1, shape.dims().end());
+    if (i == 0) {
+      cs.dyn = dyn, cs.rest = rest;
+    } else if (dyn != cs.dyn || rest != cs.rest) {
+      return false;
+    }
+    cs.channels.push_back(shape[size_t(ctx.out_dyn)]);
+  }
+  if (!any_layout) return false;
+  cs.batch = 1;
+  for (auto d : cs.dyn) cs.batch *= d;
+  for (size_t i = 0; i < ctx.inputs.size(); ++i)
+    if (const DnnlValue* v = ctx.dnnl_input(i); v && v->mem.get_desc().dims() != cs.dims(i)) return false;
+  return true;
+}
+
+NDShape channel_splice_shape(const ChannelSplice& cs) {
+  int64_t c = 0;
+  for (auto x : cs.channels) c += x;
+  std::vector<int64_t> d = cs.dyn;
+  d.push_back(c);
+  d.insert(d.end(), cs.rest.begin(), cs.rest.end());
+  return NDShape(d);
+}
+
 void register_splice() {
   OpDef d;
   d.name = "Splice";
@@ -349,7 +405,30 @@ void register_splice() {
     for (size_t i = 0; i < ctx.num_inputs(); ++i) shapes.push_back(ctx.shape(i));
     return ctx.one(splice_shape(shapes, ctx.attrs(), at_infer(ctx)));
   };
+  d.dnnl_layouts = true;
   d.forward = [](ComputeContext& ctx) {
+    ChannelSplice cs;
+    if (channel_splice(ctx, cs)) {
+      std::vector<dnnl::memory> srcs;
+      std::vector<NDArrayView> plain;  // keeps plain inputs alive for the concat
+      for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+        if (const DnnlValue* v = ctx.dnnl_input(i)) {
+          srcs.push_back(v->mem);
+        } else {
+          plain.push_back(ctx.inputs[i].contiguous());
+          srcs.emplace_back(kernels::dnnl_plain_desc(cs.dims(i)), kernels::dnnl_engine(),
+                            plain.back().raw_data());
+        }
+      }
+      auto y = kernels::dnnl_concat(srcs);
+      y->shape = channel_splice_shape(cs);
+      if (ctx.may_keep_dnnl_output(0)) {
+        ctx.dnnl_outputs[0] = std::move(y);
+        return std::vector<NDArrayView>{NDArrayView()};
+      }
+      return std::vector<NDArrayView>{kernels::dnnl_to_plain(*y)};
+    }
+    for (size_t i = 0; i < ctx.inputs.size(); ++i) ctx.input(i);
     DataType dt = widest_dtype(ctx.inputs);
     for (auto& x : ctx.inputs) x = x.to_dense().cast(dt);
     SpliceRun r = splice_run(ctx);
@@ -364,8 +443,38 @@ void register_splice() {
     return std::vector<NDArrayView>{y};
   };
   d.backward = [](ComputeContext& ctx, size_t i) {
+    ChannelSplice cs;
+    if (const DnnlValue* gb = ctx.dnnl_grad_output(0); gb && channel_splice(ctx, cs)) {
+      // The input's part of the output gradient, taken from its oneDNN layout.
+      int64_t offset = 0;
+      for (size_t k = 0; k < i; ++k) offset += cs.channels[k];
+      const DnnlValue* v = ctx.dnnl_input(i);
+      if (ctx.may_keep_dnnl_grad(i) && v) {
+        dnnl::memory out;
+        if (kernels::dnnl_channel_slice(*gb, offset, cs.channels[i], v->mem.get_desc(), nullptr, out)) {
+          auto dx = std::make_shared<DnnlValue>();
+          dx->mem = out;
+          dx->shape = ctx.input_shape(i);
+          ctx.dnnl_grad = std::move(dx);
+          return NDArrayView();
+        }
+      }
+      NDArrayView dx(DataType::Float, ctx.input_shape(i));
+      dnnl::memory out;
+      if (kernels::dnnl_channel_slice(*gb, offset, cs.channels[i], kernels::dnnl_plain_desc(cs.dims(i)), dx.raw_data(),
+                                      out))
+        return dx;
+    }
+    if (channel_splice(ctx, cs)) {
+      // A plain part of the output gradient; the inputs, some in oneDNN layouts, need not be made plain.
+      int64_t offset = 0;
+      for (size_t k = 0; k < i; ++k) offset += cs.channels[k];
+      const size_t axis = size_t(ctx.out_dyn);
+      return compact(ctx.grad_output(0).slice(axis, offset, offset + cs.channels[i])).reshape(ctx.input_shape(i));
+    }
+    for (size_t k = 0; k < ctx.inputs.size(); ++k) ctx.input(k);
     SpliceRun r = splice_run(ctx);
-    NDArrayView g = compact(ctx.grad_outputs[0].slice(r.axis, r.offset[i], r.offset[i] + r.extent[i]));
+    NDArrayView g = compact(ctx.grad_output(0).slice(r.axis, r.offset[i], r.offset[i] + r.extent[i]));
     NDArrayView dx = ctx.reduce_to_input(i, g);
     return dx.dtype() == ctx.inputs[i].dtype() ? dx : dx.cast(ctx.inputs[i].dtype());
   };

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/cpu/dnnl_value.h"
 #include "kernels/cpu/norm.h"
 #include "ops/eager.h"
 #include "ops/op.h"
@@ -26,8 +27,7 @@ struct BnState {
 };
 
 kernels::BatchNormDims bn_dims(const ComputeContext& ctx) {
-  const NDArrayView& x = ctx.inputs[kData];
-  const NDShape& s = x.shape();
+  const NDShape s = ctx.input_shape(kData);
   int64_t N = 1, F = 1;
   for (size_t k = 0; k < s.rank(); ++k) (int(k) < ctx.in_dyn[kData] ? N : F) *= s[k];
   int64_t C = ctx.inputs[kScale].numel();
@@ -39,13 +39,13 @@ kernels::BatchNormDims bn_dims(const ComputeContext& ctx) {
 
 // One flag per sample (row of N) when some are sequence padding; empty when all count.
 std::vector<uint8_t> bn_valid_rows(const ComputeContext& ctx, int64_t& num_samples) {
-  const NDArrayView& x = ctx.inputs[kData];
+  const NDShape shape = ctx.input_shape(kData);
   const auto& lens = ctx.in_lengths[kData];
   int64_t N = 1;
-  for (int k = 0; k < ctx.in_dyn[kData]; ++k) N *= x.shape()[size_t(k)];
+  for (int k = 0; k < ctx.in_dyn[kData]; ++k) N *= shape[size_t(k)];
   num_samples = N;
   if (lens.empty() || ctx.in_dyn[kData] != 2) return {};
-  int64_t T = x.shape()[0], B = x.shape()[1];
+  int64_t T = shape[0], B = shape[1];
   std::vector<uint8_t> valid(size_t(N), 1);
   num_samples = 0;
   for (int64_t t = 0; t < T; ++t)
@@ -157,9 +157,22 @@ std::vector<OutputInfo> bn_infer(InferContext& ctx) {
 }
 
 std::vector<NDArrayView> bn_forward(ComputeContext& ctx) {
-  const NDArrayView &x = ctx.inputs[kData], &scale = ctx.inputs[kScale], &bias = ctx.inputs[kBias];
   const double eps = attr_double(ctx.attr(), "epsilon", 1e-5);
   kernels::BatchNormDims d = bn_dims(ctx);
+  // Inference over an operand in a oneDNN layout: oneDNN's primitive in that layout.
+  if (const DnnlValue* xb = ctx.dnnl_input(kData);
+      xb && !ctx.training && (ctx.may_keep_dnnl_output(0) || !ctx.inputs[kData].defined())) {
+    auto y = kernels::batch_norm_infer_layout(*xb, d, ctx.input(kScale), ctx.input(kBias), ctx.input(kRunMean),
+                                              ctx.input(kRunVar), eps);
+    if (y) {
+      if (!ctx.may_keep_dnnl_output(0)) return {kernels::dnnl_to_plain(*y)};
+      ctx.dnnl_outputs[0] = std::move(y);
+      return {NDArrayView()};
+    }
+  }
+  // Training statistics run on the own loops, over the plain operand.
+  for (size_t i = 0; i < ctx.inputs.size(); ++i) ctx.input(i);
+  const NDArrayView &x = ctx.inputs[kData], &scale = ctx.inputs[kScale], &bias = ctx.inputs[kBias];
   std::vector<double> run_mean = as_doubles(ctx.inputs[kRunMean]), run_var = as_doubles(ctx.inputs[kRunVar]);
   if (int64_t(run_mean.size()) != d.C || int64_t(run_var.size()) != d.C)
     throw ValueError("BatchNormalization: the running statistics must have as many elements as the scale");
@@ -231,7 +244,7 @@ std::vector<NDArrayView> bn_forward(ComputeContext& ctx) {
 // as constants, so for a blend strictly between 0 and 1 the data gradient is CNTK's
 // approximation; for blends 0 and 1 it is the exact derivative.
 NDArrayView bn_backward(ComputeContext& ctx, size_t i) {
-  if (i >= kRunMean) return eager::zeros_like(ctx.inputs[i]);  // running statistics take no gradient
+  if (i >= kRunMean) return eager::zeros_like(ctx.input(i));  // running statistics take no gradient
   auto grads = std::static_pointer_cast<kernels::BatchNormGrads>(ctx.scratch);
   if (!grads) {
     auto st = std::static_pointer_cast<BnState>(ctx.state);
@@ -239,7 +252,7 @@ NDArrayView bn_backward(ComputeContext& ctx, size_t i) {
     int64_t n = 0;
     std::vector<uint8_t> valid = bn_valid_rows(ctx, n);
     grads = std::make_shared<kernels::BatchNormGrads>(
-        kernels::batch_norm_backward(ctx.inputs[kData], ctx.grad_outputs[0], bn_dims(ctx), ctx.inputs[kScale],
+        kernels::batch_norm_backward(ctx.input(kData), ctx.grad_output(0), bn_dims(ctx), ctx.input(kScale),
                                      st->mean, st->inv_std, st->stats_weight, valid.empty() ? nullptr : &valid));
     ctx.scratch = grads;
   }
@@ -250,6 +263,7 @@ NDArrayView bn_backward(ComputeContext& ctx, size_t i) {
 void register_batch_normalization() {
   OpDef d;
   d.name = "BatchNormalization";
+  d.dnnl_layouts = true;
   d.infer = bn_infer;
   d.forward = bn_forward;
   d.backward = bn_backward;

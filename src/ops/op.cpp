@@ -5,6 +5,7 @@
 #include <memory>
 #include <sstream>
 
+#include "kernels/cpu/dnnl_value.h"
 #include "kernels/cpu/reduce.h"
 
 namespace cntk {
@@ -193,6 +194,33 @@ NDArrayView ComputeContext::reduce_to_input(size_t i, const NDArrayView& grad) c
   NDShape aligned_shape = aligned(i, srank).shape();
   if (g.shape() != aligned_shape) g = kernels::sum_to(g, aligned_shape);
   return g.reshape(target);
+}
+
+NDShape ComputeContext::input_shape(size_t i) const {
+  if (inputs[i].defined()) return inputs[i].shape();
+  if (const DnnlValue* v = dnnl_input(i)) return v->shape;
+  return inputs[i].shape();
+}
+
+const NDArrayView& ComputeContext::input(size_t i) {
+  if (!inputs[i].defined() && dnnl_input(i)) {
+    if (!make_plain) throw Error("'" + (fn ? fn->op_name() : std::string("?")) + "': an input in a oneDNN layout and no way to make it plain");
+    inputs[i] = make_plain(false, i);
+  }
+  return inputs[i];
+}
+
+const NDArrayView& ComputeContext::output(size_t k) {
+  if (!outputs[k].defined() && dnnl_output(k)) {
+    if (!make_plain) throw Error("'" + (fn ? fn->op_name() : std::string("?")) + "': an output in a oneDNN layout and no way to make it plain");
+    outputs[k] = make_plain(true, k);
+  }
+  return outputs[k];
+}
+
+const NDArrayView& ComputeContext::grad_output(size_t k) {
+  if (!grad_outputs[k].defined() && dnnl_grad_output(k)) grad_outputs[k] = kernels::dnnl_to_plain(*dnnl_grad_outputs[k]);
+  return grad_outputs[k];
 }
 
 std::shared_ptr<RandomState> initial_random_state(const Dictionary& attrs) {

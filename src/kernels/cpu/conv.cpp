@@ -1,5 +1,6 @@
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/dnnl_context.h"
+#include "kernels/cpu/dnnl_value.h"
 
 #include <omp.h>
 
@@ -289,8 +290,12 @@ DnnlConv make_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, con
       break;
     }
     case ConvPass::BackwardWeights: {
-      dnnl::convolution_backward_weights::desc bd(alg, m.src_a, m.wei_a, m.dst_a, p.strides, p.dilates, p.pad_l,
-                                                  p.pad_r);
+      // post.bias here: the pass also computes the bias gradient (of a fused convolution).
+      dnnl::convolution_backward_weights::desc bd =
+          post.bias ? dnnl::convolution_backward_weights::desc(alg, m.src_a, m.wei_a, bias_md(d), m.dst_a, p.strides,
+                                                               p.dilates, p.pad_l, p.pad_r)
+                    : dnnl::convolution_backward_weights::desc(alg, m.src_a, m.wei_a, m.dst_a, p.strides, p.dilates,
+                                                               p.pad_l, p.pad_r);
       dnnl::convolution_backward_weights::primitive_desc bpd(bd, dnnl_engine(), fpd);
       c.prim = dnnl::convolution_backward_weights(bpd);
       c.a_md = bpd.src_desc();
@@ -321,10 +326,12 @@ DnnlConv dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, const Co
   return e;
 }
 
-// A user buffer in the layout `want`: the buffer itself, or a reordered copy.
-dnnl::memory as_layout(const dnnl::memory& user, const dnnl::memory::desc& want) {
+// A buffer in the layout `want`: the buffer itself, or a reordered copy (counted as a
+// reorder of weights or of an activation / gradient).
+dnnl::memory as_layout(const dnnl::memory& user, const dnnl::memory::desc& want, bool weights) {
   if (user.get_desc() == want) return user;
   dnnl::memory m(want, dnnl_engine());
+  count_dnnl_reorder(weights);
   dnnl::reorder(user, m).execute(dnnl_stream(), const_cast<dnnl::memory&>(user), m);
   return m;
 }
@@ -332,8 +339,10 @@ dnnl::memory as_layout(const dnnl::memory& user, const dnnl::memory::desc& want)
 }  // namespace
 
 struct ConvReuse {
-  NDArrayView src_user, dy_user;  // the plain tensors the entries were made from
-  dnnl::memory src, dy;           // them in a primitive's layout
+  // The plain tensors the entries were made from (undefined where the forward's source
+  // came in a oneDNN layout: that entry is the source itself, kept alive by the memory).
+  NDArrayView src_user, dy_user, wei_user;
+  dnnl::memory src, dy, wei;  // them in a primitive's layout
 };
 
 std::shared_ptr<ConvReuse> make_conv_reuse() { return std::make_shared<ConvReuse>(); }
@@ -344,61 +353,95 @@ void release_source(ConvReuse& r) {
 void release_output_gradient(ConvReuse& r) {
   r.dy_user = NDArrayView();
   r.dy = dnnl::memory();
+  r.wei_user = NDArrayView();
+  r.wei = dnnl::memory();
 }
+bool conv_reuse_has_source(const ConvReuse& r) { return bool(r.src); }
 
 namespace {
 
-// `user` (the plain tensor `view`) in the layout `want`, through the entry (held, held_view) of
-// a ConvReuse: reused when it was made from the same tensor in the same layout, else made and kept.
-dnnl::memory reused_layout(const dnnl::memory& user, const NDArrayView& view, const dnnl::memory::desc& want,
-                           dnnl::memory* held, NDArrayView* held_view) {
-  if (!held) return as_layout(user, want);
-  if (held_view->defined() && held_view->raw_data() == view.raw_data() && *held && held->get_desc() == want)
-    return *held;
-  *held = as_layout(user, want);
-  *held_view = view;
-  return *held;
+// The input (the plain tensor `view`, or `blocked` when it came in a oneDNN layout) in the
+// layout `want`, through the entry (held, held_view) of a ConvReuse: reused when it was
+// made from the same tensor, else made and kept. A held entry made from a oneDNN layout
+// (held_view undefined) stands for the step's own input, which is all it is used for.
+dnnl::memory reused_layout(const dnnl::memory::desc& plain, const NDArrayView& view, const dnnl::memory* blocked,
+                           const dnnl::memory::desc& want, dnnl::memory* held, NDArrayView* held_view, bool weights) {
+  if (held && *held) {
+    // No view given: the caller means the held one (the weight gradient's source).
+    bool same = !held_view->defined() || !view.defined() || held_view->raw_data() == view.raw_data();
+    if (same) return held->get_desc() == want ? *held : as_layout(*held, want, weights);
+  }
+  if (!blocked && !view.defined()) throw Error("convolution: an input is missing");
+  dnnl::memory m;
+  if (blocked)
+    m = as_layout(*blocked, want, weights);
+  else
+    m = as_layout(dnnl::memory(plain, dnnl_engine(), const_cast<void*>(view.raw_data())), want, weights);
+  if (held) {
+    *held = m;
+    *held_view = blocked ? NDArrayView() : view;
+  }
+  return m;
 }
 
 // Runs one pass: a, b are the two inputs (plain layouts), out the plain output buffer;
 // `bias` (O values) is read by a forward pass whose post-ops add one. With `reuse`, the
-// source (forward and backward weights) and the output gradient (both backward passes)
-// are reordered once for all passes.
+// source (forward and backward weights), the output gradient (both backward passes) and
+// the weights (forward and backward data) are reordered once for all passes. With `io`,
+// the activation input a may come in a oneDNN layout (io->in) and the output may stay
+// in the primitive's layout (io->keep_out; `out` is then unused).
 void run_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, const NDArrayView& a, const NDArrayView& b,
-                   void* out, const ConvPostOps& post = {}, const void* bias = nullptr, ConvReuse* reuse = nullptr) {
+                   void* out, const ConvPostOps& post = {}, const void* bias = nullptr, ConvReuse* reuse = nullptr,
+                   ConvLayoutIO* io = nullptr) {
   DnnlConv c = dnnl_conv(d, pass, p, post);
   ConvMds m = conv_mds(d);
   dnnl::memory::desc a_plain, b_plain, out_plain;
   int a_arg, b_arg, out_arg;
   dnnl::memory *a_held = nullptr, *b_held = nullptr;
   NDArrayView *a_view = nullptr, *b_view = nullptr;
+  bool b_weights = true;
   switch (pass) {
     case ConvPass::Forward:
       a_plain = m.src, b_plain = m.wei, out_plain = m.dst;
       a_arg = DNNL_ARG_SRC, b_arg = DNNL_ARG_WEIGHTS, out_arg = DNNL_ARG_DST;
-      if (reuse) a_held = &reuse->src, a_view = &reuse->src_user;
+      if (reuse) a_held = &reuse->src, a_view = &reuse->src_user, b_held = &reuse->wei, b_view = &reuse->wei_user;
       break;
     case ConvPass::BackwardData:
       a_plain = m.dst, b_plain = m.wei, out_plain = m.src;
       a_arg = DNNL_ARG_DIFF_DST, b_arg = DNNL_ARG_WEIGHTS, out_arg = DNNL_ARG_DIFF_SRC;
-      if (reuse) a_held = &reuse->dy, a_view = &reuse->dy_user;
+      if (reuse) a_held = &reuse->dy, a_view = &reuse->dy_user, b_held = &reuse->wei, b_view = &reuse->wei_user;
       break;
     default:
       a_plain = m.src, b_plain = m.dst, out_plain = m.wei;
       a_arg = DNNL_ARG_SRC, b_arg = DNNL_ARG_DIFF_DST, out_arg = DNNL_ARG_DIFF_WEIGHTS;
+      b_weights = false;
       if (reuse) a_held = &reuse->src, a_view = &reuse->src_user, b_held = &reuse->dy, b_view = &reuse->dy_user;
       break;
   }
-  dnnl::memory a_user(a_plain, dnnl_engine(), const_cast<void*>(a.raw_data()));
-  dnnl::memory b_user(b_plain, dnnl_engine(), const_cast<void*>(b.raw_data()));
-  dnnl::memory out_user(out_plain, dnnl_engine(), out);
-  dnnl::memory am = reused_layout(a_user, a, c.a_md, a_held, a_view);
-  dnnl::memory bm = reused_layout(b_user, b, c.b_md, b_held, b_view);
-  dnnl::memory om = c.out_md == out_plain ? out_user : dnnl::memory(c.out_md, dnnl_engine());
+  const dnnl::memory* a_blocked = io && io->in ? &io->in->mem : nullptr;
+  const dnnl::memory* b_blocked = io && io->in_b ? &io->in_b->mem : nullptr;
+  dnnl::memory am = reused_layout(a_plain, a, a_blocked, c.a_md, a_held, a_view, false);
+  dnnl::memory bm = reused_layout(b_plain, b, b_blocked, c.b_md, b_held, b_view, b_weights);
+  if (io && !a_blocked && pass == ConvPass::Forward && am.get_desc() != a_plain) {
+    io->made = std::make_shared<DnnlValue>();
+    io->made->mem = am;
+  }
+  const bool keep = io && io->keep_out;
+  dnnl::memory out_user = keep ? dnnl::memory() : dnnl::memory(out_plain, dnnl_engine(), out);
+  dnnl::memory om = !keep && c.out_md == out_plain ? out_user : dnnl::memory(c.out_md, dnnl_engine());
   std::unordered_map<int, dnnl::memory> args{{a_arg, am}, {b_arg, bm}, {out_arg, om}};
-  if (post.bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md(d), dnnl_engine(), const_cast<void*>(bias)));
+  if (post.bias)
+    args.emplace(pass == ConvPass::BackwardWeights ? DNNL_ARG_DIFF_BIAS : DNNL_ARG_BIAS,
+                 dnnl::memory(bias_md(d), dnnl_engine(), const_cast<void*>(bias)));
   c.prim.execute(dnnl_stream(), args);
-  if (om != out_user) dnnl::reorder(om, out_user).execute(dnnl_stream(), om, out_user);
+  if (keep) {
+    auto v = std::make_shared<DnnlValue>();
+    v->mem = om;
+    io->out = v;
+  } else if (om != out_user) {
+    count_dnnl_reorder(pass == ConvPass::BackwardWeights);
+    dnnl::reorder(om, out_user).execute(dnnl_stream(), om, out_user);
+  }
   dnnl_stream().wait();
 }
 
@@ -448,53 +491,93 @@ NDArrayView conv_backward_weights_reference(const NDArrayView& x_in, const NDArr
   return dw;
 }
 
-NDArrayView conv_forward(const NDArrayView& x_in, const NDArrayView& w_in, const ConvDims& d, ConvReuse* reuse) {
+bool conv_runs_on_dnnl(const ConvDims& d, DataType t) {
   DnnlPads p;
-  if (!dnnl_usable(d, x_in.dtype()) || !dnnl_pads(d, p)) return conv_forward_reference(x_in, w_in, d);
+  return dnnl_usable(d, t) && dnnl_pads(d, p);
+}
+
+namespace {
+
+// The plain input of a pass, or an undefined view where `io` brings it in a oneDNN layout.
+NDArrayView plain_input(const NDArrayView& v, const ConvLayoutIO* io) {
+  return io && io->in ? NDArrayView() : v.to_dense().contiguous();
+}
+
+}  // namespace
+
+NDArrayView conv_forward(const NDArrayView& x_in, const NDArrayView& w_in, const ConvDims& d, ConvReuse* reuse,
+                         ConvLayoutIO* io) {
+  DnnlPads p;
+  const bool x_float = (io && io->in) || x_in.dtype() == DataType::Float;
+  if (!dnnl_usable(d, DataType::Float) || !x_float || !dnnl_pads(d, p)) {
+    if (io && io->in) throw Error("convolution: a source in a oneDNN layout for a convolution oneDNN cannot run");
+    return conv_forward_reference(x_in, w_in, d);
+  }
   check_conv(d);
-  NDArrayView x = x_in.to_dense().contiguous(), w = w_in.to_dense().contiguous();
-  NDArrayView y(x.dtype(), shape_of(dims_of(d.batch, d.out_channels, d.win.out)));
-  run_dnnl_conv(d, ConvPass::Forward, p, x, w, y.raw_data(), {}, nullptr, reuse);
+  NDArrayView x = plain_input(x_in, io), w = w_in.to_dense().contiguous();
+  NDArrayView y = io && io->keep_out ? NDArrayView() : NDArrayView(DataType::Float, shape_of(dims_of(d.batch, d.out_channels, d.win.out)));
+  run_dnnl_conv(d, ConvPass::Forward, p, x, w, y.defined() ? y.raw_data() : nullptr, {}, nullptr, reuse, io);
   return y;
 }
 
 NDArrayView conv_forward_fused(const NDArrayView& x_in, const NDArrayView& w_in, const NDArrayView& bias_in,
-                               const ConvPostOps& post, const ConvDims& d, ConvReuse* reuse) {
+                               const ConvPostOps& post, const ConvDims& d, ConvReuse* reuse, ConvLayoutIO* io) {
   DnnlPads p;
-  if (!dnnl_usable(d, x_in.dtype()) || w_in.dtype() != DataType::Float || !dnnl_pads(d, p)) return {};
+  const bool x_float = (io && io->in) || x_in.dtype() == DataType::Float;
+  if (!dnnl_usable(d, DataType::Float) || !x_float || w_in.dtype() != DataType::Float || !dnnl_pads(d, p)) return {};
   check_conv(d);
   NDArrayView bias;
   if (post.bias) {
     bias = bias_in.to_dense().contiguous();
     if (bias.dtype() != DataType::Float || bias.numel() != d.out_channels) return {};
   }
-  NDArrayView x = x_in.to_dense().contiguous(), w = w_in.to_dense().contiguous();
-  NDArrayView y(x.dtype(), shape_of(dims_of(d.batch, d.out_channels, d.win.out)));
-  run_dnnl_conv(d, ConvPass::Forward, p, x, w, y.raw_data(), post, post.bias ? bias.raw_data() : nullptr, reuse);
+  NDArrayView x = plain_input(x_in, io), w = w_in.to_dense().contiguous();
+  NDArrayView y = io && io->keep_out ? NDArrayView() : NDArrayView(DataType::Float, shape_of(dims_of(d.batch, d.out_channels, d.win.out)));
+  run_dnnl_conv(d, ConvPass::Forward, p, x, w, y.defined() ? y.raw_data() : nullptr, post,
+                post.bias ? bias.raw_data() : nullptr, reuse, io);
   return y;
 }
 
 size_t dnnl_conv_primitives_created() { return g_primitives_created; }
 
 NDArrayView conv_backward_data(const NDArrayView& dy_in, const NDArrayView& w_in, const ConvDims& d,
-                               ConvReuse* reuse) {
+                               ConvReuse* reuse, ConvLayoutIO* io) {
   DnnlPads p;
-  if (!dnnl_usable(d, dy_in.dtype()) || !dnnl_pads(d, p)) return conv_backward_data_reference(dy_in, w_in, d);
+  const bool dy_float = (io && io->in) || dy_in.dtype() == DataType::Float;
+  if (!dnnl_usable(d, DataType::Float) || !dy_float || !dnnl_pads(d, p)) {
+    if (io && io->in) throw Error("convolution: a gradient in a oneDNN layout for a convolution oneDNN cannot run");
+    return conv_backward_data_reference(dy_in, w_in, d);
+  }
   check_conv(d);
-  NDArrayView dy = dy_in.to_dense().contiguous(), w = w_in.to_dense().contiguous();
-  NDArrayView dx(dy.dtype(), shape_of(dims_of(d.batch, d.in_channels, d.win.in)));
-  run_dnnl_conv(d, ConvPass::BackwardData, p, dy, w, dx.raw_data(), {}, nullptr, reuse);
+  NDArrayView dy = plain_input(dy_in, io), w = w_in.to_dense().contiguous();
+  if (w.dtype() != DataType::Float) w = w.cast(DataType::Float);
+  NDArrayView dx = io && io->keep_out ? NDArrayView() : NDArrayView(DataType::Float, shape_of(dims_of(d.batch, d.in_channels, d.win.in)));
+  run_dnnl_conv(d, ConvPass::BackwardData, p, dy, w, dx.defined() ? dx.raw_data() : nullptr, {}, nullptr, reuse, io);
   return dx;
 }
 
 NDArrayView conv_backward_weights(const NDArrayView& x_in, const NDArrayView& dy_in, const ConvDims& d,
-                                  ConvReuse* reuse) {
+                                  ConvReuse* reuse, ConvLayoutIO* io, NDArrayView* dbias) {
   DnnlPads p;
-  if (!dnnl_usable(d, x_in.dtype()) || !dnnl_pads(d, p)) return conv_backward_weights_reference(x_in, dy_in, d);
+  const bool held_source = !x_in.defined() && reuse && conv_reuse_has_source(*reuse);
+  const bool dy_float = (io && io->in_b) || dy_in.dtype() == DataType::Float;
+  if (!dnnl_usable(d, DataType::Float) || !dy_float || !dnnl_pads(d, p) ||
+      (!held_source && x_in.dtype() != DataType::Float)) {
+    if (io && io->in_b) throw Error("convolution: a gradient in a oneDNN layout for a convolution oneDNN cannot run");
+    if (dbias) *dbias = NDArrayView();
+    return conv_backward_weights_reference(x_in, dy_in, d);
+  }
   check_conv(d);
-  NDArrayView x = x_in.to_dense().contiguous(), dy = dy_in.to_dense().contiguous();
-  NDArrayView dw(x.dtype(), weights_shape(d));
-  run_dnnl_conv(d, ConvPass::BackwardWeights, p, x, dy, dw.raw_data(), {}, nullptr, reuse);
+  NDArrayView x = held_source ? NDArrayView() : x_in.to_dense().contiguous();
+  NDArrayView dy = io && io->in_b ? NDArrayView() : dy_in.to_dense().contiguous();
+  NDArrayView dw(DataType::Float, weights_shape(d));
+  ConvPostOps post;
+  if (dbias) {
+    post.bias = true;
+    *dbias = NDArrayView(DataType::Float, NDShape{d.out_channels});
+  }
+  run_dnnl_conv(d, ConvPass::BackwardWeights, p, x, dy, dw.raw_data(), post, dbias ? dbias->raw_data() : nullptr,
+                reuse, io);
   return dw;
 }
 
@@ -668,9 +751,12 @@ bool dnnl_pool_pads(const PoolDims& d, DataType t, DnnlPads& p) {
   return true;
 }
 
-DnnlPool dnnl_pool(const PoolDims& d, const DnnlPads& p, bool backward) {
+// `src_layout` (forward only): the layout the source comes in; the output takes the one
+// oneDNN picks for it. Null: plain source and output.
+DnnlPool dnnl_pool(const PoolDims& d, const DnnlPads& p, bool backward, const dnnl::memory::desc* src_layout = nullptr) {
   std::string key = std::to_string(int(backward)) + std::to_string(int(d.kind)) + std::to_string(int(d.include_pad)) +
                     "#" + std::to_string(d.batch) + "," + std::to_string(d.channels) + "#" + d.win.key();
+  if (src_layout) key += "#" + dnnl_desc_key(*src_layout);
   auto& c = pool_cache();
   {
     std::lock_guard<std::mutex> lock(c.mu);
@@ -681,6 +767,10 @@ DnnlPool dnnl_pool(const PoolDims& d, const DnnlPads& p, bool backward) {
   using dt = dnnl::memory::data_type;
   dnnl::memory::dims src = dims_of(d.batch, d.channels, d.win.in), dst = dims_of(d.batch, d.channels, d.win.out);
   dnnl::memory::desc src_md(src, dt::f32, plain_tag(src.size())), dst_md(dst, dt::f32, plain_tag(dst.size()));
+  if (src_layout) {
+    src_md = *src_layout;
+    dst_md = dnnl::memory::desc(dst, dt::f32, dnnl::memory::format_tag::any);
+  }
   auto alg = d.kind == PoolKind::Max ? dnnl::algorithm::pooling_max
                                      : (d.include_pad ? dnnl::algorithm::pooling_avg_include_padding
                                                       : dnnl::algorithm::pooling_avg_exclude_padding);
@@ -689,6 +779,7 @@ DnnlPool dnnl_pool(const PoolDims& d, const DnnlPads& p, bool backward) {
   DnnlPool e{dnnl::pooling_forward::primitive_desc(fd, dnnl_engine()), {}, {}};
   e.fwd = dnnl::pooling_forward(e.fwd_pd);
   if (backward) {
+    if (src_layout) dst_md = e.fwd_pd.dst_desc();
     dnnl::pooling_backward::desc bd(alg, src_md, dst_md, p.strides, p.dilates, p.pad_l, p.pad_r);
     e.bwd = dnnl::pooling_backward(dnnl::pooling_backward::primitive_desc(bd, dnnl_engine(), e.fwd_pd));
   }
@@ -721,6 +812,69 @@ NDArrayView pool_forward(const NDArrayView& x_in, const PoolDims& d) {
   auto cnt = d.include_pad ? padded_counts(d.win) : std::vector<int64_t>();
   CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] { pool_fwd<T>(x.data<T>(), y.data<T>(), d, tab, cnt); });
   return y;
+}
+
+bool pool_forward_layout(const DnnlValue& x, const PoolDims& d, bool keep_out, NDArrayView& y,
+                         std::shared_ptr<DnnlValue>& yb) {
+  DnnlPads p;
+  if (x.dtype != DataType::Float || !dnnl_pool_pads(d, DataType::Float, p)) return false;
+  const dnnl::memory::desc src_md = x.mem.get_desc();
+  if (src_md.dims() != dims_of(d.batch, d.channels, d.win.in)) return false;
+  DnnlPool e = dnnl_pool(d, p, false, &src_md);
+  dnnl::memory dst(e.fwd_pd.dst_desc(), dnnl_engine());
+  e.fwd.execute(dnnl_stream(), {{DNNL_ARG_SRC, x.mem}, {DNNL_ARG_DST, dst}});
+  if (keep_out) {
+    yb = std::make_shared<DnnlValue>();
+    yb->mem = dst;
+    dnnl_stream().wait();
+    return true;
+  }
+  y = NDArrayView(DataType::Float, pooled_shape(d, true));
+  dnnl::memory plain(pool_md(d, true), dnnl_engine(), y.raw_data());
+  if (dst.get_desc() != plain.get_desc()) count_dnnl_reorder(false);
+  dnnl::reorder(dst, plain).execute(dnnl_stream(), dst, plain);
+  dnnl_stream().wait();
+  return true;
+}
+
+bool pool_backward_layout(const DnnlValue& x, const DnnlValue* dyb, const NDArrayView& dy_in, const PoolDims& d,
+                          bool keep_out, NDArrayView& dx, std::shared_ptr<DnnlValue>& dxb) {
+  DnnlPads p;
+  if (x.dtype != DataType::Float || !dnnl_pool_pads(d, DataType::Float, p)) return false;
+  const dnnl::memory::desc src_md = x.mem.get_desc();
+  if (src_md.dims() != dims_of(d.batch, d.channels, d.win.in)) return false;
+  DnnlPool e = dnnl_pool(d, p, true, &src_md);
+  const dnnl::memory::desc dst_md = e.fwd_pd.dst_desc();
+  // The output gradient in the layout of the forward's output (g keeps a plain one alive).
+  NDArrayView g;
+  dnnl::memory dy;
+  if (dyb) {
+    dy = as_layout(dyb->mem, dst_md, false);
+  } else {
+    g = dy_in.to_dense().contiguous();
+    if (g.dtype() != DataType::Float) g = g.cast(DataType::Float);
+    dy = as_layout(dnnl::memory(pool_md(d, true), dnnl_engine(), g.raw_data()), dst_md, false);
+  }
+  dnnl::memory diff_src(src_md, dnnl_engine());
+  std::unordered_map<int, dnnl::memory> bargs{{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_SRC, diff_src}};
+  if (d.kind == PoolKind::Max) {
+    // Max pooling's backward needs the forward's workspace (the argmax): recomputed here.
+    dnnl::memory ws(e.fwd_pd.workspace_desc(), dnnl_engine()), y(dst_md, dnnl_engine());
+    e.fwd.execute(dnnl_stream(), {{DNNL_ARG_SRC, const_cast<dnnl::memory&>(x.mem)}, {DNNL_ARG_DST, y}, {DNNL_ARG_WORKSPACE, ws}});
+    bargs.emplace(DNNL_ARG_WORKSPACE, ws);
+  }
+  e.bwd.execute(dnnl_stream(), bargs);
+  if (keep_out) {
+    dxb = std::make_shared<DnnlValue>();
+    dxb->mem = diff_src;
+  } else {
+    dx = NDArrayView(DataType::Float, pooled_shape(d, false));
+    dnnl::memory plain(pool_md(d, false), dnnl_engine(), dx.raw_data());
+    if (src_md != plain.get_desc()) count_dnnl_reorder(false);
+    dnnl::reorder(diff_src, plain).execute(dnnl_stream(), diff_src, plain);
+  }
+  dnnl_stream().wait();
+  return true;
 }
 
 NDArrayView pool_backward(const NDArrayView& x_in, const NDArrayView& dy_in, const PoolDims& d) {

@@ -10,6 +10,10 @@
 
 #include "cntk/tensor.h"
 
+namespace cntk {
+struct DnnlValue;  // kernels/cpu/dnnl_value.h
+}
+
 namespace cntk::kernels {
 
 // One window sweep over the spatial axes: output position o of axis i reads input
@@ -44,7 +48,29 @@ std::shared_ptr<ConvReuse> make_conv_reuse();
 void release_source(ConvReuse& reuse);
 void release_output_gradient(ConvReuse& reuse);
 
-NDArrayView conv_forward(const NDArrayView& x, const NDArrayView& w, const ConvDims& d, ConvReuse* reuse = nullptr);
+// Whether the own-layout passes below can run (float32, a geometry oneDNN can express).
+bool conv_runs_on_dnnl(const ConvDims& d, DataType t);
+// Whether `reuse` holds the forward's source (the weight gradient then needs no x).
+bool conv_reuse_has_source(const ConvReuse& reuse);
+
+// Values in oneDNN's own layouts around a forward pass (see dnnl_value.h): the source may
+// come in one (`in`, whose dims are [N, C, in...]; x is then not read), and with keep_out
+// the output stays in the primitive's layout (`out`, dims [N, O, out...]; the returned
+// view is undefined). Only where conv_runs_on_dnnl.
+// The backward passes take the same: backward data its output gradient as `in` (dims
+// [N, O, out...]) and keeps dx (dims [N, C, in...]); backward weights its output
+// gradient as `in_b`. A forward that reorders a plain source into its layout hands the
+// result back as `made`, for other readers of the same value.
+struct ConvLayoutIO {
+  const DnnlValue* in = nullptr;
+  const DnnlValue* in_b = nullptr;
+  bool keep_out = false;
+  std::shared_ptr<DnnlValue> out;
+  std::shared_ptr<DnnlValue> made;
+};
+
+NDArrayView conv_forward(const NDArrayView& x, const NDArrayView& w, const ConvDims& d, ConvReuse* reuse = nullptr,
+                         ConvLayoutIO* io = nullptr);
 
 // What a fused convolution does to its result before storing it: adds a per-channel
 // bias, then applies an activation (a oneDNN eltwise algorithm, dnnl_alg_kind_t; 0 = none).
@@ -57,17 +83,21 @@ struct ConvPostOps {
 // post.bias is false). Returns an undefined view where oneDNN cannot run the convolution
 // (float64, a geometry it cannot express): the caller then runs the steps one by one.
 NDArrayView conv_forward_fused(const NDArrayView& x, const NDArrayView& w, const NDArrayView& bias,
-                               const ConvPostOps& post, const ConvDims& d, ConvReuse* reuse = nullptr);
+                               const ConvPostOps& post, const ConvDims& d, ConvReuse* reuse = nullptr,
+                               ConvLayoutIO* io = nullptr);
 
 // Number of oneDNN convolution and pooling primitives created so far: primitives are
 // cached per shape, so a repeated shape creates none (tests check this).
 size_t dnnl_conv_primitives_created();
 // Gradient with respect to x: dx [N, C, in...] from dy [N, O, out...].
 NDArrayView conv_backward_data(const NDArrayView& dy, const NDArrayView& w, const ConvDims& d,
-                               ConvReuse* reuse = nullptr);
-// Gradient with respect to w, summed over the batch: dw [O, C/groups, kernel...].
+                               ConvReuse* reuse = nullptr, ConvLayoutIO* io = nullptr);
+// Gradient with respect to w, summed over the batch: dw [O, C/groups, kernel...]. x may
+// be undefined where `reuse` holds the forward's source (conv_reuse_has_source).
+// With dbias, the bias gradient (O values, summed over batch and positions) comes in the
+// same pass where oneDNN runs it (left undefined otherwise).
 NDArrayView conv_backward_weights(const NDArrayView& x, const NDArrayView& dy, const ConvDims& d,
-                                  ConvReuse* reuse = nullptr);
+                                  ConvReuse* reuse = nullptr, ConvLayoutIO* io = nullptr, NDArrayView* dbias = nullptr);
 
 // The same three on the reference loops only (tests compare the two paths).
 NDArrayView conv_forward_reference(const NDArrayView& x, const NDArrayView& w, const ConvDims& d);
@@ -84,6 +114,15 @@ struct PoolDims {
 };
 
 NDArrayView pool_forward(const NDArrayView& x, const PoolDims& d);
+// Pooling of a value in a oneDNN layout (dims [N, C, in...]): the result stays in the
+// layout oneDNN picks (yb) with keep_out, else comes plain (y). False where oneDNN cannot
+// run it (the caller makes x plain and calls pool_forward).
+bool pool_forward_layout(const DnnlValue& x, const PoolDims& d, bool keep_out, NDArrayView& y,
+                         std::shared_ptr<DnnlValue>& yb);
+// dx of pooling over x in a oneDNN layout, from dy in a oneDNN layout (dyb) or plain (dy):
+// kept in x's layout (dxb) with keep_out, else plain (dx). False where oneDNN cannot run it.
+bool pool_backward_layout(const DnnlValue& x, const DnnlValue* dyb, const NDArrayView& dy, const PoolDims& d,
+                          bool keep_out, NDArrayView& dx, std::shared_ptr<DnnlValue>& dxb);
 // dx from the pooling input x and dy; max pooling routes each gradient to the first
 // maximum of its window.
 NDArrayView pool_backward(const NDArrayView& x, const NDArrayView& dy, const PoolDims& d);

@@ -1,16 +1,18 @@
 #include "kernels/cpu/dnnl_eltwise.h"
 #include "kernels/cpu/dnnl_context.h"
+#include "kernels/cpu/dnnl_value.h"
 
 #include <map>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <string>
 #include <tuple>
 
 namespace cntk::kernels {
 namespace {
 
 
-using Key = std::tuple<int, float, float, int64_t, bool>;
+using Key = std::tuple<int, float, float, int64_t, bool, std::string>;
 
 struct Cache {
   std::mutex mu;
@@ -24,13 +26,15 @@ Cache& cache() {
 
 dnnl::memory::desc flat(int64_t n) { return dnnl::memory::desc({n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a); }
 
-dnnl::primitive get(int alg, float alpha, float beta, int64_t n, bool backward) {
-  Key key{alg, alpha, beta, n, backward};
+// `layout`: the memory desc of the data (a oneDNN layout); null: n contiguous values.
+dnnl::primitive get(int alg, float alpha, float beta, int64_t n, bool backward,
+                    const dnnl::memory::desc* layout = nullptr) {
+  Key key{alg, alpha, beta, n, backward, layout ? dnnl_desc_key(*layout) : std::string()};
   auto& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   auto it = c.prims.find(key);
   if (it != c.prims.end()) return it->second;
-  auto md = flat(n);
+  auto md = layout ? *layout : flat(n);
   dnnl::primitive p;
   auto a = dnnl::algorithm(alg);
   dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training, a, md, alpha, beta);
@@ -74,6 +78,44 @@ NDArrayView dnnl_eltwise_backward(int alg, float alpha, float beta, const NDArra
       .execute(dnnl_stream(), {{from_dst ? DNNL_ARG_DST : DNNL_ARG_SRC, data},
                           {DNNL_ARG_DIFF_DST, diff_dst},
                           {DNNL_ARG_DIFF_SRC, diff_src}});
+  dnnl_stream().wait();
+  return dx;
+}
+
+std::shared_ptr<DnnlValue> dnnl_eltwise_forward_layout(int alg, float alpha, float beta, const DnnlValue& x) {
+  if (!alg || x.dtype != DataType::Float) return nullptr;
+  dnnl::memory::desc md = x.mem.get_desc();
+  auto y = std::make_shared<DnnlValue>();
+  y->mem = dnnl::memory(md, dnnl_engine());
+  y->shape = x.shape;
+  get(alg, alpha, beta, 0, false, &md)
+      .execute(dnnl_stream(), {{DNNL_ARG_SRC, const_cast<dnnl::memory&>(x.mem)}, {DNNL_ARG_DST, y->mem}});
+  dnnl_stream().wait();
+  return y;
+}
+
+std::shared_ptr<DnnlValue> dnnl_eltwise_backward_layout(int alg, float alpha, float beta, const DnnlValue& xy,
+                                                        const DnnlValue* dyb, const NDArrayView& dy_in) {
+  if (!alg || xy.dtype != DataType::Float) return nullptr;
+  dnnl::memory::desc md = xy.mem.get_desc();
+  NDArrayView dy_plain;  // keeps a plain output gradient alive for the pass
+  dnnl::memory diff_dst;
+  if (dyb) {
+    diff_dst = dnnl_in_layout(dyb->mem, md);
+  } else {
+    if (!dy_in.defined() || dy_in.numel() != xy.shape.total_size()) return nullptr;
+    dy_plain = dy_in.to_dense().contiguous();
+    if (dy_plain.dtype() != DataType::Float) dy_plain = dy_plain.cast(DataType::Float);
+    diff_dst = dnnl_plain_in_layout(dy_plain, md);
+  }
+  auto dx = std::make_shared<DnnlValue>();
+  dx->mem = dnnl::memory(md, dnnl_engine());
+  dx->shape = xy.shape;
+  bool from_dst = alg >= dnnl_eltwise_relu_use_dst_for_bwd && alg <= dnnl_eltwise_clip_v2_use_dst_for_bwd;
+  get(alg, alpha, beta, 0, true, &md)
+      .execute(dnnl_stream(), {{from_dst ? DNNL_ARG_DST : DNNL_ARG_SRC, const_cast<dnnl::memory&>(xy.mem)},
+                               {DNNL_ARG_DIFF_DST, diff_dst},
+                               {DNNL_ARG_DIFF_SRC, dx->mem}});
   dnnl_stream().wait();
   return dx;
 }

@@ -2,7 +2,13 @@
 // (tanh, exp, logistic, ...) that the plain loops cannot match. The plain loops in
 // elementwise.cpp remain the reference and serve float64.
 #pragma once
+#include <memory>
+
 #include "cntk/tensor.h"
+
+namespace cntk {
+struct DnnlValue;  // kernels/cpu/dnnl_value.h
+}
 
 namespace cntk::kernels {
 
@@ -17,5 +23,13 @@ struct DnnlEltwise {
 NDArrayView dnnl_eltwise_forward(int alg, float alpha, float beta, const NDArrayView& x);
 // dx from dy and x (or y when the algorithm uses the output).
 NDArrayView dnnl_eltwise_backward(int alg, float alpha, float beta, const NDArrayView& x_or_y, const NDArrayView& dy);
+
+// y = f(x) over a value in a oneDNN layout; y has x's layout. Null when oneDNN cannot do it.
+std::shared_ptr<DnnlValue> dnnl_eltwise_forward_layout(int alg, float alpha, float beta, const DnnlValue& x);
+
+// dx from x (or y) in a oneDNN layout and dy in a oneDNN layout (dyb) or plain (dy); dx has
+// xy's layout. Null when oneDNN cannot do it.
+std::shared_ptr<DnnlValue> dnnl_eltwise_backward_layout(int alg, float alpha, float beta, const DnnlValue& xy,
+                                                        const DnnlValue* dyb, const NDArrayView& dy);
 
 }  // namespace cntk::kernels

@@ -8,11 +8,13 @@
 // 10-30x slower on a loaded 2-core machine.
 #include "kernels/cpu/norm.h"
 #include "kernels/cpu/dnnl_context.h"
+#include "kernels/cpu/dnnl_value.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <string>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
 
@@ -203,6 +205,50 @@ bool batch_norm_infer_dnnl(const NDArrayView& xin, BatchNormDims d, const NDArra
     return false;
   }
   return true;
+}
+
+std::shared_ptr<DnnlValue> batch_norm_infer_layout(const DnnlValue& x, BatchNormDims d, const NDArrayView& sc,
+                                                   const NDArrayView& bi, const NDArrayView& mn, const NDArrayView& vr,
+                                                   double epsilon) {
+  const dnnl::memory::desc md = x.mem.get_desc();
+  const dnnl::memory::dims dims = md.dims();
+  if (x.dtype != DataType::Float || sc.dtype() != DataType::Float || bi.dtype() != DataType::Float ||
+      mn.dtype() != DataType::Float || vr.dtype() != DataType::Float || dims.size() < 2 || dims[0] != d.N ||
+      dims[1] != d.C || d.N * d.S <= 1)
+    return nullptr;
+  NDArrayView scale = sc.to_dense().contiguous(), bias = bi.to_dense().contiguous();
+  NDArrayView mean = mn.to_dense().contiguous(), var = vr.to_dense().contiguous();
+  static std::mutex mu;
+  static auto* cache = new std::map<std::string, dnnl::batch_normalization_forward>();
+  const std::string key = dnnl_desc_key(md) + "#" + std::to_string(epsilon);
+  dnnl::batch_normalization_forward prim;
+  try {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache->find(key);
+    if (it == cache->end()) {
+      auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift |
+                   dnnl::normalization_flags::use_global_stats;
+      dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, md, float(epsilon), flags);
+      if (cache->size() > 1024) cache->clear();
+      it = cache->emplace(key, dnnl::batch_normalization_forward(
+                                   dnnl::batch_normalization_forward::primitive_desc(desc, dnnl_engine())))
+               .first;
+    }
+    prim = it->second;
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+  auto y = std::make_shared<DnnlValue>();
+  y->mem = dnnl::memory(md, dnnl_engine());
+  y->shape = x.shape;
+  prim.execute(dnnl_stream(), {{DNNL_ARG_SRC, const_cast<dnnl::memory&>(x.mem)},
+                               {DNNL_ARG_DST, y->mem},
+                               {DNNL_ARG_SCALE, vec_mem(scale.data<float>(), d.C)},
+                               {DNNL_ARG_SHIFT, vec_mem(bias.data<float>(), d.C)},
+                               {DNNL_ARG_MEAN, vec_mem(mean.data<float>(), d.C)},
+                               {DNNL_ARG_VARIANCE, vec_mem(var.data<float>(), d.C)}});
+  dnnl_stream().wait();
+  return y;
 }
 
 BatchNormGrads batch_norm_backward(const NDArrayView& xin, const NDArrayView& dyin, BatchNormDims d,

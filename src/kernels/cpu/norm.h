@@ -7,9 +7,14 @@
 // sequences): they do not count in the statistics and get no gradient.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "cntk/tensor.h"
+
+namespace cntk {
+struct DnnlValue;  // kernels/cpu/dnnl_value.h
+}
 
 namespace cntk::kernels {
 
@@ -29,6 +34,12 @@ NDArrayView batch_norm_apply(const NDArrayView& x, BatchNormDims d, const NDArra
 // float32 inference through oneDNN with given mean and variance. False when oneDNN cannot run it.
 bool batch_norm_infer_dnnl(const NDArrayView& x, BatchNormDims d, const NDArrayView& scale, const NDArrayView& bias,
                            const NDArrayView& mean, const NDArrayView& variance, double epsilon, NDArrayView& y);
+
+// The same over x in a oneDNN layout (dims [N, C, spatial...], C the features); y in x's
+// layout. Null where oneDNN cannot run it.
+std::shared_ptr<DnnlValue> batch_norm_infer_layout(const DnnlValue& x, BatchNormDims d, const NDArrayView& scale,
+                                                   const NDArrayView& bias, const NDArrayView& mean,
+                                                   const NDArrayView& variance, double epsilon);
 
 struct BatchNormGrads {
   NDArrayView dx, dscale, dbias;  // dscale/dbias have the scale's shape

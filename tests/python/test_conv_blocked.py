@@ -1,0 +1,292 @@
+"""Consecutive oneDNN steps (convolution, fused convolution, pooling, relu) keep oneDNN's
+own (blocked) layout between them instead of reordering every value to the plain layout
+and back. With CNTK_DNNL_BLOCKED=0 every step reads and writes plain values: both must
+give the same outputs, gradients and parameter updates, and the reorder counter shows
+what is saved."""
+import os
+
+import numpy as np
+import pytest
+
+import cntk as C
+from cntk.layers import BatchNormalization, Convolution, Dense, MaxPooling
+
+TOL = 1e-5
+
+
+def reorders():
+    return C._cntk.dnnl_reorders()
+
+
+class blocked_mode:
+    """Runs a block with CNTK_DNNL_BLOCKED set to `on` (restoring the caller's setting)."""
+
+    def __init__(self, on):
+        self.on = on
+
+    def __enter__(self):
+        self.old = os.environ.get('CNTK_DNNL_BLOCKED')
+        os.environ['CNTK_DNNL_BLOCKED'] = '1' if self.on else '0'
+
+    def __exit__(self, *exc):
+        if self.old is None:
+            os.environ.pop('CNTK_DNNL_BLOCKED', None)
+        else:
+            os.environ['CNTK_DNNL_BLOCKED'] = self.old
+
+
+def run(fn, args, outputs, wrt, on, seed=0):
+    """Forward (keeping state) and backward with fixed random root gradients; returns
+    outputs, gradients and the reorders of the forward and of the backward pass."""
+    with blocked_mode(on):
+        r0 = reorders()
+        state, outs = fn.forward(args, outputs, keep_for_backward=outputs)
+        r1 = reorders()
+        rng = np.random.RandomState(seed)
+        roots = {o: rng.standard_normal(np.asarray(outs[o]).shape).astype(np.asarray(outs[o]).dtype) for o in outputs}
+        grads = fn.backward(state, roots, wrt)
+        r2 = reorders()
+    return ({o: np.asarray(outs[o]) for o in outputs}, {v: np.asarray(grads[v]) for v in wrt}, r1 - r0, r2 - r1)
+
+
+def close(a, b, tol=TOL):
+    scale = max(1.0, float(np.max(np.abs(b)))) if b.size else 1.0
+    np.testing.assert_allclose(a, b, rtol=tol, atol=tol * scale)
+
+
+def check_same(fn, args, outputs=None, wrt=None):
+    outputs = outputs or [fn.output]
+    wrt = wrt or (list(args.keys()) + list(fn.parameters))
+    o_on, g_on, f_on, b_on = run(fn, args, outputs, wrt, on=True)
+    o_off, g_off, f_off, b_off = run(fn, args, outputs, wrt, on=False)
+    for o in outputs:
+        assert np.all(np.isfinite(o_on[o]))
+        close(o_on[o], o_off[o])
+    for v in wrt:
+        close(g_on[v], g_off[v])
+    return (f_on, b_on), (f_off, b_off)
+
+
+def data(shape, seed=1, dtype=np.float32):
+    return np.random.RandomState(seed).standard_normal(shape).astype(dtype)
+
+
+def param(shape, seed, scale=0.1, dtype=np.float32):
+    return C.parameter(init=(np.random.RandomState(seed).standard_normal(shape) * scale).astype(dtype))
+
+
+def conv_relu_pool_conv(cin=16, c1=32, c2=32, dtype=np.float32):
+    x = C.input_variable((cin, 12, 12), dtype=dtype)
+    w1, w2 = param((c1, cin, 3, 3), 2, dtype=dtype), param((c2, c1, 3, 3), 3, dtype=dtype)
+    r = C.relu(C.convolution(w1, x))
+    h = C.pooling(r, C.MAX_POOLING, (2, 2), strides=(2, 2))
+    return x, C.convolution(w2, h), r, h
+
+
+def test_conv_relu_pool_conv_matches_plain_layout():
+    x, y, _, _ = conv_relu_pool_conv()
+    check_same(y, {x: data((4, 16, 12, 12))})
+
+
+def test_conv_relu_pool_conv_reorders_nothing_between_its_steps():
+    x, y, _, _ = conv_relu_pool_conv()
+    (fwd_on, bwd_on), (fwd_off, bwd_off) = check_same(y, {x: data((2, 16, 12, 12))})
+    # Kept: the input into the first convolution's layout and the result out of the
+    # last one's, nothing between. Plain: each convolution reorders in and out.
+    assert fwd_on == 2
+    assert fwd_off == 4
+    # Backward likewise: the root gradient in and the input's gradient out; the weight
+    # gradients reuse what the data gradients reordered.
+    assert bwd_on == 2
+    assert bwd_off == 4
+
+
+def test_plain_reader_gets_the_value_made_plain_once():
+    x, y, _, h = conv_relu_pool_conv()
+    # reduce_sum and the second convolution both read the pooled value; reduce_sum
+    # needs it plain, so it is not kept in oneDNN's layout and both see the same numbers.
+    f = C.combine([y + C.reduce_sum(h), C.reduce_mean(h, axis=0)])
+    check_same(f, {x: data((3, 16, 12, 12))}, outputs=f.outputs)
+
+
+def test_requested_intermediate_outputs_are_plain_and_equal():
+    x, y, relu, pooled = conv_relu_pool_conv()
+    f = C.combine([y, pooled, relu])
+    check_same(f, {x: data((2, 16, 12, 12))}, outputs=f.outputs)
+
+
+def test_gradient_of_a_kept_intermediate():
+    x, y, _, pooled = conv_relu_pool_conv()
+    pooled = pooled.output
+    o_on, g_on, _, _ = run(y, {x: data((2, 16, 12, 12))}, [y.output], [pooled, x], on=True)
+    o_off, g_off, _, _ = run(y, {x: data((2, 16, 12, 12))}, [y.output], [pooled, x], on=False)
+    close(g_on[pooled], g_off[pooled])
+    close(g_on[x], g_off[x])
+
+
+def alexnet_like():
+    x = C.input_variable((3, 67, 67))
+    with C.layers.default_options(activation=C.relu, init=C.glorot_uniform(seed=5)):
+        h = Convolution((11, 11), 16, strides=4, pad=False, init_bias=0.1)(x)
+        h = MaxPooling((3, 3), strides=2)(h)
+        h = Convolution((5, 5), 32, pad=True, init_bias=0.1)(h)
+        h = MaxPooling((3, 3), strides=2)(h)
+        h = Convolution((3, 3), 32, pad=True, init_bias=0.1)(h)
+        h = Convolution((3, 3), 16, pad=True, init_bias=0.1)(h)
+        h = MaxPooling((3, 3), strides=2)(h)
+        z = Dense(10, activation=None, init=C.glorot_uniform(seed=6))(h)
+    return x, z
+
+
+def test_alexnet_like_net_matches_plain_layout():
+    x, z = alexnet_like()
+    (fwd_on, _), (fwd_off, _) = check_same(z, {x: data((3, 3, 67, 67))})
+    assert fwd_on < fwd_off
+
+
+def inception_like(dtype=np.float32, narrow=8):
+    x = C.input_variable((16, 10, 10), dtype=dtype)
+    w0 = param((32, 16, 3, 3), 10, dtype=dtype)
+    h = C.relu(C.convolution(w0, x))                       # read by three convolutions and a pool
+    b1 = C.relu(C.convolution(param((narrow, 32, 1, 1), 11, dtype=dtype), h))
+    b2 = C.relu(C.convolution(param((16, 32, 1, 1), 12, dtype=dtype), h))
+    b2 = C.relu(C.convolution(param((16, 16, 3, 3), 13, dtype=dtype), b2))
+    b3 = C.relu(C.convolution(param((16, 32, 1, 1), 14, dtype=dtype), h))
+    b4 = C.pooling(h, C.MAX_POOLING, (3, 3), strides=(1, 1), auto_padding=[False, True, True])
+    b4 = C.relu(C.convolution(param((narrow, 32, 1, 1), 15, dtype=dtype), b4))
+    s = C.splice(b1, b2, b3, b4, axis=0)
+    # the next block's first convolution reads the spliced value
+    return x, C.convolution(param((16, 32 + 2 * narrow, 1, 1), 16, dtype=dtype), s), s
+
+
+@pytest.mark.parametrize('narrow', [8, 16])
+def test_inception_like_block_matches_plain_layout(narrow):
+    # 8 channels split oneDNN's 16-channel blocks: those parts of the splice's gradient
+    # are taken through the plain layout; 16 keep every part in oneDNN's layout.
+    x, y, _ = inception_like(narrow=narrow)
+    (fwd_on, bwd_on), (fwd_off, bwd_off) = check_same(y, {x: data((2, 16, 10, 10))})
+    # the splice concatenates the branches in oneDNN's layout, and the inception input
+    # is reordered once for the three convolutions that read it
+    assert fwd_on == 2 and fwd_off == 14
+    assert bwd_on < bwd_off
+    if narrow == 16:
+        assert bwd_on == 2
+
+
+def test_splice_read_plain_elsewhere():
+    x, y, s = inception_like(narrow=16)
+    f = C.combine([y, C.reduce_sum(s)])   # the splice's result is also read plain
+    check_same(f, {x: data((2, 16, 10, 10))}, outputs=f.outputs)
+
+
+def test_float64_stays_on_the_plain_path():
+    x, y, _ = inception_like(np.float64)
+    (fwd_on, bwd_on), _ = check_same(y, {x: data((2, 16, 10, 10), dtype=np.float64)})
+    assert fwd_on == 0 and bwd_on == 0
+    o, _, _, _ = run(y, {x: data((2, 16, 10, 10), dtype=np.float64)}, [y.output], [x], on=True)
+    assert o[y.output].dtype == np.float64
+
+
+def conv_bn_relu_pool(seed=3, cin=8):
+    x = C.input_variable((cin, 8, 8))
+    h = Convolution((3, 3), 16, pad=True, init=C.glorot_uniform(seed=seed), init_bias=0.2)(x)
+    h = BatchNormalization(map_rank=1, normalization_time_constant=100)(h)
+    h = MaxPooling((2, 2), strides=2)(C.relu(h))
+    y = Convolution((3, 3), 16, pad=True, init=C.glorot_uniform(seed=seed + 1))(h)
+    return x, y
+
+
+def running_statistics(f):
+    return sorted((c.name, np.asarray(c.value).copy()) for c in f.constants)
+
+
+@pytest.mark.parametrize('training', [True, False])
+def test_batch_normalization_matches_plain_layout(training):
+    xd = data((4, 8, 8, 8))
+    results = {}
+    for on in (True, False):
+        x, y = conv_bn_relu_pool()   # a fresh graph: each training pass updates the running statistics
+        if training:
+            o, g, _, _ = run(y, {x: xd}, [y.output], [x] + list(y.parameters), on=on)
+            grads = [g[v] for v in [x] + list(y.parameters)]
+        else:
+            with blocked_mode(on):
+                o = {y.output: np.asarray(y.eval({x: xd}))}
+            grads = []
+        results[on] = (o[y.output], grads, running_statistics(y))
+    close(results[True][0], results[False][0])
+    for a, b in zip(results[True][1], results[False][1]):
+        close(a, b)
+    stats_on, stats_off = results[True][2], results[False][2]
+    assert [n for n, _ in stats_on] == [n for n, _ in stats_off]
+    for (_, a), (_, b) in zip(stats_on, stats_off):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_training_steps_update_parameters_alike():
+    finals = {}
+    xd = data((4, 3, 67, 67))
+    labels = np.eye(10, dtype=np.float32)[[1, 3, 5, 7]]
+    for on in (True, False):
+        x, z = alexnet_like()
+        t = C.input_variable(10)
+        loss = C.cross_entropy_with_softmax(z, t)
+        learner = C.momentum_sgd(z.parameters, C.learning_parameter_schedule(0.05), C.momentum_schedule(0.9))
+        trainer = C.Trainer(z, (loss, None), [learner])
+        with blocked_mode(on):
+            for _ in range(3):
+                trainer.train_minibatch({x: xd, t: labels})
+        finals[on] = [np.asarray(p.value).copy() for p in z.parameters]
+    for a, b in zip(finals[True], finals[False]):
+        close(a, b)
+
+
+def test_switch_rebuilds_the_plan():
+    x, y, _, _ = conv_relu_pool_conv()
+    xd = data((2, 16, 12, 12))
+    with blocked_mode(True):
+        r0 = reorders()
+        y.eval({x: xd})
+        on = reorders() - r0
+    with blocked_mode(False):
+        r0 = reorders()
+        y.eval({x: xd})
+        off = reorders() - r0
+    with blocked_mode(True):
+        r0 = reorders()
+        y.eval({x: xd})
+        again = reorders() - r0
+    assert on == again == 2 and off == 4
+
+
+def test_weight_reorders_are_counted_apart():
+    x, y, _, _ = conv_relu_pool_conv()
+    xd = data((2, 16, 12, 12))
+    counts = {}
+    for on in (True, False):
+        with blocked_mode(on):
+            w0 = C._cntk.dnnl_weight_reorders()
+            state, outs = y.forward({x: xd}, [y.output], keep_for_backward=[y.output])
+            fwd = C._cntk.dnnl_weight_reorders() - w0
+            y.backward(state, {y.output: np.ones_like(np.asarray(outs[y.output]))}, list(y.parameters))
+            counts[on] = (fwd, C._cntk.dnnl_weight_reorders() - w0)
+    # Forward: each convolution's weights into its layout. Backward: into backward data's
+    # layout (the second convolution only: no gradient is asked for x) and each weight
+    # gradient out of the primitive's layout. Keeping activations in oneDNN's layouts
+    # changes none of these.
+    assert counts[True] == counts[False] == (2, 5)
+
+
+def test_batch_normalization_inference_keeps_the_layout():
+    xd = data((2, 16, 8, 8))
+    counts, outs = {}, {}
+    for on in (True, False):
+        x, y = conv_bn_relu_pool(cin=16)
+        with blocked_mode(on):
+            r0 = reorders()
+            outs[on] = np.asarray(y.eval({x: xd}))
+            counts[on] = reorders() - r0
+    close(outs[True], outs[False])
+    # conv -> batch normalization -> relu -> pool -> conv: the input in, the result out
+    assert counts[True] == 2
+    assert counts[False] == 4
