@@ -2,7 +2,6 @@
 BPTT) continues from the state its previous piece left, as on the step-by-step loop.
 Outputs and gradients of every piece agree with the loop to 1e-5 (LSTM, GRU, RNNStep),
 by hand and through a MinibatchSource with truncation_length, which keeps fusion on."""
-import tempfile
 
 import numpy as np
 import pytest
@@ -10,6 +9,7 @@ import pytest
 import cntk as C
 from cntk.layers import Recurrence, LSTM, GRU, RNNStep, Dense, Sequential
 from seq_harness import as_sequences
+from test_rnn_fused import event_names
 
 TOL = dict(rtol=1e-5, atol=1e-5)
 
@@ -38,15 +38,7 @@ def pieces(seqs, length):
 
 
 def fused_event_count(work):
-    with tempfile.TemporaryDirectory() as d:
-        C.debugging.start_profiler(d)
-        C.debugging.enable_profiler()
-        try:
-            work()
-            events = C._cntk.profiler_events()
-        finally:
-            C.debugging.stop_profiler()
-    return sum(1 for e in events if e[0].startswith('FusedRecurrence') and not e[0].endswith('(backward)'))
+    return sum(1 for e in event_names(work) if e.startswith('FusedRecurrence') and not e.endswith('(backward)'))
 
 
 def run_pieces(model, x, calls, fused, seed=0):
