@@ -3,6 +3,7 @@
 // family (depth_to_space, space_to_depth, image_scaler, mean/variance
 // normalizations) are compositions of reshape, transpose and elementwise ops and
 // live in python/cntk/ops/_norm.py as blocks.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -24,6 +25,17 @@ enum BnInput : size_t { kData = 0, kScale, kBias, kRunMean, kRunVar, kRunCount }
 struct BnState {
   std::vector<double> mean, inv_std;
   double stats_weight = 1.0;
+  // Set when forward ran oneDNN's primitive on a oneDNN layout: the batch statistics it
+  // computed, which its backward primitive reads (mean/inv_std hold them too, for the
+  // plain backward where x is not in that layout any more).
+  bool dnnl = false;
+  std::vector<float> dnnl_mean, dnnl_var;
+};
+
+// The gradients of one backward step, computed together: dx plain or in a oneDNN layout.
+struct BnGrads {
+  kernels::BatchNormGrads g;
+  std::shared_ptr<DnnlValue> dxb;
 };
 
 kernels::BatchNormDims bn_dims(const ComputeContext& ctx) {
@@ -108,6 +120,70 @@ double blend_factor(double B, double count, double n) {
   return 0.0;
 }
 
+// Running statistics: exponential averages (weight f) of the batch mean and the
+// unbiased batch variance (m / (m - 1) times the biased one; 0 for a single value),
+// m the values per feature.
+void update_running(double f, double m, const std::vector<double>& mu, const std::vector<double>& var,
+                    std::vector<double>& run_mean, std::vector<double>& run_var) {
+  if (f == 0) return;
+  for (size_t c = 0; c < mu.size(); ++c) {
+    double unbiased = m > 1 ? var[c] * m / (m - 1) : 0.0;
+    run_mean[c] = f * mu[c] + (1 - f) * run_mean[c];
+    run_var[c] = f * unbiased + (1 - f) * run_var[c];
+  }
+}
+
+// Training over an operand in a oneDNN layout: oneDNN's primitive normalizes with the
+// batch's own statistics in that layout, and the running statistics get the plain path's
+// update from the statistics it computed. Only where the normalization uses the batch's
+// statistics alone (no blending), every sample counts (no sequence padding) and oneDNN
+// takes the layout; false otherwise (the plain path runs).
+bool bn_train_layout(ComputeContext& ctx, const kernels::BatchNormDims& d, double eps, std::vector<NDArrayView>& out) {
+  const DnnlValue* xb = ctx.dnnl_input(kData);
+  if (!xb || !(ctx.may_keep_dnnl_output(0) || !ctx.inputs[kData].defined())) return false;
+  for (size_t i = kScale; i < ctx.inputs.size(); ++i) ctx.input(i);
+  int64_t n = 0;
+  if (!bn_valid_rows(ctx, n).empty() || n == 0 || d.S == 0) return false;
+  const double count = as_doubles(ctx.inputs[kRunCount]).at(0);
+  const double f = exp_avg_factor(attr_double(ctx.attr(), "normalizationTimeConstant", 5000), count, double(n));
+  const double b = blend_factor(attr_double(ctx.attr(), "blendTimeConstant", 0), count, double(n));
+  if (b != 0) return false;
+  std::vector<double> run_mean = as_doubles(ctx.inputs[kRunMean]), run_var = as_doubles(ctx.inputs[kRunVar]);
+  if (int64_t(run_mean.size()) != d.C || int64_t(run_var.size()) != d.C) return false;
+  std::vector<double> mu, var;
+  if (!kernels::batch_norm_moments_layout(*xb, d, mu, var)) return false;
+  // oneDNN normalizes with these statistics (as float32); its backward takes the same.
+  auto st = std::make_shared<BnState>();
+  NDArrayView mean_f(DataType::Float, NDShape{d.C}), var_f(DataType::Float, NDShape{d.C});
+  for (size_t c = 0; c < mu.size(); ++c) {
+    st->dnnl_mean.push_back(float(mu[c]));
+    st->dnnl_var.push_back(float(var[c]));
+  }
+  std::copy(st->dnnl_mean.begin(), st->dnnl_mean.end(), mean_f.data<float>());
+  std::copy(st->dnnl_var.begin(), st->dnnl_var.end(), var_f.data<float>());
+  auto y = kernels::batch_norm_infer_layout(*xb, d, ctx.inputs[kScale], ctx.inputs[kBias], mean_f, var_f, eps);
+  if (!y) return false;
+  update_running(f, double(n) * double(d.S), mu, var, run_mean, run_var);
+  st->dnnl = true;
+  st->stats_weight = 1;
+  st->mean = mu;
+  st->inv_std.resize(var.size());
+  for (size_t c = 0; c < var.size(); ++c) st->inv_std[c] = 1.0 / std::sqrt(var[c] + eps);
+  if (f != 0) {
+    write_running(ctx, kRunMean, run_mean);
+    write_running(ctx, kRunVar, run_var);
+  }
+  write_running(ctx, kRunCount, {count + double(n)});
+  ctx.state = st;
+  if (ctx.may_keep_dnnl_output(0)) {
+    ctx.dnnl_outputs[0] = std::move(y);
+    out = {NDArrayView()};
+  } else {
+    out = {kernels::dnnl_to_plain(*y)};
+  }
+  return true;
+}
+
 std::vector<OutputInfo> bn_infer(InferContext& ctx) {
   if (ctx.num_inputs() != 6)
     ctx.fail("expects 6 inputs (operand, scale, bias, running mean, running variance, running count), got " +
@@ -170,7 +246,8 @@ std::vector<NDArrayView> bn_forward(ComputeContext& ctx) {
       return {NDArrayView()};
     }
   }
-  // Training statistics run on the own loops, over the plain operand.
+  if (std::vector<NDArrayView> out; ctx.training && bn_train_layout(ctx, d, eps, out)) return out;
+  // Otherwise the statistics run on the own loops, over the plain operand.
   for (size_t i = 0; i < ctx.inputs.size(); ++i) ctx.input(i);
   const NDArrayView &x = ctx.inputs[kData], &scale = ctx.inputs[kScale], &bias = ctx.inputs[kBias];
   std::vector<double> run_mean = as_doubles(ctx.inputs[kRunMean]), run_var = as_doubles(ctx.inputs[kRunVar]);
@@ -205,16 +282,7 @@ std::vector<NDArrayView> bn_forward(ComputeContext& ctx) {
   // The batch's statistics, unless neither the running estimate nor the output uses them.
   std::vector<double> mu(size_t(d.C), 0.0), var(size_t(d.C), 0.0);
   if (f != 0 || b != 1) kernels::batch_norm_moments(x, d, vp, mu, var);
-  // Running statistics: exponential averages of the batch mean and the unbiased
-  // batch variance (m / (m - 1) times the biased one; 0 for a single value).
-  const double m = double(n) * double(d.S);
-  if (f != 0) {
-    for (size_t c = 0; c < mu.size(); ++c) {
-      double unbiased = m > 1 ? var[c] * m / (m - 1) : 0.0;
-      run_mean[c] = f * mu[c] + (1 - f) * run_mean[c];
-      run_var[c] = f * unbiased + (1 - f) * run_var[c];
-    }
-  }
+  update_running(f, double(n) * double(d.S), mu, var, run_mean, run_var);
   // The statistics to normalize with: the batch's, blended with the (updated)
   // running ones; CNTK blends the inverse standard deviations, not the variances.
   auto st = std::make_shared<BnState>();
@@ -245,19 +313,38 @@ std::vector<NDArrayView> bn_forward(ComputeContext& ctx) {
 // approximation; for blends 0 and 1 it is the exact derivative.
 NDArrayView bn_backward(ComputeContext& ctx, size_t i) {
   if (i >= kRunMean) return eager::zeros_like(ctx.input(i));  // running statistics take no gradient
-  auto grads = std::static_pointer_cast<kernels::BatchNormGrads>(ctx.scratch);
+  auto grads = std::static_pointer_cast<BnGrads>(ctx.scratch);
   if (!grads) {
     auto st = std::static_pointer_cast<BnState>(ctx.state);
     if (!st) throw Error("BatchNormalization: backward without a training forward");
-    int64_t n = 0;
-    std::vector<uint8_t> valid = bn_valid_rows(ctx, n);
-    grads = std::make_shared<kernels::BatchNormGrads>(
-        kernels::batch_norm_backward(ctx.input(kData), ctx.grad_output(0), bn_dims(ctx), ctx.input(kScale),
-                                     st->mean, st->inv_std, st->stats_weight, valid.empty() ? nullptr : &valid));
+    grads = std::make_shared<BnGrads>();
+    const kernels::BatchNormDims d = bn_dims(ctx);
+    // After a forward on oneDNN's primitive, its backward in x's layout.
+    const DnnlValue* xb = ctx.dnnl_input(kData);
+    const DnnlValue* gb = ctx.dnnl_grad_output(0);
+    bool done = false;
+    if (st->dnnl && xb && (ctx.may_keep_dnnl_grad(kData) || gb || !ctx.inputs[kData].defined())) {
+      NDArrayView g = gb ? NDArrayView() : ctx.grad_output(0);
+      done = kernels::batch_norm_backward_layout(*xb, gb, g, d, ctx.input(kScale), st->dnnl_mean, st->dnnl_var,
+                                                 attr_double(ctx.attr(), "epsilon", 1e-5), grads->dxb,
+                                                 grads->g.dscale, grads->g.dbias);
+    }
+    if (!done) {
+      int64_t n = 0;
+      std::vector<uint8_t> valid = bn_valid_rows(ctx, n);
+      grads->g = kernels::batch_norm_backward(ctx.input(kData), ctx.grad_output(0), d, ctx.input(kScale), st->mean,
+                                              st->inv_std, st->stats_weight, valid.empty() ? nullptr : &valid);
+      grads->dxb.reset();
+    }
     ctx.scratch = grads;
   }
-  if (i == kData) return grads->dx;
-  return i == kScale ? grads->dscale : grads->dbias;
+  if (i == kData) {
+    if (!grads->dxb) return grads->g.dx;
+    if (!ctx.may_keep_dnnl_grad(kData)) return kernels::dnnl_to_plain(*grads->dxb);
+    ctx.dnnl_grad = grads->dxb;
+    return NDArrayView();
+  }
+  return i == kScale ? grads->g.dscale : grads->g.dbias;
 }
 
 void register_batch_normalization() {
@@ -293,6 +380,20 @@ void lrn_dims(const ComputeContext& ctx, int64_t& N, int64_t& C, int64_t& S) {
   for (size_t k = nd + 1; k < s.rank(); ++k) S *= s[k];
 }
 
+// A value in a oneDNN layout has dims [N, channels, rest...]; oneDNN's LRN runs across
+// its axis 1, which must be the operand's channel axis (its first static one).
+bool lrn_layout_fits(const ComputeContext& ctx, const DnnlValue& x) {
+  const dnnl::memory::dims dims = x.mem.get_desc().dims();
+  const NDShape s = ctx.input_shape(0);
+  const size_t nd = size_t(ctx.in_dyn[0]);
+  int64_t N = 1, rest = 1;
+  for (size_t k = 0; k < nd; ++k) N *= s[k];
+  for (size_t k = nd + 1; k < s.rank(); ++k) rest *= s[k];
+  int64_t drest = 1;
+  for (size_t k = 2; k < dims.size(); ++k) drest *= dims[k];
+  return dims.size() >= 2 && s.rank() > nd && dims[0] == N && dims[1] == s[nd] && drest == rest;
+}
+
 void register_lrn() {
   OpDef d;
   d.name = "LocalResponseNormalization";
@@ -303,17 +404,39 @@ void register_lrn() {
     if (p.radius < 0) ctx.fail("depth_radius must not be negative");
     return infer_same_shape(ctx);
   };
+  d.dnnl_layouts = true;
   d.forward = [](ComputeContext& ctx) {
-    int64_t N, C, S;
-    lrn_dims(ctx, N, C, S);
     LrnParams p = lrn_params(ctx.attr());
+    // An operand in a oneDNN layout: oneDNN's LRN in that layout.
+    if (const DnnlValue* xb = ctx.dnnl_input(0);
+        xb && lrn_layout_fits(ctx, *xb) && (ctx.may_keep_dnnl_output(0) || !ctx.inputs[0].defined())) {
+      if (auto y = kernels::lrn_forward_layout(*xb, p.radius, p.bias, p.alpha, p.beta)) {
+        if (!ctx.may_keep_dnnl_output(0)) return std::vector<NDArrayView>{kernels::dnnl_to_plain(*y)};
+        ctx.dnnl_outputs[0] = std::move(y);
+        return std::vector<NDArrayView>{NDArrayView()};
+      }
+    }
+    int64_t N, C, S;
+    ctx.input(0);
+    lrn_dims(ctx, N, C, S);
     return std::vector<NDArrayView>{kernels::lrn_forward(ctx.inputs[0], N, C, S, p.radius, p.bias, p.alpha, p.beta)};
   };
   d.backward = [](ComputeContext& ctx, size_t) {
-    int64_t N, C, S;
-    lrn_dims(ctx, N, C, S);
     LrnParams p = lrn_params(ctx.attr());
-    return kernels::lrn_backward(ctx.inputs[0], ctx.grad_outputs[0], N, C, S, p.radius, p.bias, p.alpha, p.beta);
+    const DnnlValue* xb = ctx.dnnl_input(0);
+    const DnnlValue* gb = ctx.dnnl_grad_output(0);
+    if (xb && lrn_layout_fits(ctx, *xb) && (ctx.may_keep_dnnl_grad(0) || gb || !ctx.inputs[0].defined())) {
+      NDArrayView g = gb ? NDArrayView() : ctx.grad_output(0);
+      if (auto dx = kernels::lrn_backward_layout(*xb, gb, g, p.radius, p.bias, p.alpha, p.beta)) {
+        if (!ctx.may_keep_dnnl_grad(0)) return kernels::dnnl_to_plain(*dx);
+        ctx.dnnl_grad = std::move(dx);
+        return NDArrayView();
+      }
+    }
+    int64_t N, C, S;
+    ctx.input(0);
+    lrn_dims(ctx, N, C, S);
+    return kernels::lrn_backward(ctx.inputs[0], ctx.grad_output(0), N, C, S, p.radius, p.bias, p.alpha, p.beta);
   };
   register_op(std::move(d));
 }

@@ -17,6 +17,7 @@
 #include <string>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
+#include <unordered_map>
 
 namespace cntk::kernels {
 namespace {
@@ -268,6 +269,151 @@ BatchNormGrads batch_norm_backward(const NDArrayView& xin, const NDArrayView& dy
   return g;
 }
 
+
+// ---- float32 training over a value in a oneDNN layout.
+
+namespace {
+
+// The backward primitive of one layout and epsilon, cached (the forward applies given
+// statistics: batch_norm_infer_layout's primitive).
+const dnnl::batch_normalization_backward* dnnl_bn_backward(const dnnl::memory::desc& md, double epsilon) {
+  static std::mutex mu;
+  static auto* cache = new std::map<std::string, dnnl::batch_normalization_backward>();
+  const std::string key = dnnl_desc_key(md) + "#" + std::to_string(epsilon);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache->find(key);
+  if (it != cache->end()) return &it->second;
+  try {
+    auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+    dnnl::batch_normalization_forward::desc fd(dnnl::prop_kind::forward_training, md, float(epsilon), flags);
+    dnnl::batch_normalization_forward::primitive_desc fpd(fd, dnnl_engine());
+    dnnl::batch_normalization_backward::desc bd(dnnl::prop_kind::backward, md, md, float(epsilon), flags);
+    dnnl::batch_normalization_backward::primitive_desc bpd(bd, dnnl_engine(), fpd);
+    // It must work in x's layout.
+    if (bpd.diff_src_desc() != md || bpd.diff_dst_desc() != md) return nullptr;
+    if (cache->size() > 1024) cache->clear();
+    return &cache->emplace(key, dnnl::batch_normalization_backward(bpd)).first->second;
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+}
+
+// x's dims are [N, C, spatial...] with d's N, C and S.
+bool bn_layout_fits(const DnnlValue& x, const BatchNormDims& d) {
+  const dnnl::memory::dims dims = x.mem.get_desc().dims();
+  if (x.dtype != DataType::Float || dims.size() < 2 || dims[0] != d.N || dims[1] != d.C || d.N * d.S <= 1)
+    return false;
+  int64_t S = 1;
+  for (size_t k = 2; k < dims.size(); ++k) S *= dims[k];
+  return S == d.S;
+}
+
+}  // namespace
+
+bool batch_norm_moments_layout(const DnnlValue& x, BatchNormDims d, std::vector<double>& mean,
+                               std::vector<double>& variance) {
+  if (!bn_layout_fits(x, d)) return false;
+  const dnnl::memory::desc md = x.mem.get_desc();
+  const dnnl_memory_desc_t& c = md.data;
+  if (c.format_kind != dnnl_blocked || c.data_type != dnnl_f32) return false;
+  const auto& blk = c.format_desc.blocking;
+  // Plain strides, or one block of B channels innermost (nChw16c and the like).
+  int64_t B = 1;
+  if (blk.inner_nblks == 1 && blk.inner_idxs[0] == 1)
+    B = blk.inner_blks[0];
+  else if (blk.inner_nblks != 0)
+    return false;
+  const int nd = c.ndims;
+  // Offsets of the spatial positions, in the plain layout's (row-major) order.
+  std::vector<int64_t> soff(size_t(d.S), 0);
+  {
+    std::vector<int64_t> idx(size_t(nd), 0);
+    for (int64_t s = 0; s < d.S; ++s) {
+      int64_t off = 0;
+      for (int k = 2; k < nd; ++k) off += idx[size_t(k)] * blk.strides[k];
+      soff[size_t(s)] = off;
+      for (int k = nd - 1; k >= 2; --k) {
+        if (++idx[size_t(k)] < c.dims[k]) break;
+        idx[size_t(k)] = 0;
+      }
+    }
+  }
+  const float* base = static_cast<const float*>(x.mem.get_data_handle()) + c.offset0;
+  const int64_t N = d.N, C = d.C, S = d.S, blocks = (C + B - 1) / B;
+  const double count = double(N) * double(S);
+  mean.assign(size_t(C), 0.0);
+  variance.assign(size_t(C), 0.0);
+  double* mp = mean.data();
+  double* vp = variance.data();
+  // Per channel the same order of additions as batch_norm_moments (positions within a
+  // sample, then samples), so the statistics are the plain path's to the last bit.
+#pragma omp parallel for schedule(static) if (N * C * S > 32768)
+  for (int64_t cb = 0; cb < blocks; ++cb) {
+    const int64_t c0 = cb * B, nc = std::min(B, C - c0);
+    std::vector<double> acc(static_cast<size_t>(B));
+    for (int64_t n = 0; n < N; ++n) {
+      const float* p = base + n * blk.strides[0] + cb * blk.strides[1];
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t s = 0; s < S; ++s)
+        for (int64_t j = 0; j < nc; ++j) acc[size_t(j)] += double(p[soff[size_t(s)] + j]);
+      for (int64_t j = 0; j < nc; ++j) mp[c0 + j] += acc[size_t(j)];
+    }
+    for (int64_t j = 0; j < nc; ++j) mp[c0 + j] = mp[c0 + j] / count;
+    for (int64_t n = 0; n < N; ++n) {
+      const float* p = base + n * blk.strides[0] + cb * blk.strides[1];
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t s = 0; s < S; ++s)
+        for (int64_t j = 0; j < nc; ++j) {
+          const double e = double(p[soff[size_t(s)] + j]) - mp[c0 + j];
+          acc[size_t(j)] += e * e;
+        }
+      for (int64_t j = 0; j < nc; ++j) vp[c0 + j] += acc[size_t(j)];
+    }
+    for (int64_t j = 0; j < nc; ++j) vp[c0 + j] = vp[c0 + j] / count;
+  }
+  return true;
+}
+
+bool batch_norm_backward_layout(const DnnlValue& x, const DnnlValue* dyb, const NDArrayView& dy_in, BatchNormDims d,
+                                const NDArrayView& sc, const std::vector<float>& mean,
+                                const std::vector<float>& variance, double epsilon, std::shared_ptr<DnnlValue>& dx,
+                                NDArrayView& dscale, NDArrayView& dbias) {
+  if (!bn_layout_fits(x, d) || sc.dtype() != DataType::Float || int64_t(mean.size()) != d.C ||
+      int64_t(variance.size()) != d.C)
+    return false;
+  const dnnl::memory::desc md = x.mem.get_desc();
+  const dnnl::batch_normalization_backward* p = dnnl_bn_backward(md, epsilon);
+  if (!p) return false;
+  NDArrayView scale = sc.to_dense().contiguous();
+  NDArrayView g;  // keeps a plain output gradient alive while its memory is used
+  dnnl::memory diff_dst;
+  if (dyb) {
+    diff_dst = dnnl_in_layout(dyb->mem, md);
+  } else {
+    g = dy_in.to_dense().contiguous();
+    if (g.dtype() != DataType::Float) g = g.cast(DataType::Float);
+    diff_dst = dnnl_plain_in_layout(g, md);
+  }
+  // oneDNN 2.6 wants the shift among the backward's arguments though no gradient depends on it.
+  const std::vector<float> no_shift(size_t(d.C), 0.f);
+  dscale = NDArrayView(DataType::Float, scale.shape());
+  dbias = NDArrayView(DataType::Float, scale.shape());
+  dx = std::make_shared<DnnlValue>();
+  dx->mem = dnnl::memory(md, dnnl_engine());
+  dx->shape = x.shape;
+  p->execute(dnnl_stream(), {{DNNL_ARG_SRC, const_cast<dnnl::memory&>(x.mem)},
+                           {DNNL_ARG_MEAN, vec_mem(mean.data(), d.C)},
+                           {DNNL_ARG_VARIANCE, vec_mem(variance.data(), d.C)},
+                           {DNNL_ARG_DIFF_DST, diff_dst},
+                           {DNNL_ARG_SCALE, vec_mem(scale.data<float>(), d.C)},
+                           {DNNL_ARG_SHIFT, vec_mem(no_shift.data(), d.C)},
+                           {DNNL_ARG_DIFF_SRC, dx->mem},
+                           {DNNL_ARG_DIFF_SCALE, vec_mem(dscale.data<float>(), d.C)},
+                           {DNNL_ARG_DIFF_SHIFT, vec_mem(dbias.data<float>(), d.C)}});
+  dnnl_stream().wait();
+  return true;
+}
+
 // ------------------------------------------------------------------ LRN
 
 namespace {
@@ -380,6 +526,96 @@ NDArrayView lrn_backward(const NDArrayView& xin, const NDArrayView& dyin, int64_
   CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] {
     lrn_backward_impl<T>(x.data<T>(), dy.data<T>(), dx.data<T>(), N, C, S, radius, bias, alpha, beta);
   });
+  return dx;
+}
+
+// ---- LRN over a value in a oneDNN layout.
+
+namespace {
+
+struct DnnlLrnTrain {
+  dnnl::lrn_forward::primitive_desc fpd;
+  dnnl::lrn_forward fwd;
+  dnnl::lrn_backward bwd;
+};
+
+const DnnlLrnTrain* dnnl_lrn_train(const dnnl::memory::desc& md, int64_t r, double bias, double alpha, double beta) {
+  if (bias <= 0 || r < 0) return nullptr;
+  static std::mutex mu;
+  static auto* cache = new std::map<std::string, DnnlLrnTrain>();
+  const std::string key = dnnl_desc_key(md) + "#" + std::to_string(r) + "," + std::to_string(float(bias)) + "," +
+                          std::to_string(float(alpha)) + "," + std::to_string(float(beta));
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache->find(key);
+  if (it != cache->end()) return &it->second;
+  try {
+    const auto alg = dnnl::algorithm::lrn_across_channels;
+    const auto n = dnnl::memory::dim(2 * r + 1);
+    dnnl::lrn_forward::desc fd(dnnl::prop_kind::forward_training, alg, md, n, float(alpha), float(beta), float(bias));
+    dnnl::lrn_forward::primitive_desc fpd(fd, dnnl_engine());
+    dnnl::lrn_backward::desc bd(alg, md, md, n, float(alpha), float(beta), float(bias));
+    dnnl::lrn_backward::primitive_desc bpd(bd, dnnl_engine(), fpd);
+    if (fpd.dst_desc() != md || bpd.diff_src_desc() != md || bpd.diff_dst_desc() != md) return nullptr;
+    if (cache->size() > 1024) cache->clear();
+    return &cache->emplace(key, DnnlLrnTrain{fpd, dnnl::lrn_forward(fpd), dnnl::lrn_backward(bpd)}).first->second;
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+}
+
+// Runs the training forward of p over x into y (and the workspace its backward reads).
+void lrn_run_forward(const DnnlLrnTrain& p, const dnnl::memory& x, dnnl::memory& y, dnnl::memory& ws) {
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, const_cast<dnnl::memory&>(x)}, {DNNL_ARG_DST, y}};
+  if (p.fpd.workspace_desc().get_size() > 0) {
+    ws = dnnl::memory(p.fpd.workspace_desc(), dnnl_engine());
+    args.emplace(DNNL_ARG_WORKSPACE, ws);
+  }
+  p.fwd.execute(dnnl_stream(), args);
+}
+
+}  // namespace
+
+std::shared_ptr<DnnlValue> lrn_forward_layout(const DnnlValue& x, int64_t radius, double bias, double alpha,
+                                              double beta) {
+  const dnnl::memory::desc md = x.mem.get_desc();
+  if (x.dtype != DataType::Float || md.dims().size() < 2) return nullptr;
+  const DnnlLrnTrain* p = dnnl_lrn_train(md, radius, bias, alpha, beta);
+  if (!p) return nullptr;
+  auto y = std::make_shared<DnnlValue>();
+  y->mem = dnnl::memory(md, dnnl_engine());
+  y->shape = x.shape;
+  dnnl::memory ws;
+  lrn_run_forward(*p, x.mem, y->mem, ws);
+  dnnl_stream().wait();
+  return y;
+}
+
+std::shared_ptr<DnnlValue> lrn_backward_layout(const DnnlValue& x, const DnnlValue* dyb, const NDArrayView& dy_in,
+                                               int64_t radius, double bias, double alpha, double beta) {
+  const dnnl::memory::desc md = x.mem.get_desc();
+  if (x.dtype != DataType::Float || md.dims().size() < 2) return nullptr;
+  const DnnlLrnTrain* p = dnnl_lrn_train(md, radius, bias, alpha, beta);
+  if (!p) return nullptr;
+  NDArrayView g;  // keeps a plain output gradient alive while its memory is used
+  dnnl::memory diff_dst;
+  if (dyb) {
+    diff_dst = dnnl_in_layout(dyb->mem, md);
+  } else {
+    g = dy_in.to_dense().contiguous();
+    if (g.dtype() != DataType::Float) g = g.cast(DataType::Float);
+    diff_dst = dnnl_plain_in_layout(g, md);
+  }
+  // The backward reads the forward's workspace: recomputed here (as pooling does).
+  dnnl::memory y(md, dnnl_engine()), ws;
+  lrn_run_forward(*p, x.mem, y, ws);
+  auto dx = std::make_shared<DnnlValue>();
+  dx->mem = dnnl::memory(md, dnnl_engine());
+  dx->shape = x.shape;
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, const_cast<dnnl::memory&>(x.mem)}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_SRC, dx->mem}};
+  if (ws) args.emplace(DNNL_ARG_WORKSPACE, ws);
+  p->bwd.execute(dnnl_stream(), args);
+  dnnl_stream().wait();
   return dx;
 }
 

@@ -41,6 +41,14 @@ std::shared_ptr<DnnlValue> batch_norm_infer_layout(const DnnlValue& x, BatchNorm
                                                    const NDArrayView& bias, const NDArrayView& mean,
                                                    const NDArrayView& variance, double epsilon);
 
+// batch_norm_moments over x in a oneDNN layout (dims [N, C, spatial...], C the features,
+// every row valid), read where it lies: the same numbers, to the last bit. False where the
+// layout is not one it reads (plain strides, or one block of channels innermost). Training
+// then normalizes with these through batch_norm_infer_layout and takes its gradients from
+// batch_norm_backward_layout.
+bool batch_norm_moments_layout(const DnnlValue& x, BatchNormDims d, std::vector<double>& mean,
+                               std::vector<double>& variance);
+
 struct BatchNormGrads {
   NDArrayView dx, dscale, dbias;  // dscale/dbias have the scale's shape
 };
@@ -55,11 +63,27 @@ BatchNormGrads batch_norm_backward(const NDArrayView& x, const NDArrayView& dy, 
                                    const std::vector<double>& inv_std, double stats_weight,
                                    const std::vector<uint8_t>* valid);
 
+// Gradients of a training normalization of x in a oneDNN layout with its batch statistics
+// (mean, biased variance; not constants) from dy in a oneDNN layout (dyb) or plain (dy): dx
+// in x's layout, dscale and dbias of the scale's shape. False where oneDNN cannot run it.
+bool batch_norm_backward_layout(const DnnlValue& x, const DnnlValue* dyb, const NDArrayView& dy, BatchNormDims d,
+                                const NDArrayView& scale, const std::vector<float>& mean,
+                                const std::vector<float>& variance, double epsilon, std::shared_ptr<DnnlValue>& dx,
+                                NDArrayView& dscale, NDArrayView& dbias);
+
 // Local response normalization across channels of x viewed as [N, C, S]:
 // y = x / (bias + alpha / (2r+1) * sum_{|j-c|<=r} x_j^2) ^ beta.
 NDArrayView lrn_forward(const NDArrayView& x, int64_t N, int64_t C, int64_t S, int64_t radius, double bias,
                         double alpha, double beta);
 NDArrayView lrn_backward(const NDArrayView& x, const NDArrayView& dy, int64_t N, int64_t C, int64_t S, int64_t radius,
                          double bias, double alpha, double beta);
+
+// The same through oneDNN's LRN primitive over x in a oneDNN layout (dims [N, C, ...]):
+// y (forward) and dx (backward, from dy in a oneDNN layout, dyb, or plain, dy) in x's
+// layout. Null where oneDNN cannot run it.
+std::shared_ptr<DnnlValue> lrn_forward_layout(const DnnlValue& x, int64_t radius, double bias, double alpha,
+                                              double beta);
+std::shared_ptr<DnnlValue> lrn_backward_layout(const DnnlValue& x, const DnnlValue* dyb, const NDArrayView& dy,
+                                               int64_t radius, double bias, double alpha, double beta);
 
 }  // namespace cntk::kernels
