@@ -197,7 +197,7 @@ def conv_bn_relu_pool(seed=3, cin=8):
 
 
 def running_statistics(f):
-    return sorted((c.name, np.asarray(c.value).copy()) for c in f.constants)
+    return sorted(((c.name, np.asarray(c.value).copy()) for c in f.constants), key=lambda kv: kv[0])
 
 
 @pytest.mark.parametrize('training', [True, False])
@@ -290,3 +290,201 @@ def test_batch_normalization_inference_keeps_the_layout():
     # conv -> batch normalization -> relu -> pool -> conv: the input in, the result out
     assert counts[True] == 2
     assert counts[False] == 4
+
+
+# ---------------------------------------- batch normalization in training, LRN
+
+def bn_chain(cin=16, c1=16, tc=100, blend=0, map_rank=1, seed=3):
+    """conv -> batch normalization -> relu -> pool -> conv, with the BN's settings."""
+    x = C.input_variable((cin, 8, 8))
+    h = Convolution((3, 3), c1, pad=True, init=C.glorot_uniform(seed=seed), init_bias=0.2)(x)
+    h = BatchNormalization(map_rank=map_rank, normalization_time_constant=tc, blend_time_constant=blend,
+                           init_scale=1.5)(h)
+    h = MaxPooling((2, 2), strides=2)(C.relu(h))
+    y = Convolution((3, 3), 16, pad=True, init=C.glorot_uniform(seed=seed + 1))(h)
+    return x, y
+
+
+def resnet_like(cin=16, c=16, seed=7):
+    """A residual block: conv-BN-relu-conv-BN, plus the block's input, relu, then pooling
+    and a conv-BN-relu."""
+    x = C.input_variable((cin, 8, 8))
+    init = C.glorot_uniform(seed=seed)
+    stem = C.relu(BatchNormalization(map_rank=1, normalization_time_constant=50)(
+        Convolution((3, 3), c, pad=True, init=init, bias=False)(x)))
+    h = C.relu(BatchNormalization(map_rank=1, normalization_time_constant=50)(
+        Convolution((3, 3), c, pad=True, init=C.glorot_uniform(seed=seed + 1), bias=False)(stem)))
+    h = BatchNormalization(map_rank=1, normalization_time_constant=50)(
+        Convolution((3, 3), c, pad=True, init=C.glorot_uniform(seed=seed + 2), bias=False)(h))
+    h = C.relu(h + stem)
+    h = MaxPooling((2, 2), strides=2)(h)
+    y = C.relu(BatchNormalization(map_rank=1, normalization_time_constant=50)(
+        Convolution((3, 3), 2 * c, pad=True, init=C.glorot_uniform(seed=seed + 3), bias=False)(h)))
+    return x, y
+
+
+def train_steps(build, xd, on, steps=3, classes=10):
+    """A few momentum-SGD steps on a Dense head over build()'s output; returns the final
+    parameters and running statistics (by name), and the last step's outputs."""
+    x, y = build()
+    z = Dense(classes, init=C.glorot_uniform(seed=11))(y)
+    t = C.input_variable(classes)
+    loss = C.cross_entropy_with_softmax(z, t)
+    labels = np.eye(classes, dtype=np.float32)[np.arange(xd.shape[0]) % classes]
+    learner = C.momentum_sgd(z.parameters, C.learning_parameter_schedule(0.05), C.momentum_schedule(0.9))
+    trainer = C.Trainer(z, (loss, None), [learner])
+    with blocked_mode(on):
+        for _ in range(steps):
+            trainer.train_minibatch({x: xd, t: labels})
+    params = [np.asarray(p.value).copy() for p in z.parameters]
+    return params, running_statistics(z)
+
+
+def check_training_alike(build, xd, steps=3):
+    p_on, s_on = train_steps(build, xd, True, steps)
+    p_off, s_off = train_steps(build, xd, False, steps)
+    for a, b in zip(p_on, p_off):
+        close(a, b)
+    assert [n for n, _ in s_on] == [n for n, _ in s_off]
+    assert len(s_on) > 0
+    for (_, a), (_, b) in zip(s_on, s_off):
+        close(a, b)
+    return s_on
+
+
+def bn_train_pass(build, xd, on):
+    x, y = build()
+    o, g, fwd, bwd = run(y, {x: xd}, [y.output], [x] + list(y.parameters), on=on)
+    return o[y.output], [g[v] for v in [x] + list(y.parameters)], running_statistics(y), fwd, bwd
+
+
+@pytest.mark.parametrize('tc,blend', [(100, 0), (0, 0), (np.inf, 0), (100, 2.0)])
+def test_batch_normalization_training_matches_plain_layout(tc, blend):
+    xd = data((4, 16, 8, 8), seed=2)
+    on = bn_train_pass(lambda: bn_chain(tc=tc, blend=blend), xd, True)
+    off = bn_train_pass(lambda: bn_chain(tc=tc, blend=blend), xd, False)
+    close(on[0], off[0])
+    for a, b in zip(on[1], off[1]):
+        close(a, b)
+    # The running statistics get the plain path's update from the same statistics.
+    for (_, a), (_, b) in zip(on[2], off[2]):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_batch_normalization_training_reorders_nothing_around_it():
+    xd = data((2, 16, 8, 8))
+    *_, fwd_on, bwd_on = bn_train_pass(bn_chain, xd, True)
+    *_, fwd_off, bwd_off = bn_train_pass(bn_chain, xd, False)
+    # Kept: the input in and the result out, forward and backward, as for inference.
+    assert (fwd_on, bwd_on) == (2, 2)
+    assert (fwd_off, bwd_off) == (4, 4)
+
+
+def test_batch_normalization_training_with_blending_stays_plain():
+    # A positive blend_time_constant normalizes with blended statistics after the first
+    # minibatch: the plain path computes that, so the BN's neighbours reorder around it.
+    xd = data((2, 16, 8, 8))
+    x, y = bn_chain(blend=2.0)
+    counts = [run(y, {x: xd}, [y.output], [x], on=True)[2] for _ in range(2)]
+    assert counts[0] == 2      # the first minibatch uses the batch's statistics alone
+    assert counts[1] == 4
+
+
+def chain_reorders(build, xd):
+    x, y = build()
+    _, _, fwd, bwd = run(y, {x: xd}, [y.output], [x], on=True)
+    return fwd, bwd
+
+
+def plain_chain(c1=16, seed=3):
+    """bn_chain without its batch normalization."""
+    x = C.input_variable((16, 8, 8))
+    h = Convolution((3, 3), c1, pad=True, init=C.glorot_uniform(seed=seed), init_bias=0.2)(x)
+    h = MaxPooling((2, 2), strides=2)(C.relu(h))
+    return x, Convolution((3, 3), 16, pad=True, init=C.glorot_uniform(seed=seed + 1))(h)
+
+
+def test_batch_normalization_training_channels_not_a_block_multiple():
+    # 12 channels in a 16-channel blocked layout: the padded channels stay out of the statistics.
+    xd = data((3, 16, 8, 8), seed=4)
+    on = bn_train_pass(lambda: bn_chain(c1=12), xd, True)
+    off = bn_train_pass(lambda: bn_chain(c1=12), xd, False)
+    close(on[0], off[0])
+    for a, b in zip(on[1], off[1]):
+        close(a, b)
+    for (_, a), (_, b) in zip(on[2], off[2]):
+        np.testing.assert_array_equal(a, b)
+    # The batch normalization adds no reorder to the chain (whose second convolution
+    # takes 12 input channels in a layout of its own choosing).
+    assert chain_reorders(lambda: bn_chain(c1=12), xd) == chain_reorders(lambda: plain_chain(c1=12), xd)
+
+
+def test_batch_normalization_not_spatial_over_a_conv_output_stays_plain():
+    # Per-element statistics (map_rank=None) are not oneDNN's per-channel ones.
+    xd = data((3, 16, 8, 8), seed=5)
+    on = bn_train_pass(lambda: bn_chain(map_rank=None), xd, True)
+    off = bn_train_pass(lambda: bn_chain(map_rank=None), xd, False)
+    close(on[0], off[0])
+    for a, b in zip(on[1], off[1]):
+        close(a, b)
+    for (_, a), (_, b) in zip(on[2], off[2]):
+        np.testing.assert_array_equal(a, b)
+    assert on[3] == 4
+
+
+def test_conv_bn_chain_training_steps_alike():
+    check_training_alike(bn_chain, data((4, 16, 8, 8), seed=6), steps=4)
+
+
+def test_resnet_like_block_training_steps_alike():
+    stats = check_training_alike(resnet_like, data((4, 16, 8, 8), seed=8), steps=3)
+    # Four BNs, each with a running mean, variance and count.
+    assert len(stats) == 12
+
+
+def test_resnet_like_block_gradients_match_plain_layout():
+    xd = data((2, 16, 8, 8), seed=9)
+    on = bn_train_pass(resnet_like, xd, True)
+    off = bn_train_pass(resnet_like, xd, False)
+    close(on[0], off[0])
+    for a, b in zip(on[1], off[1]):
+        close(a, b)
+    # The first statistics are the plain path's to the bit; later ones see inputs that
+    # differ in the last bits (oneDNN normalizes in float32).
+    for (_, a), (_, b) in zip(on[2], off[2]):
+        close(a, b)
+    assert on[3] < off[3] and on[4] < off[4]
+
+
+def lrn_chain(c1=16, radius=2, bias=2.0, alpha=1e-4, beta=0.75, seed=3):
+    x = C.input_variable((16, 8, 8))
+    h = Convolution((3, 3), c1, pad=True, init=C.glorot_uniform(seed=seed), init_bias=0.1)(x)
+    h = C.local_response_normalization(C.relu(h), radius, bias, alpha, beta)
+    h = MaxPooling((2, 2), strides=2)(h)
+    y = Convolution((3, 3), 16, pad=True, init=C.glorot_uniform(seed=seed + 1))(h)
+    return x, y
+
+
+@pytest.mark.parametrize('c1,radius,bias,alpha,beta', [
+    (16, 2, 2.0, 1e-4, 0.75),     # AlexNet's settings
+    (16, 1, 1.0, 1.0, 0.5),       # CNTK's defaults of the layer library, a large alpha
+    (12, 3, 0.5, 0.3, 1.25),      # channels not a block multiple, a wide window
+])
+def test_lrn_matches_plain_layout(c1, radius, bias, alpha, beta):
+    x, y = lrn_chain(c1, radius, bias, alpha, beta)
+    xd = data((3, 16, 8, 8), seed=10)
+    (fwd_on, bwd_on), (fwd_off, bwd_off) = check_same(y, {x: xd})
+    # LRN adds no reorder to the chain.
+    assert chain_reorders(lambda: lrn_chain(c1, radius, bias, alpha, beta), xd) == \
+        chain_reorders(lambda: plain_chain(c1), xd)
+    if c1 == 16:
+        assert (fwd_on, bwd_on) == (2, 2)
+        assert (fwd_off, bwd_off) == (4, 4)
+
+
+def test_lrn_requested_output_and_plain_reader():
+    x, y = lrn_chain()
+    h = C.local_response_normalization(
+        Convolution((3, 3), 16, pad=True, init=C.glorot_uniform(seed=1))(x), 2, 2.0, 1e-4, 0.75)
+    f = C.combine([C.convolution(C.parameter(init=data((8, 16, 3, 3), seed=12) * 0.1), h), C.reduce_sum(h), h])
+    check_same(f, {x: data((2, 16, 8, 8), seed=13)}, outputs=f.outputs)
