@@ -130,6 +130,11 @@ def test_conv_bn_relu_chain_fuses_only_conv_and_bias():
     close(g_f[x], g_u[g2.arguments[0]])
     by_name = {p.name + str(p.shape): g_u[p] for p in g2.parameters}
     for p in f.parameters:
+        if p.name == 'b':
+            # Batch normalization takes out any per-channel constant: the convolution
+            # bias's exact gradient is 0, and both passes give float32 rounding noise.
+            assert np.max(np.abs(g_f[p])) < 1e-4 and np.max(np.abs(by_name[p.name + str(p.shape)])) < 1e-4
+            continue
         close(g_f[p], by_name[p.name + str(p.shape)])
 
 
