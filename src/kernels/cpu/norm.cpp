@@ -1,11 +1,14 @@
 // Batch normalization and LRN: own loops for every type (the reference), oneDNN's
 // batch normalization (inference) and LRN (forward) primitives for float32, cached
-// per shape.
+// per shape, and both in training over values in oneDNN layouts.
 //
-// Training statistics and gradients run on the own loops: single-threaded they ran
-// as fast as oneDNN 2.6's ncsp kernels (measured at 128x32x28x28), and they have
-// no barriers between passes, which made oneDNN's multi-pass training kernels
-// 10-30x slower on a loaded 2-core machine.
+// Over plain values, training statistics and gradients run on the own loops:
+// single-threaded they ran as fast as oneDNN 2.6's ncsp kernels (measured at
+// 128x32x28x28), and they have no barriers between passes, which made oneDNN's
+// multi-pass training kernels 10-30x slower on a loaded 2-core machine. Over a value in
+// a oneDNN layout (a convolution's output), the statistics are read in place by an own
+// pass and oneDNN's primitives normalize and differentiate in that layout, which saves
+// the reorders around the step.
 #include "kernels/cpu/norm.h"
 #include "kernels/cpu/dnnl_context.h"
 #include "kernels/cpu/dnnl_value.h"
