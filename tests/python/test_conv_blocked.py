@@ -488,3 +488,28 @@ def test_lrn_requested_output_and_plain_reader():
         Convolution((3, 3), 16, pad=True, init=C.glorot_uniform(seed=1))(x), 2, 2.0, 1e-4, 0.75)
     f = C.combine([C.convolution(C.parameter(init=data((8, 16, 3, 3), seed=12) * 0.1), h), C.reduce_sum(h), h])
     check_same(f, {x: data((2, 16, 8, 8), seed=13)}, outputs=f.outputs)
+
+
+def test_batch_normalization_training_over_padded_sequences_matches_plain_layout():
+    # Sequences of different lengths: the padding rows stay out of the statistics, which
+    # the plain path computes; both modes agree.
+    results = {}
+    seqs = [data((3, 16, 6, 6), seed=20), data((1, 16, 6, 6), seed=21), data((2, 16, 6, 6), seed=22)]
+    for on in (True, False):
+        x = C.sequence.input_variable((16, 6, 6))
+        h = Convolution((3, 3), 16, pad=True, init=C.glorot_uniform(seed=3), init_bias=0.2)(x)
+        h = C.relu(BatchNormalization(map_rank=1, normalization_time_constant=100)(h))
+        y = Convolution((3, 3), 16, pad=True, init=C.glorot_uniform(seed=4))(h)
+        with blocked_mode(on):
+            state, outs = y.forward({x: seqs}, [y.output], keep_for_backward=[y.output])
+            outs = [np.asarray(v) for v in outs[y.output]]
+            roots = [np.random.RandomState(k).standard_normal(v.shape).astype(np.float32) for k, v in enumerate(outs)]
+            grads = y.backward(state, {y.output: roots}, list(y.parameters))
+        results[on] = (outs, [np.asarray(grads[p]) for p in y.parameters], running_statistics(y))
+    assert [v.shape[0] for v in results[True][0]] == [3, 1, 2]
+    for a, b in zip(results[True][0], results[False][0]):
+        close(a, b)
+    for a, b in zip(results[True][1], results[False][1]):
+        close(a, b)
+    for (_, a), (_, b) in zip(results[True][2], results[False][2]):
+        np.testing.assert_array_equal(a, b)

@@ -278,14 +278,15 @@ BatchNormGrads batch_norm_backward(const NDArrayView& xin, const NDArrayView& dy
 namespace {
 
 // The backward primitive of one layout and epsilon, cached (the forward applies given
-// statistics: batch_norm_infer_layout's primitive).
-const dnnl::batch_normalization_backward* dnnl_bn_backward(const dnnl::memory::desc& md, double epsilon) {
+// statistics: batch_norm_infer_layout's primitive). A copy (a shared handle): the cache
+// may be cleared by another thread while it runs. Empty where oneDNN cannot run it.
+dnnl::batch_normalization_backward dnnl_bn_backward(const dnnl::memory::desc& md, double epsilon) {
   static std::mutex mu;
   static auto* cache = new std::map<std::string, dnnl::batch_normalization_backward>();
   const std::string key = dnnl_desc_key(md) + "#" + std::to_string(epsilon);
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache->find(key);
-  if (it != cache->end()) return &it->second;
+  if (it != cache->end()) return it->second;
   try {
     auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
     dnnl::batch_normalization_forward::desc fd(dnnl::prop_kind::forward_training, md, float(epsilon), flags);
@@ -293,11 +294,11 @@ const dnnl::batch_normalization_backward* dnnl_bn_backward(const dnnl::memory::d
     dnnl::batch_normalization_backward::desc bd(dnnl::prop_kind::backward, md, md, float(epsilon), flags);
     dnnl::batch_normalization_backward::primitive_desc bpd(bd, dnnl_engine(), fpd);
     // It must work in x's layout.
-    if (bpd.diff_src_desc() != md || bpd.diff_dst_desc() != md) return nullptr;
+    if (bpd.diff_src_desc() != md || bpd.diff_dst_desc() != md) return {};
     if (cache->size() > 1024) cache->clear();
-    return &cache->emplace(key, dnnl::batch_normalization_backward(bpd)).first->second;
+    return cache->emplace(key, dnnl::batch_normalization_backward(bpd)).first->second;
   } catch (const dnnl::error&) {
-    return nullptr;
+    return {};
   }
 }
 
@@ -385,7 +386,7 @@ bool batch_norm_backward_layout(const DnnlValue& x, const DnnlValue* dyb, const 
       int64_t(variance.size()) != d.C)
     return false;
   const dnnl::memory::desc md = x.mem.get_desc();
-  const dnnl::batch_normalization_backward* p = dnnl_bn_backward(md, epsilon);
+  const dnnl::batch_normalization_backward p = dnnl_bn_backward(md, epsilon);
   if (!p) return false;
   NDArrayView scale = sc.to_dense().contiguous();
   NDArrayView g;  // keeps a plain output gradient alive while its memory is used
@@ -404,7 +405,7 @@ bool batch_norm_backward_layout(const DnnlValue& x, const DnnlValue* dyb, const 
   dx = std::make_shared<DnnlValue>();
   dx->mem = dnnl::memory(md, dnnl_engine());
   dx->shape = x.shape;
-  p->execute(dnnl_stream(), {{DNNL_ARG_SRC, const_cast<dnnl::memory&>(x.mem)},
+  p.execute(dnnl_stream(), {{DNNL_ARG_SRC, const_cast<dnnl::memory&>(x.mem)},
                            {DNNL_ARG_MEAN, vec_mem(mean.data(), d.C)},
                            {DNNL_ARG_VARIANCE, vec_mem(variance.data(), d.C)},
                            {DNNL_ARG_DIFF_DST, diff_dst},
@@ -542,15 +543,17 @@ struct DnnlLrnTrain {
   dnnl::lrn_backward bwd;
 };
 
-const DnnlLrnTrain* dnnl_lrn_train(const dnnl::memory::desc& md, int64_t r, double bias, double alpha, double beta) {
-  if (bias <= 0 || r < 0) return nullptr;
+// A copy (shared handles): the cache may be cleared by another thread while it runs.
+// Empty (no fwd) where oneDNN cannot run it.
+DnnlLrnTrain dnnl_lrn_train(const dnnl::memory::desc& md, int64_t r, double bias, double alpha, double beta) {
+  if (bias <= 0 || r < 0) return {};
   static std::mutex mu;
   static auto* cache = new std::map<std::string, DnnlLrnTrain>();
   const std::string key = dnnl_desc_key(md) + "#" + std::to_string(r) + "," + std::to_string(float(bias)) + "," +
                           std::to_string(float(alpha)) + "," + std::to_string(float(beta));
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache->find(key);
-  if (it != cache->end()) return &it->second;
+  if (it != cache->end()) return it->second;
   try {
     const auto alg = dnnl::algorithm::lrn_across_channels;
     const auto n = dnnl::memory::dim(2 * r + 1);
@@ -558,11 +561,11 @@ const DnnlLrnTrain* dnnl_lrn_train(const dnnl::memory::desc& md, int64_t r, doub
     dnnl::lrn_forward::primitive_desc fpd(fd, dnnl_engine());
     dnnl::lrn_backward::desc bd(alg, md, md, n, float(alpha), float(beta), float(bias));
     dnnl::lrn_backward::primitive_desc bpd(bd, dnnl_engine(), fpd);
-    if (fpd.dst_desc() != md || bpd.diff_src_desc() != md || bpd.diff_dst_desc() != md) return nullptr;
+    if (fpd.dst_desc() != md || bpd.diff_src_desc() != md || bpd.diff_dst_desc() != md) return {};
     if (cache->size() > 1024) cache->clear();
-    return &cache->emplace(key, DnnlLrnTrain{fpd, dnnl::lrn_forward(fpd), dnnl::lrn_backward(bpd)}).first->second;
+    return cache->emplace(key, DnnlLrnTrain{fpd, dnnl::lrn_forward(fpd), dnnl::lrn_backward(bpd)}).first->second;
   } catch (const dnnl::error&) {
-    return nullptr;
+    return {};
   }
 }
 
@@ -582,13 +585,13 @@ std::shared_ptr<DnnlValue> lrn_forward_layout(const DnnlValue& x, int64_t radius
                                               double beta) {
   const dnnl::memory::desc md = x.mem.get_desc();
   if (x.dtype != DataType::Float || md.dims().size() < 2) return nullptr;
-  const DnnlLrnTrain* p = dnnl_lrn_train(md, radius, bias, alpha, beta);
-  if (!p) return nullptr;
+  const DnnlLrnTrain p = dnnl_lrn_train(md, radius, bias, alpha, beta);
+  if (!p.fwd) return nullptr;
   auto y = std::make_shared<DnnlValue>();
   y->mem = dnnl::memory(md, dnnl_engine());
   y->shape = x.shape;
   dnnl::memory ws;
-  lrn_run_forward(*p, x.mem, y->mem, ws);
+  lrn_run_forward(p, x.mem, y->mem, ws);
   dnnl_stream().wait();
   return y;
 }
@@ -597,8 +600,8 @@ std::shared_ptr<DnnlValue> lrn_backward_layout(const DnnlValue& x, const DnnlVal
                                                int64_t radius, double bias, double alpha, double beta) {
   const dnnl::memory::desc md = x.mem.get_desc();
   if (x.dtype != DataType::Float || md.dims().size() < 2) return nullptr;
-  const DnnlLrnTrain* p = dnnl_lrn_train(md, radius, bias, alpha, beta);
-  if (!p) return nullptr;
+  const DnnlLrnTrain p = dnnl_lrn_train(md, radius, bias, alpha, beta);
+  if (!p.fwd) return nullptr;
   NDArrayView g;  // keeps a plain output gradient alive while its memory is used
   dnnl::memory diff_dst;
   if (dyb) {
@@ -610,14 +613,14 @@ std::shared_ptr<DnnlValue> lrn_backward_layout(const DnnlValue& x, const DnnlVal
   }
   // The backward reads the forward's workspace: recomputed here (as pooling does).
   dnnl::memory y(md, dnnl_engine()), ws;
-  lrn_run_forward(*p, x.mem, y, ws);
+  lrn_run_forward(p, x.mem, y, ws);
   auto dx = std::make_shared<DnnlValue>();
   dx->mem = dnnl::memory(md, dnnl_engine());
   dx->shape = x.shape;
   std::unordered_map<int, dnnl::memory> args{
       {DNNL_ARG_SRC, const_cast<dnnl::memory&>(x.mem)}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_SRC, dx->mem}};
   if (ws) args.emplace(DNNL_ARG_WORKSPACE, ws);
-  p->bwd.execute(dnnl_stream(), args);
+  p.bwd.execute(dnnl_stream(), args);
   dnnl_stream().wait();
   return dx;
 }
