@@ -161,9 +161,9 @@ void register_unary_ops() {
         return x >= 0 ? T(1) / (T(1) + std::exp(-x)) : std::exp(x) / (T(1) + std::exp(x));
       },
       [](auto, auto y, auto g, Params) { return g * y * (1 - y); }, Gradient::Rule, no_params,
-      {dnnl_eltwise_logistic, dnnl_eltwise_logistic_use_dst_for_bwd, true});
+      {dnnl_eltwise_logistic, dnnl_eltwise_logistic_use_dst_for_bwd, true}, true);
   unary("Tanh", [](auto x, Params) { return std::tanh(x); }, [](auto, auto y, auto g, Params) { return g * (1 - y * y); },
-        Gradient::Rule, no_params, {dnnl_eltwise_tanh, dnnl_eltwise_tanh_use_dst_for_bwd, true});
+        Gradient::Rule, no_params, {dnnl_eltwise_tanh, dnnl_eltwise_tanh_use_dst_for_bwd, true}, true);
   unary("ReLU", [](auto x, Params) { return x > 0 ? x : decltype(x)(0); },
         [](auto x, auto, auto g, Params) { return x > 0 ? g : decltype(g)(0); }, Gradient::Rule, no_params,
         {dnnl_eltwise_relu, dnnl_eltwise_relu, false}, true);
@@ -192,11 +192,11 @@ void register_unary_ops() {
   auto alpha = [](const Dictionary& a) -> Params { return {attr_double(a, "alpha", 1.0), 0}; };
   unary("ELU", [](auto x, Params p) { return x > 0 ? x : decltype(x)(p[0] * (std::exp(x) - 1)); },
         [](auto x, auto y, auto g, Params p) { return x > 0 ? g : decltype(g)(g * (y + p[0])); }, Gradient::Rule, alpha,
-        {dnnl_eltwise_elu, dnnl_eltwise_elu, false});
+        {dnnl_eltwise_elu, dnnl_eltwise_elu, false}, true);
   auto leaky = [](const Dictionary& a) -> Params { return {attr_double(a, "alpha", 0.01), 0}; };
   unary("LeakyReLU", [](auto x, Params p) { return x > 0 ? x : decltype(x)(p[0] * x); },
         [](auto x, auto, auto g, Params p) { return x > 0 ? g : decltype(g)(p[0] * g); }, Gradient::Rule, leaky,
-        {dnnl_eltwise_relu, dnnl_eltwise_relu, false});
+        {dnnl_eltwise_relu, dnnl_eltwise_relu, false}, true);
   auto selu = [](const Dictionary& a) -> Params {
     return {attr_double(a, "gamma", kSeluScale), attr_double(a, "alpha", kSeluAlpha)};
   };

@@ -1,4 +1,5 @@
-"""Consecutive oneDNN steps (convolution, fused convolution, pooling, relu) keep oneDNN's
+"""Consecutive oneDNN steps (convolution, fused convolution, pooling, activations, batch
+normalization, LRN, channel splice) keep oneDNN's
 own (blocked) layout between them instead of reordering every value to the plain layout
 and back. With CNTK_DNNL_BLOCKED=0 every step reads and writes plain values: both must
 give the same outputs, gradients and parameter updates, and the reorder counter shows
@@ -513,3 +514,23 @@ def test_batch_normalization_training_over_padded_sequences_matches_plain_layout
         close(a, b)
     for (_, a), (_, b) in zip(results[True][2], results[False][2]):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize('act', ['relu', 'sigmoid', 'tanh', 'elu', 'leaky_relu'])
+@pytest.mark.parametrize('channels', [8, 32])
+def test_activation_between_pooling_and_convolution_stays_in_layout(act, channels):
+    # conv -> pool -> activation -> conv: the activation reads the pooled value in oneDNN's layout
+    # (8 channels: a partly padded block) and hands its result to the next convolution in it, so
+    # it reorders exactly as often as the same chain without it.
+    x = C.input_variable((16, 12, 12))
+    w1, w2 = param((channels, 16, 3, 3), 21), param((16, channels, 3, 3), 22)
+    h = C.pooling(C.convolution(w1, x), C.MAX_POOLING, (2, 2), strides=(2, 2))
+    args = {x: data((3, 16, 12, 12), seed=23)}
+    y = C.convolution(w2, getattr(C, act)(h))
+    (fwd_on, bwd_on), (fwd_off, bwd_off) = check_same(y, args, wrt=[x] + list(y.parameters))
+    bare = C.convolution(w2, h)
+    (bare_fwd, bare_bwd), _ = check_same(bare, args, wrt=[x] + list(bare.parameters))
+    assert (fwd_on, bwd_on) == (bare_fwd, bare_bwd)
+    assert fwd_on <= fwd_off and bwd_on <= bwd_off
+    if channels == 32:  # whole blocks: nothing between the two convolutions' own reorders
+        assert (fwd_on, bwd_on, fwd_off, bwd_off) == (2, 2, 4, 4)
