@@ -98,16 +98,9 @@ std::shared_ptr<DnnlValue> dnnl_eltwise_backward_layout(int alg, float alpha, fl
                                                         const DnnlValue* dyb, const NDArrayView& dy_in) {
   if (!alg || xy.dtype != DataType::Float) return nullptr;
   dnnl::memory::desc md = xy.mem.get_desc();
+  if (!dyb && (!dy_in.defined() || dy_in.numel() != xy.shape.total_size())) return nullptr;
   NDArrayView dy_plain;  // keeps a plain output gradient alive for the pass
-  dnnl::memory diff_dst;
-  if (dyb) {
-    diff_dst = dnnl_in_layout(dyb->mem, md);
-  } else {
-    if (!dy_in.defined() || dy_in.numel() != xy.shape.total_size()) return nullptr;
-    dy_plain = dy_in.to_dense().contiguous();
-    if (dy_plain.dtype() != DataType::Float) dy_plain = dy_plain.cast(DataType::Float);
-    diff_dst = dnnl_plain_in_layout(dy_plain, md);
-  }
+  const dnnl::memory diff_dst = dnnl_grad_in_layout(dyb, dy_in, md, dy_plain);
   auto dx = std::make_shared<DnnlValue>();
   dx->mem = dnnl::memory(md, dnnl_engine());
   dx->shape = xy.shape;

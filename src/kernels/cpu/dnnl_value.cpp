@@ -139,4 +139,12 @@ NDArrayView dnnl_to_plain(const DnnlValue& v) {
   return y;
 }
 
+dnnl::memory dnnl_grad_in_layout(const DnnlValue* kept, const NDArrayView& plain, const dnnl::memory::desc& want,
+                                 NDArrayView& keep) {
+  if (kept) return dnnl_in_layout(kept->mem, want);
+  keep = plain.to_dense().contiguous();
+  if (keep.dtype() != DataType::Float) keep = keep.cast(DataType::Float);
+  return dnnl_plain_in_layout(keep, want);
+}
+
 }  // namespace cntk::kernels

@@ -39,6 +39,11 @@ dnnl::memory dnnl_in_layout(const dnnl::memory& m, const dnnl::memory::desc& wan
 // A plain float32 tensor (contiguous, dims' element count) as a memory of `want`'s layout
 // (reordered when that is not plain; `plain` must outlive the result when it is).
 dnnl::memory dnnl_plain_in_layout(const NDArrayView& plain, const dnnl::memory::desc& want);
+// A backward primitive's output gradient in the layout `want`: the one kept in a oneDNN layout
+// (`kept`, reordered if its layout differs) or else `plain`, made dense float32 into `keep`, which
+// must outlive the result (the memory may alias it).
+dnnl::memory dnnl_grad_in_layout(const DnnlValue* kept, const NDArrayView& plain, const dnnl::memory::desc& want,
+                                 NDArrayView& keep);
 
 // a + b in a's layout (b reordered into it when its layout differs).
 std::shared_ptr<DnnlValue> dnnl_add(const DnnlValue& a, const DnnlValue& b);

@@ -390,14 +390,7 @@ bool batch_norm_backward_layout(const DnnlValue& x, const DnnlValue* dyb, const 
   if (!p) return false;
   NDArrayView scale = sc.to_dense().contiguous();
   NDArrayView g;  // keeps a plain output gradient alive while its memory is used
-  dnnl::memory diff_dst;
-  if (dyb) {
-    diff_dst = dnnl_in_layout(dyb->mem, md);
-  } else {
-    g = dy_in.to_dense().contiguous();
-    if (g.dtype() != DataType::Float) g = g.cast(DataType::Float);
-    diff_dst = dnnl_plain_in_layout(g, md);
-  }
+  const dnnl::memory diff_dst = dnnl_grad_in_layout(dyb, dy_in, md, g);
   // oneDNN 2.6 wants the shift among the backward's arguments though no gradient depends on it.
   const std::vector<float> no_shift(size_t(d.C), 0.f);
   dscale = NDArrayView(DataType::Float, scale.shape());
@@ -603,14 +596,7 @@ std::shared_ptr<DnnlValue> lrn_backward_layout(const DnnlValue& x, const DnnlVal
   const DnnlLrnTrain p = dnnl_lrn_train(md, radius, bias, alpha, beta);
   if (!p.fwd) return nullptr;
   NDArrayView g;  // keeps a plain output gradient alive while its memory is used
-  dnnl::memory diff_dst;
-  if (dyb) {
-    diff_dst = dnnl_in_layout(dyb->mem, md);
-  } else {
-    g = dy_in.to_dense().contiguous();
-    if (g.dtype() != DataType::Float) g = g.cast(DataType::Float);
-    diff_dst = dnnl_plain_in_layout(g, md);
-  }
+  const dnnl::memory diff_dst = dnnl_grad_in_layout(dyb, dy_in, md, g);
   // The backward reads the forward's workspace: recomputed here (as pooling does).
   dnnl::memory y(md, dnnl_engine()), ws;
   lrn_run_forward(p, x.mem, y, ws);
