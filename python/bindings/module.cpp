@@ -12,6 +12,7 @@
 #include "cntk/evaluation.h"
 #include "convert.h"
 #include "cntk/random.h"
+#include "cntk/switches.h"
 #include "cntk/user_function.h"
 #include "ops/op.h"
 
@@ -448,6 +449,11 @@ NB_MODULE(_cntk, m) {
   m.def("dnnl_weight_reorders", &cntk::dnnl_weight_reorders);
   m.def("set_fixed_random_seed", &set_fixed_random_seed);
   m.def("is_random_seed_fixed", &is_random_seed_fixed);
+  m.def("reset_random_seed", &reset_random_seed, nb::arg("value"));
+  m.def("set_checked_mode", &set_checked_mode, nb::arg("enable"));
+  m.def("get_checked_mode", &checked_mode);
+  m.def("always_allow_setting_default_device", &always_allow_setting_default_device);
+  m.def("is_setting_default_device_always_allowed", &setting_default_device_always_allowed);
   m.def("next_random_seed", &next_random_seed);
   m.def("force_deterministic_algorithms", &force_deterministic_algorithms, nb::arg("on") = true);
   m.def("should_force_deterministic_algorithms", &should_force_deterministic_algorithms);

@@ -7,7 +7,6 @@ __version__ = '2.7'
 import numpy as np  # noqa: F401
 
 from . import _cntk
-from . import _cntk as cntk_py
 
 from .axis import Axis  # noqa: E402
 from .device import *  # noqa: E402,F401,F403
@@ -32,10 +31,12 @@ from . import logging  # noqa: E402,F401
 from . import io  # noqa: E402,F401
 from . import debugging  # noqa: E402,F401
 from . import misc  # noqa: E402,F401
-from .default_options import default_options, default_options_for  # noqa: E402,F401
 from . import default_options as _default_options_module  # noqa: E402,F401
+from .default_options import *  # noqa: E402,F401,F403
+from .internal.utils import _to_cntk_dict_value  # noqa: E402,F401
 from .layers import typing  # noqa: E402,F401
 from .internal.switches import *  # noqa: E402,F401,F403
+from . import cntk_py  # noqa: E402,F401
 
 InferredDimension = _cntk.InferredDimension
 FreeDimension = _cntk.FreeDimension

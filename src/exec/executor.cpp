@@ -5,6 +5,8 @@
 
 #include "cntk/evaluation.h"
 #include "cntk/profiler.h"
+#include "cntk/switches.h"
+#include "exec/checked_mode.h"
 #include "exec/fused_rnn.h"
 #include "exec/plan.h"
 #include "exec/run_state.h"
@@ -308,6 +310,8 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
     if (st.loop >= 0) {
       const PlanLoop& loop = p.loops[size_t(st.loop)];
       loop_forward(loop, *s);
+      if (checked_mode()) [[unlikely]]
+        checked::after_loop(loop, p, *s);
       k_step = size_t(loop.last);
       continue;
     }
@@ -343,6 +347,8 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
       s->values[st.out[k]] = outs[k];
       s->seq_lengths[st.out[k]] = k < ctx.out_lengths.size() ? ctx.out_lengths[k] : lens;
     }
+    if (checked_mode()) [[unlikely]]
+      checked::after_forward(st, *s);
   }
   output_values.clear();
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -463,6 +469,8 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
         continue;
       }
       if (!g.defined()) continue;
+      if (checked_mode()) [[unlikely]]
+        checked::check_gradient(st, i, g, s);
       if (g.dtype() != slot_dtype(s, in)) g = g.cast(slot_dtype(s, in));  // promoted step
       if (g.shape() != slot_shape(s, in))
         throw Error(st.op->name + ": gradient for input " + std::to_string(i) + " has shape " + g.shape().str() +

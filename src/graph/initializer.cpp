@@ -22,6 +22,10 @@ void set_fixed_random_seed(uint64_t seed) {
   g_fixed = true;
 }
 bool is_random_seed_fixed() { return g_fixed; }
+void reset_random_seed(uint64_t seed) {
+  g_seed = seed;
+  g_fixed = false;
+}
 uint64_t next_random_seed() { return g_seed++; }
 void force_deterministic_algorithms(bool on) { g_deterministic = on; }
 bool should_force_deterministic_algorithms() { return g_deterministic; }

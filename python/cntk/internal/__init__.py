@@ -96,3 +96,16 @@ def sanitize_multi_axis(axis):
     if isinstance(axis, (tuple, list)):
         return [sanitize_axis(a) for a in axis]
     return [sanitize_axis(axis)]
+
+
+# CNTK's own helper names (cntk.internal.sanitize_*, cntk.internal.utils), which CNTK code imports.
+from .sanitize import *  # noqa: E402,F401,F403
+from .sanitize import _as_tuple  # noqa: E402,F401
+
+
+def _value_as_sequence_or_array(val, var):
+    """A Value as CNTK returns it for `var`: a list of per-sequence arrays when `var` has a
+    sequence axis, else one array."""
+    if len(var.dynamic_axes) > 1:
+        return val.as_sequences(var)
+    return val.asarray()

@@ -7,11 +7,11 @@ import numbers
 
 import numpy as np
 
-from . import _cntk
-from .initializer import SentinelValueForAutoSelectRandomSeed as auto_select
-from .internal import dtype_code, sanitize_shape, FLOAT16, FLOAT
-from .ops._prim import prim
-from .ops._random import _random_attrs
+from .. import _cntk
+from ..initializer import SentinelValueForAutoSelectRandomSeed as auto_select
+from ..internal import dtype_code, sanitize_shape, FLOAT16, FLOAT
+from ..ops._prim import prim
+from ..ops._random import _random_attrs
 
 __all__ = ['uniform', 'normal', 'gumbel', 'bernoulli', 'uniform_like', 'normal_like', 'gumbel_like',
            'bernoulli_like']
