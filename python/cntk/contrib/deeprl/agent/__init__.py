@@ -1,0 +1,1 @@
+"""Agents: tabular and deep Q-learning, actor-critic and a random baseline."""

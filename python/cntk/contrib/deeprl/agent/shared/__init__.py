@@ -1,0 +1,2 @@
+"""Building blocks shared by the agents: models, losses, replay memory,
+preprocessing, space discretization and configuration parsing."""
