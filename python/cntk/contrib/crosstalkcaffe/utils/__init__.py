@@ -1,0 +1,1 @@
+"""Helpers of the Caffe converter: name formatting and configuration files."""

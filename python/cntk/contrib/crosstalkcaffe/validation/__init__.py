@@ -1,0 +1,1 @@
+"""Checking a converted model against its source toolkit."""
