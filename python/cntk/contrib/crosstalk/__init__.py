@@ -183,7 +183,13 @@ class Crosstalk(object):
         value = self._get(name)
         if save:
             base = self._get_filename(name)
-            if type(value) == np.ndarray:
+            is_array = type(value) == np.ndarray
+            # Drop a file of the other format left by an earlier save of this
+            # name, which load_raw_value would otherwise find first.
+            stale = base + ('.pkl' if is_array else '.npy')
+            if os.path.exists(stale):
+                os.remove(stale)
+            if is_array:
                 np.save(base + '.npy', value)
             else:
                 with open(base + '.pkl', 'wb') as f:
