@@ -1,7 +1,6 @@
 """Saving CNTK results of a converted model for comparison with the source."""
 
 import os
-import sys
 
 import numpy as np
 
