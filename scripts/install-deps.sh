@@ -17,4 +17,4 @@ if [ -n "$missing" ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
 fi
 python3 -m pip install -q --disable-pip-version-check "numpy>=1.24" "scipy>=1.9" "pytest>=7" "nanobind>=2.0" \
-  "scikit-build-core>=0.8" tensorboard 2>&1 | grep -v "Running pip as the 'root' user" || true
+  "scikit-build-core>=0.8" tensorboard pytest-timeout 2>&1 | grep -v "Running pip as the 'root' user" || true

@@ -1,7 +1,6 @@
 #include "exec/checked_mode.h"
 
 #include <cmath>
-#include <limits>
 
 #include "cntk/common.h"
 
@@ -40,13 +39,6 @@ bool nan_in_valid_frames(const NDArrayView& v, const std::vector<int64_t>& lengt
   return found;
 }
 
-bool has_padding(const NDArrayView& v, const std::vector<int64_t>& lengths) {
-  if (lengths.empty() || v.rank() < 2) return false;
-  for (auto l : lengths)
-    if (l < v.shape()[0]) return true;
-  return false;
-}
-
 std::string describe(const PlanStep& st) {
   const std::string& name = st.fn->name();
   return (name.empty() ? st.fn->uid() : name) + " " + st.op->name;
@@ -54,32 +46,18 @@ std::string describe(const PlanStep& st) {
 
 }  // namespace
 
-void after_forward(const PlanStep& st, BackPropState& s) {
+void after_forward(const PlanStep& st, const BackPropState& s) {
   for (int slot : st.out) {
-    NDArrayView& v = s.values[size_t(slot)];
+    const NDArrayView& v = s.values[size_t(slot)];
     if (!v.defined() || v.is_sparse()) continue;  // kept in a oneDNN layout, or sparse
     const auto& lengths = s.seq_lengths[size_t(slot)];
     if (nan_in_valid_frames(v, lengths))
       throw Error("checked mode: " + describe(st) + " operation unexpectedly produced NaN values");
-    if (!has_padding(v, lengths) || (v.dtype() != DataType::Float && v.dtype() != DataType::Double)) continue;
-    // The output may share storage with an input (views) or user data: invalidate a copy.
-    v = v.copy();
-    const int64_t T = v.shape()[0];
-    for (size_t b = 0; b < lengths.size() && int64_t(b) < v.shape()[1]; ++b)
-      if (lengths[b] < T)
-        v.slice(0, lengths[b], T).slice(1, int64_t(b), int64_t(b) + 1).fill(std::numeric_limits<double>::quiet_NaN());
   }
 }
 
-void after_loop(const PlanLoop& loop, const Plan& p, BackPropState& s) {
-  for (int k = loop.first; k <= loop.last; ++k) {
-    const PlanStep& st = p.steps[size_t(k)];
-    for (int slot : st.out) {
-      const NDArrayView& v = s.values[size_t(slot)];
-      if (v.defined() && nan_in_valid_frames(v, s.seq_lengths[size_t(slot)]))
-        throw Error("checked mode: " + describe(st) + " operation unexpectedly produced NaN values");
-    }
-  }
+void after_loop(const PlanLoop& loop, const Plan& p, const BackPropState& s) {
+  for (int k = loop.first; k <= loop.last; ++k) after_forward(p.steps[size_t(k)], s);
 }
 
 void check_gradient(const PlanStep& st, size_t i, const NDArrayView& g, const BackPropState& s) {

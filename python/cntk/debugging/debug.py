@@ -12,10 +12,9 @@ def save_as_legacy_model(root_op, filename):
 
 def set_checked_mode(enable):
     """Checked mode, CNTK's extra run-time verification (off by default): every forward
-    step checks that its outputs hold no NaN in their valid frames and fills the padding
-    frames of sequence outputs with NaN (a kernel that reads padding then shows NaN in a
-    valid frame of its own output); every backward step checks the gradients it passes on.
-    A violation raises a RuntimeError naming the op. See src/exec/checked_mode.h."""
+    step checks that its outputs hold no NaN in their valid frames, every backward step
+    that the gradients it passes on hold none. A violation raises a RuntimeError naming
+    the op. See src/exec/checked_mode.h."""
     _cntk.set_checked_mode(bool(enable))
 
 
