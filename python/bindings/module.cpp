@@ -248,6 +248,7 @@ NB_MODULE(_cntk, m) {
       .def("to_numpy", &to_numpy)
       .def_prop_ro("_shape", [](const NDArrayView& v) { return from_shape(v.shape()); })
       .def_prop_ro("_dtype", [](const NDArrayView& v) { return int(v.dtype()); })
+      .def("get_data_type", [](const NDArrayView& v) { return int(v.dtype()); })  // CNTK's DataType code
       .def_prop_ro("_is_sparse", &NDArrayView::is_sparse)
       .def_prop_rw("_is_read_only", &NDArrayView::is_read_only, &NDArrayView::set_read_only)
       .def("sparse_parts", [](const NDArrayView& v) {
@@ -298,6 +299,7 @@ NB_MODULE(_cntk, m) {
       .def_prop_ro("_mask", &Value::mask)
       .def_prop_ro("_shape", [](const Value& v) { return from_shape(v.shape()); })
       .def_prop_ro("_dtype", [](const Value& v) { return int(v.dtype()); })
+      .def("get_data_type", [](const Value& v) { return int(v.dtype()); })  // CNTK's DataType code
       .def_prop_ro("_is_sparse", &Value::is_sparse)
       .def_prop_ro("_is_valid", &Value::is_valid)
       .def("unpack", &Value::unpack);
@@ -309,6 +311,7 @@ NB_MODULE(_cntk, m) {
       }))
       .def_prop_ro("shape", [](const Variable& v) { return from_shape(v.shape()); })
       .def_prop_ro("_dtype", [](const Variable& v) { return int(v.dtype()); })
+      .def("get_data_type", [](const Variable& v) { return int(v.dtype()); })  // CNTK's DataType code
       .def_prop_ro("_dynamic_axes", &Variable::dynamic_axes)
       .def_prop_ro("is_sparse", &Variable::is_sparse)
       .def_prop_ro("needs_gradient", &Variable::needs_gradient)

@@ -8,7 +8,7 @@ Python: the Dictionary type, the DataType_* / StorageFormat_* constants, Progres
 """
 from ._cntk import *  # noqa: F401,F403
 from ._cntk import Value, NDArrayView, Variable, Function, Axis  # noqa: F401
-from .internal.switches import *  # noqa: F401,F403
+
 from .internal import FLOAT as _FLOAT, DOUBLE as _DOUBLE, FLOAT16 as _FLOAT16
 
 # CNTK's DataType enumeration (CNTKLibrary.h), as its native module named the values.
@@ -29,6 +29,7 @@ StorageFormat_SparseBlockCol = 2
 # CNTK's Dictionary is a Python dict here (what every OpenCNTK API takes and returns).
 from ._dictionary import Dictionary, DictionaryValue  # noqa: E402,F401
 from .logging.progress_writer import ProgressWriter  # noqa: E402,F401
+from .io._config import MinibatchSourceConfig, to_dictionary, OptionalBool  # noqa: E402,F401
 
 
 def is_native_user_function_registered(op_name):

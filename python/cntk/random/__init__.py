@@ -44,7 +44,7 @@ def _distribution(op, kind, args, seed, shape=None, dtype=None, x=None, name='')
     if code == FLOAT16:
         # Drawn in float32 and converted: the engine computes in float32/float64.
         attrs['newDataType'] = FLOAT
-        from .ops import cast
+        from ..ops import cast
         return cast(prim('RandomDistribution', [], attrs), np.float16, name=name)
     attrs['newDataType'] = code
     return prim('RandomDistribution', [], attrs, name)
