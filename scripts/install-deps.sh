@@ -16,5 +16,7 @@ if [ -n "$missing" ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
 fi
+# protobuf and Pillow: cntk.contrib's Caffe converter reads prototxt; its deeprl agents resize images.
+# pytest-timeout: CNTK's own test suite runs with a per-test time limit (tests/compat/check.py).
 python3 -m pip install -q --disable-pip-version-check "numpy>=1.24" "scipy>=1.9" "pytest>=7" "nanobind>=2.0" \
-  "scikit-build-core>=0.8" tensorboard pytest-timeout 2>&1 | grep -v "Running pip as the 'root' user" || true
+  "scikit-build-core>=0.8" tensorboard pytest-timeout protobuf Pillow 2>&1 | grep -v "Running pip as the 'root' user" || true

@@ -29,6 +29,7 @@ StorageFormat_SparseBlockCol = 2
 # CNTK's Dictionary is a Python dict here (what every OpenCNTK API takes and returns).
 from ._dictionary import Dictionary, DictionaryValue  # noqa: E402,F401
 from .logging.progress_writer import ProgressWriter  # noqa: E402,F401
+from .ops._conv import PoolingType_Max, PoolingType_Average  # noqa: E402,F401
 from .io._config import MinibatchSourceConfig, to_dictionary, OptionalBool  # noqa: E402,F401
 
 

@@ -10,7 +10,7 @@ from ..internal import sanitize_shape
 from ._prim import prim
 
 __all__ = ['convolution', 'convolution_transpose', 'pooling', 'unpooling', 'roipooling',
-           'MAX_POOLING', 'AVG_POOLING', 'MAX_UNPOOLING']
+           'MAX_POOLING', 'AVG_POOLING', 'MAX_UNPOOLING', 'PoolingType_Max', 'PoolingType_Average']
 
 MAX_POOLING = 0
 '''int: constant for max pooling (CNTK's PoolingType_Max)'''
@@ -18,6 +18,9 @@ AVG_POOLING = 1
 '''int: constant for average pooling (CNTK's PoolingType_Average)'''
 MAX_UNPOOLING = MAX_POOLING
 '''int: constant for max unpooling'''
+# CNTK's native names of the same constants (cntk.ops and cntk.cntk_py had both).
+PoolingType_Max = MAX_POOLING
+PoolingType_Average = AVG_POOLING
 
 
 def _flags(value, what):
