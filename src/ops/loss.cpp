@@ -407,6 +407,32 @@ std::vector<NDArrayView> ce_error_forward(ComputeContext& ctx) {
   return {out};
 }
 
+// CNTK builds the top-1 error as 1 - target . hardmax(output), so the target gets
+// -hardmax(output) times the incoming gradient and the output (through hardmax)
+// nothing. The top-N error is a primitive without a gradient: zero for both.
+NDArrayView ce_error_backward(ComputeContext& ctx, size_t which) {
+  densify(ctx);
+  NDShape full = full_shape(ctx, {0, 1}, ctx.static_shape(0));
+  NDArrayView grad = NDArrayView::zeros(ctx.inputs[0].dtype(), full);
+  if (which == 1 && ctx.inputs.size() == 2) {
+    NDArrayView x = expand(ctx, 0, full), go = ctx.grad_outputs[0].contiguous();
+    int64_t n = full[full.rank() - 1], rows = full.total_size() / std::max<int64_t>(n, 1);
+    dispatch(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const T *xp = x.data<T>(), *gp = go.data<T>();
+      T* d = grad.data<T>();
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* xr = xp + r * n;
+        int64_t best = 0;
+        for (int64_t j = 1; j < n; ++j)
+          if (xr[best] < xr[j]) best = j;
+        d[r * n + best] = -gp[r];
+      }
+    });
+  }
+  return ctx.reduce_to_input(which, grad);
+}
+
 // ------------------------------------------------------------ LambdaRank, NDCG
 
 // Inputs (score, gain, group), one number per sample. Samples of one group are
@@ -783,7 +809,7 @@ void reg(const char* name, InferFn infer, ForwardFn fwd, GradFn bwd, Gradient ki
 void register_loss_ops() {
   reg("CrossEntropyWithSoftmax", ce_infer, ce_forward, ce_backward);
   reg("Logistic", logistic_infer, logistic_forward, logistic_backward);
-  reg("ClassificationError", ce_error_infer, ce_error_forward, nullptr, Gradient::Zero);
+  reg("ClassificationError", ce_error_infer, ce_error_forward, ce_error_backward);
   reg("LambdaRank", rank_infer, lambda_rank_forward, lambda_rank_backward);
   reg("NDCG", rank_infer, ndcg_forward, nullptr, Gradient::Zero);
   reg("NCE", nce_infer, nce_forward, nce_backward, Gradient::Rule, true);

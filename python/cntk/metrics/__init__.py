@@ -23,7 +23,10 @@ def classification_error(output_vector, target_vector, axis=-1, topN=1, name='')
 
     Along another axis (topN=1 only): a row counts as wrong unless the output's
     maxima are exactly the target's ones, and the errors are averaged over the
-    static axes, as in CNTK.
+    static axes into one scalar per sample, as in CNTK.
+
+    With topN=1 along the last axis the target gets CNTK's gradient, -1 at the
+    output's argmax (the error is 1 - target . hardmax(output)); the output gets none.
     """
     if isinstance(topN, bool) or not isinstance(topN, numbers.Integral) or topN < 1:
         raise ValueError("classification_error: topN must be a positive integer, not %r" % (topN,))
@@ -38,7 +41,8 @@ def classification_error(output_vector, target_vector, axis=-1, topN=1, name='')
         raise ValueError("classification_error: topN > 1 is supported only along the last axis (axis=-1)")
     predicted = equal(o, reduce_max(o, axis=ax))
     wrong = reduce_sum(not_equal(t, predicted), axis=ax)
-    return reduce_mean(greater_equal(wrong, 1.0), axis=Axis.all_static_axes(), name=name)
+    # CNTK's C++ mean over all static axes drops them: one scalar per sample.
+    return reduce_mean(greater_equal(wrong, 1.0), axis=Axis.all_static_axes(), keepdims=False, name=name)
 
 
 def ndcg_at_1(output, gain, group, name=''):
