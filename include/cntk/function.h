@@ -79,6 +79,8 @@ class Function : public std::enable_shared_from_this<Function> {
   // Block specifics.
   FunctionPtr block_root() const;
   const std::vector<std::pair<Variable, Variable>>& block_arguments_mapping() const { return block_map_; }
+  // A block's inputs are its inner parameters and constants, then its mapped arguments.
+  size_t block_leaf_count() const { return inputs_.size() - block_map_.size(); }
 
   // Every primitive/block function of the graph, inputs before users.
   std::vector<FunctionPtr> topological_order();

@@ -89,6 +89,14 @@ class TensorOpsMixin(object):
         would drop it); slices take steps, negative ones too; a list of ints picks those
         positions along an axis (spliced together); Ellipsis; None adds an axis of size 1."""
         from . import ops
+        outputs = getattr(self, 'outputs', None)
+        if outputs is not None and len(outputs) > 1:
+            # A function with several outputs is indexed by output, as in CNTK.
+            try:
+                return outputs[arg]
+            except (IndexError, TypeError) as e:
+                raise KeyError("a function with %d outputs takes one output index, not %r (%s)"
+                               % (len(outputs), arg, e))
         if not isinstance(arg, tuple):
             arg = (arg,)
         shape = self.shape

@@ -509,10 +509,11 @@ FunctionPtr Function::block(FunctionPtr composite_fn, const std::vector<std::pai
   f->name_ = instance_name;
   f->uid_ = new_uid(op_name.c_str());
   f->block_map_ = mapping;
+  // CNTK's order of a block's inputs: the parameters and constants inside it (in the
+  // order the composite reads them), then the mapped arguments.
+  for (auto& in : composite_fn->inputs())
+    if (in.is_parameter() || in.is_constant()) f->inputs_.push_back(in);
   for (auto& m : mapping) f->inputs_.push_back(m.second);
-  // Parameters and constants inside the block are inputs of the block too, as in CNTK.
-  for (auto& p : composite_fn->parameters()) f->inputs_.push_back(p);
-  for (auto& c : composite_fn->constants()) f->inputs_.push_back(c);
   f->link_inputs();
   f->infer_outputs();
   return f;
@@ -729,14 +730,14 @@ FunctionPtr Function::clone(CloneMethod method, const std::unordered_map<Variabl
     if (f->is_block()) {
       // The inside of a block keeps its placeholders; parameters follow the clone method.
       std::unordered_map<VariableImpl*, Variable> inner_subs;
-      size_t k = f->block_map_.size();
-      for (size_t i = k; i < f->inputs_.size(); ++i) inner_subs[f->inputs_[i].get()] = ins[i];
+      size_t leaves = f->block_leaf_count();
+      for (size_t i = 0; i < leaves; ++i) inner_subs[f->inputs_[i].get()] = ins[i];
       std::vector<std::pair<Variable, Variable>> m;
-      for (size_t i = 0; i < k; ++i) {
+      for (size_t i = 0; i < f->block_map_.size(); ++i) {
         const Variable& old_ph = f->block_map_[i].first;
         Variable ph = Variable::placeholder(NDShape::unknown(), {Axis::dynamic("UnknownAxes")}, old_ph.name());
         inner_subs[old_ph.get()] = ph;
-        m.push_back({ph, ins[i]});
+        m.push_back({ph, ins[leaves + i]});
       }
       FunctionPtr inner = f->root_->clone(CloneMethod::Share, inner_subs);
       c = block(inner, m, f->op_name_, f->name_);
@@ -781,6 +782,16 @@ FunctionPtr Function::clone(CloneMethod method, const std::unordered_map<Variabl
         outs.push_back(map_leaf(in));
     }
     return close_loops(combine(outs, name_));
+  }
+  // A substitute for the root's output is the clone itself (CNTK does not clone past
+  // a substitution, so the substitute's own graph is kept as it is).
+  if (root->outputs_.size() == 1) {
+    auto sub = substitutions.find(root->outputs_[0].get());
+    if (sub != substitutions.end()) {
+      const Variable& s = sub->second;
+      if (s.is_output() && s.owner()) return composite(s.owner()->root_function(), name_);
+      return combine({s}, name_);
+    }
   }
   new_root = clone_fn(root);
   return close_loops(composite(new_root, name_));

@@ -379,7 +379,7 @@ struct Saver {
       values.push_back(outer.uid());
     }
     // As CNTK lists a block's inputs: its parameters and constants, then its arguments.
-    for (size_t i = b->block_arguments_mapping().size(); i < b->direct_inputs().size(); ++i)
+    for (size_t i = 0; i < b->block_leaf_count(); ++i)
       in_uids.push_back(b->direct_inputs()[i].uid());
     write_block(uid, name, b->op_name(), attrs, root->uid(), keys, values, in_uids);
   }

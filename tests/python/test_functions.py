@@ -723,3 +723,47 @@ def test_grad_over_sequences_ignores_padding():
     f = s + w
     g = f.grad({s: [np.ones((1, 2)), np.ones((3, 2))]}, wrt=[w])
     np.testing.assert_allclose(g, [4, 4])  # one per valid step, none for the padding
+
+
+def test_find_by_name_gives_the_primitive_function():
+    x = C.input_variable(2)
+    y = C.element_times(C.plus(x, 1, name='p'), 2)
+    p = y.find_by_name('p')
+    assert p.is_primitive and not p.is_composite
+    np.testing.assert_allclose(p.eval({x: [[1, 2]]}), [[2, 3]])
+
+
+def test_block_inputs_list_inner_parameters_before_arguments():
+    x = C.input_variable(1)
+    ph = C.placeholder()
+    w = C.parameter((1, 1), init=1)
+    b = C.parameter((1,), init=2)
+    block = C.as_block(C.times(ph, w) + b, [(ph, x)], 'dense')
+    assert [v.uid for v in block.inputs] == [w.uid, b.uid, x.uid]
+    w2, b2 = C.parameter((1, 1), init=3), C.parameter((1,), init=4)
+    clone = block.clone('share', {w: w2, b: b2})
+    assert [v.uid for v in clone.inputs[:2]] == [w2.uid, b2.uid]
+    np.testing.assert_allclose(clone.eval({clone.arguments[0]: [[2]]}), [[10]])
+
+
+def test_clone_substituting_the_root_output_gives_the_substitute():
+    x = C.input_variable(1)
+    f = C.plus(x, 1)
+    g = f + 2
+    clone = f.clone('share', {f: g})
+    assert clone.root_function.uid == g.root_function.uid
+    np.testing.assert_allclose(clone.eval({x: [[1]]}), [[4]])
+
+
+def test_indexing_a_function_with_several_outputs_picks_an_output():
+    x = C.input_variable(1)
+    f = C.combine([x * 2, x + 1])
+    assert f[0] == f.outputs[0] and f[1] == f.outputs[1]
+    with pytest.raises(KeyError):
+        f[0, 1]
+
+
+def test_batch_data_may_come_as_sequences_of_length_one():
+    x = C.input_variable(2)
+    data = np.arange(6, dtype=np.float32).reshape(3, 1, 2)
+    np.testing.assert_allclose((x * 1).eval({x: data}), data[:, 0])

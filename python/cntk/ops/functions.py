@@ -290,8 +290,8 @@ def _find_all_with_name(self, name, depth=0):
     """All functions and variables of the graph named `name` (depth: how many block levels to enter, -1 all)."""
     if not isinstance(name, str):
         raise ValueError("the name must be a string, not %s" % type(name).__name__)
-    return [_composite(n) if isinstance(n, _cntk.Function) and n._kind == _PRIMITIVE else n
-            for n in _depth_first_search(self, lambda n: n.name == name, depth)]
+    # The graph's nodes themselves, primitive functions included, as in CNTK.
+    return _depth_first_search(self, lambda n: n.name == name, depth)
 
 
 def _find_by_name(self, name, depth=0):
