@@ -134,8 +134,12 @@ MinibatchSource::MinibatchSource(MinibatchSourceConfig config) : config_(std::mo
   if (config_.deserializers.empty()) throw ValueError("MinibatchSource: give at least one deserializer");
   if (config_.frame_mode && config_.truncation_length > 0)
     throw ValueError("MinibatchSource: frame_mode cannot be combined with truncation_length (BPTT)");
-  if (config_.max_samples != kInfinitelyRepeat && config_.max_sweeps != kInfinitelyRepeat)
+  if (config_.max_samples == kFullDataSweep) {  // CNTK's FULL_DATA_SWEEP: exactly one pass over the data
+    config_.max_samples = kInfinitelyRepeat;
+    config_.max_sweeps = std::min<uint64_t>(config_.max_sweeps, 1);
+  } else if (config_.max_samples != kInfinitelyRepeat && config_.max_sweeps != kInfinitelyRepeat) {
     throw ValueError("MinibatchSource: max_samples and max_sweeps are mutually exclusive; give only one");
+  }
   if (config_.randomize && config_.randomization_window_in_chunks == 0 && config_.randomization_window_in_samples == 0)
     config_.randomize = false;
   for (size_t d = 0; d < config_.deserializers.size(); ++d) {
@@ -243,9 +247,12 @@ const std::vector<MinibatchSource::Unit>& MinibatchSource::order_for(uint64_t sw
 }
 
 const MinibatchSource::LoadedChunk& MinibatchSource::chunk(uint32_t id) {
+  // A chunk is loaded once per sweep: deserializers may give other data in another sweep (random
+  // image transforms), and a minibatch that crosses sweeps may hold a chunk of each.
   auto it = cache_.find(id);
-  if (it != cache_.end()) return *it->second;
+  if (it != cache_.end() && it->second->sweep == order_sweep_) return *it->second;
   auto lc = std::make_shared<LoadedChunk>();
+  lc->sweep = order_sweep_;
   for (auto& d : config_.deserializers) d->set_sweep(order_sweep_);
   lc->sequences = config_.deserializers[0]->load_chunk(id);
   auto& seqs = lc->sequences;
@@ -297,7 +304,7 @@ const MinibatchSource::LoadedChunk& MinibatchSource::chunk(uint32_t id) {
       throw IOError("MinibatchSource: chunk " + std::to_string(id) + " has " + std::to_string(lc->sample_start.back()) +
                     " samples, its index said " + std::to_string(chunks_[id].num_samples));
   }
-  return *cache_.emplace(id, std::move(lc)).first->second;
+  return *(cache_[id] = std::move(lc));
 }
 
 void MinibatchSource::evict(const Cursor& c) {
@@ -340,7 +347,9 @@ Minibatch assemble(const std::vector<StreamInfo>& streams, const std::vector<Pie
 Minibatch MinibatchSource::produce(Cursor& c, const Request& r) {
   if (config_.truncation_length > 0) return produce_truncated(c, r);
   if (exhausted(c)) return {};
-  std::vector<Unit> taken;
+  // As CNTK's reader, a minibatch runs on across sweep boundaries (the data is read as one endless
+  // stream cut by max_samples / max_sweeps); `sweep_end` says that it holds the last unit of a sweep.
+  std::vector<std::pair<Unit, std::shared_ptr<LoadedChunk>>> taken;  // the chunks stay alive while packing
   size_t mb = 0;
   bool sweep_end = false;
   while (c.sweep < config_.max_sweeps && c.total_samples + mb < config_.max_samples) {
@@ -348,25 +357,20 @@ Minibatch MinibatchSource::produce(Cursor& c, const Request& r) {
     const Unit u = order[c.position];
     const size_t len = unit_length(u);
     if (!taken.empty() && (mb + len > r.size || c.total_samples + mb + len > config_.max_samples)) break;
-    taken.push_back(u);
+    chunk(u.chunk);
+    taken.emplace_back(u, cache_.at(u.chunk));
     mb += len;
     if (++c.position == order.size()) {
       sweep_end = true;
       ++c.sweep;
       c.position = 0;
-      break;  // a minibatch does not cross a sweep boundary
     }
   }
   c.total_samples += mb;
-  if (c.total_samples >= config_.max_samples) sweep_end = true;
-  // Keep the chunks of the taken units alive while packing.
-  std::vector<std::shared_ptr<LoadedChunk>> hold;
   std::vector<Piece> pieces;
   pieces.reserve(taken.size());
-  for (const Unit& u : taken) {
-    chunk(u.chunk);
-    hold.push_back(cache_.at(u.chunk));
-    const LoadedChunk& lc = *hold.back();
+  for (const auto& [u, held] : taken) {
+    const LoadedChunk& lc = *held;
     if (config_.frame_mode) {
       auto it = std::upper_bound(lc.sample_start.begin(), lc.sample_start.end(), size_t(u.index));
       size_t s = size_t(it - lc.sample_start.begin()) - 1;
@@ -419,7 +423,6 @@ Minibatch MinibatchSource::produce_truncated(Cursor& c, const Request& r) {
   for (auto& p : pieces)
     if (!p.seq) p = {pieces.back().seq, ~size_t(0), ~size_t(0), false};  // zero samples of any sequence
   c.total_samples += samples;
-  if (c.total_samples >= config_.max_samples) sweep_end = true;
   evict(c);
   return assemble(streams_, pieces, r.partitions, r.index, sweep_end);
 }

@@ -93,6 +93,7 @@ class MinibatchSource {
   struct LoadedChunk {
     std::vector<Sequence> sequences;   // all deserializers' streams, joined
     std::vector<size_t> sample_start;  // frame mode: first sample of each sequence (+ total)
+    uint64_t sweep = 0;                // the sweep it was loaded for
   };
 
   Minibatch produce(Cursor& c, const Request& r);

@@ -345,6 +345,56 @@ def test_max_samples_and_max_sweeps(tmp_path):
     assert FULL_DATA_SWEEP == 2 ** 64 - 3 and INFINITELY_REPEAT == 2 ** 64 - 1
 
 
+def test_minibatches_cross_sweeps_full_data_sweep_and_max_samples_flags(tmp_path):
+    # As CNTK's reader: a minibatch runs on into the next sweep (end_of_sweep marks one that holds a
+    # sweep's end), FULL_DATA_SWEEP reads exactly one sweep, and reaching max_samples is no sweep end.
+    path = _write(tmp_path, 'four.ctf', "|x 1\n|x 2\n|x 3\n|x 4\n")
+    streams = StreamDefs(x=StreamDef('x', 1))
+    src = MinibatchSource(CTFDeserializer(path, streams), randomize=False, max_sweeps=3)
+    got = [(mb[src.streams.x].num_samples, mb[src.streams.x].end_of_sweep)
+           for mb in iter(lambda: src.next_minibatch(5), {})]
+    assert got == [(5, True), (5, True), (2, True)]
+    src = MinibatchSource(CTFDeserializer(path, streams), randomize=False, max_samples=11)
+    got = [(mb[src.streams.x].num_samples, mb[src.streams.x].end_of_sweep)
+           for mb in iter(lambda: src.next_minibatch(5), {})]
+    assert got == [(5, True), (5, True), (1, False)]
+    src = MinibatchSource(CTFDeserializer(path, streams), randomize=False)
+    np.testing.assert_array_equal(src.next_minibatch(6)[src.streams.x].asarray().ravel(), [1, 2, 3, 4, 1, 2])
+    for kw in (dict(max_samples=FULL_DATA_SWEEP), dict(max_samples=FULL_DATA_SWEEP, max_sweeps=INFINITELY_REPEAT)):
+        src = MinibatchSource(CTFDeserializer(path, streams), **kw)
+        mb = src.next_minibatch(100)
+        assert mb[src.streams.x].num_samples == 4 and mb[src.streams.x].end_of_sweep
+        assert src.next_minibatch(100) == {}
+
+
+def test_minibatch_source_config_to_dictionary(tmp_path):
+    from cntk.cntk_py import MinibatchSourceConfig, to_dictionary
+    from cntk.logging import TraceLevel
+    path = _write(tmp_path, 'one.ctf', "|x 1\n")
+    ctf = CTFDeserializer(path, StreamDefs(x=StreamDef('x', 3, is_sparse=True)))
+    d = to_dictionary(MinibatchSourceConfig([ctf], False))
+    assert d == dict(randomize=False, frameMode=False, traceLevel=TraceLevel.Warning,
+                     multiThreadedDeserialization=False,
+                     deserializers=[dict(type='CNTKTextFormatDeserializer', module='CNTKTextFormatReader', file=path,
+                                         input=dict(x=dict(dim=3, format='sparse', definesMBSize=False, alias='x')))])
+    config = MinibatchSourceConfig().add_deserializer(ctf)
+    config.randomization_window_in_samples = 50
+    with pytest.raises(ValueError, match="mutually exclusive"):
+        to_dictionary(config)
+    config.randomization_window_in_chunks = 0
+    config.truncation_length = 7
+    config.is_multithreaded.set(True)
+    d = to_dictionary(config)
+    assert (d['randomizationWindow'], d['sampleBasedRandomizationWindow'], d['truncationLength']) == (50, True, 7)
+    assert d['multiThreadedDeserialization'] is True
+    config.is_frame_mode_enabled = True
+    with pytest.raises(ValueError, match="frame mode"):
+        to_dictionary(config)
+    config.is_frame_mode_enabled = False
+    src = config.create_minibatch_source()
+    assert src.next_minibatch(1)[src.streams.x].num_samples == 1
+
+
 def test_frame_mode_and_truncation(tmp_path):
     path = _numbered(tmp_path, n=12)
     src = _source(path, frame_mode=True, max_sweeps=1)

@@ -290,7 +290,7 @@ def test_frame_mode_randomization_covers_every_frame_once_per_sweep(tmp_path):
         l = HTKMLFDeserializer(mapping, StreamDefs(labels=StreamDef(shape=5, mlf=mlf)), frames_per_chunk=8)
         src = MinibatchSource([f, l], frame_mode=True, randomization_window_in_chunks=2, randomization_seed=seed,
                               max_sweeps=sweeps)
-        orders, current = [], []
+        frames, ends = [], 0
         while True:
             mb = src.next_minibatch(6)
             if not mb:
@@ -305,12 +305,11 @@ def test_frame_mode_randomization_covers_every_frame_once_per_sweep(tmp_path):
                 t //= 10
                 assert lab.argmax() == labels['utt%d' % u][t] and lab.sum() == 1
                 np.testing.assert_array_equal(row, splice(utts['utt%d' % u], 1, 1)[t])
-                current.append(fid)
-            if fd.end_of_sweep:
-                orders.append(current)
-                current = []
-        assert not current
-        return orders
+                frames.append(fid)
+            ends += fd.end_of_sweep
+        # minibatches run on across a sweep boundary, as CNTK's: the sweeps are the frames cut by count
+        assert ends == sweeps and len(frames) == sweeps * len(all_frames)
+        return [frames[i:i + len(all_frames)] for i in range(0, len(frames), len(all_frames))]
 
     orders = sweep_orders(5)
     assert len(orders) == 2

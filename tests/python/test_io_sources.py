@@ -175,10 +175,14 @@ def read_images(src, n_minibatches, size=3):
 
 
 def split_sweeps(mbs):
-    """The sequences of the first two sweeps (a minibatch ends where its sweep does)."""
+    """The sequences of two sweeps. Minibatches run on across a sweep boundary (as CNTK's reader);
+    end_of_sweep marks each minibatch that holds a sweep's last sequence."""
     ends = [i for i, (_, end) in enumerate(mbs) if end]
     assert len(ends) == 2 and ends[1] == len(mbs) - 1
-    return [s for m, _ in mbs[:ends[0] + 1] for s in m], [s for m, _ in mbs[ends[0] + 1:] for s in m]
+    seqs = [s for m, _ in mbs for s in m]
+    n = len(seqs) // 2
+    assert len(seqs) == 2 * n and sum(len(m) for m, _ in mbs[:ends[0]]) < n <= sum(len(m) for m, _ in mbs[:ends[0] + 1])
+    return seqs[:n], seqs[n:]
 
 
 def test_image_source_streams_and_one_hot_labels(tmp_path):

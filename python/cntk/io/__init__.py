@@ -397,6 +397,12 @@ class _CTFDeserializer(_Deserializer):
             self._impl = _cntk.ctf_deserializer(self.filename, self._streams, self._chunk_size, self._max_errors)
         return self._impl
 
+    def _cntk_configs(self):
+        inputs = {name: dict(dim=int(np.prod(shape)), format='sparse' if sparse else 'dense', definesMBSize=mb,
+                             alias=alias)
+                  for name, alias, shape, sparse, _, mb in self._streams}
+        return [dict(type='CNTKTextFormatDeserializer', file=self.filename, input=inputs)]
+
     def __repr__(self):
         return "CTFDeserializer(%r, streams=%s)" % (self.filename, [s[0] for s in self._streams])
 

@@ -63,6 +63,10 @@ class CBFDeserializer(object):
             self._deserializer = d
         return self._deserializer
 
+    def _cntk_configs(self):
+        inputs = {name: dict(alias=field) for name, field in self._selection if field != name}
+        return [dict(type='CNTKBinaryFormatDeserializer', file=self.filename, input=inputs)]
+
 
 def _ratio_pair(value, name):
     """0.5, '0.5', '0.5:0.75' or (0.5, 0.75) -> (min, max)."""
@@ -177,6 +181,15 @@ class ImageDeserializer(object):
                                                           int(self._num_classes), self._transforms, key[0], key[1],
                                                           self._base64)
         return self._natives[key]
+
+    def _cntk_configs(self):
+        from ._config import image_transform_config
+        # CNTK's image reader ends every transform list with a transpose (HWC -> CHW), which the
+        # configuration shows; this deserializer gives CHW directly.
+        transforms = [image_transform_config(t) for t in self._transforms] + [dict(type='Transpose')]
+        inputs = {self._image: dict(transforms=transforms), self._label: dict(labelDim=int(self._num_classes))}
+        kind = 'Base64ImageDeserializer' if self._base64 else 'ImageDeserializer'
+        return [dict(type=kind, file=self.filename, input=inputs)]
 
 
 class Base64ImageDeserializer(ImageDeserializer):

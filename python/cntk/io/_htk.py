@@ -90,6 +90,14 @@ class _HTKFeatureDeserializer(object):
     def stream_names(self):
         return [c[0] for c in self._configs]
 
+    def _cntk_configs(self):
+        # One deserializer per feature stream, as CNTK's configuration flattens them.
+        return [dict(type='HTKFeatureDeserializer',
+                     input={name: dict(scpFile=scp[0] if len(scp) == 1 else list(scp), dim=dim,
+                                       contextWindow=[left, right], expandToUtterance=broadcast,
+                                       maxSequenceLength=max_len, definesMBSize=mb)})
+                for name, scp, dim, left, right, broadcast, mb, max_len, _ in self._configs]
+
     def warnings(self):
         """What indexing skipped: duplicate utterance names, empty or over-long utterances."""
         from .. import _cntk
@@ -148,6 +156,15 @@ class _HTKMLFDeserializer(object):
 
     def stream_names(self):
         return [self._config[0]]
+
+    def _cntk_configs(self):
+        name, mapping, dim, mlfs, boundaries = self._config[:5]
+        labels = dict(labelMappingFile=mapping, dim=dim, phoneBoundaries='true' if boundaries else 'false')
+        if len(mlfs) == 1:
+            labels['mlfFile'] = mlfs[0]
+        else:
+            labels['mlfFileList'] = list(mlfs)
+        return [dict(type='HTKMLFDeserializer', input={name: labels})]
 
     def warnings(self):
         """What parsing skipped: entries without labels."""

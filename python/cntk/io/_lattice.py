@@ -22,6 +22,9 @@ class _LatticeDeserializer(object):
     def stream_names(self):
         return [self.stream_name]
 
+    def _cntk_configs(self):
+        return [dict(type='LatticeDeserializer', input={self.stream_name: dict(latticeIndexFile=self.lattice_index_file)})]
+
     def __repr__(self):
         return "LatticeDeserializer(%r, streams=[%r])" % (self.lattice_index_file, self.stream_name)
 
