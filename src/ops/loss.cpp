@@ -5,13 +5,14 @@
 //   ClassificationError      top-N error along the last axis
 //   LambdaRank, NDCG         ranking criteria over groups of consecutive samples of the minibatch
 //   NCE                      noise contrastive estimation with negatives shared across the minibatch
-// Every criterion gives one value per sample (shape (1,) or the reduced shape);
-// CNTK's minibatch-wide criteria (LambdaRank, NDCG) give each sample an equal
-// share of the minibatch value, so that their sum over the minibatch is CNTK's value.
+// Every criterion gives one value per sample (shape (1,) or the reduced shape),
+// except CNTK's minibatch-wide criteria (LambdaRank, NDCG): one scalar for the
+// whole minibatch, without dynamic axes, as CNTK's.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <numeric>
 #include <random>
 
 #include "ops/op.h"
@@ -447,9 +448,9 @@ std::vector<OutputInfo> rank_infer(InferContext& ctx) {
     if (!one) ctx.fail(std::string("the ") + names[i] + " must hold one number per sample (shape (1,))");
     if (has_sequence_axis(ctx.input(i))) ctx.fail("inputs with a sequence axis are not supported");
   }
-  auto axes = ctx.unified_dynamic_axes();
-  if (axes.empty()) ctx.fail("needs inputs with a batch axis (groups are formed over the minibatch)");
-  return {{NDShape{1}, ctx.common_dtype(), axes}};
+  if (ctx.unified_dynamic_axes().empty()) ctx.fail("needs inputs with a batch axis (groups are formed over the minibatch)");
+  // As in CNTK, one value for the whole minibatch: a scalar without dynamic axes.
+  return {{NDShape{}, ctx.common_dtype(), {}}};
 }
 
 struct Url {
@@ -497,21 +498,23 @@ std::vector<double> column(const NDArrayView& v) {
 }
 
 struct RankData {
-  NDShape full;
-  std::vector<double> score, gain, group;
+  std::vector<double> score, gain, group;  // one number per sample of the minibatch
 };
 
+// The inputs have a batch axis (or none: broadcast over the minibatch) and one
+// number per sample; the output has no dynamic axes, so the batch size comes
+// from the inputs.
 RankData rank_data(ComputeContext& ctx) {
   densify(ctx);
-  NDShape full = full_shape(ctx, {0, 1, 2}, NDShape{1});
-  auto dyn = [&](const NDShape& s) {
-    return NDShape(std::vector<int64_t>(s.dims().begin(), s.dims().begin() + ctx.out_dyn));
+  int64_t batch = 1;
+  for (size_t i = 0; i < 3; ++i)
+    if (ctx.in_dyn[i] == 1) batch = std::max(batch, ctx.inputs[i].shape()[0]);
+  auto flat = [&](size_t i) {
+    std::vector<double> c = column(ctx.inputs[i]);
+    if (c.size() == 1 && batch != 1) c.assign(size_t(batch), c[0]);
+    return c;
   };
-  auto flat = [&](size_t i) {  // one number per sample
-    NDArrayView v = ctx.aligned(i, ctx.inputs[i].rank() - ctx.in_dyn[i]);
-    return column(v.reshape(dyn(v.shape())).broadcast_to(dyn(full)));
-  };
-  return {full, flat(0), flat(1), flat(2)};
+  return {flat(0), flat(1), flat(2)};
 }
 
 std::vector<NDArrayView> lambda_rank_forward(ComputeContext& ctx) {
@@ -520,8 +523,9 @@ std::vector<NDArrayView> lambda_rank_forward(ComputeContext& ctx) {
   double sum = 0;
   for (auto& q : qs)
     if (q.ideal != 0) sum += q.metric / q.ideal;
-  double per_sample = qs.empty() ? 0 : (1.0 - sum / double(qs.size())) * 100.0;
-  return {NDArrayView::full(ctx.inputs[0].dtype(), d.full, per_sample)};
+  // CNTK's value: 100 * (1 - mean NDCG over the groups), times the number of samples.
+  double value = qs.empty() ? 0 : (1.0 - sum / double(qs.size())) * 100.0 * double(d.score.size());
+  return {NDArrayView::full(ctx.inputs[0].dtype(), NDShape{}, value)};
 }
 
 // The LambdaRank gradient (sigma = 1) for pairs (i, j), i before j in a group
@@ -551,16 +555,12 @@ NDArrayView lambda_rank_backward(ComputeContext& ctx, size_t which) {
       }
     }
   }
-  // The minibatch value was shared equally among the samples: the mean of their
-  // output gradients scales the lambdas (1 when the criterion is summed, as in training).
-  std::vector<double> g = column(ctx.grad_outputs[0]);
-  double gs = 0;
-  for (double v : g) gs += v;
-  gs /= double(std::max<size_t>(g.size(), 1));
-  NDArrayView out(DataType::Double, d.full);
+  double go = column(ctx.grad_outputs[0])[0];
+  if (ctx.in_dyn[0] == 0) lam.assign(1, std::accumulate(lam.begin(), lam.end(), 0.0));  // one score for all samples
+  NDArrayView out(DataType::Double, NDShape{int64_t(lam.size())});
   double* p = out.data<double>();
-  for (size_t i = 0; i < lam.size(); ++i) p[i] = lam[i] * gs;
-  return ctx.reduce_to_input(0, out.cast(ctx.inputs[0].dtype()));
+  for (size_t i = 0; i < lam.size(); ++i) p[i] = lam[i] * go;
+  return out.cast(ctx.inputs[0].dtype()).reshape(ctx.inputs[0].shape());
 }
 
 std::vector<NDArrayView> ndcg_forward(ComputeContext& ctx) {
@@ -573,8 +573,9 @@ std::vector<NDArrayView> ndcg_forward(ComputeContext& ctx) {
     for (auto& u : q.urls)
       if (u.rank == 0) sum += (u.gain / std::log(2.0)) / ideal;
   }
-  double per_sample = qs.empty() ? 0 : sum / double(qs.size()) * 100.0;
-  return {NDArrayView::full(ctx.inputs[0].dtype(), d.full, per_sample)};
+  // CNTK's value: 100 * the mean NDCG@1 over the groups, times the number of samples.
+  double value = qs.empty() ? 0 : sum / double(qs.size()) * 100.0 * double(d.score.size());
+  return {NDArrayView::full(ctx.inputs[0].dtype(), NDShape{}, value)};
 }
 
 // ------------------------------------------------------------ NCE

@@ -53,9 +53,10 @@ def cross_entropy_with_softmax(output_vector, target_vector, axis=-1, name=''):
 
 
 def squared_error(output, target, name=''):
-    """Sum of the squared differences over all static axes (kept with size 1), per sample."""
+    """Sum of the squared differences over all static axes: one scalar per sample
+    (CNTK's C++ sum over all static axes drops them)."""
     o, t = sanitize_inputs(output, target)
-    return reduce_sum(square(minus(o, t)), axis=Axis.all_static_axes(), name=name)
+    return reduce_sum(square(minus(o, t)), axis=Axis.all_static_axes(), keepdims=False, name=name)
 
 
 def binary_cross_entropy(output, target, name=''):
@@ -177,12 +178,12 @@ def lattice_sequence_with_softmax(label, prediction, loglikelihood, lattice, sym
 
 
 def lambda_rank(output, gain, group, name=''):
-    """LambdaRank: 100 * (1 - mean NDCG over the groups of the minibatch) for each sample.
+    """LambdaRank: 100 * (1 - mean NDCG over the groups of the minibatch), times the
+    number of samples, as one scalar for the whole minibatch (no dynamic axes), as CNTK's.
 
     Samples of a group are consecutive (a change of `group` starts a new group) and
-    sorted by decreasing `gain`. The sum over the minibatch is CNTK's value
-    (which multiplies by the number of samples). The gradient with respect to
-    `output` is the LambdaRank gradient, not the derivative of the value.
+    sorted by decreasing `gain`. The gradient with respect to `output` is the
+    LambdaRank gradient, not the derivative of the value.
     """
     o, g, q = sanitize_inputs(output, gain, group)
     return prim('LambdaRank', [o, g, q], {}, name)

@@ -46,11 +46,12 @@ def classification_error(output_vector, target_vector, axis=-1, topN=1, name='')
 
 
 def ndcg_at_1(output, gain, group, name=''):
-    """100 * the mean NDCG@1 over the groups of the minibatch, for each sample.
+    """100 * the mean NDCG@1 over the groups of the minibatch, times the number of
+    samples, as one scalar for the whole minibatch (no dynamic axes), as CNTK's.
 
     Samples of a group are consecutive and sorted by decreasing `gain`; NDCG@1 of
-    a group is the gain of its best-scored sample over its largest gain. The sum
-    over the minibatch is CNTK's value. Evaluation only (no gradient).
+    a group is the gain of its best-scored sample over its largest gain.
+    Evaluation only (no gradient).
     """
     o, g, q = sanitize_inputs(output, gain, group)
     return prim('NDCG', [o, g, q], {}, name)
