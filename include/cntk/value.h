@@ -43,6 +43,8 @@ class Value {
   // Packs sequences [len_i, *shape] (all with the same trailing shape) into
   // [batch, max_len, *shape] with a mask.
   static Value from_sequences(const std::vector<NDArrayView>& sequences, bool sequential = true);
+  // The class index that stands for an all-zero sample in one_hot (CNTK's Value.ONE_HOT_SKIP).
+  static constexpr int64_t one_hot_skip = -1;
   // One-hot sequences (or a batch when `sequential` is false) from class indices.
   static Value one_hot(const std::vector<std::vector<int64_t>>& indices, int64_t num_classes, DataType dtype,
                        bool sequential);

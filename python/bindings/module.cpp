@@ -295,6 +295,7 @@ NB_MODULE(_cntk, m) {
       .def_static("one_hot", [](const std::vector<std::vector<int64_t>>& idx, int64_t n, int dt, bool seq) {
         return Value::one_hot(idx, n, DataType(dt), seq);
       })
+      .def_ro_static("one_hot_skip", &Value::one_hot_skip)
       .def_prop_ro("_data", &Value::data)
       .def_prop_ro("_mask", &Value::mask)
       .def_prop_ro("_shape", [](const Value& v) { return from_shape(v.shape()); })

@@ -11,8 +11,8 @@ def _static_axis_index(self, checked=True):
 
 
 def _repr(self):
-    if self.is_static_axis:
-        return "Axis(%d)" % self.static_index
+    if self.is_static_axis:  # CNTK's name of a static axis
+        return "Axis('staticAxisIdx=%d')" % self.static_index
     return "Axis('%s')" % self.name
 
 
@@ -21,7 +21,8 @@ def _unknown_dynamic_axes():
 
 
 def _default_input_variable_dynamic_axes():
-    return (Axis.default_batch_axis(),)
+    # the axes of a sequence input (C.input_variable itself defaults to the batch axis only)
+    return (Axis.default_batch_axis(), Axis.default_dynamic_axis())
 
 
 Axis.static_axis_index = _static_axis_index

@@ -1,6 +1,7 @@
 """NDArrayView and Value: data as the engine holds it, and conversions from and
 to NumPy, lists of sequences and SciPy sparse matrices."""
 import numbers
+import warnings
 
 import numpy as np
 
@@ -282,6 +283,9 @@ class Value(metaclass=_ValueMeta):
             value._data._is_read_only = True
         return value
 
+    # The index that gives an all-zero sample in one_hot.
+    ONE_HOT_SKIP = _NativeValue.one_hot_skip
+
     @staticmethod
     def one_hot(batch, num_classes, dtype=None, device=None):
         """One-hot sparse sequences from lists of class indices.
@@ -326,11 +330,12 @@ class Value(metaclass=_ValueMeta):
                 raise ValueError("Value.one_hot: a sequence of %d indices does not fill samples of shape %s"
                                  % (len(s), sample_shape))
             for i in s:
-                if not 0 <= i < n:
+                if not (0 <= i < n or i == Value.ONE_HOT_SKIP):
                     raise ValueError("Value.one_hot: index %d out of range for %d classes" % (i, n))
-            values = np.ones(len(s), dtype=np_dtype(code))
-            views.append(NDArrayView.sparse(code, (len(s) // per_sample,) + sample_shape, list(range(len(s) + 1)),
-                                            s, values))
+            hot = [i for i in s if i != Value.ONE_HOT_SKIP]
+            starts = np.cumsum([0] + [int(i != Value.ONE_HOT_SKIP) for i in s]).tolist()
+            values = np.ones(len(hot), dtype=np_dtype(code))
+            views.append(NDArrayView.sparse(code, (len(s) // per_sample,) + sample_shape, starts, hot, values))
         return _NativeValue.from_sequences(views, True)
 
 
@@ -480,6 +485,10 @@ def _to_value(var, data):
                 elif isinstance(s, NDArrayView):
                     views.append(s)
                 else:
+                    if isinstance(s, np.ndarray) and not s.flags.c_contiguous:
+                        # as CNTK: the copy into C order costs, so say so
+                        warnings.warn('data is not C contiguous; rearrange your data/computation to avoid '
+                                      'costly data conversions', RuntimeWarning)
                     a = _dense_array(var, s)
                     if _static_matches(shape, a.shape):  # a sequence of one step without its length axis
                         a = a[np.newaxis]

@@ -110,6 +110,10 @@ Value Value::one_hot(const std::vector<std::vector<int64_t>>& indices, int64_t n
   for (auto& seq : indices) {
     std::vector<int64_t> starts{0}, idx;
     for (auto i : seq) {
+      if (i == one_hot_skip) {  // a zero sample: the row has no entry
+        starts.push_back((int64_t)idx.size());
+        continue;
+      }
       if (i < 0 || i >= num_classes)
         throw ValueError("Value.one_hot: index " + std::to_string(i) + " out of range for " +
                          std::to_string(num_classes) + " classes");
@@ -125,7 +129,7 @@ Value Value::one_hot(const std::vector<std::vector<int64_t>>& indices, int64_t n
   std::vector<int64_t> starts{0}, idx;
   for (auto& seq : indices) {
     if (seq.size() != 1) throw ValueError("Value.one_hot: a non-sequence batch needs one index per sample");
-    idx.push_back(seq[0]);
+    if (seq[0] != one_hot_skip) idx.push_back(seq[0]);
     starts.push_back((int64_t)idx.size());
   }
   std::vector<char> vals(idx.size() * es);

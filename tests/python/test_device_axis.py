@@ -84,7 +84,7 @@ def test_static_axis():
     assert a.is_ordered
     assert a == Axis(1)
     assert a != Axis(0)
-    assert repr(a) == 'Axis(1)'
+    assert repr(a) == "Axis('staticAxisIdx=1')"
 
 
 def test_default_batch_and_sequence_axes():
@@ -138,7 +138,7 @@ def test_new_unique_dynamic_axis():
 
 
 def test_axis_helpers():
-    assert Axis.default_input_variable_dynamic_axes() == (Axis.default_batch_axis(),)
+    assert Axis.default_input_variable_dynamic_axes() == (Axis.default_batch_axis(), Axis.default_dynamic_axis())
     unknown = Axis.unknown_dynamic_axes()
     assert len(unknown) == 1 and unknown[0].is_dynamic_axis
     lead = Axis.new_leading_axis()

@@ -95,7 +95,7 @@ def sanitize_input(arg, fallback_dtype=np.float32, reshape=None):
         arg = np.asarray(arg, dtype=fallback_dtype)
     if reshape:
         arg = np.reshape(arg, reshape)
-    return Constant(value=arg)
+    return Constant(value=arg, dtype=None)  # None: the array's (fallback) type
 
 
 def sanitize_batch(var, batch, seq_starts=None, device=None):
@@ -187,11 +187,17 @@ def sanitize_variable_value_dict(var_value_dict):
 
 
 def sanitize_permutation(perm):
-    """A permutation of static axes in NumPy order; ValueError unless it is one."""
-    perm = tuple(perm)
-    if sorted(perm) != list(range(len(perm))) and sorted(p % len(perm) for p in perm) != list(range(len(perm))):
-        raise ValueError('invalid permutation %s' % (perm,))
-    return perm
+    """CNTK's conversion of a permutation of the axes in NumPy order into the one that
+    permutes the reversed axes alike (CNTK's engine stored axes in reverse order).
+    OpenCNTK's engine keeps NumPy order, so its transpose does not use this.
+    Negative entries count from the end; ValueError unless `perm` is a permutation."""
+    n = len(perm)
+    if not all(-n <= i < n for i in perm):
+        raise ValueError('invalid permutation element: elements must be from {-len(perm), ..., len(perm)-1}')
+    positive = [p if p >= 0 else n + p for p in perm]
+    if len(set(positive)) != n:
+        raise ValueError('duplicate item in permutation')
+    return [n - 1 - positive[n - 1 - i] for i in range(n)]
 
 
 def sanitize_random_args(shape, dtype):

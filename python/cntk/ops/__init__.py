@@ -20,13 +20,13 @@ FreeDimension = _cntk.FreeDimension
 # ----------------------------------------------------------- variables
 
 def input_variable(shape, dtype=np.float32, needs_gradient=False, is_sparse=False,
-                   dynamic_axes=Axis.default_input_variable_dynamic_axes(), name=''):
+                   dynamic_axes=[Axis.default_batch_axis()], name=''):
     """An input variable with a batch axis (by default): data is fed for it at each call."""
     return _make_input(shape, dtype, needs_gradient, is_sparse, list(dynamic_axes), name)
 
 
 def input(shape, dtype=np.float32, needs_gradient=False, is_sparse=False,
-          dynamic_axes=Axis.default_input_variable_dynamic_axes(), name=''):
+          dynamic_axes=[Axis.default_batch_axis()], name=''):
     """Deprecated name of input_variable."""
     return input_variable(shape, dtype, needs_gradient, is_sparse, dynamic_axes, name)
 

@@ -1,0 +1,80 @@
+"""Package internals CNTK scripts rely on: Axis printing, sanitize helpers, one-hot skip,
+the interactive graph debugger."""
+import io
+import warnings
+
+import numpy as np
+import pytest
+
+import cntk as C
+from cntk.internal import sanitize_input, sanitize_permutation
+
+
+def test_axis_printing_and_default_input_axes():
+    assert str(C.Axis(2)) == "Axis('staticAxisIdx=2')"
+    assert str(C.Axis(-1)) == "Axis('staticAxisIdx=-1')"
+    assert C.Axis.default_input_variable_dynamic_axes() == (C.Axis.default_batch_axis(),
+                                                           C.Axis.default_dynamic_axis())
+    assert C.input_variable(2).dynamic_axes == (C.Axis.default_batch_axis(),)
+
+
+def test_sanitize_input_uses_fallback_dtype():
+    c = sanitize_input([[1, 2]], np.float64)
+    assert c.dtype == np.float64 and c.shape == (1, 2)
+    assert sanitize_input(np.float32([1]), np.float32).dtype == np.float32
+
+
+def test_sanitize_permutation_converts_to_reversed_axes():
+    x = [10, 11, 12, 13]
+    for p in ([3, 0, 2, 1], [1, 0, 2, 3], [0, 1, 2, 3]):
+        q = sanitize_permutation(p)
+        assert list(reversed([x[i] for i in p])) == [list(reversed(x))[i] for i in q]
+    assert sanitize_permutation([-1, 0]) == [1, 0]
+    with pytest.raises(ValueError):
+        sanitize_permutation([0, 0])
+
+
+def test_one_hot_skip_gives_zero_sample():
+    v = C.Value.one_hot([[0, C.Value.ONE_HOT_SKIP, 2]], 3)
+    i = C.sequence.input_variable(3)
+    out = (i * 1).eval({i: v})
+    assert np.array_equal(out[0], [[1, 0, 0], [0, 0, 0], [0, 0, 1]])
+
+
+def test_non_contiguous_sequences_warn():
+    i = C.sequence.input_variable((2, 2))
+    a = np.arange(4, dtype=np.float32).reshape(2, 2)
+    with pytest.warns(RuntimeWarning):
+        v = C.Value.create(i, [a.T])
+    assert np.array_equal(v.asarray()[0, 0], a.T)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        C.Value.create(i, [a])
+
+
+class _Lines(object):
+    def __init__(self, lines):
+        self.lines = list(lines)
+
+    def readline(self):
+        return self.lines.pop(0) if self.lines else 'c'
+
+
+def test_debug_model_steps_through_forward_nodes():
+    from cntk.debugging.debug import debug_model, _DebugNode
+    x = C.input_variable(2, name='x')
+    p = C.parameter(shape=(2, 2), init=1, name='p')
+    z = C.times(x, p, name='z')
+    out = io.StringIO()
+    dz = debug_model(z, _Lines(['n', 'p', 'n', 'n']), out)
+    data = np.float32([[1, 2]])
+    assert np.allclose(dz.eval({dz.arguments[0]: data}), z.eval({x: data}))
+    text = out.getvalue()
+    assert 'forward' in text and text.count(_DebugNode.PROMPT_FORWARD) == 4
+    assert "z: Times(" in text and "Parameter('p'" in text and "Input('x'" in text
+    assert 'Input with shape' in text  # the 'p' command
+    # the input is used up: the next stop reads 'c', which runs on to the end for good
+    before = text.count(_DebugNode.PROMPT_FORWARD)
+    dz.eval({dz.arguments[0]: data})
+    dz.eval({dz.arguments[0]: data})
+    assert out.getvalue().count(_DebugNode.PROMPT_FORWARD) == before + 1
