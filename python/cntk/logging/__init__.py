@@ -5,6 +5,7 @@ from .. import _cntk
 from .progress_writer import ProgressWriter  # noqa: F401
 from .progress_print import *  # noqa: F401,F403
 from . import graph  # noqa: F401
+from .graph import *  # noqa: F401,F403  (CNTK reaches the graph helpers from cntk.logging)
 
 
 class TraceLevel(enum.IntEnum):

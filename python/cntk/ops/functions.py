@@ -223,7 +223,8 @@ def _clone(self, method, substitutions=None):
     subs = []
     for k, v in substitutions.items():
         if k is None or v is None:
-            raise TypeError("clone: cannot replace %r with %r; neither may be None" % (k, v))
+            # CNTK raises AttributeError here (its tests rely on it); other wrong types are TypeErrors.
+            raise AttributeError("clone: cannot replace %r with %r; neither may be None" % (k, v))
         subs.append((_as_output(k, 'a variable to substitute'), _as_output(v, 'a substitute')))
     return self._clone(_CLONE_CODE[method], subs)
 
@@ -377,10 +378,8 @@ def _sanitize_arguments(self, arguments):
             elif not isinstance(k, _cntk.Variable):
                 raise TypeError("argument keys must be Variables or names, not %s" % type(k).__name__)
             items.append((k, v))
-    elif len(args) > 1 and isinstance(arguments, (list, tuple)) and len(arguments) == len(args) and \
-            all(isinstance(a, (list, tuple, np.ndarray)) or hasattr(a, 'shape') for a in arguments):
-        items = list(zip(args, arguments))
     else:
+        # As in CNTK, data without argument names is only taken by a function of one argument.
         if len(args) != 1:
             raise ValueError("data was given without naming its argument, but the function has %d arguments (%s); "
                              "pass a dict from arguments to data" % (len(args), ", ".join(repr(a) for a in args)))
