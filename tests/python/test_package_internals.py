@@ -78,3 +78,26 @@ def test_debug_model_steps_through_forward_nodes():
     dz.eval({dz.arguments[0]: data})
     dz.eval({dz.arguments[0]: data})
     assert out.getvalue().count(_DebugNode.PROMPT_FORWARD) == before + 1
+
+
+def test_test_utils_helpers(monkeypatch):
+    import cntk.tests.test_utils as tu
+    monkeypatch.setenv('TEST_DEVICE', 'cpu')
+    tu.set_device_from_pytest_env()
+    assert C.device.use_default_device().type() == C.device.DeviceKind.CPU
+    csr = tu._to_csr([[[1, 0], [0, 2]]])
+    assert csr.shape == (2, 2) and csr.nnz == 2
+    v = C.Value.one_hot([[2, 0]], 3)
+    assert np.array_equal(tu._to_dense(v, is_sequence=True)[0], [[0, 0, 1], [1, 0, 0]])
+    assert tu.PRECISION_TO_TYPE == {'float': np.float32, 'double': np.float64}
+
+
+def test_typemap_walks_containers():
+    from cntk.internal.swig_helper import typemap
+    p = C.parameter((1, 2), init=5)
+
+    @typemap
+    def make():
+        return 'x', [p], {p: p}
+    s, l, d = make()
+    assert s == 'x' and l[0] is p and d[p] is p

@@ -109,3 +109,4 @@ def _value_as_sequence_or_array(val, var):
     if len(var.dynamic_axes) > 1:
         return val.as_sequences(var)
     return val.asarray()
+from .swig_helper import typemap, map_if_possible  # noqa: E402,F401

@@ -1,0 +1,1 @@
+"""Helpers for tests and notebooks (cntk.tests.test_utils)."""
