@@ -149,6 +149,10 @@ T sgn(T x) {
   return T((x > 0) - (x < 0));
 }
 
+// CNTK's clipping of log: log(x) for x < kLogEps is kLogOfLogEps (float32 constants).
+constexpr float kLogEps = 1e-37f;
+constexpr float kLogOfLogEps = -85.1f;
+
 constexpr double kSeluScale = 1.0507009873554804934193349852946;
 constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
 
@@ -169,13 +173,22 @@ void register_unary_ops() {
         {dnnl_eltwise_relu, dnnl_eltwise_relu, false}, true);
   unary("Exp", [](auto x, Params) { return std::exp(x); }, [](auto, auto y, auto g, Params) { return g * y; },
         Gradient::Rule, no_params, {dnnl_eltwise_exp, dnnl_eltwise_exp_use_dst_for_bwd, true});
-  unary("Log", [](auto x, Params) { return std::log(x); }, [](auto x, auto, auto g, Params) { return g / x; },
-        Gradient::Rule, no_params, {dnnl_eltwise_log, dnnl_eltwise_log, false});
-  unary("Sqrt", [](auto x, Params) { return std::sqrt(x); }, [](auto, auto y, auto g, Params) { return g / (2 * y); },
-        Gradient::Rule, no_params, {dnnl_eltwise_sqrt, dnnl_eltwise_sqrt_use_dst_for_bwd, true});
+  // CNTK clips log's argument at 1e-37 (giving -85.1 there, for x <= 0 too) and takes
+  // the gradient from the output, g * exp(-y), so a clipped entry gets exp(85.1).
+  unary("Log",
+        [](auto x, Params) {
+          using T = decltype(x);
+          return x < T(kLogEps) ? T(kLogOfLogEps) : std::log(x);
+        },
+        [](auto, auto y, auto g, Params) { return g * std::exp(-y); });
+  // CNTK's sqrt reads a negative argument as 0.
+  unary("Sqrt", [](auto x, Params) { return std::sqrt(x > 0 ? x : decltype(x)(0)); },
+        [](auto, auto y, auto g, Params) { return g / (2 * y); });
   unary("Floor", [](auto x, Params) { return std::floor(x); }, none, Gradient::Zero);
   unary("Abs", [](auto x, Params) { return std::abs(x); }, [](auto x, auto, auto g, Params) { return g * sgn(x); });
-  unary("Reciprocal", [](auto x, Params) { return 1 / x; }, [](auto, auto y, auto g, Params) { return -g * y * y; });
+  // CNTK's reciprocal of 0 is 0 (and so is its gradient there).
+  unary("Reciprocal", [](auto x, Params) { return x == 0 ? x : 1 / x; },
+        [](auto, auto y, auto g, Params) { return -g * y * y; });
   unary("Sin", [](auto x, Params) { return std::sin(x); }, [](auto x, auto, auto g, Params) { return g * std::cos(x); });
   unary("Cos", [](auto x, Params) { return std::cos(x); }, [](auto x, auto, auto g, Params) { return -g * std::sin(x); });
   unary("Tan", [](auto x, Params) { return std::tan(x); }, [](auto, auto y, auto g, Params) { return g * (1 + y * y); });
@@ -194,14 +207,16 @@ void register_unary_ops() {
         [](auto x, auto y, auto g, Params p) { return x > 0 ? g : decltype(g)(g * (y + p[0])); }, Gradient::Rule, alpha,
         {dnnl_eltwise_elu, dnnl_eltwise_elu, false}, true);
   auto leaky = [](const Dictionary& a) -> Params { return {attr_double(a, "alpha", 0.01), 0}; };
+  // CNTK selects the scaled branch where x < 0, so at 0 the gradient is 1 (SELU's and
+  // PReLU's likewise); oneDNN's relu backward gives alpha there, so only its forward is used.
   unary("LeakyReLU", [](auto x, Params p) { return x > 0 ? x : decltype(x)(p[0] * x); },
-        [](auto x, auto, auto g, Params p) { return x > 0 ? g : decltype(g)(p[0] * g); }, Gradient::Rule, leaky,
-        {dnnl_eltwise_relu, dnnl_eltwise_relu, false}, true);
+        [](auto x, auto, auto g, Params p) { return x < 0 ? decltype(g)(p[0] * g) : g; }, Gradient::Rule, leaky,
+        {dnnl_eltwise_relu, 0, false}, true);
   auto selu = [](const Dictionary& a) -> Params {
     return {attr_double(a, "gamma", kSeluScale), attr_double(a, "alpha", kSeluAlpha)};
   };
   unary("SELU", [](auto x, Params p) { return decltype(x)(p[0] * (x > 0 ? x : p[1] * (std::exp(x) - 1))); },
-        [](auto x, auto, auto g, Params p) { return decltype(g)(g * p[0] * (x > 0 ? 1 : p[1] * std::exp(x))); },
+        [](auto x, auto, auto g, Params p) { return decltype(g)(g * p[0] * (x < 0 ? p[1] * std::exp(x) : 1)); },
         Gradient::Rule, selu);
   auto hs = [](const Dictionary& a) -> Params { return {attr_double(a, "alpha", 0.2), attr_double(a, "beta", 0.5)}; };
   unary("HardSigmoid", [](auto x, Params p) {

@@ -133,6 +133,32 @@ def test_param_relu():
     gradcheck(f, {x: d})
 
 
+@pytest.mark.parametrize('dtype', [np.float32, np.float64])
+def test_cntk_edge_values_of_log_sqrt_reciprocal(dtype):
+    # CNTK clips log at 1e-37 (log gives -85.1, its gradient exp(85.1)), reads a negative
+    # argument of sqrt as 0 and gives reciprocal(0) = 0.
+    x = C.input_variable(3, dtype=dtype, needs_gradient=True)
+    d = np.array([[0.0, -0.1, 2.0]], dtype)
+    log = C.log(x)
+    np.testing.assert_allclose(log.eval({x: d}), [[-85.1, -85.1, np.log(2.0)]], rtol=1e-6)
+    np.testing.assert_allclose(log.grad({x: d}, wrt=[x]), [[np.exp(85.1), np.exp(85.1), 0.5]], rtol=1e-5)
+    np.testing.assert_allclose(C.sqrt(x).eval({x: d}), [[0, 0, np.sqrt(2.0)]], rtol=1e-6)
+    np.testing.assert_allclose(C.reciprocal(x).eval({x: d}), [[0, -10, 0.5]], rtol=1e-6)
+    np.testing.assert_allclose(C.reciprocal(x).grad({x: d}, wrt=[x]), [[0, -100, -0.25]], rtol=1e-6)
+
+
+@pytest.mark.parametrize('dtype', [np.float32, np.float64])
+def test_rectifier_gradients_at_zero_are_one(dtype):
+    # CNTK selects the scaled branch only where x < 0.
+    x = C.input_variable(2, dtype=dtype, needs_gradient=True)
+    d = np.array([[0.0, -1.0]], dtype)
+    alpha = C.constant(np.full(2, 0.5, dtype))
+    scale, scale_alpha = 1.0507009873554805, 1.7580993408473766
+    for f, g in ((C.leaky_relu(x), [1, 0.01]), (C.param_relu(alpha, x), [1, 0.5]),
+                 (C.selu(x), [scale, scale_alpha * np.exp(-1.0)])):
+        np.testing.assert_allclose(f.grad({x: d}, wrt=[x]), [g], rtol=1e-6)
+
+
 def test_straight_through():
     x = f64_input(4)
     d = np.array([[-2.0, -0.5, 0.5, 2.0]])

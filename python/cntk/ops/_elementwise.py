@@ -199,8 +199,11 @@ def leaky_relu(x, alpha=0.01, name=''):
 
 
 def param_relu(alpha, x, name=''):
-    """PReLU: x for x > 0, alpha * x otherwise, with a learnable (parameter) alpha."""
-    return element_select(greater(x, 0), x, element_times(alpha, x), name=name)
+    """PReLU: alpha * x for x < 0, x otherwise, with a learnable (parameter) alpha.
+
+    As CNTK, the scaled branch is taken only where x < 0: at 0 the gradient is 1.
+    """
+    return element_select(less(x, 0), element_times(alpha, x), x, name=name)
 
 
 def softplus(x, steepness=1, name=''):
