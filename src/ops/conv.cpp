@@ -120,9 +120,11 @@ ConvSetup conv_setup(const Dictionary& a, const NDShape& W, const NDShape& X) {
   const size_t n = X.rank() - size_t(rr);
   const int64_t C = rr ? X[0] : 1;
   // Kernel: (O, C/groups, k...) | (C, k...) with one output map | (O, k...) when reduction_rank is 0.
-  // Transposed: (C, O, k...) | (C, k...) | (O, k...).
+  // Transposed: (C, O, k...) | (C, k...) | (O, k...). With reduction_rank 0, CNTK also takes a
+  // kernel of the spatial axes alone, (k...): one output map, kept as an axis of size 1.
   bool full = W.rank() == n + 2 && rr == 1;
-  if (!(full || W.rank() == n + 1))
+  bool bare = W.rank() == n && rr == 0;
+  if (!(full || bare || W.rank() == n + 1))
     throw ValueError("the kernel " + W.str() + " must have rank " + std::to_string(n + 1 + size_t(rr)) +
                      " (output channels, " + (rr ? "input channels, " : "") + "then " + std::to_string(n) +
                      " spatial axes) for an operand " + X.str());
@@ -132,7 +134,7 @@ ConvSetup conv_setup(const Dictionary& a, const NDShape& W, const NDShape& X) {
   if (!cs.transpose) {
     if (full) O = W[0], Cw = W[1];
     else if (rr) Cw = W[0];
-    else O = W[0];
+    else if (!bare) O = W[0];
     if (C >= 0 && Cw * groups != C)
       throw ValueError("the kernel's input channels (" + std::to_string(Cw) + ") times groups (" +
                        std::to_string(groups) + ") must equal the operand's channels (" + std::to_string(C) +
@@ -143,7 +145,7 @@ ConvSetup conv_setup(const Dictionary& a, const NDShape& W, const NDShape& X) {
   } else {
     if (full) Cw = W[0], O = W[1];
     else if (rr) Cw = W[0];
-    else O = W[0];
+    else if (!bare) O = W[0];
     if (C >= 0 && Cw != C)
       throw ValueError("the kernel's first axis (" + std::to_string(Cw) + ") must equal the operand's channels (" +
                        std::to_string(C) + ")");

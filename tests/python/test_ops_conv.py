@@ -192,6 +192,18 @@ def test_convolution_reduction_rank_0():
     check_forward(f, {x: d}, np_conv(d[:, None], w[:, None], (1, 1), (1, 1), (0, 0), (5, 3)), rtol=1e-4, atol=1e-4)
 
 
+def test_convolution_reduction_rank_0_kernel_of_spatial_axes_only():
+    # CNTK takes a bare (k1, k2) kernel with reduction_rank=0: one output map, kept as an axis.
+    x = C.input_variable((6, 5))
+    w = np.random.randn(2, 3).astype(np.float32)
+    f = C.convolution(w, x, reduction_rank=0, auto_padding=[False])
+    assert f.shape == (1, 5, 3)
+    d = np.random.randn(2, 6, 5).astype(np.float32)
+    check_forward(f, {x: d}, np_conv(d[:, None], w[None, None], (1, 1), (1, 1), (0, 0), (5, 3)), rtol=1e-4, atol=1e-4)
+    t = C.convolution_transpose(w, C.input_variable((5, 3)), reduction_rank=0, auto_padding=[False])
+    assert t.shape == (1, 6, 5)
+
+
 def test_convolution_kernel_without_output_axis_gives_one_map():
     x = C.input_variable((2, 4, 4))
     w = np.random.randn(2, 3, 3).astype(np.float32)
