@@ -425,14 +425,18 @@ MeanImage read_mean_file(const std::string& path) {
 
 ImageDeserializer::ImageDeserializer(ImageDeserializerConfig config) : config_(std::move(config)) {
   const std::string who = "ImageDeserializer('" + config_.map_file + "')";
+  // Without a label stream (label_stream empty) the map file's labels are read but not given.
+  const bool labelled = !config_.label_stream.empty();
   if (config_.num_classes > size_t(INT32_MAX)) throw ValueError(who + ": too many classes for int32 label indices");
-  if (config_.num_classes == 0) throw ValueError(who + ": the label stream needs a dimension (number of classes) > 0");
-  if (config_.image_stream.empty() || config_.label_stream.empty() || config_.image_stream == config_.label_stream)
+  if (labelled && config_.num_classes == 0)
+    throw ValueError(who + ": the label stream needs a dimension (number of classes) > 0");
+  if (config_.image_stream.empty() || config_.image_stream == config_.label_stream)
     throw ValueError(who + ": the image and label streams need two different names");
   if (config_.sequences_per_chunk == 0) config_.sequences_per_chunk = 1;
   bool multiview = false;
   const ImageTransform* first_scale = nullptr;
   const ImageTransform* last_scale = nullptr;
+  const ImageTransform* last_fixed_crop = nullptr;  // a crop of fixed crop_size (W:H)
   means_.resize(config_.transforms.size());
   for (size_t i = 0; i < config_.transforms.size(); ++i) {
     auto& t = config_.transforms[i];
@@ -456,6 +460,7 @@ ImageDeserializer::ImageDeserializer(ImageDeserializerConfig config) : config_(s
         if (!iequals(t.jitter_type, "none") && !iequals(t.jitter_type, "uniratio"))
           throw ValueError(what + "(crop): jitter_type '" + t.jitter_type + "' is not none or uniratio");
         multiview = multiview || iequals(t.crop_type, "multiview10");
+        if (t.crop_width > 0 && t.crop_height > 0) last_fixed_crop = &t;
         break;
       case ImageTransform::Kind::Scale:
         if (t.width <= 0 || t.height <= 0 || t.width > (1 << 15) || t.height > (1 << 15))
@@ -478,13 +483,21 @@ ImageDeserializer::ImageDeserializer(ImageDeserializerConfig config) : config_(s
         break;
     }
   }
-  if (!last_scale)
-    throw ValueError(who + ": the image stream needs a scale transform (it fixes the images' width, height and channels)");
-  if (first_scale->channels != last_scale->channels)
+  // The stream's shape: the last of the scales and fixed-size crops fixes width and height; channels
+  // come from the scales (images decode as colour, 3 channels, without one).
+  for (size_t i = 0; i < config_.transforms.size(); ++i) {
+    const auto& t = config_.transforms[i];
+    if (&t == last_scale || &t == last_fixed_crop) {
+      out_width_ = &t == last_scale ? t.width : t.crop_width;
+      out_height_ = &t == last_scale ? t.height : t.crop_height;
+    }
+  }
+  if (!last_scale && !last_fixed_crop)
+    throw ValueError(who + ": the image stream needs a scale transform or a crop of fixed crop_size (they fix the "
+                     "images' width and height)");
+  if (last_scale && first_scale->channels != last_scale->channels)
     throw ValueError(who + ": all scale transforms must give the same number of channels");
-  out_channels_ = last_scale->channels;
-  out_height_ = last_scale->height;
-  out_width_ = last_scale->width;
+  out_channels_ = last_scale ? last_scale->channels : 3;
 
   // The map file: [sequence id <TAB>] path <TAB> label (base64: [sequence id <TAB>] label <TAB> data),
   // one image per line; blank lines are skipped.
@@ -514,7 +527,7 @@ ImageDeserializer::ImageDeserializer(ImageDeserializerConfig config) : config_(s
     auto r = std::from_chars(label.data(), label.data() + label.size(), lbl);
     if (label.empty() || r.ec != std::errc() || r.ptr != label.data() + label.size())
       throw IOError(where + "label '" + label + "' is not a non-negative integer");
-    if (lbl >= config_.num_classes)
+    if (labelled && lbl >= config_.num_classes)
       throw IOError(where + "label " + label + " is not below the number of classes " + std::to_string(config_.num_classes));
     e.label = lbl;
     bool explicit_key = fields.size() == 3;
@@ -549,7 +562,8 @@ ImageDeserializer::ImageDeserializer(ImageDeserializerConfig config) : config_(s
   labels.sample_shape = NDShape{int64_t(config_.num_classes)};
   labels.sparse = true;
   labels.dtype = DataType::Float;
-  streams_ = {image, labels};
+  streams_ = {image};
+  if (labelled) streams_.push_back(labels);
 
   const size_t k = config_.sequences_per_chunk;
   for (size_t b = 0, id = 0; b < entries_.size(); b += k, ++id) {
@@ -558,9 +572,11 @@ ImageDeserializer::ImageDeserializer(ImageDeserializerConfig config) : config_(s
   }
 }
 
-// A relative image path is looked up beside the map file first, then from the working directory.
+// A path starting with "..." has it replaced by the map file's directory (as CNTK's readers do); a
+// relative image path is looked up beside the map file first, then from the working directory.
 std::string ImageDeserializer::resolve(const std::string& path) const {
   std::filesystem::path p(path), base = std::filesystem::path(config_.map_file).parent_path();
+  if (path.rfind("...", 0) == 0) return (base.empty() ? std::string(".") : base.string()) + path.substr(3);
   if (p.is_relative() && !base.empty()) {
     std::error_code ec;
     if (std::filesystem::exists(base / p, ec)) return (base / p).string();
@@ -570,9 +586,13 @@ std::string ImageDeserializer::resolve(const std::string& path) const {
 
 Image ImageDeserializer::transform(Image img, size_t index) const {
   bool integral = true;  // still 8-bit values (decoded, cropped, resized)
+  uint64_t ordinal[4] = {0, 0, 0, 0};  // transforms of each kind so far
   for (size_t i = 0; i < config_.transforms.size(); ++i) {
     const auto& t = config_.transforms[i];
-    Rng rng(config_.seed, sweep_, index, i);
+    // Draws are keyed by the transform's kind and its rank among the transforms of that kind, so the
+    // k-th crop of two deserializers over the same map draws alike (synchronized crops of two streams).
+    const uint64_t kind = uint64_t(t.kind);
+    Rng rng(config_.seed, sweep_, index, kind << 32 | ordinal[kind]++);
     switch (t.kind) {
       case ImageTransform::Kind::Crop:
         img = apply_crop(t, std::move(img), index, rng);
@@ -600,6 +620,16 @@ Image ImageDeserializer::transform(Image img, size_t index) const {
     }
   }
   return img;
+}
+
+std::vector<uint64_t> ImageDeserializer::chunk_keys(size_t chunk_id) {
+  if (chunk_id >= chunks_.size())
+    throw ValueError("ImageDeserializer('" + config_.map_file + "'): chunk " + std::to_string(chunk_id) +
+                     " does not exist (" + std::to_string(chunks_.size()) + " chunks)");
+  const size_t begin = chunk_id * config_.sequences_per_chunk;
+  std::vector<uint64_t> keys;
+  for (size_t i = 0; i < chunks_[chunk_id].num_sequences; ++i) keys.push_back(entries_[begin + i].key);
+  return keys;
 }
 
 std::vector<Sequence> ImageDeserializer::load_chunk(size_t chunk_id) {
@@ -631,7 +661,7 @@ std::vector<Sequence> ImageDeserializer::load_chunk(size_t chunk_id) {
     const Entry& e = entries_[begin + i];
     Sequence& seq = out[i];
     seq.key = e.key;
-    seq.streams.resize(2);
+    seq.streams.resize(streams_.size());
     try {
       Image img = transform(config_.base64 ? decode_image(encoded[i].data(), encoded[i].size(), out_channels_,
                                                           "base64 image of line " + std::to_string(e.line))
@@ -646,6 +676,7 @@ std::vector<Sequence> ImageDeserializer::load_chunk(size_t chunk_id) {
       s.values_f.resize(plane * size_t(out_channels_));
       for (size_t p = 0; p < plane; ++p)  // HWC -> CHW
         for (int c = 0; c < out_channels_; ++c) s.values_f[size_t(c) * plane + p] = img.data[p * size_t(out_channels_) + size_t(c)];
+      if (streams_.size() < 2) continue;
       auto& l = seq.streams[1];
       l.num_samples = 1;
       l.indices = {int32_t(e.label)};

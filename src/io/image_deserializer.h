@@ -70,6 +70,8 @@ class ImageDeserializer : public Deserializer {
   const std::vector<StreamInfo>& streams() const override { return streams_; }
   const std::vector<ChunkInfo>& chunks() override { return chunks_; }
   std::vector<Sequence> load_chunk(size_t chunk_id) override;
+  // From the map file's index: joining the source's deserializers by key decodes no image.
+  std::vector<uint64_t> chunk_keys(size_t chunk_id) override;
 
   // Random transforms draw from (seed, sweep, sequence): a new sweep number gives new crops and jitter.
   void set_sweep(uint64_t sweep) override { sweep_ = sweep; }

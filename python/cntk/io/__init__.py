@@ -698,14 +698,15 @@ def _sparse_to_str(data):
 
 
 def _is_tensor(data):
-    """Whether `data` is a NumPy array or a (nested) list of numbers."""
+    """Whether `data` is a NumPy array or nested lists of numbers (judged by first elements). As in
+    CNTK, a list holding NumPy arrays is not a tensor."""
     if isinstance(data, np.ndarray):
         return True
     if not isinstance(data, list):
         return False
     while isinstance(data, list) and data:
         data = data[0]
-    return isinstance(data, (numbers.Number, np.ndarray)) or data == []
+    return isinstance(data, numbers.Number) or (isinstance(data, list) and not data)
 
 
 def sequence_to_cntk_text_format(seq_idx, alias_tensor_map):
@@ -724,7 +725,7 @@ def sequence_to_cntk_text_format(seq_idx, alias_tensor_map):
                 continue
             if isinstance(tensor, list) and tensor and isinstance(tensor[0], dict):
                 fields.append('%s %s' % (alias, _sparse_to_str(tensor[i])))
-            elif _is_tensor(tensor):
+            elif _is_tensor(tensor) or (isinstance(tensor, list) and all(isinstance(a, np.ndarray) for a in tensor)):
                 fields.append('%s %s' % (alias, _dense_to_str(np.asarray(tensor)[i])))
             else:
                 raise ValueError('sequence_to_cntk_text_format: expected a tensor (dense) or a list of dicts '

@@ -135,8 +135,10 @@ class ImageDeserializer(object):
         streams: a mapping from stream names to :class:`StreamDef` objects: the one with field
           ``'image'`` gives the images, shape ``(channels, height, width)`` (CHW, channels B, G, R,
           values 0..255 before mean/color), with its ``transforms`` (see :mod:`cntk.io.transforms`;
-          a ``scale`` is required); the one with field ``'label'`` and ``shape`` = number of classes
-          gives one-hot sparse labels.
+          a ``scale`` or a crop of fixed ``crop_size`` gives the width and height; channels are the
+          scale's, else 3); the one with field ``'label'`` and ``shape`` = number of classes gives
+          one-hot sparse labels (optional: without it the map file's labels are not read out). A path
+          starting with ``...`` is taken relative to the map file's directory.
     """
 
     _base64 = False
@@ -165,9 +167,7 @@ class ImageDeserializer(object):
                                  % (k, alias))
         if self._image is None:
             raise ValueError("ImageDeserializer: no stream with field 'image'")
-        if self._label is None:
-            raise ValueError("ImageDeserializer: no stream with field 'label'")
-        if not isinstance(self._num_classes, numbers.Integral) or self._num_classes <= 0:
+        if self._label is not None and (not isinstance(self._num_classes, numbers.Integral) or self._num_classes <= 0):
             raise ValueError("ImageDeserializer: the label stream needs shape = the number of classes (> 0), got %r"
                              % (self._num_classes,))
         self._natives = {}
@@ -177,8 +177,8 @@ class ImageDeserializer(object):
         randomization seed), the sweep and the sequence."""
         key = (int(seed), int(sequences_per_chunk))
         if key not in self._natives:
-            self._natives[key] = _cntk.image_deserializer(self.filename, self._image, self._label,
-                                                          int(self._num_classes), self._transforms, key[0], key[1],
+            self._natives[key] = _cntk.image_deserializer(self.filename, self._image, self._label or '',
+                                                          int(self._num_classes or 0), self._transforms, key[0], key[1],
                                                           self._base64)
         return self._natives[key]
 
@@ -187,7 +187,9 @@ class ImageDeserializer(object):
         # CNTK's image reader ends every transform list with a transpose (HWC -> CHW), which the
         # configuration shows; this deserializer gives CHW directly.
         transforms = [image_transform_config(t) for t in self._transforms] + [dict(type='Transpose')]
-        inputs = {self._image: dict(transforms=transforms), self._label: dict(labelDim=int(self._num_classes))}
+        inputs = {self._image: dict(transforms=transforms)}
+        if self._label is not None:
+            inputs[self._label] = dict(labelDim=int(self._num_classes))
         kind = 'Base64ImageDeserializer' if self._base64 else 'ImageDeserializer'
         return [dict(type=kind, file=self.filename, input=inputs)]
 
