@@ -583,6 +583,15 @@ def test_backward_to_parameters_sums_over_the_batch():
     np.testing.assert_allclose(g[w], d.sum(0))
 
 
+def test_backward_takes_plain_data_for_a_single_output():
+    # As CNTK: root gradients that are not a dict belong to the function's only output.
+    p = C.parameter(init=np.arange(8, dtype=np.float32).reshape(4, 2))
+    f = C.reshape(p, (8, 1))
+    state, _ = f.forward({}, [f.output], [f.output])
+    g = f.backward(state, np.full((8, 1), 2, np.float32), [p])
+    np.testing.assert_array_equal(g[p], np.full((4, 2), 2))
+
+
 def test_as_numpy_false():
     x = C.input_variable(2)
     f = x + 1

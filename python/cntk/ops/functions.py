@@ -437,8 +437,11 @@ def _backward(self, state, root_gradients, variables, as_numpy=True):
     if state is None:
         raise ValueError("backward: no state to backpropagate through; call forward with keep_for_backward "
                          "set to the outputs in root_gradients")
+    if not isinstance(root_gradients, dict) and root_gradients is not None and len(self.outputs) == 1:
+        root_gradients = {self.output: root_gradients}  # as CNTK: plain data is the single output's
     if not isinstance(root_gradients, dict) or not root_gradients:
-        raise TypeError("backward: root_gradients must be a non-empty dict from outputs to gradient data")
+        raise TypeError("backward: root_gradients must be a non-empty dict from outputs to gradient data "
+                        "(or the gradient data of a function's single output)")
     roots = []
     for k, v in root_gradients.items():
         k = _as_output(k, 'an output')
