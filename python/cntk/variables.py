@@ -323,15 +323,16 @@ class Parameter(VariableMixin, metaclass=_KindMeta):
             dtype = get_default_override(Parameter, dtype=default_override_or(_CLASS_DEFAULT))
         dt = _resolve_dtype(dtype, init)
         code = dtype_code(dt)
+        if not _is_initializer(init) and not np.isscalar(init):
+            # a given array decides the shape; as in CNTK, `shape` is not even read then
+            view = _dense_value(init, None, dt)
+            return _cntk.parameter(view._shape, code, view, None, name)
         shape = sanitize_shape(shape)
         if _is_initializer(init):
             return _cntk.parameter(shape, code, None, dict(init), name)
         if np.isscalar(init) and _has_inferred(shape):
             return _cntk.parameter(shape, code, None, {'type': 'constant', 'value': float(init)}, name)
-        if np.isscalar(init):
-            view = _dense_value(init, shape, dt)
-        else:
-            view = _dense_value(init, None, dt)  # a given array decides the shape
+        view = _dense_value(init, shape, dt)
         return _cntk.parameter(view._shape, code, view, None, name)
 
 

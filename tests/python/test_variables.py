@@ -200,6 +200,8 @@ def test_parameter_init_forms():
     np.testing.assert_array_equal(p.value, np.full((3, 4), 2))
     p = C.parameter(init=np.arange(6).reshape(2, 3))  # the array decides the shape
     assert p.shape == (2, 3)
+    a = np.arange(12, dtype=np.float32).reshape(6, 2)
+    assert C.parameter(shape=a.data, init=a).shape == (6, 2)  # as CNTK, shape is not read then
     p = C.parameter((2, 3), init=C.uniform(1, seed=1))
     assert p.shape == (2, 3) and np.all(np.abs(p.value) <= 1)
     q = C.parameter((2, 3), init=C.uniform(1, seed=1))
