@@ -84,8 +84,9 @@ void InferContext::fill_inferred(size_t i, const NDShape& shape) {
     fail("cannot infer the shape of input " + std::to_string(i));
   }
   // Otherwise an inferred dimension stands for several axes (Dense over a whole input).
-  if (!(v.is_parameter() || v.is_constant() || v.is_placeholder()))
-    fail("input " + std::to_string(i) + " has inferred dimensions but is not a parameter");
+  // As in CNTK, only parameters, constants (and placeholders) take on an inferred shape;
+  // an input keeps its inferred dimensions, which its data then fills in as free ones.
+  if (!(v.is_parameter() || v.is_constant() || v.is_placeholder())) return;
   v.impl()->shape = shape;
   if (v.is_parameter() && !v.impl()->value.defined() && shape.is_known() && v.impl()->init)
     v.impl()->value = initialize_parameter(*v.impl()->init, shape, v.dtype());

@@ -86,3 +86,14 @@ def test_times_errors():
         C.times(x, C.parameter((3, 2)), output_rank=3)
     with pytest.raises(ValueError, match='Times'):
         C.times(C.input_variable(3, is_sparse=True), C.input_variable((3, 2), is_sparse=True))
+
+
+def test_times_with_an_input_of_inferred_dimension():
+    # As CNTK: an input keeps its inferred dimension (only parameters and constants take
+    # an inferred shape); its data fills it in.
+    a, b = C.input_variable((2, 2)), C.input_variable((C.InferredDimension, 2))
+    z = C.times(a, b)
+    assert b.shape == (C.InferredDimension, 2)
+    da = np.arange(8, dtype=np.float32).reshape(2, 2, 2)
+    db = np.arange(8, dtype=np.float32).reshape(2, 2, 2)
+    np.testing.assert_allclose(z.eval({a: da, b: db}), np.matmul(da, db))
