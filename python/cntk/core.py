@@ -356,8 +356,7 @@ def _value_as_sequences(self, variable=None):
         return out
     if self._mask is not None:
         return [s.to_numpy() for s in self.unpack(1)]
-    if has_seq:
-        return [s.to_numpy() for s in self.unpack(1)]
+    # without a mask, as CNTK: the entries along the first axis, whatever the layout
     arr = self._data.to_numpy()
     return [arr] if arr.ndim == 0 else list(arr)
 
@@ -499,23 +498,28 @@ def _to_value(var, data):
             if len({v._dtype for v in views}) > 1 or len({v._is_sparse for v in views}) > 1:
                 raise ValueError("the sequences for %s mix dense and sparse data or data types" % _describe(var))
             return _NativeValue.from_sequences(views, True)
+        # As in CNTK, an array keeps its shape: (batch, length) + shape, or without the
+        # leading axes one sequence (length,) + shape or a single sample (the engine reads them so).
         arr = _dense_array(var, data)
-        if _static_matches(shape, arr.shape[1:]):  # one sequence
-            arr = arr[np.newaxis]
-        elif not _static_matches(shape, arr.shape[2:]):
+        if not any(_static_matches(shape, arr.shape[k:]) for k in (0, 1, 2)):
             raise ValueError("the data for %s has shape %s; expected (batch, length) + %s, (length,) + %s, "
                              "or a list of sequences" % (_describe(var), arr.shape, shape, shape))
         return _NativeValue(_view_from_dense(arr, borrow=True), None)
     if _is_sparse(data):
         return _NativeValue(_csr_rows_view(var, data, dt), None)
     if isinstance(data, (list, tuple)) and data and all(_is_sparse(d) for d in data):
-        return _NativeValue(_csr_rows_view(var, _sparse.vstack([_csr_of(d) for d in data]).tocsr(), dt), None)
+        if n_dyn == 0:
+            raise ValueError("a list of sparse matrices for %s, which has no dynamic axes; give one matrix"
+                             % _describe(var))
+        # As in CNTK, each matrix is a sequence (of length 1 for batch data): (batch, length) + shape.
+        return _NativeValue.from_sequences([_csr_rows_view(var, d, dt) for d in data], True)
     if isinstance(data, (list, tuple)) and n_dyn == 1:
-        # A list holds one sample per entry (CNTK also accepts sequences of length 1).
+        # As in CNTK, each entry is a sequence of samples; a sample alone is a sequence of
+        # length 1, so the Value is (batch, 1) + shape; the engine reads it as a batch.
         arr = _dense_array(var, data)
-        if arr.ndim == len(shape) + 2 and arr.shape[1] == 1 and _static_matches(shape, arr.shape[2:]):
-            arr = arr[:, 0]
-        if not _static_matches(shape, arr.shape[1:]):
+        if _static_matches(shape, arr.shape[1:]):
+            arr = arr[:, np.newaxis]
+        if not _static_matches(shape, arr.shape[2:]):
             raise ValueError("the samples given for %s have shape %s; expected %s (data of shape %s)"
                              % (_describe(var), arr.shape[1:], shape, arr.shape))
         return _NativeValue(_view_from_dense(arr, borrow=True), None)

@@ -178,11 +178,16 @@ NDArrayView value_to_runtime(const Variable& v, const Value& val, std::vector<in
     // A single sample without a batch axis is accepted for batch-only variables.
     if (ndyn == 1 && static_matches(v.shape(), d.shape())) {
       d = d.reshape(NDShape{1}.concat(d.shape()));
-    } else if (ndyn == 1 && !d.is_sparse() && d.rank() == v.shape().rank() + 2 && d.shape()[1] == 1 &&
+    } else if (ndyn == 1 && d.rank() == v.shape().rank() + 2 && d.shape()[1] == 1 &&
                static_matches(v.shape(), d.shape().sub(2))) {
       // As in CNTK, batch data may come as sequences of length 1: (batch, 1, *shape).
       NDShape dims{d.shape()[0]};
       d = d.reshape(dims.concat(d.shape().sub(2)));
+    } else if (ndyn == 2 && d.rank() == v.shape().rank() + 1 && static_matches(v.shape(), d.shape().sub(1))) {
+      // As in CNTK, data without the batch axis is one sequence: (length, *shape).
+      d = d.reshape(NDShape{1}.concat(d.shape()));
+    } else if (ndyn == 2 && static_matches(v.shape(), d.shape())) {
+      d = d.reshape(NDShape{1, 1}.concat(d.shape()));  // a single sample
     } else {
       throw ValueError("the data for " + v.str() + " has shape " + d.shape().str() + ", expected " + dims_str(v));
     }

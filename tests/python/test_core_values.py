@@ -326,11 +326,11 @@ a5 = np.asarray([4., 5, 6., 7., 8.], dtype=np.float32)
     ([[a5], [a5, a5]], 2, (2, 2, 5), [(1, 5), (2, 5)]),
     ([a5, a5], 2, (2, 1, 5), [(1, 5), (1, 5)]),
     ([[a5], [a5]], 2, (2, 1, 5), [(1, 5), (1, 5)]),
-    (np.stack([a5, a5]), 2, (1, 2, 5), [(2, 5)]),  # one array of rank + 1 is one sequence
+    (np.stack([a5, a5]), 2, (2, 5), [(5,), (5,)]),  # an array keeps its shape (CNTK's)
     (np.stack([a5, a5])[None], 2, (1, 2, 5), [(2, 5)]),
     (np.stack([a5, a5]), 1, (2, 5), (2, 5)),
-    ([a5, a5], 1, (2, 5), (2, 5)),
-    ([[a5], [a5]], 1, (2, 5), (2, 5)),  # a list of length-1 sequences for a batch input
+    ([a5, a5], 1, (2, 1, 5), (2, 1, 5)),  # as CNTK: list entries are sequences of one sample
+    ([[a5], [a5]], 1, (2, 1, 5), (2, 1, 5)),
     ([a5, a5], 0, (2, 5), (2, 5)),
     (a5, 0, (5,), (5,)),
 ])
@@ -356,7 +356,7 @@ def test_dense_layouts(data, axes, value_shape, array_shapes):
     ([csr([1, 0, 2]), csr([5, 0, 1])], 2, (2, 1, 3), [(1, 3), (1, 3)]),
     ([csr([[1, 0, 2], [2, 3, 4]])], 2, (1, 2, 3), [(2, 3)]),
     (csr([[1, 0, 2], [2, 3, 4]]), 1, (2, 3), [(1, 3), (1, 3)]),
-    ([csr([1, 0, 2]), csr([5, 0, 1])], 1, (2, 3), [(1, 3), (1, 3)]),
+    ([csr([1, 0, 2]), csr([5, 0, 1])], 1, (2, 1, 3), [(1, 3), (1, 3)]),  # each matrix a sequence, as CNTK
 ])
 def test_sparse_layouts(data, axes, value_shape, csr_shapes):
     var = C.sequence.input_variable(3, is_sparse=True) if axes == 2 else C.input_variable(3, is_sparse=True)

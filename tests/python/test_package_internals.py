@@ -101,3 +101,22 @@ def test_typemap_walks_containers():
         return 'x', [p], {p: p}
     s, l, d = make()
     assert s == 'x' and l[0] is p and d[p] is p
+
+
+def test_arrays_without_leading_dynamic_axes_evaluate_as_cntk():
+    s = C.sequence.input_variable(2)
+    f = C.sequence.reduce_sum(s)
+    a = np.arange(6, dtype=np.float32).reshape(3, 2)
+    assert C.asvalue(s, a).shape == (3, 2)  # kept as given
+    np.testing.assert_allclose(f.eval({s: a}), [[6, 9]])  # one sequence of length 3
+    np.testing.assert_allclose(f.eval({s: a[0]}), [[0, 1]])  # one sample
+    x = C.input_variable(2)
+    v = C.asvalue(x, [a[0], a[1]])
+    assert v.shape == (2, 1, 2)  # list entries are sequences of one sample
+    np.testing.assert_allclose((x * 2).eval({x: v}), 2 * a[:2])
+    xs = C.input_variable(3, is_sparse=True)
+    import scipy.sparse as sp
+    m = [sp.csr_matrix(np.float32([[1, 0, 2]])), sp.csr_matrix(np.float32([[0, 3, 0]]))]
+    np.testing.assert_allclose(C.times(xs, np.eye(3, dtype=np.float32)).eval({xs: m}), [[1, 0, 2], [0, 3, 0]])
+    with pytest.raises(ValueError):
+        C.asvalue(C.input_variable(3, is_sparse=True, dynamic_axes=[]), m)
