@@ -115,6 +115,7 @@ class Function : public std::enable_shared_from_this<Function> {
   // Makes the edges that close loops in the graph below this function non-owning.
   void own_loops_acyclically();
   std::vector<Variable> leaves(VariableKind kind);
+  std::vector<Variable> leaves_in_order();
 
   FunctionKind kind_ = FunctionKind::Primitive;
   const OpDef* op_ = nullptr;

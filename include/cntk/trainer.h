@@ -80,6 +80,9 @@ class Trainer {
   Variable loss_count_var_, eval_count_var_;
   std::vector<LearnerPtr> learners_;
   std::vector<Variable> learner_params_;
+  // What backward computes: the learners' parameters, then the loss's inputs declared
+  // with needs_gradient (CNTK backpropagates into those too; their gradients are dropped).
+  std::vector<Variable> backward_wrt_;
   std::vector<Variable> not_covered_;
   MinibatchAggregate prev_loss_, prev_eval_, prev_test_;
 };

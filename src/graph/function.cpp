@@ -568,46 +568,46 @@ std::vector<FunctionPtr> Function::topological_order() {
   return order;
 }
 
-std::vector<Variable> Function::leaves(VariableKind kind) {
+// The graph's leaves in CNTK's order: depth first from the root, each function's
+// inputs in order, a leaf listed where it is first met (CNTK's pre-order walk, which
+// gives `(x + y).arguments == (x, y)`). A block's leaves are its inputs: the inner
+// parameters and constants, then its arguments.
+std::vector<Variable> Function::leaves_in_order() {
   std::vector<Variable> out;
-  std::unordered_set<VariableImpl*> seen;
-  auto order = topological_order();
-  auto root = root_function();
-  // Arguments are the inputs and the unbound placeholders, as in CNTK.
-  auto matches = [&](VariableKind k) {
-    return k == kind || (kind == VariableKind::Input && k == VariableKind::Placeholder);
+  std::unordered_set<VariableImpl*> seen_vars;
+  std::unordered_set<Function*> seen_fns;
+  std::vector<std::pair<Function*, size_t>> stack;  // function, next input
+  auto enter = [&](Function* f) {
+    if (seen_fns.insert(f).second) stack.push_back({f, 0});
   };
-  auto consider = [&](const Variable& v) {
-    if (matches(v.kind()) && seen.insert(v.get()).second) out.push_back(v);
-  };
-  if (root->outputs_alias_inputs_)
-    for (auto& v : root->inputs_) consider(v);
-  for (auto& f : order) {
-    if (f->is_block()) {
-      // Parameters and constants inside a block count as the outer function's.
-      if (kind == VariableKind::Parameter || kind == VariableKind::Constant || kind == VariableKind::Placeholder)
-        for (auto& v : f->inputs_) consider(v);
-      else
-        for (auto& m : f->block_map_) consider(m.second);
-    } else {
-      for (auto& v : f->inputs_) consider(v);
+  enter(root_function().get());
+  while (!stack.empty()) {
+    auto& [f, next] = stack.back();
+    if (next == f->inputs_.size()) {
+      stack.pop_back();
+      continue;
+    }
+    const Variable& v = f->inputs_[next++];
+    if (!v.is_output()) {
+      if (seen_vars.insert(v.get()).second) out.push_back(v);
+    } else if (FunctionPtr o = v.owner()) {
+      enter(o.get());
     }
   }
   return out;
 }
 
+std::vector<Variable> Function::leaves(VariableKind kind) {
+  std::vector<Variable> out;
+  // Arguments are the inputs and the unbound placeholders, as in CNTK.
+  for (auto& v : leaves_in_order())
+    if (v.kind() == kind || (kind == VariableKind::Input && v.kind() == VariableKind::Placeholder)) out.push_back(v);
+  return out;
+}
+
 std::vector<Variable> Function::inputs() {
   if (kind_ != FunctionKind::Composite) return inputs_;
-  std::vector<Variable> out;
-  std::unordered_set<VariableImpl*> seen;
-  for (auto& f : topological_order())
-    for (auto& v : f->inputs_)
-      if (!v.is_output() && seen.insert(v.get()).second) out.push_back(v);
-  auto root = root_function();
-  if (root->outputs_alias_inputs_)
-    for (auto& v : root->inputs_)
-      if (!v.is_output() && seen.insert(v.get()).second) out.push_back(v);
-  return out;
+  return leaves_in_order();
 }
 
 std::vector<Variable> Function::arguments() { return leaves(VariableKind::Input); }

@@ -169,6 +169,9 @@ Trainer::Trainer(FunctionPtr model, FunctionPtr loss, FunctionPtr evaluation, st
   }
   for (auto& p : model_params)
     if (!covered.count(p.get())) not_covered_.push_back(p);
+  backward_wrt_ = learner_params_;
+  for (auto& a : loss_->arguments())
+    if (a.is_input() && a.needs_gradient()) add_unique(backward_wrt_, a);
 }
 
 bool Trainer::train_minibatch(const VariableValues& arguments, bool sweep_end) {
@@ -215,7 +218,7 @@ bool Trainer::train_minibatch(const VariableValues& arguments, bool sweep_end, c
   std::vector<Value> grads;
   {
     profiler::ScopedEvent phase(profiler::Phase::Backward);
-    backward(state, {{loss_out, root_gradient(loss_out, loss_value)}}, learner_params_, grads);
+    backward(state, {{loss_out, root_gradient(loss_out, loss_value)}}, backward_wrt_, grads);
     state.reset();
   }
   profiler::ScopedEvent update_phase(profiler::Phase::ParameterUpdate);

@@ -781,3 +781,14 @@ def test_batch_data_may_come_as_sequences_of_length_one():
     x = C.input_variable(2)
     data = np.arange(6, dtype=np.float32).reshape(3, 1, 2)
     np.testing.assert_allclose((x * 1).eval({x: data}), data[:, 0])
+
+
+def test_arguments_come_in_depth_first_order_of_the_operands():
+    # CNTK lists leaves depth first from the root, operands in order.
+    i1 = C.sequence.input_variable(2, name='i1')
+    i2 = C.input_variable(2, name='i2')
+    f = C.sequence.last(i1 + C.sequence.broadcast_as(i2, i1))
+    assert [a.name for a in f.arguments] == ['i1', 'i2']
+    a, b, c = (C.input_variable(1, name=n) for n in 'abc')
+    g = C.plus(C.times(a, C.constant([[1.]])), b * c)
+    assert [v.name for v in g.arguments] == ['a', 'b', 'c']

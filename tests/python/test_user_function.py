@@ -369,3 +369,34 @@ def test_errors_in_backward_surface_as_python_exceptions():
     x = C.input_variable(2, needs_gradient=True)
     with pytest.raises(ArithmeticError, match="failed on purpose"):
         BadBackward(x).grad({x: np.ones((1, 2), np.float32)})
+
+
+class CountingPlus(MyPlus):
+    forward_calls = 0
+    backward_calls = 0
+
+    def forward(self, arguments, device=None, outputs_to_retain=None):
+        type(self).forward_calls += 1
+        return super(CountingPlus, self).forward(arguments, device, outputs_to_retain)
+
+    def backward(self, state, root_gradients, variables):
+        type(self).backward_calls += 1
+        return super(CountingPlus, self).backward(state, root_gradients, variables)
+
+
+def test_trainer_backpropagates_into_inputs_that_need_gradients():
+    # As in CNTK, a training step also reaches inputs declared with needs_gradient.
+    x = C.input_variable(2, needs_gradient=True)
+    p = C.parameter((2,), init=1.0)
+    z = CountingPlus(x, C.constant(1.0, shape=(2,))) + p
+    trainer = C.Trainer(z, (z + 0, z + 0), [C.sgd(z.parameters, C.learning_parameter_schedule(0.1))])
+    trainer.train_minibatch({x: np.ones((1, 2), np.float32)})
+    assert CountingPlus.forward_calls == CountingPlus.backward_calls == 1
+
+
+def test_errors_in_infer_outputs_are_runtime_errors():
+    class BadInfer(MySigmoid):
+        def infer_outputs(self):
+            return self.no_such_attribute
+    with pytest.raises(RuntimeError, match="no_such_attribute"):
+        BadInfer(C.input_variable(2))

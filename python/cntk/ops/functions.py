@@ -831,8 +831,14 @@ class UserFunction(object):
     # Called by the engine.
     def _cntk_infer_outputs(self, inputs):
         self._udf_inputs = list(inputs)
-        outs = self.infer_outputs()
         cls = type(self).__name__
+        try:
+            outs = self.infer_outputs()
+        except RuntimeError:
+            raise
+        except Exception as e:
+            # CNTK reports a failing infer_outputs as a RuntimeError (its tests rely on it).
+            raise RuntimeError("%s.infer_outputs failed: %s: %s" % (cls, type(e).__name__, e)) from e
         if not isinstance(outs, (list, tuple)):
             raise TypeError("%s.infer_outputs must return a list of output variables (cntk.output_variable(...)), "
                             "not %s" % (cls, type(outs).__name__))
