@@ -97,3 +97,15 @@ def test_times_with_an_input_of_inferred_dimension():
     da = np.arange(8, dtype=np.float32).reshape(2, 2, 2)
     db = np.arange(8, dtype=np.float32).reshape(2, 2, 2)
     np.testing.assert_allclose(z.eval({a: da, b: db}), np.matmul(da, db))
+
+
+def test_times_reducing_the_sequence_axis():
+    # CNTK's TIMES_REDUCE_SEQUENCE_AXIS_WITHOUT_INFERRED_INPUT_RANK: times summed over the sequence.
+    a, b = C.sequence.input_variable(2), C.sequence.input_variable(3)
+    f = C.times(a, b, infer_input_rank_to_map=C.TIMES_REDUCE_SEQUENCE_AXIS_WITHOUT_INFERRED_INPUT_RANK)
+    assert len(f.dynamic_axes) == 1 and f.shape == (2, 3)
+    da = [np.random.randn(4, 2).astype(np.float32), np.random.randn(1, 2).astype(np.float32)]
+    db = [np.random.randn(4, 3).astype(np.float32), np.random.randn(1, 3).astype(np.float32)]
+    np.testing.assert_allclose(f.eval({a: da, b: db}), [np.einsum('ti,tj->ij', x, y) for x, y in zip(da, db)],
+                               rtol=1e-5, atol=1e-6)
+    assert C.TIMES_NO_INFERRED_INPUT_RANK == -1

@@ -2,12 +2,24 @@
 from .. import _cntk
 from ._prim import prim
 
-__all__ = ['times', 'times_transpose']
+__all__ = ['times', 'times_transpose', 'TIMES_NO_INFERRED_INPUT_RANK',
+           'TIMES_REDUCE_SEQUENCE_AXIS_WITHOUT_INFERRED_INPUT_RANK']
+
+#: `infer_input_rank_to_map` values with a special meaning (CNTK's).
+TIMES_NO_INFERRED_INPUT_RANK = -1
+TIMES_REDUCE_SEQUENCE_AXIS_WITHOUT_INFERRED_INPUT_RANK = -2
 
 
-def times(left, right, output_rank=1, infer_input_rank_to_map=-1, name=''):
+def times(left, right, output_rank=1, infer_input_rank_to_map=TIMES_NO_INFERRED_INPUT_RANK, name=''):
     """Matrix product: contracts the trailing axes of `left` with the leading axes of
-    `right`, keeping `output_rank` trailing axes of `right` (NumPy order)."""
+    `right`, keeping `output_rank` trailing axes of `right` (NumPy order).
+
+    With ``infer_input_rank_to_map=TIMES_REDUCE_SEQUENCE_AXIS_WITHOUT_INFERRED_INPUT_RANK``
+    the products are also summed over the sequence axis: ``sequence.reduce_sum(times(left, right))``.
+    """
+    if infer_input_rank_to_map == TIMES_REDUCE_SEQUENCE_AXIS_WITHOUT_INFERRED_INPUT_RANK:
+        from .sequence import reduce_sum
+        return reduce_sum(times(left, right, output_rank), name=name)
     return prim('Times', [left, right], {'outputRank': int(output_rank),
                                          'inferInputRankToMap': int(infer_input_rank_to_map)}, name)
 
