@@ -120,3 +120,27 @@ def test_arrays_without_leading_dynamic_axes_evaluate_as_cntk():
     np.testing.assert_allclose(C.times(xs, np.eye(3, dtype=np.float32)).eval({xs: m}), [[1, 0, 2], [0, 3, 0]])
     with pytest.raises(ValueError):
         C.asvalue(C.input_variable(3, is_sparse=True, dynamic_axes=[]), m)
+
+
+def test_depth_first_search_enters_blocks_by_depth():
+    from cntk.layers import Sequential, Dense
+    x = C.input_variable(3, name='x')
+    z = Sequential([Dense(4), Dense(2)])(x)
+    assert z.root_function.op_name == 'Dense'  # no Combine on top of a composition
+    dfs = C.logging.graph.depth_first_search
+    top = dfs(z, lambda n: True, depth=0)
+    assert [str(n).split('(')[0] for n in top if isinstance(n, C.Function)] == ['Dense', 'Dense']
+    inner = dfs(z, lambda n: True, depth=-1)
+    ops = [n.op_name for n in inner if isinstance(n, C.Function)]
+    assert ops.count('Times') == 2 and ops.count('Plus') == 2
+    # the placeholders standing for a block's arguments are left out
+    assert not any(isinstance(n, C.Variable) and n.is_placeholder for n in inner)
+    assert len([n for n in inner if isinstance(n, C.Variable) and n.is_parameter]) == 4
+
+
+def test_plot_lists_nodes_from_the_leaves_up():
+    x = C.input_variable(2, name='x')
+    z = C.times(C.plus(x, 1, name='a'), np.eye(2, dtype=np.float32), name='b')
+    dot = C.logging.graph.plot(z)
+    assert dot.find('Plus') < dot.find('Times')
+    assert C.layers.BlockFunction is C.ops.functions.BlockFunction

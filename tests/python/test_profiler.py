@@ -387,13 +387,9 @@ def test_other_debugging_helpers(capsys):
     C.debugging.set_computation_network_trace_level(0)
     assert C.cntk_py.get_computation_network_trace_level() == 0
     C.debugging.set_checked_mode(False)
-    with pytest.raises(NotImplementedError, match='checked mode'):
-        C.debugging.set_checked_mode(True)
     x, y, z, loss, err, trainer = _model()
     with pytest.raises(NotImplementedError):
         C.debugging.save_as_legacy_model(z, 'model.dnn')
-    with pytest.raises(NotImplementedError):
-        C.debugging.debug_model(z)
     C.debugging.dump_signature(z)
     out = capsys.readouterr().out.strip()
     assert out.startswith('out(features: ') and '-> ' in out

@@ -31,6 +31,8 @@ def _compose(functions):
             out = list(r)
         else:
             out = [r]
+    if len(out) == 1 and out[0].is_output:
+        return out[0].owner  # rooted at the last layer, as CNTK's composition (no Combine on top)
     return combine(out)
 
 
@@ -49,8 +51,8 @@ def Sequential(layers, name=''):
     if not layers:
         return layer('Sequential', lambda x: identity(x), name)
     f = _compose(layers)
-    if name:
-        f.name = name
+    if name:  # a named Combine over the result, not a rename of the last layer
+        f = combine(list(f.outputs), name=name)
     return f
 
 

@@ -2,6 +2,7 @@
 import os
 import shutil
 import subprocess
+import sys
 
 from .. import _cntk
 
@@ -14,38 +15,33 @@ def _as_function(node):
 
 def depth_first_search(root, visitor, depth=0):
     """All nodes (functions and leaf variables) reachable from `root` for which `visitor(node)`
-    is true, in depth-first order. depth: 0 = do not enter blocks; < 0 = enter all blocks;
-    N > 0 = enter blocks up to N levels."""
-    found = []
-    seen = set()
-
-    def visit(node, level):
-        if isinstance(node, _cntk.Variable):
-            key = ('v', node.uid)
-            if key in seen:
-                return
-            seen.add(key)
-            if node.is_output:
-                visit(node.owner.root_function, level)
-                return
-            if visitor(node):
-                found.append(node)
-            return
-        if node.is_composite:
-            visit(node.root_function, level)
-            return
-        key = ('f', node.uid)
-        if key in seen:
-            return
-        seen.add(key)
+    is true, each once, in CNTK's order: a node, then its inputs depth first.
+    depth: how many levels of blocks to enter (0: none, -1: all). An entered block is
+    followed by what its arguments are bound to and then by its inner graph, whose
+    placeholders for those arguments are left out."""
+    if depth < 0:
+        depth = sys.maxsize
+    start = root.root_function if isinstance(root, _cntk.Function) else root
+    pending = [(start, depth)]
+    found, seen = [], set()
+    while pending:
+        node, level = pending.pop(0)
+        if node.uid in seen:
+            continue
+        seen.add(node.uid)
+        if isinstance(node, _cntk.Function):
+            if node.is_block and level > 0:
+                mapping = node.block_arguments_mapping
+                seen.update(inner.uid for inner, _ in mapping)
+                pending.extend((outer, level - 1) for _, outer in mapping)
+                pending.append((node.block_root.root_function, level - 1))
+            else:
+                pending[:0] = [(i, level) for i in node.root_function.inputs]
+        elif node.is_output:
+            pending.insert(0, (node.owner.root_function, level))
+            continue
         if visitor(node):
             found.append(node)
-        if node.is_block and (depth < 0 or level < depth):
-            visit(node.block_root, level + 1)
-        for i in node.inputs:
-            visit(i, level)
-
-    visit(root, 0)
     return found
 
 
@@ -79,26 +75,27 @@ def get_node_outputs(node, depth=0):
 
 
 def _dot(root):
-    lines = ['digraph CNTKGraph {', '  rankdir=BT;']
     nodes = depth_first_search(root, lambda n: True)
     ids = {}
 
     def nid(n):
         return ids.setdefault(n.uid, 'n%d' % len(ids))
 
+    decls, edges = [], []
     for n in nodes:
         if isinstance(n, _cntk.Function):
             label = '%s%s' % (n.op_name, ' (%s)' % n.name if n.name else '')
-            lines.append('  %s [label="%s", shape=ellipse];' % (nid(n), label.replace('"', "'")))
+            decls.append('  %s [label="%s", shape=ellipse];' % (nid(n), label.replace('"', "'")))
             for i in n.inputs:
                 src = i.owner.root_function if i.is_output else i
-                lines.append('  %s -> %s [label="%s"];' % (nid(src), nid(n), str(i.shape)))
+                edges.append('  %s -> %s [label="%s"];' % (nid(src), nid(n), str(i.shape)))
         else:
             kind = 'Parameter' if n.is_parameter else 'Constant' if n.is_constant else \
                 'Placeholder' if n.is_placeholder else 'Input'
             label = '%s %s %s' % (kind, n.name, n.shape)
-            lines.append('  %s [label="%s", shape=box];' % (nid(n), label.replace('"', "'")))
-    lines.append('}')
+            decls.append('  %s [label="%s", shape=box];' % (nid(n), label.replace('"', "'")))
+    # nodes from the leaves up (a node after the nodes it reads, as the data flows), then the edges
+    lines = ['digraph CNTKGraph {', '  rankdir=BT;'] + decls[::-1] + edges + ['}']
     return '\n'.join(lines) + '\n'
 
 
