@@ -150,7 +150,10 @@ MinibatchSource::MinibatchSource(MinibatchSourceConfig config) : config_(std::mo
       if (s.broadcast && d == 0)
         throw ValueError("MinibatchSource: stream '" + s.name + "' is broadcast to the primary deserializer's sequences, "
                          "so its deserializer cannot be the first (primary) one");
-      if (s.defines_mb_size && mb_size_stream_ < 0) mb_size_stream_ = int(streams_.size());
+      if (s.defines_mb_size && mb_size_stream_ >= 0)
+        throw ValueError("MinibatchSource: streams '" + streams_[size_t(mb_size_stream_)].name + "' and '" + s.name +
+                         "' both define the minibatch size (defines_mb_size); at most one may");
+      if (s.defines_mb_size) mb_size_stream_ = int(streams_.size());
       streams_.push_back(s);
       stream_owner_.push_back(d);
     }

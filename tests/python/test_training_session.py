@@ -91,3 +91,71 @@ def test_minibatch_size_schedule_and_cross_validation_callback():
 def test_logistic_regression_example_learns():
     import logistic_regression
     assert logistic_regression.train(verbose=False) < 0.15  # the blobs overlap: about 10% is the best possible
+
+
+def _ctf_source(tmp_path, **kw):
+    # 10 sequences of one sample each: x is the line's number, y its parity.
+    path = tmp_path / 'data.ctf'
+    path.write_text(''.join('%d |x %d |y %d %d\n' % (i, i, i % 2, 1 - i % 2) for i in range(10)))
+    return C.io.MinibatchSource(C.io.CTFDeserializer(str(path), C.io.StreamDefs(
+        x=C.io.StreamDef('x', 1), y=C.io.StreamDef('y', 2))), randomize=False, **kw)
+
+
+def _session_model():
+    x, y = C.input_variable(1), C.input_variable(2)
+    z = C.layers.Dense(2, init=C.glorot_uniform(seed=1))(x)
+    trainer = C.Trainer(z, (C.cross_entropy_with_softmax(z, y), C.classification_error(z, y)),
+                        [C.sgd(z.parameters, C.learning_parameter_schedule_per_sample(0.01))])
+    return x, y, trainer
+
+
+def test_session_periodic_actions_follow_cntk(tmp_path):
+    # As CNTK's training session: an infinite source with no max_samples raises; cross-validation reads
+    # its source to the end, from the same position each time, and once more for the last partial
+    # period; preserve_all names checkpoints by period index and keeps the last under the plain name.
+    x, y, trainer = _session_model()
+    src = _ctf_source(tmp_path)
+    input_map = {x: src.streams.x, y: src.streams.y}
+    with pytest.raises(ValueError, match='Train minibatch source must have a limited number'):
+        C.training_session(trainer, src, 4, input_map).train()
+    calls = []
+    cv_src = _ctf_source(tmp_path, max_sweeps=1)
+    cv = C.CrossValidationConfig(cv_src, frequency=8, minibatch_size=3,
+                                 callback=lambda *a: calls.append(a) or True)
+    ckp = C.CheckpointConfig(str(tmp_path / 'ck'), frequency=(2, C.train.DataUnit.minibatch), preserve_all=True)
+    C.training_session(trainer, src, 4, input_map, max_samples=20, cv_config=cv, checkpoint_config=ckp).train()
+    assert trainer.total_number_of_samples_seen == 20
+    assert [(i, n, m) for i, _, n, m in calls] == [(0, 10, 4), (1, 10, 4), (2, 10, 4)]  # after 8, 16, 20 samples
+    files = sorted(f for f in os.listdir(str(tmp_path)) if f.startswith('ck'))
+    assert files == ['ck', 'ck.ckp', 'ck0', 'ck0.ckp', 'ck1', 'ck1.ckp', 'ck2', 'ck2.ckp']  # after minibatch 2, 4, 5
+    # Restoring the last checkpoint: nothing is left to train, no action runs again.
+    calls.clear()
+    C.training_session(trainer, _ctf_source(tmp_path), 4, input_map, max_samples=20, cv_config=cv,
+                       checkpoint_config=ckp).train()
+    assert calls == [] and trainer.total_number_of_samples_seen == 20
+
+
+def test_session_reads_a_user_minibatch_source_by_cntk_signature():
+    x, y, trainer = _session_model()
+
+    class Source(C.io.UserMinibatchSource):
+        def __init__(self):
+            self.xs = C.io.StreamInformation('x', 0, 'dense', np.float32, (1,))
+            self.ys = C.io.StreamInformation('y', 1, 'dense', np.float32, (2,))
+            self.calls = []
+            super(Source, self).__init__()
+
+        def stream_infos(self):
+            return [self.xs, self.ys]
+
+        def next_minibatch(self, num_samples, number_of_workers, worker_rank, device=None):
+            self.calls.append((num_samples, number_of_workers, worker_rank))
+            data = np.ones((num_samples, 1), np.float32)
+            labels = np.tile(np.float32([[1, 0]]), (num_samples, 1))
+            return {self.xs: C.io.MinibatchData(C.Value(batch=data), num_samples, num_samples, False),
+                    self.ys: C.io.MinibatchData(C.Value(batch=labels), num_samples, num_samples, False)}
+
+    src = Source()
+    assert src['x'] is src.xs
+    C.training_session(trainer, src, 3, {x: src.xs, y: 'y'}, max_samples=7).train()
+    assert src.calls == [(3, 1, 0), (3, 1, 0), (1, 1, 0)] and trainer.total_number_of_samples_seen == 7

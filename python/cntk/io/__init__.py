@@ -36,6 +36,11 @@ class StreamInformation(object):
     def is_sparse(self):
         return self.storage_format == 'sparse'
 
+    @property
+    def sample_shape(self):
+        """The shape of one sample (the same as `shape`; CNTK's name for it)."""
+        return self.shape
+
     def __eq__(self, other):
         return isinstance(other, StreamInformation) and (self.name, self.stream_id) == (other.name, other.stream_id)
 
@@ -91,6 +96,10 @@ class MinibatchData(object):
         """Samples in the minibatch (for sequences: steps)."""
         return self._num_samples
 
+    # CNTK's names of the same counts.
+    number_of_sequences = num_sequences
+    number_of_samples = num_samples
+
     @property
     def end_of_sweep(self):
         """True when this minibatch ends a pass over the data."""
@@ -119,6 +128,11 @@ class MinibatchData(object):
         return self._value.as_sequences(variable)
 
     def asarray(self):
+        """The data with its padding: a NumPy array; sparse data of rank 2 (no sequence axis, vector
+        samples) as a SciPy CSR matrix. As in CNTK, sparse data of higher rank (which CSR cannot
+        hold) comes out dense."""
+        if self._value._is_sparse and len(self._value.shape) > 2:
+            return self._value._data.to_dense().to_numpy()
         return self._value.asarray()
 
     def __len__(self):
@@ -147,6 +161,9 @@ class UserMinibatchSource(object):
             if si.name == name:
                 return si
         raise ValueError("no stream named '%s'" % name)
+
+    def __getitem__(self, name):
+        return self.stream_info(name)
 
     def next_minibatch(self, num_samples, number_of_workers=1, worker_rank=0, device=None):
         raise NotImplementedError

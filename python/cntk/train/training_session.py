@@ -3,6 +3,8 @@ progress summaries, cross-validation, a final test and checkpoints (CNTK's train
 A checkpoint holds the trainer (Trainer.save_checkpoint) and, in its external state, the
 training source's position (get_checkpoint_state) under CNTK's key 'TrainingMinibatchSource'."""
 import enum
+import os
+import sys
 
 import numpy as np
 
@@ -60,28 +62,44 @@ def _frequency(freq):
 
 
 class CheckpointConfig(object):
-    """Where and how often to checkpoint, and whether to restore from the last checkpoint."""
+    """Where and how often to checkpoint, and whether to restore from the last checkpoint.
+
+    `frequency` None: one checkpoint at the end of training; 0: none. With `preserve_all`, each
+    checkpoint is kept as `filename` + its index, and the last also under `filename`."""
 
     def __init__(self, filename, frequency=None, restore=True, preserve_all=False):
+        frequency, unit = _frequency(frequency)
         if not filename:
-            raise ValueError("CheckpointConfig: needs a filename")
+            if frequency:
+                raise ValueError("Checkpoint frequency cannot be specified without checkpoint_filename")
+            if preserve_all:
+                raise ValueError("CheckpointConfig: preserve_all needs a checkpoint file name")
+            frequency, filename = 0, ''
         self.filename = filename
-        self.frequency, self.frequency_unit = _frequency(frequency)
+        self.frequency = sys.maxsize if frequency is None else frequency
+        self.frequency_unit = unit
         self.restore = restore
         self.preserve_all = preserve_all
 
 
 class CrossValidationConfig(object):
-    """Evaluate on `minibatch_source` every `frequency` samples (or call `callback(index, average_error,
-    num_samples, num_minibatches)`; returning False from it stops training)."""
+    """Evaluate on `minibatch_source` every `frequency` (None: once, at the end of training), at
+    most `max_samples` samples each time; `callback(index, average_error, num_samples,
+    num_minibatches)` is called after each pass (with zeros when there is no source); returning
+    False from it stops training."""
 
     def __init__(self, minibatch_source=None, frequency=None, minibatch_size=32, callback=None, max_samples=None,
                  model_inputs_to_streams=None, criterion=None, source=None, mb_size=None):
         self.source = source if source is not None else minibatch_source
-        self.frequency, self.frequency_unit = _frequency(frequency)
+        frequency, self.frequency_unit = _frequency(frequency)
+        if self.source is None and callback is None:
+            if frequency:
+                raise ValueError("Either minibatch_source of callback should be specified.")
+            frequency = 0
+        self.frequency = sys.maxsize if frequency is None else frequency
         self.mb_size = minibatch_size_schedule(mb_size if mb_size is not None else minibatch_size)
         self.callback = callback
-        self.max_samples = max_samples
+        self.max_samples = sys.maxsize if max_samples is None else max_samples
         self.model_inputs_to_streams = model_inputs_to_streams
         self.criterion = criterion
 
@@ -128,52 +146,111 @@ def _source_and_map(source, input_map, function, infinitely_repeat=True):
     return source, input_map
 
 
+def _is_infinite(source, max_samples=sys.maxsize):
+    """Whether reading `source` up to `max_samples` never ends (CNTK's check)."""
+    from ..io import INFINITELY_REPEAT
+    limitless = max_samples is None or max_samples == INFINITELY_REPEAT or max_samples >= np.iinfo(np.int64).max
+    return limitless and hasattr(source, 'is_infinite') and bool(source.is_infinite())
+
+
+class _Action(object):
+    """A periodic action of the session: checkpoint, progress summary or cross-validation."""
+
+    def __init__(self, frequency, unit, run):
+        self.frequency, self.unit, self.run = frequency, unit, run
+        self.index = 0        # the period the units seen are in
+        self.last_count = 0   # the units seen when it last ran
+
+
 class TrainingSession(object):
-    """Runs `trainer` over `mb_source` until `max_samples` samples (or the data ends)."""
+    """Runs `trainer` over `mb_source` until `max_samples` samples (or the data ends).
+
+    After each minibatch the periodic actions run, in this order, whenever the units they count
+    (samples, minibatches or sweeps, as the trainer's learners count them) enter a new period:
+    checkpoint, progress summary, cross-validation. When training ends, each action whose last
+    period was partial runs once more; then the test runs."""
 
     def __init__(self, trainer, mb_source, mb_size, model_inputs_to_streams, max_samples, progress_frequency,
                  checkpoint_config, cv_config, test_config):
         if trainer is None:
-            raise ValueError("TrainingSession: needs a trainer")
+            raise ValueError("Trainer must not be None.")
+        if mb_source is None:
+            raise ValueError("Training minibatch source must not be None.")
         self.trainer = trainer
         self.mb_source = mb_source
         self.mb_size = _as_schedule(mb_size)
         self.model_inputs_to_streams = model_inputs_to_streams
-        self.max_samples = max_samples if max_samples is not None else np.iinfo(np.int64).max
-        self.progress_frequency, self.progress_unit = _frequency(progress_frequency)
+        self.max_samples = max_samples if max_samples is not None else sys.maxsize
+        if self.max_samples == 0:
+            raise ValueError("TrainingSession: max_samples must not be zero")
+        progress, progress_unit = _frequency(progress_frequency)
+        self.progress_frequency = sys.maxsize if progress is None else progress
+        self.progress_unit = progress_unit
         self.checkpoint_config = checkpoint_config
         self.cv_config = cv_config
         self.test_config = test_config
+        self.cv_callback = cv_config.callback if cv_config is not None else None
+        self._actions = []
+        ckp = checkpoint_config
+        if ckp is not None and ckp.frequency:
+            self._actions.append(_Action(ckp.frequency, ckp.frequency_unit, self._checkpoint_action))
+        if self.progress_frequency:
+            self._actions.append(_Action(self.progress_frequency, progress_unit, self._progress_action))
+        if cv_config is not None and cv_config.frequency:
+            self._actions.append(_Action(cv_config.frequency, cv_config.frequency_unit, self._cross_validate))
 
     def _next(self, source, size, input_map):
-        if input_map is not None:
-            return source.next_minibatch(size, input_map=input_map)
-        return source.next_minibatch(size)
+        from ..io import UserMinibatchSource, MinibatchSourceFromData
+        if size <= 0:
+            return {}
+        if not isinstance(source, UserMinibatchSource) or isinstance(source, MinibatchSourceFromData):
+            if input_map is not None:
+                return source.next_minibatch(size, input_map=input_map)
+            return source.next_minibatch(size)
+        # A UserMinibatchSource has CNTK's signature (size, number of workers, worker rank) and
+        # returns data by stream; the session maps it to the model's inputs.
+        mb = source.next_minibatch(size, 1, 0)
+        if not mb or input_map is None:
+            return mb
+        return {var: mb[source.stream_info(si) if isinstance(si, str) else si] for var, si in input_map.items()}
 
-    def _due(self, freq, unit, samples, minibatches, sweeps, last):
-        if freq is None or freq <= 0:
-            return False
-        position = {DataUnit.sample: samples, DataUnit.minibatch: minibatches, DataUnit.sweep: sweeps}[unit]
-        return position // freq > last // freq if unit == DataUnit.sample else position % freq == 0
+    def _units_seen(self, unit):
+        if unit == DataUnit.sample:
+            return self.trainer.total_number_of_samples_seen
+        from .trainer import _native_learner
+        learner = _native_learner(self.trainer.parameter_learners[0])
+        return (learner.total_number_of_minibatches_seen() if unit == DataUnit.minibatch
+                else learner.total_number_of_sweeps_seen())
 
     # The key of the training source's position in a checkpoint's external state (CNTK's).
     _SOURCE_KEY = 'TrainingMinibatchSource'
 
-    def _save_checkpoint(self, index=None):
-        cfg = self.checkpoint_config
+    def _save_checkpoint(self, filename):
         state = {}
         if hasattr(self.mb_source, 'get_checkpoint_state'):
             state[self._SOURCE_KEY] = self.mb_source.get_checkpoint_state()
-        filename = cfg.filename + (str(index) if cfg.preserve_all and index is not None else '')
         self.trainer.save_checkpoint(filename, state)
+
+    def _checkpoint_action(self, index):
+        cfg = self.checkpoint_config
+        self._save_checkpoint(cfg.filename + (str(index) if cfg.preserve_all else ''))
+        # As in CNTK, the profiler is enabled after each checkpoint (so the first
+        # checkpoint period is not profiled); this has no effect unless start_profiler ran.
+        _cntk.enable_profiler()
+        return True
+
+    def _progress_action(self, index):
+        self.trainer.summarize_training_progress()
+        return True
 
     def _checkpoint_to_restore(self):
         """The checkpoint file itself, or else the <filename>N with the largest N (preserve_all), or None."""
-        import os
         name = self.checkpoint_config.filename
         if os.path.exists(name):
             return name
         folder, base = os.path.split(name)
+        if folder and not os.path.isdir(folder):
+            os.makedirs(folder, exist_ok=True)
         best, best_n = None, -1
         for f in os.listdir(folder or '.'):
             suffix = f[len(base):]
@@ -183,14 +260,17 @@ class TrainingSession(object):
         return best
 
     def _restore_checkpoint(self):
-        """Restores the trainer and the training source; returns the number of samples trained so far."""
+        """Restores the trainer and the training source, and puts each action in its period."""
         path = self._checkpoint_to_restore()
         if path is None:
-            return 0
+            return
         state = self.trainer.restore_from_checkpoint(path)
         if self._SOURCE_KEY in state and hasattr(self.mb_source, 'restore_from_checkpoint'):
             self.mb_source.restore_from_checkpoint(state[self._SOURCE_KEY])
-        return self.trainer.total_number_of_samples_seen
+        for a in self._actions:
+            count = self._units_seen(a.unit)
+            a.index = count // a.frequency
+            a.last_count = count - count % a.frequency
 
     def train(self, device=None):
         """Runs the training loop. With a CheckpointConfig, checkpoints are written every `frequency`
@@ -204,89 +284,90 @@ class TrainingSession(object):
 
     def _train(self):
         trainer = self.trainer
-        samples = minibatches = sweeps = 0
         ckp = self.checkpoint_config
-        if ckp is not None and ckp.restore:
-            samples = self._restore_checkpoint()
-        last_progress = last_cv = last_checkpoint = samples
-        cv_index = 0
-        stop = False
-        while samples < self.max_samples and not stop:
-            size = min(self.mb_size[samples], self.max_samples - samples)
+        if ckp is not None and ckp.restore and ckp.filename:
+            self._restore_checkpoint()
+        restored = trainer.total_number_of_samples_seen
+        if _is_infinite(self.mb_source, self.max_samples):
+            raise ValueError("Train minibatch source must have a limited number of samples or sweeps.")
+        early_exit = False
+        should_train = True
+        while should_train:
+            seen = trainer.total_number_of_samples_seen
+            left = 0 if early_exit or self.max_samples <= seen else self.max_samples - seen
             with _profiler_phase('read minibatch'):
-                mb = self._next(self.mb_source, size, self.model_inputs_to_streams)
-            if not mb:
-                break
-            trainer.train_minibatch(mb)
-            n = trainer.previous_minibatch_sample_count
-            samples += n
-            minibatches += 1
-            if any(getattr(d, 'end_of_sweep', False) for d in mb.values()):
-                sweeps += 1
-            if self._due(self.progress_frequency, self.progress_unit, samples, minibatches, sweeps, last_progress):
-                trainer.summarize_training_progress()
-                last_progress = samples
-            if ckp is not None and self._due(ckp.frequency, ckp.frequency_unit, samples, minibatches, sweeps,
-                                             last_checkpoint):
-                last_checkpoint = samples
-                position = {DataUnit.sample: samples, DataUnit.minibatch: minibatches,
-                            DataUnit.sweep: sweeps}[ckp.frequency_unit]
-                self._save_checkpoint(position // ckp.frequency)
-                # As in CNTK, the profiler is enabled after each checkpoint (so the first
-                # checkpoint period is not profiled); this has no effect unless start_profiler ran.
-                _cntk.enable_profiler()
-            if self.cv_config is not None and self._due(self.cv_config.frequency, self.cv_config.frequency_unit,
-                                                        samples, minibatches, sweeps, last_cv):
-                last_cv = samples
-                if not self._cross_validate(cv_index):
-                    stop = True
-                cv_index += 1
-        if last_progress != samples:
-            trainer.summarize_training_progress()
-        if ckp is not None:
-            self._save_checkpoint()  # the final state, under the plain file name (as CNTK does)
-        if self.cv_config is not None and self.cv_config.frequency is None:
-            self._cross_validate(cv_index)
-        if self.test_config is not None:
-            self._test()
+                mb = self._next(self.mb_source, min(self.mb_size[seen], left), self.model_inputs_to_streams)
+            # An empty minibatch ends training (train_minibatch returns False for it).
+            should_train = bool(trainer.train_minibatch(mb)) if mb else False
+            for a in self._actions:
+                count = self._units_seen(a.unit)
+                index = count // a.frequency
+                if index != a.index:
+                    early_exit |= a.run(a.index) is False
+                    a.index, a.last_count = index, count
+        if restored != trainer.total_number_of_samples_seen:
+            # The last, partial period of each action.
+            for a in self._actions:
+                count = self._units_seen(a.unit)
+                if count % a.frequency != 0 and count != a.last_count:
+                    a.run(a.index)
+        if ckp is not None and ckp.frequency and ckp.preserve_all and not os.path.exists(ckp.filename):
+            self._save_checkpoint(ckp.filename)  # the final state, under the plain file name too
+        self._test()
 
-    def _evaluate(self, config, max_samples=None):
-        source, input_map = config.source, config.model_inputs_to_streams
+    def _evaluate(self, source, input_map, mb_size, max_samples):
+        """Tests the trainer on `source` until it ends or `max_samples` samples were read; returns
+        (error sum, samples, minibatches)."""
         if input_map is None:
             input_map = self.model_inputs_to_streams
         total = minibatches = 0
         error_sum = 0.0
-        while max_samples is None or total < max_samples:
-            mb = self._next(source, config.mb_size[total], input_map)
+        while True:
+            mb = self._next(source, min(mb_size[total], max_samples - total), input_map)
             if not mb:
                 break
-            avg = self.trainer.test_minibatch(mb)
-            n = self.trainer._previous_test_minibatch().samples if hasattr(self.trainer, '_previous_test_minibatch') \
-                else next(iter(mb.values())).num_samples
-            error_sum += avg * n
-            total += n
+            self.trainer.test_minibatch(mb)
+            prev = self.trainer._previous_test_minibatch()
+            error_sum += prev.sum
+            total += prev.samples
             minibatches += 1
-            if any(getattr(d, 'end_of_sweep', False) for d in mb.values()):
-                break
-        return (error_sum / total if total else 0.0), total, minibatches
+        return error_sum, total, minibatches
 
     def _cross_validate(self, index):
+        # The training source's position is kept across cross-validation (as CNTK does, so that
+        # truncated sequences start anew), and the cross-validation source is read from the same
+        # position each time.
+        state = self.mb_source.get_checkpoint_state() if hasattr(self.mb_source, 'get_checkpoint_state') else None
         cfg = self.cv_config
-        if cfg.source is None:
-            return cfg.callback(index, 0.0, 0, 0) is not False if cfg.callback else True
-        avg, total, mbs = self._evaluate(cfg, cfg.max_samples)
-        self.trainer.summarize_test_progress()
-        self.on_cross_validation_end(index, avg, total, mbs)
-        if cfg.callback is not None:
-            return cfg.callback(index, avg, total, mbs) is not False
-        return True
+        if cfg.source is not None:
+            if _is_infinite(cfg.source, cfg.max_samples):
+                raise ValueError("Cross validation minibatch source must have a limited number of samples or sweeps.")
+            position = cfg.source.get_checkpoint_state()
+            error_sum, total, mbs = self._evaluate(cfg.source, cfg.model_inputs_to_streams, cfg.mb_size,
+                                                   cfg.max_samples)
+            cfg.source.restore_from_checkpoint(position)
+            self.trainer.summarize_test_progress()
+            result = self.on_cross_validation_end(index, error_sum / total if total else 0.0, total, mbs)
+        else:
+            result = self.on_cross_validation_end(index, 0, 0, 0)
+        if state is not None:
+            self.mb_source.restore_from_checkpoint(state)
+        return result is not False
 
     def on_cross_validation_end(self, index, average_error, num_samples, num_minibatches):
-        """Called after each cross-validation pass (override to react)."""
-        pass
+        """Called after each cross-validation pass; calls the configuration's callback. Returns
+        False to stop training."""
+        if self.cv_callback is not None:
+            return self.cv_callback(index, average_error, num_samples, num_minibatches)
+        return True
 
     def _test(self):
-        self._evaluate(self.test_config)
+        cfg = self.test_config
+        if cfg is None or cfg.source is None:
+            return
+        if _is_infinite(cfg.source):
+            raise ValueError("Test minibatch source must have a limited number of samples or sweeps.")
+        self._evaluate(cfg.source, cfg.model_inputs_to_streams, cfg.mb_size, sys.maxsize)
         self.trainer.summarize_test_progress()
 
 
