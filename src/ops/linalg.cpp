@@ -47,6 +47,10 @@ std::vector<OutputInfo> infer_times(InferContext& ctx) {
     if (lk[i] != rk[i] && lk[i] >= 0 && rk[i] >= 0)
       ctx.fail("inner dimensions do not match: " + lk.str() + " vs " + rk.str());
   if (ctx.input(0).is_sparse() && ctx.input(1).is_sparse()) ctx.fail("both operands are sparse");
+  // CNTK refuses this with a logic error (RuntimeError in Python), not an argument error.
+  if (ctx.input(0).is_sparse() && k_rank > 1)
+    throw Error("Times: for the sparse left operand " + ctx.input(0).str() + ", cannot reduce multiple (" +
+                std::to_string(k_rank) + ") axes; only its last axis can be reduced");
   return ctx.one(L.sub(0, L.rank() - k_rank).concat(R.sub(k_rank)));
 }
 

@@ -135,3 +135,10 @@ def test_sparse_times_a_per_sample_right_operand_densifies_correctly():
     rd = np.random.RandomState(3).standard_normal((2, V, E))
     m = sp.csr_matrix(one_hot([2, 5]))
     np.testing.assert_allclose(f.eval({x: m, r: rd}), np.stack([rd[0, 2], rd[1, 5]]), rtol=1e-12)
+
+
+def test_sparse_left_operand_reduces_only_its_last_axis():
+    # As CNTK: a logic error (RuntimeError) at construction.
+    a = C.input_variable((2, 3, 3), is_sparse=True)
+    with pytest.raises(RuntimeError, match='Times'):
+        C.times(a, C.parameter((3, 3, 2)))
