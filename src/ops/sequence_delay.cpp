@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "kernels/cpu/reduce.h"
+#include "ops/eager.h"
 #include "ops/op.h"
 
 namespace cntk {
@@ -69,13 +70,44 @@ NDShape padded_item(const NDShape& shape, size_t rank) {
 
 bool init_is_sequence(const ComputeContext& ctx) { return ctx.in_dyn[1] == 2; }
 
-// For an initial state that is a sequence: the time step read for sequence b.
-int64_t init_item(const ComputeContext& ctx, int64_t b) {
-  const auto& lengths = ctx.in_lengths[1];
-  int64_t T = ctx.inputs[1].shape()[0];
-  int64_t L = b < int64_t(lengths.size()) ? std::min(lengths[b], T) : T;
+// The length of sequence b of an initial state that is a sequence.
+int64_t init_length(const ComputeContext& ctx, int64_t b) {
+  int64_t L = length_of(ctx.in_lengths[1], b, ctx.inputs[1].shape()[0]);
   if (L < 1) throw ValueError(ctx.fn->op_name() + ": the initial state of sequence " + std::to_string(b) + " is empty");
-  return delay_spec(*ctx.fn).past ? L - 1 : 0;
+  return L;
+}
+
+// For an initial state that is a sequence: the item of sequence b read for the j-th of
+// the K steps the initial state fills (see delay_initial_steps).
+int64_t init_item(const ComputeContext& ctx, int64_t b, int64_t j, int64_t K) {
+  int64_t L = init_length(ctx, b);
+  bool past = delay_spec(*ctx.fn).past;
+  if (L == 1) return 0;
+  if (K == 1) return past ? L - 1 : 0;
+  if (L < K)
+    throw ValueError(ctx.fn->op_name() + ": the initial state of sequence " + std::to_string(b) + " has " +
+                     std::to_string(L) + " items, fewer than the offset " + std::to_string(K) +
+                     " (give one item, or at least offset many)");
+  return past ? L - K + j : j;
+}
+
+// Rows per sequence in the initial state's runtime form: `offset` where the initial state
+// is a sequence with more than one item and the offset exceeds 1 (CNTK reads its last
+// `offset` items in order, its first ones for FutureValue), else 1 (one item, read for
+// every step the initial state fills).
+int64_t init_steps(const ComputeContext& ctx) {
+  int64_t offset = delay_spec(*ctx.fn).offset;
+  if (!init_is_sequence(ctx) || offset <= 1) return 1;
+  for (int64_t b = 0; b < ctx.inputs[1].shape()[1]; ++b)
+    if (init_length(ctx, b) > 1) return offset;
+  return 1;
+}
+
+// Which of the K initial-state rows output step t of a sequence of length L reads,
+// where it reads the initial state.
+int64_t init_row(const DelaySpec& d, int64_t t, int64_t L, int64_t K) {
+  if (K == 1) return 0;
+  return d.past ? t : t + d.offset - L;
 }
 
 bool continued(const std::vector<char>* continues, int64_t b) {
@@ -83,8 +115,8 @@ bool continued(const std::vector<char>* continues, int64_t b) {
 }
 
 template <class T>
-void forward_rows(const DelaySpec& d, const T* x, const T* init, const std::vector<int64_t>& lengths, int64_t TT,
-                  int64_t B, int64_t R, int64_t t0, int64_t t1, T* out, const T* carry,
+void forward_rows(const DelaySpec& d, const T* x, const T* init, int64_t K, const std::vector<int64_t>& lengths,
+                  int64_t TT, int64_t B, int64_t R, int64_t t0, int64_t t1, T* out, const T* carry,
                   const std::vector<char>* continues) {
   for (int64_t t = t0; t < t1; ++t)
     for (int64_t b = 0; b < B; ++b) {
@@ -95,7 +127,7 @@ void forward_rows(const DelaySpec& d, const T* x, const T* init, const std::vect
         continue;
       }
       int64_t s = source_step(d, t, L);
-      const T* src = s >= 0 ? x + (s * B + b) * R : init + b * R;
+      const T* src = s >= 0 ? x + (s * B + b) * R : init + (init_row(d, t, L, K) * B + b) * R;
       // A continued sequence: step t - offset < 0 is item t of the carry (past only).
       if (s < 0 && carry && d.past && continued(continues, b)) src = carry + (t * B + b) * R;
       std::memcpy(dst, src, sizeof(T) * R);
@@ -104,14 +136,15 @@ void forward_rows(const DelaySpec& d, const T* x, const T* init, const std::vect
 
 template <class T>
 void backward_rows(const DelaySpec& d, const T* g, const std::vector<int64_t>& lengths, int64_t TT, int64_t B,
-                   int64_t R, int64_t t0, int64_t t1, T* gx, T* ginit, const std::vector<char>* continues) {
+                   int64_t R, int64_t K, int64_t t0, int64_t t1, T* gx, T* ginit, const std::vector<char>* continues) {
   for (int64_t t = t0; t < t1; ++t)
     for (int64_t b = 0; b < B; ++b) {
       int64_t L = length_of(lengths, b, TT);
       if (t >= L) continue;  // padding carries no gradient
       int64_t s = source_step(d, t, L);
       if (s < 0 && continued(continues, b)) continue;  // read from the previous minibatch: no gradient
-      T* dst = s >= 0 ? (gx ? gx + (s * B + b) * R : nullptr) : (ginit ? ginit + b * R : nullptr);
+      T* dst = s >= 0 ? (gx ? gx + (s * B + b) * R : nullptr)
+                      : (ginit ? ginit + (init_row(d, t, L, K) * B + b) * R : nullptr);
       if (!dst) continue;
       const T* src = g + (t * B + b) * R;
       for (int64_t k = 0; k < R; ++k) dst[k] += src[k];
@@ -126,38 +159,52 @@ void check_steps(const char* what, const NDArrayView& v, int64_t t0, int64_t t1)
 
 }  // namespace
 
-NDArrayView delay_initial_rows(const ComputeContext& ctx, const NDShape& item_shape, int64_t batch) {
+NDArrayView delay_initial_steps(const ComputeContext& ctx, const NDShape& item_shape, int64_t batch) {
   NDShape rows_shape = NDShape{batch}.concat(item_shape);
   if (!init_is_sequence(ctx)) {
     NDArrayView a = ctx.aligned(1, item_shape.rank());
-    return a.broadcast_to(NDShape{1}.concat(rows_shape)).contiguous().reshape(rows_shape);
+    return a.broadcast_to(NDShape{1}.concat(rows_shape)).contiguous();
   }
   const NDArrayView& init = ctx.inputs[1];  // [T', B, *shape'] over its own sequence axis
   if (init.shape()[1] != batch)
     throw ValueError(ctx.fn->op_name() + ": the initial state has " + std::to_string(init.shape()[1]) +
                      " sequences but the operand " + std::to_string(batch));
-  NDArrayView rows(init.dtype(), rows_shape);
+  const int64_t K = init_steps(ctx);
+  NDArrayView rows(init.dtype(), NDShape{K}.concat(rows_shape));
   NDShape item = padded_item(init.shape().sub(2), item_shape.rank());
-  for (int64_t b = 0; b < batch; ++b) {
-    int64_t t = init_item(ctx, b);
-    NDArrayView src = init.slice(0, t, t + 1).slice(1, b, b + 1).contiguous().reshape(item);
-    rows.slice(0, b, b + 1).reshape(item_shape).copy_from(src.broadcast_to(item_shape));
-  }
+  for (int64_t j = 0; j < K; ++j)
+    for (int64_t b = 0; b < batch; ++b) {
+      int64_t t = init_item(ctx, b, j, K);
+      NDArrayView src = init.slice(0, t, t + 1).slice(1, b, b + 1).contiguous().reshape(item);
+      rows.slice(0, j, j + 1).slice(1, b, b + 1).reshape(item_shape).copy_from(src.broadcast_to(item_shape));
+    }
   return rows;
+}
+
+NDArrayView delay_initial_rows(const ComputeContext& ctx, const NDShape& item_shape, int64_t batch) {
+  if (init_steps(ctx) != 1)
+    throw NotImplementedError(ctx.fn->op_name() + ": inside a recurrent loop, an initial state that is a sequence "
+                              "of several items with an offset above 1 is not supported; give one item");
+  return delay_initial_steps(ctx, item_shape, batch).reshape(NDShape{batch}.concat(item_shape));
 }
 
 NDArrayView delay_initial_gradient(const ComputeContext& ctx, const NDArrayView& grad_rows) {
   if (!init_is_sequence(ctx)) return ctx.reduce_to_input(1, grad_rows.reshape(NDShape{1}.concat(grad_rows.shape())));
   const NDArrayView& init = ctx.inputs[1];
+  const int64_t B = init.shape()[1], K = init_steps(ctx);
+  NDArrayView steps = grad_rows.reshape(NDShape{K, B}.concat(grad_rows.shape().sub(K == 1 ? 1 : 2)));
   NDArrayView g = NDArrayView::zeros(grad_rows.dtype(), init.shape());
   NDShape own = init.shape().sub(2);
-  NDShape item = padded_item(own, grad_rows.rank() - 1);
-  for (int64_t b = 0; b < grad_rows.shape()[0]; ++b) {
-    NDArrayView row = grad_rows.slice(0, b, b + 1).contiguous().reshape(grad_rows.shape().sub(1));
-    NDArrayView summed = row.shape() == item ? row : kernels::sum_to(row, item);
-    int64_t t = init_item(ctx, b);
-    g.slice(0, t, t + 1).slice(1, b, b + 1).reshape(own).copy_from(summed.contiguous().reshape(own));
-  }
+  NDShape item = padded_item(own, steps.rank() - 2);
+  for (int64_t j = 0; j < K; ++j)
+    for (int64_t b = 0; b < B; ++b) {
+      NDArrayView row = steps.slice(0, j, j + 1).slice(1, b, b + 1).contiguous().reshape(steps.shape().sub(2));
+      NDArrayView summed = row.shape() == item ? row : kernels::sum_to(row, item);
+      int64_t t = init_item(ctx, b, j, K);
+      NDArrayView dst = g.slice(0, t, t + 1).slice(1, b, b + 1).reshape(own);
+      // One item can fill several steps: their gradients add up.
+      dst.copy_from(eager::add(dst.contiguous(), summed.contiguous().reshape(own)));
+    }
   return g;
 }
 
@@ -206,6 +253,7 @@ void delay_carry_out(Function& f, const NDArrayView& x, const NDArrayView& init_
   DelaySpec d = delay_spec(f);
   if (!d.past || d.offset == 0 || x.rank() < 2) return;
   const int64_t TT = x.shape()[0], B = x.shape()[1], R = row_size(x);
+  const int64_t K = init_rows.numel() / std::max<int64_t>(B * R, 1);
   auto next = std::make_shared<DelayCarry>();
   next->rows = NDArrayView(x.dtype(), NDShape{d.offset, B}.concat(x.shape().sub(2)));
   CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] {
@@ -220,7 +268,7 @@ void delay_carry_out(Function& f, const NDArrayView& x, const NDArrayView& init_
         int64_t u = L - d.offset + j;  // the time step, relative to this piece, of carry item j
         const T* src = u >= 0 ? xs + (u * B + b) * R
                        : prev && continued(continues, b) ? prev + ((d.offset + u) * B + b) * R
-                                                         : init + b * R;
+                                                         : init + ((K == 1 ? 0 : d.offset + u) * B + b) * R;
         std::memcpy(out + (j * B + b) * R, src, sizeof(T) * size_t(R));
       }
   });
@@ -240,17 +288,18 @@ void delay_forward_steps(const DelaySpec& d, const NDArrayView& x, const NDArray
                          const std::vector<int64_t>& lengths, int64_t t0, int64_t t1, NDArrayView& out,
                          const DelayCarry* carry, const std::vector<char>* continues) {
   check_steps("output", out, t0, t1);
+  int64_t TT = out.shape()[0], B = out.shape()[1], R = row_size(out);
+  const int64_t K = init.numel() / std::max<int64_t>(B * R, 1);
   if (x.shape() != out.shape() || x.dtype() != out.dtype() || init.dtype() != out.dtype() ||
-      init.numel() != out.numel() / out.shape()[0])
+      init.numel() != K * B * R || (K != 1 && K != d.offset))
     throw Error("delay: operand " + x.shape().str() + ", initial state " + init.shape().str() + " and output " +
                 out.shape().str() + " disagree");
-  int64_t TT = out.shape()[0], B = out.shape()[1], R = row_size(out);
   if (carry && (carry->rows.dtype() != out.dtype() || carry->rows.numel() != d.offset * B * R))
     throw Error("delay: the carried state " + carry->rows.shape().str() + " does not fit the output " +
                 out.shape().str());
   CNTK_DISPATCH_FLOAT(out.dtype(), T, [&] {
     NDArrayView rows = carry ? carry->rows : NDArrayView();
-    forward_rows<T>(d, x.data<T>(), init.data<T>(), lengths, TT, B, R, t0, t1, out.data<T>(),
+    forward_rows<T>(d, x.data<T>(), init.data<T>(), K, lengths, TT, B, R, t0, t1, out.data<T>(),
                     carry ? rows.data<T>() : nullptr, continues);
   });
 }
@@ -262,11 +311,12 @@ void delay_backward_steps(const DelaySpec& d, const NDArrayView& grad_out, const
   int64_t TT = grad_out.shape()[0], B = grad_out.shape()[1], R = row_size(grad_out);
   if (grad_x && grad_x->shape() != grad_out.shape())
     throw Error("delay: operand gradient " + grad_x->shape().str() + " does not match " + grad_out.shape().str());
-  if (grad_init && grad_init->numel() != B * R)
+  const int64_t K = grad_init ? grad_init->numel() / std::max<int64_t>(B * R, 1) : 1;
+  if (grad_init && (grad_init->numel() != K * B * R || (K != 1 && K != d.offset)))
     throw Error("delay: initial state gradient " + grad_init->shape().str() + " does not hold " +
                 std::to_string(B) + " rows");
   CNTK_DISPATCH_FLOAT(grad_out.dtype(), T, [&] {
-    backward_rows<T>(d, grad_out.data<T>(), lengths, TT, B, R, t0, t1, grad_x ? grad_x->data<T>() : nullptr,
+    backward_rows<T>(d, grad_out.data<T>(), lengths, TT, B, R, K, t0, t1, grad_x ? grad_x->data<T>() : nullptr,
                      grad_init ? grad_init->data<T>() : nullptr, continues);
   });
 }
@@ -279,7 +329,7 @@ void register_sequence_delay_ops() {
     def.forward = [](ComputeContext& ctx) {
       NDArrayView x = ctx.inputs[0].contiguous();
       NDArrayView out(x.dtype(), x.shape());
-      NDArrayView init = delay_initial_rows(ctx, x.shape().sub(2), x.shape()[1]);
+      NDArrayView init = delay_initial_steps(ctx, x.shape().sub(2), x.shape()[1]);
       const DelayCarry* carry = delay_carry_in(*ctx.fn, ctx.continues, x.shape()[1], x.shape().sub(2), x.dtype());
       std::shared_ptr<void> keep = ctx.fn->op_state();  // the carry read, while a new one is recorded
       delay_forward_steps(delay_spec(*ctx.fn), x, init, ctx.in_lengths[0], 0, x.shape()[0], out, carry,
@@ -296,7 +346,8 @@ void register_sequence_delay_ops() {
         delay_backward_steps(d, g, lengths, 0, g.shape()[0], &gx, nullptr, ctx.continues);
         return gx;
       }
-      NDArrayView gi = NDArrayView::zeros(g.dtype(), g.shape().sub(1));
+      const int64_t K = init_steps(ctx);  // rows per sequence: [B, ...] or [K, B, ...]
+      NDArrayView gi = NDArrayView::zeros(g.dtype(), K == 1 ? g.shape().sub(1) : NDShape{K}.concat(g.shape().sub(1)));
       delay_backward_steps(d, g, lengths, 0, g.shape()[0], nullptr, &gi, ctx.continues);
       return delay_initial_gradient(ctx, gi);
     };

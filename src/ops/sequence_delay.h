@@ -21,12 +21,16 @@ struct DelaySpec {
 bool is_delay_op(const OpDef* op);
 DelaySpec delay_spec(const Function& f);
 
-// The initial state (input 1 of the delay in `ctx`) as [B, *item_shape], contiguous:
+// The initial state (input 1 of the delay in `ctx`) as [K, B, *item_shape], contiguous:
 // broadcast from a scalar or tensor, one row per sequence from a batch axis, or, for
 // an initial state that is itself a sequence (over its own axis), its last item per
-// sequence (its first for FutureValue).
+// sequence (its first for FutureValue). K is 1, except for such a sequence with more
+// than one item and an offset above 1: then, as CNTK, the K = offset steps the initial
+// state fills read its last (first) `offset` items in order.
+NDArrayView delay_initial_steps(const ComputeContext& ctx, const NDShape& item_shape, int64_t batch);
+// The same as [B, *item_shape] where K is 1 (recurrent loops); NotImplementedError otherwise.
 NDArrayView delay_initial_rows(const ComputeContext& ctx, const NDShape& item_shape, int64_t batch);
-// The gradient of the initial state's runtime tensor from that of its rows.
+// The gradient of the initial state's runtime tensor from that of its rows ([B, ...] or [K, B, ...]).
 NDArrayView delay_initial_gradient(const ComputeContext& ctx, const NDArrayView& grad_rows);
 
 // Truncated BPTT: a sequence cut into pieces over several minibatches (a reader
@@ -56,7 +60,8 @@ void delay_carry_out(Function& f, const NDArrayView& x, const NDArrayView& init_
 // Writes output steps [t0, t1) of `out` ([T, B, *shape], contiguous): the operand's item
 // `offset` steps back (or ahead) within the same sequence, or the initial state where
 // that falls outside the sequence; zero past a sequence's end. `init_rows` is the
-// initial state broadcast to [B, *shape] (contiguous), of the output's type.
+// initial state broadcast to [B, *shape] or [K, B, *shape] (delay_initial_steps;
+// contiguous), of the output's type.
 // With `carry`, continued sequences (`continues`) read it instead of the initial state.
 void delay_forward_steps(const DelaySpec& d, const NDArrayView& x, const NDArrayView& init_rows,
                          const std::vector<int64_t>& lengths, int64_t t0, int64_t t1, NDArrayView& out,
@@ -64,7 +69,8 @@ void delay_forward_steps(const DelaySpec& d, const NDArrayView& x, const NDArray
 
 // Routes the gradient of output steps [t0, t1) back: into `grad_x` ([T, B, *shape],
 // contiguous, accumulated) where the operand was read, and into `grad_init_rows`
-// ([B, *shape], contiguous, accumulated) where the initial state was. Either may be null.
+// ([B, *shape] or [K, B, *shape], contiguous, accumulated) where the initial state was.
+// Either may be null.
 // Continued sequences (`continues`) send no gradient to the initial state.
 void delay_backward_steps(const DelaySpec& d, const NDArrayView& grad_out, const std::vector<int64_t>& lengths,
                           int64_t t0, int64_t t1, NDArrayView* grad_x, NDArrayView* grad_init_rows,

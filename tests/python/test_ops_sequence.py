@@ -446,3 +446,26 @@ def test_gather_needs_a_condition_over_the_same_axis():
     c = C.sequence.input_variable(1, dtype=np.float64, sequence_axis=C.Axis('elsewhere'))
     with pytest.raises(ValueError):
         C.sequence.gather(x, c)
+
+
+@pytest.mark.parametrize('offset', [2, -2])
+def test_delay_reads_several_items_of_an_initial_state_sequence(offset):
+    # As CNTK: with an offset above 1, the steps the initial state fills read its last
+    # (past) or first (future) `offset` items in order; a one-item state fills them all.
+    x = C.sequence.input_variable(2, needs_gradient=True)
+    init = C.sequence.input_variable(2, needs_gradient=True, sequence_axis=C.Axis('init_axis'))
+    f = C.sequence.delay(x, init, offset)
+    dx = np.arange(8, dtype=np.float32).reshape(1, 4, 2)
+    di = 100 + np.arange(6, dtype=np.float32).reshape(1, 3, 2)
+    out = np.asarray(f.eval({x: dx, init: di}))[0]
+    if offset > 0:
+        expected = np.concatenate([di[0, 1:], dx[0, :2]])
+        gi = [[0, 0], [1, 1], [1, 1]]
+    else:
+        expected = np.concatenate([dx[0, 2:], di[0, :2]])
+        gi = [[1, 1], [1, 1], [0, 0]]
+    np.testing.assert_array_equal(out, expected)
+    g = f.grad({x: dx, init: di}, wrt=[init])
+    np.testing.assert_array_equal(np.asarray(g)[0], gi)
+    one = di[:, :1]
+    np.testing.assert_array_equal(np.asarray(f.grad({x: dx, init: one}, wrt=[init]))[0], [[2, 2]])
