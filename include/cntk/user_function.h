@@ -4,6 +4,7 @@
 // interface. Data crosses it as Values in the user layout (batch axis first,
 // sequences padded and masked), as Function::forward returns them.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,16 @@ class UserFunctionBackend {
                                       const std::vector<Value>& root_gradients, const std::vector<bool>& wanted) = 0;
   // A new user function like this one over `inputs` (a primitive function).
   virtual FunctionPtr clone(Function& self, const std::vector<Variable>& inputs) = 0;
+  // What a model file keeps of the function (CNTK's "user_defined_state" entry), from
+  // which the deserializer below rebuilds it.
+  virtual Dictionary serialize(Function& self) = 0;
 };
+
+// Rebuilds a user function found in a model file from its inputs, its name and the
+// state its backend's serialize wrote. The binding of the language the user functions
+// are written in registers one; without it, loading such a model raises IOError.
+using UserFunctionDeserializer =
+    std::function<FunctionPtr(const std::vector<Variable>& inputs, const std::string& name, const Dictionary& state)>;
+void set_user_function_deserializer(UserFunctionDeserializer deserializer);
 
 }  // namespace cntk

@@ -149,6 +149,11 @@ class PyUserBackend : public UserFunctionBackend {
     return nb::cast<FunctionPtr>(object().attr("_cntk_clone")(inputs));
   }
 
+  Dictionary serialize(Function&) override {
+    nb::gil_scoped_acquire gil;
+    return to_dictionary(object().attr("_cntk_serialize")());
+  }
+
  private:
   static std::vector<Variable> output_variables(Function& f) {
     std::vector<Variable> out;
@@ -419,6 +424,16 @@ NB_MODULE(_cntk, m) {
                                   name);
   });
 
+  // Model files with Python user functions: the callable rebuilds one from (inputs, name,
+  // state dict). Kept for the life of the process, as the factories above are.
+  m.def("_set_user_function_deserializer", [](nb::object callback) {
+    auto* cb = new nb::object(std::move(callback));
+    set_user_function_deserializer([cb](const std::vector<Variable>& inputs, const std::string& name,
+                                        const Dictionary& state) {
+      nb::gil_scoped_acquire gil;
+      return nb::cast<FunctionPtr>((*cb)(inputs, name, from_dictionary(state)));
+    });
+  });
   m.def("forward", [](const FunctionPtr& f, const VariableValues& args, const std::vector<Variable>& outputs,
                       bool keep) {
     std::vector<Value> outs;

@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "cntk/serialize.h"
+#include "cntk/user_function.h"
 #include "ops/op.h"
 #include "serialize/attribute_types.h"
 
@@ -42,6 +43,12 @@ const char* const kEngineOpKey = "opencntk_op";
 // the reader's own, CompositeFunction 2 with random-number state under "state").
 constexpr int64_t kVariableVersion = 1;
 constexpr int64_t kPrimitiveVersion = 17;
+constexpr const char* kUserFunctionType = "UserDefinedFunction";
+
+UserFunctionDeserializer& user_function_deserializer() {
+  static UserFunctionDeserializer d;
+  return d;
+}
 constexpr int64_t kCompositeVersion = 2;
 
 int64_t op_type_of(const std::string& name) {
@@ -582,6 +589,23 @@ struct Saver {
     return false;
   }
 
+  // A user function, laid out as CNTK writes one: the common entries, then what its
+  // implementation keeps of it under "user_defined_state".
+  void emit_user_function(const FunctionPtr& f) {
+    visit_inputs(f);
+    Dictionary d;
+    d["version"] = kPrimitiveVersion;
+    d["type"] = kUserFunctionType;
+    d["uid"] = f->uid();
+    if (!f->name().empty()) d["name"] = f->name();
+    std::vector<std::string> in_uids;
+    for (auto& v : f->direct_inputs()) in_uids.push_back(v.uid());
+    d["inputs"] = string_list(in_uids);
+    d["native"] = false;
+    d["user_defined_state"] = f->user_backend()->serialize(*f);
+    functions.push_back(d);
+  }
+
   void emit(const FunctionPtr& f) {
     if (!seen_fns.insert(f.get()).second) return;
     if (f->is_composite()) throw ValueError("cannot save: a composite function inside a graph");
@@ -590,9 +614,10 @@ struct Saver {
       return;
     }
     const std::string& op = f->op_name();
-    if (f->user_backend())
-      throw NotImplementedError("cannot save user-defined function '" + op +
-                                "': saving Python user functions in model files is not supported");
+    if (f->user_backend()) {
+      emit_user_function(f);
+      return;
+    }
     if (emit_cntk_composite(f)) return;
     if (block_ops().count(op)) {
       if (FunctionPtr b = decompose(f)) {
@@ -1007,7 +1032,32 @@ struct Loader {
     return Function::block(inner, mapping, op, name);
   }
 
+  static bool is_user_function_dict(const Dictionary& d) {
+    auto it = d.find("type");
+    return it != d.end() && it->second.is<std::string>() && it->second.as_string() == kUserFunctionType;
+  }
+
+  FunctionPtr load_user_function(const Dictionary& d) {
+    std::string uid = str(d, "uid", "a function");
+    std::string what = "user function '" + uid + "'";
+    if (fns.count(uid)) fail("two functions share the uid '" + uid + "'");
+    if (d.count("native") && d.at("native").is<bool>() && d.at("native").as_bool())
+      throw NotImplementedError(source + ": " + what + " is a native (C++) user function; OpenCNTK cannot load "
+                                "the libraries that implement them");
+    const Dictionary& state = dict(need(d, "user_defined_state", what), what + ": user_defined_state");
+    std::vector<Variable> inputs;
+    for (auto& u : list(d, "inputs", what)) {
+      if (!u.is<std::string>()) fail(what + ": an input is not a uid");
+      inputs.push_back(input_var(u.as_string(), what));
+    }
+    if (!user_function_deserializer()) fail(what + " cannot be rebuilt: no user function deserializer is registered");
+    FunctionPtr f = user_function_deserializer()(inputs, name_of(d), state);
+    if (!f) fail(what + " was not rebuilt: its deserializer returned nothing");
+    return f->root_function();
+  }
+
   FunctionPtr load_function(const Dictionary& d) {
+    if (is_user_function_dict(d)) return load_user_function(d);
     std::string uid = str(d, "uid", "a function");
     std::string what = "function '" + uid + "'";
     if (fns.count(uid)) fail("two functions share the uid '" + uid + "'");
@@ -1165,6 +1215,10 @@ FunctionPtr function_from_dictionary(const Dictionary& d, const std::string& sou
     // Whatever else the graph code rejects on the way: still a bad file, never a crash.
     throw IOError(source + ": the model describes an invalid graph (" + e.what() + ")");
   }
+}
+
+void set_user_function_deserializer(UserFunctionDeserializer deserializer) {
+  user_function_deserializer() = std::move(deserializer);
 }
 
 std::string save_function_to_bytes(const FunctionPtr& f) { return dictionary_to_bytes(function_to_dictionary(f)); }

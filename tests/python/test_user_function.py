@@ -400,3 +400,62 @@ def test_errors_in_infer_outputs_are_runtime_errors():
             return self.no_such_attribute
     with pytest.raises(RuntimeError, match="no_such_attribute"):
         BadInfer(C.input_variable(2))
+
+
+class Scaled(UserFunction):
+    """A user function with state that a saved model keeps."""
+
+    def __init__(self, arg, factor=2.0, name='scaled'):
+        super(Scaled, self).__init__([arg], name=name)
+        self.factor = factor
+
+    def infer_outputs(self):
+        return [C.output_variable(self.inputs[0].shape, self.inputs[0].dtype, self.inputs[0].dynamic_axes)]
+
+    def forward(self, argument, device=None, outputs_to_retain=None):
+        return None, argument * self.factor
+
+    def backward(self, state, root_gradients):
+        return root_gradients * self.factor
+
+    def serialize(self):
+        return {'factor': self.factor}
+
+    @staticmethod
+    def deserialize(inputs, name, state):
+        return Scaled(inputs[0], state['factor'], name)
+
+
+def test_saving_and_loading_python_user_functions(tmp_path):
+    x = C.input_variable(2)
+    z = Scaled(x, 3.0) + 1
+    path = str(tmp_path / 'udf.model')
+    z.save(path)
+    loaded = C.load_model(path)
+    data = np.array([[1, 2]], np.float32)
+    np.testing.assert_allclose(loaded.eval({loaded.arguments[0]: data}), [[4, 7]])
+    found = loaded.find_by_name('scaled')
+    assert found.serialize() == {'class': 'Scaled', 'module': __name__, 'op_name': Scaled._op_name(),
+                                 'state': {'factor': 3.0}, 'version': 1}
+    # Setting an attribute of the user function's instance through its Function.
+    found.factor = 5.0
+    np.testing.assert_allclose(found.eval({loaded.arguments[0]: data}), [[5, 10]])
+
+
+def test_udf_deserialize_callback_replaces_the_static_deserialize(tmp_path):
+    x = C.input_variable(1)
+    z = Scaled(x, 2.0, name='s')
+    path = str(tmp_path / 'udf_cb.model')
+    z.save(path)
+    op_name = 'test_user_function.Scaled.callback'
+
+    class Renamed(Scaled):
+        @property
+        def op_name(self):
+            return op_name
+    Renamed(x).save(path)
+    C.Function.register_udf_deserialize_callback(op_name, lambda inputs, name, state: Scaled(inputs[0], 10.0, name))
+    with pytest.raises(ValueError):
+        C.Function.register_udf_deserialize_callback(op_name, lambda *args: None)
+    loaded = C.Function.load(path)
+    np.testing.assert_allclose(loaded.eval({loaded.arguments[0]: np.ones((1, 1), np.float32)}), [[10]])

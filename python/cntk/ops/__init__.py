@@ -10,7 +10,8 @@ from .. import _cntk
 from ..axis import Axis
 from ..internal import dtype_code, sanitize_shape, sanitize_inputs, as_variable
 from ..variables import Parameter, Constant, Variable, _make_input
-from .functions import Function, CloneMethod, load_model, UserFunction
+from .functions import Function, CloneMethod, load_model, UserFunction, ModelFormat, BlockFunction  # noqa: F401
+from .functions import register_native_user_function, native_user_function  # noqa: F401  (CNTK's names here)
 from ._prim import prim
 
 InferredDimension = _cntk.InferredDimension

@@ -801,7 +801,11 @@ class UserFunction(object):
     @property
     def op_name(self):
         """The op name the function reports: '<module>.<class>' unless a subclass overrides it."""
-        return type(self).__module__ + '.' + type(self).__name__
+        return type(self)._op_name()
+
+    @classmethod
+    def _op_name(cls):
+        return cls.__module__ + '.' + cls.__name__
 
     def infer_outputs(self):
         """The output variables of the op: a list of `cntk.output_variable(shape, dtype, dynamic_axes)`."""
@@ -829,6 +833,12 @@ class UserFunction(object):
         raise NotImplementedError("UserFunction.deserialize must be implemented by a subclass")
 
     # Called by the engine.
+    def _cntk_serialize(self):
+        """What a model file keeps of this function (CNTK's layout): where its class lives,
+        its op name and the state `serialize` returns."""
+        return {'class': type(self).__name__, 'module': type(self).__module__, 'op_name': self.op_name,
+                'state': self.serialize(), 'version': _UDF_SERIALIZATION_VERSION}
+
     def _cntk_infer_outputs(self, inputs):
         self._udf_inputs = list(inputs)
         cls = type(self).__name__
@@ -928,6 +938,66 @@ class UserFunction(object):
         return f
 
 
+_UDF_SERIALIZATION_VERSION = 1
+_udf_deserialize_callbacks = {}
+
+
+def _register_udf_deserialize_callback(op_name, callback):
+    """Loading a model calls `callback(inputs, name, state)` instead of the class's static
+    `deserialize` for the user functions with this op name (one callback per op name)."""
+    if op_name in _udf_deserialize_callbacks:
+        raise ValueError("a deserialize callback for the user function op '%s' is already registered" % op_name)
+    _udf_deserialize_callbacks[op_name] = callback
+
+
+def _deserialize_user_function(inputs, name, description):
+    """Rebuilds a user function of a model file (the engine calls this while loading)."""
+    import importlib
+    op_name = description.get('op_name')
+    module, cls = description.get('module'), description.get('class')
+    factory = _udf_deserialize_callbacks.get(op_name)
+    if factory is None:
+        try:
+            klass = getattr(importlib.import_module(module), cls)
+        except (ImportError, AttributeError) as e:
+            raise ValueError("cannot rebuild the user function '%s.%s' (op '%s'): %s; register a callback with "
+                             "Function.register_udf_deserialize_callback" % (module, cls, op_name, e))
+        factory = getattr(klass, 'deserialize', None)
+        if factory is None:
+            raise ValueError("cannot rebuild the user function '%s.%s': it has no static deserialize method and no "
+                             "callback is registered for the op '%s'" % (module, cls, op_name))
+    f = factory(list(inputs), name, description.get('state'))
+    if isinstance(f, UserFunction):
+        f = f._make_function(f._udf_inputs)
+    if not isinstance(f, _cntk.Function):
+        raise TypeError("the deserializer of user function op '%s' returned %s, not a Function"
+                        % (op_name, type(f).__name__))
+    return f
+
+
+_cntk._set_user_function_deserializer(_deserialize_user_function)
+
+
+def _function_serialize(self):
+    """A user function's description as model files keep it: {'class', 'module',
+    'op_name', 'state', 'version'} ('state' is what its `serialize` returns)."""
+    udf = _user_object(self)
+    if udf is None:
+        raise NotImplementedError("serialize describes user-defined functions; save a model with Function.save")
+    return udf._cntk_serialize()
+
+
+def _setattr(self, name, value):
+    # Attributes a user function's instance has are set on it, so that the Function a
+    # UserFunction constructor returns reads and writes the same state (CNTK's Function
+    # is that instance).
+    udf = None if name.startswith('_') else _user_object(self)
+    if udf is not None and name in udf.__dict__:
+        setattr(udf, name, value)
+    else:
+        object.__setattr__(self, name, value)
+
+
 def _user_object(f):
     """The UserFunction instance behind a user-defined function (or its composite), else None."""
     root = f._root_function() if f._kind == _COMPOSITE else f
@@ -1010,8 +1080,9 @@ def _print_node_timing(self):
 
 
 Function.print_node_timing = _print_node_timing
-Function.register_udf_deserialize_callback = staticmethod(_unsupported('register_udf_deserialize_callback',
-                                                                        'model files issue'))
+Function.register_udf_deserialize_callback = staticmethod(_register_udf_deserialize_callback)
+Function.serialize = _function_serialize
+Function.__setattr__ = _setattr
 
 
 def _with_signature(*args, **kwargs):
