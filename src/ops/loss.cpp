@@ -356,9 +356,28 @@ int64_t top_n_of(const Variable& v, const InferContext& ctx) {
   return int64_t(n);
 }
 
+// Output and target of different ranks broadcast against each other (CNTK computes the top-1 error
+// as 1 - target . hardmax(output), so an output of shape (1, N) goes with a target of shape (N,)).
+NDShape ce_error_static(const NDShape& a, const NDShape& b) {
+  std::vector<int64_t> d(std::max(a.rank(), b.rank()), 1);
+  for (size_t k = 0; k < d.size(); ++k) {
+    int64_t x = k < a.rank() ? a[a.rank() - 1 - k] : 1, y = k < b.rank() ? b[b.rank() - 1 - k] : 1;
+    d[d.size() - 1 - k] = std::max(x, y);
+  }
+  return NDShape(d);
+}
+
 std::vector<OutputInfo> ce_error_infer(InferContext& ctx) {
   if (ctx.num_inputs() != 2 && ctx.num_inputs() != 3) ctx.fail("expects 2 or 3 inputs (output, target[, topN])");
-  NDShape s = merge_static(ctx, 0, 1, "the output and target vectors");
+  const NDShape &so = ctx.shape(0), &st = ctx.shape(1);
+  NDShape s;
+  if (so.rank() == st.rank() || so.rank() == 0 || st.rank() == 0) {
+    s = merge_static(ctx, 0, 1, "the output and target vectors");
+  } else {
+    if (so[so.rank() - 1] != st[st.rank() - 1])
+      ctx.fail("the output and target vectors must have the same number of classes (last axis)");
+    s = broadcast_shapes(ctx, {so, st});
+  }
   if (s.rank() == 0) ctx.fail("needs operands of rank 1 or more");
   if (ctx.num_inputs() == 3) {
     int64_t n = top_n_of(ctx.input(2), ctx);
@@ -374,7 +393,7 @@ std::vector<OutputInfo> ce_error_infer(InferContext& ctx) {
 
 std::vector<NDArrayView> ce_error_forward(ComputeContext& ctx) {
   densify(ctx);
-  NDShape stat = ctx.static_shape(0);
+  NDShape stat = ce_error_static(ctx.static_shape(0), ctx.static_shape(1));
   NDShape full = full_shape(ctx, {0, 1}, stat);
   NDArrayView x = expand(ctx, 0, full), t = expand(ctx, 1, full);
   int64_t top = ctx.inputs.size() == 3 ? int64_t(std::llround(ctx.inputs[2].item())) : 1;
@@ -413,7 +432,7 @@ std::vector<NDArrayView> ce_error_forward(ComputeContext& ctx) {
 // nothing. The top-N error is a primitive without a gradient: zero for both.
 NDArrayView ce_error_backward(ComputeContext& ctx, size_t which) {
   densify(ctx);
-  NDShape full = full_shape(ctx, {0, 1}, ctx.static_shape(0));
+  NDShape full = full_shape(ctx, {0, 1}, ce_error_static(ctx.static_shape(0), ctx.static_shape(1)));
   NDArrayView grad = NDArrayView::zeros(ctx.inputs[0].dtype(), full);
   if (which == 1 && ctx.inputs.size() == 2) {
     NDArrayView x = expand(ctx, 0, full), go = ctx.grad_outputs[0].contiguous();

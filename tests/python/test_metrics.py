@@ -12,6 +12,20 @@ def test_classification_error_documented_examples():
     np.testing.assert_array_equal(C.classification_error([[1., 2., 3., 4.]], [[5., 0., 1., 0.]]).eval(), [[1.]])
 
 
+def test_classification_error_output_and_target_of_different_ranks_broadcast():
+    # CNTK's top-1 error is 1 - target . hardmax(output): an output of shape (1, N) pairs with a target of
+    # shape (N,); the target's gradient is -hardmax(output).
+    o, t = C.input_variable((1, 3)), C.input_variable(3)
+    e = C.classification_error(o, t)
+    assert e.shape == (1, 1)
+    ov = np.float32([[[0, 2, 1]], [[5, 0, 1]]])
+    tv = np.float32([[0, 1, 0], [0, 0, 1]])
+    np.testing.assert_array_equal(e.eval({o: ov, t: tv}).reshape(-1), [0, 1])
+    np.testing.assert_array_equal(e.grad({o: ov, t: tv}, wrt=[t]), [[0, -1, 0], [-1, 0, 0]])
+    with pytest.raises(ValueError, match='number of classes'):
+        C.classification_error(C.input_variable((1, 3)), C.input_variable(4))
+
+
 def test_classification_error_batch():
     o, t = C.input_variable(6), C.input_variable(6)
     f = C.classification_error(o, t)
