@@ -144,3 +144,12 @@ def test_plot_lists_nodes_from_the_leaves_up():
     dot = C.logging.graph.plot(z)
     assert dot.find('Plus') < dot.find('Times')
     assert C.layers.BlockFunction is C.ops.functions.BlockFunction
+
+
+def test_sequential_members_are_found_by_name():
+    from cntk.layers import Sequential, Dense
+    m = Sequential([Dense(3, init=1, name='first'), Dense(2, init=2, name='second')])
+    m.update_signature((2,))
+    assert m.is_composite
+    np.testing.assert_array_equal(m.first.W.value, np.ones((2, 3)))
+    np.testing.assert_array_equal(m.second.W.value, 2 * np.ones((3, 2)))

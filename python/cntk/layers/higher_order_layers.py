@@ -2,7 +2,7 @@
 import inspect
 
 from .. import _cntk
-from ..ops import combine, plus, placeholder
+from ..ops import as_composite, combine, plus, placeholder
 from ..ops.functions import _from_python
 from .blocks import _arity, identity, layer
 
@@ -32,7 +32,7 @@ def _compose(functions):
         else:
             out = [r]
     if len(out) == 1 and out[0].is_output:
-        return out[0].owner  # rooted at the last layer, as CNTK's composition (no Combine on top)
+        return as_composite(out[0].owner)  # rooted at the last layer, as CNTK's composition (no Combine on top)
     return combine(out)
 
 
