@@ -104,3 +104,23 @@ def test_trace_level():
     C.logging.set_trace_level(C.logging.TraceLevel.Info)
     assert C.logging.get_trace_level() == C.logging.TraceLevel.Info
     C.logging.set_trace_level(0)
+
+
+def test_progress_writer_subclass_of_cntk_py_receives_learning_rates():
+    # CNTK's writers subclassed cntk_py.ProgressWriter and called __disown__() in their constructor.
+    class Writer(C.cntk_py.ProgressWriter):
+        def __init__(self):
+            super(Writer, self).__init__(1, 0, 1, 0, 10, 0)
+            self.values = []
+            assert self.__disown__() is self
+
+        def write(self, key, value):
+            self.values.append((key, float(value)))
+
+    x = C.input_variable(1)
+    z = C.layers.Dense(1)(x)
+    w = Writer()
+    t = C.Trainer(z, C.squared_error(z, x), [C.sgd(z.parameters, C.learning_parameter_schedule([0.5, 0.25], 1))], w)
+    for _ in range(3):
+        t.train_minibatch({x: np.float32([[1]])})
+    assert [v for _, v in w.values] == [0.5, 0.25]  # each rate once, as it comes into use

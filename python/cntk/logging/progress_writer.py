@@ -113,6 +113,11 @@ class ProgressWriter(object):
         """Writes a free-form value (e.g. a learning rate)."""
         pass
 
+    def __disown__(self):
+        """CNTK's writers handed their ownership to the native trainer with this call; here the
+        trainer holds a Python reference, so there is nothing to hand over. Returns the writer."""
+        return self
+
 
 def _due(updates, freq, first):
     if freq == 0:
