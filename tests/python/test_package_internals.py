@@ -153,3 +153,13 @@ def test_sequential_members_are_found_by_name():
     assert m.is_composite
     np.testing.assert_array_equal(m.first.W.value, np.ones((2, 3)))
     np.testing.assert_array_equal(m.second.W.value, 2 * np.ones((3, 2)))
+
+
+def test_trace_level_is_its_own_setting():
+    from cntk.logging import TraceLevel, set_trace_level, get_trace_level
+    assert get_trace_level() == TraceLevel.Warning
+    level = C.cntk_py.get_computation_network_trace_level()
+    set_trace_level(TraceLevel.Info.value)
+    assert get_trace_level() is TraceLevel.Info
+    assert C.cntk_py.get_computation_network_trace_level() == level
+    set_trace_level(TraceLevel.Warning)

@@ -15,10 +15,17 @@ class TraceLevel(enum.IntEnum):
     Info = 2
 
 
+# The verbosity of the library's messages; as in CNTK, a setting of its own, apart from the
+# computation network's trace level (cntk.debugging.set_computation_network_trace_level).
+_trace_level = TraceLevel.Warning
+
+
 def set_trace_level(value):
-    """Sets the verbosity (a TraceLevel or int)."""
-    _cntk.set_computation_network_trace_level(int(value))
+    """Sets the verbosity of the library's messages (a TraceLevel or its int value)."""
+    global _trace_level
+    _trace_level = TraceLevel(int(value))
 
 
 def get_trace_level():
-    return TraceLevel(min(int(_cntk.get_computation_network_trace_level()), 2))
+    """The verbosity of the library's messages (TraceLevel.Warning by default)."""
+    return _trace_level
