@@ -120,7 +120,7 @@ def test_progress_writer_subclass_of_cntk_py_receives_learning_rates():
     x = C.input_variable(1)
     z = C.layers.Dense(1)(x)
     w = Writer()
-    t = C.Trainer(z, C.squared_error(z, x), [C.sgd(z.parameters, C.learning_parameter_schedule([0.5, 0.25], 1))], w)
+    t = C.Trainer(z, C.squared_error(z, x), [C.sgd(z.parameters, C.learning_parameter_schedule([0.5, 0.25], epoch_size=1))], w)
     for _ in range(3):
         t.train_minibatch({x: np.float32([[1]])})
     assert [v for _, v in w.values] == [0.5, 0.25]  # each rate once, as it comes into use
