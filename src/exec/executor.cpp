@@ -479,8 +479,11 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
         continue;
       }
       if (!g.defined()) continue;
+      // A sparse gradient (NCE's weight rows) reaches a parameter as it is, as in CNTK;
+      // gradients that other ops read back, or that add up, are dense.
+      if (g.is_sparse() && (!p.slot_var[size_t(in)].is_parameter() || plain_grad(in).defined())) g = g.to_dense();
       if (checked_mode()) [[unlikely]]
-        checked::check_gradient(st, i, g, s);
+        checked::check_gradient(st, i, g.is_sparse() ? g.to_dense() : g, s);
       if (g.dtype() != slot_dtype(s, in)) g = g.cast(slot_dtype(s, in));  // promoted step
       if (g.shape() != slot_shape(s, in))
         throw Error(st.op->name + ": gradient for input " + std::to_string(i) + " has shape " + g.shape().str() +
@@ -492,8 +495,10 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
         for (auto& x : ctx.inputs) shared = shared || (x.defined() && g.same_storage(x));
         grads[in] = shared ? g.copy() : g;
       }
-      else
+      else {
+        if (grads[in].is_sparse()) grads[in] = grads[in].to_dense();
         eager::add_to(grads[in], g);
+      }
     }
     // A fused step's intermediates (the convolution's result, the bias sum) share one
     // gradient, the activation's input gradient; its backward hands it out as input n.

@@ -95,6 +95,7 @@ NDArrayView& loop_buffer(BackPropState& s, int slot, const LoopExtent& e, const 
 // sequence axis, whole for the others.
 void accumulate(BackPropState& s, std::vector<NDArrayView>& grads, int in, bool sequence, int64_t t,
                 NDArrayView g) {
+  if (g.is_sparse()) g = g.to_dense();  // step gradients add up over time
   if (g.dtype() != s.values[in].dtype()) g = g.cast(s.values[in].dtype());
   if (sequence) {
     if (!grads[in].defined()) grads[in] = eager::zeros_like(s.values[in]);

@@ -646,7 +646,8 @@ std::vector<OutputInfo> nce_infer(InferContext& ctx) {
   if (!attr_bool(ctx.attrs(), "allowDuplicates", true) && k >= C)
     ctx.fail("sampling without duplicates needs fewer samples (" + std::to_string(k) + ") than classes (" +
              std::to_string(C) + ")");
-  return {{NDShape{1}, ctx.common_dtype(), ctx.unified_dynamic_axes()}};
+  // One scalar per sample, as CNTK's.
+  return {{NDShape{}, ctx.common_dtype(), ctx.unified_dynamic_axes()}};
 }
 
 std::vector<int64_t> nce_draw(ComputeContext& ctx) {
@@ -702,7 +703,7 @@ NceData nce_data(ComputeContext& ctx) {
   d.D = ctx.inputs[kW].numel() / d.C;
   NDShape fx = full_shape(ctx, {size_t(kX), size_t(kLabels)}, NDShape{d.D});
   NDShape fl = full_shape(ctx, {size_t(kX), size_t(kLabels)}, NDShape{d.C});
-  d.full = per_sample_shape(fx, ctx.out_dyn);
+  d.full = NDShape(std::vector<int64_t>(fx.dims().begin(), fx.dims().begin() + ctx.out_dyn));  // a scalar per sample
   d.B = fx.total_size() / d.D;
   d.W = ctx.inputs[kW].contiguous();
   d.bias = ctx.inputs[kB].contiguous();
@@ -765,6 +766,27 @@ std::vector<NDArrayView> nce_forward(ComputeContext& ctx) {
   return {out};
 }
 
+// The rows (along the first axis) of a contiguous dense tensor marked in `keep`, as a
+// sparse tensor of the same shape.
+NDArrayView rows_as_sparse(const NDArrayView& dense, const std::vector<char>& keep) {
+  const int64_t rows = dense.shape()[0], per_row = dense.numel() / std::max<int64_t>(rows, 1);
+  const int64_t D = dense.shape()[dense.rank() - 1], lines = per_row / std::max<int64_t>(D, 1);
+  std::vector<int64_t> starts{0}, indices;
+  std::vector<char> bytes;
+  const size_t es = dense.dtype() == DataType::Float ? sizeof(float) : sizeof(double);
+  const char* src = static_cast<const char*>(dense.raw_data());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t l = 0; l < lines; ++l) {
+      if (keep[size_t(r)]) {
+        for (int64_t j = 0; j < D; ++j) indices.push_back(j);
+        const char* row = src + size_t((r * lines + l) * D) * es;
+        bytes.insert(bytes.end(), row, row + size_t(D) * es);
+      }
+      starts.push_back(int64_t(indices.size()));
+    }
+  return NDArrayView::sparse(dense.dtype(), dense.shape(), std::move(starts), std::move(indices), bytes.data());
+}
+
 NDArrayView nce_backward(ComputeContext& ctx, size_t which) {
   if (which != kW && which != kB && which != kX) return NDArrayView();
   auto& st = ctx.fn->op_state();
@@ -809,7 +831,16 @@ NDArrayView nce_backward(ComputeContext& ctx, size_t which) {
       for (int64_t b = 0; b < d.B; ++b) body(b);  // rows of W and b are shared across samples
     }
   });
-  return which == kX ? ctx.reduce_to_input(kX, grad) : grad;
+  if (which == kX) return ctx.reduce_to_input(kX, grad);
+  // As CNTK, the weights and biases get sparse gradients: only the rows of the classes
+  // used (the labels and the noise samples) are stored.
+  std::vector<char> used(size_t(d.C), 0);
+  for (auto c : s) used[size_t(c)] = 1;
+  NDArrayView labels = d.labels.cast(DataType::Double);
+  const double* lp = labels.data<double>();
+  for (int64_t k = 0; k < d.B * d.C; ++k)
+    if (lp[k] != 0) used[size_t(k % d.C)] = 1;
+  return rows_as_sparse(grad, used);
 }
 
 void reg(const char* name, InferFn infer, ForwardFn fwd, GradFn bwd, Gradient kind = Gradient::Rule,

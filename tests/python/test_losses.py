@@ -345,7 +345,7 @@ def _nce_expected(W, b, q, k, xd, yd):
 
 def test_nce_loss_is_unbiased():
     loss, x, y, W, b, q, xd, yd = _nce_setup(num_samples=8)
-    assert loss.output.shape == (1,)
+    assert loss.output.shape == ()  # one scalar per sample, as CNTK's
     vals = np.array([loss.eval({x: xd, y: yd}).ravel() for _ in range(4000)])
     expected = _nce_expected(W.value, b.value, q, 8, xd, yd)
     err = vals.std(0) / np.sqrt(len(vals))
@@ -368,7 +368,7 @@ def test_nce_loss_gradient(allow_duplicates):
     fresh = lambda: loss.clone(C.CloneMethod.share, {x: x, y: y})
     f = fresh()
     out = f.output
-    wts = np.random.RandomState(1).standard_normal((xd.shape[0], 1))
+    wts = np.random.RandomState(1).standard_normal(xd.shape[0])
     state, _ = f.forward({x: xd, y: yd}, [out], keep_for_backward=[out])
     grads = f.backward(state, {out: wts}, [W, b, x])
 
@@ -416,7 +416,12 @@ def test_nce_loss_infers_the_input_dimension_and_accepts_sparse_labels():
     x0 = np.arange(40, dtype=np.float32).reshape(4, 10) / 40
     y0 = scipy.sparse.csr_matrix((np.ones(4, np.float32), [10, 20, 30, 40], range(5)), shape=(4, 100))
     r = loss.eval({x: x0, y: y0})
-    assert r.shape == (4, 1) and np.all(np.isfinite(r))
+    assert r.shape == (4,) and np.all(np.isfinite(r))
+    # As CNTK: the weights and biases get sparse gradients, holding the rows of the classes used.
+    g = loss.grad({x: x0, y: y0}, wrt=[W, b], as_numpy=False)
+    assert g[W].is_sparse and g[b].is_sparse
+    dense = loss.grad({x: x0, y: y0}, wrt=[W])
+    assert dense.shape == (100, 10) and np.all(np.any(dense[[10, 20, 30, 40]] != 0, axis=1))
 
 
 # ---------------------------------------------------------------- hierarchical_softmax_layer
