@@ -390,6 +390,14 @@ void Function::infer_outputs() {
   } else if (has_unknown_input(inputs_)) {
     // Shapes wait until the placeholders are bound.
     size_t n = !outputs_.empty() ? outputs_.size() : (op_ && op_->output_count) ? op_->output_count(attributes_) : 1;
+    if (outputs_.empty() && user_) {
+      // How many outputs a user function has is its own to say, placeholders or not
+      // (CNTK asks it too); one that cannot tell yet gets one.
+      try {
+        n = std::max<size_t>(1, user_->infer_outputs(*this, inputs_).size());
+      } catch (const std::exception&) {
+      }
+    }
     for (size_t i = 0; i < n; ++i)
       infos.push_back({NDShape::unknown(), DataType::Float, {Axis::dynamic("UnknownAxes")}, false});
   } else if (user_) {
@@ -412,7 +420,9 @@ void Function::infer_outputs() {
     }
   }
   bool needs_grad = false;
-  for (auto& v : inputs_) needs_grad = needs_grad || v.needs_gradient();
+  // A placeholder may stand for a variable that needs a gradient (the inside of a block
+  // keeps its placeholders bound only through the block's mapping).
+  for (auto& v : inputs_) needs_grad = needs_grad || v.needs_gradient() || v.is_placeholder();
   if (kind_ == FunctionKind::Block) needs_grad = true;
   if (outputs_.size() < infos.size()) {
     for (size_t i = outputs_.size(); i < infos.size(); ++i) {

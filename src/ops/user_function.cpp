@@ -75,7 +75,9 @@ NDArrayView user_backward(ComputeContext& ctx, size_t input) {
     std::vector<bool> wanted = ctx.grad_wanted;
     wanted.resize(ctx.inputs.size(), false);
     const auto& ins = ctx.fn->direct_inputs();
-    for (size_t i = 0; i < ins.size(); ++i) wanted[i] = wanted[i] && ins[i].needs_gradient();
+    // A placeholder (the inside of a block) stands for the block's input, which the plan wants.
+    for (size_t i = 0; i < ins.size(); ++i)
+      wanted[i] = wanted[i] && (ins[i].needs_gradient() || ins[i].is_placeholder());
     std::vector<Value> g = b.backward(*ctx.fn, ctx.state, roots, wanted);
     if (g.size() != ins.size())
       throw ValueError("user function '" + ctx.fn->op_name() + "': backward returned " + std::to_string(g.size()) +

@@ -459,3 +459,44 @@ def test_udf_deserialize_callback_replaces_the_static_deserialize(tmp_path):
         C.Function.register_udf_deserialize_callback(op_name, lambda *args: None)
     loaded = C.Function.load(path)
     np.testing.assert_allclose(loaded.eval({loaded.arguments[0]: np.ones((1, 1), np.float32)}), [[10]])
+
+
+def test_errors_in_user_methods_are_runtime_errors_of_their_own_type_too():
+    # CNTK reports them as RuntimeErrors; Python code may expect the original type.
+    x = C.input_variable(2)
+    f = Failing(x) + 1
+    with pytest.raises(RuntimeError, match="failed on purpose"):
+        f.eval({x: np.ones((1, 2), np.float32)})
+    with pytest.raises(KeyError):
+        f.eval({x: np.ones((1, 2), np.float32)})
+
+
+class PassSecond(UserFunction):
+    """Two outputs over placeholders: the count is known before the shapes."""
+
+    def __init__(self, a, b, name='pass'):
+        super(PassSecond, self).__init__([a, b], name=name)
+
+    def infer_outputs(self):
+        return [C.output_variable(i.shape, i.dtype, i.dynamic_axes) for i in self.inputs]
+
+    def forward(self, arguments, outputs, device=None, outputs_to_retain=None):
+        for o, a in zip(outputs, arguments):
+            outputs[o] = a
+        return None
+
+    def backward(self, state, root_gradients, variables):
+        for v in variables:
+            variables[v] = root_gradients[self.outputs[self.inputs.index(v)]]
+
+
+def test_user_function_over_placeholders_and_inside_a_block():
+    @C.BlockFunction('Pass', 'pass')
+    def block(a, b):
+        return PassSecond(a, b)
+    assert len(block.outputs) == 2
+    x = C.sequence.input_variable(2, needs_gradient=True)
+    f = C.combine([block(C.sequence.past_value(x), x).outputs[1]])
+    data = np.arange(6, dtype=np.float32).reshape(1, 3, 2)
+    g = f.grad({x: data}, wrt=[x])
+    np.testing.assert_allclose(np.asarray(g).reshape(3, 2), np.ones((3, 2)))

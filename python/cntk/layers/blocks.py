@@ -10,6 +10,7 @@ from ..initializer import initializer_with_rank, _is_initializer
 from ..ops import (InferredDimension, combine, placeholder, as_block, log_add_exp, element_times,
                    element_divide, alias)
 from ..ops.functions import Function, _from_python
+from ..ops.functions import BlockFunction  # noqa: F401  (CNTK kept this older spelling here)
 from ..variables import Parameter, Constant
 
 _INFERRED = (InferredDimension,)

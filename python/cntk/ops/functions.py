@@ -713,6 +713,41 @@ def native_user_function(op_id, operands, attributes=None, user_function_instanc
     raise NotImplementedError("native_user_function('%s'): %s" % (op_id, _NATIVE_UDF_MESSAGE))
 
 
+_runtime_error_types = {}
+
+
+def _as_runtime_error(e):
+    """`e` as CNTK reports errors raised in a user function's methods: a RuntimeError.
+    It keeps its own type as well (a KeyError stays a KeyError), where Python allows it."""
+    if isinstance(e, RuntimeError):
+        return e
+    base = type(e)
+    try:
+        cls = _runtime_error_types.get(base)
+        if cls is None:
+            cls = type(base.__name__, (base, RuntimeError), {'__module__': base.__module__})
+            _runtime_error_types[base] = cls
+        err = cls(*e.args)
+    except TypeError:  # a type that cannot be combined with RuntimeError, or built from its args
+        err = RuntimeError("%s: %s" % (base.__name__, e))
+    return err.with_traceback(e.__traceback__)
+
+
+def _reported_as_runtime_error(method):
+    import functools
+
+    @functools.wraps(method)
+    def call(self, *args):
+        try:
+            return method(self, *args)
+        except Exception as e:
+            err = _as_runtime_error(e)
+            if err is e:
+                raise
+            raise err from e
+    return call
+
+
 class UserFunction(object):
     """Base class of ops written in Python.
 
@@ -839,16 +874,11 @@ class UserFunction(object):
         return {'class': type(self).__name__, 'module': type(self).__module__, 'op_name': self.op_name,
                 'state': self.serialize(), 'version': _UDF_SERIALIZATION_VERSION}
 
+    @_reported_as_runtime_error
     def _cntk_infer_outputs(self, inputs):
         self._udf_inputs = list(inputs)
         cls = type(self).__name__
-        try:
-            outs = self.infer_outputs()
-        except RuntimeError:
-            raise
-        except Exception as e:
-            # CNTK reports a failing infer_outputs as a RuntimeError (its tests rely on it).
-            raise RuntimeError("%s.infer_outputs failed: %s: %s" % (cls, type(e).__name__, e)) from e
+        outs = self.infer_outputs()
         if not isinstance(outs, (list, tuple)):
             raise TypeError("%s.infer_outputs must return a list of output variables (cntk.output_variable(...)), "
                             "not %s" % (cls, type(outs).__name__))
@@ -869,6 +899,7 @@ class UserFunction(object):
             return _from_value(var, value, True)
         return _value_dense(value)
 
+    @_reported_as_runtime_error
     def _cntk_forward(self, inputs, outputs, values, training):
         from ..core import _NativeValue
         self._udf_inputs = list(inputs)
@@ -899,6 +930,7 @@ class UserFunction(object):
         finally:
             self._udf_outputs = None
 
+    @_reported_as_runtime_error
     def _cntk_backward(self, inputs, outputs, state, roots, wanted):
         from ..core import _NativeValue
         self._udf_inputs = list(inputs)
