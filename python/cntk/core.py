@@ -489,6 +489,8 @@ def _to_value(var, data):
                         warnings.warn('data is not C contiguous; rearrange your data/computation to avoid '
                                       'costly data conversions', RuntimeWarning)
                     a = _dense_array(var, s)
+                    if shape == (1,) and a.ndim > 0 and a.shape[-1] != 1:
+                        a = a[..., np.newaxis]  # as CNTK: samples of one value may come without their axis
                     if _static_matches(shape, a.shape):  # a sequence of one step without its length axis
                         a = a[np.newaxis]
                     elif not _static_matches(shape, a.shape[1:]):

@@ -416,3 +416,11 @@ def test_user_function():
     f = x + 1
     g = C.user_function(f.root_function)
     assert g.is_composite and g.root_function == f.root_function
+
+
+def test_sequences_of_single_values_may_omit_their_axis():
+    # CNTK pads a sequence given as (length,) for a variable of shape (1,) to (length, 1).
+    s = C.sequence.input_variable(1)
+    out = (s * 2).eval({s: [np.arange(3, dtype=np.float32), np.arange(2, dtype=np.float32)]})
+    np.testing.assert_allclose(out[0], [[0], [2], [4]])
+    np.testing.assert_allclose(out[1], [[0], [2]])
