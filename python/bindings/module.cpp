@@ -333,7 +333,10 @@ NB_MODULE(_cntk, m) {
       .def("__hash__", [](const Variable& v) { return std::hash<void*>()(v.get()); })
       .def("__repr__", &Variable::str);
 
-  nb::class_<Function>(m, "Function", nb::dynamic_attr())
+  nb::class_<Function>(m, "Function", nb::dynamic_attr(),
+                       "A computation graph: a primitive operation, a block, or a composite of them. It maps\n"
+                       "its inputs (arguments, parameters, constants) to one or more outputs; call it on data\n"
+                       "(eval), differentiate it (grad, forward/backward), clone, save or load it.")
       .def(nb::new_([](nb::args a, nb::kwargs k) {
         if (!g_function_factory) throw Error("cntk package not initialised");
         return nb::cast<FunctionPtr>((*g_function_factory)(*a, **k));

@@ -327,3 +327,10 @@ def test_loss_reduced_over_the_batch_counts_samples_below_it():
     assert t.previous_minibatch_sample_count == 3
     assert t.previous_minibatch_loss_average == pytest.approx(loss_sum / 3, rel=1e-12)
     np.testing.assert_allclose(W.value, W0 - 0.1 * gW, rtol=1e-12)
+
+
+def test_model_is_a_documented_function():
+    x = C.input_variable(1)
+    z = C.layers.Dense(1)(x)
+    t = C.Trainer(z, C.squared_error(z, x), [C.sgd(z.parameters, 0.1)])
+    assert isinstance(t.model, C.Function) and t.model.__doc__  # CNTK's own tests check the class docstring
