@@ -171,9 +171,31 @@ void ce_row_grad(Row<const T, Unit> x, Row<const T, Unit> t, Row<T, Unit> d, int
   }
 }
 
+// A target of lower rank than the output stands for every leading index of the
+// output (CNTK builds this loss as log-sum-exp minus transpose(target) x output,
+// which pairs a target (N,) with each row of an output (M, N)).
+NDShape ce_merge(InferContext& ctx) {
+  const NDShape &so = ctx.shape(0), &st = ctx.shape(1);
+  if (st.rank() >= so.rank()) return merge_static(ctx, 0, 1, "the output and target vectors");
+  size_t lead = so.rank() - st.rank();
+  std::vector<int64_t> d(so.dims()), t(st.dims());
+  for (size_t k = 0; k < t.size(); ++k) {
+    int64_t &x = d[lead + k], &y = t[k];
+    if (x == NDShape::kInferredDimension || x == NDShape::kFreeDimension)
+      x = y;
+    else if (y == NDShape::kInferredDimension || y == NDShape::kFreeDimension)
+      y = x;
+    else if (x != y)
+      ctx.fail("the target vector must match the trailing axes of the output vector");
+  }
+  if (so.has_inferred()) ctx.fill_inferred(0, NDShape(d));
+  if (st.has_inferred()) ctx.fill_inferred(1, NDShape(t));
+  return NDShape(d);
+}
+
 std::vector<OutputInfo> ce_infer(InferContext& ctx) {
   ctx.expect_inputs(2);
-  NDShape s = merge_static(ctx, 0, 1, "the output and target vectors");
+  NDShape s = ce_merge(ctx);
   if (s.rank() == 0) ctx.fail("needs operands of rank 1 or more");
   int ax = ce_axis(ctx.attrs(), s.rank(), ctx.op());
   std::vector<int64_t> d(s.dims());

@@ -99,6 +99,18 @@ def test_cross_entropy_with_softmax_constant_target_broadcasts_over_batch():
     gradcheck(f, {x: xd})
 
 
+def test_cross_entropy_with_softmax_target_of_lower_rank_pairs_with_each_output_row():
+    # CNTK: log-sum-exp(o) - transpose(t) x o, so a target (N,) meets every row of o (M, N).
+    x, t = f64_input((2, 3)), f64_input(3)
+    f = C.cross_entropy_with_softmax(x, t)
+    assert f.output.shape == (2, 1)
+    xd, td = np.random.randn(4, 2, 3), _probs((4, 3))
+    check_forward(f, {x: xd, t: td}, _ce_ref(xd, td[:, None, :]))
+    gradcheck(f, {x: xd, t: td})
+    with pytest.raises(ValueError):
+        C.cross_entropy_with_softmax(x, f64_input(2))
+
+
 def test_cross_entropy_with_softmax_sequences():
     x = C.sequence.input_variable(4, dtype=np.float64)
     t = C.sequence.input_variable(4, dtype=np.float64)
