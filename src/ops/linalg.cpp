@@ -59,6 +59,9 @@ TimesDims times_dims(const ComputeContext& ctx) {
   int64_t out_rank = attr_int(ctx.attr(), "outputRank", 1);
   NDShape R = ctx.static_shape(1), L = ctx.static_shape(0);
   size_t k_rank = R.rank() - out_rank;
+  // Free (or input-inferred) dimensions are only known from the data: check them here.
+  if (k_rank > L.rank() || L.sub(L.rank() - k_rank) != R.sub(0, k_rank))
+    throw ValueError("Times: inner dimensions do not match: " + L.str() + " times " + R.str() + " in the data");
   TimesDims d;
   for (size_t i = 0; i < L.rank() - k_rank; ++i) d.A *= L[i];
   for (size_t i = 0; i < k_rank; ++i) d.K *= R[i];

@@ -109,3 +109,13 @@ def test_times_reducing_the_sequence_axis():
     np.testing.assert_allclose(f.eval({a: da, b: db}), [np.einsum('ti,tj->ij', x, y) for x, y in zip(da, db)],
                                rtol=1e-5, atol=1e-6)
     assert C.TIMES_NO_INFERRED_INPUT_RANK == -1
+
+
+def test_times_checks_free_inner_dimensions_against_the_data():
+    # An input's inferred dimension is filled by its data; a mismatch with the weight is an error.
+    x = C.input_variable((C.FreeDimension, -1))
+    w = C.parameter(init=np.asarray([[2, 5], [1, 3]], dtype=np.float32))
+    t = C.times(x, w)
+    np.testing.assert_allclose(t.eval({x: np.asarray([[[0.5, 0.2]]], np.float32)}), [[[1.2, 3.1]]], rtol=1e-6)
+    with pytest.raises(ValueError):
+        t.eval({x: np.asarray([[[0.5, 0.2, 0.9]]], np.float32)})
