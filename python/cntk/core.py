@@ -535,7 +535,11 @@ def _from_value(var, value, as_numpy=True):
         return value
     if len(var._dynamic_axes) == 2:
         return [s if not _is_sparse(s) else s.toarray() for s in _value_as_sequences(value, var)]
-    return value._data.to_numpy()
+    data = value._data
+    if (data._is_sparse or var.is_sparse) and len(data._shape) <= 2:
+        # as CNTK: a sparse result of rank <= 2 comes back as a SciPy CSR matrix (higher ranks dense)
+        return _view_asarray(data) if data._is_sparse else _sparse.csr_matrix(data.to_numpy())
+    return data.to_numpy()
 
 
 def asarray(value, dtype=None):

@@ -159,9 +159,11 @@ def test_eye_like():
     x0 = np.arange(12).reshape((3, 4)).astype('f')
     e = C.eye_like(x)
     assert e.output.is_sparse
-    np.testing.assert_array_equal(e.eval({x: x0}), np.eye(3, 4))
+    # as CNTK, a sparse result comes back as a SciPy CSR matrix
+    np.testing.assert_array_equal(e.eval({x: x0}).toarray(), np.eye(3, 4))
     assert not C.eye_like(x, sparse_output=False).output.is_sparse
-    np.testing.assert_array_equal(C.eye_like(np.zeros((4, 2), np.float32)).eval(), np.eye(4, 2))
+    np.testing.assert_array_equal(C.eye_like(x, sparse_output=False).eval({x: x0}), np.eye(3, 4))
+    np.testing.assert_array_equal(C.eye_like(np.zeros((4, 2), np.float32)).eval().toarray(), np.eye(4, 2))
 
 
 # --------------------------------------------------- stop_gradient and alias
@@ -296,7 +298,7 @@ def test_random_sample_with_duplicates():
     assert f.output.dynamic_axes == ()
     counts = np.zeros(4)
     for _ in range(400):
-        s = f.eval()
+        s = f.eval().toarray()  # sparse one-hot rows, as a CSR matrix
         np.testing.assert_array_equal(s.sum(axis=1), 1)  # one-hot rows
         counts += s.sum(axis=0)
     freq = counts / counts.sum()
@@ -307,7 +309,7 @@ def test_random_sample_without_duplicates():
     w = np.array([5, 1, 1, 1, 1, 1], np.float32)
     f = C.random_sample(w, 4, False, seed=2)
     for _ in range(50):
-        s = f.eval()
+        s = f.eval().toarray()
         assert s.shape == (4, 6)
         np.testing.assert_array_equal(s.sum(axis=1), 1)
         assert s.sum(axis=0).max() == 1  # no class twice
@@ -326,8 +328,8 @@ def test_random_sample_inclusion_frequency():
 
 def test_random_sample_determinism():
     w = np.ones(20, np.float32)
-    a = C.random_sample(w, 10, True, seed=9).eval()
-    b = C.random_sample(w, 10, True, seed=9).eval()
+    a = C.random_sample(w, 10, True, seed=9).eval().toarray()
+    b = C.random_sample(w, 10, True, seed=9).eval().toarray()
     np.testing.assert_array_equal(a, b)
 
 
