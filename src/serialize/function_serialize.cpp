@@ -44,6 +44,7 @@ const char* const kEngineOpKey = "opencntk_op";
 constexpr int64_t kVariableVersion = 1;
 constexpr int64_t kPrimitiveVersion = 17;
 constexpr const char* kUserFunctionType = "UserDefinedFunction";
+constexpr const char* kCustomAttributesKey = "customAttributes";
 
 UserFunctionDeserializer& user_function_deserializer() {
   static UserFunctionDeserializer d;
@@ -656,6 +657,8 @@ struct Saver {
       s["rng_offset"] = attrs.count("rngOffset") ? attrs.at("rngOffset") : DictValue(int64_t(0));
       state[f->uid()] = s;
     }
+    // CNTK keeps a function's custom attributes among its attributes.
+    if (!f->custom_attributes().empty()) attrs[kCustomAttributesKey] = f->custom_attributes();
     d["attributes"] = attrs;
     functions.push_back(d);
   }
@@ -1102,7 +1105,15 @@ struct Loader {
     if (op != "Combine" && !find_op(op))
       throw NotImplementedError(source + ": " + what + " uses the op '" + op + "' (PrimitiveOpType " +
                                 std::to_string(type) + "), which OpenCNTK does not implement yet");
-    return Function::primitive(op, std::move(inputs), attrs, name_of(d));
+    Dictionary custom;
+    auto c = attrs.find(kCustomAttributesKey);
+    if (c != attrs.end()) {
+      if (c->second.is<std::shared_ptr<Dictionary>>()) custom = c->second.as_dict();
+      attrs.erase(c);
+    }
+    FunctionPtr f = Function::primitive(op, std::move(inputs), attrs, name_of(d));
+    f->custom_attributes() = std::move(custom);
+    return f;
   }
 
   FunctionPtr load(const Dictionary& d) {

@@ -991,3 +991,15 @@ def test_every_op_written_has_cntks_number(case):
             continue
         name = names.get(p['uid']) or re.match('[A-Za-z]+', p['uid']).group(0)
         assert 0 <= p['op'] < len(CNTK_OP_TYPES) and CNTK_OP_TYPES[p['op']] == name, (p['uid'], p['op'])
+
+
+def test_custom_attributes_are_saved_with_the_function(tmp_path):
+    root = 0 + C.input_variable(())
+    root.custom_attributes = {'test': 'abc', 'dict': {'a': 1, 'b': 2}, 'list': [1, 2, 3]}
+    path = str(tmp_path / 'custom.model')
+    root.save(path)
+    loaded = C.load_model(path)
+    assert loaded.custom_attributes['test'] == 'abc'
+    assert loaded.custom_attributes['dict'] == {'a': 1, 'b': 2}
+    assert loaded.custom_attributes['list'] == [1, 2, 3]
+    assert 'customAttributes' not in loaded.root_function.attributes
