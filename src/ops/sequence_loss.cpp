@@ -327,11 +327,11 @@ void register_cosine_negative() {
 // Per sequence, the argmax labels of both inputs (repeats merged when squashInputs,
 // tokensToIgnore dropped) are aligned by the penalty-weighted edit distance; the
 // insertions, deletions and substitutions of that alignment are counted. The value
-// is errors * frames / labels of the first input, so that averaging it over the
-// frames, as the trainer does for metrics, gives the error rate per label. (CNTK's
-// docstring states the factor the other way round, but its own explanation and
-// CNTK's EditDistanceErrorNode both give this one.) Ties prefer substitution, then
-// deletion, as CNTK does.
+// is errors * frames / labels of the second input, so that averaging it over the
+// frames, as the trainer does for metrics, gives the error rate per label of the
+// second input (the reference): CNTK's node divides by the second input's labels in
+// its V2 library, which CNTK's tests check. Ties prefer substitution, then deletion,
+// as CNTK does.
 
 std::vector<int64_t> label_sequence(const double* x, int64_t L, int64_t C, int64_t stride, bool squash,
                                     const std::vector<int64_t>& ignore) {
@@ -413,7 +413,7 @@ void register_edit_distance() {
       auto lb = label_sequence(b.data<double>() + s * C, lens[size_t(s)], C, B * C, squash, ignore);
       errors += count_edits(la, lb, sub, del, ins);
       frames += double(lens[size_t(s)]);
-      labels += double(la.size());
+      labels += double(lb.size());
     }
     double value = errors == 0 ? 0.0 : errors * frames / std::max(labels, 1.0);
     return std::vector<NDArrayView>{NDArrayView::scalar(DataType::Double, value).cast(ctx.inputs[0].dtype())};

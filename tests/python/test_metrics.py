@@ -174,10 +174,10 @@ def test_ndcg_at_1_against_reference():
 def test_edit_distance_error_on_a_batch():
     # CNTK's docstring inputs: each sample is a one-step sequence. Labels (argmax) are
     # [1, 0] against [0, 0]; with label 1 ignored, the first sample needs one insertion.
-    # 1 error * 2 frames / 1 label of input_a = 2 (more in test_losses_sequence.py).
+    # 1 error * 2 frames / 2 labels of input_b = 1, as CNTK (more in test_losses_sequence.py).
     a, b = C.input_variable(2), C.input_variable(2)
     f = C.edit_distance_error(a, b, 0, 1, 1, True, [1])
-    assert float(f.eval({a: np.array([[1., 3.], [2., 0.]]), b: np.array([[2., 0.], [2., 0.]])})) == 2.0
+    assert float(f.eval({a: np.array([[1., 3.], [2., 0.]]), b: np.array([[2., 0.], [2., 0.]])})) == 1.0
     assert float(C.edit_distance_error(a, b).eval({a: np.eye(2), b: np.eye(2)})) == 0.0
 
 

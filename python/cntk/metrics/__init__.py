@@ -62,7 +62,8 @@ def edit_distance_error(input_a, input_b, subPen=1, delPen=1, insPen=1, squashIn
     """Edit distance error between the label sequences of `input_a` and `input_b` (the argmax
     of each step). Repeats are merged when `squashInputs`; labels in `tokensToIgnore` are
     dropped. The edits (insertions, deletions, substitutions) of the cheapest alignment under
-    the given penalties, times frames / labels of input_a: averaged over frames, the error rate."""
+    the given penalties, times frames / labels of input_b (as CNTK): averaged over frames, the
+    error rate per reference label."""
     for what, v in (('subPen', subPen), ('delPen', delPen), ('insPen', insPen)):
         if not isinstance(v, numbers.Real) or isinstance(v, bool):
             raise TypeError("edit_distance_error: %s must be a number, not %r" % (what, v))
