@@ -16,7 +16,7 @@ namespace cntk::io {
 
 constexpr uint64_t kInfinitelyRepeat = ~uint64_t(0);        // 2**64 - 1, as CNTK
 constexpr uint64_t kFullDataSweep = ~uint64_t(0) - 2;      // 2**64 - 3, as CNTK
-constexpr size_t kDefaultRandomizationWindowInChunks = 4;
+constexpr size_t kDefaultRandomizationWindowInChunks = 128;  // CNTK's: 4 GB of 32 MB chunks
 
 struct MinibatchSourceConfig {
   std::vector<DeserializerPtr> deserializers;  // the first is the primary: its chunks drive the order

@@ -378,6 +378,9 @@ def test_minibatch_source_config_to_dictionary(tmp_path):
                      deserializers=[dict(type='CNTKTextFormatDeserializer', module='CNTKTextFormatReader', file=path,
                                          input=dict(x=dict(dim=3, format='sparse', definesMBSize=False, alias='x')))])
     config = MinibatchSourceConfig().add_deserializer(ctf)
+    d = to_dictionary(config)
+    assert (d['randomize'], d['randomizationWindow'], d['sampleBasedRandomizationWindow']) == (True, 128, False)
+    assert C.io.DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS == 128  # CNTK's: 4 GB of 32 MB chunks
     config.randomization_window_in_samples = 50
     with pytest.raises(ValueError, match="mutually exclusive"):
         to_dictionary(config)

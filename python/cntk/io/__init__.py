@@ -13,7 +13,7 @@ from ..variables import Record
 
 INFINITELY_REPEAT = 2 ** 64 - 1
 FULL_DATA_SWEEP = 2 ** 64 - 3
-DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS = 4
+DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS = 128  # CNTK's: 4 GB of data in chunks of 32 MB
 
 
 class StreamInformation(object):
