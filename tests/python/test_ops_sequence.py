@@ -305,9 +305,14 @@ def test_broadcast_as_forward_and_gradient():
     seq_gradcheck(y, {x: d}, [x])
 
 
-def test_broadcast_as_needs_a_sequence():
-    with pytest.raises(ValueError):
-        C.sequence.broadcast_as(C.input_variable(2), C.input_variable(2))
+def test_broadcast_as_over_a_batch_takes_its_axes():
+    # As in CNTK, the result has broadcast_as_operand's dynamic axes, a sequence axis or not.
+    ones = C.sequence.input_variable(1)
+    x = C.input_variable(1)
+    y = C.sequence.broadcast_as(C.sequence.last(ones), x)
+    assert y.dynamic_axes == x.dynamic_axes
+    with pytest.raises(ValueError):  # a sequence for the batch-only input
+        y.eval({x: [np.ones((4, 1), np.float32)], ones: [np.ones((1, 1), np.float32)]})
 
 
 def test_reconcile_dynamic_axes():

@@ -119,6 +119,9 @@ def scatter(seq, condition, new_sequence_axis_typeinfo=None, name=''):
     :func:`gather`: `seq` must be over that axis (with (0, 1): no sequence axis, one
     item per sequence)."""
     _sequence_axis(condition, 'scatter', 'condition')
+    if new_sequence_axis_typeinfo is None and not any(a.is_sequence_axis for a in _variable(seq, 'scatter').dynamic_axes):
+        # as CNTK: a seq without a sequence axis holds one item per sequence
+        new_sequence_axis_typeinfo = (0, 1)
     attrs = _typeinfo_attrs(new_sequence_axis_typeinfo, 'scatter')
     if (attrs.get('newSequenceAxisLengthScalingFactor'), attrs.get('newSequenceAxisLengthAdditiveFactor')) != (0, 1):
         _sequence_axis(seq, 'scatter')
@@ -128,7 +131,9 @@ def scatter(seq, condition, new_sequence_axis_typeinfo=None, name=''):
 
 def broadcast_as(operand, broadcast_as_operand, name=''):
     """`operand` (without a sequence axis) repeated at every step of `broadcast_as_operand`."""
-    _sequence_axis(broadcast_as_operand, 'broadcast_as', 'broadcast_as_operand')
+    # CNTK does not require a sequence axis here: the result takes broadcast_as_operand's
+    # dynamic axes, whatever they are (its own tests build this over a batch-only input).
+    _variable(broadcast_as_operand, 'broadcast_as')
     return prim('ReconcileDynamicAxis', [operand, broadcast_as_operand], {}, name)
 
 
