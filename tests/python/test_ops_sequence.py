@@ -474,3 +474,13 @@ def test_delay_reads_several_items_of_an_initial_state_sequence(offset):
     np.testing.assert_array_equal(np.asarray(g)[0], gi)
     one = di[:, :1]
     np.testing.assert_array_equal(np.asarray(f.grad({x: dx, init: one}, wrt=[init]))[0], [[2, 2]])
+
+
+def test_scatter_of_a_value_without_a_sequence_axis():
+    # As CNTK: one item per sequence, placed at the step where the condition holds.
+    a = C.sequence.input_variable(3)
+    f = C.sequence.scatter(C.sequence.last(a), C.sequence.is_first(a))
+    data = [np.eye(3, dtype=np.float32)[[0, 1, 2]], np.eye(3, dtype=np.float32)[[1, 0]]]
+    out = f.eval({a: data})
+    np.testing.assert_array_equal(out[0], [[0, 0, 1], [0, 0, 0], [0, 0, 0]])
+    np.testing.assert_array_equal(out[1], [[1, 0, 0], [0, 0, 0]])
