@@ -484,3 +484,15 @@ def test_scatter_of_a_value_without_a_sequence_axis():
     out = f.eval({a: data})
     np.testing.assert_array_equal(out[0], [[0, 0, 1], [0, 0, 0], [0, 0, 0]])
     np.testing.assert_array_equal(out[1], [[1, 0, 0], [0, 0, 0]])
+
+
+def test_sequence_slice_of_one_step_has_no_sequence_axis():
+    # As CNTK: slice(1, 2) (and first/last) give one item per sequence, without a sequence axis.
+    a = C.sequence.input_variable((2,), needs_gradient=True)
+    f = C.sequence.slice(a, 1, 2)
+    assert len(f.dynamic_axes) == 1 and f.shape == (2,)
+    data = [np.arange(6, dtype=np.float32).reshape(3, 2), np.arange(4, dtype=np.float32).reshape(2, 2) + 10]
+    np.testing.assert_array_equal(f.eval({a: data}), [[2, 3], [12, 13]])
+    g = f.grad({a: data}, wrt=[a])
+    np.testing.assert_array_equal(g[0], [[0, 0], [1, 1], [0, 0]])
+    assert len(C.sequence.slice(a, 0, 2).dynamic_axes) == 2

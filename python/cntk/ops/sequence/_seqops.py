@@ -62,23 +62,28 @@ def is_last(seq, name=''):
 
 def slice(seq, begin_index, end_index, name=''):
     """Steps [begin_index, end_index) of each sequence, as a new sequence. Negative indices
-    count from each sequence's end; end_index 0 means its end."""
+    count from each sequence's end; end_index 0 means its end.
+
+    As in CNTK, a slice of one step (end_index - begin_index == 1, e.g. (1, 2) or (-1, 0))
+    has no sequence axis: one item per sequence."""
     _sequence_axis(seq, 'slice')
     b = _check_int(begin_index, 'begin_index', 'slice')
     e = _check_int(end_index, 'end_index', 'slice')
+    if e - b == 1:
+        return reduce_sum(prim('SequenceSlice', [seq], {'beginIndex': b, 'endIndex': e}, ''), name=name)
     return prim('SequenceSlice', [seq], {'beginIndex': b, 'endIndex': e}, name)
 
 
 def first(seq, name=''):
     """The first step of each sequence (no sequence axis in the result)."""
     _sequence_axis(seq, 'first')
-    return reduce_sum(slice(seq, 0, 1), name=name)
+    return slice(seq, 0, 1, name=name)
 
 
 def last(seq, name=''):
     """The last step of each sequence (no sequence axis in the result)."""
     _sequence_axis(seq, 'last')
-    return reduce_sum(slice(seq, -1, 0), name=name)
+    return slice(seq, -1, 0, name=name)
 
 
 def where(condition, name=''):
