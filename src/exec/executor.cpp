@@ -49,6 +49,8 @@ ComputeContext make_context(const PlanStep& st, BackPropState& s) {
   // Kernels compute in the output's data type: an input of another type (float32
   // data next to a float64 one) is converted first.
   DataType dt = st.out.empty() || st.op->own_input_types ? DataType::Unknown : s.plan->slot_var[st.out[0]].dtype();
+  // float16 is a storage type: its steps compute in float32 (see to_slot_type).
+  if (dt == DataType::Float16) dt = DataType::Float;
   // Ops that read oneDNN layouts get such values as they are; the others get them plain.
   const bool layouts = st.op->dnnl_layouts && !s.dnnl_values.empty();
   for (size_t i = 0; i < st.in.size(); ++i) {
@@ -152,6 +154,17 @@ void zero_padding(NDArrayView& g, const std::vector<int64_t>& lengths) {
     if (lengths[b] < T) g.slice(0, lengths[b], T).slice(1, b, b + 1).fill(0.0);
 }
 
+
+// A step's result in its slot's type (float16 steps compute in float32).
+NDArrayView to_slot_type(const Plan& p, int slot, NDArrayView v) {
+  DataType t = p.slot_var[size_t(slot)].dtype();
+  return v.defined() && t == DataType::Float16 && v.dtype() != t ? v.cast(t) : v;
+}
+
+// What a float16 step's gradient rule reads, in the type it computes in.
+NDArrayView to_compute_type(const PlanStep& st, NDArrayView v) {
+  return v.defined() && !st.op->own_input_types && v.dtype() == DataType::Float16 ? v.cast(DataType::Float) : v;
+}
 
 bool is_float_slot(const Plan& p, int slot) {
   const Variable& v = p.slot_var[size_t(slot)];
@@ -354,7 +367,7 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
         if (!ctx.may_keep_dnnl_output(k)) throw Error(st.op->name + ": kept an output in a oneDNN layout unasked");
         s->dnnl_values[size_t(st.out[k])] = std::move(ctx.dnnl_outputs[k]);
       }
-      s->values[st.out[k]] = outs[k];
+      s->values[st.out[k]] = to_slot_type(p, st.out[k], std::move(outs[k]));
       s->seq_lengths[st.out[k]] = k < ctx.out_lengths.size() ? ctx.out_lengths[k] : lens;
     }
     if (checked_mode()) [[unlikely]]
@@ -456,6 +469,8 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
       else
         ctx.grad_outputs.push_back(NDArrayView::zeros(slot_dtype(s, o), slot_shape(s, o)));
     }
+    for (auto& v : ctx.outputs) v = to_compute_type(st, v);
+    for (auto& v : ctx.grad_outputs) v = to_compute_type(st, v);
     if (layouts)
       for (int i : st.in) ctx.dnnl_grad_ok.push_back(s.plan->dnnl_blocked[size_t(i)]);
     const uint64_t t0 = profiler::node_events_wanted() ? profiler::detail::now() : 0;

@@ -792,3 +792,22 @@ def test_arguments_come_in_depth_first_order_of_the_operands():
     a, b, c = (C.input_variable(1, name=n) for n in 'abc')
     g = C.plus(C.times(a, C.constant([[1.]])), b * c)
     assert [v.name for v in g.arguments] == ['a', 'b', 'c']
+
+
+def test_float16_steps_compute_in_float32_and_keep_float16():
+    a = C.input_variable((), dtype=np.float16, needs_gradient=True)
+    s = C.sigmoid(a)
+    r = s.eval({a: np.zeros((1,), np.float16)})
+    assert r.dtype == np.float16 and r[0] == np.float16(0.5)
+    g = s.grad({a: np.zeros((1,), np.float16)})
+    assert g.dtype == np.float16 and g[0] == np.float16(0.25)
+    x = C.input_variable(3)
+    h = C.cast(x, dtype=np.float16)
+    w = C.parameter((3, 2), dtype=np.float16, init=1.0)
+    t = C.times(h, w)
+    out = t.eval({x: np.array([[1, 2, 3]], np.float32)})
+    assert out.dtype == np.float16
+    np.testing.assert_array_equal(out, [[6, 6]])
+    gw = t.grad({x: np.array([[1, 2, 3]], np.float32)}, wrt=[w])
+    assert gw.dtype == np.float16
+    np.testing.assert_array_equal(gw, [[1, 1], [2, 2], [3, 3]])
