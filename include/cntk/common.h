@@ -29,7 +29,9 @@ struct IOError : Error {  // -> IOError
 };
 
 // Element types; the numbering is CNTK's (DataType enum in CNTKLibrary.h).
-enum class DataType : int { Unknown = 0, Float = 1, Double = 2, Float16 = 4 };
+// Int8 and Int16 are storage types (parameters, constants and saved values, as in CNTK):
+// kernels compute in the float types only.
+enum class DataType : int { Unknown = 0, Float = 1, Double = 2, Float16 = 4, Int8 = 5, Int16 = 6 };
 
 size_t element_size(DataType t);
 const char* to_string(DataType t);

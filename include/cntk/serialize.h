@@ -20,6 +20,11 @@ Dictionary dictionary_from_bytes(const std::string& bytes, const std::string& so
 // Writes atomically: a temporary file beside `path`, then a rename.
 void save_dictionary(const Dictionary& d, const std::string& path);
 Dictionary load_dictionary(const std::string& path);
+// One DictionaryValue message (CNTK's DictionaryValue::Save / Load write one per file).
+std::string dictionary_value_to_bytes(const DictValue& v);
+DictValue dictionary_value_from_bytes(const std::string& bytes, const std::string& source = "<bytes>");
+void save_dictionary_value(const DictValue& v, const std::string& path);
+DictValue load_dictionary_value(const std::string& path);
 
 // Functions <-> CNTK's serialized function Dictionary (CompositeFunction layout:
 // inputs, primitive_functions, root, uid, name, version, type).

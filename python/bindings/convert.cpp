@@ -40,6 +40,8 @@ DictValue to_dict_value(const nb::handle& h) {
     for (auto item : h) l.push_back(to_dict_value(item));
     return DictValue(std::move(l));
   }
+  // A DictionaryValue wrapper of the package stands for the value it holds.
+  if (nb::hasattr(h, "_cntk_dict_value")) return to_dict_value(h.attr("_cntk_dict_value"));
   // NumPy scalars and the like.
   if (nb::hasattr(h, "__index__")) return DictValue(nb::cast<int64_t>(h.attr("__index__")()));
   if (nb::hasattr(h, "__float__")) return DictValue(nb::cast<double>(h.attr("__float__")()));

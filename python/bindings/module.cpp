@@ -26,12 +26,14 @@ namespace {
 DataType to_data_type(const nb::handle& h) {
   if (nb::isinstance<nb::int_>(h)) {
     int code = nb::cast<int>(h);
-    if (code == 1 || code == 2 || code == 4) return DataType(code);
+    if (code == 1 || code == 2 || code == 4 || code == 5 || code == 6) return DataType(code);
   } else {
     std::string name = nb::cast<std::string>(nb::module_::import_("numpy").attr("dtype")(h).attr("name"));
     if (name == "float32") return DataType::Float;
     if (name == "float64") return DataType::Double;
     if (name == "float16") return DataType::Float16;
+    if (name == "int8") return DataType::Int8;
+    if (name == "int16") return DataType::Int16;
   }
   throw TypeError("data type " + nb::cast<std::string>(nb::repr(h)) + " is not supported (use float32, float64 or float16)");
 }
@@ -42,13 +44,16 @@ DataType dtype_of(const A& a) {
   if (d == nb::dtype<float>()) return DataType::Float;
   if (d == nb::dtype<double>()) return DataType::Double;
   if (d.code == uint8_t(nb::dlpack::dtype_code::Float) && d.bits == 16) return DataType::Float16;
+  if (d == nb::dtype<int8_t>()) return DataType::Int8;
+  if (d == nb::dtype<int16_t>()) return DataType::Int16;
   return DataType::Unknown;
 }
 
 // NumPy array -> NDArrayView. Contiguous arrays of a computable type are borrowed, not copied.
 NDArrayView from_numpy(nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> a, bool borrow) {
   DataType t = dtype_of(a);
-  if (t == DataType::Unknown) throw TypeError("only float32, float64 and float16 arrays can become NDArrayViews");
+  if (t == DataType::Unknown)
+    throw TypeError("only float32, float64, float16, int8 and int16 arrays can become NDArrayViews");
   std::vector<int64_t> dims(a.ndim());
   for (size_t i = 0; i < a.ndim(); ++i) dims[i] = int64_t(a.shape(i));
   NDShape shape(dims);
@@ -80,6 +85,10 @@ nb::object to_numpy(const NDArrayView& v_in) {
       nb::dlpack::dtype dt{uint8_t(nb::dlpack::dtype_code::Float), 16, 1};
       return nb::cast(nb::ndarray<nb::numpy>(data, shape.size(), shape.data(), owner, nullptr, dt));
     }
+    case DataType::Int8:
+      return nb::cast(nb::ndarray<nb::numpy, int8_t>(data, shape.size(), shape.data(), owner));
+    case DataType::Int16:
+      return nb::cast(nb::ndarray<nb::numpy, int16_t>(data, shape.size(), shape.data(), owner));
     default: throw TypeError("unknown data type");
   }
 }

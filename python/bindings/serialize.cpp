@@ -40,6 +40,15 @@ void bind_serialize(nb::module_& m) {
   m.def("save_dictionary", [](const nb::dict& d, const std::string& path) {
     save_dictionary(bindings::to_dictionary(d), path);
   });
+  m.def("save_dictionary_value", [](const nb::handle& v, const std::string& path) {
+    save_dictionary_value(bindings::to_dict_value(v), path);
+  });
+  m.def("dictionary_value_bytes", [](const nb::handle& v) {
+    std::string s = dictionary_value_to_bytes(bindings::to_dict_value(v));
+    return nb::bytes(s.data(), s.size());
+  });
+  m.def("load_dictionary_value",
+        [](const std::string& path) { return bindings::from_dict_value(load_dictionary_value(path)); });
   m.def("save_trainer_checkpoint", [](const Trainer& t, const std::string& path, const nb::dict& external_state) {
     save_trainer_checkpoint(t, path, bindings::to_dictionary(external_state));
   });

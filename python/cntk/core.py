@@ -20,6 +20,7 @@ _NativeValue = _cntk.Value
 _native_one_hot = _NativeValue.one_hot
 
 _FLOAT_TYPES = (np.float32, np.float64, np.float16)
+_INT_STORAGE_TYPES = (np.int8, np.int16)
 
 
 def _c_order(a):
@@ -50,7 +51,8 @@ def _view_from_dense(np_array, device=None, read_only=False, borrow=False):
     """An NDArrayView of a NumPy array; copied unless `borrow` (and then it shares the array's memory)."""
     if not isinstance(np_array, np.ndarray):
         raise TypeError("from_dense needs a numpy.ndarray, not %s" % type(np_array).__name__)
-    arr = _as_float_array(np_array)
+    # int8 and int16 data stays as it is (a storage type of CNTK's); other integers become float32.
+    arr = np_array if np_array.dtype in _INT_STORAGE_TYPES else _as_float_array(np_array)
     borrow = bool(borrow) and arr is np_array and arr.flags.c_contiguous
     v = NDArrayView.from_numpy(_c_order(arr), borrow)
     v._is_read_only = bool(read_only) or (borrow and not arr.flags.writeable)

@@ -9,6 +9,8 @@ size_t element_size(DataType t) {
     case DataType::Float: return 4;
     case DataType::Double: return 8;
     case DataType::Float16: return 2;
+    case DataType::Int8: return 1;
+    case DataType::Int16: return 2;
     default: throw ValueError("element_size: unknown data type");
   }
 }
@@ -18,6 +20,8 @@ const char* to_string(DataType t) {
     case DataType::Float: return "float32";
     case DataType::Double: return "float64";
     case DataType::Float16: return "float16";
+    case DataType::Int8: return "int8";
+    case DataType::Int16: return "int16";
     default: return "unknown";
   }
 }

@@ -181,6 +181,7 @@ void copy_typed(const NDArrayView& src, NDArrayView& dst) {
 
 void copy_any(const NDArrayView& src, NDArrayView& dst) {
   switch (element_size(src.dtype())) {
+    case 1: copy_typed<uint8_t>(src, dst); break;
     case 2: copy_typed<uint16_t>(src, dst); break;
     case 4: copy_typed<float>(src, dst); break;
     case 8: copy_typed<double>(src, dst); break;
@@ -303,6 +304,8 @@ NDArrayView NDArrayView::cast(DataType t) const {
       case DataType::Float: return src.data<float>()[i];
       case DataType::Double: return src.data<double>()[i];
       case DataType::Float16: return half_to_float(src.data<uint16_t>()[i]);
+      case DataType::Int8: return src.data<int8_t>()[i];
+      case DataType::Int16: return src.data<int16_t>()[i];
       default: return 0;
     }
   };
@@ -312,6 +315,8 @@ NDArrayView NDArrayView::cast(DataType t) const {
       case DataType::Float: out.data<float>()[i] = (float)x; break;
       case DataType::Double: out.data<double>()[i] = x; break;
       case DataType::Float16: out.data<uint16_t>()[i] = float_to_half((float)x); break;
+      case DataType::Int8: out.data<int8_t>()[i] = int8_t(x); break;
+      case DataType::Int16: out.data<int16_t>()[i] = int16_t(x); break;
       default: break;
     }
   }
@@ -363,6 +368,8 @@ void NDArrayView::fill(double value) {
     case DataType::Float: std::fill_n(data<float>(), numel_, (float)value); break;
     case DataType::Double: std::fill_n(data<double>(), numel_, value); break;
     case DataType::Float16: std::fill_n(data<uint16_t>(), numel_, float_to_half((float)value)); break;
+    case DataType::Int8: std::fill_n(data<int8_t>(), numel_, int8_t(value)); break;
+    case DataType::Int16: std::fill_n(data<int16_t>(), numel_, int16_t(value)); break;
     default: throw TypeError("fill: unknown data type");
   }
 }
@@ -374,6 +381,8 @@ double NDArrayView::item() const {
     case DataType::Float: return c.data<float>()[0];
     case DataType::Double: return c.data<double>()[0];
     case DataType::Float16: return half_to_float(c.data<uint16_t>()[0]);
+    case DataType::Int8: return c.data<int8_t>()[0];
+    case DataType::Int16: return c.data<int16_t>()[0];
     default: throw TypeError("item: unknown data type");
   }
 }

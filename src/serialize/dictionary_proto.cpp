@@ -106,6 +106,18 @@ void to_proto(const NDArrayView& view, pb::NDArrayView* out) {
       for (int64_t i = 0; i < n; ++i) dst->Add(half_to_float(src[i]));
       break;
     }
+    case DataType::Int8:  // CNTK keeps int8 data as raw bytes and int16 data as sint32 values
+      out->set_data_type(pb::NDArrayView::Int8);
+      out->mutable_bytes_value()->set_value(std::string(static_cast<const char*>(v.raw_data()), size_t(n)));
+      break;
+    case DataType::Int16: {
+      out->set_data_type(pb::NDArrayView::Int16);
+      auto* dst = out->mutable_sint32_values()->mutable_value();
+      dst->Reserve(int(n));
+      const int16_t* src = v.data<int16_t>();
+      for (int64_t i = 0; i < n; ++i) dst->Add(src[i]);
+      break;
+    }
     default: throw ValueError("cannot serialize an NDArrayView of data type " + std::string(to_string(v.dtype())));
   }
 }
@@ -226,9 +238,26 @@ NDArrayView from_proto(const pb::NDArrayView& a, const Reader& r) {
       for (int64_t i = 0; i < n; ++i) dst[i] = float_to_half(a.float_values().value(int(i)));
       return v;
     }
+    case pb::NDArrayView::Int8: {
+      expect(int64_t(a.bytes_value().value().size()), "int8");
+      NDArrayView v(DataType::Int8, shape);
+      if (n) std::memcpy(v.raw_data(), a.bytes_value().value().data(), size_t(n));
+      return v;
+    }
+    case pb::NDArrayView::Int16: {
+      expect(a.sint32_values().value_size(), "int16");
+      NDArrayView v(DataType::Int16, shape);
+      int16_t* dst = v.data<int16_t>();
+      for (int64_t i = 0; i < n; ++i) {
+        int32_t x = a.sint32_values().value(int(i));
+        if (x < INT16_MIN || x > INT16_MAX) r.fail("an int16 NDArrayView holds the value " + std::to_string(x));
+        dst[i] = int16_t(x);
+      }
+      return v;
+    }
     default:
       r.fail("NDArrayView data type " + std::to_string(int(a.data_type())) +
-             " is not supported (float32, float64 and float16 are)");
+             " is not supported (float32, float64, float16, int8 and int16 are)");
   }
 }
 
@@ -350,5 +379,42 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
 void save_dictionary(const Dictionary& d, const std::string& path) { write_file_atomically(path, dictionary_to_bytes(d)); }
 
 Dictionary load_dictionary(const std::string& path) { return dictionary_from_bytes(read_file_bytes(path), path); }
+
+std::string dictionary_value_to_bytes(const DictValue& v) {
+  pb::DictionaryValue msg;
+  to_proto(v, &msg, "");
+  if (msg.ByteSizeLong() >= size_t(INT_MAX))
+    throw ValueError("the value needs more than 2 GB, more than one protobuf message holds");
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    msg.SerializeToCodedStream(&coded);
+    if (coded.HadError()) throw IOError("could not serialize a dictionary value");
+  }
+  return out;
+}
+
+DictValue dictionary_value_from_bytes(const std::string& bytes, const std::string& source) {
+  Reader r{source};
+  if (bytes.size() >= size_t(INT_MAX)) r.fail("the data is larger than 2 GB");
+  pb::DictionaryValue msg;
+  bool parsed;
+  {
+    google::protobuf::LogSilencer quiet;
+    parsed = msg.ParseFromString(bytes);
+  }
+  if (!parsed) r.fail("not a valid CNTK v2 protobuf DictionaryValue (" + std::to_string(bytes.size()) + " bytes)");
+  return from_proto(msg, r, 0);
+}
+
+void save_dictionary_value(const DictValue& v, const std::string& path) {
+  write_file_atomically(path, dictionary_value_to_bytes(v));
+}
+
+DictValue load_dictionary_value(const std::string& path) {
+  return dictionary_value_from_bytes(read_file_bytes(path), path);
+}
 
 }  // namespace cntk

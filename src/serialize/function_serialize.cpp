@@ -773,8 +773,9 @@ struct Loader {
     if (vars.count(uid)) fail("two variables share the uid '" + uid + "'");
     int64_t kind = integer(d, "kind", what);
     int64_t dt = integer(d, "data_type", what);
-    if (dt != 1 && dt != 2 && dt != 4)
-      fail(what + " has the data type " + std::to_string(dt) + " (float32, float64 and float16 are supported)");
+    if (dt != 1 && dt != 2 && dt != 4 && dt != 5 && dt != 6)
+      fail(what + " has the data type " + std::to_string(dt) +
+           " (float32, float64, float16, int8 and int16 are supported)");
     DataType dtype = DataType(dt);
     const NDShape& shape = typed<NDShape>(d, "shape", what, "shape");
     check_shape(shape, what);

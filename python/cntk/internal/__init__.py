@@ -6,8 +6,9 @@ import numpy as np
 from .. import _cntk
 
 # Data type codes of the native engine (CNTK's DataType numbering).
-FLOAT, DOUBLE, FLOAT16 = 1, 2, 4
-_NP_OF_CODE = {FLOAT: np.float32, DOUBLE: np.float64, FLOAT16: np.float16}
+# INT8 and INT16 are storage types: parameters and constants hold them, ops compute in floats.
+FLOAT, DOUBLE, FLOAT16, INT8, INT16 = 1, 2, 4, 5, 6
+_NP_OF_CODE = {FLOAT: np.float32, DOUBLE: np.float64, FLOAT16: np.float16, INT8: np.int8, INT16: np.int16}
 
 
 def dtype_code(dtype):
@@ -23,7 +24,11 @@ def dtype_code(dtype):
         return DOUBLE
     if dt == np.float16:
         return FLOAT16
-    raise TypeError("data type %s is not supported (use float32, float64 or float16)" % dt)
+    if dt == np.int8:
+        return INT8
+    if dt == np.int16:
+        return INT16
+    raise TypeError("data type %s is not supported (use float32, float64, float16, int8 or int16)" % dt)
 
 
 def np_dtype(code):

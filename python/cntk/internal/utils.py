@@ -57,19 +57,25 @@ def eval(op, arguments=None, precision=None, device=None, backward_pass=False, e
     return forward_output, None
 
 
-def _to_cntk_dict_value(py_value):
+def _plain_dict_value(py_value):
     """A Python value as a CNTK dictionary holds it: dicts and lists converted element
     by element, NumPy arrays as NDArrayViews, everything else as it is."""
     if isinstance(py_value, dict):
-        return {k: _to_cntk_dict_value(v) for k, v in py_value.items()}
+        return {k: _plain_dict_value(v) for k, v in py_value.items()}
     if isinstance(py_value, list):
-        return [_to_cntk_dict_value(v) for v in py_value]
+        return [_plain_dict_value(v) for v in py_value]
     if isinstance(py_value, np.ndarray):
         from ..core import NDArrayView
         return NDArrayView.from_dense(py_value)
     return py_value
 
 
+def _to_cntk_dict_value(py_value):
+    """A Python value as a DictionaryValue (CNTK's wrapper of one dictionary entry)."""
+    from .._dictionary import DictionaryValue
+    return DictionaryValue(_plain_dict_value(py_value))
+
+
 def _py_dict_to_cntk_dict(py_dict):
     from .._dictionary import Dictionary
-    return Dictionary({k: _to_cntk_dict_value(v) for k, v in py_dict.items()})
+    return Dictionary({k: _plain_dict_value(v) for k, v in py_dict.items()})

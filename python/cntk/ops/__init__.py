@@ -150,6 +150,15 @@ class _CustomProxyOp(UserFunction):
     def clone(self, cloned_inputs):
         return _CustomProxyOp(self.custom_op, self.output_shape, self.output_data_type, cloned_inputs, self.name)
 
+    def serialize(self):
+        return {'custom_op': self.custom_op, 'output_shape': list(self.output_shape),
+                'output_data_type': np.dtype(self.output_data_type).name}
+
+    @staticmethod
+    def deserialize(inputs, name, state):
+        return _CustomProxyOp(state['custom_op'], tuple(state['output_shape']), np.dtype(state['output_data_type']),
+                              inputs, name)
+
 
 def custom_proxy_op(custom_op, output_shape, output_data_type, *operands, **kw_name):
     """A stand-in for a custom operation `custom_op` that another runtime computes (it
