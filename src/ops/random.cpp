@@ -110,11 +110,18 @@ std::vector<int64_t> run_sampling(const std::string& op, const std::vector<doubl
   return samples;
 }
 
+void check_static_weights(const ComputeContext& ctx, const char* op) {
+  if (ctx.in_dyn[0] > 0)
+    throw NotImplementedError(std::string(op) + ": sampling with weights that have dynamic axes (one set per "
+                              "sample) is not implemented; give weights without dynamic axes");
+}
+
 std::vector<OutputInfo> infer_sample(InferContext& ctx, bool frequency) {
   ctx.expect_inputs(1);
   SampleAttrs a = sample_attrs(ctx.attrs());
   if (a.num_samples < 1) ctx.fail("the number of samples must be > 0, got " + std::to_string(a.num_samples));
-  if (!ctx.input(0).dynamic_axes().empty()) ctx.fail("the sampling weights must not have dynamic axes");
+  // CNTK builds this over weights with dynamic axes too (the result has none); such
+  // weights are refused when the op runs.
   const NDShape& s = ctx.shape(0);
   if (s.rank() != 1) ctx.fail("the sampling weights must be a vector");
   int64_t classes = s[0];
@@ -134,6 +141,7 @@ void register_random_sample() {
   d.infer = [](InferContext& ctx) { return infer_sample(ctx, false); };
   d.forward = [](ComputeContext& ctx) {
     SampleAttrs a = sample_attrs(ctx.attr());
+    check_static_weights(ctx, "RandomSample");
     auto sums = prefix_sums("RandomSample", ctx.inputs[0]);
     int64_t tries;
     auto samples = run_sampling("RandomSample", sums, a, ctx.random().engine, tries);
@@ -156,6 +164,7 @@ void register_random_sample() {
   // them 1 - (1 - p)^tries, tries estimated from ten sampling runs (as CNTK does).
   f.forward = [](ComputeContext& ctx) {
     SampleAttrs a = sample_attrs(ctx.attr());
+    check_static_weights(ctx, "RandomSampleInclusionFrequency");
     const NDArrayView& w = ctx.inputs[0];
     auto sums = prefix_sums("RandomSampleInclusionFrequency", w);
     double total = sums.back();

@@ -141,3 +141,16 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match='RandomDistribution'):
         C.ops._prim.prim('RandomDistribution', [], {'randomDistributionType': 'poisson',
                                                    'randomDistributionArgs': [1.0], 'newShape': [2]})
+
+
+def test_random_sample_seed_attributes_take_unsigned_64_bit_values():
+    # As in CNTK: built over weights with dynamic axes too, and seeds are unsigned 64-bit.
+    node = C.random_sample(C.input_variable(1), 1, True, seed=123)
+    root = node.root_function
+    assert root.attributes['rngSeed'] == 123
+    root.set_attribute('rngSeed', 11530328594546889191)
+    assert root.attributes['rngSeed'] == 11530328594546889191
+    node.set_attribute('rngSeed', 2**31)
+    assert root.attributes['rngSeed'] == 2**31
+    with pytest.raises(NotImplementedError):
+        node.eval({node.arguments[0]: np.ones((2, 1), np.float32)})

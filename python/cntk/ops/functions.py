@@ -67,8 +67,17 @@ def _output(self):
     return outs[0]
 
 
+# CNTK keeps random seeds and offsets as unsigned 64-bit numbers; the engine's
+# attributes hold signed ones with the same bits.
+_UNSIGNED_ATTRIBUTES = ('rngSeed', 'rngOffset')
+
+
 def _attributes(self):
-    return self._root_function()._attributes if self._kind == _COMPOSITE else self._attributes
+    attrs = self._root_function()._attributes if self._kind == _COMPOSITE else self._attributes
+    for k in _UNSIGNED_ATTRIBUTES:
+        if isinstance(attrs.get(k), int) and attrs[k] < 0:
+            attrs[k] += 1 << 64
+    return attrs
 
 
 _native_set_attribute = _cntk.Function.set_attribute
@@ -77,6 +86,8 @@ _native_set_attribute = _cntk.Function.set_attribute
 def _set_attribute(self, name, value):
     """Changes an op attribute (e.g. 'dropoutRate' of dropout, 'rngSeed' of a random op)."""
     target = self._root_function() if self._kind == _COMPOSITE else self
+    if name in _UNSIGNED_ATTRIBUTES and isinstance(value, int) and (1 << 63) <= value < (1 << 64):
+        value -= 1 << 64
     _native_set_attribute(target, name, value)
 
 
