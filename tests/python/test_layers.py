@@ -86,8 +86,10 @@ def test_layer_normalization():
     x = C.input_variable(4)
     z = LayerNormalization()(x)
     d = np.array([[1, 2, 3, 4]], np.float32)
-    ref = (d - d.mean()) / np.sqrt(d.var() + 1e-5)
-    np.testing.assert_allclose(z.eval({x: d}), ref, rtol=1e-4)
+    # CNTK adds epsilon to the standard deviation; scale and bias are one per element.
+    ref = (d - d.mean()) / (np.sqrt(d.var()) + 1e-5)
+    np.testing.assert_allclose(z.eval({x: d}), ref, rtol=1e-6)
+    assert sorted((p.name, p.shape) for p in z.parameters) == [('bias', (4,)), ('scale', (4,))]
 
 
 def test_stabilizer_starts_as_identity():

@@ -98,13 +98,17 @@ def LayerNormalization(initial_scale=1, initial_bias=0, epsilon=default_override
     """Normalizes each sample to zero mean and unit variance over its static axes,
     then applies a learned scale and bias."""
     epsilon = get_default_override(LayerNormalization, epsilon=epsilon)
-    scale = Parameter((), init=initial_scale, name='scale')
-    bias = Parameter((), init=initial_bias, name='bias')
+    # One scale and one bias per input element, their shape inferred from the input (as CNTK).
+    scale = Parameter(_INFERRED, init=initial_scale, name='scale')
+    bias = Parameter(_INFERRED, init=initial_bias, name='bias')
 
     def layer_norm(x):
         mean = reduce_mean(x)
         centered = minus(x, mean)
-        std = sqrt(plus(reduce_mean(element_times(centered, centered)), epsilon))
+        # CNTK adds epsilon to the standard deviation, not to the variance.
+        std = sqrt(reduce_mean(element_times(centered, centered)))
+        if epsilon != 0:
+            std = plus(std, epsilon)
         from ..ops import element_divide
         return plus(element_times(element_divide(centered, std), scale), bias)
     return layer('LayerNormalization', layer_norm, name)
