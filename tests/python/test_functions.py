@@ -811,3 +811,20 @@ def test_float16_steps_compute_in_float32_and_keep_float16():
     gw = t.grad({x: np.array([[1, 2, 3]], np.float32)}, wrt=[w])
     assert gw.dtype == np.float16
     np.testing.assert_array_equal(gw, [[1, 1], [2, 2], [3, 3]])
+
+
+def test_values_returned_as_they_are_last_until_the_next_computation():
+    # As in CNTK: Values (as_numpy=False) belong to the function's last computation.
+    x = C.input_variable(2)
+    f = x + 1
+    first = f.eval({x: np.array([[1, 2]], np.float32)}, as_numpy=False)
+    kept = first.deep_clone()
+    np.testing.assert_allclose(first.asarray(), [[2, 3]])
+    second = f.eval({x: np.array([[5, 6]], np.float32)}, as_numpy=False)
+    np.testing.assert_allclose(second.asarray(), [[6, 7]])
+    with pytest.raises(RuntimeError):
+        first.asarray()
+    np.testing.assert_allclose(kept.asarray(), [[2, 3]])
+    arrays = f.eval({x: np.array([[1, 2]], np.float32)})  # NumPy results are the caller's
+    f.eval({x: np.array([[5, 6]], np.float32)})
+    np.testing.assert_allclose(arrays, [[2, 3]])

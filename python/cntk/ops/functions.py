@@ -429,6 +429,45 @@ def _eval(self, arguments=None, outputs=None, device=None, as_numpy=True):
     return _single_or_dict(output_map)
 
 
+class _ComputedValue(_cntk.Value):
+    """A Value a computation returned as it is (as_numpy=False). As in CNTK, it is valid
+    until the same function computes again: reading it after that is a RuntimeError
+    (copy it with deep_clone or asarray to keep it)."""
+
+    def _check_valid(self):
+        if getattr(self, '_erased', False):
+            raise RuntimeError("this Value was the result of an earlier computation of its function, which has "
+                               "computed again since; keep a copy (deep_clone or asarray) to use it later")
+
+    def asarray(self):
+        self._check_valid()
+        return _cntk.Value.asarray(self)
+
+    def as_sequences(self, variable=None):
+        self._check_valid()
+        return _cntk.Value.as_sequences(self, variable)
+
+    @property
+    def data(self):
+        self._check_valid()
+        return self._data
+
+
+def _handed_out(self, values):
+    """Marks the Values an earlier computation of this function returned as gone, and
+    remembers `values` (output -> Value or array) as the ones now handed out."""
+    for v in self.__dict__.get('_computed_values', ()):
+        v._erased = True
+    kept = []
+    for o, v in values.items():
+        if type(v) is _cntk.Value:
+            v = _ComputedValue(v._data, v._mask)
+            values[o] = v
+            kept.append(v)
+    self._computed_values = kept
+    return values
+
+
 def _forward(self, arguments, outputs=None, keep_for_backward=None, device=None, as_numpy=True):
     """Computes `outputs` (default: all outputs); returns (state, {output: value}).
     With `keep_for_backward` (a set of outputs) the call runs in training mode and the
@@ -436,11 +475,11 @@ def _forward(self, arguments, outputs=None, keep_for_backward=None, device=None,
     outs = _sanitize_outputs(self, outputs)
     if not keep_for_backward:  # inference: no outputs to add, nothing to filter
         values, state = _cntk.forward(self, _sanitize_arguments(self, arguments), outs, False)
-        return state, {o: _from_value(o, v, as_numpy) for o, v in zip(outs, values)}
+        return state, _handed_out(self, {o: _from_value(o, v, as_numpy) for o, v in zip(outs, values)})
     keep = _sanitize_outputs(self, keep_for_backward)
     wanted = list(outs) + [k for k in keep if k not in outs]
     values, state = _cntk.forward(self, _sanitize_arguments(self, arguments), wanted, bool(keep))
-    return state, {o: _from_value(o, v, as_numpy) for o, v in zip(wanted, values) if o in outs}
+    return state, _handed_out(self, {o: _from_value(o, v, as_numpy) for o, v in zip(wanted, values) if o in outs})
 
 
 def _backward(self, state, root_gradients, variables, as_numpy=True):
@@ -497,10 +536,13 @@ def _grad(self, at, wrt=None, outputs=None, device=None, as_numpy=True, grad_roo
         seed = _cntk.NDArrayView.from_numpy(ones)
     ones = _cntk.Value(seed, root_value._mask)
     grads = _cntk.backward(state, [(root, ones)], wrt_list)
-    result = _single_or_dict({w: _from_value(w, g, as_numpy) for w, g in zip(wrt_list, grads)})
+    handed = {w: _from_value(w, g, as_numpy) for w, g in zip(wrt_list, grads)}
     if outputs is not None:
-        out_vals = {o: _from_value(o, v, as_numpy) for o, v in zip(want, values) if o in outs}
-        return result, _single_or_dict(out_vals)
+        handed.update({('output', o): _from_value(o, v, as_numpy) for o, v in zip(want, values) if o in outs})
+    handed = _handed_out(self, handed)
+    result = _single_or_dict({w: handed[w] for w in wrt_list})
+    if outputs is not None:
+        return result, _single_or_dict({o: handed[('output', o)] for o in want if o in outs})
     return result
 
 
@@ -572,10 +614,14 @@ def _to_function(f, make_block=False, op_name=None, name=None):
     args = [make_arg(n) for n in arg_names]
 
     def invoke(fun_args):
+        from ..default_options import default_options
         try:
             for a in args:
                 _placeholders_under_construction.add(a)
-            out = f(*fun_args)
+            # As in CNTK, a Function's body may not create parameters ('pure'): they would
+            # be created anew each time the Python function is turned into a graph.
+            with default_options(pure=True):
+                out = f(*fun_args)
         finally:
             for a in args:
                 _placeholders_under_construction.discard(a)
