@@ -314,6 +314,9 @@ class Parameter(VariableMixin, metaclass=_KindMeta):
     @staticmethod
     def _create(shape=None, init=None, dtype=_CLASS_DEFAULT, device=None, name=''):
         from .initializer import _is_initializer
+        from .default_options import get_default_override, default_override_or
+        if get_default_override(None, pure=default_override_or(False)):
+            raise TypeError('parameters cannot be created inside a @Function def')
         if init is None:
             init = 0
         if dtype is _CLASS_DEFAULT:

@@ -280,8 +280,11 @@ def test_scalar_initial_state_takes_its_shape_from_the_step_output():
     rng = np.random.RandomState(21)
     x = seq_input(4)
     data = random_sequences(rng, LENGTHS, (4,))
+    # The layers are made outside the step functions: a step function may not create
+    # parameters (CNTK raises TypeError, as for any @Function body).
     for init in (0, 0.1):
-        r = Recurrence(lambda h, x: Dense(4, init=C.glorot_uniform(seed=3))(h) + x, initial_state=init)(x)
+        d = Dense(4, init=C.glorot_uniform(seed=3))
+        r = Recurrence(lambda h, x: d(h) + x, initial_state=init)(x)
         assert r.shape == (4,) and sorted(p.shape for p in r.parameters) == [(4,), (4, 4)]
         W = next(p for p in r.parameters if p.shape == (4, 4)).value
         b = next(p for p in r.parameters if p.shape == (4,)).value
@@ -293,7 +296,8 @@ def test_scalar_initial_state_takes_its_shape_from_the_step_output():
                 ref.append(state)
             np.testing.assert_allclose(g, np.array(ref), rtol=1e-5, atol=1e-6)
     # The explicit state shape keeps working, and gives the same parameter shapes.
-    r = Recurrence(lambda h, x: Dense(4)(h) + x, initial_state=np.zeros(4))(x)
+    d = Dense(4)
+    r = Recurrence(lambda h, x: d(h) + x, initial_state=np.zeros(4))(x)
     assert r.shape == (4,) and sorted(p.shape for p in r.parameters) == [(4,), (4, 4)]
 
 
@@ -305,11 +309,12 @@ def test_scalar_initial_state_through_layers_and_gradients():
     x = seq_input(3)
     data = random_sequences(rng, LENGTHS, (3,))
     with C.layers.default_options(dtype=np.float64):
-        def step(h, x):
-            return C.tanh(Dense(3, init=C.glorot_uniform(seed=5))(h) + x)
-        rec = Recurrence(step, go_backwards=True, initial_state=0.2)(x)
-        fold = Fold(step)(x)
-        frm = RecurrenceFrom(step)(C.Constant(0.5, dtype=np.float64), x)
+        def stepper():
+            d = Dense(3, init=C.glorot_uniform(seed=5))
+            return lambda h, x: C.tanh(d(h) + x)
+        rec = Recurrence(stepper(), go_backwards=True, initial_state=0.2)(x)
+        fold = Fold(stepper())(x)
+        frm = RecurrenceFrom(stepper())(C.Constant(0.5, dtype=np.float64), x)
     W = next(p for p in rec.parameters if p.shape == (3, 3)).value
     b = next(p for p in rec.parameters if p.shape == (3,)).value
     got = as_sequences(rec.eval({x: data}))
@@ -335,8 +340,8 @@ def test_scalar_initial_state_of_steps_whose_parameters_need_the_state_shape():
     x = seq_input(3)
     data = random_sequences(rng, LENGTHS, (3,))
     with C.layers.default_options(dtype=np.float64):
-        r = Recurrence(lambda h, x: Dense(3, activation=C.tanh, init=C.glorot_uniform(seed=4))(C.splice(h, x)),
-                       initial_state=0.1)(x)
+        d = Dense(3, activation=C.tanh, init=C.glorot_uniform(seed=4))
+        r = Recurrence(lambda h, x: d(C.splice(h, x)), initial_state=0.1)(x)
     assert r.shape == (3,) and sorted(p.shape for p in r.parameters) == [(3,), (6, 3)]
     W = next(p for p in r.parameters if p.shape == (6, 3)).value
     b = next(p for p in r.parameters if p.shape == (3,)).value
@@ -362,10 +367,29 @@ def test_scalar_initial_state_that_never_gets_a_shape_is_a_clear_error():
     from cntk.layers import Dense, Recurrence
     x = seq_input(())
     with pytest.raises(ValueError, match="initial_state of the state's shape"):
-        Recurrence(lambda h, x: Dense(4, bias=False)(h) + x)(x)
+        d = Dense(4, bias=False)
+        Recurrence(lambda h, x: d(h) + x)(x)
     # A step whose Dense output does not fit the input it is added to: the op says so.
     with pytest.raises(ValueError, match="Plus.*broadcast"):
-        Recurrence(lambda h, x: Dense(2)(h) + x)(seq_input(3))
+        d = Dense(2)
+        Recurrence(lambda h, x: d(h) + x)(seq_input(3))
+
+
+def test_a_step_function_may_not_create_parameters_or_use_other_variables():
+    from cntk.layers import Dense, Recurrence
+    with pytest.raises(TypeError, match="parameters cannot be created"):
+        Recurrence(lambda h, x: Dense(3)(h) + x)
+    v = C.input_variable(1)
+    with pytest.raises(TypeError):
+        Recurrence(lambda h, x: h * v * x)
+    # one step function per number of states, up to CNTK's 10
+    for n in (4, 10):
+        step = C.layers.sequence._sanitize_function(eval("lambda %s, x: (%s)" % (
+            ", ".join("s%d" % i for i in range(n)), ", ".join("s%d * x" % i for i in range(n)))))
+        assert len(Recurrence(step)(seq_input(2)).outputs) == 1
+    with pytest.raises(ValueError):
+        Recurrence(eval("lambda %s, x: (%s)" % (", ".join("s%d" % i for i in range(11)),
+                                                  ", ".join("s%d * x" % i for i in range(11)))))
 
 
 def test_loop_reading_a_per_sequence_input_and_a_parameter():

@@ -34,6 +34,21 @@ def _sanitize_function(f):
     return Function(scope[getattr(f, '__name__', 'step')])
 
 
+def _sanitize_step_function(f):
+    """A recurrence's step function as a Function; a Python step function may use only
+    its own arguments (CNTK refuses one that captures other variables or placeholders)."""
+    fun = _sanitize_function(f)
+    if isinstance(f, _cntk.Function) or not callable(f):
+        return fun
+    py_args = [p.name for p in inspect.signature(f).parameters.values() if p.default is p.empty]
+    if len(fun.arguments) > len(py_args):
+        extra = sorted(set(a.name for a in fun.arguments) - set(py_args))
+        raise TypeError("Recurrence: the Python step function uses CNTK variables or placeholders besides its "
+                        "arguments %s: %s; a step function is step(prev_state_1, ..., prev_state_n, x) and refers "
+                        "to no other variables" % (py_args, extra))
+    return fun
+
+
 def _inject_name(f, name):
     if not name:
         return f
@@ -90,19 +105,24 @@ def _expand_to(init, shape):
     return np.broadcast_to(arr, shape).copy()
 
 
+# Names of the state arguments of the function RecurrenceFrom returns (CNTK's; at most 10 states).
+_STATE_ARG_NAMES = ('h', 'c', 'a', 'b', 'd', 'e', 'f', 'g', 'i', 'j')
+
+
 def RecurrenceFrom(step_function, go_backwards=default_override_or(False), return_full_state=False, name=''):
     """Like Recurrence, with the initial state given as data: the layer takes
     (initial_state_1, ..., initial_state_N, input_sequence). Initial states have no
     sequence axis (one per sequence with a batch axis, or one for all)."""
     go_backwards = get_default_override(RecurrenceFrom, go_backwards=go_backwards)
-    step_function = _sanitize_function(step_function)
+    step_function = _sanitize_step_function(step_function)
     prev_state_args = step_function.signature[0:-1]
     n = len(prev_state_args)
     if len(step_function.outputs) != n:
         raise TypeError("RecurrenceFrom: the step function has %d state arguments but %d outputs; it must return "
                         "one new value per state variable" % (n, len(step_function.outputs)))
-    if n == 0 or n > 3:
-        raise ValueError("RecurrenceFrom supports step functions with 1 to 3 state variables, not %d" % n)
+    if n == 0 or n > len(_STATE_ARG_NAMES):
+        raise ValueError("RecurrenceFrom supports step functions with 1 to %d state variables, not %d"
+                         % (len(_STATE_ARG_NAMES), n))
     shapes = _state_shapes(step_function)
 
     def _recurrence_from_n(*args):
@@ -117,16 +137,14 @@ def RecurrenceFrom(step_function, go_backwards=default_override_or(False), retur
             out = combine([out.outputs[0]])
         return out
 
-    def recurrence_from_1(h, x):
-        return _recurrence_from_n(h, x)
+    # Function reads the graph's arguments from the signature: one per state, then x.
+    def recurrence_from(*args):
+        return _recurrence_from_n(*args)
+    recurrence_from.__name__ = 'recurrence_from_%d' % n
+    recurrence_from.__signature__ = inspect.Signature(
+        [inspect.Parameter(a, inspect.Parameter.POSITIONAL_OR_KEYWORD) for a in _STATE_ARG_NAMES[:n] + ('x',)])
 
-    def recurrence_from_2(h, c, x):
-        return _recurrence_from_n(h, c, x)
-
-    def recurrence_from_3(h, c, a, x):
-        return _recurrence_from_n(h, c, a, x)
-
-    f = Function([recurrence_from_1, recurrence_from_2, recurrence_from_3][n - 1])
+    f = Function(recurrence_from)
     return _inject_name(f, name)
 
 
@@ -139,7 +157,7 @@ def Recurrence(step_function, go_backwards=default_override_or(False), initial_s
     recurrence runs from the end of each sequence to its start."""
     go_backwards = get_default_override(Recurrence, go_backwards=go_backwards)
     initial_state = _initial_state_or_default(get_default_override(Recurrence, initial_state=initial_state))
-    step_function = _sanitize_function(step_function)
+    step_function = _sanitize_step_function(step_function)
     n = len(step_function.signature) - 1
     if isinstance(initial_state, tuple) and len(initial_state) == 1:
         initial_state = initial_state[0]
