@@ -17,6 +17,7 @@
 #include "ops/sequence.h"
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <optional>
 
@@ -172,10 +173,14 @@ std::vector<Axis> without_sequence(const Variable& v) {
 // ------------------------------------------------------------------- Where
 //
 // The condition's value at each step is a count: the step's index is emitted that
-// many times (0/1 for boolean conditions; fractional counts accumulate, as CNTK's
-// WhereNode does).
+// many times (0/1 for boolean conditions). Fractional counts accumulate as CNTK's
+// WhereNode does: after each step there are as many items as the running sum,
+// rounded up (less a relative margin of the condition type's epsilon, so that sums
+// like 3 * (1/3) do not round up to one item too many).
 
 StepMap where_map(const ComputeContext& ctx) {
+  double margin = 1 - (ctx.inputs[0].dtype() == DataType::Double ? std::numeric_limits<double>::epsilon()
+                                                                   : double(std::numeric_limits<float>::epsilon()));
   NDArrayView c = ctx.inputs[0].to_dense().cast(DataType::Double).contiguous();
   int64_t B = c.shape()[1], S = step_size(c);
   if (S != 1) throw ValueError("Where: the condition must hold one value per step, not " + std::to_string(S));
@@ -187,9 +192,8 @@ StepMap where_map(const ComputeContext& ctx) {
     for (int64_t t = 0; t < lens[b]; ++t) {
       double v = p[t * B + b];
       if (!(v >= 0)) throw ValueError("Where: condition values must be non-negative counts, got " + std::to_string(v));
-      double before = std::floor(acc);
       acc += v;
-      for (int64_t k = int64_t(before); k < int64_t(std::floor(acc)); ++k) m[b].push_back(t);
+      while ((m[b].empty() && acc > 0) || double(m[b].size()) < acc * margin) m[b].push_back(t);
     }
   }
   return m;

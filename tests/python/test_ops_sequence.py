@@ -239,6 +239,17 @@ def test_where_indices_and_counts():
     assert_seqs_close(w.eval({c: cond}), [[1, 2], np.zeros(0), [0, 2, 2, 3]])
 
 
+@pytest.mark.parametrize('dtype', [np.float32, np.float64])
+def test_where_fractional_counts_round_the_running_sum_up(dtype):
+    # CNTK's WhereNode: after each step, as many items as the running sum, rounded up
+    # (within the type's epsilon, so that 3 x 1/3 gives one item, not two).
+    c = C.sequence.input_variable(1, dtype=dtype)
+    w = C.sequence.where(c)
+    cond = [np.full((3, 1), 1.6, dtype), np.full((5, 1), 1.6, dtype), np.full((3, 1), 1 / 3., dtype),
+            np.array([[0.5], [0.], [0.5], [0.4]], dtype)]
+    assert_seqs_close(w.eval({c: cond}), [[0, 0, 1, 1, 2], [0, 0, 1, 1, 2, 3, 3, 4], [0], [0, 3]])
+
+
 def test_where_cntk_example():
     x = C.sequence.input_variable((3, 2))
     z = C.greater(C.reduce_sum(x), 60)
