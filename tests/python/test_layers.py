@@ -138,3 +138,15 @@ def test_default_options_dtype_sets_the_type_of_layer_parameters():
     from cntk.default_options import default_options_for
     with default_options_for(C.Parameter, dtype=np.float64):
         assert C.Parameter((2,), init=0.5).dtype == np.float64
+
+
+def test_embedding_and_for_refuse_bad_arguments():
+    with pytest.raises(ValueError):
+        Embedding(shape=None, init=1, weights=[1., 2., 3.])   # init and weights exclude each other
+    with pytest.raises(ValueError):
+        Embedding(3, weights=[1., 2., 3.])                     # so do shape and weights
+    with pytest.raises(ValueError):
+        For(range(3), Dense(5))                                # a layer, not a constructor
+    with pytest.raises(ValueError):
+        For(range(3), type('Maker', (), {'__call__': lambda self, i: Dense(i)})())
+    assert len(For(range(2), lambda: Dense(3)).parameters) == 4

@@ -1,5 +1,6 @@
 """Layers built from other layers: Sequential, For, SequentialClique, ResNetBlock."""
 import inspect
+import types
 
 from .. import _cntk
 from ..ops import as_composite, combine, plus, placeholder
@@ -58,6 +59,10 @@ def Sequential(layers, name=''):
 
 def For(what_range, constructor, name=''):
     """Sequential([constructor(i) for i in what_range]); `constructor` may also take no argument."""
+    # As CNTK: the constructor must be a Python function or lambda (not a layer or other callable).
+    if not isinstance(constructor, types.FunctionType):
+        raise ValueError("For: constructor must be a Python function/lambda that makes a layer, not %s"
+                         % type(constructor).__name__)
     params = inspect.signature(constructor).parameters
     takes_arg = len(params) > 0
     layers = [constructor(i) if takes_arg else constructor() for i in what_range]

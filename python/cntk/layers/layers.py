@@ -2,7 +2,7 @@
 import numpy as np
 
 from .. import _cntk
-from ..default_options import default_override_or, get_default_override
+from ..default_options import default_override_or, get_default_override, is_default_override
 from ..initializer import glorot_uniform
 from ..internal import sanitize_shape
 from ..ops import (times, plus, element_times, reduce_mean, minus, sqrt, alias, combine)
@@ -53,6 +53,8 @@ def Embedding(shape=None, init=default_override_or(glorot_uniform()), weights=No
 
     `weights` (a NumPy array of shape (vocabulary, *shape)) gives fixed embeddings (a Constant).
     """
+    if weights is not None and not is_default_override(init):
+        raise ValueError("Embedding: init and weights are mutually exclusive")
     if weights is not None:
         if shape is not None:
             raise ValueError("Embedding: give either shape or weights, not both")
