@@ -609,8 +609,10 @@ std::vector<Variable> Function::leaves_in_order() {
 
 std::vector<Variable> Function::leaves(VariableKind kind) {
   std::vector<Variable> out;
-  // Arguments are the inputs and the unbound placeholders, as in CNTK.
-  for (auto& v : leaves_in_order())
+  // Arguments are the inputs and the unbound placeholders, as in CNTK. As there, a
+  // primitive or block function's are among its own inputs, a composite's among the
+  // leaves of its whole graph.
+  for (auto& v : kind_ == FunctionKind::Composite ? leaves_in_order() : inputs_)
     if (v.kind() == kind || (kind == VariableKind::Input && v.kind() == VariableKind::Placeholder)) out.push_back(v);
   return out;
 }

@@ -828,3 +828,17 @@ def test_values_returned_as_they_are_last_until_the_next_computation():
     arrays = f.eval({x: np.array([[1, 2]], np.float32)})  # NumPy results are the caller's
     f.eval({x: np.array([[5, 6]], np.float32)})
     np.testing.assert_allclose(arrays, [[2, 3]])
+
+
+def test_leaves_of_a_primitive_or_block_are_its_own_inputs():
+    # As in CNTK: a composite lists the leaves of its whole graph, a primitive or a
+    # block function only those among its own inputs.
+    x = C.input_variable(2)
+    h = C.layers.Dense(3, name='first')(x)
+    z = C.layers.Dense(4, name='second')(h)
+    second = z.find_by_name('second')
+    assert second.is_block
+    assert [p.name for p in second.parameters] == ['W', 'b']
+    assert second.parameters[0].shape == (3, 4)
+    assert second.arguments == ()
+    assert len(z.parameters) == 4 and z.arguments == (x,)

@@ -296,12 +296,13 @@ def test_float16_storage():
     np.testing.assert_array_equal(p.value, [[1, 2], [3, 4]])
 
 
-def test_float16_computation_is_refused_clearly():
+def test_float16_graph_computes_in_float16_values():
     x = C.input_variable(2, dtype=np.float16)
     f = x * 2
     assert f.dtype == np.float16
-    with pytest.raises(NotImplementedError, match="float16"):
-        f.eval({x: np.ones((1, 2), np.float16)})
+    r = f.eval({x: np.ones((1, 2), np.float16)})
+    assert r.dtype == np.float16
+    np.testing.assert_array_equal(r, [[2, 2]])
 
 
 def test_float64_graph():
