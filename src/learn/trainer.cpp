@@ -151,9 +151,11 @@ Trainer::Trainer(FunctionPtr model, FunctionPtr loss, FunctionPtr evaluation, st
 
   // Each parameter belongs to at most one learner, and to the model.
   std::vector<Variable> model_params;
+  // The whole graphs count (a primitive function's own parameters are only its inputs).
+  auto whole = [](const FunctionPtr& f) { return f->is_composite() ? f : Function::composite(f); };
   for (const FunctionPtr& f : {model_, loss_, eval_})
     if (f)
-      for (auto& p : f->parameters()) add_unique(model_params, p);
+      for (auto& p : whole(f)->parameters()) add_unique(model_params, p);
   std::unordered_set<VariableImpl*> in_model, covered;
   for (auto& p : model_params) in_model.insert(p.get());
   for (size_t k = 0; k < learners_.size(); ++k) {
@@ -170,7 +172,7 @@ Trainer::Trainer(FunctionPtr model, FunctionPtr loss, FunctionPtr evaluation, st
   for (auto& p : model_params)
     if (!covered.count(p.get())) not_covered_.push_back(p);
   backward_wrt_ = learner_params_;
-  for (auto& a : loss_->arguments())
+  for (auto& a : whole(loss_)->arguments())
     if (a.is_input() && a.needs_gradient()) add_unique(backward_wrt_, a);
 }
 

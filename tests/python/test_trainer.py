@@ -334,3 +334,13 @@ def test_model_is_a_documented_function():
     z = C.layers.Dense(1)(x)
     t = C.Trainer(z, C.squared_error(z, x), [C.sgd(z.parameters, 0.1)])
     assert isinstance(t.model, C.Function) and t.model.__doc__  # CNTK's own tests check the class docstring
+
+
+def test_trainer_takes_primitive_functions_as_model_and_loss():
+    # The whole graph below a primitive function counts, as CNTK's trainer combines them.
+    x = C.input_variable(2)
+    z = C.layers.Dense(1)(C.layers.Dense(3)(x))
+    loss = C.reduce_sum(z)
+    t = C.Trainer(z.root_function, loss.root_function, [C.sgd(z.parameters, C.learning_parameter_schedule(0.1))])
+    t.train_minibatch({x: np.ones((2, 2), np.float32)})
+    assert np.isfinite(t.previous_minibatch_loss_average)
