@@ -66,7 +66,8 @@ void unary(const char* name, F f, G df, Gradient kind = Gradient::Rule, ParamFn 
       const bool xy_plain = dnnl.backward_from_output ? ctx.outputs[0].defined() : ctx.inputs[0].defined();
       if (xyb && dnnl.backward && (!xy_plain || ctx.dnnl_grad_output(0) || ctx.may_keep_dnnl_grad(0))) {
         auto dx = kernels::dnnl_eltwise_backward_layout(dnnl.backward, float(p[0]), 0.f, *xyb,
-                                                        ctx.dnnl_grad_output(0), ctx.grad_outputs[0]);
+                                                        ctx.dnnl_grad_output(0), ctx.grad_outputs[0],
+                                                        dnnl.unit_slope_at_zero);
         if (dx) {
           if (!ctx.may_keep_dnnl_grad(0)) return kernels::dnnl_to_plain(*dx);
           ctx.dnnl_grad = std::move(dx);
@@ -74,7 +75,7 @@ void unary(const char* name, F f, G df, Gradient kind = Gradient::Rule, ParamFn 
         }
       }
       const NDArrayView& g = ctx.grad_output(0);
-      if (dnnl.backward && g.dtype() == DataType::Float) {
+      if (dnnl.backward && !dnnl.unit_slope_at_zero && g.dtype() == DataType::Float) {
         const NDArrayView& xy = dnnl.backward_from_output ? ctx.output(0) : ctx.input(0);
         if (xy.dtype() == DataType::Float) {
           NDArrayView dx = kernels::dnnl_eltwise_backward(dnnl.backward, float(p[0]), 0.f, xy, g);
@@ -208,10 +209,10 @@ void register_unary_ops() {
         {dnnl_eltwise_elu, dnnl_eltwise_elu, false}, true);
   auto leaky = [](const Dictionary& a) -> Params { return {attr_double(a, "alpha", 0.01), 0}; };
   // CNTK selects the scaled branch where x < 0, so at 0 the gradient is 1 (SELU's and
-  // PReLU's likewise); oneDNN's relu backward gives alpha there, so only its forward is used.
+  // PReLU's likewise); oneDNN's relu backward gives alpha there and is corrected.
   unary("LeakyReLU", [](auto x, Params p) { return x > 0 ? x : decltype(x)(p[0] * x); },
         [](auto x, auto, auto g, Params p) { return x < 0 ? decltype(g)(p[0] * g) : g; }, Gradient::Rule, leaky,
-        {dnnl_eltwise_relu, 0, false}, true);
+        {dnnl_eltwise_relu, dnnl_eltwise_relu, false, true}, true);
   auto selu = [](const Dictionary& a) -> Params {
     return {attr_double(a, "gamma", kSeluScale), attr_double(a, "alpha", kSeluAlpha)};
   };

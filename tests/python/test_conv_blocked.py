@@ -534,3 +534,18 @@ def test_activation_between_pooling_and_convolution_stays_in_layout(act, channel
     assert fwd_on <= fwd_off and bwd_on <= bwd_off
     if channels == 32:  # whole blocks: nothing between the two convolutions' own reorders
         assert (fwd_on, bwd_on, fwd_off, bwd_off) == (2, 2, 4, 4)
+
+
+def test_leaky_relu_gradient_at_zero_in_layout():
+    # CNTK's leaky ReLU has slope 1 at 0; oneDNN's relu backward gives alpha there, which the
+    # layout path corrects. A zero kernel makes every pooled value exactly 0.
+    x = C.input_variable((16, 12, 12))
+    w1 = C.parameter(init=np.zeros((32, 16, 3, 3), np.float32))
+    w2 = param((16, 32, 3, 3), 22)
+    h = C.pooling(C.convolution(w1, x), C.MAX_POOLING, (2, 2), strides=(2, 2))
+    y = C.convolution(w2, C.leaky_relu(h))
+    args = {x: data((2, 16, 12, 12), seed=5)}
+    check_same(y, args, wrt=[w1])
+    ref = C.convolution(w2, h)  # slope 1 everywhere at 0: the same gradient as without the activation
+    g = np.asarray(y.grad(args, wrt=[w1]))
+    close(g, np.asarray(ref.grad(args, wrt=[w1])))

@@ -95,7 +95,8 @@ std::shared_ptr<DnnlValue> dnnl_eltwise_forward_layout(int alg, float alpha, flo
 }
 
 std::shared_ptr<DnnlValue> dnnl_eltwise_backward_layout(int alg, float alpha, float beta, const DnnlValue& xy,
-                                                        const DnnlValue* dyb, const NDArrayView& dy_in) {
+                                                        const DnnlValue* dyb, const NDArrayView& dy_in,
+                                                        bool unit_slope_at_zero) {
   if (!alg || xy.dtype != DataType::Float) return nullptr;
   dnnl::memory::desc md = xy.mem.get_desc();
   if (!dyb && (!dy_in.defined() || dy_in.numel() != xy.shape.total_size())) return nullptr;
@@ -110,6 +111,15 @@ std::shared_ptr<DnnlValue> dnnl_eltwise_backward_layout(int alg, float alpha, fl
                                {DNNL_ARG_DIFF_DST, diff_dst},
                                {DNNL_ARG_DIFF_SRC, dx->mem}});
   dnnl_stream().wait();
+  if (unit_slope_at_zero && !from_dst) {
+    // x, dy and dx share one layout (padding included), so they line up element by element.
+    const float* x = static_cast<const float*>(xy.mem.get_data_handle());
+    const float* dy = static_cast<const float*>(diff_dst.get_data_handle());
+    float* d = static_cast<float*>(dx->mem.get_data_handle());
+    const int64_t n = int64_t(md.get_size() / sizeof(float));
+    for (int64_t i = 0; i < n; ++i)
+      if (x[i] == 0.f) d[i] = dy[i];
+  }
   return dx;
 }
 

@@ -17,6 +17,9 @@ struct DnnlEltwise {
   int forward = 0;   // algorithm for y = f(x)
   int backward = 0;  // algorithm for dx = f'(.) * dy, computed from x, or from y for *_use_dst_for_bwd
   bool backward_from_output = false;
+  // dx = dy where x == 0 (CNTK's leaky ReLU: the identity branch at 0), where oneDNN's relu
+  // backward gives alpha * dy; only the layout path corrects it, plain data uses the loops.
+  bool unit_slope_at_zero = false;
 };
 
 // y = f(x) on contiguous float32 data. Returns an undefined view when oneDNN cannot do it.
@@ -29,7 +32,9 @@ std::shared_ptr<DnnlValue> dnnl_eltwise_forward_layout(int alg, float alpha, flo
 
 // dx from x (or y) in a oneDNN layout and dy in a oneDNN layout (dyb) or plain (dy); dx has
 // xy's layout. Null when oneDNN cannot do it.
+// With `unit_slope_at_zero`, dx = dy where x == 0 (see DnnlEltwise).
 std::shared_ptr<DnnlValue> dnnl_eltwise_backward_layout(int alg, float alpha, float beta, const DnnlValue& xy,
-                                                        const DnnlValue* dyb, const NDArrayView& dy);
+                                                        const DnnlValue* dyb, const NDArrayView& dy,
+                                                        bool unit_slope_at_zero = false);
 
 }  // namespace cntk::kernels
