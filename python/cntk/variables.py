@@ -137,6 +137,10 @@ class VariableMixin(object):
     def dtype(self):
         return np_dtype(self._dtype)
 
+    def get_data_type(self):
+        """CNTK's DataType code of the variable (cntk.cntk_py.DataType_*; 0 while unknown)."""
+        return self._dtype
+
     @property
     def is_constant(self):
         return self._kind == _CONSTANT
@@ -269,6 +273,9 @@ class _KindMeta(type):
 _CLASS_DEFAULT = object()  # dtype not given to the Parameter/Constant class: float32, as in CNTK
 
 
+_UNKNOWN_DATA_TYPE = 0  # CNTK's DataType::Unknown
+
+
 def _resolve_dtype(dtype, data):
     """The dtype to store: the given one; for the class default float32; for None
     (what C.parameter/C.constant pass) the dtype of a NumPy array, else float32."""
@@ -324,6 +331,11 @@ class Parameter(VariableMixin, metaclass=_KindMeta):
             # without one (the layers' weights)
             from .default_options import get_default_override, default_override_or
             dtype = get_default_override(Parameter, dtype=default_override_or(_CLASS_DEFAULT))
+        if isinstance(dtype, int) and not isinstance(dtype, bool) and dtype == _UNKNOWN_DATA_TYPE:
+            # CNTK's DataType_Unknown: the first op the parameter joins gives it its type.
+            if not _is_initializer(init):
+                raise ValueError("a parameter without a data type needs an initializer, not a value")
+            return _cntk.parameter(sanitize_shape(shape), _UNKNOWN_DATA_TYPE, None, dict(init), name)
         dt = _resolve_dtype(dtype, init)
         code = dtype_code(dt)
         if not _is_initializer(init) and not np.isscalar(init):

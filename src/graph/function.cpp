@@ -312,6 +312,28 @@ FunctionPtr Function::primitive(const std::string& op_name, std::vector<Variable
   return f;
 }
 
+// Parameters and constants made without a data type take their op's: that of its
+// first input that is not a constant (else of its first typed input), as CNTK infers it.
+static void adopt_data_type(std::vector<Variable>& inputs) {
+  DataType op_type = DataType::Unknown, first = DataType::Unknown;
+  for (auto& v : inputs) {
+    if (v.dtype() == DataType::Unknown) continue;
+    if (first == DataType::Unknown) first = v.dtype();
+    if (op_type == DataType::Unknown && !v.is_constant()) op_type = v.dtype();
+  }
+  if (op_type == DataType::Unknown) op_type = first;
+  if (op_type == DataType::Unknown) return;
+  for (auto& v : inputs) {
+    if (v.dtype() != DataType::Unknown || !(v.is_parameter() || v.is_constant())) continue;
+    VariableImpl& impl = *v.impl();
+    impl.dtype = op_type;
+    if (impl.value.defined())
+      impl.value = impl.value.cast(op_type);
+    else if (impl.init && impl.shape.is_known())
+      impl.value = initialize_parameter(*impl.init, impl.shape, op_type);
+  }
+}
+
 FunctionPtr Function::user_defined(std::shared_ptr<UserFunctionBackend> backend, std::vector<Variable> inputs,
                                    Dictionary attributes, const std::string& name) {
   if (!backend) throw ValueError("user function: no implementation given");
@@ -408,6 +430,7 @@ void Function::infer_outputs() {
     }
     if (infos.empty()) throw ValueError(op_name_ + ": infer_outputs returned no outputs");
   } else {
+    adopt_data_type(inputs_);
     InferContext ctx(op_name_, inputs_, attributes_);
     try {
       infos = op_->infer(ctx);

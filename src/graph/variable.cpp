@@ -65,7 +65,8 @@ Variable Variable::parameter(const NDShape& shape, DataType dtype, const NDArray
     auto seed = v->init->find("randomSeed");
     if (seed != v->init->end() && seed->second.is<int64_t>() && seed->second.as_int() < 0)
       seed->second = DictValue(int64_t(next_random_seed()));
-    if (!shape.has_inferred()) v->value = initialize_parameter(*v->init, shape, dtype);
+    // Without a type yet (CNTK's DataType::Unknown) the first op it joins gives it one.
+    if (!shape.has_inferred() && dtype != DataType::Unknown) v->value = initialize_parameter(*v->init, shape, dtype);
   }
   return Variable(v);
 }

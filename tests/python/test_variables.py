@@ -401,3 +401,14 @@ def test_getitem_errors_do_not_need_slice():
         x[1, 2]
     with pytest.raises(IndexError):
         x['a']
+
+
+def test_parameter_without_a_data_type_takes_its_first_op_s():
+    # CNTK's DataType_Unknown: the op's type (its first non-constant input's) is given to it.
+    x = C.input_variable((1,), dtype=np.float64)
+    p = C.parameter((C.InferredDimension, 1), init=C.glorot_uniform(), dtype=C.cntk_py.DataType_Unknown)
+    assert p.get_data_type() == C.cntk_py.DataType_Unknown
+    t = C.times(x, p)
+    assert p.dtype == np.float64 and p.shape == (1, 1) and p.value.dtype == np.float64
+    assert t.eval({x: np.ones((1, 1))}).dtype == np.float64
+    assert x.get_data_type() == C.cntk_py.DataType_Double
