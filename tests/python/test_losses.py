@@ -441,7 +441,7 @@ def test_nce_loss_infers_the_input_dimension_and_accepts_sparse_labels():
 def test_hierarchical_softmax_layer_probabilities():
     x, lab = C.input_variable(5), C.input_variable(1)
     out, class_probs, all_probs = C.hierarchical_softmax_layer(x, lab, 10)
-    assert out.output.shape == (1,) and class_probs.output.shape == (4,)  # ceil(sqrt(10)) classes
+    assert out.output.shape == (1, 1) and class_probs.output.shape == (4,)  # CNTK's shapes; ceil(sqrt(10)) classes
     assert len(all_probs) == 4 and all(p.output.shape == (3,) for p in all_probs)
     xd = np.random.randn(3, 5).astype(np.float32)
     ld = np.array([[0], [4], [9]], np.float32)
@@ -469,7 +469,7 @@ def test_hierarchical_softmax_layer_reference_and_gradient():
     for i in range(4):
         pin = _softmax(xd[i] @ w2s[cls[i]] + b2s[cls[i]])
         ref.append(pin[within[i]] * cp[i, cls[i]])
-    check_forward(out, {x: xd, lab: ld}, np.array(ref)[:, None])
+    check_forward(out, {x: xd, lab: ld}, np.array(ref)[:, None, None])
     gradcheck(out, {x: xd, lab: ld}, wrt=[x] + list(out.parameters))
 
 

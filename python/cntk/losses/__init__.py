@@ -12,7 +12,7 @@ from .. import _cntk
 from ..axis import Axis
 from ..internal import sanitize_axis, sanitize_inputs, as_variable, np_dtype
 from ..ops import (reduce_sum, reduce_log_sum_exp, element_times, element_divide, minus, plus, square, sqrt,
-                   exp, times, floor, round, equal)
+                   exp, times, floor, round, equal, reshape)
 from ..ops._prim import prim
 from ..variables import Constant
 
@@ -286,7 +286,7 @@ def hierarchical_softmax_layer(input_var, label_index, label_dim, label_classes=
 
     Returns:
         (output_prob, class_probs, all_probs): the probability of the given label
-        (shape (1,)), the probabilities of the classes (label_classes,), and for
+        (shape (1, 1), as CNTK's), the probabilities of the classes (label_classes,), and for
         each class the probabilities of its labels.
     """
     from ..ops import parameter
@@ -324,7 +324,8 @@ def hierarchical_softmax_layer(input_var, label_index, label_dim, label_classes=
 
     prob_in_class = reduce_sum(element_times(_one_hot(target_in_class, per_class, dtype), probs_in_class), axis=-1)
     class_prob = reduce_sum(element_times(class_one_hot, class_probs), axis=-1)
-    output_prob = element_times(prob_in_class, class_prob)
+    # CNTK picks both probabilities with times_transpose of a (1, n) one-hot: shape (1, 1)
+    output_prob = reshape(element_times(prob_in_class, class_prob), (1, 1))
 
     all_probs = []
     for i in range(label_classes):
