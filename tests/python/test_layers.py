@@ -150,3 +150,10 @@ def test_embedding_and_for_refuse_bad_arguments():
     with pytest.raises(ValueError):
         For(range(3), type('Maker', (), {'__call__': lambda self, i: Dense(i)})())
     assert len(For(range(2), lambda: Dense(3)).parameters) == 4
+
+
+def test_sequential_ending_in_a_recurrence_has_one_output():
+    # The recurrence passes on h of the LSTM's (h, c): the composition has that one output.
+    x = C.sequence.input_variable(5)
+    f = C.layers.Sequential([C.layers.Embedding(8), C.layers.Recurrence(C.layers.LSTM(4))])(x)
+    assert len(f.outputs) == 1 and f.output.shape == (4,)

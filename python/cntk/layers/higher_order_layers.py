@@ -32,8 +32,10 @@ def _compose(functions):
             out = list(r)
         else:
             out = [r]
-    if len(out) == 1 and out[0].is_output:
-        return as_composite(out[0].owner)  # rooted at the last layer, as CNTK's composition (no Combine on top)
+    # Rooted at the last layer, as CNTK's composition (no Combine on top), unless that
+    # layer's function has more outputs than the one passed on (a recurrence's h of (h, c)).
+    if len(out) == 1 and out[0].is_output and len(out[0].owner.outputs) == 1:
+        return as_composite(out[0].owner)
     return combine(out)
 
 
