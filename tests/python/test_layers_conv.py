@@ -49,6 +49,19 @@ def test_convolution_layer_without_num_filters_reduction_rank_0_and_no_bias():
     assert params(g)['W'].shape == (5, 1, 3, 3)
 
 
+def test_convolution_layer_reduction_rank_0_takes_an_array_of_num_filters_and_filter_shape():
+    # As CNTK: the array is (num_filters, *filter_shape); the kernel gets the emulated depth axes.
+    f = Convolution1D(3, init=np.array([4, 2, 1]), pad=True, reduction_rank=0, bias=False)
+    f.update_signature(5)
+    assert params(f)['W'].shape == (1, 1, 3)
+    np.testing.assert_array_equal(f(np.array([[2, 6, 4, 8, 6]], np.float32)), [[10, 24, 40, 38, 44]])
+    g = Convolution(3, 2, init=np.array([[1, 0, 0], [0, 0, 1]]), reduction_rank=0, bias=False)
+    g.update_signature(4)
+    np.testing.assert_array_equal(g(np.array([[1, 2, 3, 4]], np.float32)), [[[1, 2], [3, 4]]])
+    with pytest.raises(ValueError):
+        Convolution(3, init=np.array([[4, 2, 1]]), reduction_rank=0)
+
+
 def test_convolution_layer_groups_and_dilation():
     x = C.input_variable((4, 9, 9))
     f = Convolution2D((3, 3), 8, groups=4, dilation=2)(x)

@@ -291,7 +291,14 @@ def _convolution_layer(filter_shape, num_filters, sequential, activation, init, 
     out_shape = (1,) if emulate_out_depth else num_filters
     # Without an input depth (reduction_rank 0) the input gets one, as CNTK's layer does.
     in_depth = (1,) if reduction_rank == 0 else _INFERRED
-    if isinstance(init, np.ndarray):
+    if isinstance(init, np.ndarray) and reduction_rank == 0:
+        # As CNTK: the array is (num_filters, *filter_shape); the kernel gets the emulated depths.
+        if init.shape != num_filters + filter_shape:
+            raise ValueError("%s: the initial value has the shape %s, not num_filters + filter_shape = %s"
+                             % (op_name, init.shape, num_filters + filter_shape))
+        W = Parameter(out_shape + in_depth + filter_shape, init=init.reshape(out_shape + in_depth + filter_shape),
+                      name='W')
+    elif isinstance(init, np.ndarray):
         if init.shape[-len(filter_shape):] != filter_shape:
             raise ValueError("%s: the initial value of shape %s does not end in filter_shape %s"
                              % (op_name, init.shape, filter_shape))
