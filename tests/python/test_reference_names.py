@@ -97,5 +97,5 @@ def test_names_are_reachable_from_the_top_level():
                  'asarray', 'asvalue', 'user_function', 'CloneMethod', 'InferredDimension', 'FreeDimension',
                  'load_model', 'BlockFunction']:
         assert hasattr(C, name), name
-    assert C.cntk_py is C._cntk
+    assert C.cntk_py.Function is C._cntk.Function  # the extension's own objects, under CNTK's module name
     import _cntk_py  # noqa: F401  scripts import switches from here
