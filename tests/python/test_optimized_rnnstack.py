@@ -561,10 +561,11 @@ def test_trains_with_a_learner():
 def test_block_holding_a_recurrent_loop_saves_and_loads(tmpdir):
     # What the converter makes of a stack inside a block: a block whose inside is a loop.
     x = C.sequence.input_variable(3)
+    rnn = C.layers.Recurrence(C.layers.LSTM(4))  # parameters are made outside the def, as CNTK requires
 
     @C.ops.functions.BlockFunction('Stacked', 'stacked')
     def block(v):
-        return C.layers.Recurrence(C.layers.LSTM(4))(v)
+        return rnn(v)
     model = block(x)
     path = os.path.join(str(tmpdir), 'block.model')
     model.save(path)
