@@ -192,48 +192,77 @@ void MinibatchSource::close() {
   pending_error_ = nullptr;
 }
 
-std::vector<MinibatchSource::Unit> MinibatchSource::sweep_order(uint64_t sweep) const {
-  const size_t n = chunks_.size();
-  auto units = [&](size_t c) { return config_.frame_mode ? chunks_[c].num_samples : chunks_[c].num_sequences; };
-  std::vector<Unit> out;
-  size_t total = 0;
-  for (size_t c = 0; c < n; ++c) total += units(c);
-  out.reserve(total);
-  if (!config_.randomize) {
-    for (size_t c = 0; c < n; ++c)
-      for (size_t i = 0; i < units(c); ++i) out.push_back({uint32_t(c), uint32_t(i)});
-    return out;
-  }
-  // The seed moves on with each sweep, as in CNTK.
+std::vector<uint32_t> MinibatchSource::chunk_order(uint64_t sweep) const {
+  std::vector<uint32_t> order(chunks_.size());
+  std::iota(order.begin(), order.end(), 0u);
+  if (!config_.randomize) return order;
+  // CNTK's chunk shuffle, seeded anew each sweep: every place swaps with a place drawn from the whole
+  // range (not Fisher-Yates), so that the same seed gives CNTK's order.
   std::mt19937_64 rng(config_.randomization_seed + sweep);
-  std::vector<uint32_t> corder(n);
-  std::iota(corder.begin(), corder.end(), 0u);
-  for (size_t i = n; i > 1; --i) std::swap(corder[i - 1], corder[draw(rng, i)]);
-  // A rolling window: the pool holds the units of the next chunks in shuffled order until it spans the
-  // window (in chunks, or in samples); each step draws one unit from it.
-  std::vector<Unit> pool;
-  std::vector<size_t> left(n, 0);
-  size_t next = 0, chunks_in = 0, samples_in = 0;
-  const size_t wc = std::max<size_t>(config_.randomization_window_in_chunks, 1);
-  const size_t ws = config_.randomization_window_in_samples;
-  for (;;) {
-    while (next < n && (chunks_in == 0 || (ws ? samples_in < ws : chunks_in < wc))) {
-      uint32_t c = corder[next++];
-      for (size_t i = 0; i < units(c); ++i) pool.push_back({c, uint32_t(i)});
-      left[c] = units(c);
-      if (left[c] == 0) continue;
-      ++chunks_in;
-      samples_in += chunks_[c].num_samples;
+  for (size_t i = 0; i < order.size(); ++i) std::swap(order[i], order[draw(rng, order.size())]);
+  return order;
+}
+
+std::vector<MinibatchSource::Unit> MinibatchSource::sweep_order(uint64_t sweep) const {
+  auto units = [&](size_t c) { return config_.frame_mode ? chunks_[c].num_samples : chunks_[c].num_sequences; };
+  const std::vector<uint32_t> corder = chunk_order(sweep);
+  const size_t n = corder.size();
+  std::vector<Unit> out;
+  // The chunks' units laid out in chunk order: place p holds units [start[p], start[p + 1]).
+  std::vector<size_t> start(n + 1, 0), sample_start(n + 1, 0);
+  for (size_t p = 0; p < n; ++p) {
+    start[p + 1] = start[p] + units(corder[p]);
+    sample_start[p + 1] = sample_start[p] + chunks_[corder[p]].num_samples;
+  }
+  out.reserve(start[n]);
+  for (size_t p = 0; p < n; ++p)
+    for (size_t i = 0; i < units(corder[p]); ++i) out.push_back({corder[p], uint32_t(i)});
+  if (!config_.randomize) return out;
+  // Each place's randomization window [begin[p], end[p]) of places, as CNTK computes it: centred on p,
+  // `randomization_window_in_chunks` wide (moved inside the range at the ends), or spanning about half
+  // of `randomization_window_in_samples` samples on each side.
+  std::vector<size_t> begin(n), end(n);
+  if (const size_t ws = config_.randomization_window_in_samples) {
+    const size_t half = ws / 2;
+    for (size_t p = 0; p < n; ++p) {
+      size_t b = p ? begin[p - 1] : 0, e = p ? end[p - 1] : 1;
+      while (sample_start[p] - sample_start[b] > half) ++b;
+      b = std::min(b, p);
+      e = std::max(e, p + 1);
+      while (e < n && sample_start[e + 1] - sample_start[p] < half) ++e;
+      begin[p] = b;
+      end[p] = e;
     }
-    if (pool.empty()) break;
-    size_t j = draw(rng, pool.size());
-    Unit u = pool[j];
-    pool[j] = pool.back();
-    pool.pop_back();
-    out.push_back(u);
-    if (--left[u.chunk] == 0) {
-      --chunks_in;
-      samples_in -= chunks_[u.chunk].num_samples;
+  } else {
+    const size_t half = config_.randomization_window_in_chunks / 2;
+    const size_t width = std::max<size_t>(config_.randomization_window_in_chunks, 1);
+    for (size_t p = 0; p < n; ++p) {
+      begin[p] = p > half ? p - half : 0;
+      end[p] = begin[p] + width;
+      if (end[p] > n) {
+        end[p] = n;
+        begin[p] = n > width ? n - width : 0;
+      }
+    }
+  }
+  // CNTK's sequence shuffle: position t (in place pt) swaps with a position drawn from pt's window,
+  // redrawn until each unit lands in a place whose window holds the unit's own chunk.
+  std::vector<size_t> place_of_chunk(chunks_.size());
+  for (size_t p = 0; p < n; ++p) place_of_chunk[corder[p]] = p;
+  auto place_at = [&](size_t t) { return size_t(std::upper_bound(start.begin(), start.end(), t) - start.begin()) - 1; };
+  auto fits = [&](size_t place, const Unit& u) {
+    size_t home = place_of_chunk[u.chunk];
+    return begin[place] <= home && home < end[place];
+  };
+  std::mt19937_64 rng(config_.randomization_seed + sweep);
+  for (size_t t = 0, pt = 0; t < out.size(); ++t) {
+    while (start[pt + 1] <= t) ++pt;
+    const size_t lo = start[begin[pt]], hi = start[end[pt]];
+    for (;;) {
+      const size_t j = lo + draw(rng, hi - lo);
+      if (!fits(pt, out[j]) || !fits(place_at(j), out[t])) continue;
+      std::swap(out[t], out[j]);
+      break;
     }
   }
   return out;
@@ -245,6 +274,9 @@ const std::vector<MinibatchSource::Unit>& MinibatchSource::order_for(uint64_t sw
     order_sweep_ = sweep;
     last_use_.assign(chunks_.size(), kUnused);
     for (size_t p = 0; p < order_.size(); ++p) last_use_[order_[p].chunk] = p;
+    const auto corder = chunk_order(sweep);
+    chunk_place_.assign(chunks_.size(), 0);
+    for (size_t p = 0; p < corder.size(); ++p) chunk_place_[corder[p]] = p;
   }
   return order_;
 }
@@ -350,26 +382,51 @@ Minibatch assemble(const std::vector<StreamInfo>& streams, const std::vector<Pie
 Minibatch MinibatchSource::produce(Cursor& c, const Request& r) {
   if (config_.truncation_length > 0) return produce_truncated(c, r);
   if (exhausted(c)) return {};
+  // Partitions follow CNTK's readers: all partitions walk the same global order, and partition k of n
+  // takes its own units of it, up to its share of the size (the remainder goes to the first ones).
+  // Without randomization its units are every n-th one read (counted from the position of the last
+  // change of request or checkpoint restore, where CNTK's reader restarts its count); with
+  // randomization, the units of every n-th chunk of the sweep's chunk order (chunks stay whole on a
+  // worker). The units of the others are skipped but count towards max_samples.
+  const size_t n = r.partitions;
+  if (n > 1 && config_.randomize && r.index >= chunks_.size()) return {};  // no chunk of its own: no data
+  const size_t share = n > 1 ? std::max<size_t>(1, r.size / n + (r.size % n > r.index ? 1 : 0)) : r.size;
   // As CNTK's reader, a minibatch runs on across sweep boundaries (the data is read as one endless
-  // stream cut by max_samples / max_sweeps); `sweep_end` says that it holds the last unit of a sweep.
+  // stream cut by max_samples / max_sweeps); `sweep_end` says that it read past the end of a sweep.
   std::vector<std::pair<Unit, std::shared_ptr<LoadedChunk>>> taken;  // the chunks stay alive while packing
-  size_t mb = 0;
+  size_t mb = 0, read = 0, skipped = 0;
   bool sweep_end = false;
-  while (c.sweep < config_.max_sweeps && c.total_samples + mb < config_.max_samples) {
+  while (mb < share && c.sweep < config_.max_sweeps && c.total_samples + read < config_.max_samples) {
     const auto& order = order_for(c.sweep);
     const Unit u = order[c.position];
+    const bool mine = n == 1 || (config_.randomize ? chunk_place_[u.chunk] : c.unit_counter) % n == r.index;
     const size_t len = unit_length(u);
-    if (!taken.empty() && (mb + len > r.size || c.total_samples + mb + len > config_.max_samples)) break;
-    chunk(u.chunk);
-    taken.emplace_back(u, cache_.at(u.chunk));
-    mb += len;
+    if (!taken.empty()) {
+      if (mine && mb + len > share) break;
+      // A single reader's minibatch stops short of max_samples (its first unit may pass it); with
+      // partitions, as in CNTK, the walk goes on while the samples read are below it.
+      if (n == 1 && c.total_samples + read + len > config_.max_samples) break;
+    }
+    if (mine) {
+      chunk(u.chunk);
+      taken.emplace_back(u, cache_.at(u.chunk));
+      mb += len;
+    } else if (taken.empty() && ++skipped > order.size()) {
+      break;  // a whole sweep without a unit of this partition (its chunks are empty)
+    }
+    read += len;
+    ++c.unit_counter;
     if (++c.position == order.size()) {
       sweep_end = true;
       ++c.sweep;
       c.position = 0;
     }
   }
-  c.total_samples += mb;
+  c.total_samples += read;
+  if (taken.empty()) {  // the data ran out before a unit of this partition
+    evict(c);
+    return {};
+  }
   std::vector<Piece> pieces;
   pieces.reserve(taken.size());
   for (const auto& [u, held] : taken) {
@@ -384,7 +441,7 @@ Minibatch MinibatchSource::produce(Cursor& c, const Request& r) {
     }
   }
   evict(c);
-  return assemble(streams_, pieces, r.partitions, r.index, sweep_end);
+  return assemble(streams_, pieces, 1, 0, sweep_end);
 }
 
 Minibatch MinibatchSource::produce_truncated(Cursor& c, const Request& r) {
@@ -436,6 +493,9 @@ Minibatch MinibatchSource::next_minibatch(size_t size_in_samples, size_t num_par
     throw ValueError("MinibatchSource.next_minibatch: partition_index " + std::to_string(partition_index) +
                      " is out of range for " + std::to_string(num_partitions) + " partitions");
   const Request r{size_in_samples, num_partitions, partition_index};
+  // A new request (size or partition) restarts the partitions' unit count at the current position.
+  if (!(r == last_request_)) delivered_.unit_counter = delivered_.position;
+  last_request_ = r;
   Minibatch out;
   bool have = false;
   if (worker_.joinable()) {
@@ -503,6 +563,7 @@ void MinibatchSource::restore_from_checkpoint(const Dictionary& state) {
   c.sweep = uint64_t(get("sweep"));
   c.position = size_t(get("position"));
   c.total_samples = uint64_t(get("total_samples"));
+  c.unit_counter = c.position;  // as CNTK's reader, partitions count units from the restored position
   size_t units = 0;
   for (const auto& ch : chunks_) units += config_.frame_mode ? ch.num_samples : ch.num_sequences;
   if (c.position >= units) throw ValueError("MinibatchSource checkpoint: position out of range");
@@ -521,6 +582,7 @@ void MinibatchSource::restore_from_checkpoint(const Dictionary& state) {
     }
   }
   delivered_ = c;
+  last_request_ = {0, 0, 0};
 }
 
 }  // namespace cntk::io

@@ -1,4 +1,4 @@
-// MinibatchSource: joins deserializers by sequence key, randomizes, cuts minibatches, partitions them
+// MinibatchSource: joins deserializers by sequence key, randomizes, cuts minibatches, partitions the data
 // between workers and prefetches the next one on a background thread. See src/io/README.md.
 #pragma once
 #include <cstdint>
@@ -57,8 +57,9 @@ class MinibatchSource {
 
   const std::vector<StreamInfo>& streams() const { return streams_; }
   // The next minibatch of about `size_in_samples` samples (sequence mode: whole sequences while the
-  // size is not exceeded, at least one). With partitions, each gets a disjoint share of the same
-  // global minibatch. Empty once max_samples / max_sweeps are reached.
+  // size is not exceeded, at least one). With partitions (workers), partition k reads its own units of
+  // the global order (see README: Partitions) up to its share of the size. Empty once max_samples /
+  // max_sweeps are reached (counted over all partitions), or when partition k has no data.
   Minibatch next_minibatch(size_t size_in_samples, size_t num_partitions = 1, size_t partition_index = 0);
 
   // The position after the last minibatch returned (randomization included).
@@ -73,6 +74,8 @@ class MinibatchSource {
     uint32_t index;
   };
   std::vector<Unit> sweep_order(uint64_t sweep) const;
+  // The chunks in the order a sweep visits them (file order without randomization).
+  std::vector<uint32_t> chunk_order(uint64_t sweep) const;
 
  private:
   struct Slot {  // truncation: a sequence being cut into pieces
@@ -83,7 +86,8 @@ class MinibatchSource {
   struct Cursor {
     uint64_t sweep = 0;
     size_t position = 0;          // next unit of the sweep order
-    uint64_t total_samples = 0;   // samples returned so far
+    uint64_t total_samples = 0;   // samples read so far, by all partitions
+    uint64_t unit_counter = 0;    // partitions without randomization: unit k belongs to partition k % n
     std::vector<Slot> slots;
   };
   struct Request {
@@ -116,9 +120,11 @@ class MinibatchSource {
   std::vector<Unit> order_;
   uint64_t order_sweep_ = ~uint64_t(0);
   std::vector<size_t> last_use_;      // per chunk: last position in order_ (or SIZE_MAX when unused)
+  std::vector<size_t> chunk_place_;    // per chunk: its place in the sweep's chunk order
   std::map<uint32_t, std::shared_ptr<LoadedChunk>> cache_;
 
   Cursor delivered_;                  // after the last minibatch returned
+  Request last_request_{0, 0, 0};     // of the last call (none yet: size 0)
   // Prefetch: the next minibatch, produced on worker_ for the request pending_request_.
   std::thread worker_;
   Request pending_request_{0, 0, 0};

@@ -193,7 +193,8 @@ TEST(MinibatchSource, RandomizationIsADeterministicPermutation) {
   std::vector<int> in_order(300);
   for (int i = 0; i < 300; ++i) in_order[size_t(i)] = i;
   EXPECT_NE(a, in_order);
-  // The rolling window: a sequence comes out at most (window + 1) chunks' worth from where its chunk's data starts.
+  // CNTK's window in chunks: the sequences at the place p of the chunk order come from chunks placed in
+  // [p - 1, p + 1) (window 2; [0, 2) at the first place).
   MinibatchSourceConfig c;
   c.deserializers = {d};
   c.randomization_window_in_chunks = 2;
@@ -203,41 +204,61 @@ TEST(MinibatchSource, RandomizationIsADeterministicPermutation) {
   bool differ = false;
   for (size_t i = 0; i < o0.size(); ++i) differ |= o0[i].chunk != o1[i].chunk || o0[i].index != o1[i].index;
   EXPECT_TRUE(differ);  // each sweep is shuffled anew
-  std::set<uint32_t> open;
-  std::vector<size_t> left(d->chunks().size());
-  for (const auto& ch : d->chunks()) left[ch.id] = ch.num_sequences;
-  for (const auto& u : o0) {
-    open.insert(u.chunk);
-    if (--left[u.chunk] == 0) open.erase(u.chunk);
-    EXPECT_LE(open.size(), 2u);
+  auto corder = src.chunk_order(0);
+  std::vector<size_t> place(corder.size());
+  for (size_t p = 0; p < corder.size(); ++p) place[corder[p]] = p;
+  size_t t = 0;
+  for (size_t p = 0; p < corder.size(); ++p) {
+    size_t lo = p > 1 ? p - 1 : 0, hi = lo + 2;
+    for (size_t i = 0; i < d->chunks()[corder[p]].num_sequences; ++i, ++t) {
+      EXPECT_GE(place[o0[t].chunk], lo);
+      EXPECT_LT(place[o0[t].chunk], hi);
+    }
   }
 }
 
-TEST(MinibatchSource, PartitionsShareEachMinibatch) {
+TEST(MinibatchSource, PartitionsReadTheirOwnUnits) {
   auto d = numbered(numbered_file("part.txt", 120), 150);
-  auto make = [&] {
+  auto make = [&](bool randomize) {
     MinibatchSourceConfig c;
     c.deserializers = {d};
+    c.randomize = randomize;
     c.randomization_seed = 7;
-    c.max_sweeps = 2;
+    c.max_sweeps = 1;
     return std::make_unique<MinibatchSource>(c);
   };
-  auto whole = make(), p0 = make(), p1 = make();
-  for (;;) {
-    auto w = whole->next_minibatch(20);
-    auto a = p0->next_minibatch(20, 2, 0), b = p1->next_minibatch(20, 2, 1);
-    ASSERT_EQ(w.empty(), a.empty());
-    ASSERT_EQ(w.empty(), b.empty());
-    if (w.empty()) break;
-    auto sw = w.streams[0].data.unpack(1), sa = a.streams[0].data.unpack(1);
-    std::vector<NDArrayView> sb = b.streams[0].data.is_valid() ? b.streams[0].data.unpack(1) : std::vector<NDArrayView>{};
-    ASSERT_EQ(sa.size() + sb.size(), sw.size());
-    EXPECT_EQ(a.streams[0].num_samples + b.streams[0].num_samples, w.streams[0].num_samples);
-    for (size_t i = 0; i < sw.size(); ++i) {
-      const NDArrayView& part = i % 2 ? sb[i / 2] : sa[i / 2];
-      ASSERT_EQ(part.shape(), sw[i].shape());
-      for (int64_t k = 0; k < part.numel(); ++k) EXPECT_EQ(part.data<float>()[k], sw[i].data<float>()[k]);
+  auto ids = [](MinibatchSource& s, size_t parts, size_t index) {
+    std::vector<int> out;
+    for (auto mb = s.next_minibatch(20, parts, index); !mb.empty(); mb = s.next_minibatch(20, parts, index)) {
+      size_t samples = 0;
+      for (auto [i, t] : samples_of(mb.streams[0]))
+        if (t == 0) out.push_back(i), samples += size_t(i % 5 + 1);
+      EXPECT_EQ(samples, mb.streams[0].num_samples);
+      const size_t share = 20 / parts + (20 % parts > index ? 1 : 0);  // the first ones take the remainder
+      EXPECT_TRUE(mb.streams[0].num_sequences == 1 || samples <= share);
     }
+    return out;
+  };
+  // File order: partition k of 3 reads sequences k, k + 3, ...
+  for (size_t k = 0; k < 3; ++k) {
+    auto got = ids(*make(false), 3, k);
+    ASSERT_EQ(got.size(), 40u);
+    for (size_t j = 0; j < got.size(); ++j) EXPECT_EQ(got[j], int(k + 3 * j));
+  }
+  // Randomized: partition k reads the chunks at places k, k + 2, ... of the chunk order, in the global order.
+  auto whole = make(true);
+  auto order = whole->sweep_order(0);
+  auto corder = whole->chunk_order(0);
+  ASSERT_GT(corder.size(), 4u);
+  std::vector<size_t> place(corder.size());
+  for (size_t p = 0; p < corder.size(); ++p) place[corder[p]] = p;
+  auto all = ids(*whole, 1, 0);
+  ASSERT_EQ(all.size(), 120u);
+  for (size_t k = 0; k < 2; ++k) {
+    std::vector<int> expect;
+    for (size_t t = 0; t < order.size(); ++t)
+      if (place[order[t].chunk] % 2 == k) expect.push_back(all[t]);
+    EXPECT_EQ(ids(*make(true), 2, k), expect);
   }
   EXPECT_THROW(whole->next_minibatch(10, 2, 2), ValueError);
 }
@@ -440,13 +461,12 @@ TEST(MinibatchSource, PrefetchPassesErrorsOnAndShutsDown) {
   c.randomize = false;
   c.prefetch = true;
   MinibatchSource src(c);
-  // Chunk 0; the prefetched minibatch (chunk 1) looks at the first sequence of chunk 2 to see whether
-  // it fits, so it fails in the background.
-  auto mb = src.next_minibatch(2);
+  // Chunks 0 and 1; the prefetched minibatch reads chunk 2, so it fails in the background.
+  auto mb = src.next_minibatch(4);
   ASSERT_FALSE(mb.empty());
   auto state = src.checkpoint_state();
-  EXPECT_THROW(src.next_minibatch(2), IOError);
-  EXPECT_THROW(src.next_minibatch(2), IOError);  // read again, without prefetch: the position did not move
+  EXPECT_THROW(src.next_minibatch(4), IOError);
+  EXPECT_THROW(src.next_minibatch(4), IOError);  // read again, without prefetch: the position did not move
   EXPECT_EQ(src.checkpoint_state().at("position").as_int(), state.at("position").as_int());
   // Destroying a source with a prefetch in flight joins it.
   auto other = std::make_unique<MinibatchSource>(c);

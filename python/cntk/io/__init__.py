@@ -647,8 +647,9 @@ class MinibatchSource(object):
         `input_map` ({variable: StreamInformation}); {} once max_samples / max_sweeps are reached.
 
         Sequences are taken whole while the minibatch stays within `minibatch_size_in_samples` (at least
-        one). With `num_data_partitions`, the global minibatch is cut into that many disjoint shares and
-        this call returns share `partition_index`.
+        one). With `num_data_partitions` (workers), partition `partition_index` reads its own sequences
+        of the global order (every n-th one in file order; randomized, those of every n-th chunk), up to
+        its share of the size; max_samples counts the samples of all partitions, as in CNTK.
         """
         if not isinstance(minibatch_size_in_samples, numbers.Integral) or minibatch_size_in_samples <= 0:
             raise ValueError("next_minibatch: minibatch_size_in_samples must be a positive integer, got %r"
