@@ -73,11 +73,13 @@ _UNSIGNED_ATTRIBUTES = ('rngSeed', 'rngOffset')
 
 
 def _attributes(self):
-    attrs = self._root_function()._attributes if self._kind == _COMPOSITE else self._attributes
+    from ._attributes import cntk_attributes
+    fn = self._root_function() if self._kind == _COMPOSITE else self
+    attrs = fn._attributes
     for k in _UNSIGNED_ATTRIBUTES:
         if isinstance(attrs.get(k), int) and attrs[k] < 0:
             attrs[k] += 1 << 64
-    return attrs
+    return cntk_attributes(fn, attrs)
 
 
 _native_set_attribute = _cntk.Function.set_attribute
