@@ -13,7 +13,10 @@ std::vector<DeviceDescriptor> DeviceDescriptor::all_devices() { return {cpu()}; 
 
 DeviceDescriptor DeviceDescriptor::use_default_device() { return cpu(); }
 
-bool DeviceDescriptor::try_set_default_device(const DeviceDescriptor& d, bool) { return d.type() == DeviceKind::CPU; }
+// Device locks are held on GPUs only: asking to lock the CPU fails (false), as in CNTK.
+bool DeviceDescriptor::try_set_default_device(const DeviceDescriptor& d, bool acquire_lock) {
+  return d.type() == DeviceKind::CPU && !acquire_lock;
+}
 
 bool DeviceDescriptor::is_default_device_locked() { return false; }
 
