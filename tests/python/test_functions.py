@@ -842,3 +842,10 @@ def test_leaves_of_a_primitive_or_block_are_its_own_inputs():
     assert second.parameters[0].shape == (3, 4)
     assert second.arguments == ()
     assert len(z.parameters) == 4 and z.arguments == (x,)
+
+
+def test_placeholder_given_a_name_in_the_shape_place():
+    # CNTK 2.7 accepted C.placeholder("name") (a string where the shape goes)
+    p = C.placeholder("state")
+    assert p.name == "state" and p.is_placeholder
+    assert C.placeholder((2,), name="p").shape == (2,)

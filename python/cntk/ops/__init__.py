@@ -51,6 +51,10 @@ def output_variable(shape, dtype, dynamic_axes, needs_gradient=True, name=''):
 
 def placeholder(shape=None, dynamic_axes=None, name=''):
     """A placeholder: a stand-in variable to be bound with replace_placeholders or by calling the function."""
+    if isinstance(shape, str) and not name:
+        # placeholder('name'): CNTK 2.7 accepted a string in the shape's place (and gave a
+        # placeholder of unknown shape); it is taken as the name here.
+        shape, name = None, shape
     shape = (_cntk.UnknownDimension,) if shape is None else sanitize_shape(shape)
     if dynamic_axes is None:
         dynamic_axes = Axis.unknown_dynamic_axes()
