@@ -9,7 +9,8 @@ bool is_random_seed_fixed();
 // Sets the next seed to `seed` and unfixes it (CNTK's ResetRandomSeed, what CNTK's tests call
 // before each test): later ops and initializers draw seed, seed + 1, ...
 void reset_random_seed(uint64_t seed);
-// The next seed for an op or initializer that was not given one explicitly.
+// The seed for an op or initializer that was not given one explicitly: the fixed seed
+// itself while one is fixed, else the current seed, which then counts up (CNTK's rule).
 uint64_t next_random_seed();
 void force_deterministic_algorithms(bool on = true);
 bool should_force_deterministic_algorithms();

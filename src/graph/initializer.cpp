@@ -3,15 +3,15 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
-#include <random>
 
 #include "cntk/random.h"
 #include "cntk/variable.h"
+#include "core/rng.h"
 
 namespace cntk {
 
 namespace {
-std::atomic<uint64_t> g_seed{1};
+std::atomic<uint64_t> g_seed{0};
 std::atomic<bool> g_fixed{false};
 std::atomic<bool> g_deterministic{false};
 std::atomic<int> g_trace{0};
@@ -26,7 +26,8 @@ void reset_random_seed(uint64_t seed) {
   g_seed = seed;
   g_fixed = false;
 }
-uint64_t next_random_seed() { return g_seed++; }
+// While a seed is fixed every automatic seed is that seed; otherwise they count up from it.
+uint64_t next_random_seed() { return g_fixed ? g_seed.load() : g_seed++; }
 void force_deterministic_algorithms(bool on) { g_deterministic = on; }
 bool should_force_deterministic_algorithms() { return g_deterministic; }
 void set_computation_network_trace_level(int level) { g_trace = level; }
@@ -79,7 +80,7 @@ NDArrayView initialize_parameter(const Dictionary& init, const NDShape& shape, D
   int64_t output_rank = attr_int(init, "outputRank", std::numeric_limits<int>::max());
   int64_t filter_rank = attr_int(init, "filterRank", std::numeric_limits<int>::max());
   int64_t seed = attr_int(init, "randomSeed", -1);
-  std::mt19937_64 rng(seed >= 0 ? uint64_t(seed) : next_random_seed());
+  rng::Engine rng(seed >= 0 ? uint64_t(seed) : next_random_seed());
   NDArrayView out(DataType::Double, shape);
   double* p = out.data<double>();
   int64_t n = shape.total_size();
@@ -89,41 +90,42 @@ NDArrayView initialize_parameter(const Dictionary& init, const NDShape& shape, D
   if (random && !(scale > 0)) throw ValueError("initializer '" + type + "': scale must be positive");
   double fan_in = 1, fan_out = 1;
   if (fan_based) fans(shape, output_rank, filter_rank, fan_in, fan_out);
-  // CNTK's CPU initializers: one mt19937_64 stream in storage order through the
-  // standard distributions in double precision.
+  // CNTK fills the parameter on the CPU in storage order (its column-major order over
+  // the reversed shape is NumPy's row-major order), one value per draw of a generator
+  // seeded with the seed, and works at the parameter's precision: the range or standard
+  // deviation is rounded to it, then multiplied by the scale, and each value rounded.
+  bool single = dtype != DataType::Double;
+  auto elem = [single](double v) { return single ? double(float(v)) : v; };
+  auto spread = [&](double base) { return elem(elem(base) * elem(scale)); };
   auto uniform = [&](double range) {
-    std::uniform_real_distribution<double> u(-range, range);
-    for (int64_t i = 0; i < n; ++i) p[i] = u(rng);
+    for (int64_t i = 0; i < n; ++i) p[i] = elem(rng::uniform(rng, -range, range));
   };
   auto normal = [&](double std) {
-    std::normal_distribution<double> d(0.0, std);
-    for (int64_t i = 0; i < n; ++i) p[i] = d(rng);
+    for (int64_t i = 0; i < n; ++i) p[i] = elem(rng::normal(rng, 0.0, std));
   };
   if (type == "uniform") {
-    uniform(scale);
+    uniform(spread(1.0));
   } else if (type == "normal" || type == "gaussian") {
-    normal(scale);
+    normal(spread(1.0));
   } else if (type == "xavier") {
-    // CNTK's documentation says Gaussian with standard deviation scale * sqrt(3 / fan_in);
-    // its C++ draws uniformly in that range instead. We follow the documentation.
-    normal(scale * std::sqrt(3.0 / fan_in));
+    // CNTK's documentation calls xavier Gaussian; its implementation (which gave the
+    // values its tests expect) draws uniformly in +-scale * sqrt(3 / fan_in).
+    uniform(spread(std::sqrt(3.0 / fan_in)));
   } else if (type == "glorot_uniform") {
-    uniform(scale * std::sqrt(6.0 / (fan_in + fan_out)));
+    uniform(spread(std::sqrt(6.0 / (fan_in + fan_out))));
   } else if (type == "glorot_normal") {
-    normal(scale * std::sqrt(2.0 / (fan_in + fan_out)));
+    normal(spread(std::sqrt(2.0 / (fan_in + fan_out))));
   } else if (type == "he_uniform") {
-    uniform(scale * std::sqrt(6.0 / fan_in));
+    uniform(spread(std::sqrt(6.0 / fan_in)));
   } else if (type == "he_normal") {
-    normal(scale * std::sqrt(2.0 / fan_in));
+    normal(spread(std::sqrt(2.0 / fan_in)));
   } else if (type == "truncated_normal") {
     // Values beyond two standard deviations are drawn again (compared at the
     // parameter's precision, as CNTK does).
-    std::normal_distribution<double> d(0.0, scale);
-    bool single = dtype != DataType::Double;
-    double limit = single ? double(float(2 * scale)) : 2 * scale;
+    double std = spread(1.0), limit = elem(2 * std);
     for (int64_t i = 0; i < n; ++i) {
       double v;
-      do v = single ? double(float(d(rng))) : d(rng);
+      do v = elem(rng::normal(rng, 0.0, std));
       while (v < -limit || v > limit);
       p[i] = v;
     }

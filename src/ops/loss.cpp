@@ -13,7 +13,6 @@
 #include <limits>
 #include <memory>
 #include <numeric>
-#include <random>
 
 #include "ops/op.h"
 
@@ -628,7 +627,7 @@ std::vector<NDArrayView> ndcg_forward(ComputeContext& ctx) {
 enum NceInput { kW = 0, kB, kX, kLabels, kNoise, kLogPrior, kImportance };
 
 struct NceState {
-  std::mt19937_64 engine;
+  rng::Engine engine;
   std::vector<int64_t> samples;
 };
 
@@ -672,12 +671,13 @@ std::vector<OutputInfo> nce_infer(InferContext& ctx) {
   return {{NDShape{}, ctx.common_dtype(), ctx.unified_dynamic_axes()}};
 }
 
+// The noise classes of one forward pass, drawn as CNTK's RandomSample draws them.
 std::vector<int64_t> nce_draw(ComputeContext& ctx) {
   auto& st = ctx.fn->op_state();
   if (!st) {
     auto s = std::make_shared<NceState>();
-    s->engine.seed(uint64_t(attr_int(ctx.attr(), "rngSeed", 0)) * 0x9E3779B97F4A7C15ull +
-                   uint64_t(attr_int(ctx.attr(), "rngOffset", 0)));
+    s->engine = rng::make_engine(uint64_t(attr_int(ctx.attr(), "rngSeed", 0)),
+                                 uint64_t(attr_int(ctx.attr(), "rngOffset", 0)));
     st = s;
   }
   auto& state = *std::static_pointer_cast<NceState>(st);
@@ -686,7 +686,8 @@ std::vector<int64_t> nce_draw(ComputeContext& ctx) {
   double total = 0;
   int64_t positive = 0;
   for (size_t c = 0; c < q.size(); ++c) {
-    total += std::max(q[c], 0.0);
+    if (q[c] < 0) throw ValueError("NCE: the noise distribution has a negative entry");
+    total += q[c];
     positive += q[c] > 0;
     cum[c] = total;
   }
@@ -696,18 +697,7 @@ std::vector<int64_t> nce_draw(ComputeContext& ctx) {
   if (!dup && positive <= k)
     throw ValueError("NCE: sampling " + std::to_string(k) +
                      " distinct classes needs more classes with a positive noise weight");
-  std::uniform_real_distribution<double> u(0.0, total);
-  std::vector<int64_t> s;
-  std::vector<bool> taken(q.size(), false);
-  while (int64_t(s.size()) < k) {
-    int64_t c = std::upper_bound(cum.begin(), cum.end(), u(state.engine)) - cum.begin();
-    c = std::min<int64_t>(c, int64_t(q.size()) - 1);
-    if (!dup) {
-      if (taken[c]) continue;
-      taken[c] = true;
-    }
-    s.push_back(c);
-  }
+  std::vector<int64_t> s = rng::weighted_samples(state.engine, cum, k, dup);
   state.samples = s;
   return s;
 }

@@ -226,8 +226,7 @@ const NDArrayView& ComputeContext::grad_output(size_t k) {
 
 std::shared_ptr<RandomState> initial_random_state(const Dictionary& attrs) {
   auto rs = std::make_shared<RandomState>();
-  rs->engine.seed(uint64_t(attr_int(attrs, "rngSeed", 0)) * 0x9E3779B97F4A7C15ull +
-                  uint64_t(attr_int(attrs, "rngOffset", 0)));
+  rs->engine = rng::make_engine(uint64_t(attr_int(attrs, "rngSeed", 0)), uint64_t(attr_int(attrs, "rngOffset", 0)));
   return rs;
 }
 

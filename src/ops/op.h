@@ -10,6 +10,7 @@
 
 #include "cntk/function.h"
 #include "cntk/value.h"
+#include "core/rng.h"
 
 namespace cntk {
 
@@ -55,9 +56,10 @@ struct DnnlValue;
 
 // Per-function state of random ops: a generator seeded from the op's seed attribute.
 struct RandomState {
-  std::mt19937_64 engine;
+  rng::Engine engine;
 };
-// The generator a random op starts from (its rngSeed and rngOffset attributes).
+// The generator a random op starts from, as CNTK starts it: seeded with its rngSeed
+// attribute, rngOffset draws skipped.
 std::shared_ptr<RandomState> initial_random_state(const Dictionary& attrs);
 
 // What a kernel or gradient rule sees at run time. Every runtime tensor holds its

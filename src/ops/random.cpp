@@ -4,7 +4,6 @@
 // a graph built with a fixed seed draws the same numbers on every run.
 #include <algorithm>
 #include <cmath>
-#include <unordered_set>
 
 #include "kernels/cpu/elementwise.h"
 #include "ops/eager.h"
@@ -13,16 +12,14 @@
 namespace cntk {
 namespace {
 
-// Uniform in [0, 1) from the top 53 bits.
-double uniform01(std::mt19937_64& g) { return double(g() >> 11) * (1.0 / 9007199254740992.0); }
-
-// Uniform in (0, 1): safe for log().
-double uniform_open(std::mt19937_64& g) { return (double(g() >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
+// Every op draws as CNTK's CPU kernels do (core/rng.h), element by element in storage
+// order, each value computed in double and rounded to the element type.
 
 // --------------------------------------------------------------- Dropout
 
 // Inverted dropout: in training each element is zeroed with probability dropoutRate
 // and the others scaled by 1 / (1 - dropoutRate); in inference it is the identity.
+// CNTK's mask: a uniform draw (at the element type) at most the rate drops the element.
 void register_dropout() {
   OpDef d;
   d.name = "Dropout";
@@ -39,10 +36,10 @@ void register_dropout() {
     NDArrayView x = ctx.inputs[0].to_dense();
     NDArrayView mask(x.dtype(), x.shape());
     auto& g = ctx.random().engine;
-    double scale = 1.0 / (1.0 - rate);
     CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] {
       T* m = mask.data<T>();
-      for (int64_t i = 0; i < mask.numel(); ++i) m[i] = uniform01(g) < rate ? T(0) : T(scale);
+      const T drop = T(rate), scale = T(1.0 / (1.0 - rate));
+      for (int64_t i = 0; i < mask.numel(); ++i) m[i] = T(rng::uniform01(g)) <= drop ? T(0) : scale;
     });
     ctx.saved = {mask};
     return std::vector<NDArrayView>{eager::mul(x, mask)};
@@ -65,49 +62,37 @@ SampleAttrs sample_attrs(const Dictionary& a) {
   return {attr_int(a, "numSamples", 0), attr_bool(a, "allowDuplicates", true)};
 }
 
-// Weights as running sums (double), checked.
-std::vector<double> prefix_sums(const std::string& op, const NDArrayView& w_in) {
+// The sampling weights (double) and their running sums, checked.
+struct Weights {
+  std::vector<double> w, sums;
+};
+
+Weights sampling_weights(const std::string& op, const NDArrayView& w_in) {
   NDArrayView w = w_in.to_dense().contiguous().cast(DataType::Double);
   const double* p = w.data<double>();
-  std::vector<double> sums;
+  Weights out;
   double s = 0;
   for (int64_t i = 0; i < w.numel(); ++i) {
     if (!(p[i] >= 0)) throw ValueError(op + ": sampling weights must be non-negative, got " + std::to_string(p[i]));
     s += p[i];
-    sums.push_back(s);
+    out.w.push_back(p[i]);
+    out.sums.push_back(s);
   }
   if (!(s > 0)) throw ValueError(op + ": sampling weights sum to zero");
-  return sums;
+  return out;
 }
 
-// Class indices drawn by weight; without duplicates by rejection, as CNTK does.
+// Class indices drawn by weight (without duplicates by rejection, as CNTK does);
 // `tries` returns the number of draws needed.
-std::vector<int64_t> run_sampling(const std::string& op, const std::vector<double>& sums, const SampleAttrs& a,
-                                  std::mt19937_64& g, int64_t& tries) {
+std::vector<int64_t> run_sampling(const std::string& op, const Weights& w, const SampleAttrs& a, rng::Engine& g,
+                                  int64_t& tries) {
   if (!a.allow_duplicates) {
-    int64_t positive = 0;
-    double prev = 0;
-    for (double s : sums) {
-      positive += s > prev;
-      prev = s;
-    }
+    int64_t positive = std::count_if(w.w.begin(), w.w.end(), [](double v) { return v > 0; });
     if (positive < a.num_samples)
       throw ValueError(op + ": only " + std::to_string(positive) + " classes have a positive weight; cannot draw " +
                        std::to_string(a.num_samples) + " samples without duplicates");
   }
-  std::vector<int64_t> samples;
-  std::unordered_set<int64_t> seen;
-  tries = 0;
-  double total = sums.back();
-  while (int64_t(samples.size()) < a.num_samples) {
-    double u = uniform01(g) * total;
-    int64_t idx = std::upper_bound(sums.begin(), sums.end(), u) - sums.begin();
-    if (idx >= int64_t(sums.size())) idx = int64_t(sums.size()) - 1;
-    ++tries;
-    if (!a.allow_duplicates && !seen.insert(idx).second) continue;
-    samples.push_back(idx);
-  }
-  return samples;
+  return rng::weighted_samples(g, w.sums, a.num_samples, a.allow_duplicates, &tries);
 }
 
 void check_static_weights(const ComputeContext& ctx, const char* op) {
@@ -142,10 +127,10 @@ void register_random_sample() {
   d.forward = [](ComputeContext& ctx) {
     SampleAttrs a = sample_attrs(ctx.attr());
     check_static_weights(ctx, "RandomSample");
-    auto sums = prefix_sums("RandomSample", ctx.inputs[0]);
+    Weights w = sampling_weights("RandomSample", ctx.inputs[0]);
     int64_t tries;
-    auto samples = run_sampling("RandomSample", sums, a, ctx.random().engine, tries);
-    int64_t classes = int64_t(sums.size());
+    auto samples = run_sampling("RandomSample", w, a, ctx.random().engine, tries);
+    int64_t classes = int64_t(w.w.size());
     NDArrayView y = NDArrayView::zeros(ctx.inputs[0].dtype(), NDShape{a.num_samples, classes});
     CNTK_DISPATCH_FLOAT(y.dtype(), T, [&] {
       T* p = y.data<T>();
@@ -161,31 +146,26 @@ void register_random_sample() {
   f.stateful_random = true;
   f.infer = [](InferContext& ctx) { return infer_sample(ctx, true); };
   // The expected count of each class in a sample set: p * n with duplicates; without
-  // them 1 - (1 - p)^tries, tries estimated from ten sampling runs (as CNTK does).
+  // them 1 - (1 - p)^tries, tries estimated from ten sampling runs (which CNTK makes,
+  // drawing from the op's generator, in either case).
   f.forward = [](ComputeContext& ctx) {
     SampleAttrs a = sample_attrs(ctx.attr());
     check_static_weights(ctx, "RandomSampleInclusionFrequency");
-    const NDArrayView& w = ctx.inputs[0];
-    auto sums = prefix_sums("RandomSampleInclusionFrequency", w);
-    double total = sums.back();
-    double est_tries = 0;
-    if (!a.allow_duplicates) {
-      const int experiments = 10;
-      int64_t sum_tries = 0;
-      for (int e = 0; e < experiments; ++e) {
-        int64_t t;
-        run_sampling("RandomSampleInclusionFrequency", sums, a, ctx.random().engine, t);
-        sum_tries += t;
-      }
-      est_tries = double(sum_tries) / experiments;
+    const NDArrayView& in = ctx.inputs[0];
+    Weights w = sampling_weights("RandomSampleInclusionFrequency", in);
+    const int experiments = 10;
+    int64_t sum_tries = 0;
+    for (int e = 0; e < experiments; ++e) {
+      int64_t t;
+      run_sampling("RandomSampleInclusionFrequency", w, a, ctx.random().engine, t);
+      sum_tries += t;
     }
-    NDArrayView y(w.dtype(), w.shape());
+    double est_tries = double(sum_tries) / experiments, total = w.sums.back();
+    NDArrayView y(in.dtype(), in.shape());
     CNTK_DISPATCH_FLOAT(y.dtype(), T, [&] {
       T* p = y.data<T>();
-      double prev = 0;
-      for (size_t i = 0; i < sums.size(); ++i) {
-        double prob = (sums[i] - prev) / total;
-        prev = sums[i];
+      for (size_t i = 0; i < w.w.size(); ++i) {
+        double prob = w.w[i] / total;
         p[i] = T(a.allow_duplicates ? prob * double(a.num_samples) : -std::expm1(est_tries * std::log1p(-prob)));
       }
     });
@@ -257,15 +237,18 @@ void register_random_distribution() {
     CNTK_DISPATCH_FLOAT(t, T, [&] {
       T* p = y.data<T>();
       int64_t n = y.numel();
+      // The arguments at the element type, as CNTK's kernels take them.
+      const double a0 = double(T(args[0])), a1 = args.size() > 1 ? double(T(args[1])) : 0.0;
       if (type == "uniform") {
-        for (int64_t i = 0; i < n; ++i) p[i] = T(args[0] + (args[1] - args[0]) * uniform01(g));
+        for (int64_t i = 0; i < n; ++i) p[i] = T(rng::uniform(g, a0, a1));
       } else if (type == "normal") {
-        std::normal_distribution<double> nd(0.0, 1.0);
-        for (int64_t i = 0; i < n; ++i) p[i] = T(args[0] + args[1] * nd(g));
+        for (int64_t i = 0; i < n; ++i) p[i] = T(rng::normal(g, a0, a1));
+        if (n % 2) rng::normal(g, a0, a1);  // CNTK draws an even count
       } else if (type == "gumbel") {
-        for (int64_t i = 0; i < n; ++i) p[i] = T(args[0] - args[1] * std::log(-std::log(uniform_open(g))));
-      } else {
-        for (int64_t i = 0; i < n; ++i) p[i] = T(uniform01(g) < args[0] ? 1 : 0);
+        for (int64_t i = 0; i < n; ++i) p[i] = T(a0 - a1 * std::log(-std::log1p(-rng::uniform01(g))));
+      } else {  // bernoulli: CNTK's dropout mask with rate 1 - mean and value 1
+        const T drop = T(1 - args[0]);
+        for (int64_t i = 0; i < n; ++i) p[i] = T(rng::uniform01(g)) <= drop ? T(0) : T(1);
       }
     });
     return std::vector<NDArrayView>{y};

@@ -17,7 +17,11 @@ def shared_data():
 
 @pytest.fixture(autouse=True)
 def _seed():
+    """Each test starts from the same seeds, unfixed (a test may fix CNTK's seed: while
+    fixed, every automatic seed is that seed)."""
+    import cntk as C
     np.random.seed(1)
+    C.cntk_py.reset_random_seed(0)
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,7 @@ from .. import _cntk
 from ..axis import Axis
 from ..internal import sanitize_axis, sanitize_inputs, as_variable, np_dtype
 from ..ops import (reduce_sum, reduce_log_sum_exp, element_times, element_divide, minus, plus, square, sqrt,
-                   exp, times, floor, round, equal, reshape)
+                   exp, times, floor, round, equal, reshape, random_sample_inclusion_frequency)
 from ..ops._prim import prim
 from ..variables import Constant
 
@@ -199,25 +199,6 @@ def _value_of(x, what):
     return np.asarray(x, dtype=np.float64)
 
 
-def _inclusion_frequency(q, num_samples, allow_duplicates, seed):
-    """Expected number of times each class appears among the sampled classes (CNTK's estimate)."""
-    if allow_duplicates:
-        return q * num_samples
-    # Without duplicates: the inclusion probability 1 - (1 - q)^n for the mean
-    # number n of draws that 10 sampling runs needed to find num_samples distinct classes.
-    rng = np.random.RandomState(seed % (2 ** 32))
-    cum = np.cumsum(q)
-    tries = 0
-    for _ in range(10):
-        seen = set()
-        while len(seen) < num_samples:
-            c = min(int(np.searchsorted(cum, rng.uniform(0, cum[-1]), side='right')), len(q) - 1)
-            seen.add(c)
-            tries += 1
-    n = tries / 10.0
-    return -np.expm1(n * np.log1p(-np.minimum(q, 1 - 1e-12)))
-
-
 def nce_loss(weights, biases, inputs, labels, noise_distribution, num_samples=32, allow_duplicates=True,
              seed=SentinelValueForAutoSelectRandomSeed, name=''):
     """Noise contrastive estimation loss (C. Dyer's formulation), one value per sample.
@@ -249,15 +230,21 @@ def nce_loss(weights, biases, inputs, labels, noise_distribution, num_samples=32
     if len(lab.shape) != 1 or lab.shape[0] != classes:
         raise ValueError("nce_loss: labels must be vectors of the %d classes, got shape %s"
                          % (classes, tuple(lab.shape)))
-    if seed is None or seed == SentinelValueForAutoSelectRandomSeed:
-        seed = int(_cntk.next_random_seed())
     dtype = np_dtype(x._dtype)
-    q = q / q.sum()
+    q = (q / q.sum()).astype(dtype)
     prior = num_samples * q
+    # The importance weights divide by the expected count of each class in a sample
+    # set, which CNTK estimates with a RandomSampleInclusionFrequency op evaluated here;
+    # the samples are then drawn by the loss's own generator. An automatic seed gives
+    # each of them its own seed, in that order.
+    auto_seed = seed is None or seed == SentinelValueForAutoSelectRandomSeed
+    freq = random_sample_inclusion_frequency(Constant(q), num_samples, allow_duplicates, seed).eval()
+    if auto_seed:
+        seed = int(_cntk.next_random_seed())
     with np.errstate(divide='ignore', invalid='ignore'):
         log_prior = np.log(prior)
         entropy = float(np.sum(np.where(prior > 0, prior * log_prior, 0.0)))
-        importance = np.where(q > 0, q / _inclusion_frequency(q, num_samples, allow_duplicates, seed), 0.0)
+        importance = np.where(q > 0, q / np.asarray(freq, dtype=dtype), 0.0)
     consts = [Constant(v.astype(dtype), name=n)
               for v, n in ((q, 'noise'), (log_prior, 'logNoisePrior'), (importance, 'importanceWeights'))]
     attrs = {'numSamples': int(num_samples), 'allowDuplicates': bool(allow_duplicates),
