@@ -4,10 +4,10 @@
 // post-process the parameter (Gaussian noise, L1 proximal step).
 #include <cmath>
 #include <cstring>
-#include <random>
 
 #include "cntk/learner.h"
 #include "cntk/random.h"
+#include "core/rng.h"
 #include "learn/update_kernels.h"
 
 namespace cntk {
@@ -206,9 +206,10 @@ class StandardLearner : public Learner {
   void postprocess(T* w, int64_t count, size_t n) {
     const double stddev = current(options_.gaussian_noise_injection_std_dev);
     if (stddev > 0) {
-      std::mt19937_64 rng(noise_seed_++);
-      std::normal_distribution<double> normal(0.0, stddev);
-      for (int64_t i = 0; i < count; ++i) w[i] += T(normal(rng));
+      // CNTK's noise: a fresh generator per update, drawn as CNTK draws normals.
+      rng::Engine g = rng::make_engine(noise_seed_++);
+      const double sigma = double(T(stddev));
+      for (int64_t i = 0; i < count; ++i) w[i] += T(rng::normal(g, 0.0, sigma));
     }
     if (options_.l1_regularization_weight > 0) {
       const double weight =

@@ -157,3 +157,17 @@ def test_random_normal_op_values():
     got = C.random.normal((3, 3), mean=1, scale=2, seed=5, dtype=np.float64).eval()
     g = MT19937_64(5)
     np.testing.assert_allclose(got, _reference((3, 3), np.float64, lambda: standard_normal(g) * 2 + 1), rtol=1e-12)
+
+
+def test_noise_injection_values():
+    # The learner takes the next automatic seed; each update draws from a fresh
+    # generator with that seed, then the next one.
+    C.reset_random_seed(21)
+    w = C.parameter((2, 3), init=0.0, dtype=np.float64)
+    learner = C.sgd([w], C.learning_parameter_schedule(0.1), gaussian_noise_injection_std_dev=0.25)
+    for seed in (21, 22):
+        before = w.value.copy()
+        learner.update({w: np.zeros((2, 3))}, 1)
+        g = MT19937_64(seed)
+        np.testing.assert_allclose(w.value - before, _reference((2, 3), np.float64, lambda: standard_normal(g) * 0.25),
+                                   rtol=1e-9, atol=1e-15)
