@@ -37,6 +37,10 @@ void save_function(const FunctionPtr& f, const std::string& path);
 FunctionPtr load_function(const std::string& path);
 FunctionPtr load_function_from_bytes(const std::string& bytes, const std::string& source = "<bytes>");
 
+// Function::Restore: the values of f's parameters and constants (in place) from a model file of
+// the same graph, matched by uid, or else by their order in the graph.
+void restore_function_values(const FunctionPtr& f, const std::string& path);
+
 // Writes `bytes` to `path` atomically (temporary file in the same folder, then rename).
 void write_file_atomically(const std::string& path, const std::string& bytes);
 

@@ -34,6 +34,7 @@ void bind_serialize(nb::module_& m) {
   });
   m.def("load_model", [](const std::string& path) { return load_function(path); });
   m.def("load_model_from_bytes", [](const nb::handle& b) { return load_function_from_bytes(bytes_of(b)); });
+  m.def("restore_function_values", &restore_function_values);
   m.def("load_dictionary", [](const std::string& path) { return bindings::from_dictionary(load_dictionary(path)); });
   m.def("dictionary_from_bytes",
         [](const nb::handle& b) { return bindings::from_dictionary(dictionary_from_bytes(bytes_of(b))); });

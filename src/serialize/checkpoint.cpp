@@ -48,10 +48,11 @@ std::vector<FunctionPtr> random_functions(const FunctionPtr& f) {
   return out;
 }
 
-// Parameters of `mine` paired with the loaded ones: by uid when every uid is found, else by position.
-std::vector<std::pair<Variable, Variable>> pair_parameters(const std::vector<Variable>& mine,
-                                                           const std::vector<Variable>& theirs,
-                                                           const std::string& path) {
+// Leaves (parameters or constants, `what`) of `mine` paired with the loaded ones: by uid
+// when every uid is found, else by position.
+std::vector<std::pair<Variable, Variable>> pair_leaves(const std::vector<Variable>& mine,
+                                                       const std::vector<Variable>& theirs, const std::string& path,
+                                                       const std::string& what) {
   std::vector<std::pair<Variable, Variable>> pairs;
   for (auto& p : mine)
     for (auto& q : theirs)
@@ -61,8 +62,8 @@ std::vector<std::pair<Variable, Variable>> pair_parameters(const std::vector<Var
       }
   if (pairs.size() != mine.size()) {
     if (mine.size() != theirs.size())
-      throw ValueError(path + ": the checkpoint holds " + std::to_string(theirs.size()) +
-                       " parameters, the trainer's graph has " + std::to_string(mine.size()));
+      throw ValueError(path + ": the checkpoint holds " + std::to_string(theirs.size()) + " " + what +
+                       ", the trainer's graph has " + std::to_string(mine.size()));
     pairs.clear();
     for (size_t i = 0; i < mine.size(); ++i) pairs.push_back({mine[i], theirs[i]});
   }
@@ -72,7 +73,22 @@ std::vector<std::pair<Variable, Variable>> pair_parameters(const std::vector<Var
   return pairs;
 }
 
+// Parameters and constants of `mine` paired with those of `saved` (constants too: batch
+// normalization's running statistics are constants, and CNTK restores every value).
+std::vector<std::pair<Variable, Variable>> pair_values(const FunctionPtr& mine, const FunctionPtr& saved,
+                                                       const std::string& path) {
+  auto pairs = pair_leaves(mine->parameters(), saved->parameters(), path, "parameters");
+  auto constants = pair_leaves(mine->constants(), saved->constants(), path, "constants");
+  pairs.insert(pairs.end(), constants.begin(), constants.end());
+  return pairs;
+}
+
 }  // namespace
+
+void restore_function_values(const FunctionPtr& f, const std::string& path) {
+  FunctionPtr saved = load_function(path);
+  for (auto& [p, q] : pair_values(f, saved, path)) p.set_value(q.value());
+}
 
 void save_trainer_checkpoint(const Trainer& trainer, const std::string& path, const Dictionary& external_state) {
   FunctionPtr graph = training_graph(trainer);
@@ -113,7 +129,7 @@ Dictionary restore_trainer_checkpoint(Trainer& trainer, const std::string& path)
   if (learners.size() != trainer.parameter_learners().size())
     fail("it holds " + std::to_string(learners.size()) + " learners, the trainer has " +
          std::to_string(trainer.parameter_learners().size()));
-  auto pairs = pair_parameters(graph->parameters(), saved->parameters(), path);
+  auto pairs = pair_values(graph, saved, path);
   std::vector<FunctionPtr> randoms = random_functions(graph);
   const DictValue::List* rstates = nullptr;
   if (state.count("RandomStates") && state.at("RandomStates").is<std::shared_ptr<DictValue::List>>()) {

@@ -174,3 +174,28 @@ def test_training_session_checkpoints_and_resumes(tmp_path, preserve_all):
     # Without restore, the session starts over (and overwrites the checkpoint).
     again, t = _session(tmp_path, 'resumed', 96, restore=False)
     np.testing.assert_array_equal(again, first)
+
+
+def test_checkpoints_and_restore_bring_back_constants(tmpdir):
+    # batch normalization's running statistics are constants: CNTK restores them too
+    x = C.input_variable(4)
+    f = C.layers.BatchNormalization()(x)
+    trainer = C.Trainer(f, C.reduce_sum(f), C.sgd(f.parameters, C.learning_parameter_schedule_per_sample(0.1)))
+
+    def set_all(v):
+        for c in f.constants + f.parameters:
+            c.value = 0 * c.value + v if c.shape else np.array(v, np.float32)
+
+    def all_are(fn, v):
+        return all((c.value == v).all() for c in fn.constants + fn.parameters)
+
+    model, ckpt = str(tmpdir / 'model'), str(tmpdir / 'ckpt')
+    set_all(1)
+    f.save(model)
+    set_all(2)
+    trainer.save_checkpoint(ckpt)
+    set_all(3)
+    trainer.restore_from_checkpoint(ckpt)
+    assert all_are(f, 2)
+    f.restore(model)
+    assert all_are(f, 1)

@@ -738,24 +738,9 @@ def _save(self, filename, format=ModelFormat.CNTKv2, use_external_files_to_store
 
 
 def _restore(self, filename):
-    """Restores the values of this function's parameters (in place) from a model file saved from
-    the same graph. Parameters are matched by uid, or else by their order in the graph."""
-    loaded = load_model(filename)
-    mine, theirs = self.parameters, loaded.parameters
-    by_uid = {p.uid: p for p in theirs}
-    if all(p.uid in by_uid for p in mine):
-        pairs = [(p, by_uid[p.uid]) for p in mine]
-    elif len(mine) == len(theirs):
-        pairs = list(zip(mine, theirs))
-    else:
-        raise ValueError("Function.restore: '%s' holds %d parameters, this function has %d"
-                         % (filename, len(theirs), len(mine)))
-    for p, q in pairs:
-        if tuple(p.shape) != tuple(q.shape):
-            raise ValueError("Function.restore: parameter %s has shape %s, but its value in '%s' has shape %s"
-                             % (p.name or p.uid, tuple(p.shape), filename, tuple(q.shape)))
-    for p, q in pairs:
-        p.value = q.value
+    """Restores the values of this function's parameters and constants (in place) from a model
+    file saved from the same graph, matched by uid, or else by their order in the graph."""
+    _cntk.restore_function_values(self, str(filename))
 
 
 _NATIVE_UDF_MESSAGE = ("native user functions (C++ plugin libraries loaded by op id) are not supported by OpenCNTK; "
