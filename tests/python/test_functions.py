@@ -849,3 +849,13 @@ def test_placeholder_given_a_name_in_the_shape_place():
     p = C.placeholder("state")
     assert p.name == "state" and p.is_placeholder
     assert C.placeholder((2,), name="p").shape == (2,)
+
+
+def test_is_valid_turns_false_when_the_function_computes_again():
+    a = C.input_variable((2,), needs_gradient=True)
+    b = a * a
+    a0 = np.array([1, 2], dtype=np.float32)
+    g = b.grad({a: a0}, as_numpy=False)
+    assert g.is_valid
+    g2 = b.grad({a: a0}, as_numpy=False)
+    assert not g.is_valid and g2.is_valid

@@ -454,6 +454,10 @@ class _ComputedValue(_cntk.Value):
         self._check_valid()
         return self._data
 
+    @property
+    def is_valid(self):
+        return not getattr(self, '_erased', False) and self._is_valid
+
 
 def _handed_out(self, values):
     """Marks the Values an earlier computation of this function returned as gone, and
