@@ -124,3 +124,28 @@ def test_progress_writer_subclass_of_cntk_py_receives_learning_rates():
     for _ in range(3):
         t.train_minibatch({x: np.float32([[1]])})
     assert [v for _, v in w.values] == [0.5, 0.25]  # each rate once, as it comes into use
+
+
+def test_tensorboard_write_image_writes_png_summaries(tmpdir):
+    import glob
+    import struct
+    import zlib
+    x = C.input_variable((3, 2, 4))
+    batch = np.zeros((2, 3, 2, 4), np.float32)
+    batch[1, 0] = 300.0  # channel 0 is blue (CNTK's BGR order); values saturate at 255
+    batch[1, 2, 1, 3] = 7.4
+    w = C.logging.TensorBoardProgressWriter(log_dir=str(tmpdir))
+    w.write_image('img', {x: batch}, 5)
+    w.close()
+    data = open(glob.glob(str(tmpdir / 'events.out.tfevents.*'))[0], 'rb').read()
+    assert b'img/image/0' in data and b'img/image/1' in data
+    pngs = data.split(b'\x89PNG\r\n\x1a\n')[1:]
+    assert len(pngs) == 2
+    png = pngs[1]
+    assert png[4:8] == b'IHDR' and struct.unpack('>II', png[8:16]) == (4, 2)  # width, height
+    idat = png.index(b'IDAT')
+    size = struct.unpack('>I', png[idat - 4:idat])[0]
+    rows = zlib.decompress(png[idat + 4:idat + 4 + size])
+    pixels = np.frombuffer(rows, np.uint8).reshape(2, 1 + 4 * 3)[:, 1:].reshape(2, 4, 3)
+    assert (pixels[..., 2] == 255).all()               # blue, stored last in RGB
+    assert pixels[1, 3, 0] == 7 and pixels[0, 0, 0] == 0

@@ -220,7 +220,13 @@ class TensorBoardProgressWriter(ProgressWriter):
             self.writer.write_scalar(str(name), float(value), int(step))
 
     def write_image(self, name, data, step):
-        raise NotImplementedError("TensorBoardProgressWriter.write_image is not supported")
+        """Records the images in `data` ({variable: batch of shape (N, channels, height,
+        width)}) as PNG image summaries '<name>/image/<i>' at `step`."""
+        self._check_open()
+        if self.writer:
+            from ._event_file import to_image_pixels
+            for batch in data.values():
+                self.writer.write_image(str(name), to_image_pixels(batch), int(step))
 
     def flush(self):
         """Writes buffered records to disk."""
