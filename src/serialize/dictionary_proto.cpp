@@ -2,6 +2,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <bit>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -28,9 +30,15 @@ constexpr int32_t kAllStaticAxesIdx = INT_MAX - 1;
 constexpr int32_t kUnknownAxesIdx = INT_MAX - 2;
 constexpr int32_t kEndStaticAxisIdx = INT_MAX - 3;
 constexpr int32_t kAllAxesIdx = INT_MAX - 4;
-// CNTK's large-model layout: a magic number and a length, then the metadata message,
-// then raw tensor values. Recognised only to refuse it with a clear message.
+// CNTK's layout for dictionaries over protobuf's 2 GB message limit: the magic number and
+// the metadata message's length (little-endian 32-bit each), the metadata message (every
+// NDArrayView without its values), then the values of each NDArrayView in the order the
+// message lists them (maps in key order): float, float16 (widened) and double values as
+// little-endian 4 or 8 bytes, int8 as bytes, int16 as sign-extended varints.
 constexpr uint32_t kLargeModelMagic = 0x636e746bU;
+// Where tensor values go instead of into the message (writing), or which views wait for
+// them (reading); null for the ordinary single-message layout.
+thread_local std::vector<NDArrayView>* t_values_apart = nullptr;
 // Messages nest at most this deep (protobuf's own limit is 100).
 constexpr int kMaxDepth = 64;
 
@@ -82,6 +90,18 @@ void to_proto(const NDArrayView& view, pb::NDArrayView* out) {
   to_proto(v.shape(), out->mutable_shape());
   out->set_storage_format(pb::NDArrayView::Dense);
   int64_t n = v.numel();
+  if (t_values_apart) {
+    switch (v.dtype()) {
+      case DataType::Float: out->set_data_type(pb::NDArrayView::Float); break;
+      case DataType::Double: out->set_data_type(pb::NDArrayView::Double); break;
+      case DataType::Float16: out->set_data_type(pb::NDArrayView::Float16); break;
+      case DataType::Int8: out->set_data_type(pb::NDArrayView::Int8); break;
+      case DataType::Int16: out->set_data_type(pb::NDArrayView::Int16); break;
+      default: throw ValueError("cannot serialize an NDArrayView of data type " + std::string(to_string(v.dtype())));
+    }
+    t_values_apart->push_back(v);
+    return;
+  }
   switch (v.dtype()) {
     case DataType::Float: {
       out->set_data_type(pb::NDArrayView::Float);
@@ -213,6 +233,20 @@ NDArrayView from_proto(const pb::NDArrayView& a, const Reader& r) {
     if (d > 0 && n > (int64_t(1) << 40) / d) r.fail("an NDArrayView with " + std::to_string(shape.rank()) + " axes is too large");
     n *= d;
   }
+  if (t_values_apart && n > 0 && a.float_values().value_size() == 0 && a.double_values().value_size() == 0 &&
+      a.bytes_value().value().empty() && a.sint32_values().value_size() == 0) {
+    // Values stored after the message: the view is filled in when they are read.
+    DataType t = a.data_type() == pb::NDArrayView::Float     ? DataType::Float
+                 : a.data_type() == pb::NDArrayView::Double  ? DataType::Double
+                 : a.data_type() == pb::NDArrayView::Float16 ? DataType::Float16
+                 : a.data_type() == pb::NDArrayView::Int8    ? DataType::Int8
+                 : a.data_type() == pb::NDArrayView::Int16   ? DataType::Int16
+                                                             : DataType::Unknown;
+    if (t == DataType::Unknown) r.fail("NDArrayView data type " + std::to_string(int(a.data_type())) + " is not supported");
+    NDArrayView v(t, shape);
+    t_values_apart->push_back(v);
+    return v;
+  }
   auto expect = [&](int64_t got, const char* kind) {
     if (got != n)
       r.fail("an NDArrayView of shape " + shape.str() + " holds " + std::to_string(got) + " " + kind + " values (" +
@@ -291,14 +325,137 @@ DictValue from_proto(const pb::DictionaryValue& v, const Reader& r, int depth) {
 }
 
 Dictionary from_proto(const pb::Dictionary& d, const Reader& r, int depth) {
+  // In key order, the order in which values stored apart follow the message.
+  std::vector<const std::string*> keys;
+  for (auto& [k, v] : d.data()) keys.push_back(&k);
+  std::sort(keys.begin(), keys.end(), [](const std::string* a, const std::string* b) { return *a < *b; });
   Dictionary out;
-  for (auto& [k, v] : d.data()) out[k] = from_proto(v, r, depth + 1);
+  for (auto* k : keys) out[*k] = from_proto(d.data().at(*k), r, depth + 1);
   return out;
+}
+
+// Sets t_values_apart for the lifetime of the guard.
+struct ValuesApart {
+  explicit ValuesApart(std::vector<NDArrayView>* v) { t_values_apart = v; }
+  ~ValuesApart() { t_values_apart = nullptr; }
+};
+
+std::string serialize_deterministic(const google::protobuf::Message& msg) {
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    msg.SerializeToCodedStream(&coded);
+    if (coded.HadError()) throw IOError("could not serialize a dictionary");
+  }
+  return out;
+}
+
+// CNTK's large layout (see kLargeModelMagic) of `msg` (the metadata) and `views`.
+std::string large_layout_bytes(const pb::Dictionary& msg, const std::vector<NDArrayView>& views) {
+  size_t meta = msg.ByteSizeLong();
+  if (meta >= size_t(INT_MAX)) throw ValueError("the dictionary's metadata alone needs more than 2 GB");
+  size_t total = 8 + meta;
+  for (auto& v : views) total += size_t(v.numel()) * (v.dtype() == DataType::Float16 ? 4 : element_size(v.dtype()));
+  std::string out;
+  out.reserve(total);
+  auto put32 = [&](uint32_t x) {
+    char b[4];
+    for (int i = 0; i < 4; ++i) b[i] = char((x >> (8 * i)) & 0xFF);
+    out.append(b, 4);
+  };
+  put32(kLargeModelMagic);
+  put32(uint32_t(meta));
+  out += serialize_deterministic(msg);
+  static_assert(std::endian::native == std::endian::little, "raw values are written little-endian");
+  for (auto& v : views) {
+    size_t n = size_t(v.numel());
+    switch (v.dtype()) {
+      case DataType::Float:
+      case DataType::Double:
+      case DataType::Int8: out.append(static_cast<const char*>(v.raw_data()), n * element_size(v.dtype())); break;
+      case DataType::Float16:
+        for (size_t i = 0; i < n; ++i) {
+          float f = half_to_float(v.data<uint16_t>()[i]);
+          out.append(reinterpret_cast<const char*>(&f), 4);
+        }
+        break;
+      case DataType::Int16:
+        for (size_t i = 0; i < n; ++i) {
+          // protobuf's WriteVarint32SignExtended: negative values take ten bytes
+          uint64_t x = uint64_t(int64_t(v.data<int16_t>()[i]));
+          do {
+            out.push_back(char((x & 0x7F) | (x > 0x7F ? 0x80 : 0)));
+            x >>= 7;
+          } while (x);
+        }
+        break;
+      default: throw ValueError("cannot serialize an NDArrayView of data type " + std::string(to_string(v.dtype())));
+    }
+  }
+  return out;
+}
+
+// Fills `views` from the values that follow the metadata, from `pos` on.
+void read_values_apart(const std::string& bytes, size_t pos, const std::vector<NDArrayView>& views, const Reader& r) {
+  auto need = [&](size_t k) {
+    if (bytes.size() - pos < k) r.fail("the values stored after the model's metadata end early");
+  };
+  for (auto v : views) {
+    size_t n = size_t(v.numel());
+    switch (v.dtype()) {
+      case DataType::Float:
+      case DataType::Double:
+      case DataType::Int8: {
+        size_t k = n * element_size(v.dtype());
+        need(k);
+        std::memcpy(v.raw_data(), bytes.data() + pos, k);
+        pos += k;
+        break;
+      }
+      case DataType::Float16:
+        need(4 * n);
+        for (size_t i = 0; i < n; ++i, pos += 4) {
+          float f;
+          std::memcpy(&f, bytes.data() + pos, 4);
+          v.data<uint16_t>()[i] = float_to_half(f);
+        }
+        break;
+      case DataType::Int16:
+        for (size_t i = 0; i < n; ++i) {
+          uint64_t x = 0;
+          for (int shift = 0;; shift += 7) {
+            need(1);
+            uint8_t b = uint8_t(bytes[pos++]);
+            if (shift < 64) x |= uint64_t(b & 0x7F) << shift;
+            if (!(b & 0x80)) break;
+            if (shift > 63) r.fail("a malformed int16 value after the model's metadata");
+          }
+          v.data<int16_t>()[i] = int16_t(int64_t(x));
+        }
+        break;
+      default: r.fail("unsupported data type among the values stored after the metadata");
+    }
+  }
+  if (pos != bytes.size()) r.fail(std::to_string(bytes.size() - pos) + " bytes follow the model's values");
 }
 
 }  // namespace
 
 std::string dictionary_to_bytes(const Dictionary& d) {
+  {
+    // Over protobuf's 2 GB message limit, the values are stored after the message (as CNTK).
+    std::vector<NDArrayView> views;
+    pb::Dictionary meta;
+    {
+      ValuesApart apart(&views);
+      to_proto(d, &meta);
+    }
+    size_t total = meta.ByteSizeLong() + 64 * views.size();
+    for (auto& v : views) total += size_t(v.numel()) * element_size(v.dtype()) * (v.dtype() == DataType::Int16 ? 2 : 1);
+    if (total >= size_t(INT_MAX)) return large_layout_bytes(meta, views);
+  }
   pb::Dictionary msg;
   to_proto(d, &msg);
   size_t size = msg.ByteSizeLong();
@@ -320,10 +477,27 @@ Dictionary dictionary_from_bytes(const std::string& bytes, const std::string& so
   Reader r{source};
   if (bytes.empty()) r.fail("the data is empty (not a CNTK v2 model or dictionary)");
   if (bytes.size() >= 8) {
-    uint32_t magic = 0;
+    uint32_t magic = 0, meta = 0;
     std::memcpy(&magic, bytes.data(), 4);
-    if (magic == kLargeModelMagic)
-      r.fail("CNTK's layout for models over 2 GB (metadata and values stored apart) is not supported");
+    std::memcpy(&meta, bytes.data() + 4, 4);
+    if (magic == kLargeModelMagic) {
+      if (meta > bytes.size() - 8) r.fail("the model's metadata is cut short");
+      pb::Dictionary msg;
+      bool parsed;
+      {
+        google::protobuf::LogSilencer quiet;
+        parsed = msg.ParseFromArray(bytes.data() + 8, int(meta));
+      }
+      if (!parsed) r.fail("the metadata of a model over 2 GB is not a valid CNTK v2 protobuf Dictionary");
+      std::vector<NDArrayView> views;
+      Dictionary d;
+      {
+        ValuesApart apart(&views);
+        d = from_proto(msg, r, 0);
+      }
+      read_values_apart(bytes, 8 + size_t(meta), views, r);
+      return d;
+    }
   }
   if (bytes.size() >= size_t(INT_MAX)) r.fail("the data is larger than 2 GB");
   pb::Dictionary msg;
@@ -342,10 +516,14 @@ Dictionary dictionary_from_bytes(const std::string& bytes, const std::string& so
 std::string read_file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw IOError(path + ": cannot open the file for reading: " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw IOError(path + ": read error");
-  return ss.str();
+  // One buffer of the file's size (models may take several GB).
+  in.seekg(0, std::ios::end);
+  std::streamoff size = in.tellg();
+  if (size < 0) throw IOError(path + ": cannot tell the file's size");
+  in.seekg(0, std::ios::beg);
+  std::string out(size_t(size), '\0');
+  if (size > 0 && !in.read(out.data(), size)) throw IOError(path + ": read error");
+  return out;
 }
 
 void write_file_atomically(const std::string& path, const std::string& bytes) {

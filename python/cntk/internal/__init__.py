@@ -39,13 +39,15 @@ def sanitize_shape(shape):
     """An int or a sequence of ints -> a tuple of ints (None -> ()); TypeError otherwise."""
     if shape is None:
         return ()
-    if isinstance(shape, numbers.Integral) and not isinstance(shape, bool):
-        return (int(shape),)
+    if isinstance(shape, numbers.Number) and not isinstance(shape, bool):
+        return sanitize_shape((shape,))
     if isinstance(shape, (str, bytes)) or not hasattr(shape, '__iter__'):
         raise TypeError("a shape must be an int or a tuple of ints, not %r" % (shape,))
     dims = tuple(shape)
     for d in dims:
-        if not isinstance(d, numbers.Integral) or isinstance(d, bool):
+        # CNTK took whole floats as dimensions too (e.g. 2**31 / 8 + 10)
+        whole_float = isinstance(d, numbers.Real) and not isinstance(d, numbers.Integral) and float(d).is_integer()
+        if (not isinstance(d, numbers.Integral) and not whole_float) or isinstance(d, bool):
             raise TypeError("a shape must be an int or a tuple of ints, not %r" % (shape,))
     return tuple(int(d) for d in dims)
 
