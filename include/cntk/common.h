@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -9,8 +10,15 @@
 namespace cntk {
 
 // Typed errors; the Python binding maps each to the matching Python exception.
+// Each keeps the call stack where it was raised (CNTK's errors reported theirs).
 struct Error : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit Error(const std::string& what);
+  explicit Error(const char* what);
+  // The native call stack where the error was raised, innermost frame first, one per line.
+  std::string call_stack() const;
+
+ private:
+  std::shared_ptr<const std::vector<void*>> frames_;
 };
 struct ValueError : Error {  // -> ValueError (bad shapes, bad arguments)
   using Error::Error;

@@ -184,18 +184,23 @@ NB_MODULE(_cntk, m) {
   });
 
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    // The message, then the native call stack under CNTK's '[CALL STACK]' heading.
+    auto message = [](const cntk::Error& e) {
+      std::string stack = e.call_stack();
+      return stack.empty() ? std::string(e.what()) : std::string(e.what()) + "\n\n[CALL STACK]\n" + stack;
+    };
     try {
       std::rethrow_exception(p);
     } catch (const cntk::NotImplementedError& e) {
-      PyErr_SetString(PyExc_NotImplementedError, e.what());
+      PyErr_SetString(PyExc_NotImplementedError, message(e).c_str());
     } catch (const cntk::ValueError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+      PyErr_SetString(PyExc_ValueError, message(e).c_str());
     } catch (const cntk::TypeError& e) {
-      PyErr_SetString(PyExc_TypeError, e.what());
+      PyErr_SetString(PyExc_TypeError, message(e).c_str());
     } catch (const cntk::IOError& e) {
-      PyErr_SetString(PyExc_IOError, e.what());
+      PyErr_SetString(PyExc_IOError, message(e).c_str());
     } catch (const cntk::Error& e) {
-      PyErr_SetString(PyExc_RuntimeError, e.what());
+      PyErr_SetString(PyExc_RuntimeError, message(e).c_str());
     }
   });
 

@@ -1,8 +1,52 @@
 #include "cntk/common.h"
 
+#include <cxxabi.h>
+#include <execinfo.h>
+
+#include <cstdlib>
 #include <sstream>
 
 namespace cntk {
+
+namespace {
+
+std::shared_ptr<const std::vector<void*>> capture_frames() {
+  std::vector<void*> frames(48);
+  int n = ::backtrace(frames.data(), int(frames.size()));
+  frames.resize(size_t(n > 0 ? n : 0));
+  return std::make_shared<const std::vector<void*>>(std::move(frames));
+}
+
+// "module(mangled+0x1f) [0x...]" -> the demangled function name (or the line as it is).
+std::string frame_name(const char* symbol) {
+  std::string s(symbol);
+  size_t open = s.find('('), plus = s.find('+', open == std::string::npos ? 0 : open);
+  if (open == std::string::npos || plus == std::string::npos || plus == open + 1) return s;
+  std::string mangled = s.substr(open + 1, plus - open - 1);
+  int status = 0;
+  char* name = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+  std::string out = status == 0 && name ? name : mangled;
+  std::free(name);
+  return out;
+}
+
+}  // namespace
+
+Error::Error(const std::string& what) : std::runtime_error(what), frames_(capture_frames()) {}
+Error::Error(const char* what) : std::runtime_error(what), frames_(capture_frames()) {}
+
+std::string Error::call_stack() const {
+  if (!frames_ || frames_->size() < 2) return "";
+  // The first frames are this error's own construction.
+  const size_t skip = 2;
+  char** symbols = ::backtrace_symbols(frames_->data(), int(frames_->size()));
+  if (!symbols) return "";
+  std::string out;
+  for (size_t i = skip; i < frames_->size(); ++i)
+    out += std::string(i == skip ? "    > " : "    - ") + frame_name(symbols[i]) + "\n";
+  std::free(symbols);
+  return out;
+}
 
 size_t element_size(DataType t) {
   switch (t) {

@@ -52,7 +52,7 @@ def test_unsupported_variable_dtype():
     with pytest.raises(TypeError):
         C.parameter((2,), dtype=np.int64)
     with pytest.raises(TypeError):
-        C.NDArrayView((2,), np.int8)
+        C.NDArrayView((2,), np.int32)  # int8 and int16 are storage types, int32 none
 
 
 def test_non_variable_operands():
@@ -245,3 +245,15 @@ def test_empty_batches_are_not_an_error():
     s = C.sequence.input_variable(3)
     out = (s * 2).eval({s: [np.zeros((0, 3)), np.ones((2, 3))]})
     assert [o.shape for o in out] == [(0, 3), (2, 3)]
+
+
+def test_engine_errors_carry_the_native_call_stack():
+    # as CNTK's: the message, then '[CALL STACK]' and the frames where the engine raised it
+    with pytest.raises(ValueError) as e:
+        C.device.gpu(99999)
+    msg = str(e.value)
+    assert msg.startswith("DeviceDescriptor.gpu(99999)") and '\n\n[CALL STACK]\n    > ' in msg
+    assert 'DeviceDescriptor::gpu' in msg
+    with pytest.raises(ValueError) as e:
+        C.io.MinibatchSource(C.io.CTFDeserializer("", streams={}))
+    assert 'no streams' in str(e.value) and '[CALL STACK]' in str(e.value)

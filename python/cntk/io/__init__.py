@@ -390,8 +390,7 @@ class _CTFDeserializer(_Deserializer):
     def __init__(self, filename, streams, chunk_size, max_errors):
         if not isinstance(filename, str):
             raise TypeError("CTFDeserializer: filename must be a string, not %s" % type(filename).__name__)
-        if not streams:
-            raise ValueError("CTFDeserializer: give at least one stream (StreamDefs(name=StreamDef(...)))")
+        # (no streams: the engine's deserializer refuses it with a ValueError)
         self.filename = filename
         self._streams = []
         for name, s in streams.items():
