@@ -280,6 +280,8 @@ class Value(metaclass=_ValueMeta):
         or SciPy sparse matrices (see `Function.forward` for the accepted forms)."""
         if not isinstance(var, _cntk.Variable):
             raise TypeError("Value.create needs a Variable, not %s" % type(var).__name__)
+        if seq_starts:
+            data = _with_seq_starts_layout(data)
         value = _apply_seq_starts(_to_value(var, data), seq_starts)
         if read_only:
             value._data._is_read_only = True
@@ -439,6 +441,14 @@ def _dense_array(var, data):
     return _c_order(arr.astype(var.dtype, copy=False))
 
 
+def _with_seq_starts_layout(data):
+    """Data given with sequence-start flags: as CNTK, one NumPy array is split along its
+    first axis, one sequence per entry (as many as there are flags)."""
+    if isinstance(data, np.ndarray):
+        return list(np.atleast_1d(data))
+    return data
+
+
 def _split_seq_starts(data):
     """Splits CNTK's `(data, [True, False, ...])` form into data and sequence-start flags."""
     if isinstance(data, tuple) and len(data) == 2 and isinstance(data[1], (list, tuple)) and data[1] and \
@@ -459,7 +469,7 @@ def _to_value(var, data):
         return _NativeValue(NDArrayView.from_numpy(data, True), None)
     data, seq_starts = _split_seq_starts(data)
     if seq_starts is not None:
-        return _apply_seq_starts(_to_value(var, data), seq_starts)
+        return _apply_seq_starts(_to_value(var, _with_seq_starts_layout(data)), seq_starts)
     if isinstance(data, _NativeValue):
         return data
     if hasattr(data, '_value_for'):  # MinibatchData: laid out for the variable

@@ -424,3 +424,14 @@ def test_sequences_of_single_values_may_omit_their_axis():
     out = (s * 2).eval({s: [np.arange(3, dtype=np.float32), np.arange(2, dtype=np.float32)]})
     np.testing.assert_allclose(out[0], [[0], [2], [4]])
     np.testing.assert_allclose(out[1], [[0], [2]])
+
+
+def test_one_array_with_sequence_start_flags_is_one_sequence_per_entry():
+    # as CNTK: with seq_starts, an array is split along its first axis into sequences
+    x = C.sequence.input_variable(2)
+    data = np.asarray([[1, 2], [2, 3]], np.float32)
+    last = C.sequence.last(x)
+    np.testing.assert_array_equal(last.eval({x: data}), [[2, 3]])               # one sequence of 2
+    np.testing.assert_array_equal(last.eval({x: (data, [True, True])}), [[1, 2], [2, 3]])
+    v = C.Value.create(x, data, seq_starts=[True, False])
+    assert v.shape[0] == 2
