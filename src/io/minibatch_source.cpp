@@ -1,6 +1,7 @@
 #include "io/minibatch_source.h"
 
 #include "cntk/profiler.h"
+#include "core/rng.h"
 
 #include <algorithm>
 #include <cstring>
@@ -13,8 +14,8 @@ namespace {
 
 constexpr size_t kUnused = ~size_t(0);
 
-// A draw in [0, n) from a fixed, portable generator (mt19937_64 is specified bit for bit).
-inline size_t draw(std::mt19937_64& rng, size_t n) { return size_t(rng() % uint64_t(n)); }
+// A draw in [0, n) from CNTK's generator (rng::Engine, specified bit for bit), as CNTK's randomizers draw.
+inline size_t draw(rng::Engine& rng, size_t n) { return size_t(rng() % uint64_t(n)); }
 
 // One sequence's contribution to a minibatch: the samples [begin, end) of each of its streams
 // (clipped to the stream's length); `begins` is false for a continued (truncated) sequence.
@@ -198,7 +199,7 @@ std::vector<uint32_t> MinibatchSource::chunk_order(uint64_t sweep) const {
   if (!config_.randomize) return order;
   // CNTK's chunk shuffle, seeded anew each sweep: every place swaps with a place drawn from the whole
   // range (not Fisher-Yates), so that the same seed gives CNTK's order.
-  std::mt19937_64 rng(config_.randomization_seed + sweep);
+  rng::Engine rng(config_.randomization_seed + sweep);
   for (size_t i = 0; i < order.size(); ++i) std::swap(order[i], order[draw(rng, order.size())]);
   return order;
 }
@@ -254,7 +255,7 @@ std::vector<MinibatchSource::Unit> MinibatchSource::sweep_order(uint64_t sweep) 
     size_t home = place_of_chunk[u.chunk];
     return begin[place] <= home && home < end[place];
   };
-  std::mt19937_64 rng(config_.randomization_seed + sweep);
+  rng::Engine rng(config_.randomization_seed + sweep);
   for (size_t t = 0, pt = 0; t < out.size(); ++t) {
     while (start[pt + 1] <= t) ++pt;
     const size_t lo = start[begin[pt]], hi = start[end[pt]];

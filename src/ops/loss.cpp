@@ -626,11 +626,6 @@ std::vector<NDArrayView> ndcg_forward(ComputeContext& ctx) {
 // Each forward pass draws k classes from q (shared by the whole minibatch).
 enum NceInput { kW = 0, kB, kX, kLabels, kNoise, kLogPrior, kImportance };
 
-struct NceState {
-  rng::Engine engine;
-  std::vector<int64_t> samples;
-};
-
 std::vector<OutputInfo> nce_infer(InferContext& ctx) {
   ctx.expect_inputs(7);
   const NDShape& q = ctx.shape(kNoise);
@@ -671,16 +666,10 @@ std::vector<OutputInfo> nce_infer(InferContext& ctx) {
   return {{NDShape{}, ctx.common_dtype(), ctx.unified_dynamic_axes()}};
 }
 
-// The noise classes of one forward pass, drawn as CNTK's RandomSample draws them.
+// The noise classes of one forward pass, drawn as CNTK's RandomSample draws them from
+// the op's generator (ComputeContext::random, seeded like every random op's). They are
+// the pass's state, which backward reads.
 std::vector<int64_t> nce_draw(ComputeContext& ctx) {
-  auto& st = ctx.fn->op_state();
-  if (!st) {
-    auto s = std::make_shared<NceState>();
-    s->engine = rng::make_engine(uint64_t(attr_int(ctx.attr(), "rngSeed", 0)),
-                                 uint64_t(attr_int(ctx.attr(), "rngOffset", 0)));
-    st = s;
-  }
-  auto& state = *std::static_pointer_cast<NceState>(st);
   std::vector<double> q = column(ctx.inputs[kNoise]);
   std::vector<double> cum(q.size());
   double total = 0;
@@ -697,9 +686,9 @@ std::vector<int64_t> nce_draw(ComputeContext& ctx) {
   if (!dup && positive <= k)
     throw ValueError("NCE: sampling " + std::to_string(k) +
                      " distinct classes needs more classes with a positive noise weight");
-  std::vector<int64_t> s = rng::weighted_samples(state.engine, cum, k, dup);
-  state.samples = s;
-  return s;
+  auto samples = std::make_shared<std::vector<int64_t>>(rng::weighted_samples(ctx.random().engine, cum, k, dup));
+  ctx.state = samples;
+  return *samples;
 }
 
 struct NceData {
@@ -801,9 +790,9 @@ NDArrayView rows_as_sparse(const NDArrayView& dense, const std::vector<char>& ke
 
 NDArrayView nce_backward(ComputeContext& ctx, size_t which) {
   if (which != kW && which != kB && which != kX) return NDArrayView();
-  auto& st = ctx.fn->op_state();
-  if (!st) throw Error("NCE: backward without a forward pass");
-  std::vector<int64_t> s = std::static_pointer_cast<NceState>(st)->samples;
+  const auto* drawn = static_cast<const std::vector<int64_t>*>(ctx.state.get());
+  if (!drawn) throw Error("NCE: backward without a forward pass");
+  const std::vector<int64_t>& s = *drawn;
   NceData d = nce_data(ctx);
   double k = double(s.size());
   NDArrayView go = ctx.grad_outputs[0].contiguous();
