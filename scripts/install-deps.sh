@@ -8,6 +8,7 @@ pkgs="build-essential cmake ninja-build libdnnl-dev libgtest-dev dataset-fashion
 pkgs="$pkgs libpng-dev libjpeg-dev"  # image deserializer: PNG and JPEG (libjpeg-turbo) decoding
 pkgs="$pkgs libprotobuf-dev protobuf-compiler"  # CNTK v2 model files (src/serialize)
 pkgs="$pkgs clang libomp-14-dev"  # libFuzzer targets (make fuzz-model)
+pkgs="$pkgs openmpi-bin libopenmpi-dev"  # distributed training (src/distributed): MPI
 missing=""
 for p in $pkgs; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
