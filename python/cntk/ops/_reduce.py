@@ -1,4 +1,5 @@
 """Reductions over static axes, all static axes, or the batch axis."""
+from ..axis import Axis
 from ..internal import sanitize_multi_axis
 from ._prim import prim
 
@@ -8,6 +9,11 @@ __all__ = ['reduce_sum', 'reduce_log_sum_exp', 'reduce_mean', 'reduce_max', 'red
 
 def _reduce(op, x, axis, keepdims, name):
     axes = sanitize_multi_axis(axis)
+    # A reduction over all static axes (axis=None included) or all axes gives a scalar,
+    # whatever keepdims says: CNTK 2.7's ReduceElements builds its primitive with
+    # keepdims off in that case (Keras' CNTK backend relies on it).
+    if any(a in (Axis.all_static_axes(), Axis.all_axes()) for a in axes):
+        keepdims = False
     attrs = {'reductionOpName': op, 'reductionKeepDimensions': bool(keepdims)}
     if len(axes) == 1:
         attrs['axis'] = axes[0]
