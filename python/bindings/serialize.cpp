@@ -3,6 +3,7 @@
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 
+#include "cntk/legacy_model.h"
 #include "cntk/serialize.h"
 #include "cntk/trainer.h"
 #include "convert.h"
@@ -35,6 +36,11 @@ void bind_serialize(nb::module_& m) {
   m.def("load_model", [](const std::string& path) { return load_function(path); });
   m.def("load_model_from_bytes", [](const nb::handle& b) { return load_function_from_bytes(bytes_of(b)); });
   m.def("restore_function_values", &restore_function_values);
+  // CNTK v1 model files (.dnn): loading goes through load_model, which recognises them.
+  m.def("save_as_legacy_model", [](const FunctionPtr& f, const std::string& path) { save_as_legacy_model(f, path); });
+  m.def("dump_legacy_model", [](const nb::handle& b, const std::string& source) {
+    return dump_legacy_model(bytes_of(b), source);
+  });
   m.def("load_dictionary", [](const std::string& path) { return bindings::from_dictionary(load_dictionary(path)); });
   m.def("dictionary_from_bytes",
         [](const nb::handle& b) { return bindings::from_dictionary(dictionary_from_bytes(bytes_of(b))); });

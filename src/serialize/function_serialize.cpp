@@ -10,6 +10,7 @@
 #include "cntk/serialize.h"
 #include "cntk/user_function.h"
 #include "ops/op.h"
+#include "cntk/legacy_model.h"
 #include "serialize/attribute_types.h"
 
 namespace cntk {
@@ -1193,6 +1194,8 @@ bool is_int_typed_key(const std::string& key) {
 
 bool is_float_typed_key(const std::string&) { return false; }
 
+int64_t cntk_op_type(const std::string& name) { return op_type_of(name); }
+
 Dictionary function_to_dictionary(const FunctionPtr& f) {
   if (!f) throw ValueError("save: the function is undefined");
   FunctionPtr root = f->root_function();
@@ -1239,9 +1242,11 @@ void save_function(const FunctionPtr& f, const std::string& path) {
   write_file_atomically(path, save_function_to_bytes(f));
 }
 
-FunctionPtr load_function(const std::string& path) { return function_from_dictionary(load_dictionary(path), path); }
+FunctionPtr load_function(const std::string& path) { return load_function_from_bytes(read_file_bytes(path), path); }
 
 FunctionPtr load_function_from_bytes(const std::string& bytes, const std::string& source) {
+  // CNTK's v1 format is recognised by its first bytes, as CNTK 2.7's Function::Load did.
+  if (is_legacy_model(bytes)) return load_legacy_model_from_bytes(bytes, source);
   return function_from_dictionary(dictionary_from_bytes(bytes, source), source);
 }
 
