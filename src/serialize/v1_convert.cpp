@@ -278,11 +278,25 @@ class ToDictionary {
     for (auto& i : n.inputs) in.push_back(visit(node(i)));
     --depth_;
     std::string v2 = op;
+    auto [u, name] = uid_and_name(n.name);
+    if (v2 == "SquaredError") {
+      // The engine has no SquaredError primitive (CNTK's Python API builds it from these).
+      if (in.size() != 2) fail(n, "has " + std::to_string(in.size()) + " inputs, not 2");
+      std::string diff = fresh("Minus"), square = fresh("ElementTimes");
+      functions_.push_back(function_dict(diff, "", "Minus", {in[0], in[1]}, {}));
+      functions_.push_back(
+          function_dict(square, "", "ElementTimes", {diff + "_Output_0", diff + "_Output_0"}, {}));
+      Dictionary r;
+      r["axis"] = Axis::all_static_axes();
+      r["reductionOpName"] = "Sum";
+      r["reductionKeepDimensions"] = false;
+      functions_.push_back(function_dict(uid, name, "ReduceElements", {square + "_Output_0"}, std::move(r)));
+      return uid + "_Output_0";
+    }
     Dictionary a;
     convert(n, v2, in, a);
     DictValue::List ins;
     for (size_t k : input_order(v2, in.size())) ins.push_back(in[k]);
-    auto [u, name] = uid_and_name(n.name);
     functions_.push_back(function_dict(uid, name, v2, std::move(ins), std::move(a)));
     return uid + "_Output_0";
   }
