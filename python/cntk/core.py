@@ -305,6 +305,17 @@ class Value(metaclass=_ValueMeta):
             raise ValueError("Value.one_hot: num_classes must be positive, got %r" % (num_classes,))
         if isinstance(batch, np.ndarray):
             batch = batch.tolist()
+        if isinstance(batch, (list, tuple)) and batch and len(sample_shape) == 1 and \
+                all(isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in batch):
+            # A flat list of indices: one sample each and no sequence axis (as CNTK).
+            n = sample_shape[0]
+            for i in batch:
+                if not 0 <= i < n:
+                    raise ValueError("Value.one_hot: index %d out of range for %d classes" % (i, n))
+            code = dtype_code(dtype)
+            view = NDArrayView.sparse(code, (len(batch), n), list(range(len(batch) + 1)), [int(i) for i in batch],
+                                      np.ones(len(batch), dtype=np_dtype(code)))
+            return _NativeValue(view, None)
         if not isinstance(batch, (list, tuple)) or not all(isinstance(s, (list, tuple, np.ndarray)) for s in batch):
             raise ValueError("Value.one_hot: the input must be a list of lists of integers")
         seqs = []
