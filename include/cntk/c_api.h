@@ -155,6 +155,8 @@ CNTK_C_EXPORT cntk_status cntk_axis_default_batch(cntk_axis** out);
 CNTK_C_EXPORT cntk_status cntk_axis_default_dynamic(cntk_axis** out);
 CNTK_C_EXPORT cntk_status cntk_axis_all_static(cntk_axis** out);
 CNTK_C_EXPORT cntk_status cntk_axis_all(cntk_axis** out);
+/* Stands for the sequence axis of whatever operand the op gets (sequence reductions, slices). */
+CNTK_C_EXPORT cntk_status cntk_axis_operand_sequence(cntk_axis** out);
 CNTK_C_EXPORT cntk_status cntk_axis_new_unique_dynamic(const char* name, int ordered, cntk_axis** out);
 CNTK_C_EXPORT void cntk_axis_release(cntk_axis* a);
 /* kind: 0 static, 1 dynamic, 2 all static axes, 3 all axes. */

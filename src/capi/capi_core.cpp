@@ -437,6 +437,7 @@ cntk_status cntk_axis_default_batch(cntk_axis** out) { return make_axis(Axis::de
 cntk_status cntk_axis_default_dynamic(cntk_axis** out) { return make_axis(Axis::default_dynamic_axis(), out); }
 cntk_status cntk_axis_all_static(cntk_axis** out) { return make_axis(Axis::all_static_axes(), out); }
 cntk_status cntk_axis_all(cntk_axis** out) { return make_axis(Axis::all_axes(), out); }
+cntk_status cntk_axis_operand_sequence(cntk_axis** out) { return make_axis(Axis::operand_sequence_axis(), out); }
 cntk_status cntk_axis_new_unique_dynamic(const char* name, int ordered, cntk_axis** out) {
   return guard([&] { *need(out, "out") = new cntk_axis{Axis::new_unique_dynamic_axis(str_arg(name), ordered != 0)}; });
 }
