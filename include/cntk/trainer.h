@@ -16,6 +16,9 @@
 
 namespace cntk {
 
+class Communicator;
+class DistributedLearner;
+
 // Sum of a per-sample value over its valid entries, and how many there are.
 struct MinibatchAggregate {
   double sum = 0.0;
@@ -27,9 +30,11 @@ class Evaluator {
   explicit Evaluator(FunctionPtr evaluation_function);
 
   // The evaluation function's average over the samples of the minibatch; the
-  // values of `outputs` (if any) are returned in `output_values`.
+  // values of `outputs` (if any) are returned in `output_values`. `distributed`:
+  // the sum and count over all workers (every worker must call it; an empty
+  // minibatch contributes nothing).
   double test_minibatch(const VariableValues& arguments, const std::vector<Variable>& outputs = {},
-                        std::vector<Value>* output_values = nullptr);
+                        std::vector<Value>* output_values = nullptr, bool distributed = false);
   // Sum and sample count of the last test minibatch (0 samples for empty arguments).
   const MinibatchAggregate& previous_test_minibatch() const { return prev_test_; }
 
@@ -54,9 +59,10 @@ class Trainer {
   bool train_minibatch(const VariableValues& arguments, bool sweep_end = false);
   bool train_minibatch(const VariableValues& arguments, bool sweep_end, const std::vector<Variable>& outputs,
                        std::vector<Value>& output_values);
-  // The evaluation function's average over the minibatch (no update).
+  // The evaluation function's average over the minibatch (no update); `distributed`
+  // as for Evaluator::test_minibatch.
   double test_minibatch(const VariableValues& arguments, const std::vector<Variable>& outputs = {},
-                        std::vector<Value>* output_values = nullptr);
+                        std::vector<Value>* output_values = nullptr, bool distributed = false);
 
   // Averages per sample over the last trained minibatch; ValueError before the first one.
   double previous_minibatch_loss_average() const;
@@ -75,6 +81,15 @@ class Trainer {
   // Model parameters no learner updates (they stay as they are).
   const std::vector<Variable>& parameters_not_covered() const { return not_covered_; }
 
+  // With distributed learners (all of the Trainer's learners are then distributed):
+  // their communicator, else null. Minibatches are then trained by every worker
+  // together (an empty one too: a worker out of data still takes part), and the
+  // loss, metric and sample counts of the last minibatch are those over all workers.
+  std::shared_ptr<Communicator> communicator() const;
+  // Averages the given loss and metric sums over the workers where the metric-aggregating
+  // learner does not do so with every minibatch (block momentum).
+  void aggregate_metrics_if_needed(double& loss, double& evaluation);
+
  private:
   FunctionPtr model_, loss_, eval_;
   Variable loss_count_var_, eval_count_var_;
@@ -84,7 +99,11 @@ class Trainer {
   // with needs_gradient (CNTK backpropagates into those too; their gradients are dropped).
   std::vector<Variable> backward_wrt_;
   std::vector<Variable> not_covered_;
+  bool update_distributed(ParameterGradients& gradients, bool sweep_end, bool end_of_data);
+
   MinibatchAggregate prev_loss_, prev_eval_, prev_test_;
+  // The distributed learners (same order as learners_), empty without them.
+  std::vector<std::shared_ptr<DistributedLearner>> distributed_;
 };
 
 }  // namespace cntk

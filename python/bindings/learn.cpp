@@ -147,15 +147,16 @@ void bind_learn(nb::module_& m) {
              return std::make_pair(updated, values);
            })
       .def("_test_minibatch",
-           [](Trainer& t, const VariableValues& args, const std::vector<Variable>& outputs) {
+           [](Trainer& t, const VariableValues& args, const std::vector<Variable>& outputs, bool distributed) {
              std::vector<Value> values;
              double avg;
              {
                nb::gil_scoped_release release;
-               avg = t.test_minibatch(args, outputs, &values);
+               avg = t.test_minibatch(args, outputs, &values, distributed);
              }
              return std::make_pair(avg, values);
-           })
+           },
+           nb::arg("arguments"), nb::arg("outputs"), nb::arg("distributed") = false)
       .def("_previous_minibatch_loss_average", &Trainer::previous_minibatch_loss_average)
       .def("_previous_minibatch_evaluation_average", &Trainer::previous_minibatch_evaluation_average)
       .def("_previous_minibatch_sample_count", &Trainer::previous_minibatch_sample_count)
@@ -172,15 +173,16 @@ void bind_learn(nb::module_& m) {
   nb::class_<Evaluator>(m, "Evaluator", nb::dynamic_attr())
       .def(nb::init<FunctionPtr>(), nb::arg("evaluation"))
       .def("_test_minibatch",
-           [](Evaluator& e, const VariableValues& args, const std::vector<Variable>& outputs) {
+           [](Evaluator& e, const VariableValues& args, const std::vector<Variable>& outputs, bool distributed) {
              std::vector<Value> values;
              double avg;
              {
                nb::gil_scoped_release release;
-               avg = e.test_minibatch(args, outputs, &values);
+               avg = e.test_minibatch(args, outputs, &values, distributed);
              }
              return std::make_pair(avg, values);
-           })
+           },
+           nb::arg("arguments"), nb::arg("outputs"), nb::arg("distributed") = false)
       .def("_previous_test_minibatch", &Evaluator::previous_test_minibatch)
       .def("_evaluation_function", &Evaluator::evaluation_function);
 }

@@ -496,6 +496,7 @@ NB_MODULE(_cntk, m) {
   m.def("set_computation_network_trace_level", &set_computation_network_trace_level);
   m.def("get_computation_network_trace_level", &get_computation_network_trace_level);
   void bind_learn(nb::module_&); bind_learn(m);  // learners, Trainer, Evaluator (learn.cpp)
+  void bind_distributed(nb::module_&); bind_distributed(m);  // MPI communicator, distributed learners (distributed.cpp)
   void bind_io(nb::module_&); bind_io(m);  // data readers (io.cpp)
   void bind_profiler(nb::module_&); bind_profiler(m);  // profiler and node timing (profiler.cpp)
   void bind_io_formats(nb::module_&); bind_io_formats(m);  // CBF and image deserializers (io_formats.cpp)

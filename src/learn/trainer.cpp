@@ -1,6 +1,7 @@
 // Trainer and Evaluator over the executor's forward/backward.
 #include "cntk/trainer.h"
 
+#include "cntk/distributed.h"
 #include "cntk/profiler.h"
 
 #include <cmath>
@@ -111,6 +112,17 @@ size_t index_of(const std::vector<Variable>& vars, const Variable& v) {
   throw Error("internal: variable " + v.str() + " was not requested");
 }
 
+// The sum and sample count of a test minibatch over all workers.
+void aggregate_test(Communicator& comm, MinibatchAggregate& agg) {
+  NDArrayView v(DataType::Double, NDShape{2});
+  v.data<double>()[0] = agg.sum;
+  v.data<double>()[1] = double(agg.samples);
+  std::vector<NDArrayView> vs{v};
+  comm.aggregate_in_place(vs);
+  agg.sum = vs[0].data<double>()[0];
+  agg.samples = size_t(std::llround(vs[0].data<double>()[1]));
+}
+
 }  // namespace
 
 // -------------------------------------------------------------------- Evaluator
@@ -121,21 +133,26 @@ Evaluator::Evaluator(FunctionPtr evaluation_function) : eval_fn_(std::move(evalu
 }
 
 double Evaluator::test_minibatch(const VariableValues& arguments, const std::vector<Variable>& outputs,
-                                 std::vector<Value>* output_values) {
+                                 std::vector<Value>* output_values, bool distributed) {
   profiler::ScopedEvent phase(profiler::Phase::Evaluation);
   prev_test_ = {};
-  if (arguments.empty()) return std::numeric_limits<double>::quiet_NaN();
-  std::vector<Variable> req{eval_fn_->output()};
-  add_unique(req, eval_count_var_);
-  for (auto& o : outputs) add_unique(req, o);
-  std::vector<Value> vals;
-  forward(eval_fn_, arguments, req, vals, false);
-  prev_test_.sum = valid_sum(eval_fn_->output(), vals[0]);
-  prev_test_.samples = sample_count(eval_count_var_, vals[index_of(req, eval_count_var_)]);
-  if (output_values) {
-    output_values->clear();
-    for (auto& o : outputs) output_values->push_back(vals[index_of(req, o)]);
+  if (distributed && !outputs.empty())
+    throw NotImplementedError("test_minibatch: outputs are not returned in distributed evaluation (nor were they in CNTK)");
+  if (!arguments.empty()) {
+    std::vector<Variable> req{eval_fn_->output()};
+    add_unique(req, eval_count_var_);
+    for (auto& o : outputs) add_unique(req, o);
+    std::vector<Value> vals;
+    forward(eval_fn_, arguments, req, vals, false);
+    prev_test_.sum = valid_sum(eval_fn_->output(), vals[0]);
+    prev_test_.samples = sample_count(eval_count_var_, vals[index_of(req, eval_count_var_)]);
+    if (output_values) {
+      output_values->clear();
+      for (auto& o : outputs) output_values->push_back(vals[index_of(req, o)]);
+    }
   }
+  if (distributed) aggregate_test(*mpi_communicator(), prev_test_);
+  if (prev_test_.samples == 0) return std::numeric_limits<double>::quiet_NaN();
   return prev_test_.sum / double(prev_test_.samples);
 }
 
@@ -171,6 +188,22 @@ Trainer::Trainer(FunctionPtr model, FunctionPtr loss, FunctionPtr evaluation, st
   }
   for (auto& p : model_params)
     if (!covered.count(p.get())) not_covered_.push_back(p);
+
+  // Distributed learners: all or none, one warm-start length, one of them aggregating
+  // the metrics (the only one is, implicitly), and no quantized exchange among several.
+  for (auto& l : learners_)
+    if (auto d = std::dynamic_pointer_cast<DistributedLearner>(l)) distributed_.push_back(d);
+  if (!distributed_.empty()) {
+    if (distributed_.size() != learners_.size())
+      throw ValueError("Trainer: a non-distributed learner cannot be used together with distributed learners");
+    for (auto& d : distributed_) {
+      if (d->parallelization_after() != distributed_.front()->parallelization_after())
+        throw ValueError("Trainer: all distributed learners need the same distributed_after");
+      if (distributed_.size() > 1 && d->communicator()->num_quantization_bits() < 32)
+        throw ValueError("Trainer: a quantized data-parallel learner cannot be combined with other learners");
+    }
+    if (distributed_.size() == 1) distributed_.front()->set_as_metric_aggregator();
+  }
   backward_wrt_ = learner_params_;
   for (auto& a : whole(loss_)->arguments())
     if (a.is_input() && a.needs_gradient()) add_unique(backward_wrt_, a);
@@ -188,7 +221,13 @@ bool Trainer::train_minibatch(const VariableValues& arguments, bool sweep_end, c
   prev_loss_ = {};
   prev_eval_ = {};
   output_values.clear();
-  if (arguments.empty()) return false;  // nothing to train with (end of the local data)
+  if (arguments.empty()) {
+    if (distributed_.empty()) return false;  // nothing to train with (end of the local data)
+    // Out of local data: this worker still takes part in the others' aggregation.
+    ParameterGradients none;
+    for (auto& p : learner_params_) none.emplace_back(p, NDArrayView());
+    return update_distributed(none, sweep_end, true);
+  }
 
   const Variable loss_out = loss_->output();
   std::vector<Variable> req{loss_out};
@@ -225,6 +264,11 @@ bool Trainer::train_minibatch(const VariableValues& arguments, bool sweep_end, c
   }
   profiler::ScopedEvent update_phase(profiler::Phase::ParameterUpdate);
 
+  if (!distributed_.empty()) {
+    ParameterGradients all;
+    for (size_t i = 0; i < learner_params_.size(); ++i) all.emplace_back(learner_params_[i], grads[i].data());
+    return update_distributed(all, sweep_end, false);
+  }
   bool updated = false;
   size_t next = 0;
   for (auto& learner : learners_) {
@@ -242,23 +286,70 @@ bool Trainer::train_minibatch(const VariableValues& arguments, bool sweep_end, c
 }
 
 double Trainer::test_minibatch(const VariableValues& arguments, const std::vector<Variable>& outputs,
-                               std::vector<Value>* output_values) {
+                               std::vector<Value>* output_values, bool distributed) {
   if (!eval_) throw ValueError("Trainer.test_minibatch: the Trainer has no evaluation function (criterion metric)");
   profiler::ScopedEvent phase(profiler::Phase::Evaluation);
   prev_test_ = {};
-  if (arguments.empty()) return std::numeric_limits<double>::quiet_NaN();
-  std::vector<Variable> req{eval_->output()};
-  add_unique(req, eval_count_var_);
-  for (auto& o : outputs) add_unique(req, o);
-  std::vector<Value> vals;
-  forward(loss_, arguments, req, vals, false);
-  prev_test_.sum = valid_sum(eval_->output(), vals[0]);
-  prev_test_.samples = sample_count(eval_count_var_, vals[index_of(req, eval_count_var_)]);
-  if (output_values) {
-    output_values->clear();
-    for (auto& o : outputs) output_values->push_back(vals[index_of(req, o)]);
+  if (distributed && !outputs.empty())
+    throw NotImplementedError("test_minibatch: outputs are not returned in distributed evaluation (nor were they in CNTK)");
+  if (!arguments.empty()) {
+    std::vector<Variable> req{eval_->output()};
+    add_unique(req, eval_count_var_);
+    for (auto& o : outputs) add_unique(req, o);
+    std::vector<Value> vals;
+    forward(loss_, arguments, req, vals, false);
+    prev_test_.sum = valid_sum(eval_->output(), vals[0]);
+    prev_test_.samples = sample_count(eval_count_var_, vals[index_of(req, eval_count_var_)]);
+    if (output_values) {
+      output_values->clear();
+      for (auto& o : outputs) output_values->push_back(vals[index_of(req, o)]);
+    }
   }
+  if (distributed) aggregate_test(communicator() ? *communicator() : *mpi_communicator(), prev_test_);
+  if (prev_test_.samples == 0) return std::numeric_limits<double>::quiet_NaN();
   return prev_test_.sum / double(prev_test_.samples);
+}
+
+// CNTK's Learners::Update over distributed learners: the metric aggregator's view of
+// the minibatch (sums over the workers) becomes the Trainer's.
+bool Trainer::update_distributed(ParameterGradients& all, bool sweep_end, bool end_of_data) {
+  MinibatchInfo info;
+  info.at_end_of_data = end_of_data;
+  info.at_end_of_sweep = sweep_end;
+  info.number_of_samples = prev_loss_.samples;
+  info.training_loss = prev_loss_.sum;
+  info.eval_criterion = prev_eval_.sum;
+  const MinibatchInfo local = info;
+  bool updated = false, aggregator_seen = false;
+  MinibatchInfo result = info;
+  size_t next = 0;
+  for (auto& d : distributed_) {
+    ParameterGradients mine(all.begin() + ptrdiff_t(next), all.begin() + ptrdiff_t(next + d->parameters().size()));
+    next += d->parameters().size();
+    MinibatchInfo i = local;
+    updated = d->update(mine, i) || updated;
+    if (d->is_metric_aggregator() && !aggregator_seen) {
+      aggregator_seen = true;
+      result = i;
+    }
+  }
+  if (!aggregator_seen)
+    throw ValueError("Trainer: none of the distributed learners is marked as the metric aggregator "
+                     "(set_as_metric_aggregator)");
+  prev_loss_.samples = result.number_of_samples;
+  prev_loss_.sum = result.training_loss;
+  prev_eval_.sum = result.eval_criterion;
+  prev_eval_.samples = result.number_of_samples;
+  return updated;
+}
+
+std::shared_ptr<Communicator> Trainer::communicator() const {
+  return distributed_.empty() ? nullptr : distributed_.front()->communicator();
+}
+
+void Trainer::aggregate_metrics_if_needed(double& loss, double& evaluation) {
+  for (auto& d : distributed_)
+    if (d->is_metric_aggregator()) return d->aggregate_metrics_if_needed(loss, evaluation);
 }
 
 double Trainer::previous_minibatch_loss_average() const {

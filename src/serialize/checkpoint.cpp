@@ -3,6 +3,7 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "cntk/distributed.h"
 #include "cntk/serialize.h"
 #include "cntk/trainer.h"
 #include "ops/op.h"
@@ -111,11 +112,28 @@ void save_trainer_checkpoint(const Trainer& trainer, const std::string& path, co
     randoms.push_back(r);
   }
   state["RandomStates"] = randoms;
-  // Both files are complete under temporary names before either is renamed into place.
-  std::string model_bytes = save_function_to_bytes(graph);
-  std::string state_bytes = dictionary_to_bytes(state);
-  write_file_atomically(path, model_bytes);
-  write_file_atomically(state_path(path), state_bytes);
+  // Distributed (CNTK's rule): every worker's external state and random generator states
+  // go into the main worker's files, which only the main worker writes.
+  auto comm = trainer.communicator();
+  if (comm) {
+    Dictionary mine;
+    mine["ExternalState"] = external_state;
+    mine["RandomStates"] = randoms;
+    comm->barrier();
+    auto all = comm->all_gather(dictionary_to_bytes(mine));
+    Dictionary workers;
+    for (size_t r = 0; r < all.size(); ++r) workers[std::to_string(r)] = dictionary_from_bytes(all[r]);
+    state["DistributedState"] = workers;
+  }
+  if (!comm || comm->current_worker().is_main()) {
+    // Both files are complete under temporary names before either is renamed into place.
+    std::string model_bytes = save_function_to_bytes(graph);
+    std::string state_bytes = dictionary_to_bytes(state);
+    write_file_atomically(path, model_bytes);
+    write_file_atomically(state_path(path), state_bytes);
+  }
+  // Nobody reads the files before they are complete.
+  if (comm) comm->barrier();
 }
 
 Dictionary restore_trainer_checkpoint(Trainer& trainer, const std::string& path) {
@@ -131,9 +149,19 @@ Dictionary restore_trainer_checkpoint(Trainer& trainer, const std::string& path)
          std::to_string(trainer.parameter_learners().size()));
   auto pairs = pair_values(graph, saved, path);
   std::vector<FunctionPtr> randoms = random_functions(graph);
+  // A worker other than the main one takes its own part of the distributed state.
+  const Dictionary* own = nullptr;
+  auto comm = trainer.communicator();
+  if (comm && !comm->current_worker().is_main() && state.count("DistributedState") &&
+      state.at("DistributedState").is<std::shared_ptr<Dictionary>>()) {
+    const Dictionary& workers = state.at("DistributedState").as_dict();
+    auto it = workers.find(std::to_string(comm->rank()));
+    if (it != workers.end() && it->second.is<std::shared_ptr<Dictionary>>()) own = &it->second.as_dict();
+  }
+  const Dictionary& source = own ? *own : state;
   const DictValue::List* rstates = nullptr;
-  if (state.count("RandomStates") && state.at("RandomStates").is<std::shared_ptr<DictValue::List>>()) {
-    rstates = &state.at("RandomStates").as_list();
+  if (source.count("RandomStates") && source.at("RandomStates").is<std::shared_ptr<DictValue::List>>()) {
+    rstates = &source.at("RandomStates").as_list();
     if (rstates->size() != randoms.size())
       fail("it holds " + std::to_string(rstates->size()) + " random generator states, the trainer's graph has " +
            std::to_string(randoms.size()) + " random ops");
@@ -161,8 +189,10 @@ Dictionary restore_trainer_checkpoint(Trainer& trainer, const std::string& path)
     trainer.parameter_learners()[i]->restore_from_checkpoint(learners[i].as_dict());
   }
   for (size_t i = 0; rstates && i < randoms.size(); ++i) randoms[i]->op_state() = engines[i];
-  auto eit = state.find("ExternalState");
-  return eit != state.end() && eit->second.is<std::shared_ptr<Dictionary>>() ? eit->second.as_dict() : Dictionary();
+  // Nobody writes the files again before every worker has read them.
+  if (comm) comm->barrier();
+  auto eit = source.find("ExternalState");
+  return eit != source.end() && eit->second.is<std::shared_ptr<Dictionary>>() ? eit->second.as_dict() : Dictionary();
 }
 
 }  // namespace cntk

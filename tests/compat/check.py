@@ -103,6 +103,27 @@ def table(results, expected):
     return '\n'.join(lines)
 
 
+def mpi_environment(tmp, shared):
+    """The environment for CNTK's distributed tests, which start `mpiexec ... python script.py`
+    themselves: Open MPI may run as root and more ranks than cores (CI runs 4 ranks on 2 cores),
+    and the workers, plain interpreters outside pytest, get the harness's NumPy aliases through a
+    usercustomize module in a user site of their own (run.sh sets PYTHONPATH itself)."""
+    env = dict(os.environ)
+    env.update(OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
+               OMPI_MCA_rmaps_base_oversubscribe='1')
+    base = os.path.join(tmp, 'userbase')
+    code = ("import sys\n"
+            "sys.path.append(%r)\n"
+            "import cntk_tests_numpy  # noqa: F401\n" % os.path.join(shared, 'cntk-tests', 'harness'))
+    for ver in ('%d.%d' % sys.version_info[:2],):
+        site = os.path.join(base, 'lib', 'python' + ver, 'site-packages')
+        os.makedirs(site, exist_ok=True)
+        with open(os.path.join(site, 'usercustomize.py'), 'w') as f:
+            f.write(code)
+    env['PYTHONUSERBASE'] = base
+    return env
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--python', default=sys.executable)
@@ -128,7 +149,7 @@ def main():
         if args.paths:
             cmd += ['--'] + args.paths
         print('+', ' '.join(cmd), flush=True)
-        rc = subprocess.call(cmd, cwd=REPO)
+        rc = subprocess.call(cmd, cwd=REPO, env=mpi_environment(tmp, args.shared))
         if not os.path.exists(junit):
             print('CNTK test run died without a report (exit code %d): a crash' % rc)
             return 1

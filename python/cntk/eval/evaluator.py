@@ -105,13 +105,14 @@ class Evaluator(_cntk.Evaluator):
              names) to data (NumPy arrays, lists of sequences, Values or
              MinibatchData); a single input may get its data directly.
             device: ignored (computation runs on the CPU).
-            distributed (bool): aggregate across workers (single-process here).
+            distributed (bool): the average over the minibatches of all workers (every
+             worker calls it; see :mod:`cntk.train.distributed`).
 
         Returns:
             float: the average of the evaluation function per sample.
         """
         pairs, _ = _minibatch_arguments(arguments, list(self._eval_function.arguments))
-        average, _ = self._test_minibatch(pairs, [])
+        average, _ = self._test_minibatch(pairs, [], bool(distributed))
         prev = self._previous_test_minibatch()
         if prev.samples > 0:
             _call_writers(self._writers, 'update_test', prev.samples, prev.sum)

@@ -3,6 +3,7 @@ and the training session that loops over a minibatch source."""
 from .trainer import *  # noqa: F401,F403
 from .training_session import *  # noqa: F401,F403
 from . import distributed  # noqa: F401
+from .distributed import *  # noqa: F401,F403
 from .declarative import train as _function_train, test as _function_test
 from ..ops.functions import Function as _Function
 
