@@ -1,8 +1,10 @@
 #include "exec/checked_mode.h"
 
 #include <cmath>
+#include <limits>
 
 #include "cntk/common.h"
+#include "ops/sequence.h"
 
 namespace cntk::checked {
 
@@ -44,20 +46,42 @@ std::string describe(const PlanStep& st) {
   return (name.empty() ? st.fn->uid() : name) + " " + st.op->name;
 }
 
+// Values whose padding checked mode rewrites: plain dense floating-point sequence tensors.
+bool has_padding(const NDArrayView& v, const std::vector<int64_t>& lengths) {
+  return v.defined() && !v.is_sparse() && !lengths.empty() && v.rank() >= 2 &&
+         (v.dtype() == DataType::Float || v.dtype() == DataType::Double);
+}
+
 }  // namespace
 
-void after_forward(const PlanStep& st, const BackPropState& s) {
+void invalidate_padding(int slot, BackPropState& s) {
+  NDArrayView& v = s.values[size_t(slot)];
+  const auto& lengths = s.seq_lengths[size_t(slot)];
+  if (has_padding(v, lengths)) v = fill_padding(v, lengths, std::numeric_limits<double>::quiet_NaN());
+}
+
+void after_forward(const PlanStep& st, BackPropState& s) {
   for (int slot : st.out) {
     const NDArrayView& v = s.values[size_t(slot)];
     if (!v.defined() || v.is_sparse()) continue;  // kept in a oneDNN layout, or sparse
-    const auto& lengths = s.seq_lengths[size_t(slot)];
-    if (nan_in_valid_frames(v, lengths))
+    if (nan_in_valid_frames(v, s.seq_lengths[size_t(slot)]))
       throw Error("checked mode: " + describe(st) + " operation unexpectedly produced NaN values");
+    invalidate_padding(slot, s);
   }
 }
 
-void after_loop(const PlanLoop& loop, const Plan& p, const BackPropState& s) {
+void after_loop(const PlanLoop& loop, const Plan& p, BackPropState& s) {
   for (int k = loop.first; k <= loop.last; ++k) after_forward(p.steps[size_t(k)], s);
+}
+
+void mask_padding(ComputeContext& ctx) {
+  auto mask = [](NDArrayView& v, const std::vector<int64_t>& lengths) {
+    if (has_padding(v, lengths)) v = fill_padding(v, lengths, 0.0);
+  };
+  for (size_t i = 0; i < ctx.inputs.size() && i < ctx.in_lengths.size(); ++i) mask(ctx.inputs[i], ctx.in_lengths[i]);
+  for (size_t k = 0; k < ctx.outputs.size() && k < ctx.out_lengths.size(); ++k) mask(ctx.outputs[k], ctx.out_lengths[k]);
+  for (size_t k = 0; k < ctx.grad_outputs.size() && k < ctx.out_lengths.size(); ++k)
+    mask(ctx.grad_outputs[k], ctx.out_lengths[k]);
 }
 
 void check_gradient(const PlanStep& st, size_t i, const NDArrayView& g, const BackPropState& s) {

@@ -14,6 +14,7 @@
 #include "kernels/cpu/reduce.h"
 #include "kernels/cpu/sparse.h"
 #include "ops/eager.h"
+#include "ops/sequence.h"
 #include "ops/sequence_delay.h"
 
 namespace cntk {
@@ -146,15 +147,6 @@ bool static_matches(const NDShape& declared, const NDShape& actual) {
   return true;
 }
 
-// Padded steps of sequences (layout [T, B, ...]) carry no gradient.
-void zero_padding(NDArrayView& g, const std::vector<int64_t>& lengths) {
-  if (lengths.empty() || g.rank() < 2) return;
-  int64_t T = g.shape()[0], B = std::min<int64_t>(g.shape()[1], int64_t(lengths.size()));
-  for (int64_t b = 0; b < B; ++b)
-    if (lengths[b] < T) g.slice(0, lengths[b], T).slice(1, b, b + 1).fill(0.0);
-}
-
-
 // A step's result in its slot's type (float16 steps compute in float32).
 NDArrayView to_slot_type(const Plan& p, int slot, NDArrayView v) {
   DataType t = p.slot_var[size_t(slot)].dtype();
@@ -267,6 +259,8 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
     auto it = p.slot.find(var.get());
     if (it == p.slot.end()) continue;  // not needed for these outputs
     s->values[it->second] = to_runtime(var, val, s->seq_lengths[it->second]);
+    if (checked_mode()) [[unlikely]]
+      checked::invalidate_padding(it->second, *s);
     bound.insert(it->second);
     if (continuing && has_delays && val.mask() && var.dynamic_axes().size() == 2)
       for (int64_t b = 0; b < val.mask()->batch(); ++b)
@@ -417,7 +411,7 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
       throw ValueError("backward: root gradient of shape " + g.shape().str() + " does not match the output's " +
                        slot_shape(s, it->second).str());
     grads[it->second] = g.contiguous().copy();
-    zero_padding(grads[it->second], lens);
+    set_padding(grads[it->second], lens, 0.0);  // padded steps carry no gradient
   }
   // Gradients of slots kept in a oneDNN layout may stay in one (from the backward of the
   // oneDNN steps that read them to the one that produced them).
@@ -471,6 +465,8 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
     }
     for (auto& v : ctx.outputs) v = to_compute_type(st, v);
     for (auto& v : ctx.grad_outputs) v = to_compute_type(st, v);
+    if (checked_mode()) [[unlikely]]
+      checked::mask_padding(ctx);
     if (layouts)
       for (int i : st.in) ctx.dnnl_grad_ok.push_back(s.plan->dnnl_blocked[size_t(i)]);
     const uint64_t t0 = profiler::node_events_wanted() ? profiler::detail::now() : 0;

@@ -5,7 +5,9 @@
 #include <algorithm>
 
 #include "cntk/profiler.h"
+#include "cntk/switches.h"
 #include "core/output_hint.h"
+#include "exec/checked_mode.h"
 #include "exec/run_state.h"
 #include "ops/eager.h"
 #include "ops/sequence_delay.h"
@@ -266,6 +268,8 @@ void loop_backward(const PlanLoop& loop, BackPropState& s, std::vector<NDArrayVi
         ctx.outputs.push_back(at_step(s.values[o], t));
         ctx.grad_outputs.push_back(at_step(grads[o], t));
       }
+      if (checked_mode()) [[unlikely]]
+        checked::mask_padding(ctx);
       for (size_t i = 0; i < st.in.size(); ++i) {
         int in = st.in[i];
         if (!depends[in]) continue;

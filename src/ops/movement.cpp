@@ -13,6 +13,7 @@
 #include "kernels/cpu/movement.h"
 #include "ops/eager.h"
 #include "ops/op.h"
+#include "ops/sequence.h"
 
 namespace cntk {
 namespace {
@@ -747,8 +748,12 @@ GatherGeometry gather_geometry(const NDShape& ref, const NDShape& idx, const Dic
   return g;
 }
 
-std::vector<int64_t> read_indices(const NDArrayView& idx, int64_t limit, const char* op) {
+// The indices of idx as rows; a sequence's padding steps (`lengths`) read row 0, so
+// whatever padding holds (NaN in checked mode) never counts as an index.
+std::vector<int64_t> read_indices(const NDArrayView& idx, const std::vector<int64_t>& lengths, int64_t limit,
+                                  const char* op) {
   NDArrayView x = idx.to_dense().cast(DataType::Double).contiguous();
+  if (!lengths.empty()) x = fill_padding(x, lengths, 0.0);
   const double* p = x.data<double>();
   std::vector<int64_t> out(size_t(x.numel()));
   for (size_t i = 0; i < out.size(); ++i) {
@@ -783,7 +788,7 @@ void register_gather() {
     NDArrayView ref = ctx.inputs[1].to_dense();
     GatherGeometry g = gather_geometry(ref.shape(), ctx.static_shape(0), ctx.attr(), at_run("Gather"), nullptr);
     NDArrayView table = compact(ref.permute(swap_perm(ref.rank(), 0, g.axis)));
-    std::vector<int64_t> rows = read_indices(idx, table.shape()[0], "Gather");
+    std::vector<int64_t> rows = read_indices(idx, ctx.in_lengths[0], table.shape()[0], "Gather");
     NDArrayView y(table.dtype(), idx.shape().concat(table.shape().sub(1)));
     kernels::gather_rows(table, rows, y);
     if (g.axis == 0) return std::vector<NDArrayView>{y};
@@ -799,7 +804,7 @@ void register_gather() {
     NDArrayView go = ctx.grad_outputs[0];
     if (g.axis != 0) go = go.permute(swap_perm(go.rank(), nd, nd + g.axis));
     go = compact(go);
-    std::vector<int64_t> rows = read_indices(idx, g.swapped[0], "Gather");
+    std::vector<int64_t> rows = read_indices(idx, ctx.in_lengths[0], g.swapped[0], "Gather");
     NDArrayView table = NDArrayView::zeros(go.dtype(), g.swapped);
     kernels::scatter_add_rows(table, rows, go);
     if (g.axis == 0) return table;

@@ -33,13 +33,17 @@ const Axis* sequence_axis_of(const Variable& v) {
   return nullptr;
 }
 
-NDArrayView fill_padding(const NDArrayView& x, const std::vector<int64_t>& lengths, double value) {
-  NDArrayView y = x.to_dense().contiguous();
-  if (y.same_storage(x)) y = y.copy();
-  if (lengths.empty() || y.rank() < 2) return y;
+void set_padding(NDArrayView& y, const std::vector<int64_t>& lengths, double value) {
+  if (lengths.empty() || y.rank() < 2) return;
   int64_t T = y.shape()[0], B = std::min<int64_t>(y.shape()[1], int64_t(lengths.size()));
   for (int64_t b = 0; b < B; ++b)
     if (lengths[b] < T) y.slice(0, std::max<int64_t>(lengths[b], 0), T).slice(1, b, b + 1).fill(value);
+}
+
+NDArrayView fill_padding(const NDArrayView& x, const std::vector<int64_t>& lengths, double value) {
+  NDArrayView y = x.to_dense().contiguous();
+  if (y.same_storage(x)) y = y.copy();
+  set_padding(y, lengths, value);
   return y;
 }
 

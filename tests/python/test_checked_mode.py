@@ -73,3 +73,63 @@ def test_values_returned_to_the_user_are_not_changed(checked):
     out = f.eval({x: seqs})
     assert not np.isnan(np.asarray(out)).any()
     assert seqs[0].tolist() == [[1.0]]
+
+
+class _ReadsPadding(C.ops.functions.UserFunction):
+    """A deliberately wrong op: every frame of its output is the sum over the whole padded
+    time axis, padding included (what checked mode's NaN padding is there to catch)."""
+
+    def __init__(self, arg, name='ReadsPadding'):
+        super().__init__([arg], as_numpy=False, name=name)
+
+    def forward(self, arguments, device=None, outputs_to_retain=None):
+        padded = arguments.asarray()  # [batch, time, ...], padding as the engine holds it
+        total = np.sum(padded, axis=1, keepdims=True) * np.ones_like(padded)
+        lengths = (np.asarray(arguments.mask) > 0).sum(axis=1)
+        return None, [total[b, :n].astype(np.float32) for b, n in enumerate(lengths)]
+
+    def infer_outputs(self):
+        x = self.inputs[0]
+        return [C.output_variable(x.shape, x.dtype, x.dynamic_axes)]
+
+
+def test_padding_holds_nan_in_checked_mode():
+    x = C.sequence.input_variable(1)
+    f = C.user_function(_ReadsPadding(x * 1))
+    seqs = [np.ones((1, 1), np.float32), np.ones((3, 1), np.float32)]
+    # Off, padding is whatever the engine left there: here a finite value.
+    assert all(np.isfinite(s).all() for s in f.eval({x: seqs}))
+    C.debugging.set_checked_mode(True)
+    try:
+        with pytest.raises(RuntimeError, match='ReadsPadding.*NaN'):
+            f.eval({x: seqs})
+    finally:
+        C.debugging.set_checked_mode(False)
+
+
+def _ragged_gradients():
+    x = C.sequence.input_variable(2)
+    idx = C.sequence.input_variable(())
+    w = C.parameter(shape=(2, 3), init=C.glorot_uniform(seed=3))
+    p = C.parameter(shape=(2,), init=np.array([0.5, -1.5], np.float32))
+    table = C.parameter(shape=(6, 3), init=C.glorot_uniform(seed=4))
+    # Gradient rules that read padded values times padded (zero) gradients: a weight
+    # gradient over every frame, a parameter broadcast over frames, a gather by index.
+    y = C.times(C.exp(x) * p, w) + C.gather(table, idx)
+    loss = C.sequence.reduce_sum(C.reduce_sum(C.tanh(y)))
+    seqs = [np.full((1, 2), 0.3, np.float32), np.arange(8, dtype=np.float32).reshape(4, 2) / 8]
+    ids = [np.array([5], np.float32), np.array([0, 1, 2, 3], np.float32)]
+    g = loss.grad({x: seqs, idx: ids}, wrt=[w, p, table])
+    return [g[w], g[p], g[table]]
+
+
+def test_padding_does_not_reach_gradients_in_checked_mode():
+    expected = _ragged_gradients()
+    C.debugging.set_checked_mode(True)
+    try:
+        got = _ragged_gradients()
+    finally:
+        C.debugging.set_checked_mode(False)
+    for g, e in zip(got, expected):
+        assert np.isfinite(e).all()
+        np.testing.assert_allclose(g, e, rtol=1e-6)
