@@ -3,7 +3,7 @@ JOBS ?= $(shell nproc)
 
 .PHONY: deps dev test test-quick cpp-test sanitize bench bench-overhead bench-deps demo clean compat
 .PHONY: fuzz-cbf fuzz-image fuzz-htk
-.PHONY: fuzz-ctf bench-readers fuzz-model bench-model-files
+.PHONY: fuzz-ctf bench-readers fuzz-model bench-model-files fuzz-brainscript
 
 deps:
 	bash scripts/install-deps.sh
@@ -132,3 +132,17 @@ fuzz-htk:
 	  tests/fuzz/fuzz_htk.cpp src/io/htk_features.cpp src/io/mlf.cpp src/core/common.cpp -o build/fuzz/fuzz_htk
 	python3 tests/fuzz/make_htk_seeds.py build/fuzz/htk-corpus
 	build/fuzz/fuzz_htk -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build/fuzz/ -max_len=4096 -timeout=10 -rss_limit_mb=2048 build/fuzz/htk-corpus
+
+# libFuzzer target for the BrainScript parser and the config language (clang; not part of `make test`).
+# Seeds: CNTK's parser test inputs and config files. FUZZ_SECONDS=60 for a short run.
+fuzz-brainscript:
+	mkdir -p build/fuzz/brainscript-corpus
+	$(CLANGXX) -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	  -Iinclude -Isrc tests/fuzz/fuzz_brainscript.cpp src/brainscript/parser.cpp src/brainscript/config.cpp \
+	  src/core/common.cpp -o build/fuzz/fuzz_brainscript
+	for f in ../shared/cntk-brainscript/Tests/UnitTests/BrainScriptTests/Data/Parser/Input*.txt; do \
+	  [ -f "$$f" ] && (printf '\000'; cat "$$f") > build/fuzz/brainscript-corpus/bs_$$(basename $$f); done; true
+	for f in ../shared/cntk-brainscript/Tutorials/HelloWorld-LogisticRegression/*.cntk ../shared/cntk-brainscript/Tests/EndToEndTests/Simple2d/*.cntk; do \
+	  [ -f "$$f" ] && (printf '\002'; cat "$$f") > build/fuzz/brainscript-corpus/cfg_$$(basename $$f); done; true
+	build/fuzz/fuzz_brainscript -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
+	  -artifact_prefix=build/fuzz/ build/fuzz/brainscript-corpus

@@ -32,9 +32,15 @@ SourceFile::SourceFile(std::string p, const std::string& text) : path(std::move(
 std::shared_ptr<const SourceFile> SourceFile::read(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw IOError("cannot open source file '" + path + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return std::make_shared<SourceFile>(path, text.str());
+  // Read with a cap: a device such as /dev/zero named by an include must not exhaust memory.
+  constexpr size_t max_size = 64 << 20;
+  std::string text;
+  char buf[65536];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (text.size() > max_size) throw IOError("source file '" + path + "' is larger than 64 MiB");
+  }
+  return std::make_shared<SourceFile>(path, text);
 }
 
 std::string TextLocation::where() const {
