@@ -1,0 +1,38 @@
+// The BrainScript library that network descriptions see (what `include 'cntk.core.bs'` reads):
+// CNTK.core.bs's names, defined here over the evaluator's built-in primitives (evaluator.cpp).
+#include "brainscript/evaluator.h"
+
+namespace cntk::brainscript {
+
+const std::string& core_library_source() {
+  static const std::string source = R"BS(
+Identity (x) = x
+Pass (x) = x
+Sigmoid1 (x) = Sigmoid (x)
+Square (x) = x .* x
+SumElements (x) = ReduceSum (x)
+ConstantTensor (val, shape) = ParameterTensor (shape, initValue = val, learningRateMultiplier = 0)
+BS = [
+    Boolean = [
+        And (a, b) = a .* b
+        Or (a, b) = a + b - a .* b
+        Not (x) = 1 - x
+    ]
+    Constants = [
+        Zero = 0
+        One = 1
+    ]
+]
+)BS";
+  return source;
+}
+
+namespace {
+const std::string* builtin_source(const std::string& name) {
+  return name == "cntk.core.bs" ? &core_library_source() : nullptr;
+}
+// `include 'cntk.core.bs'` finds the library even where no such file is on disk.
+[[maybe_unused]] const bool registered = (set_builtin_sources(builtin_source), true);
+}  // namespace
+
+}  // namespace cntk::brainscript

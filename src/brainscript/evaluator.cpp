@@ -1,0 +1,652 @@
+// BrainScript evaluator (see evaluator.h).
+#include "brainscript/evaluator.h"
+
+#include <cmath>
+#include <functional>
+#include <set>
+
+#include "cntk/ops.h"
+
+namespace cntk::brainscript {
+
+// ---------------------------------------------------------------------------------------------
+// values
+
+struct Lambda;
+struct Array;
+using Builtin = std::function<ValuePtr(std::vector<ValuePtr>&, std::map<std::string, ValuePtr>&, const TextLocation&)>;
+
+struct Value {
+  enum class Kind { Number, String, Bool, Record, Array, Lambda, Node, Builtin, Network } kind;
+  double number = 0;
+  std::string text;
+  bool boolean = false;
+  RecordPtr record;
+  std::shared_ptr<Array> array;
+  std::shared_ptr<Lambda> lambda;
+  Variable node;
+  std::shared_ptr<Builtin> builtin;
+  std::shared_ptr<const Network> network;
+  explicit Value(Kind k) : kind(k) {}
+};
+
+namespace {
+
+const char* kind_name(Value::Kind k) {
+  switch (k) {
+    case Value::Kind::Number: return "number";
+    case Value::Kind::String: return "string";
+    case Value::Kind::Bool: return "boolean";
+    case Value::Kind::Record: return "record";
+    case Value::Kind::Array: return "array";
+    case Value::Kind::Lambda: return "function";
+    case Value::Kind::Node: return "node";
+    case Value::Kind::Builtin: return "function";
+    case Value::Kind::Network: return "network";
+  }
+  return "?";
+}
+
+ValuePtr number(double d) {
+  auto v = std::make_shared<Value>(Value::Kind::Number);
+  v->number = d;
+  return v;
+}
+ValuePtr string_value(std::string s) {
+  auto v = std::make_shared<Value>(Value::Kind::String);
+  v->text = std::move(s);
+  return v;
+}
+ValuePtr boolean(bool b) {
+  auto v = std::make_shared<Value>(Value::Kind::Bool);
+  v->boolean = b;
+  return v;
+}
+ValuePtr node(Variable n) {
+  auto v = std::make_shared<Value>(Value::Kind::Node);
+  v->node = std::move(n);
+  return v;
+}
+ValuePtr builtin(Builtin f) {
+  auto v = std::make_shared<Value>(Value::Kind::Builtin);
+  v->builtin = std::make_shared<Builtin>(std::move(f));
+  return v;
+}
+
+[[noreturn]] void fail(const std::string& msg, const TextLocation& where) { throw ConfigError("evaluation", msg, where); }
+
+}  // namespace
+
+// A lazily computed value, computed once; a value needed while it is being computed is a cycle.
+struct Thunk {
+  std::function<ValuePtr()> compute;
+  ValuePtr value;
+  bool busy = false;
+  TextLocation location;
+  ValuePtr force() {
+    if (value) return value;
+    if (busy) fail("circular reference (a value needed to compute itself)", location);
+    busy = true;
+    value = compute();
+    busy = false;
+    compute = nullptr;
+    return value;
+  }
+};
+using ThunkPtr = std::shared_ptr<Thunk>;
+
+ThunkPtr ready(ValuePtr v) {
+  auto t = std::make_shared<Thunk>();
+  t->value = std::move(v);
+  return t;
+}
+
+struct Record {
+  RecordPtr parent;
+  std::string path;  // member path for node names ("" at the top)
+  std::map<std::string, ThunkPtr> members;
+  const ThunkPtr* find_here(const std::string& name) const {
+    auto it = members.find(name);
+    return it == members.end() ? nullptr : &it->second;
+  }
+};
+
+struct Array {
+  long long first = 0;
+  std::vector<ThunkPtr> items;
+};
+
+struct Lambda {
+  ExpressionPtr params;  // "()" node
+  ExpressionPtr body;
+  RecordPtr closure;
+};
+
+namespace {
+
+DataType g_dtype = DataType::Float;  // precision of the network being built
+
+NDShape bs_shape(const std::vector<size_t>& dims) {  // BrainScript (column-major) -> engine shape
+  return NDShape(std::vector<int64_t>(dims.rbegin(), dims.rend()));
+}
+
+// Stateless apart from the recursion depth: thunks and closures outlive any one evaluation
+// call, so they use the one shared instance (ev()).
+class Evaluator {
+ public:
+  ValuePtr eval(const ExpressionPtr& e, const RecordPtr& scope, const std::string& path);
+  ValuePtr call(const ValuePtr& f, std::vector<ValuePtr> args, std::map<std::string, ValuePtr> named,
+                const TextLocation& where, const std::string& path);
+  RecordPtr make_record(const ExpressionPtr& e, const RecordPtr& parent, const std::string& path);
+
+ private:
+  int depth_ = 0;
+  ValuePtr lookup(const std::string& id, const RecordPtr& scope, const TextLocation& where);
+  ValuePtr infix(const std::string& op, const ValuePtr& a, const ValuePtr& b, const TextLocation& where);
+  ValuePtr index(const ValuePtr& a, const ValuePtr& i, const TextLocation& where);
+};
+
+Evaluator& ev() {
+  static thread_local Evaluator instance;
+  return instance;
+}
+
+Variable to_node(const ValuePtr& v, const TextLocation& where, const std::string& what) {
+  if (v->kind == Value::Kind::Node) return v->node;
+  if (v->kind == Value::Kind::Number) return Variable::constant(NDShape{}, g_dtype, v->number, "");
+  fail(what + ": node or number expected, got a " + kind_name(v->kind), where);
+}
+
+// Names a node after the member that computed it, as CNTK names nodes by expression path.
+ValuePtr named_node(ValuePtr v, const std::string& path) {
+  if (v->kind == Value::Kind::Node && !path.empty() && v->node.is_output()) {
+    FunctionPtr owner = v->node.owner();
+    if (owner && owner->name().empty()) owner->set_name(path);
+  }
+  return v;
+}
+
+RecordPtr Evaluator::make_record(const ExpressionPtr& e, const RecordPtr& parent, const std::string& path) {
+  auto r = std::make_shared<Record>();
+  r->parent = parent;
+  r->path = path;
+  std::weak_ptr<Record> self = r;
+  for (const auto& [name, member] : e->named) {
+    auto t = std::make_shared<Thunk>();
+    t->location = member.first;
+    const std::string member_path = path.empty() ? name : path + "." + name;
+    ExpressionPtr expr = member.second;
+    t->compute = [expr, self, member_path]() {
+      RecordPtr scope = self.lock();
+      if (!scope) throw ValueError("BrainScript: a record member was read after its record was freed");
+      return named_node(ev().eval(expr, scope, member_path), member_path);
+    };
+    r->members[name] = t;
+  }
+  return r;
+}
+
+ValuePtr Evaluator::lookup(const std::string& id, const RecordPtr& scope, const TextLocation& where) {
+  for (Record* r = scope.get(); r; r = r->parent.get())
+    if (const ThunkPtr* t = r->find_here(id)) return (*t)->force();
+  fail("unknown identifier '" + id + "'", where);
+}
+
+ValuePtr Evaluator::eval(const ExpressionPtr& e, const RecordPtr& scope, const std::string& path) {
+  struct Depth {
+    int& d;
+    explicit Depth(int& depth, const TextLocation& where) : d(depth) {
+      if (++d > 2000) fail("evaluation nested too deeply (unbounded recursion?)", where);
+    }
+    ~Depth() { --d; }
+  } depth(depth_, e->location);
+  const std::string& op = e->op;
+  if (op == "d") return number(e->number);
+  if (op == "s") return string_value(e->text);
+  if (op == "b") return boolean(e->boolean);
+  if (op == "id") return lookup(e->id, scope, e->location);
+  if (op == "[]") {
+    auto v = std::make_shared<Value>(Value::Kind::Record);
+    v->record = make_record(e, scope, path);
+    return v;
+  }
+  if (op == "=>") {
+    auto v = std::make_shared<Value>(Value::Kind::Lambda);
+    v->lambda = std::make_shared<Lambda>(Lambda{e->args[0], e->args[1], scope});
+    return v;
+  }
+  if (op == ".") {
+    ValuePtr r = eval(e->args[0], scope, path);
+    if (r->kind != Value::Kind::Record) fail(std::string("'.") + e->id + "' applied to a " + kind_name(r->kind), e->location);
+    const ThunkPtr* t = r->record->find_here(e->id);
+    if (!t) fail("the record has no member '" + e->id + "'", e->location);
+    return (*t)->force();
+  }
+  if (op == "(" || op == "{") {
+    ValuePtr f = eval(e->args[0], scope, path);
+    std::vector<ValuePtr> args;
+    std::map<std::string, ValuePtr> named;
+    for (const auto& a : e->args[1]->args) args.push_back(eval(a, scope, ""));
+    for (const auto& [n, a] : e->args[1]->named) named[n] = eval(a.second, scope, "");
+    return call(f, std::move(args), std::move(named), e->location, path);
+  }
+  if (op == "if") {
+    ValuePtr c = eval(e->args[0], scope, "");
+    if (c->kind != Value::Kind::Bool) fail("'if' condition must be a boolean", e->args[0]->location);
+    return eval(e->args[c->boolean ? 1 : 2], scope, path);
+  }
+  if (op == "new") {
+    ValuePtr arg = eval(e->args[0], scope, "");  // members of the constructed object are named from its root
+    ValuePtr cls = lookup("new " + e->id, scope, e->location);  // constructors are library members "new X"
+    return call(cls, {arg}, {}, e->location, path);
+  }
+  if (op == "array") {
+    const double a = as_number(eval(e->args[0], scope, ""), "array start");
+    const double b = as_number(eval(e->args[1], scope, ""), "array end");
+    ValuePtr f = eval(e->args[2], scope, "");
+    if (b - a > 1e7) fail("array too large", e->location);
+    auto arr = std::make_shared<Array>();
+    arr->first = static_cast<long long>(a);
+    for (long long i = arr->first; i <= static_cast<long long>(b); ++i) {
+      auto t = std::make_shared<Thunk>();
+      t->location = e->location;
+      const TextLocation where = e->location;
+      t->compute = [f, i, where, path]() {
+        return ev().call(f, {number(double(i))}, {}, where, path + "[" + std::to_string(i) + "]");
+      };
+      arr->items.push_back(t);
+    }
+    auto v = std::make_shared<Value>(Value::Kind::Array);
+    v->array = arr;
+    return v;
+  }
+  if (op == ":") {
+    auto arr = std::make_shared<Array>();
+    for (const auto& a : e->args) {
+      ValuePtr item = eval(a, scope, "");
+      if (item->kind == Value::Kind::Array && item->array->first == 0) {  // a:b with b an array appends it
+        arr->items.insert(arr->items.end(), item->array->items.begin(), item->array->items.end());
+      } else {
+        arr->items.push_back(ready(item));
+      }
+    }
+    auto v = std::make_shared<Value>(Value::Kind::Array);
+    v->array = arr;
+    return v;
+  }
+  if (op == "[") return index(eval(e->args[0], scope, ""), eval(e->args[1], scope, ""), e->location);
+  if (op == "-(" || op == "+(" || op == "!(") {
+    ValuePtr x = eval(e->args[0], scope, path);
+    if (op == "!(") {
+      if (x->kind != Value::Kind::Bool) fail("'!' needs a boolean", e->location);
+      return boolean(!x->boolean);
+    }
+    if (op == "+(") return x;
+    if (x->kind == Value::Kind::Number) return number(-x->number);
+    return node(ops::negate(to_node(x, e->location, "'-'"))->output());
+  }
+  if (e->args.size() == 2) {
+    // && and || evaluate their right side only when needed.
+    ValuePtr a = eval(e->args[0], scope, "");
+    if ((op == "&&" || op == "||") && a->kind == Value::Kind::Bool && a->boolean == (op == "||")) return a;
+    return infix(op, a, eval(e->args[1], scope, ""), e->location);
+  }
+  fail("unsupported expression '" + op + "'", e->location);
+}
+
+ValuePtr Evaluator::index(const ValuePtr& a, const ValuePtr& i, const TextLocation& where) {
+  if (a->kind != Value::Kind::Array) fail(std::string("indexing a ") + kind_name(a->kind), where);
+  const double d = as_number(i, "array index");
+  const long long k = static_cast<long long>(d) - a->array->first;
+  if (d != std::floor(d) || k < 0 || k >= static_cast<long long>(a->array->items.size()))
+    fail("array index " + std::to_string(static_cast<long long>(d)) + " out of range", where);
+  return a->array->items[size_t(k)]->force();
+}
+
+ValuePtr Evaluator::infix(const std::string& op, const ValuePtr& a, const ValuePtr& b, const TextLocation& where) {
+  using K = Value::Kind;
+  if (a->kind == K::Number && b->kind == K::Number) {
+    const double x = a->number, y = b->number;
+    if (op == "+") return number(x + y);
+    if (op == "-") return number(x - y);
+    if (op == "*" || op == ".*") return number(x * y);
+    if (op == "/") return number(x / y);
+    if (op == "%") return number(std::fmod(x, y));
+    if (op == "**") return number(std::pow(x, y));
+    if (op == "==") return boolean(x == y);
+    if (op == "!=") return boolean(x != y);
+    if (op == "<") return boolean(x < y);
+    if (op == "<=") return boolean(x <= y);
+    if (op == ">") return boolean(x > y);
+    if (op == ">=") return boolean(x >= y);
+  }
+  if (a->kind == K::String && b->kind == K::String) {
+    if (op == "+") return string_value(a->text + b->text);
+    if (op == "==") return boolean(a->text == b->text);
+    if (op == "!=") return boolean(a->text != b->text);
+    if (op == "<") return boolean(a->text < b->text);
+    if (op == ">") return boolean(a->text > b->text);
+  }
+  if (a->kind == K::Bool && b->kind == K::Bool) {
+    if (op == "&&") return boolean(a->boolean && b->boolean);
+    if (op == "||") return boolean(a->boolean || b->boolean);
+    if (op == "==") return boolean(a->boolean == b->boolean);
+    if (op == "!=") return boolean(a->boolean != b->boolean);
+  }
+  if (a->kind == K::Node || b->kind == K::Node) {
+    const Variable x = to_node(a, where, "'" + op + "'"), y = to_node(b, where, "'" + op + "'");
+    if (op == "+") return node(ops::plus(x, y)->output());
+    if (op == "-") return node(ops::minus(x, y)->output());
+    if (op == ".*") return node(ops::element_times(x, y)->output());
+    if (op == "/") return node(ops::element_divide(x, y)->output());
+    if (op == "*") {
+      if (a->kind == K::Number || b->kind == K::Number) return node(ops::element_times(x, y)->output());
+      return node(ops::times(y, x)->output());  // column-major A*B is the engine's times(B, A)
+    }
+  }
+  fail(std::string("operator '") + op + "' is not defined for a " + kind_name(a->kind) + " and a " + kind_name(b->kind),
+       where);
+}
+
+ValuePtr Evaluator::call(const ValuePtr& f, std::vector<ValuePtr> args, std::map<std::string, ValuePtr> named,
+                         const TextLocation& where, const std::string& path) {
+  if (f->kind == Value::Kind::Builtin) return named_node((*f->builtin)(args, named, where), path);
+  if (f->kind != Value::Kind::Lambda) fail(std::string("a ") + kind_name(f->kind) + " is not a function", where);
+  const Lambda& l = *f->lambda;
+  auto scope = std::make_shared<Record>();
+  scope->parent = l.closure;
+  scope->path = path;
+  if (args.size() != l.params->args.size())
+    fail("function expects " + std::to_string(l.params->args.size()) + " positional arguments, got " +
+             std::to_string(args.size()),
+         where);
+  for (size_t i = 0; i < args.size(); ++i) scope->members[l.params->args[i]->id] = ready(args[i]);
+  for (const auto& [n, v] : named)
+    if (!l.params->named.count(n)) fail("function has no optional parameter '" + n + "'", where);
+  for (const auto& [n, def] : l.params->named) {
+    auto it = named.find(n);
+    if (it != named.end()) {
+      scope->members[n] = ready(it->second);
+    } else {
+      auto t = std::make_shared<Thunk>();
+      t->location = def.first;
+      ExpressionPtr expr = def.second;
+      RecordPtr closure = l.closure;
+      t->compute = [expr, closure]() { return ev().eval(expr, closure, ""); };
+      scope->members[n] = t;
+    }
+  }
+  return named_node(eval(l.body, scope, path), path);
+}
+
+// ---------------------------------------------------------------------------------------------
+// built-in functions (the primitives the library builds on)
+
+struct Args {
+  std::vector<ValuePtr>& pos;
+  std::map<std::string, ValuePtr>& named;
+  const TextLocation& where;
+  const char* fn;
+  ValuePtr at(size_t i) const {
+    if (i >= pos.size()) fail(std::string(fn) + ": argument " + std::to_string(i + 1) + " missing", where);
+    return pos[i];
+  }
+  ValuePtr opt(const std::string& n) const {
+    auto it = named.find(n);
+    return it == named.end() ? nullptr : it->second;
+  }
+  Variable node_at(size_t i) const { return to_node(at(i), where, fn); }
+  double number(const std::string& n, double fallback) const {
+    auto v = opt(n);
+    return v ? as_number(v, std::string(fn) + " " + n) : fallback;
+  }
+  std::string text(const std::string& n, const std::string& fallback) const {
+    auto v = opt(n);
+    return v ? as_string(v, std::string(fn) + " " + n) : fallback;
+  }
+};
+
+// Dimensions given as numbers or as an array of numbers (`(13:42)`).
+std::vector<size_t> dims_of(const std::vector<ValuePtr>& vals, const TextLocation& where) {
+  std::vector<size_t> dims;
+  for (const auto& v : vals) {
+    if (v->kind == Value::Kind::Array) {
+      for (const auto& t : v->array->items) dims.push_back(size_t(as_number(t->force(), "dimension")));
+    } else {
+      const double d = as_number(v, "dimension");
+      if (d < 0 || d != std::floor(d)) fail("dimensions must be whole numbers >= 0", where);
+      dims.push_back(size_t(d));
+    }
+  }
+  return dims;
+}
+
+using Table = std::map<std::string, Builtin>;
+
+// CNTK's v1 criteria accepted operands whose shapes differ only by dimensions of 1 (a [1 x 1]
+// prediction against a [1] label); the engine's ops want equal shapes, so `x` is reshaped to
+// `like`'s shape when the element counts agree.
+Variable shaped_like(const Variable& x, const Variable& like) {
+  if (x.shape() == like.shape() || x.shape().total_size() != like.shape().total_size()) return x;
+  return ops::apply("Reshape", {x}, {{"newShape", DictValue(like.shape())}})->output();
+}
+
+void add_unary(Table& t, const char* bs_name, const char* op) {
+  std::string op_name = op;
+  t[bs_name] = [op_name, bs_name](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, bs_name};
+    return node(ops::apply(op_name, {a.node_at(0)})->output());
+  };
+}
+
+ValuePtr make_parameter(const std::vector<size_t>& dims, Args& a) {
+  // CNTK's defaults: uniform in [-0.05, 0.05] scaled by initValueScale; 'fixedValue' (or
+  // value=) a constant fill; learningRateMultiplier=0 freezes it.
+  const std::string init = a.text("init", a.opt("initValue") || a.opt("value") ? "fixedValue" : "uniform");
+  const double scale = a.number("initValueScale", 1);
+  NDArrayView value;
+  const NDShape shape = bs_shape(dims);
+  if (init == "fixedValue" || init == "zero") {
+    value = NDArrayView::full(g_dtype, shape, init == "zero" ? 0 : a.number("initValue", a.number("value", 0)));
+  } else if (init == "uniform" || init == "gaussian" || init == "glorotUniform" || init == "heNormal" ||
+             init == "glorot_uniform" || init == "he_normal") {
+    Dictionary spec;
+    if (init == "uniform") {
+      spec = {{"type", DictValue("uniform")}, {"scale", DictValue(0.05 * scale)}};
+    } else if (init == "gaussian") {
+      spec = {{"type", DictValue("normal")}, {"scale", DictValue(0.2 * scale / std::sqrt(double(dims.empty() ? 1 : dims.back())))}};
+    } else {
+      spec = {{"type", DictValue(init.rfind("glorot", 0) == 0 ? "glorot_uniform" : "he_normal")},
+              {"scale", DictValue(scale)}};
+    }
+    value = initialize_parameter(spec, shape, g_dtype);
+  } else {
+    fail(std::string(a.fn) + ": unknown init '" + init + "'", a.where);
+  }
+  if (a.number("learningRateMultiplier", 1) == 0) return node(Variable::constant(value, ""));
+  return node(Variable::parameter(shape, g_dtype, value, nullptr, ""));
+}
+
+Table builtin_table() {
+  Table t;
+  t["Input"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "Input"};
+    const bool sparse = a.opt("sparse") ? a.opt("sparse")->boolean : false;
+    return node(Variable::input(bs_shape(dims_of(p, w)), g_dtype, sparse, false,
+                                {Axis::default_dynamic_axis(), Axis::default_batch_axis()}, ""));
+  };
+  t["ParameterTensor"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "ParameterTensor"};
+    return make_parameter(dims_of({a.at(0)}, w), a);
+  };
+  t["Parameter"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "Parameter"};
+    return make_parameter(dims_of({a.at(0), a.at(1)}, w), a);
+  };
+  t["Constant"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "Constant"};
+    const std::vector<size_t> dims = {size_t(a.number("rows", 1)), size_t(a.number("cols", 1))};
+    return node(Variable::constant(bs_shape(dims), g_dtype, as_number(a.at(0), "Constant value"), ""));
+  };
+  t["Times"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "Times"};
+    return node(ops::times(a.node_at(1), a.node_at(0), int(a.number("outputRank", 1)))->output());
+  };
+  for (auto [name, op] : {std::pair{"Plus", "Plus"}, {"Minus", "Minus"}, {"ElementTimes", "ElementTimes"},
+                          {"ElementDivide", "ElementDivide"}}) {
+    std::string op_name = op;
+    const char* bs_name = name;
+    t[name] = [op_name, bs_name](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+      Args a{p, n, w, bs_name};
+      return node(ops::apply(op_name, {a.node_at(0), a.node_at(1)})->output());
+    };
+  }
+  add_unary(t, "Sigmoid", "StableSigmoid");
+  add_unary(t, "Tanh", "Tanh");
+  add_unary(t, "RectifiedLinear", "ReLU");
+  add_unary(t, "ReLU", "ReLU");
+  add_unary(t, "Exp", "Exp");
+  add_unary(t, "Log", "Log");
+  add_unary(t, "Negate", "Negate");
+  add_unary(t, "Abs", "Abs");
+  add_unary(t, "Sqrt", "Sqrt");
+  add_unary(t, "Softmax", "Softmax");
+  t["Logistic"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "Logistic"};  // (label, probability)
+    const Variable label = a.node_at(0);
+    return node(ops::apply("Logistic", {shaped_like(a.node_at(1), label), label})->output());
+  };
+  t["SquareError"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "SquareError"};
+    const Variable label = a.node_at(0);
+    auto d = ops::minus(label, shaped_like(a.node_at(1), label));
+    return node(ops::reduce_sum(ops::element_times(d, d), Axis::all_static_axes(), false)->output());
+  };
+  t["CrossEntropyWithSoftmax"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "CrossEntropyWithSoftmax"};  // (labels, z)
+    const Variable label = a.node_at(0);
+    return node(ops::cross_entropy_with_softmax(shaped_like(a.node_at(1), label), label)->output());
+  };
+  for (const char* name : {"ClassificationError", "ErrorPrediction"}) {
+    t[name] = [name](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+      Args a{p, n, w, name};  // (labels, z)
+      const Variable label = a.node_at(0);
+      return node(ops::classification_error(shaped_like(a.node_at(1), label), label)->output());
+    };
+  }
+  t["ReduceSum"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "ReduceSum"};
+    return node(ops::reduce_sum(a.node_at(0))->output());
+  };
+  t["Length"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "Length"};
+    ValuePtr v = a.at(0);
+    return number(v->kind == Value::Kind::Array ? double(v->array->items.size()) : 1);
+  };
+  t["Sequential"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "Sequential"};
+    ValuePtr fs = a.at(0);
+    return builtin([fs, w](std::vector<ValuePtr>& args, std::map<std::string, ValuePtr>&, const TextLocation& at) {
+      if (args.size() != 1) fail("a Sequential function takes one argument", at);
+      ValuePtr x = args[0];
+      if (fs->kind != Value::Kind::Array) return ev().call(fs, {x}, {}, at, "");
+      for (const auto& f : fs->array->items) x = ev().call(f->force(), {x}, {}, at, "");
+      return x;
+    });
+  };
+  return t;
+}
+
+// `new ComputationNetwork [ ... ]`: the record's role members (featureNodes, labelNodes,
+// criterionNodes, evaluationNodes, outputNodes: a node or an array of nodes) and its nodes.
+ValuePtr new_computation_network(std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>&, const TextLocation& w) {
+  if (p.empty() || p[0]->kind != Value::Kind::Record) fail("ComputationNetwork needs a record", w);
+  const RecordPtr& r = p[0]->record;
+  auto net = std::make_shared<Network>();
+  auto nodes_of = [&](const char* role) {
+    std::vector<Variable> out;
+    const ThunkPtr* t = r->find_here(role);
+    if (!t) return out;
+    ValuePtr v = (*t)->force();
+    if (v->kind == Value::Kind::Array) {
+      for (const auto& item : v->array->items) out.push_back(as_node(item->force(), role));
+    } else {
+      out.push_back(as_node(v, role));
+    }
+    return out;
+  };
+  net->features = nodes_of("featureNodes");
+  net->labels = nodes_of("labelNodes");
+  net->criteria = nodes_of("criterionNodes");
+  net->evaluations = nodes_of("evaluationNodes");
+  net->outputs = nodes_of("outputNodes");
+  static const std::set<std::string> roles = {"featureNodes", "labelNodes", "criterionNodes", "evaluationNodes",
+                                              "outputNodes"};
+  for (const auto& [name, thunk] : r->members) {
+    ValuePtr v = thunk->force();
+    if (v->kind != Value::Kind::Node || roles.count(name)) continue;
+    net->nodes[name] = v->node;
+    // Inputs and parameters take their member's name (ops are named as their functions are made).
+    const Variable& var = v->node;
+    if ((var.is_input() || var.is_parameter() || var.is_constant()) && var.name().empty()) var.impl()->name = name;
+  }
+  std::vector<Variable> roots;
+  for (const auto* role : {&net->criteria, &net->evaluations, &net->outputs})
+    roots.insert(roots.end(), role->begin(), role->end());
+  if (roots.empty()) fail("the network has no criterionNodes, evaluationNodes or outputNodes", w);
+  net->model = Function::combine(roots);
+  auto v = std::make_shared<Value>(Value::Kind::Network);
+  v->network = net;
+  return v;
+}
+
+RecordPtr global_scope(const EvaluationOptions& options) {
+  auto g = std::make_shared<Record>();
+  for (auto& [name, f] : builtin_table()) g->members[name] = ready(builtin(f));
+  g->members["new ComputationNetwork"] = ready(builtin(new_computation_network));
+  return g;
+}
+
+}  // namespace
+
+double as_number(const ValuePtr& v, const std::string& what) {
+  if (v->kind != Value::Kind::Number) throw ValueError(what + ": number expected, got a " + kind_name(v->kind));
+  return v->number;
+}
+const std::string& as_string(const ValuePtr& v, const std::string& what) {
+  if (v->kind != Value::Kind::String) throw ValueError(what + ": string expected, got a " + kind_name(v->kind));
+  return v->text;
+}
+Variable as_node(const ValuePtr& v, const std::string& what) {
+  if (v->kind != Value::Kind::Node) throw ValueError(what + ": node expected, got a " + kind_name(v->kind));
+  return v->node;
+}
+std::shared_ptr<const Network> as_network(const ValuePtr& v, const std::string& what) {
+  if (v->kind != Value::Kind::Network) throw ValueError(what + ": network expected, got a " + kind_name(v->kind));
+  return v->network;
+}
+
+ValuePtr evaluate_member(const ExpressionPtr& members, const std::string& name, const EvaluationOptions& options) {
+  g_dtype = options.dtype;
+  // The library's members are in scope of the evaluated record (CNTK includes cntk.core.bs first).
+  static const ExpressionPtr library = parse_record(core_library_source(), "cntk.core.bs");
+  RecordPtr global = global_scope(options);
+  RecordPtr lib = ev().make_record(library, global, "");
+  for (auto& [n, t] : lib->members) global->members[n] = t;
+  RecordPtr top = ev().make_record(members, global, "");
+  const ThunkPtr* t = top->find_here(name);
+  if (!t) throw ValueError("BrainScript: no member '" + name + "'");
+  return (*t)->force();
+}
+
+Network build_network(const std::string& source, const EvaluationOptions& options) {
+  const size_t start = source.find_first_not_of(" \t\r\n");
+  if (start == std::string::npos || (source[start] != '[' && source[start] != '{' && source[start] != '('))
+    throw ValueError("a BrainScript network description must be a record in { } (or [ ]) or an expression in ( )");
+  const std::string text =
+      "network = " + std::string(source[start] == '(' ? "" : "new ComputationNetwork ") + source.substr(start);
+  auto tree = parse_record(text, "BrainScriptNetworkBuilder", options.include_paths);
+  return *as_network(evaluate_member(tree, "network", options), "BrainScriptNetworkBuilder");
+}
+
+}  // namespace cntk::brainscript
