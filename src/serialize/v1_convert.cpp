@@ -205,6 +205,10 @@ class ToDictionary {
       bool constant = n.lr_mult == 0;
       uid = uid_for(n, constant ? "Constant" : "Parameter");
       Dims layout = layouts_.count(n.name) ? layouts_.at(n.name) : n.layout;
+      // BrainScript kept bias vectors as [n x 1] matrices, and CNTK's v1 shapes ignore trailing
+      // singleton axes ([n x 1] and [n] combine as the same shape); the engine's shapes are
+      // exact, so such a column loads as the vector [n].
+      if (!layouts_.count(n.name) && layout.size() == 2 && layout[1] == 1) layout.pop_back();
       const auto& values = values_.count(n.name) ? values_.at(n.name) : n.values;
       v["kind"] = int64_t(constant ? 3 : 2);
       v["shape"] = numpy_shape(layout);
@@ -517,10 +521,17 @@ class FromDictionary {
       const auto& values = d.at("block_function_composite_arguments_map_values").as_list();
       for (size_t i = 0; i < keys.size() && i < values.size(); ++i) alias_[keys[i].as_string()] = values[i].as_string();
       std::string root = d.at("block_function_composite").as_dict().at("root").as_string();
-      alias_[uid + "_Output_0"] = root + "_Output_0";
+      // A block of several outputs (LSTM's h and c) has a Combine of them as its root.
+      auto c = combines_.find(root);
+      size_t outputs = c == combines_.end() ? 1 : c->second.size();
+      for (size_t i = 0; i < outputs; ++i)
+        alias_[uid + "_Output_" + std::to_string(i)] = c == combines_.end() ? root + "_Output_0" : c->second[i];
       return;
     }
-    if (type == 44) return;  // Combine: its outputs are its inputs
+    if (type == 44) {  // Combine: its outputs are its inputs
+      combines_[uid] = in;
+      return;
+    }
     const Dictionary& attrs = d.at("attributes").as_dict();
     std::string v2;
     for (const char* cand : {"Negate", "Sigmoid", "StableSigmoid", "Tanh", "ReLU", "Exp", "Log", "Sqrt", "Floor", "Abs",
@@ -668,6 +679,7 @@ class FromDictionary {
   std::unordered_map<std::string, std::string> names_;  // variable uid -> node name
   std::unordered_map<std::string, std::string> alias_;  // variable uid -> the uid it stands for
   std::unordered_map<std::string, double> scalars_;     // parameter uid -> its value when a scalar
+  std::unordered_map<std::string, std::vector<std::string>> combines_;  // Combine uid -> its inputs
 };
 
 }  // namespace

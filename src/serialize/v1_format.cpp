@@ -707,6 +707,21 @@ std::string write_network(const Network& net) {
   return w.out;
 }
 
+namespace {
+
+// printf's %g as CNTK's baselines have it: written by MSVC, whose exponent has at least
+// three digits ("5.92372853e-005").
+std::string windows_g(double v, bool dbl) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, dbl ? "%.17g" : "%.9g", v);
+  std::string s = buf;
+  auto e = s.find('e');
+  if (e != std::string::npos && s.size() - (e + 2) < 3) s.insert(e + 2, 3 - (s.size() - (e + 2)), '0');
+  return s;
+}
+
+}  // namespace
+
 std::string dump_network(const Network& net) {
   // CNTK writes through its text-mode File: every value gets a space before it, floats
   // as " %.9g" (doubles " %.17g"); a parameter prints as its [rows, cols] matrix.
@@ -733,8 +748,7 @@ std::string dump_network(const Network& net) {
       tok("\n");
       for (uint64_t i = 0; i < rows; ++i) {
         for (uint64_t j = 0; j < cols; ++j) {
-          std::snprintf(buf, sizeof buf, n.is_double() ? "%.17g" : "%.9g", n.values[i + rows * j]);
-          tok(buf);
+          tok(windows_g(n.values[i + rows * j], n.is_double()));
         }
         tok("\n");
       }

@@ -1,5 +1,5 @@
 """Debugging switches (per-node timing, trace level, checked mode) and the interactive
-graph debugger `debug_model`; legacy model saving is not implemented yet."""
+graph debugger `debug_model`, and saving in CNTK's v1 model format."""
 import sys
 
 from .. import _cntk
@@ -8,8 +8,11 @@ from ..ops.functions import UserFunction
 
 
 def save_as_legacy_model(root_op, filename):
-    """Saving in CNTK's v1 model format is not implemented."""
-    raise NotImplementedError("save_as_legacy_model: writing CNTK v1 (.dnn) model files is not implemented yet")
+    """Saves `root_op` (a composite Function) in CNTK's v1 model format (what BrainScript's
+    `cntk` command reads and writes); `cntk.load_model` reads such files back. Every input and
+    parameter shape must be known; ops without a v1 node type raise NotImplementedError."""
+    import os
+    _cntk.save_as_legacy_model(root_op, os.fspath(filename))
 
 
 def set_checked_mode(enable):
