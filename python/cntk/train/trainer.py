@@ -134,8 +134,12 @@ class Trainer(_cntk.Trainer):
         Returns:
             float: the average of the evaluation function per sample.
         """
+        return self._test(arguments, False)
+
+    def _test(self, arguments, distributed):
+        # distributed: the sums over all workers (each worker calls it, with or without data).
         pairs, _ = _minibatch_arguments(arguments, self._all_args)
-        average, _ = self._test_minibatch(pairs, [])
+        average, _ = self._test_minibatch(pairs, [], distributed)
         prev = self._previous_test_minibatch()
         if prev.samples > 0:
             _call_writers(self._writers, 'update_test', prev.samples, prev.sum)

@@ -190,6 +190,16 @@ class TrainingSession(object):
         self.cv_config = cv_config
         self.test_config = test_config
         self.cv_callback = cv_config.callback if cv_config is not None else None
+        # Distributed learners (CNTK's rule): each worker reads its own partition of the data once
+        # every learner is distributed (after the longest warm start), block momentum reads
+        # `workers` times the minibatch size, and tests sum over all workers.
+        self._parallel_after, self._rank, self._workers, self._mb_scale = 0, 0, 1, 1
+        for learner in trainer.parameter_learners:
+            if isinstance(learner, _cntk.DistributedLearner):
+                self._parallel_after = max(self._parallel_after, learner.parallelization_after())
+                self._rank = learner.communicator().current_worker().global_rank
+                self._workers = len(learner.communicator().workers())
+                self._mb_scale = learner.minibatch_size_scale_factor()
         self._actions = []
         ckp = checkpoint_config
         if ckp is not None and ckp.frequency:
@@ -199,17 +209,18 @@ class TrainingSession(object):
         if cv_config is not None and cv_config.frequency:
             self._actions.append(_Action(cv_config.frequency, cv_config.frequency_unit, self._cross_validate))
 
-    def _next(self, source, size, input_map):
+    def _next(self, source, size, input_map, workers=1, rank=0):
         from ..io import UserMinibatchSource, MinibatchSourceFromData
         if size <= 0:
             return {}
         if not isinstance(source, UserMinibatchSource) or isinstance(source, MinibatchSourceFromData):
+            parts = {} if workers == 1 else {'num_data_partitions': workers, 'partition_index': rank}
             if input_map is not None:
-                return source.next_minibatch(size, input_map=input_map)
-            return source.next_minibatch(size)
+                return source.next_minibatch(size, input_map=input_map, **parts)
+            return source.next_minibatch(size, **parts)
         # A UserMinibatchSource has CNTK's signature (size, number of workers, worker rank) and
         # returns data by stream; the session maps it to the model's inputs.
-        mb = source.next_minibatch(size, 1, 0)
+        mb = source.next_minibatch(size, workers, rank)
         if not mb or input_map is None:
             return mb
         return {var: mb[source.stream_info(si) if isinstance(si, str) else si] for var, si in input_map.items()}
@@ -295,10 +306,17 @@ class TrainingSession(object):
         while should_train:
             seen = trainer.total_number_of_samples_seen
             left = 0 if early_exit or self.max_samples <= seen else self.max_samples - seen
+            distributed = self._workers > 1 and seen >= self._parallel_after
+            workers, rank, scale = (self._workers, self._rank, self._mb_scale) if distributed else (1, 0, 1)
             with _profiler_phase('read minibatch'):
-                mb = self._next(self.mb_source, min(self.mb_size[seen], left), self.model_inputs_to_streams)
-            # An empty minibatch ends training (train_minibatch returns False for it).
-            should_train = bool(trainer.train_minibatch(mb)) if mb else False
+                mb = self._next(self.mb_source, min(self.mb_size[seen] * scale, left), self.model_inputs_to_streams,
+                                workers, rank)
+            # An empty minibatch ends training (train_minibatch returns False for it); a worker
+            # out of data still trains it, since the others may not be.
+            if mb or self._workers > 1:
+                should_train = bool(trainer.train_minibatch(mb or {}))
+            else:
+                should_train = False
             for a in self._actions:
                 count = self._units_seen(a.unit)
                 index = count // a.frequency
@@ -322,12 +340,15 @@ class TrainingSession(object):
             input_map = self.model_inputs_to_streams
         total = minibatches = 0
         error_sum = 0.0
+        distributed = self._workers > 1
         while True:
-            mb = self._next(source, min(mb_size[total], max_samples - total), input_map)
-            if not mb:
+            mb = self._next(source, min(mb_size[total], max_samples - total), input_map, self._workers, self._rank)
+            if not mb and not distributed:
                 break
-            self.trainer.test_minibatch(mb)
+            self.trainer._test(mb or {}, distributed)
             prev = self.trainer._previous_test_minibatch()
+            if distributed and prev.samples == 0:
+                break  # every worker is out of data
             error_sum += prev.sum
             total += prev.samples
             minibatches += 1
