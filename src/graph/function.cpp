@@ -509,7 +509,8 @@ FunctionPtr Function::composite(FunctionPtr root, const std::string& name) {
 }
 
 FunctionPtr Function::combine(const std::vector<Variable>& outputs, const std::string& name) {
-  if (outputs.empty()) throw ValueError("combine: needs at least one variable");
+  // An empty combine is a function without outputs, as CNTK allowed (Keras' CNTK
+  // backend makes one when a model has no update ops, and only searches it).
   return composite(primitive("Combine", outputs, {}, name), name);
 }
 

@@ -40,6 +40,18 @@ Variable sample_count_variable(const FunctionPtr& f, const char* what) {
   return v;
 }
 
+// An evaluation function counts its samples as CNTK's Evaluator does: its own
+// output when that has dynamic axes, else its root function's first input. A
+// count variable without dynamic axes counts one sample, so a metric already
+// averaged into a scalar (Keras' metrics, over state variables) is taken as is.
+Variable evaluation_count_variable(const FunctionPtr& f) {
+  Variable out = f->output();
+  if (!out.dynamic_axes().empty()) return out;
+  const auto& inputs = f->root_function()->inputs();
+  if (!inputs.empty() && !inputs[0].dynamic_axes().empty()) return inputs[0];
+  return out;  // counts 1, as the first input would, without computing it
+}
+
 // Which (batch, step) entries of a value are real samples, not sequence padding.
 struct Layout {
   int64_t batch = 1, steps = 1, item = 1;
@@ -129,7 +141,7 @@ void aggregate_test(Communicator& comm, MinibatchAggregate& agg) {
 
 Evaluator::Evaluator(FunctionPtr evaluation_function) : eval_fn_(std::move(evaluation_function)) {
   if (!eval_fn_) throw ValueError("Evaluator: no evaluation function");
-  eval_count_var_ = sample_count_variable(eval_fn_, "the evaluation function");
+  eval_count_var_ = evaluation_count_variable(eval_fn_);
 }
 
 double Evaluator::test_minibatch(const VariableValues& arguments, const std::vector<Variable>& outputs,
@@ -164,7 +176,7 @@ Trainer::Trainer(FunctionPtr model, FunctionPtr loss, FunctionPtr evaluation, st
   if (learners_.empty()) throw ValueError("Trainer: needs at least one learner");
   loss_->output();  // ValueError unless the loss has a single output
   loss_count_var_ = sample_count_variable(loss_, "the loss function");
-  if (eval_) eval_count_var_ = sample_count_variable(eval_, "the evaluation function");
+  if (eval_) eval_count_var_ = evaluation_count_variable(eval_);
 
   // Each parameter belongs to at most one learner, and to the model.
   std::vector<Variable> model_params;

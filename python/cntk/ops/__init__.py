@@ -81,8 +81,6 @@ def combine(*operands, **kwargs):
         raise TypeError("combine: unexpected arguments %s" % ", ".join(kwargs))
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = operands[0]
-    if not operands:
-        raise ValueError("combine: needs at least one Function or Variable")
     outs = []
     for o in operands:
         if isinstance(o, _cntk.Function):

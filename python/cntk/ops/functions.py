@@ -350,7 +350,7 @@ def _str(self):
         prefix = v.name + ': ' if not is_output and v.name else ''
         return prefix + str(v._type)
     outs = self.outputs
-    out_sig = 'Tuple[' + ', '.join(spec(o, True) for o in outs) + ']' if len(outs) > 1 else spec(outs[0], True)
+    out_sig = 'Tuple[' + ', '.join(spec(o, True) for o in outs) + ']' if len(outs) != 1 else spec(outs[0], True)
     prefix = self.name + ': ' if self.name else ''
     return prefix + op_name + '(' + ', '.join(spec(a) for a in self.signature) + ') -> ' + out_sig
 
