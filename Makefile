@@ -120,6 +120,7 @@ fuzz-model:
 	  build/fuzz/libcntk.a build/fuzz/libcntk_proto.a -lprotobuf -ldnnl -fopenmp -o build/fuzz/fuzz_model
 	mkdir -p build/fuzz/model-corpus build/fuzz/model-artifacts
 	cp -f ../shared/data/cntk-files/v2/* build/fuzz/model-corpus/ 2>/dev/null || true
+	cp -f ../shared/data/cntk-files/v1/LR_reg.dnn ../shared/data/cntk-files/v1/MC.dnn build/fuzz/model-corpus/ 2>/dev/null || true
 	PYTHONPATH=python python3 tests/fuzz/make_model_seeds.py build/fuzz/model-corpus || echo "no seed models (build the extension with make dev first)"
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 build/fuzz/fuzz_model -max_total_time=$(FUZZ_SECONDS) \
 	  -rss_limit_mb=4096 -artifact_prefix=build/fuzz/model-artifacts/ build/fuzz/model-corpus

@@ -1,5 +1,5 @@
-// libFuzzer target for the CNTK v2 model loader: arbitrary bytes go through the
-// Dictionary parser and the Function builder. Malformed input must end in one of the
+// libFuzzer target for the model loaders: arbitrary bytes go through the v2 Dictionary parser
+// and the Function builder, or (bytes that start as CNTK's v1 files do) the v1 network reader. Malformed input must end in one of the
 // engine's typed errors (IOError, NotImplementedError, ...), never in a crash, a
 // sanitizer report or another exception. Run with `make fuzz-model FUZZ_SECONDS=600`.
 #include <cstdint>
