@@ -74,9 +74,30 @@ VariableValues bindings_arg(const cntk_variable* const* vars, const cntk_value* 
 
 Value adapt_to(const Value& v, const Variable& var) {
   Value out = v;
-  if (var.dynamic_axes().size() < 2 && out.mask() && out.shape().rank() == var.shape().rank() + 2)
-    out = io::drop_sequence_axis(out);
+  const size_t lead = var.dynamic_axes().size() >= 2 ? 2 : 1;
+  // A reader's data always has a step axis ([B, T, *sample], with a mask); a variable without a
+  // sequence axis takes [B, *sample] (drop_sequence_axis rejects sequences longer than a sample).
+  if (lead == 1 && out.mask() && out.shape().rank() >= 2) out = io::drop_sequence_axis(out);
   if (out.is_sparse() && !var.is_sparse()) out = Value(out.data().to_dense(), out.mask());
+  // A plain batch [B, *sample] for a variable with a sequence axis: each sample is a sequence of
+  // one step, as CNTK's Value::CreateBatch makes it.
+  if (lead == 2 && !out.mask() && out.shape().rank() == var.shape().rank() + 1) {
+    const NDShape steps = NDShape{out.shape()[0], 1}.concat(out.shape().sub(1));
+    if (out.is_sparse()) {
+      // The compressed rows stay as they are: B rows of one step each.
+      const NDArrayView& d = out.data();
+      const SparseCSC& sp = d.sparse_data();
+      out = Value(NDArrayView::sparse(d.dtype(), steps, sp.starts, sp.indices, sp.values->data()));
+    } else {
+      out = Value(out.data().contiguous().reshape(steps));
+    }
+  }
+  // A reader's samples are flat vectors; a variable of another shape with as many elements
+  // takes them reshaped, as CNTK does.
+  const NDShape& shape = out.shape();
+  if (!out.is_sparse() && shape.rank() >= lead && var.shape().is_known() && shape.sub(lead) != var.shape() &&
+      shape.sub(lead).is_known() && shape.sub(lead).total_size() == var.shape().total_size())
+    out = Value(out.data().contiguous().reshape(shape.sub(0, lead).concat(var.shape())), out.mask());
   return out;
 }
 

@@ -163,9 +163,13 @@ namespace CNTK
             return Op("ClassificationError", prediction, labels, name);
         }
 
+        // The sum of squared differences over all static axes, one scalar per sample (a composition,
+        // as in CNTK's Python API: the engine has no SquaredError primitive).
         public static Function SquaredError(Variable prediction, Variable targets, string name = "")
         {
-            return Op("SquaredError", prediction, targets, name);
+            Function diff = Minus(prediction, targets);
+            return Op("ReduceElements", new Variable[] { ElementTimes(diff, diff) },
+                Attrs().Set("reductionOpName", "Sum").SetAxis("axis", Axis.AllStaticAxes()).Set("reductionKeepDimensions", false), name);
         }
 
         // ---------------------------------------------------------------- normalization

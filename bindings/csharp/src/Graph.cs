@@ -40,13 +40,17 @@ namespace CNTK
             return vars.Select(v => HandleOf(v, what)).ToArray();
         }
 
-        static IntPtr[] AxisHandles(IEnumerable<Axis> axes) { return axes == null ? null : axes.Select(a => HandleOf(a, "dynamicAxes")).ToArray(); }
+        // CNTK lists dynamic axes with the batch axis last; the engine lists it first.
+        static IntPtr[] AxisHandles(IEnumerable<Axis> axes) { return axes == null ? null : axes.Reverse().Select(a => HandleOf(a, "dynamicAxes")).ToArray(); }
+
+        // CNTK's default for input variables: a sequence axis and the batch axis.
+        static IList<Axis> DefaultInputAxes() { return new List<Axis> { Axis.DefaultDynamicAxis(), Axis.DefaultBatchAxis() }; }
 
         public static Variable InputVariable(NDShape shape, DataType dataType, string name = "", IList<Axis> dynamicAxes = null, bool isSparse = false, bool needsGradient = false)
         {
             if (shape == null) throw new ArgumentNullException("shape");
             long[] dims = shape.ToEngine();
-            IntPtr[] axes = AxisHandles(dynamicAxes);
+            IntPtr[] axes = AxisHandles(dynamicAxes ?? DefaultInputAxes());
             IntPtr h;
             Native.Check(Native.cntk_variable_input(dims, (UIntPtr)dims.Length, (int)dataType, isSparse ? 1 : 0, needsGradient ? 1 : 0, axes, (UIntPtr)(axes == null ? 0 : axes.Length), name ?? "", out h));
             return new Variable(h);
@@ -97,7 +101,7 @@ namespace CNTK
             {
                 IntPtr self = Handle;
                 return Native.GetHandles((IntPtr[] items, UIntPtr cap, out UIntPtr n) => Native.cntk_variable_dynamic_axes(self, items, cap, out n))
-                    .Select(h => new Axis(h)).ToList();
+                    .Reverse().Select(h => new Axis(h)).ToList();
             }
         }
 

@@ -1,0 +1,120 @@
+// Checks of the C# API's own behaviour that CNTK's examples do not reach: errors arrive as the
+// exceptions CNTK's C# API raised, disposed objects and nulls raise instead of crashing, values
+// round-trip, graphs save, load, clone and are searched by name. Prints "ok <name>" per check and
+// "ApiTests passed" at the end; exits non-zero at the first failure.
+using System;
+using System.Collections.Generic;
+using System.Linq;
+using CNTK;
+
+namespace OpenCNTK.CSharpTests
+{
+    static class ApiTests
+    {
+        static int checks;
+
+        static void Check(bool condition, string what)
+        {
+            if (!condition) throw new Exception("check failed: " + what);
+            checks++;
+            Console.WriteLine("ok " + what);
+        }
+
+        static void Throws<E>(Action action, string what) where E : Exception
+        {
+            try
+            {
+                action();
+            }
+            catch (E e)
+            {
+                Check(e.GetType() == typeof(E) || e is E, what + " raises " + typeof(E).Name + ": " + e.Message.Split('\n')[0]);
+                return;
+            }
+            catch (Exception e)
+            {
+                throw new Exception(what + ": expected " + typeof(E).Name + ", got " + e.GetType().Name + ": " + e.Message);
+            }
+            throw new Exception(what + ": expected " + typeof(E).Name + ", nothing was raised");
+        }
+
+        static int Main()
+        {
+            var device = DeviceDescriptor.CPUDevice;
+            var x = Variable.InputVariable(new int[] { 3 }, DataType.Float, "x");
+            var y = Variable.InputVariable(new int[] { 2 }, DataType.Float, "y");
+            var w = new Parameter(new int[] { 2, 3 }, DataType.Float, CNTKLib.GlorotUniformInitializer(1.0, CNTKLib.SentinelValueForInferParamInitRank, CNTKLib.SentinelValueForInferParamInitRank, 1), device, "w");
+            var b = new Parameter(new int[] { 2 }, 0.5f, device, "b");
+            Function z = CNTKLib.Plus(CNTKLib.Times(w, x, "times"), b, "z");
+
+            // Shapes in CNTK's order, the engine's reversed underneath.
+            Check(w.Shape.Dimensions.SequenceEqual(new[] { 2, 3 }), "Parameter shape in CNTK order");
+            Check(z.Output.Shape.Dimensions.SequenceEqual(new[] { 2 }), "Times(W[2x3], x[3]) has shape [2]");
+            Check(x.DynamicAxes.Count == 2 && x.DynamicAxes[1].Name == Axis.DefaultBatchAxis().Name, "InputVariable has CNTK's default sequence and batch axes");
+
+            // Evaluate against a hand computation: z = W x + b.
+            float[] wv = w.Value.GetDenseFloat().ToArray();  // first dimension fastest: wv[i + 2 * j] = W[i, j]
+            var input = new float[] { 1, 2, 3, -1, 0, 1 };
+            var outputs = new Dictionary<Variable, Value> { { z.Output, null } };
+            z.Evaluate(new Dictionary<Variable, Value> { { x, Value.CreateBatch(new int[] { 3 }, input, device) } }, outputs, device);
+            var result = outputs[z.Output].GetDenseData<float>(z.Output);
+            Check(result.Count == 2 && result.All(r => r.Count == 2), "GetDenseData gives one list per sample");
+            bool close = true;
+            for (int s = 0; s < 2; ++s)
+                for (int i = 0; i < 2; ++i)
+                {
+                    float expected = 0.5f;
+                    for (int j = 0; j < 3; ++j) expected += wv[i + 2 * j] * input[s * 3 + j];
+                    close &= Math.Abs(result[s][i] - expected) < 1e-5;
+                }
+            Check(close, "Evaluate computes W x + b");
+
+            // Sequences and one-hot data round-trip.
+            var seq = Value.CreateBatchOfSequences<float>(new int[] { 2 }, new[] { new float[] { 1, 2, 3, 4, 5, 6 }, new float[] { 7, 8 } }, device);
+            var back = seq.GetDenseData<float>(y);
+            Check(back.Count == 2 && back[0].SequenceEqual(new float[] { 1, 2, 3, 4, 5, 6 }) && back[1].SequenceEqual(new float[] { 7, 8 }), "CreateBatchOfSequences round-trips through GetDenseData");
+            var onehot = Value.CreateBatchOfSequences<float>(4, new[] { new[] { 3, 0 }, new[] { 1 } }, device);
+            var hot = onehot.GetOneHotData(Variable.InputVariable(new int[] { 4 }, DataType.Float));
+            Check(hot.Count == 2 && hot[0].SequenceEqual(new[] { 3, 0 }) && hot[1].SequenceEqual(new[] { 1 }), "one-hot sequences round-trip through GetOneHotData");
+            Check(onehot.IsSparse, "one-hot values are sparse");
+
+            // Save/load (file and bytes), find by name, clone.
+            var loaded = Function.Load(z.Save(), device);
+            Check(loaded.FindByName("times") != null && loaded.FindByName("nothing") == null, "FindByName after loading from bytes");
+            var clone = z.Clone(ParameterCloningMethod.Clone);
+            Check(clone.Parameters().Count == 2 && !clone.Parameters()[0].Equals(w) && !clone.Parameters()[0].Equals(b), "Clone copies the parameters");
+            var shared = z.Clone(ParameterCloningMethod.Share);
+            Check(shared.Parameters().Contains(w), "Clone with Share keeps the parameters");
+            var combined = Function.Combine(new List<Variable> { z, CNTKLib.Sigmoid(z) }, "both");
+            Check(combined.Outputs.Count == 2 && combined.Arguments.Single().Equals(x), "Combine: two outputs, one argument");
+
+            // Errors arrive as CNTK's C# exceptions, with the engine's message.
+            Throws<ArgumentOutOfRangeException>(() => CNTKLib.Plus(x, y), "Plus of [3] and [2]");
+            Throws<ArgumentOutOfRangeException>(() => z.Evaluate(new Dictionary<Variable, Value> { { x, Value.CreateBatch(new int[] { 2 }, new float[] { 1, 2 }, device) } }, new Dictionary<Variable, Value> { { z.Output, null } }, device), "Evaluate with [2] data for a [3] input");
+            Throws<ArgumentOutOfRangeException>(() => Value.CreateBatch(new int[] { 3 }, new float[] { 1, 2 }, device), "CreateBatch with a partial sample");
+            Throws<ApplicationException>(() => Function.Load("/nonexistent/model.cntk", device), "Load of a missing file");
+            Throws<ArgumentOutOfRangeException>(() => DeviceDescriptor.GPUDevice(0), "GPUDevice(0) without a GPU");
+            Throws<ArgumentNullException>(() => CNTKLib.Plus(null, x), "Plus with a null operand");
+            Throws<ArgumentNullException>(() => Value.CreateBatch<float>(new int[] { 3 }, null, device), "CreateBatch with null data");
+            var disposed = Variable.InputVariable(new int[] { 3 }, DataType.Float, "gone");
+            disposed.Dispose();
+            disposed.Dispose();
+            Throws<ObjectDisposedException>(() => CNTKLib.Tanh(disposed), "an op over a disposed variable");
+            var dv = Value.CreateBatch(new int[] { 3 }, input, device);
+            dv.Dispose();
+            Throws<ObjectDisposedException>(() => dv.GetDenseData<float>(x), "GetDenseData of a disposed value");
+
+            // Training moves the loss down (a trainer over plain values, with sweep end given).
+            var loss = CNTKLib.SquaredError(z, y);
+            var trainer = Trainer.CreateTrainer(z, loss, null, new List<Learner> { Learner.SGDLearner(z.Parameters(), new TrainingParameterScheduleDouble(0.05, 1)) });
+            var args = new Dictionary<Variable, Value> { { x, Value.CreateBatch(new int[] { 3 }, input, device) }, { y, Value.CreateBatch(new int[] { 2 }, new float[] { 1, 0, 0, 1 }, device) } };
+            trainer.TrainMinibatch(args, false, device);
+            double first = trainer.PreviousMinibatchLossAverage();
+            for (int i = 0; i < 50; ++i) trainer.TrainMinibatch(args, false, device);
+            Check(trainer.PreviousMinibatchLossAverage() < first / 10 && trainer.TotalNumberOfSamplesSeen() == 102, "SGD on SquaredError: loss " + first + " -> " + trainer.PreviousMinibatchLossAverage());
+
+            Console.WriteLine("ApiTests passed (" + checks + " checks)");
+            return 0;
+        }
+    }
+}

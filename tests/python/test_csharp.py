@@ -1,0 +1,120 @@
+"""The C# API (bindings/csharp) with Mono: CNTK's C# training examples, compiled unmodified from
+../shared/cntk-csharp against OpenCNTK's assembly, run through tests/csharp/Program.cs and
+checked against CNTK's baselines (ExampleTests/*/baseline.txt under their testcases.yml patterns).
+
+Data: SimpleFeedForwardClassifierTest reads CNTK's own Simple2d file (../shared/cntk-brainscript);
+LogisticRegressionTest makes its data in memory. CNTK's MNIST subset and its SequenceClassification
+text are not available here, so MNISTClassifierTest reads the first 1000 training and 100 test images
+of Debian's Fashion-MNIST in CNTK's MNIST CTF layout (the subset's sizes: the same minibatches and
+progress lines), and LSTMSequenceClassifierTest reads generated sequences (2000-word vocabulary,
+5 classes, CNTK's layout and about its size). Their loss figures cannot equal the baselines'
+(other data); the tests check what does carry over: the run completes, it prints the same progress
+lines (minibatch indices) as the baseline, and the figures are valid losses and error rates.
+"""
+import math
+import os
+import re
+import shutil
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'csharp'))
+import harness  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not os.path.isdir(harness.CSHARP),
+                                reason="CNTK's C# files (../shared/cntk-csharp) are absent")
+
+
+@pytest.fixture(scope='module')
+def training_exe(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp('csharp'))
+    harness.build_assembly(out)
+    sources = [os.path.join(harness.ROOT, 'tests', 'csharp', 'Program.cs')] + \
+              [os.path.join(harness.CSHARP, s) for s in harness.TRAINING_SOURCES]
+    return harness.build_program(out, 'TrainingExamples.exe', sources)
+
+
+def run_example(exe, test, prefix, cwd):
+    rc, out, err = harness.run(exe, [test, prefix], cwd)
+    assert rc == 0, "%s failed (%d):\n%s\n%s" % (test, rc, out[-3000:], err[-3000:])
+    return out.splitlines()
+
+
+def check_against_baseline(test, output, compare_values=True):
+    baseline = harness.baseline_lines(test)
+    errors = []
+    for case, patterns in harness.test_patterns(test).items():
+        for p in patterns:
+            if '{{' in p and not compare_values:
+                continue
+            errors += harness.compare(p, baseline, output)
+    assert not errors, "%s differs from CNTK's baseline:\n%s" % (test, '\n'.join(errors))
+
+
+PROGRESS = re.compile(r'^Minibatch: (\d+) CrossEntropyLoss = (\S+), EvaluationCriterion = (\S+)$')
+
+
+def progress(lines):
+    return [(int(m.group(1)), float(m.group(2)), float(m.group(3))) for m in map(PROGRESS.match, lines) if m]
+
+
+def test_logistic_regression(training_exe, tmp_path):
+    out = run_example(training_exe, 'LogisticRegressionTest', str(tmp_path) + '/', str(tmp_path))
+    check_against_baseline('LogisticRegressionTest', out)
+    # The patterns CNTK commented out as flaky (tolerance 0.1) hold for the first minibatches,
+    # before the run reaches the unstable steps of its 21.6 loss: they show the same model.
+    mine, theirs = progress(out), progress(harness.baseline_lines('LogisticRegressionTest'))
+    assert [p[0] for p in mine] == [p[0] for p in theirs]
+    for (_, l1, e1), (_, l2, e2) in list(zip(mine, theirs))[:3]:
+        assert abs(l1 - l2) <= 0.1 and abs(e1 - e2) <= 0.1
+    assert 'Validating Model: Total Samples = 100, Misclassify Count = 3' in out
+
+
+def test_simple_feed_forward_classifier(training_exe, tmp_path):
+    data = os.path.join(harness.SHARED, 'cntk-brainscript', 'Tests', 'EndToEndTests', 'Simple2d', 'Data')
+    if not os.path.isdir(data):
+        pytest.skip("CNTK's Simple2d data (../shared/cntk-brainscript) is absent")
+    out = run_example(training_exe, 'SimpleFeedForwardClassifierTest',
+                      os.path.join(harness.SHARED, 'cntk-brainscript') + '/', str(tmp_path))
+    # Every loss and error figure within CNTK's 0.1%: same initial values (GlorotUniform,
+    # RandomUniform with CNTK's generator), same reader order, save/reload and checkpoints.
+    check_against_baseline('SimpleFeedForwardClassifierTest', out)
+
+
+def test_mnist_classifier_convnet(training_exe, tmp_path):
+    if not os.path.exists('/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz'):
+        pytest.skip("Fashion-MNIST is not installed (Debian package dataset-fashion-mnist)")
+    harness.write_fashion_mnist_ctf(str(tmp_path / 'Tests' / 'EndToEndTests' / 'Image' / 'Data'), 1000, 100)
+    out = run_example(training_exe, 'MNISTClassifierTest', str(tmp_path) + '/', str(tmp_path))
+    check_against_baseline('MNISTClassifierTest', out, compare_values=False)
+    mine, theirs = progress(out), progress(harness.baseline_lines('MNISTClassifierTest'))
+    assert [p[0] for p in mine] == [p[0] for p in theirs]
+    # The first minibatch is computed before any update: the untrained net's loss is near ln(10).
+    assert abs(mine[0][1] - theirs[0][1]) <= 0.001 * theirs[0][1]
+    assert mine[-1][1] < mine[0][1] - 0.5, "the convnet did not learn: %s" % mine
+    error = float(re.search(r'Model Validation Error = (\S+)', '\n'.join(out)).group(1))
+    assert error < 0.5, "validation error %.2f after 5 epochs of 1000 Fashion-MNIST images" % error
+    assert os.path.exists(str(tmp_path / 'MNISTConvolution.model'))
+
+
+def test_lstm_sequence_classifier(training_exe, tmp_path):
+    harness.write_sequence_classification_ctf(
+        str(tmp_path / 'Tests' / 'EndToEndTests' / 'Text' / 'SequenceClassification' / 'Data' / 'Train.ctf'), 1100)
+    out = run_example(training_exe, 'LSTMSequenceClassifierTest', str(tmp_path) + '/', str(tmp_path))
+    check_against_baseline('LSTMSequenceClassifierTest', out, compare_values=False)
+    mine, theirs = progress(out), progress(harness.baseline_lines('LSTMSequenceClassifierTest'))
+    assert [p[0] for p in mine] == [p[0] for p in theirs]
+    for _, loss, err in mine:
+        assert 0 < loss < 2 * math.log(5) and 0 <= err <= 1
+
+
+def test_api_behaviour(tmp_path):
+    """tests/csharp/ApiTests.cs: exceptions of CNTK's C# API types with the engine's messages,
+    nulls and disposed objects, value round-trips, save/load/clone/find, a training run."""
+    out = str(tmp_path)
+    harness.build_assembly(out)
+    exe = harness.build_program(out, 'ApiTests.exe', [os.path.join(harness.ROOT, 'tests', 'csharp', 'ApiTests.cs')])
+    rc, stdout, stderr = harness.run(exe, [], out)
+    assert rc == 0, stdout[-3000:] + stderr[-3000:]
+    assert 'ApiTests passed' in stdout
