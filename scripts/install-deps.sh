@@ -9,7 +9,7 @@ pkgs="$pkgs libpng-dev libjpeg-dev"  # image deserializer: PNG and JPEG (libjpeg
 pkgs="$pkgs libprotobuf-dev protobuf-compiler"  # CNTK v2 model files (src/serialize)
 pkgs="$pkgs clang libomp-14-dev"  # libFuzzer targets (make fuzz-model)
 pkgs="$pkgs openmpi-bin libopenmpi-dev"  # distributed training (src/distributed): MPI
-pkgs="$pkgs mono-mcs mono-runtime libmono-system-core4.0-cil"  # the C# API (bindings/csharp): compiler, runtime, System.Core
+pkgs="$pkgs mono-mcs mono-runtime libmono-system-core4.0-cil libmono-system-drawing4.0-cil"  # the C# API (bindings/csharp): compiler, runtime, System.Core; System.Drawing for CNTK's C# evaluation examples
 missing=""
 for p in $pkgs; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

@@ -62,6 +62,25 @@ def run(exe, args, cwd, timeout=600):
     return r.returncode, r.stdout, r.stderr
 
 
+EVAL_SOURCES = [
+    'Examples/Evaluation/CNTKLibraryCSEvalCPUOnlyExamples/CNTKLibraryCSEvalExamples.cs',
+    'Examples/Evaluation/CNTKLibraryCSEvalCPUOnlyExamples/CNTKExtensions.cs',
+]
+
+
+def for_mcs(path, out_dir):
+    """A copy of a C# file that Mono's mcs (C# 7) compiles: C# 9's target-typed `new(...)`, which
+    CNTKLibraryCSEvalExamples.cs uses 7 times, gets its type spelled out from the declaration
+    (`Bitmap bmp = new(x)` -> `Bitmap bmp = new Bitmap(x)`). Nothing else changes."""
+    with open(path, encoding='utf-8-sig') as f:
+        text = f.read()
+    text = re.sub(r'([\w<>\[\],]+)(\s+\w+\s*=\s*)new\(', r'\1\2new \1(', text)
+    copy = os.path.join(out_dir, os.path.basename(path))
+    with open(copy, 'w', encoding='utf-8') as f:
+        f.write(text)
+    return copy
+
+
 # ------------------------------------------------------------------ baselines
 
 def test_patterns(test_name):

@@ -118,3 +118,63 @@ def test_api_behaviour(tmp_path):
     rc, stdout, stderr = harness.run(exe, [], out)
     assert rc == 0, stdout[-3000:] + stderr[-3000:]
     assert 'ApiTests passed' in stdout
+
+
+ATIS = os.path.join(harness.SHARED, 'data', 'atis')
+
+
+def train_atis_tagger(folder):
+    """A small ATIS slot tagger (Embedding 50, LSTM 60, Dense 129) trained briefly with OpenCNTK's
+    Python API and saved as <folder>/atis.dnn, with the vocabulary files beside it."""
+    import cntk as C
+    sys.path.insert(0, os.path.join(harness.ROOT, 'examples', 'python'))
+    import atis_slot_tagger as atis
+    C.cntk_py.set_fixed_random_seed(1)
+    model = atis.create_model(emb_dim=50, hidden_dim=60)
+    query, labels, z, loss, error = atis.create_criterion(model)
+    trainer = C.Trainer(z, (loss, error), [atis.create_learner(z.parameters)])
+    reader = atis.create_reader(os.path.join(ATIS, 'atis.train.ctf'), is_training=True)
+    input_map = {query: reader.streams.query, labels: reader.streams.slot_labels}
+    for _ in range(150):
+        trainer.train_minibatch(reader.next_minibatch(70, input_map=input_map))
+    z.save(os.path.join(folder, 'atis.dnn'))
+    for f in ('query.wl', 'slots.wl'):
+        shutil.copy(os.path.join(ATIS, f), folder)
+    return z
+
+
+def test_evaluation_examples_match_python(tmp_path):
+    """CNTKLibraryCSEvalExamples.cs's sequence examples (one-hot sequence, batch of sequences of
+    different lengths, CSC sparse sequence) over an ATIS model trained and saved by the Python API:
+    every word's slot is the one Python's eval of the same model gives."""
+    if not os.path.isdir(ATIS):
+        pytest.skip("ATIS data (../shared/data/atis) is absent")
+    import numpy as np
+    import cntk as C
+    out = str(tmp_path)
+    z = train_atis_tagger(out)
+    harness.build_assembly(out)
+    sources = [harness.for_mcs(os.path.join(harness.CSHARP, s), out) for s in harness.EVAL_SOURCES]
+    sources += [os.path.join(harness.ROOT, 'tests', 'csharp', f) for f in ('CNTKImageProcessing.cs', 'EvalProgram.cs')]
+    exe = harness.build_program(out, 'EvalExamples.exe', sources, extra_refs=['System.Drawing'])
+    rc, stdout, stderr = harness.run(exe, [out], out)
+    assert rc == 0, stdout[-3000:] + stderr[-3000:]
+    assert '======== Evaluation completes. ========' in stdout
+
+    # What Python's eval of the saved model says for the examples' sentences, in the order they print.
+    words = [w.strip() for w in open(os.path.join(ATIS, 'query.wl'))]
+    slots = [s.strip() for s in open(os.path.join(ATIS, 'slots.wl'))]
+    index = {w: i for i, w in enumerate(words)}
+    a = "BOS i would like to find a flight from charlotte to las vegas that makes a stop in st. louis EOS"
+    b = "BOS flights from new york to seattle EOS"
+    loaded = C.load_model(os.path.join(out, 'atis.dnn'))
+    expected = []
+    for sentence in (a, a, b, a):
+        tokens = sentence.split(' ')
+        x = C.Value.one_hot([[index[t] for t in tokens]], len(words))
+        scores = loaded.eval({loaded.arguments[0]: x})[0]
+        expected += ["     {0:>10} ---- {1}".format(t, slots[int(np.argmax(s))]) for t, s in zip(tokens, scores)]
+    actual = [line for line in stdout.splitlines() if ' ---- ' in line]
+    assert actual == expected
+    # The model is no constant tagger: the examples' words get several different slots.
+    assert len({line.split(' ---- ')[1] for line in actual}) > 2
