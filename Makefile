@@ -48,6 +48,15 @@ sanitize:
 	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  PYTHONPATH=build/asan/pkg python3 tests/compat/check.py cntk/ops/tests
 
+# The C# API (bindings/csharp) with Mono's mcs: build/csharp/Cntk.Core.Managed.dll beside the C API
+# library; `nupkg` packs both as build/csharp/OpenCNTK.CPUOnly.<version>.nupkg (NuGet's layout).
+csharp: dev
+	mkdir -p build/csharp && cp build/dev/libcntk_c.so build/csharp/
+	mcs -nologo -target:library -optimize+ -out:build/csharp/Cntk.Core.Managed.dll -r:System.Core bindings/csharp/src/*.cs
+
+nupkg: dev
+	python3 bindings/csharp/make_nupkg.py build/dev/libcntk_c.so build/csharp
+
 # The peers the benchmarks compare with (PyTorch, TensorFlow) and the Fashion-MNIST data.
 bench-deps:
 	bash bench/install-peers.sh

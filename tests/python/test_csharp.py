@@ -178,3 +178,26 @@ def test_evaluation_examples_match_python(tmp_path):
     assert actual == expected
     # The model is no constant tagger: the examples' words get several different slots.
     assert len({line.split(' ---- ')[1] for line in actual}) > 2
+
+
+def test_nupkg_layout_runs(tmp_path):
+    """bindings/csharp/make_nupkg.py (make nupkg): the package holds the nuspec, the assembly and
+    the native library in NuGet's layout, and a program built against the packed assembly runs
+    with the packed library."""
+    import zipfile
+    sys.path.insert(0, os.path.join(harness.ROOT, 'bindings', 'csharp'))
+    import make_nupkg
+    path = make_nupkg.pack(harness.native_library(), str(tmp_path / 'pkg'))
+    with zipfile.ZipFile(path) as z:
+        names = set(z.namelist())
+        assert {'OpenCNTK.CPUOnly.nuspec', '[Content_Types].xml', '_rels/.rels', 'lib/net45/Cntk.Core.Managed.dll',
+                'runtimes/linux-x64/native/libcntk_c.so'} <= names
+        assert '<id>OpenCNTK.CPUOnly</id>' in z.read('OpenCNTK.CPUOnly.nuspec').decode()
+        run_dir = tmp_path / 'run'
+        run_dir.mkdir()
+        for member, target in (('lib/net45/Cntk.Core.Managed.dll', 'Cntk.Core.Managed.dll'),
+                               ('runtimes/linux-x64/native/libcntk_c.so', 'libcntk_c.so')):
+            (run_dir / target).write_bytes(z.read(member))
+    exe = harness.build_program(str(run_dir), 'ApiTests.exe', [os.path.join(harness.ROOT, 'tests', 'csharp', 'ApiTests.cs')])
+    rc, stdout, stderr = harness.run(exe, [], str(run_dir))
+    assert rc == 0 and 'ApiTests passed' in stdout, stdout[-2000:] + stderr[-2000:]
