@@ -4,6 +4,7 @@ JOBS ?= $(shell nproc)
 .PHONY: deps dev test test-quick cpp-test sanitize bench bench-overhead bench-deps demo clean compat
 .PHONY: fuzz-cbf fuzz-image fuzz-htk
 .PHONY: fuzz-ctf bench-readers fuzz-model bench-model-files fuzz-brainscript
+.PHONY: csharp nupkg
 
 deps:
 	bash scripts/install-deps.sh
