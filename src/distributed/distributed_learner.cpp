@@ -98,8 +98,8 @@ class DataParallelLearner final : public DistributedLearner {
         communicator_->aggregate_in_place(values);
       for (size_t i = 0; i < gradients.size(); ++i) gradients[i].second = values[i];
     }
+    if (info.empty()) return false;  // no worker had data: nothing to count or apply
     record_update(info.number_of_samples, info.at_end_of_sweep);
-    if (info.empty()) return false;
     return learner_->update(gradients, info.number_of_samples, info.at_end_of_sweep);
   }
 

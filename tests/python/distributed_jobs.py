@@ -162,6 +162,26 @@ def resume(args):
     _save(args.outdir, 'resume', **{'p%d' % i: p.value for i, p in enumerate(z.parameters)})
 
 
+# ------------------------------------------------------------------ training_session partitions
+
+def session(args):
+    """training_session over a CTF file: each worker reads its own partition of every global
+    minibatch; the test compares with one process reading the whole minibatches."""
+    from cntk.io import MinibatchSource, CTFDeserializer, StreamDef, StreamDefs
+    x, y, z, loss, err = _mlp(9)
+    learner = C.sgd(z.parameters, C.learning_parameter_schedule(0.5))
+    if not args.single:
+        learner = C.data_parallel_distributed_learner(learner)
+    trainer = C.Trainer(z, (loss, err), [learner])
+    src = MinibatchSource(CTFDeserializer(args.ctf, StreamDefs(
+        features=StreamDef(field='x', shape=20), labels=StreamDef(field='y', shape=5))), randomize=False,
+        max_sweeps=2)
+    C.training_session(trainer, src, args.batch, {x: src.streams.features, y: src.streams.labels}).train()
+    _save(args.outdir, 'session', samples=trainer.total_number_of_samples_seen,
+          minibatches=learner.total_number_of_minibatches_seen(),
+          **{'p%d' % i: p.value for i, p in enumerate(z.parameters)})
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('job')
@@ -179,8 +199,10 @@ def main():
     ap.add_argument('--kill-at', type=int, default=-1)
     ap.add_argument('--raise-at', type=int, default=-1)
     ap.add_argument('--restore', action='store_true')
+    ap.add_argument('--ctf', default='')
     args = ap.parse_args()
-    {'dp': data_parallel, 'quant': quantized_exchange, 'fmnist': fashion_mnist, 'resume': resume}[args.job](args)
+    {'dp': data_parallel, 'quant': quantized_exchange, 'fmnist': fashion_mnist, 'resume': resume,
+     'session': session}[args.job](args)
     C.Communicator.finalize()
 
 

@@ -144,6 +144,31 @@ def test_data_parallel_32bit_equals_single_process(tmp_path, workers):
     assert abs(float(first['p0'].sum()) - float(ref['p0'].sum())) < 1e-3 and not np.allclose(ref['p0'], 0)
 
 
+@needs_mpiexec
+def test_training_session_partitions_the_data_by_worker(tmp_path):
+    xs, ys = _global_batch_for_file(96)
+    ctf = tmp_path / 'data.ctf'
+    with open(str(ctf), 'w') as f:
+        for a, b in zip(xs, ys):
+            f.write('|x %s |y %s\n' % (' '.join('%.6f' % v for v in a), ' '.join('%g' % v for v in b)))
+    run_single('session', tmp_path, '--single', '--batch', 16, '--ctf', ctf)
+    ref = load(tmp_path, 'session', 0)
+    os.remove(os.path.join(str(tmp_path), 'session_0.npz'))
+    mpirun(2, 'session', tmp_path, '--batch', 16, '--ctf', ctf)
+    for r in range(2):
+        got = load(tmp_path, 'session', r)
+        assert int(got['samples']) == int(ref['samples']) == 192  # two sweeps, counted over the workers
+        assert int(got['minibatches']) == int(ref['minibatches'])
+        for k in [k for k in ref.files if k.startswith('p')]:
+            np.testing.assert_allclose(got[k], ref[k], rtol=0, atol=1e-6)
+
+
+def _global_batch_for_file(n):
+    rng = np.random.RandomState(5)
+    xs = rng.randn(n, 20).astype(np.float32)
+    return xs, np.eye(5, dtype=np.float32)[np.abs(xs[:, :5]).argmax(axis=1)]
+
+
 # ------------------------------------------------------------------ 1-bit SGD: the exchange itself
 
 def _quantize_columns(m, bits):
