@@ -2,6 +2,7 @@
 // catalogue op; a composite function names the graph below a root; a block
 // function wraps a composite as one op of its own.
 #pragma once
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <unordered_map>
@@ -96,10 +97,21 @@ class Function : public std::enable_shared_from_this<Function> {
   const std::vector<std::shared_ptr<VariableImpl>>& output_impls() const { return outputs_; }
   // Re-runs shape inference (after placeholders were bound).
   void infer_outputs();
-  // Mutable per-function state kept by some ops (random number generator position, running statistics).
-  std::shared_ptr<void>& op_state() { return op_state_; }
-  // Compiled plans for this function (owned by exec/plan.cpp).
-  std::shared_ptr<void>& plan_cache() { return plan_cache_; }
+  // Mutable per-function state kept by some ops (random number generator position, delay
+  // carries, cached weights). Loads and stores are atomic: several threads may run one
+  // function at once, and what a caller loaded stays alive while it holds it.
+  std::shared_ptr<void> op_state() const { return op_state_.load(); }
+  void set_op_state(std::shared_ptr<void> state) { op_state_.store(std::move(state)); }
+  // The state as a T, made by `make` where there is none yet (one maker wins a race).
+  template <class T, class Make>
+  std::shared_ptr<T> op_state_or(Make&& make) {
+    return std::static_pointer_cast<T>(load_or_make(op_state_, [&] { return std::shared_ptr<void>(make()); }));
+  }
+  // Compiled plans for this function (owned by exec/plan.cpp), made on first use.
+  template <class T>
+  std::shared_ptr<T> plan_cache() {
+    return std::static_pointer_cast<T>(load_or_make(plan_cache_, [] { return std::shared_ptr<void>(std::make_shared<T>()); }));
+  }
   // The loop this function is part of, if any (see LoopAnchor).
   std::shared_ptr<LoopAnchor> loop_anchor() const { return loop_anchor_.lock(); }
 
@@ -126,8 +138,15 @@ class Function : public std::enable_shared_from_this<Function> {
   Dictionary custom_attributes_;
   FunctionPtr root_;  // composite: root; block: the inner composite
   std::vector<std::pair<Variable, Variable>> block_map_;
-  std::shared_ptr<void> op_state_;
-  std::shared_ptr<void> plan_cache_;
+  template <class Make>
+  static std::shared_ptr<void> load_or_make(std::atomic<std::shared_ptr<void>>& slot, Make&& make) {
+    std::shared_ptr<void> have = slot.load();
+    if (have) return have;
+    std::shared_ptr<void> made = make();
+    return slot.compare_exchange_strong(have, made) ? made : have;  // on failure `have` is the winner's
+  }
+  std::atomic<std::shared_ptr<void>> op_state_;
+  std::atomic<std::shared_ptr<void>> plan_cache_;
   std::shared_ptr<UserFunctionBackend> user_;
   bool outputs_alias_inputs_ = false;  // Combine: its outputs are its inputs
   std::weak_ptr<LoopAnchor> loop_anchor_;                 // set on the functions of a loop

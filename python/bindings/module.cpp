@@ -363,7 +363,7 @@ NB_MODULE(_cntk, m) {
       .def("set_attribute", [](Function& f, const std::string& k, const nb::handle& v) {
         f.mutable_attributes()[k] = to_dict_value(v);
         // A new seed restarts the function's random numbers, as in CNTK.
-        if (k == "rngSeed" || k == "rngOffset") f.op_state().reset();
+        if (k == "rngSeed" || k == "rngOffset") f.set_op_state(nullptr);
       })
       .def("_get_custom_attributes", [](Function& f) { return from_dictionary(f.custom_attributes()); })
       .def("_set_custom_attribute", [](Function& f, const std::string& k, const nb::handle& v) {

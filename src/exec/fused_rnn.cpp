@@ -160,11 +160,7 @@ struct WeightCache {
 std::string fingerprint(const FunctionPtr& block, std::map<std::string, Variable>& params, bool& duplicate_name);
 
 std::shared_ptr<const DnnlWeights> dnnl_weights(const FusedLayout& l, const ComputeContext& ctx, int64_t C, int64_t H) {
-  std::shared_ptr<WeightCache> cache = std::static_pointer_cast<WeightCache>(ctx.fn->op_state());
-  if (!cache) {
-    cache = std::make_shared<WeightCache>();
-    ctx.fn->op_state() = cache;
-  }
+  auto cache = ctx.fn->op_state_or<WeightCache>([] { return std::make_shared<WeightCache>(); });
   std::lock_guard<std::mutex> lock(cache->mu);
   std::vector<int> positions{l.w, l.h, l.b};
   if (l.h1 >= 0) positions.push_back(l.h1);
@@ -232,13 +228,11 @@ Function& state_delay(const ComputeContext& ctx, size_t k) {
 
 // The initial state rows [B, H] of state k: the carried rows for sequences that
 // continue from the previous call (truncated BPTT), else the delay's initial state.
-NDArrayView state_rows(const FusedLayout& l, ComputeContext& ctx, size_t k, int64_t B, int64_t H,
-                       std::shared_ptr<void>& keep) {
+NDArrayView state_rows(const FusedLayout& l, ComputeContext& ctx, size_t k, int64_t B, int64_t H) {
   NDArrayView rows = delay_initial_rows(initial_state_context(ctx, k == 0 ? l.h0 : l.c0), NDShape{H}, B);
   Function& delay = state_delay(ctx, k);
-  const DelayCarry* carry = delay_carry_in(delay, ctx.continues, B, NDShape{H}, DataType::Float);
+  auto carry = delay_carry_in(delay, ctx.continues, B, NDShape{H}, DataType::Float);
   if (!carry) return rows.contiguous();
-  keep = delay.op_state();
   rows = rows.copy();  // not the initial state's own storage
   float* r = rows.data<float>();
   NDArrayView carried = carry->rows.contiguous();
@@ -277,8 +271,8 @@ void carry_out(const FusedLayout& l, ComputeContext& ctx, const kernels::RnnDims
     }
     std::copy(cs, cs + H, c->rows.data<float>() + b * H);
   }
-  state_delay(ctx, 0).op_state() = std::move(h);
-  if (c) state_delay(ctx, 1).op_state() = std::move(c);
+  state_delay(ctx, 0).set_op_state(std::move(h));
+  if (c) state_delay(ctx, 1).set_op_state(std::move(c));
 }
 
 std::vector<NDArrayView> fused_forward(const FusedLayout& l, ComputeContext& ctx) {
@@ -286,10 +280,9 @@ std::vector<NDArrayView> fused_forward(const FusedLayout& l, ComputeContext& ctx
   NDArrayView x = ctx.inputs[0].contiguous();
   const int64_t H = d.hidden, B = d.batch;
   std::shared_ptr<const DnnlWeights> w = dnnl_weights(l, ctx, d.input, H);
-  std::shared_ptr<void> keep_h, keep_c;  // the carries read, while new ones are recorded
-  NDArrayView h0 = state_rows(l, ctx, 0, B, H, keep_h);
+  NDArrayView h0 = state_rows(l, ctx, 0, B, H);
   NDArrayView c0;
-  if (l.c0 >= 0) c0 = state_rows(l, ctx, 1, B, H, keep_c);
+  if (l.c0 >= 0) c0 = state_rows(l, ctx, 1, B, H);
   NDArrayView y(DataType::Float, NDShape{d.steps, B, H});
   std::vector<float> c_final(l.c0 >= 0 && !l.backward_in_time ? size_t(B * H) : 0);
   kernels::RnnForwardArgs a;

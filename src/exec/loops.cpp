@@ -130,8 +130,7 @@ void loop_forward(const PlanLoop& loop, BackPropState& s) {
           has_unknown_dim(v) ? NDArrayView() : NDArrayView::zeros(v.dtype(), NDShape{e.T, e.B}.concat(v.shape()));
     }
   std::vector<NDArrayView> init(size_t(loop.last - loop.first + 1));
-  std::vector<const DelayCarry*> carry(init.size(), nullptr);
-  std::vector<std::shared_ptr<void>> carry_keep(init.size());  // the carries read, while new ones are recorded
+  std::vector<std::shared_ptr<const DelayCarry>> carry(init.size());
   const std::vector<char>* continues = s.continues.empty() ? nullptr : &s.continues;
   for (int k = loop.first; k <= loop.last; ++k)
     if (loop.delay_in_loop[k - loop.first]) {
@@ -139,7 +138,6 @@ void loop_forward(const PlanLoop& loop, BackPropState& s) {
       const PlanStep& st = p.steps[k];
       const Variable& v = p.slot_var[st.out[0]];
       carry[k - loop.first] = delay_carry_in(*st.fn, continues, e.B, v.shape(), v.dtype());
-      carry_keep[k - loop.first] = st.fn->op_state();
       if (s.values[st.in[0]].dtype() != s.values[st.out[0]].dtype())
         throw NotImplementedError("recurrent loop: " + st.fn->op_name() + " delays a " +
                                   to_string(s.values[st.in[0]].dtype()) + " value into a " +
@@ -157,7 +155,7 @@ void loop_forward(const PlanLoop& loop, BackPropState& s) {
       const PlanStep& st = p.steps[k];
       if (loop.delay_in_loop[k - loop.first]) {
         delay_forward_steps(delay_spec(*st.fn), s.values[st.in[0]], init[k - loop.first], e.lengths, t, t + 1,
-                            s.values[st.out[0]], carry[k - loop.first], continues);
+                            s.values[st.out[0]], carry[k - loop.first].get(), continues);
         continue;
       }
       ComputeContext ctx = make_step_context(st, s, t, lens);
@@ -210,7 +208,7 @@ void loop_forward(const PlanLoop& loop, BackPropState& s) {
   for (int k = loop.first; k <= loop.last; ++k)
     if (loop.delay_in_loop[k - loop.first]) {
       const PlanStep& st = p.steps[k];
-      delay_carry_out(*st.fn, s.values[st.in[0]], init[k - loop.first], e.lengths, continues, carry[k - loop.first]);
+      delay_carry_out(*st.fn, s.values[st.in[0]], init[k - loop.first], e.lengths, continues, carry[k - loop.first].get());
     }
 }
 

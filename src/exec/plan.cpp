@@ -325,11 +325,7 @@ std::vector<VariableImpl*> key_of(const std::vector<Variable>& outputs) {
   return key;
 }
 
-PlanCache& cache_of(const FunctionPtr& f) {
-  auto& holder = f->plan_cache();
-  if (!holder) holder = std::make_shared<PlanCache>();
-  return *std::static_pointer_cast<PlanCache>(holder);
-}
+PlanCache& cache_of(const FunctionPtr& f) { return *f->plan_cache<PlanCache>(); }
 
 // A cached plan stays valid while every variable it maps still has the same
 // shape and every function the same inputs: a cheap check against graph edits.

@@ -686,7 +686,7 @@ std::vector<int64_t> nce_draw(ComputeContext& ctx) {
   if (!dup && positive <= k)
     throw ValueError("NCE: sampling " + std::to_string(k) +
                      " distinct classes needs more classes with a positive noise weight");
-  auto samples = std::make_shared<std::vector<int64_t>>(rng::weighted_samples(ctx.random().engine, cum, k, dup));
+  auto samples = std::make_shared<std::vector<int64_t>>(rng::weighted_samples(ctx.random().engine(), cum, k, dup));
   ctx.state = samples;
   return *samples;
 }

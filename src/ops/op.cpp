@@ -230,10 +230,8 @@ std::shared_ptr<RandomState> initial_random_state(const Dictionary& attrs) {
   return rs;
 }
 
-RandomState& ComputeContext::random() {
-  auto& st = fn->op_state();
-  if (!st) st = initial_random_state(*attrs);
-  return *std::static_pointer_cast<RandomState>(st);
+RandomStream ComputeContext::random() {
+  return RandomStream(fn->op_state_or<RandomState>([this] { return initial_random_state(*attrs); }));
 }
 
 }  // namespace cntk

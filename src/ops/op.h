@@ -4,6 +4,7 @@
 // (see registry.cpp for the list of families).
 #pragma once
 #include <functional>
+#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
@@ -55,8 +56,20 @@ class InferContext {
 struct DnnlValue;
 
 // Per-function state of random ops: a generator seeded from the op's seed attribute.
+// Calls of one function from several threads draw from it in turn (`mu`).
 struct RandomState {
+  std::mutex mu;
   rng::Engine engine;
+};
+// A random op's generator, held for the draws of one step.
+class RandomStream {
+ public:
+  explicit RandomStream(std::shared_ptr<RandomState> s) : state_(std::move(s)), lock_(state_->mu) {}
+  rng::Engine& engine() { return state_->engine; }
+
+ private:
+  std::shared_ptr<RandomState> state_;
+  std::unique_lock<std::mutex> lock_;
 };
 // The generator a random op starts from, as CNTK starts it: seeded with its rngSeed
 // attribute, rngOffset draws skipped.
@@ -133,7 +146,8 @@ class ComputeContext {
   const DnnlValue* dnnl_input(size_t i) const { return i < dnnl_inputs.size() ? dnnl_inputs[i].get() : nullptr; }
   const DnnlValue* dnnl_output(size_t k) const { return k < dnnl_outputs.size() ? dnnl_outputs[k].get() : nullptr; }
   bool may_keep_dnnl_output(size_t k) const { return k < dnnl_output_ok.size() && dnnl_output_ok[k]; }
-  RandomState& random();
+  // This function's generator, locked while the stream lives.
+  RandomStream random();
 };
 
 using InferFn = std::function<std::vector<OutputInfo>(InferContext&)>;

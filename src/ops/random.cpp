@@ -35,7 +35,8 @@ void register_dropout() {
     if (!ctx.training || rate == 0.0) return std::vector<NDArrayView>{ctx.inputs[0].to_dense()};
     NDArrayView x = ctx.inputs[0].to_dense();
     NDArrayView mask(x.dtype(), x.shape());
-    auto& g = ctx.random().engine;
+    RandomStream stream = ctx.random();
+    auto& g = stream.engine();
     CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] {
       T* m = mask.data<T>();
       const T drop = T(rate), scale = T(1.0 / (1.0 - rate));
@@ -129,7 +130,7 @@ void register_random_sample() {
     check_static_weights(ctx, "RandomSample");
     Weights w = sampling_weights("RandomSample", ctx.inputs[0]);
     int64_t tries;
-    auto samples = run_sampling("RandomSample", w, a, ctx.random().engine, tries);
+    auto samples = run_sampling("RandomSample", w, a, ctx.random().engine(), tries);
     int64_t classes = int64_t(w.w.size());
     NDArrayView y = NDArrayView::zeros(ctx.inputs[0].dtype(), NDShape{a.num_samples, classes});
     CNTK_DISPATCH_FLOAT(y.dtype(), T, [&] {
@@ -157,7 +158,7 @@ void register_random_sample() {
     int64_t sum_tries = 0;
     for (int e = 0; e < experiments; ++e) {
       int64_t t;
-      run_sampling("RandomSampleInclusionFrequency", w, a, ctx.random().engine, t);
+      run_sampling("RandomSampleInclusionFrequency", w, a, ctx.random().engine(), t);
       sum_tries += t;
     }
     double est_tries = double(sum_tries) / experiments, total = w.sums.back();
@@ -232,7 +233,8 @@ void register_random_distribution() {
     }
     std::string type = attr_string(ctx.attr(), "randomDistributionType", "");
     auto args = distribution_args(ctx.attr());
-    auto& g = ctx.random().engine;
+    RandomStream stream = ctx.random();
+    auto& g = stream.engine();
     NDArrayView y(t, shape);
     CNTK_DISPATCH_FLOAT(t, T, [&] {
       T* p = y.data<T>();

@@ -208,8 +208,8 @@ NDArrayView delay_initial_gradient(const ComputeContext& ctx, const NDArrayView&
   return g;
 }
 
-const DelayCarry* delay_carry_in(Function& f, const std::vector<char>* continues, int64_t batch,
-                                 const NDShape& item_shape, DataType dtype) {
+std::shared_ptr<const DelayCarry> delay_carry_in(Function& f, const std::vector<char>* continues, int64_t batch,
+                                                const NDShape& item_shape, DataType dtype) {
   bool any = false;
   if (continues)
     for (int64_t b = 0; b < batch; ++b) any = any || continued(continues, b);
@@ -219,7 +219,7 @@ const DelayCarry* delay_carry_in(Function& f, const std::vector<char>* continues
     throw NotImplementedError(f.op_name() + ": a sequence continues from the previous minibatch (truncated BPTT, "
                               "truncation_length), but future_value cannot look past the end of a piece into "
                               "the next minibatch; read whole sequences for models with future_value");
-  auto* carry = static_cast<const DelayCarry*>(f.op_state().get());
+  auto carry = std::static_pointer_cast<const DelayCarry>(f.op_state());
   NDShape want = NDShape{d.offset, batch}.concat(item_shape);
   if (!carry || carry->rows.shape().rank() < 2 || carry->rows.shape()[1] < batch ||
       carry->rows.shape().sub(2) != item_shape || carry->rows.shape()[0] != d.offset || carry->rows.dtype() != dtype)
@@ -241,8 +241,8 @@ const DelayCarry* delay_carry_in(Function& f, const std::vector<char>* continues
     auto fitted = std::make_shared<DelayCarry>();
     fitted->rows = carry->rows.slice(1, 0, batch).contiguous();
     if (!carry->lost.empty()) fitted->lost.assign(carry->lost.begin(), carry->lost.begin() + batch);
-    f.op_state() = fitted;
-    carry = fitted.get();
+    f.set_op_state(fitted);
+    carry = fitted;
   }
   return carry;
 }
@@ -272,7 +272,7 @@ void delay_carry_out(Function& f, const NDArrayView& x, const NDArrayView& init_
         std::memcpy(out + (j * B + b) * R, src, sizeof(T) * size_t(R));
       }
   });
-  f.op_state() = std::move(next);
+  f.set_op_state(std::move(next));
 }
 
 bool is_delay_op(const OpDef* op) { return op && (op->name == kPast || op->name == kFuture); }
@@ -330,11 +330,10 @@ void register_sequence_delay_ops() {
       NDArrayView x = ctx.inputs[0].contiguous();
       NDArrayView out(x.dtype(), x.shape());
       NDArrayView init = delay_initial_steps(ctx, x.shape().sub(2), x.shape()[1]);
-      const DelayCarry* carry = delay_carry_in(*ctx.fn, ctx.continues, x.shape()[1], x.shape().sub(2), x.dtype());
-      std::shared_ptr<void> keep = ctx.fn->op_state();  // the carry read, while a new one is recorded
-      delay_forward_steps(delay_spec(*ctx.fn), x, init, ctx.in_lengths[0], 0, x.shape()[0], out, carry,
+      auto carry = delay_carry_in(*ctx.fn, ctx.continues, x.shape()[1], x.shape().sub(2), x.dtype());
+      delay_forward_steps(delay_spec(*ctx.fn), x, init, ctx.in_lengths[0], 0, x.shape()[0], out, carry.get(),
                           ctx.continues);
-      delay_carry_out(*ctx.fn, x, init, ctx.in_lengths[0], ctx.continues, carry);
+      delay_carry_out(*ctx.fn, x, init, ctx.in_lengths[0], ctx.continues, carry.get());
       return std::vector<NDArrayView>{out};
     };
     def.backward = [](ComputeContext& ctx, size_t i) {

@@ -106,7 +106,8 @@ void save_trainer_checkpoint(const Trainer& trainer, const std::string& path, co
     r["uid"] = f->uid();
     r["op"] = f->op_name();
     std::ostringstream engine;
-    auto rs = f->op_state() ? std::static_pointer_cast<RandomState>(f->op_state()) : initial_random_state(f->attributes());
+    auto rs = f->op_state_or<RandomState>([&] { return initial_random_state(f->attributes()); });
+    std::lock_guard<std::mutex> lock(rs->mu);
     engine << rs->engine;
     r["engine"] = engine.str();
     randoms.push_back(r);
@@ -188,7 +189,7 @@ Dictionary restore_trainer_checkpoint(Trainer& trainer, const std::string& path)
     if (!learners[i].is<std::shared_ptr<Dictionary>>()) fail("learner " + std::to_string(i) + " has no state");
     trainer.parameter_learners()[i]->restore_from_checkpoint(learners[i].as_dict());
   }
-  for (size_t i = 0; rstates && i < randoms.size(); ++i) randoms[i]->op_state() = engines[i];
+  for (size_t i = 0; rstates && i < randoms.size(); ++i) randoms[i]->set_op_state(engines[i]);
   // Nobody writes the files again before every worker has read them.
   if (comm) comm->barrier();
   auto eit = source.find("ExternalState");

@@ -141,7 +141,7 @@ dnnl::memory::desc ncs_desc(const BatchNormDims& d) {
 
 using BnKey = std::tuple<int64_t, int64_t, int64_t, float>;  // N, C, S, epsilon
 
-const dnnl::batch_normalization_forward& dnnl_bn_inference(const BatchNormDims& d, float eps) {
+dnnl::batch_normalization_forward dnnl_bn_inference(const BatchNormDims& d, float eps) {
   static std::mutex mu;
   static auto* cache = new std::map<BnKey, dnnl::batch_normalization_forward>();
   BnKey key{d.N, d.C, d.S, eps};

@@ -83,6 +83,15 @@ dnnl::algorithm vanilla_activation(RnnCell c) {
   }
 }
 
+// Primitives are cached and shared by every thread; each execution brings its own
+// scratchpad (a per-thread buffer), since a library-held one would be shared by
+// concurrent executions of one primitive.
+dnnl::primitive_attr user_scratchpad() {
+  dnnl::primitive_attr a;
+  a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return a;
+}
+
 // The primitives for one cell shape, with their primitive descriptors for memory queries.
 struct CellPrims {
   dnnl::primitive fwd, bwd;
@@ -94,14 +103,14 @@ template <class Fwd, class Bwd>
 void make_gru_prims(const CellMds& m, dnnl::prop_kind prop, bool training, dnnl::engine& e, CellPrims& p) {
   const auto dir = dnnl::rnn_direction::unidirectional_left2right;
   typename Fwd::desc fd(prop, dir, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias, m.dst_layer, m.dst_iter);
-  typename Fwd::primitive_desc fpd(fd, e);
+  typename Fwd::primitive_desc fpd(fd, user_scratchpad(), e);
   p.fwd = Fwd(fpd);
   p.fwd_pd = fpd;
   if (!training) return;
   typename Bwd::desc bd(dnnl::prop_kind::backward, dir, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias,
                         m.dst_layer, m.dst_iter, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias, m.dst_layer,
                         m.dst_iter);
-  typename Bwd::primitive_desc bpd(bd, e, fpd);
+  typename Bwd::primitive_desc bpd(bd, user_scratchpad(), e, fpd);
   p.bwd = Bwd(bpd);
   p.bwd_pd = bpd;
 }
@@ -117,14 +126,14 @@ CellPrims make_prims(const CellShape& s, bool training) {
     case RnnCell::Lstm: {
       dnnl::lstm_forward::desc fd(prop, dir, m.src_layer, m.src_iter, m.src_iter_c, m.w_layer, m.w_iter, m.bias,
                                   m.dst_layer, m.dst_iter, m.dst_iter_c);
-      dnnl::lstm_forward::primitive_desc fpd(fd, e);
+      dnnl::lstm_forward::primitive_desc fpd(fd, user_scratchpad(), e);
       p.fwd = dnnl::lstm_forward(fpd);
       p.fwd_pd = fpd;
       if (training) {
         dnnl::lstm_backward::desc bd(bprop, dir, m.src_layer, m.src_iter, m.src_iter_c, m.w_layer, m.w_iter, m.bias,
                                      m.dst_layer, m.dst_iter, m.dst_iter_c, m.src_layer, m.src_iter, m.src_iter_c,
                                      m.w_layer, m.w_iter, m.bias, m.dst_layer, m.dst_iter, m.dst_iter_c);
-        dnnl::lstm_backward::primitive_desc bpd(bd, e, fpd);
+        dnnl::lstm_backward::primitive_desc bpd(bd, user_scratchpad(), e, fpd);
         p.bwd = dnnl::lstm_backward(bpd);
         p.bwd_pd = bpd;
       }
@@ -140,14 +149,14 @@ CellPrims make_prims(const CellShape& s, bool training) {
       const auto act = vanilla_activation(s.cell);
       dnnl::vanilla_rnn_forward::desc fd(prop, act, dir, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias,
                                          m.dst_layer, m.dst_iter);
-      dnnl::vanilla_rnn_forward::primitive_desc fpd(fd, e);
+      dnnl::vanilla_rnn_forward::primitive_desc fpd(fd, user_scratchpad(), e);
       p.fwd = dnnl::vanilla_rnn_forward(fpd);
       p.fwd_pd = fpd;
       if (training) {
         dnnl::vanilla_rnn_backward::desc bd(bprop, act, dir, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias,
                                             m.dst_layer, m.dst_iter, m.src_layer, m.src_iter, m.w_layer, m.w_iter,
                                             m.bias, m.dst_layer, m.dst_iter);
-        dnnl::vanilla_rnn_backward::primitive_desc bpd(bd, e, fpd);
+        dnnl::vanilla_rnn_backward::primitive_desc bpd(bd, user_scratchpad(), e, fpd);
         p.bwd = dnnl::vanilla_rnn_backward(bpd);
         p.bwd_pd = bpd;
       }
@@ -312,13 +321,20 @@ std::shared_ptr<RnnSaved> acquire_saved() {
 
 // Per-thread working buffers of the passes (grow-only, like RawBuffer).
 struct RnnScratch {
-  RawBuffer layer[2], dyd, dsrc, dnext[2];
+  RawBuffer layer[2], dyd, dsrc, dnext[2], scratchpad;
   std::vector<float> wbuf_x, wbuf_h, dwx, dwh, db, dsi, dsic, ddi, ddic;
 };
 
 RnnScratch& scratch() {
   thread_local RnnScratch s;
   return s;
+}
+
+// The scratchpad a primitive asks for, in `buf`.
+dnnl::memory scratchpad_of(const dnnl::primitive_desc& pd, RawBuffer& buf) {
+  const md want = pd.scratchpad_desc();
+  buf.reset(floats_of(want) + 1);
+  return wrap(want, buf.data());
 }
 
 void check_dims(const RnnDims& d) {
@@ -423,6 +439,7 @@ std::shared_ptr<RnnSaved> rnn_forward(const RnnDims& d, const RnnForwardArgs& a)
         us.w_h.assign(w.w_h, w.w_h + H * G * H);
         us.bias.assign(w.bias, w.bias + Gb * H);
       }
+      args[DNNL_ARG_SCRATCHPAD] = scratchpad_of(p.fwd_pd, sc.scratchpad);
       p.fwd.execute(dnnl_stream(), args);
       dnnl_stream().wait();
       if (a.h_final) std::copy(us.dst_iter.data(), us.dst_iter.data() + B * H, a.h_final + u * B * H);
@@ -519,6 +536,7 @@ void rnn_backward(const RnnDims& d, const RnnSaved& saved, const RnnBackwardArgs
         args[DNNL_ARG_DIFF_SRC_ITER_C] = wrap(m.src_iter_c, sc.dsic.data());
         args[DNNL_ARG_DIFF_DST_ITER_C] = wrap(m.dst_iter_c, sc.ddic.data());
       }
+      args[DNNL_ARG_SCRATCHPAD] = scratchpad_of(p.bwd_pd, sc.scratchpad);
       p.bwd.execute(dnnl_stream(), args);
       dnnl_stream().wait();
       if (!a.grads.empty()) {
