@@ -1,5 +1,6 @@
 // The actions a `cntk` command block names (`action = "train"`, ...).
 #include "brainscript/command_line.h"
+#include "brainscript/training.h"
 
 namespace cntk::brainscript {
 
@@ -20,6 +21,7 @@ std::map<std::string, Action> builtin_actions() {
                            "dumpnode", "bnstat", "adapt", "convertdbn", "exportdbn", "createLabelMap",
                            "writeWordAndClass", "plot", "SVD"})
     table[name] = not_implemented(name);
+  register_training_actions(table);
   return table;
 }
 

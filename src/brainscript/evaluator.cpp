@@ -472,8 +472,12 @@ Table builtin_table() {
   t["Input"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "Input"};
     const bool sparse = a.opt("sparse") ? a.opt("sparse")->boolean : false;
-    return node(Variable::input(bs_shape(dims_of(p, w)), g_dtype, sparse, false,
-                                {Axis::default_dynamic_axis(), Axis::default_batch_axis()}, ""));
+    // CNTK's inputs always carried a sequence axis; here an input has one only when a
+    // dynamicAxis is named (sequence models), so that plain sample data (each CTF line its own
+    // sample) is a batch.
+    std::vector<Axis> axes = {Axis::default_batch_axis()};
+    if (a.opt("dynamicAxis")) axes.insert(axes.begin(), Axis::default_dynamic_axis());
+    return node(Variable::input(bs_shape(dims_of(p, w)), g_dtype, sparse, false, axes, ""));
   };
   t["ParameterTensor"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "ParameterTensor"};
@@ -481,7 +485,10 @@ Table builtin_table() {
   };
   t["Parameter"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "Parameter"};
-    return make_parameter(dims_of({a.at(0), a.at(1)}, w), a);
+    // A [n x 1] parameter is a bias column: a vector, as CNTK 2.7 loads such v1 parameters.
+    std::vector<size_t> dims = dims_of({a.at(0), a.at(1)}, w);
+    if (dims.size() == 2 && dims[1] == 1) dims.pop_back();
+    return make_parameter(dims, a);
   };
   t["Constant"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "Constant"};

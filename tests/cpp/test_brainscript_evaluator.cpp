@@ -75,20 +75,17 @@ TEST(BrainScriptEvaluator, LogisticRegressionNetworkRunsForward) {
   EXPECT_EQ(net.features[0].name(), "features");
   EXPECT_EQ(net.features[0].shape(), NDShape({2}));
   EXPECT_EQ(net.nodes.at("w").shape(), NDShape({2, 1}));  // BrainScript [1 x 2], NumPy order
+  EXPECT_EQ(net.nodes.at("b").shape(), NDShape({1}));     // a [1 x 1] bias column is a vector
   EXPECT_EQ(net.outputs[0].owner()->name(), "p");
   EXPECT_EQ(net.model->parameters().size(), 2u);
 
   const std::vector<float> w = values_of(net.nodes.at("w").value());
   const float b = values_of(net.nodes.at("b").value())[0];
   const std::vector<std::vector<float>> xs = {{0.5f, -1.f}, {2.f, 3.f}, {-1.5f, 0.25f}};
-  std::vector<NDArrayView> seqs;
-  for (const auto& x : xs) {
-    NDArrayView v(DataType::Float, NDShape{1, 2});
-    std::copy(x.begin(), x.end(), v.data<float>());
-    seqs.push_back(v);
-  }
+  NDArrayView batch(DataType::Float, NDShape{3, 2});
+  for (size_t i = 0; i < 3; ++i) std::copy(xs[i].begin(), xs[i].end(), batch.data<float>() + 2 * i);
   std::vector<cntk::Value> outs;
-  forward(net.model, {{net.features[0], cntk::Value::from_sequences(seqs)}}, {net.outputs[0]}, outs, false);
+  forward(net.model, {{net.features[0], cntk::Value(batch)}}, {net.outputs[0]}, outs, false);
   const std::vector<float> p = values_of(outs[0].data());
   ASSERT_EQ(p.size(), 3u);
   for (size_t i = 0; i < 3; ++i) {

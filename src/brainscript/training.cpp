@@ -1,0 +1,402 @@
+// The train, test and write actions: CNTK's SGD block and reader blocks over the engine's
+// Trainer, learners and MinibatchSource, with CNTK's log lines.
+#include "brainscript/training.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "brainscript/evaluator.h"
+#include "cntk/learner.h"
+#include "cntk/legacy_model.h"
+#include "cntk/serialize.h"
+#include "cntk/trainer.h"
+#include "io/ctf_deserializer.h"
+#include "io/minibatch_source.h"
+
+namespace cntk::brainscript {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// A per-epoch schedule value: epoch i takes entry i, the last entry holds from then on.
+template <typename T>
+T for_epoch(const std::vector<T>& values, size_t epoch) {
+  return values[std::min(epoch, values.size() - 1)];
+}
+
+std::vector<double> numbers(const std::vector<std::string>& items, const std::string& what) {
+  std::vector<double> out;
+  for (const auto& s : items) out.push_back(config_to_double(s, what));
+  return out;
+}
+
+// The reader block: CNTKTextFormatReader streams named as the network's inputs.
+std::unique_ptr<io::MinibatchSource> make_reader(const ConfigRecord& command, const std::vector<Variable>& inputs,
+                                                 bool randomize_default, uint64_t max_sweeps) {
+  auto reader = command.block("reader");
+  const std::string type = reader->get("readerType", "");
+  if (type != "CNTKTextFormatReader")
+    throw NotImplementedError("reader type '" + type + "' (in " + reader->name() +
+                              ") is not implemented yet; CNTKTextFormatReader is");
+  auto input = reader->block("input");
+  std::vector<io::CTFStreamDef> defs;
+  for (const auto& name : input->keys()) {
+    auto s = input->block(name);
+    io::CTFStreamDef d;
+    d.name = name;
+    d.alias = s->get("alias", name);
+    const std::string format = s->get("format", "dense");
+    if (format != "dense" && format != "sparse")
+      throw ValueError("input '" + name + "' in " + reader->name() + ": format must be dense or sparse, not '" +
+                       format + "'");
+    d.sparse = format == "sparse";
+    d.shape = NDShape{s->get_int("dim", 0)};
+    for (const auto& in : inputs)
+      if (in.name() == name) {
+        d.dtype = in.dtype();
+        if (in.shape().total_size() == d.shape.total_size()) d.shape = in.shape();
+      }
+    defs.push_back(d);
+  }
+  io::MinibatchSourceConfig cfg;
+  cfg.deserializers.push_back(std::make_shared<io::CTFDeserializer>(reader->get("file"), defs));
+  cfg.randomize = reader->get_bool("randomize", randomize_default);
+  cfg.max_sweeps = max_sweeps;
+  if (reader->exists("randomizationWindow")) cfg.randomization_window_in_samples = reader->get_int("randomizationWindow", 0);
+  return std::make_unique<io::MinibatchSource>(cfg);
+}
+
+// The minibatch's data for each network input, by stream name.
+VariableValues arguments_for(const io::MinibatchSource& source, const io::Minibatch& mb,
+                             const std::vector<Variable>& inputs) {
+  VariableValues args;
+  for (size_t i = 0; i < source.streams().size(); ++i)
+    for (const auto& in : inputs)
+      if (in.name() == source.streams()[i].name)
+        args.emplace_back(in, in.dynamic_axes().size() == 1 ? io::drop_sequence_axis(mb.streams[i].data)
+                                                            : mb.streams[i].data);
+  return args;
+}
+
+std::vector<Variable> leaf_inputs(const FunctionPtr& model) {
+  std::vector<Variable> out;
+  for (const auto& v : model->arguments()) out.push_back(v);
+  return out;
+}
+
+FunctionPtr single(const Variable& v) { return Function::combine({v}); }
+
+// CNTK's "<name> = <average> * <count>; " criterion format.
+void log_criterion(const std::string& name, double sum, size_t count) {
+  std::fprintf(stderr, "%s = %.8f * %zu; ", name.c_str(), count ? sum / double(count) : 0.0, count);
+}
+
+std::string node_name(const Variable& v) {
+  if (v.is_output() && v.owner() && !v.owner()->name().empty()) return v.owner()->name();
+  return v.name();
+}
+
+Network network_for(const ActionContext& ctx) {
+  const ConfigRecord& c = *ctx.config;
+  if (c.exists("BrainScriptNetworkBuilder") || c.exists("ExperimentalNetworkBuilder")) {
+    EvaluationOptions options;
+    options.dtype = c.get("precision", "float") == "double" ? DataType::Double : DataType::Float;
+    options.include_paths = ctx.command_line->config_dirs;
+    return build_network(c.get(c.exists("BrainScriptNetworkBuilder") ? "BrainScriptNetworkBuilder"
+                                                                      : "ExperimentalNetworkBuilder"),
+                         options);
+  }
+  for (const char* builder : {"SimpleNetworkBuilder", "NDLNetworkBuilder"})
+    if (c.exists(builder))
+      throw NotImplementedError(std::string(builder) + " (in command '" + ctx.command +
+                                "') is not implemented yet; BrainScriptNetworkBuilder is");
+  throw ValueError("no network builder in command '" + ctx.command +
+                   "': BrainScriptNetworkBuilder, SimpleNetworkBuilder or NDLNetworkBuilder must be given");
+}
+
+// Outputs of a loaded model that are criteria or metrics: one value per sample from a loss or
+// error op. CNTK kept these roles in its v1 files; models written as CNTK 2.7 wrote them keep
+// only the root nodes, so the roles are recognised by op (or named by evalNodeNames).
+bool is_metric(const Variable& v) {
+  static const std::set<std::string> ops = {"CrossEntropyWithSoftmax", "ClassificationError", "Logistic",
+                                            "ReduceElements", "SquaredError", "LambdaRank", "NDCG",
+                                            "EditDistanceError", "CosDistance"};
+  return v.is_output() && v.owner() && ops.count(v.owner()->op_name()) && v.shape().total_size() == 1;
+}
+
+FunctionPtr load_model(const ConfigRecord& c) {
+  const std::string path = c.get("modelPath");
+  if (!fs::exists(path)) throw IOError("model file '" + path + "' does not exist");
+  return load_function(path);
+}
+
+std::vector<Variable> select_nodes(const FunctionPtr& model, const ConfigRecord& c, const char* key, bool metrics) {
+  std::vector<Variable> out;
+  if (c.exists(key)) {
+    for (const auto& name : c.get_array(key)) {
+      bool found = false;
+      for (const auto& o : model->outputs())
+        if (node_name(o) == name) {
+          out.push_back(o);
+          found = true;
+        }
+      if (!found) throw ValueError(std::string(key) + ": the model has no output node named '" + name + "'");
+    }
+    return out;
+  }
+  for (const auto& o : model->outputs())
+    if (is_metric(o) == metrics) out.push_back(o);
+  return out;
+}
+
+void train(const ActionContext& ctx) {
+  const ConfigRecord& c = *ctx.config;
+  const std::string model_path = c.get("modelPath");
+  if (c.get_bool("makeMode", true) && fs::exists(model_path)) {
+    Log::printf("CNTKCommandTrainInfo: %s : model '%s' exists, training skipped (makeMode)\n", ctx.command.c_str(),
+                model_path.c_str());
+    return;
+  }
+  auto sgd = c.block("SGD");
+  const long long max_epochs = sgd->get_int("maxEpochs", -1);
+  if (max_epochs <= 0) throw ValueError(sgd->name() + ": maxEpochs must be given and positive");
+  const size_t epoch_size = size_t(sgd->get_int("epochSize", 0));  // 0: one sweep of the data
+  const std::vector<double> mb_sizes = numbers(sgd->get_array("minibatchSize", {"256"}), "minibatchSize");
+  const std::string update = sgd->get("gradUpdateType", "None");
+  if (update != "None" && update != "none")
+    throw NotImplementedError("gradUpdateType '" + update + "' is not implemented yet (None is)");
+  if (sgd->get_double("dropoutRate", 0) != 0) throw NotImplementedError("SGD dropoutRate is not implemented yet");
+
+  std::vector<double> lr_per_sample;
+  if (sgd->exists("learningRatesPerSample")) {
+    lr_per_sample = numbers(sgd->get_array("learningRatesPerSample"), "learningRatesPerSample");
+  } else if (sgd->exists("learningRatesPerMB")) {
+    const auto per_mb = numbers(sgd->get_array("learningRatesPerMB"), "learningRatesPerMB");
+    for (size_t i = 0; i < per_mb.size(); ++i) lr_per_sample.push_back(per_mb[i] / for_epoch(mb_sizes, i));
+  } else {
+    throw ValueError(sgd->name() + ": learningRatesPerSample or learningRatesPerMB must be given");
+  }
+  // Momentum as a per-sample value; CNTK's default is 0.9 per minibatch.
+  std::vector<double> momentum_per_sample;
+  if (sgd->exists("momentumPerSample")) {
+    momentum_per_sample = numbers(sgd->get_array("momentumPerSample"), "momentumPerSample");
+  } else if (sgd->exists("momentumAsTimeConstant")) {
+    for (double tc : numbers(sgd->get_array("momentumAsTimeConstant"), "momentumAsTimeConstant"))
+      momentum_per_sample.push_back(tc == 0 ? 0 : std::exp(-1 / tc));
+  } else {
+    const auto per_mb = numbers(sgd->get_array("momentumPerMB", {"0.9"}), "momentumPerMB");
+    for (size_t i = 0; i < per_mb.size(); ++i)
+      momentum_per_sample.push_back(std::pow(per_mb[i], 1.0 / for_epoch(mb_sizes, i)));
+  }
+  if (std::set<double>(momentum_per_sample.begin(), momentum_per_sample.end()).size() > 1)
+    throw NotImplementedError("a momentum that changes between epochs is not implemented yet");
+
+  AdditionalLearningOptions options;
+  options.l1_regularization_weight = sgd->get_double("L1RegWeight", 0);
+  options.l2_regularization_weight = sgd->get_double("L2RegWeight", 0);
+  options.gradient_clipping_threshold_per_sample =
+      sgd->get_double("clippingThresholdPerSample", std::numeric_limits<double>::infinity());
+  options.gradient_clipping_with_truncation = sgd->get_bool("gradientClippingWithTruncation", true);
+
+  Network net = network_for(ctx);
+  if (net.criteria.empty()) throw ValueError("the network of command '" + ctx.command + "' has no criterionNodes");
+  if (net.evaluations.size() > 1)
+    throw NotImplementedError("training with more than one evaluation node is not implemented yet");
+  const Variable criterion = net.criteria[0];
+  FunctionPtr evaluation = net.evaluations.empty() ? nullptr : single(net.evaluations[0]);
+  const double momentum = momentum_per_sample[0];
+  LearnerPtr learner = momentum_sgd_learner(net.model->parameters(), LearningRateSchedule(lr_per_sample[0], 1),
+                                            MomentumSchedule(momentum, 1), /*unit_gain=*/true, options);
+  Trainer trainer(net.model, single(criterion), evaluation, {learner});
+
+  const std::vector<Variable> inputs = leaf_inputs(net.model);
+  auto source = make_reader(c, inputs, /*randomize_default=*/true, io::kInfinitelyRepeat);
+  const size_t show_every = size_t(sgd->get_int("numMBsToShowResult", 10));
+  const std::string crit_name = node_name(criterion);
+  const std::string eval_name = net.evaluations.empty() ? "" : node_name(net.evaluations[0]);
+  size_t total_samples = 0;
+  fs::path model_dir = fs::path(model_path).parent_path();
+  if (!model_dir.empty()) fs::create_directories(model_dir);
+  bool data_left = true;
+  for (long long epoch = 0; epoch < max_epochs && data_left; ++epoch) {
+    const double lr = for_epoch(lr_per_sample, size_t(epoch));
+    const size_t mb_size = size_t(for_epoch(mb_sizes, size_t(epoch)));
+    learner->reset_learning_rate(LearningRateSchedule(lr, 1));
+    std::fprintf(stderr, "\n");
+    Log::printf("Starting Epoch %lld: learning rate per sample = %f  effective momentum = %f  momentum as time constant = %.1f samples\n",
+                epoch + 1, lr, std::pow(momentum, double(mb_size)), momentum > 0 && momentum < 1 ? -1 / std::log(momentum) : 0.0);
+    std::fprintf(stderr, "\n");
+    Log::printf("Starting minibatch loop.\n");
+    const auto epoch_start = Clock::now();
+    auto logged_at = Clock::now();
+    double crit_sum = 0, eval_sum = 0, crit_logged = 0, eval_logged = 0;
+    size_t samples = 0, eval_samples = 0, samples_logged = 0, eval_samples_logged = 0, mbs = 0, mbs_logged = 0;
+    while (true) {
+      if (epoch_size && samples >= epoch_size) break;
+      const size_t want = epoch_size ? std::min(mb_size, epoch_size - samples) : mb_size;
+      io::Minibatch mb = source->next_minibatch(want);
+      if (mb.empty()) {
+        data_left = false;
+        break;
+      }
+      bool sweep_end = false;
+      for (const auto& s : mb.streams) sweep_end |= s.sweep_end;
+      trainer.train_minibatch(arguments_for(*source, mb, inputs), sweep_end);
+      crit_sum += trainer.previous_minibatch_loss().sum;
+      samples += trainer.previous_minibatch_loss().samples;
+      eval_sum += trainer.previous_minibatch_evaluation().sum;
+      eval_samples += trainer.previous_minibatch_evaluation().samples;
+      ++mbs;
+      if (show_every && mbs % show_every == 0) {
+        const double t = seconds_since(logged_at);
+        Log::printf(" Epoch[%2lld of %lld]-Minibatch[%4zu-%4zu]: ", epoch + 1, max_epochs, mbs_logged + 1, mbs);
+        log_criterion(crit_name, crit_sum - crit_logged, samples - samples_logged);
+        if (evaluation) log_criterion(eval_name, eval_sum - eval_logged, eval_samples - eval_samples_logged);
+        std::fprintf(stderr, "time = %.4fs; samplesPerSecond = %.1f\n", t, double(samples - samples_logged) / std::max(t, 1e-9));
+        crit_logged = crit_sum, eval_logged = eval_sum, samples_logged = samples, eval_samples_logged = eval_samples;
+        mbs_logged = mbs;
+        logged_at = Clock::now();
+      }
+      if (!epoch_size && sweep_end) break;  // epochSize 0: an epoch is one sweep of the data
+    }
+    if (samples == 0) break;
+    total_samples += samples;
+    Log::printf("Finished Epoch[%2lld of %lld]: [Training] ", epoch + 1, max_epochs);
+    log_criterion(crit_name, crit_sum, samples);
+    if (evaluation) log_criterion(eval_name, eval_sum, eval_samples);
+    std::fprintf(stderr, "totalSamplesSeen = %zu; learningRatePerSample = %.8g; epochTime=%.6gs\n", total_samples,
+                 float(lr), seconds_since(epoch_start));
+    const bool last = epoch + 1 == max_epochs;
+    const std::string path = last ? model_path : model_path + "." + std::to_string(epoch + 1);
+    Log::printf("SGD: Saving checkpoint model '%s'\n", path.c_str());
+    save_as_legacy_model(net.model, path);
+    if (!last && !c.get_bool("keepCheckPointFiles", false) && epoch > 0)
+      fs::remove(model_path + "." + std::to_string(epoch));  // CNTK keeps only the latest checkpoint
+  }
+  if (!fs::exists(model_path)) save_as_legacy_model(net.model, model_path);  // data ended before maxEpochs
+  std::fprintf(stderr, "\n");
+  Log::printf("Action \"train\" complete.\n");
+}
+
+void test(const ActionContext& ctx) {
+  const ConfigRecord& c = *ctx.config;
+  FunctionPtr model = load_model(c);
+  const std::vector<Variable> metrics = select_nodes(model, c, "evalNodeNames", true);
+  if (metrics.empty()) throw ValueError("the model '" + c.get("modelPath") + "' has no criterion or evaluation node");
+  const std::vector<Variable> inputs = leaf_inputs(model);
+  auto source = make_reader(c, inputs, /*randomize_default=*/false, 1);
+  const size_t mb_size = size_t(config_to_double(c.get_array("minibatchSize", {"10000"})[0], "minibatchSize"));
+  std::vector<Evaluator> evaluators;
+  for (const auto& m : metrics) evaluators.emplace_back(single(m));
+  std::vector<double> sums(metrics.size(), 0);
+  std::vector<size_t> counts(metrics.size(), 0);
+  size_t mbs = 0;
+  while (true) {
+    io::Minibatch mb = source->next_minibatch(mb_size);
+    if (mb.empty()) break;
+    const VariableValues args = arguments_for(*source, mb, inputs);
+    for (size_t i = 0; i < metrics.size(); ++i) {
+      evaluators[i].test_minibatch(args);
+      sums[i] += evaluators[i].previous_test_minibatch().sum;
+      counts[i] += evaluators[i].previous_test_minibatch().samples;
+    }
+    ++mbs;
+  }
+  Log::printf("Final Results: Minibatch[1-%zu]: ", mbs);
+  for (size_t i = 0; i < metrics.size(); ++i) {
+    log_criterion(node_name(metrics[i]), sums[i], counts[i]);
+    if (metrics[i].owner()->op_name() == "CrossEntropyWithSoftmax" && counts[i])
+      std::fprintf(stderr, "perplexity = %.8f; ", std::exp(sums[i] / double(counts[i])));
+  }
+  std::fprintf(stderr, "\n");
+}
+
+// Writes each output node's values, one sample per line, to <outputPath>.<node name>
+// (outputPath "-": to stdout).
+void write(const ActionContext& ctx) {
+  const ConfigRecord& c = *ctx.config;
+  if (c.exists_here("format")) throw NotImplementedError("the write action's format block is not implemented yet");
+  FunctionPtr model = load_model(c);
+  const std::vector<Variable> outputs = select_nodes(model, c, "outputNodeNames", false);
+  if (outputs.empty()) throw ValueError("the model '" + c.get("modelPath") + "' has no output node to write");
+  const std::vector<Variable> inputs = leaf_inputs(model);
+  auto source = make_reader(c, inputs, /*randomize_default=*/false, 1);
+  const std::string base = c.get("outputPath");
+  std::vector<std::unique_ptr<std::ofstream>> files;
+  for (const auto& o : outputs) {
+    if (base == "-") {
+      files.emplace_back();
+      continue;
+    }
+    const std::string path = base + "." + node_name(o);
+    if (fs::path(path).has_parent_path()) fs::create_directories(fs::path(path).parent_path());
+    files.push_back(std::make_unique<std::ofstream>(path));
+    if (!*files.back()) throw IOError("cannot write '" + path + "'");
+  }
+  while (true) {
+    io::Minibatch mb = source->next_minibatch(10000);
+    if (mb.empty()) break;
+    std::vector<cntk::Value> values;
+    forward(model, arguments_for(*source, mb, inputs), outputs, values, false);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      NDArrayView v = values[i].data().contiguous();
+      const size_t per_sample = size_t(outputs[i].shape().total_size());
+      const size_t n = per_sample ? size_t(v.numel()) / per_sample : 0;
+      // Sequences are [sequences, steps, *shape]; each sample is one line (padding included only
+      // where a sequence is shorter, which the mask marks).
+      const auto* mask = values[i].mask().get();
+      for (size_t s = 0; s < n; ++s) {
+        if (mask && mask->max_len() &&
+            mask->at(int64_t(s) / mask->max_len(), int64_t(s) % mask->max_len()) == MaskKind::Invalid)
+          continue;
+        std::string line;
+        char buf[64];
+        for (size_t k = 0; k < per_sample; ++k) {
+          const double x = v.dtype() == DataType::Double ? v.data<double>()[s * per_sample + k]
+                                                          : double(v.data<float>()[s * per_sample + k]);
+          std::snprintf(buf, sizeof buf, "%s%g", k ? " " : "", x);
+          line += buf;
+        }
+        if (files[i])
+          *files[i] << line << '\n';
+        else
+          std::printf("%s\n", line.c_str());
+      }
+    }
+  }
+}
+
+void dump_node(const ActionContext& ctx) {
+  const ConfigRecord& c = *ctx.config;
+  const std::string model_path = c.get("modelPath");
+  std::ifstream in(model_path, std::ios::binary);
+  if (!in) throw IOError("cannot read model file '" + model_path + "'");
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!is_legacy_model(bytes)) throw NotImplementedError("dumpNode reads v1 model files only");
+  const std::string out_path = c.get("outputFile", model_path + ".__AllNodes__.txt");
+  std::ofstream out(out_path);
+  out << dump_legacy_model(bytes, model_path);
+  if (!out) throw IOError("cannot write '" + out_path + "'");
+}
+
+}  // namespace
+
+void register_training_actions(std::map<std::string, Action>& table) {
+  table["train"] = train;
+  table["trainRNN"] = train;
+  table["test"] = test;
+  table["eval"] = test;
+  table["write"] = write;
+  for (const char* name : {"dumpNode", "dumpNodes", "dumpnode"}) table[name] = dump_node;
+}
+
+}  // namespace cntk::brainscript

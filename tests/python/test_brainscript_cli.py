@@ -1,0 +1,124 @@
+"""The `cntk` command on CNTK's own BrainScript configs (../shared/cntk-brainscript).
+
+The command is the installed one (`pip install .` puts it on PATH) or, in a developer tree,
+build/dev/cntk.
+"""
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MATERIAL = os.path.join(HERE, '..', '..', '..', 'shared', 'cntk-brainscript')
+TUTORIAL = os.path.join(MATERIAL, 'Tutorials', 'HelloWorld-LogisticRegression')
+EXPECTED = os.path.join(MATERIAL, 'Tests', 'UnitTests', 'BrainScriptTests', 'Data', 'ComputationNetwork')
+
+
+def cntk_command():
+    dev = os.path.join(HERE, '..', '..', 'build', 'dev', 'cntk')
+    if os.path.exists(dev):
+        return dev
+    found = shutil.which('cntk')
+    if found is None:
+        pytest.skip('the cntk command is not built (make dev) or installed (pip install .)')
+    return found
+
+
+def run(args, cwd, timeout=600):
+    p = subprocess.run([cntk_command()] + args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stderr
+
+
+@pytest.fixture
+def tutorial(tmp_path):
+    if not os.path.isdir(TUTORIAL):
+        pytest.skip('%s is absent' % TUTORIAL)
+    for f in os.listdir(TUTORIAL):
+        if f.endswith('.txt'):
+            shutil.copy(os.path.join(TUTORIAL, f), tmp_path)
+    return tmp_path
+
+
+def parameters(dump_text):
+    """name -> values of the LearnableParameters in a DumpNodeInfo text (ours or CNTK's)."""
+    out = {}
+    lines = dump_text.splitlines()
+    for i, line in enumerate(lines):
+        m = re.match(r'(?:__v2libuid__\w+__v2libname__)?(\w+)=LearnableParameter', line.strip())
+        if not m:
+            continue
+        values = []
+        for row in lines[i + 1:]:
+            if row.strip().startswith('#'):
+                break
+            values += [float(x) for x in row.split()]
+        out[m.group(1)] = values
+    return out
+
+
+def final_results(log):
+    m = re.search(r'Final Results: Minibatch\[1-\d+\]: (.*)', log)
+    assert m, log[-3000:]
+    return {k: float(v) for k, v in re.findall(r'(\w+) = ([-\d.e+]+) \* \d+', m.group(1))}
+
+
+def test_logistic_regression_tutorial_runs_unmodified(tutorial):
+    rc, log = run(['configFile=' + os.path.join(TUTORIAL, 'lr_bs.cntk')], tutorial)
+    assert rc == 0, log[-3000:]
+    for line in ('# Train command (train action)', 'Starting Epoch 1: learning rate per sample = 0.040000',
+                 'Finished Epoch[50 of 50]: [Training] lr = ', "SGD: Saving checkpoint model 'Models/LR_reg.dnn'",
+                 'COMPLETED.'):
+        assert line in log, line
+    assert re.search(r' Epoch\[ 1 of 50\]-Minibatch\[   1-  10\]: lr = [\d.]+ \* 250; err = [\d.]+ \* 250; ', log)
+    # The trained parameters match those CNTK's run of this tutorial wrote, within 5%.
+    ours = parameters((tutorial / 'Models' / 'LR_reg.dnn.__AllNodes__.txt').read_text())
+    with open(os.path.join(EXPECTED, 'LR_reg.dnn_Expected.txt')) as f:
+        cntk = parameters(f.read())
+    assert set(ours) == set(cntk) == {'w', 'b'}
+    for name in cntk:
+        for a, b in zip(ours[name], cntk[name]):
+            assert abs(a - b) <= 0.05 * abs(b), (name, ours[name], cntk[name])
+    results = final_results(log)
+    assert results['err'] < 0.02 and results['lr'] < 0.06, results
+    # The write action: one probability per test sample.
+    probs = [float(x) for x in (tutorial / 'LR.txt.p').read_text().split()]
+    assert len(probs) == 500 and all(0 <= p <= 1 for p in probs)
+
+
+def test_three_classes_tutorial_runs_unmodified(tutorial):
+    rc, log = run(['configFile=' + os.path.join(TUTORIAL, '3Classes_bs.cntk')], tutorial)
+    assert rc == 0, log[-3000:]
+    results = final_results(log)
+    assert results['errs'] < 0.12, results
+    assert 'perplexity = ' in log
+    assert len((tutorial / 'MC.txt.z').read_text().splitlines()) == 500
+
+
+def test_command_line_overrides_a_block_and_makemode_skips(tutorial):
+    cfg = os.path.join(TUTORIAL, 'lr_bs.cntk')
+    rc, log = run(['configFile=' + cfg, 'command=Train', 'Train=[SGD=[maxEpochs=2]]', 'timestamping=true'], tutorial)
+    assert rc == 0, log[-3000:]
+    assert 'Finished Epoch[ 2 of 2]' in log and 'Epoch[ 3' not in log
+    assert re.search(r'^\d\d/\d\d/\d{4} \d\d:\d\d:\d\d: __COMPLETED__$', log, re.M)
+    rc, log = run(['configFile=' + cfg, 'command=Train', 'Train=[SGD=[maxEpochs=2]]'], tutorial)
+    assert rc == 0 and 'Starting Epoch' not in log  # makeMode: the model exists
+
+
+def test_errors_name_their_place(tmp_path):
+    bad = tmp_path / 'bad.cntk'
+    bad.write_text('command = T\nT = [\n  action = "train"\n  x = [ 1\n]\n')
+    rc, log = run(['configFile=' + str(bad)], tmp_path)
+    assert rc != 0
+    assert 'bad.cntk(2,5): configuration error: ' in log and "\n  T = [\n      ^" in log, log
+    unknown = tmp_path / 'unknown.cntk'
+    unknown.write_text('command = T\nT = [ action = "fly" ]\n')
+    rc, log = run(['configFile=' + str(unknown)], tmp_path)
+    assert rc != 0 and "unknown action 'fly' in command 'T'" in log
+    net = tmp_path / 'net.cntk'
+    net.write_text('command = T\nmodelPath = "m.dnn"\nT = [ action = "train"\n'
+                   '  BrainScriptNetworkBuilder = [ x = Input (2) ; y = x + nothing ]\n'
+                   '  SGD = [ maxEpochs = 1 ; learningRatesPerSample = 0.1 ]\n]\n')
+    rc, log = run(['configFile=' + str(net)], tmp_path)
+    assert rc != 0 and "evaluation error: unknown identifier 'nothing'" in log, log
