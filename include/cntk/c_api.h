@@ -376,10 +376,12 @@ CNTK_C_EXPORT cntk_status cntk_minibatch_source_stream(const cntk_minibatch_sour
 CNTK_C_EXPORT cntk_status cntk_minibatch_source_next(cntk_minibatch_source* s, size_t size_in_samples,
                                                      size_t num_partitions, size_t partition_index,
                                                      cntk_minibatch** out);
-/* Per-dimension mean and 1/stddev of a dense stream over one sweep of a fresh source of the same
- * file (CNTK's ComputeInputPerDimMeansAndInvStdDevs); the arrays have the stream's sample shape. */
-CNTK_C_EXPORT cntk_status cntk_minibatch_source_mean_inv_stddev(cntk_minibatch_source* s, size_t stream_index,
-                                                                cntk_ndarray** mean, cntk_ndarray** inv_stddev);
+/* Per-dimension mean and 1/stddev of the dense streams `stream_indices` over the source's samples
+ * to its end (or to the end of a sweep of a repeating source), as CNTK's
+ * ComputeInputPerDimMeansAndInvStdDevs; means[i] and inv_stddevs[i] get the stream's sample shape. */
+CNTK_C_EXPORT cntk_status cntk_minibatch_source_mean_inv_stddev(cntk_minibatch_source* s, const size_t* stream_indices,
+                                                                size_t count, cntk_ndarray** means,
+                                                                cntk_ndarray** inv_stddevs);
 CNTK_C_EXPORT void cntk_minibatch_release(cntk_minibatch* m);
 /* Stream i of the minibatch: its value (NULL when this partition got none), counts, sweep end. */
 CNTK_C_EXPORT cntk_status cntk_minibatch_stream(const cntk_minibatch* m, size_t index, cntk_value** value,

@@ -287,49 +287,68 @@ cntk_status cntk_minibatch_source_next(cntk_minibatch_source* s, size_t size_in_
   });
 }
 
-cntk_status cntk_minibatch_source_mean_inv_stddev(cntk_minibatch_source* s, size_t stream_index, cntk_ndarray** mean,
-                                                  cntk_ndarray** inv_stddev) {
+cntk_status cntk_minibatch_source_mean_inv_stddev(cntk_minibatch_source* s, const size_t* stream_indices, size_t count,
+                                                  cntk_ndarray** means, cntk_ndarray** inv_stddevs) {
   return guard([&] {
     need(s, "minibatch source");
-    need(mean, "mean");
-    need(inv_stddev, "inv_stddev");
+    need(means, "means");
+    need(inv_stddevs, "inv_stddevs");
+    if (!count) return;
+    need(stream_indices, "stream_indices");
     const auto& streams = s->source->streams();
-    if (stream_index >= streams.size())
-      throw OutOfRange("stream " + std::to_string(stream_index) + " of " + std::to_string(streams.size()));
-    const io::StreamInfo info = streams[stream_index];
-    const size_t dim = info.dim();
-    // Reads the source to its end (or one sweep of a repeating source), as CNTK does.
-    std::vector<double> sum(dim, 0.0), sum_sq(dim, 0.0);
-    size_t n = 0;
-    const size_t mb_size = std::max<size_t>(1, (size_t(1) << 27) / (dim * sizeof(float)));
-    for (;;) {
+    struct Moments {
+      size_t stream, dim;
+      std::vector<double> sum, sum_sq;
+      size_t n = 0;
+    };
+    std::vector<Moments> acc;
+    size_t bytes_per_sample = 0;
+    for (size_t i = 0; i < count; ++i) {
+      if (stream_indices[i] >= streams.size())
+        throw OutOfRange("stream " + std::to_string(stream_indices[i]) + " of " + std::to_string(streams.size()));
+      const size_t dim = streams[stream_indices[i]].dim();
+      acc.push_back({stream_indices[i], dim, std::vector<double>(dim), std::vector<double>(dim)});
+      bytes_per_sample += dim * sizeof(float);
+    }
+    // Minibatches of up to 128 MB, read to the end of the data (or of one sweep of a repeating source).
+    const size_t mb_size = std::max<size_t>(1, (size_t(1) << 27) / bytes_per_sample);
+    for (bool end = false; !end;) {
       io::Minibatch mb = s->source->next_minibatch(mb_size);
       if (mb.empty()) break;
-      const io::StreamMinibatch& st = mb.streams[stream_index];
-      if (st.data.is_valid()) {
+      for (Moments& m : acc) {
+        const io::StreamMinibatch& st = mb.streams[m.stream];
+        end |= st.sweep_end;
+        if (!st.data.is_valid()) continue;
         for (const NDArrayView& seq : st.data.unpack(1)) {
           NDArrayView d = seq.cast(DataType::Double);
           const double* p = d.data<double>();
-          const size_t samples = size_t(d.numel()) / dim;
+          const size_t samples = size_t(d.numel()) / m.dim;
           for (size_t i = 0; i < samples; ++i)
-            for (size_t k = 0; k < dim; ++k) {
-              sum[k] += p[i * dim + k];
-              sum_sq[k] += p[i * dim + k] * p[i * dim + k];
+            for (size_t k = 0; k < m.dim; ++k) {
+              m.sum[k] += p[i * m.dim + k];
+              m.sum_sq[k] += p[i * m.dim + k] * p[i * m.dim + k];
             }
-          n += samples;
+          m.n += samples;
         }
       }
-      if (st.sweep_end) break;
     }
-    if (!n) throw ValueError("ComputeInputPerDimMeansAndInvStdDevs: stream '" + info.name + "' has no samples");
-    NDArrayView m(DataType::Double, info.sample_shape), inv(DataType::Double, info.sample_shape);
-    for (size_t k = 0; k < dim; ++k) {
-      const double mu = sum[k] / double(n), var = std::max(0.0, sum_sq[k] / double(n) - mu * mu);
-      m.data<double>()[k] = mu;
-      inv.data<double>()[k] = 1.0 / std::max(std::sqrt(var), 1e-10);  // a constant input stays finite
+    std::vector<std::unique_ptr<cntk_ndarray>> mean_out, inv_out;
+    for (const Moments& m : acc) {
+      const io::StreamInfo& info = streams[m.stream];
+      if (!m.n) throw ValueError("ComputeInputPerDimMeansAndInvStdDevs: stream '" + info.name + "' has no samples");
+      NDArrayView mean(DataType::Double, info.sample_shape), inv(DataType::Double, info.sample_shape);
+      for (size_t k = 0; k < m.dim; ++k) {
+        const double mu = m.sum[k] / double(m.n), var = std::max(0.0, m.sum_sq[k] / double(m.n) - mu * mu);
+        mean.data<double>()[k] = mu;
+        inv.data<double>()[k] = 1.0 / std::sqrt(std::max(var, 1e-10));  // CNTK floors the variance at 1e-10
+      }
+      mean_out.push_back(std::make_unique<cntk_ndarray>(cntk_ndarray{mean.cast(info.dtype)}));
+      inv_out.push_back(std::make_unique<cntk_ndarray>(cntk_ndarray{inv.cast(info.dtype)}));
     }
-    *mean = new cntk_ndarray{m.cast(info.dtype)};
-    *inv_stddev = new cntk_ndarray{inv.cast(info.dtype)};
+    for (size_t i = 0; i < count; ++i) {
+      means[i] = mean_out[i].release();
+      inv_stddevs[i] = inv_out[i].release();
+    }
   });
 }
 

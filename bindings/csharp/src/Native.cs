@@ -224,7 +224,7 @@ namespace CNTK
         [DllImport(Lib)] internal static extern int cntk_minibatch_source_num_streams(IntPtr s, out UIntPtr count);
         [DllImport(Lib)] internal static extern int cntk_minibatch_source_stream(IntPtr s, UIntPtr index, byte[] name, UIntPtr capacity, out UIntPtr length, out int dtype, out UIntPtr dim, out int isSparse);
         [DllImport(Lib)] internal static extern int cntk_minibatch_source_next(IntPtr s, UIntPtr size, UIntPtr partitions, UIntPtr index, out IntPtr result);
-        [DllImport(Lib)] internal static extern int cntk_minibatch_source_mean_inv_stddev(IntPtr s, UIntPtr stream, out IntPtr mean, out IntPtr invStdDev);
+        [DllImport(Lib)] internal static extern int cntk_minibatch_source_mean_inv_stddev(IntPtr s, UIntPtr[] streams, UIntPtr count, IntPtr[] means, IntPtr[] invStdDevs);
         [DllImport(Lib)] internal static extern void cntk_minibatch_release(IntPtr m);
         [DllImport(Lib)] internal static extern int cntk_minibatch_stream(IntPtr m, UIntPtr index, out IntPtr value, out UIntPtr numSequences, out UIntPtr numSamples, out int sweepEnd);
     }

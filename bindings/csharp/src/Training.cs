@@ -376,22 +376,25 @@ namespace CNTK
         }
 
         /// <summary>Per-dimension mean and inverse standard deviation of each requested dense stream,
-        /// read from the source to its end (entries already holding arrays keep them).</summary>
+        /// read from the source to its end in one pass (entries already holding arrays keep them).</summary>
         public static void ComputeInputPerDimMeansAndInvStdDevs(MinibatchSource minibatchSource,
             IDictionary<StreamInformation, Tuple<NDArrayView, NDArrayView>> computedMeanAndInvStdDevs, DeviceDescriptor device)
         {
             if (minibatchSource == null) throw new ArgumentNullException("minibatchSource");
             if (computedMeanAndInvStdDevs == null) throw new ArgumentNullException("computedMeanAndInvStdDevs");
-            if (computedMeanAndInvStdDevs.Count > 1)
-                throw new NotImplementedException("ComputeInputPerDimMeansAndInvStdDevs: one stream at a time is supported");
-            foreach (var s in computedMeanAndInvStdDevs.Keys.ToList())
+            var keys = computedMeanAndInvStdDevs.Keys.ToList();
+            UIntPtr[] ids = keys.Select(k => (UIntPtr)minibatchSource.StreamInfo(k.m_name).m_id).ToArray();
+            var means = new IntPtr[ids.Length];
+            var invs = new IntPtr[ids.Length];
+            Native.Check(Native.cntk_minibatch_source_mean_inv_stddev(minibatchSource.Handle, ids, (UIntPtr)ids.Length, means, invs));
+            for (int i = 0; i < keys.Count; ++i)
             {
-                IntPtr mean, inv;
-                Native.Check(Native.cntk_minibatch_source_mean_inv_stddev(minibatchSource.Handle, (UIntPtr)minibatchSource.StreamInfo(s.m_name).m_id, out mean, out inv));
-                var old = computedMeanAndInvStdDevs[s];
-                computedMeanAndInvStdDevs[s] = new Tuple<NDArrayView, NDArrayView>(
-                    old != null && old.Item1 != null ? old.Item1 : new NDArrayView(mean),
-                    old != null && old.Item2 != null ? old.Item2 : new NDArrayView(inv));
+                var old = computedMeanAndInvStdDevs[keys[i]];
+                var mean = new NDArrayView(means[i]);
+                var inv = new NDArrayView(invs[i]);
+                if (old != null && old.Item1 != null) { mean.Dispose(); mean = old.Item1; }
+                if (old != null && old.Item2 != null) { inv.Dispose(); inv = old.Item2; }
+                computedMeanAndInvStdDevs[keys[i]] = new Tuple<NDArrayView, NDArrayView>(mean, inv);
             }
         }
     }
