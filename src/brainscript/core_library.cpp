@@ -12,6 +12,18 @@ Sigmoid1 (x) = Sigmoid (x)
 Square (x) = x .* x
 SumElements (x) = ReduceSum (x)
 ConstantTensor (val, shape) = ParameterTensor (shape, initValue = val, learningRateMultiplier = 0)
+# Layers return their apply function; their parameters are made once, when first applied.
+DenseLayer {outDim, bias = true, activation = Identity, init = 'glorotUniform', initValueScale = 1} = [
+    W = ParameterTensor {(outDim : 0), init = init, initValueScale = initValueScale}
+    b = ParameterTensor {outDim, initValue = 0}
+    apply (x) = if bias then activation (W * x + b) else activation (W * x)
+].apply
+LinearLayer {outDim, bias = true, init = 'glorotUniform', initValueScale = 1} =
+    DenseLayer {outDim, bias = bias, init = init, initValueScale = initValueScale}
+EmbeddingLayer {outDim, init = 'glorotUniform', initValueScale = 1} = [
+    E = ParameterTensor {(outDim : 0), init = init, initValueScale = initValueScale}
+    apply (x) = E * x
+].apply
 BS = [
     Boolean = [
         And (a, b) = a .* b

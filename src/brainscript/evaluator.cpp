@@ -440,30 +440,46 @@ void add_unary(Table& t, const char* bs_name, const char* op) {
 }
 
 ValuePtr make_parameter(const std::vector<size_t>& dims, Args& a) {
-  // CNTK's defaults: uniform in [-0.05, 0.05] scaled by initValueScale; 'fixedValue' (or
-  // value=) a constant fill; learningRateMultiplier=0 freezes it.
+  // CNTK's inits: 'uniform' in [-0.05, 0.05] times initValueScale, 'gaussian', 'glorotUniform',
+  // 'heNormal', and 'fixedValue' (implied by initValue= or value=); learningRateMultiplier=0
+  // makes it a constant. A dimension 0 is inferred from the first use, and the values are drawn
+  // then.
   const std::string init = a.text("init", a.opt("initValue") || a.opt("value") ? "fixedValue" : "uniform");
   const double scale = a.number("initValueScale", 1);
-  NDArrayView value;
-  const NDShape shape = bs_shape(dims);
+  Dictionary spec;
   if (init == "fixedValue" || init == "zero") {
-    value = NDArrayView::full(g_dtype, shape, init == "zero" ? 0 : a.number("initValue", a.number("value", 0)));
-  } else if (init == "uniform" || init == "gaussian" || init == "glorotUniform" || init == "heNormal" ||
-             init == "glorot_uniform" || init == "he_normal") {
-    Dictionary spec;
-    if (init == "uniform") {
-      spec = {{"type", DictValue("uniform")}, {"scale", DictValue(0.05 * scale)}};
-    } else if (init == "gaussian") {
-      spec = {{"type", DictValue("normal")}, {"scale", DictValue(0.2 * scale / std::sqrt(double(dims.empty() ? 1 : dims.back())))}};
-    } else {
-      spec = {{"type", DictValue(init.rfind("glorot", 0) == 0 ? "glorot_uniform" : "he_normal")},
-              {"scale", DictValue(scale)}};
-    }
-    value = initialize_parameter(spec, shape, g_dtype);
+    spec = {{"type", DictValue("constant")},
+            {"value", DictValue(init == "zero" ? 0.0 : a.number("initValue", a.number("value", 0)))}};
+  } else if (init == "uniform") {
+    spec = {{"type", DictValue("uniform")}, {"scale", DictValue(0.05 * scale)}};
+  } else if (init == "gaussian") {
+    const double fan_in = dims.size() > 1 && dims.back() ? double(dims.back()) : 1.0;
+    spec = {{"type", DictValue("normal")}, {"scale", DictValue(0.2 * scale / std::sqrt(fan_in))}};
+  } else if (init == "glorotUniform" || init == "heNormal" || init == "heUniform" || init == "glorotNormal") {
+    static const std::map<std::string, std::string> names = {{"glorotUniform", "glorot_uniform"},
+                                                             {"glorotNormal", "glorot_normal"},
+                                                             {"heNormal", "he_normal"},
+                                                             {"heUniform", "he_uniform"}};
+    spec = {{"type", DictValue(names.at(init))},
+            {"scale", DictValue(scale)},
+            {"outputRank", DictValue(int64_t(a.number("initOutputRank", 1)))}};
   } else {
     fail(std::string(a.fn) + ": unknown init '" + init + "'", a.where);
   }
-  if (a.number("learningRateMultiplier", 1) == 0) return node(Variable::constant(value, ""));
+  std::vector<int64_t> engine_dims;
+  bool inferred = false;
+  for (auto it = dims.rbegin(); it != dims.rend(); ++it) {
+    inferred |= *it == 0;
+    engine_dims.push_back(*it == 0 ? NDShape::kInferredDimension : int64_t(*it));
+  }
+  const NDShape shape(engine_dims);
+  const bool frozen = a.number("learningRateMultiplier", 1) == 0;
+  if (inferred) {
+    if (frozen) fail(std::string(a.fn) + ": a constant cannot have an inferred dimension", a.where);
+    return node(Variable::parameter(shape, g_dtype, NDArrayView(), std::make_shared<Dictionary>(spec), ""));
+  }
+  NDArrayView value = initialize_parameter(spec, shape, g_dtype);
+  if (frozen) return node(Variable::constant(value, ""));
   return node(Variable::parameter(shape, g_dtype, value, nullptr, ""));
 }
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 
 #include "brainscript/command_line.h"
 #include "brainscript/evaluator.h"
@@ -104,4 +105,44 @@ TEST(BrainScriptEvaluator, TutorialConfigBuildsItsNetwork) {
   EXPECT_EQ(net.criteria[0].owner()->name(), "lr");
   EXPECT_EQ(net.evaluations[0].owner()->name(), "err");
   EXPECT_EQ(net.labels[0].name(), "labels");
+}
+
+// Library layers: parameters with an inferred input dimension, made once per layer instance.
+TEST(BrainScriptEvaluator, DenseLayersInSequential) {
+  Network net = build_network(R"([
+    features = Input (4)
+    model = Sequential (DenseLayer {3, activation = Sigmoid} : DenseLayer {2})
+    z = model (features)
+    outputNodes = (z)
+  ])");
+  auto params = net.model->parameters();
+  ASSERT_EQ(params.size(), 4u);
+  std::map<std::string, NDShape> shapes;
+  for (const auto& p : params) shapes[p.shape().str()] = p.shape();
+  EXPECT_TRUE(shapes.count(NDShape({4, 3}).str()));  // inferred from the input
+  EXPECT_TRUE(shapes.count(NDShape({3, 2}).str()));
+  EXPECT_EQ(net.outputs[0].shape(), NDShape({2}));
+
+  // z = W2 . sigmoid(W1 . x + b1) + b2 with the layers' own parameter values (biases are 0).
+  Variable w1, w2;
+  for (const auto& p : params) {
+    if (p.shape() == NDShape({4, 3})) w1 = p;
+    if (p.shape() == NDShape({3, 2})) w2 = p;
+  }
+  const std::vector<float> x = {0.5f, -1.f, 2.f, 0.25f};
+  NDArrayView batch(DataType::Float, NDShape{1, 4});
+  std::copy(x.begin(), x.end(), batch.data<float>());
+  std::vector<cntk::Value> outs;
+  forward(net.model, {{net.nodes.at("features"), cntk::Value(batch)}}, {net.outputs[0]}, outs, false);
+  const std::vector<float> z = values_of(outs[0].data()), a = values_of(w1.value()), b = values_of(w2.value());
+  std::vector<double> h(3, 0.0);
+  for (size_t j = 0; j < 3; ++j) {
+    for (size_t i = 0; i < 4; ++i) h[j] += x[i] * a[i * 3 + j];
+    h[j] = 1 / (1 + std::exp(-h[j]));
+  }
+  for (size_t k = 0; k < 2; ++k) {
+    double expect = 0;
+    for (size_t j = 0; j < 3; ++j) expect += h[j] * b[j * 2 + k];
+    EXPECT_NEAR(z[k], expect, 1e-5);
+  }
 }
