@@ -3,6 +3,26 @@ import builtins
 import numbers
 
 
+def _skip_dynamic_axes(x, arg):
+    """With the global option align_axis set to 1 (Keras' CNTK backend sets it), an
+    index counts the dynamic axes first, as a NumPy array with its batch axis would:
+    `z[:, :8]` slices static axis 0 of a batch of vectors. Those leading entries must
+    take their whole axis (CNTK's Python API shifted them onto static axes instead,
+    which no Keras layer relies on)."""
+    from .default_options import get_global_option, get_default_override, default_override_or
+    dynamic_axes = getattr(x, 'dynamic_axes', None)
+    if get_global_option('align_axis', 0) != 1 or not dynamic_axes:
+        return arg
+    n = get_default_override(None, axis_offset=default_override_or(len(dynamic_axes)))
+    for a in arg[:n]:
+        if a is Ellipsis:
+            return arg
+        if not (isinstance(a, builtins.slice) and a == builtins.slice(None)):
+            raise IndexError("with align_axis=1, the first %d index entries stand for the dynamic axes "
+                             "%s and must be ':', not %r" % (n, [ax.name for ax in dynamic_axes], a))
+    return arg[n:]
+
+
 class TensorOpsMixin(object):
     """`+ - * / @`, unary minus, `abs`, comparisons and `[...]` slicing build graph ops."""
 
@@ -99,6 +119,7 @@ class TensorOpsMixin(object):
                                % (len(outputs), arg, e))
         if not isinstance(arg, tuple):
             arg = (arg,)
+        arg = _skip_dynamic_axes(self, arg)
         shape = self.shape
         if sum(1 for a in arg if a is Ellipsis) > 1:
             raise IndexError("only one Ellipsis is allowed in an index")

@@ -100,11 +100,14 @@ NDShape reshape_shape(const NDShape& in, const Dictionary& a, const Fail& fail) 
   if (b > e) fail("begin_axis (" + std::to_string(b) + ") comes after end_axis (" + std::to_string(e) + ")");
   std::vector<int64_t> rep = attr(a, "newShape", fail).as_int_list();
   int inferred = -1;
+  std::vector<size_t> free;  // free dimensions: known once the operand's are
   int64_t target = 1;
   for (size_t k = 0; k < rep.size(); ++k) {
     if (rep[k] == kInferred || rep[k] == 0) {
       if (inferred >= 0) fail("the shape " + str(rep) + " has more than one inferred dimension");
       inferred = int(k);
+    } else if (rep[k] == kFree) {
+      free.push_back(k);
     } else if (rep[k] < 0) {
       fail("the shape " + str(rep) + " has an invalid dimension " + std::to_string(rep[k]));
     } else {
@@ -112,6 +115,14 @@ NDShape reshape_shape(const NDShape& in, const Dictionary& a, const Fail& fail) 
     }
   }
   NDShape sub = in.sub(b, e);
+  if (sub.is_known() && !free.empty()) {
+    // CNTK took a free dimension in the new shape (Keras' CNTK backend writes one
+    // for a dimension known only at run time); once the operand's shape is known it
+    // is the dimension left to infer.
+    if (free.size() + (inferred >= 0) > 1)
+      fail("the shape " + str(rep) + " has more than one dimension to infer from " + sub.str());
+    inferred = int(free[0]);
+  }
   if (sub.is_known()) {
     int64_t total = sub.total_size();
     if (inferred >= 0) {

@@ -144,8 +144,10 @@ NDShape broadcast_shapes(const InferContext& ctx, const std::vector<NDShape>& sh
         o = d;
       else if (d == NDShape::kInferredDimension)
         continue;
-      else if (d == NDShape::kFreeDimension || o == NDShape::kFreeDimension)
-        o = NDShape::kFreeDimension;
+      else if (d == NDShape::kFreeDimension)
+        continue;  // a known dimension (other than 1) wins over a free one, as in CNTK
+      else if (o == NDShape::kFreeDimension)
+        o = d;
       else if (d != o)
         ctx.fail("operands cannot be broadcast together");
     }

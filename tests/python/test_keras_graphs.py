@@ -58,3 +58,45 @@ def test_reduction_over_all_axes_is_a_scalar():
     assert C.reduce_sum(v, axis=[C.Axis.all_axes()]).shape == ()
     assert C.reduce_sum(v, axis=0).shape == (1, 2)
     assert C.reduce_sum(v, axis=0, keepdims=False).shape == (2,)
+
+
+def test_align_axis_indexing_counts_the_batch_axis_first():
+    z = C.input_variable(6)
+    d = np.arange(12, dtype=np.float32).reshape(2, 6)
+    with pytest.raises(IndexError):
+        z[:, :4]  # CNTK's own indexing: static axes only
+    C.set_global_option('align_axis', 1)
+    try:
+        s = z[:, 2:5]
+        assert s.shape == (3,)
+        np.testing.assert_array_equal(s.eval({z: d}), d[:, 2:5])
+        with pytest.raises(IndexError, match='dynamic axes'):
+            z[:4]  # that would slice the batch axis
+    finally:
+        C.set_global_option('align_axis', 0)
+
+
+def test_free_dimension_broadcasts_to_the_known_one():
+    # Keras' targets are placeholders of free dimensions; CNTK's broadcasting rule
+    # gives the known dimension (other than 1) of the other operand.
+    a = C.input_variable((10, 3))
+    b = C.input_variable((C.FreeDimension, C.FreeDimension))
+    assert (a - b).shape == (10, 3) and (b - a).shape == (10, 3)
+    assert (b + C.input_variable((1, 3))).shape == (C.FreeDimension, 3)
+    ad, bd = np.random.rand(2, 10, 3).astype(np.float32), np.random.rand(2, 10, 3).astype(np.float32)
+    np.testing.assert_allclose((a - b).eval({a: ad, b: bd}), ad - bd, rtol=1e-6)
+
+
+def test_reshape_to_a_free_dimension_resolves_at_run_time():
+    # Keras' expand_dims of a mask over a free time axis: (-3,) -> (-3, 1).
+    m = C.input_variable(C.FreeDimension)
+    r = C.reshape(m, (C.FreeDimension, 1))
+    assert r.shape == (C.FreeDimension, 1)
+    d = np.random.rand(2, 7).astype(np.float32)
+    np.testing.assert_array_equal(r.eval({m: d}), d.reshape(2, 7, 1))
+    both = C.reshape(C.input_variable((C.FreeDimension, 4)), (C.InferredDimension, C.FreeDimension))
+    assert both.shape == (C.FreeDimension, C.FreeDimension)
+    with pytest.raises(ValueError, match='more than one dimension to infer'):
+        both.eval({both.arguments[0]: np.zeros((1, 3, 4), np.float32)})
+    # a known operand: the free dimension is the one left to infer
+    assert C.reshape(C.input_variable((2, 6)), (C.FreeDimension, 3)).shape == (4, 3)
