@@ -2,6 +2,7 @@
 JOBS ?= $(shell nproc)
 
 .PHONY: deps dev test test-quick cpp-test sanitize bench bench-overhead bench-deps demo clean compat
+.PHONY: keras-tests keras-backend-tests
 .PHONY: fuzz-cbf fuzz-image fuzz-htk
 .PHONY: fuzz-ctf bench-readers fuzz-model bench-model-files fuzz-brainscript
 .PHONY: csharp nupkg
@@ -27,6 +28,15 @@ test-quick: dev
 # CI runs it from scripts/test.sh after `pip install .`. Some modules: make compat COMPAT_PATHS=cntk/ops/tests
 compat:
 	python3 tests/compat/check.py $(COMPAT_PATHS)
+
+# Keras 2.3.1's own tests with KERAS_BACKEND=cntk (tests/keras_suite/README.md): the backend
+# tests, checked against tests/keras_suite/expected_failures.txt, and the whole suite with a
+# per-module table (docs/keras.md holds the last one).
+keras-backend-tests:
+	PYTHONPATH=python python3 tests/keras_suite/run.py
+
+keras-tests:
+	PYTHONPATH=python python3 tests/keras_suite/run.py --all --table build/keras-suite.md
 
 cpp-test: dev
 	ctest --test-dir build/dev --output-on-failure -j $(JOBS)
