@@ -246,8 +246,9 @@ def test_one_hot():
     np.testing.assert_array_equal(dense[1], [[1, 0, 0, 0], [0, 0, 0, 0]])
     assert Value.one_hot([[1]], 3, dtype=np.float64).dtype == np.float64
     assert Value.one_hot(np.array([[0, 1]]), 3).shape == (1, 2, 3)
-    with pytest.raises(ValueError):
-        Value.one_hot([1, 2], 4)  # not a list of lists
+    flat = Value.one_hot([1, 2], 4)  # a flat list: one sample per index, no sequence axis
+    assert flat.shape == (2, 4)
+    np.testing.assert_array_equal(np.asarray(flat), [[0, 1, 0, 0], [0, 0, 1, 0]])
     with pytest.raises(ValueError):
         Value.one_hot([[0.5]], 4)  # not integers
     with pytest.raises(ValueError):
