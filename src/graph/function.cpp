@@ -25,11 +25,19 @@ bool has_unknown_input(const std::vector<Variable>& inputs) {
   return false;
 }
 
-// Whether computing v needs the output of `target` (v lies on a loop through it).
+// What computing v reads, walking up from it without passing `target`: whether it
+// needs the output of `target` (v lies on a loop through it), and whether it reads an
+// input or an unbound placeholder on the way (data from outside such a loop).
 // A block's output is followed through the block's inside, so that it depends only
 // on the arguments that output reads: a block that routes several variables (such
 // as the argument-ordering 'Tuple' of a Python step function) joins no loops.
-bool reaches(const Variable& v, const Function* target) {
+struct Reach {
+  bool target = false;
+  bool outside_data = false;
+};
+
+Reach reach(const Variable& v, const Function* target) {
+  Reach r;
   // Blocks entered on the way, each with the block it lies in (-1: the outer graph);
   // an inner placeholder leads to the argument of the block it was reached through.
   struct Frame {
@@ -44,15 +52,22 @@ bool reaches(const Variable& v, const Function* target) {
     auto [var, frame] = stack.back();
     stack.pop_back();
     if (!seen.insert({var.get(), frame}).second) continue;
+    if (var.is_input()) r.outside_data = true;
     if (var.is_placeholder()) {
-      if (frame < 0) continue;
+      if (frame < 0) {
+        r.outside_data = true;
+        continue;
+      }
       for (auto& [ph, outer] : frames[frame].block->block_arguments_mapping())
         if (ph.get() == var.get()) stack.push_back({outer, frames[frame].parent});
       continue;
     }
     Function* f = var.is_output() ? var.impl()->owner : nullptr;
     if (!f) continue;
-    if (f == target) return true;
+    if (f == target) {
+      r.target = true;
+      continue;
+    }
     if (f->is_block()) {
       auto inner = f->block_root()->outputs();
       size_t i = var.impl()->output_index;
@@ -65,7 +80,7 @@ bool reaches(const Variable& v, const Function* target) {
     }
     for (auto& in : f->direct_inputs()) stack.push_back({in, frame});
   }
-  return false;
+  return r;
 }
 
 bool is_unknown(const Variable& v) {
@@ -369,6 +384,10 @@ void Function::infer_outputs() {
   const bool in_loop_pass = guessed && t_infer_depth > 0;
   std::vector<OutputInfo> infos;
   std::vector<bool> user_needs_grad;  // user functions declare it per output
+  // A delay whose operand is pending: what the loop through it reads.
+  const Reach loop = op_ && is_delay_op(op_) && inputs_.size() == 2 && is_unknown(inputs_[0])
+                         ? reach(inputs_[0], this)
+                         : Reach{};
   if (kind_ == FunctionKind::Block) {
     // Give the inner placeholders the outer variables' types, then re-infer the inside.
     for (auto& [ph, outer] : block_map_) {
@@ -380,7 +399,12 @@ void Function::infer_outputs() {
     infer_until_stable(root_->topological_order());
     for (auto& o : root_->outputs()) infos.push_back({o.shape(), o.dtype(), o.dynamic_axes(), o.is_sparse()});
   } else if (op_ && is_delay_op(op_) && inputs_.size() == 2 && is_unknown(inputs_[0]) && !is_unknown(inputs_[1]) &&
-             reaches(inputs_[0], this)) {
+             loop.target && !loop.outside_data) {
+    // A loop that reads no data from outside (a delay of its own output and constants
+    // only): nothing will ever give it dynamic axes, and CNTK leaves them unknown.
+    infos.push_back({NDShape::unknown(), DataType::Float, {Axis::dynamic("UnknownAxes")}, false});
+  } else if (op_ && is_delay_op(op_) && inputs_.size() == 2 && is_unknown(inputs_[0]) && !is_unknown(inputs_[1]) &&
+             loop.target) {
     // A delay in a recurrent loop whose state is not known yet: the initial state's
     // type is the first guess, refined by the next pass (infer_until_stable).
     // Only the batch axis: the loop's sequence axis comes with its other inputs.

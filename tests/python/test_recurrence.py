@@ -425,3 +425,18 @@ def test_continued_sequences_need_a_previous_piece():
     np.testing.assert_allclose(as_sequences(y.eval({x: v}))[1], [[3, 3]])
     np.testing.assert_allclose(as_sequences(y.eval({x: C.Value.create(x, data, seq_starts=[True, True])}))[0],
                                [[0, 0], [1, 1]])
+
+
+def test_a_loop_that_reads_no_outside_data_keeps_unknown_axes():
+    # past_value of its own output and constants only: nothing gives the loop dynamic
+    # axes, so they stay unknown (as in CNTK) instead of being guessed batch-only.
+    state = C.placeholder()
+    z = C.abs(C.sequence.past_value(state))
+    z.replace_placeholders({state: z.output})
+    assert [a.name for a in z.output.dynamic_axes] == ['UnknownAxes']
+    # A loop that does read an input learns the input's axes.
+    x = C.sequence.input_variable(3)
+    h = C.placeholder()
+    r = C.sequence.past_value(h) + x
+    r.replace_placeholders({h: r.output})
+    assert len(r.output.dynamic_axes) == 2 and r.output.shape == (3,)
