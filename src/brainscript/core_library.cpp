@@ -12,6 +12,8 @@ Sigmoid1 (x) = Sigmoid (x)
 Square (x) = x .* x
 SumElements (x) = ReduceSum (x)
 ConstantTensor (val, shape) = ParameterTensor (shape, initValue = val, learningRateMultiplier = 0)
+PerDimMeanVarNormalization (x, mean, invStdDev) = (x - mean) .* invStdDev
+MeanVarNorm (x) = PerDimMeanVarNormalization (x, Mean (x), InvStdDev (x))
 # Layers return their apply function; their parameters are made once, when first applied.
 DenseLayer {outDim, bias = true, activation = Identity, init = 'glorotUniform', initValueScale = 1} = [
     W = ParameterTensor {(outDim : 0), init = init, initValueScale = initValueScale}

@@ -125,6 +125,7 @@ struct Lambda {
 namespace {
 
 DataType g_dtype = DataType::Float;  // precision of the network being built
+std::vector<PrecomputedStatistic> g_statistics;  // Mean/InvStdDev nodes made while building it
 
 NDShape bs_shape(const std::vector<size_t>& dims) {  // BrainScript (column-major) -> engine shape
   return NDShape(std::vector<int64_t>(dims.rbegin(), dims.rend()));
@@ -466,6 +467,7 @@ ValuePtr make_parameter(const std::vector<size_t>& dims, Args& a) {
   } else {
     fail(std::string(a.fn) + ": unknown init '" + init + "'", a.where);
   }
+  if (auto seed = a.opt("randomSeed")) spec["randomSeed"] = DictValue(int64_t(as_number(seed, "randomSeed")));
   std::vector<int64_t> engine_dims;
   bool inferred = false;
   for (auto it = dims.rbegin(); it != dims.rend(); ++it) {
@@ -561,6 +563,19 @@ Table builtin_table() {
     Args a{p, n, w, "ReduceSum"};
     return node(ops::reduce_sum(a.node_at(0))->output());
   };
+  for (auto [name, kind] : {std::pair{"Mean", PrecomputedStatistic::Kind::Mean},
+                            {"InvStdDev", PrecomputedStatistic::Kind::InvStdDev}}) {
+    const char* fn = name;
+    const auto k = kind;
+    t[name] = [fn, k](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+      Args a{p, n, w, fn};
+      const Variable x = a.node_at(0);
+      if (!x.is_input()) fail(std::string(fn) + ": the statistic of an Input node is computed, not of a " + x.str(), w);
+      const Variable c = Variable::constant(x.shape(), g_dtype, k == PrecomputedStatistic::Kind::Mean ? 0.0 : 1.0, "");
+      g_statistics.push_back({k, x, c});
+      return node(c);
+    };
+  }
   t["Length"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "Length"};
     ValuePtr v = a.at(0);
@@ -618,6 +633,8 @@ ValuePtr new_computation_network(std::vector<ValuePtr>& p, std::map<std::string,
     roots.insert(roots.end(), role->begin(), role->end());
   if (roots.empty()) fail("the network has no criterionNodes, evaluationNodes or outputNodes", w);
   net->model = Function::combine(roots);
+  net->statistics = std::move(g_statistics);
+  g_statistics.clear();
   auto v = std::make_shared<Value>(Value::Kind::Network);
   v->network = net;
   return v;
@@ -625,7 +642,15 @@ ValuePtr new_computation_network(std::vector<ValuePtr>& p, std::map<std::string,
 
 RecordPtr global_scope(const EvaluationOptions& options) {
   auto g = std::make_shared<Record>();
-  for (auto& [name, f] : builtin_table()) g->members[name] = ready(builtin(f));
+  // The primitives are also members of `__primitives`, for descriptions whose member names
+  // shadow them (SimpleNetworkBuilder's node "CrossEntropyWithSoftmax").
+  auto primitives = std::make_shared<Value>(Value::Kind::Record);
+  primitives->record = std::make_shared<Record>();
+  for (auto& [name, f] : builtin_table()) {
+    g->members[name] = ready(builtin(f));
+    primitives->record->members[name] = g->members[name];
+  }
+  g->members["__primitives"] = ready(primitives);
   g->members["new ComputationNetwork"] = ready(builtin(new_computation_network));
   return g;
 }
@@ -651,6 +676,7 @@ std::shared_ptr<const Network> as_network(const ValuePtr& v, const std::string& 
 
 ValuePtr evaluate_member(const ExpressionPtr& members, const std::string& name, const EvaluationOptions& options) {
   g_dtype = options.dtype;
+  g_statistics.clear();
   // The library's members are in scope of the evaluated record (CNTK includes cntk.core.bs first).
   static const ExpressionPtr library = parse_record(core_library_source(), "cntk.core.bs");
   RecordPtr global = global_scope(options);

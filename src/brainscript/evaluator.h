@@ -29,10 +29,19 @@ struct Record;
 using RecordPtr = std::shared_ptr<Record>;
 
 // A network as `new ComputationNetwork [ ... ]` describes it: its nodes by name and its roles.
+// A statistic of an input that CNTK computes over the training data before training (its
+// PreComputedNodes: Mean, InvStdDev): `value` is a Constant that the train action fills.
+struct PrecomputedStatistic {
+  enum class Kind { Mean, InvStdDev } kind;
+  Variable input;
+  Variable value;
+};
+
 struct Network {
   FunctionPtr model;  // all role nodes combined
   std::map<std::string, Variable> nodes;  // named nodes of the description (member paths)
   std::vector<Variable> features, labels, criteria, evaluations, outputs;
+  std::vector<PrecomputedStatistic> statistics;
 };
 
 struct EvaluationOptions {

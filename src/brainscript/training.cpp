@@ -2,6 +2,7 @@
 // Trainer, learners and MinibatchSource, with CNTK's log lines.
 #include "brainscript/training.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <set>
 
 #include "brainscript/evaluator.h"
+#include "brainscript/simple_network.h"
 #include "cntk/learner.h"
 #include "cntk/legacy_model.h"
 #include "cntk/serialize.h"
@@ -115,10 +117,14 @@ Network network_for(const ActionContext& ctx) {
                                                                       : "ExperimentalNetworkBuilder"),
                          options);
   }
-  for (const char* builder : {"SimpleNetworkBuilder", "NDLNetworkBuilder"})
-    if (c.exists(builder))
-      throw NotImplementedError(std::string(builder) + " (in command '" + ctx.command +
-                                "') is not implemented yet; BrainScriptNetworkBuilder is");
+  if (c.exists("SimpleNetworkBuilder")) {
+    EvaluationOptions options;
+    options.dtype = c.get("precision", "float") == "double" ? DataType::Double : DataType::Float;
+    return build_network(simple_network_source(*c.block("SimpleNetworkBuilder")), options);
+  }
+  if (c.exists("NDLNetworkBuilder"))
+    throw NotImplementedError("NDLNetworkBuilder (in command '" + ctx.command +
+                              "') is not implemented yet; BrainScriptNetworkBuilder and SimpleNetworkBuilder are");
   throw ValueError("no network builder in command '" + ctx.command +
                    "': BrainScriptNetworkBuilder, SimpleNetworkBuilder or NDLNetworkBuilder must be given");
 }
@@ -145,8 +151,13 @@ std::vector<Variable> select_nodes(const FunctionPtr& model, const ConfigRecord&
     for (const auto& name : c.get_array(key)) {
       bool found = false;
       for (const auto& o : model->outputs())
-        if (node_name(o) == name) {
+        if (node_name(o) == name && !found) {
           out.push_back(o);
+          found = true;
+        }
+      for (const auto& in : model->arguments())  // an input's values are the data read for it
+        if (in.name() == name && !found) {
+          out.push_back(in);
           found = true;
         }
       if (!found) throw ValueError(std::string(key) + ": the model has no output node named '" + name + "'");
@@ -156,6 +167,47 @@ std::vector<Variable> select_nodes(const FunctionPtr& model, const ConfigRecord&
   for (const auto& o : model->outputs())
     if (is_metric(o) == metrics) out.push_back(o);
   return out;
+}
+
+// CNTK's pre-compute pass: one sweep of the training data gives each Mean/InvStdDev node the
+// per-element mean (or 1/stddev, the variance floored at 1e-10) of its input.
+void precompute(const ConfigRecord& c, Network& net, const std::vector<Variable>& inputs) {
+  Log::printf("Precomputing --> %zu PreCompute nodes found.\n\n", net.statistics.size());
+  auto source = make_reader(c, inputs, /*randomize_default=*/false, 1);
+  std::map<VariableImpl*, std::pair<std::vector<double>, std::vector<double>>> moments;  // sum, sum of squares
+  std::map<VariableImpl*, size_t> counts;
+  while (true) {
+    io::Minibatch mb = source->next_minibatch(10000);
+    if (mb.empty()) break;
+    for (const auto& [var, value] : arguments_for(*source, mb, inputs)) {
+      NDArrayView v = value.data().contiguous();
+      const size_t dim = size_t(var.shape().total_size());
+      auto& [sum, sq] = moments[var.get()];
+      sum.resize(dim), sq.resize(dim);
+      const size_t n = size_t(v.numel()) / dim;
+      for (size_t i = 0; i < n; ++i)
+        for (size_t k = 0; k < dim; ++k) {
+          const double x = v.dtype() == DataType::Double ? v.data<double>()[i * dim + k] : v.data<float>()[i * dim + k];
+          sum[k] += x, sq[k] += x * x;
+        }
+      counts[var.get()] += n;
+    }
+  }
+  for (auto& stat : net.statistics) {
+    auto it = moments.find(stat.input.get());
+    if (it == moments.end() || counts[stat.input.get()] == 0)
+      throw ValueError("no data for the input '" + stat.input.name() + "' of a Mean/InvStdDev node");
+    const double n = double(counts[stat.input.get()]);
+    NDArrayView out = NDArrayView::zeros(DataType::Double, stat.value.shape());
+    for (size_t k = 0; k < it->second.first.size(); ++k) {
+      const double mean = it->second.first[k] / n;
+      out.data<double>()[k] = stat.kind == PrecomputedStatistic::Kind::Mean
+                                  ? mean
+                                  : 1 / std::sqrt(std::max(it->second.second[k] / n - mean * mean, 1e-10));
+    }
+    stat.value.set_value(out.cast(stat.value.dtype()));
+  }
+  Log::printf("Precomputing --> Completed.\n\n");
 }
 
 void train(const ActionContext& ctx) {
@@ -219,11 +271,12 @@ void train(const ActionContext& ctx) {
   Trainer trainer(net.model, single(criterion), evaluation, {learner});
 
   const std::vector<Variable> inputs = leaf_inputs(net.model);
+  if (!net.statistics.empty()) precompute(c, net, inputs);
   auto source = make_reader(c, inputs, /*randomize_default=*/true, io::kInfinitelyRepeat);
   const size_t show_every = size_t(sgd->get_int("numMBsToShowResult", 10));
   const std::string crit_name = node_name(criterion);
   const std::string eval_name = net.evaluations.empty() ? "" : node_name(net.evaluations[0]);
-  size_t total_samples = 0;
+  size_t total_samples = 0, samples_per_epoch = 0;
   fs::path model_dir = fs::path(model_path).parent_path();
   if (!model_dir.empty()) fs::create_directories(model_dir);
   bool data_left = true;
@@ -258,7 +311,13 @@ void train(const ActionContext& ctx) {
       ++mbs;
       if (show_every && mbs % show_every == 0) {
         const double t = seconds_since(logged_at);
-        Log::printf(" Epoch[%2lld of %lld]-Minibatch[%4zu-%4zu]: ", epoch + 1, max_epochs, mbs_logged + 1, mbs);
+        Log::printf(" Epoch[%2lld of %lld]-Minibatch[%4zu-%4zu", epoch + 1, max_epochs, mbs_logged + 1, mbs);
+        if (epoch > 0 && samples_per_epoch) {  // CNTK shows progress once it knows an epoch's size
+          const double mbs_per_epoch = double(samples_per_epoch) / double(mb_size);
+          const int digits = std::max(int(std::ceil(std::log10(mbs_per_epoch / double(mbs - mbs_logged)))) - 2, 2);
+          std::fprintf(stderr, ", %2.*f%%", digits, 100.0 * double(mbs) / mbs_per_epoch);
+        }
+        std::fprintf(stderr, "]: ");
         log_criterion(crit_name, crit_sum - crit_logged, samples - samples_logged);
         if (evaluation) log_criterion(eval_name, eval_sum - eval_logged, eval_samples - eval_samples_logged);
         std::fprintf(stderr, "time = %.4fs; samplesPerSecond = %.1f\n", t, double(samples - samples_logged) / std::max(t, 1e-9));
@@ -270,6 +329,7 @@ void train(const ActionContext& ctx) {
     }
     if (samples == 0) break;
     total_samples += samples;
+    if (epoch == 0) samples_per_epoch = epoch_size ? epoch_size : samples;
     Log::printf("Finished Epoch[%2lld of %lld]: [Training] ", epoch + 1, max_epochs);
     log_criterion(crit_name, crit_sum, samples);
     if (evaluation) log_criterion(eval_name, eval_sum, eval_samples);
@@ -283,8 +343,6 @@ void train(const ActionContext& ctx) {
       fs::remove(model_path + "." + std::to_string(epoch));  // CNTK keeps only the latest checkpoint
   }
   if (!fs::exists(model_path)) save_as_legacy_model(net.model, model_path);  // data ended before maxEpochs
-  std::fprintf(stderr, "\n");
-  Log::printf("Action \"train\" complete.\n");
 }
 
 void test(const ActionContext& ctx) {
@@ -320,58 +378,143 @@ void test(const ActionContext& ctx) {
   std::fprintf(stderr, "\n");
 }
 
-// Writes each output node's values, one sample per line, to <outputPath>.<node name>
-// (outputPath "-": to stdout).
+// The write action's `format` block (CNTK's WriteFormattingOptions): type real (values) or
+// category (the index of the largest value, or its line of labelMappingFile), and the strings
+// put around sequences, samples and elements. "\n", "\t", "\r", "\s" in them are escapes; %s is
+// the node's name, %n the minibatch number.
+struct WriteFormat {
+  bool category = false;
+  std::vector<std::string> labels;
+  std::string prologue, epilogue, sequence_separator, sequence_prologue, sequence_epilogue = "\n";
+  std::string element_separator = " ", sample_separator = "\n", precision;
+
+  explicit WriteFormat(const ConfigRecord& c) {
+    if (!c.exists("format")) return;
+    auto f = c.block("format");
+    if (f->exists_here("type")) {
+      const std::string type = f->get("type");
+      if (type == "category") category = true;
+      else if (type == "sparse") throw NotImplementedError("write: format type 'sparse' is not implemented yet");
+      else if (type != "real") throw ValueError("write: format type must be 'real', 'category' or 'sparse', not '" + type + "'");
+    }
+    if (!f->get_bool("transpose", true)) throw NotImplementedError("write: format transpose=false is not implemented yet");
+    if (auto mapping = f->find("labelMappingFile")) {
+      std::ifstream in(*mapping);
+      if (!in) throw IOError("cannot read labelMappingFile '" + *mapping + "'");
+      for (std::string line; std::getline(in, line);) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        labels.push_back(line);
+      }
+    }
+    prologue = f->get("prologue", prologue);
+    epilogue = f->get("epilogue", epilogue);
+    sequence_separator = f->get("sequenceSeparator", sequence_separator);
+    sequence_prologue = f->get("sequencePrologue", sequence_prologue);
+    sequence_epilogue = f->get("sequenceEpilogue", sequence_epilogue);
+    element_separator = f->get("elementSeparator", element_separator);
+    sample_separator = f->get("sampleSeparator", sample_separator);
+    precision = f->get("precisionFormat", precision);
+  }
+
+  static std::string processed(std::string s, const std::string& node, size_t minibatch) {
+    auto replace = [&s](const std::string& from, const std::string& to) {
+      for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+    };
+    replace("\\n", "\n");
+    replace("\\r", "\r");
+    replace("\\t", "\t");
+    replace("\\s", " ");
+    replace("%s", node);
+    replace("%n", std::to_string(minibatch));
+    return s;
+  }
+};
+
+// Writes each output node's values to <outputPath>.<node name> (outputPath "-": stdout), one
+// line per sample unless the format block says otherwise.
 void write(const ActionContext& ctx) {
   const ConfigRecord& c = *ctx.config;
-  if (c.exists_here("format")) throw NotImplementedError("the write action's format block is not implemented yet");
+  const WriteFormat format(c);
   FunctionPtr model = load_model(c);
   const std::vector<Variable> outputs = select_nodes(model, c, "outputNodeNames", false);
   if (outputs.empty()) throw ValueError("the model '" + c.get("modelPath") + "' has no output node to write");
   const std::vector<Variable> inputs = leaf_inputs(model);
   auto source = make_reader(c, inputs, /*randomize_default=*/false, 1);
   const std::string base = c.get("outputPath");
-  std::vector<std::unique_ptr<std::ofstream>> files;
+  std::vector<std::FILE*> files;
   for (const auto& o : outputs) {
     if (base == "-") {
-      files.emplace_back();
+      files.push_back(stdout);
       continue;
     }
     const std::string path = base + "." + node_name(o);
     if (fs::path(path).has_parent_path()) fs::create_directories(fs::path(path).parent_path());
-    files.push_back(std::make_unique<std::ofstream>(path));
-    if (!*files.back()) throw IOError("cannot write '" + path + "'");
+    files.push_back(std::fopen(path.c_str(), "w"));
+    if (!files.back()) throw IOError("cannot write '" + path + "'");
   }
+  const std::string value_format = "%" + format.precision + (format.category ? (format.labels.empty() ? "zu" : "s") : "f");
+  auto put = [](std::FILE* f, const std::string& s) { std::fputs(s.c_str(), f); };
+  for (size_t i = 0; i < outputs.size(); ++i) put(files[i], WriteFormat::processed(format.prologue, node_name(outputs[i]), 0));
+  size_t minibatch = 0;
+  std::vector<size_t> sequences_written(outputs.size(), 0);
   while (true) {
     io::Minibatch mb = source->next_minibatch(10000);
     if (mb.empty()) break;
-    std::vector<cntk::Value> values;
-    forward(model, arguments_for(*source, mb, inputs), outputs, values, false);
+    const VariableValues args = arguments_for(*source, mb, inputs);
+    std::vector<Variable> computed;
+    for (const auto& o : outputs)
+      if (!o.is_input()) computed.push_back(o);
+    std::vector<cntk::Value> computed_values, values;
+    forward(model, args, computed, computed_values, false);
+    for (size_t i = 0, k = 0; i < outputs.size(); ++i) {
+      if (!outputs[i].is_input()) {
+        values.push_back(computed_values[k++]);
+        continue;
+      }
+      for (const auto& [var, value] : args)
+        if (var == outputs[i]) values.push_back(value);
+      if (values.size() != i + 1) throw ValueError("write: no data for the input '" + outputs[i].name() + "'");
+    }
     for (size_t i = 0; i < outputs.size(); ++i) {
-      NDArrayView v = values[i].data().contiguous();
-      const size_t per_sample = size_t(outputs[i].shape().total_size());
-      const size_t n = per_sample ? size_t(v.numel()) / per_sample : 0;
-      // Sequences are [sequences, steps, *shape]; each sample is one line (padding included only
-      // where a sequence is shorter, which the mask marks).
+      const std::string name = node_name(outputs[i]);
+      NDArrayView v = values[i].data().contiguous().cast(DataType::Double);
+      const double* data = v.data<double>();
+      const size_t dim = size_t(outputs[i].shape().total_size());
       const auto* mask = values[i].mask().get();
-      for (size_t s = 0; s < n; ++s) {
-        if (mask && mask->max_len() &&
-            mask->at(int64_t(s) / mask->max_len(), int64_t(s) % mask->max_len()) == MaskKind::Invalid)
-          continue;
-        std::string line;
-        char buf[64];
-        for (size_t k = 0; k < per_sample; ++k) {
-          const double x = v.dtype() == DataType::Double ? v.data<double>()[s * per_sample + k]
-                                                          : double(v.data<float>()[s * per_sample + k]);
-          std::snprintf(buf, sizeof buf, "%s%g", k ? " " : "", x);
-          line += buf;
+      const size_t steps = outputs[i].dynamic_axes().size() == 2 && mask ? size_t(mask->max_len()) : 1;
+      const size_t n_seq = dim ? size_t(v.numel()) / dim / steps : 0;
+      for (size_t s = 0; s < n_seq; ++s) {
+        if (sequences_written[i]++) put(files[i], WriteFormat::processed(format.sequence_separator, name, minibatch));
+        put(files[i], WriteFormat::processed(format.sequence_prologue, name, minibatch));
+        for (size_t t = 0; t < steps; ++t) {
+          if (mask && steps > 1 && mask->at(int64_t(s), int64_t(t)) == MaskKind::Invalid) break;
+          if (t) put(files[i], WriteFormat::processed(format.sample_separator, name, minibatch));
+          const double* sample = data + (s * steps + t) * dim;
+          char buf[512];
+          if (format.category) {
+            const size_t best = size_t(std::max_element(sample, sample + dim) - sample);
+            if (format.labels.empty())
+              std::snprintf(buf, sizeof buf, value_format.c_str(), best);
+            else
+              std::snprintf(buf, sizeof buf, value_format.c_str(),
+                            best < format.labels.size() ? format.labels[best].c_str() : "?");
+            put(files[i], buf);
+          } else {
+            for (size_t k = 0; k < dim; ++k) {
+              if (k) put(files[i], WriteFormat::processed(format.element_separator, name, minibatch));
+              std::snprintf(buf, sizeof buf, value_format.c_str(), sample[k]);
+              put(files[i], buf);
+            }
+          }
         }
-        if (files[i])
-          *files[i] << line << '\n';
-        else
-          std::printf("%s\n", line.c_str());
+        put(files[i], WriteFormat::processed(format.sequence_epilogue, name, minibatch));
       }
     }
+    ++minibatch;
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    put(files[i], WriteFormat::processed(format.epilogue, node_name(outputs[i]), minibatch));
+    if (files[i] != stdout && std::fclose(files[i]) != 0) throw IOError("cannot finish writing " + node_name(outputs[i]));
   }
 }
 

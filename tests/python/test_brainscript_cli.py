@@ -122,3 +122,98 @@ def test_errors_name_their_place(tmp_path):
                    '  SGD = [ maxEpochs = 1 ; learningRatesPerSample = 0.1 ]\n]\n')
     rc, log = run(['configFile=' + str(net)], tmp_path)
     assert rc != 0 and "evaluation error: unknown identifier 'nothing'" in log, log
+
+
+# ------------------------------------------------------------------------------------------
+# CNTK's end-to-end test Simple2d/OneHidden: its run-test command line, with its testcases.yml
+# patterns applied to the log and to baseline.cpu.txt as CNTK's TestDriver.py applies them.
+
+SIMPLE2D = os.path.join(MATERIAL, 'Tests', 'EndToEndTests', 'Simple2d')
+
+
+def read_test_cases(path):
+    """testCases of a testcases.yml: name -> list of patterns (the file's small YAML subset)."""
+    cases, name, in_cases = {}, None, False
+    with open(path) as f:
+        for raw in f:
+            line = raw.rstrip('\n')
+            if line.startswith('testCases:'):
+                in_cases = True
+            elif in_cases and re.match(r'^  \S.*:$', line):
+                name = line.strip()[:-1]
+                cases[name] = []
+            elif in_cases and name and line.strip().startswith('- '):
+                p = line.strip()[2:].strip()
+                if p.startswith('"') and p.endswith('"'):
+                    p = p[1:-1]
+                cases[name].append(p)
+    return cases
+
+
+class Pattern:
+    """A testcases.yml pattern: literal text with {{integer}} / {{float[,tolerance=x[%]]}} slots."""
+
+    kinds = {'integer': r'\s*-?[0-9]+', 'float': r'\s*-?([0-9]*\.[0-9]+|[0-9]+)(e[+-]?[0-9]+)?'}
+
+    def __init__(self, text):
+        self.slots = []
+        regex, pos = '.*?', 0
+        for m in re.finditer(r'{{(integer|float)(,tolerance=([-0-9.e]*)(%?))?}}', text):
+            regex += re.escape(text[pos:m.start()])
+            tolerance = float(m.group(3)) if m.group(3) else 0.0
+            if m.group(4):
+                tolerance = -tolerance / 100.0  # relative
+            self.slots.append((m.group(1), tolerance))
+            regex += '(?P<G%d>%s)' % (len(self.slots) - 1, self.kinds[m.group(1)])
+            pos = m.end()
+        self.regex = re.compile(regex + re.escape(text[pos:]))
+        self.text = text
+
+    def match(self, line):
+        return self.regex.match(line) is not None
+
+    def compare(self, expected, actual):
+        # Every slot is compared (TestDriver.py itself stops after the first one).
+        em, am = self.regex.match(expected), self.regex.match(actual)
+        for i, (kind, tolerance) in enumerate(self.slots):
+            e, a = em.group('G%d' % i).strip(), am.group('G%d' % i).strip()
+            if kind == 'integer' and int(e) != int(a):
+                return False
+            if kind == 'float':
+                eps = tolerance if tolerance > 0 else abs(float(e) * tolerance)
+                if abs(float(e) - float(a)) > eps:
+                    return False
+        return True
+
+
+def check_test_case(name, patterns, baseline_lines, log_lines):
+    patterns = [Pattern(p) for p in patterns]
+    expected = [l for l in baseline_lines if all(p.match(l) for p in patterns)]
+    actual = [l for l in log_lines if all(p.match(l) for p in patterns)]
+    assert expected, name
+    assert len(actual) == len(expected), (name, len(actual), len(expected), actual[:3])
+    for e, a in zip(expected, actual):
+        failed = [p.text for p in patterns if not p.compare(e, a)]
+        assert not failed, '%s\nbaseline: %s\noutput:   %s\nfailed: %s' % (name, e, a, failed)
+
+
+def test_simple2d_one_hidden_matches_cntk_baseline(tmp_path):
+    test_dir = os.path.join(SIMPLE2D, 'OneHidden')
+    if not os.path.isdir(test_dir):
+        pytest.skip('%s is absent' % test_dir)
+    data = os.path.join(SIMPLE2D, 'Data')
+    # run-test: cntkrun OneHidden.cntk "Simple_Demo_Train=[SGD=[maxEpochs=3]]", as run-test-common expands it
+    rc, log = run(['configFile=' + os.path.join(SIMPLE2D, 'OneHidden.cntk'), 'currentDirectory=' + data,
+                   'RunDir=' + str(tmp_path), 'DataDir=' + data, 'ConfigDir=' + SIMPLE2D,
+                   'OutputDir=' + str(tmp_path), 'DeviceId=-1', 'timestamping=true',
+                   'Simple_Demo_Train=[SGD=[maxEpochs=3]]'], tmp_path)
+    assert rc == 0, log[-3000:]
+    with open(os.path.join(test_dir, 'baseline.cpu.txt')) as f:
+        baseline = f.read().splitlines()
+    cases = read_test_cases(os.path.join(test_dir, 'testcases.yml'))
+    assert len(cases) == 5
+    for name, patterns in cases.items():
+        check_test_case(name, patterns, baseline, log.splitlines())
+    # The write action's category format: one mapped label per test sample, then the node name.
+    lines = (tmp_path / 'SimpleOutput.PosteriorProb').read_text().splitlines()
+    assert len(lines) == 603 and all(re.fullmatch(r'[01]\t// PosteriorProb', l) for l in lines)
