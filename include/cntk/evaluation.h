@@ -1,9 +1,18 @@
 // Running a graph: forward (eval), and backward from root gradients.
+//
+// Threads (docs/architecture.md, "Threads"): forward and backward may run on several
+// threads at once, on different functions or on the same one. Concurrent inference
+// calls of one function give what each would give alone. A training pass
+// (keep_for_backward) writes state that outlives the call (random generator
+// positions, batch normalization's running statistics, recurrent carries), so
+// training passes of one function must not run concurrently with each other or with
+// anything that reads that state; nothing detects it, and the results are undefined.
 #pragma once
 #include <memory>
 #include <vector>
 
 #include "cntk/function.h"
+#include "cntk/switches.h"  // set_rnn_fusion and the planner's other switches
 #include "cntk/value.h"
 
 namespace cntk {
@@ -34,19 +43,14 @@ FunctionPtr backprop_state_function(const BackPropStatePtr& state);
 // Number of plans compiled so far (tests check that a repeated layout plans once).
 size_t plans_compiled();
 
-// Whether Recurrence(LSTM/GRU/RNNStep) loops run as one fused oneDNN step (true unless
-// CNTK_RNN_FUSION=0); a change applies to plans compiled from then on (cached plans of
-// the other mode are recompiled).
-void set_rnn_fusion(bool on);
-bool rnn_fusion_enabled();
 // Number of fused steps (a convolution with its bias and activation as one oneDNN
 // primitive) in the plans compiled so far; tests check that a chain fused or did not.
-// Setting the environment variable CNTK_NO_FUSION=1 turns the fusion off.
+// set_conv_fusion (cntk/switches.h) turns the fusion off.
 size_t fused_steps_planned();
 // Reorders between CNTK's plain layout and oneDNN's own (blocked) layouts, counted since
 // the start: of activations and gradients, and of weights. Consecutive convolution,
-// pooling and relu steps keep oneDNN's layout between them unless the environment
-// variable CNTK_DNNL_BLOCKED=0 is set (then every oneDNN step reorders in and out).
+// pooling and relu steps keep oneDNN's layout between them unless set_dnnl_layouts(false)
+// (cntk/switches.h): then every oneDNN step reorders in and out.
 size_t dnnl_reorders();
 size_t dnnl_weight_reorders();
 

@@ -1,5 +1,8 @@
 // Process-wide engine switches CNTK scripts set (cntk.cntk_py.NAME, cntk.debugging.NAME).
 // Each is an atomic read by the engine where it matters; none changes a graph already built.
+// The environment variables named below give some of them their start value: they are
+// read once, the first time any switch is read, and only the setters change a switch
+// afterwards (changing the environment of a running process has no effect).
 #pragma once
 
 namespace cntk {
@@ -16,5 +19,27 @@ bool checked_mode();
 // called (tests and notebooks that switch devices call it first).
 void always_allow_setting_default_device();
 bool setting_default_device_always_allowed();
+
+// oneDNN's RNN primitives (cntk.cntk_py.set_rnn_fusion): Recurrence(LSTM/GRU/RNNStep)
+// loops run as one fused step, and float32 OptimizedRNNStack runs on them rather than on
+// the reference loops. On unless CNTK_RNN_FUSION=0. A change applies to plans compiled
+// from then on (cached plans of the other mode are recompiled) and to OptimizedRNNStack
+// calls from then on.
+void set_rnn_fusion(bool on);
+bool rnn_fusion_enabled();
+// The planner prints which Recurrence blocks it fused and why others were not
+// (CNTK_RNN_FUSION_DEBUG=1; off by default).
+void set_rnn_fusion_debug(bool on);
+bool rnn_fusion_debug();
+
+// Convolution -> bias -> activation chains planned as one oneDNN primitive. On unless
+// CNTK_NO_FUSION is set to something other than 0. Applies to plans compiled from then on.
+void set_conv_fusion(bool on);
+bool conv_fusion_enabled();
+
+// Consecutive oneDNN steps keep oneDNN's own (blocked) layout between them. On unless
+// CNTK_DNNL_BLOCKED=0. Applies to plans compiled from then on.
+void set_dnnl_layouts(bool on);
+bool dnnl_layouts_enabled();
 
 }  // namespace cntk

@@ -478,6 +478,10 @@ NB_MODULE(_cntk, m) {
   m.def("storage_requests", &detail::storage_requests);  // benchmarks: blocks asked of the allocator
   m.def("set_rnn_fusion", &set_rnn_fusion, nb::arg("on"));
   m.def("rnn_fusion_enabled", &rnn_fusion_enabled);
+  m.def("set_conv_fusion", &set_conv_fusion, nb::arg("on"));  // the planner's switches (cntk/switches.h)
+  m.def("conv_fusion_enabled", &conv_fusion_enabled);
+  m.def("set_dnnl_layouts", &set_dnnl_layouts, nb::arg("on"));
+  m.def("dnnl_layouts_enabled", &dnnl_layouts_enabled);
   m.def("fused_steps_planned", &cntk::fused_steps_planned);
   // Reorders between plain and oneDNN layouts (activations and gradients; weights), counted
   // since the start: tests check what keeping oneDNN layouts between steps saves.

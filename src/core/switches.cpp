@@ -1,17 +1,50 @@
 #include "cntk/switches.h"
 
 #include <atomic>
+#include <cstdlib>
+#include <string_view>
 
 namespace cntk {
 
 namespace {
-std::atomic<bool> g_checked_mode{false};
-std::atomic<bool> g_always_allow_default_device{false};
+
+bool env_is(const char* name, std::string_view value) {
+  const char* v = std::getenv(name);
+  return v && value == v;
+}
+
+// Every switch in one place, given its start value from the environment on first use
+// (a function-local static: initialized once, safely under concurrent first calls).
+struct Switches {
+  std::atomic<bool> checked_mode{false};
+  std::atomic<bool> always_allow_default_device{false};
+  std::atomic<bool> rnn_fusion{!env_is("CNTK_RNN_FUSION", "0")};
+  std::atomic<bool> rnn_fusion_debug{env_is("CNTK_RNN_FUSION_DEBUG", "1")};
+  std::atomic<bool> conv_fusion{[] {
+    const char* v = std::getenv("CNTK_NO_FUSION");
+    return !(v && *v && std::string_view(v) != "0");
+  }()};
+  std::atomic<bool> dnnl_layouts{!env_is("CNTK_DNNL_BLOCKED", "0")};
+};
+
+Switches& switches() {
+  static Switches s;
+  return s;
+}
+
 }  // namespace
 
-void set_checked_mode(bool enable) { g_checked_mode = enable; }
-bool checked_mode() { return g_checked_mode; }
-void always_allow_setting_default_device() { g_always_allow_default_device = true; }
-bool setting_default_device_always_allowed() { return g_always_allow_default_device; }
+void set_checked_mode(bool enable) { switches().checked_mode = enable; }
+bool checked_mode() { return switches().checked_mode; }
+void always_allow_setting_default_device() { switches().always_allow_default_device = true; }
+bool setting_default_device_always_allowed() { return switches().always_allow_default_device; }
+void set_rnn_fusion(bool on) { switches().rnn_fusion = on; }
+bool rnn_fusion_enabled() { return switches().rnn_fusion; }
+void set_rnn_fusion_debug(bool on) { switches().rnn_fusion_debug = on; }
+bool rnn_fusion_debug() { return switches().rnn_fusion_debug; }
+void set_conv_fusion(bool on) { switches().conv_fusion = on; }
+bool conv_fusion_enabled() { return switches().conv_fusion; }
+void set_dnnl_layouts(bool on) { switches().dnnl_layouts = on; }
+bool dnnl_layouts_enabled() { return switches().dnnl_layouts; }
 
 }  // namespace cntk

@@ -11,33 +11,13 @@
 #include <unordered_set>
 
 #include "cntk/evaluation.h"
+#include "cntk/switches.h"
 #include "kernels/cpu/rnn.h"
 #include "ops/sequence_delay.h"
 
 namespace cntk {
 
 namespace {
-std::atomic<bool>& fusion_flag() {
-  static std::atomic<bool> on{[] {
-    const char* v = std::getenv("CNTK_RNN_FUSION");
-    return !(v && std::strcmp(v, "0") == 0);
-  }()};
-  return on;
-}
-}  // namespace
-
-bool rnn_fusion_enabled() { return fusion_flag().load(); }
-void set_rnn_fusion(bool on) { fusion_flag().store(on); }
-
-namespace {
-
-bool fusion_debug() {
-  static const bool on = [] {
-    const char* v = std::getenv("CNTK_RNN_FUSION_DEBUG");
-    return v && std::strcmp(v, "1") == 0;
-  }();
-  return on;
-}
 
 void visit_functions(const FunctionPtr& root, const std::function<void(const FunctionPtr&)>& fn) {
   std::unordered_set<const Function*> seen;
@@ -447,7 +427,7 @@ bool all_float(const std::vector<Variable>& vs) {
 }
 
 bool reject(const FunctionPtr& f, const std::string& why) {
-  if (fusion_debug())
+  if (rnn_fusion_debug())
     std::fprintf(stderr, "rnn fusion: %s (%s) not fused: %s\n", f->op_name().c_str(), f->uid().c_str(), why.c_str());
   return false;
 }

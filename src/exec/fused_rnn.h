@@ -29,10 +29,6 @@ struct FusedRnnMatch {
 // success fills `m`. The fused step's only output is f's first output (h).
 bool match_fused_rnn(const FunctionPtr& f, const VariableUses& uses, FusedRnnMatch& m);
 
-// Whether plans fuse recurrences: CNTK_RNN_FUSION=0 makes the default false;
-// set_rnn_fusion (include/cntk/evaluation.h) changes it for plans compiled later.
-bool rnn_fusion_enabled();
-
 // The op names of the fused steps, as they appear in plans and profiler events.
 bool is_fused_rnn_op(const OpDef* op);
 

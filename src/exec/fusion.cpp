@@ -40,11 +40,6 @@ bool per_channel_bias(const Plan& p, int bias, const NDShape& conv_out) {
 
 size_t fused_steps_planned() { return g_fused; }
 
-bool plan_fusion_enabled() {
-  const char* e = std::getenv("CNTK_NO_FUSION");
-  return !(e && *e && std::string(e) != "0");
-}
-
 void fuse_steps(Plan& p) {
   p.fusion = true;
   const size_t nslots = p.slot_var.size(), nsteps = p.steps.size();
@@ -148,11 +143,6 @@ void fuse_steps(Plan& p) {
 
 size_t dnnl_reorders() { return kernels::dnnl_reorders(); }
 size_t dnnl_weight_reorders() { return kernels::dnnl_weight_reorders(); }
-
-bool plan_dnnl_layouts_enabled() {
-  const char* e = std::getenv("CNTK_DNNL_BLOCKED");
-  return !(e && std::string(e) == "0");
-}
 
 void mark_dnnl_layouts(Plan& p) {
   p.dnnl_layouts = true;

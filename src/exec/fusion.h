@@ -13,21 +13,14 @@
 
 namespace cntk {
 
-// Fusion is on unless the environment variable CNTK_NO_FUSION is set to a value
-// other than "" or "0" (read each time a plan is looked up: cached plans built the
-// other way are rebuilt).
-bool plan_fusion_enabled();
-
-// Replaces the fusable chains of p by fused steps.
+// Replaces the fusable chains of p by fused steps (when conv_fusion_enabled(),
+// cntk/switches.h; a cached plan built the other way is rebuilt).
 void fuse_steps(Plan& p);
-
-// Layouts between oneDNN steps: on unless the environment variable CNTK_DNNL_BLOCKED is
-// "0" (read each time a plan is looked up, like CNTK_NO_FUSION).
-bool plan_dnnl_layouts_enabled();
 
 // Marks the slots that stay in their producer's oneDNN layout (Plan::dnnl_blocked): a
 // float32 value whose producer and every reader are steps with OpDef::dnnl_layouts,
-// outside recurrent loops, computing in float32, and which is not a requested output.
+// outside recurrent loops, computing in float32, and which is not a requested output
+// (when dnnl_layouts_enabled(), cntk/switches.h).
 // Any other use (a gradient rule of another op, a requested gradient) makes it plain
 // on demand, once per pass.
 void mark_dnnl_layouts(Plan& p);

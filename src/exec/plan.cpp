@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "cntk/profiler.h"
+#include "cntk/switches.h"
 #include "exec/fused_rnn.h"
 #include "exec/fusion.h"
 #include "ops/sequence_delay.h"
@@ -384,8 +385,8 @@ std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Var
     std::lock_guard<std::mutex> lock(c.mu);
     auto it = c.plans.find(key);
     if (it != c.plans.end()) {
-      if (it->second->rnn_fusion == rnn_fusion && it->second->fusion == plan_fusion_enabled() &&
-          it->second->dnnl_layouts == plan_dnnl_layouts_enabled() &&
+      if (it->second->rnn_fusion == rnn_fusion && it->second->fusion == conv_fusion_enabled() &&
+          it->second->dnnl_layouts == dnnl_layouts_enabled() &&
           still_valid(*it->second))
         return it->second;
       c.plans.erase(it);
@@ -410,8 +411,8 @@ std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Var
   for (auto& o : outputs) p->output_slots.push_back(b.slot_of(o, none));
   b.resolve_deferred();
   order_steps(*p);
-  if (plan_fusion_enabled()) fuse_steps(*p);
-  if (plan_dnnl_layouts_enabled()) mark_dnnl_layouts(*p);
+  if (conv_fusion_enabled()) fuse_steps(*p);
+  if (dnnl_layouts_enabled()) mark_dnnl_layouts(*p);
   ++g_plans;
   std::lock_guard<std::mutex> lock(c.mu);
   if (c.plans.size() > 64) c.plans.clear();

@@ -1,11 +1,9 @@
 """Consecutive oneDNN steps (convolution, fused convolution, pooling, activations, batch
 normalization, LRN, channel splice) keep oneDNN's
 own (blocked) layout between them instead of reordering every value to the plain layout
-and back. With CNTK_DNNL_BLOCKED=0 every step reads and writes plain values: both must
+and back. With set_dnnl_layouts(False) every step reads and writes plain values: both must
 give the same outputs, gradients and parameter updates, and the reorder counter shows
 what is saved."""
-import os
-
 import numpy as np
 import pytest
 
@@ -20,20 +18,17 @@ def reorders():
 
 
 class blocked_mode:
-    """Runs a block with CNTK_DNNL_BLOCKED set to `on` (restoring the caller's setting)."""
+    """Runs a block with oneDNN layouts between steps `on` or off (restoring the caller's setting)."""
 
     def __init__(self, on):
         self.on = on
 
     def __enter__(self):
-        self.old = os.environ.get('CNTK_DNNL_BLOCKED')
-        os.environ['CNTK_DNNL_BLOCKED'] = '1' if self.on else '0'
+        self.old = C.cntk_py.dnnl_layouts_enabled()
+        C.cntk_py.set_dnnl_layouts(self.on)
 
     def __exit__(self, *exc):
-        if self.old is None:
-            os.environ.pop('CNTK_DNNL_BLOCKED', None)
-        else:
-            os.environ['CNTK_DNNL_BLOCKED'] = self.old
+        C.cntk_py.set_dnnl_layouts(self.old)
 
 
 def run(fn, args, outputs, wrt, on, seed=0):

@@ -1,8 +1,8 @@
 """The plan's fusion pass: Convolution -> Plus(per-channel bias) -> activation runs as
-one oneDNN convolution with post-ops. Fused and unfused plans (CNTK_NO_FUSION=1) must
+one oneDNN convolution with post-ops. Fused and unfused plans (set_conv_fusion(False)) must
 give the same outputs and gradients; chains whose intermediate results are read
 elsewhere, or requested, must not fuse."""
-import os
+import contextlib
 
 import numpy as np
 import pytest
@@ -17,23 +17,27 @@ def fused_count():
     return C._cntk.fused_steps_planned()
 
 
+@contextlib.contextmanager
+def conv_fusion(on):
+    """The fusion pass on or off for a block (restoring the caller's setting)."""
+    old = C.cntk_py.conv_fusion_enabled()
+    C.cntk_py.set_conv_fusion(on)
+    try:
+        yield
+    finally:
+        C.cntk_py.set_conv_fusion(old)
+
+
 def run(fn, args, outputs, wrt, fused, seed=0):
     """Forward (keeping state) then backward with fixed random root gradients.
     Returns (outputs, gradients, fused steps planned)."""
-    old = os.environ.pop('CNTK_NO_FUSION', None)
-    if not fused:
-        os.environ['CNTK_NO_FUSION'] = '1'
-    try:
+    with conv_fusion(fused):
         before = fused_count()
         state, outs = fn.forward(args, outputs, keep_for_backward=outputs)
         rng = np.random.RandomState(seed)
         roots = {o: rng.standard_normal(np.asarray(outs[o]).shape).astype(np.float32) for o in outputs}
         grads = fn.backward(state, roots, wrt)
         planned = fused_count() - before
-    finally:
-        os.environ.pop('CNTK_NO_FUSION', None)
-        if old is not None:
-            os.environ['CNTK_NO_FUSION'] = old
     return ({o: np.asarray(outs[o]) for o in outputs}, {v: np.asarray(grads[v]) for v in wrt}, planned)
 
 
@@ -200,15 +204,10 @@ def test_gradient_for_a_fused_away_intermediate_of_sequences():
     seqs = [rng.standard_normal((n, 2, 5, 5)).astype(np.float32) for n in (3, 1, 2)]
     got = {}
     for fused in (True, False):
-        os.environ.pop('CNTK_NO_FUSION', None)
-        if not fused:
-            os.environ['CNTK_NO_FUSION'] = '1'
-        try:
+        with conv_fusion(fused):
             state, outs = f.forward({x: seqs}, [f.output], keep_for_backward=[f.output])
             root = np.ones_like(np.asarray(outs[f.output]))
             got[fused] = f.backward(state, {f.output: root}, [z.output])[z.output]
-        finally:
-            os.environ.pop('CNTK_NO_FUSION', None)
     zv = z.eval({x: seqs})
     assert [len(s) for s in got[True]] == [3, 1, 2]
     for gf, gu, zs in zip(got[True], got[False], zv):
@@ -231,11 +230,8 @@ def test_sequence_operand_fuses():
     f = C.tanh(C.convolution(w, x, auto_padding=[False, True, True]) + b)
     seqs = [data((3, 2, 5, 5), seed=4), data((2, 2, 5, 5), seed=5)]
     o_f = f.eval({x: seqs})
-    os.environ['CNTK_NO_FUSION'] = '1'
-    try:
+    with conv_fusion(False):
         o_u = f.eval({x: seqs})
-    finally:
-        del os.environ['CNTK_NO_FUSION']
     for a, b_ in zip(o_f, o_u):
         close(np.asarray(a), np.asarray(b_))
     check_same(f, {x: [data((3, 2, 5, 5), seed=4)]})
@@ -259,11 +255,8 @@ def test_no_fusion_setting_rebuilds_the_plan():
     before = fused_count()
     y1 = f.eval(d)
     assert fused_count() == before + 1
-    os.environ['CNTK_NO_FUSION'] = '1'
-    try:
+    with conv_fusion(False):
         plans = C._cntk.plans_compiled()
         y2 = f.eval(d)
         assert C._cntk.plans_compiled() == plans + 1
-    finally:
-        del os.environ['CNTK_NO_FUSION']
     close(y1, y2)

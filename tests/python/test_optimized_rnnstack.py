@@ -179,10 +179,18 @@ def test_gradients_without_sequence_axis():
 
 # ------------------------------------------------------------------ float32
 
+@pytest.fixture
+def rnn_fusion():
+    """set_rnn_fusion for one test: float32 on oneDNN's RNN primitives or on the reference loops."""
+    before = C.cntk_py.rnn_fusion_enabled()
+    yield C.cntk_py.set_rnn_fusion
+    C.cntk_py.set_rnn_fusion(before)
+
+
 @pytest.mark.parametrize("fusion", ['1', '0'])  # oneDNN's RNN primitives; the reference loops
 @pytest.mark.parametrize("recurrent_op,num_layers,bidirectional", CONFIGS)
-def test_float32_matches_float64(recurrent_op, num_layers, bidirectional, fusion, monkeypatch):
-    monkeypatch.setenv('CNTK_RNN_FUSION', fusion)
+def test_float32_matches_float64(recurrent_op, num_layers, bidirectional, fusion, rnn_fusion):
+    rnn_fusion(fusion == '1')
     rng = np.random.RandomState(5)
     x32, W32, f32 = make_stack(6, 7, num_layers, bidirectional, recurrent_op, dtype=np.float32)
     x64, W64, f64 = make_stack(6, 7, num_layers, bidirectional, recurrent_op, dtype=np.float64)
@@ -207,6 +215,25 @@ def test_float32_matches_float64(recurrent_op, num_layers, bidirectional, fusion
 
 
 # ------------------------------------------------------------------ return_full_state
+
+def test_set_rnn_fusion_switches_the_float32_path(rnn_fusion):
+    # oneDNN's primitives and the reference loops agree to rounding, not bit for bit: the
+    # bits tell which path ran, and each setting gives its own bits again when switched back.
+    rng = np.random.RandomState(9)
+    x, W, f = make_stack(6, 16, 2, True, 'lstm', dtype=np.float32)
+    W.value = rng.uniform(-0.4, 0.4, W.shape).astype(np.float32)
+    seqs = [s.astype(np.float32) for s in random_sequences(rng, [9, 4, 7], (6,))]
+
+    def run(fused):
+        rnn_fusion(fused)
+        return np.concatenate([np.asarray(y).ravel() for y in as_sequences(f.eval({x: seqs}))])
+
+    fused, loops = run(True), run(False)
+    np.testing.assert_allclose(fused, loops, rtol=1e-5, atol=1e-5)
+    assert not np.array_equal(fused, loops)
+    np.testing.assert_array_equal(run(True), fused)
+    np.testing.assert_array_equal(run(False), loops)
+
 
 def make_full_stack(input_size, hidden, num_layers, bidirectional, recurrent_op, dtype=np.float64, seed=0):
     x = C.sequence.input_variable(input_size, dtype=dtype, name='x')
@@ -301,11 +328,11 @@ def test_full_state_without_sequence_axis():
 @pytest.mark.parametrize("fusion", ['1', '0'])
 @pytest.mark.parametrize("recurrent_op,num_layers,bidirectional", FULL_CONFIGS)
 def test_full_state_float32_matches_float64_and_the_onednn_path(recurrent_op, num_layers, bidirectional, fusion,
-                                                                  monkeypatch):
+                                                                  rnn_fusion):
     # float32 with final states runs on oneDNN one layer per call (GRU and plain RNNs;
     # an LSTM's final c needs the reference loops), or on the reference loops with
-    # CNTK_RNN_FUSION=0.
-    monkeypatch.setenv('CNTK_RNN_FUSION', fusion)
+    # set_rnn_fusion(False).
+    rnn_fusion(fusion == '1')
     rng = np.random.RandomState(36)
     lstm = recurrent_op == 'lstm'
     x32, W32, f32 = make_full_stack(5, 6, num_layers, bidirectional, recurrent_op, dtype=np.float32)

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "cntk/common.h"
+#include "cntk/switches.h"
 #include "kernels/cpu/matmul.h"
 
 namespace cntk::kernels {
@@ -511,14 +512,12 @@ RnnStackGrads backward_dnnl_by_layer(const RnnStackDims& d, const NDArrayView& x
   return out;
 }
 
-// CNTK_RNN_FUSION=0 keeps float32 on the reference loops (as it keeps Recurrence off the
-// fused kernel), for comparisons and debugging.
+// set_rnn_fusion(false) (or CNTK_RNN_FUSION=0) keeps float32 on the reference loops (as it
+// keeps Recurrence off the fused kernel), for comparisons and debugging.
 NDArrayView as_float(const NDArrayView& a) { return a.dtype() == DataType::Float ? a : a.cast(DataType::Float); }
 
 bool use_dnnl(const NDArrayView& x) {
-  if (x.dtype() != DataType::Float) return false;
-  const char* v = std::getenv("CNTK_RNN_FUSION");
-  return !(v && std::strcmp(v, "0") == 0);
+  return x.dtype() == DataType::Float && rnn_fusion_enabled();
 }
 
 template <class T>
