@@ -89,6 +89,8 @@ CNTK_C_EXPORT cntk_status cntk_last_status(void);
 CNTK_C_EXPORT cntk_status cntk_device_check(cntk_device_kind kind, int id);
 CNTK_C_EXPORT cntk_status cntk_device_default(cntk_device_kind* kind, int* id);
 CNTK_C_EXPORT cntk_status cntk_set_fixed_random_seed(uint64_t seed);
+/* The seed for a random op or initializer given none: the fixed seed, or the next one (CNTK's rule). */
+CNTK_C_EXPORT cntk_status cntk_next_random_seed(uint64_t* out);
 
 /* ------------------------------------------------------------------ NDArrayView */
 

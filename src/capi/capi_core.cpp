@@ -176,6 +176,10 @@ cntk_status cntk_set_fixed_random_seed(uint64_t seed) {
   return guard([&] { set_fixed_random_seed(seed); });
 }
 
+cntk_status cntk_next_random_seed(uint64_t* out) {
+  return guard([&] { *need(out, "out") = next_random_seed(); });
+}
+
 // ------------------------------------------------------------------ NDArrayView
 
 cntk_status cntk_ndarray_create_dense(cntk_dtype dtype, const int64_t* dims, size_t rank, const void* data,

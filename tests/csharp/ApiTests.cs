@@ -88,6 +88,41 @@ namespace OpenCNTK.CSharpTests
             var combined = Function.Combine(new List<Variable> { z, CNTKLib.Sigmoid(z) }, "both");
             Check(combined.Outputs.Count == 2 && combined.Arguments.Single().Equals(x), "Combine: two outputs, one argument");
 
+            // Ops with axes: CNTK's static axis 0 is the fastest-varying one.
+            var m = Variable.InputVariable(new int[] { 3, 2 }, DataType.Float, "m", new List<Axis> { Axis.DefaultBatchAxis() });
+            var mData = Value.CreateBatch(new int[] { 3, 2 }, new float[] { 1, 2, 3, 4, 5, 6 }, device);  // columns (1,2,3), (4,5,6)
+            Func<Function, IList<float>> eval = f =>
+            {
+                var o = new Dictionary<Variable, Value> { { f.Output, null } };
+                f.Evaluate(new Dictionary<Variable, Value> { { m, mData } }, o, device);
+                return o[f.Output].GetDenseData<float>(f.Output)[0];
+            };
+            var rs = CNTKLib.ReduceSum(m, new Axis(0));
+            Check(rs.Output.Shape.Dimensions.SequenceEqual(new[] { 1, 2 }) && eval(rs).SequenceEqual(new float[] { 6, 15 }), "ReduceSum over axis 0 sums each column");
+            var sl = CNTKLib.Slice(m, new AxisVector { new Axis(1) }, new int[] { 1 }, new int[] { 2 });
+            Check(sl.Output.Shape.Dimensions.SequenceEqual(new[] { 3, 1 }) && eval(sl).SequenceEqual(new float[] { 4, 5, 6 }), "Slice along axis 1 keeps the second column");
+            var sp = CNTKLib.Splice(new List<Variable> { m, m }, new Axis(1));
+            Check(sp.Output.Shape.Dimensions.SequenceEqual(new[] { 3, 4 }) && eval(sp).SequenceEqual(new float[] { 1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6 }), "Splice along axis 1 appends columns");
+            var tr = CNTKLib.TransposeAxes(m, new Axis(0), new Axis(1));
+            Check(tr.Output.Shape.Dimensions.SequenceEqual(new[] { 2, 3 }) && eval(tr).SequenceEqual(new float[] { 1, 4, 2, 5, 3, 6 }), "TransposeAxes swaps the axes");
+            var rsh = CNTKLib.Reshape(m, new int[] { 6 });
+            Check(rsh.Output.Shape.Dimensions.SequenceEqual(new[] { 6 }) && eval(rsh).SequenceEqual(new float[] { 1, 2, 3, 4, 5, 6 }), "Reshape keeps the element order");
+            var sm = eval(CNTKLib.Softmax(m));
+            Check(Math.Abs(sm.Sum() - 1) < 1e-5 && sm[5] > sm[0], "Softmax without an axis normalizes the whole sample");
+            var smAxis = eval(CNTKLib.Softmax(m, new Axis(0)));
+            Check(Math.Abs(smAxis[0] + smAxis[1] + smAxis[2] - 1) < 1e-5 && Math.Abs(smAxis[3] + smAxis[4] + smAxis[5] - 1) < 1e-5, "Softmax along axis 0 normalizes each column");
+            Check(eval(CNTKLib.Dropout(m, 0.5)).SequenceEqual(new float[] { 1, 2, 3, 4, 5, 6 }), "Dropout passes data through in evaluation");
+            var scores = Variable.InputVariable(new int[] { 4 }, DataType.Float, "scores", new List<Axis> { Axis.DefaultBatchAxis() });
+            var target = Variable.InputVariable(new int[] { 4 }, DataType.Float, "target", new List<Axis> { Axis.DefaultBatchAxis() });
+            var top2 = CNTKLib.ClassificationError(scores, target, 2);
+            var topOut = new Dictionary<Variable, Value> { { top2.Output, null } };
+            top2.Evaluate(new Dictionary<Variable, Value> {
+                { scores, Value.CreateBatch(new int[] { 4 }, new float[] { 0.1f, 0.5f, 0.3f, 0.1f, 0.9f, 0.05f, 0.03f, 0.02f }, device) },
+                { target, Value.CreateBatch<float>(4, new[] { 2, 3 }, device) } }, topOut, device);
+            var topErr = topOut[top2.Output].GetDenseData<float>(top2.Output);
+            Check(topErr[0][0] == 0 && topErr[1][0] == 1, "ClassificationError with topN 2: second-best is right, fourth is wrong");
+            Throws<NotImplementedException>(() => z.Save("model.onnx", ModelFormat.ONNX), "Save as ONNX");
+
             // Errors arrive as CNTK's C# exceptions, with the engine's message.
             Throws<ArgumentOutOfRangeException>(() => CNTKLib.Plus(x, y), "Plus of [3] and [2]");
             Throws<ArgumentOutOfRangeException>(() => z.Evaluate(new Dictionary<Variable, Value> { { x, Value.CreateBatch(new int[] { 2 }, new float[] { 1, 2 }, device) } }, new Dictionary<Variable, Value> { { z.Output, null } }, device), "Evaluate with [2] data for a [3] input");

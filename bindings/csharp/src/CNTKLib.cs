@@ -24,6 +24,13 @@ namespace CNTK
         public static implicit operator AxisVector(Axis[] axes) { return new AxisVector(axes); }
     }
 
+    public class IntVector : List<int>
+    {
+        public IntVector() { }
+        public IntVector(IEnumerable<int> values) : base(values) { }
+        public static implicit operator IntVector(int[] values) { return new IntVector(values); }
+    }
+
     public static partial class CNTKLib
     {
         public const double DefaultParamInitScale = 1.0;
@@ -111,13 +118,55 @@ namespace CNTK
         public static Function Reciprocal(Variable operand, string name = "") { return Op("Reciprocal", operand, name); }
         public static Function Floor(Variable operand, string name = "") { return Op("Floor", operand, name); }
 
-        public static Function Softmax(Variable operand, string name = "") { return Softmax(operand, new Axis(0), name); }
+        // Without an axis: over all static axes of each sample, as CNTK's.
+        public static Function Softmax(Variable operand, string name = "") { return Op("Softmax", operand, name); }
         public static Function Softmax(Variable operand, Axis axis, string name = "")
         {
             return Op("Softmax", new[] { operand }, Attrs().SetAxis("axis", EngineAxis(axis)), name);
         }
 
+        public static Function LogSoftmax(Variable operand, string name = "") { return LogSoftmax(operand, new Axis(0), name); }
+        public static Function LogSoftmax(Variable operand, Axis axis, string name = "")
+        {
+            return Op("LogSoftmax", new[] { operand }, Attrs().SetAxis("axis", EngineAxis(axis)), name);
+        }
+
+        // Zeroes each element with probability dropoutRate in training (the rest scaled by
+        // 1 / (1 - dropoutRate)); evaluation passes the operand through.
+        public static Function Dropout(Variable operand, double dropoutRate, uint seed = SentinelValueForAutoSelectRandomSeed, string name = "")
+        {
+            if (!(dropoutRate >= 0 && dropoutRate < 1)) throw new ArgumentOutOfRangeException("dropoutRate", "Dropout: the rate must be in [0, 1)");
+            ulong s = seed;
+            if (seed == SentinelValueForAutoSelectRandomSeed) Native.Check(Native.cntk_next_random_seed(out s));
+            return Op("Dropout", new[] { operand }, Attrs().Set("rngSeed", (long)s).Set("rngOffset", 0L).Set("dropoutRate", dropoutRate), name);
+        }
+
         // ---------------------------------------------------------------- linear algebra, shapes
+
+        public static Function Splice(IList<Variable> operands, Axis axis, string name = "")
+        {
+            if (operands == null) throw new ArgumentNullException("operands");
+            return Op("Splice", operands.ToArray(), Attrs().SetAxis("axis", EngineAxis(axis)), name);
+        }
+
+        public static Function Slice(Variable operand, AxisVector axis, IntVector beginIndex, IntVector endIndex, string name = "")
+        {
+            return Slice(operand, axis, beginIndex, endIndex, new IntVector(Enumerable.Repeat(1, axis == null ? 0 : axis.Count)), name);
+        }
+
+        public static Function Slice(Variable operand, AxisVector axis, IntVector beginIndex, IntVector endIndex, IntVector strides, string name = "")
+        {
+            if (axis == null || beginIndex == null || endIndex == null || strides == null) throw new ArgumentNullException("axis");
+            if (axis.Count == 0 || beginIndex.Count != axis.Count || endIndex.Count != axis.Count || strides.Count != axis.Count)
+                throw new ArgumentOutOfRangeException(null, "Slice: axis, beginIndex, endIndex and strides need the same positive length");
+            var attrs = Attrs();
+            if (axis.Count == 1)
+                attrs.SetAxis("axis", EngineAxis(axis[0])).Set("beginIndex", (long)beginIndex[0]).Set("endIndex", (long)endIndex[0]).Set("sliceStrides", (long)strides[0]);
+            else
+                attrs.SetAxes("axisVec", axis.Select(EngineAxis)).SetInts("beginIndexVec", beginIndex.Select(i => (long)i))
+                    .SetInts("endIndexVec", endIndex.Select(i => (long)i)).SetInts("sliceStridesVec", strides.Select(i => (long)i));
+            return Op("Slice", new[] { operand }, attrs, name);
+        }
 
         // CNTK's Times(W, x) with W [out, in] (CNTK order) is the engine's x @ W: operands swapped.
         public static Function Times(Variable leftOperand, Variable rightOperand, string name = "") { return Times(leftOperand, rightOperand, 1, -1, name); }
@@ -161,6 +210,14 @@ namespace CNTK
         public static Function ClassificationError(Variable prediction, Variable labels, string name = "")
         {
             return Op("ClassificationError", prediction, labels, name);
+        }
+
+        // 1 unless the label's class is among the topN highest predictions.
+        public static Function ClassificationError(Variable prediction, Variable labels, uint topN, string name = "")
+        {
+            if (topN < 1) throw new ArgumentOutOfRangeException("topN", "ClassificationError: topN must be positive");
+            if (topN == 1) return ClassificationError(prediction, labels, name);
+            return Op("ClassificationError", new Variable[] { prediction, labels, Constant.Scalar(prediction.DataType, topN) }, null, name);
         }
 
         // The sum of squared differences over all static axes, one scalar per sample (a composition,

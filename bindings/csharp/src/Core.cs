@@ -61,6 +61,8 @@ namespace CNTK
 
     public enum PoolingType { Max = 0, Average = 1 }
 
+    public enum ModelFormat { CNTKv2 = 0, ONNX = 1 }
+
     internal static class Types
     {
         internal static DataType Of<T>()
@@ -255,6 +257,13 @@ namespace CNTK
         internal CNTKDictionary SetAxis(string key, Axis axis)
         {
             Native.Check(Native.cntk_dict_set_axis(Handle, key, HandleOf(axis, key)));
+            return this;
+        }
+
+        internal CNTKDictionary SetAxes(string key, IEnumerable<Axis> axes)
+        {
+            IntPtr[] h = axes.Select(a => HandleOf(a, key)).ToArray();
+            Native.Check(Native.cntk_dict_set_axes(Handle, key, h, (UIntPtr)h.Length));
             return this;
         }
 

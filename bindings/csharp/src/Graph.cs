@@ -404,6 +404,24 @@ namespace CNTK
             return bytes;
         }
 
+        // Model files: CNTK's v2 format (CNTK v1 .dnn/.cmf files load too); ONNX is not available.
+        public void Save(string filepath, ModelFormat format)
+        {
+            CheckFormat(format);
+            Save(filepath);
+        }
+
+        public static Function Load(string filepath, DeviceDescriptor computeDevice, ModelFormat format)
+        {
+            CheckFormat(format);
+            return Load(filepath, computeDevice);
+        }
+
+        static void CheckFormat(ModelFormat format)
+        {
+            if (format != ModelFormat.CNTKv2) throw new NotImplementedException("model format " + format + " is not available in OpenCNTK's C# API");
+        }
+
         public static Function Load(string filepath, DeviceDescriptor computeDevice)
         {
             IntPtr h;

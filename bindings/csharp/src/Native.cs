@@ -64,6 +64,7 @@ namespace CNTK
         // ---------------------------------------------------------------- devices, random
         [DllImport(Lib)] internal static extern int cntk_device_check(int kind, int id);
         [DllImport(Lib)] internal static extern int cntk_set_fixed_random_seed(ulong seed);
+        [DllImport(Lib)] internal static extern int cntk_next_random_seed(out ulong seed);
 
         // ---------------------------------------------------------------- NDArrayView
         [DllImport(Lib)] internal static extern int cntk_ndarray_create_dense(int dtype, long[] dims, UIntPtr rank, float[] data, out IntPtr result);
