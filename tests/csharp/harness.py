@@ -23,11 +23,11 @@ TRAINING_SOURCES = [
 
 def native_library():
     """The C API library of the newest build (CI's build/cpp, make dev's build/dev), or
-    $CNTK_C_LIBRARY."""
+    $CNTK_C_LIBRARY. The sanitizer build's library is not used: Mono does not run under
+    AddressSanitizer (the C examples are the C API's sanitizer tests, run by ctest)."""
     if os.environ.get('CNTK_C_LIBRARY'):
         return os.environ['CNTK_C_LIBRARY']
-    found = [p for p in (os.path.join(ROOT, 'build', b, 'libcntk_c.so') for b in ('cpp', 'dev', 'asan'))
-             if os.path.exists(p)]
+    found = [p for p in (os.path.join(ROOT, 'build', b, 'libcntk_c.so') for b in ('cpp', 'dev')) if os.path.exists(p)]
     if not found:
         raise RuntimeError("libcntk_c.so is not built: run `make dev` (or scripts/test.sh, which builds build/cpp)")
     return max(found, key=os.path.getmtime)
@@ -57,6 +57,7 @@ def build_program(out_dir, name, sources, extra_refs=()):
 
 def run(exe, args, cwd, timeout=600):
     env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(exe) + ':' + os.environ.get('LD_LIBRARY_PATH', ''))
+    env.pop('LD_PRELOAD', None)  # make sanitize preloads ASan for Python; Mono runs without it
     r = subprocess.run(['mono', '--debug', exe] + list(args), cwd=cwd, capture_output=True, text=True,
                        timeout=timeout, env=env)
     return r.returncode, r.stdout, r.stderr
