@@ -26,6 +26,17 @@ pytestmark = pytest.mark.skipif(not os.path.isdir(harness.CSHARP),
                                 reason="CNTK's C# files (../shared/cntk-csharp) are absent")
 
 
+@pytest.fixture(autouse=True, scope='module')
+def _native_library():
+    """Under make sanitize (ASan preloaded, only build/asan built) there is no library Mono can load."""
+    try:
+        harness.native_library()
+    except RuntimeError:
+        if 'asan' in os.environ.get('LD_PRELOAD', ''):
+            pytest.skip("no non-sanitized libcntk_c.so for Mono (make dev builds one)")
+        raise
+
+
 @pytest.fixture(scope='module')
 def training_exe(tmp_path_factory):
     out = str(tmp_path_factory.mktemp('csharp'))
