@@ -99,14 +99,20 @@ def fashion_mnist(args):
     model = fashion_mnist_mlp.create_model()(features)
     loss = C.cross_entropy_with_softmax(model, labels)
     error = C.classification_error(model, labels)
-    local = C.adam(model.parameters, lr=C.learning_parameter_schedule(0.001), momentum=0.9,
-                   variance_momentum=0.999, minibatch_size=C.learners.IGNORE)
+    if args.learner == 'adam':
+        local = C.adam(model.parameters, lr=C.learning_parameter_schedule(0.001), momentum=0.9,
+                       variance_momentum=0.999, minibatch_size=C.learners.IGNORE)
+    else:
+        local = C.momentum_sgd(model.parameters, C.learning_parameter_schedule(args.lr), C.momentum_schedule(0.9))
     if args.mode == 'single':
         learner = local
     elif args.mode == 'bmuf':
-        learner = C.block_momentum_distributed_learner(local, block_size=args.batch * workers * 4)
+        learner = C.block_momentum_distributed_learner(local, block_size=args.batch * workers * args.block_steps,
+                                                       distributed_after=args.warm,
+                                                       reset_sgd_momentum_after_aggregation=not args.keep_momentum)
     else:
-        learner = C.data_parallel_distributed_learner(local, num_quantization_bits=args.bits)
+        learner = C.data_parallel_distributed_learner(local, num_quantization_bits=args.bits,
+                                                      distributed_after=args.warm)
     trainer = C.Trainer(model, (loss, error), [learner])
     n = len(x_train)
     # Data-parallel: each worker takes its share of each global minibatch of `batch` samples;
@@ -115,11 +121,17 @@ def fashion_mnist(args):
         per, step_size = args.batch, args.batch * workers
     else:
         per, step_size = args.batch // workers, args.batch
+    # A warm start (CNTK's training_session): until `warm` samples, every worker trains on the
+    # whole global minibatch alone, so that all start distributed training from the same model.
     steps = 0
     for epoch in range(args.epochs):
         order = np.random.RandomState(epoch).permutation(n)
-        for i in range(0, n - step_size + 1, step_size):
-            idx = order[i + rank * per:i + (rank + 1) * per]
+        i = 0
+        while i + args.batch <= n and (args.max_steps < 0 or steps < args.max_steps):
+            if trainer.total_number_of_samples_seen < args.warm:
+                idx, i = order[i:i + args.batch], i + args.batch
+            else:
+                idx, i = order[i + rank * per:i + (rank + 1) * per], i + step_size
             trainer.train_minibatch({features: x_train[idx], labels: y_1h[idx]})
             steps += 1
     if args.mode == 'bmuf':
@@ -200,6 +212,12 @@ def main():
     ap.add_argument('--raise-at', type=int, default=-1)
     ap.add_argument('--restore', action='store_true')
     ap.add_argument('--ctf', default='')
+    ap.add_argument('--learner', default='momentum')
+    ap.add_argument('--lr', type=float, default=0.1)
+    ap.add_argument('--warm', type=int, default=0)
+    ap.add_argument('--block-steps', type=int, default=4)
+    ap.add_argument('--max-steps', type=int, default=-1)
+    ap.add_argument('--keep-momentum', action='store_true')
     args = ap.parse_args()
     {'dp': data_parallel, 'quant': quantized_exchange, 'fmnist': fashion_mnist, 'resume': resume,
      'session': session}[args.job](args)
