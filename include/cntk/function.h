@@ -30,6 +30,12 @@ struct LoopAnchor {
 // How many Function objects exist (tests check that graphs with loops are freed).
 size_t live_functions();
 
+// Threads (docs/architecture.md, "Threads"): different functions may be built, run and
+// trained on different threads freely, as long as they share no parameters. One
+// function may be evaluated (cntk::forward in inference) from several threads at once:
+// its per-function state (op_state, plan_cache) is reached through atomic loads and
+// made once. Editing a graph (replace_placeholders, set_name, attributes, parameter
+// values) while another thread runs it is not supported and is not detected.
 class Function : public std::enable_shared_from_this<Function> {
  public:
   // A primitive function: runs shape inference immediately (errors surface here).
