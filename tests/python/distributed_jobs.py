@@ -194,6 +194,26 @@ def session(args):
           **{'p%d' % i: p.value for i, p in enumerate(z.parameters)})
 
 
+# ------------------------------------------------------------------ block momentum: metrics over workers
+
+def bmuf_metrics(args):
+    """CNTK's bmuf_metrics_aggregation test on Linux: each worker trains on its own data and prints
+    epoch summaries to its own log; with block momentum the summaries are averaged over workers."""
+    x, y, z, loss, err = _mlp(11)
+    rank = C.Communicator.rank()
+    learner = C.block_momentum_distributed_learner(
+        C.momentum_sgd(z.parameters, C.learning_parameter_schedule(0.0001), C.momentum_as_time_constant_schedule(1000)),
+        block_size=1000, block_learning_rate=0.01, block_momentum_as_time_constant=1000)
+    printer = C.logging.ProgressPrinter(freq=10, tag='Training', log_to_file=os.path.join(args.outdir, 'log'),
+                                        rank=rank)
+    trainer = C.Trainer(z, (loss, err), [learner], [printer])
+    for i in range(args.steps):
+        xs, ys = _global_batch(100 * rank + i, 10)
+        trainer.train_minibatch({x: xs, y: ys})
+        if i % 50 == 0:
+            trainer.summarize_training_progress()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('job')
@@ -220,7 +240,7 @@ def main():
     ap.add_argument('--keep-momentum', action='store_true')
     args = ap.parse_args()
     {'dp': data_parallel, 'quant': quantized_exchange, 'fmnist': fashion_mnist, 'resume': resume,
-     'session': session}[args.job](args)
+     'session': session, 'bmuf_metrics': bmuf_metrics}[args.job](args)
     C.Communicator.finalize()
 
 

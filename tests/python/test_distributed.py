@@ -169,6 +169,22 @@ def _global_batch_for_file(n):
     return xs, np.eye(5, dtype=np.float32)[np.abs(xs[:, :5]).argmax(axis=1)]
 
 
+@needs_mpiexec
+def test_block_momentum_summaries_are_averaged_over_workers(tmp_path):
+    """CNTK's bmuf_metrics_aggregation_test (skipped on Linux there for want of mpiexec -l): every
+    worker reports the same loss and metric in its epoch summaries."""
+    import re
+    mpirun(2, 'bmuf_metrics', tmp_path, '--steps', 101)
+    summaries = []
+    for r in range(2):
+        with open(os.path.join(str(tmp_path), 'logrank%d' % r)) as f:
+            text = f.read()
+        summaries.append(re.findall(r'Finished Epoch\[(\d+)(?: of \d+)?\]: \[Training\] loss = ([\d.]+) \* (\d+), '
+                                    r'metric = ([\d.]+)%', text))
+    assert len(summaries[0]) == 3, summaries
+    assert summaries[0] == summaries[1]
+
+
 # ------------------------------------------------------------------ 1-bit SGD: the exchange itself
 
 def _quantize_columns(m, bits):

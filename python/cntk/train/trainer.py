@@ -210,7 +210,18 @@ class Trainer(_cntk.Trainer):
         return self._total_number_of_samples_seen()
 
     def summarize_training_progress(self):
-        """Writes the summary of training since the last summary to the progress writers."""
+        """Writes the summary of training since the last summary to the progress writers.
+        With block momentum, the loss and metric sums are first averaged over the workers
+        (every worker must call it), as CNTK does."""
+        if _cntk._trainer_communicator(self) is not None:
+            accs = [w._training for w in self._writers if hasattr(w, '_training')]
+            loss = accs[0].total_loss if accs else 0.0
+            metric = (accs[0].total_metric or 0.0) if accs else 0.0
+            loss, metric = _cntk._trainer_aggregate_metrics(self, loss, metric)
+            for acc in accs:
+                acc.total_loss = loss
+                if acc.total_metric is not None:
+                    acc.total_metric = metric
         _call_writers(self._writers, 'write_training_summary')
 
     def summarize_test_progress(self):
