@@ -223,9 +223,12 @@ void train(const ActionContext& ctx) {
   if (max_epochs <= 0) throw ValueError(sgd->name() + ": maxEpochs must be given and positive");
   const size_t epoch_size = size_t(sgd->get_int("epochSize", 0));  // 0: one sweep of the data
   const std::vector<double> mb_sizes = numbers(sgd->get_array("minibatchSize", {"256"}), "minibatchSize");
-  const std::string update = sgd->get("gradUpdateType", "None");
-  if (update != "None" && update != "none")
-    throw NotImplementedError("gradUpdateType '" + update + "' is not implemented yet (None is)");
+  std::string update = sgd->get("gradUpdateType", "None");
+  std::transform(update.begin(), update.end(), update.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  if (update == "" || update == "normal" || update == "simple") update = "none";  // CNTK's older names
+  if (update != "none" && update != "adagrad" && update != "rmsprop" && update != "fsadagrad")
+    throw NotImplementedError("gradUpdateType '" + sgd->get("gradUpdateType") +
+                              "' is not implemented yet (None, AdaGrad, RmsProp and FSAdaGrad are)");
   if (sgd->get_double("dropoutRate", 0) != 0) throw NotImplementedError("SGD dropoutRate is not implemented yet");
 
   std::vector<double> lr_per_sample;
@@ -266,8 +269,25 @@ void train(const ActionContext& ctx) {
   const Variable criterion = net.criteria[0];
   FunctionPtr evaluation = net.evaluations.empty() ? nullptr : single(net.evaluations[0]);
   const double momentum = momentum_per_sample[0];
-  LearnerPtr learner = momentum_sgd_learner(net.model->parameters(), LearningRateSchedule(lr_per_sample[0], 1),
-                                            MomentumSchedule(momentum, 1), /*unit_gain=*/true, options);
+  // CNTK's v1 updates are the engine's learners with a per-sample learning rate and unit-gain
+  // momentum; AdaGrad and RmsProp take no momentum.
+  const auto params = net.model->parameters();
+  const LearningRateSchedule lr0(lr_per_sample[0], 1);
+  const bool ave_multiplier = sgd->get_bool("normWithAveMultiplier", true);
+  LearnerPtr learner;
+  if (update == "adagrad") {
+    learner = adagrad_learner(params, lr0, ave_multiplier, options);
+  } else if (update == "rmsprop") {
+    learner = rmsprop_learner(params, lr0, sgd->get_double("rms_gamma", 0.99), sgd->get_double("rms_wgt_inc", 1.2),
+                              sgd->get_double("rms_wgt_dec", 0.75), sgd->get_double("rms_wgt_max", 10.0),
+                              sgd->get_double("rms_wgt_min", 0.1), ave_multiplier, options);
+  } else if (update == "fsadagrad") {
+    learner = fsadagrad_learner(params, lr0, MomentumSchedule(momentum, 1), /*unit_gain=*/true,
+                                momentum_as_time_constant_schedule(sgd->get_double("varianceTimeConstant", 2 * 3600 * 100)),
+                                options);
+  } else {
+    learner = momentum_sgd_learner(params, lr0, MomentumSchedule(momentum, 1), /*unit_gain=*/true, options);
+  }
   Trainer trainer(net.model, single(criterion), evaluation, {learner});
 
   const std::vector<Variable> inputs = leaf_inputs(net.model);

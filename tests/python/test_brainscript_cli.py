@@ -217,3 +217,22 @@ def test_simple2d_one_hidden_matches_cntk_baseline(tmp_path):
     # The write action's category format: one mapped label per test sample, then the node name.
     lines = (tmp_path / 'SimpleOutput.PosteriorProb').read_text().splitlines()
     assert len(lines) == 603 and all(re.fullmatch(r'[01]\t// PosteriorProb', l) for l in lines)
+
+
+@pytest.mark.parametrize('update', ['AdaGrad', 'RmsProp', 'FSAdaGrad'])
+def test_grad_update_types_train_three_classes(tutorial, update):
+    cfg = os.path.join(TUTORIAL, '3Classes_bs.cntk')
+    rc, log = run(['configFile=' + cfg, 'command=Train:Test', 'Train=[SGD=[gradUpdateType=%s]]' % update], tutorial)
+    assert rc == 0, log[-3000:]
+    assert final_results(log)['errs'] < 0.12, log[-2000:]
+
+
+def test_stderr_redirect_and_double_precision(tutorial):
+    cfg = os.path.join(TUTORIAL, 'lr_bs.cntk')
+    rc, out = run(['configFile=' + cfg, 'command=Train', 'Train=[SGD=[maxEpochs=1]]', 'precision=double',
+                   'stderr=logs/run'], tutorial)
+    assert rc == 0
+    log = (tutorial / 'logs' / 'run').read_text()
+    assert 'Finished Epoch[ 1 of 1]' in log and 'COMPLETED.' in log and 'Finished Epoch' not in out
+    rc, out = run(['configFile=' + cfg, 'command=Train', 'precision=half'], tutorial)
+    assert rc != 0 and 'invalid precision "half"' in out
