@@ -148,6 +148,11 @@ namespace OpenCNTK.CSharpTests
             for (int i = 0; i < 50; ++i) trainer.TrainMinibatch(args, false, device);
             Check(trainer.PreviousMinibatchLossAverage() < first / 10 && trainer.TotalNumberOfSamplesSeen() == 102, "SGD on SquaredError: loss " + first + " -> " + trainer.PreviousMinibatchLossAverage());
 
+            // Schedules: (count, value) pairs over epochs of samples.
+            var schedule = new TrainingParameterScheduleDouble(new VectorPairSizeTDouble { new PairSizeTDouble(2, 0.1), new PairSizeTDouble(1, 0.01) }, 100);
+            Check(schedule[0] == 0.1 && schedule[199] == 0.1 && schedule[200] == 0.01 && schedule[10000] == 0.01 && !schedule.IsSweepBased(), "a piecewise schedule over epochs of 100 samples");
+            Check(new TrainingParameterScheduleDouble(0.5, 1).GetMinibatchSize() == 1, "a per-sample schedule has reference minibatch size 1");
+
             Console.WriteLine("ApiTests passed (" + checks + " checks)");
             return 0;
         }

@@ -179,6 +179,7 @@ namespace CNTK
         [DllImport(Lib)] internal static extern int cntk_schedule_momentum_as_time_constant(double[] values, UIntPtr[] counts, UIntPtr count, UIntPtr epochSize, out IntPtr result);
         [DllImport(Lib)] internal static extern void cntk_schedule_release(IntPtr s);
         [DllImport(Lib)] internal static extern int cntk_schedule_value_at(IntPtr s, UIntPtr count, out double value);
+        [DllImport(Lib)] internal static extern int cntk_schedule_info(IntPtr s, out UIntPtr epochSize, out UIntPtr minibatchSize);
 
         [StructLayout(LayoutKind.Sequential)]
         internal struct LearnerOptions

@@ -15,13 +15,13 @@ namespace CNTK
         public TrainingParameterScheduleDouble(double value, uint minibatchSize = 0)
             : base(Create(new[] { value }, null, 0, minibatchSize), Native.cntk_schedule_release) { }
 
-        // values[i] holds for epochSize samples each (epochSize 0: one sweep each); the last value from then on.
-        public TrainingParameterScheduleDouble(IList<double> values, uint epochSize = 0, uint minibatchSize = 0)
-            : base(Create(values.ToArray(), null, epochSize, minibatchSize), Native.cntk_schedule_release) { }
+        // Each pair (count, value): the value holds for count epochs of epochSize samples (epochSize
+        // 0: count sweeps); the last value holds from then on.
+        public TrainingParameterScheduleDouble(VectorPairSizeTDouble schedule, uint epochSize = FullDataSweep, uint minibatchSize = IgnoredMinibatchSize)
+            : base(Create(schedule.Select(p => p.second).ToArray(), schedule.Select(p => (UIntPtr)p.first).ToArray(), epochSize, minibatchSize), Native.cntk_schedule_release) { }
 
-        // (count, value) pairs: each value holds for count epochs of epochSize samples.
-        public TrainingParameterScheduleDouble(IList<Tuple<uint, double>> schedule, uint epochSize = 0, uint minibatchSize = 0)
-            : base(Create(schedule.Select(p => p.Item2).ToArray(), schedule.Select(p => (UIntPtr)p.Item1).ToArray(), epochSize, minibatchSize), Native.cntk_schedule_release) { }
+        public const uint FullDataSweep = 0;
+        public const uint IgnoredMinibatchSize = 0;
 
         static IntPtr Create(double[] values, UIntPtr[] counts, uint epochSize, uint minibatchSize)
         {
@@ -37,8 +37,32 @@ namespace CNTK
             return new TrainingParameterScheduleDouble(h);
         }
 
+        public bool IsSweepBased() { return Info().Item1 == 0; }
+        public uint GetMinibatchSize() { return Info().Item2; }
+
+        Tuple<uint, uint> Info()
+        {
+            UIntPtr epoch, mb;
+            Native.Check(Native.cntk_schedule_info(Handle, out epoch, out mb));
+            return Tuple.Create((uint)epoch, (uint)mb);
+        }
+
         public double this[uint count] { get { double v; Native.Check(Native.cntk_schedule_value_at(Handle, (UIntPtr)count, out v)); return v; } }
         public double GetScheduleValue(uint count) { return this[count]; }
+    }
+
+    public class PairSizeTDouble
+    {
+        public uint first { get; set; }
+        public double second { get; set; }
+        public PairSizeTDouble() { }
+        public PairSizeTDouble(uint t, double u) { first = t; second = u; }
+    }
+
+    public class VectorPairSizeTDouble : List<PairSizeTDouble>
+    {
+        public VectorPairSizeTDouble() { }
+        public VectorPairSizeTDouble(IEnumerable<PairSizeTDouble> pairs) : base(pairs) { }
     }
 
     /// <summary>CNTK's AdditionalLearningOptions.</summary>
