@@ -321,3 +321,94 @@ def test_an_exception_in_a_worker_ends_the_job_naming_it(tmp_path):
     assert rc != 0 and seconds < 60
     assert 'worker 1 of 2 failed with RuntimeError' in out, out[-2000:]
     assert 'a failure in worker 1 at step 3' in out
+
+
+# ------------------------------------------------------------------ two hosts (network namespaces)
+
+NETNS_AGENT = """#!/bin/sh
+# Open MPI's remote-shell agent for the test's hosts: network namespaces of this machine.
+host=$1
+shift
+exec ip netns exec "$CNTK_TEST_NETNS_PREFIX$host" /bin/sh -c "$*"
+"""
+
+
+def _sh(*cmd):
+    return subprocess.run(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT).returncode == 0
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return ''
+
+
+def _link_bytes(name):
+    with open('/sys/class/net/%s/statistics/tx_bytes' % name) as tx, \
+            open('/sys/class/net/%s/statistics/rx_bytes' % name) as rx:
+        return int(tx.read()) + int(rx.read())
+
+
+@needs_mpiexec
+def test_two_hosts_over_tcp_from_a_hostfile(tmp_path):
+    """Two hosts made of network namespaces joined by veth pairs and a bridge; Open MPI starts one
+    worker in each through a hostfile (its remote-shell agent enters the namespace, as ssh would
+    log in) and the workers talk over TCP, as on a cluster."""
+    if shutil.which('ip') is None or os.geteuid() != 0:
+        pytest.skip("needs root and iproute2 to make network namespaces")
+    tag = 'cn%d' % (os.getpid() % 100000)
+    net = '10.%d.%d' % (100 + os.getpid() % 100, os.getpid() // 100 % 250)
+    hosts = ['h1', 'h2']
+    bridge = tag + 'br'
+    if not _sh('ip', 'netns', 'add', tag + 'h1'):
+        pytest.skip("network namespaces are not available here")
+    try:
+        assert _sh('ip', 'netns', 'add', tag + 'h2')
+        assert _sh('ip', 'link', 'add', bridge, 'type', 'bridge')
+        assert _sh('ip', 'addr', 'add', net + '.1/24', 'dev', bridge)
+        assert _sh('ip', 'link', 'set', bridge, 'up')
+        for i, h in enumerate(hosts, 1):
+            ns, veth = tag + h, tag + 'v%d' % i
+            assert _sh('ip', 'link', 'add', veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns)
+            assert _sh('ip', 'link', 'set', veth, 'master', bridge, 'up')
+            assert _sh('ip', 'netns', 'exec', ns, 'ip', 'addr', 'add', '%s.%d/24' % (net, 10 + i), 'dev', 'eth0')
+            assert _sh('ip', 'netns', 'exec', ns, 'ip', 'link', 'set', 'eth0', 'up')
+            assert _sh('ip', 'netns', 'exec', ns, 'ip', 'link', 'set', 'lo', 'up')
+        # Both ports forwarding and both ends up before any traffic (a fresh bridge port may not be).
+        deadline = time.time() + 20
+        ready = lambda: all(_read('/sys/class/net/%sv%d/brport/state' % (tag, i)) == '3' and
+                            _read('/sys/class/net/%sv%d/operstate' % (tag, i)) == 'up' for i in (1, 2))
+        while not ready() and time.time() < deadline:
+            time.sleep(0.2)
+        assert ready()
+        agent = tmp_path / 'netns-rsh'
+        agent.write_text(NETNS_AGENT)
+        agent.chmod(0o755)
+        hostfile = tmp_path / 'hosts'
+        hostfile.write_text(''.join('%s slots=1\n' % h for h in hosts))
+        out = tmp_path / 'out'
+        out.mkdir()
+        before = _link_bytes(tag + 'v1')
+        env = _env()
+        env['CNTK_TEST_NETNS_PREFIX'] = tag
+        cmd = ['mpiexec', '--hostfile', str(hostfile), '-n', '2', '--mca', 'plm_rsh_agent', str(agent),
+               '--mca', 'oob_tcp_if_include', net + '.0/24', '--mca', 'btl', 'tcp,self',
+               '--mca', 'btl_tcp_if_include', net + '.0/24',
+               sys.executable, JOBS, 'dp', str(out), '--steps', 20, '--batch', 64]
+        p = subprocess.run([str(c) for c in cmd], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=300)
+        assert p.returncode == 0, p.stdout.decode(errors='replace')[-4000:]
+        r0, r1 = load(out, 'dp', 0), load(out, 'dp', 1)
+        for k in [k for k in r0.files if k.startswith('p')]:
+            np.testing.assert_array_equal(r0[k], r1[k])
+        # The gradients crossed host 1's link.
+        assert _link_bytes(tag + 'v1') - before >= int(r0['bytes_sent'])
+        run_single('dp', tmp_path, '--single', '--steps', 20, '--batch', 64)
+        ref = load(tmp_path, 'dp', 0)
+        np.testing.assert_allclose(r0['p0'], ref['p0'], rtol=0, atol=1e-6)
+    finally:
+        for h in hosts:
+            _sh('ip', 'netns', 'del', tag + h)
+        _sh('ip', 'link', 'del', bridge)
