@@ -26,6 +26,30 @@ EmbeddingLayer {outDim, init = 'glorotUniform', initValueScale = 1} = [
     E = ParameterTensor {(outDim : 0), init = init, initValueScale = initValueScale}
     apply (x) = E * x
 ].apply
+# LSTM (CNTK's gate order in one stacked projection: input, cell candidate, forget, output).
+LSTMBlock {outDim, init = 'glorotUniform', initValueScale = 1} = [
+    W = ParameterTensor {(4 * outDim : 0), init = init, initValueScale = initValueScale}
+    H = ParameterTensor {(4 * outDim : outDim), init = init, initValueScale = initValueScale}
+    b = ParameterTensor {4 * outDim, initValue = 0}
+    apply (x, prevH, prevC) = [
+        proj = W * x + H * prevH + b
+        gate (k) = Slice (k * outDim, (k + 1) * outDim, proj)
+        c = Sigmoid (gate (2)) .* prevC + Sigmoid (gate (0)) .* Tanh (gate (1))
+        h = Sigmoid (gate (3)) .* Tanh (c)
+    ]
+].apply
+RecurrentLSTMLayer {outDim, goBackwards = false, init = 'glorotUniform', initValueScale = 1} = [
+    lstm = LSTMBlock {outDim, init = init, initValueScale = initValueScale}
+    apply (x) = [
+        prevH = if goBackwards then FutureValue (outDim, state.h, defaultHiddenActivation = 0)
+                else PastValue (outDim, state.h, defaultHiddenActivation = 0)
+        prevC = if goBackwards then FutureValue (outDim, state.c, defaultHiddenActivation = 0)
+                else PastValue (outDim, state.c, defaultHiddenActivation = 0)
+        state = lstm (x, prevH, prevC)
+    ].state.h
+].apply
+RecurrentLSTMLayerStack {layerDims, init = 'glorotUniform', initValueScale = 1} =
+    Sequential (array[0..Length (layerDims) - 1] (i => RecurrentLSTMLayer {layerDims[i], init = init, initValueScale = initValueScale}))
 BS = [
     Boolean = [
         And (a, b) = a .* b

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <set>
+#include <unordered_map>
 
 #include "cntk/ops.h"
 
@@ -27,6 +28,7 @@ struct Value {
   Variable node;
   std::shared_ptr<Builtin> builtin;
   std::shared_ptr<const Network> network;
+  std::string delay_op;  // "PastValue"/"FutureValue": a builtin whose input is read after the call
   explicit Value(Kind k) : kind(k) {}
 };
 
@@ -126,6 +128,16 @@ namespace {
 
 DataType g_dtype = DataType::Float;  // precision of the network being built
 std::vector<PrecomputedStatistic> g_statistics;  // Mean/InvStdDev nodes made while building it
+bool g_sequential = false;  // whether a sequence op was made (the inputs then keep their sequence axis)
+
+// A delay's input, read once the description is evaluated: recurrences refer to themselves
+// through PastValue/FutureValue, so a delay starts on a placeholder that the input replaces.
+struct PendingDelay {
+  Variable placeholder;
+  std::function<ValuePtr()> input;
+  TextLocation location;
+};
+std::vector<PendingDelay> g_pending;
 
 NDShape bs_shape(const std::vector<size_t>& dims) {  // BrainScript (column-major) -> engine shape
   return NDShape(std::vector<int64_t>(dims.rbegin(), dims.rend()));
@@ -145,6 +157,7 @@ class Evaluator {
   ValuePtr lookup(const std::string& id, const RecordPtr& scope, const TextLocation& where);
   ValuePtr infix(const std::string& op, const ValuePtr& a, const ValuePtr& b, const TextLocation& where);
   ValuePtr index(const ValuePtr& a, const ValuePtr& i, const TextLocation& where);
+  ValuePtr delay(const std::string& op, const ExpressionPtr& call, const RecordPtr& scope);
 };
 
 Evaluator& ev() {
@@ -225,6 +238,7 @@ ValuePtr Evaluator::eval(const ExpressionPtr& e, const RecordPtr& scope, const s
   }
   if (op == "(" || op == "{") {
     ValuePtr f = eval(e->args[0], scope, path);
+    if (f->kind == Value::Kind::Builtin && !f->delay_op.empty()) return delay(f->delay_op, e, scope);
     std::vector<ValuePtr> args;
     std::map<std::string, ValuePtr> named;
     for (const auto& a : e->args[1]->args) args.push_back(eval(a, scope, ""));
@@ -295,6 +309,36 @@ ValuePtr Evaluator::eval(const ExpressionPtr& e, const RecordPtr& scope, const s
   fail("unsupported expression '" + op + "'", e->location);
 }
 
+// PastValue (dims, input, timeStep = 1, defaultHiddenActivation = 0.1): CNTK's delay; the
+// input is evaluated after the whole description (see PendingDelay).
+ValuePtr Evaluator::delay(const std::string& op, const ExpressionPtr& call, const RecordPtr& scope) {
+  const ExpressionPtr& params = call->args[1];
+  if (params->args.size() != 2) fail(op + " takes (dims, input)", call->location);
+  std::map<std::string, double> options = {{"timeStep", 1}, {"defaultHiddenActivation", 0.1}};
+  for (const auto& [name, value] : params->named) {
+    if (!options.count(name)) fail(op + " has no optional parameter '" + name + "'", value.first);
+    options[name] = as_number(eval(value.second, scope, ""), op + " " + name);
+  }
+  std::vector<size_t> dims;
+  ValuePtr d = eval(params->args[0], scope, "");
+  if (d->kind == Value::Kind::Array) {
+    for (const auto& t : d->array->items) dims.push_back(size_t(as_number(t->force(), op + " dims")));
+  } else {
+    dims.push_back(size_t(as_number(d, op + " dims")));
+  }
+  const Variable placeholder =
+      Variable::placeholder(bs_shape(dims), {Axis::default_dynamic_axis(), Axis::default_batch_axis()}, "");
+  const Variable initial = Variable::constant(NDShape{}, g_dtype, options["defaultHiddenActivation"], "");
+  const double step = options["timeStep"];
+  if (step < 1 || step != std::floor(step)) fail(op + ": timeStep must be a whole number >= 1", call->location);
+  Dictionary attrs = {{"offset", DictValue(int64_t(step))}};
+  FunctionPtr f = ops::apply(op, {placeholder, initial}, attrs);
+  ExpressionPtr input = params->args[1];
+  g_pending.push_back({placeholder, [input, scope]() { return ev().eval(input, scope, ""); }, input->location});
+  g_sequential = true;
+  return node(f->output());
+}
+
 ValuePtr Evaluator::index(const ValuePtr& a, const ValuePtr& i, const TextLocation& where) {
   if (a->kind != Value::Kind::Array) fail(std::string("indexing a ") + kind_name(a->kind), where);
   const double d = as_number(i, "array index");
@@ -351,7 +395,10 @@ ValuePtr Evaluator::infix(const std::string& op, const ValuePtr& a, const ValueP
 
 ValuePtr Evaluator::call(const ValuePtr& f, std::vector<ValuePtr> args, std::map<std::string, ValuePtr> named,
                          const TextLocation& where, const std::string& path) {
-  if (f->kind == Value::Kind::Builtin) return named_node((*f->builtin)(args, named, where), path);
+  if (f->kind == Value::Kind::Builtin) {
+    if (!f->builtin) fail(f->delay_op + " must be called directly (its input is read after the description)", where);
+    return named_node((*f->builtin)(args, named, where), path);
+  }
   if (f->kind != Value::Kind::Lambda) fail(std::string("a ") + kind_name(f->kind) + " is not a function", where);
   const Lambda& l = *f->lambda;
   auto scope = std::make_shared<Record>();
@@ -490,12 +537,10 @@ Table builtin_table() {
   t["Input"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "Input"};
     const bool sparse = a.opt("sparse") ? a.opt("sparse")->boolean : false;
-    // CNTK's inputs always carried a sequence axis; here an input has one only when a
-    // dynamicAxis is named (sequence models), so that plain sample data (each CTF line its own
-    // sample) is a batch.
-    std::vector<Axis> axes = {Axis::default_batch_axis()};
-    if (a.opt("dynamicAxis")) axes.insert(axes.begin(), Axis::default_dynamic_axis());
-    return node(Variable::input(bs_shape(dims_of(p, w)), g_dtype, sparse, false, axes, ""));
+    // A sequence axis, as CNTK's inputs have; networks without sequence ops drop it at the end.
+    const bool sparse_input = sparse || (a.opt("isSparse") && a.opt("isSparse")->boolean);
+    return node(Variable::input(bs_shape(dims_of(p, w)), g_dtype, sparse_input, false,
+                                {Axis::default_dynamic_axis(), Axis::default_batch_axis()}, ""));
   };
   t["ParameterTensor"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "ParameterTensor"};
@@ -576,6 +621,16 @@ Table builtin_table() {
       return node(c);
     };
   }
+  t["Slice"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "Slice"};  // (beginIndex, endIndex, input, axis = 1): BrainScript axis k is NumPy axis -k
+    const double axis = a.number("axis", 1);
+    if (axis < 1 || axis != std::floor(axis)) fail("Slice: axis must be a whole number >= 1", w);
+    Dictionary attrs = {{"axis", DictValue(Axis(-int(axis)))},
+                        {"beginIndex", DictValue(int64_t(as_number(a.at(0), "Slice beginIndex")))},
+                        {"endIndex", DictValue(int64_t(as_number(a.at(1), "Slice endIndex")))},
+                        {"sliceStrides", DictValue(int64_t(1))}};
+    return node(ops::apply("Slice", {a.node_at(2)}, attrs)->output());
+  };
   t["Length"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "Length"};
     ValuePtr v = a.at(0);
@@ -633,6 +688,52 @@ ValuePtr new_computation_network(std::vector<ValuePtr>& p, std::map<std::string,
     roots.insert(roots.end(), role->begin(), role->end());
   if (roots.empty()) fail("the network has no criterionNodes, evaluationNodes or outputNodes", w);
   net->model = Function::combine(roots);
+  // Close the recurrences: each delay's placeholder becomes its input (which may add delays).
+  std::unordered_map<VariableImpl*, Variable> closing;
+  while (!g_pending.empty()) {
+    PendingDelay d = std::move(g_pending.back());
+    g_pending.pop_back();
+    ValuePtr in = d.input();
+    if (in->kind != Value::Kind::Node) fail("a delay's input must be a node", d.location);
+    closing[d.placeholder.get()] = in->node;
+  }
+  if (!closing.empty()) net->model->replace_placeholders(closing);
+  if (!g_sequential) {
+    // No sequence op: the inputs lose their sequence axis, so that each sample is its own
+    // sequence-free entry of the batch (and v1 files record no sequence axis).
+    std::unordered_map<VariableImpl*, Variable> batch_inputs;
+    for (const auto& in : net->model->arguments())
+      if (in.dynamic_axes().size() == 2)
+        batch_inputs[in.get()] = Variable::input(in.shape(), in.dtype(), in.is_sparse(), in.needs_gradient(),
+                                                 {Axis::default_batch_axis()}, in.name());
+    if (!batch_inputs.empty()) {
+      FunctionPtr model = net->model->clone(CloneMethod::Share, batch_inputs);
+      auto remap = [&](Variable& v) {
+        auto it = batch_inputs.find(v.get());
+        if (it != batch_inputs.end()) v = it->second;
+      };
+      std::vector<Variable> outs = model->outputs();
+      size_t k = 0;
+      for (auto* role : {&net->criteria, &net->evaluations, &net->outputs})
+        for (auto& v : *role) v = outs.at(k++);
+      for (auto* role : {&net->features, &net->labels})
+        for (auto& v : *role) remap(v);
+      for (auto& stat : g_statistics) remap(stat.input);
+      for (auto it = net->nodes.begin(); it != net->nodes.end();) {
+        remap(it->second);
+        if (it->second.is_output()) {  // an inner node: its counterpart in the clone, by name
+          auto found = model->find_all_with_name(it->first);
+          if (found.empty()) {
+            it = net->nodes.erase(it);
+            continue;
+          }
+          it->second = found[0]->output();
+        }
+        ++it;
+      }
+      net->model = model;
+    }
+  }
   net->statistics = std::move(g_statistics);
   g_statistics.clear();
   auto v = std::make_shared<Value>(Value::Kind::Network);
@@ -652,6 +753,11 @@ RecordPtr global_scope(const EvaluationOptions& options) {
   }
   g->members["__primitives"] = ready(primitives);
   g->members["new ComputationNetwork"] = ready(builtin(new_computation_network));
+  for (const char* op : {"PastValue", "FutureValue"}) {
+    auto d = std::make_shared<Value>(Value::Kind::Builtin);
+    d->delay_op = op;
+    g->members[op] = ready(d);
+  }
   return g;
 }
 
@@ -677,6 +783,8 @@ std::shared_ptr<const Network> as_network(const ValuePtr& v, const std::string& 
 ValuePtr evaluate_member(const ExpressionPtr& members, const std::string& name, const EvaluationOptions& options) {
   g_dtype = options.dtype;
   g_statistics.clear();
+  g_pending.clear();
+  g_sequential = false;
   // The library's members are in scope of the evaluated record (CNTK includes cntk.core.bs first).
   static const ExpressionPtr library = parse_record(core_library_source(), "cntk.core.bs");
   RecordPtr global = global_scope(options);

@@ -146,3 +146,74 @@ TEST(BrainScriptEvaluator, DenseLayersInSequential) {
     EXPECT_NEAR(z[k], expect, 1e-5);
   }
 }
+
+namespace {
+
+// One sequence of `steps` samples of `dim` values as a [1 sequence, steps, dim] Value.
+cntk::Value one_sequence(const std::vector<float>& values, size_t dim) {
+  NDArrayView v(DataType::Float, NDShape{int64_t(values.size() / dim), int64_t(dim)});
+  std::copy(values.begin(), values.end(), v.data<float>());
+  return cntk::Value::from_sequences({v});
+}
+
+}  // namespace
+
+// PastValue/FutureValue recurrences that refer to themselves: running sums forwards and backwards.
+TEST(BrainScriptEvaluator, DelaysCloseRecurrences) {
+  Network net = build_network(R"([
+    x = Input (1)
+    forward = PastValue (1, forward, defaultHiddenActivation = 0) + x
+    backward = x + FutureValue (1, backward, defaultHiddenActivation = 0)
+    shifted = PastValue (1, x, timeStep = 2)   # default initial activation 0.1
+    outputNodes = (forward : backward : shifted)
+  ])");
+  EXPECT_EQ(net.nodes.at("x").dynamic_axes().size(), 2u);  // sequence ops keep the inputs' sequence axis
+  std::vector<cntk::Value> outs;
+  forward(net.model, {{net.nodes.at("x"), one_sequence({1, 2, 3, 4}, 1)}}, net.outputs, outs, false);
+  EXPECT_EQ(values_of(outs[0].data()), (std::vector<float>{1, 3, 6, 10}));
+  EXPECT_EQ(values_of(outs[1].data()), (std::vector<float>{10, 9, 7, 4}));
+  const std::vector<float> shifted = values_of(outs[2].data());
+  ASSERT_EQ(shifted.size(), 4u);
+  EXPECT_NEAR(shifted[0], 0.1, 1e-6);
+  EXPECT_NEAR(shifted[1], 0.1, 1e-6);
+  EXPECT_EQ(shifted[2], 1);
+  EXPECT_EQ(shifted[3], 2);
+}
+
+// The library's RecurrentLSTMLayer against an LSTM computed here from its parameters.
+TEST(BrainScriptEvaluator, RecurrentLSTMLayerMatchesReference) {
+  Network net = build_network(R"([
+    x = Input (2)
+    h = RecurrentLSTMLayer {3} (x)
+    outputNodes = (h)
+  ])");
+  const std::vector<float> xs = {0.5f, -1.f, 1.5f, 0.25f, -0.75f, 2.f};  // 3 steps of 2
+  std::vector<cntk::Value> outs;
+  forward(net.model, {{net.nodes.at("x"), one_sequence(xs, 2)}}, {net.outputs[0]}, outs, false);
+  const std::vector<float> got = values_of(outs[0].data());
+  std::vector<float> W, H, b;  // engine shapes (2, 12), (3, 12), (12)
+  for (const auto& p : net.model->parameters()) {
+    if (p.shape() == NDShape({2, 12})) W = values_of(p.value());
+    if (p.shape() == NDShape({3, 12})) H = values_of(p.value());
+    if (p.shape() == NDShape({12})) b = values_of(p.value());
+  }
+  ASSERT_EQ(W.size(), 24u);
+  ASSERT_EQ(H.size(), 36u);
+  ASSERT_EQ(b.size(), 12u);
+  auto sigmoid = [](double v) { return 1 / (1 + std::exp(-v)); };
+  std::vector<double> h(3, 0), c(3, 0);
+  ASSERT_EQ(got.size(), 9u);
+  for (size_t t = 0; t < 3; ++t) {
+    std::vector<double> proj(12);
+    for (size_t j = 0; j < 12; ++j) {
+      proj[j] = b[j];
+      for (size_t i = 0; i < 2; ++i) proj[j] += xs[t * 2 + i] * W[i * 12 + j];
+      for (size_t k = 0; k < 3; ++k) proj[j] += h[k] * H[k * 12 + j];
+    }
+    for (size_t k = 0; k < 3; ++k) {
+      c[k] = sigmoid(proj[6 + k]) * c[k] + sigmoid(proj[k]) * std::tanh(proj[3 + k]);
+      h[k] = sigmoid(proj[9 + k]) * std::tanh(c[k]);
+      EXPECT_NEAR(got[t * 3 + k], h[k], 1e-5) << "step " << t << " unit " << k;
+    }
+  }
+}
