@@ -140,7 +140,7 @@ def fashion_mnist(args):
                                   for i in range(0, len(x_test), 1000)])
     accuracy = float(np.mean(predictions == y_test))
     sent = learner.communicator()._counters().bytes_sent if args.mode != 'single' else 0
-    with open(os.path.join(args.outdir, 'fmnist_%s_%d.json' % (args.mode, rank)), 'w') as f:
+    with open(os.path.join(args.outdir, 'fmnist_%s_%d.json' % (args.name or args.mode, rank)), 'w') as f:
         json.dump({'accuracy': accuracy, 'bytes_sent': sent, 'steps': steps,
                    'params': [float(np.sum(p.value)) for p in model.parameters]}, f)
 
@@ -238,6 +238,7 @@ def main():
     ap.add_argument('--block-steps', type=int, default=4)
     ap.add_argument('--max-steps', type=int, default=-1)
     ap.add_argument('--keep-momentum', action='store_true')
+    ap.add_argument('--name', default='')
     args = ap.parse_args()
     {'dp': data_parallel, 'quant': quantized_exchange, 'fmnist': fashion_mnist, 'resume': resume,
      'session': session, 'bmuf_metrics': bmuf_metrics}[args.job](args)
