@@ -87,6 +87,11 @@ def write_cifar10_cache(seed=0):
     for i in range(5):
         write('data_batch_%d' % (i + 1), x_train[i * 10000:(i + 1) * 10000], y_train[i * 10000:(i + 1) * 10000])
     write('test_batch', x_test, y_test)
+    # Keras looks for the downloaded archive (no hash check) before the unpacked folder;
+    # an uncompressed tar serves (tarfile detects the format).
+    import tarfile
+    with tarfile.open(folder + '.tar.gz', 'w') as tar:
+        tar.add(folder, arcname=os.path.basename(folder))
     return folder
 
 

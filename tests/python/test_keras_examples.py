@@ -106,3 +106,28 @@ def test_lstm_text_generation_trains(tmp_path):
     r = train(tmp_path, 'lstm_text_generation', 2, max_chars=20000)
     # 40-odd characters: a uniform guess has loss ~3.7; the first epochs learn the frequent ones
     assert r['loss'] < 2.8 and r['accuracy'] >= 0.25, r
+
+
+@pytest.mark.slow
+def test_synthetic_cifar10_cache_is_read_by_keras_loader(tmp_path):
+    script = tmp_path / 'cifar.py'
+    script.write_text('''
+import sys
+sys.path.insert(0, %r)
+import numpy as np
+import keras_examples as ke
+ke.write_cifar10_cache(seed=3)
+from keras.datasets import cifar10
+(x_train, y_train), (x_test, y_test) = cifar10.load_data()
+(sx, sy), (tx, ty) = ke.synthetic_cifar10(seed=3)
+assert x_train.shape == (50000, 32, 32, 3) and y_train.shape == (50000, 1), (x_train.shape, y_train.shape)
+assert x_test.shape == (10000, 32, 32, 3)
+assert np.array_equal(x_train, sx) and np.array_equal(y_train[:, 0], sy) and np.array_equal(x_test, tx)
+print('ok')
+''' % EXAMPLES)
+    env = dict(os.environ, KERAS_HOME=str(tmp_path / 'keras-home'), KERAS_BACKEND='cntk')
+    if env.get('PYTHONPATH'):
+        env['PYTHONPATH'] = os.pathsep.join(os.path.abspath(p) for p in env['PYTHONPATH'].split(os.pathsep) if p)
+    proc = subprocess.run([sys.executable, '-m', 'cntk.keras', str(script)], cwd=str(tmp_path), env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and proc.stdout.strip() == 'ok', proc.stderr[-3000:]
