@@ -7,15 +7,17 @@ supports:
 * ``collections.Iterable``, ``Mapping``, ``Sequence``, ``Container``, ... (the
   aliases of ``collections.abc`` were removed in Python 3.10); Keras imports
   them at module level, so ``import keras`` fails.
-* h5py 3 returns attributes written as ``bytes`` as ``str``; Keras' model
-  loading calls ``.decode('utf8')`` on them.
-* NumPy 2 removed ``np.string_`` (Keras' H5Dict) and ``np.int`` (Keras' NumPy
-  reference backend, which its backend tests compare against).
+* h5py 3 returns attributes written as ``bytes`` as ``str`` (Keras' model loading
+  calls ``.decode('utf8')`` on them), and opens files read-only when no mode is given
+  (Keras' in-memory saving gives none; h5py 2 used 'a') and has no ``File.fid``.
+* NumPy 2 removed ``np.string_`` (Keras' H5Dict), ``np.Inf`` (its callbacks) and
+  ``np.int`` (its NumPy reference backend, which its backend tests compare against).
 
-``install()`` puts each missing name back where Keras looks for it, and makes
-h5py's string attributes answer ``.decode`` (they stay ``str``, so code written
-for h5py 3 sees no difference). It changes no file of Keras, and does nothing
-until called: ``import cntk`` alone never installs it. Use it either as
+``install()`` puts each missing name back where Keras looks for it, and gives
+h5py 2's behaviour back: attributes written as bytes read back as bytes (those
+written as str stay str), and files opened without a mode open in mode 'a'. It
+changes no file of Keras, and does nothing until called: ``import cntk`` alone
+never installs it. Use it either as
 
     python -m cntk.keras script.py [args]      # also sets KERAS_BACKEND=cntk
 
@@ -37,30 +39,26 @@ __all__ = ['install', 'installed', 'main']
 _ABC_NAMES = [n for n in collections.abc.__all__ if not n.startswith('_')]
 
 # Aliases NumPy 2 dropped that Keras 2.3.1 or its tests use, with what they meant.
-_NUMPY_ALIASES = {'string_': 'bytes_', 'unicode_': 'str_'}
+_NUMPY_ALIASES = {'string_': 'bytes_', 'unicode_': 'str_', 'Inf': 'inf', 'alltrue': 'all'}
 _NUMPY_BUILTIN_ALIASES = {'int': int, 'float': float, 'complex': complex,
                           'object': object, 'str': str}
 
 _installed = False
 
 
-class _DecodableStr(str):
-    """A str that also answers ``decode``, as the bytes h5py 2 returned did."""
-    __slots__ = ()
-
-    def decode(self, encoding='utf-8', errors='strict'):
-        return str(self)
-
-
-def _decodable(value):
+def _as_h5py2(value, dtype):
+    """An attribute as h5py 2 returned it: h5py 3 stores bytes as variable-length ASCII
+    strings and reads them back as str; h5py 2 gave bytes (and arrays of bytes)."""
+    import h5py
     import numpy as np
-    if type(value) is str:
-        return _DecodableStr(value)
+    info = h5py.check_string_dtype(dtype)
+    if info is None or info.encoding != 'ascii' or info.length is not None:
+        return value
+    if isinstance(value, str):
+        return value.encode('utf-8', 'surrogateescape')
     if isinstance(value, np.ndarray) and value.dtype == object:
-        out = np.empty(value.shape, dtype=object)
-        for i, v in enumerate(value.flat):
-            out.flat[i] = _DecodableStr(v) if type(v) is str else v
-        return out
+        return np.array([v.encode('utf-8', 'surrogateescape') if isinstance(v, str) else v
+                         for v in value.flat]).reshape(value.shape)
     return value
 
 
@@ -97,9 +95,19 @@ def _install_h5py():
     original = manager.__getitem__
 
     def __getitem__(self, name):
-        return _decodable(original(self, name))
+        return _as_h5py2(original(self, name), self.get_id(name).dtype)
     __getitem__._cntk_keras_compat = True
     manager.__getitem__ = __getitem__
+
+    # h5py 2 opened files in mode 'a' when none was given (h5py 3: 'r'); Keras'
+    # save_to_binary_h5py creates an in-memory file that way.
+    file_init = h5py.File.__init__
+
+    def __init__(self, name, mode=None, *args, **kwargs):
+        file_init(self, name, 'a' if mode is None else mode, *args, **kwargs)
+    h5py.File.__init__ = __init__
+    if not hasattr(h5py.File, 'fid'):  # h5py 2's name for the file's low-level id
+        h5py.File.fid = property(lambda self: self.id)
 
 
 def install():

@@ -36,7 +36,7 @@ def test_install_supplies_collections_abcs():
     assert np.string_ is np.bytes_ and np.int is int
 
 
-def test_h5py_string_attributes_decode_like_h5py2(tmp_path):
+def test_h5py_attributes_and_file_mode_as_h5py2(tmp_path):
     h5py = pytest.importorskip('h5py')
     compat.install()
     compat.install()  # idempotent: the attribute reader is wrapped once
@@ -45,12 +45,21 @@ def test_h5py_string_attributes_decode_like_h5py2(tmp_path):
         f.attrs['config'] = '{"a": 1}'.encode('utf8')
         f.attrs['names'] = [n.encode('utf8') for n in ('dense_1', 'dense_2')]
         f.attrs['fixed'] = np.array([b'w1', b'w22'])
+        f.attrs['text'] = 'kept as str'
+        f.attrs['texts'] = ['a', 'b']
     with h5py.File(path, 'r') as f:
-        config = f.attrs['config']
-        assert config == '{"a": 1}' and isinstance(config, str)
-        assert config.decode('utf8') == '{"a": 1}'
-        assert [n.decode('utf8') for n in f.attrs['names']] == ['dense_1', 'dense_2']
+        assert f.attrs['config'] == b'{"a": 1}'
+        assert f.attrs['config'].decode('utf8') == '{"a": 1}'
+        assert list(f.attrs['names']) == [b'dense_1', b'dense_2']
+        assert f.attrs['names'].tolist() == [b'dense_1', b'dense_2']
         assert [n.decode('utf8') for n in f.attrs['fixed']] == ['w1', 'w22']
+        assert f.attrs['text'] == 'kept as str' and list(f.attrs['texts']) == ['a', 'b']
+    # no mode: h5py 2 opened (and created) the file read-write
+    with h5py.File(str(tmp_path / 'new.h5')) as f:
+        f.attrs['x'] = 1
+    with h5py.File('in-memory', driver='core', backing_store=False) as f:
+        f.create_dataset('d', data=np.arange(3))
+        assert len(f.fid.get_file_image()) > 0
 
 
 def test_module_runs_a_script_with_the_hook_and_cntk_backend(tmp_path):
