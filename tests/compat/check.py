@@ -14,6 +14,7 @@ import argparse
 import collections
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -103,23 +104,28 @@ def table(results, expected):
     return '\n'.join(lines)
 
 
-def mpi_environment(tmp, shared):
+def mpi_environment(tmp, shared, python):
     """The environment for CNTK's distributed tests, which start `mpiexec ... python script.py`
-    themselves: Open MPI may run as root and more ranks than cores (CI runs 4 ranks on 2 cores),
-    and the workers, plain interpreters outside pytest, get the harness's NumPy aliases through a
-    usercustomize module in a user site of their own (run.sh sets PYTHONPATH itself)."""
+    themselves: `python` is the interpreter under test, Open MPI may run as root and more ranks
+    than cores (CI runs 4 ranks on 2 cores), and the workers, plain interpreters outside pytest,
+    get the harness's NumPy aliases through a usercustomize module in a user site of their own
+    (run.sh sets PYTHONPATH itself)."""
     env = dict(os.environ)
     env.update(OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
                OMPI_MCA_rmaps_base_oversubscribe='1')
+    bindir = os.path.join(tmp, 'bin')
+    os.makedirs(bindir, exist_ok=True)
+    os.symlink(os.path.abspath(python) if os.sep in python else shutil.which(python), os.path.join(bindir, 'python'))
+    env['PATH'] = bindir + os.pathsep + env.get('PATH', '')
     base = os.path.join(tmp, 'userbase')
-    code = ("import sys\n"
-            "sys.path.append(%r)\n"
-            "import cntk_tests_numpy  # noqa: F401\n" % os.path.join(shared, 'cntk-tests', 'harness'))
-    for ver in ('%d.%d' % sys.version_info[:2],):
-        site = os.path.join(base, 'lib', 'python' + ver, 'site-packages')
-        os.makedirs(site, exist_ok=True)
-        with open(os.path.join(site, 'usercustomize.py'), 'w') as f:
-            f.write(code)
+    version = subprocess.run([python, '-c', 'import sys; print("%d.%d" % sys.version_info[:2])'],
+                             stdout=subprocess.PIPE, universal_newlines=True).stdout.strip()
+    site = os.path.join(base, 'lib', 'python' + version, 'site-packages')
+    os.makedirs(site, exist_ok=True)
+    with open(os.path.join(site, 'usercustomize.py'), 'w') as f:
+        f.write("import sys\n"
+                "sys.path.append(%r)\n"
+                "import cntk_tests_numpy  # noqa: F401\n" % os.path.join(shared, 'cntk-tests', 'harness'))
     env['PYTHONUSERBASE'] = base
     return env
 
@@ -149,7 +155,7 @@ def main():
         if args.paths:
             cmd += ['--'] + args.paths
         print('+', ' '.join(cmd), flush=True)
-        rc = subprocess.call(cmd, cwd=REPO, env=mpi_environment(tmp, args.shared))
+        rc = subprocess.call(cmd, cwd=REPO, env=mpi_environment(tmp, args.shared, args.python))
         if not os.path.exists(junit):
             print('CNTK test run died without a report (exit code %d): a crash' % rc)
             return 1
