@@ -47,6 +47,9 @@ def data_parallel(args):
     learner = local if args.single else C.data_parallel_distributed_learner(
         local, num_quantization_bits=args.bits)
     trainer = C.Trainer(z, (loss, err), [learner])
+    if args.profile:
+        C.debugging.start_profiler(args.profile)
+        C.debugging.enable_profiler()
     per = args.batch // workers
     losses = []
     for step in range(args.steps):
@@ -55,6 +58,8 @@ def data_parallel(args):
             xs, ys = xs[rank * per:(rank + 1) * per], ys[rank * per:(rank + 1) * per]
         trainer.train_minibatch({x: xs, y: ys})
         losses.append(trainer.previous_minibatch_loss_average)
+    if args.profile:
+        C.debugging.stop_profiler()
     params = {'p%d' % i: p.value for i, p in enumerate(z.parameters)}
     sent = 0 if args.single else learner.communicator()._counters().bytes_sent
     _save(args.outdir, 'dp', losses=np.array(losses), samples=trainer.total_number_of_samples_seen,
@@ -239,6 +244,7 @@ def main():
     ap.add_argument('--max-steps', type=int, default=-1)
     ap.add_argument('--keep-momentum', action='store_true')
     ap.add_argument('--name', default='')
+    ap.add_argument('--profile', default='')
     args = ap.parse_args()
     {'dp': data_parallel, 'quant': quantized_exchange, 'fmnist': fashion_mnist, 'resume': resume,
      'session': session, 'bmuf_metrics': bmuf_metrics}[args.job](args)

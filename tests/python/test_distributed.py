@@ -185,6 +185,15 @@ def test_block_momentum_summaries_are_averaged_over_workers(tmp_path):
     assert summaries[0] == summaries[1]
 
 
+@needs_mpiexec
+def test_the_profiler_writes_one_summary_per_worker(tmp_path):
+    prof = tmp_path / 'prof'
+    mpirun(2, 'dp', tmp_path, '--steps', 3, '--batch', 8, '--profile', prof)
+    names = sorted(os.listdir(str(prof)))
+    for r in range(2):
+        assert len([n for n in names if n.endswith('_summary_%d.txt' % r)]) == 1, names
+
+
 # ------------------------------------------------------------------ 1-bit SGD: the exchange itself
 
 def _quantize_columns(m, bits):
