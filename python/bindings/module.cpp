@@ -177,7 +177,6 @@ class PyUserBackend : public UserFunctionBackend {
 
 NB_MODULE(_cntk, m) {
   m.doc() = "OpenCNTK native engine";
-  nb::set_leak_warnings(false);
   m.def("_set_factories", [](nb::object function_factory, nb::object variable_factory) {
     g_function_factory = new nb::object(function_factory);
     g_variable_factory = new nb::object(variable_factory);
