@@ -28,6 +28,7 @@ class ColumnQuantizer {
   using Word = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
   using SignedWord = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
   static constexpr size_t kWordBits = 8 * sizeof(Word);
+  static constexpr size_t kParallelElements = size_t(1) << 16;
 
   static size_t words_per_column(size_t rows, size_t bits) {
     const size_t per_word = kWordBits / bits;
@@ -42,6 +43,8 @@ class ColumnQuantizer {
   static void quantize(const T* in, T* residual, size_t rows, size_t cols, size_t bits, bool zero_threshold,
                        char* out) {
     const size_t words = words_per_column(rows, bits);
+    // Columns are independent: threads change nothing in the result.
+#pragma omp parallel for schedule(static) if (rows * cols >= kParallelElements)
     for (size_t c = 0; c < cols; ++c) {
       const T* x = in + c * rows;
       T* r = residual + c * rows;
@@ -70,6 +73,7 @@ class ColumnQuantizer {
   static void unquantize(const char* in, size_t rows, size_t cols, size_t bits, T* out, bool add) {
     const size_t words = words_per_column(rows, bits);
     const Word mask = bits == kWordBits ? ~Word(0) : ((Word(1) << bits) - 1);
+#pragma omp parallel for schedule(static) if (rows * cols >= kParallelElements)
     for (size_t c = 0; c < cols; ++c) {
       const char* col = in + c * column_bytes(rows, bits);
       T lower, upper;
