@@ -41,9 +41,11 @@ std::vector<double> numbers(const std::vector<std::string>& items, const std::st
   return out;
 }
 
-// The reader block: CNTKTextFormatReader streams named as the network's inputs.
+// The reader block: CNTKTextFormatReader streams named as the network's inputs. `sweep_samples`
+// (if given) receives the number of samples in one sweep of the data.
 std::unique_ptr<io::MinibatchSource> make_reader(const ConfigRecord& command, const std::vector<Variable>& inputs,
-                                                 bool randomize_default, uint64_t max_sweeps) {
+                                                 bool randomize_default, uint64_t max_sweeps,
+                                                 size_t* sweep_samples = nullptr) {
   auto reader = command.block("reader");
   const std::string type = reader->get("readerType", "");
   if (type != "CNTKTextFormatReader")
@@ -70,7 +72,12 @@ std::unique_ptr<io::MinibatchSource> make_reader(const ConfigRecord& command, co
     defs.push_back(d);
   }
   io::MinibatchSourceConfig cfg;
-  cfg.deserializers.push_back(std::make_shared<io::CTFDeserializer>(reader->get("file"), defs));
+  auto deserializer = std::make_shared<io::CTFDeserializer>(reader->get("file"), defs);
+  if (sweep_samples) {
+    *sweep_samples = 0;
+    for (const auto& chunk : deserializer->chunks()) *sweep_samples += chunk.num_samples;
+  }
+  cfg.deserializers.push_back(deserializer);
   cfg.randomize = reader->get_bool("randomize", randomize_default);
   cfg.max_sweeps = max_sweeps;
   if (reader->exists("randomizationWindow")) cfg.randomization_window_in_samples = reader->get_int("randomizationWindow", 0);
@@ -221,7 +228,7 @@ void train(const ActionContext& ctx) {
   auto sgd = c.block("SGD");
   const long long max_epochs = sgd->get_int("maxEpochs", -1);
   if (max_epochs <= 0) throw ValueError(sgd->name() + ": maxEpochs must be given and positive");
-  const size_t epoch_size = size_t(sgd->get_int("epochSize", 0));  // 0: one sweep of the data
+  size_t epoch_size = size_t(sgd->get_int("epochSize", 0));  // 0: one sweep of the data
   const std::vector<double> mb_sizes = numbers(sgd->get_array("minibatchSize", {"256"}), "minibatchSize");
   std::string update = sgd->get("gradUpdateType", "None");
   std::transform(update.begin(), update.end(), update.begin(), [](unsigned char ch) { return std::tolower(ch); });
@@ -292,7 +299,10 @@ void train(const ActionContext& ctx) {
 
   const std::vector<Variable> inputs = leaf_inputs(net.model);
   if (!net.statistics.empty()) precompute(c, net, inputs);
-  auto source = make_reader(c, inputs, /*randomize_default=*/true, io::kInfinitelyRepeat);
+  size_t sweep_samples = 0;
+  auto source = make_reader(c, inputs, /*randomize_default=*/true, io::kInfinitelyRepeat, &sweep_samples);
+  // epochSize 0 is one sweep; its minibatches end at the sweep's end, as CNTK's readers ended them.
+  if (epoch_size == 0) epoch_size = sweep_samples;
   const size_t show_every = size_t(sgd->get_int("numMBsToShowResult", 10));
   const std::string crit_name = node_name(criterion);
   const std::string eval_name = net.evaluations.empty() ? "" : node_name(net.evaluations[0]);
@@ -345,7 +355,6 @@ void train(const ActionContext& ctx) {
         mbs_logged = mbs;
         logged_at = Clock::now();
       }
-      if (!epoch_size && sweep_end) break;  // epochSize 0: an epoch is one sweep of the data
     }
     if (samples == 0) break;
     total_samples += samples;

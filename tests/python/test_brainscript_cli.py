@@ -236,3 +236,39 @@ def test_stderr_redirect_and_double_precision(tutorial):
     assert 'Finished Epoch[ 1 of 1]' in log and 'COMPLETED.' in log and 'Finished Epoch' not in out
     rc, out = run(['configFile=' + cfg, 'command=Train', 'precision=half'], tutorial)
     assert rc != 0 and 'invalid precision "half"' in out
+
+
+def test_recurrent_network_trains_whole_sweeps(tmp_path):
+    """An LSTM over CTF sequences; with epochSize 0 every epoch is exactly one sweep."""
+    import random
+    rng = random.Random(1)
+    lines, samples = [], 0
+    for s in range(200):
+        total = 0
+        for _ in range(rng.randint(2, 6)):
+            bit = rng.randint(0, 1)
+            total += bit
+            lines.append('%d |x %d |y %d %d' % (s, bit, 1 - total % 2, total % 2))
+            samples += 1
+    (tmp_path / 'train.txt').write_text('\n'.join(lines) + '\n')
+    reader = ('reader = [ readerType = "CNTKTextFormatReader" ; file = "train.txt" ; input = [ '
+              'x = [ dim = 1 ; format = "dense" ] ; y = [ dim = 2 ; format = "dense" ] ] ]')
+    (tmp_path / 'seq.cntk').write_text('''command = T
+modelPath = "m/model.dnn"
+T = [
+  action = "train"
+  BrainScriptNetworkBuilder = [
+    x = Input (1) ; y = Input (2)
+    z = DenseLayer {2} (RecurrentLSTMLayer {8} (x))
+    ce = CrossEntropyWithSoftmax (y, z) ; err = ClassificationError (y, z)
+    featureNodes = (x) ; labelNodes = (y) ; criterionNodes = (ce) ; evaluationNodes = (err) ; outputNodes = (z)
+  ]
+  SGD = [ maxEpochs = 3 ; minibatchSize = 64 ; learningRatesPerSample = 0.01 ]
+  %s
+]
+''' % reader)
+    rc, log = run(['configFile=seq.cntk'], tmp_path)
+    assert rc == 0, log[-3000:]
+    finished = re.findall(r'Finished Epoch\[ \d of 3\]: \[Training\] ce = [\d.]+ \* (\d+); err = [\d.]+ \* (\d+); '
+                          r'totalSamplesSeen = (\d+)', log)
+    assert [tuple(map(int, f)) for f in finished] == [(samples, samples, samples * (i + 1)) for i in range(3)], log[-2000:]
