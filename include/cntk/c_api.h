@@ -48,10 +48,20 @@ typedef enum cntk_status {
   CNTK_OUT_OF_RANGE = 7     /* an index past the end of a list (C#: ArgumentOutOfRangeException) */
 } cntk_status;
 
-/* Element types: CNTK's DataType numbering. */
-typedef enum cntk_dtype { CNTK_DTYPE_UNKNOWN = 0, CNTK_DTYPE_FLOAT = 1, CNTK_DTYPE_DOUBLE = 2 } cntk_dtype;
+/* The *_MIN_ENUM / *_MAX_ENUM entries of the enums callers pass in make each enum as wide as int, so
+ * that any int a caller passes is a value the library can check (and reject) rather than one C++
+ * may not even read. They are not values to use. */
+#define CNTK_ENUM_RANGE(prefix) prefix##_MIN_ENUM = -0x7fffffff - 1, prefix##_MAX_ENUM = 0x7fffffff
 
-typedef enum cntk_device_kind { CNTK_DEVICE_CPU = 0, CNTK_DEVICE_GPU = 1 } cntk_device_kind;
+/* Element types: CNTK's DataType numbering. */
+typedef enum cntk_dtype {
+  CNTK_DTYPE_UNKNOWN = 0,
+  CNTK_DTYPE_FLOAT = 1,
+  CNTK_DTYPE_DOUBLE = 2,
+  CNTK_ENUM_RANGE(CNTK_DTYPE)
+} cntk_dtype;
+
+typedef enum cntk_device_kind { CNTK_DEVICE_CPU = 0, CNTK_DEVICE_GPU = 1, CNTK_ENUM_RANGE(CNTK_DEVICE) } cntk_device_kind;
 
 typedef enum cntk_variable_kind {
   CNTK_VARIABLE_INPUT = 0,
@@ -61,7 +71,12 @@ typedef enum cntk_variable_kind {
   CNTK_VARIABLE_PLACEHOLDER = 4
 } cntk_variable_kind;
 
-typedef enum cntk_clone_method { CNTK_CLONE = 0, CNTK_CLONE_SHARE = 1, CNTK_CLONE_FREEZE = 2 } cntk_clone_method;
+typedef enum cntk_clone_method {
+  CNTK_CLONE = 0,
+  CNTK_CLONE_SHARE = 1,
+  CNTK_CLONE_FREEZE = 2,
+  CNTK_ENUM_RANGE(CNTK_CLONE_METHOD)
+} cntk_clone_method;
 
 typedef struct cntk_ndarray cntk_ndarray;       /* NDArrayView: a dense or sparse tensor */
 typedef struct cntk_value cntk_value;           /* Value: a batch, or a batch of sequences with a mask */
