@@ -1,7 +1,7 @@
 # Developer targets. `make test` is what CI runs; the others are for iteration.
 JOBS ?= $(shell nproc)
 
-.PHONY: deps dev test test-quick cpp-test sanitize bench bench-overhead bench-deps demo clean compat
+.PHONY: deps dev test test-quick cpp-test sanitize tsan bench bench-overhead bench-deps demo clean compat
 .PHONY: keras-tests keras-backend-tests
 .PHONY: fuzz-cbf fuzz-image fuzz-htk
 .PHONY: fuzz-ctf bench-readers fuzz-model bench-model-files fuzz-brainscript
@@ -58,6 +58,26 @@ sanitize:
 	LD_PRELOAD=$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so) \
 	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  PYTHONPATH=build/asan/pkg python3 tests/compat/check.py cntk/ops/tests
+
+# ThreadSanitizer over the thread tests (the contract in docs/architecture.md, "Threads"):
+# tests/cpp/test_threads.cpp, then tests/python/test_threads.py against a TSan extension
+# staged in build/tsan/pkg. Any report fails the run (TSan's exit code); tests/tsan.supp
+# says what is suppressed and why. OMP_NUM_THREADS=1: libgomp and oneDNN are not
+# instrumented, so TSan cannot see how their worker threads synchronize (a report between
+# two workers of one parallel loop could not be trusted); with one OpenMP thread the
+# threads left are the callers', which the contract is about.
+# Python is the real interpreter (pyenv's python3 is a bash shim, and bash crashes with
+# libtsan preloaded); pytest runs with -s so that reports reach the terminal.
+TSAN_PYTHON = $(shell python3 -c 'import sys; print(sys.executable)')
+TSAN_ENV = OMP_NUM_THREADS=1 TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp second_deadlock_stack=1"
+tsan:
+	cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" -DCNTK_TSAN=ON -DCNTK_BUILD_PYTHON=ON >/dev/null
+	cmake --build build/tsan -j $(JOBS) --target cntk_tests _cntk
+	$(TSAN_ENV) build/tsan/cntk_tests --gtest_filter='Threads.*'
+	rm -rf build/tsan/pkg && mkdir -p build/tsan/pkg && cp -r python/cntk python/_cntk_py build/tsan/pkg/
+	rm -f build/tsan/pkg/cntk/_cntk*.so && cp build/tsan/extension/_cntk*.so build/tsan/pkg/cntk/
+	cd tests && $(TSAN_ENV) LD_PRELOAD=$$(gcc -print-file-name=libtsan.so) PYTHONPATH=../build/tsan/pkg \
+	  $(TSAN_PYTHON) -m pytest -q -s -p no:cacheprovider -p no:randomly python/test_threads.py
 
 # The C# API (bindings/csharp) with Mono's mcs: build/csharp/Cntk.Core.Managed.dll beside the C API
 # library; `nupkg` packs both as build/csharp/OpenCNTK.CPUOnly.<version>.nupkg (NuGet's layout).
