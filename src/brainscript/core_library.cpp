@@ -26,6 +26,24 @@ EmbeddingLayer {outDim, init = 'glorotUniform', initValueScale = 1} = [
     E = ParameterTensor {(outDim : 0), init = init, initValueScale = initValueScale}
     apply (x) = E * x
 ].apply
+# Convolution and pooling; filterShape and stride list the spatial axes width first.
+ConvolutionalLayer {numOutputChannels, filterShape, activation = Identity, init = 'glorotUniform',
+                    initValueScale = 1, stride = 1, pad = false, bias = true} = [
+    W = ParameterTensor {_ConcatArrays (filterShape, (0 : numOutputChannels)), init = init,
+                         initValueScale = initValueScale, initOutputRank = -1, initFilterRank = Length (filterShape)}
+    b = ParameterTensor {_ConcatArrays (Repeat (Length (filterShape), 1), numOutputChannels), initValue = 0}
+    apply (x) = [
+        c = Convolution (W, x, filterShape, mapDims = numOutputChannels, stride = stride,
+                         autoPadding = _ConcatArrays (Repeat (Length (filterShape), pad), false))
+        out = if bias then activation (c + b) else activation (c)
+    ].out
+].apply
+MaxPoolingLayer {filterShape, stride = 1, pad = false} = [
+    apply (x) = Pooling (x, 'max', filterShape, stride = stride, autoPadding = pad)
+].apply
+AveragePoolingLayer {filterShape, stride = 1, pad = false} = [
+    apply (x) = Pooling (x, 'average', filterShape, stride = stride, autoPadding = pad)
+].apply
 # LSTM (CNTK's gate order in one stacked projection: input, cell candidate, forget, output).
 LSTMBlock {outDim, init = 'glorotUniform', initValueScale = 1} = [
     W = ParameterTensor {(4 * outDim : 0), init = init, initValueScale = initValueScale}

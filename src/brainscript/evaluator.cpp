@@ -471,6 +471,31 @@ std::vector<size_t> dims_of(const std::vector<ValuePtr>& vals, const TextLocatio
 
 using Table = std::map<std::string, Builtin>;
 
+bool all_zero(const ValuePtr& v) {
+  if (v->kind == Value::Kind::Array) {
+    for (const auto& t : v->array->items)
+      if (!all_zero(t->force())) return false;
+    return true;
+  }
+  return v->kind == Value::Kind::Number ? v->number == 0 : (v->kind == Value::Kind::Bool && !v->boolean);
+}
+
+// Per-axis booleans (one, or an array in BrainScript order) in the engine's axis order.
+std::vector<bool> bs_flags(const ValuePtr& v, bool fallback) {
+  if (!v) return {fallback};
+  std::vector<bool> out;
+  auto flag = [](const ValuePtr& x) {
+    if (x->kind == Value::Kind::Bool) return x->boolean;
+    return as_number(x, "padding flag") != 0;
+  };
+  if (v->kind == Value::Kind::Array) {
+    for (const auto& t : v->array->items) out.push_back(flag(t->force()));
+  } else {
+    out.push_back(flag(v));
+  }
+  return std::vector<bool>(out.rbegin(), out.rend());
+}
+
 // CNTK's v1 criteria accepted operands whose shapes differ only by dimensions of 1 (a [1 x 1]
 // prediction against a [1] label); the engine's ops want equal shapes, so `x` is reshaped to
 // `like`'s shape when the element counts agree.
@@ -511,6 +536,7 @@ ValuePtr make_parameter(const std::vector<size_t>& dims, Args& a) {
     spec = {{"type", DictValue(names.at(init))},
             {"scale", DictValue(scale)},
             {"outputRank", DictValue(int64_t(a.number("initOutputRank", 1)))}};
+    if (a.opt("initFilterRank")) spec["filterRank"] = DictValue(int64_t(a.number("initFilterRank", 0)));
   } else {
     fail(std::string(a.fn) + ": unknown init '" + init + "'", a.where);
   }
@@ -630,6 +656,54 @@ Table builtin_table() {
                         {"endIndex", DictValue(int64_t(as_number(a.at(1), "Slice endIndex")))},
                         {"sliceStrides", DictValue(int64_t(1))}};
     return node(ops::apply("Slice", {a.node_at(2)}, attrs)->output());
+  };
+  // Convolution (W, x, kernelDims, mapDims = 0, stride = 1, sharing = true, autoPadding = true,
+  // lowerPad = 0, upperPad = 0): per-axis values in BrainScript order (width first).
+  t["Convolution"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "Convolution"};
+    for (const char* pad : {"lowerPad", "upperPad"})
+      if (auto v = a.opt(pad); v && !all_zero(v))
+        throw NotImplementedError(std::string("Convolution: explicit ") + pad + " is not implemented yet");
+    const std::vector<size_t> strides = a.opt("stride") ? dims_of({a.opt("stride")}, w) : std::vector<size_t>{1};
+    return node(ops::convolution(a.node_at(0), a.node_at(1), bs_shape(strides), bs_flags(a.opt("autoPadding"), true))
+                    ->output());
+  };
+  // Pooling (x, poolKind = 'max' | 'average', kernelDims, stride = 1, autoPadding = true, ...).
+  t["Pooling"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "Pooling"};
+    const std::string kind = as_string(a.at(1), "Pooling poolKind");
+    if (kind != "max" && kind != "average") fail("Pooling: poolKind must be 'max' or 'average', not '" + kind + "'", w);
+    for (const char* pad : {"lowerPad", "upperPad"})
+      if (auto v = a.opt(pad); v && !all_zero(v))
+        throw NotImplementedError(std::string("Pooling: explicit ") + pad + " is not implemented yet");
+    const std::vector<size_t> strides = a.opt("stride") ? dims_of({a.opt("stride")}, w) : std::vector<size_t>{1};
+    return node(ops::pooling(a.node_at(0), kind == "max" ? ops::PoolingType::Max : ops::PoolingType::Average,
+                             bs_shape(dims_of({a.at(2)}, w)), bs_shape(strides), bs_flags(a.opt("autoPadding"), true))
+                    ->output());
+  };
+  // _ConcatArrays (a, b): the items of both (a number counts as a one-item array).
+  t["_ConcatArrays"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "_ConcatArrays"};
+    auto out = std::make_shared<Array>();
+    for (size_t i = 0; i < 2; ++i) {
+      ValuePtr v = a.at(i);
+      if (v->kind == Value::Kind::Array) out->items.insert(out->items.end(), v->array->items.begin(), v->array->items.end());
+      else out->items.push_back(ready(v));
+    }
+    auto v = std::make_shared<Value>(Value::Kind::Array);
+    v->array = out;
+    return ValuePtr(v);
+  };
+  // Repeat (n, value): an array of n copies.
+  t["Repeat"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "Repeat"};
+    const double count = as_number(a.at(0), "Repeat count");
+    if (count < 0 || count > 1e6 || count != std::floor(count)) fail("Repeat: bad count", w);
+    auto out = std::make_shared<Array>();
+    for (size_t i = 0; i < size_t(count); ++i) out->items.push_back(ready(a.at(1)));
+    auto v = std::make_shared<Value>(Value::Kind::Array);
+    v->array = out;
+    return ValuePtr(v);
   };
   t["Length"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "Length"};

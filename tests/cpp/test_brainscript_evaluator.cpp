@@ -217,3 +217,47 @@ TEST(BrainScriptEvaluator, RecurrentLSTMLayerMatchesReference) {
     }
   }
 }
+
+// ConvolutionalLayer (centred zero padding) and MaxPoolingLayer against loops written here.
+TEST(BrainScriptEvaluator, ConvolutionAndPoolingLayers) {
+  Network net = build_network(R"([
+    image = Input (4:4:1)   # width, height, channels
+    conv = ConvolutionalLayer {2, (3:3), pad = true, activation = ReLU} (image)
+    pooled = MaxPoolingLayer {(2:2), stride = (2:2)} (conv)
+    outputNodes = (conv : pooled)
+  ])");
+  EXPECT_EQ(net.outputs[0].shape(), NDShape({2, 4, 4}));
+  EXPECT_EQ(net.outputs[1].shape(), NDShape({2, 2, 2}));
+  std::vector<float> x(16);
+  for (size_t i = 0; i < 16; ++i) x[i] = float(std::sin(double(i) * 0.7) * 2);
+  NDArrayView batch(DataType::Float, NDShape{1, 1, 4, 4});
+  std::copy(x.begin(), x.end(), batch.data<float>());
+  std::vector<cntk::Value> outs;
+  forward(net.model, {{net.nodes.at("image"), cntk::Value(batch)}}, net.outputs, outs, false);
+  std::vector<float> W;
+  for (const auto& p : net.model->parameters())
+    if (p.shape() == NDShape({2, 1, 3, 3})) W = values_of(p.value());
+  ASSERT_EQ(W.size(), 18u);
+  const std::vector<float> conv = values_of(outs[0].data()), pooled = values_of(outs[1].data());
+  std::vector<double> ref(32, 0.0);  // (2, 4, 4); the bias is 0
+  for (int o = 0; o < 2; ++o)
+    for (int r = 0; r < 4; ++r)
+      for (int c = 0; c < 4; ++c) {
+        double sum = 0;
+        for (int i = 0; i < 3; ++i)
+          for (int j = 0; j < 3; ++j) {
+            const int rr = r + i - 1, cc = c + j - 1;
+            if (rr >= 0 && rr < 4 && cc >= 0 && cc < 4) sum += x[rr * 4 + cc] * W[o * 9 + i * 3 + j];
+          }
+        ref[o * 16 + r * 4 + c] = std::max(sum, 0.0);
+        EXPECT_NEAR(conv[o * 16 + r * 4 + c], ref[o * 16 + r * 4 + c], 1e-5);
+      }
+  for (int o = 0; o < 2; ++o)
+    for (int r = 0; r < 2; ++r)
+      for (int c = 0; c < 2; ++c) {
+        double m = -1e30;
+        for (int i = 0; i < 2; ++i)
+          for (int j = 0; j < 2; ++j) m = std::max(m, ref[o * 16 + (2 * r + i) * 4 + 2 * c + j]);
+        EXPECT_NEAR(pooled[o * 4 + r * 2 + c], m, 1e-5);
+      }
+}
