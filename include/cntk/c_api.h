@@ -383,6 +383,28 @@ CNTK_C_EXPORT cntk_status cntk_minibatch_source_ctf(const char* path, const cntk
                                                     size_t num_streams, uint64_t max_samples, int randomize,
                                                     size_t randomization_window_in_chunks, uint64_t seed,
                                                     cntk_minibatch_source** out);
+/* CNTK's MinibatchSourceConfig. Zero-initialize, set struct_size to sizeof(cntk_minibatch_source_config)
+ * (fields are only ever added at the end), then what differs from the zeros: max_samples and max_sweeps
+ * 0 mean CNTK_INFINITELY_REPEAT; a randomization window of 0 chunks means CNTK's default. */
+typedef struct cntk_minibatch_source_config {
+  size_t struct_size;
+  uint64_t max_samples;
+  uint64_t max_sweeps;
+  int randomize;
+  size_t randomization_window_in_chunks;
+  size_t randomization_window_in_samples; /* nonzero: used instead of the window in chunks */
+  uint64_t randomization_seed;
+  int frame_mode;
+  size_t truncation_length; /* nonzero: sequences come in pieces of this many samples */
+} cntk_minibatch_source_config;
+
+/* A source over several CTF files joined by sequence id (the first file's sequences drive the
+ * order): file i has num_streams[i] streams in streams[i]. */
+CNTK_C_EXPORT cntk_status cntk_minibatch_source_create_ctf(const char* const* paths,
+                                                           const cntk_stream_config* const* streams,
+                                                           const size_t* num_streams, size_t num_files,
+                                                           const cntk_minibatch_source_config* config,
+                                                           cntk_minibatch_source** out);
 CNTK_C_EXPORT void cntk_minibatch_source_release(cntk_minibatch_source* s);
 CNTK_C_EXPORT cntk_status cntk_minibatch_source_num_streams(const cntk_minibatch_source* s, size_t* out);
 /* Stream i: its name, element type, sample dimension, sparse flag. */

@@ -222,33 +222,69 @@ cntk_status cntk_trainer_restore_checkpoint(cntk_trainer* t, const char* path) {
 
 // ------------------------------------------------------------------ MinibatchSource
 
+namespace {
+
+std::shared_ptr<io::CTFDeserializer> ctf_deserializer(const char* path, const cntk_stream_config* streams,
+                                                      size_t num_streams) {
+  std::string file = need(path, "path");
+  if (!num_streams) throw ValueError("CTF deserializer '" + file + "': no streams configured");
+  need(streams, "streams");
+  std::vector<io::CTFStreamDef> defs;
+  for (size_t i = 0; i < num_streams; ++i) {
+    const cntk_stream_config& s = streams[i];
+    io::CTFStreamDef d;
+    d.name = need(s.name, "stream name");
+    d.alias = s.alias ? s.alias : d.name;
+    if (s.dim == 0) throw ValueError("stream '" + d.name + "': the dimension must be positive");
+    d.shape = NDShape{int64_t(s.dim)};
+    d.sparse = s.is_sparse != 0;
+    defs.push_back(std::move(d));
+  }
+  return std::make_shared<io::CTFDeserializer>(file, std::move(defs));
+}
+
+}  // namespace
+
 cntk_status cntk_minibatch_source_ctf(const char* path, const cntk_stream_config* streams, size_t num_streams,
                                       uint64_t max_samples, int randomize, size_t randomization_window_in_chunks,
                                       uint64_t seed, cntk_minibatch_source** out) {
   return guard([&] {
     need(out, "out");
-    std::string file = need(path, "path");
-    if (!num_streams) throw ValueError("TextFormatMinibatchSource: no streams configured");
-    need(streams, "streams");
-    std::vector<io::CTFStreamDef> defs;
-    for (size_t i = 0; i < num_streams; ++i) {
-      const cntk_stream_config& s = streams[i];
-      io::CTFStreamDef d;
-      d.name = need(s.name, "stream name");
-      d.alias = s.alias ? s.alias : d.name;
-      if (s.dim == 0) throw ValueError("stream '" + d.name + "': the dimension must be positive");
-      d.shape = NDShape{int64_t(s.dim)};
-      d.sparse = s.is_sparse != 0;
-      defs.push_back(std::move(d));
-    }
     io::MinibatchSourceConfig c;
-    c.deserializers.push_back(std::make_shared<io::CTFDeserializer>(file, std::move(defs)));
+    c.deserializers.push_back(ctf_deserializer(path, streams, num_streams));
     // CNTK's TextFormatMinibatchSource counts epochs in samples; a full data sweep is one sweep.
     if (max_samples == io::kFullDataSweep) c.max_sweeps = 1;
     else c.max_samples = max_samples;
     c.randomize = randomize != 0;
     c.randomization_window_in_chunks = randomization_window_in_chunks;
     c.randomization_seed = seed;
+    *out = new cntk_minibatch_source{std::make_unique<io::MinibatchSource>(std::move(c))};
+  });
+}
+
+cntk_status cntk_minibatch_source_create_ctf(const char* const* paths, const cntk_stream_config* const* streams,
+                                             const size_t* num_streams, size_t num_files,
+                                             const cntk_minibatch_source_config* config, cntk_minibatch_source** out) {
+  return guard([&] {
+    need(out, "out");
+    need(config, "config");
+    if (config->struct_size < sizeof(cntk_minibatch_source_config))
+      throw ValueError("cntk_minibatch_source_config: struct_size " + std::to_string(config->struct_size) +
+                       " is smaller than " + std::to_string(sizeof(cntk_minibatch_source_config)));
+    if (!num_files) throw ValueError("MinibatchSourceConfig: no deserializers");
+    need(paths, "paths");
+    need(streams, "streams");
+    need(num_streams, "num_streams");
+    io::MinibatchSourceConfig c;
+    for (size_t i = 0; i < num_files; ++i) c.deserializers.push_back(ctf_deserializer(paths[i], streams[i], num_streams[i]));
+    c.max_samples = config->max_samples ? config->max_samples : io::kInfinitelyRepeat;
+    c.max_sweeps = config->max_sweeps ? config->max_sweeps : io::kInfinitelyRepeat;
+    c.randomize = config->randomize != 0;
+    if (config->randomization_window_in_chunks) c.randomization_window_in_chunks = config->randomization_window_in_chunks;
+    c.randomization_window_in_samples = config->randomization_window_in_samples;
+    c.randomization_seed = config->randomization_seed;
+    c.frame_mode = config->frame_mode != 0;
+    c.truncation_length = config->truncation_length;
     *out = new cntk_minibatch_source{std::make_unique<io::MinibatchSource>(std::move(c))};
   });
 }

@@ -153,6 +153,26 @@ namespace OpenCNTK.CSharpTests
             Check(schedule[0] == 0.1 && schedule[199] == 0.1 && schedule[200] == 0.01 && schedule[10000] == 0.01 && !schedule.IsSweepBased(), "a piecewise schedule over epochs of 100 samples");
             Check(new TrainingParameterScheduleDouble(0.5, 1).GetMinibatchSize() == 1, "a per-sample schedule has reference minibatch size 1");
 
+            // A composite source over two CTF files joined by sequence id, read once in file order.
+            System.IO.File.WriteAllText("api_features.ctf", "0 |f 1 2\n1 |f 3 4\n1 |f 5 6\n2 |f 7 8\n");
+            System.IO.File.WriteAllText("api_labels.ctf", "0 |l 1 0\n1 |l 0 1\n2 |l 1 0\n");
+            var config = new MinibatchSourceConfig(new List<CNTKDictionary> {
+                CNTKLib.CTFDeserializer("api_features.ctf", new StreamConfiguration[] { new StreamConfiguration("features", 2, false, "f") }),
+                CNTKLib.CTFDeserializer("api_labels.ctf", new StreamConfiguration[] { new StreamConfiguration("labels", 2, false, "l") }) }, false);
+            config.MaxSamples = MinibatchSource.FullDataSweep;
+            using (var source = CNTKLib.CreateCompositeMinibatchSource(config))
+            {
+                var features = source.StreamInfo("features");
+                var labelStream = source.StreamInfo("labels");
+                var mb = source.GetNextMinibatch(100, device);
+                var seqFeatures = Variable.InputVariable(new int[] { 2 }, DataType.Float, "features");
+                var data = mb[features].data.GetDenseData<float>(seqFeatures);
+                Check(mb[features].numberOfSequences == 3 && mb[features].numberOfSamples == 4 && mb[features].sweepEnd, "a composite source reads 3 sequences, 4 samples, to the sweep's end");
+                Check(data.Count == 3 && data[1].SequenceEqual(new float[] { 3, 4, 5, 6 }), "the second sequence has two samples");
+                Check(mb[labelStream].data.GetOneHotData(Variable.InputVariable(new int[] { 2 }, DataType.Float, "labels")).Select(l => l[0]).SequenceEqual(new[] { 0, 1, 0 }), "labels joined by sequence id");
+                Check(source.GetNextMinibatch(100, device).Count == 0, "one sweep, then no more data");
+            }
+
             Console.WriteLine("ApiTests passed (" + checks + " checks)");
             return 0;
         }

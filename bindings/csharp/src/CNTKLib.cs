@@ -323,6 +323,25 @@ namespace CNTK
         public static CNTKDictionary HeUniformInitializer(double scale = DefaultParamInitScale, int outputRank = SentinelValueForInferParamInitRank, int filterRank = SentinelValueForInferParamInitRank, uint seed = SentinelValueForAutoSelectRandomSeed) { return Initializer("he_uniform", scale, outputRank, filterRank, seed); }
         public static CNTKDictionary HeNormalInitializer(double scale = DefaultParamInitScale, int outputRank = SentinelValueForInferParamInitRank, int filterRank = SentinelValueForInferParamInitRank, uint seed = SentinelValueForAutoSelectRandomSeed) { return Initializer("he_normal", scale, outputRank, filterRank, seed); }
 
+        // ---------------------------------------------------------------- readers
+
+        internal const string CTFSpecKey = "__ctf";
+
+        /// <summary>A CTF deserializer for MinibatchSourceConfig.</summary>
+        public static CNTKDictionary CTFDeserializer(string fileName, StreamConfigurationVector streams)
+        {
+            if (fileName == null) throw new ArgumentNullException("fileName");
+            if (streams == null) throw new ArgumentNullException("streams");
+            var d = new CNTKDictionary().Set("type", "CNTKTextFormatDeserializer").Set("file", fileName);
+            d.Entries[CTFSpecKey] = Tuple.Create(fileName, new StreamConfigurationVector(streams));
+            return d;
+        }
+
+        public static MinibatchSource CreateCompositeMinibatchSource(MinibatchSourceConfig configuration)
+        {
+            return MinibatchSource.Create(configuration);
+        }
+
         // ---------------------------------------------------------------- random, schedules
 
         public static void SetFixedRandomSeed(uint value) { Native.Check(Native.cntk_set_fixed_random_seed(value)); }

@@ -222,6 +222,21 @@ namespace CNTK
         }
 
         [DllImport(Lib)] internal static extern int cntk_minibatch_source_ctf(string path, StreamConfig[] streams, UIntPtr count, ulong maxSamples, int randomize, UIntPtr window, ulong seed, out IntPtr result);
+        [StructLayout(LayoutKind.Sequential)]
+        internal struct SourceConfig
+        {
+            public UIntPtr StructSize;
+            public ulong MaxSamples;
+            public ulong MaxSweeps;
+            public int Randomize;
+            public UIntPtr WindowInChunks;
+            public UIntPtr WindowInSamples;
+            public ulong Seed;
+            public int FrameMode;
+            public UIntPtr TruncationLength;
+        }
+
+        [DllImport(Lib)] internal static extern int cntk_minibatch_source_create_ctf(IntPtr[] paths, IntPtr[] streams, UIntPtr[] numStreams, UIntPtr numFiles, ref SourceConfig config, out IntPtr result);
         [DllImport(Lib)] internal static extern void cntk_minibatch_source_release(IntPtr s);
         [DllImport(Lib)] internal static extern int cntk_minibatch_source_num_streams(IntPtr s, out UIntPtr count);
         [DllImport(Lib)] internal static extern int cntk_minibatch_source_stream(IntPtr s, UIntPtr index, byte[] name, UIntPtr capacity, out UIntPtr length, out int dtype, out UIntPtr dim, out int isSparse);

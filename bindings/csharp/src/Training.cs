@@ -233,6 +233,44 @@ namespace CNTK
         public void RestoreFromCheckpoint(string filePath) { Native.Check(Native.cntk_trainer_restore_checkpoint(Handle, filePath)); }
     }
 
+    public class StreamConfigurationVector : List<StreamConfiguration>
+    {
+        public StreamConfigurationVector() { }
+        public StreamConfigurationVector(IEnumerable<StreamConfiguration> streams) : base(streams) { }
+        public static implicit operator StreamConfigurationVector(StreamConfiguration[] streams) { return new StreamConfigurationVector(streams); }
+    }
+
+    public class DictionaryVector : List<CNTKDictionary>
+    {
+        public DictionaryVector() { }
+        public DictionaryVector(IEnumerable<CNTKDictionary> dictionaries) : base(dictionaries) { }
+    }
+
+    /// <summary>CNTK's MinibatchSourceConfig: deserializers (CNTKLib.CTFDeserializer) and how to read them.</summary>
+    public class MinibatchSourceConfig
+    {
+        public MinibatchSourceConfig(IList<CNTKDictionary> deserializers, bool randomize = true)
+        {
+            this.deserializers = new DictionaryVector(deserializers ?? new List<CNTKDictionary>());
+            this.randomize = randomize;
+        }
+
+        public DictionaryVector deserializers { get; set; }
+        public bool randomize { get; set; }
+        public ulong MaxSamples { get; set; } = MinibatchSource.InfinitelyRepeat;
+        public ulong MaxSweeps { get; set; } = MinibatchSource.InfinitelyRepeat;
+        public uint randomizationWindowInChunks { get; set; } = (uint)MinibatchSource.DefaultRandomizationWindowInChunks;
+        public uint randomizationWindowInSamples { get; set; }
+        public uint randomizationSeed { get; set; }
+        public uint truncationLength { get; set; }
+        public bool isFrameModeEnabled { get; set; }
+
+        public ulong GetMaxSamples() { return MaxSamples; }
+        public void SetMaxSamples(ulong value) { MaxSamples = value; }
+        public ulong GetMaxSweeps() { return MaxSweeps; }
+        public void SetMaxSweeps(ulong value) { MaxSweeps = value; }
+    }
+
     /// <summary>One stream of a CTF file: its name, sample dimension, sparse or dense, and its
     /// alias in the file (the name when empty).</summary>
     public class StreamConfiguration
@@ -294,7 +332,7 @@ namespace CNTK
 
         readonly List<StreamInformation> streams = new List<StreamInformation>();
 
-        MinibatchSource(IntPtr h) : base(h, Native.cntk_minibatch_source_release)
+        internal MinibatchSource(IntPtr h) : base(h, Native.cntk_minibatch_source_release)
         {
             UIntPtr n;
             Native.Check(Native.cntk_minibatch_source_num_streams(h, out n));
@@ -326,28 +364,88 @@ namespace CNTK
             var strings = new List<IntPtr>();
             try
             {
-                var configs = streamConfigs.Select(c =>
-                {
-                    var s = new Native.StreamConfig();
-                    s.Name = Marshal.StringToHGlobalAnsi(c.m_streamName);
-                    strings.Add(s.Name);
-                    if (!string.IsNullOrEmpty(c.m_streamAlias))
-                    {
-                        s.Alias = Marshal.StringToHGlobalAnsi(c.m_streamAlias);
-                        strings.Add(s.Alias);
-                    }
-                    if (c.m_dim <= 0) throw new ArgumentOutOfRangeException(null, "stream '" + c.m_streamName + "': the dimension must be positive");
-                    s.Dim = (UIntPtr)c.m_dim;
-                    s.IsSparse = c.m_isSparse ? 1 : 0;
-                    return s;
-                }).ToArray();
+                Native.StreamConfig[] configs = Marshal(streamConfigs, strings);
                 IntPtr h;
                 Native.Check(Native.cntk_minibatch_source_ctf(dataFilePath, configs, (UIntPtr)configs.Length, epochSize, randomize ? 1 : 0, (UIntPtr)randomizationWindow, 0, out h));
                 return new MinibatchSource(h);
             }
             finally
             {
-                foreach (var p in strings) Marshal.FreeHGlobal(p);
+                foreach (var p in strings) System.Runtime.InteropServices.Marshal.FreeHGlobal(p);
+            }
+        }
+
+        // Native stream descriptions; the strings they point to are added to `strings` to be freed.
+        static Native.StreamConfig[] Marshal(IList<StreamConfiguration> streamConfigs, List<IntPtr> strings)
+        {
+            return streamConfigs.Select(c =>
+            {
+                if (c == null) throw new ArgumentNullException("streamConfigs");
+                var s = new Native.StreamConfig();
+                s.Name = System.Runtime.InteropServices.Marshal.StringToHGlobalAnsi(c.m_streamName);
+                strings.Add(s.Name);
+                if (!string.IsNullOrEmpty(c.m_streamAlias))
+                {
+                    s.Alias = System.Runtime.InteropServices.Marshal.StringToHGlobalAnsi(c.m_streamAlias);
+                    strings.Add(s.Alias);
+                }
+                if (c.m_dim <= 0) throw new ArgumentOutOfRangeException(null, "stream '" + c.m_streamName + "': the dimension must be positive");
+                s.Dim = (UIntPtr)c.m_dim;
+                s.IsSparse = c.m_isSparse ? 1 : 0;
+                return s;
+            }).ToArray();
+        }
+
+        internal static MinibatchSource Create(MinibatchSourceConfig config)
+        {
+            if (config == null) throw new ArgumentNullException("configuration");
+            if (config.deserializers == null || config.deserializers.Count == 0)
+                throw new ArgumentOutOfRangeException(null, "MinibatchSourceConfig: no deserializers");
+            var strings = new List<IntPtr>();
+            var arrays = new List<IntPtr>();
+            try
+            {
+                var paths = new List<IntPtr>();
+                var streams = new List<IntPtr>();
+                var counts = new List<UIntPtr>();
+                foreach (var d in config.deserializers)
+                {
+                    object spec;
+                    if (d == null || !d.Entries.TryGetValue(CNTKLib.CTFSpecKey, out spec))
+                        throw new NotImplementedException("MinibatchSourceConfig: only deserializers made by CNTKLib.CTFDeserializer are supported");
+                    var ctf = (Tuple<string, StreamConfigurationVector>)spec;
+                    IntPtr path = System.Runtime.InteropServices.Marshal.StringToHGlobalAnsi(ctf.Item1);
+                    strings.Add(path);
+                    paths.Add(path);
+                    Native.StreamConfig[] configs = Marshal(ctf.Item2, strings);
+                    int size = System.Runtime.InteropServices.Marshal.SizeOf(typeof(Native.StreamConfig));
+                    IntPtr block = System.Runtime.InteropServices.Marshal.AllocHGlobal(size * Math.Max(1, configs.Length));
+                    arrays.Add(block);
+                    for (int i = 0; i < configs.Length; ++i)
+                        System.Runtime.InteropServices.Marshal.StructureToPtr(configs[i], block + i * size, false);
+                    streams.Add(block);
+                    counts.Add((UIntPtr)configs.Length);
+                }
+                var c = new Native.SourceConfig();
+                c.StructSize = (UIntPtr)System.Runtime.InteropServices.Marshal.SizeOf(typeof(Native.SourceConfig));
+                // CNTK: FullDataSweep as the sample count means one sweep.
+                bool oneSweep = config.MaxSamples == FullDataSweep;
+                c.MaxSamples = oneSweep || config.MaxSamples == InfinitelyRepeat ? 0 : config.MaxSamples;
+                c.MaxSweeps = oneSweep ? 1 : config.MaxSweeps == InfinitelyRepeat ? 0 : config.MaxSweeps;
+                c.Randomize = config.randomize ? 1 : 0;
+                c.WindowInChunks = (UIntPtr)config.randomizationWindowInChunks;
+                c.WindowInSamples = (UIntPtr)config.randomizationWindowInSamples;
+                c.Seed = config.randomizationSeed;
+                c.FrameMode = config.isFrameModeEnabled ? 1 : 0;
+                c.TruncationLength = (UIntPtr)config.truncationLength;
+                IntPtr h;
+                Native.Check(Native.cntk_minibatch_source_create_ctf(paths.ToArray(), streams.ToArray(), counts.ToArray(), (UIntPtr)paths.Count, ref c, out h));
+                return new MinibatchSource(h);
+            }
+            finally
+            {
+                foreach (var p in strings) System.Runtime.InteropServices.Marshal.FreeHGlobal(p);
+                foreach (var p in arrays) System.Runtime.InteropServices.Marshal.FreeHGlobal(p);
             }
         }
 
