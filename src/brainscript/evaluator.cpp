@@ -705,6 +705,11 @@ Table builtin_table() {
     v->array = out;
     return ValuePtr(v);
   };
+  // Dropout (x): its rate is the SGD block's dropoutRate, set by the train action per epoch.
+  t["Dropout"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "Dropout"};
+    return node(ops::apply("Dropout", {a.node_at(0)}, {{"dropoutRate", DictValue(0.0)}})->output());
+  };
   t["Length"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "Length"};
     ValuePtr v = a.at(0);
@@ -836,6 +841,12 @@ RecordPtr global_scope(const EvaluationOptions& options) {
 }
 
 }  // namespace
+
+void set_dropout_rate(const FunctionPtr& model, double rate) {
+  if (rate < 0 || rate >= 1) throw ValueError("dropoutRate must be in [0, 1), got " + std::to_string(rate));
+  for (const auto& f : model->topological_order())
+    if (f->op_name() == "Dropout") f->mutable_attributes()["dropoutRate"] = DictValue(rate);
+}
 
 double as_number(const ValuePtr& v, const std::string& what) {
   if (v->kind != Value::Kind::Number) throw ValueError(what + ": number expected, got a " + kind_name(v->kind));

@@ -58,6 +58,9 @@ ValuePtr evaluate_member(const ExpressionPtr& members, const std::string& name, 
 // BrainScript library (core_library.bs) in scope.
 Network build_network(const std::string& source, const EvaluationOptions& options = {});
 
+// Sets the rate of every Dropout node of `model` (CNTK's SGD dropoutRate, per epoch).
+void set_dropout_rate(const FunctionPtr& model, double rate);
+
 // Accessors for values (ValueError naming `what` when the kind differs).
 double as_number(const ValuePtr& v, const std::string& what);
 const std::string& as_string(const ValuePtr& v, const std::string& what);

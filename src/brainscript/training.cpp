@@ -236,7 +236,7 @@ void train(const ActionContext& ctx) {
   if (update != "none" && update != "adagrad" && update != "rmsprop" && update != "fsadagrad")
     throw NotImplementedError("gradUpdateType '" + sgd->get("gradUpdateType") +
                               "' is not implemented yet (None, AdaGrad, RmsProp and FSAdaGrad are)");
-  if (sgd->get_double("dropoutRate", 0) != 0) throw NotImplementedError("SGD dropoutRate is not implemented yet");
+  const std::vector<double> dropout_rates = numbers(sgd->get_array("dropoutRate", {"0"}), "dropoutRate");
 
   std::vector<double> lr_per_sample;
   if (sgd->exists("learningRatesPerSample")) {
@@ -314,6 +314,7 @@ void train(const ActionContext& ctx) {
     const double lr = for_epoch(lr_per_sample, size_t(epoch));
     const size_t mb_size = size_t(for_epoch(mb_sizes, size_t(epoch)));
     learner->reset_learning_rate(LearningRateSchedule(lr, 1));
+    set_dropout_rate(net.model, for_epoch(dropout_rates, size_t(epoch)));
     std::fprintf(stderr, "\n");
     Log::printf("Starting Epoch %lld: learning rate per sample = %f  effective momentum = %f  momentum as time constant = %.1f samples\n",
                 epoch + 1, lr, std::pow(momentum, double(mb_size)), momentum > 0 && momentum < 1 ? -1 / std::log(momentum) : 0.0);

@@ -261,3 +261,30 @@ TEST(BrainScriptEvaluator, ConvolutionAndPoolingLayers) {
         EXPECT_NEAR(pooled[o * 4 + r * 2 + c], m, 1e-5);
       }
 }
+
+// Dropout nodes take the SGD block's rate: dropped in training passes, the identity otherwise.
+TEST(BrainScriptEvaluator, DropoutTakesTheRateSetForTraining) {
+  Network net = build_network(R"([
+    x = Input (1000)
+    d = Dropout (x)
+    outputNodes = (d)
+  ])");
+  NDArrayView ones = NDArrayView::full(DataType::Float, NDShape{1, 1000}, 1.0);
+  auto run = [&](bool training) {
+    std::vector<cntk::Value> outs;
+    forward(net.model, {{net.nodes.at("x"), cntk::Value(ones)}}, net.outputs, outs, training);
+    return values_of(outs[0].data());
+  };
+  EXPECT_EQ(run(true), std::vector<float>(1000, 1.f));  // rate 0 until the train action sets one
+  set_dropout_rate(net.model, 0.5);
+  const std::vector<float> dropped = run(true);
+  size_t zeros = 0;
+  for (float v : dropped) {
+    EXPECT_TRUE(v == 0.f || v == 2.f) << v;
+    zeros += v == 0.f;
+  }
+  EXPECT_GT(zeros, 400u);
+  EXPECT_LT(zeros, 600u);
+  EXPECT_EQ(run(false), std::vector<float>(1000, 1.f));
+  EXPECT_THROW(set_dropout_rate(net.model, 1.0), cntk::ValueError);
+}
