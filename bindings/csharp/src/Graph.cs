@@ -12,13 +12,17 @@ namespace CNTK
         internal Variable(IntPtr h) : base(h, Native.cntk_variable_release) { }
 
         /// <summary>The single output of a function.</summary>
-        public Variable(Function function) : base(CloneHandle(HandleOf(function, "function") == IntPtr.Zero ? null : function.Output), Native.cntk_variable_release) { }
+        public Variable(Function function) : base(OutputHandle(function), Native.cntk_variable_release) { }
 
-        static IntPtr CloneHandle(Variable v)
+        static IntPtr OutputHandle(Function function)
         {
-            IntPtr h;
-            Native.Check(Native.cntk_variable_clone_handle(v.Handle, out h));
-            return h;
+            if (function == null) throw new ArgumentNullException("function");
+            using (Variable output = function.Output)
+            {
+                IntPtr h;
+                Native.Check(Native.cntk_variable_clone_handle(output.Handle, out h));
+                return h;
+            }
         }
 
         // Wraps a native variable handle as the matching managed kind.
