@@ -44,6 +44,18 @@ MaxPoolingLayer {filterShape, stride = 1, pad = false} = [
 AveragePoolingLayer {filterShape, stride = 1, pad = false} = [
     apply (x) = Pooling (x, 'average', filterShape, stride = stride, autoPadding = pad)
 ].apply
+# Batch normalization: per element (spatialRank 0) or per channel (spatialRank > 0); the running
+# mean and variance are constants that training passes update.
+BatchNormalizationLayer {spatialRank = 0, initialScale = 1, normalizationTimeConstant = 0,
+                         blendTimeConstant = 0, epsilon = 0.00001} = [
+    scale = ParameterTensor {0, initValue = initialScale}
+    bias = ParameterTensor {0, initValue = 0}
+    runMean = ParameterTensor {0, initValue = 0, learningRateMultiplier = 0}
+    runVariance = ParameterTensor {0, initValue = 0, learningRateMultiplier = 0}
+    apply (x) = BatchNormalization (x, scale, bias, runMean, runVariance, spatialRank > 0,
+                                    normalizationTimeConstant = normalizationTimeConstant,
+                                    blendTimeConstant = blendTimeConstant, epsilon = epsilon)
+].apply
 # LSTM (CNTK's gate order in one stacked projection: input, cell candidate, forget, output).
 LSTMBlock {outDim, init = 'glorotUniform', initValueScale = 1} = [
     W = ParameterTensor {(4 * outDim : 0), init = init, initValueScale = initValueScale}

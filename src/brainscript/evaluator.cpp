@@ -512,6 +512,8 @@ void add_unary(Table& t, const char* bs_name, const char* op) {
   };
 }
 
+std::string attr_type(const Dictionary& spec) { return spec.at("type").as_string(); }
+
 ValuePtr make_parameter(const std::vector<size_t>& dims, Args& a) {
   // CNTK's inits: 'uniform' in [-0.05, 0.05] times initValueScale, 'gaussian', 'glorotUniform',
   // 'heNormal', and 'fixedValue' (implied by initValue= or value=); learningRateMultiplier=0
@@ -550,7 +552,10 @@ ValuePtr make_parameter(const std::vector<size_t>& dims, Args& a) {
   const NDShape shape(engine_dims);
   const bool frozen = a.number("learningRateMultiplier", 1) == 0;
   if (inferred) {
-    if (frozen) fail(std::string(a.fn) + ": a constant cannot have an inferred dimension", a.where);
+    if (frozen) {  // a constant whose shape comes from its first use (BatchNormalization's statistics)
+      if (attr_type(spec) != "constant") fail(std::string(a.fn) + ": an inferred constant must have a fixed value", a.where);
+      return node(Variable::constant(shape, g_dtype, spec.at("value").as_double(), ""));
+    }
     return node(Variable::parameter(shape, g_dtype, NDArrayView(), std::make_shared<Dictionary>(spec), ""));
   }
   NDArrayView value = initialize_parameter(spec, shape, g_dtype);
@@ -709,6 +714,27 @@ Table builtin_table() {
   t["Dropout"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "Dropout"};
     return node(ops::apply("Dropout", {a.node_at(0)}, {{"dropoutRate", DictValue(0.0)}})->output());
+  };
+  // BatchNormalization (input, scale, bias, runMean, runVariance, spatial,
+  // normalizationTimeConstant = 0, blendTimeConstant = 0, epsilon = 0.00001): the running count
+  // is a constant of its own.
+  t["BatchNormalization"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "BatchNormalization"};
+    const ValuePtr spatial = a.at(5);
+    if (spatial->kind != Value::Kind::Bool) fail("BatchNormalization: spatial must be a boolean", w);
+    if (n.count("useCntkEngine") && !n.at("useCntkEngine")->boolean)
+      throw NotImplementedError("BatchNormalization: useCntkEngine=false (cuDNN) is not available");
+    const double eps = a.number("epsilon", 0.00001);
+    Dictionary attrs = {{"spatial", DictValue(spatial->boolean)},
+                        {"normalizationTimeConstant", DictValue(a.number("normalizationTimeConstant", 0))},
+                        {"blendTimeConstant", DictValue(a.number("blendTimeConstant", 0))},
+                        {"epsilon", DictValue(eps)},
+                        {"useCuDNNEngine", DictValue(false)},
+                        {"disableRegularization", DictValue(false)}};
+    const Variable count = Variable::constant(NDShape{}, g_dtype, 0.0, "");
+    return node(ops::apply("BatchNormalization",
+                           {a.node_at(0), a.node_at(1), a.node_at(2), a.node_at(3), a.node_at(4), count}, attrs)
+                    ->output());
   };
   t["Length"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "Length"};

@@ -288,3 +288,27 @@ TEST(BrainScriptEvaluator, DropoutTakesTheRateSetForTraining) {
   EXPECT_EQ(run(false), std::vector<float>(1000, 1.f));
   EXPECT_THROW(set_dropout_rate(net.model, 1.0), cntk::ValueError);
 }
+
+// BatchNormalizationLayer: a training pass normalizes each element by the minibatch's mean and
+// (biased) variance; the running statistics start as CNTK's (mean 0, variance 0).
+TEST(BrainScriptEvaluator, BatchNormalizationLayerNormalizesTheMinibatch) {
+  Network net = build_network(R"([
+    x = Input (3)
+    y = BatchNormalizationLayer {} (x)
+    outputNodes = (y)
+  ])");
+  const std::vector<float> xs = {1, 10, -2, 3, 20, -2, 5, 60, 4, 7, 30, 0};  // 4 samples of 3
+  NDArrayView batch(DataType::Float, NDShape{4, 3});
+  std::copy(xs.begin(), xs.end(), batch.data<float>());
+  std::vector<cntk::Value> outs;
+  forward(net.model, {{net.nodes.at("x"), cntk::Value(batch)}}, net.outputs, outs, /*training=*/true);
+  const std::vector<float> y = values_of(outs[0].data());
+  ASSERT_EQ(y.size(), 12u);
+  for (size_t k = 0; k < 3; ++k) {
+    double mean = 0, var = 0;
+    for (size_t i = 0; i < 4; ++i) mean += xs[i * 3 + k] / 4.0;
+    for (size_t i = 0; i < 4; ++i) var += (xs[i * 3 + k] - mean) * (xs[i * 3 + k] - mean) / 4.0;
+    for (size_t i = 0; i < 4; ++i)
+      EXPECT_NEAR(y[i * 3 + k], (xs[i * 3 + k] - mean) / std::sqrt(var + 1e-5), 1e-3) << "feature " << k;
+  }
+}
