@@ -37,15 +37,18 @@ extern "C" {
 /* Bumped when a signature changes or a function is removed; additions keep it. */
 #define CNTK_C_API_VERSION 1
 
+/* The C# binding raises the exception CNTK 2.7's C# API raised for each: ArgumentOutOfRangeException
+ * for value, type and range errors, ArgumentNullException for NULL, NotImplementedException, and
+ * ApplicationException for I/O and other errors. */
 typedef enum cntk_status {
   CNTK_OK = 0,
-  CNTK_ERROR = 1,           /* any other engine error (C#: System.Exception) */
-  CNTK_VALUE_ERROR = 2,     /* bad arguments or shapes (C#: System.ArgumentException) */
-  CNTK_TYPE_ERROR = 3,      /* wrong element type (C#: System.ArgumentException) */
-  CNTK_NOT_IMPLEMENTED = 4, /* (C#: System.NotImplementedException) */
-  CNTK_IO_ERROR = 5,        /* files (C#: System.IO.IOException) */
-  CNTK_NULL_ARGUMENT = 6,   /* a required handle or pointer was NULL (C#: ArgumentNullException) */
-  CNTK_OUT_OF_RANGE = 7     /* an index past the end of a list (C#: ArgumentOutOfRangeException) */
+  CNTK_ERROR = 1,           /* any other engine error */
+  CNTK_VALUE_ERROR = 2,     /* bad arguments, shapes or values */
+  CNTK_TYPE_ERROR = 3,      /* wrong element type */
+  CNTK_NOT_IMPLEMENTED = 4, /* a feature OpenCNTK does not have (the message says which) */
+  CNTK_IO_ERROR = 5,        /* files: missing, unreadable, malformed */
+  CNTK_NULL_ARGUMENT = 6,   /* a required handle or pointer was NULL */
+  CNTK_OUT_OF_RANGE = 7     /* an index past the end of a list */
 } cntk_status;
 
 /* The *_MIN_ENUM / *_MAX_ENUM entries of the enums callers pass in make each enum as wide as int, so
