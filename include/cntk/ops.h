@@ -149,4 +149,16 @@ inline FunctionPtr pooling(const Operand& operand, PoolingType type, const NDSha
                name);
 }
 
+// --------------------------------------------------------------- sampled losses
+
+// Noise contrastive estimation (CNTK's nce_loss), one value per sample. Each evaluation
+// draws `num_samples` classes from `noise_weights` (a vector of non-negative class
+// weights, normalized here), shared by the minibatch; the label's class is the positive
+// example. weights: (classes, input dimension); biases: (classes, 1); inputs: a vector;
+// labels: one-hot over the classes. A negative seed takes the next global seeds
+// (cntk/random.h). ValueError names the argument that does not fit.
+FunctionPtr nce_loss(const Operand& weights, const Operand& biases, const Operand& inputs, const Operand& labels,
+                     const NDArrayView& noise_weights, int64_t num_samples = 32, bool allow_duplicates = true,
+                     int64_t seed = -1, const std::string& name = "");
+
 }  // namespace cntk::ops

@@ -10,6 +10,7 @@
 
 #include "core/output_hint.h"
 #include "cntk/evaluation.h"
+#include "cntk/ops.h"
 #include "convert.h"
 #include "cntk/random.h"
 #include "cntk/switches.h"
@@ -494,6 +495,12 @@ NB_MODULE(_cntk, m) {
   m.def("always_allow_setting_default_device", &always_allow_setting_default_device);
   m.def("is_setting_default_device_always_allowed", &setting_default_device_always_allowed);
   m.def("next_random_seed", &next_random_seed);
+  m.def("nce_loss", [](const Variable& weights, const Variable& biases, const Variable& inputs, const Variable& labels,
+                       nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> noise, int64_t num_samples,
+                       bool allow_duplicates, int64_t seed, const std::string& name) {
+    return ops::nce_loss(weights, biases, inputs, labels, from_numpy(noise, false), num_samples, allow_duplicates,
+                         seed, name);
+  });
   m.def("force_deterministic_algorithms", &force_deterministic_algorithms, nb::arg("on") = true);
   m.def("should_force_deterministic_algorithms", &should_force_deterministic_algorithms);
   m.def("set_computation_network_trace_level", &set_computation_network_trace_level);

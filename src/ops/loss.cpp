@@ -14,7 +14,10 @@
 #include <memory>
 #include <numeric>
 
+#include "cntk/ops.h"
+#include "cntk/random.h"
 #include "ops/op.h"
+#include "ops/sampling.h"
 
 namespace cntk {
 namespace {
@@ -856,7 +859,93 @@ void reg(const char* name, InferFn infer, ForwardFn fwd, GradFn bwd, Gradient ki
   register_op(std::move(d));
 }
 
+// The constants an NCE loss reads over the C classes, computed at build time (as CNTK
+// does) in the inputs' type T: q = w / sum(w), log(k q), the entropy of k q, and
+// the importance weights q / (expected count of each class in a set of k draws).
+template <class T>
+void nce_constants(DataType t, const std::vector<double>& w, int64_t k, bool dup, uint64_t seed, std::vector<T>& q,
+                   std::vector<T>& log_prior, std::vector<T>& importance, double& entropy) {
+  const size_t C = w.size();
+  double total = 0;
+  for (double v : w) total += v;
+  q.resize(C);
+  log_prior.resize(C);
+  importance.resize(C);
+  for (size_t c = 0; c < C; ++c) q[c] = T(w[c] / total);
+  NDArrayView qv(t, NDShape{int64_t(C)});
+  std::copy(q.begin(), q.end(), qv.data<T>());
+  rng::Engine g = rng::make_engine(seed, 0);  // a RandomSampleInclusionFrequency op's generator
+  const std::vector<double> freq = inclusion_frequency(qv, k, dup, g, "nce_loss");
+  double sum = 0;  // summed in double: a sequential sum of T over many classes drifts
+  for (size_t c = 0; c < C; ++c) {
+    const T prior = T(k) * q[c];
+    log_prior[c] = std::log(prior);
+    if (prior > 0) sum += double(prior * log_prior[c]);
+    importance[c] = q[c] > 0 ? q[c] / T(freq[c]) : T(0);
+  }
+  entropy = sum;
+}
+
 }  // namespace
+
+namespace ops {
+
+FunctionPtr nce_loss(const Operand& weights, const Operand& biases, const Operand& inputs, const Operand& labels,
+                     const NDArrayView& noise_weights, int64_t num_samples, bool allow_duplicates, int64_t seed,
+                     const std::string& name) {
+  auto fail = [](const std::string& m) -> void { throw ValueError("nce_loss: " + m); };
+  if (noise_weights.rank() != 1 || noise_weights.numel() == 0)
+    fail("noise_distribution must be a vector, got shape " + noise_weights.shape().str());
+  NDArrayView nw = noise_weights.to_dense().cast(DataType::Double).contiguous();
+  std::vector<double> w(nw.data<double>(), nw.data<double>() + nw.numel());
+  double sum = 0;
+  for (double v : w) {
+    if (!(v >= 0) || !std::isfinite(v)) fail("noise_distribution must hold non-negative weights with a positive sum");
+    sum += v;
+  }
+  if (!(sum > 0)) fail("noise_distribution must hold non-negative weights with a positive sum");
+  if (num_samples < 1) fail("num_samples must be a positive integer, not " + std::to_string(num_samples));
+  const int64_t C = int64_t(w.size());
+  if (!allow_duplicates && num_samples >= C)
+    fail("sampling without duplicates needs num_samples (" + std::to_string(num_samples) +
+         ") < number of classes (" + std::to_string(C) + ")");
+  const Variable& W = weights;
+  const Variable& b = biases;
+  const Variable& x = inputs;
+  const Variable& y = labels;
+  if (W.shape().rank() != 2 || W.shape()[0] != C)
+    fail("weights must have shape (" + std::to_string(C) + ", input dimension), got " + W.shape().str());
+  if (!(b.shape() == NDShape{C, 1} || b.shape() == NDShape{C}))
+    fail("biases must have shape (" + std::to_string(C) + ", 1), got " + b.shape().str());
+  if (x.shape().rank() != 1) fail("inputs must be a vector, got shape " + x.shape().str());
+  if (y.shape().rank() != 1 || y.shape()[0] != C)
+    fail("labels must be vectors of the " + std::to_string(C) + " classes, got shape " + y.shape().str());
+  // An automatic seed gives the inclusion-frequency estimate and the loss's own draws a
+  // seed each, in that order, as CNTK's two random ops took theirs.
+  const uint64_t freq_seed = seed >= 0 ? uint64_t(seed) : next_random_seed();
+  const uint64_t draw_seed = seed >= 0 ? uint64_t(seed) : next_random_seed();
+  const DataType t = x.dtype() == DataType::Double ? DataType::Double : DataType::Float;
+  std::vector<Variable> consts;
+  double entropy = 0;
+  CNTK_DISPATCH_FLOAT(t, T, [&] {
+    std::vector<T> q, log_prior, importance;
+    nce_constants<T>(t, w, num_samples, allow_duplicates, freq_seed, q, log_prior, importance, entropy);
+    for (auto [values, const_name] : {std::pair{&q, "noise"}, std::pair{&log_prior, "logNoisePrior"},
+                                      std::pair{&importance, "importanceWeights"}}) {
+      NDArrayView v(t, NDShape{C});
+      std::copy(values->begin(), values->end(), v.data<T>());
+      consts.push_back(Variable::constant(v, const_name));
+    }
+  });
+  Dictionary attrs{{"numSamples", num_samples},       {"allowDuplicates", allow_duplicates},
+                   {"noisePriorEntropy", entropy},    {"rngSeed", int64_t(draw_seed)},
+                   {"rngOffset", int64_t(0)}};
+  std::vector<Variable> in{W, b, x, y};
+  in.insert(in.end(), consts.begin(), consts.end());
+  return apply("NCE", std::move(in), std::move(attrs), name);
+}
+
+}  // namespace ops
 
 void register_loss_ops() {
   reg("CrossEntropyWithSoftmax", ce_infer, ce_forward, ce_backward);

@@ -8,6 +8,7 @@
 #include "kernels/cpu/elementwise.h"
 #include "ops/eager.h"
 #include "ops/op.h"
+#include "ops/sampling.h"
 
 namespace cntk {
 namespace {
@@ -96,6 +97,32 @@ std::vector<int64_t> run_sampling(const std::string& op, const Weights& w, const
   return rng::weighted_samples(g, w.sums, a.num_samples, a.allow_duplicates, &tries);
 }
 
+}  // namespace
+
+std::vector<double> inclusion_frequency(const NDArrayView& weights, int64_t num_samples, bool allow_duplicates,
+                                        rng::Engine& g, const std::string& op) {
+  Weights w = sampling_weights(op, weights);
+  const SampleAttrs a{num_samples, allow_duplicates};
+  // p * n with duplicates; without them 1 - (1 - p)^tries, tries estimated from ten
+  // sampling runs (which CNTK makes, drawing from the generator, in either case).
+  const int experiments = 10;
+  int64_t sum_tries = 0;
+  for (int e = 0; e < experiments; ++e) {
+    int64_t t;
+    run_sampling(op, w, a, g, t);
+    sum_tries += t;
+  }
+  const double est_tries = double(sum_tries) / experiments, total = w.sums.back();
+  std::vector<double> freq(w.w.size());
+  for (size_t i = 0; i < w.w.size(); ++i) {
+    const double prob = w.w[i] / total;
+    freq[i] = allow_duplicates ? prob * double(num_samples) : -std::expm1(est_tries * std::log1p(-prob));
+  }
+  return freq;
+}
+
+namespace {
+
 void check_static_weights(const ComputeContext& ctx, const char* op) {
   if (ctx.in_dyn[0] > 0)
     throw NotImplementedError(std::string(op) + ": sampling with weights that have dynamic axes (one set per "
@@ -146,29 +173,16 @@ void register_random_sample() {
   f.name = "RandomSampleInclusionFrequency";
   f.stateful_random = true;
   f.infer = [](InferContext& ctx) { return infer_sample(ctx, true); };
-  // The expected count of each class in a sample set: p * n with duplicates; without
-  // them 1 - (1 - p)^tries, tries estimated from ten sampling runs (which CNTK makes,
-  // drawing from the op's generator, in either case).
   f.forward = [](ComputeContext& ctx) {
     SampleAttrs a = sample_attrs(ctx.attr());
     check_static_weights(ctx, "RandomSampleInclusionFrequency");
     const NDArrayView& in = ctx.inputs[0];
-    Weights w = sampling_weights("RandomSampleInclusionFrequency", in);
-    const int experiments = 10;
-    int64_t sum_tries = 0;
-    for (int e = 0; e < experiments; ++e) {
-      int64_t t;
-      run_sampling("RandomSampleInclusionFrequency", w, a, ctx.random().engine(), t);
-      sum_tries += t;
-    }
-    double est_tries = double(sum_tries) / experiments, total = w.sums.back();
+    std::vector<double> freq =
+        inclusion_frequency(in, a.num_samples, a.allow_duplicates, ctx.random().engine(), "RandomSampleInclusionFrequency");
     NDArrayView y(in.dtype(), in.shape());
     CNTK_DISPATCH_FLOAT(y.dtype(), T, [&] {
       T* p = y.data<T>();
-      for (size_t i = 0; i < w.w.size(); ++i) {
-        double prob = w.w[i] / total;
-        p[i] = T(a.allow_duplicates ? prob * double(a.num_samples) : -std::expm1(est_tries * std::log1p(-prob)));
-      }
+      for (size_t i = 0; i < freq.size(); ++i) p[i] = T(freq[i]);
     });
     return std::vector<NDArrayView>{y};
   };

@@ -2,8 +2,12 @@
 // constants, cloning, placeholder binding, run-time checks and mixed-precision steps.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <map>
+
 #include "cntk/evaluation.h"
 #include "cntk/function.h"
+#include "cntk/ops.h"
 
 using namespace cntk;
 
@@ -260,4 +264,36 @@ TEST(GraphApi, VariablesDescribeThemselvesAsCntkDoes) {
   EXPECT_EQ(p.str(), "Parameter('p', [], [? x 2])");
   auto ph = Variable::placeholder(NDShape::unknown(), {Axis::dynamic("UnknownAxes")}, "ph");
   EXPECT_EQ(ph.str(), "Placeholder('ph', [???], [???])");
+}
+
+TEST(GraphApi, NceLossFromCpp) {
+  const int64_t C = 5, D = 3, k = 4;
+  auto W = Variable::parameter({C, D}, DataType::Float, filled(DataType::Float, {C, D}, 0.1), nullptr, "W");
+  auto b = Variable::parameter({C, 1}, DataType::Float, filled(DataType::Float, {C, 1}), nullptr, "b");
+  auto x = batch_input({D}, "x");
+  auto y = batch_input({C}, "y");
+  NDArrayView noise = filled(DataType::Double, {C}, 1);  // weights 1..5, normalized by the op
+  auto loss = ops::nce_loss(W, b, x, y, noise, k, true, 7, "nce");
+  // The constants: q = w / 15, and with duplicates an importance weight of q / (k q) = 1/k.
+  std::map<std::string, std::vector<double>> consts;
+  for (auto& in : loss->root_function()->direct_inputs())
+    if (in.is_constant()) consts[in.name()] = values_of(in.value());
+  ASSERT_EQ(consts.size(), 3u);
+  for (int64_t c = 0; c < C; ++c) {
+    EXPECT_NEAR(consts["noise"][size_t(c)], double(c + 1) / 15, 1e-7);
+    EXPECT_NEAR(consts["importanceWeights"][size_t(c)], 1.0 / k, 1e-6);
+    EXPECT_NEAR(consts["logNoisePrior"][size_t(c)], std::log(k * double(c + 1) / 15), 1e-6);
+  }
+  // One finite loss per sample.
+  NDArrayView xs = filled(DataType::Float, {2, D}), ys = NDArrayView::zeros(DataType::Float, {2, C});
+  ys.data<float>()[1] = 1;
+  ys.data<float>()[C + 3] = 1;
+  auto out = run(loss, {{x, Value(xs)}, {y, Value(ys)}});
+  auto v = values_of(out[0].data());
+  ASSERT_EQ(v.size(), 2u);
+  for (double l : v) EXPECT_TRUE(std::isfinite(l) && l > 0);
+  // Bad noise weights and sample counts are named.
+  EXPECT_THROW(ops::nce_loss(W, b, x, y, filled(DataType::Double, {C}, -3), k), ValueError);
+  EXPECT_THROW(ops::nce_loss(W, b, x, y, noise, 0), ValueError);
+  EXPECT_THROW(ops::nce_loss(W, b, x, y, noise, C, false), ValueError);
 }

@@ -12,7 +12,7 @@ from .. import _cntk
 from ..axis import Axis
 from ..internal import sanitize_axis, sanitize_inputs, as_variable, np_dtype
 from ..ops import (reduce_sum, reduce_log_sum_exp, element_times, element_divide, minus, plus, square, sqrt,
-                   exp, times, floor, round, equal, reshape, random_sample_inclusion_frequency)
+                   exp, times, floor, round, equal, reshape)
 from ..ops._prim import prim
 from ..variables import Constant
 
@@ -208,48 +208,14 @@ def nce_loss(weights, biases, inputs, labels, noise_distribution, num_samples=32
     the negatives. `weights` has shape (classes, input dimension), `biases`
     (classes, 1), `labels` is one-hot over the classes.
     """
+    # The graph and its constants are built in C++ (cntk::ops::nce_loss).
     q = _value_of(noise_distribution, 'noise_distribution')
-    if q.ndim != 1 or q.size == 0:
-        raise ValueError("nce_loss: noise_distribution must be a vector, got shape %s" % (q.shape,))
-    if np.any(q < 0) or not np.isfinite(q).all() or q.sum() <= 0:
-        raise ValueError("nce_loss: noise_distribution must hold non-negative weights with a positive sum")
-    if not isinstance(num_samples, numbers.Integral) or num_samples < 1:
+    if not isinstance(num_samples, numbers.Integral) or isinstance(num_samples, bool):
         raise ValueError("nce_loss: num_samples must be a positive integer, not %r" % (num_samples,))
-    classes = q.size
-    if not allow_duplicates and num_samples >= classes:
-        raise ValueError("nce_loss: sampling without duplicates needs num_samples (%d) < number of classes (%d)"
-                         % (num_samples, classes))
     w, b, x, lab = sanitize_inputs(weights, biases, inputs, labels)
-    ws = tuple(w.shape)
-    if len(ws) != 2 or ws[0] != classes:
-        raise ValueError("nce_loss: weights must have shape (%d, input dimension), got %s" % (classes, ws))
-    if tuple(b.shape) not in ((classes, 1), (classes,)):
-        raise ValueError("nce_loss: biases must have shape (%d, 1), got %s" % (classes, tuple(b.shape)))
-    if len(x.shape) != 1:
-        raise ValueError("nce_loss: inputs must be a vector, got shape %s" % (tuple(x.shape),))
-    if len(lab.shape) != 1 or lab.shape[0] != classes:
-        raise ValueError("nce_loss: labels must be vectors of the %d classes, got shape %s"
-                         % (classes, tuple(lab.shape)))
-    dtype = np_dtype(x._dtype)
-    q = (q / q.sum()).astype(dtype)
-    prior = num_samples * q
-    # The importance weights divide by the expected count of each class in a sample
-    # set, which CNTK estimates with a RandomSampleInclusionFrequency op evaluated here;
-    # the samples are then drawn by the loss's own generator. An automatic seed gives
-    # each of them its own seed, in that order.
     auto_seed = seed is None or seed == SentinelValueForAutoSelectRandomSeed
-    freq = random_sample_inclusion_frequency(Constant(q), num_samples, allow_duplicates, seed).eval()
-    if auto_seed:
-        seed = int(_cntk.next_random_seed())
-    with np.errstate(divide='ignore', invalid='ignore'):
-        log_prior = np.log(prior)
-        entropy = float(np.sum(np.where(prior > 0, prior * log_prior, 0.0)))
-        importance = np.where(q > 0, q / np.asarray(freq, dtype=dtype), 0.0)
-    consts = [Constant(v.astype(dtype), name=n)
-              for v, n in ((q, 'noise'), (log_prior, 'logNoisePrior'), (importance, 'importanceWeights'))]
-    attrs = {'numSamples': int(num_samples), 'allowDuplicates': bool(allow_duplicates),
-             'noisePriorEntropy': entropy, 'rngSeed': int(seed), 'rngOffset': 0}
-    return prim('NCE', [w, b, x, lab] + consts, attrs, name)
+    return _cntk.nce_loss(w, b, x, lab, np.ascontiguousarray(q, dtype=np.float64), int(num_samples),
+                          bool(allow_duplicates), -1 if auto_seed else int(seed), name)
 
 
 def _softmax(x):
