@@ -296,7 +296,7 @@ CNTK_C_EXPORT cntk_status cntk_function_backward(const cntk_backprop_state* stat
                                                  cntk_value** out_gradients);
 CNTK_C_EXPORT void cntk_backprop_state_release(cntk_backprop_state* s);
 
-/* Model files: CNTK's v2 format. */
+/* Model files: saved in CNTK's v2 format; loading also reads CNTK v1 model files (.dnn, .cmf). */
 CNTK_C_EXPORT cntk_status cntk_function_save(const cntk_function* f, const char* path);
 CNTK_C_EXPORT cntk_status cntk_function_load(const char* path, cntk_function** out);
 CNTK_C_EXPORT cntk_status cntk_function_save_bytes(const cntk_function* f, char* buffer, size_t capacity,

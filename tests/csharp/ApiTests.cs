@@ -38,7 +38,7 @@ namespace OpenCNTK.CSharpTests
             throw new Exception(what + ": expected " + typeof(E).Name + ", nothing was raised");
         }
 
-        static int Main()
+        static int Main(string[] argv)
         {
             var device = DeviceDescriptor.CPUDevice;
             var x = Variable.InputVariable(new int[] { 3 }, DataType.Float, "x");
@@ -171,6 +171,21 @@ namespace OpenCNTK.CSharpTests
                 Check(data.Count == 3 && data[1].SequenceEqual(new float[] { 3, 4, 5, 6 }), "the second sequence has two samples");
                 Check(mb[labelStream].data.GetOneHotData(Variable.InputVariable(new int[] { 2 }, DataType.Float, "labels")).Select(l => l[0]).SequenceEqual(new[] { 0, 1, 0 }), "labels joined by sequence id");
                 Check(source.GetNextMinibatch(100, device).Count == 0, "one sweep, then no more data");
+            }
+
+            // A CNTK v1 model file (argv[0]: CNTK's ResNet-20 for CIFAR-10) loads; its output z is
+            // evaluated on a fixed image and the scores printed for the caller to compare with Python.
+            if (argv.Length > 0)
+            {
+                var net = Function.Load(argv[0], device);
+                var zr = Function.AsComposite(net.FindByName("z"));
+                var image = zr.Arguments.Single();
+                var pixels = Enumerable.Range(0, image.Shape.TotalSize).Select(i => (float)(i % 255)).ToArray();
+                var scoresOut = new Dictionary<Variable, Value> { { zr.Output, null } };
+                zr.Evaluate(new Dictionary<Variable, Value> { { image, Value.CreateBatch(image.Shape, pixels, device) } }, scoresOut, device);
+                var v1 = scoresOut[zr.Output].GetDenseData<float>(zr.Output)[0];
+                Check(v1.Count == 10 && image.Shape.Dimensions.SequenceEqual(new[] { 32, 32, 3 }), "a CNTK v1 model loads and evaluates");
+                Console.WriteLine("v1 scores: " + string.Join(" ", v1.Select(score => score.ToString("R"))));
             }
 
             Console.WriteLine("ApiTests passed (" + checks + " checks)");

@@ -130,9 +130,19 @@ def test_api_behaviour(tmp_path):
     out = str(tmp_path)
     harness.build_assembly(out)
     exe = harness.build_program(out, 'ApiTests.exe', [os.path.join(harness.ROOT, 'tests', 'csharp', 'ApiTests.cs')])
-    rc, stdout, stderr = harness.run(exe, [], out)
+    v1_model = os.path.join(harness.SHARED, 'data', 'cntk-files', 'v1', 'ResNet20_CIFAR10_DataAug.dnn')
+    rc, stdout, stderr = harness.run(exe, [v1_model] if os.path.exists(v1_model) else [], out)
     assert rc == 0, stdout[-3000:] + stderr[-3000:]
     assert 'ApiTests passed' in stdout
+    if os.path.exists(v1_model):
+        # The same scores as Python's eval of the same v1 model on the same image.
+        import numpy as np
+        import cntk as C
+        z = C.as_composite(C.load_model(v1_model).find_by_name('z'))
+        image = (np.arange(3 * 32 * 32) % 255).astype(np.float32).reshape(1, 3, 32, 32)
+        expected = np.asarray(z.eval({z.arguments[0]: image})).reshape(-1)
+        actual = np.array([float(x) for x in re.search(r'v1 scores: (.*)', stdout).group(1).split()])
+        np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)
 
 
 ATIS = os.path.join(harness.SHARED, 'data', 'atis')
