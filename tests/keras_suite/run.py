@@ -83,11 +83,12 @@ def run(paths, timeout=300, extra=()):
     env = dict(os.environ, KERAS_BACKEND='cntk', KERAS_HOME=keras_home(work))
     # Spinning OpenMP workers stall on a machine shared with other jobs.
     env.setdefault('OMP_WAIT_POLICY', 'passive')
-    # The tests run from Keras' tree: a relative PYTHONPATH (PYTHONPATH=python) must still find cntk.
-    if env.get('PYTHONPATH'):
-        env['PYTHONPATH'] = os.pathsep.join(os.path.abspath(p) for p in env['PYTHONPATH'].split(os.pathsep) if p)
+    # The tests run from Keras' tree: a relative PYTHONPATH (PYTHONPATH=python) must still find
+    # cntk; exit_plugin (here) ends pytest's process once the results are written.
+    paths_env = [HERE] + [os.path.abspath(p) for p in env.get('PYTHONPATH', '').split(os.pathsep) if p]
+    env['PYTHONPATH'] = os.pathsep.join(paths_env)
     cmd = [sys.executable, '-m', 'cntk.keras', '-m', 'pytest', '-q', '--tb=short', '-p', 'no:cacheprovider',
-           '-o', 'addopts=', '-W', 'ignore', '--timeout', str(timeout), '--continue-on-collection-errors',
+           '-o', 'addopts=', '-p', 'exit_plugin', '-W', 'ignore', '--timeout', str(timeout), '--continue-on-collection-errors',
            '--junitxml', xml] + list(extra) + list(paths)
     proc = subprocess.run(cmd, cwd=src, env=env)
     if not os.path.exists(xml):
@@ -100,7 +101,10 @@ def parse_junit(xml, src):
     test file's path and its test class with dots)."""
     results = collections.OrderedDict()
     for case in ET.parse(xml).getroot().iter('testcase'):
-        parts = case.get('classname', '').split('.')
+        if not case.get('classname'):  # a module that failed to import: its dotted name
+            results[case.get('name').replace('.', '/') + '.py'] = 'error'
+            continue
+        parts = case.get('classname').split('.')
         k = len(parts)
         while k > 0 and not os.path.isfile(os.path.join(src, *parts[:k]) + '.py'):
             k -= 1
