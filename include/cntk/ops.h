@@ -137,6 +137,13 @@ inline FunctionPtr convolution(const Operand& kernel, const Operand& operand, co
                name);
 }
 
+// Convolution over the sequence axis too (CNTK's convolution with sequential=True), the
+// sequence axis being the kernel's first spatial axis: each sequence is zero-padded to
+// the longest of the minibatch, convolved, and cut back to its own output length on a new
+// sequence axis. `attrs` are the Convolution attributes (as convolution() above fills them).
+FunctionPtr sequential_convolution(const Variable& kernel, const Variable& operand, Dictionary attrs,
+                                   const std::string& name = "");
+
 enum class PoolingType { Max = 0, Average = 1 };
 
 // Max or average pooling over windows right-aligned to the operand's axes.

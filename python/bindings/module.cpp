@@ -419,6 +419,10 @@ NB_MODULE(_cntk, m) {
   m.def("primitive", [](const std::string& op, std::vector<Variable> inputs, nb::handle attrs, const std::string& name) {
     return Function::primitive(op, std::move(inputs), attrs.is_none() ? Dictionary() : to_dictionary(attrs), name);
   });
+  m.def("sequential_convolution", [](const Variable& kernel, const Variable& operand, nb::handle attrs,
+                                     const std::string& name) {
+    return ops::sequential_convolution(kernel, operand, to_dictionary(attrs), name);
+  });
   m.def("composite", &Function::composite, nb::arg("root"), nb::arg("name") = "");
   m.def("combine", &Function::combine, nb::arg("outputs"), nb::arg("name") = "");
   m.def("block", &Function::block);

@@ -20,6 +20,7 @@
 #include "kernels/cpu/elementwise.h"
 #include "ops/conv_fused.h"
 #include "ops/op.h"
+#include "cntk/ops.h"
 
 namespace cntk {
 namespace {
@@ -992,5 +993,37 @@ void register_conv_ops() {
   register_unpooling();
   register_roipooling();
 }
+
+namespace ops {
+
+FunctionPtr sequential_convolution(const Variable& kernel, const Variable& operand, Dictionary attrs,
+                                   const std::string& name) {
+  const auto& axes = operand.dynamic_axes();
+  const bool pending = std::any_of(axes.begin(), axes.end(), [](const Axis& a) { return a.name() == "UnknownAxes"; });
+  if (!pending && axes.size() != 2)
+    throw ValueError("convolution: sequential=True needs an operand with a sequence axis, but " + operand.str() +
+                     " has " + std::to_string(axes.size()) + " dynamic axes");
+  auto op = [](const std::string& op_name, std::vector<Variable> in, Dictionary a, const std::string& n = "") {
+    return Function::primitive(op_name, std::move(in), std::move(a), n)->output();
+  };
+  attrs["sequential"] = false;  // the Convolution below sees the sequence axis as a static one
+  // The sequences zero-padded to the longest: (T, C, M...), or (T, M...) without a channel axis.
+  Variable unpacked = op("UnpackSequence", {operand}, {{"paddingValue", 0.0}, {"suppressMaskOutput", true}});
+  auto swap01 = [&](const Variable& v) { return op("TransposeAxes", {v}, {{"axis1", Axis(0)}, {"axis2", Axis(1)}}); };
+  const auto rr = attrs.find("reductionRank");
+  if (rr == attrs.end() || rr->second.as_int() != 0) unpacked = swap01(unpacked);  // (C, T, M...)
+  Variable y = swap01(op("Convolution", {kernel, unpacked}, attrs, name));            // (T', O, M'...)
+  Dictionary shape_attrs = attrs;
+  shape_attrs["sequential"] = true;
+  Variable lengths = op("ConvolutionSequenceShape", {kernel, operand}, shape_attrs,
+                        name.empty() ? "" : name + "_sequence_shape");
+  // Each sequence cut back to its own output length, on a new sequence axis.
+  return Function::composite(
+      Function::primitive("ToSequence", {y, op("StopGradient", {lengths}, {})},
+                          {{"sequenceAxisNamePrefix", std::string("ConvOverSequenceAxis_")}}, ""),
+      "");
+}
+
+}  // namespace ops
 
 }  // namespace cntk

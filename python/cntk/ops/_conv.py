@@ -7,6 +7,7 @@ be one value or a tuple aligned to the operand's trailing axes; CNTK's rule fill
 import numbers
 
 from ..internal import sanitize_shape
+from .. import _cntk
 from ._prim import prim
 
 __all__ = ['convolution', 'convolution_transpose', 'pooling', 'unpooling', 'roipooling',
@@ -105,26 +106,12 @@ def convolution(convolution_map, operand, strides=(1,), sharing=[True], auto_pad
 
 
 def _sequential_convolution(convolution_map, operand, attrs, name):
-    """CNTK 2.7's construction: unpack the sequences (zero-padded), make the sequence axis
-    the first spatial one, convolve, and pack the result back into sequences of the
-    lengths the convolution gives each input length."""
+    """CNTK 2.7's construction, built in C++ (cntk::ops::sequential_convolution): the
+    sequences unpacked (zero-padded) with the sequence axis as the first spatial one,
+    convolved, and packed back into sequences of the lengths the convolution gives."""
     from ..internal import sanitize_inputs
-    from . import swapaxes, stop_gradient
-    from . import sequence as seq
     w, x = sanitize_inputs(convolution_map, operand)
-    axes = list(x.dynamic_axes)
-    if not any(a.name == 'UnknownAxes' for a in axes) and len(axes) != 2:  # (unknown: a layer's placeholder)
-        raise ValueError("convolution: sequential=True needs an operand with a sequence axis, but %r has "
-                         "dynamic axes %s" % (x, [a.name for a in axes]))
-    unpacked = seq.unpack(x, 0.0, no_mask_output=True)        # (T, C, M...) or (T, M...)
-    if attrs['reductionRank']:
-        unpacked = swapaxes(unpacked, 0, 1)                    # (C, T, M...)
-    y = prim('Convolution', [w, unpacked], attrs, name)        # (O, T', M'...)
-    y = swapaxes(y, 0, 1)                                      # (T', O, M'...)
-    lengths = prim('ConvolutionSequenceShape', [w, x], dict(attrs, sequential=True), name + '_sequence_shape'
-                   if name else '')
-    # (the op itself, not to_sequence: a layer builds this on placeholders whose axes are not known yet)
-    return prim('ToSequence', [y, stop_gradient(lengths)], {'sequenceAxisNamePrefix': 'ConvOverSequenceAxis_'})
+    return _cntk.sequential_convolution(w, x, attrs, name or '')
 
 
 def convolution_transpose(convolution_map, operand, strides=(1,), sharing=[True], auto_padding=[True],
