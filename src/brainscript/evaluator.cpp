@@ -327,7 +327,7 @@ ValuePtr Evaluator::delay(const std::string& op, const ExpressionPtr& call, cons
     dims.push_back(size_t(as_number(d, op + " dims")));
   }
   const Variable placeholder =
-      Variable::placeholder(bs_shape(dims), {Axis::default_dynamic_axis(), Axis::default_batch_axis()}, "");
+      Variable::placeholder(bs_shape(dims), {Axis::default_batch_axis(), Axis::default_dynamic_axis()}, "");
   const Variable initial = Variable::constant(NDShape{}, g_dtype, options["defaultHiddenActivation"], "");
   const double step = options["timeStep"];
   if (step < 1 || step != std::floor(step)) fail(op + ": timeStep must be a whole number >= 1", call->location);
@@ -571,7 +571,7 @@ Table builtin_table() {
     // A sequence axis, as CNTK's inputs have; networks without sequence ops drop it at the end.
     const bool sparse_input = sparse || (a.opt("isSparse") && a.opt("isSparse")->boolean);
     return node(Variable::input(bs_shape(dims_of(p, w)), g_dtype, sparse_input, false,
-                                {Axis::default_dynamic_axis(), Axis::default_batch_axis()}, ""));
+                                {Axis::default_batch_axis(), Axis::default_dynamic_axis()}, ""));
   };
   t["ParameterTensor"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "ParameterTensor"};
