@@ -18,7 +18,12 @@ def test_progress_printer_arithmetic_schedule(capsys):
     assert out[0] == ' Minibatch[   1-   1]: loss = 1.000000 * 10, metric = 50.00% * 10;'
     assert out[1] == ' Minibatch[   2-   2]: loss = 2.000000 * 10, metric = 50.00% * 10;'
     assert out[2] == ' Minibatch[   3-   4]: loss = 3.500000 * 20, metric = 50.00% * 20;'
-    assert out[3].startswith('Finished Epoch[1 of 300]: [Training] loss = 3.000000 * 50, metric = 50.00% * 50 ')
+    assert out[3].startswith('Finished Epoch[1]: [Training] loss = 3.000000 * 50, metric = 50.00% * 50 ')
+    # With the total given, CNTK writes "Epoch[n of total]".
+    p = ProgressPrinter(freq=2, num_epochs=5)
+    p.update_training(10, 10.0, 5.0)
+    p.write_training_summary()
+    assert capsys.readouterr().out.splitlines()[-1].startswith('Finished Epoch[1 of 5]: loss = 1.000000 * 10')
 
 
 def test_progress_printer_geometric_schedule(capsys):

@@ -20,7 +20,7 @@ class ProgressPrinter(ProgressWriter):
     (with `rank`, one file per worker). metric_is_pct: print the metric as a percentage.
     """
 
-    def __init__(self, freq=None, first=0, tag='', log_to_file=None, rank=None, gen_heartbeat=False, num_epochs=300,
+    def __init__(self, freq=None, first=0, tag='', log_to_file=None, rank=None, gen_heartbeat=False, num_epochs=None,
                  test_freq=None, test_first=0, metric_is_pct=True, distributed_freq=None, distributed_first=0):
         super(ProgressPrinter, self).__init__(freq, first, test_freq, test_first, distributed_freq, distributed_first)
         self.tag = '[%s] ' % tag if tag else ''
@@ -42,8 +42,10 @@ class ProgressPrinter(ProgressWriter):
             print("Redirecting log to file " + self.logfilename)
             with open(self.logfilename, 'w') as f:
                 f.write(self.logfilename + '\n')
-            self._print('CNTKCommandTrainInfo: train : %d' % num_epochs)
-            self._print('CNTKCommandTrainInfo: CNTKNoMoreCommands_Total : %d' % num_epochs)
+            # CNTK's log parsers expect a total; CNTK wrote 300 when none was given.
+            total = num_epochs if num_epochs is not None else 300
+            self._print('CNTKCommandTrainInfo: train : %d' % total)
+            self._print('CNTKCommandTrainInfo: CNTKNoMoreCommands_Total : %d' % total)
             self._print('CNTKCommandTrainBegin: train')
         if self.freq == 0:
             self._print(' average      since    average      since      examples')
@@ -119,19 +121,19 @@ class ProgressPrinter(ProgressWriter):
         seconds = elapsed_milliseconds / 1000.0
         speed = _avg(samples, seconds)
         loss = _avg(aggregate_loss, samples)
+        # "Epoch[3 of 10]" when the total is known, else "Epoch[3]" (CNTK's log parsers read both).
+        epoch = str(summaries) + (' of %s' % self.num_epochs if self.num_epochs is not None else '')
         if aggregate_metric is not None:
             metric = _avg(aggregate_metric, samples)
             if self.metric_is_pct:
-                msg = "Finished Epoch[{} of {}]: {}loss = {:0.6f} * {}, metric = {:0.2f}% * {} {:0.3f}s ({:5.1f} " \
-                      "samples/s);".format(summaries, self.num_epochs, self.tag, loss, samples, metric * 100.0,
-                                           samples, seconds, speed)
+                msg = "Finished Epoch[{}]: {}loss = {:0.6f} * {}, metric = {:0.2f}% * {} {:0.3f}s ({:5.1f} " \
+                      "samples/s);".format(epoch, self.tag, loss, samples, metric * 100.0, samples, seconds, speed)
             else:
-                msg = "Finished Epoch[{} of {}]: {}loss = {:0.6f} * {}, metric = {:0.6f} * {} {:0.3f}s ({:5.1f} " \
-                      "samples/s);".format(summaries, self.num_epochs, self.tag, loss, samples, metric, samples,
-                                           seconds, speed)
+                msg = "Finished Epoch[{}]: {}loss = {:0.6f} * {}, metric = {:0.6f} * {} {:0.3f}s ({:5.1f} " \
+                      "samples/s);".format(epoch, self.tag, loss, samples, metric, samples, seconds, speed)
         else:
-            msg = "Finished Epoch[{} of {}]: {}loss = {:0.6f} * {} {:0.3f}s ({:5.1f} samples/s);".format(
-                summaries, self.num_epochs, self.tag, loss, samples, seconds, speed)
+            msg = "Finished Epoch[{}]: {}loss = {:0.6f} * {} {:0.3f}s ({:5.1f} samples/s);".format(
+                epoch, self.tag, loss, samples, seconds, speed)
         self._print(msg)
 
     def on_write_test_summary(self, samples, updates, summaries, aggregate_metric, elapsed_milliseconds):
