@@ -242,9 +242,12 @@ def accuracy(model, x, y):
     return float(np.mean(np.argmax(p, -1) == np.argmax(y, -1)))
 
 
-def train(name, epochs, verbose=0, **data_args):
+def train(name, epochs, verbose=0, seed=None, **data_args):
     """Trains one example with model.fit; returns (model, per-epoch seconds, test loss,
-    test accuracy)."""
+    test accuracy). `seed` seeds NumPy's generator, from which Keras' CNTK backend draws
+    its initializers' and dropout's seeds."""
+    if seed is not None:
+        np.random.seed(seed)
     model, (x_train, y_train), (x_test, y_test), batch_size = EXAMPLES[name](**data_args)
     times = []
 
