@@ -112,5 +112,8 @@ def test_default_options_names_at_top_level():
     from cntk.default_options import get_default_override
     assert C.get_default_override is get_default_override
     C.set_global_option('align_axis', 1)
-    assert C.get_global_option('align_axis', 0) == 1
+    try:
+        assert C.get_global_option('align_axis', 0) == 1
+    finally:
+        C.set_global_option('align_axis', 0)  # a process-wide switch (it changes indexing): restore it
     assert isinstance(C.default_override_or(3), C.default_override_or)
