@@ -2,6 +2,7 @@
 #include "brainscript/evaluator.h"
 
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <set>
 #include <unordered_map>
@@ -127,6 +128,31 @@ struct Lambda {
 namespace {
 
 DataType g_dtype = DataType::Float;  // precision of the network being built
+// Every record made by the evaluation in progress. Scopes and closures refer to each other
+// (a record's member is a function whose closure is the record), so the records of an
+// evaluation form reference cycles: they are broken when it ends (RecordsReleased).
+std::vector<std::weak_ptr<Record>> g_records;
+
+RecordPtr new_record() {
+  auto r = std::make_shared<Record>();
+  g_records.push_back(r);
+  return r;
+}
+
+// Ends an evaluation: empties the records it made that are still alive. The results the
+// API returns (numbers, strings, nodes, networks) refer to no record.
+struct RecordsReleased {
+  RecordsReleased() { g_records.clear(); }
+  ~RecordsReleased() {
+    std::vector<std::weak_ptr<Record>> made;
+    made.swap(g_records);
+    for (auto& w : made)
+      if (auto r = w.lock()) {
+        r->members.clear();
+        r->parent.reset();
+      }
+  }
+};
 std::vector<PrecomputedStatistic> g_statistics;  // Mean/InvStdDev nodes made while building it
 bool g_sequential = false;  // whether a sequence op was made (the inputs then keep their sequence axis)
 
@@ -153,7 +179,9 @@ class Evaluator {
   RecordPtr make_record(const ExpressionPtr& e, const RecordPtr& parent, const std::string& path);
 
  private:
+  static constexpr std::uintptr_t kStackBudget = std::uintptr_t(4) << 20;  // of the usual 8 MB
   int depth_ = 0;
+  std::uintptr_t stack_base_ = 0;  // where the outermost eval's frame is
   ValuePtr lookup(const std::string& id, const RecordPtr& scope, const TextLocation& where);
   ValuePtr infix(const std::string& op, const ValuePtr& a, const ValuePtr& b, const TextLocation& where);
   ValuePtr index(const ValuePtr& a, const ValuePtr& i, const TextLocation& where);
@@ -181,7 +209,7 @@ ValuePtr named_node(ValuePtr v, const std::string& path) {
 }
 
 RecordPtr Evaluator::make_record(const ExpressionPtr& e, const RecordPtr& parent, const std::string& path) {
-  auto r = std::make_shared<Record>();
+  auto r = new_record();
   r->parent = parent;
   r->path = path;
   std::weak_ptr<Record> self = r;
@@ -207,13 +235,20 @@ ValuePtr Evaluator::lookup(const std::string& id, const RecordPtr& scope, const 
 }
 
 ValuePtr Evaluator::eval(const ExpressionPtr& e, const RecordPtr& scope, const std::string& path) {
+  // Unbounded recursion ends in a ConfigError, not a stack overflow: nesting is bounded by
+  // depth and by the stack it has used (frames are much larger in sanitizer builds).
   struct Depth {
     int& d;
-    explicit Depth(int& depth, const TextLocation& where) : d(depth) {
-      if (++d > 2000) fail("evaluation nested too deeply (unbounded recursion?)", where);
+    explicit Depth(int& depth, std::uintptr_t& base, const TextLocation& where) : d(depth) {
+      const char here = 0;
+      const auto at = reinterpret_cast<std::uintptr_t>(&here);
+      if (++d == 1) base = at;
+      const std::uintptr_t used = base > at ? base - at : at - base;
+      if (d > 10000 || used > kStackBudget)
+        fail("evaluation nested too deeply (unbounded recursion?)", where);
     }
     ~Depth() { --d; }
-  } depth(depth_, e->location);
+  } depth(depth_, stack_base_, e->location);
   const std::string& op = e->op;
   if (op == "d") return number(e->number);
   if (op == "s") return string_value(e->text);
@@ -401,7 +436,7 @@ ValuePtr Evaluator::call(const ValuePtr& f, std::vector<ValuePtr> args, std::map
   }
   if (f->kind != Value::Kind::Lambda) fail(std::string("a ") + kind_name(f->kind) + " is not a function", where);
   const Lambda& l = *f->lambda;
-  auto scope = std::make_shared<Record>();
+  auto scope = new_record();
   scope->parent = l.closure;
   scope->path = path;
   if (args.size() != l.params->args.size())
@@ -847,11 +882,11 @@ ValuePtr new_computation_network(std::vector<ValuePtr>& p, std::map<std::string,
 }
 
 RecordPtr global_scope(const EvaluationOptions& options) {
-  auto g = std::make_shared<Record>();
+  auto g = new_record();
   // The primitives are also members of `__primitives`, for descriptions whose member names
   // shadow them (SimpleNetworkBuilder's node "CrossEntropyWithSoftmax").
   auto primitives = std::make_shared<Value>(Value::Kind::Record);
-  primitives->record = std::make_shared<Record>();
+  primitives->record = new_record();
   for (auto& [name, f] : builtin_table()) {
     g->members[name] = ready(builtin(f));
     primitives->record->members[name] = g->members[name];
@@ -892,6 +927,7 @@ std::shared_ptr<const Network> as_network(const ValuePtr& v, const std::string& 
 }
 
 ValuePtr evaluate_member(const ExpressionPtr& members, const std::string& name, const EvaluationOptions& options) {
+  RecordsReleased release;
   g_dtype = options.dtype;
   g_statistics.clear();
   g_pending.clear();
@@ -904,7 +940,11 @@ ValuePtr evaluate_member(const ExpressionPtr& members, const std::string& name, 
   RecordPtr top = ev().make_record(members, global, "");
   const ThunkPtr* t = top->find_here(name);
   if (!t) throw ValueError("BrainScript: no member '" + name + "'");
-  return (*t)->force();
+  ValuePtr v = (*t)->force();
+  if (v->kind == Value::Kind::Record || v->kind == Value::Kind::Array || v->kind == Value::Kind::Lambda)
+    throw ValueError("BrainScript: member '" + name + "' is a " + kind_name(v->kind) +
+                     "; only numbers, strings, booleans, nodes and networks are returned");
+  return v;
 }
 
 Network build_network(const std::string& source, const EvaluationOptions& options) {
