@@ -1,26 +1,16 @@
 """Keras 2.3.1's own backend tests (from its source distribution, fetched from PyPI)
 with KERAS_BACKEND=cntk: every test Keras runs for CNTK passes, except those listed
 with a reason in tests/keras_suite/expected_failures.txt."""
-import importlib.metadata
 import os
 import sys
 
-import pytest
+from keras_harness import requires_keras_2_3_1
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'keras_suite'))
 import run as keras_suite  # noqa: E402
 
 
-def _keras_version():
-    try:
-        return importlib.metadata.version('keras')
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-# Keras cannot be imported to check (on Python 3.10+ it needs cntk.keras_compat first).
-pytestmark = pytest.mark.skipif(_keras_version() != '2.3.1',
-                                reason='Keras 2.3.1 is not installed (scripts/install-deps.sh installs it)')
+pytestmark = requires_keras_2_3_1
 
 
 def test_keras_backend_tests_pass_on_cntk():

@@ -2,7 +2,6 @@
 on Keras 2.3.1 with KERAS_BACKEND=cntk through model.fit, and models save and load with
 h5py 3. Each run is a fresh interpreter under `python -m cntk.keras` (Keras reads its
 backend once, at import)."""
-import importlib.metadata
 import json
 import os
 import subprocess
@@ -10,19 +9,13 @@ import sys
 
 import pytest
 
+from keras_harness import requires_keras_2_3_1
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 EXAMPLES = os.path.join(ROOT, 'examples', 'keras')
 
 
-def _keras_version():
-    try:
-        return importlib.metadata.version('keras')
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-pytestmark = pytest.mark.skipif(_keras_version() != '2.3.1',
-                                reason='Keras 2.3.1 is not installed (scripts/install-deps.sh installs it)')
+pytestmark = requires_keras_2_3_1
 
 DRIVER = '''
 import json, sys
