@@ -91,11 +91,10 @@ std::vector<OutputInfo> infer_reduce(InferContext& ctx) {
   auto p = plan_reduce(ctx.attrs(), s.rank(), ctx.input(0).dynamic_axes(), [&](const std::string& m) { ctx.fail(m); });
   std::string op = attr_string(ctx.attrs(), "reductionOpName", "Sum");
   reduce_op(op, ctx.op());
-  if ((op == "Argmax" || op == "Argmin")) {
-    int n = 0;
-    for (bool b : p.static_axes) n += b;
-    if (n != 1 && s.rank() > 1) ctx.fail(op + " needs exactly one static axis");
-  }
+  // One axis, or all static axes together (CNTK's argmax without an axis: the index into
+  // the flattened sample); not a list of several.
+  if ((op == "Argmax" || op == "Argmin") && reduction_axes(ctx.attrs()).size() > 1)
+    ctx.fail(op + " reduces one axis (or all static axes), not several");
   std::vector<int64_t> dims;
   for (size_t i = 0; i < s.rank(); ++i) {
     if (!p.static_axes[i])

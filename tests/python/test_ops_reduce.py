@@ -98,3 +98,13 @@ def test_reduction_errors():
         C.reduce_mean(x, axis=-3)
     with pytest.raises(TypeError):
         C.reduce_sum(x, axis='rows')
+
+
+def test_argmax_without_axis_is_the_flat_index_of_the_sample():
+    # CNTK: "if no axis is specified, it returns the flattened index of the largest element".
+    x = C.input_variable((2, 3))
+    d = np.random.RandomState(5).rand(4, 2, 3).astype(np.float32)
+    np.testing.assert_array_equal(C.argmax(x).eval({x: d}), d.reshape(4, -1).argmax(axis=1))
+    np.testing.assert_array_equal(C.argmin(x).eval({x: d}), d.reshape(4, -1).argmin(axis=1))
+    with pytest.raises(ValueError, match='not several'):
+        C.argmax(x, axis=(0, 1))
