@@ -144,28 +144,47 @@ Evaluator::Evaluator(FunctionPtr evaluation_function) : eval_fn_(std::move(evalu
   eval_count_var_ = evaluation_count_variable(eval_fn_);
 }
 
-double Evaluator::test_minibatch(const VariableValues& arguments, const std::vector<Variable>& outputs,
-                                 std::vector<Value>* output_values, bool distributed) {
-  profiler::ScopedEvent phase(profiler::Phase::Evaluation);
-  prev_test_ = {};
-  if (distributed && !outputs.empty())
+namespace {
+
+// One test pass (Evaluator's and Trainer's): `run` computes the metric (and its sample
+// count, and the outputs asked for); returns the metric's sum and sample count, and the
+// outputs' values where asked. Distributed tests sum over the workers.
+MinibatchAggregate run_test(const FunctionPtr& run, const Variable& metric, const Variable& count_var,
+                            const VariableValues& arguments, const std::vector<Variable>& outputs,
+                            std::vector<Value>* output_values, const CommunicatorPtr& comm) {
+  MinibatchAggregate result;
+  if (comm && !outputs.empty())
     throw NotImplementedError("test_minibatch: outputs are not returned in distributed evaluation (nor were they in CNTK)");
   if (!arguments.empty()) {
-    std::vector<Variable> req{eval_fn_->output()};
-    add_unique(req, eval_count_var_);
+    std::vector<Variable> req{metric};
+    add_unique(req, count_var);
     for (auto& o : outputs) add_unique(req, o);
     std::vector<Value> vals;
-    forward(eval_fn_, arguments, req, vals, false);
-    prev_test_.sum = valid_sum(eval_fn_->output(), vals[0]);
-    prev_test_.samples = sample_count(eval_count_var_, vals[index_of(req, eval_count_var_)]);
+    forward(run, arguments, req, vals, false);
+    result.sum = valid_sum(metric, vals[0]);
+    result.samples = sample_count(count_var, vals[index_of(req, count_var)]);
     if (output_values) {
       output_values->clear();
       for (auto& o : outputs) output_values->push_back(vals[index_of(req, o)]);
     }
   }
-  if (distributed) aggregate_test(*mpi_communicator(), prev_test_);
-  if (prev_test_.samples == 0) return std::numeric_limits<double>::quiet_NaN();
-  return prev_test_.sum / double(prev_test_.samples);
+  if (comm) aggregate_test(*comm, result);
+  return result;
+}
+
+double average_or_nan(const MinibatchAggregate& a) {
+  return a.samples == 0 ? std::numeric_limits<double>::quiet_NaN() : a.sum / double(a.samples);
+}
+
+}  // namespace
+
+double Evaluator::test_minibatch(const VariableValues& arguments, const std::vector<Variable>& outputs,
+                                 std::vector<Value>* output_values, bool distributed) {
+  profiler::ScopedEvent phase(profiler::Phase::Evaluation);
+  prev_test_ = {};  // (stays empty when the pass fails)
+  prev_test_ = run_test(eval_fn_, eval_fn_->output(), eval_count_var_, arguments, outputs, output_values,
+                        distributed ? mpi_communicator() : nullptr);
+  return average_or_nan(prev_test_);
 }
 
 // ---------------------------------------------------------------------- Trainer
@@ -301,25 +320,11 @@ double Trainer::test_minibatch(const VariableValues& arguments, const std::vecto
                                std::vector<Value>* output_values, bool distributed) {
   if (!eval_) throw ValueError("Trainer.test_minibatch: the Trainer has no evaluation function (criterion metric)");
   profiler::ScopedEvent phase(profiler::Phase::Evaluation);
-  prev_test_ = {};
-  if (distributed && !outputs.empty())
-    throw NotImplementedError("test_minibatch: outputs are not returned in distributed evaluation (nor were they in CNTK)");
-  if (!arguments.empty()) {
-    std::vector<Variable> req{eval_->output()};
-    add_unique(req, eval_count_var_);
-    for (auto& o : outputs) add_unique(req, o);
-    std::vector<Value> vals;
-    forward(loss_, arguments, req, vals, false);
-    prev_test_.sum = valid_sum(eval_->output(), vals[0]);
-    prev_test_.samples = sample_count(eval_count_var_, vals[index_of(req, eval_count_var_)]);
-    if (output_values) {
-      output_values->clear();
-      for (auto& o : outputs) output_values->push_back(vals[index_of(req, o)]);
-    }
-  }
-  if (distributed) aggregate_test(communicator() ? *communicator() : *mpi_communicator(), prev_test_);
-  if (prev_test_.samples == 0) return std::numeric_limits<double>::quiet_NaN();
-  return prev_test_.sum / double(prev_test_.samples);
+  prev_test_ = {};  // (stays empty when the pass fails)
+  CommunicatorPtr comm;
+  if (distributed) comm = communicator() ? communicator() : mpi_communicator();
+  prev_test_ = run_test(loss_, eval_->output(), eval_count_var_, arguments, outputs, output_values, comm);
+  return average_or_nan(prev_test_);
 }
 
 // CNTK's Learners::Update over distributed learners: the metric aggregator's view of

@@ -764,7 +764,10 @@ GatherGeometry gather_geometry(const NDShape& ref, const NDShape& idx, const Dic
 std::vector<int64_t> read_indices(const NDArrayView& idx, const std::vector<int64_t>& lengths, int64_t limit,
                                   const char* op) {
   NDArrayView x = idx.to_dense().cast(DataType::Double).contiguous();
-  if (!lengths.empty()) x = fill_padding(x, lengths, 0.0);
+  if (!lengths.empty()) {
+    if (x.same_storage(idx)) x = x.copy();  // never write the caller's indices
+    set_padding(x, lengths, 0.0);
+  }
   const double* p = x.data<double>();
   std::vector<int64_t> out(size_t(x.numel()));
   for (size_t i = 0; i < out.size(); ++i) {
