@@ -65,3 +65,15 @@ def f64_input(shape, batch=True, name=''):
     """A float64 input variable (with a batch axis unless batch=False)."""
     axes = [C.Axis.default_batch_axis()] if batch else []
     return C.input_variable(shape, dtype=np.float64, dynamic_axes=axes, name=name)
+
+
+def covers_op(op, *checks):
+    """Declares which of `op`'s conformance checks the decorated test does, for the
+    catalogue's conformance test (test_op_catalogue.py): 'forward' (the value against a
+    NumPy reference), 'gradient:i' (input i against float64 central differences, or a
+    reference where the op's gradient is by definition not the value's derivative),
+    'zero:i' (input i gets exactly zero)."""
+    def mark(test):
+        test.__dict__.setdefault('covers_ops', {}).setdefault(op, set()).update(checks)
+        return test
+    return mark

@@ -10,6 +10,7 @@ import pytest
 
 import cntk as C
 from cntk import _cntk
+from op_harness import covers_op
 
 # ------------------------------------------------------------------ a tiny acoustic model
 # senones: a0 b0 c0 c1 sp0; units a, b (1 state), c (2 states), sp (1 state with a tee)
@@ -260,6 +261,7 @@ def test_encode_rejects_values_the_bit_fields_cannot_hold():
 
 # ------------------------------------------------------------------ the criterion
 
+@covers_op('LatticeSequenceWithSoftmax', 'forward')
 @pytest.mark.parametrize('kw', [
     dict(),
     dict(seqGammarAMF=2.0, seqGammarLMF=3.0, seqGammarWordPen=-0.7, hSmoothingWeight=0.6),
@@ -314,6 +316,7 @@ def test_frame_dropping_zeroes_frames_with_a_low_label_posterior(model):
     assert dropped > 0 and kept > 0
 
 
+@covers_op('LatticeSequenceWithSoftmax', 'gradient:1')
 def test_gradient_is_minus_the_value_derivative_for_log_softmax_loglikelihoods(model):
     """h = 1, amf = 1 and loglikelihood = log_softmax(prediction): the gradient CNTK gives the
     prediction is the derivative of minus the criterion (float64 central differences)."""
@@ -337,13 +340,15 @@ def test_gradient_is_minus_the_value_derivative_for_log_softmax_loglikelihoods(m
         np.testing.assert_allclose(grad[k], numeric, rtol=1e-5, atol=1e-7)
 
 
+@covers_op('LatticeSequenceWithSoftmax', 'zero:0', 'zero:2')
 def test_no_gradient_flows_to_loglikelihood_and_training_raises_the_criterion(model):
     rng = np.random.RandomState(4)
     zs, lls, labels, lats = batch(rng)
     crit, label, z, ll, lat = network(model, hSmoothingWeight=1.0, seqGammarAMF=1.0, seqGammarLMF=1.0)
     state, _ = crit.forward({label: labels, z: zs, ll: lls, lat: lats}, [crit.output], keep_for_backward=[crit.output])
-    g = crit.backward(state, {crit.output: np.array(1.0)}, [ll])
+    g = crit.backward(state, {crit.output: np.array(1.0)}, [ll, label])
     assert all(np.all(np.asarray(a) == 0) for a in g[ll])
+    assert all(np.all(np.asarray(a) == 0) for a in g[label])
     # a trained linear layer: value = num - den must rise (the gradient descends on -value)
     feats = [rng.standard_normal((len(u), 3)) for u in (UIDS1, UIDS2)]
     x = C.sequence.input_variable(3, dtype=np.float64, sequence_axis=label.dynamic_axes[1])

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import cntk as C
-from op_harness import check_forward, gradcheck, f64_input
+from op_harness import check_forward, gradcheck, f64_input, covers_op
 
 
 def _softmax(x, axis=-1):
@@ -286,6 +286,7 @@ def test_lambda_rank_documented_example():
     np.testing.assert_allclose(np.round(got, 4).ravel(), [-0.2121, 0.2121, -0.1486, 0.1486], atol=1e-6)
 
 
+@covers_op('LambdaRank', 'forward', 'gradient:0')
 def test_lambda_rank_value_and_gradient_against_reference():
     rng = np.random.RandomState(3)
     group = np.repeat([4, 7, 7.5, 1], [5, 4, 3, 1]).astype(np.float64)  # 7.5 -> group 7: one group of 7
@@ -356,6 +357,7 @@ def _nce_expected(W, b, q, k, xd, yd):
     return pos + neg
 
 
+@covers_op('NCE', 'forward')
 def test_nce_loss_is_unbiased():
     loss, x, y, W, b, q, xd, yd = _nce_setup(num_samples=8)
     assert loss.output.shape == ()  # one scalar per sample, as CNTK's
@@ -373,6 +375,7 @@ def test_nce_loss_seed_reproduces_samples():
     np.testing.assert_array_equal(a[0], a[1])
 
 
+@covers_op('NCE', 'gradient:0', 'gradient:1', 'gradient:2')
 @pytest.mark.parametrize('allow_duplicates', [True, False])
 def test_nce_loss_gradient(allow_duplicates):
     """Gradients for weights, biases and inputs against central differences with the

@@ -7,6 +7,7 @@ import pytest
 
 import cntk as C
 from test_ops_sequence import seq_gradcheck
+from op_harness import covers_op
 
 NUM_CLASSES, BLANK = 4, 3
 
@@ -42,6 +43,7 @@ def ctc_reference(scores, tokens, blank=BLANK):
     return -np.log(total)
 
 
+@covers_op('ForwardBackward', 'forward', 'gradient:1')
 def test_forward_backward_matches_brute_force_and_gradient():
     rng = np.random.RandomState(0)
     tokens = [[0, 1], [2], [1, 1]]
@@ -246,6 +248,7 @@ def test_cosine_distance_with_negative_samples_cntk_example():
     np.testing.assert_allclose(got, [[[1., 0.5, 0.]], [[1., 0.5, 0.5]], [[1., 0., 0.5]]])
 
 
+@covers_op('CosDistanceWithNegativeSamples', 'forward', 'gradient:0', 'gradient:1')
 @pytest.mark.parametrize('shift,n', [(1, 2), (2, 3), (3, 1)])
 def test_cosine_distance_with_negative_samples_forward_and_gradient(shift, n):
     rng = np.random.RandomState(shift)
@@ -283,6 +286,7 @@ def labels_to_rows(labels, n=5):
     return np.eye(n)[labels]
 
 
+@covers_op('EditDistanceError', 'forward')
 def test_edit_distance_error_unit_penalties():
     x = C.sequence.input_variable(5)
     y = C.sequence.input_variable(5, sequence_axis=x.dynamic_axes[1])

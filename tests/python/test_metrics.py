@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import cntk as C
-from op_harness import check_forward, f64_input
+from op_harness import check_forward, f64_input, covers_op
 
 
 def test_classification_error_documented_examples():
@@ -156,6 +156,7 @@ def test_ndcg_at_1_documented_example():
     np.testing.assert_allclose(got, 400.0)
 
 
+@covers_op('NDCG', 'forward')
 def test_ndcg_at_1_against_reference():
     rng = np.random.RandomState(5)
     sizes = [4, 1, 6, 3, 2]

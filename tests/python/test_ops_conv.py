@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import cntk as C
-from op_harness import check_forward, gradcheck, f64_input
+from op_harness import check_forward, gradcheck, f64_input, covers_op
 
 
 # ------------------------------------------------------------ NumPy references
@@ -572,6 +572,7 @@ ROIS = np.array([[[0, 0, 15, 11], [4, 2, 9, 9], [8, 8, 30, 30]],
                  [[2, 3, 3, 4], [0, 4, 12, 7], [6, 0, 13, 15]]], dtype=np.float64)
 
 
+@covers_op('ROIPooling', 'forward')
 @pytest.mark.parametrize('dtype', [np.float32, np.float64])
 def test_roipooling_forward_against_numpy(dtype):
     x = C.input_variable((3, 8, 9), dtype=dtype)
@@ -582,6 +583,7 @@ def test_roipooling_forward_against_numpy(dtype):
     check_forward(f, {x: d, r: ROIS.astype(dtype)}, np_roipool(d, ROIS, 2, 3, 0.5))
 
 
+@covers_op('ROIPooling', 'gradient:0')
 def test_roipooling_gradient():
     x = f64_input((2, 6, 7))
     r = f64_input((2, 4))

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import cntk as C
-from op_harness import check_forward, gradcheck, f64_input
+from op_harness import check_forward, gradcheck, f64_input, covers_op
 
 
 def np_softmax(x, axis):
@@ -223,6 +223,7 @@ def test_assign_in_training_happens_after_backward():
 
 # ------------------------------------------------------------------ dropout
 
+@covers_op('Dropout', 'forward')
 def test_dropout_eval_is_identity():
     x = C.input_variable((10,))
     d = np.random.randn(5, 10).astype(np.float32)
@@ -246,6 +247,7 @@ def test_dropout_training_rate_scaling_and_gradient(rate):
     np.testing.assert_allclose(g, np.where(dropped, 0, 1 / (1 - rate)), rtol=1e-6)
 
 
+@covers_op('Dropout', 'gradient:0')
 def test_dropout_gradient_float64():
     x = f64_input((50,))
     d = np.random.randn(3, 50)

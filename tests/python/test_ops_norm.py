@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import cntk as C
-from op_harness import check_forward, gradcheck, f64_input
+from op_harness import check_forward, gradcheck, f64_input, covers_op
 
 
 NORM_NAMES = {
@@ -158,6 +158,7 @@ BN_CASES = [
 ]
 
 
+@covers_op('BatchNormalization', 'forward')
 @pytest.mark.parametrize('shape,spatial,T,B', BN_CASES, ids=[str(c) for c in BN_CASES])
 def test_batch_normalization_training_and_running_statistics(shape, spatial, T, B):
     f, x, scale, bias, mean, var, count = make_bn(shape, spatial, T, B, eps=1e-3)
@@ -246,6 +247,7 @@ def _train_mode_gradcheck(f, x, data, params, eps=1e-6, rtol=1e-5, atol=1e-8):
                                    err_msg="gradient of %s" % v)
 
 
+@covers_op('BatchNormalization', 'gradient:0', 'gradient:1', 'gradient:2')
 @pytest.mark.parametrize('shape,spatial', [((3,), False), ((2, 2, 3), True), ((2, 3), False)])
 def test_batch_normalization_gradients_with_batch_statistics(shape, spatial):
     f, x, scale, bias, *_ = make_bn(shape, spatial, T=0, B=0, eps=1e-2)
@@ -448,6 +450,7 @@ def np_lrn(x, r, bias, alpha, beta):
     return out
 
 
+@covers_op('LocalResponseNormalization', 'forward', 'gradient:0')
 @pytest.mark.parametrize('shape,r,bias,alpha,beta', [((5, 3, 4), 2, 2.0, 1e-2, 0.75), ((4, 2, 2), 1, 1.0, 0.5, 0.5),
                                                       ((3, 2, 2), 4, 1.5, 0.3, 1.0), ((6,), 0, 1.0, 2.0, 0.75)])
 def test_local_response_normalization(shape, r, bias, alpha, beta):

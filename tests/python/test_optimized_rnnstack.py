@@ -8,6 +8,7 @@ import pytest
 
 import cntk as C
 from seq_harness import as_sequences, random_sequences, seq_gradcheck
+from op_harness import covers_op
 
 GATES = {'lstm': 4, 'gru': 3, 'rnnTanh': 1, 'rnnReLU': 1}
 LENGTHS = [4, 1, 3]
@@ -116,6 +117,7 @@ CONFIGS = [(op, layers, bidi) for op in ('lstm', 'gru', 'rnnTanh', 'rnnReLU')
 
 # ------------------------------------------------------------------ forward
 
+@covers_op('OptimizedRNNStack', 'forward')
 @pytest.mark.parametrize("recurrent_op,num_layers,bidirectional", CONFIGS)
 def test_forward_matches_numpy_model(recurrent_op, num_layers, bidirectional):
     rng = np.random.RandomState(1)
@@ -159,6 +161,7 @@ def test_batch_without_sequence_axis_is_one_step_sequences():
 
 # ------------------------------------------------------------------ gradients
 
+@covers_op('OptimizedRNNStack', 'gradient:0', 'gradient:1')
 @pytest.mark.parametrize("recurrent_op,num_layers,bidirectional", CONFIGS)
 def test_gradients_float64(recurrent_op, num_layers, bidirectional):
     rng = np.random.RandomState(3)

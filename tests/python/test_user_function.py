@@ -4,7 +4,7 @@ import pytest
 
 import cntk as C
 from cntk.ops.functions import UserFunction, native_user_function, register_native_user_function
-from op_harness import gradcheck, f64_input
+from op_harness import gradcheck, f64_input, covers_op
 
 
 class MySigmoid(UserFunction):
@@ -54,6 +54,7 @@ def _sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
+@covers_op('UserFunction', 'forward')
 def test_user_sigmoid_forward():
     x = C.input_variable(3)
     f = MySigmoid(x)
@@ -75,6 +76,7 @@ def test_user_function_composes_and_differentiates():
     np.testing.assert_allclose(g, 2 * s * (1 - s), rtol=1e-5)
 
 
+@covers_op('UserFunction', 'gradient:0')
 def test_user_function_gradcheck_float64():
     x = f64_input((2, 3), name='x')
     w = C.parameter((2, 3), init=np.linspace(-1, 1, 6).reshape(2, 3), dtype=np.float64)
