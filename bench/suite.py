@@ -1,72 +1,155 @@
 """The benchmark suite: every workload of bench/workloads in OpenCNTK, PyTorch and TensorFlow, side by side.
 
-    python3 bench/suite.py                     # all workloads; writes bench/results/<date>-suite.{json,md,png}
+    python3 bench/suite.py                     # all workloads, both OpenMP wait policies; writes
+                                               # bench/results/<date>-suite.{json,md,png} and the README table
     python3 bench/suite.py --workloads mlp,cnn # some of them
+    python3 bench/suite.py --check             # only the equivalence check of every workload (exit 1 on a failure)
     python3 bench/suite.py --quick             # a smoke run: few steps, 2 measurements, writes nothing
 
-A full run (every workload, results written to bench/results) also rewrites the result table in the
-top-level README.md (the block between README_BEGIN and README_END).
+Each (workload, column) pair trains in its own worker process (`suite.py --worker WORKLOAD COLUMN`), pinned to
+2 CPUs with 2 threads, started once and kept warm. A column is a framework in one configuration: OpenCNTK;
+PyTorch eager and with torch.compile; TensorFlow with a tf.function step, without and with XLA
+(jit_compile=True). Before timing, every column trains CHECK_STEPS steps from the same NumPy initial values
+with dropout off; its per-step losses must stay within the workload's CHECK_RTOL of OpenCNTK's and its
+parameter count must equal OpenCNTK's, or the column is reported as failing the check instead of timed.
+Then the workers take turns, one measurement (MEASURE_STEPS steps) each per round, the order rotating, until
+every column's bootstrap 95% interval of the median is within +-5% (at least MIN_ROUNDS rounds, at most
+--max-rounds); a measurement during which other processes used more than --busy-limit of the pinned CPUs is
+discarded and repeated. The whole is done once per OpenMP wait policy (active, passive). See bench/README.md.
 
-Each (workload, framework) pair trains in its own worker process (`suite.py --worker WORKLOAD FRAMEWORK`),
-pinned to 2 CPUs with 2 threads, started once and kept warm. After a warm-up, the parent asks the three
-workers of a workload for one measurement each in turn (the order rotating every round), so no two
-frameworks ever run at once and drift in machine load falls on all of them. A measurement is
-MEASURE_STEPS training steps (minibatch preparation from NumPy included, as in a training script).
-Reported: median and min-max seconds per step over the measurements, the OpenCNTK/peer ratios of the
-medians, and each framework's mean training loss over the last measurement, which must be comparable
-across frameworks (nobody wins by doing less work). A workload that OpenCNTK cannot build yet is listed as
-missing with the reason. See bench/README.md.
+The suite runs under the peers' virtual environment (build/bench-venv, made by bench/install-peers.sh) when
+it exists, and imports OpenCNTK from python/ when it holds the in-place build (make dev), else the installed
+package (pip install .).
 """
 import argparse
 import datetime
+import glob
 import json
+import math
 import os
 import platform
-import statistics
+import re
 import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+VENV = os.environ.get('BENCH_VENV', os.path.join(ROOT, 'build', 'bench-venv'))
 THREADS = 2
-FRAMEWORKS = ['opencntk', 'pytorch', 'tensorflow']
-LABELS = {'opencntk': 'OpenCNTK', 'pytorch': 'PyTorch', 'tensorflow': 'TensorFlow'}
-CLASSES = {'opencntk': 'OpenCNTK', 'pytorch': 'PyTorch', 'tensorflow': 'TensorFlow'}
-LOSS_SPREAD_LIMIT = 0.25  # largest (max - min) / median of the final losses called comparable
+# column -> (label, framework class of the workload module, configuration)
+COLUMNS = {
+    'opencntk': ('OpenCNTK', 'OpenCNTK', {}),
+    'pytorch': ('PyTorch', 'PyTorch', {}),
+    'pytorch_compile': ('PyTorch compile', 'PyTorch', {'compile': True}),
+    'tensorflow': ('TensorFlow', 'TensorFlow', {}),
+    'tensorflow_xla': ('TensorFlow XLA', 'TensorFlow', {'jit_compile': True}),
+}
+ORDER = list(COLUMNS)
+PEERS = ORDER[1:]
+CHECK_COLUMNS = ['opencntk', 'pytorch', 'tensorflow']  # --check's default; the timed run checks every column
+PINNED = {'torch': '2.13.0', 'tensorflow': '2.21.0', 'keras': '3.15.1'}  # bench/install-peers.sh
+POLICIES = ['active', 'passive']
+CHECK_STEPS = 20
+# Per-step loss tolerances of the check (relative to OpenCNTK's loss), unless a workload states its own:
+# CHECK_EARLY over the first steps, where a different update form (RMSProp's first average, Adam's epsilon)
+# shows at once, and CHECK_RTOL over all CHECK_STEPS. Float32 training is chaotic enough that a 1e-7 change of
+# the initial weights can grow to 1e-3 in 20 steps (mlp under RMSProp: 2.4e-3 in PyTorch and TensorFlow), so a
+# workload states a looser CHECK_RTOL where its own sensitivity was measured that large.
+CHECK_EARLY = (5, 1e-4)
+CHECK_RTOL = 1e-3
+MIN_ROUNDS = 5
+TARGET_HALF_WIDTH = 0.05  # each column's 95% interval within +-5% of its median
 
 
-def worker_env():
+def label(col):
+    return COLUMNS[col][0]
+
+
+def inplace_python_dir():
+    """ROOT/python when it holds the in-place build of the extension (make dev), else None."""
+    d = os.path.join(ROOT, 'python')
+    return d if glob.glob(os.path.join(d, 'cntk', '_cntk*.so')) else None
+
+
+def worker_env(policy):
     env = dict(os.environ)
     env['OMP_NUM_THREADS'] = str(THREADS)
-    env.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
+    env['OMP_WAIT_POLICY'] = policy.upper()
     env['TF_CPP_MIN_LOG_LEVEL'] = '2'
-    env['PYTHONPATH'] = os.pathsep.join([os.path.join(ROOT, 'python'), HERE] +
-                                        ([env['PYTHONPATH']] if env.get('PYTHONPATH') else []))
+    inplace = inplace_python_dir()
+    # Without the in-place build, python/ would shadow the installed package with sources that lack the
+    # extension: drop it, so that `import cntk` finds what pip installed.
+    own = [p for p in env.get('PYTHONPATH', '').split(os.pathsep)
+           if p and os.path.realpath(p) != os.path.realpath(os.path.join(ROOT, 'python'))]
+    env['PYTHONPATH'] = os.pathsep.join(([inplace] if inplace else []) + [HERE] + own)
     return env
 
 
-# ---------------------------------------------------------------------------- worker
+# ---------------------------------------------------------------------------- versions
 
-def framework_info(name):
+def _onednn_verbose_version(code):
+    """oneDNN's version as its verbose mode prints it when `code` runs a primitive in a fresh process."""
+    env = dict(os.environ, ONEDNN_VERBOSE='1', DNNL_VERBOSE='1', TF_CPP_MIN_LOG_LEVEL='2', OMP_NUM_THREADS='1')
+    try:
+        out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300, env=env)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return 'unknown (%s)' % type(e).__name__
+    m = re.search(r'oneDNN (v[0-9.]+[^\n,]*)', out.stdout + out.stderr)
+    return m.group(1).strip() if m else 'not reported (no oneDNN primitive ran)'
+
+
+def framework_info(col):
+    """Versions of the column's framework and of the oneDNN / MKL it runs on, and its thread settings."""
     import run as bench_run
-    if name == 'opencntk':
+    fw = COLUMNS[col][1]
+    if fw == 'OpenCNTK':
         import cntk
-        return {'version': 'OpenCNTK %s (commit %s), oneDNN %s' % (cntk.__version__, bench_run.git_commit(),
-                                                                   bench_run.onednn_version()),
+        return {'version': 'OpenCNTK %s (commit %s)' % (cntk.__version__, bench_run.git_commit()),
+                'package': os.path.dirname(cntk.__file__),
+                'build': 'in place (make dev)' if inplace_python_dir() else 'installed (pip install .)',
+                'onednn': '%s (%s, as linked)' % (bench_run.onednn_version(), bench_run.loaded_library('libdnnl')),
+                'openmp_runtime': bench_run.loaded_library('libgomp'),
                 'threads': 'OpenMP %s' % bench_run.omp_max_threads()}
-    if name == 'pytorch':
+    if fw == 'PyTorch':
         import torch
+        cfg = torch.__config__.show()
+
+        def line(pattern):
+            m = re.search(pattern, cfg)
+            return m.group(1).strip() if m else 'not listed'
         return {'version': 'PyTorch %s' % torch.__version__,
+                'onednn': line(r'MKL-DNN (v[^\n]*)') + ('' if torch.backends.mkldnn.is_available()
+                                                       else ' (torch.backends.mkldnn unavailable)'),
+                'mkl': line(r'Math Kernel Library Version ([^\n]*)'),
+                'openmp_runtime': bench_run.loaded_library('libgomp'),
                 'threads': 'intra-op %d, inter-op %d' % (torch.get_num_threads(), torch.get_num_interop_threads())}
     import tensorflow as tf
     import keras
+    # TensorFlow links its oneDNN statically and exports no version call: its verbose mode says it.
+    onednn = _onednn_verbose_version('import tensorflow as tf; tf.matmul(tf.ones((64, 64)), tf.ones((64, 64)))')
     return {'version': 'TensorFlow %s, Keras %s' % (tf.__version__, keras.__version__),
+            'onednn': '%s (bundled; TF_ENABLE_ONEDNN_OPTS=%s)'
+                      % (onednn, os.environ.get('TF_ENABLE_ONEDNN_OPTS', 'unset: on by default on x86 Linux')),
             'threads': 'intra-op %d, inter-op %d' % (tf.config.threading.get_intra_op_parallelism_threads(),
                                                      tf.config.threading.get_inter_op_parallelism_threads())}
 
 
-def worker_main(workload, framework):
+def pin_warnings(infos):
+    """Differences between the peers' versions found and the pinned ones."""
+    out = []
+    for info in infos:
+        for name, want in PINNED.items():
+            m = re.search(r'%s ([0-9][^ ,+]*)' % {'torch': 'PyTorch', 'tensorflow': 'TensorFlow', 'keras': 'Keras'}[name],
+                          info.get('version', ''))
+            if m and m.group(1) != want:
+                out.append('%s %s is not the pinned %s (bash bench/install-peers.sh)' % (name, m.group(1), want))
+    return sorted(set(out))
+
+
+# ---------------------------------------------------------------------------- worker
+
+def worker_main(workload, col):
     proto = os.fdopen(os.dup(1), 'w', buffering=1)
     os.dup2(2, 1)  # library output goes to the log, not into the protocol
     sys.stdout = sys.stderr
@@ -74,49 +157,81 @@ def worker_main(workload, framework):
     def reply(**kw):
         proto.write(json.dumps(kw) + '\n')
 
+    def error(e):
+        import traceback
+        traceback.print_exc()
+        text = str(e).strip().splitlines()
+        return '%s: %s' % (type(e).__name__, text[-1][:300] if text else '')
+
     try:
         cpus = sorted(os.sched_getaffinity(0))[:THREADS]
         os.sched_setaffinity(0, cpus)
         import workloads
         w = workloads.load(workload)
         data = w.make_data()
-        fw = getattr(w, CLASSES[framework])(data)
-        info = dict(framework_info(framework), pinned_cpus=cpus)
-        reply(ok=True, info=info, measure_steps=w.MEASURE_STEPS, warmup_steps=w.WARMUP_STEPS,
-              epoch_steps=w.EPOCH_STEPS)
+        params = w.make_params(data)
+        cls, config = getattr(w, COLUMNS[col][1]), COLUMNS[col][2]
+        reply(ok=True, info=dict(framework_info(col), pinned_cpus=cpus), measure_steps=w.MEASURE_STEPS,
+              warmup_steps=w.WARMUP_STEPS, epoch_steps=w.EPOCH_STEPS, params_numpy=params.count())
     except Exception as e:  # noqa: BLE001: reported to the parent, which records it
-        import traceback
-        traceback.print_exc()
-        reply(ok=False, error='%s: %s' % (type(e).__name__, str(e).splitlines()[0] if str(e) else ''))
+        reply(ok=False, error=error(e))
         return 1
+
+    def batch(fw, s):
+        return fw.batch(s) if hasattr(fw, 'batch') else fw.data.get(s)
+
+    fw = None
     for line in sys.stdin:
         cmd = json.loads(line)
         if cmd['cmd'] == 'quit':
             break
         try:
-            start, steps = cmd['start'], cmd['steps']
-            losses = []
-            c0, t0 = time.process_time(), time.perf_counter()
-            for s in range(start, start + steps):
-                losses.append(fw.step(*(fw.batch(s) if hasattr(fw, 'batch') else fw.data.get(s))))
-            t1, c1 = time.perf_counter(), time.process_time()
-            reply(ok=True, wall_s=t1 - t0, cpu_s=c1 - c0, loss=sum(losses) / len(losses), steps=steps)
+            if cmd['cmd'] == 'check':
+                # Dropout off, from the NumPy initial values: deterministic, comparable per step.
+                probe = cls(data, params, dropout=False, config=config)
+                losses = [probe.step(*batch(probe, s)) for s in range(cmd['steps'])]
+                reply(ok=True, losses=losses, n_params=probe.step.count, how=getattr(probe.step, 'info', {}))
+                del probe
+            elif cmd['cmd'] == 'build':
+                fw = cls(data, params, dropout=True, config=config)
+                reply(ok=True, n_params=fw.step.count, how=getattr(fw.step, 'info', {}))
+            elif cmd['cmd'] == 'train':
+                start, steps = cmd['start'], cmd['steps']
+                losses = []
+                c0, t0 = time.process_time(), time.perf_counter()
+                for s in range(start, start + steps):
+                    losses.append(fw.step(*batch(fw, s)))
+                t1, c1 = time.perf_counter(), time.process_time()
+                reply(ok=True, wall_s=t1 - t0, cpu_s=c1 - c0, loss=sum(losses) / len(losses), steps=steps)
+            else:
+                reply(ok=False, error='unknown command %r' % cmd['cmd'])
         except Exception as e:  # noqa: BLE001
-            import traceback
-            traceback.print_exc()
-            reply(ok=False, error='%s: %s' % (type(e).__name__, e))
+            reply(ok=False, error=error(e))
     return 0
 
 
 # ---------------------------------------------------------------------------- parent
 
+def cpu_busy_jiffies(cpus):
+    """Non-idle jiffies of the given CPUs, from /proc/stat."""
+    total = 0
+    with open('/proc/stat') as f:
+        for line in f:
+            name, *vals = line.split()
+            if name.startswith('cpu') and name[3:].isdigit() and int(name[3:]) in cpus:
+                v = [int(x) for x in vals]
+                total += sum(v) - v[3] - v[4]  # less idle and iowait
+    return total
+
+
 class Worker:
-    def __init__(self, workload, framework, log_dir):
-        self.name = '%s/%s' % (workload, framework)
-        self.log = open(os.path.join(log_dir, 'suite-%s-%s.log' % (workload, framework)), 'w')
-        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), '--worker', workload, framework],
+    def __init__(self, workload, col, policy, log_dir):
+        self.name = '%s/%s' % (workload, col)
+        self.log = open(os.path.join(log_dir, 'suite-%s-%s-%s.log' % (workload, col, policy)), 'w')
+        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), '--worker', workload, col],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True,
-                                     bufsize=1, env=worker_env(), cwd=ROOT)
+                                     bufsize=1, env=worker_env(policy), cwd=ROOT)
+        self.cpus = []
 
     def ask(self, **cmd):
         if cmd:
@@ -130,6 +245,21 @@ class Worker:
             raise RuntimeError(r.get('error'))
         return r
 
+    def measure(self, start, steps, busy_limit, retries):
+        """One measurement; repeated (up to `retries` times) while other processes used more than `busy_limit`
+        of the pinned CPUs' time. Returns the reply with the share others took and the discarded count."""
+        hz = os.sysconf('SC_CLK_TCK')
+        discarded = 0
+        while True:
+            b0 = cpu_busy_jiffies(self.cpus)
+            r = self.ask(cmd='train', start=start, steps=steps)
+            others = max(0.0, (cpu_busy_jiffies(self.cpus) - b0) / hz - r['cpu_s'])
+            r['others_share'] = others / (r['wall_s'] * max(1, len(self.cpus)))
+            if r['others_share'] <= busy_limit or discarded >= retries:
+                r['discarded'] = discarded
+                return r
+            discarded += 1
+
     def close(self):
         try:
             self.proc.stdin.write('{"cmd": "quit"}\n')
@@ -140,153 +270,316 @@ class Worker:
         self.log.close()
 
 
-def run_workload(name, args, log_dir):
-    """Measures one workload in every framework; returns its result row."""
-    import workloads
-    w = workloads.load(name)
-    row = {'workload': name, 'title': w.TITLE, 'batch': w.BATCH, 'frameworks': {}, 'missing': {}}
+# ---------------------------------------------------------------------------- statistics
+
+def median(xs):
+    import numpy as np
+    return float(np.median(xs))
+
+
+def bootstrap(fn, samples, n=2000, seed=0):
+    """2.5 and 97.5 percentiles of fn over `n` resamplings (with replacement) of each list in `samples`."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    arrays = [np.asarray(s, dtype=float) for s in samples]
+    draws = [a[rng.integers(0, len(a), (n, len(a)))] for a in arrays]
+    stats = fn(*[np.median(d, axis=1) for d in draws])
+    lo, hi = np.percentile(stats, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def median_ci(xs):
+    return bootstrap(lambda m: m, [xs])
+
+
+def ratio_ci(a, b):
+    return bootstrap(lambda ma, mb: ma / mb, [a, b])
+
+
+def half_width(xs):
+    lo, hi = median_ci(xs)
+    return max(hi - median(xs), median(xs) - lo) / median(xs)
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+# ---------------------------------------------------------------------------- one workload
+
+def compare_losses(ref, losses, rtol):
+    """(largest relative difference of `losses` from `ref`, the step where it is)."""
+    worst, at = 0.0, 0
+    for i, (a, b) in enumerate(zip(ref, losses)):
+        d = abs(a - b) / max(abs(a), 1e-12)
+        if not math.isfinite(b):
+            d = math.inf
+        if d > worst:
+            worst, at = d, i
+    return worst, at
+
+
+def start_workers(name, cols, policy, log_dir, row):
     workers = {}
-    for fw in args.frameworks:
-        wk = Worker(name, fw, log_dir)
+    for col in cols:
+        wk = Worker(name, col, policy, log_dir)
         try:
             r = wk.ask()
-            workers[fw] = wk
-            row['frameworks'][fw] = {'info': r['info']}
-            steps, warm, epoch = r['measure_steps'], r['warmup_steps'], r['epoch_steps']
         except RuntimeError as e:
             wk.close()
-            row['missing'][fw] = str(e)
-            print('  %-10s missing: %s' % (LABELS[fw], e))
-    if not workers:
-        return row
-    if args.quick:
-        steps, warm = min(steps, 3), min(warm, 1)
-    row.update(measure_steps=steps, warmup_steps=warm, epoch_steps=epoch)
-    names = [fw for fw in args.frameworks if fw in workers]
+            row['missing'][col] = str(e)
+            print('  %-16s missing: %s' % (label(col), e))
+            continue
+        wk.cpus = r['info']['pinned_cpus']
+        workers[col] = wk
+        row['columns'][col] = {'info': r['info']}
+        row.update(measure_steps=r['measure_steps'], warmup_steps=r['warmup_steps'],
+                   epoch_steps=r['epoch_steps'], params_numpy=r['params_numpy'])
+    return workers
+
+
+def run_check(w, workers, row, steps):
+    """The equivalence check; drops (and closes) the workers of columns that fail it."""
+    rtol = getattr(w, 'CHECK_RTOL', CHECK_RTOL)
+    early_steps, early_rtol = getattr(w, 'CHECK_EARLY', CHECK_EARLY)
+    check = row['check'] = {'steps': steps, 'rtol': rtol, 'early_steps': early_steps, 'early_rtol': early_rtol,
+                            'columns': {}}
+    for col in list(workers):
+        try:
+            r = workers[col].ask(cmd='check', steps=steps)
+            check['columns'][col] = {'losses': r['losses'], 'n_params': r['n_params'], 'how': r['how']}
+        except RuntimeError as e:
+            check['columns'][col] = {'error': str(e)}
+    ref = check['columns'].get('opencntk', {})
+    for col, c in check['columns'].items():
+        if 'error' in c:
+            c['passed'], c['why'] = False, 'failed to train: %s' % c['error']
+        elif 'losses' not in ref:
+            c['passed'], c['why'] = None, 'OpenCNTK did not train, nothing to compare with'
+        elif col == 'opencntk':
+            c['passed'] = c['n_params'] == row['params_numpy']
+            c['why'] = '' if c['passed'] else '%d parameters, NumPy has %d' % (c['n_params'], row['params_numpy'])
+        else:
+            c['max_rel_diff'], c['at_step'] = compare_losses(ref['losses'], c['losses'], rtol)
+            c['early_max_rel_diff'], at = compare_losses(ref['losses'][:early_steps], c['losses'][:early_steps], 0)
+            why = []
+            if c['early_max_rel_diff'] > early_rtol:
+                why.append('loss differs by %.2g at step %d (tolerance %.0e in the first %d steps)'
+                           % (c['early_max_rel_diff'], at, early_rtol, early_steps))
+            if c['max_rel_diff'] > rtol:
+                why.append('loss differs by %.2g at step %d (tolerance %.0e)' % (c['max_rel_diff'], c['at_step'], rtol))
+            if c['n_params'] != ref['n_params']:
+                why.append('%d parameters, OpenCNTK %d' % (c['n_params'], ref['n_params']))
+            c['passed'], c['why'] = not why, '; '.join(why)
+        print('  %-16s check: %s%s' % (label(col), {True: 'passed', False: 'FAILED', None: 'n/a'}[c['passed']],
+                                        (' (max relative loss difference %.1e)' % c['max_rel_diff'])
+                                        if 'max_rel_diff' in c else '') + (': ' + c['why'] if c.get('why') else ''))
+        if c['passed'] is not True and col in workers:
+            workers.pop(col).close()
+    return check
+
+
+def run_workload(name, policy, args, log_dir):
+    """Checks and measures one workload in every column under one OpenMP wait policy; returns its row."""
+    import run as bench_run
+    import workloads
+    w = workloads.load(name)
+    row = {'workload': name, 'title': w.TITLE, 'batch': w.BATCH, 'policy': policy, 'optimizer': w.OPTIMIZER,
+           'columns': {}, 'missing': {}, 'loadavg_before': bench_run.loadavg()}
+    skip = getattr(w, 'SKIP_COLUMNS', {})
+    for col in args.columns:
+        if col in skip:
+            row['missing'][col] = 'not run: %s' % skip[col]
+    workers = start_workers(name, [c for c in args.columns if c not in skip], policy, log_dir, row)
     try:
-        for fw in names:
-            r = workers[fw].ask(cmd='train', start=0, steps=warm)
-            row['frameworks'][fw]['warmup'] = r
-            print('  %-10s warm-up %d steps %.2f s, loss %.4f' % (LABELS[fw], warm, r['wall_s'], r['loss']))
-        samples = {fw: [] for fw in names}
-        for rep in range(args.measurements):
-            k = rep % len(names)
-            for fw in names[k:] + names[:k]:
-                if fw not in workers:
-                    continue
+        if workers and not args.no_check:
+            run_check(w, workers, row, args.check_steps)
+        if args.check_only or 'opencntk' not in workers:
+            return row
+        steps, warm = row['measure_steps'], row['warmup_steps']
+        if args.quick:
+            steps, warm = min(steps, 3), min(warm, 1)
+        row.update(measure_steps=steps, warmup_steps=warm)
+        for col in list(workers):
+            try:
+                r = workers[col].ask(cmd='build')
+                row['columns'][col].update(n_params=r['n_params'], how=r['how'])
+                t0 = time.perf_counter()
+                if warm:
+                    workers[col].ask(cmd='train', start=0, steps=warm)
+                row['columns'][col]['warmup_s'] = time.perf_counter() - t0
+            except RuntimeError as e:
+                row['missing'][col] = 'failed: %s' % e
+                print('  %-16s failed: %s' % (label(col), e))
+                workers.pop(col).close()
+        samples = {col: [] for col in workers}
+        started = time.perf_counter()
+        rnd = 0
+        while workers:
+            names = [c for c in ORDER if c in workers]
+            k = rnd % len(names)
+            for col in names[k:] + names[:k]:
                 try:
-                    r = workers[fw].ask(cmd='train', start=warm + rep * steps, steps=steps)
+                    r = workers[col].measure(warm + rnd * steps, steps, args.busy_limit, args.retries)
                 except RuntimeError as e:
-                    row['missing'][fw] = 'failed while training: %s' % e
-                    print('  %-10s failed: %s' % (LABELS[fw], e))
-                    workers.pop(fw).close()
+                    row['missing'][col] = 'failed while training: %s' % e
+                    print('  %-16s failed: %s' % (label(col), e))
+                    workers.pop(col).close()
                     continue
-                samples[fw].append(r)
-                print('  %-10s %d steps %.2f s (%.1f ms/step), loss %.4f'
-                      % (LABELS[fw], steps, r['wall_s'], 1e3 * r['wall_s'] / steps, r['loss']))
+                samples[col].append(r)
+            rnd += 1
+            widths = {c: half_width([r['wall_s'] / r['steps'] for r in samples[c]]) for c in workers if samples[c]}
+            print('  round %d: %s' % (rnd, ', '.join('%s %.1f ms +-%.0f%%' % (
+                label(c), 1e3 * median([r['wall_s'] / r['steps'] for r in samples[c]]), 100 * widths[c])
+                for c in widths)))
+            if rnd >= args.min_rounds and (all(v <= TARGET_HALF_WIDTH for v in widths.values())
+                                           or rnd >= args.max_rounds
+                                           or time.perf_counter() - started > args.workload_seconds):
+                break
+        row['rounds'] = rnd
+        for col, rs in samples.items():
+            if not rs or col in row['missing']:
+                continue
+            per_step = [r['wall_s'] / r['steps'] for r in rs]
+            cpu = [r['cpu_s'] / r['steps'] for r in rs]
+            lo, hi = median_ci(per_step)
+            d = row['columns'][col]
+            d.update(step_s_median=median(per_step), step_s_ci=[lo, hi], cpu_step_s_median=median(cpu),
+                     step_s_samples=per_step, cpu_step_s_samples=cpu, within_target=half_width(per_step) <= TARGET_HALF_WIDTH,
+                     others_share=[r['others_share'] for r in rs], discarded=sum(r['discarded'] for r in rs),
+                     loss_per_measurement=[r['loss'] for r in rs])
+            if row.get('epoch_steps'):
+                d['epoch_s_median'] = d['step_s_median'] * row['epoch_steps']
     finally:
         for wk in workers.values():
             wk.close()
-    for fw, rs in samples.items():
-        if not rs or fw in row['missing']:
-            row['frameworks'].pop(fw, None)
-            continue
-        per_step = [r['wall_s'] / r['steps'] for r in rs]
-        cpu = [r['cpu_s'] / r['steps'] for r in rs]
-        d = row['frameworks'][fw]
-        d.update(step_s_median=statistics.median(per_step), step_s_min=min(per_step), step_s_max=max(per_step),
-                 cpu_step_s_median=statistics.median(cpu), step_s_samples=per_step,
-                 loss_per_measurement=[r['loss'] for r in rs], final_loss=rs[-1]['loss'])
-        if epoch:
-            d['epoch_s_median'] = d['step_s_median'] * epoch
-    fws = row['frameworks']
-    if 'opencntk' in fws:
-        for peer in ('pytorch', 'tensorflow'):
-            if peer in fws:
-                row['ratio_vs_' + peer] = fws['opencntk']['step_s_median'] / fws[peer]['step_s_median']
-        peers = [fws[p]['step_s_median'] for p in ('pytorch', 'tensorflow') if p in fws]
-        if peers:
-            row['ratio_vs_faster_peer'] = fws['opencntk']['step_s_median'] / min(peers)
-    finals = [d['final_loss'] for d in fws.values()]
-    if len(finals) > 1:
-        spread = (max(finals) - min(finals)) / abs(statistics.median(finals))
-        row['final_loss_spread'] = spread
-        row['losses_comparable'] = spread <= LOSS_SPREAD_LIMIT
+        row['loadavg_after'] = bench_run.loadavg()
+    ratios(row)
     return row
 
 
-GOAL = ('Goal: OpenCNTK faster than the faster of PyTorch and TensorFlow on every row '
-        '("vs faster peer" below 1 everywhere).')
+def timed(row, col):
+    d = row['columns'].get(col)
+    return d if d and 'step_s_median' in d else None
 
 
-def _ms(d, key='step_s'):
-    return '%.1f (%.1f-%.1f)' % (1e3 * d[key + '_median'], 1e3 * d[key + '_min'], 1e3 * d[key + '_max'])
+def ratios(row):
+    """OpenCNTK's median over each timed peer column's, with bootstrap 95% intervals; and over the best."""
+    me = timed(row, 'opencntk')
+    peers = [c for c in PEERS if timed(row, c)]
+    if not me or not peers:
+        return
+    for c in peers:
+        r = me['step_s_median'] / row['columns'][c]['step_s_median']
+        row['ratio_vs_' + c] = [r] + list(ratio_ci(me['step_s_samples'], row['columns'][c]['step_s_samples']))
+    best = min(peers, key=lambda c: row['columns'][c]['step_s_median'])
+    row['best_peer'] = best
+    row['ratio_vs_best_peer'] = row['ratio_vs_' + best]
+
+
+def summary(results):
+    """Per workload over both wait policies: OpenCNTK's best median over the best peer column's."""
+    out = []
+    for name in dict.fromkeys(r['workload'] for r in results):
+        rows = [r for r in results if r['workload'] == name]
+        mine = [(r['columns']['opencntk'], r) for r in rows if timed(r, 'opencntk')]
+        theirs = [(r['columns'][c], r, c) for r in rows for c in PEERS if timed(r, c)]
+        if not mine or not theirs:
+            why = '; '.join('%s: %s' % (label(c), m) for r in rows for c, m in r['missing'].items()
+                            if c == 'opencntk') or 'no timed column on one side (see the check)'
+            out.append({'workload': name, 'why': why})
+            continue
+        m, mr = min(mine, key=lambda t: t[0]['step_s_median'])
+        p, pr, pc = min(theirs, key=lambda t: t[0]['step_s_median'])
+        out.append({'workload': name, 'opencntk_policy': mr['policy'], 'best_peer': pc, 'peer_policy': pr['policy'],
+                    'ratio': [m['step_s_median'] / p['step_s_median']] +
+                             list(ratio_ci(m['step_s_samples'], p['step_s_samples']))})
+    return out
+
+
+# ---------------------------------------------------------------------------- report
+
+GOAL = ('Goal: OpenCNTK faster than the best peer column on every workload (ratio below 1 with its 95% interval '
+        'below 1); 0.67 or less everywhere.')
+
+
+def _cell(row, col):
+    d = timed(row, col)
+    if d:
+        lo, hi = d['step_s_ci']
+        return '%.1f [%.1f-%.1f] cpu %.1f%s' % (1e3 * d['step_s_median'], 1e3 * lo, 1e3 * hi,
+                                                1e3 * d['cpu_step_s_median'], '' if d['within_target'] else ' (wide)')
+    c = row.get('check', {}).get('columns', {}).get(col)
+    if c and c.get('passed') is False:
+        return 'check failed'
+    if col in row['missing']:
+        return 'not run' if row['missing'][col].startswith('not run') else 'failed'
+    return '-'
+
+
+def _ratio(r):
+    return '%.2f [%.2f-%.2f]' % tuple(r) if r else '-'
 
 
 def table(report):
-    """The result table(s) alone: per-step times and ratios, then epoch times where a workload has epochs."""
+    cols = report['columns']
     lines = [GOAL, '',
-             '| workload | OpenCNTK (ms/step) | PyTorch (ms/step) | TensorFlow (ms/step) | vs PyTorch | '
-             'vs TensorFlow | vs faster peer | losses (OpenCNTK / PyTorch / TF) | comparable |',
-             '| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |']
+             '| workload | OMP wait | ' + ' | '.join('%s (ms/step)' % label(c) for c in cols) +
+             ' | best peer | OpenCNTK / best peer | check (max loss diff) |',
+             '| --- | --- | ' + ' | '.join('---:' for _ in cols) + ' | --- | ---: | --- |']
     for row in report['results']:
-        cells = [row['workload']]
-        for fw in FRAMEWORKS:
-            d = row['frameworks'].get(fw)
-            if d:
-                cells.append(_ms(d))
-            else:
-                cells.append('missing' if fw in row['missing'] else 'not run')
-        for key in ('ratio_vs_pytorch', 'ratio_vs_tensorflow', 'ratio_vs_faster_peer'):
-            r = row.get(key)
-            cells.append(('**%.2f**' if key == 'ratio_vs_faster_peer' else '%.2f') % r if r is not None else '-')
-        cells.append(' / '.join('%.4f' % row['frameworks'][fw]['final_loss'] if fw in row['frameworks'] else '-'
-                                for fw in FRAMEWORKS))
-        c = row.get('losses_comparable')
-        cells.append('-' if c is None else ('yes' if c else 'NO (spread %.0f%%)' % (100 * row['final_loss_spread'])))
-        lines.append('| ' + ' | '.join(cells) + ' |')
-    epochs = [row for row in report['results'] if row.get('epoch_steps')
-              and any('epoch_s_median' in d for d in row['frameworks'].values())]
-    if epochs:
-        lines += ['', 'Epoch time (seconds): median time per step times the steps of one epoch.', '',
-                  '| workload | steps per epoch | OpenCNTK (s) | PyTorch (s) | TensorFlow (s) |',
-                  '| --- | ---: | ---: | ---: | ---: |']
-        for row in epochs:
-            cells = [row['workload'], str(row['epoch_steps'])]
-            for fw in FRAMEWORKS:
-                d = row['frameworks'].get(fw)
-                cells.append('%.1f' % d['epoch_s_median'] if d and 'epoch_s_median' in d else '-')
-            lines.append('| ' + ' | '.join(cells) + ' |')
+        check = row.get('check', {}).get('columns', {})
+        failed = ['%s: %s' % (label(c), v['why']) for c, v in check.items() if v.get('passed') is False]
+        diffs = [v['max_rel_diff'] for v in check.values() if 'max_rel_diff' in v and v.get('passed')]
+        ck = ('FAILED (%s)' % '; '.join(failed) if failed else
+              'passed (%.0e)' % max(diffs) if diffs else 'n/a' if check else 'not run')
+        ratio = _ratio(row.get('ratio_vs_best_peer'))
+        if 'opencntk' in row['missing']:
+            ratio = 'OpenCNTK missing'
+        elif check.get('opencntk', {}).get('passed') is False:
+            ratio = 'check failed'
+        lines.append('| %s | %s | %s | %s | %s | %s |' % (
+            row['workload'], row['policy'], ' | '.join(_cell(row, c) for c in cols),
+            label(row['best_peer']) if row.get('best_peer') else '-', ratio, ck))
+    summ = report.get('summary', [])
+    got = [s['ratio'][0] for s in summ if 'ratio' in s]
+    if got:
+        lines += ['', 'Summary, per workload (OpenCNTK under its faster wait policy over the fastest peer column '
+                      'under either): ' + ', '.join('%s %s' % (s['workload'], _ratio(s['ratio']) if 'ratio' in s
+                                                            else 'n/a') for s in summ) +
+                  '; geometric mean %.2f.' % geomean(got)]
     return lines
 
 
 def markdown(report):
     env = report['environment']
     lines = ['# Benchmark suite: OpenCNTK, PyTorch, TensorFlow (%s)' % env['date'], '',
-             '- CPU: %s; every worker pinned to %d CPUs, %d threads per framework, OMP_WAIT_POLICY=%s'
-             % (env['cpu_model'], THREADS, THREADS, env['omp_wait_policy']),
+             '- CPU: %s; every worker pinned to %d CPUs, %d threads per framework; OMP_WAIT_POLICY: %s'
+             % (env['cpu_model'], THREADS, THREADS, ', '.join(env['omp_wait_policies'])),
              '- Python %s, NumPy %s; load average at start %s, at end %s'
              % (env['python'], env['numpy'], env['loadavg_at_start'], env['loadavg_at_end'])]
-    seen = {}
-    for row in report['results']:
-        for fw, d in row['frameworks'].items():
-            seen.setdefault(fw, d['info'])
-    for fw, info in seen.items():
-        lines.append('- %s: %s; threads: %s' % (LABELS[fw], info['version'], info['threads']))
+    for col, info in report['frameworks'].items():
+        lines.append('- %s: %s; oneDNN %s%s; threads: %s' % (label(col), info.get('version'), info.get('onednn', '?'),
+                                                             '; MKL %s' % info['mkl'] if info.get('mkl') else '',
+                                                             info.get('threads')))
+    for wmsg in report.get('warnings', []):
+        lines.append('- WARNING: %s' % wmsg)
     lines += ['- method: %s' % report['method'], '',
-              'Milliseconds per training step (wall): median (min-max) over the measurements. Ratios: OpenCNTK '
-              'over the peer, of the medians (below 1: OpenCNTK is faster). Loss: mean training loss over the '
-              'last measurement; "yes" when the three agree within %d%%.' % (100 * LOSS_SPREAD_LIMIT), '']
+              'Milliseconds per training step (wall): median [bootstrap 95% interval] and CPU time per step (all '
+              'threads); "(wide)": the interval stayed wider than +-5% after the last round. Ratio: OpenCNTK\'s '
+              'median over the best peer column\'s, with its bootstrap 95% interval.', '']
     lines += table(report)
     lines += ['', 'Workloads:', '']
     for row in report['results']:
-        lines.append('- `%s`: %s%s' % (row['workload'], row['title'],
-                                        '; %d steps per measurement' % row['measure_steps']
-                                        if 'measure_steps' in row else ''))
-    missing = [(row['workload'], fw, why) for row in report['results'] for fw, why in row['missing'].items()]
+        if row['policy'] != report['environment']['omp_wait_policies'][0]:
+            continue
+        lines.append('- `%s`: %s; optimizer %s%s' % (row['workload'], row['title'], row['optimizer'][0],
+                                                     '; %d steps per measurement' % row['measure_steps']
+                                                     if 'measure_steps' in row else ''))
+    missing = [(row['workload'], row['policy'], c, why) for row in report['results'] for c, why in row['missing'].items()]
     if missing:
-        lines += ['', 'Missing:', '']
-        lines += ['- `%s` in %s: %s' % (wl, LABELS[fw], why) for wl, fw, why in missing]
+        lines += ['', 'Not timed:', '']
+        lines += ['- `%s` (%s) in %s: %s' % (wl, pol, label(c), why) for wl, pol, c, why in missing]
     lines.append('')
     return '\n'.join(lines)
 
@@ -304,8 +597,9 @@ def update_readme(report, base, readme=os.path.join(ROOT, 'README.md')):
         return
     env = report['environment']
     rel = os.path.relpath(base, ROOT)
-    block = [README_BEGIN, '', 'Latest full run (%s, %s, %d threads per framework; details in `%s.md`, chart '
-             '`%s.png`):' % (env['date'], env['cpu_model'], THREADS, rel, rel), ''] + table(report) + ['', README_END]
+    block = [README_BEGIN, '', 'Latest full run (%s, %s, %d threads per framework, load average %s at the start, '
+             '%s at the end; details in `%s.md`):' % (env['date'], env['cpu_model'], THREADS, env['loadavg_at_start'],
+                                                       env['loadavg_at_end'], rel), ''] + table(report) + ['', README_END]
     head, rest = text.split(README_BEGIN, 1)
     tail = rest.split(README_END, 1)[1]
     with open(readme, 'w') as f:
@@ -314,32 +608,84 @@ def update_readme(report, base, readme=os.path.join(ROOT, 'README.md')):
 
 
 def chart(report, path):
-    """A bar chart of OpenCNTK's time over each peer's, per workload (log scale; below 1 is faster)."""
+    """OpenCNTK's time over the best peer column's, per workload and wait policy, with the 95% intervals."""
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
-    rows = report['results']
-    names = [r['workload'] for r in rows]
-    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(names)), 4))
-    width = 0.38
-    for i, (peer, color) in enumerate((('pytorch', '#d9534f'), ('tensorflow', '#f0ad4e'))):
-        vals = [r.get('ratio_vs_' + peer) for r in rows]
-        xs = [j + (i - 0.5) * width for j in range(len(names))]
-        ax.bar([x for x, v in zip(xs, vals) if v], [v for v in vals if v], width, label='vs ' + LABELS[peer],
-               color=color)
-        for x, v in zip(xs, vals):
-            if v is None:
-                ax.text(x, 1.0, 'n/a', ha='center', va='bottom', fontsize=7, rotation=90)
+    rows = [r for r in report['results'] if r.get('ratio_vs_best_peer')]
+    if not rows:
+        return
+    names = ['%s\n%s' % (r['workload'], r['policy']) for r in rows]
+    vals = [r['ratio_vs_best_peer'] for r in rows]
+    fig, ax = plt.subplots(figsize=(max(6, 0.8 * len(names)), 4))
+    ax.bar(range(len(names)), [v[0] for v in vals], yerr=[[v[0] - v[1] for v in vals], [v[2] - v[0] for v in vals]],
+           color='#5b8dd9', capsize=3)
     ax.axhline(1.0, color='black', linewidth=0.8)
     ax.set_yscale('log')
     ax.set_xticks(range(len(names)))
-    ax.set_xticklabels(names, rotation=30, ha='right')
-    ax.set_ylabel('OpenCNTK time / peer time (lower is better)')
-    ax.set_title('OpenCNTK vs peers, %s' % report['environment']['date'])
-    ax.legend()
+    ax.set_xticklabels(names, rotation=30, ha='right', fontsize=7)
+    ax.set_ylabel('OpenCNTK / best peer (lower is better)')
+    ax.set_title('OpenCNTK vs the best peer column, %s' % report['environment']['date'])
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def reexec_in_venv():
+    """Runs this script again under the peers' virtual environment when it exists and is not this one."""
+    py = os.path.join(VENV, 'bin', 'python')
+    if (os.path.exists(py) and not os.environ.get('BENCH_NO_VENV')
+            and os.path.realpath(sys.prefix) != os.path.realpath(VENV)):
+        os.execv(py, [py, os.path.abspath(__file__)] + sys.argv[1:])
+
+
+def parse_args(argv=None):
+    import workloads
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--workloads', default=','.join(workloads.ORDER))
+    ap.add_argument('--columns', default=None,
+                    help='comma-separated columns (default: all; with --check: %s): %s'
+                         % (','.join(CHECK_COLUMNS), ', '.join(ORDER)))
+    ap.add_argument('--frameworks', dest='columns', help=argparse.SUPPRESS)  # the former name
+    ap.add_argument('--omp-wait-policy', default=','.join(POLICIES),
+                    help='comma-separated OMP_WAIT_POLICY values, one pass each (default: active,passive)')
+    ap.add_argument('--check', dest='check_only', action='store_true',
+                    help='only the equivalence check of each workload; exit status 1 when one fails')
+    ap.add_argument('--no-check', action='store_true', help='time without the equivalence check (not for a report)')
+    ap.add_argument('--check-steps', type=int, default=CHECK_STEPS)
+    ap.add_argument('--min-rounds', type=int, default=MIN_ROUNDS, help='measurements per column at least (5)')
+    ap.add_argument('--max-rounds', type=int, default=25, help='measurements per column at most')
+    ap.add_argument('--workload-seconds', type=float, default=900,
+                    help='stop adding rounds to a workload after this long (past --min-rounds)')
+    ap.add_argument('--busy-limit', type=float, default=0.10,
+                    help="largest share of the pinned CPUs' time other processes may take during a measurement")
+    ap.add_argument('--retries', type=int, default=3, help='repetitions of a measurement disturbed by other load')
+    ap.add_argument('--quick', action='store_true', help='smoke run: 3 steps, 2 rounds, writes nothing')
+    ap.add_argument('--out', default=os.path.join(HERE, 'results'))
+    ap.add_argument('--no-write', action='store_true')
+    args = ap.parse_args(argv)
+    args.workloads = [w for w in args.workloads.split(',') if w]
+    default_cols = CHECK_COLUMNS if args.check_only else ORDER
+    args.columns = [c for c in (args.columns.split(',') if args.columns else default_cols) if c]
+    args.policies = [p.lower() for p in args.omp_wait_policy.split(',') if p]
+    for c in args.columns:
+        if c not in COLUMNS:
+            ap.error('unknown column %r (known: %s)' % (c, ', '.join(ORDER)))
+    if 'opencntk' not in args.columns:
+        ap.error('the columns must include opencntk (the reference of the check and the ratios)')
+    for p in args.policies:
+        if p not in POLICIES:
+            ap.error('unknown wait policy %r (known: %s)' % (p, ', '.join(POLICIES)))
+    for w in args.workloads:
+        workloads.load(w)
+    if args.check_only:
+        args.policies, args.no_write = args.policies[:1], True
+    if args.quick:
+        args.min_rounds = args.max_rounds = 2
+        args.retries, args.no_write = 0, True
+    elif args.min_rounds < 5:
+        ap.error('--min-rounds must be at least 5 (use --quick for a smoke run)')
+    return args
 
 
 def main():
@@ -347,41 +693,48 @@ def main():
     import run as bench_run
     import numpy as np
     import workloads
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument('--workloads', default=','.join(workloads.ORDER))
-    ap.add_argument('--frameworks', default=','.join(FRAMEWORKS))
-    ap.add_argument('--measurements', type=int, default=5, help='measurements per framework (at least 5)')
-    ap.add_argument('--quick', action='store_true', help='smoke run: 3 steps per measurement, writes nothing')
-    ap.add_argument('--out', default=os.path.join(HERE, 'results'))
-    ap.add_argument('--no-write', action='store_true')
-    args = ap.parse_args()
-    args.workloads = [w for w in args.workloads.split(',') if w]
-    args.frameworks = [f for f in args.frameworks.split(',') if f]
-    for w in args.workloads:
-        workloads.load(w)
-    if args.quick:
-        args.measurements = min(args.measurements, 2)
-        args.no_write = True
-    elif args.measurements < 5:
-        ap.error('--measurements must be at least 5 (use --quick for a smoke run)')
+    args = parse_args()
     log_dir = os.path.join(ROOT, 'build', 'bench-logs')
     os.makedirs(log_dir, exist_ok=True)
     env = {'date': datetime.date.today().isoformat(), 'cpu_model': bench_run.cpu_model(),
            'logical_cpus_on_machine': os.cpu_count(), 'python': platform.python_version(), 'numpy': np.__version__,
-           'omp_wait_policy': worker_env()['OMP_WAIT_POLICY'], 'loadavg_at_start': bench_run.loadavg(),
-           'threads': THREADS}
-    print('CPU: %s; %d threads per framework; load average %s; logs in %s'
-          % (env['cpu_model'], THREADS, env['loadavg_at_start'], log_dir))
+           'python_executable': sys.executable, 'omp_wait_policies': args.policies,
+           'loadavg_at_start': bench_run.loadavg(), 'threads': THREADS}
+    print('CPU: %s; %d threads per framework; load average %s; %s; logs in %s'
+          % (env['cpu_model'], THREADS, env['loadavg_at_start'], sys.executable, log_dir))
     results = []
-    for name in args.workloads:
-        print('%s:' % name)
-        results.append(run_workload(name, args, log_dir))
+    for policy in args.policies:
+        for name in args.workloads:
+            print('%s (OMP_WAIT_POLICY=%s):' % (name, policy))
+            results.append(run_workload(name, policy, args, log_dir))
     env['loadavg_at_end'] = bench_run.loadavg()
-    method = ('one worker process per framework and workload, kept warm; warm-up steps excluded; %d measurements '
-              'of MEASURE_STEPS steps each, the frameworks taking turns (order rotating each round); Glorot-uniform '
-              'weights and zero biases in every framework; the same data, minibatches, optimizer settings and '
-              'batch size' % args.measurements)
-    report = {'environment': env, 'method': method, 'results': results}
+    frameworks = {}
+    for row in results:
+        for col, d in row['columns'].items():
+            frameworks.setdefault(col, d['info'])
+    report = {'environment': env, 'columns': args.columns, 'frameworks': frameworks,
+              'warnings': pin_warnings(frameworks.values()), 'results': results, 'summary': summary(results),
+              'method': ('one worker process per workload and column, kept warm; equivalence check first (%d steps '
+                         'from the same NumPy initial values, dropout off, per-step losses within each workload\'s '
+                         'tolerance of OpenCNTK\'s, equal parameter counts); warm-up steps excluded; rounds of one '
+                         'measurement per column, order rotating, from %d until every 95%% interval is within '
+                         '+-%d%% (at most %d rounds, %d s per workload); measurements during which other processes '
+                         'took over %d%% of the pinned CPUs repeated up to %d times'
+                         % (args.check_steps, args.min_rounds, 100 * TARGET_HALF_WIDTH, args.max_rounds,
+                            args.workload_seconds, 100 * args.busy_limit, args.retries))}
+    if args.check_only:
+        bad = [(r['workload'], c, v['why']) for r in results for c, v in r.get('check', {}).get('columns', {}).items()
+               if v.get('passed') is not True]
+        bad += [(r['workload'], c, why) for r in results for c, why in r['missing'].items()]
+        print()
+        for r in results:
+            for c, v in r.get('check', {}).get('columns', {}).items():
+                print('%-10s %-16s %-7s params %-9s max loss diff %s' % (
+                    r['workload'], label(c), {True: 'passed', False: 'FAILED', None: 'n/a'}[v.get('passed')],
+                    v.get('n_params', '-'), '%.1e' % v['max_rel_diff'] if 'max_rel_diff' in v else '-'))
+        for wl, c, why in bad:
+            print('%s/%s: %s' % (wl, c, why))
+        return 1 if bad else 0
     md = markdown(report)
     print()
     print(md)
@@ -396,14 +749,17 @@ def main():
         try:
             chart(report, base + '.png')
         except ImportError:
-            print('matplotlib is not installed: no chart (pip install matplotlib)')
+            print('matplotlib is not installed: no chart (bash bench/install-peers.sh)')
         print('wrote %s.{json,md,png}' % base)
-        if os.path.abspath(args.out) == os.path.join(HERE, 'results') and set(args.workloads) == set(workloads.ORDER):
+        if (os.path.abspath(args.out) == os.path.join(HERE, 'results') and set(args.workloads) == set(workloads.ORDER)
+                and set(args.columns) == set(ORDER)):
             update_readme(report, base)
+    return 0
 
 
 if __name__ == '__main__':
     if len(sys.argv) == 4 and sys.argv[1] == '--worker':
         sys.path.insert(0, HERE)
         sys.exit(worker_main(sys.argv[2], sys.argv[3]))
-    main()
+    reexec_in_venv()
+    sys.exit(main())

@@ -91,43 +91,324 @@ def one_hot_batch(self, step):
 # ------------------------------------------------------------------ initial values
 
 def glorot_uniform(rng, fan_in, fan_out, shape):
-    limit = np.sqrt(6.0 / (fan_in + fan_out))
-    return rng.uniform(-limit, limit, size=shape).astype(np.float32)
+    limit = np.float32(np.sqrt(6.0 / (fan_in + fan_out)))
+    # float32 draws: the fastText table has 60 million values
+    return (rng.random(shape, dtype=np.float32) * 2 - 1) * limit
 
 
-def torch_glorot(model):
-    """Glorot-uniform weights, zero biases: the scheme CNTK's layers and Keras use by default."""
-    import torch
-    for name, p in model.named_parameters():
-        if p.dim() >= 2:
-            torch.nn.init.xavier_uniform_(p)
-        else:
-            torch.nn.init.zeros_(p)
+class Params:
+    """A workload's initial parameter values, drawn once with NumPy (Glorot-uniform weights, zero biases)
+    and loaded into every framework, so that all three start from the same point. Layouts:
+
+      dense      W (in, out), b (out,)            in: the flattened input, (C, H, W) order after a conv
+      conv       W (out, in, kh, kw), b (out,)
+      embedding  E (vocab, dim)
+      lstm       W (4, in, H), U (4, H, H), b (4, H); gates in the order i, f, g (cell input), o
+    """
+
+    def __init__(self, seed=0):
+        self.rng = np.random.default_rng(seed)
+        self.values = {}
+
+    def __getitem__(self, key):
+        return self.values[key]
+
+    def count(self):
+        return int(sum(v.size for v in self.values.values()))
+
+    def dense(self, name, n_in, n_out):
+        self.values[name + '.W'] = glorot_uniform(self.rng, n_in, n_out, (n_in, n_out))
+        self.values[name + '.b'] = np.zeros(n_out, np.float32)
+
+    def conv(self, name, c_in, c_out, k):
+        self.values[name + '.W'] = glorot_uniform(self.rng, c_in * k * k, c_out * k * k, (c_out, c_in, k, k))
+        self.values[name + '.b'] = np.zeros(c_out, np.float32)
+
+    def embedding(self, name, vocab, dim):
+        self.values[name + '.E'] = glorot_uniform(self.rng, vocab, dim, (vocab, dim))
+
+    def lstm(self, name, n_in, hidden):
+        self.values[name + '.W'] = np.stack([glorot_uniform(self.rng, n_in, hidden, (n_in, hidden)) for _ in range(4)])
+        self.values[name + '.U'] = np.stack([glorot_uniform(self.rng, hidden, hidden, (hidden, hidden))
+                                             for _ in range(4)])
+        self.values[name + '.b'] = np.zeros((4, hidden), np.float32)
 
 
-def torch_glorot_lstm(lstm):
-    """torch.nn.LSTM keeps the four gates stacked; give each gate's block Glorot-uniform values."""
-    import torch
-    for name, p in lstm.named_parameters():
-        if name.startswith('weight'):
-            for block in p.data.chunk(4, 0):
-                torch.nn.init.xavier_uniform_(block)
-        else:
-            torch.nn.init.zeros_(p)
+# OpenCNTK's LSTM stacks its gates as i, g, f, o (python/cntk/layers/recurrent_blocks.py); Params, PyTorch
+# and Keras use i, f, g, o.
+CNTK_GATES = [0, 2, 1, 3]
+
+
+def cntk_dense(C, P, name, activation=None, in_shape=None):
+    """cntk.layers.Dense with P's values; in_shape: the input's shape when it is not a vector."""
+    from cntk.layers import Dense
+    W = P[name + '.W']
+    if in_shape is not None:
+        W = W.reshape(tuple(in_shape) + (W.shape[1],))
+    act = {'activation': activation} if activation else {}
+    return Dense(W.shape[-1], init=W, init_bias=P[name + '.b'], **act)
+
+
+def cntk_conv(C, P, name, stride=1, pad=False, activation=None):
+    from cntk.layers import Convolution2D
+    W = P[name + '.W']
+    act = {'activation': activation} if activation else {}
+    return Convolution2D(W.shape[2:], W.shape[0], strides=(stride, stride), pad=pad, init=W,
+                         init_bias=P[name + '.b'].reshape(-1, 1, 1), **act)
+
+
+def cntk_embedding(P, name):
+    from cntk.layers import Embedding
+    E = P[name + '.E']
+    return Embedding(E.shape[1], init=E)
+
+
+def cntk_load_lstm(out, P, name):
+    """Sets the LSTM parameters (b, W, H) of `out`, the output of Recurrence(LSTM(...)) over its input."""
+    def stacked(a):  # (4, rows, H) -> (rows, 4H) in OpenCNTK's gate order
+        return np.concatenate([a[k] for k in CNTK_GATES], axis=-1)
+    values = {'W': stacked(P[name + '.W']), 'H': stacked(P[name + '.U']),
+              'b': np.concatenate([P[name + '.b'][k] for k in CNTK_GATES])}
+    done = set()
+    for p in out.parameters:
+        if p.name in values and p.shape == values[p.name].shape and p.name not in done:
+            p.value = values[p.name]
+            done.add(p.name)
+    if done != set(values):
+        raise RuntimeError('LSTM %s: parameters %s not found' % (name, sorted(set(values) - done)))
+
+
+def cntk_count(z):
+    return int(sum(np.prod(p.shape) for p in z.parameters))
+
+
+def torch_dense(torch, P, name):
+    W, b = P[name + '.W'], P[name + '.b']
+    lin = torch.nn.Linear(W.shape[0], W.shape[1])
+    with torch.no_grad():
+        lin.weight.copy_(torch.from_numpy(np.ascontiguousarray(W.T)))  # nn.Linear keeps (out, in)
+        lin.bias.copy_(torch.from_numpy(b))
+    return lin
+
+
+def torch_conv(torch, P, name, stride=1, padding=0):
+    W, b = P[name + '.W'], P[name + '.b']
+    conv = torch.nn.Conv2d(W.shape[1], W.shape[0], W.shape[2:], stride=stride, padding=padding)
+    with torch.no_grad():
+        conv.weight.copy_(torch.from_numpy(W))
+        conv.bias.copy_(torch.from_numpy(b))
+    return conv
+
+
+def torch_embedding(torch, P, name):
+    E = P[name + '.E']
+    emb = torch.nn.Embedding(*E.shape)
+    with torch.no_grad():
+        emb.weight.copy_(torch.from_numpy(E))
+    return emb
+
+
+def torch_lstm(torch, P, names):
+    """nn.LSTM (batch_first; bidirectional when `names` has two entries: forward, backward) with P's
+    per-gate values. PyTorch has two bias vectors per direction: bias_ih takes b, bias_hh stays zero and
+    is frozen, so the model has OpenCNTK's and Keras' parameters and no more."""
+    W = P[names[0] + '.W']
+    lstm = torch.nn.LSTM(W.shape[1], W.shape[2], batch_first=True, bidirectional=len(names) == 2)
+    with torch.no_grad():
+        for name, suffix in zip(names, ['_l0', '_l0_reverse']):
+            getattr(lstm, 'weight_ih' + suffix).copy_(torch.from_numpy(np.concatenate(P[name + '.W'].transpose(0, 2, 1))))
+            getattr(lstm, 'weight_hh' + suffix).copy_(torch.from_numpy(np.concatenate(P[name + '.U'].transpose(0, 2, 1))))
+            getattr(lstm, 'bias_ih' + suffix).copy_(torch.from_numpy(P[name + '.b'].ravel()))
+            bias_hh = getattr(lstm, 'bias_hh' + suffix)
+            bias_hh.zero_()
+            bias_hh.requires_grad_(False)
+    return lstm
+
+
+def torch_count(model):
+    return int(sum(p.numel() for p in model.parameters() if p.requires_grad))
+
+
+def keras_dense_values(P, name, hwc=None):
+    """[kernel, bias] of a Keras Dense; hwc=(H, W, C): the input is a flattened NHWC map, whose rows are
+    in (H, W, C) order where P's are in (C, H, W) order."""
+    W = P[name + '.W']
+    if hwc is not None:
+        h, w, c = hwc
+        W = W.reshape(c, h, w, -1).transpose(1, 2, 0, 3).reshape(h * w * c, -1)
+    return [W, P[name + '.b']]
+
+
+def keras_conv_values(P, name):
+    return [P[name + '.W'].transpose(2, 3, 1, 0), P[name + '.b']]  # Keras: (kh, kw, in, out)
+
+
+def keras_lstm_values(P, name):
+    return [np.concatenate(list(P[name + '.W']), axis=1), np.concatenate(list(P[name + '.U']), axis=1),
+            P[name + '.b'].ravel()]
+
+
+# ------------------------------------------------------------------ optimizers
+#
+# A workload names its optimizer as (kind, settings); each framework builds the same update from it.
+# The check (suite.py --check) compares per-step losses, so a mismatch here shows there.
+#
+#   sgd       w -= lr * g                                            the same form everywhere
+#   adadelta  Zeiler's AdaDelta with a learning rate on the step     the same form everywhere
+#   adam      w -= lr * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps)
+#             CNTK's and Keras' form; PyTorch puts eps after the bias correction, so its eps is set
+#             each step to eps / sqrt(1 - b2^t), which makes its update this one (see bench/README.md)
+#   rmsprop   CNTK's RMSProp with its per-element step sizes pinned to [1 - 1e-6, 1]:
+#             v = g^2 on the first step, then v = rho v + (1 - rho) g^2; w -= lr * g / sqrt(v + 1e-6)
+#             PyTorch's and Keras' RMSprop differ (v starts at 0, eps outside the root), so the peers run
+#             this form, written with their own vectorized ops (CNTKRMSprop below)
+#
+# g is the mean gradient of the minibatch everywhere (OpenCNTK: minibatch_size=IGNORE), except where a
+# workload's loss is a sum (atis), which all three then sum.
+
+RMSPROP_FLOOR = 1e-6
+
+
+def cntk_learner(C, parameters, opt):
+    kind, s = opt
+    ignore = C.learners.IGNORE
+    if kind == 'sgd':
+        return C.sgd(parameters, C.learning_parameter_schedule(s['lr']), minibatch_size=ignore)
+    if kind == 'adadelta':
+        return C.adadelta(parameters, C.learning_parameter_schedule(s['lr']), rho=s['rho'], epsilon=s['eps'],
+                          minibatch_size=ignore)
+    if kind == 'adam':
+        return C.adam(parameters, C.learning_parameter_schedule(s['lr']), momentum=s.get('beta1', 0.9),
+                      variance_momentum=s.get('beta2', 0.999), epsilon=s['eps'], minibatch_size=ignore)
+    if kind == 'rmsprop':
+        # inc/dec must be > 1 / < 1 and min < max: the range [1 - 1e-6, 1] pins the step size.
+        return C.rmsprop(parameters, C.learning_parameter_schedule(s['lr']), gamma=s['rho'], inc=1.0001,
+                         dec=0.9999, max=1.0, min=1.0 - 1e-6, need_ave_multiplier=False, minibatch_size=ignore)
+    raise ValueError('unknown optimizer %r' % kind)
+
+
+def peer_settings(opt):
+    """The peers' optimizer settings. BENCH_PEER_LR_SCALE (for the suite's own test) scales their learning rate,
+    a different update that the check must catch."""
+    kind, s = opt
+    scale = float(os.environ.get('BENCH_PEER_LR_SCALE', '1'))
+    return kind, dict(s, lr=s['lr'] * scale)
+
+
+def torch_optimizer(torch, parameters, opt):
+    """The optimizer in PyTorch's fastest form on CPU: fused=True where PyTorch has a fused CPU kernel
+    (SGD, Adam), else foreach=True. Returns (optimizer, 'fused'|'foreach'|'custom foreach')."""
+    kind, s = peer_settings(opt)
+    params = [p for p in parameters if p.requires_grad]
+    if kind == 'rmsprop':
+        return CNTKRMSprop(torch, params, s['lr'], s['rho']), 'custom foreach'
+    if kind == 'adadelta':
+        return torch.optim.Adadelta(params, lr=s['lr'], rho=s['rho'], eps=s['eps'], foreach=True), 'foreach'
+    make = {'sgd': lambda **kw: torch.optim.SGD(params, lr=s['lr'], **kw),
+            'adam': lambda **kw: TorchAdamCNTKEps(torch, params, s, **kw)}[kind]
+    try:
+        return make(fused=True), 'fused'
+    except (RuntimeError, TypeError, ValueError):
+        return make(foreach=True), 'foreach'
+
+
+class TorchAdamCNTKEps:
+    """torch.optim.Adam whose eps is set before each step so that its update is CNTK's (see above)."""
+
+    def __init__(self, torch, params, s, **kw):
+        self.beta2, self.eps = s.get('beta2', 0.999), s['eps']
+        self.opt = torch.optim.Adam(params, lr=s['lr'], betas=(s.get('beta1', 0.9), self.beta2), eps=self.eps, **kw)
+        self.t = 0
+
+    def zero_grad(self, set_to_none=True):
+        self.opt.zero_grad(set_to_none=set_to_none)
+
+    def step(self):
+        self.t += 1
+        self.opt.param_groups[0]['eps'] = self.eps / np.sqrt(1.0 - self.beta2 ** self.t)
+        self.opt.step()
+
+
+def CNTKRMSprop(torch, params, lr, rho):
+    """CNTK's RMSProp form (see above) as a torch.optim.Optimizer over PyTorch's multi-tensor ops."""
+
+    class _CNTKRMSprop(torch.optim.Optimizer):
+        def __init__(self):
+            super().__init__(params, dict(lr=lr, rho=rho))
+
+        @torch.no_grad()
+        def step(self, closure=None):
+            for group in self.param_groups:
+                ps = [p for p in group['params'] if p.grad is not None]
+                gs = [p.grad for p in ps]
+                first = 'v' not in self.state[ps[0]]
+                if first:
+                    for p, g in zip(ps, gs):
+                        self.state[p]['v'] = g * g
+                vs = [self.state[p]['v'] for p in ps]
+                if not first:
+                    torch._foreach_mul_(vs, group['rho'])
+                    torch._foreach_addcmul_(vs, gs, gs, value=1.0 - group['rho'])
+                denom = torch._foreach_add(vs, RMSPROP_FLOOR)
+                torch._foreach_sqrt_(denom)
+                torch._foreach_addcdiv_(ps, gs, denom, value=-group['lr'])
+
+    return _CNTKRMSprop()
+
+
+def keras_optimizer(keras, opt):
+    kind, s = peer_settings(opt)
+    if kind == 'sgd':
+        return keras.optimizers.SGD(learning_rate=s['lr'])
+    if kind == 'adadelta':
+        return keras.optimizers.Adadelta(learning_rate=s['lr'], rho=s['rho'], epsilon=s['eps'])
+    if kind == 'adam':
+        return keras.optimizers.Adam(learning_rate=s['lr'], beta_1=s.get('beta1', 0.9), beta_2=s.get('beta2', 0.999),
+                                     epsilon=s['eps'])
+    if kind == 'rmsprop':
+        return keras_cntk_rmsprop(keras, s['lr'], s['rho'])
+    raise ValueError('unknown optimizer %r' % kind)
+
+
+def keras_cntk_rmsprop(keras, lr, rho):
+    """CNTK's RMSProp form (see above) as a Keras 3 optimizer."""
+    ops = keras.ops
+
+    class CNTKRMSprop(keras.optimizers.Optimizer):
+        def build(self, var_list):
+            if self.built:
+                return
+            super().build(var_list)
+            self._v = [self.add_variable_from_reference(v, 'v') for v in var_list]
+
+        def update_step(self, gradient, variable, learning_rate):
+            v = self._v[self._get_variable_index(variable)]
+            g2 = ops.square(gradient)
+            new_v = ops.where(ops.equal(self.iterations, 0), g2, rho * v + (1.0 - rho) * g2)
+            self.assign(v, new_v)
+            self.assign_sub(variable, ops.cast(learning_rate, variable.dtype) * gradient
+                            / ops.sqrt(new_v + RMSPROP_FLOOR))
+
+    return CNTKRMSprop(learning_rate=lr, name='cntk_rmsprop')
 
 
 # ------------------------------------------------------------------ framework plumbing
-
-def cntk_trainer(C, model, loss, metric, learner):
-    return C.Trainer(model, (loss, metric), [learner])
+#
+# A framework class of a workload is built as Class(data, params, dropout, config): `params` a Params,
+# `dropout` False for the equivalence check, `config` the peer's column (see suite.COLUMNS):
+#   PyTorch:    {'compile': bool}          torch.compile on the model
+#   TensorFlow: {'jit_compile': bool}      XLA on the tf.function step
+# It has step(*arrays) -> loss, n_params() and, where its arrays differ from data.get(step), batch(step);
+# `info` (a dict) says how it runs (optimizer form, memory format).
 
 
 class CNTKStep:
     """OpenCNTK: a Trainer over the model; step feeds a minibatch and returns its mean loss."""
 
-    def __init__(self, trainer, inputs):
-        self.trainer = trainer
+    def __init__(self, C, model, loss, metric, inputs, opt):
+        self.trainer = C.Trainer(model, (loss, metric), [cntk_learner(C, model.parameters, opt)])
         self.inputs = inputs
+        self.count = cntk_count(model)
 
     def __call__(self, *arrays):
         self.trainer.train_minibatch(dict(zip(self.inputs, arrays)))
@@ -135,18 +416,32 @@ class CNTKStep:
 
 
 class TorchStep:
-    """PyTorch: forward, loss, zero_grad(set_to_none), backward, optimizer step."""
+    """PyTorch: forward, loss, zero_grad(set_to_none), backward, optimizer step. conv: the model and its
+    image inputs in channels_last (NHWC) memory format, oneDNN's preferred layout on CPU."""
 
-    def __init__(self, model, loss_fn, opt, prepare=None):
-        import torch
+    def __init__(self, torch, model, loss_fn, opt, config, prepare=None, conv=False):
         self.torch = torch
-        self.model, self.loss_fn, self.opt = model, loss_fn, opt
-        self.prepare = prepare or (lambda *a: tuple(torch.from_numpy(x) for x in a))
+        self.model, self.loss_fn = model, loss_fn
+        self.count = torch_count(model)
+        self.opt, form = torch_optimizer(torch, model.parameters(), opt)
+        self.info = {'optimizer': form, 'memory_format': 'channels_last' if conv else 'contiguous',
+                     'compile': bool(config.get('compile'))}
+        if conv:
+            model.to(memory_format=torch.channels_last)
+        prepare = prepare or (lambda *a: tuple(torch.from_numpy(x) for x in a))
+        if conv:
+            inner = prepare
+
+            def prepare(*a):
+                x, *rest = inner(*a)
+                return (x.contiguous(memory_format=torch.channels_last), *rest)
+        self.prepare = prepare
+        self.forward = torch.compile(model) if config.get('compile') else model
         model.train()
 
     def __call__(self, *arrays):
         *xs, y = self.prepare(*arrays)
-        out = self.model(*xs)
+        out = self.forward(*xs)
         loss = self.loss_fn(out, y)
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -154,19 +449,26 @@ class TorchStep:
         return float(loss.item())
 
 
+def tf_function(tf, config, **kw):
+    return tf.function(jit_compile=bool(config.get('jit_compile')), **kw)
+
+
 class TFStep:
-    """TensorFlow: a tf.function step with GradientTape over a Keras model and optimizer."""
+    """TensorFlow: a tf.function step (XLA when config['jit_compile']) with GradientTape over a Keras model
+    and optimizer."""
 
-    def __init__(self, model, loss_fn, opt):
-        import tensorflow as tf
+    def __init__(self, tf, keras, model, loss_fn, opt, config):
+        optimizer = keras_optimizer(keras, opt)
+        self.count = int(model.count_params())
+        self.info = {'jit_compile': bool(config.get('jit_compile'))}
 
-        @tf.function
+        @tf_function(tf, config)
         def step(x, y):
             with tf.GradientTape() as tape:
                 out = model(x, training=True)
                 loss = loss_fn(y, out)
             grads = tape.gradient(loss, model.trainable_variables)
-            opt.apply_gradients(zip(grads, model.trainable_variables))
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
             return loss
 
         self.step = step
@@ -195,10 +497,12 @@ def torch_setup():
     return torch
 
 
-def cntk_plain_rmsprop(C, parameters, lr, rho):
-    """CNTK's RMSProp adapts a per-element step size within [min, max]; with the range pinned just below 1
-    it is the RMSprop of PyTorch and Keras: lr * g / sqrt(mean g^2 + 1e-6). (CNTK requires inc > 1 > dec
-    and min < max, so the range is [0.999, 1].) `minibatch_size=IGNORE` applies lr to each minibatch's step as
-    it is, as the peers do; without it CNTK divides an adaptive learner's step by the minibatch size."""
-    return C.rmsprop(parameters, C.learning_parameter_schedule(lr), gamma=rho, inc=1.0001, dec=0.9999, max=1.0,
-                     min=0.999, need_ave_multiplier=False, minibatch_size=C.learners.IGNORE)
+def cntk_setup():
+    import cntk as C
+    C.cntk_py.set_fixed_random_seed(1)
+    return C
+
+
+def maybe(layer, on):
+    """`layer` when `on` (dropout in a timed run), else nothing (the equivalence check)."""
+    return [layer] if on else []

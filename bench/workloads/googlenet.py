@@ -2,7 +2,9 @@
 batch 16, 224x224x3: one forward+backward and an SGD update per step, on synthetic data."""
 import numpy as np
 
-from .common import one_hot_batch, ArrayData, CNTKStep, TFStep, TorchStep, synthetic_images, tf_setup, torch_glorot, torch_setup
+from .common import (ArrayData, CNTKStep, Params, TFStep, TorchStep, cntk_conv, cntk_dense, cntk_setup,
+                     keras_conv_values, keras_dense_values, one_hot_batch, synthetic_images, tf_setup, torch_conv,
+                     torch_dense, torch_setup)
 
 NAME = 'googlenet'
 TITLE = "GoogLeNet / Inception v1 (convnet-benchmarks), SGD lr 0.01, batch 16, synthetic 224x224x3"
@@ -10,12 +12,26 @@ BATCH = 16
 EPOCH_STEPS = None
 MEASURE_STEPS = 2
 WARMUP_STEPS = 2
-LR = 0.01
+OPTIMIZER = ('sgd', dict(lr=0.01))
 # Inception modules: (#1x1, #3x3 reduce, #3x3, #5x5 reduce, #5x5, pool projection); 'pool' = max-pool 3/2.
 MODULES = [(64, 96, 128, 16, 32, 32), (128, 128, 192, 32, 96, 64), 'pool',
            (192, 96, 208, 16, 48, 64), (160, 112, 224, 24, 64, 64), (128, 128, 256, 24, 64, 64),
            (112, 144, 288, 32, 64, 64), (256, 160, 320, 32, 128, 128), 'pool',
            (256, 160, 320, 32, 128, 128), (384, 192, 384, 48, 128, 128)]
+STEM = [('s0', 3, 64, 7, 2), ('s1', 64, 64, 1, 1), ('s2', 64, 192, 3, 1)]  # (name, in, out, kernel, stride)
+# An inception module's convolutions: (suffix, input: 'x' or another suffix, index of #filters, kernel)
+BRANCHES = [('b1', 'x', 0, 1), ('b3r', 'x', 1, 1), ('b3', 'b3r', 2, 3), ('b5r', 'x', 3, 1), ('b5', 'b5r', 4, 5),
+            ('bp', 'pool', 5, 1)]
+
+
+def inception_modules():
+    """(name, input channels, module) for each inception module, and the channels out of the last one."""
+    out, c = [], 192
+    for i, m in enumerate(MODULES):
+        if m != 'pool':
+            out.append(('m%d' % i, c, m))
+            c = m[0] + m[2] + m[4] + m[5]
+    return out, c
 
 
 def make_data():
@@ -23,102 +39,111 @@ def make_data():
     return ArrayData([x, y], BATCH)
 
 
+def make_params(data):
+    P = Params()
+    for name, c_in, c_out, k, _ in STEM:
+        P.conv(name, c_in, c_out, k)
+    mods, c = inception_modules()
+    for name, c_in, m in mods:
+        chans = {'x': c_in, 'pool': c_in}
+        for suffix, src, idx, k in BRANCHES:
+            P.conv(name + suffix, chans[src], m[idx], k)
+            chans[suffix] = m[idx]
+    P.dense('fc', c, 1000)
+    return P
+
+
+def build(P, conv, pool, concat, head):
+    """The network over framework-specific pieces: conv(name, stride)(h), pool(stride)(h) (max 3x3, same
+    padding), concat(list), head(h) (average pool 7x7, dense)."""
+    def net(h):
+        for name, _, _, _, s in STEM:
+            h = conv(name, s)(h)
+            if name != 's1':
+                h = pool(2)(h)
+        mods = iter(inception_modules()[0])
+        for m in MODULES:
+            if m == 'pool':
+                h = pool(2)(h)
+                continue
+            name, _, _ = next(mods)
+            t = {'x': h, 'pool': pool(1)(h)}
+            for suffix, src, _, _ in BRANCHES:
+                t[suffix] = conv(name + suffix, 1)(t[src])
+            h = concat([t['b1'], t['b3'], t['b5'], t['bp']])
+        return head(h)
+    return net
+
+
 class OpenCNTK:
-    def __init__(self, data):
-        import cntk as C
-        from cntk.layers import AveragePooling, Convolution2D, Dense, MaxPooling
+    def __init__(self, data, P, dropout=True, config=None):
+        C = cntk_setup()
+        from cntk.layers import AveragePooling, MaxPooling
         self.data = data
-        C.cntk_py.set_fixed_random_seed(1)
-
-        def conv(k, f, s=1):
-            return Convolution2D((k, k), f, strides=(s, s), pad=True, activation=C.relu)
-
-        def inception(h, m):
-            b1 = conv(1, m[0])(h)
-            b3 = conv(3, m[2])(conv(1, m[1])(h))
-            b5 = conv(5, m[4])(conv(1, m[3])(h))
-            bp = conv(1, m[5])(MaxPooling((3, 3), strides=(1, 1), pad=True)(h))
-            return C.splice(b1, b3, b5, bp, axis=0)
-
+        c = inception_modules()[1]
+        net = build(P, lambda name, s: cntk_conv(C, P, name, stride=s, pad=True, activation=C.relu),
+                    lambda s: MaxPooling((3, 3), strides=(s, s), pad=True),
+                    lambda hs: C.splice(*hs, axis=0),
+                    lambda h: cntk_dense(C, P, 'fc', in_shape=(c, 1, 1))(AveragePooling((7, 7), strides=(1, 1))(h)))
         x = C.input_variable((3, 224, 224))
         y = C.input_variable(1000)
-        h = conv(7, 64, 2)(x)
-        h = MaxPooling((3, 3), strides=(2, 2), pad=True)(h)
-        h = conv(3, 192)(conv(1, 64)(h))
-        h = MaxPooling((3, 3), strides=(2, 2), pad=True)(h)
-        for m in MODULES:
-            h = MaxPooling((3, 3), strides=(2, 2), pad=True)(h) if m == 'pool' else inception(h, m)
-        h = AveragePooling((7, 7), strides=(1, 1))(h)
-        z = Dense(1000)(h)
-        loss = C.cross_entropy_with_softmax(z, y)
-        learner = C.sgd(z.parameters, C.learning_parameter_schedule(LR))
-        self.step = CNTKStep(C.Trainer(z, (loss, C.classification_error(z, y)), [learner]), [x, y])
+        z = net(x)
+        self.step = CNTKStep(C, z, C.cross_entropy_with_softmax(z, y), C.classification_error(z, y), [x, y], OPTIMIZER)
         self.eye = np.eye(1000, dtype=np.float32)
 
     batch = one_hot_batch
 
 
 class PyTorch:
-    def __init__(self, data):
+    def __init__(self, data, P, dropout=True, config=None):
         torch = torch_setup()
         nn = torch.nn
         self.data = data
+        modules = nn.ModuleDict()
 
-        def conv(c, k, f, s=1):
-            return nn.Sequential(nn.Conv2d(c, f, k, stride=s, padding=k // 2), nn.ReLU())
+        def conv(name, s):  # made on the first call, the same module after
+            if name not in modules:
+                k = P[name + '.W'].shape[-1]
+                modules[name] = nn.Sequential(torch_conv(torch, P, name, stride=s, padding=k // 2), nn.ReLU())
+            return modules[name]
 
-        class Inception(nn.Module):
-            def __init__(self, c, m):
+        fc = torch_dense(torch, P, 'fc')
+        net = build(P, conv, lambda s: (lambda h: nn.functional.max_pool2d(h, 3, s, 1)), lambda hs: torch.cat(hs, 1),
+                    lambda h: fc(torch.flatten(nn.functional.avg_pool2d(h, 7), 1)))
+        with torch.no_grad():
+            net(torch.zeros(1, 3, 224, 224))  # makes the modules
+
+        class Net(nn.Module):
+            def __init__(self):
                 super().__init__()
-                self.b1 = conv(c, 1, m[0])
-                self.b3 = nn.Sequential(conv(c, 1, m[1]), conv(m[1], 3, m[2]))
-                self.b5 = nn.Sequential(conv(c, 1, m[3]), conv(m[3], 5, m[4]))
-                self.bp = nn.Sequential(nn.MaxPool2d(3, 1, padding=1), conv(c, 1, m[5]))
+                self.convs, self.fc = modules, fc
 
-            def forward(self, h):
-                return torch.cat([self.b1(h), self.b3(h), self.b5(h), self.bp(h)], 1)
+            def forward(self, x):
+                return net(x)
 
-        layers = [conv(3, 7, 64, 2), nn.MaxPool2d(3, 2, padding=1), conv(64, 1, 64), conv(64, 3, 192),
-                  nn.MaxPool2d(3, 2, padding=1)]
-        c = 192
-        for m in MODULES:
-            if m == 'pool':
-                layers.append(nn.MaxPool2d(3, 2, padding=1))
-            else:
-                layers.append(Inception(c, m))
-                c = m[0] + m[2] + m[4] + m[5]
-        layers += [nn.AvgPool2d(7), nn.Flatten(), nn.Linear(c, 1000)]
-        model = nn.Sequential(*layers)
-        torch_glorot(model)
-        self.step = TorchStep(model, nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=LR))
+        self.step = TorchStep(torch, Net(), nn.CrossEntropyLoss(), OPTIMIZER, config or {}, conv=True)
 
 
 class TensorFlow:
-    def __init__(self, data):
+    def __init__(self, data, P, dropout=True, config=None):
         tf, keras = tf_setup()
         L = keras.layers
         x, y = data.arrays
         self.data = ArrayData([np.ascontiguousarray(x.transpose(0, 2, 3, 1)), y], BATCH)
+        convs = {}
 
-        def conv(h, k, f, s=1):
-            return L.Conv2D(f, k, strides=s, padding='same', activation='relu')(h)
+        def conv(name, s):
+            convs[name] = L.Conv2D(P[name + '.W'].shape[0], P[name + '.W'].shape[-1], strides=s, padding='same',
+                                   activation='relu')
+            return convs[name]
 
+        fc = L.Dense(1000)
+        net = build(P, conv, lambda s: L.MaxPooling2D(3, s, padding='same'), lambda hs: L.Concatenate()(hs),
+                    lambda h: fc(L.Flatten()(L.AveragePooling2D(7)(h))))
         inp = keras.Input((224, 224, 3))
-        h = conv(inp, 7, 64, 2)
-        h = L.MaxPooling2D(3, 2, padding='same')(h)
-        h = conv(conv(h, 1, 64), 3, 192)
-        h = L.MaxPooling2D(3, 2, padding='same')(h)
-        for m in MODULES:
-            if m == 'pool':
-                h = L.MaxPooling2D(3, 2, padding='same')(h)
-            else:
-                b1 = conv(h, 1, m[0])
-                b3 = conv(conv(h, 1, m[1]), 3, m[2])
-                b5 = conv(conv(h, 1, m[3]), 5, m[4])
-                bp = conv(L.MaxPooling2D(3, 1, padding='same')(h), 1, m[5])
-                h = L.Concatenate()([b1, b3, b5, bp])
-        h = L.AveragePooling2D(7)(h)
-        out = L.Dense(1000)(L.Flatten()(h))
-        model = keras.Model(inp, out)
-        self.step = TFStep(model, keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                           keras.optimizers.SGD(learning_rate=LR))
+        model = keras.Model(inp, net(inp))
+        for name, layer in convs.items():
+            layer.set_weights(keras_conv_values(P, name))
+        fc.set_weights(keras_dense_values(P, 'fc'))
+        self.step = TFStep(tf, keras, model, keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                           OPTIMIZER, config or {})
