@@ -62,6 +62,10 @@ class MinibatchSource {
   // max_sweeps are reached (counted over all partitions), or when partition k has no data.
   Minibatch next_minibatch(size_t size_in_samples, size_t num_partitions = 1, size_t partition_index = 0);
 
+  // Whether neither max_samples nor max_sweeps limits the data.
+  bool is_infinite() const {
+    return config_.max_samples == kInfinitelyRepeat && config_.max_sweeps == kInfinitelyRepeat;
+  }
   // The position after the last minibatch returned (randomization included).
   Dictionary checkpoint_state() const;
   void restore_from_checkpoint(const Dictionary& state);
