@@ -67,8 +67,22 @@ def parse_args():
     return args
 
 
+def reexec_in_venv(script):
+    """Runs `script` again under the peers' virtual environment (build/bench-venv, or $BENCH_VENV; made by
+    bench/install-peers.sh) when it exists and is not this interpreter's; BENCH_NO_VENV=1 stays here."""
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    venv = os.environ.get('BENCH_VENV', os.path.join(root, 'build', 'bench-venv'))
+    py = os.path.join(venv, 'bin', 'python')
+    if (os.path.exists(py) and not os.environ.get('BENCH_NO_VENV')
+            and os.path.realpath(sys.prefix) != os.path.realpath(venv)):
+        os.execv(py, [py, os.path.abspath(script)] + sys.argv[1:])
+
+
 # The OpenMP runtime reads its environment once, when it is loaded: the thread
 # count and wait policy are set before anything that loads one is imported.
+if __name__ == '__main__':
+    reexec_in_venv(__file__)
 ARGS = parse_args() if __name__ == '__main__' else None
 os.environ['OMP_NUM_THREADS'] = str(THREADS)
 if ARGS is not None and ARGS.omp_wait_policy != 'default':

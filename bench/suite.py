@@ -35,7 +35,6 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-VENV = os.environ.get('BENCH_VENV', os.path.join(ROOT, 'build', 'bench-venv'))
 THREADS = 2
 # column -> (label, framework class of the workload module, configuration)
 COLUMNS = {
@@ -631,14 +630,6 @@ def chart(report, path):
     plt.close(fig)
 
 
-def reexec_in_venv():
-    """Runs this script again under the peers' virtual environment when it exists and is not this one."""
-    py = os.path.join(VENV, 'bin', 'python')
-    if (os.path.exists(py) and not os.environ.get('BENCH_NO_VENV')
-            and os.path.realpath(sys.prefix) != os.path.realpath(VENV)):
-        os.execv(py, [py, os.path.abspath(__file__)] + sys.argv[1:])
-
-
 def parse_args(argv=None):
     import workloads
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -761,5 +752,7 @@ if __name__ == '__main__':
     if len(sys.argv) == 4 and sys.argv[1] == '--worker':
         sys.path.insert(0, HERE)
         sys.exit(worker_main(sys.argv[2], sys.argv[3]))
-    reexec_in_venv()
+    sys.path.insert(0, HERE)
+    import run as bench_run
+    bench_run.reexec_in_venv(__file__)
     sys.exit(main())

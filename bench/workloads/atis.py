@@ -4,14 +4,20 @@ import os
 
 import numpy as np
 
-from .common import ROOT, CNTKStep, tf_setup, torch_glorot, torch_glorot_lstm, torch_setup
+from .common import (ROOT, CNTKStep, Params, TorchStep, cntk_dense, keras_optimizer, cntk_embedding, cntk_load_lstm, cntk_setup,
+                     keras_dense_values, keras_lstm_values, tf_apply, tf_function, tf_setup, torch_dense, torch_embedding,
+                     torch_lstm, torch_setup)
 
 NAME = 'atis'
 TITLE = ("ATIS slot tagger: embedding 943x150, LSTM 300, dense 129 per token, Adam lr 0.003, minibatches of "
          "<= 70 tokens, one epoch of 36,000 tokens of atis.train.ctf")
 VOCAB, SLOTS, EMBED, HIDDEN = 943, 129, 150, 300
 MB_TOKENS, EPOCH_TOKENS = 70, 36000
-LR = 0.003
+# The mean loss per token in all three (the original recipe's per-sample rate on a summed gradient is, for
+# Adam, the same update up to epsilon's scale).
+OPTIMIZER = ('adam', dict(lr=0.003, eps=1e-7))
+SKIP_COLUMNS = {'tensorflow_xla': 'minibatch shapes differ from step to step (whole sequences of up to 70 tokens): '
+                                  'XLA compiles again for each new shape'}
 BATCH = MB_TOKENS
 MEASURE_STEPS = None  # set by make_data: one epoch
 EPOCH_STEPS = None
@@ -70,6 +76,7 @@ def make_data():
 
 
 def padded(batch):
+    """Ids, slots (-100 past a sequence's end) and lengths, padded to the longest sequence."""
     lengths = np.array([len(q) for q, _ in batch])
     x = np.zeros((len(batch), lengths.max()), np.int64)
     y = np.full((len(batch), lengths.max()), -100, np.int64)
@@ -79,19 +86,25 @@ def padded(batch):
     return x, y, lengths
 
 
+def make_params(data):
+    P = Params()
+    P.embedding('embed', VOCAB, EMBED)
+    P.lstm('lstm', EMBED, HIDDEN)
+    P.dense('out', HIDDEN, SLOTS)
+    return P
+
+
 class OpenCNTK:
-    def __init__(self, data):
-        import cntk as C
-        from cntk.layers import LSTM, Dense, Embedding, Recurrence, Sequential
+    def __init__(self, data, P, dropout=True, config=None):
+        C = cntk_setup()
+        from cntk.layers import LSTM, Recurrence
         self.C, self.data = C, data
-        C.cntk_py.set_fixed_random_seed(1)
         x = C.sequence.input_variable(VOCAB, is_sparse=True)
         y = C.sequence.input_variable(SLOTS, is_sparse=True)
-        z = Sequential([Embedding(EMBED), Recurrence(LSTM(HIDDEN)), Dense(SLOTS)])(x)
-        loss = C.cross_entropy_with_softmax(z, y)
-        learner = C.adam(z.parameters, C.learning_parameter_schedule_per_sample(LR), momentum=0.9,
-                         variance_momentum=0.999, epsilon=1e-7)
-        self.step = CNTKStep(C.Trainer(z, (loss, C.classification_error(z, y)), [learner]), [x, y])
+        h = Recurrence(LSTM(HIDDEN))(cntk_embedding(P, 'embed')(x))
+        cntk_load_lstm(h, P, 'lstm')
+        z = cntk_dense(C, P, 'out')(h)
+        self.step = CNTKStep(C, z, C.cross_entropy_with_softmax(z, y), C.classification_error(z, y), [x, y], OPTIMIZER)
 
     def batch(self, s):
         b = self.data.get(s)
@@ -100,72 +113,64 @@ class OpenCNTK:
 
 
 class PyTorch:
-    def __init__(self, data):
+    """Padded sequences, not packed ones: PyTorch's LSTM runs oneDNN's RNN primitive only on a padded batch, and
+    for a forward LSTM the outputs within each sequence do not depend on the padding after it, whose loss is
+    masked (ignore_index), so the update is the same."""
+
+    def __init__(self, data, P, dropout=True, config=None):
         torch = torch_setup()
         nn = torch.nn
-        self.torch, self.data = torch, data
+        self.data = data
 
         class Model(nn.Module):
             def __init__(self):
                 super().__init__()
-                self.embed = nn.Embedding(VOCAB, EMBED)
-                self.lstm = nn.LSTM(EMBED, HIDDEN, batch_first=True)
-                self.out = nn.Linear(HIDDEN, SLOTS)
+                self.embed = torch_embedding(torch, P, 'embed')
+                self.lstm = torch_lstm(torch, P, ['lstm'])
+                self.out = torch_dense(torch, P, 'out')
 
-            def forward(self, x, lengths):
-                packed = nn.utils.rnn.pack_padded_sequence(self.embed(x), lengths, batch_first=True,
-                                                           enforce_sorted=False)
-                h, _ = self.lstm(packed)
-                h, _ = nn.utils.rnn.pad_packed_sequence(h, batch_first=True)
-                return self.out(h)
+            def forward(self, x):
+                h, _ = self.lstm(self.embed(x))
+                return self.out(h).reshape(-1, SLOTS)
 
-        self.model = Model()
-        torch_glorot(self.model)
-        torch_glorot_lstm(self.model.lstm)
-        self.opt = torch.optim.Adam(self.model.parameters(), lr=LR, eps=1e-7)
-        self.loss_fn = nn.CrossEntropyLoss(reduction='sum', ignore_index=-100)
+        def prepare(x, y, lengths):
+            return torch.from_numpy(x), torch.from_numpy(y).reshape(-1)
+
+        self.step = TorchStep(torch, Model(), nn.CrossEntropyLoss(ignore_index=-100), OPTIMIZER, config or {}, prepare)
 
     def batch(self, s):
         return padded(self.data.get(s))
 
-    def step(self, x, y, lengths):
-        torch = self.torch
-        out = self.model(torch.from_numpy(x), torch.from_numpy(lengths))
-        loss = self.loss_fn(out.reshape(-1, SLOTS), torch.from_numpy(y).reshape(-1))
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        self.opt.step()
-        return float(loss.item()) / int(lengths.sum())
-
 
 class TensorFlow:
-    def __init__(self, data):
+    def __init__(self, data, P, dropout=True, config=None):
         tf, keras = tf_setup()
         L = keras.layers
         self.data = data
-        # Index 0 is padding (mask_zero), so the words are shifted by one.
-        model = keras.Sequential([keras.Input((None,), dtype='int64'),
-                                  L.Embedding(VOCAB + 1, EMBED, mask_zero=True, embeddings_initializer='glorot_uniform'),
-                                  L.LSTM(HIDDEN, return_sequences=True, recurrent_initializer='glorot_uniform',
-                                         unit_forget_bias=False),
-                                  L.Dense(SLOTS)])
-        opt = keras.optimizers.Adam(learning_rate=LR, epsilon=1e-7)
+        ids, mask = keras.Input((None,), dtype='int64'), keras.Input((None,), dtype='bool')
+        embed, lstm, out = L.Embedding(VOCAB, EMBED), L.LSTM(HIDDEN, return_sequences=True), L.Dense(SLOTS)
+        model = keras.Model([ids, mask], out(lstm(embed(ids), mask=mask)))
+        embed.set_weights([P['embed.E']])
+        lstm.set_weights(keras_lstm_values(P, 'lstm'))
+        out.set_weights(keras_dense_values(P, 'out'))
+        opt = keras_optimizer(keras, OPTIMIZER)
         ce = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction='sum')
 
-        @tf.function(reduce_retracing=True)
-        def step(x, y, w):
+        @tf_function(tf, config or {}, reduce_retracing=True)
+        def step(x, m, y, w):
             with tf.GradientTape() as tape:
-                loss = ce(y, model(x, training=True), sample_weight=w)
-            grads = tape.gradient(loss, model.trainable_variables)
-            opt.apply_gradients(zip(grads, model.trainable_variables))
+                loss = ce(y, model([x, m], training=True), sample_weight=w) / tf.reduce_sum(w)
+            tf_apply(tf, opt, tape.gradient(loss, model.trainable_variables), model.trainable_variables)
             return loss
 
         self.tf_step = step
+        self.count = int(model.count_params())
+        self.step = self
 
     def batch(self, s):
         x, y, lengths = padded(self.data.get(s))
-        mask = (y >= 0)
-        return x + mask, np.where(mask, y, 0), mask.astype(np.float32)
+        w = y >= 0
+        return x, w, np.where(w, y, 0), w.astype(np.float32)
 
-    def step(self, x, y, w):
-        return float(self.tf_step(x, y, w)) / float(w.sum())
+    def __call__(self, x, m, y, w):
+        return float(self.tf_step(x, m, y, w))

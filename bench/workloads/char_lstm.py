@@ -2,15 +2,15 @@
 text, one-hot characters, dense softmax over the characters; RMSprop lr 0.01; batch 128."""
 import numpy as np
 
-from .common import (cntk_plain_rmsprop, ArrayData, CNTKStep, TFStep, TorchStep, english_text, tf_setup, torch_glorot,
-                     torch_glorot_lstm, torch_setup)
+from .common import (ArrayData, CNTKStep, Params, TFStep, TorchStep, cntk_dense, cntk_load_lstm, cntk_setup,
+                     english_text, keras_dense_values, keras_lstm_values, tf_setup, torch_dense, torch_lstm, torch_setup)
 
 NAME = 'char_lstm'
 TITLE = ("char LSTM (Keras lstm_text_generation): LSTM 128 over 40-character one-hot windows, dense softmax, "
          "RMSprop lr 0.01, batch 128, Debian's license texts (/usr/share/common-licenses)")
 BATCH = 128
 MAXLEN, STEP, HIDDEN = 40, 3, 128
-LR, RHO = 0.01, 0.9
+OPTIMIZER = ('rmsprop', dict(lr=0.01, rho=0.9))
 MEASURE_STEPS = 40
 WARMUP_STEPS = 5
 EPOCH_STEPS = None  # set by make_data
@@ -30,18 +30,24 @@ def make_data():
     return data
 
 
+def make_params(data):
+    P = Params()
+    P.lstm('lstm', data.num_chars, HIDDEN)
+    P.dense('out', HIDDEN, data.num_chars)
+    return P
+
+
 class OpenCNTK:
-    def __init__(self, data):
-        import cntk as C
-        from cntk.layers import LSTM, Dense, Recurrence
+    def __init__(self, data, P, dropout=True, config=None):
+        C = cntk_setup()
+        from cntk.layers import LSTM, Recurrence
         self.C, self.data, self.n = C, data, data.num_chars
-        C.cntk_py.set_fixed_random_seed(1)
         x = C.sequence.input_variable(self.n, is_sparse=True)
         y = C.input_variable(self.n)
-        z = Dense(self.n)(C.sequence.last(Recurrence(LSTM(HIDDEN))(x)))
-        loss = C.cross_entropy_with_softmax(z, y)
-        learner = cntk_plain_rmsprop(C, z.parameters, LR, RHO)
-        self.step = CNTKStep(C.Trainer(z, (loss, C.classification_error(z, y)), [learner]), [x, y])
+        h = Recurrence(LSTM(HIDDEN))(x)
+        cntk_load_lstm(h, P, 'lstm')
+        z = cntk_dense(C, P, 'out')(C.sequence.last(h))
+        self.step = CNTKStep(C, z, C.cross_entropy_with_softmax(z, y), C.classification_error(z, y), [x, y], OPTIMIZER)
         self.eye = np.eye(self.n, dtype=np.float32)
 
     def batch(self, s):
@@ -50,7 +56,7 @@ class OpenCNTK:
 
 
 class PyTorch:
-    def __init__(self, data):
+    def __init__(self, data, P, dropout=True, config=None):
         torch = torch_setup()
         nn = torch.nn
         self.data, n = data, data.num_chars
@@ -58,36 +64,33 @@ class PyTorch:
         class Model(nn.Module):
             def __init__(self):
                 super().__init__()
-                self.lstm = nn.LSTM(n, HIDDEN, batch_first=True)
-                self.out = nn.Linear(HIDDEN, n)
+                self.lstm = torch_lstm(torch, P, ['lstm'])
+                self.out = torch_dense(torch, P, 'out')
 
             def forward(self, x):
                 _, (h, _) = self.lstm(x)
                 return self.out(h[0])
 
-        model = Model()
-        torch_glorot(model)
-        torch_glorot_lstm(model.lstm)
         self.eye = torch.eye(n)
 
         def prepare(x, y):
             return self.eye[torch.from_numpy(x)], torch.from_numpy(y)  # one-hot characters, as Keras' example
 
-        opt = torch.optim.RMSprop(model.parameters(), lr=LR, alpha=RHO, eps=1e-7)
-        self.step = TorchStep(model, nn.CrossEntropyLoss(), opt, prepare)
+        self.step = TorchStep(torch, Model(), nn.CrossEntropyLoss(), OPTIMIZER, config or {}, prepare)
 
 
 class TensorFlow:
-    def __init__(self, data):
+    def __init__(self, data, P, dropout=True, config=None):
         tf, keras = tf_setup()
         L = keras.layers
         self.data, n = data, data.num_chars
         self.eye = np.eye(n, dtype=np.float32)
-        model = keras.Sequential([keras.Input((MAXLEN, n)),
-                                  L.LSTM(HIDDEN, recurrent_initializer='glorot_uniform', unit_forget_bias=False),
-                                  L.Dense(n)])
-        self.step = TFStep(model, keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                           keras.optimizers.RMSprop(learning_rate=LR, rho=RHO, epsilon=1e-7))
+        lstm, out = L.LSTM(HIDDEN), L.Dense(n)
+        model = keras.Sequential([keras.Input((MAXLEN, n)), lstm, out])
+        lstm.set_weights(keras_lstm_values(P, 'lstm'))
+        out.set_weights(keras_dense_values(P, 'out'))
+        self.step = TFStep(tf, keras, model, keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                           OPTIMIZER, config or {})
 
     def batch(self, s):
         x, y = self.data.get(s)

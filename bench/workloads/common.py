@@ -453,6 +453,18 @@ def tf_function(tf, config, **kw):
     return tf.function(jit_compile=bool(config.get('jit_compile')), **kw)
 
 
+def tf_apply(tf, optimizer, grads, variables):
+    """optimizer.apply_gradients with each embedding gradient (IndexedSlices) summed per row first: Keras 3's
+    optimizers square a sparse gradient's slices one by one, so a word seen twice in a minibatch gets a second
+    moment of g1^2 + g2^2 instead of (g1 + g2)^2 (ATIS' losses differed from step 1 by up to 10%)."""
+    def dedup(g):
+        if isinstance(g, tf.IndexedSlices):
+            rows, pos = tf.unique(g.indices)
+            return tf.IndexedSlices(tf.math.unsorted_segment_sum(g.values, pos, tf.shape(rows)[0]), rows, g.dense_shape)
+        return g
+    optimizer.apply_gradients(zip([dedup(g) for g in grads], variables))
+
+
 class TFStep:
     """TensorFlow: a tf.function step (XLA when config['jit_compile']) with GradientTape over a Keras model
     and optimizer."""
@@ -467,8 +479,7 @@ class TFStep:
             with tf.GradientTape() as tape:
                 out = model(x, training=True)
                 loss = loss_fn(y, out)
-            grads = tape.gradient(loss, model.trainable_variables)
-            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            tf_apply(tf, optimizer, tape.gradient(loss, model.trainable_variables), model.trainable_variables)
             return loss
 
         self.step = step
