@@ -88,12 +88,14 @@ csharp: dev
 nupkg: dev
 	python3 bindings/csharp/make_nupkg.py build/dev/libcntk_c.so build/csharp
 
-# The peers the benchmarks compare with (PyTorch, TensorFlow) and the Fashion-MNIST data.
+# The peers the benchmarks compare with, pinned (torch, tensorflow-cpu, keras) in build/bench-venv, and the
+# Fashion-MNIST data.
 bench-deps:
 	bash bench/install-peers.sh
 
-# The benchmark suite: every workload of bench/workloads in OpenCNTK, PyTorch and TensorFlow;
-# writes bench/results/<date>-suite.{json,md,png}. Some: PYTHONPATH=python python3 bench/suite.py --workloads mlp,cnn
+# The benchmark suite: every workload of bench/workloads in OpenCNTK, PyTorch and TensorFlow, equivalence check
+# first, both OpenMP wait policies; writes bench/results/<date>-suite.{json,md,png} and the README table.
+# Some: python3 bench/suite.py --workloads mlp,cnn; the check alone: python3 bench/suite.py --check
 bench: dev bench-deps
 	PYTHONPATH=python python3 bench/suite.py
 
