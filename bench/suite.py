@@ -29,6 +29,7 @@ import math
 import os
 import platform
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -232,11 +233,24 @@ class Worker:
                                      bufsize=1, env=worker_env(policy), cwd=ROOT)
         self.cpus = []
 
+    def signal(self, sig):
+        try:
+            os.kill(self.proc.pid, sig)
+        except ProcessLookupError:
+            pass
+
     def ask(self, **cmd):
-        if cmd:
-            self.proc.stdin.write(json.dumps(cmd) + '\n')
-            self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
+        """Sends a command and waits for the reply. Between commands the worker is stopped (SIGSTOP): under
+        OMP_WAIT_POLICY=ACTIVE an idle OpenMP runtime spins its threads without end, and would take the CPUs
+        from the worker being measured."""
+        self.signal(signal.SIGCONT)
+        try:
+            if cmd:
+                self.proc.stdin.write(json.dumps(cmd) + '\n')
+                self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        finally:
+            self.signal(signal.SIGSTOP)
         if not line:
             raise RuntimeError('the worker exited (see %s)' % self.log.name)
         r = json.loads(line)
@@ -260,6 +274,7 @@ class Worker:
             discarded += 1
 
     def close(self):
+        self.signal(signal.SIGCONT)
         try:
             self.proc.stdin.write('{"cmd": "quit"}\n')
             self.proc.stdin.close()

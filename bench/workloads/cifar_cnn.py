@@ -33,7 +33,8 @@ def make_params(data):
 
 
 class OpenCNTK:
-    def __init__(self, data, P, dropout=True, config=None):
+    def __init__(self, data, P=None, dropout=True, config=None):
+        P = make_params(data) if P is None else P  # bench/distributed.py and dnnl_layouts.py build it alone
         C = cntk_setup()
         from cntk.layers import Dropout, MaxPooling, Sequential
         self.data = data

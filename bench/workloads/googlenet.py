@@ -76,7 +76,8 @@ def build(P, conv, pool, concat, head):
 
 
 class OpenCNTK:
-    def __init__(self, data, P, dropout=True, config=None):
+    def __init__(self, data, P=None, dropout=True, config=None):
+        P = make_params(data) if P is None else P  # bench/distributed.py and dnnl_layouts.py build it alone
         C = cntk_setup()
         from cntk.layers import AveragePooling, MaxPooling
         self.data = data
