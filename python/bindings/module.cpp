@@ -517,4 +517,5 @@ NB_MODULE(_cntk, m) {
   void bind_io_htk(nb::module_&); bind_io_htk(m);  // HTK feature and MLF deserializers (io_htk.cpp)
   void bind_serialize(nb::module_&); bind_serialize(m);  // model files (serialize.cpp)
   void bind_lattice(nb::module_&); bind_lattice(m);  // lattice archives and format (lattice.cpp)
+  void bind_training_session(nb::module_&); bind_training_session(m);  // TrainingSession (training_session.cpp)
 }

@@ -116,10 +116,7 @@ class Trainer(_cntk.Trainer):
         for o in (outputs or []):
             out_vars.append(o.output if isinstance(o, _cntk.Function) else o)
         updated, values = self._train_minibatch(pairs, sweep_end, out_vars)
-        loss = self._previous_minibatch_loss()
-        if loss.samples > 0:
-            metric = self._previous_minibatch_evaluation().sum if self._metric_fn is not None else None
-            _call_writers(self._writers, 'update_training', loss.samples, loss.sum, metric)
+        self._report_training_minibatch()
         if outputs:
             return updated, {o: _from_value(o, v) for o, v in zip(out_vars, values)}
         return updated
@@ -140,10 +137,20 @@ class Trainer(_cntk.Trainer):
         # distributed: the sums over all workers (each worker calls it, with or without data).
         pairs, _ = _minibatch_arguments(arguments, self._all_args)
         average, _ = self._test_minibatch(pairs, [], distributed)
+        self._report_test_minibatch()
+        return average
+
+    # The last minibatch's figures to the progress writers (also called by the training session).
+    def _report_training_minibatch(self):
+        loss = self._previous_minibatch_loss()
+        if loss.samples > 0:
+            metric = self._previous_minibatch_evaluation().sum if self._metric_fn is not None else None
+            _call_writers(self._writers, 'update_training', loss.samples, loss.sum, metric)
+
+    def _report_test_minibatch(self):
         prev = self._previous_test_minibatch()
         if prev.samples > 0:
             _call_writers(self._writers, 'update_test', prev.samples, prev.sum)
-        return average
 
     def save_checkpoint(self, filename, external_state={}):
         """Saves the trainer's state: the training graph (model, loss and metric) as a model file

@@ -1,15 +1,15 @@
 """TrainingSession: the training loop over a minibatch source, with periodic
 progress summaries, cross-validation, a final test and checkpoints (CNTK's training_session).
+The loop is the engine's TrainingSession (include/cntk/training_session.h); this module keeps
+CNTK's Python configuration classes and hands Python sources, progress writers and callbacks to it.
 A checkpoint holds the trainer (Trainer.save_checkpoint) and, in its external state, the
 training source's position (get_checkpoint_state) under CNTK's key 'TrainingMinibatchSource'."""
 import enum
-import os
 import sys
 
 import numpy as np
 
 from .. import _cntk
-from ..debugging.profiler import _phase as _profiler_phase, _flush_after_error as _flush_profiler_after_error
 from ..variables import Record
 
 
@@ -146,29 +146,93 @@ def _source_and_map(source, input_map, function, infinitely_repeat=True):
     return source, input_map
 
 
-def _is_infinite(source, max_samples=sys.maxsize):
-    """Whether reading `source` up to `max_samples` never ends (CNTK's check)."""
-    from ..io import INFINITELY_REPEAT
-    limitless = max_samples is None or max_samples == INFINITELY_REPEAT or max_samples >= np.iinfo(np.int64).max
-    return limitless and hasattr(source, 'is_infinite') and bool(source.is_infinite())
+class _SessionSource(object):
+    """A Python minibatch source as the engine's session reads it (_cntk._python_training_source):
+    `next` returns None at the end, else the minibatch as (variable, Value) pairs and its sweep end."""
+
+    def __init__(self, source, input_map, all_args):
+        self.source, self.input_map, self.all_args = source, input_map, all_args
+        self.has_state = hasattr(source, 'get_checkpoint_state') and hasattr(source, 'restore_from_checkpoint')
+        self.infinite = hasattr(source, 'is_infinite') and bool(source.is_infinite())
+
+    def next(self, size, workers, rank):
+        from ..io import UserMinibatchSource, MinibatchSourceFromData
+        from ..eval.evaluator import _minibatch_arguments
+        source, input_map = self.source, self.input_map
+        if not isinstance(source, UserMinibatchSource) or isinstance(source, MinibatchSourceFromData):
+            parts = {} if workers == 1 else {'num_data_partitions': workers, 'partition_index': rank}
+            if input_map is not None:
+                parts['input_map'] = input_map
+            mb = source.next_minibatch(size, **parts)
+        else:
+            # A UserMinibatchSource has CNTK's signature (size, number of workers, worker rank) and
+            # returns data by stream; it is mapped to the model's inputs here.
+            mb = source.next_minibatch(size, workers, rank)
+            if mb and input_map is not None:
+                mb = {var: mb[source.stream_info(si) if isinstance(si, str) else si] for var, si in input_map.items()}
+        if not mb:
+            return None
+        pairs, sweep_end = _minibatch_arguments(mb, self.all_args)
+        return pairs, bool(sweep_end)
+
+    def state(self):
+        return self.source.get_checkpoint_state()
+
+    def restore(self, state):
+        self.source.restore_from_checkpoint(state)
 
 
-class _Action(object):
-    """A periodic action of the session: checkpoint, progress summary or cross-validation."""
-
-    def __init__(self, frequency, unit, run):
-        self.frequency, self.unit, self.run = frequency, unit, run
-        self.index = 0        # the period the units seen are in
-        self.last_count = 0   # the units seen when it last ran
+def _native_source(source, input_map, trainer):
+    if source is None:
+        return None
+    return _cntk._python_training_source(_SessionSource(source, input_map, trainer._all_args))
 
 
-class TrainingSession(object):
+class _SessionProgress(object):
+    """The session's progress reports to the trainer's progress writers."""
+
+    def __init__(self, trainer):
+        self.trainer = trainer
+
+    def training_minibatch(self):
+        self.trainer._report_training_minibatch()
+
+    def test_minibatch(self):
+        self.trainer._report_test_minibatch()
+
+    def training_summary(self):
+        self.trainer.summarize_training_progress()
+
+    def test_summary(self):
+        self.trainer.summarize_test_progress()
+
+
+def _native_schedule(schedule):
+    return _cntk.minibatch_size_schedule(list(schedule._steps), schedule.epoch_size)
+
+
+def _native_frequency(value, unit):
+    return _cntk._Frequency(value, int(unit))
+
+
+def _continue_unless_false(hook):
+    def wrapped(*args):
+        return hook(*args) is not False
+    wrapped.__name__ = getattr(hook, '__name__', 'callback')
+    wrapped.__doc__, wrapped._returns_bool = getattr(hook, '__doc__', None), True
+    return wrapped
+
+
+class TrainingSession(_cntk.TrainingSession):
     """Runs `trainer` over `mb_source` until `max_samples` samples (or the data ends).
 
-    After each minibatch the periodic actions run, in this order, whenever the units they count
-    (samples, minibatches or sweeps, as the trainer's learners count them) enter a new period:
-    checkpoint, progress summary, cross-validation. When training ends, each action whose last
-    period was partial runs once more; then the test runs."""
+    The loop is the engine's (include/cntk/training_session.h): after each minibatch the
+    periodic actions run, in this order, whenever the units they count (samples, minibatches or
+    sweeps, as the trainer's learners count them) enter a new period: checkpoint, progress
+    summary, cross-validation. When training ends, each action whose last period was partial runs
+    once more; then the test runs. A subclass may override the hooks (`on_minibatch_start`,
+    `on_minibatch_end`, `on_checkpoint_start`, `on_checkpoint_end`, `on_cross_validation_end`,
+    `minibatch_size`); they are called from the loop with the GIL held."""
 
     def __init__(self, trainer, mb_source, mb_size, model_inputs_to_streams, max_samples, progress_frequency,
                  checkpoint_config, cv_config, test_config):
@@ -190,206 +254,54 @@ class TrainingSession(object):
         self.cv_config = cv_config
         self.test_config = test_config
         self.cv_callback = cv_config.callback if cv_config is not None else None
-        # Distributed learners (CNTK's rule): each worker reads its own partition of the data once
-        # every learner is distributed (after the longest warm start), block momentum reads
-        # `workers` times the minibatch size, and tests sum over all workers.
-        self._parallel_after, self._rank, self._workers, self._mb_scale = 0, 0, 1, 1
-        for learner in trainer.parameter_learners:
-            if isinstance(learner, _cntk.DistributedLearner):
-                self._parallel_after = max(self._parallel_after, learner.parallelization_after())
-                self._rank = learner.communicator().current_worker().global_rank
-                self._workers = len(learner.communicator().workers())
-                self._mb_scale = learner.minibatch_size_scale_factor()
-        self._actions = []
+
         ckp = checkpoint_config
-        if ckp is not None and ckp.frequency:
-            self._actions.append(_Action(ckp.frequency, ckp.frequency_unit, self._checkpoint_action))
-        if self.progress_frequency:
-            self._actions.append(_Action(self.progress_frequency, progress_unit, self._progress_action))
-        if cv_config is not None and cv_config.frequency:
-            self._actions.append(_Action(cv_config.frequency, cv_config.frequency_unit, self._cross_validate))
+        native_ckp = (_cntk._CheckpointConfig(ckp.filename, _native_frequency(ckp.frequency, ckp.frequency_unit),
+                                              bool(ckp.restore), bool(ckp.preserve_all))
+                      if ckp is not None else _cntk._CheckpointConfig('', _native_frequency(0, DataUnit.sample),
+                                                                      False, False))
+        cv = cv_config
+        if cv is not None:
+            cv_map = cv.model_inputs_to_streams if cv.model_inputs_to_streams is not None else model_inputs_to_streams
+            native_cv = _cntk._CrossValidationConfig(
+                _native_source(cv.source, cv_map, trainer), _native_frequency(cv.frequency, cv.frequency_unit),
+                _native_schedule(cv.mb_size), min(cv.max_samples, sys.maxsize),
+                _continue_unless_false(cv.callback) if cv.callback is not None else None)
+        else:
+            native_cv = _cntk._CrossValidationConfig(None, _native_frequency(0, DataUnit.sample),
+                                                     _cntk.minibatch_size_schedule(32), sys.maxsize, None)
+        test = test_config
+        test_map = None
+        if test is not None:
+            test_map = test.model_inputs_to_streams if test.model_inputs_to_streams is not None \
+                else model_inputs_to_streams
+        native_test = _cntk._TestConfig(_native_source(test.source if test is not None else None, test_map, trainer),
+                                        _native_schedule(test.mb_size) if test is not None
+                                        else _cntk.minibatch_size_schedule(32))
+        super(TrainingSession, self).__init__(
+            trainer, _native_source(mb_source, model_inputs_to_streams, trainer),
+            _native_schedule(self.mb_size), min(self.max_samples, sys.maxsize),
+            _native_frequency(self.progress_frequency, progress_unit), native_ckp, native_cv, native_test,
+            [_cntk._python_training_progress(_SessionProgress(trainer))])
 
-    def _next(self, source, size, input_map, workers=1, rank=0):
-        from ..io import UserMinibatchSource, MinibatchSourceFromData
-        if size <= 0:
-            return {}
-        if not isinstance(source, UserMinibatchSource) or isinstance(source, MinibatchSourceFromData):
-            parts = {} if workers == 1 else {'num_data_partitions': workers, 'partition_index': rank}
-            if input_map is not None:
-                return source.next_minibatch(size, input_map=input_map, **parts)
-            return source.next_minibatch(size, **parts)
-        # A UserMinibatchSource has CNTK's signature (size, number of workers, worker rank) and
-        # returns data by stream; the session maps it to the model's inputs.
-        mb = source.next_minibatch(size, workers, rank)
-        if not mb or input_map is None:
-            return mb
-        return {var: mb[source.stream_info(si) if isinstance(si, str) else si] for var, si in input_map.items()}
-
-    def _units_seen(self, unit):
-        if unit == DataUnit.sample:
-            return self.trainer.total_number_of_samples_seen
-        from .trainer import _native_learner
-        learner = _native_learner(self.trainer.parameter_learners[0])
-        return (learner.total_number_of_minibatches_seen() if unit == DataUnit.minibatch
-                else learner.total_number_of_sweeps_seen())
-
-    # The key of the training source's position in a checkpoint's external state (CNTK's).
-    _SOURCE_KEY = 'TrainingMinibatchSource'
-
-    def _save_checkpoint(self, filename):
-        state = {}
-        if hasattr(self.mb_source, 'get_checkpoint_state'):
-            state[self._SOURCE_KEY] = self.mb_source.get_checkpoint_state()
-        self.trainer.save_checkpoint(filename, state)
-
-    def _checkpoint_action(self, index):
-        cfg = self.checkpoint_config
-        self._save_checkpoint(cfg.filename + (str(index) if cfg.preserve_all else ''))
-        # As in CNTK, the profiler is enabled after each checkpoint (so the first
-        # checkpoint period is not profiled); this has no effect unless start_profiler ran.
-        _cntk.enable_profiler()
-        return True
-
-    def _progress_action(self, index):
-        self.trainer.summarize_training_progress()
-        return True
-
-    def _checkpoint_to_restore(self):
-        """The checkpoint file itself, or else the <filename>N with the largest N (preserve_all), or None."""
-        name = self.checkpoint_config.filename
-        if os.path.exists(name):
-            return name
-        folder, base = os.path.split(name)
-        if folder and not os.path.isdir(folder):
-            os.makedirs(folder, exist_ok=True)
-        best, best_n = None, -1
-        for f in os.listdir(folder or '.'):
-            suffix = f[len(base):]
-            if f.startswith(base) and suffix.isdigit() and os.path.exists(os.path.join(folder, f) + '.ckp'):
-                if int(suffix) > best_n:
-                    best, best_n = os.path.join(folder, f), int(suffix)
-        return best
-
-    def _restore_checkpoint(self):
-        """Restores the trainer and the training source, and puts each action in its period."""
-        path = self._checkpoint_to_restore()
-        if path is None:
-            return
-        state = self.trainer.restore_from_checkpoint(path)
-        if self._SOURCE_KEY in state and hasattr(self.mb_source, 'restore_from_checkpoint'):
-            self.mb_source.restore_from_checkpoint(state[self._SOURCE_KEY])
-        for a in self._actions:
-            count = self._units_seen(a.unit)
-            a.index = count // a.frequency
-            a.last_count = count - count % a.frequency
+    def __init_subclass__(cls, **kwargs):
+        # The engine reads these hooks' results as bools; a Python override that returns None
+        # (or anything but False) continues training, as CNTK's did.
+        super().__init_subclass__(**kwargs)
+        for name in ('on_minibatch_end', 'on_cross_validation_end'):
+            hook = cls.__dict__.get(name)
+            if hook is not None and not getattr(hook, '_returns_bool', False):
+                setattr(cls, name, _continue_unless_false(hook))
 
     def train(self, device=None):
         """Runs the training loop. With a CheckpointConfig, checkpoints are written every `frequency`
         and at the end, and training resumes from the last checkpoint when `restore` is set. If it
         raises, a running profiler session writes its files before the exception propagates."""
-        try:
-            self._train()
-        except BaseException:
-            _flush_profiler_after_error()
-            raise
+        self._train()
 
-    def _train(self):
-        trainer = self.trainer
-        ckp = self.checkpoint_config
-        if ckp is not None and ckp.restore and ckp.filename:
-            self._restore_checkpoint()
-        restored = trainer.total_number_of_samples_seen
-        if _is_infinite(self.mb_source, self.max_samples):
-            raise ValueError("Train minibatch source must have a limited number of samples or sweeps.")
-        early_exit = False
-        should_train = True
-        while should_train:
-            seen = trainer.total_number_of_samples_seen
-            left = 0 if early_exit or self.max_samples <= seen else self.max_samples - seen
-            distributed = self._workers > 1 and seen >= self._parallel_after
-            workers, rank, scale = (self._workers, self._rank, self._mb_scale) if distributed else (1, 0, 1)
-            with _profiler_phase('read minibatch'):
-                mb = self._next(self.mb_source, min(self.mb_size[seen] * scale, left), self.model_inputs_to_streams,
-                                workers, rank)
-            # An empty minibatch ends training (train_minibatch returns False for it); a worker
-            # out of data still trains it, since the others may not be.
-            if mb or self._workers > 1:
-                should_train = bool(trainer.train_minibatch(mb or {}))
-            else:
-                should_train = False
-            for a in self._actions:
-                count = self._units_seen(a.unit)
-                index = count // a.frequency
-                if index != a.index:
-                    early_exit |= a.run(a.index) is False
-                    a.index, a.last_count = index, count
-        if restored != trainer.total_number_of_samples_seen:
-            # The last, partial period of each action.
-            for a in self._actions:
-                count = self._units_seen(a.unit)
-                if count % a.frequency != 0 and count != a.last_count:
-                    a.run(a.index)
-        if ckp is not None and ckp.frequency and ckp.preserve_all and not os.path.exists(ckp.filename):
-            self._save_checkpoint(ckp.filename)  # the final state, under the plain file name too
-        self._test()
-
-    def _evaluate(self, source, input_map, mb_size, max_samples):
-        """Tests the trainer on `source` until it ends or `max_samples` samples were read; returns
-        (error sum, samples, minibatches)."""
-        if input_map is None:
-            input_map = self.model_inputs_to_streams
-        total = minibatches = 0
-        error_sum = 0.0
-        distributed = self._workers > 1
-        while True:
-            mb = self._next(source, min(mb_size[total], max_samples - total), input_map, self._workers, self._rank)
-            if not mb and not distributed:
-                break
-            self.trainer._test(mb or {}, distributed)
-            prev = self.trainer._previous_test_minibatch()
-            if distributed and prev.samples == 0:
-                break  # every worker is out of data
-            error_sum += prev.sum
-            total += prev.samples
-            minibatches += 1
-        return error_sum, total, minibatches
-
-    def _cross_validate(self, index):
-        # The training source's position is kept across cross-validation (as CNTK does, so that
-        # truncated sequences start anew), and the cross-validation source is read from the same
-        # position each time.
-        state = self.mb_source.get_checkpoint_state() if hasattr(self.mb_source, 'get_checkpoint_state') else None
-        cfg = self.cv_config
-        if cfg.source is not None:
-            if _is_infinite(cfg.source, cfg.max_samples):
-                raise ValueError("Cross validation minibatch source must have a limited number of samples or sweeps.")
-            position = cfg.source.get_checkpoint_state()
-            error_sum, total, mbs = self._evaluate(cfg.source, cfg.model_inputs_to_streams, cfg.mb_size,
-                                                   cfg.max_samples)
-            cfg.source.restore_from_checkpoint(position)
-            self.trainer.summarize_test_progress()
-            result = self.on_cross_validation_end(index, error_sum / total if total else 0.0, total, mbs)
-        else:
-            result = self.on_cross_validation_end(index, 0, 0, 0)
-        if state is not None:
-            self.mb_source.restore_from_checkpoint(state)
-        return result is not False
-
-    def on_cross_validation_end(self, index, average_error, num_samples, num_minibatches):
-        """Called after each cross-validation pass; calls the configuration's callback. Returns
-        False to stop training."""
-        if self.cv_callback is not None:
-            return self.cv_callback(index, average_error, num_samples, num_minibatches)
-        return True
-
-    def _test(self):
-        cfg = self.test_config
-        if cfg is None or cfg.source is None:
-            return
-        if _is_infinite(cfg.source):
-            raise ValueError("Test minibatch source must have a limited number of samples or sweeps.")
-        self._evaluate(cfg.source, cfg.model_inputs_to_streams, cfg.mb_size, sys.maxsize)
-        self.trainer.summarize_test_progress()
+    def restore_from_checkpoint(self, filename):
+        """Restores the trainer and the training source from a checkpoint the session wrote."""
+        self._restore_from_checkpoint(filename)
 
 
 def training_session(trainer, mb_source, mb_size, model_inputs_to_streams=None, progress_frequency=None,
