@@ -159,3 +159,53 @@ def test_session_reads_a_user_minibatch_source_by_cntk_signature():
     assert src['x'] is src.xs
     C.training_session(trainer, src, 3, {x: src.xs, y: 'y'}, max_samples=7).train()
     assert src.calls == [(3, 1, 0), (3, 1, 0), (1, 1, 0)] and trainer.total_number_of_samples_seen == 7
+
+
+def test_session_subclass_hooks_are_called_from_the_engine_loop(tmp_path):
+    # The loop runs in C++; a Python subclass's hooks are called from it (CNTK's TrainingSession
+    # hooks). A hook returning None continues; False from on_minibatch_end stops training.
+    x, y, trainer = _session_model()
+    src = _ctf_source(tmp_path)
+    input_map = {x: src.streams.x, y: src.streams.y}
+    events = []
+
+    class Session(C.train.TrainingSession):
+        def on_minibatch_start(self):
+            events.append('start')
+
+        def on_minibatch_end(self):
+            events.append(('end', self.trainer.total_number_of_samples_seen))
+            return False if self.trainer.total_number_of_samples_seen >= 12 else None
+
+        def on_checkpoint_start(self, index):
+            events.append(('ckp', index))
+
+        def on_cross_validation_end(self, index, average_error, num_samples, num_minibatches):
+            events.append(('cv', index, num_samples))
+
+        def minibatch_size(self):
+            return 3
+
+    cv = C.CrossValidationConfig(_ctf_source(tmp_path, max_sweeps=1), frequency=6, minibatch_size=5)
+    ckp = C.CheckpointConfig(str(tmp_path / 'ck'), frequency=9, restore=False)
+    Session(trainer, src, 4, input_map, 100, None, ckp, cv, None).train()
+    # Minibatches of 3 (the override, not 4); stopped after 12 samples. As in CNTK's loop the
+    # hooks also run around the last, empty read that ends training.
+    assert [e for e in events if e[0] == 'end'] == [('end', 3), ('end', 6), ('end', 9), ('end', 12), ('end', 12)]
+    assert events.count('start') == 5
+    assert ('cv', 0, 10) in events and ('cv', 1, 10) in events and ('ckp', 0) in events
+    assert os.path.exists(str(tmp_path / 'ck.ckp'))
+
+
+def test_session_callback_errors_reach_the_caller(tmp_path):
+    x, y, trainer = _session_model()
+    src = _ctf_source(tmp_path)
+
+    def cv(*args):
+        raise KeyError('from the callback')
+
+    session = C.training_session(trainer, src, 4, {x: src.streams.x, y: src.streams.y}, max_samples=20,
+                                 cv_config=C.CrossValidationConfig(frequency=8, callback=cv))
+    with pytest.raises(KeyError, match='from the callback'):
+        session.train()
+    assert trainer.total_number_of_samples_seen == 8
