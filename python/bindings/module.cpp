@@ -9,6 +9,7 @@
 #include <nanobind/stl/optional.h>
 
 #include "core/output_hint.h"
+#include "cntk/crop.h"
 #include "cntk/evaluation.h"
 #include "cntk/ops.h"
 #include "convert.h"
@@ -509,6 +510,14 @@ NB_MODULE(_cntk, m) {
   m.def("should_force_deterministic_algorithms", &should_force_deterministic_algorithms);
   m.def("set_computation_network_trace_level", &set_computation_network_trace_level);
   m.def("get_computation_network_trace_level", &get_computation_network_trace_level);
+  m.def("automatic_crop_offsets",
+        [](const Variable& input, const Variable& referent, std::optional<std::pair<Variable, Variable>> ancestors,
+           const std::string& op) {
+          const CropOffsets o = automatic_crop_offsets(input, referent, ancestors, op);
+          return std::make_pair(o.x, o.y);
+        },
+        nb::arg("input"), nb::arg("referent"), nb::arg("ancestors").none(), nb::arg("op"),
+        "crop_automatic's (x, y) offsets, from the spatial transforms back to the common ancestor (cntk/crop.h).");
   void bind_learn(nb::module_&); bind_learn(m);  // learners, Trainer, Evaluator (learn.cpp)
   void bind_distributed(nb::module_&); bind_distributed(m);  // MPI communicator, distributed learners (distributed.cpp)
   void bind_io(nb::module_&); bind_io(m);  // data readers (io.cpp)

@@ -221,188 +221,6 @@ def crop_manual(node_input, node_referent, offset_x, offset_y, name=''):
     return prim('Crop', [x, r], {'offset': [ox, oy]}, name)
 
 
-# Ops whose output pixel (x, y) depends on the input pixel (x, y) alone (CNTK's identity
-# transformer nodes): elementwise ops and batch normalization's data input.
-_IDENTITY_TRANSFORM_OPS = frozenset([
-    'Abs', 'Acos', 'And', 'Asin', 'Asinh', 'Atan', 'Atanh', 'Cos', 'Cosh', 'ELU', 'ElementDivide', 'ElementTimes',
-    'Equal', 'Exp', 'Floor', 'Greater', 'GreaterEqual', 'HardSigmoid', 'LeakyReLU', 'Less', 'LessEqual', 'Log',
-    'LogPlus', 'Minus', 'Negate', 'Not', 'NotEqual', 'Or', 'Plus', 'Pow', 'ReLU', 'Reciprocal', 'SELU', 'Sin',
-    'Sinh', 'Sqrt', 'StableSigmoid', 'StraightThrough', 'Tan', 'Tanh', 'Xor', 'Sigmoid', 'Softplus'])
-# Ops whose pixels map to their operand's by a scale and shift from the window geometry:
-# (op name, index of the input the transform applies to). The other inputs (a kernel, the
-# pooling input of an unpooling) carry no spatial transform and are not followed.
-_WINDOW_TRANSFORM_INPUT = {'Convolution': 1, 'Pooling': 0, 'Unpooling': 0}
-
-_IDENTITY = ((1.0, 0.0), (1.0, 0.0))  # (scale, translate) for x and y
-
-
-def _compose(a, b):
-    """a after b, per axis: x -> sa * (sb * x + tb) + ta."""
-    return tuple((sa * sb, sa * tb + ta) for (sa, ta), (sb, tb) in zip(a, b))
-
-
-def _inverse(a):
-    return tuple((1.0 / s, -t / s) for s, t in a)
-
-
-def _per_axis(attrs, key, rank, fill, default):
-    """The last two entries of a per-axis attribute expanded to `rank` axes as the op does:
-    right-aligned, the first value repeated leftwards up to `fill` axes, `default` beyond."""
-    v = attrs.get(key)
-    if v is None or (isinstance(v, (list, tuple)) and not v):
-        v = []
-    elif not isinstance(v, (list, tuple)):
-        v = [v]
-    v = [int(a) for a in v]
-    if not v:
-        return [default, default]
-    out = [default] * rank
-    off = rank - len(v)
-    out[off:] = v
-    for i in range(rank - min(rank, max(fill, len(v))), off):
-        out[i] = v[0]
-    return out[-2:]
-
-
-def _window_transform(fn):
-    """The map from the transformed input's pixels to fn's output pixels, per axis (x is the
-    last axis, y the one before), as CNTK's ComputeFilterTransform: a window position o
-    is centred on input pixel stride * o + (kernel - 1) // 2 - lower_pad (the kernel size
-    undilated, as CNTK has it). Convolution and pooling map input to output by its inverse;
-    a transposed convolution and an unpooling map by it directly. (CNTK 2.7 means the same
-    for max unpooling but never fills in its transform and stops with an error.)"""
-    op, a, ins = fn.op_name, fn.attributes, list(fn.inputs)
-    if op == 'Convolution':
-        operand = ins[1]
-        n = len(operand.shape) - int(a.get('reductionRank', 1))
-        kernel = list(ins[0].shape[-2:])
-        fill, auto_default = len(operand.shape), 1
-        direct = bool(a.get('transpose', False))
-        window_in, window_out = (fn.output, operand) if direct else (operand, fn.output)
-        dilation = _per_axis(a, 'dilation', len(operand.shape), fill, 1)
-    else:
-        key = 'poolingWindowShape' if op == 'Pooling' else 'unpoolingWindowShape'
-        operand = ins[0]
-        window = a.get(key) or list(operand.shape[1:])
-        if not isinstance(window, (list, tuple)):
-            window = [window]
-        fill, auto_default, n = len(window), 0, len(window)
-        kernel = _per_axis({key: window}, key, len(operand.shape), fill, 1)
-        direct = op == 'Unpooling'
-        window_in, window_out = (ins[1], operand) if direct else (operand, fn.output)
-        dilation = [1, 1]
-    if n < 2:
-        raise ValueError("crop_automatic: %s on the path windows %d spatial axis; a crop needs the spatial "
-                         "transform of two" % (op, n))
-    rank = len(operand.shape)
-    strides = _per_axis(a, 'strides', rank, fill, 1)
-    auto = a.get('autoPadding')
-    autopad = _per_axis({'p': auto if auto not in (None, []) else [auto_default]}, 'p', rank, fill, 0)
-    lower = _per_axis(a, 'lowerPad', rank, fill, 0)
-    size_in, size_out = list(window_in.shape[-2:]), list(window_out.shape[-2:])
-    axes = []
-    for i in (1, 0):  # x (the last axis), then y
-        if autopad[i]:
-            if size_in[i] < 0 or size_out[i] < 0:
-                raise ValueError("crop_automatic: %s on the path has a free spatial dimension, so its padding "
-                                 "and the crop offsets are unknown" % op)
-            span = (kernel[i] - 1) * dilation[i] + 1
-            centre = (size_in[i] - ((size_out[i] - 1) * strides[i] + 1)) // 2
-            lo = (span - 1) // 2 - centre
-        else:
-            lo = lower[i]
-        axes.append((float(strides[i]), float((kernel[i] - 1) // 2 - lo)))
-    t = tuple(axes)
-    return t if direct else _inverse(t)
-
-
-def _transform_inputs(fn):
-    """(input variable, transform from that input's pixels to fn's output pixels) pairs."""
-    op = fn.op_name
-    inputs = list(fn.inputs)
-    if op in _IDENTITY_TRANSFORM_OPS:
-        return [(v, _IDENTITY) for v in inputs]
-    if op == 'BatchNormalization':
-        return [(inputs[0], _IDENTITY)]
-    if op == 'Crop':
-        ox, oy = fn.attributes['offset']
-        return [(inputs[0], ((1.0, -float(ox)), (1.0, -float(oy))))]
-    if op in _WINDOW_TRANSFORM_INPUT:
-        k = _WINDOW_TRANSFORM_INPUT[op]
-        return [(inputs[k], _window_transform(fn))]
-    raise ValueError("crop_automatic: %s does not support an affine spatial transform, so crop offsets cannot "
-                     "be computed through it" % op)
-
-
-class _CropSearch(object):
-    """Walks from a variable towards the graph's leaves, recording for each variable
-    reached the transform from its pixels to the start's pixels (CNTK's
-    ComputeCropOffsets). Blocks are looked through."""
-
-    def __init__(self):
-        self.outer = {}  # placeholder uid inside a block -> the variable feeding it
-
-    def _next(self, v):
-        """The variables v's value comes from, with their transforms."""
-        if v.is_placeholder:
-            outer = self.outer.get(v.uid)
-            return [] if outer is None else [(outer, _IDENTITY)]
-        if not v.is_output:
-            return []  # an input, parameter or constant
-        fn = v.owner.root_function
-        if fn.is_block:
-            for ph, arg in fn.block_arguments_mapping:
-                self.outer[ph.uid] = arg
-            outs = fn.outputs
-            k = [o.uid for o in outs].index(v.uid)
-            return [(fn.block_root.outputs[k], _IDENTITY)]
-        return _transform_inputs(fn)
-
-    def walk(self, start, stop=None):
-        """Transforms of every variable reachable from `start`; with `stop` (uid -> transform
-        of the first walk), returns (variable, its transform) at the first one in `stop`."""
-        seen = {start.uid: _IDENTITY}
-        stack = [start]
-        while stack:
-            v = stack.pop()
-            if stop is not None and v.uid in stop:
-                return v, seen[v.uid]
-            for u, t in self._next(v):
-                tr = _compose(seen[v.uid], t)
-                if u.uid not in seen:
-                    seen[u.uid] = tr
-                    stack.append(u)
-                elif seen[u.uid] != tr:
-                    raise ValueError("crop_automatic: different spatial transforms along different paths")
-        return seen if stop is None else None
-
-
-def _automatic_offsets(op, x, r, ancestors=None):
-    search = _CropSearch()
-    first = search.walk(x)
-    stop = dict(first)
-    if ancestors is not None:
-        a_in, a_ref = ancestors
-        if a_in.uid not in first:
-            raise ValueError("%s: ancestor_input is not an ancestor of node_input" % op)
-        stop[a_ref.uid] = first[a_in.uid]
-    found = search.walk(r, stop)
-    if found is None:
-        raise ValueError("%s: the inputs have no common ancestor, so crop offsets cannot be computed" % op)
-    node, t_ref = found
-    t_in = stop[node.uid]
-    final = _compose(t_ref, _inverse(t_in))
-    for s, t in final:
-        if s != 1.0:
-            raise ValueError("%s: the inputs differ in scale, which a crop cannot match" % op)
-        if t > 0:
-            raise ValueError("%s: the referent extends beyond the input (negative crop offset)" % op)
-    ox, oy = -final[0][1], -final[1][1]
-    if not (float(ox).is_integer() and float(oy).is_integer()):
-        raise ValueError("%s: the computed crop offsets (%g, %g) are not whole pixels" % (op, ox, oy))
-    return int(ox), int(oy)
-
-
 def crop_automatic(node_input, node_referent, name=''):
     """Crops like crop_manual, with the offsets found from the graph: the spatial
     transforms from each input back to their common ancestor, composed (CNTK's
@@ -410,7 +228,7 @@ def crop_automatic(node_input, node_referent, name=''):
     (also transposed), pooling and unpooling are modeled (scale and shift from their
     kernel, stride and padding); any other op on the path raises ValueError."""
     x, r = _crop_operands('crop_automatic', node_input, node_referent)
-    ox, oy = _automatic_offsets('crop_automatic', x, r)
+    ox, oy = _cntk.automatic_crop_offsets(x, r, None, 'crop_automatic')
     return prim('Crop', [x, r], {'offset': [ox, oy]}, name)
 
 
@@ -421,5 +239,5 @@ def crop_automatic_with_ancestors(node_input, node_referent, ancestor_input, anc
     op = 'crop_automatic_with_ancestors'
     x, r = _crop_operands(op, node_input, node_referent)
     a_in, a_ref = sanitize_inputs(ancestor_input, ancestor_referent)
-    ox, oy = _automatic_offsets(op, x, r, (a_in, a_ref))
+    ox, oy = _cntk.automatic_crop_offsets(x, r, (a_in, a_ref), op)
     return prim('Crop', [x, r, a_in, a_ref], {'offset': [ox, oy]}, name)
