@@ -34,6 +34,9 @@ struct CommunicationCounters {
   uint64_t bytes_sent = 0;
   uint64_t messages_sent = 0;
   uint64_t aggregations = 0;
+  // Gradient exchanges (buckets) a data-parallel learner started while backward was still
+  // computing other gradients.
+  uint64_t overlapped_exchanges = 0;
 };
 
 class Communicator;
@@ -66,6 +69,7 @@ class Communicator {
 
   const CommunicationCounters& counters() const { return counters_; }
   void reset_counters() { counters_ = {}; }
+  void count_overlapped_exchange() { ++counters_.overlapped_exchanges; }
 
   // Ends MPI for the process (no communication after it); nothing without MPI.
   static void finalize();
@@ -126,6 +130,15 @@ class DistributedLearner : public Learner {
   // Averages the loss and metric sums of the last minibatch over the workers,
   // where the learner does not aggregate them with every update (BMUF).
   virtual void aggregate_metrics_if_needed(double& /*loss*/, double& /*eval*/) {}
+
+  // Exchange overlapped with backward. A learner that takes early gradients is told
+  // begin_gradients() before backward, then gradient_ready(i, g) for each of its
+  // parameters (index into parameters()) as soon as backward has finished that
+  // gradient, and may start exchanging them at once; update() then finishes the
+  // exchange. Trainers that do not call these still just call update().
+  virtual bool takes_early_gradients() const { return false; }
+  virtual void begin_gradients() {}
+  virtual void gradient_ready(size_t /*index*/, const NDArrayView& /*gradient*/) {}
 
   void reset_smoothed_gradients() override { learner_->reset_smoothed_gradients(); }
   Dictionary create_checkpoint() const override;

@@ -8,6 +8,7 @@
 // training passes of one function must not run concurrently with each other or with
 // anything that reads that state; nothing detects it, and the results are undefined.
 #pragma once
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -35,6 +36,15 @@ void check_outputs_in_graph(const FunctionPtr& f, const std::vector<Variable>& o
 // Gradients of the roots (seeded with `root_gradients`) with respect to `wrt`.
 void backward(const BackPropStatePtr& state, const VariableValues& root_gradients, const std::vector<Variable>& wrt,
               std::vector<Value>& gradients);
+
+// Told, while backward still runs, that the gradient of wrt[index] is final: no later
+// step adds to it. The view (runtime layout) is the one backward returns for it; it may
+// be read from another thread until backward returns, never written. Every index is
+// reported exactly once, in the order the gradients become final (the same order for
+// the same plan); those no step reaches are reported, as zeros, at the end.
+using GradientReadyFn = std::function<void(size_t index, const NDArrayView& gradient)>;
+void backward(const BackPropStatePtr& state, const VariableValues& root_gradients, const std::vector<Variable>& wrt,
+              std::vector<Value>& gradients, const GradientReadyFn& on_ready);
 
 // Gradients summed over the batch; parameters never carry a batch axis so their
 // gradients are plain arrays (what learners consume).

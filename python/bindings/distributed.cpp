@@ -31,7 +31,8 @@ void bind_distributed(nb::module_& m) {
   nb::class_<CommunicationCounters>(m, "CommunicationCounters")
       .def_ro("bytes_sent", &CommunicationCounters::bytes_sent)
       .def_ro("messages_sent", &CommunicationCounters::messages_sent)
-      .def_ro("aggregations", &CommunicationCounters::aggregations);
+      .def_ro("aggregations", &CommunicationCounters::aggregations)
+      .def_ro("overlapped_exchanges", &CommunicationCounters::overlapped_exchanges);
 
   nb::class_<Communicator>(m, "Communicator")
       .def("workers", &Communicator::workers)

@@ -3,7 +3,14 @@
 // QuantizedDataParallelDistributedLearner and BlockMomentumDistributedLearner.
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <utility>
 #include <numeric>
 
 #include "cntk/distributed.h"
@@ -78,26 +85,136 @@ void aggregate_header(Communicator& comm, MinibatchInfo& info) {
 
 // ------------------------------------------------------------------ data-parallel
 
+// Runs exchanges one at a time, in the order they are submitted, on a thread of its own
+// (MPI is started with MPI_THREAD_SERIALIZED: the learner's own thread makes no MPI call
+// while an exchange may be running, see DataParallelLearner::update).
+class ExchangeThread {
+ public:
+  ~ExchangeThread() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    work_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  void submit(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+      tasks_.push_back(std::move(task));
+      ++pending_;
+    }
+    work_.notify_one();
+  }
+  // Until every submitted exchange has run; rethrows the first one's error.
+  void wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_.wait(lock, [&] { return pending_ == 0; });
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  }
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      work_.wait(lock, [&] { return stop_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;  // stopping, nothing left
+      auto task = std::move(tasks_.front());
+      tasks_.pop_front();
+      lock.unlock();
+      std::exception_ptr failed;
+      try {
+        task();
+      } catch (...) {
+        failed = std::current_exception();
+      }
+      lock.lock();
+      if (failed && !error_) error_ = failed;
+      if (--pending_ == 0) done_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable work_, done_;
+  std::deque<std::function<void()>> tasks_;
+  size_t pending_ = 0;
+  bool stop_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;
+};
+
+// Gradients travel in buckets of about this many elements (a bucket holds whole
+// parameters), in one fixed order that every worker knows: the parameters' order, which
+// (a walk from the outputs towards the inputs) is roughly the order in which backward
+// finishes their gradients. A bucket's exchange starts
+// as soon as all its gradients are final, while backward goes on with the rest.
+// Sums do not depend on the bucketing (each element is summed on its own, and 1-bit
+// SGD quantizes each parameter's columns on their own).
+constexpr size_t kBucketElements = size_t(1) << 18;
+
 class DataParallelLearner final : public DistributedLearner {
  public:
-  DataParallelLearner(CommunicatorPtr c, LearnerPtr l, size_t after) : DistributedLearner(std::move(c), std::move(l), after) {}
+  DataParallelLearner(CommunicatorPtr c, LearnerPtr l, size_t after) : DistributedLearner(std::move(c), std::move(l), after) {
+    const auto& params = parameters();
+    bucket_of_.resize(params.size());
+    size_t filled = kBucketElements;
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (filled >= kBucketElements) {
+        buckets_.emplace_back();
+        filled = 0;
+      }
+      buckets_.back().push_back(i);
+      bucket_of_[i] = buckets_.size() - 1;
+      // (A shape still to be inferred counts as one element: the split only has to be
+      // the same on every worker.)
+      const NDShape& shape = params[i].shape();
+      filled += shape.is_known() ? size_t(std::max<int64_t>(shape.total_size(), 1)) : 1;
+    }
+    residuals_.resize(buckets_.size());
+    stripe_residuals_.resize(buckets_.size());
+    begin_gradients();
+  }
+
+  bool takes_early_gradients() const override { return true; }
+
+  void begin_gradients() override {
+    // A pass that failed after starting exchanges leaves them to finish first.
+    try {
+      exchange_.wait();
+    } catch (...) {
+    }
+    values_.assign(parameters().size(), NDArrayView());
+    ready_in_bucket_.assign(buckets_.size(), 0);
+    next_bucket_ = 0;
+    ready_ = 0;
+    in_backward_ = true;
+  }
+
+  void gradient_ready(size_t index, const NDArrayView& gradient) override {
+    if (!exchanges() || index >= values_.size() || values_[index].defined()) return;
+    values_[index] = gradient;
+    ++ready_in_bucket_[bucket_of_[index]];
+    ++ready_;
+    // Buckets start in their fixed order, each once all its gradients are in.
+    while (next_bucket_ < buckets_.size() && ready_in_bucket_[next_bucket_] == buckets_[next_bucket_].size()) {
+      // Overlapped: started while backward still computes other gradients.
+      if (in_backward_ && ready_ < values_.size()) communicator_->count_overlapped_exchange();
+      exchange_.submit([this, b = next_bucket_++] { exchange_bucket(b); });
+    }
+  }
 
   bool update(ParameterGradients& gradients, MinibatchInfo& info) override {
-    const bool quantized = communicator_->num_quantization_bits() < 32;
-    // The exact learner skips a world of one (nothing to sum); the quantized one goes
-    // through its communicator, which leaves the values as they are there (as CNTK).
-    if (sample_count_ >= distribute_after_ && (quantized || communicator_->num_workers() > 1)) {
+    in_backward_ = false;
+    if (exchanges()) {
       fill_missing_gradients(gradients);
+      for (size_t i = 0; i < gradients.size(); ++i) gradient_ready(i, gradients[i].second);
+      exchange_.wait();
+      for (size_t i = 0; i < gradients.size(); ++i) gradients[i].second = values_[i];
+      // After the gradients, on every worker: the learner's thread is MPI's only user now.
       aggregate_header(*communicator_, info);
-      std::vector<NDArrayView> values;
-      values.reserve(gradients.size());
-      for (auto& [p, g] : gradients) values.push_back(g.to_dense());
-      if (quantized)
-        communicator_->quantized_aggregate_in_place(values, residuals_, stripe_residuals_);
-      else
-        communicator_->aggregate_in_place(values);
-      for (size_t i = 0; i < gradients.size(); ++i) gradients[i].second = values[i];
     }
+    begin_gradients();
     if (info.empty()) return false;  // no worker had data: nothing to count or apply
     record_update(info.number_of_samples, info.at_end_of_sweep);
     return learner_->update(gradients, info.number_of_samples, info.at_end_of_sweep);
@@ -106,14 +223,43 @@ class DataParallelLearner final : public DistributedLearner {
   Dictionary create_checkpoint() const override {
     // Residuals are not saved, so they restart from zero here too: the state after a
     // checkpoint is the state a restore gives (CNTK does the same).
-    for (auto* list : {&residuals_, &stripe_residuals_})
-      for (auto& r : *list)
-        if (r.defined()) r.fill(0.0);
+    for (auto* buckets : {&residuals_, &stripe_residuals_})
+      for (auto& list : *buckets)
+        for (auto& r : list)
+          if (r.defined()) r.fill(0.0);
     return DistributedLearner::create_checkpoint();
   }
 
  private:
-  mutable std::vector<NDArrayView> residuals_, stripe_residuals_;
+  // Whether this minibatch's gradients are summed: the same answer on every worker.
+  // The exact learner skips a world of one (nothing to sum); the quantized one goes
+  // through its communicator, which leaves the values as they are there (as CNTK).
+  bool exchanges() const {
+    return sample_count_ >= distribute_after_ &&
+           (communicator_->num_quantization_bits() < 32 || communicator_->num_workers() > 1);
+  }
+
+  // Runs on the exchange thread; touches only bucket b's values and residuals.
+  void exchange_bucket(size_t b) {
+    std::vector<NDArrayView> values;
+    for (size_t i : buckets_[b]) values.push_back(values_[i].to_dense());
+    if (communicator_->num_quantization_bits() < 32)
+      communicator_->quantized_aggregate_in_place(values, residuals_[b], stripe_residuals_[b]);
+    else
+      communicator_->aggregate_in_place(values);
+    for (size_t k = 0; k < values.size(); ++k) values_[buckets_[b][k]] = values[k];
+  }
+
+  std::vector<std::vector<size_t>> buckets_;  // parameter indices
+  std::vector<size_t> bucket_of_;
+  // This minibatch: the gradients handed in (replaced by their sums), per bucket how
+  // many are in, and the next bucket to start.
+  std::vector<NDArrayView> values_;
+  std::vector<size_t> ready_in_bucket_;
+  size_t next_bucket_ = 0, ready_ = 0;
+  bool in_backward_ = false;
+  mutable std::vector<std::vector<NDArrayView>> residuals_, stripe_residuals_;  // per bucket
+  ExchangeThread exchange_;  // last: joined before the state its exchanges use goes
 };
 
 // ------------------------------------------------------------------ block momentum

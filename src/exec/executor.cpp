@@ -378,6 +378,11 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
 
 void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, const std::vector<Variable>& wrt,
               std::vector<Value>& gradients) {
+  backward(sp, root_gradients, wrt, gradients, nullptr);
+}
+
+void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, const std::vector<Variable>& wrt,
+              std::vector<Value>& gradients, const GradientReadyFn& on_ready) {
   if (!sp) throw ValueError("backward: no state; call forward with keep_for_backward first");
   BackPropState& s = *sp;
   const Plan& p = *s.plan;
@@ -429,7 +434,35 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
     }
     return grads[slot];
   };
+  // Early reports (on_ready): a wrt slot's gradient is final once the backward of its
+  // first reader (the lowest step index reading it) has run.
+  std::vector<bool> reported(wrt.size(), !on_ready);
+  std::vector<std::pair<size_t, size_t>> first_reader;  // (step index, wrt index), latest first
+  if (on_ready) {
+    for (size_t j = 0; j < wrt.size(); ++j) {
+      auto it = p.slot.find(wrt[j].get());
+      if (it == p.slot.end() || !wrt[j].dynamic_axes().empty()) continue;  // reported at the end
+      for (size_t k = 0; k < p.steps.size(); ++k)
+        if (std::find(p.steps[k].in.begin(), p.steps[k].in.end(), it->second) != p.steps[k].in.end()) {
+          first_reader.emplace_back(k, j);
+          break;
+        }
+    }
+    std::sort(first_reader.begin(), first_reader.end(), std::greater<>());
+  }
+  size_t next_report = 0;
+  // Reports the gradients every one of whose readers has run backward (steps after `done`).
+  auto report_final = [&](size_t done) {
+    for (; next_report < first_reader.size() && first_reader[next_report].first >= done; ++next_report) {
+      const size_t j = first_reader[next_report].second;
+      const int slot = p.slot.at(wrt[j].get());
+      if (!plain_grad(slot).defined()) continue;  // reported at the end, as zeros
+      on_ready(j, grads[size_t(slot)]);
+      reported[j] = true;
+    }
+  };
   for (size_t k = p.steps.size(); k-- > 0;) {
+    report_final(k + 1);
     const PlanStep& st = p.steps[k];
     if (st.loop >= 0) {
       const PlanLoop& loop = p.loops[size_t(st.loop)];
@@ -536,6 +569,8 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
     }
     gradients.push_back(to_value(w, grads[it->second], s.seq_lengths[it->second]));
   }
+  for (size_t j = 0; j < wrt.size(); ++j)
+    if (!reported[j]) on_ready(j, gradients[j].data());
   run_deferred(s);
 }
 

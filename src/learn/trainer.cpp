@@ -290,7 +290,16 @@ bool Trainer::train_minibatch(const VariableValues& arguments, bool sweep_end, c
   std::vector<Value> grads;
   {
     profiler::ScopedEvent phase(profiler::Phase::Backward);
-    backward(state, {{loss_out, root_gradient(loss_out, loss_value)}}, backward_wrt_, grads);
+    // One data-parallel learner starts exchanging gradients as backward finishes them.
+    GradientReadyFn early;
+    if (distributed_.size() == 1 && distributed_.front()->takes_early_gradients()) {
+      DistributedLearner& d = *distributed_.front();
+      d.begin_gradients();
+      early = [&d, n = learner_params_.size()](size_t i, const NDArrayView& g) {
+        if (i < n) d.gradient_ready(i, g);
+      };
+    }
+    backward(state, {{loss_out, root_gradient(loss_out, loss_value)}}, backward_wrt_, grads, early);
     state.reset();
   }
   profiler::ScopedEvent update_phase(profiler::Phase::ParameterUpdate);

@@ -144,9 +144,11 @@ def fashion_mnist(args):
     predictions = np.concatenate([np.argmax(model.eval({features: x_test[i:i + 1000]}), axis=1)
                                   for i in range(0, len(x_test), 1000)])
     accuracy = float(np.mean(predictions == y_test))
-    sent = learner.communicator()._counters().bytes_sent if args.mode != 'single' else 0
+    counters = learner.communicator()._counters() if args.mode != 'single' else None
+    sent = counters.bytes_sent if counters else 0
+    overlapped = counters.overlapped_exchanges if counters else 0
     with open(os.path.join(args.outdir, 'fmnist_%s_%d.json' % (args.name or args.mode, rank)), 'w') as f:
-        json.dump({'accuracy': accuracy, 'bytes_sent': sent, 'steps': steps,
+        json.dump({'accuracy': accuracy, 'bytes_sent': sent, 'overlapped': overlapped, 'steps': steps,
                    'params': [float(np.sum(p.value)) for p in model.parameters]}, f)
 
 
