@@ -303,6 +303,13 @@ class TrainingSession(_cntk.TrainingSession):
         """Restores the trainer and the training source from a checkpoint the session wrote."""
         self._restore_from_checkpoint(filename)
 
+    def on_cross_validation_end(self, index, average_error, num_samples, num_minibatches):
+        """Called after each cross-validation pass; calls `cv_callback` (the configuration's
+        callback). Returns False to stop training."""
+        if self.cv_callback is not None:
+            return self.cv_callback(index, average_error, num_samples, num_minibatches) is not False
+        return True
+
 
 def training_session(trainer, mb_source, mb_size, model_inputs_to_streams=None, progress_frequency=None,
                      max_samples=None, checkpoint_config=None, cv_config=None, test_config=None):
