@@ -140,8 +140,8 @@ def pin_warnings(infos):
     out = []
     for info in infos:
         for name, want in PINNED.items():
-            m = re.search(r'%s ([0-9][^ ,+]*)' % {'torch': 'PyTorch', 'tensorflow': 'TensorFlow', 'keras': 'Keras'}[name],
-                          info.get('version', ''))
+            shown = {'torch': 'PyTorch', 'tensorflow': 'TensorFlow', 'keras': 'Keras'}[name]
+            m = re.search(r'%s ([0-9][^ ,+]*)' % shown, info.get('version', ''))
             if m and m.group(1) != want:
                 out.append('%s %s is not the pinned %s (bash bench/install-peers.sh)' % (name, m.group(1), want))
     return sorted(set(out))
@@ -459,7 +459,8 @@ def run_workload(name, policy, args, log_dir):
             lo, hi = median_ci(per_step)
             d = row['columns'][col]
             d.update(step_s_median=median(per_step), step_s_ci=[lo, hi], cpu_step_s_median=median(cpu),
-                     step_s_samples=per_step, cpu_step_s_samples=cpu, within_target=half_width(per_step) <= TARGET_HALF_WIDTH,
+                     step_s_samples=per_step, cpu_step_s_samples=cpu,
+                     within_target=half_width(per_step) <= TARGET_HALF_WIDTH,
                      others_share=[r['others_share'] for r in rs], discarded=sum(r['discarded'] for r in rs),
                      loss_per_measurement=[r['loss'] for r in rs])
             if row.get('epoch_steps'):
@@ -590,7 +591,8 @@ def markdown(report):
         lines.append('- `%s`: %s; optimizer %s%s' % (row['workload'], row['title'], row['optimizer'][0],
                                                      '; %d steps per measurement' % row['measure_steps']
                                                      if 'measure_steps' in row else ''))
-    missing = [(row['workload'], row['policy'], c, why) for row in report['results'] for c, why in row['missing'].items()]
+    missing = [(row['workload'], row['policy'], c, why) for row in report['results']
+               for c, why in row['missing'].items()]
     if missing:
         lines += ['', 'Not timed:', '']
         lines += ['- `%s` (%s) in %s: %s' % (wl, pol, label(c), why) for wl, pol, c, why in missing]
@@ -613,7 +615,8 @@ def update_readme(report, base, readme=os.path.join(ROOT, 'README.md')):
     rel = os.path.relpath(base, ROOT)
     block = [README_BEGIN, '', 'Latest full run (%s, %s, %d threads per framework, load average %s at the start, '
              '%s at the end; details in `%s.md`):' % (env['date'], env['cpu_model'], THREADS, env['loadavg_at_start'],
-                                                       env['loadavg_at_end'], rel), ''] + table(report) + ['', README_END]
+                                                       env['loadavg_at_end'], rel), '']
+    block += table(report) + ['', README_END]
     head, rest = text.split(README_BEGIN, 1)
     tail = rest.split(README_END, 1)[1]
     with open(readme, 'w') as f:
@@ -758,7 +761,7 @@ def main():
             print('matplotlib is not installed: no chart (bash bench/install-peers.sh)')
         print('wrote %s.{json,md,png}' % base)
         if (os.path.abspath(args.out) == os.path.join(HERE, 'results') and set(args.workloads) == set(workloads.ORDER)
-                and set(args.columns) == set(ORDER)):
+                and set(args.columns) == set(ORDER) and set(args.policies) == set(POLICIES)):
             update_readme(report, base)
     return 0
 

@@ -50,7 +50,8 @@ class OpenCNTK:
             layers.append(cntk_conv(C, P, 'c%d' % i, stride=s, pad=same, activation=C.relu))
             if pool:
                 layers.append(MaxPooling((3, 3), strides=(2, 2)))
-        layers += [cntk_dense(C, P, 'd0', C.relu, in_shape=FLAT), cntk_dense(C, P, 'd1', C.relu), cntk_dense(C, P, 'd2')]
+        layers += [cntk_dense(C, P, 'd0', C.relu, in_shape=FLAT), cntk_dense(C, P, 'd1', C.relu),
+                   cntk_dense(C, P, 'd2')]
         x = C.input_variable((3, 224, 224))
         y = C.input_variable(1000)
         z = Sequential(layers)(x)

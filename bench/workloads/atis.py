@@ -4,9 +4,9 @@ import os
 
 import numpy as np
 
-from .common import (ROOT, CNTKStep, Params, TorchStep, cntk_dense, keras_optimizer, cntk_embedding, cntk_load_lstm, cntk_setup,
-                     keras_dense_values, keras_lstm_values, tf_apply, tf_function, tf_setup, torch_dense, torch_embedding,
-                     torch_lstm, torch_setup)
+from .common import (ROOT, CNTKStep, Params, TorchStep, cntk_dense, cntk_embedding, cntk_load_lstm, cntk_setup,
+                     keras_dense_values, keras_lstm_values, keras_optimizer, tf_apply, tf_function, tf_setup,
+                     torch_dense, torch_embedding, torch_lstm, torch_setup)
 
 NAME = 'atis'
 TITLE = ("ATIS slot tagger: embedding 943x150, LSTM 300, dense 129 per token, Adam lr 0.003, minibatches of "

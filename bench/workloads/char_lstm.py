@@ -3,7 +3,8 @@ text, one-hot characters, dense softmax over the characters; RMSprop lr 0.01; ba
 import numpy as np
 
 from .common import (ArrayData, CNTKStep, Params, TFStep, TorchStep, cntk_dense, cntk_load_lstm, cntk_setup,
-                     english_text, keras_dense_values, keras_lstm_values, tf_setup, torch_dense, torch_lstm, torch_setup)
+                     english_text, keras_dense_values, keras_lstm_values, tf_setup, torch_dense, torch_lstm,
+                     torch_setup)
 
 NAME = 'char_lstm'
 TITLE = ("char LSTM (Keras lstm_text_generation): LSTM 128 over 40-character one-hot windows, dense softmax, "

@@ -45,7 +45,8 @@ class OpenCNTK:
             layers.append(cntk_conv(C, P, name, pad=same, activation=C.relu))
             if i % 2:
                 layers += [MaxPooling((2, 2), strides=(2, 2))] + maybe(Dropout(0.25), dropout)
-        layers += [cntk_dense(C, P, 'd0', C.relu, in_shape=FLAT)] + maybe(Dropout(0.5), dropout) + [cntk_dense(C, P, 'd1')]
+        layers += ([cntk_dense(C, P, 'd0', C.relu, in_shape=FLAT)] + maybe(Dropout(0.5), dropout) +
+                   [cntk_dense(C, P, 'd1')])
         z = Sequential(layers)(x)
         self.step = CNTKStep(C, z, C.cross_entropy_with_softmax(z, y), C.classification_error(z, y), [x, y], OPTIMIZER)
         self.eye = np.eye(10, dtype=np.float32)

@@ -216,8 +216,9 @@ def torch_lstm(torch, P, names):
     lstm = torch.nn.LSTM(W.shape[1], W.shape[2], batch_first=True, bidirectional=len(names) == 2)
     with torch.no_grad():
         for name, suffix in zip(names, ['_l0', '_l0_reverse']):
-            getattr(lstm, 'weight_ih' + suffix).copy_(torch.from_numpy(np.concatenate(P[name + '.W'].transpose(0, 2, 1))))
-            getattr(lstm, 'weight_hh' + suffix).copy_(torch.from_numpy(np.concatenate(P[name + '.U'].transpose(0, 2, 1))))
+            for torch_name, key in (('weight_ih', '.W'), ('weight_hh', '.U')):  # (4H, rows), gates stacked
+                rows = np.concatenate(P[name + key].transpose(0, 2, 1))
+                getattr(lstm, torch_name + suffix).copy_(torch.from_numpy(rows))
             getattr(lstm, 'bias_ih' + suffix).copy_(torch.from_numpy(P[name + '.b'].ravel()))
             bias_hh = getattr(lstm, 'bias_hh' + suffix)
             bias_hh.zero_()

@@ -83,3 +83,46 @@ def test_equivalence_check_fails_when_the_peers_update_differs():
     r = run_check(py, 'mlp', BENCH_PEER_LR_SCALE='1.05')  # the peers' learning rate 5% higher
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
     assert 'mlp/pytorch: loss differs' in r.stdout and 'mlp/tensorflow: loss differs' in r.stdout
+
+
+def fake_row(name, policy, medians, check_ok=True):
+    """A result row as run_workload makes it, from median step times (seconds) per column."""
+    rng = np.random.default_rng(len(name))
+    row = {'workload': name, 'title': name, 'batch': 8, 'policy': policy, 'optimizer': ('sgd', {'lr': 0.1}),
+           'columns': {}, 'missing': {}, 'measure_steps': 4,
+           'check': {'columns': {'opencntk': {'passed': True, 'n_params': 10}}}}
+    for col, m in medians.items():
+        xs = list(m * (1 + 0.01 * rng.standard_normal(8)))
+        row['columns'][col] = {'info': {'version': col}}
+        if col == 'opencntk' or check_ok:  # a column that fails the check is not timed
+            row['columns'][col].update(step_s_median=suite.median(xs), step_s_ci=list(suite.median_ci(xs)),
+                                       cpu_step_s_median=2 * m, step_s_samples=xs, within_target=True)
+        if col != 'opencntk':
+            row['check']['columns'][col] = {'passed': check_ok, 'max_rel_diff': 1e-6, 'n_params': 10,
+                                            'why': '' if check_ok else 'loss differs'}
+    suite.ratios(row)
+    return row
+
+
+def test_report_table_and_readme_block(tmp_path):
+    results = [fake_row('mlp', 'active', {'opencntk': 0.010, 'pytorch': 0.020, 'tensorflow_xla': 0.008}),
+               fake_row('mlp', 'passive', {'opencntk': 0.012, 'pytorch': 0.021, 'tensorflow_xla': 0.008}),
+               fake_row('cnn', 'active', {'opencntk': 0.1, 'pytorch': 0.05}, check_ok=False)]
+    report = {'environment': {'date': '2026-01-01', 'cpu_model': 'cpu', 'omp_wait_policies': ['active', 'passive'],
+                              'python': '3', 'numpy': '2', 'loadavg_at_start': [0, 0, 0], 'loadavg_at_end': [0, 0, 0]},
+              'columns': suite.ORDER, 'frameworks': {}, 'results': results, 'summary': suite.summary(results),
+              'method': 'm'}
+    assert results[0]['best_peer'] == 'tensorflow_xla'
+    assert results[0]['ratio_vs_best_peer'][0] == pytest.approx(1.25, rel=0.05)
+    assert 'ratio_vs_best_peer' not in results[2]
+    s = {r['workload']: r for r in report['summary']}
+    assert s['mlp']['opencntk_policy'] == 'active' and s['mlp']['ratio'][0] == pytest.approx(1.25, rel=0.05)
+    assert 'why' in s['cnn']
+    text = '\n'.join(suite.table(report))
+    assert 'check failed' in text and 'FAILED (PyTorch: loss differs)' in text and 'geometric mean 1.2' in text
+    readme = tmp_path / 'README.md'
+    readme.write_text('head\n%s\nold table\n%s\ntail\n' % (suite.README_BEGIN, suite.README_END))
+    suite.update_readme(report, str(tmp_path / 'r'), readme=str(readme))
+    out = readme.read_text()
+    assert out.startswith('head\n') and out.endswith('\ntail\n') and 'old table' not in out and '| mlp | active |' in out
+    assert suite.markdown(report).count('| mlp |') == 2
