@@ -112,7 +112,8 @@ def framework_info(col):
                 'openmp_runtime': bench_run.loaded_library('libgomp'),
                 'threads': 'OpenMP %s' % bench_run.omp_max_threads()}
     if fw == 'PyTorch':
-        import torch
+        from workloads.common import torch_setup
+        torch = torch_setup()
         cfg = torch.__config__.show()
 
         def line(pattern):
@@ -124,8 +125,8 @@ def framework_info(col):
                 'mkl': line(r'Math Kernel Library Version ([^\n]*)'),
                 'openmp_runtime': bench_run.loaded_library('libgomp'),
                 'threads': 'intra-op %d, inter-op %d' % (torch.get_num_threads(), torch.get_num_interop_threads())}
-    import tensorflow as tf
-    import keras
+    from workloads.common import tf_setup
+    tf, keras = tf_setup()  # the thread settings the workload runs with
     # TensorFlow links its oneDNN statically and exports no version call: its verbose mode says it.
     onednn = _onednn_verbose_version('import tensorflow as tf; tf.matmul(tf.ones((64, 64)), tf.ones((64, 64)))')
     return {'version': 'TensorFlow %s, Keras %s' % (tf.__version__, keras.__version__),
