@@ -125,7 +125,8 @@ struct CheckpointConfig {
 struct CrossValidationConfig {
   TrainingSourcePtr source;  // null: only the callback runs (with zeros)
   Frequency frequency;       // kAtTrainingEnd: once, when training ends; 0: never
-  MinibatchSizeSchedule minibatch_size{size_t(32)};
+  // CNTK's C++ default (its Python API's is 32).
+  MinibatchSizeSchedule minibatch_size{size_t(64)};
   size_t max_samples = kAllSamples;  // per pass
   // (index, average error, samples, minibatches) after each pass; false stops training.
   std::function<bool(size_t, double, size_t, size_t)> callback;
@@ -133,7 +134,7 @@ struct CrossValidationConfig {
 
 struct TestConfig {
   TrainingSourcePtr source;  // null: no test
-  MinibatchSizeSchedule minibatch_size{size_t(32)};
+  MinibatchSizeSchedule minibatch_size{size_t(64)};
 };
 
 class TrainingSession {
