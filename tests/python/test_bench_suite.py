@@ -55,6 +55,7 @@ def test_workers_import_the_installed_package_without_an_inplace_build(monkeypat
     env = suite.worker_env('active')
     assert env['PYTHONPATH'].split(os.pathsep)[0] == os.path.join(ROOT, 'python')
     assert env['OMP_WAIT_POLICY'] == 'ACTIVE' and env['OMP_NUM_THREADS'] == str(suite.THREADS)
+    assert 'MALLOC_MMAP_MAX_' not in env and suite.worker_env('active', 'pytorch_compile')['MALLOC_MMAP_MAX_'] == '0'
 
 
 def run_check(py, workloads, **env):
