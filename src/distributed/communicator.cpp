@@ -6,9 +6,12 @@
 // to run, (b) the quantized variant is the same exchange with quantized stripes
 // (CNTK's 1-bit SGD exchange), and (c) every byte handed to MPI is counted.
 #include <mpi.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <optional>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -36,6 +39,59 @@ bool launched_by_mpi() {
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK"})
     if (std::getenv(v)) return true;
   return false;
+}
+
+// A worker that ends (finalize, or the end of its program) first tells every other worker
+// so with a message of this tag, then waits for theirs. A worker waiting in an exchange
+// sees the message and raises, instead of waiting forever for a peer that is gone (the
+// workers ran different numbers of exchanges); the job then ends as on any error.
+constexpr int kLeaveTag = 3;
+
+// The rank of a worker that has left, or -1.
+int worker_that_left() {
+  int flag = 0;
+  MPI_Status st;
+  MPI_Iprobe(MPI_ANY_SOURCE, kLeaveTag, MPI_COMM_WORLD, &flag, &st);
+  return flag ? st.MPI_SOURCE : -1;
+}
+
+[[noreturn]] void raise_worker_left(int who) {
+  throw Error("distributed: worker " + std::to_string(who) + " of " + std::to_string(world().size) +
+              " ended its program (or called finalize) while worker " + std::to_string(world().rank) +
+              " waited for it in an exchange: the workers did not run the same exchanges (a worker out of "
+              "data must keep calling train_minibatch with empty data until all are done)");
+}
+
+// Completes `reqs`, watching for workers that have left (MPI_Waitall would wait forever).
+// A worker leaves only after its own part of every exchange is done, but this worker's
+// part may still need messages from the others (a collective's later rounds): a leave
+// is an error only when the exchange has not completed a while later.
+void wait_all(std::vector<MPI_Request>& reqs, const char* what) {
+  constexpr auto kGrace = std::chrono::seconds(10);
+  std::optional<std::chrono::steady_clock::time_point> seen_leave;
+  for (unsigned spins = 0;; ++spins) {
+    int done = 0;
+    check(MPI_Testall(int(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE), what);
+    if (done) return;
+    if ((spins & 63) == 0)
+      if (const int who = worker_that_left(); who >= 0) {
+        const auto now = std::chrono::steady_clock::now();
+        if (!seen_leave) seen_leave = now;
+        if (now - *seen_leave > kGrace) raise_worker_left(who);
+      }
+    // Open MPI's own waits poll too (yielding when the host is oversubscribed); a long
+    // wait (another worker still computing) sleeps between polls.
+    if (spins > 1000000)
+      usleep(200);
+    else if (spins > 1000)
+      sched_yield();
+  }
+}
+
+void wait_one(MPI_Request& req, const char* what) {
+  std::vector<MPI_Request> one{req};
+  wait_all(one, what);
+  req = one[0];
 }
 
 }  // namespace
@@ -68,11 +124,29 @@ World::World() {
 
 World::~World() {
   // A program that never called finalize still ends MPI cleanly.
-  if (mpi && !finalized) {
-    int done = 0;
-    MPI_Finalized(&done);
-    if (!done) MPI_Finalize();
+  leave();
+}
+
+void World::leave() {
+  if (!mpi || finalized) return;
+  finalized = true;
+  int done = 0;
+  MPI_Finalized(&done);
+  if (done) return;
+  // Tell the others, then wait until each has said the same: no worker is left waiting
+  // in an exchange for this one (it raises instead), and MPI_Finalize finds nothing pending.
+  int token = rank;
+  std::vector<int> theirs(static_cast<size_t>(size));
+  std::vector<MPI_Request> reqs;
+  for (int r = 0; r < size; ++r) {
+    if (r == rank) continue;
+    reqs.emplace_back();
+    MPI_Isend(&token, 1, MPI_INT, r, kLeaveTag, MPI_COMM_WORLD, &reqs.back());
+    reqs.emplace_back();
+    MPI_Irecv(&theirs[size_t(r)], 1, MPI_INT, r, kLeaveTag, MPI_COMM_WORLD, &reqs.back());
   }
+  if (!reqs.empty()) MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
+  MPI_Finalize();
 }
 
 World& world() {
@@ -113,7 +187,7 @@ class Requests {
     check(MPI_Irecv(p, int(bytes), MPI_BYTE, from, tag, MPI_COMM_WORLD, &reqs_.back()), "MPI_Irecv");
   }
   void wait() {
-    if (!reqs_.empty()) check(MPI_Waitall(int(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+    if (!reqs_.empty()) wait_all(reqs_, "MPI_Waitall");
     reqs_.clear();
   }
 
@@ -281,7 +355,10 @@ Communicator::Communicator(size_t bits, bool zero_threshold_for_1bit, bool quant
 void Communicator::barrier() {
   auto& w = world();
   w.require_active();
-  if (w.mpi) distributed::check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  if (!w.mpi) return;
+  MPI_Request req;
+  distributed::check(MPI_Ibarrier(MPI_COMM_WORLD, &req), "MPI_Ibarrier");
+  distributed::wait_one(req, "MPI_Barrier");
 }
 
 void Communicator::aggregate_in_place(std::vector<NDArrayView>& values) {
@@ -323,16 +400,20 @@ std::vector<std::string> Communicator::all_gather(const std::string& bytes) {
   if (!w.mpi) return {bytes};
   int mine = int(bytes.size());
   std::vector<int> sizes(size_t(w.size)), offsets(size_t(w.size));
-  distributed::check(MPI_Allgather(&mine, 1, MPI_INT, sizes.data(), 1, MPI_INT, MPI_COMM_WORLD), "MPI_Allgather");
+  MPI_Request req;
+  distributed::check(MPI_Iallgather(&mine, 1, MPI_INT, sizes.data(), 1, MPI_INT, MPI_COMM_WORLD, &req),
+                     "MPI_Allgather");
+  distributed::wait_one(req, "MPI_Allgather");
   int total = 0;
   for (int r = 0; r < w.size; ++r) {
     offsets[size_t(r)] = total;
     total += sizes[size_t(r)];
   }
   std::string all(size_t(total), '\0');
-  distributed::check(MPI_Allgatherv(bytes.data(), mine, MPI_BYTE, all.data(), sizes.data(), offsets.data(), MPI_BYTE,
-                                    MPI_COMM_WORLD),
+  distributed::check(MPI_Iallgatherv(bytes.data(), mine, MPI_BYTE, all.data(), sizes.data(), offsets.data(),
+                                     MPI_BYTE, MPI_COMM_WORLD, &req),
                      "MPI_Allgatherv");
+  distributed::wait_one(req, "MPI_Allgatherv");
   counters_.bytes_sent += uint64_t(mine) * uint64_t(w.size - 1);
   counters_.messages_sent += uint64_t(w.size - 1);
   std::vector<std::string> out;
@@ -340,15 +421,7 @@ std::vector<std::string> Communicator::all_gather(const std::string& bytes) {
   return out;
 }
 
-void Communicator::finalize() {
-  auto& w = world();
-  if (w.mpi && !w.finalized) {
-    int done = 0;
-    MPI_Finalized(&done);
-    if (!done) MPI_Finalize();
-    w.finalized = true;  // a world of one worker goes on working (no MPI to end)
-  }
-}
+void Communicator::finalize() { world().leave(); }  // a world of one worker goes on working (no MPI to end)
 
 CommunicatorPtr mpi_communicator() { return CommunicatorPtr(new Communicator(32, true, true)); }
 

@@ -14,6 +14,8 @@ struct World {
   World& operator=(const World&) = delete;
 
   void require_active() const;
+  // Ends MPI for this process once every other worker is ending too (finalize).
+  void leave();
   // Ends every worker of the job (MPI_Abort), or this process without MPI.
   [[noreturn]] void abort(int code);
 

@@ -52,7 +52,9 @@ def data_parallel(args):
         C.debugging.enable_profiler()
     per = args.batch // workers
     losses = []
-    for step in range(args.steps):
+    # --early-exit: the last worker stops after half the steps and ends its program.
+    steps = args.steps // 2 if args.early_exit and rank == workers - 1 else args.steps
+    for step in range(steps):
         xs, ys = _global_batch(step, args.batch)
         if not args.single:
             xs, ys = xs[rank * per:(rank + 1) * per], ys[rank * per:(rank + 1) * per]
@@ -247,6 +249,7 @@ def main():
     ap.add_argument('--keep-momentum', action='store_true')
     ap.add_argument('--name', default='')
     ap.add_argument('--profile', default='')
+    ap.add_argument('--early-exit', action='store_true')
     args = ap.parse_args()
     {'dp': data_parallel, 'quant': quantized_exchange, 'fmnist': fashion_mnist, 'resume': resume,
      'session': session, 'bmuf_metrics': bmuf_metrics}[args.job](args)

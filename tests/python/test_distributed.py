@@ -345,6 +345,15 @@ def test_an_exception_in_a_worker_ends_the_job_naming_it(tmp_path):
     assert 'a failure in worker 1 at step 3' in out
 
 
+@needs_mpiexec
+def test_a_worker_ending_early_ends_the_job_naming_it(tmp_path):
+    """A worker whose program ends (here after half the steps) while the others still exchange:
+    they raise, naming it, instead of waiting for it forever."""
+    rc, out, seconds = mpirun(2, 'dp', tmp_path, '--steps', 10, '--batch', 16, '--early-exit', check=False)
+    assert rc != 0 and seconds < 60
+    assert 'worker 1 of 2 ended its program (or called finalize) while worker 0 waited for it' in out, out[-2000:]
+
+
 # ------------------------------------------------------------------ two hosts (network namespaces)
 
 NETNS_AGENT = """#!/bin/sh
