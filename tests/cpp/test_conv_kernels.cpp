@@ -126,7 +126,7 @@ TEST(ConvKernels, FusedBiasAndActivationMatchSeparateSteps) {
       }
   ConvPostOps post;
   post.bias = true;
-  post.eltwise = dnnl_eltwise_relu;
+  post.eltwise = Eltwise::Relu;
   NDArrayView y = conv_forward_fused(x, w, b, post, d);
   ASSERT_TRUE(y.defined());
   expect_close(y, ref, 1e-4f);

@@ -1,40 +1,46 @@
-// oneDNN eltwise primitives for float32: JIT-vectorized transcendental functions
-// (tanh, exp, logistic, ...) that the plain loops cannot match. The plain loops in
-// elementwise.cpp remain the reference and serve float64.
+// Activations (logistic, tanh, relu, exp, elu) on the backend's primitives, float32:
+// oneDNN's JIT-vectorized transcendental functions that the plain loops cannot match.
+// The plain loops in ops/elementwise.cpp remain the reference and serve float64 and the
+// reference backend (these then return undefined views / null).
 #pragma once
 #include <memory>
 
 #include "cntk/tensor.h"
 
 namespace cntk {
-struct DnnlValue;  // kernels/cpu/dnnl_value.h
+struct LayoutValue;  // kernels/backend.h
 }
 
 namespace cntk::kernels {
 
-// oneDNN algorithm kinds (dnnl_alg_kind_t values) used by the catalogue; 0 = none.
-struct DnnlEltwise {
-  int forward = 0;   // algorithm for y = f(x)
-  int backward = 0;  // algorithm for dx = f'(.) * dy, computed from x, or from y for *_use_dst_for_bwd
+enum class Eltwise { None, Logistic, Tanh, Relu, Exp, Elu };
+
+// How an op's activation runs on the primitives.
+struct EltwiseKernel {
+  Eltwise f = Eltwise::None;
+  // The derivative is computed from the output y (logistic, tanh, exp), else from x.
   bool backward_from_output = false;
   // dx = dy where x == 0 (CNTK's leaky ReLU: the identity branch at 0), where oneDNN's relu
   // backward gives alpha * dy; only the layout path corrects it, plain data uses the loops.
   bool unit_slope_at_zero = false;
 };
 
-// y = f(x) on contiguous float32 data. Returns an undefined view when oneDNN cannot do it.
-NDArrayView dnnl_eltwise_forward(int alg, float alpha, float beta, const NDArrayView& x);
-// dx from dy and x (or y when the algorithm uses the output).
-NDArrayView dnnl_eltwise_backward(int alg, float alpha, float beta, const NDArrayView& x_or_y, const NDArrayView& dy);
+// y = f(x) on contiguous float32 data (alpha: ELU's and leaky ReLU's parameter).
+// Returns an undefined view when the primitives cannot do it.
+NDArrayView eltwise_forward(Eltwise f, float alpha, const NDArrayView& x);
+// dx from dy and x (or y with from_output).
+NDArrayView eltwise_backward(Eltwise f, bool from_output, float alpha, const NDArrayView& x_or_y, const NDArrayView& dy);
 
-// y = f(x) over a value in a oneDNN layout; y has x's layout. Null when oneDNN cannot do it.
-std::shared_ptr<DnnlValue> dnnl_eltwise_forward_layout(int alg, float alpha, float beta, const DnnlValue& x);
+// y = f(x) over a value in a backend layout; y has x's layout. Null when it cannot be done.
+std::shared_ptr<LayoutValue> eltwise_forward_layout(Eltwise f, float alpha, const LayoutValue& x);
+// dx from x (or y) in a backend layout and dy in one (dyb) or plain (dy); dx has xy's
+// layout. Null when it cannot be done. With `unit_slope_at_zero`, dx = dy where x == 0.
+std::shared_ptr<LayoutValue> eltwise_backward_layout(Eltwise f, bool from_output, float alpha, const LayoutValue& xy,
+                                                     const LayoutValue* dyb, const NDArrayView& dy,
+                                                     bool unit_slope_at_zero = false);
 
-// dx from x (or y) in a oneDNN layout and dy in a oneDNN layout (dyb) or plain (dy); dx has
-// xy's layout. Null when oneDNN cannot do it.
-// With `unit_slope_at_zero`, dx = dy where x == 0 (see DnnlEltwise).
-std::shared_ptr<DnnlValue> dnnl_eltwise_backward_layout(int alg, float alpha, float beta, const DnnlValue& xy,
-                                                        const DnnlValue* dyb, const NDArrayView& dy,
-                                                        bool unit_slope_at_zero = false);
+// oneDNN's algorithm kind (dnnl_alg_kind_t) of f, for the backward pass from the output
+// where asked (the oneDNN kernels' post-ops use it); 0 for None.
+int dnnl_eltwise_alg(Eltwise f, bool backward_from_output = false);
 
 }  // namespace cntk::kernels
