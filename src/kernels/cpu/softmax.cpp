@@ -71,9 +71,11 @@ void softmax_impl(const T* x, T* y, const SoftmaxDims& d, bool log) {
         s[q - q0] += e;
       }
     if (log) {
-      for (int64_t q = q0; q < q1; ++q) s[q - q0] = m[q - q0] + std::log(s[q - q0]);
+      // (x - m) - log(s), not x - (m + log(s)): x - m is exact near the maximum, where
+      // m + log(s) would round to m's precision (large inputs lose the log term).
+      for (int64_t q = q0; q < q1; ++q) s[q - q0] = std::log(s[q - q0]);
       for (int64_t r = 0; r < R; ++r)
-        for (int64_t q = q0; q < q1; ++q) yb[r * Q + q] = xb[r * Q + q] - s[q - q0];
+        for (int64_t q = q0; q < q1; ++q) yb[r * Q + q] = (xb[r * Q + q] - m[q - q0]) - s[q - q0];
     } else {
       for (int64_t q = q0; q < q1; ++q) s[q - q0] = T(1) / s[q - q0];
       for (int64_t r = 0; r < R; ++r)
