@@ -18,4 +18,5 @@ cd tests && python3 -m pytest -q -p no:cacheprovider python "$@"
 # included; src/kernels/backend.h). Tests of what only oneDNN does (its counters, kept
 # layouts, fused steps) are marked `onednn` and skip themselves there.
 CNTK_BACKEND=reference python3 -m pytest -q -p no:cacheprovider -m "not slow" python/test_ops_*.py \
-  python/test_conv_*.py python/test_rnn_fused*.py python/test_optimized_rnnstack.py python/test_switches.py
+  python/test_op_catalogue.py python/test_conv_*.py python/test_rnn_fused*.py python/test_optimized_rnnstack.py \
+  python/test_switches.py
