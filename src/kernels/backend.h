@@ -40,6 +40,15 @@ struct LayoutValue {
 
 namespace kernels {
 
+// A part of a concatenation along the channels (Backend::concat_channels): a value kept
+// in a layout, or plain (float32, contiguous, alive during the call), of dims
+// [N, C_i, rest...].
+struct ChannelPart {
+  const LayoutValue* kept = nullptr;
+  NDArrayView plain;
+  std::vector<int64_t> dims;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -53,9 +62,22 @@ class Backend {
   virtual bool keeps_layouts() const = 0;
   virtual bool fuses_convolutions() const = 0;
   virtual bool fuses_recurrences() const = 0;
-  // The layout protocol's operations on values between steps.
+  // The layout protocol's operations on values between steps. The value as a plain
+  // row-major tensor of v.shape; a + b in a's layout.
   virtual NDArrayView to_plain(const LayoutValue& v) const = 0;
   virtual std::shared_ptr<const LayoutValue> add(const LayoutValue& a, const LayoutValue& b) const = 0;
+  // The dims of the kernel's view of v (e.g. [N, C, H, W], the dynamic axes folded into N).
+  virtual std::vector<int64_t> layout_dims(const LayoutValue& v) const = 0;
+  // Concatenation along axis 1 (channels): the result in the layout the backend picks for
+  // it, its shape left to the caller.
+  virtual std::shared_ptr<LayoutValue> concat_channels(const std::vector<ChannelPart>& parts) const = 0;
+  // Channels [offset, offset + count) of v: in the layout of `like` (null where the backend
+  // cannot take that part of v's layout), or into the plain float32 tensor `out` of dims
+  // `dims` (false where it cannot).
+  virtual std::shared_ptr<LayoutValue> channel_slice(const LayoutValue& v, int64_t offset, int64_t count,
+                                                     const LayoutValue& like) const = 0;
+  virtual bool channel_slice(const LayoutValue& v, int64_t offset, int64_t count, const std::vector<int64_t>& dims,
+                             NDArrayView& out) const = 0;
 };
 
 // The backend of a device: for the CPU, the one the switches select.
@@ -64,28 +86,9 @@ Backend& cpu_backend();
 // Whether the CPU kernels may run on primitives now (cpu_backend().uses_primitives()).
 bool primitives_enabled();
 
-// Layout helpers the ops' kernels share (implemented by the CPU backend).
-// The value as a plain row-major tensor of v.shape.
+// The CPU backend's layout protocol, for the ops' kernels (Backend's operations above).
 inline NDArrayView to_plain(const LayoutValue& v) { return cpu_backend().to_plain(v); }
-// The dims of the kernel's view of v (e.g. [N, C, H, W], the dynamic axes folded into N).
-std::vector<int64_t> layout_dims(const LayoutValue& v);
-
-// Concatenation along axis 1 (channels) of parts of dims [N, C_i, rest...], each kept in
-// a layout or plain (float32, contiguous, alive during the call): the result in the
-// layout the backend picks for it, its shape left to the caller.
-struct ChannelPart {
-  const LayoutValue* kept = nullptr;
-  NDArrayView plain;
-  std::vector<int64_t> dims;
-};
-std::shared_ptr<LayoutValue> concat_channels(const std::vector<ChannelPart>& parts);
-// Channels [offset, offset + count) of v: in the layout of `like` (null where the backend
-// cannot take that part of v's layout), or into the plain float32 tensor `out` of dims
-// `dims` (false where it cannot).
-std::shared_ptr<LayoutValue> channel_slice(const LayoutValue& v, int64_t offset, int64_t count,
-                                           const LayoutValue& like);
-bool channel_slice(const LayoutValue& v, int64_t offset, int64_t count, const std::vector<int64_t>& dims,
-                   NDArrayView& out);
+inline std::vector<int64_t> layout_dims(const LayoutValue& v) { return cpu_backend().layout_dims(v); }
 
 }  // namespace kernels
 }  // namespace cntk

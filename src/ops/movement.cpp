@@ -426,7 +426,7 @@ void register_splice() {
         if (!parts[i].kept) parts[i].plain = ctx.inputs[i].contiguous();
         parts[i].dims = cs.dims(i);
       }
-      auto y = kernels::concat_channels(parts);
+      auto y = kernels::cpu_backend().concat_channels(parts);
       y->shape = channel_splice_shape(cs);
       if (ctx.may_keep_layout_output(0)) {
         ctx.layout_outputs[0] = std::move(y);
@@ -456,14 +456,14 @@ void register_splice() {
       for (size_t k = 0; k < i; ++k) offset += cs.channels[k];
       const LayoutValue* v = ctx.layout_input(i);
       if (ctx.may_keep_layout_grad(i) && v) {
-        if (auto dx = kernels::channel_slice(*gb, offset, cs.channels[i], *v)) {
+        if (auto dx = kernels::cpu_backend().channel_slice(*gb, offset, cs.channels[i], *v)) {
           dx->shape = ctx.input_shape(i);
           ctx.layout_grad = std::move(dx);
           return NDArrayView();
         }
       }
       NDArrayView dx(DataType::Float, ctx.input_shape(i));
-      if (kernels::channel_slice(*gb, offset, cs.channels[i], cs.dims(i), dx)) return dx;
+      if (kernels::cpu_backend().channel_slice(*gb, offset, cs.channels[i], cs.dims(i), dx)) return dx;
     }
     if (channel_splice(ctx, cs)) {
       // A plain part of the output gradient; the inputs, some in oneDNN layouts, need not be made plain.

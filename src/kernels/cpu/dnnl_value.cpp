@@ -149,38 +149,6 @@ dnnl::memory dnnl_grad_in_layout(const LayoutValue* kept, const NDArrayView& pla
 
 }  // namespace cntk::kernels
 
-namespace cntk::kernels {
-
-// The layout helpers of kernels/backend.h, over oneDNN memories.
-
-std::vector<int64_t> layout_dims(const LayoutValue& v) {
-  const dnnl::memory::dims d = mem_of(v).get_desc().dims();
-  return std::vector<int64_t>(d.begin(), d.end());
-}
-
-std::shared_ptr<LayoutValue> concat_channels(const std::vector<ChannelPart>& parts) {
-  std::vector<dnnl::memory> srcs;
-  for (const ChannelPart& p : parts)
-    srcs.push_back(p.kept ? mem_of(*p.kept)
-                          : dnnl::memory(dnnl_plain_desc(p.dims), dnnl_engine(), const_cast<void*>(p.plain.raw_data())));
-  return dnnl_concat(srcs);
-}
-
-std::shared_ptr<LayoutValue> channel_slice(const LayoutValue& v, int64_t offset, int64_t count,
-                                           const LayoutValue& like) {
-  dnnl::memory out;
-  if (!dnnl_channel_slice(v, offset, count, mem_of(like).get_desc(), nullptr, out)) return nullptr;
-  return dnnl_value(out);
-}
-
-bool channel_slice(const LayoutValue& v, int64_t offset, int64_t count, const std::vector<int64_t>& dims,
-                   NDArrayView& out) {
-  dnnl::memory m;
-  return dnnl_channel_slice(v, offset, count, dnnl_plain_desc(dims), out.raw_data(), m);
-}
-
-}  // namespace cntk::kernels
-
 namespace cntk {
 
 // The public counters (cntk/evaluation.h).
