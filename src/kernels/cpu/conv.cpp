@@ -10,8 +10,6 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
-#include <map>
-#include <mutex>
 #include <unordered_map>
 #include <oneapi/dnnl/dnnl.hpp>
 

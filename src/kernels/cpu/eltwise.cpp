@@ -3,8 +3,6 @@
 #include "kernels/cpu/primitive_cache.h"
 #include "kernels/cpu/dnnl_value.h"
 
-#include <map>
-#include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <tuple>

@@ -17,8 +17,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <mutex>
 #include <string>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>

@@ -6,8 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
-#include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <omp.h>
 #include <tuple>
