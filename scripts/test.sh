@@ -14,3 +14,9 @@ python3 -m pip install -q --disable-pip-version-check . 2>&1 | { grep -v "Runnin
 # tests/compat/expected_failures.txt, and a listed test that passes fails the step too.
 python3 tests/compat/check.py
 cd tests && python3 -m pytest -q -p no:cacheprovider python "$@"
+# The op suite again on the reference backend (the own loops for every type, float32
+# included; src/kernels/backend.h). Tests of what only oneDNN does (its counters, kept
+# layouts, fused steps) are marked `onednn` and skip themselves there.
+CNTK_BACKEND=reference python3 -m pytest -q -p no:cacheprovider -m "not slow" python/test_ops_*.py \
+  python/test_op_catalogue.py python/test_conv_*.py python/test_rnn_fused*.py python/test_optimized_rnnstack.py \
+  python/test_switches.py

@@ -4,8 +4,19 @@
 // read once, the first time any switch is read, and only the setters change a switch
 // afterwards (changing the environment of a running process has no effect).
 #pragma once
+#include <string_view>
 
 namespace cntk {
+
+// The CPU backend the kernels run on (cntk.cntk_py.set_backend; src/kernels/backend.h):
+// "onednn" (the default: oneDNN's primitives for float32, values kept in oneDNN's layouts
+// between steps, fused convolution and RNN steps) or "reference" (the own loops for every
+// type, float32 included; no primitive, kept layout or fused step: the semantics the
+// oneDNN path is tested against). Start value: CNTK_BACKEND. A change applies to every
+// kernel call and plan compiled from then on (cached plans of the other backend are
+// recompiled). Unknown names raise ValueError.
+void set_backend(std::string_view name);
+const char* backend_name();
 
 // Checked mode (cntk.debugging.set_checked_mode): every forward step verifies that no NaN
 // appears in the valid frames of its outputs and fills the padding frames of sequence

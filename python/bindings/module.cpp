@@ -487,6 +487,9 @@ NB_MODULE(_cntk, m) {
   m.def("conv_fusion_enabled", &conv_fusion_enabled);
   m.def("set_dnnl_layouts", &set_dnnl_layouts, nb::arg("on"));
   m.def("dnnl_layouts_enabled", &dnnl_layouts_enabled);
+  // The CPU backend: 'onednn' (default) or 'reference' (src/kernels/backend.h).
+  m.def("set_backend", [](const std::string& name) { set_backend(name); }, nb::arg("name"));
+  m.def("get_backend", [] { return std::string(backend_name()); });
   m.def("fused_steps_planned", &cntk::fused_steps_planned);
   // Reorders between plain and oneDNN layouts (activations and gradients; weights), counted
   // since the start: tests check what keeping oneDNN layouts between steps saves.

@@ -1,8 +1,12 @@
 #include "cntk/switches.h"
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
+
+#include "cntk/common.h"
 
 namespace cntk {
 
@@ -11,6 +15,22 @@ namespace {
 bool env_is(const char* name, std::string_view value) {
   const char* v = std::getenv(name);
   return v && value == v;
+}
+
+constexpr const char* kBackends[] = {"onednn", "reference"};
+
+int backend_index(std::string_view name) {
+  for (int i = 0; i < 2; ++i)
+    if (name == kBackends[i]) return i;
+  return -1;
+}
+
+int backend_from_env() {
+  const char* v = std::getenv("CNTK_BACKEND");
+  if (!v || !*v) return 0;
+  const int i = backend_index(v);
+  if (i < 0) std::fprintf(stderr, "CNTK_BACKEND=%s is no backend (onednn, reference): using onednn\n", v);
+  return i < 0 ? 0 : i;
 }
 
 // Every switch in one place, given its start value from the environment on first use
@@ -25,6 +45,7 @@ struct Switches {
     return !(v && *v && std::string_view(v) != "0");
   }()};
   std::atomic<bool> dnnl_layouts{!env_is("CNTK_DNNL_BLOCKED", "0")};
+  std::atomic<int> backend{backend_from_env()};
 };
 
 Switches& switches() {
@@ -46,5 +67,11 @@ void set_conv_fusion(bool on) { switches().conv_fusion = on; }
 bool conv_fusion_enabled() { return switches().conv_fusion; }
 void set_dnnl_layouts(bool on) { switches().dnnl_layouts = on; }
 bool dnnl_layouts_enabled() { return switches().dnnl_layouts; }
+void set_backend(std::string_view name) {
+  const int i = backend_index(name);
+  if (i < 0) throw ValueError("unknown backend '" + std::string(name) + "': expected 'onednn' or 'reference'");
+  switches().backend = i;
+}
+const char* backend_name() { return kBackends[switches().backend.load()]; }
 
 }  // namespace cntk

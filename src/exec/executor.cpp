@@ -10,7 +10,7 @@
 #include "exec/fused_rnn.h"
 #include "exec/plan.h"
 #include "exec/run_state.h"
-#include "kernels/cpu/dnnl_value.h"
+#include "kernels/backend.h"
 #include "kernels/cpu/reduce.h"
 #include "kernels/cpu/sparse.h"
 #include "ops/eager.h"
@@ -23,22 +23,22 @@ FunctionPtr backprop_state_function(const BackPropStatePtr& s) { return s->funct
 
 const NDArrayView& plain_value(BackPropState& s, int slot) {
   NDArrayView& v = s.values[size_t(slot)];
-  if (!v.defined() && size_t(slot) < s.dnnl_values.size() && s.dnnl_values[size_t(slot)])
-    v = kernels::dnnl_to_plain(*s.dnnl_values[size_t(slot)]);
+  if (!v.defined() && size_t(slot) < s.layout_values.size() && s.layout_values[size_t(slot)])
+    v = kernels::cpu_backend().to_plain(*s.layout_values[size_t(slot)]);
   return v;
 }
 
 NDShape slot_shape(const BackPropState& s, int slot) {
   const NDArrayView& v = s.values[size_t(slot)];
-  if (!v.defined() && size_t(slot) < s.dnnl_values.size() && s.dnnl_values[size_t(slot)])
-    return s.dnnl_values[size_t(slot)]->shape;
+  if (!v.defined() && size_t(slot) < s.layout_values.size() && s.layout_values[size_t(slot)])
+    return s.layout_values[size_t(slot)]->shape;
   return v.shape();
 }
 
 DataType slot_dtype(const BackPropState& s, int slot) {
   const NDArrayView& v = s.values[size_t(slot)];
-  if (!v.defined() && size_t(slot) < s.dnnl_values.size() && s.dnnl_values[size_t(slot)])
-    return s.dnnl_values[size_t(slot)]->dtype;
+  if (!v.defined() && size_t(slot) < s.layout_values.size() && s.layout_values[size_t(slot)])
+    return s.layout_values[size_t(slot)]->dtype;
   return v.dtype();
 }
 
@@ -52,12 +52,12 @@ ComputeContext make_context(const PlanStep& st, BackPropState& s) {
   DataType dt = st.out.empty() || st.op->own_input_types ? DataType::Unknown : s.plan->slot_var[st.out[0]].dtype();
   // float16 is a storage type: its steps compute in float32 (see to_slot_type).
   if (dt == DataType::Float16) dt = DataType::Float;
-  // Ops that read oneDNN layouts get such values as they are; the others get them plain.
-  const bool layouts = st.op->dnnl_layouts && !s.dnnl_values.empty();
+  // Ops that read backend layouts get such values as they are; the others get them plain.
+  const bool layouts = st.op->backend_layouts && !s.layout_values.empty();
   for (size_t i = 0; i < st.in.size(); ++i) {
     const int slot = st.in[i];
     // A slot may have both: a plain value that a convolution also reordered into its layout.
-    const bool blocked = layouts && s.dnnl_values[size_t(slot)] && (dt == DataType::Float || !s.values[slot].defined());
+    const bool blocked = layouts && s.layout_values[size_t(slot)] && (dt == DataType::Float || !s.values[slot].defined());
     const NDArrayView& v = blocked ? s.values[slot] : plain_value(s, slot);
     if (blocked)
       ctx.inputs.push_back(v);
@@ -65,14 +65,14 @@ ComputeContext make_context(const PlanStep& st, BackPropState& s) {
       ctx.inputs.push_back(v.dtype() != dt && dt != DataType::Unknown ? v.cast(dt) : v.to_dense());
     else
       ctx.inputs.push_back(v.defined() && dt != DataType::Unknown && v.dtype() != dt ? v.cast(dt) : v);
-    if (layouts) ctx.dnnl_inputs.push_back(blocked ? s.dnnl_values[size_t(slot)] : nullptr);
+    if (layouts) ctx.layout_inputs.push_back(blocked ? s.layout_values[size_t(slot)] : nullptr);
     ctx.in_dyn.push_back(int(st.in_axes[i].size()));
     ctx.in_axes.push_back(st.in_axes[i]);
     ctx.in_lengths.push_back(s.seq_lengths[st.in[i]]);
   }
   if (layouts) {
     ctx.make_plain = [&s, &st](bool output, size_t k) { return plain_value(s, output ? st.out[k] : st.in[k]); };
-    for (int o : st.out) ctx.dnnl_output_ok.push_back(s.plan->dnnl_blocked[size_t(o)]);
+    for (int o : st.out) ctx.layout_output_ok.push_back(s.plan->layout_kept[size_t(o)]);
   }
   ctx.out_axes = st.out_axes;
   ctx.out_dyn = int(st.out_axes.size());
@@ -250,7 +250,7 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
   s->plan = get_plan(f, outputs);
   const Plan& p = *s->plan;
   s->values.assign(p.slot_var.size(), NDArrayView());
-  if (p.dnnl_layouts) s->dnnl_values.assign(p.slot_var.size(), nullptr);
+  if (p.kept_layouts) s->layout_values.assign(p.slot_var.size(), nullptr);
   s->seq_lengths.assign(p.slot_var.size(), {});
   std::unordered_set<int> bound;
   bool has_delays = false;
@@ -333,7 +333,7 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
       continue;
     }
     ComputeContext ctx = make_context(st, *s);
-    if (!ctx.dnnl_output_ok.empty()) ctx.dnnl_outputs.assign(st.out.size(), nullptr);
+    if (!ctx.layout_output_ok.empty()) ctx.layout_outputs.assign(st.out.size(), nullptr);
     std::vector<NDArrayView> outs;
     if (profiler::node_events_wanted()) [[unlikely]] {
       uint64_t t0 = profiler::detail::now();
@@ -342,10 +342,10 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
     } else {
       outs = st.op->forward(ctx);
     }
-    // A plain input a step also made in a oneDNN layout serves the other readers in it.
-    for (size_t i = 0; i < ctx.dnnl_inputs.size(); ++i)
-      if (ctx.dnnl_inputs[i] && !s->dnnl_values[size_t(st.in[i])] && is_float_slot(p, st.in[i]))
-        s->dnnl_values[size_t(st.in[i])] = ctx.dnnl_inputs[i];
+    // A plain input a step also made in a backend layout serves the other readers in it.
+    for (size_t i = 0; i < ctx.layout_inputs.size(); ++i)
+      if (ctx.layout_inputs[i] && !s->layout_values[size_t(st.in[i])] && is_float_slot(p, st.in[i]))
+        s->layout_values[size_t(st.in[i])] = ctx.layout_inputs[i];
     if (s->training) {
       s->saved[k_step] = std::move(ctx.saved);
       s->saved_state[k_step] = std::move(ctx.state);
@@ -357,9 +357,9 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
       if (!s->seq_lengths[st.in[i]].empty() && st.out_axes.size() == 2) lens = s->seq_lengths[st.in[i]];
     // Ops that create a sequence axis (where, slice, ...) set the lengths themselves.
     for (size_t k = 0; k < outs.size(); ++k) {
-      if (!outs[k].defined() && k < ctx.dnnl_outputs.size() && ctx.dnnl_outputs[k]) {
-        if (!ctx.may_keep_dnnl_output(k)) throw Error(st.op->name + ": kept an output in a oneDNN layout unasked");
-        s->dnnl_values[size_t(st.out[k])] = std::move(ctx.dnnl_outputs[k]);
+      if (!outs[k].defined() && k < ctx.layout_outputs.size() && ctx.layout_outputs[k]) {
+        if (!ctx.may_keep_layout_output(k)) throw Error(st.op->name + ": kept an output in a backend layout unasked");
+        s->layout_values[size_t(st.out[k])] = std::move(ctx.layout_outputs[k]);
       }
       s->values[st.out[k]] = to_slot_type(p, st.out[k], std::move(outs[k]));
       s->seq_lengths[st.out[k]] = k < ctx.out_lengths.size() ? ctx.out_lengths[k] : lens;
@@ -418,15 +418,15 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
     grads[it->second] = g.contiguous().copy();
     set_padding(grads[it->second], lens, 0.0);  // padded steps carry no gradient
   }
-  // Gradients of slots kept in a oneDNN layout may stay in one (from the backward of the
-  // oneDNN steps that read them to the one that produced them).
-  std::vector<std::shared_ptr<const DnnlValue>> dnnl_grads(p.dnnl_layouts ? n : 0);
-  auto has_dnnl_grad = [&](int slot) { return !dnnl_grads.empty() && dnnl_grads[size_t(slot)]; };
+  // Gradients of slots kept in a backend layout may stay in one (from the backward of the
+  // layout-keeping steps that read them to the one that produced them).
+  std::vector<std::shared_ptr<const LayoutValue>> layout_grads(p.kept_layouts ? n : 0);
+  auto has_layout_grad = [&](int slot) { return !layout_grads.empty() && layout_grads[size_t(slot)]; };
   // The gradient of a slot as a plain tensor (an accumulator: it owns its storage).
   auto plain_grad = [&](int slot) -> NDArrayView& {
-    if (has_dnnl_grad(slot)) {
-      NDArrayView g = kernels::dnnl_to_plain(*dnnl_grads[size_t(slot)]);
-      dnnl_grads[size_t(slot)] = nullptr;
+    if (has_layout_grad(slot)) {
+      NDArrayView g = kernels::cpu_backend().to_plain(*layout_grads[size_t(slot)]);
+      layout_grads[size_t(slot)] = nullptr;
       if (grads[slot].defined())
         eager::add_to(grads[slot], g);
       else
@@ -471,24 +471,24 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
       continue;
     }
     bool has_grad = false;
-    for (int o : st.out) has_grad = has_grad || grads[o].defined() || has_dnnl_grad(o);
+    for (int o : st.out) has_grad = has_grad || grads[o].defined() || has_layout_grad(o);
     bool needed = wants_fused_intermediate(st, wanted);
     for (int i : st.in) needed = needed || depends[i];
     if (!has_grad || !needed) continue;
     ComputeContext ctx = make_context(st, s);
-    const bool layouts = !ctx.dnnl_inputs.empty();
+    const bool layouts = !ctx.layout_inputs.empty();
     if (k < s.saved.size()) ctx.saved = s.saved[k];
     if (k < s.saved_state.size()) ctx.state = s.saved_state[k];
     for (int i : st.in) ctx.grad_wanted.push_back(depends[i]);
     for (int o : st.out) {
       ctx.out_lengths.push_back(s.seq_lengths[o]);
-      // Ops that read oneDNN layouts get their outputs and output gradients as they are
+      // Ops that read backend layouts get their outputs and output gradients as they are
       // (output(k) and grad_output(k) make them plain).
-      const bool blocked = layouts && !s.values[o].defined() && s.dnnl_values[size_t(o)];
+      const bool blocked = layouts && !s.values[o].defined() && s.layout_values[size_t(o)];
       ctx.outputs.push_back(blocked ? s.values[o] : plain_value(s, o));
-      if (layouts) ctx.dnnl_outputs.push_back(blocked ? s.dnnl_values[size_t(o)] : nullptr);
-      const bool blocked_grad = layouts && has_dnnl_grad(o) && !grads[o].defined();
-      if (layouts) ctx.dnnl_grad_outputs.push_back(blocked_grad ? dnnl_grads[size_t(o)] : nullptr);
+      if (layouts) ctx.layout_outputs.push_back(blocked ? s.layout_values[size_t(o)] : nullptr);
+      const bool blocked_grad = layouts && has_layout_grad(o) && !grads[o].defined();
+      if (layouts) ctx.layout_grad_outputs.push_back(blocked_grad ? layout_grads[size_t(o)] : nullptr);
       if (blocked_grad)
         ctx.grad_outputs.push_back(NDArrayView());
       else if (plain_grad(o).defined())
@@ -501,25 +501,25 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
     if (checked_mode()) [[unlikely]]
       checked::mask_padding(ctx);
     if (layouts)
-      for (int i : st.in) ctx.dnnl_grad_ok.push_back(s.plan->dnnl_blocked[size_t(i)]);
+      for (int i : st.in) ctx.layout_grad_ok.push_back(s.plan->layout_kept[size_t(i)]);
     const uint64_t t0 = profiler::node_events_wanted() ? profiler::detail::now() : 0;
     for (size_t i = 0; i < st.in.size(); ++i) {
       int in = st.in[i];
       if (!depends[in]) continue;
-      ctx.dnnl_grad = nullptr;
+      ctx.layout_grad = nullptr;
       NDArrayView g = input_gradient(st, ctx, i);
-      if (!g.defined() && ctx.dnnl_grad) {
-        if (!ctx.may_keep_dnnl_grad(i)) throw Error(st.op->name + ": kept a gradient in a oneDNN layout unasked");
-        if (ctx.dnnl_grad->shape != slot_shape(s, in))
+      if (!g.defined() && ctx.layout_grad) {
+        if (!ctx.may_keep_layout_grad(i)) throw Error(st.op->name + ": kept a gradient in a backend layout unasked");
+        if (ctx.layout_grad->shape != slot_shape(s, in))
           throw Error(st.op->name + ": gradient for input " + std::to_string(i) + " has shape " +
-                      ctx.dnnl_grad->shape.str() + ", expected " + slot_shape(s, in).str());
+                      ctx.layout_grad->shape.str() + ", expected " + slot_shape(s, in).str());
         if (grads[in].defined())
-          eager::add_to(grads[in], kernels::dnnl_to_plain(*ctx.dnnl_grad));
-        else if (has_dnnl_grad(in))
-          dnnl_grads[size_t(in)] = kernels::dnnl_add(*dnnl_grads[size_t(in)], *ctx.dnnl_grad);
+          eager::add_to(grads[in], kernels::cpu_backend().to_plain(*ctx.layout_grad));
+        else if (has_layout_grad(in))
+          layout_grads[size_t(in)] = kernels::cpu_backend().add(*layout_grads[size_t(in)], *ctx.layout_grad);
         else
-          dnnl_grads[size_t(in)] = ctx.dnnl_grad;
-        ctx.dnnl_grad = nullptr;
+          layout_grads[size_t(in)] = ctx.layout_grad;
+        ctx.layout_grad = nullptr;
         continue;
       }
       if (!g.defined()) continue;

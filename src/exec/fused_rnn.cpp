@@ -91,12 +91,12 @@ std::vector<float> to_vector(const NDArrayView& v) {
 }
 
 // CNTK's weights in oneDNN's layouts (rnn.h).
-struct DnnlWeights {
+struct FusedWeights {
   std::vector<float> wx, wh, bias;
 };
 
-DnnlWeights to_dnnl(const FusedLayout& l, const ComputeContext& ctx, int64_t C, int64_t H) {
-  DnnlWeights w;
+FusedWeights to_fused(const FusedLayout& l, const ComputeContext& ctx, int64_t C, int64_t H) {
+  FusedWeights w;
   std::vector<float> W = to_vector(ctx.inputs[size_t(l.w)]), Hm = to_vector(ctx.inputs[size_t(l.h)]),
                      b = to_vector(ctx.inputs[size_t(l.b)]);
   switch (l.cell) {
@@ -104,16 +104,16 @@ DnnlWeights to_dnnl(const FusedLayout& l, const ComputeContext& ctx, int64_t C, 
       w.wx.resize(W.size());
       w.wh.resize(Hm.size());
       w.bias.resize(b.size());
-      kernels::lstm_gates_cntk_to_dnnl(W.data(), w.wx.data(), C, H);
-      kernels::lstm_gates_cntk_to_dnnl(Hm.data(), w.wh.data(), H, H);
-      kernels::lstm_gates_cntk_to_dnnl(b.data(), w.bias.data(), 1, H);
+      kernels::lstm_gates_cntk_to_fused(W.data(), w.wx.data(), C, H);
+      kernels::lstm_gates_cntk_to_fused(Hm.data(), w.wh.data(), H, H);
+      kernels::lstm_gates_cntk_to_fused(b.data(), w.bias.data(), 1, H);
       break;
     case RnnCell::Gru: {
       std::vector<float> H1 = to_vector(ctx.inputs[size_t(l.h1)]);
       w.wx = std::move(W);
       w.bias = std::move(b);
       w.wh.resize(size_t(H * 3 * H));
-      kernels::gru_iter_cntk_to_dnnl(Hm.data(), H1.data(), w.wh.data(), H);
+      kernels::gru_iter_cntk_to_fused(Hm.data(), H1.data(), w.wh.data(), H);
       break;
     }
     default:
@@ -134,12 +134,12 @@ struct WeightCache {
   std::map<int, Variable> params;  // input position -> the block's parameter bound there
   std::map<int, std::pair<const void*, uint64_t>> seen;  // input position -> (data, version) converted
   uint64_t epoch = 0;  // user_write_epoch() when converted
-  std::shared_ptr<const DnnlWeights> weights;
+  std::shared_ptr<const FusedWeights> weights;
 };
 
 std::string fingerprint(const FunctionPtr& block, std::map<std::string, Variable>& params, bool& duplicate_name);
 
-std::shared_ptr<const DnnlWeights> dnnl_weights(const FusedLayout& l, const ComputeContext& ctx, int64_t C, int64_t H) {
+std::shared_ptr<const FusedWeights> fused_weights(const FusedLayout& l, const ComputeContext& ctx, int64_t C, int64_t H) {
   auto cache = ctx.fn->op_state_or<WeightCache>([] { return std::make_shared<WeightCache>(); });
   std::lock_guard<std::mutex> lock(cache->mu);
   std::vector<int> positions{l.w, l.h, l.b};
@@ -170,7 +170,7 @@ std::shared_ptr<const DnnlWeights> dnnl_weights(const FusedLayout& l, const Comp
     fresh = fresh && seen != cache->seen.end() && seen->second == now[i];
   }
   if (known && fresh) return cache->weights;
-  auto w = std::make_shared<const DnnlWeights>(to_dnnl(l, ctx, C, H));
+  auto w = std::make_shared<const FusedWeights>(to_fused(l, ctx, C, H));
   if (known) {
     cache->weights = w;
     cache->seen = std::move(now);
@@ -259,7 +259,7 @@ std::vector<NDArrayView> fused_forward(const FusedLayout& l, ComputeContext& ctx
   const kernels::RnnDims d = dims_of(l, ctx);
   NDArrayView x = ctx.inputs[0].contiguous();
   const int64_t H = d.hidden, B = d.batch;
-  std::shared_ptr<const DnnlWeights> w = dnnl_weights(l, ctx, d.input, H);
+  std::shared_ptr<const FusedWeights> w = fused_weights(l, ctx, d.input, H);
   NDArrayView h0 = state_rows(l, ctx, 0, B, H);
   NDArrayView c0;
   if (l.c0 >= 0) c0 = state_rows(l, ctx, 1, B, H);
@@ -316,19 +316,19 @@ std::vector<NDArrayView> fused_gradients(const FusedLayout& l, ComputeContext& c
   switch (l.cell) {
     case RnnCell::Lstm: {
       std::vector<float> t(gwx.size());
-      kernels::lstm_gates_dnnl_to_cntk(gwx.data(), t.data(), C, H);
+      kernels::lstm_gates_fused_to_cntk(gwx.data(), t.data(), C, H);
       param(l.w, t);
       t.resize(gwh.size());
-      kernels::lstm_gates_dnnl_to_cntk(gwh.data(), t.data(), H, H);
+      kernels::lstm_gates_fused_to_cntk(gwh.data(), t.data(), H, H);
       param(l.h, t);
       t.resize(gb.size());
-      kernels::lstm_gates_dnnl_to_cntk(gb.data(), t.data(), 1, H);
+      kernels::lstm_gates_fused_to_cntk(gb.data(), t.data(), 1, H);
       param(l.b, t);
       break;
     }
     case RnnCell::Gru: {
       std::vector<float> Hm(size_t(H * 2 * H)), H1(size_t(H * H));
-      kernels::gru_iter_dnnl_to_cntk(gwh.data(), Hm.data(), H1.data(), H);
+      kernels::gru_iter_fused_to_cntk(gwh.data(), Hm.data(), H1.data(), H);
       param(l.w, gwx);
       param(l.h, Hm);
       param(l.h1, H1);

@@ -6,7 +6,6 @@
 
 #include "cntk/evaluation.h"
 #include "cntk/profiler.h"
-#include "kernels/cpu/dnnl_value.h"
 #include "ops/conv_fused.h"
 
 namespace cntk {
@@ -141,17 +140,14 @@ void fuse_steps(Plan& p) {
   p.steps = std::move(steps);
 }
 
-size_t dnnl_reorders() { return kernels::dnnl_reorders(); }
-size_t dnnl_weight_reorders() { return kernels::dnnl_weight_reorders(); }
-
-void mark_dnnl_layouts(Plan& p) {
-  p.dnnl_layouts = true;
+void mark_kept_layouts(Plan& p) {
+  p.kept_layouts = true;
   const size_t nslots = p.slot_var.size();
-  p.dnnl_blocked.assign(nslots, false);
-  // A step can take part when its op reads and writes oneDNN layouts, it runs outside
+  p.layout_kept.assign(nslots, false);
+  // A step can take part when its op reads and writes backend layouts, it runs outside
   // loops, and it computes in float32 (its output's type).
   auto takes_part = [&](const PlanStep& st) {
-    return st.op->dnnl_layouts && st.loop < 0 && st.out.size() == 1 && is_float(p, st.out[0]);
+    return st.op->backend_layouts && st.loop < 0 && st.out.size() == 1 && is_float(p, st.out[0]);
   };
   std::vector<bool> produced(nslots, false), other_reader(nslots, false), read(nslots, false);
   for (const PlanStep& st : p.steps) {
@@ -166,7 +162,7 @@ void mark_dnnl_layouts(Plan& p) {
   }
   for (int s : p.output_slots) other_reader[size_t(s)] = true;
   for (size_t s = 0; s < nslots; ++s)
-    p.dnnl_blocked[s] = produced[s] && read[s] && !other_reader[s] && is_float(p, int(s));
+    p.layout_kept[s] = produced[s] && read[s] && !other_reader[s] && is_float(p, int(s));
 }
 
 }  // namespace cntk

@@ -1,4 +1,4 @@
-// Plan-time fusion. After the steps are ordered, chains that one oneDNN primitive can
+// Plan-time fusion. After the steps are ordered, chains that one backend primitive can
 // compute become one step:
 //   Convolution -> Plus(per-channel bias) -> ReLU / Sigmoid / Tanh / ELU
 // (either of the last two may be absent) runs as one convolution with the bias and
@@ -13,16 +13,16 @@
 
 namespace cntk {
 
-// Replaces the fusable chains of p by fused steps (when conv_fusion_enabled(),
-// cntk/switches.h; a cached plan built the other way is rebuilt).
+// Replaces the fusable chains of p by fused steps (when the backend fuses convolutions,
+// kernels/backend.h; a cached plan built the other way is rebuilt).
 void fuse_steps(Plan& p);
 
-// Marks the slots that stay in their producer's oneDNN layout (Plan::dnnl_blocked): a
-// float32 value whose producer and every reader are steps with OpDef::dnnl_layouts,
-// outside recurrent loops, computing in float32, and which is not a requested output
-// (when dnnl_layouts_enabled(), cntk/switches.h).
-// Any other use (a gradient rule of another op, a requested gradient) makes it plain
-// on demand, once per pass.
-void mark_dnnl_layouts(Plan& p);
+// The layout protocol's plan side (kernels/backend.h): marks the slots that stay in
+// their producer's backend layout (Plan::layout_kept): a float32 value whose producer
+// and every reader are steps with OpDef::backend_layouts, outside recurrent loops,
+// computing in float32, and which is not a requested output (when the backend keeps
+// layouts). Any other use (a gradient rule of another op, a requested gradient) makes
+// it plain on demand, once per pass.
+void mark_kept_layouts(Plan& p);
 
 }  // namespace cntk

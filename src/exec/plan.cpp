@@ -11,6 +11,7 @@
 #include "cntk/switches.h"
 #include "exec/fused_rnn.h"
 #include "exec/fusion.h"
+#include "kernels/backend.h"
 #include "ops/sequence_delay.h"
 
 namespace cntk {
@@ -375,7 +376,8 @@ void check_outputs_in_graph(const FunctionPtr& f, const std::vector<Variable>& o
 
 std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Variable>& outputs,
                                      bool allow_rnn_fusion) {
-  const bool rnn_fusion = allow_rnn_fusion && rnn_fusion_enabled();
+  const kernels::Backend& backend = kernels::cpu_backend();
+  const bool rnn_fusion = allow_rnn_fusion && backend.fuses_recurrences();
   auto key = key_of(outputs);
   // Plans with and without fused recurrences live side by side (truncated BPTT switches
   // between them): the unfused one is keyed with a trailing null.
@@ -385,8 +387,8 @@ std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Var
     std::lock_guard<std::mutex> lock(c.mu);
     auto it = c.plans.find(key);
     if (it != c.plans.end()) {
-      if (it->second->rnn_fusion == rnn_fusion && it->second->fusion == conv_fusion_enabled() &&
-          it->second->dnnl_layouts == dnnl_layouts_enabled() &&
+      if (it->second->rnn_fusion == rnn_fusion && it->second->fusion == backend.fuses_convolutions() &&
+          it->second->kept_layouts == backend.keeps_layouts() &&
           still_valid(*it->second))
         return it->second;
       c.plans.erase(it);
@@ -411,8 +413,8 @@ std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Var
   for (auto& o : outputs) p->output_slots.push_back(b.slot_of(o, none));
   b.resolve_deferred();
   order_steps(*p);
-  if (conv_fusion_enabled()) fuse_steps(*p);
-  if (dnnl_layouts_enabled()) mark_dnnl_layouts(*p);
+  if (backend.fuses_convolutions()) fuse_steps(*p);
+  if (backend.keeps_layouts()) mark_kept_layouts(*p);
   ++g_plans;
   std::lock_guard<std::mutex> lock(c.mu);
   if (c.plans.size() > 64) c.plans.clear();

@@ -48,8 +48,8 @@ struct Plan {
   bool fusion = false;                                // the fusion pass ran (see fusion.h)
   std::vector<std::shared_ptr<const OpDef>> fused_ops;  // the op definitions of its fused steps
   std::vector<bool> fused_away;                       // per slot: an intermediate result no step computes
-  bool dnnl_layouts = false;        // the layout pass ran (see fusion.h)
-  std::vector<bool> dnnl_blocked;   // per slot: kept in its producer's oneDNN layout between steps
+  bool kept_layouts = false;      // the layout pass ran (see fusion.h)
+  std::vector<bool> layout_kept;  // per slot: kept in its producer's backend layout between steps
 };
 
 // The plan computing `outputs` of f, cached on f. allow_rnn_fusion=false asks for one

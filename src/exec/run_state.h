@@ -15,9 +15,9 @@ struct BackPropState {
   FunctionPtr function;
   std::shared_ptr<const Plan> plan;
   std::vector<NDArrayView> values;
-  // Per slot the plan keeps in a oneDNN layout (Plan::dnnl_blocked): the value in that
+  // Per slot the plan keeps in a backend layout (Plan::layout_kept): the value in that
   // layout; values[slot] stays undefined until a reader needs it plain (plain_value).
-  std::vector<std::shared_ptr<const DnnlValue>> dnnl_values;
+  std::vector<std::shared_ptr<const LayoutValue>> layout_values;
   std::vector<std::vector<int64_t>> seq_lengths;  // per slot; empty when it has no sequence axis
   std::vector<std::vector<NDArrayView>> saved;    // per step: what its forward kept for backward
   std::vector<std::shared_ptr<void>> saved_state;  // per step: its forward's opaque state
@@ -31,7 +31,7 @@ struct BackPropState {
   bool training = false;
 };
 
-// The value of a slot as a plain tensor: made plain (and kept) where it is in a oneDNN layout.
+// The value of a slot as a plain tensor: made plain (and kept) where it is in a backend layout.
 const NDArrayView& plain_value(BackPropState& s, int slot);
 // The runtime shape and type of a slot's value, whatever its layout.
 NDShape slot_shape(const BackPropState& s, int slot);

@@ -12,11 +12,10 @@
 // the end than at the start.
 #include <cmath>
 
-#include <oneapi/dnnl/dnnl_types.h>
 
 #include "kernels/cpu/conv.h"
-#include "kernels/cpu/dnnl_eltwise.h"
-#include "kernels/cpu/dnnl_value.h"
+#include "kernels/cpu/eltwise.h"
+#include "kernels/backend.h"
 #include "kernels/cpu/elementwise.h"
 #include "ops/conv_fused.h"
 #include "ops/op.h"
@@ -264,27 +263,27 @@ ConvSetup runtime_conv(const ComputeContext& ctx) {
 
 // The operand of a (non-transposed) convolution in a oneDNN layout, where it came in one
 // that the oneDNN path can read as [N, C, in...]; null otherwise.
-const DnnlValue* layout_operand(const ComputeContext& ctx, const kernels::ConvDims& dd, size_t i) {
-  const DnnlValue* xb = ctx.dnnl_input(i);
-  if (!xb || !kernels::conv_runs_on_dnnl(dd, DataType::Float)) return nullptr;
+const LayoutValue* layout_operand(const ComputeContext& ctx, const kernels::ConvDims& dd, size_t i) {
+  const LayoutValue* xb = ctx.layout_input(i);
+  if (!xb || !kernels::conv_runs_on_primitives(dd, DataType::Float)) return nullptr;
   std::vector<int64_t> dims{dd.batch, dd.in_channels};
   dims.insert(dims.end(), dd.win.in.begin(), dd.win.in.end());
-  return xb->mem.get_desc().dims() == dims ? xb : nullptr;
+  return kernels::layout_dims(*xb) == dims ? xb : nullptr;
 }
 
 // A plain operand the convolution reordered into its layout becomes the operand's value in
 // that layout, for the other readers of the same value (GoogLeNet's inception inputs feed
 // several convolutions): the executor keeps it beside the plain one for the pass.
 void share_made_source(ComputeContext& ctx, kernels::ConvLayoutIO& io) {
-  if (!io.made || ctx.dnnl_inputs.size() < 2 || ctx.dnnl_inputs[1]) return;
+  if (!io.made || ctx.layout_inputs.size() < 2 || ctx.layout_inputs[1]) return;
   io.made->shape = ctx.input_shape(1);
-  ctx.dnnl_inputs[1] = std::move(io.made);
+  ctx.layout_inputs[1] = std::move(io.made);
 }
 
 // A oneDNN-layout result of a convolution as the step's output (k = 0).
-std::vector<NDArrayView> kept_output(ComputeContext& ctx, std::shared_ptr<DnnlValue> y, const NDShape& shape) {
+std::vector<NDArrayView> kept_output(ComputeContext& ctx, std::shared_ptr<LayoutValue> y, const NDShape& shape) {
   y->shape = shape;
-  ctx.dnnl_outputs[0] = std::move(y);
+  ctx.layout_outputs[0] = std::move(y);
   return std::vector<NDArrayView>{NDArrayView()};
 }
 
@@ -294,11 +293,11 @@ std::vector<NDArrayView> convolution_forward(ComputeContext& ctx) {
   NDArrayView w = ctx.input(0).to_dense().contiguous();
   const NDShape out_shape = with_dyn(dyn_dims(ctx, 1), cs.out_static);
   if (!cs.transpose && w.dtype() == DataType::Float) {
-    const DnnlValue* xb = layout_operand(ctx, dd, 1);
-    const bool on_dnnl = kernels::conv_runs_on_dnnl(dd, DataType::Float) &&
-                         (ctx.dnnl_input(1) || ctx.inputs[1].dtype() == DataType::Float);
-    const bool keep = ctx.may_keep_dnnl_output(0) && on_dnnl;
-    if (on_dnnl && !ctx.dnnl_inputs.empty()) {
+    const LayoutValue* xb = layout_operand(ctx, dd, 1);
+    const bool on_prims = kernels::conv_runs_on_primitives(dd, DataType::Float) &&
+                          (ctx.layout_input(1) || ctx.inputs[1].dtype() == DataType::Float);
+    const bool keep = ctx.may_keep_layout_output(0) && on_prims;
+    if (on_prims && !ctx.layout_inputs.empty()) {
       kernels::ConvLayoutIO io{xb, nullptr, keep, nullptr, nullptr};
       auto reuse = ctx.training ? kernels::make_conv_reuse() : nullptr;
       NDArrayView x = xb ? NDArrayView() : ctx.input(1).to_dense().contiguous().reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
@@ -330,18 +329,18 @@ std::vector<NDArrayView> convolution_forward(ComputeContext& ctx) {
 
 // The gradients of a (non-transposed) convolution with its output gradient, its operand or
 // its operand's gradient in oneDNN layouts. `dbias` (fused convolutions, i = 0): the bias
-// gradient from the same pass. Undefined (ctx.dnnl_grad set for a kept one) or computed.
+// gradient from the same pass. Undefined (ctx.layout_grad set for a kept one) or computed.
 NDArrayView convolution_backward_layouts(ComputeContext& ctx, size_t i, const ConvSetup& cs, NDArrayView* dbias,
                                          bool& done) {
   const auto& dd = cs.dims;
   done = false;
-  const DnnlValue* gb = ctx.dnnl_grad_output(0);
-  if (cs.transpose || !kernels::conv_runs_on_dnnl(dd, DataType::Float)) return {};
-  if (!gb && !dbias && !(i == 1 && ctx.may_keep_dnnl_grad(1))) return {};
+  const LayoutValue* gb = ctx.layout_grad_output(0);
+  if (cs.transpose || !kernels::conv_runs_on_primitives(dd, DataType::Float)) return {};
+  if (!gb && !dbias && !(i == 1 && ctx.may_keep_layout_grad(1))) return {};
   if (gb) {
     std::vector<int64_t> gdims{dd.batch, dd.out_channels};
     gdims.insert(gdims.end(), dd.win.out.begin(), dd.win.out.end());
-    if (gb->mem.get_desc().dims() != gdims) return {};
+    if (kernels::layout_dims(*gb) != gdims) return {};
   }
   auto* reuse = static_cast<kernels::ConvReuse*>(ctx.state.get());
   NDArrayView g = gb ? NDArrayView()
@@ -352,7 +351,7 @@ NDArrayView convolution_backward_layouts(ComputeContext& ctx, size_t i, const Co
   if (i == 0) {
     const bool held_source = reuse && kernels::conv_reuse_has_source(*reuse);
     NDArrayView x;
-    const DnnlValue* xb = nullptr;
+    const LayoutValue* xb = nullptr;
     if (!held_source) {
       xb = layout_operand(ctx, dd, 1);
       if (!xb) x = ctx.input(1).to_dense().contiguous().reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
@@ -367,13 +366,13 @@ NDArrayView convolution_backward_layouts(ComputeContext& ctx, size_t i, const Co
   }
   NDArrayView w = ctx.input(0).to_dense().contiguous();
   io.in = gb;
-  io.keep_out = ctx.may_keep_dnnl_grad(1);
+  io.keep_out = ctx.may_keep_layout_grad(1);
   NDArrayView r = kernels::conv_backward_data(g, w.reshape(flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel)),
                                               dd, reuse, &io);
   if (reuse) kernels::release_output_gradient(*reuse);
   if (io.keep_out) {
     io.out->shape = ctx.input_shape(1);
-    ctx.dnnl_grad = io.out;
+    ctx.layout_grad = io.out;
     return NDArrayView();
   }
   return r.reshape(ctx.input_shape(1));
@@ -453,7 +452,7 @@ void register_convolution() {
   };
   d.forward = convolution_forward;
   d.backward = convolution_backward;
-  d.dnnl_layouts = true;
+  d.backend_layouts = true;
   register_op(std::move(d));
 }
 
@@ -543,19 +542,19 @@ void register_pooling() {
     if (ctx.input(0).is_sparse()) ctx.fail("a sparse operand is not supported");
     return ctx.one(checked_pool_setup(ctx, ctx.shape(0), "poolingWindowShape").out_static);
   };
-  d.dnnl_layouts = true;
+  d.backend_layouts = true;
   d.forward = [](ComputeContext& ctx) {
     PoolSetup ps = pool_setup(ctx.attr(), ctx.static_shape(0), "poolingWindowShape");
     ps.dims.batch = batch_of(ctx, 0);
     const NDShape out_shape = with_dyn(dyn_dims(ctx, 0), ps.out_static);
-    if (const DnnlValue* xb = ctx.dnnl_input(0); xb && (ctx.may_keep_dnnl_output(0) || !ctx.inputs[0].defined())) {
+    if (const LayoutValue* xb = ctx.layout_input(0); xb && (ctx.may_keep_layout_output(0) || !ctx.inputs[0].defined())) {
       NDArrayView y;
-      std::shared_ptr<DnnlValue> yb;
-      const bool keep = ctx.may_keep_dnnl_output(0);
+      std::shared_ptr<LayoutValue> yb;
+      const bool keep = ctx.may_keep_layout_output(0);
       if (kernels::pool_forward_layout(*xb, ps.dims, keep, y, yb)) {
         if (keep) {
           yb->shape = out_shape;
-          ctx.dnnl_outputs[0] = std::move(yb);
+          ctx.layout_outputs[0] = std::move(yb);
           return std::vector<NDArrayView>{NDArrayView()};
         }
         return std::vector<NDArrayView>{y.reshape(out_shape)};
@@ -567,17 +566,17 @@ void register_pooling() {
   d.backward = [](ComputeContext& ctx, size_t) {
     PoolSetup ps = pool_setup(ctx.attr(), ctx.static_shape(0), "poolingWindowShape");
     ps.dims.batch = batch_of(ctx, 0);
-    const DnnlValue* xb = ctx.dnnl_input(0);
-    if (xb && (ctx.may_keep_dnnl_grad(0) || ctx.dnnl_grad_output(0) || !ctx.inputs[0].defined())) {
+    const LayoutValue* xb = ctx.layout_input(0);
+    if (xb && (ctx.may_keep_layout_grad(0) || ctx.layout_grad_output(0) || !ctx.inputs[0].defined())) {
       NDArrayView dx;
-      std::shared_ptr<DnnlValue> dxb;
-      const bool keep = ctx.may_keep_dnnl_grad(0);
-      const DnnlValue* gb = ctx.dnnl_grad_output(0);
+      std::shared_ptr<LayoutValue> dxb;
+      const bool keep = ctx.may_keep_layout_grad(0);
+      const LayoutValue* gb = ctx.layout_grad_output(0);
       NDArrayView g = gb ? NDArrayView() : ctx.grad_outputs[0];
       if (kernels::pool_backward_layout(*xb, gb, g, ps.dims, keep, dx, dxb)) {
         if (!keep) return dx.reshape(ctx.input_shape(0));
         dxb->shape = ctx.input_shape(0);
-        ctx.dnnl_grad = std::move(dxb);
+        ctx.layout_grad = std::move(dxb);
         return NDArrayView();
       }
     }
@@ -707,27 +706,17 @@ void register_roipooling() {
 
 namespace {
 
-int dnnl_forward_alg(FusedActivation a) {
+// The backend's activation of a fused step. The fused step keeps only the activation's
+// output, so its gradient is taken from it (backward_from_output).
+kernels::Eltwise eltwise_of(FusedActivation a) {
   switch (a) {
-    case FusedActivation::ReLU: return dnnl_eltwise_relu;
-    case FusedActivation::Sigmoid: return dnnl_eltwise_logistic;
-    case FusedActivation::Tanh: return dnnl_eltwise_tanh;
-    case FusedActivation::ELU: return dnnl_eltwise_elu;
+    case FusedActivation::ReLU: return kernels::Eltwise::Relu;
+    case FusedActivation::Sigmoid: return kernels::Eltwise::Logistic;
+    case FusedActivation::Tanh: return kernels::Eltwise::Tanh;
+    case FusedActivation::ELU: return kernels::Eltwise::Elu;
     case FusedActivation::None: break;
   }
-  return 0;
-}
-
-// The fused step keeps only the activation's output, so its gradient is taken from it.
-int dnnl_backward_from_output_alg(FusedActivation a) {
-  switch (a) {
-    case FusedActivation::ReLU: return dnnl_eltwise_relu_use_dst_for_bwd;
-    case FusedActivation::Sigmoid: return dnnl_eltwise_logistic_use_dst_for_bwd;
-    case FusedActivation::Tanh: return dnnl_eltwise_tanh_use_dst_for_bwd;
-    case FusedActivation::ELU: return dnnl_eltwise_elu_use_dst_for_bwd;
-    case FusedActivation::None: break;
-  }
-  return 0;
+  return kernels::Eltwise::None;
 }
 
 // A context for one of the original steps, over the fused step's context.
@@ -752,13 +741,13 @@ ComputeContext part_context(const ComputeContext& outer, const FusedPart& part, 
 std::vector<NDArrayView> fused_forward(const FusedConvSpec& sp, ComputeContext& ctx) {
   const NDArrayView& w = ctx.input(0);
   if (sp.has_bias) ctx.input(2);
-  bool all_float = w.dtype() == DataType::Float && (ctx.dnnl_input(1) || ctx.inputs[1].dtype() == DataType::Float) &&
+  bool all_float = w.dtype() == DataType::Float && (ctx.layout_input(1) || ctx.inputs[1].dtype() == DataType::Float) &&
                    (!sp.has_bias || ctx.inputs[2].dtype() == DataType::Float);
   ConvSetup cs = runtime_conv(ctx);
   if (all_float && !cs.transpose) {
     const auto& dd = cs.dims;
-    const DnnlValue* xb = layout_operand(ctx, dd, 1);
-    const bool keep = ctx.may_keep_dnnl_output(0) && kernels::conv_runs_on_dnnl(dd, DataType::Float);
+    const LayoutValue* xb = layout_operand(ctx, dd, 1);
+    const bool keep = ctx.may_keep_layout_output(0) && kernels::conv_runs_on_primitives(dd, DataType::Float);
     kernels::ConvLayoutIO io{xb, nullptr, keep, nullptr, nullptr};
     NDArrayView bias;
     if (sp.has_bias) {
@@ -767,11 +756,11 @@ std::vector<NDArrayView> fused_forward(const FusedConvSpec& sp, ComputeContext& 
         bias = NDArrayView::full(DataType::Float, NDShape{dd.out_channels}, double(bias.data<float>()[0]));
       bias = bias.reshape(NDShape{bias.numel()});
     }
-    kernels::ConvPostOps post{sp.has_bias, dnnl_forward_alg(sp.activation), float(sp.alpha)};
+    kernels::ConvPostOps post{sp.has_bias, eltwise_of(sp.activation), float(sp.alpha)};
     NDArrayView x4 = xb ? NDArrayView() : ctx.input(1).to_dense().contiguous().reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
     NDArrayView w4 = w.to_dense().contiguous().reshape(flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel));
     auto reuse = ctx.training ? kernels::make_conv_reuse() : nullptr;  // the backward passes reuse its reorders
-    NDArrayView y = kernels::conv_forward_fused(x4, w4, bias, post, dd, reuse.get(), ctx.dnnl_inputs.empty() ? nullptr : &io);
+    NDArrayView y = kernels::conv_forward_fused(x4, w4, bias, post, dd, reuse.get(), ctx.layout_inputs.empty() ? nullptr : &io);
     const NDShape out_shape = with_dyn(dyn_dims(ctx, 1), cs.out_static);
     if (y.defined() || io.out) share_made_source(ctx, io);
     if (keep && io.out) {
@@ -808,7 +797,7 @@ NDArrayView pre_activation_gradient(const FusedConvSpec& sp, ComputeContext& ctx
   if (a == FusedActivation::None) return g;
   const NDArrayView& y = ctx.output(0);
   if (y.dtype() == DataType::Float && g.dtype() == DataType::Float) {
-    NDArrayView dz = kernels::dnnl_eltwise_backward(dnnl_backward_from_output_alg(a), float(sp.alpha), 0.f, y, g);
+    NDArrayView dz = kernels::eltwise_backward(eltwise_of(a), true, float(sp.alpha), y, g);
     if (dz.defined()) return dz;
   }
   const double alpha = sp.alpha;
@@ -830,42 +819,42 @@ NDArrayView pre_activation_gradient(const FusedConvSpec& sp, ComputeContext& ctx
 // in a oneDNN layout) and the bias gradient where the weight gradient's pass computed it.
 struct FusedGrads {
   NDArrayView dz;
-  std::shared_ptr<const DnnlValue> dzb;
+  std::shared_ptr<const LayoutValue> dzb;
   NDArrayView db;
 };
 
 NDArrayView fused_backward(const FusedConvSpec& sp, ComputeContext& ctx, size_t i) {
   if (!ctx.scratch) {
     auto fg = std::make_shared<FusedGrads>();
-    const DnnlValue* gb = ctx.dnnl_grad_output(0);
+    const LayoutValue* gb = ctx.layout_grad_output(0);
     if (sp.activation == FusedActivation::None) {
-      if (gb) fg->dzb = ctx.dnnl_grad_outputs[0];
-    } else if (const DnnlValue* yb = ctx.dnnl_output(0)) {
+      if (gb) fg->dzb = ctx.layout_grad_outputs[0];
+    } else if (const LayoutValue* yb = ctx.layout_output(0)) {
       // The output in a oneDNN layout: the activation's gradient stays in it.
-      fg->dzb = kernels::dnnl_eltwise_backward_layout(dnnl_backward_from_output_alg(sp.activation), float(sp.alpha),
-                                                      0.f, *yb, gb, ctx.grad_outputs[0]);
+      fg->dzb = kernels::eltwise_backward_layout(eltwise_of(sp.activation), true, float(sp.alpha), *yb, gb,
+                                                 ctx.grad_outputs[0]);
     }
     if (!fg->dzb) fg->dz = pre_activation_gradient(sp, ctx);
     ctx.scratch = fg;
   }
   FusedGrads& fg = *static_cast<FusedGrads*>(ctx.scratch.get());
   if (i == ctx.inputs.size())  // the fused-away intermediates' gradient (see conv_fused.h)
-    return fg.dzb ? kernels::dnnl_to_plain(*fg.dzb) : fg.dz;
+    return fg.dzb ? kernels::to_plain(*fg.dzb) : fg.dz;
   if (i == 2) {  // the bias: summed over batch and positions, as Plus does
     const NDShape bias_shape = ctx.input(2).shape();
     if (fg.db.defined() && fg.db.numel() == bias_shape.total_size()) return fg.db.reshape(bias_shape);
-    return ctx.reduce_to_input(2, fg.dzb ? kernels::dnnl_to_plain(*fg.dzb) : fg.dz);
+    return ctx.reduce_to_input(2, fg.dzb ? kernels::to_plain(*fg.dzb) : fg.dz);
   }
   ComputeContext c = part_context(ctx, sp.conv, {ctx.inputs[0], ctx.inputs[1]});
   c.state = ctx.state;
   // The convolution's gradient rule reads the operand in whichever layout the fused step has it.
-  c.dnnl_inputs = {ctx.dnnl_inputs.size() > 0 ? ctx.dnnl_inputs[0] : nullptr,
-                   ctx.dnnl_inputs.size() > 1 ? ctx.dnnl_inputs[1] : nullptr};
+  c.layout_inputs = {ctx.layout_inputs.size() > 0 ? ctx.layout_inputs[0] : nullptr,
+                   ctx.layout_inputs.size() > 1 ? ctx.layout_inputs[1] : nullptr};
   c.make_plain = ctx.make_plain;
   c.outputs = {NDArrayView()};
   c.grad_outputs = {fg.dzb ? NDArrayView() : fg.dz};
-  c.dnnl_grad_outputs = {fg.dzb};
-  c.dnnl_grad_ok = {false, ctx.may_keep_dnnl_grad(1)};
+  c.layout_grad_outputs = {fg.dzb};
+  c.layout_grad_ok = {false, ctx.may_keep_layout_grad(1)};
   NDArrayView r;
   if (i == 0 && fg.dzb && sp.has_bias && ctx.grad_wanted.size() > 2 && ctx.grad_wanted[2]) {
     // The weight gradient's pass computes the bias gradient too (from dz in its oneDNN
@@ -875,7 +864,7 @@ NDArrayView fused_backward(const FusedConvSpec& sp, ComputeContext& ctx, size_t 
     if (done) return r;
   }
   r = sp.conv.op->backward(c, i);
-  if (c.dnnl_grad) ctx.dnnl_grad = std::move(c.dnnl_grad);
+  if (c.layout_grad) ctx.layout_grad = std::move(c.layout_grad);
   return r;
 }
 
@@ -899,7 +888,7 @@ OpDef fused_convolution_op(const FusedConvSpec& spec) {
   d.infer = [](InferContext& ctx) -> std::vector<OutputInfo> {
     throw Error("'" + ctx.op() + "' is a plan step: its shapes are those of the steps it replaces");
   };
-  d.dnnl_layouts = true;
+  d.backend_layouts = true;
   d.forward = [spec](ComputeContext& ctx) { return fused_forward(spec, ctx); };
   d.backward = [spec](ComputeContext& ctx, size_t i) { return fused_backward(spec, ctx, i); };
   return d;

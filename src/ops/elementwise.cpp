@@ -3,10 +3,9 @@
 // scalar gradient functor (x, y, g) -> dL/dx, both generic over float/double.
 #include <cmath>
 
-#include <oneapi/dnnl/dnnl_types.h>
 
-#include "kernels/cpu/dnnl_eltwise.h"
-#include "kernels/cpu/dnnl_value.h"
+#include "kernels/cpu/eltwise.h"
+#include "kernels/backend.h"
 #include "kernels/cpu/elementwise.h"
 #include "ops/eager.h"
 #include "ops/op.h"
@@ -29,29 +28,30 @@ size_t max_static_rank(const ComputeContext& ctx) {
   return r;
 }
 
-// `dnnl` names oneDNN algorithms that compute the same function in float32
-// (alpha = the op's first parameter); the functors stay the reference and serve float64.
-// With `layouts`, a float32 input in a oneDNN layout stays in it (OpDef::dnnl_layouts).
+// `prim` names the backend's primitive that computes the same function in float32
+// (alpha = the op's first parameter); the functors stay the reference and serve float64
+// and the reference backend. With `layouts`, a float32 input in a backend layout stays
+// in it (OpDef::backend_layouts).
 template <class F, class G>
 void unary(const char* name, F f, G df, Gradient kind = Gradient::Rule, ParamFn params = no_params,
-           kernels::DnnlEltwise dnnl = {}, bool layouts = false) {
+           kernels::EltwiseKernel prim = {}, bool layouts = false) {
   OpDef d;
   d.name = name;
   d.infer = infer_same_shape;
   d.gradient = kind;
-  d.dnnl_layouts = layouts;
-  d.forward = [f, params, dnnl](ComputeContext& ctx) {
+  d.backend_layouts = layouts;
+  d.forward = [f, params, prim](ComputeContext& ctx) {
     Params p = params(ctx.attr());
-    if (const DnnlValue* xb = ctx.dnnl_input(0); xb && ctx.may_keep_dnnl_output(0)) {
-      auto y = kernels::dnnl_eltwise_forward_layout(dnnl.forward, float(p[0]), 0.f, *xb);
+    if (const LayoutValue* xb = ctx.layout_input(0); xb && ctx.may_keep_layout_output(0)) {
+      auto y = kernels::eltwise_forward_layout(prim.f, float(p[0]), *xb);
       if (y) {
-        ctx.dnnl_outputs[0] = std::move(y);
+        ctx.layout_outputs[0] = std::move(y);
         return std::vector<NDArrayView>{NDArrayView()};
       }
     }
     const NDArrayView& x = ctx.input(0);
-    if (dnnl.forward && x.dtype() == DataType::Float) {
-      NDArrayView y = kernels::dnnl_eltwise_forward(dnnl.forward, float(p[0]), 0.f, x);
+    if (prim.f != kernels::Eltwise::None && x.dtype() == DataType::Float) {
+      NDArrayView y = kernels::eltwise_forward(prim.f, float(p[0]), x);
       if (y.defined()) return std::vector<NDArrayView>{y};
     }
     return std::vector<NDArrayView>{CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] {
@@ -59,26 +59,26 @@ void unary(const char* name, F f, G df, Gradient kind = Gradient::Rule, ParamFn 
     })};
   };
   if (kind == Gradient::Rule)
-    d.backward = [df, params, dnnl](ComputeContext& ctx, size_t) {
+    d.backward = [df, params, prim](ComputeContext& ctx, size_t) {
       Params p = params(ctx.attr());
-      // x (or y) in a oneDNN layout: the gradient is computed, and may stay, in that layout.
-      const DnnlValue* xyb = dnnl.backward_from_output ? ctx.dnnl_output(0) : ctx.dnnl_input(0);
-      const bool xy_plain = dnnl.backward_from_output ? ctx.outputs[0].defined() : ctx.inputs[0].defined();
-      if (xyb && dnnl.backward && (!xy_plain || ctx.dnnl_grad_output(0) || ctx.may_keep_dnnl_grad(0))) {
-        auto dx = kernels::dnnl_eltwise_backward_layout(dnnl.backward, float(p[0]), 0.f, *xyb,
-                                                        ctx.dnnl_grad_output(0), ctx.grad_outputs[0],
-                                                        dnnl.unit_slope_at_zero);
+      // x (or y) in a backend layout: the gradient is computed, and may stay, in that layout.
+      const LayoutValue* xyb = prim.backward_from_output ? ctx.layout_output(0) : ctx.layout_input(0);
+      const bool xy_plain = prim.backward_from_output ? ctx.outputs[0].defined() : ctx.inputs[0].defined();
+      if (xyb && prim.f != kernels::Eltwise::None && (!xy_plain || ctx.layout_grad_output(0) || ctx.may_keep_layout_grad(0))) {
+        auto dx = kernels::eltwise_backward_layout(prim.f, prim.backward_from_output, float(p[0]), *xyb,
+                                                   ctx.layout_grad_output(0), ctx.grad_outputs[0],
+                                                   prim.unit_slope_at_zero);
         if (dx) {
-          if (!ctx.may_keep_dnnl_grad(0)) return kernels::dnnl_to_plain(*dx);
-          ctx.dnnl_grad = std::move(dx);
+          if (!ctx.may_keep_layout_grad(0)) return kernels::to_plain(*dx);
+          ctx.layout_grad = std::move(dx);
           return NDArrayView();
         }
       }
       const NDArrayView& g = ctx.grad_output(0);
-      if (dnnl.backward && !dnnl.unit_slope_at_zero && g.dtype() == DataType::Float) {
-        const NDArrayView& xy = dnnl.backward_from_output ? ctx.output(0) : ctx.input(0);
+      if (prim.f != kernels::Eltwise::None && !prim.unit_slope_at_zero && g.dtype() == DataType::Float) {
+        const NDArrayView& xy = prim.backward_from_output ? ctx.output(0) : ctx.input(0);
         if (xy.dtype() == DataType::Float) {
-          NDArrayView dx = kernels::dnnl_eltwise_backward(dnnl.backward, float(p[0]), 0.f, xy, g);
+          NDArrayView dx = kernels::eltwise_backward(prim.f, prim.backward_from_output, float(p[0]), xy, g);
           if (dx.defined()) return dx;
         }
       }
@@ -166,14 +166,14 @@ void register_unary_ops() {
         return x >= 0 ? T(1) / (T(1) + std::exp(-x)) : std::exp(x) / (T(1) + std::exp(x));
       },
       [](auto, auto y, auto g, Params) { return g * y * (1 - y); }, Gradient::Rule, no_params,
-      {dnnl_eltwise_logistic, dnnl_eltwise_logistic_use_dst_for_bwd, true}, true);
+      {kernels::Eltwise::Logistic, true}, true);
   unary("Tanh", [](auto x, Params) { return std::tanh(x); }, [](auto, auto y, auto g, Params) { return g * (1 - y * y); },
-        Gradient::Rule, no_params, {dnnl_eltwise_tanh, dnnl_eltwise_tanh_use_dst_for_bwd, true}, true);
+        Gradient::Rule, no_params, {kernels::Eltwise::Tanh, true}, true);
   unary("ReLU", [](auto x, Params) { return x > 0 ? x : decltype(x)(0); },
         [](auto x, auto, auto g, Params) { return x > 0 ? g : decltype(g)(0); }, Gradient::Rule, no_params,
-        {dnnl_eltwise_relu, dnnl_eltwise_relu, false}, true);
+        {kernels::Eltwise::Relu, false}, true);
   unary("Exp", [](auto x, Params) { return std::exp(x); }, [](auto, auto y, auto g, Params) { return g * y; },
-        Gradient::Rule, no_params, {dnnl_eltwise_exp, dnnl_eltwise_exp_use_dst_for_bwd, true});
+        Gradient::Rule, no_params, {kernels::Eltwise::Exp, true});
   // CNTK clips log's argument at 1e-37 (giving -85.1 there, for x <= 0 too) and takes
   // the gradient from the output, g * exp(-y), so a clipped entry gets exp(85.1).
   unary("Log",
@@ -206,13 +206,13 @@ void register_unary_ops() {
   auto alpha = [](const Dictionary& a) -> Params { return {attr_double(a, "alpha", 1.0), 0}; };
   unary("ELU", [](auto x, Params p) { return x > 0 ? x : decltype(x)(p[0] * (std::exp(x) - 1)); },
         [](auto x, auto y, auto g, Params p) { return x > 0 ? g : decltype(g)(g * (y + p[0])); }, Gradient::Rule, alpha,
-        {dnnl_eltwise_elu, dnnl_eltwise_elu, false}, true);
+        {kernels::Eltwise::Elu, false}, true);
   auto leaky = [](const Dictionary& a) -> Params { return {attr_double(a, "alpha", 0.01), 0}; };
   // CNTK selects the scaled branch where x < 0, so at 0 the gradient is 1 (SELU's and
   // PReLU's likewise); oneDNN's relu backward gives alpha there and is corrected.
   unary("LeakyReLU", [](auto x, Params p) { return x > 0 ? x : decltype(x)(p[0] * x); },
         [](auto x, auto, auto g, Params p) { return x < 0 ? decltype(g)(p[0] * g) : g; }, Gradient::Rule, leaky,
-        {dnnl_eltwise_relu, dnnl_eltwise_relu, false, true}, true);
+        {kernels::Eltwise::Relu, false, true}, true);
   auto selu = [](const Dictionary& a) -> Params {
     return {attr_double(a, "gamma", kSeluScale), attr_double(a, "alpha", kSeluAlpha)};
   };

@@ -8,8 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/cpu/dnnl_context.h"
-#include "kernels/cpu/dnnl_value.h"
+#include "kernels/backend.h"
 #include "kernels/cpu/movement.h"
 #include "ops/eager.h"
 #include "ops/op.h"
@@ -355,28 +354,28 @@ DataType widest_dtype(const std::vector<NDArrayView>& xs) {
 }
 
 // Splices along the channel axis (the first static axis) of float32 inputs of equal
-// shapes elsewhere, some of them in oneDNN layouts (GoogLeNet's inception blocks), run as
-// a oneDNN concat. Each input is seen as [N, C_i, rest...], N the dynamic axes' product.
+// shapes elsewhere, some of them in backend layouts (GoogLeNet's inception blocks), run as
+// the backend's concatenation. Each input is seen as [N, C_i, rest...], N the dynamic axes' product.
 struct ChannelSplice {
   std::vector<int64_t> dyn, rest;  // the output's dynamic dims and the static dims after the channels
   std::vector<int64_t> channels;   // per input
   int64_t batch = 1;
-  dnnl::memory::dims dims(size_t i) const {
-    dnnl::memory::dims d{batch, channels[i]};
+  std::vector<int64_t> dims(size_t i) const {
+    std::vector<int64_t> d{batch, channels[i]};
     d.insert(d.end(), rest.begin(), rest.end());
     return d;
   }
 };
 
 bool channel_splice(const ComputeContext& ctx, ChannelSplice& cs) {
-  if (ctx.dnnl_inputs.empty()) return false;
+  if (ctx.layout_inputs.empty()) return false;
   bool any_layout = false;
   size_t max_rank = 0;
   for (size_t i = 0; i < ctx.inputs.size(); ++i) max_rank = std::max(max_rank, ctx.input_shape(i).rank() - size_t(ctx.in_dyn[i]));
   Fail fail = at_run("Splice");
   if (splice_geometry(max_rank, ctx.attr(), fail).axis != 0 || max_rank < 2) return false;
   for (size_t i = 0; i < ctx.inputs.size(); ++i) {
-    const DnnlValue* v = ctx.dnnl_input(i);
+    const LayoutValue* v = ctx.layout_input(i);
     if (!v && (!ctx.inputs[i].defined() || ctx.inputs[i].dtype() != DataType::Float || ctx.inputs[i].is_sparse()))
       return false;
     any_layout = any_layout || v;
@@ -395,7 +394,7 @@ bool channel_splice(const ComputeContext& ctx, ChannelSplice& cs) {
   cs.batch = 1;
   for (auto d : cs.dyn) cs.batch *= d;
   for (size_t i = 0; i < ctx.inputs.size(); ++i)
-    if (const DnnlValue* v = ctx.dnnl_input(i); v && v->mem.get_desc().dims() != cs.dims(i)) return false;
+    if (const LayoutValue* v = ctx.layout_input(i); v && kernels::layout_dims(*v) != cs.dims(i)) return false;
   return true;
 }
 
@@ -417,28 +416,23 @@ void register_splice() {
     for (size_t i = 0; i < ctx.num_inputs(); ++i) shapes.push_back(ctx.shape(i));
     return ctx.one(splice_shape(shapes, ctx.attrs(), at_infer(ctx)));
   };
-  d.dnnl_layouts = true;
+  d.backend_layouts = true;
   d.forward = [](ComputeContext& ctx) {
     ChannelSplice cs;
     if (channel_splice(ctx, cs)) {
-      std::vector<dnnl::memory> srcs;
-      std::vector<NDArrayView> plain;  // keeps plain inputs alive for the concat
+      std::vector<kernels::ChannelPart> parts(ctx.inputs.size());
       for (size_t i = 0; i < ctx.inputs.size(); ++i) {
-        if (const DnnlValue* v = ctx.dnnl_input(i)) {
-          srcs.push_back(v->mem);
-        } else {
-          plain.push_back(ctx.inputs[i].contiguous());
-          srcs.emplace_back(kernels::dnnl_plain_desc(cs.dims(i)), kernels::dnnl_engine(),
-                            plain.back().raw_data());
-        }
+        parts[i].kept = ctx.layout_input(i);
+        if (!parts[i].kept) parts[i].plain = ctx.inputs[i].contiguous();
+        parts[i].dims = cs.dims(i);
       }
-      auto y = kernels::dnnl_concat(srcs);
+      auto y = kernels::cpu_backend().concat_channels(parts);
       y->shape = channel_splice_shape(cs);
-      if (ctx.may_keep_dnnl_output(0)) {
-        ctx.dnnl_outputs[0] = std::move(y);
+      if (ctx.may_keep_layout_output(0)) {
+        ctx.layout_outputs[0] = std::move(y);
         return std::vector<NDArrayView>{NDArrayView()};
       }
-      return std::vector<NDArrayView>{kernels::dnnl_to_plain(*y)};
+      return std::vector<NDArrayView>{kernels::to_plain(*y)};
     }
     for (size_t i = 0; i < ctx.inputs.size(); ++i) ctx.input(i);
     DataType dt = widest_dtype(ctx.inputs);
@@ -456,26 +450,20 @@ void register_splice() {
   };
   d.backward = [](ComputeContext& ctx, size_t i) {
     ChannelSplice cs;
-    if (const DnnlValue* gb = ctx.dnnl_grad_output(0); gb && channel_splice(ctx, cs)) {
-      // The input's part of the output gradient, taken from its oneDNN layout.
+    if (const LayoutValue* gb = ctx.layout_grad_output(0); gb && channel_splice(ctx, cs)) {
+      // The input's part of the output gradient, taken from its backend layout.
       int64_t offset = 0;
       for (size_t k = 0; k < i; ++k) offset += cs.channels[k];
-      const DnnlValue* v = ctx.dnnl_input(i);
-      if (ctx.may_keep_dnnl_grad(i) && v) {
-        dnnl::memory out;
-        if (kernels::dnnl_channel_slice(*gb, offset, cs.channels[i], v->mem.get_desc(), nullptr, out)) {
-          auto dx = std::make_shared<DnnlValue>();
-          dx->mem = out;
+      const LayoutValue* v = ctx.layout_input(i);
+      if (ctx.may_keep_layout_grad(i) && v) {
+        if (auto dx = kernels::cpu_backend().channel_slice(*gb, offset, cs.channels[i], *v)) {
           dx->shape = ctx.input_shape(i);
-          ctx.dnnl_grad = std::move(dx);
+          ctx.layout_grad = std::move(dx);
           return NDArrayView();
         }
       }
       NDArrayView dx(DataType::Float, ctx.input_shape(i));
-      dnnl::memory out;
-      if (kernels::dnnl_channel_slice(*gb, offset, cs.channels[i], kernels::dnnl_plain_desc(cs.dims(i)), dx.raw_data(),
-                                      out))
-        return dx;
+      if (kernels::cpu_backend().channel_slice(*gb, offset, cs.channels[i], cs.dims(i), dx)) return dx;
     }
     if (channel_splice(ctx, cs)) {
       // A plain part of the output gradient; the inputs, some in oneDNN layouts, need not be made plain.

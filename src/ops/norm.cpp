@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/cpu/dnnl_value.h"
+#include "kernels/backend.h"
 #include "kernels/cpu/norm.h"
 #include "ops/eager.h"
 #include "ops/op.h"
@@ -25,17 +25,17 @@ enum BnInput : size_t { kData = 0, kScale, kBias, kRunMean, kRunVar, kRunCount }
 struct BnState {
   std::vector<double> mean, inv_std;
   double stats_weight = 1.0;
-  // Set when forward ran oneDNN's primitive on a oneDNN layout: the batch statistics it
-  // computed, which its backward primitive reads (mean/inv_std hold them too, for the
+  // Set when forward ran the backend's primitive on a backend layout: the batch statistics
+  // it computed, which its backward primitive reads (mean/inv_std hold them too, for the
   // plain backward where x is not in that layout any more).
-  bool dnnl = false;
-  std::vector<float> dnnl_mean, dnnl_var;
+  bool in_layout = false;
+  std::vector<float> layout_mean, layout_var;
 };
 
 // The gradients of one backward step, computed together: dx plain or in a oneDNN layout.
 struct BnGrads {
   kernels::BatchNormGrads g;
-  std::shared_ptr<DnnlValue> dxb;
+  std::shared_ptr<LayoutValue> dxb;
 };
 
 kernels::BatchNormDims bn_dims(const ComputeContext& ctx) {
@@ -139,8 +139,8 @@ void update_running(double f, double m, const std::vector<double>& mu, const std
 // statistics alone (no blending), every sample counts (no sequence padding) and oneDNN
 // takes the layout; false otherwise (the plain path runs).
 bool bn_train_layout(ComputeContext& ctx, const kernels::BatchNormDims& d, double eps, std::vector<NDArrayView>& out) {
-  const DnnlValue* xb = ctx.dnnl_input(kData);
-  if (!xb || !(ctx.may_keep_dnnl_output(0) || !ctx.inputs[kData].defined())) return false;
+  const LayoutValue* xb = ctx.layout_input(kData);
+  if (!xb || !(ctx.may_keep_layout_output(0) || !ctx.inputs[kData].defined())) return false;
   for (size_t i = kScale; i < ctx.inputs.size(); ++i) ctx.input(i);
   int64_t n = 0;
   if (!bn_valid_rows(ctx, n).empty() || n == 0 || d.S == 0) return false;
@@ -156,15 +156,15 @@ bool bn_train_layout(ComputeContext& ctx, const kernels::BatchNormDims& d, doubl
   auto st = std::make_shared<BnState>();
   NDArrayView mean_f(DataType::Float, NDShape{d.C}), var_f(DataType::Float, NDShape{d.C});
   for (size_t c = 0; c < mu.size(); ++c) {
-    st->dnnl_mean.push_back(float(mu[c]));
-    st->dnnl_var.push_back(float(var[c]));
+    st->layout_mean.push_back(float(mu[c]));
+    st->layout_var.push_back(float(var[c]));
   }
-  std::copy(st->dnnl_mean.begin(), st->dnnl_mean.end(), mean_f.data<float>());
-  std::copy(st->dnnl_var.begin(), st->dnnl_var.end(), var_f.data<float>());
+  std::copy(st->layout_mean.begin(), st->layout_mean.end(), mean_f.data<float>());
+  std::copy(st->layout_var.begin(), st->layout_var.end(), var_f.data<float>());
   auto y = kernels::batch_norm_infer_layout(*xb, d, ctx.inputs[kScale], ctx.inputs[kBias], mean_f, var_f, eps);
   if (!y) return false;
   update_running(f, double(n) * double(d.S), mu, var, run_mean, run_var);
-  st->dnnl = true;
+  st->in_layout = true;
   st->stats_weight = 1;
   st->mean = mu;
   st->inv_std.resize(var.size());
@@ -175,11 +175,11 @@ bool bn_train_layout(ComputeContext& ctx, const kernels::BatchNormDims& d, doubl
   }
   write_running(ctx, kRunCount, {count + double(n)});
   ctx.state = st;
-  if (ctx.may_keep_dnnl_output(0)) {
-    ctx.dnnl_outputs[0] = std::move(y);
+  if (ctx.may_keep_layout_output(0)) {
+    ctx.layout_outputs[0] = std::move(y);
     out = {NDArrayView()};
   } else {
-    out = {kernels::dnnl_to_plain(*y)};
+    out = {kernels::to_plain(*y)};
   }
   return true;
 }
@@ -236,13 +236,13 @@ std::vector<NDArrayView> bn_forward(ComputeContext& ctx) {
   const double eps = attr_double(ctx.attr(), "epsilon", 1e-5);
   kernels::BatchNormDims d = bn_dims(ctx);
   // Inference over an operand in a oneDNN layout: oneDNN's primitive in that layout.
-  if (const DnnlValue* xb = ctx.dnnl_input(kData);
-      xb && !ctx.training && (ctx.may_keep_dnnl_output(0) || !ctx.inputs[kData].defined())) {
+  if (const LayoutValue* xb = ctx.layout_input(kData);
+      xb && !ctx.training && (ctx.may_keep_layout_output(0) || !ctx.inputs[kData].defined())) {
     auto y = kernels::batch_norm_infer_layout(*xb, d, ctx.input(kScale), ctx.input(kBias), ctx.input(kRunMean),
                                               ctx.input(kRunVar), eps);
     if (y) {
-      if (!ctx.may_keep_dnnl_output(0)) return {kernels::dnnl_to_plain(*y)};
-      ctx.dnnl_outputs[0] = std::move(y);
+      if (!ctx.may_keep_layout_output(0)) return {kernels::to_plain(*y)};
+      ctx.layout_outputs[0] = std::move(y);
       return {NDArrayView()};
     }
   }
@@ -256,7 +256,7 @@ std::vector<NDArrayView> bn_forward(ComputeContext& ctx) {
   if (!ctx.training) {
     // Inference: normalize with the running statistics; nothing is updated.
     NDArrayView y;
-    if (kernels::batch_norm_infer_dnnl(x, d, scale, bias, ctx.inputs[kRunMean], ctx.inputs[kRunVar], eps, y))
+    if (kernels::batch_norm_infer_primitive(x, d, scale, bias, ctx.inputs[kRunMean], ctx.inputs[kRunVar], eps, y))
       return {y};
     std::vector<double> inv(run_var.size());
     for (size_t c = 0; c < inv.size(); ++c) inv[c] = 1.0 / std::sqrt(run_var[c] + eps);
@@ -320,12 +320,12 @@ NDArrayView bn_backward(ComputeContext& ctx, size_t i) {
     grads = std::make_shared<BnGrads>();
     const kernels::BatchNormDims d = bn_dims(ctx);
     // After a forward on oneDNN's primitive, its backward in x's layout.
-    const DnnlValue* xb = ctx.dnnl_input(kData);
-    const DnnlValue* gb = ctx.dnnl_grad_output(0);
+    const LayoutValue* xb = ctx.layout_input(kData);
+    const LayoutValue* gb = ctx.layout_grad_output(0);
     bool done = false;
-    if (st->dnnl && xb && (ctx.may_keep_dnnl_grad(kData) || gb || !ctx.inputs[kData].defined())) {
+    if (st->in_layout && xb && (ctx.may_keep_layout_grad(kData) || gb || !ctx.inputs[kData].defined())) {
       NDArrayView g = gb ? NDArrayView() : ctx.grad_output(0);
-      done = kernels::batch_norm_backward_layout(*xb, gb, g, d, ctx.input(kScale), st->dnnl_mean, st->dnnl_var,
+      done = kernels::batch_norm_backward_layout(*xb, gb, g, d, ctx.input(kScale), st->layout_mean, st->layout_var,
                                                  attr_double(ctx.attr(), "epsilon", 1e-5), grads->dxb,
                                                  grads->g.dscale, grads->g.dbias);
     }
@@ -340,8 +340,8 @@ NDArrayView bn_backward(ComputeContext& ctx, size_t i) {
   }
   if (i == kData) {
     if (!grads->dxb) return grads->g.dx;
-    if (!ctx.may_keep_dnnl_grad(kData)) return kernels::dnnl_to_plain(*grads->dxb);
-    ctx.dnnl_grad = grads->dxb;
+    if (!ctx.may_keep_layout_grad(kData)) return kernels::to_plain(*grads->dxb);
+    ctx.layout_grad = grads->dxb;
     return NDArrayView();
   }
   return i == kScale ? grads->g.dscale : grads->g.dbias;
@@ -350,7 +350,7 @@ NDArrayView bn_backward(ComputeContext& ctx, size_t i) {
 void register_batch_normalization() {
   OpDef d;
   d.name = "BatchNormalization";
-  d.dnnl_layouts = true;
+  d.backend_layouts = true;
   d.infer = bn_infer;
   d.forward = bn_forward;
   d.backward = bn_backward;
@@ -382,8 +382,8 @@ void lrn_dims(const ComputeContext& ctx, int64_t& N, int64_t& C, int64_t& S) {
 
 // A value in a oneDNN layout has dims [N, channels, rest...]; oneDNN's LRN runs across
 // its axis 1, which must be the operand's channel axis (its first static one).
-bool lrn_layout_fits(const ComputeContext& ctx, const DnnlValue& x) {
-  const dnnl::memory::dims dims = x.mem.get_desc().dims();
+bool lrn_layout_fits(const ComputeContext& ctx, const LayoutValue& x) {
+  const std::vector<int64_t> dims = kernels::layout_dims(x);
   const NDShape s = ctx.input_shape(0);
   const size_t nd = size_t(ctx.in_dyn[0]);
   int64_t N = 1, rest = 1;
@@ -404,15 +404,15 @@ void register_lrn() {
     if (p.radius < 0) ctx.fail("depth_radius must not be negative");
     return infer_same_shape(ctx);
   };
-  d.dnnl_layouts = true;
+  d.backend_layouts = true;
   d.forward = [](ComputeContext& ctx) {
     LrnParams p = lrn_params(ctx.attr());
     // An operand in a oneDNN layout: oneDNN's LRN in that layout.
-    if (const DnnlValue* xb = ctx.dnnl_input(0);
-        xb && lrn_layout_fits(ctx, *xb) && (ctx.may_keep_dnnl_output(0) || !ctx.inputs[0].defined())) {
+    if (const LayoutValue* xb = ctx.layout_input(0);
+        xb && lrn_layout_fits(ctx, *xb) && (ctx.may_keep_layout_output(0) || !ctx.inputs[0].defined())) {
       if (auto y = kernels::lrn_forward_layout(*xb, p.radius, p.bias, p.alpha, p.beta)) {
-        if (!ctx.may_keep_dnnl_output(0)) return std::vector<NDArrayView>{kernels::dnnl_to_plain(*y)};
-        ctx.dnnl_outputs[0] = std::move(y);
+        if (!ctx.may_keep_layout_output(0)) return std::vector<NDArrayView>{kernels::to_plain(*y)};
+        ctx.layout_outputs[0] = std::move(y);
         return std::vector<NDArrayView>{NDArrayView()};
       }
     }
@@ -423,13 +423,13 @@ void register_lrn() {
   };
   d.backward = [](ComputeContext& ctx, size_t) {
     LrnParams p = lrn_params(ctx.attr());
-    const DnnlValue* xb = ctx.dnnl_input(0);
-    const DnnlValue* gb = ctx.dnnl_grad_output(0);
-    if (xb && lrn_layout_fits(ctx, *xb) && (ctx.may_keep_dnnl_grad(0) || gb || !ctx.inputs[0].defined())) {
+    const LayoutValue* xb = ctx.layout_input(0);
+    const LayoutValue* gb = ctx.layout_grad_output(0);
+    if (xb && lrn_layout_fits(ctx, *xb) && (ctx.may_keep_layout_grad(0) || gb || !ctx.inputs[0].defined())) {
       NDArrayView g = gb ? NDArrayView() : ctx.grad_output(0);
       if (auto dx = kernels::lrn_backward_layout(*xb, gb, g, p.radius, p.bias, p.alpha, p.beta)) {
-        if (!ctx.may_keep_dnnl_grad(0)) return kernels::dnnl_to_plain(*dx);
-        ctx.dnnl_grad = std::move(dx);
+        if (!ctx.may_keep_layout_grad(0)) return kernels::to_plain(*dx);
+        ctx.layout_grad = std::move(dx);
         return NDArrayView();
       }
     }

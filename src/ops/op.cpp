@@ -5,7 +5,7 @@
 #include <memory>
 #include <sstream>
 
-#include "kernels/cpu/dnnl_value.h"
+#include "kernels/backend.h"
 #include "kernels/cpu/reduce.h"
 
 namespace cntk {
@@ -201,28 +201,28 @@ NDArrayView ComputeContext::reduce_to_input(size_t i, const NDArrayView& grad) c
 
 NDShape ComputeContext::input_shape(size_t i) const {
   if (inputs[i].defined()) return inputs[i].shape();
-  if (const DnnlValue* v = dnnl_input(i)) return v->shape;
+  if (const LayoutValue* v = layout_input(i)) return v->shape;
   return inputs[i].shape();
 }
 
 const NDArrayView& ComputeContext::input(size_t i) {
-  if (!inputs[i].defined() && dnnl_input(i)) {
-    if (!make_plain) throw Error("'" + (fn ? fn->op_name() : std::string("?")) + "': an input in a oneDNN layout and no way to make it plain");
+  if (!inputs[i].defined() && layout_input(i)) {
+    if (!make_plain) throw Error("'" + (fn ? fn->op_name() : std::string("?")) + "': an input in a backend layout and no way to make it plain");
     inputs[i] = make_plain(false, i);
   }
   return inputs[i];
 }
 
 const NDArrayView& ComputeContext::output(size_t k) {
-  if (!outputs[k].defined() && dnnl_output(k)) {
-    if (!make_plain) throw Error("'" + (fn ? fn->op_name() : std::string("?")) + "': an output in a oneDNN layout and no way to make it plain");
+  if (!outputs[k].defined() && layout_output(k)) {
+    if (!make_plain) throw Error("'" + (fn ? fn->op_name() : std::string("?")) + "': an output in a backend layout and no way to make it plain");
     outputs[k] = make_plain(true, k);
   }
   return outputs[k];
 }
 
 const NDArrayView& ComputeContext::grad_output(size_t k) {
-  if (!grad_outputs[k].defined() && dnnl_grad_output(k)) grad_outputs[k] = kernels::dnnl_to_plain(*dnnl_grad_outputs[k]);
+  if (!grad_outputs[k].defined() && layout_grad_output(k)) grad_outputs[k] = kernels::to_plain(*layout_grad_outputs[k]);
   return grad_outputs[k];
 }
 

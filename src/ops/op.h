@@ -52,8 +52,9 @@ class InferContext {
   const Dictionary& attrs_;
 };
 
-// A value in a oneDNN memory layout between steps (kernels/cpu/dnnl_value.h).
-struct DnnlValue;
+// A value in a backend's own memory layout between steps (the layout protocol:
+// kernels/backend.h).
+struct LayoutValue;
 
 // Per-function state of random ops: a generator seeded from the op's seed attribute.
 // Calls of one function from several threads draw from it in turn (`mu`).
@@ -109,21 +110,22 @@ class ComputeContext {
   // one step share (rules that compute every input's gradient at once keep them there).
   std::vector<bool> grad_wanted;
   std::shared_ptr<void> scratch;
-  // oneDNN layouts between steps, for ops with OpDef::dnnl_layouts only. Per input (and,
-  // in backward, per output): the value in a oneDNN layout where the plan keeps it so;
-  // inputs[i] (outputs[k]) is then undefined until input(i) (output(k)) makes it plain.
-  // In forward, an op may leave output k in a oneDNN layout where dnnl_output_ok[k] says
-  // so: it sets dnnl_outputs[k] and returns an undefined view in its place.
-  std::vector<std::shared_ptr<const DnnlValue>> dnnl_inputs, dnnl_outputs;
-  std::vector<bool> dnnl_output_ok;
+  // Backend layouts between steps (the layout protocol, kernels/backend.h), for ops with
+  // OpDef::backend_layouts only. Per input (and, in backward, per output): the value in a
+  // backend layout where the plan keeps it so; inputs[i] (outputs[k]) is then undefined
+  // until input(i) (output(k)) makes it plain. In forward, an op may leave output k in a
+  // backend layout where layout_output_ok[k] says so: it sets layout_outputs[k] and
+  // returns an undefined view in its place.
+  std::vector<std::shared_ptr<const LayoutValue>> layout_inputs, layout_outputs;
+  std::vector<bool> layout_output_ok;
   // Makes input k (output=false) or output k plain; the pass caches the result.
   std::function<NDArrayView(bool output, size_t k)> make_plain;
-  // Backward: per output, its gradient in a oneDNN layout (grad_outputs[k] is then
+  // Backward: per output, its gradient in a backend layout (grad_outputs[k] is then
   // undefined until grad_output(k)); per input, whether its gradient may be returned in
-  // one: the rule then sets dnnl_grad and returns an undefined view.
-  std::vector<std::shared_ptr<const DnnlValue>> dnnl_grad_outputs;
-  std::vector<bool> dnnl_grad_ok;
-  std::shared_ptr<const DnnlValue> dnnl_grad;
+  // one: the rule then sets layout_grad and returns an undefined view.
+  std::vector<std::shared_ptr<const LayoutValue>> layout_grad_outputs;
+  std::vector<bool> layout_grad_ok;
+  std::shared_ptr<const LayoutValue> layout_grad;
 
   const Dictionary& attr() const { return *attrs; }
   // Input i as a view with the output's dynamic dims (size 1 where the input lacks
@@ -133,19 +135,19 @@ class ComputeContext {
   NDArrayView reduce_to_input(size_t i, const NDArrayView& grad) const;
   // The static part of a runtime tensor's shape.
   NDShape static_shape(size_t i) const { return input_shape(i).sub(in_dyn[i]); }
-  // The runtime shape of input i, whether it is plain or in a oneDNN layout.
+  // The runtime shape of input i, whether it is plain or in a backend layout.
   NDShape input_shape(size_t i) const;
-  // Input i (output k) as a plain tensor, made plain on demand where it is in a oneDNN layout.
+  // Input i (output k) as a plain tensor, made plain on demand where it is in a backend layout.
   const NDArrayView& input(size_t i);
   const NDArrayView& output(size_t k);
   const NDArrayView& grad_output(size_t k);
-  const DnnlValue* dnnl_grad_output(size_t k) const {
-    return k < dnnl_grad_outputs.size() ? dnnl_grad_outputs[k].get() : nullptr;
+  const LayoutValue* layout_grad_output(size_t k) const {
+    return k < layout_grad_outputs.size() ? layout_grad_outputs[k].get() : nullptr;
   }
-  bool may_keep_dnnl_grad(size_t i) const { return i < dnnl_grad_ok.size() && dnnl_grad_ok[i]; }
-  const DnnlValue* dnnl_input(size_t i) const { return i < dnnl_inputs.size() ? dnnl_inputs[i].get() : nullptr; }
-  const DnnlValue* dnnl_output(size_t k) const { return k < dnnl_outputs.size() ? dnnl_outputs[k].get() : nullptr; }
-  bool may_keep_dnnl_output(size_t k) const { return k < dnnl_output_ok.size() && dnnl_output_ok[k]; }
+  bool may_keep_layout_grad(size_t i) const { return i < layout_grad_ok.size() && layout_grad_ok[i]; }
+  const LayoutValue* layout_input(size_t i) const { return i < layout_inputs.size() ? layout_inputs[i].get() : nullptr; }
+  const LayoutValue* layout_output(size_t k) const { return k < layout_outputs.size() ? layout_outputs[k].get() : nullptr; }
+  bool may_keep_layout_output(size_t k) const { return k < layout_output_ok.size() && layout_output_ok[k]; }
   // This function's generator, locked while the stream lives.
   RandomStream random();
 };
@@ -178,9 +180,9 @@ struct OpDef {
   // one: a function built over placeholders (@Function) needs them all before its
   // inputs' types are known. Null means one.
   std::function<size_t(const Dictionary&)> output_count;
-  // Reads and writes values in oneDNN's own layouts (ComputeContext::dnnl_inputs): the
-  // plan keeps a value in such a layout between steps that all have this flag.
-  bool dnnl_layouts = false;
+  // Reads and writes values in the backend's own layouts (ComputeContext::layout_inputs):
+  // the plan keeps a value in such a layout between steps that all have this flag.
+  bool backend_layouts = false;
 };
 
 // True while shape inference runs on values derived from a recurrent loop's guessed

@@ -265,19 +265,19 @@ TEST(RnnKernel, WeightLayoutHelpers) {
   const int64_t H = 2;
   std::vector<float> cntk(3 * 4 * H), dnnl(cntk.size()), back(cntk.size());
   for (size_t i = 0; i < cntk.size(); ++i) cntk[i] = float(i);
-  lstm_gates_cntk_to_dnnl(cntk.data(), dnnl.data(), 3, H);
+  lstm_gates_cntk_to_fused(cntk.data(), dnnl.data(), 3, H);
   // row 0: cntk blocks i=[0,1] c~=[2,3] f=[4,5] o=[6,7] -> dnnl i, f, c~, o
   EXPECT_EQ(dnnl[0], 0.f);
   EXPECT_EQ(dnnl[2], 4.f);
   EXPECT_EQ(dnnl[4], 2.f);
   EXPECT_EQ(dnnl[6], 6.f);
   EXPECT_EQ(dnnl[8 + 2], 12.f);
-  lstm_gates_dnnl_to_cntk(dnnl.data(), back.data(), 3, H);
+  lstm_gates_fused_to_cntk(dnnl.data(), back.data(), 3, H);
   EXPECT_EQ(back, cntk);
   std::vector<double> Hm{1, 2, 3, 4, 5, 6, 7, 8}, H1{10, 11, 12, 13}, wh(12), H2(8), H12(4);
-  gru_iter_cntk_to_dnnl(Hm.data(), H1.data(), wh.data(), H);
+  gru_iter_cntk_to_fused(Hm.data(), H1.data(), wh.data(), H);
   EXPECT_EQ(wh, (std::vector<double>{1, 2, 3, 4, 10, 11, 5, 6, 7, 8, 12, 13}));
-  gru_iter_dnnl_to_cntk(wh.data(), H2.data(), H12.data(), H);
+  gru_iter_fused_to_cntk(wh.data(), H2.data(), H12.data(), H);
   EXPECT_EQ(H2, Hm);
   EXPECT_EQ(H12, H1);
 }

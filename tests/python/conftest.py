@@ -31,3 +31,31 @@ def _rnn_fusion_restored():
     was = C.cntk_py.rnn_fusion_enabled()
     yield
     C.cntk_py.set_rnn_fusion(was)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        'markers', 'onednn(reason): checks what only the oneDNN backend does (its reorder and primitive '
+        'counters, fused or kept-layout steps); skipped when the reference backend is selected')
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under the reference backend (CNTK_BACKEND=reference) the tests marked `onednn` skip,
+    with their stated reason: there is no primitive, kept layout or fused step to observe."""
+    import cntk as C
+    if C.cntk_py.get_backend() != 'reference':
+        return
+    for item in items:
+        mark = item.get_closest_marker('onednn')
+        if mark:
+            why = mark.args[0] if mark.args else 'checks oneDNN-specific behaviour'
+            item.add_marker(pytest.mark.skip(reason='reference backend: ' + why))
+
+
+@pytest.fixture(autouse=True)
+def _backend_restored():
+    """A test that switches the backend does not change the tests after it."""
+    import cntk as C
+    was = C.cntk_py.get_backend()
+    yield
+    C.cntk_py.set_backend(was)

@@ -84,6 +84,7 @@ def test_conv_relu_pool_conv_matches_plain_layout():
     check_same(y, {x: data((4, 16, 12, 12))})
 
 
+@pytest.mark.onednn('counts the reorders around values kept in oneDNN layouts')
 def test_conv_relu_pool_conv_reorders_nothing_between_its_steps():
     x, y, _, _ = conv_relu_pool_conv()
     (fwd_on, bwd_on), (fwd_off, bwd_off) = check_same(y, {x: data((2, 16, 12, 12))})
@@ -134,6 +135,7 @@ def alexnet_like():
     return x, z
 
 
+@pytest.mark.onednn('counts the reorders around values kept in oneDNN layouts')
 def test_alexnet_like_net_matches_plain_layout():
     x, z = alexnet_like()
     (fwd_on, _), (fwd_off, _) = check_same(z, {x: data((3, 3, 67, 67))})
@@ -155,6 +157,7 @@ def inception_like(dtype=np.float32, narrow=8):
     return x, C.convolution(param((16, 32 + 2 * narrow, 1, 1), 16, dtype=dtype), s), s
 
 
+@pytest.mark.onednn('counts the reorders around values kept in oneDNN layouts')
 @pytest.mark.parametrize('narrow', [8, 16])
 def test_inception_like_block_matches_plain_layout(narrow):
     # 8 channels split oneDNN's 16-channel blocks: those parts of the splice's gradient
@@ -237,6 +240,7 @@ def test_training_steps_update_parameters_alike():
         close(a, b)
 
 
+@pytest.mark.onednn('counts the reorders around values kept in oneDNN layouts')
 def test_switch_rebuilds_the_plan():
     x, y, _, _ = conv_relu_pool_conv()
     xd = data((2, 16, 12, 12))
@@ -255,6 +259,7 @@ def test_switch_rebuilds_the_plan():
     assert on == again == 2 and off == 4
 
 
+@pytest.mark.onednn('counts the reorders around values kept in oneDNN layouts')
 def test_weight_reorders_are_counted_apart():
     x, y, _, _ = conv_relu_pool_conv()
     xd = data((2, 16, 12, 12))
@@ -273,6 +278,7 @@ def test_weight_reorders_are_counted_apart():
     assert counts[True] == counts[False] == (2, 5)
 
 
+@pytest.mark.onednn('counts the reorders around values kept in oneDNN layouts')
 def test_batch_normalization_inference_keeps_the_layout():
     xd = data((2, 16, 8, 8))
     counts, outs = {}, {}
@@ -367,6 +373,7 @@ def test_batch_normalization_training_matches_plain_layout(tc, blend):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.onednn('counts the reorders around values kept in oneDNN layouts')
 def test_batch_normalization_training_reorders_nothing_around_it():
     xd = data((2, 16, 8, 8))
     *_, fwd_on, bwd_on = bn_train_pass(bn_chain, xd, True)
@@ -376,6 +383,7 @@ def test_batch_normalization_training_reorders_nothing_around_it():
     assert (fwd_off, bwd_off) == (4, 4)
 
 
+@pytest.mark.onednn('counts the reorders around values kept in oneDNN layouts')
 def test_batch_normalization_training_with_blending_stays_plain():
     # A positive blend_time_constant normalizes with blended statistics after the first
     # minibatch: the plain path computes that, so the BN's neighbours reorder around it.
@@ -415,6 +423,7 @@ def test_batch_normalization_training_channels_not_a_block_multiple():
     assert chain_reorders(lambda: bn_chain(c1=12), xd) == chain_reorders(lambda: plain_chain(c1=12), xd)
 
 
+@pytest.mark.onednn('counts the reorders around values kept in oneDNN layouts')
 def test_batch_normalization_not_spatial_over_a_conv_output_stays_plain():
     # Per-element statistics (map_rank=None) are not oneDNN's per-channel ones.
     xd = data((3, 16, 8, 8), seed=5)
@@ -438,6 +447,7 @@ def test_resnet_like_block_training_steps_alike():
     assert len(stats) == 12
 
 
+@pytest.mark.onednn('counts the reorders around values kept in oneDNN layouts')
 def test_resnet_like_block_gradients_match_plain_layout():
     xd = data((2, 16, 8, 8), seed=9)
     on = bn_train_pass(resnet_like, xd, True)
@@ -466,6 +476,7 @@ def lrn_chain(c1=16, radius=2, bias=2.0, alpha=1e-4, beta=0.75, seed=3):
     (16, 1, 1.0, 1.0, 0.5),       # CNTK's defaults of the layer library, a large alpha
     (12, 3, 0.5, 0.3, 1.25),      # channels not a block multiple, a wide window
 ])
+@pytest.mark.onednn('counts the reorders around values kept in oneDNN layouts')
 def test_lrn_matches_plain_layout(c1, radius, bias, alpha, beta):
     x, y = lrn_chain(c1, radius, bias, alpha, beta)
     xd = data((3, 16, 8, 8), seed=10)
@@ -511,6 +522,7 @@ def test_batch_normalization_training_over_padded_sequences_matches_plain_layout
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.onednn('counts the reorders around values kept in oneDNN layouts')
 @pytest.mark.parametrize('act', ['relu', 'sigmoid', 'tanh', 'elu', 'leaky_relu'])
 @pytest.mark.parametrize('channels', [8, 32])
 def test_activation_between_pooling_and_convolution_stays_in_layout(act, channels):

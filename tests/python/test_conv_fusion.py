@@ -83,6 +83,7 @@ def numpy_conv_same(x, w):
     return y
 
 
+@pytest.mark.onednn('counts the fused convolution steps oneDNN runs')
 @pytest.mark.parametrize('act', [C.relu, C.sigmoid, C.tanh, C.elu])
 def test_conv_bias_activation_fuses_and_matches(act):
     x = C.input_variable((3, 9, 9))
@@ -97,12 +98,14 @@ def test_conv_bias_activation_fuses_and_matches(act):
     np.testing.assert_allclose(o[f.output], ref, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.onednn('counts the fused convolution steps oneDNN runs')
 def test_convolution_layer_with_relu_fuses():
     x = C.input_variable((2, 8, 8))
     f = Convolution((3, 3), 5, activation=C.relu, pad=True, init=C.glorot_uniform(seed=1), init_bias=0.1)(x)
     check_same(f, {x: data((3, 2, 8, 8))})
 
 
+@pytest.mark.onednn('counts the fused convolution steps oneDNN runs')
 def test_bias_on_the_left_scalar_bias_and_no_activation():
     x = C.input_variable((3, 7, 7))
     w, _ = conv_parts()
@@ -111,6 +114,7 @@ def test_bias_on_the_left_scalar_bias_and_no_activation():
     check_same(f, {x: data((2, 3, 7, 7))})
 
 
+@pytest.mark.onednn('counts the fused convolution steps oneDNN runs')
 def test_conv_relu_pool_chain():
     x = C.input_variable((3, 10, 10))
     w, _ = conv_parts()
@@ -118,6 +122,7 @@ def test_conv_relu_pool_chain():
     check_same(f, {x: data((2, 3, 10, 10))})
 
 
+@pytest.mark.onednn('counts the fused convolution steps oneDNN runs')
 def test_conv_bn_relu_chain_fuses_only_conv_and_bias():
     x = C.input_variable((3, 8, 8))
     conv = Convolution((3, 3), 6, pad=True, init=C.glorot_uniform(seed=3), init_bias=0.2)(x)
@@ -150,6 +155,7 @@ def test_second_reader_of_conv_output_stops_the_fusion():
     check_same(f, {x: data((2, 3, 6, 6))}, expect_fused=0)
 
 
+@pytest.mark.onednn('counts the fused convolution steps oneDNN runs')
 def test_second_reader_of_biased_result_fuses_conv_and_bias_only():
     x = C.input_variable((3, 6, 6))
     w, b = conv_parts()
@@ -158,6 +164,7 @@ def test_second_reader_of_biased_result_fuses_conv_and_bias_only():
     check_same(f, {x: data((2, 3, 6, 6))}, expect_fused=1)
 
 
+@pytest.mark.onednn('counts the fused convolution steps oneDNN runs')
 def test_requested_intermediate_outputs_are_computed():
     x = C.input_variable((3, 6, 6))
     w, b = conv_parts()
@@ -173,6 +180,7 @@ def test_requested_intermediate_outputs_are_computed():
     np.testing.assert_array_equal(o[f.output], np.maximum(o[a.output], 0))
 
 
+@pytest.mark.onednn('counts the fused convolution steps oneDNN runs')
 @pytest.mark.parametrize('act', [C.relu, C.tanh, None])
 def test_gradient_for_a_fused_away_intermediate(act):
     # z and z + b are fused away (only f is requested) yet asked for as gradient targets:
@@ -215,6 +223,7 @@ def test_gradient_for_a_fused_away_intermediate_of_sequences():
         np.testing.assert_array_equal(np.asarray(gf), (np.asarray(zs) + np.asarray(b.value) > 0).astype(np.float32))
 
 
+@pytest.mark.onednn('counts the fused convolution steps oneDNN runs')
 def test_geometry_onednn_cannot_express_runs_part_by_part():
     # kernel 2, stride 3, auto padding on 6: CNTK centres the windows with a negative lower pad
     x = C.input_variable((3, 6, 6))
@@ -224,6 +233,7 @@ def test_geometry_onednn_cannot_express_runs_part_by_part():
     check_same(f, {x: data((2, 3, 6, 6))}, expect_fused=1)
 
 
+@pytest.mark.onednn('counts the fused convolution steps oneDNN runs')
 def test_sequence_operand_fuses():
     x = C.sequence.input_variable((2, 5, 5))
     w, b = conv_parts(cin=2, cout=4)
@@ -247,6 +257,7 @@ def test_float64_does_not_fuse():
     assert fused_count() == before
 
 
+@pytest.mark.onednn('counts the fused convolution steps oneDNN runs')
 def test_no_fusion_setting_rebuilds_the_plan():
     x = C.input_variable((3, 6, 6))
     w, b = conv_parts()

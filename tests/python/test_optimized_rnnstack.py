@@ -219,6 +219,7 @@ def test_float32_matches_float64(recurrent_op, num_layers, bidirectional, fusion
 
 # ------------------------------------------------------------------ return_full_state
 
+@pytest.mark.onednn('observes the fused float32 path on oneDNN')
 def test_set_rnn_fusion_switches_the_float32_path(rnn_fusion):
     # oneDNN's primitives and the reference loops agree to rounding, not bit for bit: the
     # bits tell which path ran, and each setting gives its own bits again when switched back.

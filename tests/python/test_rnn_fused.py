@@ -88,6 +88,7 @@ CELLS = {
 }
 
 
+@pytest.mark.onednn('observes the fused RNN steps oneDNN runs')
 @pytest.mark.parametrize("cell", sorted(CELLS))
 @pytest.mark.parametrize("backwards", [False, True])
 def test_fused_matches_step_by_step(cell, backwards):
@@ -112,6 +113,7 @@ def test_batch_of_one_and_equal_lengths(cell):
     assert_paths_agree(model, {x: sequences(rng, [3, 3], 4)})
 
 
+@pytest.mark.onednn('observes the fused RNN steps oneDNN runs')
 def test_fused_matches_numpy_lstm():
     # The fused path on its own against CNTK's LSTM equations (gates i, c~, f, o).
     rng = np.random.RandomState(4)
@@ -136,6 +138,7 @@ def test_fused_matches_numpy_lstm():
     assert fused_events(model, {x: data})
 
 
+@pytest.mark.onednn('observes the fused RNN steps oneDNN runs')
 @pytest.mark.parametrize("backwards", [False, True])
 def test_initial_states_and_stacked_layers(backwards):
     # A constant initial state (broadcast to every sequence), a Parameter one whose
@@ -152,6 +155,7 @@ def test_initial_states_and_stacked_layers(backwards):
     assert len({n for n in fused_events(model, args) if not n.endswith('(backward)')}) == 2
 
 
+@pytest.mark.onednn('observes the fused RNN steps oneDNN runs')
 def test_recurrence_from_with_per_sequence_state():
     rng = np.random.RandomState(6)
     x = C.sequence.input_variable(3)
@@ -217,6 +221,7 @@ def test_full_state_and_float64_stay_on_the_loop():
     assert fused_events(m64, {x64: [s.astype(np.float64) for s in sequences(rng, [3, 2], 3)]}) == []
 
 
+@pytest.mark.onednn('observes the fused RNN steps oneDNN runs')
 def test_fusion_switch():
     C._cntk.set_rnn_fusion(False)
     assert C._cntk.rnn_fusion_enabled() is False
@@ -229,6 +234,7 @@ def test_fusion_switch():
     assert fused_events(model, args)  # switched back on: the cached plan is recompiled
 
 
+@pytest.mark.onednn('observes the fused RNN steps oneDNN runs')
 def test_saved_model_keeps_cntk_composition(tmp_path):
     rng = np.random.RandomState(12)
     x = C.sequence.input_variable(3)

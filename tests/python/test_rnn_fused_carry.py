@@ -72,6 +72,7 @@ def assert_results_agree(a, b):
                 np.testing.assert_allclose(np.asarray(ga[k]), np.asarray(gb[k]), err_msg=k, **TOL)
 
 
+@pytest.mark.onednn('observes the fused RNN steps oneDNN runs')
 @pytest.mark.parametrize("cell", sorted(CELLS))
 @pytest.mark.parametrize("length", [1, 3])
 def test_fused_pieces_match_step_by_step(cell, length):
@@ -126,6 +127,7 @@ def test_new_sequence_in_a_continuing_call_starts_fresh():
     np.testing.assert_allclose(fused[1][0][1], alone, **TOL)
 
 
+@pytest.mark.onednn('observes the fused RNN steps oneDNN runs')
 def test_lstm_continuing_a_shorter_piece_is_a_clear_error():
     # The fused LSTM keeps the cell state only of the sequences that spanned the whole
     # previous call: a shorter piece that continues (no reader with truncation_length
@@ -175,6 +177,7 @@ def _ctf(path, n=24, seed=0):
     return str(path)
 
 
+@pytest.mark.onednn('observes the fused RNN steps oneDNN runs')
 @pytest.mark.parametrize("cell", ['lstm', 'gru', 'rnn_tanh'])
 def test_truncated_reader_keeps_fusion_and_matches_the_loop(tmp_path, cell):
     path = _ctf(tmp_path / "seq.ctf")

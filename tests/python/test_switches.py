@@ -45,3 +45,44 @@ def test_setters_round_trip():
         finally:
             set_(before)
         assert get() == before
+
+
+_BACKEND_PROBE = """
+import os, cntk as C
+py = C.cntk_py
+print(py.get_backend())
+os.environ['CNTK_BACKEND'] = 'onednn'
+print(py.get_backend())
+"""
+
+
+def test_backend_from_environment_once_then_setter():
+    env = dict(os.environ, CNTK_BACKEND='reference')
+    out = subprocess.run([sys.executable, '-c', _BACKEND_PROBE], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split('\n')[:2] == ['reference', 'reference']
+    env.pop('CNTK_BACKEND')
+    out = subprocess.run([sys.executable, '-c', _BACKEND_PROBE], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split('\n')[0] == 'onednn'
+
+
+def test_backend_setter_round_trip_and_rejects_unknown_names():
+    import numpy as np
+    import pytest
+    py = C.cntk_py
+    before = py.get_backend()
+    x = C.input_variable(3)
+    f = C.tanh(C.times(x, C.constant(np.arange(12, dtype=np.float32).reshape(3, 4) / 10)))
+    data = np.arange(6, dtype=np.float32).reshape(2, 3) / 5
+    try:
+        outs = {}
+        for name in ('reference', 'onednn'):
+            py.set_backend(name)
+            assert py.get_backend() == name
+            outs[name] = f.eval({x: data})
+        np.testing.assert_allclose(outs['reference'], outs['onednn'], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(outs['reference'], np.tanh(data @ (np.arange(12).reshape(3, 4) / 10)), rtol=1e-5)
+        with pytest.raises(ValueError):
+            py.set_backend('cuda')
+        assert py.get_backend() == 'onednn'
+    finally:
+        py.set_backend(before)

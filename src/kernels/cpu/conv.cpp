@@ -1,5 +1,7 @@
 #include "kernels/cpu/conv.h"
+#include "kernels/backend.h"
 #include "kernels/cpu/dnnl_context.h"
+#include "kernels/cpu/primitive_cache.h"
 #include "kernels/cpu/dnnl_value.h"
 
 #include <omp.h>
@@ -8,8 +10,6 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
-#include <map>
-#include <mutex>
 #include <unordered_map>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -196,7 +196,7 @@ bool dnnl_pads(const ConvDims& d, DnnlPads& p) {
 }
 
 bool dnnl_usable(const ConvDims& d, DataType t) {
-  return t == DataType::Float && d.win.rank() >= 1 && d.win.rank() <= 3 && d.batch > 0;
+  return t == DataType::Float && d.win.rank() >= 1 && d.win.rank() <= 3 && d.batch > 0 && primitives_enabled();
 }
 
 dnnl::memory::format_tag plain_tag(size_t rank) {
@@ -234,13 +234,8 @@ ConvMds conv_mds(const ConvDims& d) {
   return m;
 }
 
-struct ConvCache {
-  std::mutex mu;
-  std::map<std::string, DnnlConv> entries;
-};
-
-ConvCache& conv_cache() {
-  static ConvCache* c = new ConvCache();
+PrimitiveCache<std::string, DnnlConv>& conv_cache() {
+  static auto* c = new PrimitiveCache<std::string, DnnlConv>(1024);
   return *c;
 }
 
@@ -261,15 +256,15 @@ DnnlConv make_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, con
   DnnlConv c;
   switch (pass) {
     case ConvPass::Forward: {
-      if (post.bias || post.eltwise) {
+      if (post.bias || post.eltwise != Eltwise::None) {
         dnnl::convolution_forward::desc fused =
             post.bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, m.src_a, m.wei_a,
                                                         bias_md(d), m.dst_a, p.strides, p.dilates, p.pad_l, p.pad_r)
                       : fd;
         dnnl::primitive_attr attr;
-        if (post.eltwise) {
+        if (post.eltwise != Eltwise::None) {
           dnnl::post_ops ops;
-          ops.append_eltwise(1.f, dnnl::algorithm(post.eltwise), post.alpha, 0.f);
+          ops.append_eltwise(1.f, dnnl::algorithm(dnnl_eltwise_alg(post.eltwise)), post.alpha, 0.f);
           attr.set_post_ops(ops);
         }
         fpd = dnnl::convolution_forward::primitive_desc(fused, attr, dnnl_engine());
@@ -310,20 +305,10 @@ DnnlConv make_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, con
 DnnlConv dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, const ConvPostOps& post) {
   std::string key = std::to_string(int(pass)) + "#" + std::to_string(d.batch) + "," + std::to_string(d.in_channels) +
                     "," + std::to_string(d.out_channels) + "," + std::to_string(d.groups) + "#" + d.win.key();
-  if (post.bias || post.eltwise)
-    key += "#post" + std::to_string(int(post.bias)) + "," + std::to_string(post.eltwise) + "," +
+  if (post.bias || post.eltwise != Eltwise::None)
+    key += "#post" + std::to_string(int(post.bias)) + "," + std::to_string(int(post.eltwise)) + "," +
            std::to_string(post.alpha);
-  auto& c = conv_cache();
-  {
-    std::lock_guard<std::mutex> lock(c.mu);
-    auto it = c.entries.find(key);
-    if (it != c.entries.end()) return it->second;
-  }
-  DnnlConv e = make_dnnl_conv(d, pass, p, post);
-  std::lock_guard<std::mutex> lock(c.mu);
-  if (c.entries.size() > 1024) c.entries.clear();
-  c.entries.emplace(key, e);
-  return e;
+  return conv_cache().get(key, [&] { return make_dnnl_conv(d, pass, p, post); });
 }
 
 // A buffer in the layout `want`: the buffer itself, or a reordered copy (counted as a
@@ -418,13 +403,12 @@ void run_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, const ND
       if (reuse) a_held = &reuse->src, a_view = &reuse->src_user, b_held = &reuse->dy, b_view = &reuse->dy_user;
       break;
   }
-  const dnnl::memory* a_blocked = io && io->in ? &io->in->mem : nullptr;
-  const dnnl::memory* b_blocked = io && io->in_b ? &io->in_b->mem : nullptr;
+  const dnnl::memory* a_blocked = io && io->in ? &mem_of(*io->in) : nullptr;
+  const dnnl::memory* b_blocked = io && io->in_b ? &mem_of(*io->in_b) : nullptr;
   dnnl::memory am = reused_layout(a_plain, a, a_blocked, c.a_md, a_held, a_view, false);
   dnnl::memory bm = reused_layout(b_plain, b, b_blocked, c.b_md, b_held, b_view, b_weights);
   if (io && !a_blocked && pass == ConvPass::Forward && am.get_desc() != a_plain) {
-    io->made = std::make_shared<DnnlValue>();
-    io->made->mem = am;
+    io->made = dnnl_value(am);
   }
   const bool keep = io && io->keep_out;
   dnnl::memory out_user = keep ? dnnl::memory() : dnnl::memory(out_plain, dnnl_engine(), out);
@@ -491,7 +475,7 @@ NDArrayView conv_backward_weights_reference(const NDArrayView& x_in, const NDArr
   return dw;
 }
 
-bool conv_runs_on_dnnl(const ConvDims& d, DataType t) {
+bool conv_runs_on_primitives(const ConvDims& d, DataType t) {
   DnnlPads p;
   return dnnl_usable(d, t) && dnnl_pads(d, p);
 }
@@ -721,13 +705,8 @@ struct DnnlPool {
   dnnl::pooling_backward bwd;  // empty for forward-only entries
 };
 
-struct PoolCache {
-  std::mutex mu;
-  std::map<std::string, DnnlPool> entries;
-};
-
-PoolCache& pool_cache() {
-  static PoolCache* c = new PoolCache();
+PrimitiveCache<std::string, DnnlPool>& pool_cache() {
+  static auto* c = new PrimitiveCache<std::string, DnnlPool>(1024);
   return *c;
 }
 
@@ -736,7 +715,8 @@ PoolCache& pool_cache() {
 // window inside the given padding; otherwise the own loops run.
 bool dnnl_pool_pads(const PoolDims& d, DataType t, DnnlPads& p) {
   const Window& w = d.win;
-  if (t != DataType::Float || w.rank() < 1 || w.rank() > 3 || d.batch * d.channels == 0) return false;
+  if (t != DataType::Float || w.rank() < 1 || w.rank() > 3 || d.batch * d.channels == 0 || !primitives_enabled())
+    return false;
   for (size_t i = 0; i < w.rank(); ++i) {
     int64_t lo = w.pad_lo[i], hi = (w.out[i] - 1) * w.stride[i] + w.kernel[i] - w.in[i] - lo;
     if (lo < 0) return false;
@@ -753,16 +733,16 @@ bool dnnl_pool_pads(const PoolDims& d, DataType t, DnnlPads& p) {
 
 // `src_layout` (forward only): the layout the source comes in; the output takes the one
 // oneDNN picks for it. Null: plain source and output.
+DnnlPool make_dnnl_pool(const PoolDims& d, const DnnlPads& p, bool backward, const dnnl::memory::desc* src_layout);
+
 DnnlPool dnnl_pool(const PoolDims& d, const DnnlPads& p, bool backward, const dnnl::memory::desc* src_layout = nullptr) {
   std::string key = std::to_string(int(backward)) + std::to_string(int(d.kind)) + std::to_string(int(d.include_pad)) +
                     "#" + std::to_string(d.batch) + "," + std::to_string(d.channels) + "#" + d.win.key();
   if (src_layout) key += "#" + dnnl_desc_key(*src_layout);
-  auto& c = pool_cache();
-  {
-    std::lock_guard<std::mutex> lock(c.mu);
-    auto it = c.entries.find(key);
-    if (it != c.entries.end()) return it->second;
-  }
+  return pool_cache().get(key, [&] { return make_dnnl_pool(d, p, backward, src_layout); });
+}
+
+DnnlPool make_dnnl_pool(const PoolDims& d, const DnnlPads& p, bool backward, const dnnl::memory::desc* src_layout) {
   ++g_primitives_created;
   using dt = dnnl::memory::data_type;
   dnnl::memory::dims src = dims_of(d.batch, d.channels, d.win.in), dst = dims_of(d.batch, d.channels, d.win.out);
@@ -783,9 +763,6 @@ DnnlPool dnnl_pool(const PoolDims& d, const DnnlPads& p, bool backward, const dn
     dnnl::pooling_backward::desc bd(alg, src_md, dst_md, p.strides, p.dilates, p.pad_l, p.pad_r);
     e.bwd = dnnl::pooling_backward(dnnl::pooling_backward::primitive_desc(bd, dnnl_engine(), e.fwd_pd));
   }
-  std::lock_guard<std::mutex> lock(c.mu);
-  if (c.entries.size() > 1024) c.entries.clear();
-  c.entries.emplace(key, e);
   return e;
 }
 
@@ -814,18 +791,17 @@ NDArrayView pool_forward(const NDArrayView& x_in, const PoolDims& d) {
   return y;
 }
 
-bool pool_forward_layout(const DnnlValue& x, const PoolDims& d, bool keep_out, NDArrayView& y,
-                         std::shared_ptr<DnnlValue>& yb) {
+bool pool_forward_layout(const LayoutValue& x, const PoolDims& d, bool keep_out, NDArrayView& y,
+                         std::shared_ptr<LayoutValue>& yb) {
   DnnlPads p;
   if (x.dtype != DataType::Float || !dnnl_pool_pads(d, DataType::Float, p)) return false;
-  const dnnl::memory::desc src_md = x.mem.get_desc();
+  const dnnl::memory::desc src_md = mem_of(x).get_desc();
   if (src_md.dims() != dims_of(d.batch, d.channels, d.win.in)) return false;
   DnnlPool e = dnnl_pool(d, p, false, &src_md);
   dnnl::memory dst(e.fwd_pd.dst_desc(), dnnl_engine());
-  e.fwd.execute(dnnl_stream(), {{DNNL_ARG_SRC, x.mem}, {DNNL_ARG_DST, dst}});
+  e.fwd.execute(dnnl_stream(), {{DNNL_ARG_SRC, mem_of(x)}, {DNNL_ARG_DST, dst}});
   if (keep_out) {
-    yb = std::make_shared<DnnlValue>();
-    yb->mem = dst;
+    yb = dnnl_value(dst);
     dnnl_stream().wait();
     return true;
   }
@@ -837,11 +813,11 @@ bool pool_forward_layout(const DnnlValue& x, const PoolDims& d, bool keep_out, N
   return true;
 }
 
-bool pool_backward_layout(const DnnlValue& x, const DnnlValue* dyb, const NDArrayView& dy_in, const PoolDims& d,
-                          bool keep_out, NDArrayView& dx, std::shared_ptr<DnnlValue>& dxb) {
+bool pool_backward_layout(const LayoutValue& x, const LayoutValue* dyb, const NDArrayView& dy_in, const PoolDims& d,
+                          bool keep_out, NDArrayView& dx, std::shared_ptr<LayoutValue>& dxb) {
   DnnlPads p;
   if (x.dtype != DataType::Float || !dnnl_pool_pads(d, DataType::Float, p)) return false;
-  const dnnl::memory::desc src_md = x.mem.get_desc();
+  const dnnl::memory::desc src_md = mem_of(x).get_desc();
   if (src_md.dims() != dims_of(d.batch, d.channels, d.win.in)) return false;
   DnnlPool e = dnnl_pool(d, p, true, &src_md);
   const dnnl::memory::desc dst_md = e.fwd_pd.dst_desc();
@@ -849,7 +825,7 @@ bool pool_backward_layout(const DnnlValue& x, const DnnlValue* dyb, const NDArra
   NDArrayView g;
   dnnl::memory dy;
   if (dyb) {
-    dy = as_layout(dyb->mem, dst_md, false);
+    dy = as_layout(mem_of(*dyb), dst_md, false);
   } else {
     g = dy_in.to_dense().contiguous();
     if (g.dtype() != DataType::Float) g = g.cast(DataType::Float);
@@ -860,13 +836,12 @@ bool pool_backward_layout(const DnnlValue& x, const DnnlValue* dyb, const NDArra
   if (d.kind == PoolKind::Max) {
     // Max pooling's backward needs the forward's workspace (the argmax): recomputed here.
     dnnl::memory ws(e.fwd_pd.workspace_desc(), dnnl_engine()), y(dst_md, dnnl_engine());
-    e.fwd.execute(dnnl_stream(), {{DNNL_ARG_SRC, const_cast<dnnl::memory&>(x.mem)}, {DNNL_ARG_DST, y}, {DNNL_ARG_WORKSPACE, ws}});
+    e.fwd.execute(dnnl_stream(), {{DNNL_ARG_SRC, const_cast<dnnl::memory&>(mem_of(x))}, {DNNL_ARG_DST, y}, {DNNL_ARG_WORKSPACE, ws}});
     bargs.emplace(DNNL_ARG_WORKSPACE, ws);
   }
   e.bwd.execute(dnnl_stream(), bargs);
   if (keep_out) {
-    dxb = std::make_shared<DnnlValue>();
-    dxb->mem = diff_src;
+    dxb = dnnl_value(diff_src);
   } else {
     dx = NDArrayView(DataType::Float, pooled_shape(d, false));
     dnnl::memory plain(pool_md(d, false), dnnl_engine(), dx.raw_data());

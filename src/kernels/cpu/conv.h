@@ -9,9 +9,10 @@
 #include <vector>
 
 #include "cntk/tensor.h"
+#include "kernels/cpu/eltwise.h"
 
 namespace cntk {
-struct DnnlValue;  // kernels/cpu/dnnl_value.h
+struct LayoutValue;  // kernels/backend.h
 }
 
 namespace cntk::kernels {
@@ -49,34 +50,34 @@ void release_source(ConvReuse& reuse);
 void release_output_gradient(ConvReuse& reuse);
 
 // Whether the own-layout passes below can run (float32, a geometry oneDNN can express).
-bool conv_runs_on_dnnl(const ConvDims& d, DataType t);
+bool conv_runs_on_primitives(const ConvDims& d, DataType t);
 // Whether `reuse` holds the forward's source (the weight gradient then needs no x).
 bool conv_reuse_has_source(const ConvReuse& reuse);
 
 // Values in oneDNN's own layouts around a forward pass (see dnnl_value.h): the source may
 // come in one (`in`, whose dims are [N, C, in...]; x is then not read), and with keep_out
 // the output stays in the primitive's layout (`out`, dims [N, O, out...]; the returned
-// view is undefined). Only where conv_runs_on_dnnl.
+// view is undefined). Only where conv_runs_on_primitives.
 // The backward passes take the same: backward data its output gradient as `in` (dims
 // [N, O, out...]) and keeps dx (dims [N, C, in...]); backward weights its output
 // gradient as `in_b`. A forward that reorders a plain source into its layout hands the
 // result back as `made`, for other readers of the same value.
 struct ConvLayoutIO {
-  const DnnlValue* in = nullptr;
-  const DnnlValue* in_b = nullptr;
+  const LayoutValue* in = nullptr;
+  const LayoutValue* in_b = nullptr;
   bool keep_out = false;
-  std::shared_ptr<DnnlValue> out;
-  std::shared_ptr<DnnlValue> made;
+  std::shared_ptr<LayoutValue> out;
+  std::shared_ptr<LayoutValue> made;
 };
 
 NDArrayView conv_forward(const NDArrayView& x, const NDArrayView& w, const ConvDims& d, ConvReuse* reuse = nullptr,
                          ConvLayoutIO* io = nullptr);
 
 // What a fused convolution does to its result before storing it: adds a per-channel
-// bias, then applies an activation (a oneDNN eltwise algorithm, dnnl_alg_kind_t; 0 = none).
+// bias, then applies an activation.
 struct ConvPostOps {
   bool bias = false;
-  int eltwise = 0;
+  Eltwise eltwise = Eltwise::None;
   float alpha = 0;
 };
 // y = act(conv(x, w) + bias) as one oneDNN primitive (bias: O values, or undefined when
@@ -117,12 +118,12 @@ NDArrayView pool_forward(const NDArrayView& x, const PoolDims& d);
 // Pooling of a value in a oneDNN layout (dims [N, C, in...]): the result stays in the
 // layout oneDNN picks (yb) with keep_out, else comes plain (y). False where oneDNN cannot
 // run it (the caller makes x plain and calls pool_forward).
-bool pool_forward_layout(const DnnlValue& x, const PoolDims& d, bool keep_out, NDArrayView& y,
-                         std::shared_ptr<DnnlValue>& yb);
+bool pool_forward_layout(const LayoutValue& x, const PoolDims& d, bool keep_out, NDArrayView& y,
+                         std::shared_ptr<LayoutValue>& yb);
 // dx of pooling over x in a oneDNN layout, from dy in a oneDNN layout (dyb) or plain (dy):
 // kept in x's layout (dxb) with keep_out, else plain (dx). False where oneDNN cannot run it.
-bool pool_backward_layout(const DnnlValue& x, const DnnlValue* dyb, const NDArrayView& dy, const PoolDims& d,
-                          bool keep_out, NDArrayView& dx, std::shared_ptr<DnnlValue>& dxb);
+bool pool_backward_layout(const LayoutValue& x, const LayoutValue* dyb, const NDArrayView& dy, const PoolDims& d,
+                          bool keep_out, NDArrayView& dx, std::shared_ptr<LayoutValue>& dxb);
 // dx from the pooling input x and dy; max pooling routes each gradient to the first
 // maximum of its window.
 NDArrayView pool_backward(const NDArrayView& x, const NDArrayView& dy, const PoolDims& d);

@@ -34,24 +34,24 @@ dnnl::memory dnnl_plain_in_layout(const NDArrayView& plain, const dnnl::memory::
   return dnnl_in_layout(m, want);
 }
 
-std::shared_ptr<DnnlValue> dnnl_add(const DnnlValue& a, const DnnlValue& b) {
-  const dnnl::memory::desc md = a.mem.get_desc();
-  dnnl::memory bm = dnnl_in_layout(b.mem, md);
+std::shared_ptr<LayoutValue> dnnl_add(const LayoutValue& a, const LayoutValue& b) {
+  const dnnl::memory::desc md = mem_of(a).get_desc();
+  dnnl::memory bm = dnnl_in_layout(mem_of(b), md);
   auto r = std::make_shared<DnnlValue>();
   r->mem = dnnl::memory(md, dnnl_engine());
   r->dtype = a.dtype;
   r->shape = a.shape;
   dnnl::sum::primitive_desc pd({1.f, 1.f}, {md, md}, dnnl_engine());
-  dnnl::sum(pd).execute(dnnl_stream(), {{DNNL_ARG_MULTIPLE_SRC, const_cast<dnnl::memory&>(a.mem)},
+  dnnl::sum(pd).execute(dnnl_stream(), {{DNNL_ARG_MULTIPLE_SRC, const_cast<dnnl::memory&>(mem_of(a))},
                                         {DNNL_ARG_MULTIPLE_SRC + 1, bm},
                                         {DNNL_ARG_DST, r->mem}});
   dnnl_stream().wait();
   return r;
 }
 
-static std::shared_ptr<DnnlValue> run_concat(const dnnl::concat::primitive_desc& pd, const std::vector<dnnl::memory>& srcs);
+static std::shared_ptr<LayoutValue> run_concat(const dnnl::concat::primitive_desc& pd, const std::vector<dnnl::memory>& srcs);
 
-std::shared_ptr<DnnlValue> dnnl_concat(const std::vector<dnnl::memory>& srcs) {
+std::shared_ptr<LayoutValue> dnnl_concat(const std::vector<dnnl::memory>& srcs) {
   std::vector<dnnl::memory::desc> mds;
   for (auto& m : srcs) mds.push_back(m.get_desc());
   // Left to itself, concat picks a layout with the channel blocks outermost (a plain copy
@@ -79,7 +79,7 @@ std::shared_ptr<DnnlValue> dnnl_concat(const std::vector<dnnl::memory>& srcs) {
   return run_concat(pd, srcs);
 }
 
-static std::shared_ptr<DnnlValue> run_concat(const dnnl::concat::primitive_desc& pd, const std::vector<dnnl::memory>& srcs) {
+static std::shared_ptr<LayoutValue> run_concat(const dnnl::concat::primitive_desc& pd, const std::vector<dnnl::memory>& srcs) {
   auto r = std::make_shared<DnnlValue>();
   r->mem = dnnl::memory(pd.dst_desc(), dnnl_engine());
   std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_DST, r->mem}};
@@ -89,9 +89,9 @@ static std::shared_ptr<DnnlValue> run_concat(const dnnl::concat::primitive_desc&
   return r;
 }
 
-bool dnnl_channel_slice(const DnnlValue& v, int64_t offset, int64_t count, const dnnl::memory::desc& want,
+bool dnnl_channel_slice(const LayoutValue& v, int64_t offset, int64_t count, const dnnl::memory::desc& want,
                         void* buffer, dnnl::memory& out) {
-  const dnnl::memory::desc md = v.mem.get_desc();
+  const dnnl::memory::desc md = mem_of(v).get_desc();
   dnnl::memory::dims dims = md.dims(), offsets(dims.size(), 0);
   if (dims.size() < 2) return false;
   dims[1] = count;
@@ -102,7 +102,7 @@ bool dnnl_channel_slice(const DnnlValue& v, int64_t offset, int64_t count, const
   } catch (const dnnl::error&) {
     return false;
   }
-  dnnl::memory part(sub, dnnl_engine(), v.mem.get_data_handle());
+  dnnl::memory part(sub, dnnl_engine(), mem_of(v).get_data_handle());
   out = buffer ? dnnl::memory(want, dnnl_engine(), buffer) : dnnl::memory(want, dnnl_engine());
   // A part copied between two oneDNN layouts is a copy the plain path makes too; between
   // a oneDNN layout and the plain one it is a reorder.
@@ -127,24 +127,32 @@ std::string dnnl_desc_key(const dnnl::memory::desc& md) {
   return k;
 }
 
-NDArrayView dnnl_to_plain(const DnnlValue& v) {
+NDArrayView dnnl_to_plain(const LayoutValue& v) {
   if (v.dtype != DataType::Float) throw Error("a value in a oneDNN layout must be float32");
   NDArrayView y(DataType::Float, v.shape);
-  dnnl::memory::desc md = v.mem.get_desc();
+  dnnl::memory::desc md = mem_of(v).get_desc();
   if (y.numel() == 0) return y;
   dnnl::memory dst(dnnl_plain_desc(md.dims()), dnnl_engine(), y.raw_data());
   count_dnnl_reorder(false);
-  dnnl::reorder(v.mem, dst).execute(dnnl_stream(), const_cast<dnnl::memory&>(v.mem), dst);
+  dnnl::reorder(mem_of(v), dst).execute(dnnl_stream(), const_cast<dnnl::memory&>(mem_of(v)), dst);
   dnnl_stream().wait();
   return y;
 }
 
-dnnl::memory dnnl_grad_in_layout(const DnnlValue* kept, const NDArrayView& plain, const dnnl::memory::desc& want,
+dnnl::memory dnnl_grad_in_layout(const LayoutValue* kept, const NDArrayView& plain, const dnnl::memory::desc& want,
                                  NDArrayView& keep) {
-  if (kept) return dnnl_in_layout(kept->mem, want);
+  if (kept) return dnnl_in_layout(mem_of(*kept), want);
   keep = plain.to_dense().contiguous();
   if (keep.dtype() != DataType::Float) keep = keep.cast(DataType::Float);
   return dnnl_plain_in_layout(keep, want);
 }
 
 }  // namespace cntk::kernels
+
+namespace cntk {
+
+// The public counters (cntk/evaluation.h).
+size_t dnnl_reorders() { return kernels::dnnl_reorders(); }
+size_t dnnl_weight_reorders() { return kernels::dnnl_weight_reorders(); }
+
+}  // namespace cntk

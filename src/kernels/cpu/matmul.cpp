@@ -3,6 +3,8 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
 
+#include "kernels/backend.h"
+
 namespace cntk::kernels {
 
 namespace {
@@ -38,7 +40,7 @@ template <>
 void gemm<float>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                  const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M == 0 || N == 0) return;
-  if (M * N * K <= kTinyProduct) {
+  if (M * N * K <= kTinyProduct || !primitives_enabled()) {
     naive_gemm<float>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }

@@ -10,13 +10,13 @@
 // pass and oneDNN's primitives normalize and differentiate in that layout, which saves
 // the reorders around the step.
 #include "kernels/cpu/norm.h"
+#include "kernels/backend.h"
 #include "kernels/cpu/dnnl_context.h"
+#include "kernels/cpu/primitive_cache.h"
 #include "kernels/cpu/dnnl_value.h"
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <mutex>
 #include <string>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
@@ -142,18 +142,13 @@ dnnl::memory::desc ncs_desc(const BatchNormDims& d) {
 using BnKey = std::tuple<int64_t, int64_t, int64_t, float>;  // N, C, S, epsilon
 
 dnnl::batch_normalization_forward dnnl_bn_inference(const BatchNormDims& d, float eps) {
-  static std::mutex mu;
-  static auto* cache = new std::map<BnKey, dnnl::batch_normalization_forward>();
-  BnKey key{d.N, d.C, d.S, eps};
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache->find(key);
-  if (it != cache->end()) return it->second;
-  auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift |
-               dnnl::normalization_flags::use_global_stats;
-  dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, ncs_desc(d), eps, flags);
-  dnnl::batch_normalization_forward p(dnnl::batch_normalization_forward::primitive_desc(desc, dnnl_engine()));
-  if (cache->size() > 1024) cache->clear();
-  return cache->emplace(key, p).first->second;
+  static auto* cache = new PrimitiveCache<BnKey, dnnl::batch_normalization_forward>(1024);
+  return cache->get(BnKey{d.N, d.C, d.S, eps}, [&] {
+    auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift |
+                 dnnl::normalization_flags::use_global_stats;
+    dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, ncs_desc(d), eps, flags);
+    return dnnl::batch_normalization_forward(dnnl::batch_normalization_forward::primitive_desc(desc, dnnl_engine()));
+  });
 }
 
 dnnl::memory vec_mem(const float* p, int64_t n) {
@@ -162,7 +157,7 @@ dnnl::memory vec_mem(const float* p, int64_t n) {
 }
 
 bool dnnl_usable(const NDArrayView& x, const BatchNormDims& d) {
-  return x.dtype() == DataType::Float && d.N > 0 && d.C > 0 && d.S > 0 && d.N * d.S > 1;
+  return x.dtype() == DataType::Float && d.N > 0 && d.C > 0 && d.S > 0 && d.N * d.S > 1 && primitives_enabled();
 }
 
 }  // namespace
@@ -185,7 +180,7 @@ NDArrayView batch_norm_apply(const NDArrayView& xin, BatchNormDims d, const NDAr
   return y;
 }
 
-bool batch_norm_infer_dnnl(const NDArrayView& xin, BatchNormDims d, const NDArrayView& sc, const NDArrayView& bi,
+bool batch_norm_infer_primitive(const NDArrayView& xin, BatchNormDims d, const NDArrayView& sc, const NDArrayView& bi,
                            const NDArrayView& mn, const NDArrayView& vr, double epsilon, NDArrayView& y) {
   if (!dnnl_usable(xin, d) || sc.dtype() != DataType::Float || mn.dtype() != DataType::Float ||
       vr.dtype() != DataType::Float)
@@ -211,10 +206,10 @@ bool batch_norm_infer_dnnl(const NDArrayView& xin, BatchNormDims d, const NDArra
   return true;
 }
 
-std::shared_ptr<DnnlValue> batch_norm_infer_layout(const DnnlValue& x, BatchNormDims d, const NDArrayView& sc,
+std::shared_ptr<LayoutValue> batch_norm_infer_layout(const LayoutValue& x, BatchNormDims d, const NDArrayView& sc,
                                                    const NDArrayView& bi, const NDArrayView& mn, const NDArrayView& vr,
                                                    double epsilon) {
-  const dnnl::memory::desc md = x.mem.get_desc();
+  const dnnl::memory::desc md = mem_of(x).get_desc();
   const dnnl::memory::dims dims = md.dims();
   if (x.dtype != DataType::Float || sc.dtype() != DataType::Float || bi.dtype() != DataType::Float ||
       mn.dtype() != DataType::Float || vr.dtype() != DataType::Float || dims.size() < 2 || dims[0] != d.N ||
@@ -222,30 +217,22 @@ std::shared_ptr<DnnlValue> batch_norm_infer_layout(const DnnlValue& x, BatchNorm
     return nullptr;
   NDArrayView scale = sc.to_dense().contiguous(), bias = bi.to_dense().contiguous();
   NDArrayView mean = mn.to_dense().contiguous(), var = vr.to_dense().contiguous();
-  static std::mutex mu;
-  static auto* cache = new std::map<std::string, dnnl::batch_normalization_forward>();
-  const std::string key = dnnl_desc_key(md) + "#" + std::to_string(epsilon);
+  static auto* cache = new PrimitiveCache<std::string, dnnl::batch_normalization_forward>(1024);
   dnnl::batch_normalization_forward prim;
   try {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = cache->find(key);
-    if (it == cache->end()) {
+    prim = cache->get(dnnl_desc_key(md) + "#" + std::to_string(epsilon), [&] {
       auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift |
                    dnnl::normalization_flags::use_global_stats;
       dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, md, float(epsilon), flags);
-      if (cache->size() > 1024) cache->clear();
-      it = cache->emplace(key, dnnl::batch_normalization_forward(
-                                   dnnl::batch_normalization_forward::primitive_desc(desc, dnnl_engine())))
-               .first;
-    }
-    prim = it->second;
+      return dnnl::batch_normalization_forward(dnnl::batch_normalization_forward::primitive_desc(desc, dnnl_engine()));
+    });
   } catch (const dnnl::error&) {
     return nullptr;
   }
   auto y = std::make_shared<DnnlValue>();
   y->mem = dnnl::memory(md, dnnl_engine());
   y->shape = x.shape;
-  prim.execute(dnnl_stream(), {{DNNL_ARG_SRC, const_cast<dnnl::memory&>(x.mem)},
+  prim.execute(dnnl_stream(), {{DNNL_ARG_SRC, const_cast<dnnl::memory&>(mem_of(x))},
                                {DNNL_ARG_DST, y->mem},
                                {DNNL_ARG_SCALE, vec_mem(scale.data<float>(), d.C)},
                                {DNNL_ARG_SHIFT, vec_mem(bias.data<float>(), d.C)},
@@ -281,30 +268,26 @@ namespace {
 // statistics: batch_norm_infer_layout's primitive). A copy (a shared handle): the cache
 // may be cleared by another thread while it runs. Empty where oneDNN cannot run it.
 dnnl::batch_normalization_backward dnnl_bn_backward(const dnnl::memory::desc& md, double epsilon) {
-  static std::mutex mu;
-  static auto* cache = new std::map<std::string, dnnl::batch_normalization_backward>();
-  const std::string key = dnnl_desc_key(md) + "#" + std::to_string(epsilon);
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache->find(key);
-  if (it != cache->end()) return it->second;
-  try {
-    auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
-    dnnl::batch_normalization_forward::desc fd(dnnl::prop_kind::forward_training, md, float(epsilon), flags);
-    dnnl::batch_normalization_forward::primitive_desc fpd(fd, dnnl_engine());
-    dnnl::batch_normalization_backward::desc bd(dnnl::prop_kind::backward, md, md, float(epsilon), flags);
-    dnnl::batch_normalization_backward::primitive_desc bpd(bd, dnnl_engine(), fpd);
-    // It must work in x's layout.
-    if (bpd.diff_src_desc() != md || bpd.diff_dst_desc() != md) return {};
-    if (cache->size() > 1024) cache->clear();
-    return cache->emplace(key, dnnl::batch_normalization_backward(bpd)).first->second;
-  } catch (const dnnl::error&) {
-    return {};
-  }
+  static auto* cache = new PrimitiveCache<std::string, dnnl::batch_normalization_backward>(1024);
+  return cache->get(dnnl_desc_key(md) + "#" + std::to_string(epsilon), [&]() -> dnnl::batch_normalization_backward {
+    try {
+      auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+      dnnl::batch_normalization_forward::desc fd(dnnl::prop_kind::forward_training, md, float(epsilon), flags);
+      dnnl::batch_normalization_forward::primitive_desc fpd(fd, dnnl_engine());
+      dnnl::batch_normalization_backward::desc bd(dnnl::prop_kind::backward, md, md, float(epsilon), flags);
+      dnnl::batch_normalization_backward::primitive_desc bpd(bd, dnnl_engine(), fpd);
+      // It must work in x's layout.
+      if (bpd.diff_src_desc() != md || bpd.diff_dst_desc() != md) return {};
+      return dnnl::batch_normalization_backward(bpd);
+    } catch (const dnnl::error&) {
+      return {};  // cached too: oneDNN cannot run this layout
+    }
+  });
 }
 
 // x's dims are [N, C, spatial...] with d's N, C and S.
-bool bn_layout_fits(const DnnlValue& x, const BatchNormDims& d) {
-  const dnnl::memory::dims dims = x.mem.get_desc().dims();
+bool bn_layout_fits(const LayoutValue& x, const BatchNormDims& d) {
+  const dnnl::memory::dims dims = mem_of(x).get_desc().dims();
   if (x.dtype != DataType::Float || dims.size() < 2 || dims[0] != d.N || dims[1] != d.C || d.N * d.S <= 1)
     return false;
   int64_t S = 1;
@@ -314,10 +297,10 @@ bool bn_layout_fits(const DnnlValue& x, const BatchNormDims& d) {
 
 }  // namespace
 
-bool batch_norm_moments_layout(const DnnlValue& x, BatchNormDims d, std::vector<double>& mean,
+bool batch_norm_moments_layout(const LayoutValue& x, BatchNormDims d, std::vector<double>& mean,
                                std::vector<double>& variance) {
   if (!bn_layout_fits(x, d)) return false;
-  const dnnl::memory::desc md = x.mem.get_desc();
+  const dnnl::memory::desc md = mem_of(x).get_desc();
   const dnnl_memory_desc_t& c = md.data;
   if (c.format_kind != dnnl_blocked || c.data_type != dnnl_f32) return false;
   const auto& blk = c.format_desc.blocking;
@@ -342,7 +325,7 @@ bool batch_norm_moments_layout(const DnnlValue& x, BatchNormDims d, std::vector<
       }
     }
   }
-  const float* base = static_cast<const float*>(x.mem.get_data_handle()) + c.offset0;
+  const float* base = static_cast<const float*>(mem_of(x).get_data_handle()) + c.offset0;
   const int64_t N = d.N, C = d.C, S = d.S, blocks = (C + B - 1) / B;
   const double count = double(N) * double(S);
   mean.assign(size_t(C), 0.0);
@@ -378,14 +361,14 @@ bool batch_norm_moments_layout(const DnnlValue& x, BatchNormDims d, std::vector<
   return true;
 }
 
-bool batch_norm_backward_layout(const DnnlValue& x, const DnnlValue* dyb, const NDArrayView& dy_in, BatchNormDims d,
+bool batch_norm_backward_layout(const LayoutValue& x, const LayoutValue* dyb, const NDArrayView& dy_in, BatchNormDims d,
                                 const NDArrayView& sc, const std::vector<float>& mean,
-                                const std::vector<float>& variance, double epsilon, std::shared_ptr<DnnlValue>& dx,
+                                const std::vector<float>& variance, double epsilon, std::shared_ptr<LayoutValue>& dx,
                                 NDArrayView& dscale, NDArrayView& dbias) {
   if (!bn_layout_fits(x, d) || sc.dtype() != DataType::Float || int64_t(mean.size()) != d.C ||
       int64_t(variance.size()) != d.C)
     return false;
-  const dnnl::memory::desc md = x.mem.get_desc();
+  const dnnl::memory::desc md = mem_of(x).get_desc();
   const dnnl::batch_normalization_backward p = dnnl_bn_backward(md, epsilon);
   if (!p) return false;
   NDArrayView scale = sc.to_dense().contiguous();
@@ -395,16 +378,15 @@ bool batch_norm_backward_layout(const DnnlValue& x, const DnnlValue* dyb, const 
   const std::vector<float> no_shift(size_t(d.C), 0.f);
   dscale = NDArrayView(DataType::Float, scale.shape());
   dbias = NDArrayView(DataType::Float, scale.shape());
-  dx = std::make_shared<DnnlValue>();
-  dx->mem = dnnl::memory(md, dnnl_engine());
-  dx->shape = x.shape;
-  p.execute(dnnl_stream(), {{DNNL_ARG_SRC, const_cast<dnnl::memory&>(x.mem)},
+  auto dxv = dnnl_value(dnnl::memory(md, dnnl_engine()), x.shape);
+  dx = dxv;
+  p.execute(dnnl_stream(), {{DNNL_ARG_SRC, const_cast<dnnl::memory&>(mem_of(x))},
                            {DNNL_ARG_MEAN, vec_mem(mean.data(), d.C)},
                            {DNNL_ARG_VARIANCE, vec_mem(variance.data(), d.C)},
                            {DNNL_ARG_DIFF_DST, diff_dst},
                            {DNNL_ARG_SCALE, vec_mem(scale.data<float>(), d.C)},
                            {DNNL_ARG_SHIFT, vec_mem(no_shift.data(), d.C)},
-                           {DNNL_ARG_DIFF_SRC, dx->mem},
+                           {DNNL_ARG_DIFF_SRC, dxv->mem},
                            {DNNL_ARG_DIFF_SCALE, vec_mem(dscale.data<float>(), d.C)},
                            {DNNL_ARG_DIFF_SHIFT, vec_mem(dbias.data<float>(), d.C)}});
   dnnl_stream().wait();
@@ -475,24 +457,15 @@ using LrnKey = std::tuple<int64_t, int64_t, int64_t, int64_t, float, float, floa
 // oneDNN's across-channel LRN divides alpha by the window size, as CNTK does.
 bool lrn_forward_dnnl(const NDArrayView& x, NDArrayView& y, int64_t N, int64_t C, int64_t S, int64_t r, double bias,
                       double alpha, double beta) {
-  if (x.dtype() != DataType::Float || N * C * S == 0 || bias <= 0) return false;
+  if (x.dtype() != DataType::Float || N * C * S == 0 || bias <= 0 || !primitives_enabled()) return false;
   try {
-    static std::mutex mu;
-    static auto* cache = new std::map<LrnKey, dnnl::lrn_forward>();
+    static auto* cache = new PrimitiveCache<LrnKey, dnnl::lrn_forward>(1024);
     auto md = ncs_desc({N, C, S});
-    dnnl::lrn_forward prim;
-    {
-      LrnKey key{N, C, S, r, float(bias), float(alpha), float(beta)};
-      std::lock_guard<std::mutex> lock(mu);
-      auto it = cache->find(key);
-      if (it == cache->end()) {
-        dnnl::lrn_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::lrn_across_channels, md,
-                                     dnnl::memory::dim(2 * r + 1), float(alpha), float(beta), float(bias));
-        if (cache->size() > 1024) cache->clear();
-        it = cache->emplace(key, dnnl::lrn_forward(dnnl::lrn_forward::primitive_desc(desc, dnnl_engine()))).first;
-      }
-      prim = it->second;
-    }
+    dnnl::lrn_forward prim = cache->get(LrnKey{N, C, S, r, float(bias), float(alpha), float(beta)}, [&] {
+      dnnl::lrn_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::lrn_across_channels, md,
+                                   dnnl::memory::dim(2 * r + 1), float(alpha), float(beta), float(bias));
+      return dnnl::lrn_forward(dnnl::lrn_forward::primitive_desc(desc, dnnl_engine()));
+    });
     auto& e = dnnl_engine();
     dnnl::memory src(md, e, const_cast<void*>(x.raw_data())), dst(md, e, y.raw_data());
     prim.execute(dnnl_stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
@@ -540,26 +513,24 @@ struct DnnlLrnTrain {
 // Empty (no fwd) where oneDNN cannot run it.
 DnnlLrnTrain dnnl_lrn_train(const dnnl::memory::desc& md, int64_t r, double bias, double alpha, double beta) {
   if (bias <= 0 || r < 0) return {};
-  static std::mutex mu;
-  static auto* cache = new std::map<std::string, DnnlLrnTrain>();
+  static auto* cache = new PrimitiveCache<std::string, DnnlLrnTrain>(1024);
   const std::string key = dnnl_desc_key(md) + "#" + std::to_string(r) + "," + std::to_string(float(bias)) + "," +
                           std::to_string(float(alpha)) + "," + std::to_string(float(beta));
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache->find(key);
-  if (it != cache->end()) return it->second;
-  try {
-    const auto alg = dnnl::algorithm::lrn_across_channels;
-    const auto n = dnnl::memory::dim(2 * r + 1);
-    dnnl::lrn_forward::desc fd(dnnl::prop_kind::forward_training, alg, md, n, float(alpha), float(beta), float(bias));
-    dnnl::lrn_forward::primitive_desc fpd(fd, dnnl_engine());
-    dnnl::lrn_backward::desc bd(alg, md, md, n, float(alpha), float(beta), float(bias));
-    dnnl::lrn_backward::primitive_desc bpd(bd, dnnl_engine(), fpd);
-    if (fpd.dst_desc() != md || bpd.diff_src_desc() != md || bpd.diff_dst_desc() != md) return {};
-    if (cache->size() > 1024) cache->clear();
-    return cache->emplace(key, DnnlLrnTrain{fpd, dnnl::lrn_forward(fpd), dnnl::lrn_backward(bpd)}).first->second;
-  } catch (const dnnl::error&) {
-    return {};
-  }
+  return cache->get(key, [&]() -> DnnlLrnTrain {
+    try {
+      const auto alg = dnnl::algorithm::lrn_across_channels;
+      const auto n = dnnl::memory::dim(2 * r + 1);
+      dnnl::lrn_forward::desc fd(dnnl::prop_kind::forward_training, alg, md, n, float(alpha), float(beta),
+                                 float(bias));
+      dnnl::lrn_forward::primitive_desc fpd(fd, dnnl_engine());
+      dnnl::lrn_backward::desc bd(alg, md, md, n, float(alpha), float(beta), float(bias));
+      dnnl::lrn_backward::primitive_desc bpd(bd, dnnl_engine(), fpd);
+      if (fpd.dst_desc() != md || bpd.diff_src_desc() != md || bpd.diff_dst_desc() != md) return {};
+      return DnnlLrnTrain{fpd, dnnl::lrn_forward(fpd), dnnl::lrn_backward(bpd)};
+    } catch (const dnnl::error&) {
+      return {};  // cached too: oneDNN cannot run this layout
+    }
+  });
 }
 
 // Runs the training forward of p over x into y (and the workspace its backward reads).
@@ -574,9 +545,9 @@ void lrn_run_forward(const DnnlLrnTrain& p, const dnnl::memory& x, dnnl::memory&
 
 }  // namespace
 
-std::shared_ptr<DnnlValue> lrn_forward_layout(const DnnlValue& x, int64_t radius, double bias, double alpha,
+std::shared_ptr<LayoutValue> lrn_forward_layout(const LayoutValue& x, int64_t radius, double bias, double alpha,
                                               double beta) {
-  const dnnl::memory::desc md = x.mem.get_desc();
+  const dnnl::memory::desc md = mem_of(x).get_desc();
   if (x.dtype != DataType::Float || md.dims().size() < 2) return nullptr;
   const DnnlLrnTrain p = dnnl_lrn_train(md, radius, bias, alpha, beta);
   if (!p.fwd) return nullptr;
@@ -584,14 +555,14 @@ std::shared_ptr<DnnlValue> lrn_forward_layout(const DnnlValue& x, int64_t radius
   y->mem = dnnl::memory(md, dnnl_engine());
   y->shape = x.shape;
   dnnl::memory ws;
-  lrn_run_forward(p, x.mem, y->mem, ws);
+  lrn_run_forward(p, mem_of(x), y->mem, ws);
   dnnl_stream().wait();
   return y;
 }
 
-std::shared_ptr<DnnlValue> lrn_backward_layout(const DnnlValue& x, const DnnlValue* dyb, const NDArrayView& dy_in,
+std::shared_ptr<LayoutValue> lrn_backward_layout(const LayoutValue& x, const LayoutValue* dyb, const NDArrayView& dy_in,
                                                int64_t radius, double bias, double alpha, double beta) {
-  const dnnl::memory::desc md = x.mem.get_desc();
+  const dnnl::memory::desc md = mem_of(x).get_desc();
   if (x.dtype != DataType::Float || md.dims().size() < 2) return nullptr;
   const DnnlLrnTrain p = dnnl_lrn_train(md, radius, bias, alpha, beta);
   if (!p.fwd) return nullptr;
@@ -599,12 +570,12 @@ std::shared_ptr<DnnlValue> lrn_backward_layout(const DnnlValue& x, const DnnlVal
   const dnnl::memory diff_dst = dnnl_grad_in_layout(dyb, dy_in, md, g);
   // The backward reads the forward's workspace: recomputed here (as pooling does).
   dnnl::memory y(md, dnnl_engine()), ws;
-  lrn_run_forward(p, x.mem, y, ws);
+  lrn_run_forward(p, mem_of(x), y, ws);
   auto dx = std::make_shared<DnnlValue>();
   dx->mem = dnnl::memory(md, dnnl_engine());
   dx->shape = x.shape;
   std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, const_cast<dnnl::memory&>(x.mem)}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_SRC, dx->mem}};
+      {DNNL_ARG_SRC, const_cast<dnnl::memory&>(mem_of(x))}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_SRC, dx->mem}};
   if (ws) args.emplace(DNNL_ARG_WORKSPACE, ws);
   p.bwd.execute(dnnl_stream(), args);
   dnnl_stream().wait();

@@ -13,7 +13,7 @@
 #include "cntk/tensor.h"
 
 namespace cntk {
-struct DnnlValue;  // kernels/cpu/dnnl_value.h
+struct LayoutValue;  // kernels/backend.h
 }
 
 namespace cntk::kernels {
@@ -32,12 +32,12 @@ NDArrayView batch_norm_apply(const NDArrayView& x, BatchNormDims d, const NDArra
                              const std::vector<double>& mean, const std::vector<double>& inv_std);
 
 // float32 inference through oneDNN with given mean and variance. False when oneDNN cannot run it.
-bool batch_norm_infer_dnnl(const NDArrayView& x, BatchNormDims d, const NDArrayView& scale, const NDArrayView& bias,
+bool batch_norm_infer_primitive(const NDArrayView& x, BatchNormDims d, const NDArrayView& scale, const NDArrayView& bias,
                            const NDArrayView& mean, const NDArrayView& variance, double epsilon, NDArrayView& y);
 
 // The same over x in a oneDNN layout (dims [N, C, spatial...], C the features); y in x's
 // layout. Null where oneDNN cannot run it.
-std::shared_ptr<DnnlValue> batch_norm_infer_layout(const DnnlValue& x, BatchNormDims d, const NDArrayView& scale,
+std::shared_ptr<LayoutValue> batch_norm_infer_layout(const LayoutValue& x, BatchNormDims d, const NDArrayView& scale,
                                                    const NDArrayView& bias, const NDArrayView& mean,
                                                    const NDArrayView& variance, double epsilon);
 
@@ -46,7 +46,7 @@ std::shared_ptr<DnnlValue> batch_norm_infer_layout(const DnnlValue& x, BatchNorm
 // layout is not one it reads (plain strides, or one block of channels innermost). Training
 // then normalizes with these through batch_norm_infer_layout and takes its gradients from
 // batch_norm_backward_layout.
-bool batch_norm_moments_layout(const DnnlValue& x, BatchNormDims d, std::vector<double>& mean,
+bool batch_norm_moments_layout(const LayoutValue& x, BatchNormDims d, std::vector<double>& mean,
                                std::vector<double>& variance);
 
 struct BatchNormGrads {
@@ -66,9 +66,9 @@ BatchNormGrads batch_norm_backward(const NDArrayView& x, const NDArrayView& dy, 
 // Gradients of a training normalization of x in a oneDNN layout with its batch statistics
 // (mean, biased variance; not constants) from dy in a oneDNN layout (dyb) or plain (dy): dx
 // in x's layout, dscale and dbias of the scale's shape. False where oneDNN cannot run it.
-bool batch_norm_backward_layout(const DnnlValue& x, const DnnlValue* dyb, const NDArrayView& dy, BatchNormDims d,
+bool batch_norm_backward_layout(const LayoutValue& x, const LayoutValue* dyb, const NDArrayView& dy, BatchNormDims d,
                                 const NDArrayView& scale, const std::vector<float>& mean,
-                                const std::vector<float>& variance, double epsilon, std::shared_ptr<DnnlValue>& dx,
+                                const std::vector<float>& variance, double epsilon, std::shared_ptr<LayoutValue>& dx,
                                 NDArrayView& dscale, NDArrayView& dbias);
 
 // Local response normalization across channels of x viewed as [N, C, S]:
@@ -81,9 +81,9 @@ NDArrayView lrn_backward(const NDArrayView& x, const NDArrayView& dy, int64_t N,
 // The same through oneDNN's LRN primitive over x in a oneDNN layout (dims [N, C, ...]):
 // y (forward) and dx (backward, from dy in a oneDNN layout, dyb, or plain, dy) in x's
 // layout. Null where oneDNN cannot run it.
-std::shared_ptr<DnnlValue> lrn_forward_layout(const DnnlValue& x, int64_t radius, double bias, double alpha,
+std::shared_ptr<LayoutValue> lrn_forward_layout(const LayoutValue& x, int64_t radius, double bias, double alpha,
                                               double beta);
-std::shared_ptr<DnnlValue> lrn_backward_layout(const DnnlValue& x, const DnnlValue* dyb, const NDArrayView& dy,
+std::shared_ptr<LayoutValue> lrn_backward_layout(const LayoutValue& x, const LayoutValue* dyb, const NDArrayView& dy,
                                                int64_t radius, double bias, double alpha, double beta);
 
 }  // namespace cntk::kernels

@@ -1,9 +1,9 @@
 #include "kernels/cpu/rnn.h"
 #include "kernels/cpu/dnnl_context.h"
+#include "kernels/cpu/primitive_cache.h"
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <string>
@@ -166,29 +166,10 @@ CellPrims make_prims(const CellShape& s, bool training) {
   return p;
 }
 
-struct PrimCache {
-  std::mutex mu;
-  std::map<std::string, CellPrims> entries;
-};
-
-PrimCache& prim_cache() {
-  static PrimCache* c = new PrimCache();  // never destroyed: primitives may outlive static teardown order
-  return *c;
-}
-
 CellPrims cell_prims(const CellShape& s, bool training) {
-  const std::string key = s.key(training);
-  auto& c = prim_cache();
-  {
-    std::lock_guard<std::mutex> lock(c.mu);
-    auto it = c.entries.find(key);
-    if (it != c.entries.end()) return it->second;
-  }
-  CellPrims p = make_prims(s, training);
-  std::lock_guard<std::mutex> lock(c.mu);
-  // Sequence lengths vary per minibatch, and each is its own primitive: bound the cache.
-  if (c.entries.size() >= 512) c.entries.clear();
-  return c.entries.emplace(key, std::move(p)).first->second;
+  // Sequence lengths vary per minibatch, and each is its own primitive: hence the bound.
+  static auto* cache = new PrimitiveCache<std::string, CellPrims>(512);
+  return cache->get(s.key(training), [&] { return make_prims(s, training); });
 }
 
 md arg_md(const dnnl::primitive_desc& pd, int arg) { return pd.query_md(dnnl::query::exec_arg_md, arg); }
@@ -576,17 +557,17 @@ constexpr int kLstmCntkToDnnl[4] = {0, 2, 1, 3};  // dnnl i, f, c~, o from cntk 
 }
 
 template <class T>
-void lstm_gates_cntk_to_dnnl(const T* src, T* dst, int64_t rows, int64_t hidden) {
+void lstm_gates_cntk_to_fused(const T* src, T* dst, int64_t rows, int64_t hidden) {
   permute_gate_blocks(src, dst, rows, hidden, kLstmCntkToDnnl, 4);
 }
 
 template <class T>
-void lstm_gates_dnnl_to_cntk(const T* src, T* dst, int64_t rows, int64_t hidden) {
+void lstm_gates_fused_to_cntk(const T* src, T* dst, int64_t rows, int64_t hidden) {
   permute_gate_blocks(src, dst, rows, hidden, kLstmCntkToDnnl, 4);
 }
 
 template <class T>
-void gru_iter_cntk_to_dnnl(const T* H, const T* H1, T* w_h, int64_t hidden) {
+void gru_iter_cntk_to_fused(const T* H, const T* H1, T* w_h, int64_t hidden) {
   for (int64_t r = 0; r < hidden; ++r) {
     std::copy(H + r * 2 * hidden, H + (r + 1) * 2 * hidden, w_h + r * 3 * hidden);
     std::copy(H1 + r * hidden, H1 + (r + 1) * hidden, w_h + r * 3 * hidden + 2 * hidden);
@@ -594,7 +575,7 @@ void gru_iter_cntk_to_dnnl(const T* H, const T* H1, T* w_h, int64_t hidden) {
 }
 
 template <class T>
-void gru_iter_dnnl_to_cntk(const T* w_h, T* H, T* H1, int64_t hidden) {
+void gru_iter_fused_to_cntk(const T* w_h, T* H, T* H1, int64_t hidden) {
   for (int64_t r = 0; r < hidden; ++r) {
     std::copy(w_h + r * 3 * hidden, w_h + r * 3 * hidden + 2 * hidden, H + r * 2 * hidden);
     std::copy(w_h + r * 3 * hidden + 2 * hidden, w_h + (r + 1) * 3 * hidden, H1 + r * hidden);
@@ -603,10 +584,10 @@ void gru_iter_dnnl_to_cntk(const T* w_h, T* H, T* H1, int64_t hidden) {
 
 #define CNTK_RNN_LAYOUT_INSTANTIATE(T)                                                            \
   template void permute_gate_blocks<T>(const T*, T*, int64_t, int64_t, const int*, int);         \
-  template void lstm_gates_cntk_to_dnnl<T>(const T*, T*, int64_t, int64_t);                      \
-  template void lstm_gates_dnnl_to_cntk<T>(const T*, T*, int64_t, int64_t);                      \
-  template void gru_iter_cntk_to_dnnl<T>(const T*, const T*, T*, int64_t);                       \
-  template void gru_iter_dnnl_to_cntk<T>(const T*, T*, T*, int64_t);
+  template void lstm_gates_cntk_to_fused<T>(const T*, T*, int64_t, int64_t);                      \
+  template void lstm_gates_fused_to_cntk<T>(const T*, T*, int64_t, int64_t);                      \
+  template void gru_iter_cntk_to_fused<T>(const T*, const T*, T*, int64_t);                       \
+  template void gru_iter_fused_to_cntk<T>(const T*, T*, T*, int64_t);
 CNTK_RNN_LAYOUT_INSTANTIATE(float)
 CNTK_RNN_LAYOUT_INSTANTIATE(double)
 #undef CNTK_RNN_LAYOUT_INSTANTIATE

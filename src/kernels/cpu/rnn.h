@@ -108,9 +108,9 @@ void rnn_backward(const RnnDims& d, const RnnSaved& saved, const RnnBackwardArgs
 
 // CNTK LSTM (i, c~, f, o) <-> oneDNN (i, f, c~, o).
 template <class T>
-void lstm_gates_cntk_to_dnnl(const T* src, T* dst, int64_t rows, int64_t hidden);
+void lstm_gates_cntk_to_fused(const T* src, T* dst, int64_t rows, int64_t hidden);
 template <class T>
-void lstm_gates_dnnl_to_cntk(const T* src, T* dst, int64_t rows, int64_t hidden);
+void lstm_gates_fused_to_cntk(const T* src, T* dst, int64_t rows, int64_t hidden);
 // Any gate permutation: dst block g = src block order[g], for `gates` blocks.
 template <class T>
 void permute_gate_blocks(const T* src, T* dst, int64_t rows, int64_t hidden, const int* order, int gates);
@@ -118,8 +118,8 @@ void permute_gate_blocks(const T* src, T* dst, int64_t rows, int64_t hidden, con
 // <-> oneDNN w_h [hidden, 3, hidden]. CNTK's W [in, 3*hidden] and b [3*hidden] are
 // already in oneDNN's order (u, r, c~).
 template <class T>
-void gru_iter_cntk_to_dnnl(const T* H, const T* H1, T* w_h, int64_t hidden);
+void gru_iter_cntk_to_fused(const T* H, const T* H1, T* w_h, int64_t hidden);
 template <class T>
-void gru_iter_dnnl_to_cntk(const T* w_h, T* H, T* H1, int64_t hidden);
+void gru_iter_fused_to_cntk(const T* w_h, T* H, T* H1, int64_t hidden);
 
 }  // namespace cntk::kernels

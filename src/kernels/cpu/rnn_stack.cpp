@@ -7,6 +7,7 @@
 
 #include "cntk/common.h"
 #include "cntk/switches.h"
+#include "kernels/backend.h"
 #include "kernels/cpu/matmul.h"
 
 namespace cntk::kernels {
@@ -517,7 +518,7 @@ RnnStackGrads backward_dnnl_by_layer(const RnnStackDims& d, const NDArrayView& x
 NDArrayView as_float(const NDArrayView& a) { return a.dtype() == DataType::Float ? a : a.cast(DataType::Float); }
 
 bool use_dnnl(const NDArrayView& x) {
-  return x.dtype() == DataType::Float && rnn_fusion_enabled();
+  return x.dtype() == DataType::Float && cpu_backend().fuses_recurrences();
 }
 
 template <class T>

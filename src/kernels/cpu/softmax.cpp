@@ -1,11 +1,11 @@
 #include "kernels/cpu/softmax.h"
+#include "kernels/backend.h"
 #include "kernels/cpu/dnnl_context.h"
+#include "kernels/cpu/primitive_cache.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
-#include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <omp.h>
 #include <tuple>
@@ -69,9 +69,11 @@ void softmax_impl(const T* x, T* y, const SoftmaxDims& d, bool log) {
         s[q - q0] += e;
       }
     if (log) {
-      for (int64_t q = q0; q < q1; ++q) s[q - q0] = m[q - q0] + std::log(s[q - q0]);
+      // (x - m) - log(s), not x - (m + log(s)): x - m is exact near the maximum, where
+      // m + log(s) would round to m's precision (large inputs lose the log term).
+      for (int64_t q = q0; q < q1; ++q) s[q - q0] = std::log(s[q - q0]);
       for (int64_t r = 0; r < R; ++r)
-        for (int64_t q = q0; q < q1; ++q) yb[r * Q + q] = xb[r * Q + q] - s[q - q0];
+        for (int64_t q = q0; q < q1; ++q) yb[r * Q + q] = (xb[r * Q + q] - m[q - q0]) - s[q - q0];
     } else {
       for (int64_t q = q0; q < q1; ++q) s[q - q0] = T(1) / s[q - q0];
       for (int64_t r = 0; r < R; ++r)
@@ -134,12 +136,8 @@ dnnl::memory::desc prq_desc(const SoftmaxDims& d) {
 }
 
 dnnl::primitive dnnl_softmax(const SoftmaxDims& d, bool log, bool backward) {
-  static std::mutex mu;
-  static auto* cache = new std::map<Key, dnnl::primitive>();
-  Key key{d.P, d.R, d.Q, log, backward};
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache->find(key);
-  if (it != cache->end()) return it->second;
+  static auto* cache = new PrimitiveCache<Key, dnnl::primitive>(4096);
+  return cache->get(Key{d.P, d.R, d.Q, log, backward}, [&] {
   auto md = prq_desc(d);
   auto& e = dnnl_engine();
   dnnl::primitive p;
@@ -156,13 +154,13 @@ dnnl::primitive dnnl_softmax(const SoftmaxDims& d, bool log, bool backward) {
     else
       p = dnnl::softmax_forward(fpd);
   }
-  if (cache->size() > 4096) cache->clear();
-  cache->emplace(key, p);
   return p;
+  });
 }
 
 bool dnnl_forward(const NDArrayView& x, NDArrayView& y, const SoftmaxDims& d, bool log) {
-  if (x.dtype() != DataType::Float || x.numel() == 0 || d.Q != 1) return false;  // its strided path is slow
+  // (d.Q != 1: oneDNN's strided path is slow)
+  if (x.dtype() != DataType::Float || x.numel() == 0 || d.Q != 1 || !primitives_enabled()) return false;
   try {
     auto md = prq_desc(d);
     dnnl::memory src(md, dnnl_engine(), const_cast<void*>(x.raw_data())), dst(md, dnnl_engine(), y.raw_data());
@@ -175,7 +173,7 @@ bool dnnl_forward(const NDArrayView& x, NDArrayView& y, const SoftmaxDims& d, bo
 }
 
 bool dnnl_backward(const NDArrayView& y, const NDArrayView& dy, NDArrayView& dx, const SoftmaxDims& d, bool log) {
-  if (y.dtype() != DataType::Float || y.numel() == 0 || d.Q != 1) return false;
+  if (y.dtype() != DataType::Float || y.numel() == 0 || d.Q != 1 || !primitives_enabled()) return false;
   try {
     auto md = prq_desc(d);
     auto& e = dnnl_engine();
