@@ -584,9 +584,9 @@ def markdown(report):
              '- Python %s, NumPy %s; load average at start %s, at end %s'
              % (env['python'], env['numpy'], env['loadavg_at_start'], env['loadavg_at_end'])]
     for col, info in report['frameworks'].items():
-        lines.append('- %s: %s; oneDNN %s%s%s; threads: %s' % (
-            label(col), info.get('version'), info.get('onednn', '?'), '; MKL %s' % info['mkl'] if info.get('mkl') else '',
-            '; %s' % info['malloc'] if info.get('malloc') else '', info.get('threads')))
+        extra = ''.join('; %s %s' % (k, info[k]) for k in ('mkl', 'malloc') if info.get(k))
+        lines.append('- %s: %s; oneDNN %s%s; threads: %s' % (label(col), info.get('version'), info.get('onednn', '?'),
+                                                             extra, info.get('threads')))
     for wmsg in report.get('warnings', []):
         lines.append('- WARNING: %s' % wmsg)
     lines += ['- method: %s' % report['method'], '',
