@@ -21,7 +21,8 @@ never installs it. Use it either as
 
     python -m cntk.keras script.py [args]      # also sets KERAS_BACKEND=cntk
 
-or, inside a script, before ``import keras``:
+(which installs it in the Python processes the script starts too, Keras' 'spawn'
+workers among them), or, inside a script, before ``import keras``:
 
     import cntk.keras_compat
     cntk.keras_compat.install()
@@ -141,6 +142,12 @@ def main(argv=None):
         print(_USAGE, file=sys.stderr if not argv else sys.stdout)
         return 2 if not argv else 0
     os.environ.setdefault('KERAS_BACKEND', 'cntk')
+    # Python processes started from here (Keras' 'spawn' and 'forkserver' workers) install
+    # the hook at startup too: keras/_startup/sitecustomize.py, first on their path.
+    startup = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'keras', '_startup')
+    path = os.environ.get('PYTHONPATH')
+    if startup not in (path or '').split(os.pathsep):
+        os.environ['PYTHONPATH'] = startup + (os.pathsep + path if path else '')
     install()
     if argv[0] == '-m':
         if len(argv) < 2:

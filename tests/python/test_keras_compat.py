@@ -89,3 +89,30 @@ def test_module_runs_a_module_and_keeps_a_chosen_backend(tmp_path):
 def test_module_without_arguments_prints_usage():
     out = _run(['-m', 'cntk.keras'])
     assert out.returncode == 2 and 'usage' in out.stderr
+
+
+def test_module_installs_the_hook_in_spawned_processes(tmp_path):
+    # Keras' data loaders with use_multiprocessing=True re-import Keras in fresh
+    # interpreters under 'spawn'; those must get the hook, and a sitecustomize that was
+    # on the path before must still run in them.
+    (tmp_path / 'site').mkdir()
+    (tmp_path / 'site' / 'sitecustomize.py').write_text('import os\nos.environ["EARLIER_SITE"] = "ran"\n')
+    (tmp_path / 'worker.py').write_text(
+        'import os\n'
+        'def probe(_):\n'
+        '    from collections import Iterable\n'
+        '    import cntk.keras_compat as k\n'
+        '    return Iterable.__name__, k.installed(), os.environ.get("EARLIER_SITE")\n')
+    script = tmp_path / 'script.py'
+    script.write_text('import multiprocessing as mp\n'
+                      'import worker\n'
+                      'if __name__ == "__main__":\n'
+                      '    for method in ("spawn", "forkserver"):\n'
+                      '        with mp.get_context(method).Pool(1) as pool:\n'
+                      '            print(method, *pool.map(worker.probe, [0])[0])\n')
+    out = subprocess.run([sys.executable, '-m', 'cntk.keras', str(script)],
+                         capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                             [PYTHON_DIR, str(tmp_path / 'site'), str(tmp_path)])))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split('\n')[:2] == ['spawn Iterable True ran', 'forkserver Iterable True ran']
