@@ -84,11 +84,13 @@ def run(paths, timeout=300, extra=()):
     # Spinning OpenMP workers stall on a machine shared with other jobs.
     env.setdefault('OMP_WAIT_POLICY', 'passive')
     # The tests run from Keras' tree: a relative PYTHONPATH (PYTHONPATH=python) must still find
-    # cntk; exit_plugin (here) ends pytest's process once the results are written.
+    # cntk; exit_plugin (here) ends pytest's process once the results are written, and
+    # warns_plugin gives Keras' tests pytest.warns(None), which pytest 8 removed.
     paths_env = [HERE] + [os.path.abspath(p) for p in env.get('PYTHONPATH', '').split(os.pathsep) if p]
     env['PYTHONPATH'] = os.pathsep.join(paths_env)
     cmd = [sys.executable, '-m', 'cntk.keras', '-m', 'pytest', '-q', '--tb=short', '-p', 'no:cacheprovider',
-           '-o', 'addopts=', '-p', 'exit_plugin', '-W', 'ignore', '--timeout', str(timeout), '--continue-on-collection-errors',
+           '-o', 'addopts=', '-p', 'exit_plugin', '-p', 'warns_plugin', '-W', 'ignore', '--timeout', str(timeout),
+           '--continue-on-collection-errors',
            '--junitxml', xml] + list(extra) + list(paths)
     proc = subprocess.run(cmd, cwd=src, env=env)
     if not os.path.exists(xml):
