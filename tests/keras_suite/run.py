@@ -62,8 +62,9 @@ def fetch_tests():
 
 def keras_home(base):
     """A KERAS_HOME whose dataset cache holds Debian's Fashion-MNIST (Keras' loader
-    takes cached files without a hash check)."""
-    home = os.path.join(base, 'keras-home')
+    takes cached files without a hash check). It is the .keras of a HOME of its own, the
+    folder Keras falls back to where KERAS_HOME is unset (one of its tests unsets it)."""
+    home = os.path.join(base, 'home', '.keras')
     data = os.path.join(home, 'datasets', 'fashion-mnist')
     os.makedirs(data, exist_ok=True)
     if os.path.isdir(FASHION_MNIST):
@@ -80,7 +81,8 @@ def run(paths, timeout=300, extra=()):
     src = fetch_tests()
     work = tempfile.mkdtemp(prefix='keras-tests-')
     xml = os.path.join(work, 'results.xml')
-    env = dict(os.environ, KERAS_BACKEND='cntk', KERAS_HOME=keras_home(work))
+    home = keras_home(work)
+    env = dict(os.environ, KERAS_BACKEND='cntk', KERAS_HOME=home, HOME=os.path.dirname(home))
     # Spinning OpenMP workers stall on a machine shared with other jobs.
     env.setdefault('OMP_WAIT_POLICY', 'passive')
     # Warnings are off for the run (Keras 2.3.1 on today's libraries is verbose), the way
