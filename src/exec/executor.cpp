@@ -108,7 +108,7 @@ const PlanStep* fusing_step(const Plan& p, int slot) {
 }  // namespace
 
 NDArrayView input_gradient(const PlanStep& st, ComputeContext& ctx, size_t i) {
-  switch (st.op->gradient) {
+  switch (st.op->input_gradient(i)) {
     case Gradient::Zero: return {};
     case Gradient::None:
       throw ValueError("'" + st.op->name + "' is not differentiable with respect to its input " + std::to_string(i));

@@ -77,9 +77,12 @@ kernels::SoftmaxDims runtime_dims(const ComputeContext& ctx, Span s) {
   return kernels::softmax_dims(shape, b, e);
 }
 
-void register_softmax(const char* name, Span def, bool log, bool allow_batch) {
+void register_softmax(const char* name, int op_type, Span def, bool log, bool allow_batch) {
   OpDef d;
   d.name = name;
+  d.op_type = op_type;
+  d.inputs = {{"x"}};
+  d.attrs = {{"axis", AttrType::Axis, {}, AxisOrder::NumPy}};
   d.infer = [def, allow_batch](InferContext& ctx) {
     ctx.expect_inputs(1);
     check_span(ctx, def, allow_batch);
@@ -99,6 +102,9 @@ void register_hardmax() {
   // Over the whole sample (all static axes), as CNTK's Hardmax; the first maximum wins.
   OpDef d;
   d.name = "Hardmax";
+  d.op_type = 11;
+  d.inputs = {{"x", Gradient::Zero}};
+  d.classes = kSameShape;
   d.infer = infer_same_shape;
   d.forward = [](ComputeContext& ctx) {
     return std::vector<NDArrayView>{kernels::hardmax(ctx.inputs[0], runtime_dims(ctx, Span{Span::AllStatic, 0}))};
@@ -109,7 +115,7 @@ void register_hardmax() {
 
 // ------------------------------------------------------------------ TopK
 
-int64_t topk_k(const Dictionary& a) { return attr_int(a, "numItems", 1); }
+int64_t topk_k(const Dictionary& a) { return op_attr_int("TopK", a, "numItems"); }
 
 Axis topk_axis(const Dictionary& a) {
   auto it = a.find("axis");
@@ -120,6 +126,9 @@ Axis topk_axis(const Dictionary& a) {
 void register_topk() {
   OpDef d;
   d.name = "TopK";
+  d.op_type = 87;
+  d.inputs = {{"x"}};
+  d.attrs = {{"numItems", AttrType::Int, 1}, {"axis", AttrType::Axis, {}, AxisOrder::NumPy}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     int64_t k = topk_k(ctx.attrs());
@@ -218,11 +227,14 @@ void register_topk() {
 
 // ------------------------------------------------- Cast, ConstantOp, EyeLikeOp
 
-DataType cast_target(const Dictionary& a) { return static_cast<DataType>(attr_int(a, "newDataType", int(DataType::Float))); }
+DataType cast_target(const Dictionary& a) { return static_cast<DataType>(op_attr_int("Cast", a, "newDataType")); }
 
 void register_cast() {
   OpDef d;
   d.name = "Cast";
+  d.op_type = 91;
+  d.inputs = {{"x"}};
+  d.attrs = {{"newDataType", AttrType::Int, int64_t(DataType::Float)}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     DataType t = cast_target(ctx.attrs());
@@ -243,10 +255,14 @@ void register_constant_like() {
   // zeros_like / ones_like: the operand's shape, type and dynamic axes, filled with `fillValue`.
   OpDef d;
   d.name = "ConstantOp";
+  d.op_type = 89;
+  d.inputs = {{"x", Gradient::Zero}};
+  d.attrs = {{"fillValue", AttrType::Double, 0.0}};
+  d.classes = kSameShape;
   d.infer = infer_same_shape;
   d.forward = [](ComputeContext& ctx) {
     const NDArrayView& x = ctx.inputs[0];
-    return std::vector<NDArrayView>{NDArrayView::full(x.dtype(), x.shape(), attr_double(ctx.attr(), "fillValue", 0.0))};
+    return std::vector<NDArrayView>{NDArrayView::full(x.dtype(), x.shape(), ctx.attr_double("fillValue"))};
   };
   d.gradient = Gradient::Zero;
   register_op(std::move(d));
@@ -255,6 +271,9 @@ void register_constant_like() {
 void register_eye_like() {
   OpDef d;
   d.name = "EyeLikeOp";
+  d.op_type = 92;
+  d.inputs = {{"x", Gradient::Zero}};
+  d.attrs = {{"OutputSparse", AttrType::Bool, true}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     const auto& dyn = ctx.input(0).dynamic_axes();
@@ -264,7 +283,7 @@ void register_eye_like() {
     for (auto& a : dyn)
       if (a.is_sequence()) ctx.fail("the operand must not have a sequence axis");
     auto out = ctx.one(ctx.shape(0));
-    out[0].is_sparse = attr_bool(ctx.attrs(), "OutputSparse", true);
+    out[0].is_sparse = ctx.attr_bool("OutputSparse");
     return out;
   };
   d.forward = [](ComputeContext& ctx) {
@@ -289,6 +308,8 @@ void register_eye_like() {
 void register_assign() {
   OpDef d;
   d.name = "Assign";
+  d.op_type = 73;
+  d.inputs = {{"ref"}, {"value"}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);
     if (!ctx.input(0).dynamic_axes().empty() || !ctx.input(1).dynamic_axes().empty())
@@ -329,8 +350,8 @@ void register_assign() {
 void register_nn_ops() {
   // Softmax without an axis normalizes over the whole sample (CNTK's SoftmaxNode);
   // LogSoftmax without one over the last static axis (CNTK's LogSoftmax(x) = Axis(0)).
-  register_softmax("Softmax", Span{Span::AllStatic, 0}, false, true);
-  register_softmax("LogSoftmax", Span{Span::Static, -1}, true, true);
+  register_softmax("Softmax", 10, Span{Span::AllStatic, 0}, false, true);
+  register_softmax("LogSoftmax", 51, Span{Span::Static, -1}, true, true);
   register_hardmax();
   register_topk();
   register_cast();

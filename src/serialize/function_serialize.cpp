@@ -17,26 +17,16 @@ namespace cntk {
 
 namespace {
 
-// CNTK's PrimitiveOpType values (PrimitiveOpType.h): the index is the value.
-constexpr std::array<const char*, 98> kOpTypes = {
-    "Negate", "Sigmoid", "Tanh", "ReLU", "Exp", "Log", "Sqrt", "Floor", "Abs", "Reciprocal",       // 0-9
-    "Softmax", "Hardmax", "TransposeAxes", "Where", "Slice", "Dropout", "Reshape", "Pooling",      // 10-17
-    "SumAll", "Plus", "Minus", "ElementTimes", "Equal", "NotEqual", "Less", "LessEqual",          // 18-25
-    "Greater", "GreaterEqual", "PackedIndex", "GatherPacked", "ScatterPacked", "Times",           // 26-31
-    "TransposeTimes", "Convolution", "SquaredError", "CrossEntropyWithSoftmax",                   // 32-35
-    "ClassificationError", "PastValue", "FutureValue", "ReduceElements", "BatchNormalization",    // 36-40
-    "Clip", "Select", "Splice", "Combine", "RandomSample", "RandomSampleInclusionFrequency",      // 41-46
-    "ROIPooling", "Logistic", "OptimizedRNNStack", "ReconcileDynamicAxis", "LogSoftmax",          // 47-51
-    "LogPlus", "CosDistance", "Sin", "Cos", "Pass", "Block", "Unpooling", "LambdaRank", "NDCG",   // 52-60
-    "EditDistanceError", "NoOp", "LabelsToGraph", "StopGradient", "ELU", "ForwardBackward",       // 61-66
-    "CosDistanceWithNegativeSamples", "OneHot", "Pow", "ToSequence", "ToSequenceLike",            // 67-71
-    "UnpackSequence", "Assign", "Gather", "StableSigmoid", "RandomDistribution", "Sinh", "Cosh",  // 72-78
-    "UnpackBatch", "ToBatch", "Asin", "Acos", "Pad", "Crop", "Atanh", "Asinh", "TopK",            // 79-87
-    "Squeeze", "ConstantOp", "LatticeSequenceWithSoftmax", "Cast", "EyeLikeOp", "CustomProxyOp",  // 88-93
-    "StraightThrough", "Tan", "Atan", "ConvolutionSequenceShape"};                                // 94-97
-constexpr int64_t kBlockOp = 57;
-constexpr int64_t kCombineOp = 44;
-constexpr int64_t kCustomProxyOp = 93;
+// CNTK's op numbers live in the op catalogue's schema (OpDef::op_type, ops/op.cpp); these
+// are looked up when first used, after the catalogue is registered.
+int64_t block_op() {
+  static const int64_t n = cntk_op_number("Block");
+  return n;
+}
+int64_t custom_proxy_op() {
+  static const int64_t n = cntk_op_number("CustomProxyOp");
+  return n;
+}
 // Ops of the engine that CNTK lacks are written as CustomProxyOp naming the op here.
 const char* const kEngineOpKey = "opencntk_op";
 
@@ -53,11 +43,7 @@ UserFunctionDeserializer& user_function_deserializer() {
 }
 constexpr int64_t kCompositeVersion = 2;
 
-int64_t op_type_of(const std::string& name) {
-  for (size_t i = 0; i < kOpTypes.size(); ++i)
-    if (name == kOpTypes[i]) return int64_t(i);
-  return -1;
-}
+int64_t op_type_of(const std::string& name) { return cntk_op_number(name); }
 
 // ------------------------------------------------- attribute conversions
 //
@@ -145,31 +131,14 @@ void conv_attributes_from_cntk(const Dictionary& in, Dictionary& a) {
 // CNTK's Times takes (right, left) of the NumPy-order product: its Python layer swaps them.
 bool swaps_operands(const std::string& op) { return op == "Times"; }
 
-// Attribute keys that the engine spells differently from CNTK's PrimitiveFunctionAttribute
-// names: {op, engine key, CNTK key}.
-struct KeyName {
-  const char* op;
-  const char* engine;
-  const char* cntk;
-};
-constexpr std::array<KeyName, 10> kKeyNames = {{
-    {"UnpackSequence", "paddingValue", "sequenceUnpackPaddingValue"},
-    {"UnpackSequence", "suppressMaskOutput", "sequenceUnpackSuppressMaskOutput"},
-    {"EditDistanceError", "subPen", "SubstitutionPenalty"},
-    {"EditDistanceError", "delPen", "DeletionPenalty"},
-    {"EditDistanceError", "insPen", "InsertionPenalty"},
-    {"EditDistanceError", "squashInputs", "SquashInputs"},
-    {"EditDistanceError", "tokensToIgnore", "TokensToIgnore"},
-    {"ForwardBackward", "blankTokenId", "BlankTokenId"},
-    {"ForwardBackward", "delayConstraint", "DelayConstraint"},
-    {"ToSequence", "sequenceAxisNamePrefix", "sequenceAxis"},
-}};
-
+// Attribute keys that the engine spells otherwise than CNTK (AttrSpec::cntk_key).
 void rename_keys(const std::string& op, Dictionary& a, bool to_cntk) {
-  for (const auto& k : kKeyNames) {
-    if (op != k.op) continue;
-    const char* from = to_cntk ? k.engine : k.cntk;
-    const char* to = to_cntk ? k.cntk : k.engine;
+  const OpDef* def = find_op(op);
+  if (!def) return;
+  for (const AttrSpec& spec : def->attrs) {
+    if (spec.cntk_key.empty()) continue;
+    const std::string& from = to_cntk ? spec.key : spec.cntk_key;
+    const std::string& to = to_cntk ? spec.cntk_key : spec.key;
     auto it = a.find(from);
     if (it == a.end()) continue;
     DictValue v = it->second;
@@ -234,60 +203,10 @@ Dictionary attributes_from_cntk(const std::string& op, const Dictionary& in) {
 // the same block, so CNTK loads it; loading such a block (ours or CNTK's) gives the
 // engine's single primitive back, with the block's attributes.
 
-const std::set<std::string>& block_ops() {
-  static const std::set<std::string> ops = {"LeakyReLU", "SELU", "HardSigmoid", "And", "Or",
-                                            "Xor",       "Not",  "ElementDivide"};
-  return ops;
-}
-
-FunctionPtr prim(const std::string& op, std::vector<Variable> in, Dictionary attrs = {}) {
-  return Function::primitive(op, std::move(in), std::move(attrs));
-}
-Variable scalar(DataType t, double v) { return Variable::constant(NDArrayView::scalar(t, v), ""); }
-
-// The CNTK composite of a block op, over placeholders shaped like `inputs`.
-FunctionPtr decompose(const FunctionPtr& f) {
-  const std::string& op = f->op_name();
-  const auto& ins = f->direct_inputs();
-  std::vector<Variable> ph;
-  for (auto& v : ins) ph.push_back(Variable::placeholder(v.shape(), v.dynamic_axes(), ""));
-  DataType t = ins.empty() ? DataType::Float : ins[0].dtype();
-  const Dictionary& a = f->attributes();
-  auto out = [&](const FunctionPtr& root) {
-    std::vector<std::pair<Variable, Variable>> mapping;
-    for (size_t i = 0; i < ph.size(); ++i) mapping.push_back({ph[i], ins[i]});
-    return Function::block(Function::composite(root), mapping, op, f->name());
-  };
-  auto gt0 = [&](const Variable& v) { return prim("Greater", {v, scalar(t, 0)})->output(); };
-  if (op == "LeakyReLU") {
-    double alpha = attr_double(a, "alpha", 0.01);
-    auto neg = prim("Less", {ph[0], scalar(t, 0)})->output();
-    auto scaled = prim("ElementTimes", {scalar(t, alpha), ph[0]})->output();
-    return out(prim("Select", {neg, scaled, ph[0]}));
-  }
-  if (op == "SELU") {
-    double gamma = attr_double(a, "gamma", 1.0507009873554804934193349852946);
-    double alpha = attr_double(a, "alpha", 1.6732632423543772848170429916717);
-    auto neg = prim("Less", {ph[0], scalar(t, 0)})->output();
-    auto elu = prim("ElementTimes", {scalar(t, alpha), prim("ELU", {ph[0]})->output()})->output();
-    auto sel = prim("Select", {neg, elu, ph[0]})->output();
-    return out(prim("ElementTimes", {scalar(t, gamma), sel}));
-  }
-  if (op == "HardSigmoid") {
-    double alpha = attr_double(a, "alpha", 0.2), beta = attr_double(a, "beta", 0.5);
-    auto r = prim("Plus", {prim("ElementTimes", {ph[0], scalar(t, alpha)})->output(), scalar(t, beta)})->output();
-    auto one = scalar(t, 1), zero = scalar(t, 0);
-    r = prim("Select", {prim("Less", {r, one})->output(), r, one})->output();
-    return out(prim("Select", {prim("Greater", {r, zero})->output(), r, zero}));
-  }
-  if (op == "And")
-    return out(prim("Greater", {prim("ElementTimes", {gt0(ph[0]), gt0(ph[1])})->output(), scalar(t, 0)}));
-  if (op == "Or") return out(prim("Greater", {prim("Plus", {gt0(ph[0]), gt0(ph[1])})->output(), scalar(t, 0)}));
-  if (op == "Xor") return out(prim("NotEqual", {gt0(ph[0]), gt0(ph[1])}));
-  if (op == "Not") return out(prim("Plus", {prim("Negate", {gt0(ph[0])})->output(), scalar(t, 1)}));
-  if (op == "ElementDivide")
-    return out(prim("ElementTimes", {ph[0], prim("Reciprocal", {ph[1]})->output()}));
-  return nullptr;
+// Ops that CNTK writes as a block (their schema gives the block).
+bool is_block_op(const std::string& op) {
+  const OpDef* def = find_op(op);
+  return def && def->cntk_block;
 }
 
 // ------------------------------------------------------------------ saving
@@ -361,7 +280,7 @@ struct Saver {
     if (!name.empty()) d["name"] = name;
     in_uids.insert(in_uids.end(), values.begin(), values.end());
     d["inputs"] = string_list(in_uids);
-    d["op"] = kBlockOp;
+    d["op"] = block_op();
     d["attributes"] = attrs;
     Dictionary comp;
     comp["version"] = kCompositeVersion;
@@ -621,12 +540,11 @@ struct Saver {
       return;
     }
     if (emit_cntk_composite(f)) return;
-    if (block_ops().count(op)) {
-      if (FunctionPtr b = decompose(f)) {
-        keep_alive.push_back(b);
-        emit_block(b, f->uid(), f->name(), f->attributes());
-        return;
-      }
+    if (is_block_op(op)) {
+      FunctionPtr b = f->op()->cntk_block(*f);
+      keep_alive.push_back(b);
+      emit_block(b, f->uid(), f->name(), f->attributes());
+      return;
     }
     visit_inputs(f);
     Dictionary d;
@@ -648,7 +566,7 @@ struct Saver {
     }
     d["inputs"] = string_list(in_uids);
     if (type < 0) {
-      type = kCustomProxyOp;
+      type = custom_proxy_op();
       d[kEngineOpKey] = op;
     }
     d["op"] = type;
@@ -832,7 +750,7 @@ struct Loader {
   }
   static bool is_block_dict(const Dictionary& fd) {
     auto it = fd.find("op");
-    return it != fd.end() && it->second.is<int64_t>() && it->second.as_int() == kBlockOp;
+    return it != fd.end() && it->second.is<int64_t>() && it->second.as_int() == block_op();
   }
   int64_t op_of(const Dictionary& fd) const {
     auto it = fd.find("op");
@@ -958,7 +876,7 @@ struct Loader {
       std::string op = str(fd, "block_function_op_name", what);
       const Dictionary& raw = dict(need(fd, "attributes", what), what + ": attributes");
       MappedBlock m;
-      if (block_ops().count(op) || op == "LocalResponseNormalization") {
+      if (is_block_op(op) || op == "LocalResponseNormalization") {
         if (!find_op(op)) continue;
         for (auto& [k, a] : raw) check_value(a, what + ": attribute '" + k + "'");
         m.op = op;
@@ -1070,10 +988,10 @@ struct Loader {
     const Dictionary& raw = dict(need(d, "attributes", what), what + ": attributes");
     for (auto& [k, v] : raw)
       if (k != "rngSeed" && k != "rngOffset") check_value(v, what + ": attribute '" + k + "'");
-    if (type < 0 || type >= int64_t(kOpTypes.size())) fail(what + " has the unknown op type " + std::to_string(type));
-    std::string op = kOpTypes[size_t(type)];
-    if (type == kBlockOp) return load_block(d, uid, attributes_from_cntk("", raw));
-    if (type == kCustomProxyOp && d.count(kEngineOpKey)) op = str(d, kEngineOpKey, what);
+    std::string op = cntk_op_name(type);
+    if (op.empty()) fail(what + " has the unknown op type " + std::to_string(type));
+    if (type == block_op()) return load_block(d, uid, attributes_from_cntk("", raw));
+    if (type == custom_proxy_op() && d.count(kEngineOpKey)) op = str(d, kEngineOpKey, what);
     if (op == "Sigmoid") op = "StableSigmoid";  // the same function; the engine has one op for it
     std::vector<Variable> inputs;
     for (auto& u : list(d, "inputs", what)) {
