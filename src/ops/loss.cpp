@@ -100,14 +100,9 @@ NDArrayView expand(const ComputeContext& ctx, size_t i, const NDShape& full) {
 // ------------------------------------------------------------ CrossEntropyWithSoftmax
 
 int ce_axis(const Dictionary& attrs, size_t rank, const std::string& op) {
-  auto it = attrs.find("axis");
-  int ax = -1;
-  if (it != attrs.end() && !it->second.empty()) {
-    const Axis& a = it->second.as_axis();
-    if (!a.is_static()) throw ValueError(op + ": the axis must be a static axis");
-    ax = a.static_index();
-  }
-  return normalize_axis(ax, rank, op.c_str());
+  const Axis& a = schema_attr(find_op(op), op, attrs, "axis").as_axis();
+  if (!a.is_static()) throw ValueError(op + ": the axis must be a static axis");
+  return normalize_axis(a.static_index(), rank, op.c_str());
 }
 
 // Rows along one axis of a contiguous tensor: element (o, j, i) at o*n*inner + j*inner + i.
@@ -951,7 +946,7 @@ FunctionPtr nce_loss(const Operand& weights, const Operand& biases, const Operan
 }  // namespace ops
 
 void register_loss_ops() {
-  const AttrSpec axis{"axis", AttrType::Axis, {}, AxisOrder::NumPy};
+  const AttrSpec axis{"axis", AttrType::Axis, Axis(-1), AxisOrder::NumPy};
   reg("CrossEntropyWithSoftmax", 35, {{"prediction"}, {"labels"}}, {axis}, ce_infer, ce_forward, ce_backward);
   reg("Logistic", 48, {{"prediction"}, {"labels"}, {"weights", Gradient::Rule, true}}, {}, logistic_infer,
       logistic_forward, logistic_backward);

@@ -185,7 +185,7 @@ NDShape slice_shape(const NDShape& in, const Dictionary& a, const Fail& fail, st
     axes = {attr(a, "axis", fail).as_axis()};
     begin = {attr(a, "beginIndex", fail).as_int()};
     end = {attr(a, "endIndex", fail).as_int()};
-    stride = {has_attr(a, "sliceStrides") ? a.at("sliceStrides").as_int() : 1};
+    stride = {op_attr_int("Slice", a, "sliceStrides")};
   }
   if (axes.empty() || begin.size() != axes.size() || end.size() != axes.size() || stride.size() != axes.size())
     fail("axis, begin_index, end_index and strides must have the same length (got " + std::to_string(axes.size()) +
@@ -264,7 +264,7 @@ struct SpliceGeometry {
 };
 
 SpliceGeometry splice_geometry(size_t max_rank, const Dictionary& a, const Fail& fail) {
-  Axis ax = has_attr(a, "axis") ? a.at("axis").as_axis() : Axis(-1);
+  Axis ax = schema_attr(find_op("Splice"), "Splice", a, "axis").as_axis();
   if (!ax.is_static()) fail("splicing along the dynamic axis '" + ax.name() + "' is not supported");
   int i = ax.static_index();
   if (i == Axis::kNewLeading) return {max_rank + 1, 0};
@@ -421,7 +421,7 @@ void register_splice() {
   d.name = "Splice";
   d.op_type = 43;
   d.inputs = {{"operands", Gradient::Rule, true}};
-  d.attrs = {{"axis", AttrType::Axis, {}, AxisOrder::NumPy}};
+  d.attrs = {{"axis", AttrType::Axis, Axis(-1), AxisOrder::NumPy}};
   d.infer = [](InferContext& ctx) {
     if (ctx.num_inputs() == 0) ctx.fail("needs at least one input");
     std::vector<NDShape> shapes;
@@ -761,7 +761,7 @@ GatherGeometry gather_geometry(const NDShape& ref, const NDShape& idx, const Dic
                                NDShape* out) {
   if (ref.rank() == 0) fail("the reference must have at least one axis");
   GatherGeometry g;
-  if (has_attr(a, "axis")) g.axis = static_axis(a.at("axis").as_axis(), ref.rank(), fail);
+  g.axis = static_axis(schema_attr(find_op("Gather"), "Gather", a, "axis").as_axis(), ref.rank(), fail);
   g.swapped = swap_axes(ref, 0, g.axis);
   NDShape gathered = idx.concat(g.swapped.sub(1));
   if (g.axis >= gathered.rank())
@@ -802,7 +802,7 @@ void register_gather() {
   d.name = "Gather";
   d.op_type = 74;
   d.inputs = {{"indices"}, {"reference"}};
-  d.attrs = {{"axis", AttrType::Axis, {}, AxisOrder::NumPy}};
+  d.attrs = {{"axis", AttrType::Axis, Axis(0), AxisOrder::NumPy}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);
     if (!ctx.input(1).dynamic_axes().empty())
@@ -848,7 +848,7 @@ void register_gather() {
 // zeros, as in CNTK. The output is dense; oneHotOutputSparse is recorded only.
 
 size_t one_hot_axis(size_t rank, const Dictionary& a, const Fail& fail) {
-  Axis ax = has_attr(a, "onehotAxis") ? a.at("onehotAxis").as_axis() : Axis(-1);
+  Axis ax = schema_attr(find_op("OneHot"), "OneHot", a, "onehotAxis").as_axis();
   return static_axis(ax, rank + 1, fail);
 }
 
@@ -858,7 +858,7 @@ void register_one_hot() {
   d.op_type = 68;
   d.inputs = {{"x", Gradient::Zero}};
   d.attrs = {{"numClass", AttrType::Int}, {"oneHotOutputSparse", AttrType::Bool, false},
-            {"onehotAxis", AttrType::Axis, {}, AxisOrder::NumPy}};
+            {"onehotAxis", AttrType::Axis, Axis(-1), AxisOrder::NumPy}};
   d.gradient = Gradient::Zero;
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);

@@ -21,10 +21,7 @@ struct Span {
   int index = 0;  // static axis, not normalized
 };
 
-Span span_of(const Dictionary& attrs, Span def) {
-  auto it = attrs.find("axis");
-  if (it == attrs.end() || it->second.empty()) return def;
-  const Axis& a = it->second.as_axis();
+Span span_of(const Axis& a) {
   switch (a.kind()) {
     case Axis::Kind::Static: return {Span::Static, a.static_index()};
     case Axis::Kind::AllStatic: return {Span::AllStatic, 0};
@@ -36,10 +33,10 @@ Span span_of(const Dictionary& attrs, Span def) {
 }
 
 // Checks the span against the operand at graph construction.
-void check_span(InferContext& ctx, Span def, bool allow_batch) {
+void check_span(InferContext& ctx, bool allow_batch) {
   Span s;
   try {
-    s = span_of(ctx.attrs(), def);
+    s = span_of(ctx.attr_value("axis").as_axis());
   } catch (const ValueError& e) {
     ctx.fail(std::string(e.what()) + "; only static axes" + (allow_batch ? " and the batch axis" : "") +
              " are supported");
@@ -77,23 +74,25 @@ kernels::SoftmaxDims runtime_dims(const ComputeContext& ctx, Span s) {
   return kernels::softmax_dims(shape, b, e);
 }
 
-void register_softmax(const char* name, int op_type, Span def, bool log, bool allow_batch) {
+// `axis`: the axis the op normalizes over by default.
+void register_softmax(const char* name, int op_type, Axis axis, bool log, bool allow_batch) {
   OpDef d;
   d.name = name;
   d.op_type = op_type;
   d.inputs = {{"x"}};
-  d.attrs = {{"axis", AttrType::Axis, {}, AxisOrder::NumPy}};
-  d.infer = [def, allow_batch](InferContext& ctx) {
+  d.attrs = {{"axis", AttrType::Axis, std::move(axis), AxisOrder::NumPy}};
+  d.infer = [allow_batch](InferContext& ctx) {
     ctx.expect_inputs(1);
-    check_span(ctx, def, allow_batch);
+    check_span(ctx, allow_batch);
     return ctx.one(ctx.shape(0));
   };
-  d.forward = [def, log](ComputeContext& ctx) {
-    return std::vector<NDArrayView>{kernels::softmax(ctx.inputs[0], runtime_dims(ctx, span_of(ctx.attr(), def)), log)};
+  d.forward = [log](ComputeContext& ctx) {
+    Span s = span_of(ctx.attr_value("axis").as_axis());
+    return std::vector<NDArrayView>{kernels::softmax(ctx.inputs[0], runtime_dims(ctx, s), log)};
   };
-  d.backward = [def, log](ComputeContext& ctx, size_t) {
-    return kernels::softmax_backward(ctx.outputs[0], ctx.grad_outputs[0], runtime_dims(ctx, span_of(ctx.attr(), def)),
-                                     log);
+  d.backward = [log](ComputeContext& ctx, size_t) {
+    Span s = span_of(ctx.attr_value("axis").as_axis());
+    return kernels::softmax_backward(ctx.outputs[0], ctx.grad_outputs[0], runtime_dims(ctx, s), log);
   };
   register_op(std::move(d));
 }
@@ -117,18 +116,14 @@ void register_hardmax() {
 
 int64_t topk_k(const Dictionary& a) { return op_attr_int("TopK", a, "numItems"); }
 
-Axis topk_axis(const Dictionary& a) {
-  auto it = a.find("axis");
-  if (it == a.end() || it->second.empty()) return Axis(-1);
-  return it->second.as_axis();
-}
+Axis topk_axis(const Dictionary& a) { return schema_attr(find_op("TopK"), "TopK", a, "axis").as_axis(); }
 
 void register_topk() {
   OpDef d;
   d.name = "TopK";
   d.op_type = 87;
   d.inputs = {{"x"}};
-  d.attrs = {{"numItems", AttrType::Int, 1}, {"axis", AttrType::Axis, {}, AxisOrder::NumPy}};
+  d.attrs = {{"numItems", AttrType::Int, 1}, {"axis", AttrType::Axis, Axis(-1), AxisOrder::NumPy}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     int64_t k = topk_k(ctx.attrs());
@@ -350,8 +345,8 @@ void register_assign() {
 void register_nn_ops() {
   // Softmax without an axis normalizes over the whole sample (CNTK's SoftmaxNode);
   // LogSoftmax without one over the last static axis (CNTK's LogSoftmax(x) = Axis(0)).
-  register_softmax("Softmax", 10, Span{Span::AllStatic, 0}, false, true);
-  register_softmax("LogSoftmax", 51, Span{Span::Static, -1}, true, true);
+  register_softmax("Softmax", 10, Axis::all_static_axes(), false, true);
+  register_softmax("LogSoftmax", 51, Axis(-1), true, true);
   register_hardmax();
   register_topk();
   register_cast();

@@ -31,9 +31,7 @@ ReduceOp reduce_op(const std::string& name, const std::string& op_for_errors) {
 std::vector<Axis> reduction_axes(const Dictionary& a) {
   auto it = a.find("axisVec");
   if (it != a.end() && !it->second.empty()) return it->second.as_axis_list();
-  it = a.find("axis");
-  if (it != a.end() && !it->second.empty()) return {it->second.as_axis()};
-  return {Axis::all_static_axes()};
+  return {schema_attr(find_op("ReduceElements"), "ReduceElements", a, "axis").as_axis()};
 }
 
 struct ReducePlan {
@@ -235,7 +233,7 @@ void register_reduce_ops() {
   d.name = "ReduceElements";
   d.op_type = 39;
   d.inputs = {{"x"}};
-  d.attrs = {{"axis", AttrType::Axis, {}, AxisOrder::NumPy}, {"axisVec", AttrType::AxisList, {}, AxisOrder::NumPy},
+  d.attrs = {{"axis", AttrType::Axis, Axis::all_static_axes(), AxisOrder::NumPy}, {"axisVec", AttrType::AxisList, {}, AxisOrder::NumPy},
             {"reductionOpName", AttrType::String, "Sum"}, {"reductionKeepDimensions", AttrType::Bool, true}};
   d.infer = infer_reduce;
   d.forward = reduce_forward;
