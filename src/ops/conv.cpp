@@ -43,24 +43,25 @@ std::vector<int64_t> bools_attr(const Dictionary& a, const std::string& key) {
 }
 
 // Per-axis settings are NumPy-order lists (an int or bool alone stands for every axis);
-// CNTK files hold the int ones as shapes and the bool ones as lists in its own order.
+// CNTK files hold the int ones as shapes (AttrType::Shape) and the bool ones as lists in its
+// own order.
 AttrSpec per_axis(const char* key, AttrType t) { return {key, t, {}, AxisOrder::NumPy}; }
 
 // Convolution's attributes; ConvolutionSequenceShape reads the same.
 std::vector<AttrSpec> convolution_attrs() {
-  return {per_axis("strides", AttrType::IntList),     per_axis("dilation", AttrType::IntList),
-          per_axis("sharing", AttrType::BoolList),    per_axis("autoPadding", AttrType::BoolList),
-          per_axis("lowerPad", AttrType::IntList),    per_axis("upperPad", AttrType::IntList),
-          per_axis("outputShape", AttrType::IntList), per_axis("kernelShape", AttrType::IntList),
-          {"transpose", AttrType::Bool, false},       {"sequential", AttrType::Bool, false},
-          {"reductionRank", AttrType::Int, 1},        {"groups", AttrType::Int, 1},
+  return {per_axis("strides", AttrType::Shape),       per_axis("dilation", AttrType::Shape),
+          per_axis("sharing", AttrType::BoolList),     per_axis("autoPadding", AttrType::BoolList),
+          per_axis("lowerPad", AttrType::Shape),      per_axis("upperPad", AttrType::Shape),
+          per_axis("outputShape", AttrType::Shape),   per_axis("kernelShape", AttrType::Shape),
+          {"transpose", AttrType::Bool, false},        {"sequential", AttrType::Bool, false},
+          {"reductionRank", AttrType::Int, 1},         {"groups", AttrType::Int, 1},
           {"maxTempMemSizeInSamples", AttrType::Int, 0}};
 }
 // Pooling's and unpooling's; `window` names the window's key.
 std::vector<AttrSpec> pooling_attrs(const char* window) {
-  return {per_axis(window, AttrType::IntList),     per_axis("strides", AttrType::IntList),
-          per_axis("autoPadding", AttrType::BoolList), per_axis("lowerPad", AttrType::IntList),
-          per_axis("upperPad", AttrType::IntList), {"poolingType", AttrType::Int, 0},
+  return {per_axis(window, AttrType::Shape),          per_axis("strides", AttrType::Shape),
+          per_axis("autoPadding", AttrType::BoolList), per_axis("lowerPad", AttrType::Shape),
+          per_axis("upperPad", AttrType::Shape),      {"poolingType", AttrType::Int, 0},
           {"ceilOutDim", AttrType::Bool, false},   {"includePad", AttrType::Bool, false}};
 }
 
@@ -690,7 +691,7 @@ void register_roipooling() {
   d.name = "ROIPooling";
   d.op_type = 47;
   d.inputs = {{"operand"}, {"rois", Gradient::Zero}};
-  d.attrs = {per_axis("roiOutputShape", AttrType::IntList), {"spatialScale", AttrType::Double, 1.0},
+  d.attrs = {per_axis("roiOutputShape", AttrType::Shape), {"spatialScale", AttrType::Double, 1.0},
              {"poolingType", AttrType::Int, 0}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);

@@ -472,7 +472,7 @@ void register_crop() {
   d.name = "Crop";
   d.op_type = 84;
   d.inputs = {{"x"}, {"reference"}, {"ancestors", Gradient::Rule, true}};
-  d.attrs = {{"offset", AttrType::IntList, {}, AxisOrder::NumPy}};
+  d.attrs = {{"offset", AttrType::IntList, {}, AxisOrder::Cntk}};  // [x, y]: the last axis first
   d.infer = [](InferContext& ctx) {
     if (ctx.num_inputs() != 2 && ctx.num_inputs() != 4) ctx.fail("expects 2 or 4 inputs");
     const NDShape &x = ctx.shape(0), &r = ctx.shape(1);

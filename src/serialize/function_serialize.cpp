@@ -79,52 +79,50 @@ std::vector<int64_t> reverse_permutation(const std::vector<int64_t>& p, const st
 
 DictValue::List reversed(const DictValue::List& l) { return DictValue::List(l.rbegin(), l.rend()); }
 
-// Convolution, pooling, unpooling and ROI pooling keep their per-axis attributes as NumPy-order
-// int and bool lists; CNTK keeps the int ones as NDShapes (which the Dictionary writer reverses)
-// and the bool ones as lists in its own axis order.
-bool is_conv_family(const std::string& op) {
-  return op == "Convolution" || op == "Pooling" || op == "Unpooling" || op == "ROIPooling";
-}
-const std::set<std::string>& conv_shape_keys() {
-  static const std::set<std::string> keys = {"strides", "dilation", "lowerPad", "upperPad", "outputShape",
-                                             "poolingWindowShape", "unpoolingWindowShape", "roiOutputShape"};
-  return keys;
-}
-const std::set<std::string>& conv_bool_list_keys() {
-  static const std::set<std::string> keys = {"sharing", "autoPadding"};
-  return keys;
-}
-
-void conv_attributes_to_cntk(const Dictionary& in, Dictionary& a) {
-  for (auto& k : conv_shape_keys()) {
-    auto it = in.find(k);
-    if (it == in.end() || it->second.empty() || it->second.is<NDShape>()) continue;
-    if (it->second.is<int64_t>()) a[k] = NDShape({it->second.as_int()});
-    else a[k] = NDShape(it->second.as_int_list());
-  }
-  for (auto& k : conv_bool_list_keys()) {
-    auto it = in.find(k);
+// Per-axis attributes the schema declares in NumPy order (AxisOrder::NumPy): the engine keeps
+// them as NumPy-order lists (an int or bool alone standing for every axis). CNTK keeps the
+// shape-typed ones (convolution's strides, pads, windows, ...) as NDShapes, which the
+// Dictionary writer reverses, and the other lists (bool flags, Pad's head and foot) in its own
+// axis order. Axis-typed attributes are converted by the Dictionary writer itself.
+void per_axis_to_cntk(const std::string& op, const Dictionary& in, Dictionary& a) {
+  const OpDef* def = find_op(op);
+  if (!def) return;
+  for (const AttrSpec& spec : def->attrs) {
+    if (spec.order != AxisOrder::NumPy) continue;
+    auto it = in.find(spec.key);
     if (it == in.end() || it->second.empty()) continue;
-    if (it->second.is<bool>()) a[k] = DictValue::List{it->second};
-    else if (it->second.is<std::shared_ptr<DictValue::List>>()) {
+    const DictValue& v = it->second;
+    if (spec.type == AttrType::Shape) {
+      if (v.is<int64_t>()) a[spec.key] = NDShape({v.as_int()});
+      else if (v.is<std::shared_ptr<DictValue::List>>()) a[spec.key] = NDShape(v.as_int_list());
+    } else if (spec.type == AttrType::BoolList) {
+      if (v.is<bool>()) a[spec.key] = DictValue::List{v};
+      if (!v.is<std::shared_ptr<DictValue::List>>()) continue;
       DictValue::List l;
-      for (auto& v : it->second.as_list()) l.push_back(DictValue(v.is<bool>() ? v.as_bool() : v.as_int() != 0));
-      a[k] = reversed(l);
+      for (auto& e : v.as_list()) l.push_back(DictValue(e.is<bool>() ? e.as_bool() : e.as_int() != 0));
+      a[spec.key] = reversed(l);
+    } else if (spec.type == AttrType::IntList && v.is<std::shared_ptr<DictValue::List>>()) {
+      a[spec.key] = reversed(v.as_list());
     }
   }
 }
 
-void conv_attributes_from_cntk(const Dictionary& in, Dictionary& a) {
-  for (auto& k : conv_shape_keys()) {
-    auto it = in.find(k);
-    if (it == in.end() || !it->second.is<NDShape>()) continue;
-    DictValue::List l;
-    for (int64_t d : it->second.as_shape().dims()) l.push_back(DictValue(d));
-    a[k] = l;
-  }
-  for (auto& k : conv_bool_list_keys()) {
-    auto it = in.find(k);
-    if (it != in.end() && it->second.is<std::shared_ptr<DictValue::List>>()) a[k] = reversed(it->second.as_list());
+void per_axis_from_cntk(const std::string& op, const Dictionary& in, Dictionary& a) {
+  const OpDef* def = find_op(op);
+  if (!def) return;
+  for (const AttrSpec& spec : def->attrs) {
+    if (spec.order != AxisOrder::NumPy) continue;
+    auto it = in.find(spec.key);
+    if (it == in.end()) continue;
+    const DictValue& v = it->second;
+    if (spec.type == AttrType::Shape && v.is<NDShape>()) {
+      DictValue::List l;
+      for (int64_t d : v.as_shape().dims()) l.push_back(DictValue(d));
+      a[spec.key] = l;
+    } else if ((spec.type == AttrType::BoolList || spec.type == AttrType::IntList) &&
+               v.is<std::shared_ptr<DictValue::List>>()) {
+      a[spec.key] = reversed(v.as_list());
+    }
   }
 }
 
@@ -162,12 +160,8 @@ Dictionary attributes_to_cntk(const std::string& op, const Dictionary& in) {
     DictValue::List out;
     for (auto q : reverse_permutation(p, op)) out.push_back(Axis(int(-q - 1)));
     a["axisVec"] = out;
-  } else if (op == "Pad") {
-    for (const char* k : {"paddingHead", "paddingFoot"})
-      if (in.count(k) && in.at(k).is<std::shared_ptr<DictValue::List>>()) a[k] = reversed(in.at(k).as_list());
-  } else if (is_conv_family(op)) {
-    conv_attributes_to_cntk(in, a);
   }
+  per_axis_to_cntk(op, in, a);
   return a;
 }
 
@@ -188,12 +182,8 @@ Dictionary attributes_from_cntk(const std::string& op, const Dictionary& in) {
     DictValue::List out;
     for (auto p : reverse_permutation(q, op)) out.push_back(Axis(int(p)));
     a["axisVec"] = out;
-  } else if (op == "Pad") {
-    for (const char* k : {"paddingHead", "paddingFoot"})
-      if (in.count(k) && in.at(k).is<std::shared_ptr<DictValue::List>>()) a[k] = reversed(in.at(k).as_list());
-  } else if (is_conv_family(op)) {
-    conv_attributes_from_cntk(in, a);
   }
+  per_axis_from_cntk(op, in, a);
   return a;
 }
 
