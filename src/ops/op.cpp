@@ -82,6 +82,8 @@ void register_op(OpDef def) {
     if (in.gradient == Gradient::Rule && !def.backward)
       fail("input '" + in.name + "' is differentiable but the op has no gradient rule");
   }
+  if (def.stateful_random && (!def.attr_spec("rngSeed") || !def.attr_spec("rngOffset")))
+    fail("a random op must declare rngSeed and rngOffset");
   if (def.inputs.empty() && def.gradient == Gradient::Rule && !def.backward)
     fail("differentiable inputs but no gradient rule");
   if (def.op_type >= 0 && cntk_only_ops().count(def.op_type)) fail("op number taken");
@@ -372,15 +374,14 @@ const NDArrayView& ComputeContext::grad_output(size_t k) {
   return grad_outputs[k];
 }
 
-std::shared_ptr<RandomState> initial_random_state(const Dictionary& attrs) {
+std::shared_ptr<RandomState> initial_random_state(const Function& f) {
   auto rs = std::make_shared<RandomState>();
-  // Every random op declares rngSeed and rngOffset with the default 0.
-  rs->engine = rng::make_engine(uint64_t(attr_int(attrs, "rngSeed", 0)), uint64_t(attr_int(attrs, "rngOffset", 0)));
+  rs->engine = rng::make_engine(uint64_t(schema_attr_int(f, "rngSeed")), uint64_t(schema_attr_int(f, "rngOffset")));
   return rs;
 }
 
 RandomStream ComputeContext::random() {
-  return RandomStream(fn->op_state_or<RandomState>([this] { return initial_random_state(*attrs); }));
+  return RandomStream(fn->op_state_or<RandomState>([this] { return initial_random_state(*fn); }));
 }
 
 }  // namespace cntk

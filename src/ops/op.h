@@ -81,9 +81,9 @@ class RandomStream {
   std::shared_ptr<RandomState> state_;
   std::unique_lock<std::mutex> lock_;
 };
-// The generator a random op starts from, as CNTK starts it: seeded with its rngSeed
-// attribute, rngOffset draws skipped.
-std::shared_ptr<RandomState> initial_random_state(const Dictionary& attrs);
+// The generator random op f starts from, as CNTK starts it: seeded with its rngSeed
+// attribute, rngOffset draws skipped (every random op declares both).
+std::shared_ptr<RandomState> initial_random_state(const Function& f);
 
 // What a kernel or gradient rule sees at run time. Every runtime tensor holds its
 // dynamic axes first (sequence, then batch: time-major) and its static shape after.
@@ -272,7 +272,8 @@ int64_t cntk_op_number(const std::string& name);
 bool& inferring_from_guessed_state();
 
 // Adds an op to the catalogue. Rejects (Error) a malformed entry: an attribute declared
-// twice or with a default of another type, a differentiable input without a gradient rule.
+// twice, with a default of another type or holding axes in no stated order; a differentiable
+// input without a gradient rule; a random op without rngSeed and rngOffset.
 void register_op(OpDef def);
 const OpDef* find_op(const std::string& name);  // nullptr when unknown
 std::vector<std::string> registered_ops();
