@@ -377,9 +377,9 @@ struct Saver {
       visit_inputs(f);
       const Variable& x = ins[0];
       DataType t = x.dtype();
-      int64_t radius = attr_int(a, "depthRadius", 0);
-      double alpha = attr_double(a, "alpha", 1.0), bias = attr_double(a, "bias", 1.0);
-      double beta = attr_double(a, "beta", 0.5);
+      int64_t radius = schema_attr_int(*f, "depthRadius");
+      double alpha = schema_attr_double(*f, "alpha"), bias = schema_attr_double(*f, "bias");
+      double beta = schema_attr_double(*f, "beta");
       // The channels are the first axis here (CNTK's last); like CNTK, a window wider than
       // the channels is cut to them, and alpha is still divided by the full width.
       if (x.shape().rank() < 1 || x.shape()[0] <= 0 || radius < 0)
@@ -415,7 +415,7 @@ struct Saver {
       return true;
     }
     if (op == "IsWithin" && ins.size() == 1) {
-      int64_t offset = attr_int(a, "offset", 1);
+      int64_t offset = schema_attr_int(*f, "offset");
       if (offset != 1 && offset != -1) return false;  // only is_first / is_last are CNTK blocks
       visit_inputs(f);
       std::string ph = placeholder_like(ins[0], "operand");  // named as CNTK names it
@@ -425,7 +425,7 @@ struct Saver {
       return true;
     }
     if (op == "SequenceSlice" && ins.size() == 1) {
-      int64_t begin = attr_int(a, "beginIndex", 0), end = attr_int(a, "endIndex", 0);
+      int64_t begin = schema_attr_int(*f, "beginIndex"), end = schema_attr_int(*f, "endIndex");
       if (begin == 0 && end == 0) return false;  // CNTK returns the operand itself
       const int64_t far = int64_t(1) << 62;        // beyond any sequence; keeps end - begin in range
       if (begin <= -far || begin >= far || end <= -far || end >= far) return false;
@@ -461,12 +461,12 @@ struct Saver {
       write_block(uid, f->name(), "Sequence::Slice", {}, gather, {ph}, {ins[0].uid()});
       return true;
     }
-    if (op == "Convolution" && ins.size() == 2 && attr_int(a, "reductionRank", 1) == 0) {
+    if (op == "Convolution" && ins.size() == 2 && schema_attr_int(*f, "reductionRank") == 0) {
       // CNTK's convolution of reduction rank 0: a block over a convolution of reduction rank 1,
       // with a channel axis of 1 reshaped into the kernel and the operand.
       visit_inputs(f);
       const Variable &kernel = ins[0], &x = ins[1];
-      bool transpose = attr_bool(a, "transpose", false);
+      bool transpose = schema_attr_bool(*f, "transpose");
       size_t n = x.shape().rank();
       Dictionary ca = a;
       ca.erase("reductionRank");
@@ -549,8 +549,8 @@ struct Saver {
     Dictionary attrs = attributes_to_cntk(op, f->attributes());
     if (op == "CosDistanceWithNegativeSamples" && in_uids.size() == 2) {
       // CNTK passes the shift and the number of negative samples as two float constants.
-      in_uids.push_back(scalar_leaf(DataType::Float, double(attr_int(attrs, "shiftWindow", 1))));
-      in_uids.push_back(scalar_leaf(DataType::Float, double(attr_int(attrs, "numberOfNegativeSamples", 1))));
+      in_uids.push_back(scalar_leaf(DataType::Float, double(schema_attr_int(*f, "shiftWindow"))));
+      in_uids.push_back(scalar_leaf(DataType::Float, double(schema_attr_int(*f, "numberOfNegativeSamples"))));
       attrs.erase("shiftWindow");
       attrs.erase("numberOfNegativeSamples");
     }
