@@ -67,6 +67,7 @@ nb::dict schema_dict(const OpDef& op) {
     if (op.is(bit)) classes.append(name);
   d["classes"] = classes;
   d["cntk_block"] = bool(op.cntk_block);
+  d["cntk_swaps_operands"] = op.cntk_swaps_operands;
   d["random"] = op.stateful_random;
   return d;
 }

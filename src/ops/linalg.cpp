@@ -167,6 +167,7 @@ void register_linalg_ops() {
   d.name = "Times";
   d.op_type = 31;
   d.inputs = {{"left"}, {"right"}};
+  d.cntk_swaps_operands = true;
   d.attrs = {{"outputRank", AttrType::Int, 1}, {"inferInputRankToMap", AttrType::Int, -1}};
   d.infer = infer_times;
   d.forward = times_forward;

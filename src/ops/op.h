@@ -222,6 +222,8 @@ struct OpDef {
   // CNTK writes this op as a block of primitives (LeakyReLU, logical ops, ...); the block is
   // also what loading maps back to this op. Null where CNTK writes a primitive.
   BlockFormFn cntk_block;
+  // CNTK's files list the two operands the other way round (Times: CNTK's Python layer swaps them).
+  bool cntk_swaps_operands = false;
   InferFn infer;
   ForwardFn forward;
   GradFn backward;

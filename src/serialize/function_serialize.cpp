@@ -126,8 +126,11 @@ void per_axis_from_cntk(const std::string& op, const Dictionary& in, Dictionary&
   }
 }
 
-// CNTK's Times takes (right, left) of the NumPy-order product: its Python layer swaps them.
-bool swaps_operands(const std::string& op) { return op == "Times"; }
+// Ops whose operands CNTK lists the other way round (OpDef::cntk_swaps_operands).
+bool swaps_operands(const std::string& op) {
+  const OpDef* def = find_op(op);
+  return def && def->cntk_swaps_operands;
+}
 
 // Attribute keys that the engine spells otherwise than CNTK (AttrSpec::cntk_key).
 void rename_keys(const std::string& op, Dictionary& a, bool to_cntk) {
