@@ -374,7 +374,7 @@ void register_ternary_ops() {
     OpDef d;
     d.name = "Select";
     d.op_type = 42;
-    d.inputs = {{"condition", Gradient::Rule}, {"then", Gradient::Rule}, {"else", Gradient::Rule}};
+    d.inputs = {{"condition", Gradient::Zero}, {"then", Gradient::Rule}, {"else", Gradient::Rule}};
     d.infer = ternary_infer;
     d.forward = [](ComputeContext& ctx) {
       size_t r = max_static_rank(ctx);
@@ -400,7 +400,7 @@ void register_ternary_ops() {
     OpDef d;
     d.name = "Clip";
     d.op_type = 41;
-    d.inputs = {{"x", Gradient::Rule}, {"min", Gradient::Rule}, {"max", Gradient::Rule}};
+    d.inputs = {{"x", Gradient::Rule}, {"min", Gradient::Zero}, {"max", Gradient::Zero}};
     d.infer = ternary_infer;
     d.forward = [](ComputeContext& ctx) {
       size_t r = max_static_rank(ctx);

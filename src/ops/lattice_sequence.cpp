@@ -304,7 +304,7 @@ void register_lattice_sequence_with_softmax() {
   OpDef d;
   d.name = kOp;
   d.op_type = 90;
-  d.inputs = {{"labels"}, {"prediction"}, {"loglikelihood"}, {"lattice"}};
+  d.inputs = {{"labels", Gradient::Zero}, {"prediction"}, {"loglikelihood", Gradient::Zero}, {"lattice", Gradient::None}};
   for (const char* k : {"SymListPath", "PhonePath", "StateListPath", "TransProbPath", "LatticeConfigPath"})
     d.attrs.push_back({k, AttrType::String, ""});
   d.attrs.insert(d.attrs.end(), {{"HSmoothingWeight", AttrType::Double, 0.95},

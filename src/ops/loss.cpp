@@ -950,14 +950,20 @@ void register_loss_ops() {
   reg("CrossEntropyWithSoftmax", 35, {{"prediction"}, {"labels"}}, {axis}, ce_infer, ce_forward, ce_backward);
   reg("Logistic", 48, {{"prediction"}, {"labels"}, {"weights", Gradient::Rule, true}}, {}, logistic_infer,
       logistic_forward, logistic_backward);
-  reg("ClassificationError", 36, {{"prediction"}, {"labels"}, {"topN", Gradient::Rule, true}}, {axis}, ce_error_infer,
+  reg("ClassificationError", 36, {{"prediction", Gradient::Zero}, {"labels"}, {"topN", Gradient::None, true}}, {axis}, ce_error_infer,
       ce_error_forward, ce_error_backward);
-  reg("LambdaRank", 59, {{"output"}, {"gain"}, {"group"}}, {}, rank_infer, lambda_rank_forward, lambda_rank_backward);
+  reg("LambdaRank", 59, {{"output"}, {"gain", Gradient::Zero}, {"group", Gradient::Zero}}, {}, rank_infer, lambda_rank_forward, lambda_rank_backward);
   reg("NDCG", 60, {{"output", Gradient::Zero}, {"gain", Gradient::Zero}, {"group", Gradient::Zero}}, {}, rank_infer,
       ndcg_forward, nullptr, Gradient::Zero);
   // The noise distribution's constants are inputs, computed when the op is built (ops::nce_loss).
   reg("NCE", -1,
-      {{"weights"}, {"bias"}, {"input"}, {"labels"}, {"noise"}, {"logNoisePrior"}, {"importanceWeights"}},
+      {{"weights"},
+       {"bias"},
+       {"input"},
+       {"labels", Gradient::Zero},
+       {"noise", Gradient::None},
+       {"logNoisePrior", Gradient::None},
+       {"importanceWeights", Gradient::None}},
       {{"numSamples", AttrType::Int}, {"allowDuplicates", AttrType::Bool, true},
        {"noisePriorEntropy", AttrType::Double, 0.0}, {"rngSeed", AttrType::Int, 0}, {"rngOffset", AttrType::Int, 0}},
       nce_infer, nce_forward, nce_backward, Gradient::Rule, true);

@@ -801,7 +801,7 @@ void register_gather() {
   OpDef d;
   d.name = "Gather";
   d.op_type = 74;
-  d.inputs = {{"indices"}, {"reference"}};
+  d.inputs = {{"indices", Gradient::Zero}, {"reference"}};
   d.attrs = {{"axis", AttrType::Axis, Axis(0), AxisOrder::NumPy}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);

@@ -304,7 +304,7 @@ void register_assign() {
   OpDef d;
   d.name = "Assign";
   d.op_type = 73;
-  d.inputs = {{"ref"}, {"value"}};
+  d.inputs = {{"ref", Gradient::None}, {"value"}};  // the ref is written, not read
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);
     if (!ctx.input(0).dynamic_axes().empty() || !ctx.input(1).dynamic_axes().empty())

@@ -351,7 +351,13 @@ void register_batch_normalization() {
   OpDef d;
   d.name = "BatchNormalization";
   d.op_type = 40;
-  d.inputs = {{"x"}, {"scale"}, {"bias"}, {"running_mean"}, {"running_variance"}, {"running_count", Gradient::Rule, true}};
+  // The running statistics are state the op updates, not operands it is differentiated by.
+  d.inputs = {{"x"},
+              {"scale"},
+              {"bias"},
+              {"running_mean", Gradient::None},
+              {"running_variance", Gradient::None},
+              {"running_count", Gradient::None, true}};
   d.attrs = {{"spatial", AttrType::Bool, false},
             {"normalizationTimeConstant", AttrType::Double, 5000.0},
             {"blendTimeConstant", AttrType::Double, 0.0},
@@ -471,7 +477,7 @@ void register_crop() {
   OpDef d;
   d.name = "Crop";
   d.op_type = 84;
-  d.inputs = {{"x"}, {"reference"}, {"ancestors", Gradient::Rule, true}};
+  d.inputs = {{"x"}, {"reference", Gradient::Zero}, {"ancestors", Gradient::Zero, true}};  // sizes only
   d.attrs = {{"offset", AttrType::IntList, {}, AxisOrder::Cntk}};  // [x, y]: the last axis first
   d.infer = [](InferContext& ctx) {
     if (ctx.num_inputs() != 2 && ctx.num_inputs() != 4) ctx.fail("expects 2 or 4 inputs");

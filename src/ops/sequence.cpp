@@ -321,7 +321,7 @@ void register_gather_packed() {
   OpDef d;
   d.name = "GatherPacked";
   d.op_type = 29;
-  d.inputs = {{"source"}, {"indices"}};
+  d.inputs = {{"source"}, {"indices", Gradient::Zero}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);
     expect_sequence(ctx, 0, "the operand");
@@ -363,7 +363,7 @@ void register_scatter_packed() {
   OpDef d;
   d.name = "ScatterPacked";
   d.op_type = 30;
-  d.inputs = {{"source"}, {"indices"}, {"like"}};
+  d.inputs = {{"source"}, {"indices", Gradient::Zero}, {"like", Gradient::Zero}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(3);
     expect_sequence(ctx, 2, "the layout");
@@ -487,7 +487,7 @@ void register_reconcile() {
   OpDef d;
   d.name = "ReconcileDynamicAxis";
   d.op_type = 50;
-  d.inputs = {{"x"}, {"layout"}};
+  d.inputs = {{"x"}, {"layout", Gradient::Zero}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);
     const auto &xa = ctx.input(0).dynamic_axes(), &la = ctx.input(1).dynamic_axes();
@@ -628,7 +628,7 @@ void register_to_sequence() {
   OpDef d;
   d.name = "ToSequence";
   d.op_type = 70;
-  d.inputs = {{"x"}, {"lengths", Gradient::Rule, true}};
+  d.inputs = {{"x"}, {"lengths", Gradient::Zero, true}};
   d.attrs = {{"sequenceAxisNamePrefix", AttrType::String, "toSequence_", AxisOrder::None, "sequenceAxis"}};
   d.infer = [](InferContext& ctx) {
     if (ctx.num_inputs() != 1 && ctx.num_inputs() != 2) ctx.fail("expects 1 or 2 inputs");
@@ -657,7 +657,7 @@ void register_to_sequence() {
   OpDef like;
   like.name = "ToSequenceLike";
   like.op_type = 71;
-  like.inputs = {{"x"}, {"like"}};
+  like.inputs = {{"x"}, {"like", Gradient::Zero}};
   like.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);
     check_batch_only(ctx, 0);
