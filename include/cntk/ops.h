@@ -9,12 +9,16 @@
 //   auto loss = reduce_sum(z);                  // over all static axes
 //   auto ce = cross_entropy_with_softmax(z, labels);
 //
+// Attributes a helper leaves out take the defaults the op's schema declares
+// (`_cntk.op_schema(name)` in Python lists them).
+//
 // Every helper takes Operands (a Variable or a FunctionPtr, whose single output
 // is used) and returns the new function as a composite, as CNTK does. Shape and
 // type errors are thrown at once (ShapeError/TypeError naming the op).
 // Only a handful of ops are covered; anything else goes through
 // Function::primitive directly.
 #pragma once
+#include <optional>
 #include <string>
 
 #include "cntk/function.h"
@@ -65,11 +69,14 @@ inline FunctionPtr log(const Operand& x, const std::string& name = "") { return 
 // -------------------------------------------------------------------- linalg
 
 // CNTK's times (NumPy order): contracts the trailing axes of `left` with the
-// leading axes of `right`, keeping the last `output_rank` axes of `right`.
-inline FunctionPtr times(const Operand& left, const Operand& right, int output_rank = 1,
-                         int infer_input_rank_to_map = -1, const std::string& name = "") {
-  return apply("Times", {left, right},
-               {{"outputRank", output_rank}, {"inferInputRankToMap", infer_input_rank_to_map}}, name);
+// leading axes of `right`, keeping the last `output_rank` axes of `right`. Settings
+// left out take the defaults Times declares.
+inline FunctionPtr times(const Operand& left, const Operand& right, std::optional<int> output_rank = {},
+                         std::optional<int> infer_input_rank_to_map = {}, const std::string& name = "") {
+  Dictionary attrs;
+  if (output_rank) attrs["outputRank"] = *output_rank;
+  if (infer_input_rank_to_map) attrs["inferInputRankToMap"] = *infer_input_rank_to_map;
+  return apply("Times", {left, right}, std::move(attrs), name);
 }
 
 // ----------------------------------------------------------------- reductions

@@ -530,4 +530,5 @@ NB_MODULE(_cntk, m) {
   void bind_serialize(nb::module_&); bind_serialize(m);  // model files (serialize.cpp)
   void bind_lattice(nb::module_&); bind_lattice(m);  // lattice archives and format (lattice.cpp)
   void bind_training_session(nb::module_&); bind_training_session(m);  // TrainingSession (training_session.cpp)
+  void bind_op_schema(nb::module_&); bind_op_schema(m);  // the op catalogue's schema (op_schema.cpp)
 }

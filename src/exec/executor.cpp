@@ -108,9 +108,12 @@ const PlanStep* fusing_step(const Plan& p, int slot) {
 }  // namespace
 
 NDArrayView input_gradient(const PlanStep& st, ComputeContext& ctx, size_t i) {
-  switch (st.op->gradient) {
+  switch (st.op->input_gradient(i)) {
     case Gradient::Zero: return {};
     case Gradient::None:
+      // An input a differentiable op takes as state (running statistics, Assign's ref, NCE's
+      // noise constants) contributes no gradient; an op that is not differentiable raises.
+      if (st.op->gradient != Gradient::None) return {};
       throw ValueError("'" + st.op->name + "' is not differentiable with respect to its input " + std::to_string(i));
     case Gradient::Rule:
       if (!st.op->backward) throw NotImplementedError("'" + st.op->name + "' has no gradient rule");

@@ -58,7 +58,7 @@ void fuse_steps(Plan& p) {
   for (size_t k = 0; k < nsteps; ++k) {
     const PlanStep& conv = p.steps[k];
     if (taken[k] || conv.loop >= 0 || conv.op->name != "Convolution" || conv.out.size() != 1 || conv.in.size() != 2) continue;
-    if (attr_bool(conv.fn->attributes(), "transpose", false)) continue;
+    if (schema_attr_bool(*conv.fn, "transpose")) continue;
     if (!is_float(p, conv.out[0]) || !is_float(p, conv.in[0]) || !is_float(p, conv.in[1])) continue;
     const NDShape& conv_out = p.slot_var[size_t(conv.out[0])].shape();
     FusedConvSpec spec;
@@ -88,7 +88,7 @@ void fuse_steps(Plan& p) {
         spec.activation = a;
         spec.act = {act.fn, act.op, act.in_axes};
         // ELU's alpha (oneDNN's relu reads alpha as its negative slope: 0 here)
-        if (a == FusedActivation::ELU) spec.alpha = attr_double(act.fn->attributes(), "alpha", 1.0);
+        if (a == FusedActivation::ELU) spec.alpha = schema_attr_double(*act.fn, "alpha");
         chain.push_back(size_t(next));
         cur = act.out[0];
       }

@@ -106,20 +106,12 @@ thread_local std::string t_guess_failure;
 // the output takes the known operand's type (as CNTK's elementwise shape rule does with
 // an unknown operand); that is how a loop state starting from a scalar learns its shape
 // from `step(h, x) = f(h) + x`.
-bool is_binary_elementwise(const std::string& op) {
-  static const std::set<std::string> ops{"Plus",      "Minus",      "ElementTimes", "ElementDivide",
-                                         "Pow",       "LogPlus",    "Equal",        "NotEqual",
-                                         "Less",      "LessEqual",  "Greater",      "GreaterEqual"};
-  return ops.count(op) > 0;
-}
+bool is_binary_elementwise(const OpDef* op) { return op && op->is(kElementwiseBinary); }
 
-// Ops whose output has their one input's type (the unary elementwise family): an input
-// whose shape is known while its dynamic axes wait gives an output that waits the same way.
-bool keeps_input_type(const OpDef* op) {
-  using Rule = std::vector<OutputInfo> (*)(InferContext&);
-  const Rule* rule = op->infer.target<Rule>();
-  return rule && *rule == &infer_same_shape;
-}
+// Ops whose output has their one input's type (the unary elementwise family and others the
+// schema marks so): an input whose shape is known while its dynamic axes wait gives an
+// output that waits the same way.
+bool keeps_input_type(const OpDef* op) { return op->is(kSameShape); }
 
 // A placeholder input still waiting to be bound (not one of a block's inside).
 bool reads_unbound_placeholder(const std::vector<FunctionPtr>& order) {
@@ -307,6 +299,7 @@ FunctionPtr Function::primitive(const std::string& op_name, std::vector<Variable
   // Combine is structural: it only gathers outputs and has no catalogue entry.
   const OpDef* op = op_name == "Combine" ? nullptr : find_op(op_name);
   if (!op && op_name != "Combine") throw NotImplementedError("op '" + op_name + "' is not implemented");
+  if (op) check_attributes(*op, attributes);  // keys the op does not declare: ValueError
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i].defined()) throw ValueError(op_name + ": input " + std::to_string(i) + " is undefined");
   FunctionPtr f(new Function());
@@ -419,7 +412,7 @@ void Function::infer_outputs() {
     for (auto& a : inputs_[1].dynamic_axes())
       if (!a.is_sequence()) axes = {a};
     infos.push_back({like.shape(), like.dtype(), axes, false});
-  } else if (op_ && inputs_.size() == 2 && is_binary_elementwise(op_name_) &&
+  } else if (op_ && inputs_.size() == 2 && is_binary_elementwise(op_) &&
              is_unknown(inputs_[0]) != is_unknown(inputs_[1]) &&
              inputs_[is_unknown(inputs_[0]) ? 1 : 0].shape().rank() > 0 &&
              (in_loop_pass || inputs_[is_unknown(inputs_[0]) ? 1 : 0].dynamic_axes().empty())) {

@@ -42,6 +42,29 @@ std::vector<int64_t> bools_attr(const Dictionary& a, const std::string& key) {
   return out;
 }
 
+// Per-axis settings are NumPy-order lists (an int or bool alone stands for every axis);
+// CNTK files hold the int ones as shapes (AttrType::Shape) and the bool ones as lists in its
+// own order.
+AttrSpec per_axis(const char* key, AttrType t) { return {key, t, {}, AxisOrder::NumPy}; }
+
+// Convolution's attributes; ConvolutionSequenceShape reads the same.
+std::vector<AttrSpec> convolution_attrs() {
+  return {per_axis("strides", AttrType::Shape),       per_axis("dilation", AttrType::Shape),
+          per_axis("sharing", AttrType::BoolList),     per_axis("autoPadding", AttrType::BoolList),
+          per_axis("lowerPad", AttrType::Shape),      per_axis("upperPad", AttrType::Shape),
+          per_axis("outputShape", AttrType::Shape),   per_axis("kernelShape", AttrType::Shape),
+          {"transpose", AttrType::Bool, false},        {"sequential", AttrType::Bool, false},
+          {"reductionRank", AttrType::Int, 1},         {"groups", AttrType::Int, 1},
+          {"maxTempMemSizeInSamples", AttrType::Int, 0}};
+}
+// Pooling's and unpooling's; `window` names the window's key.
+std::vector<AttrSpec> pooling_attrs(const char* window) {
+  return {per_axis(window, AttrType::Shape),          per_axis("strides", AttrType::Shape),
+          per_axis("autoPadding", AttrType::BoolList), per_axis("lowerPad", AttrType::Shape),
+          per_axis("upperPad", AttrType::Shape),      {"poolingType", AttrType::Int, 0},
+          {"ceilOutDim", AttrType::Bool, false},   {"includePad", AttrType::Bool, false}};
+}
+
 // CNTK's expansion of a per-axis list to `rank` axes (NumPy order): right-aligned,
 // the first value repeated leftwards up to `fill` axes, `def` beyond.
 std::vector<int64_t> expand(const std::vector<int64_t>& v, size_t fill, size_t rank, int64_t def,
@@ -107,12 +130,13 @@ struct ConvSetup {
 // W and the operand X. Throws ValueError (or NotImplementedError) with the reason.
 ConvSetup conv_setup(const Dictionary& a, const NDShape& W, const NDShape& X) {
   ConvSetup cs;
-  int64_t rr = attr_int(a, "reductionRank", 1), groups = attr_int(a, "groups", 1);
-  cs.transpose = attr_bool(a, "transpose", false);
+  const std::string op = "Convolution";
+  int64_t rr = op_attr_int(op, a, "reductionRank"), groups = op_attr_int(op, a, "groups");
+  cs.transpose = op_attr_bool(op, a, "transpose");
   if (rr != 0 && rr != 1) throw ValueError("reduction_rank must be 0 or 1, got " + std::to_string(rr));
   if (groups < 1) throw ValueError("groups must be positive, got " + std::to_string(groups));
   if (cs.transpose && groups != 1) throw ValueError("a transposed convolution has no groups");
-  if (attr_bool(a, "sequential", false))
+  if (op_attr_bool(op, a, "sequential"))
     throw NotImplementedError("convolution over the sequence axis (sequential=True) is not supported");
   if (int64_t(X.rank()) - rr < 1)
     throw ValueError("the operand " + X.str() + " has no spatial axis to convolve over (reduction_rank " +
@@ -421,6 +445,9 @@ NDArrayView convolution_backward(ComputeContext& ctx, size_t i) {
 void register_convolution() {
   OpDef d;
   d.name = "Convolution";
+  d.op_type = 33;
+  d.inputs = {{"kernel"}, {"operand"}};
+  d.attrs = convolution_attrs();
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);
     if (!ctx.input(0).dynamic_axes().empty()) ctx.fail("the kernel must not have dynamic axes");
@@ -428,8 +455,8 @@ void register_convolution() {
     NDShape W = ctx.shape(0), X = ctx.shape(1);
     // The layers leave the kernel's input-channel axis to be inferred from the operand.
     if (W.has_inferred()) {
-      int64_t rr = attr_int(ctx.attrs(), "reductionRank", 1), groups = attr_int(ctx.attrs(), "groups", 1);
-      bool transpose = attr_bool(ctx.attrs(), "transpose", false);
+      int64_t rr = ctx.attr_int("reductionRank"), groups = ctx.attr_int("groups");
+      bool transpose = ctx.attr_bool("transpose");
       std::vector<int64_t> w = W.dims();
       size_t ci = transpose ? 0 : 1;
       if (rr == 1 && W.rank() == X.rank() + 1 && X.rank() >= 1 && X[0] >= 0 && w[ci] == NDShape::kInferredDimension &&
@@ -482,12 +509,13 @@ PoolSetup pool_setup(const Dictionary& a, const NDShape& X, const std::string& w
   check_positive(strides, "strides", 1);
   check_positive(lower, "lower_pad", 0);
   check_positive(upper, "upper_pad", 0);
-  bool ceil_out = attr_bool(a, "ceilOutDim", false);
-  int64_t type = attr_int(a, "poolingType", 0);
+  // Pooling and Unpooling declare these alike.
+  bool ceil_out = op_attr_bool("Pooling", a, "ceilOutDim");
+  int64_t type = op_attr_int("Pooling", a, "poolingType");
   if (type != 0 && type != 1) throw ValueError("pooling_type must be MAX_POOLING (0) or AVG_POOLING (1)");
   auto& d = ps.dims;
   d.kind = type == 0 ? kernels::PoolKind::Max : kernels::PoolKind::Average;
-  d.include_pad = attr_bool(a, "includePad", false);
+  d.include_pad = op_attr_bool("Pooling", a, "includePad");
   std::vector<int64_t> out(r);
   size_t lead = 0;  // leading axes that are copied through: part of the channels
   bool leading = true;
@@ -537,6 +565,9 @@ NDShape pool_flat(const PoolSetup& ps, bool out) {
 void register_pooling() {
   OpDef d;
   d.name = "Pooling";
+  d.op_type = 17;
+  d.inputs = {{"operand"}};
+  d.attrs = pooling_attrs("poolingWindowShape");
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     if (ctx.input(0).is_sparse()) ctx.fail("a sparse operand is not supported");
@@ -591,9 +622,12 @@ void register_pooling() {
 void register_unpooling() {
   OpDef d;
   d.name = "Unpooling";
+  d.op_type = 58;
+  d.inputs = {{"operand"}, {"pooling_input", Gradient::Zero}};
+  d.attrs = pooling_attrs("unpoolingWindowShape");
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);
-    if (attr_int(ctx.attrs(), "poolingType", 0) != 0)
+    if (ctx.attr_int("poolingType") != 0)
       ctx.fail("only MAX_UNPOOLING is supported, as in CNTK");
     PoolSetup ps = checked_pool_setup(ctx, ctx.shape(1), "unpoolingWindowShape");
     if (ps.out_static != ctx.shape(0))
@@ -645,16 +679,20 @@ RoiSetup roi_setup(const Dictionary& a) {
                                           list_str(shape));
   check_positive(shape, "roi_output_shape", 1);
   rs.ph = shape[0], rs.pw = shape[1];
-  rs.scale = attr_double(a, "spatialScale", 1.0);
+  rs.scale = op_attr_double("ROIPooling", a, "spatialScale");
   if (!(rs.scale > 0) || !std::isfinite(rs.scale))
     throw ValueError("spatial_scale must be positive, got " + std::to_string(rs.scale));
-  if (attr_int(a, "poolingType", 0) != 0) throw ValueError("ROI pooling supports only MAX_POOLING");
+  if (op_attr_int("ROIPooling", a, "poolingType") != 0) throw ValueError("ROI pooling supports only MAX_POOLING");
   return rs;
 }
 
 void register_roipooling() {
   OpDef d;
   d.name = "ROIPooling";
+  d.op_type = 47;
+  d.inputs = {{"operand"}, {"rois", Gradient::Zero}};
+  d.attrs = {per_axis("roiOutputShape", AttrType::Shape), {"spatialScale", AttrType::Double, 1.0},
+             {"poolingType", AttrType::Int, 0}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);
     RoiSetup rs;
@@ -876,7 +914,7 @@ FusedActivation fusable_activation(const Function& f) {
   if (name == "StableSigmoid") return FusedActivation::Sigmoid;
   if (name == "Tanh") return FusedActivation::Tanh;
   // From the output, ELU's gradient is known only where alpha keeps the sign of x.
-  if (name == "ELU" && attr_double(f.attributes(), "alpha", 1.0) >= 0) return FusedActivation::ELU;
+  if (name == "ELU" && schema_attr_double(f, "alpha") >= 0) return FusedActivation::ELU;
   return FusedActivation::None;
 }
 
@@ -913,7 +951,7 @@ struct SequenceAxisGeometry {
 };
 
 SequenceAxisGeometry sequence_axis_geometry(const Dictionary& a, const NDShape& W, const NDShape& X) {
-  const int64_t rr = attr_int(a, "reductionRank", 1);
+  const int64_t rr = op_attr_int("ConvolutionSequenceShape", a, "reductionRank");
   if (rr != 0 && rr != 1) throw ValueError("reduction_rank must be 0 or 1, got " + std::to_string(rr));
   const size_t r = X.rank() + 1;  // the unpacked operand
   if (int64_t(r) - rr < 1) throw ValueError("the operand " + X.str() + " has no channel axis");
@@ -944,6 +982,9 @@ int64_t sequence_output_length(const SequenceAxisGeometry& g, int64_t steps) {
 void register_convolution_sequence_shape() {
   OpDef d;
   d.name = "ConvolutionSequenceShape";
+  d.op_type = 97;
+  d.inputs = {{"kernel", Gradient::Zero}, {"operand", Gradient::Zero}};
+  d.attrs = convolution_attrs();
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);
     const auto& axes = ctx.input(1).dynamic_axes();

@@ -2,6 +2,7 @@
 // logic, select and clip. One table entry each: a scalar forward functor and a
 // scalar gradient functor (x, y, g) -> dL/dx, both generic over float/double.
 #include <cmath>
+#include <functional>
 
 
 #include "kernels/cpu/eltwise.h"
@@ -17,8 +18,8 @@ using kernels::apply;
 
 // Attribute-dependent scalars for parameterized activations (alpha, beta, ...).
 using Params = std::array<double, 2>;
-using ParamFn = Params (*)(const Dictionary&);
-Params no_params(const Dictionary&) { return {0, 0}; }
+using ParamFn = Params (*)(const ComputeContext&);
+Params no_params(const ComputeContext&) { return {0, 0}; }
 
 std::vector<OutputInfo> broadcast_rule(InferContext& ctx) { return ctx.one(broadcast_inputs(ctx)); }
 
@@ -33,15 +34,21 @@ size_t max_static_rank(const ComputeContext& ctx) {
 // and the reference backend. With `layouts`, a float32 input in a backend layout stays
 // in it (OpDef::backend_layouts).
 template <class F, class G>
-void unary(const char* name, F f, G df, Gradient kind = Gradient::Rule, ParamFn params = no_params,
-           kernels::EltwiseKernel prim = {}, bool layouts = false) {
+void unary(const char* name, int op_type, F f, G df, Gradient kind = Gradient::Rule, ParamFn params = no_params,
+           kernels::EltwiseKernel prim = {}, bool layouts = false, std::vector<AttrSpec> attrs = {},
+           BlockFormFn block = nullptr) {
   OpDef d;
+  d.cntk_block = std::move(block);
   d.name = name;
+  d.op_type = op_type;
+  d.inputs = {{"x", kind}};
+  d.attrs = std::move(attrs);
+  d.classes = kElementwiseUnary | kSameShape;
   d.infer = infer_same_shape;
   d.gradient = kind;
   d.backend_layouts = layouts;
   d.forward = [f, params, prim](ComputeContext& ctx) {
-    Params p = params(ctx.attr());
+    Params p = params(ctx);
     if (const LayoutValue* xb = ctx.layout_input(0); xb && ctx.may_keep_layout_output(0)) {
       auto y = kernels::eltwise_forward_layout(prim.f, float(p[0]), *xb);
       if (y) {
@@ -60,7 +67,7 @@ void unary(const char* name, F f, G df, Gradient kind = Gradient::Rule, ParamFn 
   };
   if (kind == Gradient::Rule)
     d.backward = [df, params, prim](ComputeContext& ctx, size_t) {
-      Params p = params(ctx.attr());
+      Params p = params(ctx);
       // x (or y) in a backend layout: the gradient is computed, and may stay, in that layout.
       const LayoutValue* xyb = prim.backward_from_output ? ctx.layout_output(0) : ctx.layout_input(0);
       const bool xy_plain = prim.backward_from_output ? ctx.outputs[0].defined() : ctx.inputs[0].defined();
@@ -92,9 +99,14 @@ void unary(const char* name, F f, G df, Gradient kind = Gradient::Rule, ParamFn 
 
 // df returns {dL/da, dL/db} given (a, b, y, g); `which` selects one.
 template <class F, class G>
-void binary(const char* name, F f, G df, Gradient kind = Gradient::Rule, GradFn backward_override = nullptr) {
+void binary(const char* name, int op_type, F f, G df, Gradient kind = Gradient::Rule,
+            GradFn backward_override = nullptr, BlockFormFn block = nullptr) {
   OpDef d;
+  d.cntk_block = std::move(block);
   d.name = name;
+  d.op_type = op_type;
+  d.inputs = {{"left", kind}, {"right", kind}};
+  d.classes = kElementwiseBinary;
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);
     return broadcast_rule(ctx);
@@ -125,8 +137,8 @@ void binary(const char* name, F f, G df, Gradient kind = Gradient::Rule, GradFn 
 }
 
 template <class F>
-void additive(const char* name, F f, bool negate_right) {
-  binary(name, f, [](auto, auto, auto) { return std::array<double, 2>{0, 0}; }, Gradient::Rule,
+void additive(const char* name, int op_type, F f, bool negate_right) {
+  binary(name, op_type, f, [](auto, auto, auto) { return std::array<double, 2>{0, 0}; }, Gradient::Rule,
          [negate_right](ComputeContext& ctx, size_t which) {
            NDArrayView g = ctx.reduce_to_input(which, ctx.grad_outputs[0]);
            if (!negate_right || which != 1) return g;
@@ -157,70 +169,144 @@ constexpr float kLogOfLogEps = -85.1f;
 constexpr double kSeluScale = 1.0507009873554804934193349852946;
 constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
 
+// ------------------------------------------ the blocks CNTK builds for composite ops
+//
+// CNTK composes these ops of primitives inside a block named after the op; the engine
+// computes each as one primitive. Saving writes the block (so CNTK loads it), and loading
+// such a block gives the primitive back.
+
+FunctionPtr prim(const std::string& op, std::vector<Variable> in) { return Function::primitive(op, std::move(in), {}); }
+Variable out(const FunctionPtr& f) { return f->output(); }
+Variable scalar(DataType t, double v) { return Variable::constant(NDArrayView::scalar(t, v), ""); }
+
+// The block of f whose composite `body` builds over placeholders shaped like f's inputs.
+using BlockBody = std::function<FunctionPtr(const std::vector<Variable>& ph, DataType t, const Function& f)>;
+BlockFormFn block_form(BlockBody body) {
+  return [body](const Function& f) {
+    const auto& ins = f.direct_inputs();
+    std::vector<Variable> ph;
+    std::vector<std::pair<Variable, Variable>> mapping;
+    for (auto& v : ins) {
+      ph.push_back(Variable::placeholder(v.shape(), v.dynamic_axes(), ""));
+      mapping.push_back({ph.back(), v});
+    }
+    DataType t = ins.empty() ? DataType::Float : ins[0].dtype();
+    return Function::block(Function::composite(body(ph, t, f)), mapping, f.op_name(), f.name());
+  };
+}
+
+Variable positive(const Variable& v, DataType t) { return out(prim("Greater", {v, scalar(t, 0)})); }
+
+BlockFormFn leaky_relu_block() {
+  return block_form([](const std::vector<Variable>& ph, DataType t, const Function& f) {
+    auto scaled = out(prim("ElementTimes", {scalar(t, schema_attr_double(f, "alpha")), ph[0]}));
+    return prim("Select", {out(prim("Less", {ph[0], scalar(t, 0)})), scaled, ph[0]});
+  });
+}
+BlockFormFn selu_block() {
+  return block_form([](const std::vector<Variable>& ph, DataType t, const Function& f) {
+    auto elu = out(prim("ElementTimes", {scalar(t, schema_attr_double(f, "alpha")), out(prim("ELU", {ph[0]}))}));
+    auto sel = out(prim("Select", {out(prim("Less", {ph[0], scalar(t, 0)})), elu, ph[0]}));
+    return prim("ElementTimes", {scalar(t, schema_attr_double(f, "gamma")), sel});
+  });
+}
+BlockFormFn hard_sigmoid_block() {
+  return block_form([](const std::vector<Variable>& ph, DataType t, const Function& f) {
+    auto r = out(prim("Plus", {out(prim("ElementTimes", {ph[0], scalar(t, schema_attr_double(f, "alpha"))})),
+                               scalar(t, schema_attr_double(f, "beta"))}));
+    auto one = scalar(t, 1), zero = scalar(t, 0);
+    r = out(prim("Select", {out(prim("Less", {r, one})), r, one}));
+    return prim("Select", {out(prim("Greater", {r, zero})), r, zero});
+  });
+}
+BlockFormFn and_block() {
+  return block_form([](const std::vector<Variable>& ph, DataType t, const Function&) {
+    return prim("Greater", {out(prim("ElementTimes", {positive(ph[0], t), positive(ph[1], t)})), scalar(t, 0)});
+  });
+}
+BlockFormFn or_block() {
+  return block_form([](const std::vector<Variable>& ph, DataType t, const Function&) {
+    return prim("Greater", {out(prim("Plus", {positive(ph[0], t), positive(ph[1], t)})), scalar(t, 0)});
+  });
+}
+BlockFormFn xor_block() {
+  return block_form([](const std::vector<Variable>& ph, DataType t, const Function&) {
+    return prim("NotEqual", {positive(ph[0], t), positive(ph[1], t)});
+  });
+}
+BlockFormFn not_block() {
+  return block_form([](const std::vector<Variable>& ph, DataType t, const Function&) {
+    return prim("Plus", {out(prim("Negate", {positive(ph[0], t)})), scalar(t, 1)});
+  });
+}
+BlockFormFn element_divide_block() {
+  return block_form([](const std::vector<Variable>& ph, DataType, const Function&) {
+    return prim("ElementTimes", {ph[0], out(prim("Reciprocal", {ph[1]}))});
+  });
+}
+
 void register_unary_ops() {
   using std::exp;
   auto none = [](auto, auto, auto, Params) { return 0.0; };
-  unary("Negate", [](auto x, Params) { return -x; }, [](auto, auto, auto g, Params) { return -g; });
-  unary("StableSigmoid", [](auto x, Params) {
+  unary("Negate", 0, [](auto x, Params) { return -x; }, [](auto, auto, auto g, Params) { return -g; });
+  unary("StableSigmoid", 75, [](auto x, Params) {
         using T = decltype(x);
         return x >= 0 ? T(1) / (T(1) + std::exp(-x)) : std::exp(x) / (T(1) + std::exp(x));
       },
       [](auto, auto y, auto g, Params) { return g * y * (1 - y); }, Gradient::Rule, no_params,
       {kernels::Eltwise::Logistic, true}, true);
-  unary("Tanh", [](auto x, Params) { return std::tanh(x); }, [](auto, auto y, auto g, Params) { return g * (1 - y * y); },
+  unary("Tanh", 2, [](auto x, Params) { return std::tanh(x); }, [](auto, auto y, auto g, Params) { return g * (1 - y * y); },
         Gradient::Rule, no_params, {kernels::Eltwise::Tanh, true}, true);
-  unary("ReLU", [](auto x, Params) { return x > 0 ? x : decltype(x)(0); },
+  unary("ReLU", 3, [](auto x, Params) { return x > 0 ? x : decltype(x)(0); },
         [](auto x, auto, auto g, Params) { return x > 0 ? g : decltype(g)(0); }, Gradient::Rule, no_params,
         {kernels::Eltwise::Relu, false}, true);
-  unary("Exp", [](auto x, Params) { return std::exp(x); }, [](auto, auto y, auto g, Params) { return g * y; },
+  unary("Exp", 4, [](auto x, Params) { return std::exp(x); }, [](auto, auto y, auto g, Params) { return g * y; },
         Gradient::Rule, no_params, {kernels::Eltwise::Exp, true});
   // CNTK clips log's argument at 1e-37 (giving -85.1 there, for x <= 0 too) and takes
   // the gradient from the output, g * exp(-y), so a clipped entry gets exp(85.1).
-  unary("Log",
+  unary("Log", 5,
         [](auto x, Params) {
           using T = decltype(x);
           return x < T(kLogEps) ? T(kLogOfLogEps) : std::log(x);
         },
         [](auto, auto y, auto g, Params) { return g * std::exp(-y); });
   // CNTK's sqrt reads a negative argument as 0.
-  unary("Sqrt", [](auto x, Params) { return std::sqrt(x > 0 ? x : decltype(x)(0)); },
+  unary("Sqrt", 6, [](auto x, Params) { return std::sqrt(x > 0 ? x : decltype(x)(0)); },
         [](auto, auto y, auto g, Params) { return g / (2 * y); });
-  unary("Floor", [](auto x, Params) { return std::floor(x); }, none, Gradient::Zero);
-  unary("Abs", [](auto x, Params) { return std::abs(x); }, [](auto x, auto, auto g, Params) { return g * sgn(x); });
+  unary("Floor", 7, [](auto x, Params) { return std::floor(x); }, none, Gradient::Zero);
+  unary("Abs", 8, [](auto x, Params) { return std::abs(x); }, [](auto x, auto, auto g, Params) { return g * sgn(x); });
   // CNTK's reciprocal of 0 is 0 (and so is its gradient there).
-  unary("Reciprocal", [](auto x, Params) { return x == 0 ? x : 1 / x; },
+  unary("Reciprocal", 9, [](auto x, Params) { return x == 0 ? x : 1 / x; },
         [](auto, auto y, auto g, Params) { return -g * y * y; });
-  unary("Sin", [](auto x, Params) { return std::sin(x); }, [](auto x, auto, auto g, Params) { return g * std::cos(x); });
-  unary("Cos", [](auto x, Params) { return std::cos(x); }, [](auto x, auto, auto g, Params) { return -g * std::sin(x); });
-  unary("Tan", [](auto x, Params) { return std::tan(x); }, [](auto, auto y, auto g, Params) { return g * (1 + y * y); });
-  unary("Asin", [](auto x, Params) { return std::asin(x); },
+  unary("Sin", 54, [](auto x, Params) { return std::sin(x); }, [](auto x, auto, auto g, Params) { return g * std::cos(x); });
+  unary("Cos", 55, [](auto x, Params) { return std::cos(x); }, [](auto x, auto, auto g, Params) { return -g * std::sin(x); });
+  unary("Tan", 95, [](auto x, Params) { return std::tan(x); }, [](auto, auto y, auto g, Params) { return g * (1 + y * y); });
+  unary("Asin", 81, [](auto x, Params) { return std::asin(x); },
         [](auto x, auto, auto g, Params) { return g / std::sqrt(1 - x * x); });
-  unary("Acos", [](auto x, Params) { return std::acos(x); },
+  unary("Acos", 82, [](auto x, Params) { return std::acos(x); },
         [](auto x, auto, auto g, Params) { return -g / std::sqrt(1 - x * x); });
-  unary("Atan", [](auto x, Params) { return std::atan(x); }, [](auto x, auto, auto g, Params) { return g / (1 + x * x); });
-  unary("Sinh", [](auto x, Params) { return std::sinh(x); }, [](auto x, auto, auto g, Params) { return g * std::cosh(x); });
-  unary("Cosh", [](auto x, Params) { return std::cosh(x); }, [](auto x, auto, auto g, Params) { return g * std::sinh(x); });
-  unary("Asinh", [](auto x, Params) { return std::asinh(x); },
+  unary("Atan", 96, [](auto x, Params) { return std::atan(x); }, [](auto x, auto, auto g, Params) { return g / (1 + x * x); });
+  unary("Sinh", 77, [](auto x, Params) { return std::sinh(x); }, [](auto x, auto, auto g, Params) { return g * std::cosh(x); });
+  unary("Cosh", 78, [](auto x, Params) { return std::cosh(x); }, [](auto x, auto, auto g, Params) { return g * std::sinh(x); });
+  unary("Asinh", 86, [](auto x, Params) { return std::asinh(x); },
         [](auto x, auto, auto g, Params) { return g / std::sqrt(x * x + 1); });
-  unary("Atanh", [](auto x, Params) { return std::atanh(x); }, [](auto x, auto, auto g, Params) { return g / (1 - x * x); });
-  auto alpha = [](const Dictionary& a) -> Params { return {attr_double(a, "alpha", 1.0), 0}; };
-  unary("ELU", [](auto x, Params p) { return x > 0 ? x : decltype(x)(p[0] * (std::exp(x) - 1)); },
+  unary("Atanh", 85, [](auto x, Params) { return std::atanh(x); }, [](auto x, auto, auto g, Params) { return g / (1 - x * x); });
+  auto alpha = [](const ComputeContext& c) -> Params { return {c.attr_double("alpha"), 0}; };
+  unary("ELU", 65, [](auto x, Params p) { return x > 0 ? x : decltype(x)(p[0] * (std::exp(x) - 1)); },
         [](auto x, auto y, auto g, Params p) { return x > 0 ? g : decltype(g)(g * (y + p[0])); }, Gradient::Rule, alpha,
-        {kernels::Eltwise::Elu, false}, true);
-  auto leaky = [](const Dictionary& a) -> Params { return {attr_double(a, "alpha", 0.01), 0}; };
+        {kernels::Eltwise::Elu, false}, true, {{"alpha", AttrType::Double, 1.0}});
+  auto leaky = [](const ComputeContext& c) -> Params { return {c.attr_double("alpha"), 0}; };
   // CNTK selects the scaled branch where x < 0, so at 0 the gradient is 1 (SELU's and
   // PReLU's likewise); oneDNN's relu backward gives alpha there and is corrected.
-  unary("LeakyReLU", [](auto x, Params p) { return x > 0 ? x : decltype(x)(p[0] * x); },
+  unary("LeakyReLU", -1, [](auto x, Params p) { return x > 0 ? x : decltype(x)(p[0] * x); },
         [](auto x, auto, auto g, Params p) { return x < 0 ? decltype(g)(p[0] * g) : g; }, Gradient::Rule, leaky,
-        {kernels::Eltwise::Relu, false, true}, true);
-  auto selu = [](const Dictionary& a) -> Params {
-    return {attr_double(a, "gamma", kSeluScale), attr_double(a, "alpha", kSeluAlpha)};
-  };
-  unary("SELU", [](auto x, Params p) { return decltype(x)(p[0] * (x > 0 ? x : p[1] * (std::exp(x) - 1))); },
+        {kernels::Eltwise::Relu, false, true}, true, {{"alpha", AttrType::Double, 0.01}}, leaky_relu_block());
+  auto selu = [](const ComputeContext& c) -> Params { return {c.attr_double("gamma"), c.attr_double("alpha")}; };
+  unary("SELU", -1, [](auto x, Params p) { return decltype(x)(p[0] * (x > 0 ? x : p[1] * (std::exp(x) - 1))); },
         [](auto x, auto, auto g, Params p) { return decltype(g)(g * p[0] * (x < 0 ? p[1] * std::exp(x) : 1)); },
-        Gradient::Rule, selu);
-  auto hs = [](const Dictionary& a) -> Params { return {attr_double(a, "alpha", 0.2), attr_double(a, "beta", 0.5)}; };
-  unary("HardSigmoid", [](auto x, Params p) {
+        Gradient::Rule, selu, {}, false, {{"gamma", AttrType::Double, kSeluScale}, {"alpha", AttrType::Double, kSeluAlpha}}, selu_block());
+  auto hs = [](const ComputeContext& c) -> Params { return {c.attr_double("alpha"), c.attr_double("beta")}; };
+  unary("HardSigmoid", -1, [](auto x, Params p) {
         using T = decltype(x);
         return T(std::max(0.0, std::min(1.0, p[0] * x + p[1])));
       },
@@ -228,10 +314,11 @@ void register_unary_ops() {
         double v = p[0] * x + p[1];
         return decltype(g)(v > 0 && v < 1 ? g * p[0] : 0);
       },
-      Gradient::Rule, hs);
-  unary("Not", [](auto x, Params) { return decltype(x)(x == 0); }, none, Gradient::Zero);
+      Gradient::Rule, hs, {}, false, {{"alpha", AttrType::Double, 0.2}, {"beta", AttrType::Double, 0.5}}, hard_sigmoid_block());
+  unary("Not", -1, [](auto x, Params) { return decltype(x)(x == 0); }, none, Gradient::Zero, no_params, {}, false, {},
+        not_block());
   // Straight-through estimator: sign in forward, identity gradient inside [-1, 1].
-  unary("StraightThrough", [](auto x, Params) { return decltype(x)(x >= 0 ? 1 : -1); },
+  unary("StraightThrough", 94, [](auto x, Params) { return decltype(x)(x >= 0 ? 1 : -1); },
         [](auto x, auto, auto g, Params) { return std::abs(x) <= 1 ? g : decltype(g)(0); });
 }
 
@@ -239,19 +326,20 @@ void register_binary_ops() {
   using A2 = std::array<double, 2>;
   // Sums pass the gradient through unchanged (negated for Minus's right side): it is
   // reduced straight to each input's shape, without the generic (a, b, g) map.
-  additive("Plus", [](auto a, auto b) { return a + b; }, false);
-  additive("Minus", [](auto a, auto b) { return a - b; }, true);
-  binary("ElementTimes", [](auto a, auto b) { return a * b; },
+  additive("Plus", 19, [](auto a, auto b) { return a + b; }, false);
+  additive("Minus", 20, [](auto a, auto b) { return a - b; }, true);
+  binary("ElementTimes", 21, [](auto a, auto b) { return a * b; },
          [](auto a, auto b, auto g) { return std::array<decltype(g), 2>{g * b, g * a}; });
-  binary("ElementDivide", [](auto a, auto b) { return a / b; },
-         [](auto a, auto b, auto g) { return std::array<decltype(g), 2>{g / b, -g * a / (b * b)}; });
-  binary("Pow", [](auto a, auto b) { return std::pow(a, b); },
+  binary("ElementDivide", -1, [](auto a, auto b) { return a / b; },
+         [](auto a, auto b, auto g) { return std::array<decltype(g), 2>{g / b, -g * a / (b * b)}; },
+         Gradient::Rule, nullptr, element_divide_block());
+  binary("Pow", 69, [](auto a, auto b) { return std::pow(a, b); },
          [](auto a, auto b, auto g) {
            double y = std::pow(double(a), double(b));
            return A2{double(g) * double(b) * std::pow(double(a), double(b) - 1),
                      a > 0 ? double(g) * y * std::log(double(a)) : 0.0};
          });
-  binary("LogPlus",
+  binary("LogPlus", 52,
          [](auto a, auto b) {
            auto m = std::max(a, b);
            if (std::isinf(m) && m < 0) return m;
@@ -262,15 +350,18 @@ void register_binary_ops() {
            return A2{g * ea / (ea + eb), g * eb / (ea + eb)};
          });
   auto zero = [](auto, auto, auto) { return A2{0, 0}; };
-  binary("Equal", [](auto a, auto b) { return decltype(a)(a == b); }, zero, Gradient::Zero);
-  binary("NotEqual", [](auto a, auto b) { return decltype(a)(a != b); }, zero, Gradient::Zero);
-  binary("Less", [](auto a, auto b) { return decltype(a)(a < b); }, zero, Gradient::Zero);
-  binary("LessEqual", [](auto a, auto b) { return decltype(a)(a <= b); }, zero, Gradient::Zero);
-  binary("Greater", [](auto a, auto b) { return decltype(a)(a > b); }, zero, Gradient::Zero);
-  binary("GreaterEqual", [](auto a, auto b) { return decltype(a)(a >= b); }, zero, Gradient::Zero);
-  binary("And", [](auto a, auto b) { return decltype(a)(a != 0 && b != 0); }, zero, Gradient::Zero);
-  binary("Or", [](auto a, auto b) { return decltype(a)(a != 0 || b != 0); }, zero, Gradient::Zero);
-  binary("Xor", [](auto a, auto b) { return decltype(a)((a != 0) != (b != 0)); }, zero, Gradient::Zero);
+  binary("Equal", 22, [](auto a, auto b) { return decltype(a)(a == b); }, zero, Gradient::Zero);
+  binary("NotEqual", 23, [](auto a, auto b) { return decltype(a)(a != b); }, zero, Gradient::Zero);
+  binary("Less", 24, [](auto a, auto b) { return decltype(a)(a < b); }, zero, Gradient::Zero);
+  binary("LessEqual", 25, [](auto a, auto b) { return decltype(a)(a <= b); }, zero, Gradient::Zero);
+  binary("Greater", 26, [](auto a, auto b) { return decltype(a)(a > b); }, zero, Gradient::Zero);
+  binary("GreaterEqual", 27, [](auto a, auto b) { return decltype(a)(a >= b); }, zero, Gradient::Zero);
+  binary("And", -1, [](auto a, auto b) { return decltype(a)(a != 0 && b != 0); }, zero, Gradient::Zero, nullptr,
+         and_block());
+  binary("Or", -1, [](auto a, auto b) { return decltype(a)(a != 0 || b != 0); }, zero, Gradient::Zero, nullptr,
+         or_block());
+  binary("Xor", -1, [](auto a, auto b) { return decltype(a)((a != 0) != (b != 0)); }, zero, Gradient::Zero, nullptr,
+         xor_block());
 }
 
 // Select(flag, a, b) = flag != 0 ? a : b; Clip(x, lo, hi).
@@ -282,6 +373,8 @@ void register_ternary_ops() {
   {
     OpDef d;
     d.name = "Select";
+    d.op_type = 42;
+    d.inputs = {{"condition", Gradient::Zero}, {"then", Gradient::Rule}, {"else", Gradient::Rule}};
     d.infer = ternary_infer;
     d.forward = [](ComputeContext& ctx) {
       size_t r = max_static_rank(ctx);
@@ -306,6 +399,8 @@ void register_ternary_ops() {
   {
     OpDef d;
     d.name = "Clip";
+    d.op_type = 41;
+    d.inputs = {{"x", Gradient::Rule}, {"min", Gradient::Zero}, {"max", Gradient::Zero}};
     d.infer = ternary_infer;
     d.forward = [](ComputeContext& ctx) {
       size_t r = max_static_rank(ctx);

@@ -8,6 +8,8 @@ void register_identity_ops() {
   // planner never runs it, so it needs no kernel.
   OpDef combine;
   combine.name = "Combine";
+  combine.op_type = 44;
+  combine.inputs = {{"operands", Gradient::Rule, true}};
   combine.infer = [](InferContext& ctx) {
     std::vector<OutputInfo> out;
     for (size_t i = 0; i < ctx.num_inputs(); ++i)
@@ -18,9 +20,11 @@ void register_identity_ops() {
   combine.backward = [](ComputeContext& ctx, size_t i) { return ctx.grad_outputs[i]; };
   register_op(std::move(combine));
 
-  for (const char* name : {"NoOp", "Pass", "StopGradient"}) {
+  for (auto [name, number] : {std::pair{"NoOp", 62}, std::pair{"Pass", 56}, std::pair{"StopGradient", 64}}) {
     OpDef d;
     d.name = name;
+    d.op_type = number;
+    d.inputs = {{"x", std::string(name) == "StopGradient" ? Gradient::Zero : Gradient::Rule}};
     d.infer = [](InferContext& ctx) {
       ctx.expect_inputs(1);
       auto out = ctx.one(ctx.shape(0));

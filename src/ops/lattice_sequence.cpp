@@ -57,16 +57,15 @@ struct Settings {
 };
 
 Settings settings_of(const Dictionary& a) {
-  return {attr_double(a, "HSmoothingWeight", 0.95), attr_double(a, "FrameDropThresh", 1e-10),
-          attr_double(a, "SeqGammarAMF", 14.0),     attr_double(a, "SeqGammarLMF", 14.0),
-          attr_double(a, "SeqGammarWordPen", 0.0),  attr_double(a, "SeqGammarBMMIFactor", 0.0),
-          attr_bool(a, "SeqGammarUsesMBR", false)};
+  auto num = [&](const char* k) { return op_attr_double(kOp, a, k); };
+  return {num("HSmoothingWeight"), num("FrameDropThresh"), num("SeqGammarAMF"),        num("SeqGammarLMF"),
+          num("SeqGammarWordPen"), num("SeqGammarBMMIFactor"), op_attr_bool(kOp, a, "SeqGammarUsesMBR")};
 }
 
 std::shared_ptr<const lattice::SequenceTrainingModel> model_of(const Dictionary& a) {
-  return lattice::sequence_training_model(attr_string(a, "SymListPath", ""), attr_string(a, "PhonePath", ""),
-                                          attr_string(a, "StateListPath", ""), attr_string(a, "TransProbPath", ""),
-                                          attr_string(a, "LatticeConfigPath", ""));
+  auto path = [&](const char* k) { return op_attr_string(kOp, a, k); };
+  return lattice::sequence_training_model(path("SymListPath"), path("PhonePath"), path("StateListPath"),
+                                          path("TransProbPath"), path("LatticeConfigPath"));
 }
 
 // Viterbi alignment of an edge's units to frames [0, T) of `ll` (frame t's senone s at ll[t * C + s]).
@@ -287,10 +286,10 @@ Batch run(const ComputeContext& ctx) {
 void check_attributes(const InferContext& ctx) {
   const Dictionary& a = ctx.attrs();
   for (const char* k : {"SymListPath", "PhonePath", "StateListPath", "TransProbPath"})
-    if (attr_string(a, k, "").empty())
+    if (ctx.attr_string(k).empty())
       ctx.fail("symListPath, phonePath, stateListPath and transProbPath must all be given (" + std::string(k) +
           " is empty)");
-  if (attr_bool(a, "DoReferenceAlign", false))
+  if (ctx.attr_bool("DoReferenceAlign"))
     throw NotImplementedError(std::string(kOp) + ": doReferenceAlign (sequence training against a reference alignment) "
                               "is not supported, as in CNTK 2.7");
   Settings st = settings_of(a);
@@ -304,6 +303,18 @@ void check_attributes(const InferContext& ctx) {
 void register_lattice_sequence_with_softmax() {
   OpDef d;
   d.name = kOp;
+  d.op_type = 90;
+  d.inputs = {{"labels", Gradient::Zero}, {"prediction"}, {"loglikelihood", Gradient::Zero}, {"lattice", Gradient::None}};
+  for (const char* k : {"SymListPath", "PhonePath", "StateListPath", "TransProbPath", "LatticeConfigPath"})
+    d.attrs.push_back({k, AttrType::String, ""});
+  d.attrs.insert(d.attrs.end(), {{"HSmoothingWeight", AttrType::Double, 0.95},
+                                 {"FrameDropThresh", AttrType::Double, 1e-10},
+                                 {"SeqGammarAMF", AttrType::Double, 14.0},
+                                 {"SeqGammarLMF", AttrType::Double, 14.0},
+                                 {"SeqGammarWordPen", AttrType::Double, 0.0},
+                                 {"SeqGammarBMMIFactor", AttrType::Double, 0.0},
+                                 {"SeqGammarUsesMBR", AttrType::Bool, false},
+                                 {"DoReferenceAlign", AttrType::Bool, false}});
   d.own_input_types = true;  // the lattice's float32 samples are bytes
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(4);

@@ -18,8 +18,8 @@ struct TimesDims {
 std::vector<OutputInfo> infer_times(InferContext& ctx) {
   ctx.expect_inputs(2);
   NDShape L = ctx.shape(0), R = ctx.shape(1);
-  int64_t out_rank = attr_int(ctx.attrs(), "outputRank", 1);
-  int64_t map_rank = attr_int(ctx.attrs(), "inferInputRankToMap", -1);
+  int64_t out_rank = ctx.attr_int("outputRank");
+  int64_t map_rank = ctx.attr_int("inferInputRankToMap");
   if (out_rank < 0 || size_t(out_rank) > R.rank())
     ctx.fail("output_rank " + std::to_string(out_rank) + " exceeds the rank of the right operand");
   size_t k_rank = R.rank() - out_rank;
@@ -56,7 +56,7 @@ std::vector<OutputInfo> infer_times(InferContext& ctx) {
 
 // Runtime sizes; left/right are runtime tensors with ndl/ndr leading dynamic dims.
 TimesDims times_dims(const ComputeContext& ctx) {
-  int64_t out_rank = attr_int(ctx.attr(), "outputRank", 1);
+  int64_t out_rank = ctx.attr_int("outputRank");
   NDShape R = ctx.static_shape(1), L = ctx.static_shape(0);
   size_t k_rank = R.rank() - out_rank;
   // Free (or input-inferred) dimensions are only known from the data: check them here.
@@ -70,7 +70,7 @@ TimesDims times_dims(const ComputeContext& ctx) {
 }
 
 NDShape times_out_shape(const ComputeContext& ctx) {
-  int64_t out_rank = attr_int(ctx.attr(), "outputRank", 1);
+  int64_t out_rank = ctx.attr_int("outputRank");
   NDShape R = ctx.static_shape(1), L = ctx.static_shape(0);
   size_t k_rank = R.rank() - out_rank;
   std::vector<int64_t> dyn;
@@ -94,7 +94,7 @@ int64_t dyn_count(const ComputeContext& ctx, size_t i) {
 bool sparse_row_product(const ComputeContext& ctx) {
   const NDArrayView &l = ctx.inputs[0], &r = ctx.inputs[1];
   return l.is_sparse() && !r.is_sparse() && l.dtype() == r.dtype() && ctx.in_dyn[1] == 0 &&
-         ctx.static_shape(1).rank() - size_t(attr_int(ctx.attr(), "outputRank", 1)) == 1 &&
+         ctx.static_shape(1).rank() - size_t(ctx.attr_int("outputRank")) == 1 &&
          ctx.static_shape(0).rank() >= 1;
 }
 
@@ -165,6 +165,10 @@ NDArrayView times_backward(ComputeContext& ctx, size_t which) {
 void register_linalg_ops() {
   OpDef d;
   d.name = "Times";
+  d.op_type = 31;
+  d.inputs = {{"left"}, {"right"}};
+  d.cntk_swaps_operands = true;
+  d.attrs = {{"outputRank", AttrType::Int, 1}, {"inferInputRankToMap", AttrType::Int, -1}};
   d.infer = infer_times;
   d.forward = times_forward;
   d.backward = times_backward;

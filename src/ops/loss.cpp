@@ -100,14 +100,9 @@ NDArrayView expand(const ComputeContext& ctx, size_t i, const NDShape& full) {
 // ------------------------------------------------------------ CrossEntropyWithSoftmax
 
 int ce_axis(const Dictionary& attrs, size_t rank, const std::string& op) {
-  auto it = attrs.find("axis");
-  int ax = -1;
-  if (it != attrs.end() && !it->second.empty()) {
-    const Axis& a = it->second.as_axis();
-    if (!a.is_static()) throw ValueError(op + ": the axis must be a static axis");
-    ax = a.static_index();
-  }
-  return normalize_axis(ax, rank, op.c_str());
+  const Axis& a = schema_attr(find_op(op), op, attrs, "axis").as_axis();
+  if (!a.is_static()) throw ValueError(op + ": the axis must be a static axis");
+  return normalize_axis(a.static_index(), rank, op.c_str());
 }
 
 // Rows along one axis of a contiguous tensor: element (o, j, i) at o*n*inner + j*inner + i.
@@ -660,9 +655,9 @@ std::vector<OutputInfo> nce_infer(InferContext& ctx) {
     if (!ctx.input(i).dynamic_axes().empty()) ctx.fail("the weights, biases and noise must not have dynamic axes");
   if (ctx.input(kX).dynamic_axes().empty() || ctx.input(kLabels).dynamic_axes().empty())
     ctx.fail("the inputs and labels must have a batch axis");
-  int64_t k = attr_int(ctx.attrs(), "numSamples", 0);
+  int64_t k = ctx.attr_int("numSamples");
   if (k < 1) ctx.fail("the number of samples must be positive");
-  if (!attr_bool(ctx.attrs(), "allowDuplicates", true) && k >= C)
+  if (!ctx.attr_bool("allowDuplicates") && k >= C)
     ctx.fail("sampling without duplicates needs fewer samples (" + std::to_string(k) + ") than classes (" +
              std::to_string(C) + ")");
   // One scalar per sample, as CNTK's.
@@ -683,8 +678,8 @@ std::vector<int64_t> nce_draw(ComputeContext& ctx) {
     positive += q[c] > 0;
     cum[c] = total;
   }
-  int64_t k = attr_int(ctx.attr(), "numSamples", 1);
-  bool dup = attr_bool(ctx.attr(), "allowDuplicates", true);
+  int64_t k = ctx.attr_int("numSamples");
+  bool dup = ctx.attr_bool("allowDuplicates");
   if (!(total > 0)) throw ValueError("NCE: the noise distribution has no positive entry");
   if (!dup && positive <= k)
     throw ValueError("NCE: sampling " + std::to_string(k) +
@@ -750,7 +745,7 @@ void nce_logits(const NceData& d, const std::vector<int64_t>& s, int64_t b, doub
 std::vector<NDArrayView> nce_forward(ComputeContext& ctx) {
   std::vector<int64_t> s = nce_draw(ctx);
   NceData d = nce_data(ctx);
-  double H = attr_double(ctx.attr(), "noisePriorEntropy", 0.0);
+  double H = ctx.attr_double("noisePriorEntropy");
   double k = double(s.size());
   NDArrayView out(ctx.inputs[kX].dtype(), d.full);
   dispatch(out.dtype(), [&](auto tag) {
@@ -847,10 +842,13 @@ NDArrayView nce_backward(ComputeContext& ctx, size_t which) {
   return rows_as_sparse(grad, used);
 }
 
-void reg(const char* name, InferFn infer, ForwardFn fwd, GradFn bwd, Gradient kind = Gradient::Rule,
-         bool random = false) {
+void reg(const char* name, int op_type, std::vector<InputSpec> inputs, std::vector<AttrSpec> attrs, InferFn infer,
+         ForwardFn fwd, GradFn bwd, Gradient kind = Gradient::Rule, bool random = false) {
   OpDef d;
   d.name = name;
+  d.op_type = op_type;
+  d.inputs = std::move(inputs);
+  d.attrs = std::move(attrs);
   d.infer = std::move(infer);
   d.forward = std::move(fwd);
   d.backward = std::move(bwd);
@@ -948,12 +946,27 @@ FunctionPtr nce_loss(const Operand& weights, const Operand& biases, const Operan
 }  // namespace ops
 
 void register_loss_ops() {
-  reg("CrossEntropyWithSoftmax", ce_infer, ce_forward, ce_backward);
-  reg("Logistic", logistic_infer, logistic_forward, logistic_backward);
-  reg("ClassificationError", ce_error_infer, ce_error_forward, ce_error_backward);
-  reg("LambdaRank", rank_infer, lambda_rank_forward, lambda_rank_backward);
-  reg("NDCG", rank_infer, ndcg_forward, nullptr, Gradient::Zero);
-  reg("NCE", nce_infer, nce_forward, nce_backward, Gradient::Rule, true);
+  const AttrSpec axis{"axis", AttrType::Axis, Axis(-1), AxisOrder::NumPy};
+  reg("CrossEntropyWithSoftmax", 35, {{"prediction"}, {"labels"}}, {axis}, ce_infer, ce_forward, ce_backward);
+  reg("Logistic", 48, {{"prediction"}, {"labels"}, {"weights", Gradient::Rule, true}}, {}, logistic_infer,
+      logistic_forward, logistic_backward);
+  reg("ClassificationError", 36, {{"prediction", Gradient::Zero}, {"labels"}, {"topN", Gradient::None, true}}, {axis}, ce_error_infer,
+      ce_error_forward, ce_error_backward);
+  reg("LambdaRank", 59, {{"output"}, {"gain", Gradient::Zero}, {"group", Gradient::Zero}}, {}, rank_infer, lambda_rank_forward, lambda_rank_backward);
+  reg("NDCG", 60, {{"output", Gradient::Zero}, {"gain", Gradient::Zero}, {"group", Gradient::Zero}}, {}, rank_infer,
+      ndcg_forward, nullptr, Gradient::Zero);
+  // The noise distribution's constants are inputs, computed when the op is built (ops::nce_loss).
+  reg("NCE", -1,
+      {{"weights"},
+       {"bias"},
+       {"input"},
+       {"labels", Gradient::Zero},
+       {"noise", Gradient::None},
+       {"logNoisePrior", Gradient::None},
+       {"importanceWeights", Gradient::None}},
+      {{"numSamples", AttrType::Int}, {"allowDuplicates", AttrType::Bool, true},
+       {"noisePriorEntropy", AttrType::Double, 0.0}, {"rngSeed", AttrType::Int, 0}, {"rngOffset", AttrType::Int, 0}},
+      nce_infer, nce_forward, nce_backward, Gradient::Rule, true);
 }
 
 }  // namespace cntk

@@ -141,6 +141,10 @@ NDShape reshape_shape(const NDShape& in, const Dictionary& a, const Fail& fail) 
 void register_reshape() {
   OpDef d;
   d.name = "Reshape";
+  d.op_type = 16;
+  d.inputs = {{"x"}};
+  d.attrs = {{"newShape", AttrType::Shape}, {"beginAxis", AttrType::Axis, {}, AxisOrder::NumPy},
+            {"endAxis", AttrType::Axis, {}, AxisOrder::NumPy}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     return std::vector<OutputInfo>{{reshape_shape(ctx.shape(0), ctx.attrs(), at_infer(ctx)), ctx.dtype(0),
@@ -181,7 +185,7 @@ NDShape slice_shape(const NDShape& in, const Dictionary& a, const Fail& fail, st
     axes = {attr(a, "axis", fail).as_axis()};
     begin = {attr(a, "beginIndex", fail).as_int()};
     end = {attr(a, "endIndex", fail).as_int()};
-    stride = {has_attr(a, "sliceStrides") ? a.at("sliceStrides").as_int() : 1};
+    stride = {op_attr_int("Slice", a, "sliceStrides")};
   }
   if (axes.empty() || begin.size() != axes.size() || end.size() != axes.size() || stride.size() != axes.size())
     fail("axis, begin_index, end_index and strides must have the same length (got " + std::to_string(axes.size()) +
@@ -216,6 +220,11 @@ NDShape slice_shape(const NDShape& in, const Dictionary& a, const Fail& fail, st
 void register_slice() {
   OpDef d;
   d.name = "Slice";
+  d.op_type = 14;
+  d.inputs = {{"x"}};
+  d.attrs = {{"axis", AttrType::Axis, {}, AxisOrder::NumPy}, {"beginIndex", AttrType::Int}, {"endIndex", AttrType::Int},
+            {"sliceStrides", AttrType::Int, 1}, {"axisVec", AttrType::AxisList, {}, AxisOrder::NumPy},
+            {"beginIndexVec", AttrType::IntList}, {"endIndexVec", AttrType::IntList}, {"sliceStridesVec", AttrType::IntList}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     return std::vector<OutputInfo>{
@@ -255,7 +264,7 @@ struct SpliceGeometry {
 };
 
 SpliceGeometry splice_geometry(size_t max_rank, const Dictionary& a, const Fail& fail) {
-  Axis ax = has_attr(a, "axis") ? a.at("axis").as_axis() : Axis(-1);
+  Axis ax = schema_attr(find_op("Splice"), "Splice", a, "axis").as_axis();
   if (!ax.is_static()) fail("splicing along the dynamic axis '" + ax.name() + "' is not supported");
   int i = ax.static_index();
   if (i == Axis::kNewLeading) return {max_rank + 1, 0};
@@ -410,6 +419,9 @@ NDShape channel_splice_shape(const ChannelSplice& cs) {
 void register_splice() {
   OpDef d;
   d.name = "Splice";
+  d.op_type = 43;
+  d.inputs = {{"operands", Gradient::Rule, true}};
+  d.attrs = {{"axis", AttrType::Axis, Axis(-1), AxisOrder::NumPy}};
   d.infer = [](InferContext& ctx) {
     if (ctx.num_inputs() == 0) ctx.fail("needs at least one input");
     std::vector<NDShape> shapes;
@@ -518,6 +530,10 @@ std::vector<int> runtime_perm(int nd, const std::vector<int>& perm) {
 void register_transpose() {
   OpDef d;
   d.name = "TransposeAxes";
+  d.op_type = 12;
+  d.inputs = {{"x"}};
+  d.attrs = {{"axis1", AttrType::Axis, {}, AxisOrder::NumPy}, {"axis2", AttrType::Axis, {}, AxisOrder::NumPy},
+            {"axisVec", AttrType::AxisList, {}, AxisOrder::NumPy}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     const NDShape& s = ctx.shape(0);
@@ -557,8 +573,8 @@ PadSpec pad_spec(const NDShape& in, const Dictionary& a, const Fail& fail, NDSha
   PadSpec p;
   p.head = attr(a, "paddingHead", fail).as_int_list();
   p.foot = attr(a, "paddingFoot", fail).as_int_list();
-  p.mode = int(attr_int(a, "paddingMode", kConstantPad));
-  p.value = attr_double(a, "paddingConstantValue", 0.0);
+  p.mode = int(op_attr_int("Pad", a, "paddingMode"));
+  p.value = op_attr_double("Pad", a, "paddingConstantValue");
   if (p.mode < kConstantPad || p.mode > kSymmetricPad)
     fail("unknown padding mode " + std::to_string(p.mode) + " (use CONSTANT_PAD, REFLECT_PAD or SYMMETRIC_PAD)");
   if (p.head.size() != in.rank() || p.foot.size() != in.rank())
@@ -656,6 +672,10 @@ NDArrayView pad_backward(ComputeContext& ctx, size_t) {
 void register_pad() {
   OpDef d;
   d.name = "Pad";
+  d.op_type = 83;
+  d.inputs = {{"x"}};
+  d.attrs = {{"paddingHead", AttrType::IntList, {}, AxisOrder::NumPy}, {"paddingFoot", AttrType::IntList, {}, AxisOrder::NumPy},
+            {"paddingMode", AttrType::Int, int64_t(kConstantPad)}, {"paddingConstantValue", AttrType::Double, 0.0}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     NDShape out;
@@ -697,6 +717,9 @@ NDShape without(const NDShape& s, const std::vector<bool>& drop) {
 void register_squeeze() {
   OpDef d;
   d.name = "Squeeze";
+  d.op_type = 88;
+  d.inputs = {{"x"}};
+  d.attrs = {{"axisVec", AttrType::AxisList, {}, AxisOrder::NumPy}, {"axis", AttrType::AxisList, {}, AxisOrder::NumPy}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     const NDShape& s = ctx.shape(0);
@@ -738,7 +761,7 @@ GatherGeometry gather_geometry(const NDShape& ref, const NDShape& idx, const Dic
                                NDShape* out) {
   if (ref.rank() == 0) fail("the reference must have at least one axis");
   GatherGeometry g;
-  if (has_attr(a, "axis")) g.axis = static_axis(a.at("axis").as_axis(), ref.rank(), fail);
+  g.axis = static_axis(schema_attr(find_op("Gather"), "Gather", a, "axis").as_axis(), ref.rank(), fail);
   g.swapped = swap_axes(ref, 0, g.axis);
   NDShape gathered = idx.concat(g.swapped.sub(1));
   if (g.axis >= gathered.rank())
@@ -777,6 +800,9 @@ std::vector<int> swap_perm(size_t rank, size_t a, size_t b) {
 void register_gather() {
   OpDef d;
   d.name = "Gather";
+  d.op_type = 74;
+  d.inputs = {{"indices", Gradient::Zero}, {"reference"}};
+  d.attrs = {{"axis", AttrType::Axis, Axis(0), AxisOrder::NumPy}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);
     if (!ctx.input(1).dynamic_axes().empty())
@@ -822,13 +848,17 @@ void register_gather() {
 // zeros, as in CNTK. The output is dense; oneHotOutputSparse is recorded only.
 
 size_t one_hot_axis(size_t rank, const Dictionary& a, const Fail& fail) {
-  Axis ax = has_attr(a, "onehotAxis") ? a.at("onehotAxis").as_axis() : Axis(-1);
+  Axis ax = schema_attr(find_op("OneHot"), "OneHot", a, "onehotAxis").as_axis();
   return static_axis(ax, rank + 1, fail);
 }
 
 void register_one_hot() {
   OpDef d;
   d.name = "OneHot";
+  d.op_type = 68;
+  d.inputs = {{"x", Gradient::Zero}};
+  d.attrs = {{"numClass", AttrType::Int}, {"oneHotOutputSparse", AttrType::Bool, false},
+            {"onehotAxis", AttrType::Axis, Axis(-1), AxisOrder::NumPy}};
   d.gradient = Gradient::Zero;
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);

@@ -21,10 +21,7 @@ struct Span {
   int index = 0;  // static axis, not normalized
 };
 
-Span span_of(const Dictionary& attrs, Span def) {
-  auto it = attrs.find("axis");
-  if (it == attrs.end() || it->second.empty()) return def;
-  const Axis& a = it->second.as_axis();
+Span span_of(const Axis& a) {
   switch (a.kind()) {
     case Axis::Kind::Static: return {Span::Static, a.static_index()};
     case Axis::Kind::AllStatic: return {Span::AllStatic, 0};
@@ -36,10 +33,10 @@ Span span_of(const Dictionary& attrs, Span def) {
 }
 
 // Checks the span against the operand at graph construction.
-void check_span(InferContext& ctx, Span def, bool allow_batch) {
+void check_span(InferContext& ctx, bool allow_batch) {
   Span s;
   try {
-    s = span_of(ctx.attrs(), def);
+    s = span_of(ctx.attr_value("axis").as_axis());
   } catch (const ValueError& e) {
     ctx.fail(std::string(e.what()) + "; only static axes" + (allow_batch ? " and the batch axis" : "") +
              " are supported");
@@ -77,20 +74,25 @@ kernels::SoftmaxDims runtime_dims(const ComputeContext& ctx, Span s) {
   return kernels::softmax_dims(shape, b, e);
 }
 
-void register_softmax(const char* name, Span def, bool log, bool allow_batch) {
+// `axis`: the axis the op normalizes over by default.
+void register_softmax(const char* name, int op_type, Axis axis, bool log, bool allow_batch) {
   OpDef d;
   d.name = name;
-  d.infer = [def, allow_batch](InferContext& ctx) {
+  d.op_type = op_type;
+  d.inputs = {{"x"}};
+  d.attrs = {{"axis", AttrType::Axis, std::move(axis), AxisOrder::NumPy}};
+  d.infer = [allow_batch](InferContext& ctx) {
     ctx.expect_inputs(1);
-    check_span(ctx, def, allow_batch);
+    check_span(ctx, allow_batch);
     return ctx.one(ctx.shape(0));
   };
-  d.forward = [def, log](ComputeContext& ctx) {
-    return std::vector<NDArrayView>{kernels::softmax(ctx.inputs[0], runtime_dims(ctx, span_of(ctx.attr(), def)), log)};
+  d.forward = [log](ComputeContext& ctx) {
+    Span s = span_of(ctx.attr_value("axis").as_axis());
+    return std::vector<NDArrayView>{kernels::softmax(ctx.inputs[0], runtime_dims(ctx, s), log)};
   };
-  d.backward = [def, log](ComputeContext& ctx, size_t) {
-    return kernels::softmax_backward(ctx.outputs[0], ctx.grad_outputs[0], runtime_dims(ctx, span_of(ctx.attr(), def)),
-                                     log);
+  d.backward = [log](ComputeContext& ctx, size_t) {
+    Span s = span_of(ctx.attr_value("axis").as_axis());
+    return kernels::softmax_backward(ctx.outputs[0], ctx.grad_outputs[0], runtime_dims(ctx, s), log);
   };
   register_op(std::move(d));
 }
@@ -99,6 +101,9 @@ void register_hardmax() {
   // Over the whole sample (all static axes), as CNTK's Hardmax; the first maximum wins.
   OpDef d;
   d.name = "Hardmax";
+  d.op_type = 11;
+  d.inputs = {{"x", Gradient::Zero}};
+  d.classes = kSameShape;
   d.infer = infer_same_shape;
   d.forward = [](ComputeContext& ctx) {
     return std::vector<NDArrayView>{kernels::hardmax(ctx.inputs[0], runtime_dims(ctx, Span{Span::AllStatic, 0}))};
@@ -109,17 +114,16 @@ void register_hardmax() {
 
 // ------------------------------------------------------------------ TopK
 
-int64_t topk_k(const Dictionary& a) { return attr_int(a, "numItems", 1); }
+int64_t topk_k(const Dictionary& a) { return op_attr_int("TopK", a, "numItems"); }
 
-Axis topk_axis(const Dictionary& a) {
-  auto it = a.find("axis");
-  if (it == a.end() || it->second.empty()) return Axis(-1);
-  return it->second.as_axis();
-}
+Axis topk_axis(const Dictionary& a) { return schema_attr(find_op("TopK"), "TopK", a, "axis").as_axis(); }
 
 void register_topk() {
   OpDef d;
   d.name = "TopK";
+  d.op_type = 87;
+  d.inputs = {{"x"}};
+  d.attrs = {{"numItems", AttrType::Int, 1}, {"axis", AttrType::Axis, Axis(-1), AxisOrder::NumPy}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     int64_t k = topk_k(ctx.attrs());
@@ -218,11 +222,14 @@ void register_topk() {
 
 // ------------------------------------------------- Cast, ConstantOp, EyeLikeOp
 
-DataType cast_target(const Dictionary& a) { return static_cast<DataType>(attr_int(a, "newDataType", int(DataType::Float))); }
+DataType cast_target(const Dictionary& a) { return static_cast<DataType>(op_attr_int("Cast", a, "newDataType")); }
 
 void register_cast() {
   OpDef d;
   d.name = "Cast";
+  d.op_type = 91;
+  d.inputs = {{"x"}};
+  d.attrs = {{"newDataType", AttrType::Int, int64_t(DataType::Float)}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     DataType t = cast_target(ctx.attrs());
@@ -243,10 +250,14 @@ void register_constant_like() {
   // zeros_like / ones_like: the operand's shape, type and dynamic axes, filled with `fillValue`.
   OpDef d;
   d.name = "ConstantOp";
+  d.op_type = 89;
+  d.inputs = {{"x", Gradient::Zero}};
+  d.attrs = {{"fillValue", AttrType::Double, 0.0}};
+  d.classes = kSameShape;
   d.infer = infer_same_shape;
   d.forward = [](ComputeContext& ctx) {
     const NDArrayView& x = ctx.inputs[0];
-    return std::vector<NDArrayView>{NDArrayView::full(x.dtype(), x.shape(), attr_double(ctx.attr(), "fillValue", 0.0))};
+    return std::vector<NDArrayView>{NDArrayView::full(x.dtype(), x.shape(), ctx.attr_double("fillValue"))};
   };
   d.gradient = Gradient::Zero;
   register_op(std::move(d));
@@ -255,6 +266,9 @@ void register_constant_like() {
 void register_eye_like() {
   OpDef d;
   d.name = "EyeLikeOp";
+  d.op_type = 92;
+  d.inputs = {{"x", Gradient::Zero}};
+  d.attrs = {{"OutputSparse", AttrType::Bool, true}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     const auto& dyn = ctx.input(0).dynamic_axes();
@@ -264,7 +278,7 @@ void register_eye_like() {
     for (auto& a : dyn)
       if (a.is_sequence()) ctx.fail("the operand must not have a sequence axis");
     auto out = ctx.one(ctx.shape(0));
-    out[0].is_sparse = attr_bool(ctx.attrs(), "OutputSparse", true);
+    out[0].is_sparse = ctx.attr_bool("OutputSparse");
     return out;
   };
   d.forward = [](ComputeContext& ctx) {
@@ -289,6 +303,8 @@ void register_eye_like() {
 void register_assign() {
   OpDef d;
   d.name = "Assign";
+  d.op_type = 73;
+  d.inputs = {{"ref", Gradient::None}, {"value"}};  // the ref is written, not read
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);
     if (!ctx.input(0).dynamic_axes().empty() || !ctx.input(1).dynamic_axes().empty())
@@ -329,8 +345,8 @@ void register_assign() {
 void register_nn_ops() {
   // Softmax without an axis normalizes over the whole sample (CNTK's SoftmaxNode);
   // LogSoftmax without one over the last static axis (CNTK's LogSoftmax(x) = Axis(0)).
-  register_softmax("Softmax", Span{Span::AllStatic, 0}, false, true);
-  register_softmax("LogSoftmax", Span{Span::Static, -1}, true, true);
+  register_softmax("Softmax", 10, Axis::all_static_axes(), false, true);
+  register_softmax("LogSoftmax", 51, Axis(-1), true, true);
   register_hardmax();
   register_topk();
   register_cast();

@@ -145,8 +145,8 @@ bool bn_train_layout(ComputeContext& ctx, const kernels::BatchNormDims& d, doubl
   int64_t n = 0;
   if (!bn_valid_rows(ctx, n).empty() || n == 0 || d.S == 0) return false;
   const double count = as_doubles(ctx.inputs[kRunCount]).at(0);
-  const double f = exp_avg_factor(attr_double(ctx.attr(), "normalizationTimeConstant", 5000), count, double(n));
-  const double b = blend_factor(attr_double(ctx.attr(), "blendTimeConstant", 0), count, double(n));
+  const double f = exp_avg_factor(ctx.attr_double("normalizationTimeConstant"), count, double(n));
+  const double b = blend_factor(ctx.attr_double("blendTimeConstant"), count, double(n));
   if (b != 0) return false;
   std::vector<double> run_mean = as_doubles(ctx.inputs[kRunMean]), run_var = as_doubles(ctx.inputs[kRunVar]);
   if (int64_t(run_mean.size()) != d.C || int64_t(run_var.size()) != d.C) return false;
@@ -189,7 +189,7 @@ std::vector<OutputInfo> bn_infer(InferContext& ctx) {
     ctx.fail("expects 6 inputs (operand, scale, bias, running mean, running variance, running count), got " +
              std::to_string(ctx.num_inputs()));
   const NDShape x = ctx.shape(kData);
-  bool spatial = attr_bool(ctx.attrs(), "spatial", false);
+  bool spatial = ctx.attr_bool("spatial");
   if (spatial && x.rank() == 0) ctx.fail("spatial batch normalization needs an operand with a channel axis");
   for (size_t i = kScale; i <= kRunCount; ++i)
     if (!ctx.input(i).dynamic_axes().empty()) ctx.fail("input " + std::to_string(i) + " must not have a dynamic axis");
@@ -221,19 +221,19 @@ std::vector<OutputInfo> bn_infer(InferContext& ctx) {
   }
   const NDShape& cnt = ctx.shape(kRunCount);
   if (cnt.is_known() && cnt.total_size() != 1) ctx.fail("the running count must be a scalar, not of shape " + cnt.str());
-  double eps = attr_double(ctx.attrs(), "epsilon", 1e-5);
+  double eps = ctx.attr_double("epsilon");
   if (!(eps > 0) || !std::isfinite(eps)) ctx.fail("epsilon must be positive and finite");
-  if (std::isnan(attr_double(ctx.attrs(), "normalizationTimeConstant", 0)) ||
-      std::isnan(attr_double(ctx.attrs(), "blendTimeConstant", 0)))
+  if (std::isnan(ctx.attr_double("normalizationTimeConstant")) ||
+      std::isnan(ctx.attr_double("blendTimeConstant")))
     ctx.fail("the time constants must be numbers");
-  if (attr_double(ctx.attrs(), "blendTimeConstant", 0) < 0) ctx.fail("blend_time_constant must not be negative");
+  if (ctx.attr_double("blendTimeConstant") < 0) ctx.fail("blend_time_constant must not be negative");
   auto out = ctx.one(x);
   out[0].dtype = ctx.dtype(kData);
   return out;
 }
 
 std::vector<NDArrayView> bn_forward(ComputeContext& ctx) {
-  const double eps = attr_double(ctx.attr(), "epsilon", 1e-5);
+  const double eps = ctx.attr_double("epsilon");
   kernels::BatchNormDims d = bn_dims(ctx);
   // Inference over an operand in a oneDNN layout: oneDNN's primitive in that layout.
   if (const LayoutValue* xb = ctx.layout_input(kData);
@@ -277,8 +277,8 @@ std::vector<NDArrayView> bn_forward(ComputeContext& ctx) {
     ctx.state = st;
     return {y};
   }
-  const double f = exp_avg_factor(attr_double(ctx.attr(), "normalizationTimeConstant", 5000), count, double(n));
-  const double b = blend_factor(attr_double(ctx.attr(), "blendTimeConstant", 0), count, double(n));
+  const double f = exp_avg_factor(ctx.attr_double("normalizationTimeConstant"), count, double(n));
+  const double b = blend_factor(ctx.attr_double("blendTimeConstant"), count, double(n));
   // The batch's statistics, unless neither the running estimate nor the output uses them.
   std::vector<double> mu(size_t(d.C), 0.0), var(size_t(d.C), 0.0);
   if (f != 0 || b != 1) kernels::batch_norm_moments(x, d, vp, mu, var);
@@ -326,7 +326,7 @@ NDArrayView bn_backward(ComputeContext& ctx, size_t i) {
     if (st->in_layout && xb && (ctx.may_keep_layout_grad(kData) || gb || !ctx.inputs[kData].defined())) {
       NDArrayView g = gb ? NDArrayView() : ctx.grad_output(0);
       done = kernels::batch_norm_backward_layout(*xb, gb, g, d, ctx.input(kScale), st->layout_mean, st->layout_var,
-                                                 attr_double(ctx.attr(), "epsilon", 1e-5), grads->dxb,
+                                                 ctx.attr_double("epsilon"), grads->dxb,
                                                  grads->g.dscale, grads->g.dbias);
     }
     if (!done) {
@@ -350,6 +350,20 @@ NDArrayView bn_backward(ComputeContext& ctx, size_t i) {
 void register_batch_normalization() {
   OpDef d;
   d.name = "BatchNormalization";
+  d.op_type = 40;
+  // The running statistics are state the op updates, not operands it is differentiated by.
+  d.inputs = {{"x"},
+              {"scale"},
+              {"bias"},
+              {"running_mean", Gradient::None},
+              {"running_variance", Gradient::None},
+              {"running_count", Gradient::None, true}};
+  d.attrs = {{"spatial", AttrType::Bool, false},
+            {"normalizationTimeConstant", AttrType::Double, 5000.0},
+            {"blendTimeConstant", AttrType::Double, 0.0},
+            {"epsilon", AttrType::Double, 1e-5},
+            {"useCuDNNEngine", AttrType::Bool, true},
+            {"disableRegularization", AttrType::Bool, false}};
   d.backend_layouts = true;
   d.infer = bn_infer;
   d.forward = bn_forward;
@@ -366,8 +380,9 @@ struct LrnParams {
 };
 
 LrnParams lrn_params(const Dictionary& a) {
-  return {attr_int(a, "depthRadius", 0), attr_double(a, "bias", 1.0), attr_double(a, "alpha", 1.0),
-          attr_double(a, "beta", 0.5)};
+  const std::string op = "LocalResponseNormalization";
+  return {op_attr_int(op, a, "depthRadius"), op_attr_double(op, a, "bias"), op_attr_double(op, a, "alpha"),
+          op_attr_double(op, a, "beta")};
 }
 
 void lrn_dims(const ComputeContext& ctx, int64_t& N, int64_t& C, int64_t& S) {
@@ -397,6 +412,9 @@ bool lrn_layout_fits(const ComputeContext& ctx, const LayoutValue& x) {
 void register_lrn() {
   OpDef d;
   d.name = "LocalResponseNormalization";
+  d.inputs = {{"x"}};
+  d.attrs = {{"depthRadius", AttrType::Int, 0}, {"bias", AttrType::Double, 1.0}, {"alpha", AttrType::Double, 1.0},
+            {"beta", AttrType::Double, 0.5}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     if (ctx.shape(0).rank() < 1) ctx.fail("the operand needs a channel axis (its first axis)");
@@ -458,6 +476,9 @@ std::vector<int64_t> crop_offset(const Dictionary& a) {
 void register_crop() {
   OpDef d;
   d.name = "Crop";
+  d.op_type = 84;
+  d.inputs = {{"x"}, {"reference", Gradient::Zero}, {"ancestors", Gradient::Zero, true}};  // sizes only
+  d.attrs = {{"offset", AttrType::IntList, {}, AxisOrder::Cntk}};  // [x, y]: the last axis first
   d.infer = [](InferContext& ctx) {
     if (ctx.num_inputs() != 2 && ctx.num_inputs() != 4) ctx.fail("expects 2 or 4 inputs");
     const NDShape &x = ctx.shape(0), &r = ctx.shape(1);

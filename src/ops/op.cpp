@@ -26,9 +26,157 @@ void ensure_registered() {
 }
 }  // namespace
 
+namespace {
+
+bool holds(const DictValue& v, AttrType t) {
+  switch (t) {
+    case AttrType::Int: return v.is<int64_t>();
+    case AttrType::Double: return v.is<double>() || v.is<int64_t>();
+    case AttrType::Bool: return v.is<bool>() || v.is<int64_t>();
+    case AttrType::String: return v.is<std::string>();
+    case AttrType::Shape: return v.is<NDShape>() || v.is<std::shared_ptr<DictValue::List>>() || v.is<int64_t>();
+    case AttrType::Axis: return v.is<Axis>() || v.is<int64_t>();
+    case AttrType::AxisList: return v.is<Axis>() || v.is<int64_t>() || v.is<std::shared_ptr<DictValue::List>>();
+    case AttrType::IntList:
+      return v.is<std::shared_ptr<DictValue::List>>() || v.is<NDShape>() || v.is<int64_t>();
+    case AttrType::BoolList: return v.is<std::shared_ptr<DictValue::List>>() || v.is<bool>();
+    case AttrType::List: return v.is<std::shared_ptr<DictValue::List>>();
+    case AttrType::Dict: return v.is<std::shared_ptr<Dictionary>>();
+  }
+  return false;
+}
+
+const char* type_name(AttrType t) {
+  static const char* const names[] = {"int", "double", "bool", "string", "shape", "axis",
+                                      "axis list", "int list", "bool list", "list", "dictionary"};
+  return names[size_t(t)];
+}
+
+// CNTK's op numbers of the ops the engine has no entry for (it loads them as other ops or
+// as blocks, or reports them unsupported); the others' numbers live in their OpDef.
+const std::map<int64_t, std::string>& cntk_only_ops() {
+  static const std::map<int64_t, std::string> m = {
+      {1, "Sigmoid"},        {18, "SumAll"},      {28, "PackedIndex"}, {32, "TransposeTimes"}, {34, "SquaredError"},
+      {53, "CosDistance"},   {57, "Block"},       {79, "UnpackBatch"}, {80, "ToBatch"},        {93, "CustomProxyOp"}};
+  return m;
+}
+
+}  // namespace
+
 void register_op(OpDef def) {
   auto name = def.name;
+  auto fail = [&](const std::string& what) { throw Error("register_op '" + name + "': " + what); };
+  for (size_t i = 0; i < def.attrs.size(); ++i) {
+    const AttrSpec& a = def.attrs[i];
+    if (a.key.empty()) fail("an attribute without a key");
+    for (size_t j = 0; j < i; ++j)
+      if (def.attrs[j].key == a.key) fail("attribute '" + a.key + "' declared twice");
+    if (!a.def.empty() && !holds(a.def, a.type))
+      fail("the default of attribute '" + a.key + "' is not a " + type_name(a.type));
+    bool axes = a.type == AttrType::Axis || a.type == AttrType::AxisList;
+    if (axes && a.order == AxisOrder::None) fail("attribute '" + a.key + "' holds axes but names no axis order");
+  }
+  for (size_t i = 0; i < def.inputs.size(); ++i) {
+    const InputSpec& in = def.inputs[i];
+    if (in.variadic && i + 1 != def.inputs.size()) fail("only the last input may be variadic");
+    if (in.gradient == Gradient::Rule && !def.backward)
+      fail("input '" + in.name + "' is differentiable but the op has no gradient rule");
+  }
+  if (def.stateful_random && (!def.attr_spec("rngSeed") || !def.attr_spec("rngOffset")))
+    fail("a random op must declare rngSeed and rngOffset");
+  if (def.inputs.empty() && def.gradient == Gradient::Rule && !def.backward)
+    fail("differentiable inputs but no gradient rule");
+  if (def.op_type >= 0 && cntk_only_ops().count(def.op_type)) fail("op number taken");
   if (!table().emplace(name, std::move(def)).second) throw Error("op '" + name + "' registered twice");
+}
+
+const AttrSpec* OpDef::attr_spec(const std::string& key) const {
+  for (auto& a : attrs)
+    if (a.key == key) return &a;
+  return nullptr;
+}
+
+Gradient OpDef::input_gradient(size_t i) const {
+  if (inputs.empty()) return gradient;
+  if (i < inputs.size()) return inputs[i].gradient;
+  return inputs.back().variadic ? inputs.back().gradient : Gradient::None;
+}
+
+const DictValue& schema_attr(const OpDef* op, const std::string& op_name, const Dictionary& attrs,
+                             const std::string& key) {
+  const AttrSpec* spec = op ? op->attr_spec(key) : nullptr;
+  if (!spec) throw Error("op '" + op_name + "' reads attribute '" + key + "', which its schema does not declare");
+  auto it = attrs.find(key);
+  if (it != attrs.end() && !it->second.empty()) return it->second;
+  if (spec->def.empty()) throw ValueError(op_name + ": the attribute '" + key + "' is required");
+  return spec->def;
+}
+
+namespace {
+const DictValue& fn_attr(const Function& f, const std::string& key) {
+  return schema_attr(f.op(), f.op_name(), f.attributes(), key);
+}
+}  // namespace
+
+int64_t op_attr_int(const std::string& op, const Dictionary& attrs, const std::string& key) {
+  return schema_attr(find_op(op), op, attrs, key).as_int();
+}
+double op_attr_double(const std::string& op, const Dictionary& attrs, const std::string& key) {
+  return schema_attr(find_op(op), op, attrs, key).as_double();
+}
+bool op_attr_bool(const std::string& op, const Dictionary& attrs, const std::string& key) {
+  return schema_attr(find_op(op), op, attrs, key).as_bool();
+}
+std::string op_attr_string(const std::string& op, const Dictionary& attrs, const std::string& key) {
+  return schema_attr(find_op(op), op, attrs, key).as_string();
+}
+
+int64_t schema_attr_int(const Function& f, const std::string& key) { return fn_attr(f, key).as_int(); }
+double schema_attr_double(const Function& f, const std::string& key) { return fn_attr(f, key).as_double(); }
+bool schema_attr_bool(const Function& f, const std::string& key) { return fn_attr(f, key).as_bool(); }
+
+void check_attributes(const OpDef& op, const Dictionary& attrs) {
+  for (auto& [key, value] : attrs) {
+    const AttrSpec* spec = op.attr_spec(key);
+    if (!spec) throw ValueError(op.name + ": unknown attribute '" + key + "'");
+    if (!value.empty() && !holds(value, spec->type))
+      throw TypeError(op.name + ": attribute '" + key + "' must be a " + type_name(spec->type));
+  }
+}
+
+const std::string& cntk_op_name(int64_t type) {
+  static const std::map<int64_t, std::string> by_number = [] {
+    std::map<int64_t, std::string> m = cntk_only_ops();
+    for (auto& name : registered_ops())
+      if (const OpDef* d = find_op(name); d->op_type >= 0) m[d->op_type] = d->name;
+    return m;
+  }();
+  static const std::string none;
+  auto it = by_number.find(type);
+  return it == by_number.end() ? none : it->second;
+}
+
+int64_t cntk_op_number(const std::string& name) {
+  if (const OpDef* d = find_op(name)) return d->op_type;
+  for (auto& [n, op] : cntk_only_ops())
+    if (op == name) return n;
+  return -1;
+}
+
+int64_t InferContext::attr_int(const std::string& key) const { return attr_value(key).as_int(); }
+double InferContext::attr_double(const std::string& key) const { return attr_value(key).as_double(); }
+bool InferContext::attr_bool(const std::string& key) const { return attr_value(key).as_bool(); }
+std::string InferContext::attr_string(const std::string& key) const { return attr_value(key).as_string(); }
+const DictValue& InferContext::attr_value(const std::string& key) const {
+  return schema_attr(find_op(op_), op_, attrs_, key);
+}
+
+int64_t ComputeContext::attr_int(const std::string& key) const { return attr_value(key).as_int(); }
+double ComputeContext::attr_double(const std::string& key) const { return attr_value(key).as_double(); }
+bool ComputeContext::attr_bool(const std::string& key) const { return attr_value(key).as_bool(); }
+std::string ComputeContext::attr_string(const std::string& key) const { return attr_value(key).as_string(); }
+const DictValue& ComputeContext::attr_value(const std::string& key) const {
+  return schema_attr(fn ? fn->op() : nullptr, fn ? fn->op_name() : std::string("?"), *attrs, key);
 }
 
 const OpDef* find_op(const std::string& name) {
@@ -226,14 +374,14 @@ const NDArrayView& ComputeContext::grad_output(size_t k) {
   return grad_outputs[k];
 }
 
-std::shared_ptr<RandomState> initial_random_state(const Dictionary& attrs) {
+std::shared_ptr<RandomState> initial_random_state(const Function& f) {
   auto rs = std::make_shared<RandomState>();
-  rs->engine = rng::make_engine(uint64_t(attr_int(attrs, "rngSeed", 0)), uint64_t(attr_int(attrs, "rngOffset", 0)));
+  rs->engine = rng::make_engine(uint64_t(schema_attr_int(f, "rngSeed")), uint64_t(schema_attr_int(f, "rngOffset")));
   return rs;
 }
 
 RandomStream ComputeContext::random() {
-  return RandomStream(fn->op_state_or<RandomState>([this] { return initial_random_state(*attrs); }));
+  return RandomStream(fn->op_state_or<RandomState>([this] { return initial_random_state(*fn); }));
 }
 
 }  // namespace cntk

@@ -1,7 +1,8 @@
-// The op catalogue's entry type. Each primitive op is one OpDef: its CNTK name
-// (PrimitiveOpType, used by serialization), its shape rule, its forward kernel
-// and its gradient rule. Families of ops register themselves in one file each
-// (see registry.cpp for the list of families).
+// The op catalogue's entry type. Each primitive op is one OpDef, a typed schema: its
+// CNTK name and PrimitiveOpType number, its inputs (and which are differentiable), its
+// attributes (key, type, default), its shape rule, forward kernel and gradient rule,
+// the op classes the graph asks about and the CNTK block form serialization writes.
+// Families of ops register themselves in one file each (see registry.cpp).
 #pragma once
 #include <functional>
 #include <mutex>
@@ -23,12 +24,20 @@ struct OutputInfo {
 };
 
 // What a shape rule sees: the inputs as variables and the attributes.
+struct OpDef;
+
 class InferContext {
  public:
   InferContext(const std::string& op, std::vector<Variable>& inputs, const Dictionary& attrs)
       : op_(op), inputs_(inputs), attrs_(attrs) {}
   const std::string& op() const { return op_; }
   const Dictionary& attrs() const { return attrs_; }
+  // Attribute reads through the op's schema: the declared default where the key is absent.
+  int64_t attr_int(const std::string& key) const;
+  double attr_double(const std::string& key) const;
+  bool attr_bool(const std::string& key) const;
+  std::string attr_string(const std::string& key) const;
+  const DictValue& attr_value(const std::string& key) const;
   size_t num_inputs() const { return inputs_.size(); }
   const Variable& input(size_t i) const { return inputs_[i]; }
   const NDShape& shape(size_t i) const { return inputs_[i].shape(); }
@@ -72,9 +81,9 @@ class RandomStream {
   std::shared_ptr<RandomState> state_;
   std::unique_lock<std::mutex> lock_;
 };
-// The generator a random op starts from, as CNTK starts it: seeded with its rngSeed
-// attribute, rngOffset draws skipped.
-std::shared_ptr<RandomState> initial_random_state(const Dictionary& attrs);
+// The generator random op f starts from, as CNTK starts it: seeded with its rngSeed
+// attribute, rngOffset draws skipped (every random op declares both).
+std::shared_ptr<RandomState> initial_random_state(const Function& f);
 
 // What a kernel or gradient rule sees at run time. Every runtime tensor holds its
 // dynamic axes first (sequence, then batch: time-major) and its static shape after.
@@ -128,6 +137,12 @@ class ComputeContext {
   std::shared_ptr<const LayoutValue> layout_grad;
 
   const Dictionary& attr() const { return *attrs; }
+  // Attribute reads through the schema of fn's op: the declared default where absent.
+  int64_t attr_int(const std::string& key) const;
+  double attr_double(const std::string& key) const;
+  bool attr_bool(const std::string& key) const;
+  std::string attr_string(const std::string& key) const;
+  const DictValue& attr_value(const std::string& key) const;
   // Input i as a view with the output's dynamic dims (size 1 where the input lacks
   // one) followed by its static shape left-padded with 1s to `static_rank`.
   NDArrayView aligned(size_t i, size_t static_rank) const;
@@ -163,8 +178,52 @@ enum class Gradient {
   None,     // no gradient can flow: asking for one is an error
 };
 
+// One input of an op. A variadic input stands for itself and every further input.
+struct InputSpec {
+  std::string name;
+  Gradient gradient = Gradient::Rule;
+  bool variadic = false;
+};
+
+// The types an attribute may hold (DictValue's, as the engine keeps them).
+enum class AttrType { Int, Double, Bool, String, Shape, Axis, AxisList, IntList, BoolList, List, Dict };
+// How an attribute that holds axes (or per-axis values) is stored: NumPy order (the
+// engine's, axis 0 first) or CNTK's column-major order (as CNTK files hold it).
+enum class AxisOrder { None, NumPy, Cntk };
+
+// One attribute: its CNTK key, type and default (empty: no default; reading it absent is
+// an error, as for a required attribute), and where it holds axes, their order.
+struct AttrSpec {
+  std::string key;
+  AttrType type = AttrType::Int;
+  DictValue def;
+  AxisOrder order = AxisOrder::None;
+  std::string cntk_key = {};  // CNTK's key where the engine spells it otherwise (files hold this one)
+};
+
+// What the graph asks about an op (bit flags).
+enum OpClass : unsigned {
+  kElementwiseUnary = 1u << 0,   // a function of each element of its one input
+  kElementwiseBinary = 1u << 1,  // a function of each pair of elements of two broadcast inputs
+  kDelay = 1u << 2,              // PastValue / FutureValue: reads another time step
+  kSameShape = 1u << 3,          // one input; the output has its shape and type
+};
+
+// The composite of primitives CNTK builds for an op that it writes as a block (the engine
+// computes it as one primitive): given the function, the block over its inputs.
+using BlockFormFn = std::function<FunctionPtr(const Function& f)>;
+
 struct OpDef {
-  std::string name;  // CNTK PrimitiveOpType name
+  std::string name;     // CNTK PrimitiveOpType name (an engine op CNTK lacks: its own name)
+  int op_type = -1;     // CNTK's PrimitiveOpType number; -1 where CNTK has none
+  std::vector<InputSpec> inputs;
+  std::vector<AttrSpec> attrs;
+  unsigned classes = 0;  // OpClass bits
+  // CNTK writes this op as a block of primitives (LeakyReLU, logical ops, ...); the block is
+  // also what loading maps back to this op. Null where CNTK writes a primitive.
+  BlockFormFn cntk_block;
+  // CNTK's files list the two operands the other way round (Times: CNTK's Python layer swaps them).
+  bool cntk_swaps_operands = false;
   InferFn infer;
   ForwardFn forward;
   GradFn backward;
@@ -183,13 +242,40 @@ struct OpDef {
   // Reads and writes values in the backend's own layouts (ComputeContext::layout_inputs):
   // the plan keeps a value in such a layout between steps that all have this flag.
   bool backend_layouts = false;
+
+  bool is(OpClass c) const { return (classes & c) != 0; }
+  const AttrSpec* attr_spec(const std::string& key) const;  // nullptr when undeclared
+  // How gradients reach input i (the last variadic input stands for the rest).
+  Gradient input_gradient(size_t i) const;
 };
+
+// Attribute reads through an op's schema: the value under `key`, or the declared default
+// where absent. Reading a key the op does not declare is a programming error (Error).
+const DictValue& schema_attr(const OpDef* op, const std::string& op_name, const Dictionary& attrs,
+                             const std::string& key);
+// The same for attributes `attrs` of op `op` (helpers that shape rule and kernel share).
+int64_t op_attr_int(const std::string& op, const Dictionary& attrs, const std::string& key);
+double op_attr_double(const std::string& op, const Dictionary& attrs, const std::string& key);
+bool op_attr_bool(const std::string& op, const Dictionary& attrs, const std::string& key);
+std::string op_attr_string(const std::string& op, const Dictionary& attrs, const std::string& key);
+int64_t schema_attr_int(const Function& f, const std::string& key);
+double schema_attr_double(const Function& f, const std::string& key);
+bool schema_attr_bool(const Function& f, const std::string& key);
+// Checks attributes given to a new primitive: ValueError naming op and key for a key the
+// op does not declare, TypeError for a value of the wrong type.
+void check_attributes(const OpDef& op, const Dictionary& attrs);
+// CNTK's op name of a PrimitiveOpType number ("" when out of range), and the reverse (-1).
+const std::string& cntk_op_name(int64_t type);
+int64_t cntk_op_number(const std::string& name);
 
 // True while shape inference runs on values derived from a recurrent loop's guessed
 // state (a delay whose state is not known yet starts from its scalar initial state):
 // parameters must not take their shape from such values.
 bool& inferring_from_guessed_state();
 
+// Adds an op to the catalogue. Rejects (Error) a malformed entry: an attribute declared
+// twice, with a default of another type or holding axes in no stated order; a differentiable
+// input without a gradient rule; a random op without rngSeed and rngOffset.
 void register_op(OpDef def);
 const OpDef* find_op(const std::string& name);  // nullptr when unknown
 std::vector<std::string> registered_ops();

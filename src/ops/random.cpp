@@ -24,15 +24,18 @@ namespace {
 void register_dropout() {
   OpDef d;
   d.name = "Dropout";
+  d.op_type = 15;
+  d.inputs = {{"x"}};
+  d.attrs = {{"dropoutRate", AttrType::Double, 0.0}, {"rngSeed", AttrType::Int, 0}, {"rngOffset", AttrType::Int, 0}};
   d.stateful_random = true;
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
-    double rate = attr_double(ctx.attrs(), "dropoutRate", 0.0);
+    double rate = ctx.attr_double("dropoutRate");
     if (!(rate >= 0.0 && rate < 1.0)) ctx.fail("dropout rate " + std::to_string(rate) + " must be in [0, 1)");
     return ctx.one(ctx.shape(0));
   };
   d.forward = [](ComputeContext& ctx) {
-    double rate = attr_double(ctx.attr(), "dropoutRate", 0.0);
+    double rate = ctx.attr_double("dropoutRate");
     if (!ctx.training || rate == 0.0) return std::vector<NDArrayView>{ctx.inputs[0].to_dense()};
     NDArrayView x = ctx.inputs[0].to_dense();
     NDArrayView mask(x.dtype(), x.shape());
@@ -60,8 +63,14 @@ struct SampleAttrs {
   bool allow_duplicates;
 };
 
+// RandomSample and RandomSampleInclusionFrequency declare the same attributes.
+std::vector<AttrSpec> sample_attr_specs() {
+  return {{"numSamples", AttrType::Int, 0}, {"allowDuplicates", AttrType::Bool, true}, {"rngSeed", AttrType::Int, 0},
+          {"rngOffset", AttrType::Int, 0}};
+}
+
 SampleAttrs sample_attrs(const Dictionary& a) {
-  return {attr_int(a, "numSamples", 0), attr_bool(a, "allowDuplicates", true)};
+  return {op_attr_int("RandomSample", a, "numSamples"), op_attr_bool("RandomSample", a, "allowDuplicates")};
 }
 
 // The sampling weights (double) and their running sums, checked.
@@ -150,6 +159,9 @@ std::vector<OutputInfo> infer_sample(InferContext& ctx, bool frequency) {
 void register_random_sample() {
   OpDef d;
   d.name = "RandomSample";
+  d.op_type = 45;
+  d.inputs = {{"weights", Gradient::Zero}};
+  d.attrs = sample_attr_specs();
   d.stateful_random = true;
   d.infer = [](InferContext& ctx) { return infer_sample(ctx, false); };
   d.forward = [](ComputeContext& ctx) {
@@ -171,6 +183,9 @@ void register_random_sample() {
 
   OpDef f;
   f.name = "RandomSampleInclusionFrequency";
+  f.op_type = 46;
+  f.inputs = {{"weights", Gradient::Zero}};
+  f.attrs = sample_attr_specs();
   f.stateful_random = true;
   f.infer = [](InferContext& ctx) { return infer_sample(ctx, true); };
   f.forward = [](ComputeContext& ctx) {
@@ -202,7 +217,7 @@ std::vector<double> distribution_args(const Dictionary& a) {
 }
 
 void check_distribution(InferContext& ctx) {
-  std::string type = attr_string(ctx.attrs(), "randomDistributionType", "");
+  std::string type = ctx.attr_string("randomDistributionType");
   auto args = distribution_args(ctx.attrs());
   size_t want = type == "bernoulli" ? 1 : 2;
   if (type != "uniform" && type != "normal" && type != "gumbel" && type != "bernoulli")
@@ -221,6 +236,10 @@ void check_distribution(InferContext& ctx) {
 void register_random_distribution() {
   OpDef d;
   d.name = "RandomDistribution";
+  d.op_type = 76;
+  d.inputs = {{"like", Gradient::Zero, true}};
+  d.attrs = {{"randomDistributionType", AttrType::String, ""}, {"randomDistributionArgs", AttrType::List},
+            {"newShape", AttrType::Shape}, {"newDataType", AttrType::Int, int64_t(DataType::Float)}, {"rngSeed", AttrType::Int, 0}, {"rngOffset", AttrType::Int, 0}};
   d.stateful_random = true;
   d.infer = [](InferContext& ctx) -> std::vector<OutputInfo> {
     if (ctx.num_inputs() > 1) ctx.fail("expects at most 1 input, got " + std::to_string(ctx.num_inputs()));
@@ -231,7 +250,7 @@ void register_random_distribution() {
     NDShape shape(it->second.as_int_list());
     for (size_t i = 0; i < shape.rank(); ++i)
       if (shape[i] < 0) ctx.fail("the output shape " + shape.str() + " must not have free or inferred dimensions");
-    DataType t = static_cast<DataType>(attr_int(ctx.attrs(), "newDataType", int(DataType::Float)));
+    DataType t = static_cast<DataType>(ctx.attr_int("newDataType"));
     if (t != DataType::Float && t != DataType::Double) ctx.fail_type("the data type must be float32 or float64");
     return {{shape, t, {}}};
   };
@@ -240,12 +259,12 @@ void register_random_distribution() {
     DataType t;
     if (ctx.inputs.empty()) {
       shape = NDShape(ctx.attr().at("newShape").as_int_list());
-      t = static_cast<DataType>(attr_int(ctx.attr(), "newDataType", int(DataType::Float)));
+      t = static_cast<DataType>(ctx.attr_int("newDataType"));
     } else {
       shape = ctx.inputs[0].shape();
       t = ctx.inputs[0].dtype();
     }
-    std::string type = attr_string(ctx.attr(), "randomDistributionType", "");
+    std::string type = ctx.attr_string("randomDistributionType");
     auto args = distribution_args(ctx.attr());
     RandomStream stream = ctx.random();
     auto& g = stream.engine();

@@ -31,9 +31,7 @@ ReduceOp reduce_op(const std::string& name, const std::string& op_for_errors) {
 std::vector<Axis> reduction_axes(const Dictionary& a) {
   auto it = a.find("axisVec");
   if (it != a.end() && !it->second.empty()) return it->second.as_axis_list();
-  it = a.find("axis");
-  if (it != a.end() && !it->second.empty()) return {it->second.as_axis()};
-  return {Axis::all_static_axes()};
+  return {schema_attr(find_op("ReduceElements"), "ReduceElements", a, "axis").as_axis()};
 }
 
 struct ReducePlan {
@@ -46,7 +44,7 @@ ReducePlan plan_reduce(const Dictionary& attrs, size_t static_rank, const std::v
                        const std::function<void(const std::string&)>& fail) {
   ReducePlan p;
   p.static_axes.assign(static_rank, false);
-  p.keepdims = attr_bool(attrs, "reductionKeepDimensions", true);
+  p.keepdims = op_attr_bool("ReduceElements", attrs, "reductionKeepDimensions");
   for (auto& ax : reduction_axes(attrs)) {
     switch (ax.kind()) {
       case Axis::Kind::Static: {
@@ -89,7 +87,7 @@ std::vector<OutputInfo> infer_reduce(InferContext& ctx) {
   ctx.expect_inputs(1);
   const NDShape& s = ctx.shape(0);
   auto p = plan_reduce(ctx.attrs(), s.rank(), ctx.input(0).dynamic_axes(), [&](const std::string& m) { ctx.fail(m); });
-  std::string op = attr_string(ctx.attrs(), "reductionOpName", "Sum");
+  std::string op = ctx.attr_string("reductionOpName");
   reduce_op(op, ctx.op());
   // One axis, or all static axes together (CNTK's argmax without an axis: the index into
   // the flattened sample); not a list of several.
@@ -183,7 +181,7 @@ NDArrayView sequence_mean_counts(const ComputeContext& ctx, const std::vector<bo
 
 std::vector<NDArrayView> reduce_forward(ComputeContext& ctx) {
   ReducePlan p = runtime_plan(ctx);
-  ReduceOp op = reduce_op(attr_string(ctx.attr(), "reductionOpName", "Sum"), "ReduceElements");
+  ReduceOp op = reduce_op(ctx.attr_string("reductionOpName"), "ReduceElements");
   auto m = runtime_axes(ctx, p);
   if (!reduces_sequence(ctx, m)) {
     NDArrayView y = kernels::reduce(ctx.inputs[0], m, op);
@@ -197,7 +195,7 @@ std::vector<NDArrayView> reduce_forward(ComputeContext& ctx) {
 
 NDArrayView reduce_backward(ComputeContext& ctx, size_t) {
   ReducePlan p = runtime_plan(ctx);
-  std::string name = attr_string(ctx.attr(), "reductionOpName", "Sum");
+  std::string name = ctx.attr_string("reductionOpName");
   const NDArrayView& x = ctx.inputs[0];
   auto m = runtime_axes(ctx, p);
   std::vector<int64_t> kept(x.shape().dims());
@@ -233,10 +231,14 @@ NDArrayView reduce_backward(ComputeContext& ctx, size_t) {
 void register_reduce_ops() {
   OpDef d;
   d.name = "ReduceElements";
+  d.op_type = 39;
+  d.inputs = {{"x"}};
+  d.attrs = {{"axis", AttrType::Axis, Axis::all_static_axes(), AxisOrder::NumPy}, {"axisVec", AttrType::AxisList, {}, AxisOrder::NumPy},
+            {"reductionOpName", AttrType::String, "Sum"}, {"reductionKeepDimensions", AttrType::Bool, true}};
   d.infer = infer_reduce;
   d.forward = reduce_forward;
   d.backward = [](ComputeContext& ctx, size_t i) -> NDArrayView {
-    std::string name = attr_string(ctx.attr(), "reductionOpName", "Sum");
+    std::string name = ctx.attr_string("reductionOpName");
     if (name == "Argmax" || name == "Argmin") return eager::zeros_like(ctx.inputs[0]);
     return reduce_backward(ctx, i);
   };

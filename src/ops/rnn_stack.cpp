@@ -18,18 +18,19 @@ enum RnnInput : size_t { kOperand = 0, kWeights = 1 };
 
 kernels::RnnStackDims stack_dims(const Dictionary& a, int64_t input_size) {
   kernels::RnnStackDims d;
-  d.cell = kernels::rnn_cell_from_name(attr_string(a, "recurrentOp", "lstm"));
-  d.hidden = attr_int(a, "hiddenSize", 0);
-  d.layers = attr_int(a, "numLayers", 1);
-  d.bidirectional = attr_bool(a, "bidirectional", false);
+  const std::string op = "OptimizedRNNStack";
+  d.cell = kernels::rnn_cell_from_name(op_attr_string(op, a, "recurrentOp"));
+  d.hidden = op_attr_int(op, a, "hiddenSize");
+  d.layers = op_attr_int(op, a, "numLayers");
+  d.bidirectional = op_attr_bool(op, a, "bidirectional");
   d.input_size = input_size;
   return d;
 }
 
 // 0, or the number of final-state outputs (h, and c for LSTM) with returnFullState.
 size_t final_state_outputs(const Dictionary& a) {
-  if (!attr_bool(a, "returnFullState", false)) return 0;
-  return attr_string(a, "recurrentOp", "lstm") == "lstm" ? 2 : 1;
+  if (!op_attr_bool("OptimizedRNNStack", a, "returnFullState")) return 0;
+  return op_attr_string("OptimizedRNNStack", a, "recurrentOp") == "lstm" ? 2 : 1;
 }
 
 std::vector<OutputInfo> rnn_stack_infer(InferContext& ctx) {
@@ -154,6 +155,10 @@ NDArrayView rnn_stack_backward(ComputeContext& ctx, size_t i) {
 void register_rnn_stack_ops() {
   OpDef d;
   d.name = "OptimizedRNNStack";
+  d.op_type = 49;
+  d.inputs = {{"operand"}, {"weights"}};
+  d.attrs = {{"recurrentOp", AttrType::String, "lstm"}, {"hiddenSize", AttrType::Int, 0}, {"numLayers", AttrType::Int, 1},
+            {"bidirectional", AttrType::Bool, false}, {"returnFullState", AttrType::Bool, false}};
   d.infer = rnn_stack_infer;
   d.forward = rnn_stack_forward;
   d.backward = rnn_stack_backward;

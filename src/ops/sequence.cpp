@@ -275,6 +275,10 @@ NDArrayView drop_step_axis(const NDArrayView& x) {
 void register_where() {
   OpDef d;
   d.name = "Where";
+  d.op_type = 13;
+  d.inputs = {{"condition", Gradient::Zero}};
+  d.attrs = {{"newSequenceAxisLengthScalingFactor", AttrType::Int}, {"newSequenceAxisLengthAdditiveFactor", AttrType::Int},
+            {"newDynamicAxes", AttrType::AxisList, {}, AxisOrder::NumPy}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     expect_sequence(ctx, 0, "the condition");
@@ -316,6 +320,8 @@ void register_where() {
 void register_gather_packed() {
   OpDef d;
   d.name = "GatherPacked";
+  d.op_type = 29;
+  d.inputs = {{"source"}, {"indices", Gradient::Zero}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);
     expect_sequence(ctx, 0, "the operand");
@@ -356,6 +362,8 @@ void register_gather_packed() {
 void register_scatter_packed() {
   OpDef d;
   d.name = "ScatterPacked";
+  d.op_type = 30;
+  d.inputs = {{"source"}, {"indices", Gradient::Zero}, {"like", Gradient::Zero}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(3);
     expect_sequence(ctx, 2, "the layout");
@@ -399,7 +407,7 @@ void register_scatter_packed() {
 // for the range give empty sequences.
 
 StepMap slice_map(const ComputeContext& ctx) {
-  int64_t begin = attr_int(ctx.attr(), "beginIndex", 0), end = attr_int(ctx.attr(), "endIndex", 0);
+  int64_t begin = ctx.attr_int("beginIndex"), end = ctx.attr_int("endIndex");
   auto lens = lengths_or_full(ctx.in_lengths[0], ctx.inputs[0]);
   StepMap m(lens.size());
   for (size_t b = 0; b < lens.size(); ++b) {
@@ -414,10 +422,12 @@ StepMap slice_map(const ComputeContext& ctx) {
 void register_sequence_slice() {
   OpDef d;
   d.name = "SequenceSlice";
+  d.inputs = {{"x"}};
+  d.attrs = {{"beginIndex", AttrType::Int, 0}, {"endIndex", AttrType::Int, 0}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     expect_sequence(ctx, 0, "the operand");
-    int64_t begin = attr_int(ctx.attrs(), "beginIndex", 0), end = attr_int(ctx.attrs(), "endIndex", 0);
+    int64_t begin = ctx.attr_int("beginIndex"), end = ctx.attr_int("endIndex");
     if ((begin >= 0 && end > 0 && end <= begin) || (begin < 0 && end < 0 && end <= begin))
       ctx.fail("the slice [" + std::to_string(begin) + ", " + std::to_string(end) + ") is empty");
     Axis axis = Axis::dynamic("sliceDynamicAxis_" + ctx.input(0).uid() + "_" + std::to_string(begin) + "_" +
@@ -444,14 +454,16 @@ void register_sequence_slice() {
 void register_is_within() {
   OpDef d;
   d.name = "IsWithin";
+  d.inputs = {{"x", Gradient::Zero}};
+  d.attrs = {{"offset", AttrType::Int, 1}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     expect_sequence(ctx, 0, "the operand");
-    if (attr_int(ctx.attrs(), "offset", 1) == 0) ctx.fail("offset must not be 0");
+    if (ctx.attr_int("offset") == 0) ctx.fail("offset must not be 0");
     return std::vector<OutputInfo>{{NDShape{}, ctx.dtype(0), ctx.input(0).dynamic_axes()}};
   };
   d.forward = [](ComputeContext& ctx) {
-    int64_t off = attr_int(ctx.attr(), "offset", 1);
+    int64_t off = ctx.attr_int("offset");
     const NDArrayView& x = ctx.inputs[0];
     int64_t T = x.shape()[0], B = x.shape()[1];
     auto lens = lengths_or_full(ctx.in_lengths[0], x);
@@ -474,6 +486,8 @@ void register_is_within() {
 void register_reconcile() {
   OpDef d;
   d.name = "ReconcileDynamicAxis";
+  d.op_type = 50;
+  d.inputs = {{"x"}, {"layout", Gradient::Zero}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);
     const auto &xa = ctx.input(0).dynamic_axes(), &la = ctx.input(1).dynamic_axes();
@@ -533,24 +547,28 @@ std::vector<int> swap01(size_t rank) {
 void register_unpack_sequence() {
   OpDef d;
   d.name = "UnpackSequence";
+  d.op_type = 72;
+  d.inputs = {{"x"}};
+  d.attrs = {{"paddingValue", AttrType::Double, 0.0, AxisOrder::None, "sequenceUnpackPaddingValue"},
+            {"suppressMaskOutput", AttrType::Bool, false, AxisOrder::None, "sequenceUnpackSuppressMaskOutput"}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     expect_sequence(ctx, 0, "the operand");
     std::vector<Axis> axes = without_sequence(ctx.input(0));
     std::vector<OutputInfo> out{{NDShape{NDShape::kFreeDimension}.concat(ctx.shape(0)), ctx.dtype(0), axes}};
-    if (!attr_bool(ctx.attrs(), "suppressMaskOutput", false))
+    if (!ctx.attr_bool("suppressMaskOutput"))
       out.push_back({NDShape{NDShape::kFreeDimension}, ctx.dtype(0), axes});
     return out;
   };
   d.output_count = [](const Dictionary& attrs) -> size_t {
-    return attr_bool(attrs, "suppressMaskOutput", false) ? 1 : 2;
+    return op_attr_bool("UnpackSequence", attrs, "suppressMaskOutput") ? 1 : 2;
   };
   d.forward = [](ComputeContext& ctx) {
     const NDArrayView& x = ctx.inputs[0];
     auto lens = lengths_or_full(ctx.in_lengths[0], x);
-    NDArrayView padded = fill_padding(x, lens, attr_double(ctx.attr(), "paddingValue", 0.0));
+    NDArrayView padded = fill_padding(x, lens, ctx.attr_double("paddingValue"));
     std::vector<NDArrayView> out{padded.permute(swap01(x.rank())).contiguous()};
-    if (!attr_bool(ctx.attr(), "suppressMaskOutput", false)) {
+    if (!ctx.attr_bool("suppressMaskOutput")) {
       int64_t T = x.shape()[0], B = x.shape()[1];
       NDArrayView mask = NDArrayView::zeros(DataType::Double, NDShape{B, T});
       double* p = mask.data<double>();
@@ -609,10 +627,13 @@ NDArrayView to_sequence_backward(ComputeContext& ctx) {
 void register_to_sequence() {
   OpDef d;
   d.name = "ToSequence";
+  d.op_type = 70;
+  d.inputs = {{"x"}, {"lengths", Gradient::Zero, true}};
+  d.attrs = {{"sequenceAxisNamePrefix", AttrType::String, "toSequence_", AxisOrder::None, "sequenceAxis"}};
   d.infer = [](InferContext& ctx) {
     if (ctx.num_inputs() != 1 && ctx.num_inputs() != 2) ctx.fail("expects 1 or 2 inputs");
     check_batch_only(ctx, 0);
-    std::string name = attr_string(ctx.attrs(), "sequenceAxisNamePrefix", "toSequence_") + ctx.input(0).uid();
+    std::string name = ctx.attr_string("sequenceAxisNamePrefix") + ctx.input(0).uid();
     if (ctx.num_inputs() == 2) {
       const auto& la = ctx.input(1).dynamic_axes();
       if (la.size() != 1 || !la[0].is_batch()) ctx.fail("the sequence lengths must have a batch axis and no other");
@@ -635,6 +656,8 @@ void register_to_sequence() {
 
   OpDef like;
   like.name = "ToSequenceLike";
+  like.op_type = 71;
+  like.inputs = {{"x"}, {"like", Gradient::Zero}};
   like.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);
     check_batch_only(ctx, 0);
@@ -664,6 +687,7 @@ void register_to_sequence() {
 void register_batch_axis_ops() {
   OpDef unpack;
   unpack.name = "UnpackBatchAxis";
+  unpack.inputs = {{"x"}};
   unpack.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     const auto& axes = ctx.input(0).dynamic_axes();
@@ -676,6 +700,7 @@ void register_batch_axis_ops() {
 
   OpDef to_batch;
   to_batch.name = "ToBatchAxis";
+  to_batch.inputs = {{"x"}};
   to_batch.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     if (!ctx.input(0).dynamic_axes().empty()) ctx.fail("the operand must have no dynamic axes");

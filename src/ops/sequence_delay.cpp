@@ -57,7 +57,7 @@ std::vector<OutputInfo> infer_delay(InferContext& ctx) {
     ok = d == 1 || d == e || e == NDShape::kFreeDimension;
   }
   if (!ok) ctx.fail("the initial state of shape " + is.str() + " does not broadcast to the operand's " + xs.str());
-  if (attr_int(ctx.attrs(), "offset", 1) < 0) ctx.fail("the offset (time_step) must not be negative");
+  if (ctx.attr_int("offset") < 0) ctx.fail("the offset (time_step) must not be negative");
   return {{xs, ctx.common_dtype(), x.dynamic_axes(), false}};
 }
 
@@ -275,12 +275,14 @@ void delay_carry_out(Function& f, const NDArrayView& x, const NDArrayView& init_
   f.set_op_state(std::move(next));
 }
 
-bool is_delay_op(const OpDef* op) { return op && (op->name == kPast || op->name == kFuture); }
+bool is_delay_op(const OpDef* op) { return op && op->is(kDelay); }
 
 DelaySpec delay_spec(const Function& f) {
   DelaySpec d;
   d.past = f.op_name() == kPast;
-  d.offset = attr_int(f.attributes(), "offset", 1);
+  // PastValue and FutureValue declare offset alike; a fused recurrence's block (whose initial
+  // states the delay kernels read) has none and gets the declared default.
+  d.offset = op_attr_int(kPast, f.attributes(), "offset");
   return d;
 }
 
@@ -325,6 +327,10 @@ void register_sequence_delay_ops() {
   for (const char* name : {kPast, kFuture}) {
     OpDef def;
     def.name = name;
+    def.op_type = name == std::string(kPast) ? 37 : 38;
+    def.inputs = {{"x"}, {"initial_state"}};
+    def.attrs = {{"offset", AttrType::Int, 1}};
+    def.classes = kDelay;
     def.infer = infer_delay;
     def.forward = [](ComputeContext& ctx) {
       NDArrayView x = ctx.inputs[0].contiguous();

@@ -137,7 +137,7 @@ struct CtcBatch {
 };
 
 CtcBatch run_ctc(const ComputeContext& ctx) {
-  const int64_t delay = attr_int(ctx.attr(), "delayConstraint", -1);
+  const int64_t delay = ctx.attr_int("delayConstraint");
   if (delay < -1)
     throw ValueError("ForwardBackward: delayConstraint must be -1 (none) or >= 0, not " + std::to_string(delay));
   NDArrayView g = ctx.inputs[0].to_dense().cast(DataType::Double).contiguous();
@@ -146,7 +146,7 @@ CtcBatch run_ctc(const ComputeContext& ctx) {
     throw ValueError("ForwardBackward: the label graph " + g.shape().str() + " and the features " + x.shape().str() +
                      " differ in shape; labels must have one row per feature frame");
   int64_t T = x.shape()[0], B = x.shape()[1], C = x.shape()[x.rank() - 1];
-  int64_t blank = attr_int(ctx.attr(), "blankTokenId", 0);
+  int64_t blank = ctx.attr_int("blankTokenId");
   std::vector<int64_t> lens = ctx.in_lengths[1];
   if (lens.empty()) lens.assign(size_t(B), T);
   CtcBatch out;
@@ -162,6 +162,10 @@ CtcBatch run_ctc(const ComputeContext& ctx) {
 void register_forward_backward() {
   OpDef d;
   d.name = "ForwardBackward";
+  d.op_type = 66;
+  d.inputs = {{"graph", Gradient::Zero}, {"features"}};
+  d.attrs = {{"blankTokenId", AttrType::Int, 0, AxisOrder::None, "BlankTokenId"},
+            {"delayConstraint", AttrType::Int, -1, AxisOrder::None, "DelayConstraint"}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);
     if (!sequence_axis_of(ctx.input(0)) || !sequence_axis_of(ctx.input(1)))
@@ -170,11 +174,11 @@ void register_forward_backward() {
       ctx.fail("the label graph and the features must have the same dynamic axes");
     if (ctx.shape(1).rank() != 1) ctx.fail("the features must be one vector of class scores per frame");
     if (ctx.shape(0) != ctx.shape(1)) ctx.fail("the label graph and the features must have the same shape");
-    int64_t blank = attr_int(ctx.attrs(), "blankTokenId", 0);
+    int64_t blank = ctx.attr_int("blankTokenId");
     if (ctx.shape(1)[0] >= 0 && (blank < 0 || blank >= ctx.shape(1)[0]))
       ctx.fail("blankTokenId " + std::to_string(blank) + " is not one of the " + std::to_string(ctx.shape(1)[0]) +
                " classes");
-    const int64_t delay = attr_int(ctx.attrs(), "delayConstraint", -1);
+    const int64_t delay = ctx.attr_int("delayConstraint");
     if (delay < -1) ctx.fail("delayConstraint must be -1 (none) or >= 0, not " + std::to_string(delay));
     return std::vector<OutputInfo>{{NDShape{}, ctx.dtype(1), {}}};
   };
@@ -207,6 +211,9 @@ void register_forward_backward() {
 
   OpDef l;
   l.name = "LabelsToGraph";
+  l.op_type = 63;
+  l.inputs = {{"labels", Gradient::Zero}};
+  l.classes = kSameShape;
   l.infer = infer_same_shape;
   l.forward = [](ComputeContext& ctx) { return std::vector<NDArrayView>{ctx.inputs[0]}; };
   l.gradient = Gradient::Zero;  // labels
@@ -247,18 +254,21 @@ CosineSamples cosine_samples(const ComputeContext& ctx) {
 void register_cosine_negative() {
   OpDef d;
   d.name = "CosDistanceWithNegativeSamples";
+  d.op_type = 67;
+  d.inputs = {{"x"}, {"y"}};
+  d.attrs = {{"shiftWindow", AttrType::Int, 1}, {"numberOfNegativeSamples", AttrType::Int, 1}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);
     if (ctx.shape(0) != ctx.shape(1)) ctx.fail("x and y must have the same shape");
     if (ctx.input(0).dynamic_axes() != ctx.input(1).dynamic_axes()) ctx.fail("x and y must have the same dynamic axes");
-    int64_t shift = attr_int(ctx.attrs(), "shiftWindow", 1), n = attr_int(ctx.attrs(), "numberOfNegativeSamples", 1);
+    int64_t shift = ctx.attr_int("shiftWindow"), n = ctx.attr_int("numberOfNegativeSamples");
     if (shift < 1) ctx.fail("shift must be a positive integer, got " + std::to_string(shift));
     if (n < 1) ctx.fail("num_negative_samples must be a positive integer, got " + std::to_string(n));
     return std::vector<OutputInfo>{{NDShape{n + 1}, ctx.common_dtype(), ctx.input(0).dynamic_axes()}};
   };
   d.forward = [](ComputeContext& ctx) {
     CosineSamples c = cosine_samples(ctx);
-    int64_t shift = attr_int(ctx.attr(), "shiftWindow", 1), n = attr_int(ctx.attr(), "numberOfNegativeSamples", 1);
+    int64_t shift = ctx.attr_int("shiftWindow"), n = ctx.attr_int("numberOfNegativeSamples");
     NDArrayView x = ctx.inputs[0].to_dense().cast(DataType::Double).contiguous();
     NDArrayView y = ctx.inputs[1].to_dense().cast(DataType::Double).contiguous();
     NDShape dyn = x.shape().sub(0, size_t(ctx.in_dyn[0]));
@@ -286,7 +296,7 @@ void register_cosine_negative() {
   };
   d.backward = [](ComputeContext& ctx, size_t which) -> NDArrayView {
     CosineSamples c = cosine_samples(ctx);
-    int64_t shift = attr_int(ctx.attr(), "shiftWindow", 1), n = attr_int(ctx.attr(), "numberOfNegativeSamples", 1);
+    int64_t shift = ctx.attr_int("shiftWindow"), n = ctx.attr_int("numberOfNegativeSamples");
     NDArrayView x = ctx.inputs[0].to_dense().cast(DataType::Double).contiguous();
     NDArrayView y = ctx.inputs[1].to_dense().cast(DataType::Double).contiguous();
     NDArrayView g = ctx.grad_outputs[0].cast(DataType::Double).contiguous();
@@ -382,6 +392,13 @@ double count_edits(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
 void register_edit_distance() {
   OpDef d;
   d.name = "EditDistanceError";
+  d.op_type = 61;
+  d.inputs = {{"prediction", Gradient::None}, {"labels", Gradient::None}};
+  d.attrs = {{"subPen", AttrType::Double, 1.0, AxisOrder::None, "SubstitutionPenalty"},
+            {"delPen", AttrType::Double, 1.0, AxisOrder::None, "DeletionPenalty"},
+            {"insPen", AttrType::Double, 1.0, AxisOrder::None, "InsertionPenalty"},
+            {"squashInputs", AttrType::Bool, false, AxisOrder::None, "SquashInputs"},
+            {"tokensToIgnore", AttrType::IntList, {}, AxisOrder::None, "TokensToIgnore"}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);
     if (ctx.shape(0) != ctx.shape(1)) ctx.fail("both inputs must have the same shape");
@@ -397,8 +414,8 @@ void register_edit_distance() {
       throw ValueError("EditDistanceError: the inputs have different layouts " + a.shape().str() + " and " +
                        b.shape().str());
     const Dictionary& at = ctx.attr();
-    double sub = attr_double(at, "subPen", 1), del = attr_double(at, "delPen", 1), ins = attr_double(at, "insPen", 1);
-    bool squash = attr_bool(at, "squashInputs", false);
+    double sub = ctx.attr_double("subPen"), del = ctx.attr_double("delPen"), ins = ctx.attr_double("insPen");
+    bool squash = ctx.attr_bool("squashInputs");
     std::vector<int64_t> ignore;
     if (at.count("tokensToIgnore")) ignore = at.at("tokensToIgnore").as_int_list();
     int nd = ctx.in_dyn[0];

@@ -105,6 +105,7 @@ NDArrayView user_backward(ComputeContext& ctx, size_t input) {
 void register_user_function_ops() {
   OpDef d;
   d.name = "UserFunction";
+  d.inputs = {{"operands", Gradient::Rule, true}};
   // Function::infer_outputs asks the function's backend; this rule is never reached.
   d.infer = [](InferContext& ctx) -> std::vector<OutputInfo> {
     ctx.fail("a user function needs its implementation to infer its outputs");

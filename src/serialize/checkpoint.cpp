@@ -106,7 +106,7 @@ void save_trainer_checkpoint(const Trainer& trainer, const std::string& path, co
     r["uid"] = f->uid();
     r["op"] = f->op_name();
     std::ostringstream engine;
-    auto rs = f->op_state_or<RandomState>([&] { return initial_random_state(f->attributes()); });
+    auto rs = f->op_state_or<RandomState>([&] { return initial_random_state(*f); });
     std::lock_guard<std::mutex> lock(rs->mu);
     engine << rs->engine;
     r["engine"] = engine.str();

@@ -17,26 +17,16 @@ namespace cntk {
 
 namespace {
 
-// CNTK's PrimitiveOpType values (PrimitiveOpType.h): the index is the value.
-constexpr std::array<const char*, 98> kOpTypes = {
-    "Negate", "Sigmoid", "Tanh", "ReLU", "Exp", "Log", "Sqrt", "Floor", "Abs", "Reciprocal",       // 0-9
-    "Softmax", "Hardmax", "TransposeAxes", "Where", "Slice", "Dropout", "Reshape", "Pooling",      // 10-17
-    "SumAll", "Plus", "Minus", "ElementTimes", "Equal", "NotEqual", "Less", "LessEqual",          // 18-25
-    "Greater", "GreaterEqual", "PackedIndex", "GatherPacked", "ScatterPacked", "Times",           // 26-31
-    "TransposeTimes", "Convolution", "SquaredError", "CrossEntropyWithSoftmax",                   // 32-35
-    "ClassificationError", "PastValue", "FutureValue", "ReduceElements", "BatchNormalization",    // 36-40
-    "Clip", "Select", "Splice", "Combine", "RandomSample", "RandomSampleInclusionFrequency",      // 41-46
-    "ROIPooling", "Logistic", "OptimizedRNNStack", "ReconcileDynamicAxis", "LogSoftmax",          // 47-51
-    "LogPlus", "CosDistance", "Sin", "Cos", "Pass", "Block", "Unpooling", "LambdaRank", "NDCG",   // 52-60
-    "EditDistanceError", "NoOp", "LabelsToGraph", "StopGradient", "ELU", "ForwardBackward",       // 61-66
-    "CosDistanceWithNegativeSamples", "OneHot", "Pow", "ToSequence", "ToSequenceLike",            // 67-71
-    "UnpackSequence", "Assign", "Gather", "StableSigmoid", "RandomDistribution", "Sinh", "Cosh",  // 72-78
-    "UnpackBatch", "ToBatch", "Asin", "Acos", "Pad", "Crop", "Atanh", "Asinh", "TopK",            // 79-87
-    "Squeeze", "ConstantOp", "LatticeSequenceWithSoftmax", "Cast", "EyeLikeOp", "CustomProxyOp",  // 88-93
-    "StraightThrough", "Tan", "Atan", "ConvolutionSequenceShape"};                                // 94-97
-constexpr int64_t kBlockOp = 57;
-constexpr int64_t kCombineOp = 44;
-constexpr int64_t kCustomProxyOp = 93;
+// CNTK's op numbers live in the op catalogue's schema (OpDef::op_type, ops/op.cpp); these
+// are looked up when first used, after the catalogue is registered.
+int64_t block_op() {
+  static const int64_t n = cntk_op_number("Block");
+  return n;
+}
+int64_t custom_proxy_op() {
+  static const int64_t n = cntk_op_number("CustomProxyOp");
+  return n;
+}
 // Ops of the engine that CNTK lacks are written as CustomProxyOp naming the op here.
 const char* const kEngineOpKey = "opencntk_op";
 
@@ -53,11 +43,7 @@ UserFunctionDeserializer& user_function_deserializer() {
 }
 constexpr int64_t kCompositeVersion = 2;
 
-int64_t op_type_of(const std::string& name) {
-  for (size_t i = 0; i < kOpTypes.size(); ++i)
-    if (name == kOpTypes[i]) return int64_t(i);
-  return -1;
-}
+int64_t op_type_of(const std::string& name) { return cntk_op_number(name); }
 
 // ------------------------------------------------- attribute conversions
 //
@@ -93,83 +79,67 @@ std::vector<int64_t> reverse_permutation(const std::vector<int64_t>& p, const st
 
 DictValue::List reversed(const DictValue::List& l) { return DictValue::List(l.rbegin(), l.rend()); }
 
-// Convolution, pooling, unpooling and ROI pooling keep their per-axis attributes as NumPy-order
-// int and bool lists; CNTK keeps the int ones as NDShapes (which the Dictionary writer reverses)
-// and the bool ones as lists in its own axis order.
-bool is_conv_family(const std::string& op) {
-  return op == "Convolution" || op == "Pooling" || op == "Unpooling" || op == "ROIPooling";
-}
-const std::set<std::string>& conv_shape_keys() {
-  static const std::set<std::string> keys = {"strides", "dilation", "lowerPad", "upperPad", "outputShape",
-                                             "poolingWindowShape", "unpoolingWindowShape", "roiOutputShape"};
-  return keys;
-}
-const std::set<std::string>& conv_bool_list_keys() {
-  static const std::set<std::string> keys = {"sharing", "autoPadding"};
-  return keys;
-}
-
-void conv_attributes_to_cntk(const Dictionary& in, Dictionary& a) {
-  for (auto& k : conv_shape_keys()) {
-    auto it = in.find(k);
-    if (it == in.end() || it->second.empty() || it->second.is<NDShape>()) continue;
-    if (it->second.is<int64_t>()) a[k] = NDShape({it->second.as_int()});
-    else a[k] = NDShape(it->second.as_int_list());
-  }
-  for (auto& k : conv_bool_list_keys()) {
-    auto it = in.find(k);
+// Per-axis attributes the schema declares in NumPy order (AxisOrder::NumPy): the engine keeps
+// them as NumPy-order lists (an int or bool alone standing for every axis). CNTK keeps the
+// shape-typed ones (convolution's strides, pads, windows, ...) as NDShapes, which the
+// Dictionary writer reverses, and the other lists (bool flags, Pad's head and foot) in its own
+// axis order. Axis-typed attributes are converted by the Dictionary writer itself.
+void per_axis_to_cntk(const std::string& op, const Dictionary& in, Dictionary& a) {
+  const OpDef* def = find_op(op);
+  if (!def) return;
+  for (const AttrSpec& spec : def->attrs) {
+    if (spec.order != AxisOrder::NumPy) continue;
+    auto it = in.find(spec.key);
     if (it == in.end() || it->second.empty()) continue;
-    if (it->second.is<bool>()) a[k] = DictValue::List{it->second};
-    else if (it->second.is<std::shared_ptr<DictValue::List>>()) {
+    const DictValue& v = it->second;
+    if (spec.type == AttrType::Shape) {
+      if (v.is<int64_t>()) a[spec.key] = NDShape({v.as_int()});
+      else if (v.is<std::shared_ptr<DictValue::List>>()) a[spec.key] = NDShape(v.as_int_list());
+    } else if (spec.type == AttrType::BoolList) {
+      if (v.is<bool>()) a[spec.key] = DictValue::List{v};
+      if (!v.is<std::shared_ptr<DictValue::List>>()) continue;
       DictValue::List l;
-      for (auto& v : it->second.as_list()) l.push_back(DictValue(v.is<bool>() ? v.as_bool() : v.as_int() != 0));
-      a[k] = reversed(l);
+      for (auto& e : v.as_list()) l.push_back(DictValue(e.is<bool>() ? e.as_bool() : e.as_int() != 0));
+      a[spec.key] = reversed(l);
+    } else if (spec.type == AttrType::IntList && v.is<std::shared_ptr<DictValue::List>>()) {
+      a[spec.key] = reversed(v.as_list());
     }
   }
 }
 
-void conv_attributes_from_cntk(const Dictionary& in, Dictionary& a) {
-  for (auto& k : conv_shape_keys()) {
-    auto it = in.find(k);
-    if (it == in.end() || !it->second.is<NDShape>()) continue;
-    DictValue::List l;
-    for (int64_t d : it->second.as_shape().dims()) l.push_back(DictValue(d));
-    a[k] = l;
-  }
-  for (auto& k : conv_bool_list_keys()) {
-    auto it = in.find(k);
-    if (it != in.end() && it->second.is<std::shared_ptr<DictValue::List>>()) a[k] = reversed(it->second.as_list());
+void per_axis_from_cntk(const std::string& op, const Dictionary& in, Dictionary& a) {
+  const OpDef* def = find_op(op);
+  if (!def) return;
+  for (const AttrSpec& spec : def->attrs) {
+    if (spec.order != AxisOrder::NumPy) continue;
+    auto it = in.find(spec.key);
+    if (it == in.end()) continue;
+    const DictValue& v = it->second;
+    if (spec.type == AttrType::Shape && v.is<NDShape>()) {
+      DictValue::List l;
+      for (int64_t d : v.as_shape().dims()) l.push_back(DictValue(d));
+      a[spec.key] = l;
+    } else if ((spec.type == AttrType::BoolList || spec.type == AttrType::IntList) &&
+               v.is<std::shared_ptr<DictValue::List>>()) {
+      a[spec.key] = reversed(v.as_list());
+    }
   }
 }
 
-// CNTK's Times takes (right, left) of the NumPy-order product: its Python layer swaps them.
-bool swaps_operands(const std::string& op) { return op == "Times"; }
+// Ops whose operands CNTK lists the other way round (OpDef::cntk_swaps_operands).
+bool swaps_operands(const std::string& op) {
+  const OpDef* def = find_op(op);
+  return def && def->cntk_swaps_operands;
+}
 
-// Attribute keys that the engine spells differently from CNTK's PrimitiveFunctionAttribute
-// names: {op, engine key, CNTK key}.
-struct KeyName {
-  const char* op;
-  const char* engine;
-  const char* cntk;
-};
-constexpr std::array<KeyName, 10> kKeyNames = {{
-    {"UnpackSequence", "paddingValue", "sequenceUnpackPaddingValue"},
-    {"UnpackSequence", "suppressMaskOutput", "sequenceUnpackSuppressMaskOutput"},
-    {"EditDistanceError", "subPen", "SubstitutionPenalty"},
-    {"EditDistanceError", "delPen", "DeletionPenalty"},
-    {"EditDistanceError", "insPen", "InsertionPenalty"},
-    {"EditDistanceError", "squashInputs", "SquashInputs"},
-    {"EditDistanceError", "tokensToIgnore", "TokensToIgnore"},
-    {"ForwardBackward", "blankTokenId", "BlankTokenId"},
-    {"ForwardBackward", "delayConstraint", "DelayConstraint"},
-    {"ToSequence", "sequenceAxisNamePrefix", "sequenceAxis"},
-}};
-
+// Attribute keys that the engine spells otherwise than CNTK (AttrSpec::cntk_key).
 void rename_keys(const std::string& op, Dictionary& a, bool to_cntk) {
-  for (const auto& k : kKeyNames) {
-    if (op != k.op) continue;
-    const char* from = to_cntk ? k.engine : k.cntk;
-    const char* to = to_cntk ? k.cntk : k.engine;
+  const OpDef* def = find_op(op);
+  if (!def) return;
+  for (const AttrSpec& spec : def->attrs) {
+    if (spec.cntk_key.empty()) continue;
+    const std::string& from = to_cntk ? spec.key : spec.cntk_key;
+    const std::string& to = to_cntk ? spec.cntk_key : spec.key;
     auto it = a.find(from);
     if (it == a.end()) continue;
     DictValue v = it->second;
@@ -193,12 +163,8 @@ Dictionary attributes_to_cntk(const std::string& op, const Dictionary& in) {
     DictValue::List out;
     for (auto q : reverse_permutation(p, op)) out.push_back(Axis(int(-q - 1)));
     a["axisVec"] = out;
-  } else if (op == "Pad") {
-    for (const char* k : {"paddingHead", "paddingFoot"})
-      if (in.count(k) && in.at(k).is<std::shared_ptr<DictValue::List>>()) a[k] = reversed(in.at(k).as_list());
-  } else if (is_conv_family(op)) {
-    conv_attributes_to_cntk(in, a);
   }
+  per_axis_to_cntk(op, in, a);
   return a;
 }
 
@@ -219,12 +185,8 @@ Dictionary attributes_from_cntk(const std::string& op, const Dictionary& in) {
     DictValue::List out;
     for (auto p : reverse_permutation(q, op)) out.push_back(Axis(int(p)));
     a["axisVec"] = out;
-  } else if (op == "Pad") {
-    for (const char* k : {"paddingHead", "paddingFoot"})
-      if (in.count(k) && in.at(k).is<std::shared_ptr<DictValue::List>>()) a[k] = reversed(in.at(k).as_list());
-  } else if (is_conv_family(op)) {
-    conv_attributes_from_cntk(in, a);
   }
+  per_axis_from_cntk(op, in, a);
   return a;
 }
 
@@ -234,60 +196,10 @@ Dictionary attributes_from_cntk(const std::string& op, const Dictionary& in) {
 // the same block, so CNTK loads it; loading such a block (ours or CNTK's) gives the
 // engine's single primitive back, with the block's attributes.
 
-const std::set<std::string>& block_ops() {
-  static const std::set<std::string> ops = {"LeakyReLU", "SELU", "HardSigmoid", "And", "Or",
-                                            "Xor",       "Not",  "ElementDivide"};
-  return ops;
-}
-
-FunctionPtr prim(const std::string& op, std::vector<Variable> in, Dictionary attrs = {}) {
-  return Function::primitive(op, std::move(in), std::move(attrs));
-}
-Variable scalar(DataType t, double v) { return Variable::constant(NDArrayView::scalar(t, v), ""); }
-
-// The CNTK composite of a block op, over placeholders shaped like `inputs`.
-FunctionPtr decompose(const FunctionPtr& f) {
-  const std::string& op = f->op_name();
-  const auto& ins = f->direct_inputs();
-  std::vector<Variable> ph;
-  for (auto& v : ins) ph.push_back(Variable::placeholder(v.shape(), v.dynamic_axes(), ""));
-  DataType t = ins.empty() ? DataType::Float : ins[0].dtype();
-  const Dictionary& a = f->attributes();
-  auto out = [&](const FunctionPtr& root) {
-    std::vector<std::pair<Variable, Variable>> mapping;
-    for (size_t i = 0; i < ph.size(); ++i) mapping.push_back({ph[i], ins[i]});
-    return Function::block(Function::composite(root), mapping, op, f->name());
-  };
-  auto gt0 = [&](const Variable& v) { return prim("Greater", {v, scalar(t, 0)})->output(); };
-  if (op == "LeakyReLU") {
-    double alpha = attr_double(a, "alpha", 0.01);
-    auto neg = prim("Less", {ph[0], scalar(t, 0)})->output();
-    auto scaled = prim("ElementTimes", {scalar(t, alpha), ph[0]})->output();
-    return out(prim("Select", {neg, scaled, ph[0]}));
-  }
-  if (op == "SELU") {
-    double gamma = attr_double(a, "gamma", 1.0507009873554804934193349852946);
-    double alpha = attr_double(a, "alpha", 1.6732632423543772848170429916717);
-    auto neg = prim("Less", {ph[0], scalar(t, 0)})->output();
-    auto elu = prim("ElementTimes", {scalar(t, alpha), prim("ELU", {ph[0]})->output()})->output();
-    auto sel = prim("Select", {neg, elu, ph[0]})->output();
-    return out(prim("ElementTimes", {scalar(t, gamma), sel}));
-  }
-  if (op == "HardSigmoid") {
-    double alpha = attr_double(a, "alpha", 0.2), beta = attr_double(a, "beta", 0.5);
-    auto r = prim("Plus", {prim("ElementTimes", {ph[0], scalar(t, alpha)})->output(), scalar(t, beta)})->output();
-    auto one = scalar(t, 1), zero = scalar(t, 0);
-    r = prim("Select", {prim("Less", {r, one})->output(), r, one})->output();
-    return out(prim("Select", {prim("Greater", {r, zero})->output(), r, zero}));
-  }
-  if (op == "And")
-    return out(prim("Greater", {prim("ElementTimes", {gt0(ph[0]), gt0(ph[1])})->output(), scalar(t, 0)}));
-  if (op == "Or") return out(prim("Greater", {prim("Plus", {gt0(ph[0]), gt0(ph[1])})->output(), scalar(t, 0)}));
-  if (op == "Xor") return out(prim("NotEqual", {gt0(ph[0]), gt0(ph[1])}));
-  if (op == "Not") return out(prim("Plus", {prim("Negate", {gt0(ph[0])})->output(), scalar(t, 1)}));
-  if (op == "ElementDivide")
-    return out(prim("ElementTimes", {ph[0], prim("Reciprocal", {ph[1]})->output()}));
-  return nullptr;
+// Ops that CNTK writes as a block (their schema gives the block).
+bool is_block_op(const std::string& op) {
+  const OpDef* def = find_op(op);
+  return def && def->cntk_block;
 }
 
 // ------------------------------------------------------------------ saving
@@ -361,7 +273,7 @@ struct Saver {
     if (!name.empty()) d["name"] = name;
     in_uids.insert(in_uids.end(), values.begin(), values.end());
     d["inputs"] = string_list(in_uids);
-    d["op"] = kBlockOp;
+    d["op"] = block_op();
     d["attributes"] = attrs;
     Dictionary comp;
     comp["version"] = kCompositeVersion;
@@ -468,9 +380,9 @@ struct Saver {
       visit_inputs(f);
       const Variable& x = ins[0];
       DataType t = x.dtype();
-      int64_t radius = attr_int(a, "depthRadius", 0);
-      double alpha = attr_double(a, "alpha", 1.0), bias = attr_double(a, "bias", 1.0);
-      double beta = attr_double(a, "beta", 0.5);
+      int64_t radius = schema_attr_int(*f, "depthRadius");
+      double alpha = schema_attr_double(*f, "alpha"), bias = schema_attr_double(*f, "bias");
+      double beta = schema_attr_double(*f, "beta");
       // The channels are the first axis here (CNTK's last); like CNTK, a window wider than
       // the channels is cut to them, and alpha is still divided by the full width.
       if (x.shape().rank() < 1 || x.shape()[0] <= 0 || radius < 0)
@@ -506,7 +418,7 @@ struct Saver {
       return true;
     }
     if (op == "IsWithin" && ins.size() == 1) {
-      int64_t offset = attr_int(a, "offset", 1);
+      int64_t offset = schema_attr_int(*f, "offset");
       if (offset != 1 && offset != -1) return false;  // only is_first / is_last are CNTK blocks
       visit_inputs(f);
       std::string ph = placeholder_like(ins[0], "operand");  // named as CNTK names it
@@ -516,7 +428,7 @@ struct Saver {
       return true;
     }
     if (op == "SequenceSlice" && ins.size() == 1) {
-      int64_t begin = attr_int(a, "beginIndex", 0), end = attr_int(a, "endIndex", 0);
+      int64_t begin = schema_attr_int(*f, "beginIndex"), end = schema_attr_int(*f, "endIndex");
       if (begin == 0 && end == 0) return false;  // CNTK returns the operand itself
       const int64_t far = int64_t(1) << 62;        // beyond any sequence; keeps end - begin in range
       if (begin <= -far || begin >= far || end <= -far || end >= far) return false;
@@ -552,12 +464,12 @@ struct Saver {
       write_block(uid, f->name(), "Sequence::Slice", {}, gather, {ph}, {ins[0].uid()});
       return true;
     }
-    if (op == "Convolution" && ins.size() == 2 && attr_int(a, "reductionRank", 1) == 0) {
+    if (op == "Convolution" && ins.size() == 2 && schema_attr_int(*f, "reductionRank") == 0) {
       // CNTK's convolution of reduction rank 0: a block over a convolution of reduction rank 1,
       // with a channel axis of 1 reshaped into the kernel and the operand.
       visit_inputs(f);
       const Variable &kernel = ins[0], &x = ins[1];
-      bool transpose = attr_bool(a, "transpose", false);
+      bool transpose = schema_attr_bool(*f, "transpose");
       size_t n = x.shape().rank();
       Dictionary ca = a;
       ca.erase("reductionRank");
@@ -621,12 +533,11 @@ struct Saver {
       return;
     }
     if (emit_cntk_composite(f)) return;
-    if (block_ops().count(op)) {
-      if (FunctionPtr b = decompose(f)) {
-        keep_alive.push_back(b);
-        emit_block(b, f->uid(), f->name(), f->attributes());
-        return;
-      }
+    if (is_block_op(op)) {
+      FunctionPtr b = f->op()->cntk_block(*f);
+      keep_alive.push_back(b);
+      emit_block(b, f->uid(), f->name(), f->attributes());
+      return;
     }
     visit_inputs(f);
     Dictionary d;
@@ -641,14 +552,14 @@ struct Saver {
     Dictionary attrs = attributes_to_cntk(op, f->attributes());
     if (op == "CosDistanceWithNegativeSamples" && in_uids.size() == 2) {
       // CNTK passes the shift and the number of negative samples as two float constants.
-      in_uids.push_back(scalar_leaf(DataType::Float, double(attr_int(attrs, "shiftWindow", 1))));
-      in_uids.push_back(scalar_leaf(DataType::Float, double(attr_int(attrs, "numberOfNegativeSamples", 1))));
+      in_uids.push_back(scalar_leaf(DataType::Float, double(schema_attr_int(*f, "shiftWindow"))));
+      in_uids.push_back(scalar_leaf(DataType::Float, double(schema_attr_int(*f, "numberOfNegativeSamples"))));
       attrs.erase("shiftWindow");
       attrs.erase("numberOfNegativeSamples");
     }
     d["inputs"] = string_list(in_uids);
     if (type < 0) {
-      type = kCustomProxyOp;
+      type = custom_proxy_op();
       d[kEngineOpKey] = op;
     }
     d["op"] = type;
@@ -832,7 +743,7 @@ struct Loader {
   }
   static bool is_block_dict(const Dictionary& fd) {
     auto it = fd.find("op");
-    return it != fd.end() && it->second.is<int64_t>() && it->second.as_int() == kBlockOp;
+    return it != fd.end() && it->second.is<int64_t>() && it->second.as_int() == block_op();
   }
   int64_t op_of(const Dictionary& fd) const {
     auto it = fd.find("op");
@@ -958,7 +869,7 @@ struct Loader {
       std::string op = str(fd, "block_function_op_name", what);
       const Dictionary& raw = dict(need(fd, "attributes", what), what + ": attributes");
       MappedBlock m;
-      if (block_ops().count(op) || op == "LocalResponseNormalization") {
+      if (is_block_op(op) || op == "LocalResponseNormalization") {
         if (!find_op(op)) continue;
         for (auto& [k, a] : raw) check_value(a, what + ": attribute '" + k + "'");
         m.op = op;
@@ -1070,10 +981,10 @@ struct Loader {
     const Dictionary& raw = dict(need(d, "attributes", what), what + ": attributes");
     for (auto& [k, v] : raw)
       if (k != "rngSeed" && k != "rngOffset") check_value(v, what + ": attribute '" + k + "'");
-    if (type < 0 || type >= int64_t(kOpTypes.size())) fail(what + " has the unknown op type " + std::to_string(type));
-    std::string op = kOpTypes[size_t(type)];
-    if (type == kBlockOp) return load_block(d, uid, attributes_from_cntk("", raw));
-    if (type == kCustomProxyOp && d.count(kEngineOpKey)) op = str(d, kEngineOpKey, what);
+    std::string op = cntk_op_name(type);
+    if (op.empty()) fail(what + " has the unknown op type " + std::to_string(type));
+    if (type == block_op()) return load_block(d, uid, attributes_from_cntk("", raw));
+    if (type == custom_proxy_op() && d.count(kEngineOpKey)) op = str(d, kEngineOpKey, what);
     if (op == "Sigmoid") op = "StableSigmoid";  // the same function; the engine has one op for it
     std::vector<Variable> inputs;
     for (auto& u : list(d, "inputs", what)) {

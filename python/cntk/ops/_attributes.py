@@ -7,6 +7,15 @@ outputShape filled in) and its Python layer showed axes as ('ordered', 'static',
 tuples with CNTK's column-major index. This module gives that view; it changes nothing
 in the function.
 """
+import functools
+
+from .. import _cntk
+
+
+@functools.lru_cache(maxsize=None)
+def _declared_default(op, key):
+    # The op catalogue's schema is the one place an attribute's default is written.
+    return _cntk.op_schema(op)['attributes'][key]['default']
 
 
 def _axis_view(axis, rank):
@@ -36,8 +45,9 @@ def _convolution_view(fn, attrs):
         out[key] = tuple(_expanded(out.get(key, [0]), rank))
     out['outputShape'] = tuple(out['outputShape']) if out.get('outputShape') else (0,)
     out['kernelShape'] = tuple(kernel.shape[-rank:]) if rank else ()
-    out.setdefault('sequential', False)
-    if out.get('reductionRank') == 1:  # CNTK's primitive has no such attribute (its default)
+    out.setdefault('sequential', _declared_default('Convolution', 'sequential'))
+    # CNTK's primitive has no reductionRank attribute: it shows only a non-default one.
+    if out.get('reductionRank') == _declared_default('Convolution', 'reductionRank'):
         del out['reductionRank']
     return out
 
