@@ -19,18 +19,8 @@ OPS = sorted(C.cntk_py.registered_ops())
 
 
 def _schema_kinds(op):
-    """The gradient kind of each input that the engine's op schema declares, or None
-    while the engine has no schema."""
-    schema_fn = getattr(C.cntk_py, 'op_schema', None) or getattr(C.cntk_py, '_op_schema', None)
-    if schema_fn is None:
-        return None
-    schema = schema_fn(op)
-    inputs = schema['inputs'] if isinstance(schema, dict) else schema.inputs
-    kinds = []
-    for inp in inputs:
-        kind = inp.get('gradient') if isinstance(inp, dict) else getattr(inp, 'gradient')
-        kinds.append(str(kind).lower().rsplit('.', 1)[-1])
-    return kinds
+    """The gradient kind ('rule', 'zero', 'none') of each input that the engine's op schema declares."""
+    return [inp['gradient'] for inp in C.cntk_py.op_schema(op)['inputs']]
 
 
 def _has_sequences(fn, args):
@@ -150,12 +140,11 @@ def test_op_conforms(op):
         else:
             _run_case(entry)
     schema = _schema_kinds(op)
-    if schema is not None:
-        for entry in entries:
-            # A case may build the op without its optional trailing inputs.
-            mine = list(entry.kinds(len(schema)) if getattr(entry, 'variadic', False) else entry.grads)
-            assert mine == schema[:len(mine)] and len(mine) <= len(schema), \
-                "%s: the table says its inputs' gradients are %s, the op schema %s" % (op, mine, schema)
+    for entry in entries:
+        # A case may build the op without its optional trailing inputs.
+        mine = list(entry.kinds(len(schema)) if getattr(entry, 'variadic', False) else entry.grads)
+        assert mine == schema[:len(mine)] and len(mine) <= len(schema), \
+            "%s: the table says its inputs' gradients are %s, the op schema %s" % (op, mine, schema)
 
 
 def test_every_case_names_a_registered_op():
