@@ -196,7 +196,7 @@ enum class AxisOrder { None, NumPy, Cntk };
 struct AttrSpec {
   std::string key;
   AttrType type = AttrType::Int;
-  DictValue def;
+  DictValue def = DictValue();
   AxisOrder order = AxisOrder::None;
   std::string cntk_key = {};  // CNTK's key where the engine spells it otherwise (files hold this one)
 };
