@@ -663,8 +663,6 @@ bool reject(const FunctionPtr& f, const std::string& why) {
 
 }  // namespace
 
-bool is_fused_rnn_op(const OpDef* op) { return op && op->name == "FusedRecurrence"; }
-
 bool match_fused_rnn(const FunctionPtr& f, const VariableUses& uses, FusedRnnMatch& m) {
   // A candidate is any block whose first argument is a delay of its first output (the
   // step of a recurrence, whatever it is named); its wiring decides (match_cell).

@@ -31,7 +31,4 @@ struct FusedRnnMatch {
 // step's only output is f's first output (h).
 bool match_fused_rnn(const FunctionPtr& f, const VariableUses& uses, FusedRnnMatch& m);
 
-// The op names of the fused steps, as they appear in plans and profiler events.
-bool is_fused_rnn_op(const OpDef* op);
-
 }  // namespace cntk
