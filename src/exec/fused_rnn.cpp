@@ -456,7 +456,7 @@ bool weight(const Variable& v, const NDShape& shape, Variable* out = nullptr) {
 // Times(x, w) of a vector x by a weight of shape `shape` into a vector (outputRank 1).
 bool product(const Variable& v, const Variable& x, const NDShape& shape, Variable* w) {
   Function* f = node(v, "Times", 2);
-  return f && same(in(f, 0), x) && attr_int(f->attributes(), "outputRank", 1) == 1 &&
+  return f && same(in(f, 0), x) && schema_attr_int(*f, "outputRank") == 1 &&
          weight(in(f, 1), shape, w) && resolve(v).shape() == NDShape{shape[1]};
 }
 
@@ -486,13 +486,13 @@ bool gate(const Variable& v, const Variable& src, int64_t k, int64_t Hd) {
   if (!f || !same(in(f, 0), src)) return false;
   const Dictionary& a = f->attributes();
   if (a.count("axisVec") || !a.count("axis") || !a.count("beginIndex") || !a.count("endIndex")) return false;
-  const Axis& axis = a.at("axis").as_axis();
+  const Axis& axis = schema_attr(f->op(), f->op_name(), a, "axis").as_axis();
   const int64_t n = resolve(src).shape().rank() == 1 ? resolve(src).shape()[0] : -1;
   // The only static axis: 0, or -1 counted from the end (NumPy order).
   if (!axis.is_static() || (axis.static_index() != 0 && axis.static_index() != -1) || n < 0 ||
-      attr_int(a, "sliceStrides", 1) != 1)
+      schema_attr_int(*f, "sliceStrides") != 1)
     return false;
-  int64_t b = a.at("beginIndex").as_int(), e = a.at("endIndex").as_int();
+  int64_t b = schema_attr_int(*f, "beginIndex"), e = schema_attr_int(*f, "endIndex");
   if (b < 0) b += n;
   if (e <= 0) e += n;
   return b == k * Hd && e == (k + 1) * Hd;
@@ -577,7 +577,7 @@ bool match_gru(const Variable& h_out, const Variable& dh, const Variable& x, int
       return commutative(s, "Plus", [&](const Variable& g) { return gate(g, Px, 2, Hd); },
                          [&](const Variable& t) {
                            Function* f = node(t, "Times", 2);
-                           return f && attr_int(f->attributes(), "outputRank", 1) == 1 &&
+                           return f && schema_attr_int(*f, "outputRank") == 1 &&
                                   commutative(in(f, 0), "ElementTimes", is_dh,
                                               [&](const Variable& r) { return gate_sum(r, 1); }) &&
                                   weight(in(f, 1), NDShape{Hd, Hd}, &m.H1);
