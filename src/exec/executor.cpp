@@ -7,7 +7,6 @@
 #include "cntk/profiler.h"
 #include "cntk/switches.h"
 #include "exec/checked_mode.h"
-#include "exec/fused_rnn.h"
 #include "exec/plan.h"
 #include "exec/run_state.h"
 #include "kernels/backend.h"
@@ -15,7 +14,6 @@
 #include "kernels/cpu/sparse.h"
 #include "ops/eager.h"
 #include "ops/sequence.h"
-#include "ops/sequence_delay.h"
 
 namespace cntk {
 
@@ -236,6 +234,50 @@ Value to_value(const Variable& v, const NDArrayView& x, const std::vector<int64_
 }
 }  // namespace
 
+namespace {
+
+// A Kernel, FusedRecurrence or FusedConv step: its op's kernel over the whole minibatch.
+void step_forward(size_t k, BackPropState& s) {
+  const Plan& p = *s.plan;
+  const PlanStep& st = p.steps[k];
+  ComputeContext ctx = make_context(st, s);
+  if (!ctx.layout_output_ok.empty()) ctx.layout_outputs.assign(st.out.size(), nullptr);
+  std::vector<NDArrayView> outs;
+  if (profiler::node_events_wanted()) [[unlikely]] {
+    uint64_t t0 = profiler::detail::now();
+    outs = st.op->forward(ctx);
+    node_event(st, false, t0);
+  } else {
+    outs = st.op->forward(ctx);
+  }
+  // A plain input a step also made in a backend layout serves the other readers in it.
+  for (size_t i = 0; i < ctx.layout_inputs.size(); ++i)
+    if (ctx.layout_inputs[i] && !s.layout_values[size_t(st.in[i])] && is_float_slot(p, st.in[i]))
+      s.layout_values[size_t(st.in[i])] = ctx.layout_inputs[i];
+  if (s.training) {
+    s.saved[k] = std::move(ctx.saved);
+    s.saved_state[k] = std::move(ctx.state);
+  }
+  if (outs.size() != st.out.size()) throw Error(st.op->name + ": kernel returned the wrong number of outputs");
+  // Sequence lengths follow the first input that has the output's sequence axis.
+  std::vector<int64_t> lens;
+  for (size_t i = 0; i < st.in.size() && lens.empty(); ++i)
+    if (!s.seq_lengths[st.in[i]].empty() && st.out_axes.size() == 2) lens = s.seq_lengths[st.in[i]];
+  // Ops that create a sequence axis (where, slice, ...) set the lengths themselves.
+  for (size_t j = 0; j < outs.size(); ++j) {
+    if (!outs[j].defined() && j < ctx.layout_outputs.size() && ctx.layout_outputs[j]) {
+      if (!ctx.may_keep_layout_output(j)) throw Error(st.op->name + ": kept an output in a backend layout unasked");
+      s.layout_values[size_t(st.out[j])] = std::move(ctx.layout_outputs[j]);
+    }
+    s.values[st.out[j]] = to_slot_type(p, st.out[j], std::move(outs[j]));
+    s.seq_lengths[st.out[j]] = j < ctx.out_lengths.size() ? ctx.out_lengths[j] : lens;
+  }
+  if (checked_mode()) [[unlikely]]
+    checked::after_forward(st, s);
+}
+
+}  // namespace
+
 BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, const std::vector<Variable>& outputs_in,
                          std::vector<Value>& output_values, bool keep_for_backward) {
   std::vector<Variable> outputs = outputs_in.empty() ? f->outputs() : outputs_in;
@@ -256,8 +298,7 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
   if (p.kept_layouts) s->layout_values.assign(p.slot_var.size(), nullptr);
   s->seq_lengths.assign(p.slot_var.size(), {});
   std::unordered_set<int> bound;
-  bool has_delays = false;
-  for (auto& st : p.steps) has_delays = has_delays || is_delay_op(st.op) || is_fused_rnn_op(st.op);
+  const bool has_delays = p.carries_state;  // delays or fused recurrences
   for (auto& [var, val] : arguments) {
     auto it = p.slot.find(var.get());
     if (it == p.slot.end()) continue;  // not needed for these outputs
@@ -325,50 +366,23 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
     s->loop_saved.assign(p.steps.size(), {});
     s->loop_saved_state.assign(p.steps.size(), {});
   }
-  for (size_t k_step = 0; k_step < p.steps.size(); ++k_step) {
-    const PlanStep& st = p.steps[k_step];
-    if (st.loop >= 0) {
-      const PlanLoop& loop = p.loops[size_t(st.loop)];
-      loop_forward(loop, *s);
-      if (checked_mode()) [[unlikely]]
-        checked::after_loop(loop, p, *s);
-      k_step = size_t(loop.last);
-      continue;
-    }
-    ComputeContext ctx = make_context(st, *s);
-    if (!ctx.layout_output_ok.empty()) ctx.layout_outputs.assign(st.out.size(), nullptr);
-    std::vector<NDArrayView> outs;
-    if (profiler::node_events_wanted()) [[unlikely]] {
-      uint64_t t0 = profiler::detail::now();
-      outs = st.op->forward(ctx);
-      node_event(st, false, t0);
-    } else {
-      outs = st.op->forward(ctx);
-    }
-    // A plain input a step also made in a backend layout serves the other readers in it.
-    for (size_t i = 0; i < ctx.layout_inputs.size(); ++i)
-      if (ctx.layout_inputs[i] && !s->layout_values[size_t(st.in[i])] && is_float_slot(p, st.in[i]))
-        s->layout_values[size_t(st.in[i])] = ctx.layout_inputs[i];
-    if (s->training) {
-      s->saved[k_step] = std::move(ctx.saved);
-      s->saved_state[k_step] = std::move(ctx.state);
-    }
-    if (outs.size() != st.out.size()) throw Error(st.op->name + ": kernel returned the wrong number of outputs");
-    // Sequence lengths follow the first input that has the output's sequence axis.
-    std::vector<int64_t> lens;
-    for (size_t i = 0; i < st.in.size() && lens.empty(); ++i)
-      if (!s->seq_lengths[st.in[i]].empty() && st.out_axes.size() == 2) lens = s->seq_lengths[st.in[i]];
-    // Ops that create a sequence axis (where, slice, ...) set the lengths themselves.
-    for (size_t k = 0; k < outs.size(); ++k) {
-      if (!outs[k].defined() && k < ctx.layout_outputs.size() && ctx.layout_outputs[k]) {
-        if (!ctx.may_keep_layout_output(k)) throw Error(st.op->name + ": kept an output in a backend layout unasked");
-        s->layout_values[size_t(st.out[k])] = std::move(ctx.layout_outputs[k]);
+  for (const Instruction& ins : p.program) {
+    switch (ins.kind) {
+      case StepKind::Loop: {
+        const PlanLoop& loop = p.loops[size_t(ins.index)];
+        loop_forward(loop, *s);
+        if (checked_mode()) [[unlikely]]
+          checked::after_loop(loop, p, *s);
+        break;
       }
-      s->values[st.out[k]] = to_slot_type(p, st.out[k], std::move(outs[k]));
-      s->seq_lengths[st.out[k]] = k < ctx.out_lengths.size() ? ctx.out_lengths[k] : lens;
+      case StepKind::Kernel:
+      case StepKind::FusedRecurrence:
+      case StepKind::FusedConv:
+        step_forward(size_t(ins.index), *s);
+        break;
+      case StepKind::Delay:
+        throw Error("plan: a delay step outside its recurrent loop");
     }
-    if (checked_mode()) [[unlikely]]
-      checked::after_forward(st, *s);
   }
   output_values.clear();
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -384,49 +398,46 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
   backward(sp, root_gradients, wrt, gradients, nullptr);
 }
 
-void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, const std::vector<Variable>& wrt,
-              std::vector<Value>& gradients, const GradientReadyFn& on_ready) {
-  if (!sp) throw ValueError("backward: no state; call forward with keep_for_backward first");
-  BackPropState& s = *sp;
-  const Plan& p = *s.plan;
-  size_t n = p.slot_var.size();
-  // Which slots lead to a variable we want the gradient of.
-  std::vector<bool> wanted(n, false);
-  for (auto& w : wrt) {
-    auto it = p.slot.find(w.get());
-    if (it == p.slot.end()) continue;
-    wanted[it->second] = true;
-  }
-  std::vector<bool> depends = wanted;
-  // Loops feed values back to earlier steps: repeat until nothing changes.
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (auto& st : p.steps) {
-      bool any = wants_fused_intermediate(st, wanted);
-      for (int i : st.in) any = any || depends[i];
-      if (any)
-        for (int o : st.out)
-          if (!depends[o]) depends[o] = changed = true;
-    }
-  }
-  std::vector<NDArrayView> grads(n);
-  for (auto& [var, val] : root_gradients) {
-    auto it = p.slot.find(var.get());
-    if (it == p.slot.end()) throw ValueError("backward: " + var.str() + " is not an output of this function");
-    std::vector<int64_t> lens;
-    NDArrayView g = to_runtime(var, val, lens);
-    if (g.shape() != slot_shape(s, it->second))
-      throw ValueError("backward: root gradient of shape " + g.shape().str() + " does not match the output's " +
-                       slot_shape(s, it->second).str());
-    grads[it->second] = g.contiguous().copy();
-    set_padding(grads[it->second], lens, 0.0);  // padded steps carry no gradient
-  }
+namespace {
+
+// The gradients of one backward pass: per slot, plain and (for slots kept in a backend
+// layout) in that layout, and the step-by-step rules that fill them.
+struct GradientPass {
+  BackPropState& s;
+  const Plan& p;
+  std::vector<bool> wanted, depends;  // per slot: its gradient is asked for / leads to one that is
+  std::vector<NDArrayView> grads;
   // Gradients of slots kept in a backend layout may stay in one (from the backward of the
   // layout-keeping steps that read them to the one that produced them).
-  std::vector<std::shared_ptr<const LayoutValue>> layout_grads(p.kept_layouts ? n : 0);
-  auto has_layout_grad = [&](int slot) { return !layout_grads.empty() && layout_grads[size_t(slot)]; };
+  std::vector<std::shared_ptr<const LayoutValue>> layout_grads;
+
+  GradientPass(BackPropState& state, const std::vector<Variable>& wrt) : s(state), p(*state.plan) {
+    const size_t n = p.slot_var.size();
+    wanted.assign(n, false);
+    for (auto& w : wrt) {
+      auto it = p.slot.find(w.get());
+      if (it != p.slot.end()) wanted[it->second] = true;
+    }
+    depends = wanted;
+    // Loops feed values back to earlier steps: repeat until nothing changes.
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (auto& st : p.steps) {
+        bool any = wants_fused_intermediate(st, wanted);
+        for (int i : st.in) any = any || depends[i];
+        if (any)
+          for (int o : st.out)
+            if (!depends[o]) depends[o] = changed = true;
+      }
+    }
+    grads.resize(n);
+    if (p.kept_layouts) layout_grads.resize(n);
+  }
+
+  bool has_layout_grad(int slot) const { return !layout_grads.empty() && layout_grads[size_t(slot)]; }
+
   // The gradient of a slot as a plain tensor (an accumulator: it owns its storage).
-  auto plain_grad = [&](int slot) -> NDArrayView& {
+  NDArrayView& plain_grad(int slot) {
     if (has_layout_grad(slot)) {
       NDArrayView g = kernels::cpu_backend().to_plain(*layout_grads[size_t(slot)]);
       layout_grads[size_t(slot)] = nullptr;
@@ -436,48 +447,16 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
         grads[slot] = g;
     }
     return grads[slot];
-  };
-  // Early reports (on_ready): a wrt slot's gradient is final once the backward of its
-  // first reader (the lowest step index reading it) has run.
-  std::vector<bool> reported(wrt.size(), !on_ready);
-  std::vector<std::pair<size_t, size_t>> first_reader;  // (step index, wrt index), latest first
-  if (on_ready) {
-    for (size_t j = 0; j < wrt.size(); ++j) {
-      auto it = p.slot.find(wrt[j].get());
-      if (it == p.slot.end() || !wrt[j].dynamic_axes().empty()) continue;  // reported at the end
-      for (size_t k = 0; k < p.steps.size(); ++k)
-        if (std::find(p.steps[k].in.begin(), p.steps[k].in.end(), it->second) != p.steps[k].in.end()) {
-          first_reader.emplace_back(k, j);
-          break;
-        }
-    }
-    std::sort(first_reader.begin(), first_reader.end(), std::greater<>());
   }
-  size_t next_report = 0;
-  // Reports the gradients every one of whose readers has run backward (steps after `done`).
-  auto report_final = [&](size_t done) {
-    for (; next_report < first_reader.size() && first_reader[next_report].first >= done; ++next_report) {
-      const size_t j = first_reader[next_report].second;
-      const int slot = p.slot.at(wrt[j].get());
-      if (!plain_grad(slot).defined()) continue;  // reported at the end, as zeros
-      on_ready(j, grads[size_t(slot)]);
-      reported[j] = true;
-    }
-  };
-  for (size_t k = p.steps.size(); k-- > 0;) {
-    report_final(k + 1);
+
+  // A Kernel, FusedRecurrence or FusedConv step: its op's gradient rule per input.
+  void step_backward(size_t k) {
     const PlanStep& st = p.steps[k];
-    if (st.loop >= 0) {
-      const PlanLoop& loop = p.loops[size_t(st.loop)];
-      loop_backward(loop, s, grads, depends);
-      k = size_t(loop.first);
-      continue;
-    }
     bool has_grad = false;
     for (int o : st.out) has_grad = has_grad || grads[o].defined() || has_layout_grad(o);
     bool needed = wants_fused_intermediate(st, wanted);
     for (int i : st.in) needed = needed || depends[i];
-    if (!has_grad || !needed) continue;
+    if (!has_grad || !needed) return;
     ComputeContext ctx = make_context(st, s);
     const bool layouts = !ctx.layout_inputs.empty();
     if (k < s.saved.size()) ctx.saved = s.saved[k];
@@ -504,7 +483,7 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
     if (checked_mode()) [[unlikely]]
       checked::mask_padding(ctx);
     if (layouts)
-      for (int i : st.in) ctx.layout_grad_ok.push_back(s.plan->layout_kept[size_t(i)]);
+      for (int i : st.in) ctx.layout_grad_ok.push_back(p.layout_kept[size_t(i)]);
     const uint64_t t0 = profiler::node_events_wanted() ? profiler::detail::now() : 0;
     for (size_t i = 0; i < st.in.size(); ++i) {
       int in = st.in[i];
@@ -549,17 +528,86 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
     }
     // A fused step's intermediates (the convolution's result, the bias sum) share one
     // gradient, the activation's input gradient; its backward hands it out as input n.
-    for (int slot : fused_intermediates(st))
-      if (wanted[size_t(slot)]) {
-        grads[size_t(slot)] = st.op->backward(ctx, st.in.size()).copy();
-        s.seq_lengths[size_t(slot)] = s.seq_lengths[size_t(st.out[0])];
-      }
+    if (st.kind == StepKind::FusedConv)
+      for (int slot : fused_intermediates(st))
+        if (wanted[size_t(slot)]) {
+          grads[size_t(slot)] = st.op->backward(ctx, st.in.size()).copy();
+          s.seq_lengths[size_t(slot)] = s.seq_lengths[size_t(st.out[0])];
+        }
     if (t0) node_event(st, true, t0);
+  }
+};
+
+}  // namespace
+
+void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, const std::vector<Variable>& wrt,
+              std::vector<Value>& gradients, const GradientReadyFn& on_ready) {
+  if (!sp) throw ValueError("backward: no state; call forward with keep_for_backward first");
+  BackPropState& s = *sp;
+  const Plan& p = *s.plan;
+  GradientPass pass(s, wrt);
+  std::vector<NDArrayView>& grads = pass.grads;
+  for (auto& [var, val] : root_gradients) {
+    auto it = p.slot.find(var.get());
+    if (it == p.slot.end()) throw ValueError("backward: " + var.str() + " is not an output of this function");
+    std::vector<int64_t> lens;
+    NDArrayView g = to_runtime(var, val, lens);
+    if (g.shape() != slot_shape(s, it->second))
+      throw ValueError("backward: root gradient of shape " + g.shape().str() + " does not match the output's " +
+                       slot_shape(s, it->second).str());
+    grads[it->second] = g.contiguous().copy();
+    set_padding(grads[it->second], lens, 0.0);  // padded steps carry no gradient
+  }
+  // Early reports (on_ready): a wrt slot's gradient is final once the backward of its
+  // first reader (the lowest step index reading it) has run.
+  std::vector<bool> reported(wrt.size(), !on_ready);
+  std::vector<std::pair<size_t, size_t>> first_reader;  // (step index, wrt index), latest first
+  if (on_ready) {
+    for (size_t j = 0; j < wrt.size(); ++j) {
+      auto it = p.slot.find(wrt[j].get());
+      if (it == p.slot.end() || !wrt[j].dynamic_axes().empty()) continue;  // reported at the end
+      for (size_t k = 0; k < p.steps.size(); ++k)
+        if (std::find(p.steps[k].in.begin(), p.steps[k].in.end(), it->second) != p.steps[k].in.end()) {
+          first_reader.emplace_back(k, j);
+          break;
+        }
+    }
+    std::sort(first_reader.begin(), first_reader.end(), std::greater<>());
+  }
+  size_t next_report = 0;
+  // Reports the gradients every one of whose readers has run backward (steps after `done`).
+  auto report_final = [&](size_t done) {
+    for (; next_report < first_reader.size() && first_reader[next_report].first >= done; ++next_report) {
+      const size_t j = first_reader[next_report].second;
+      const int slot = p.slot.at(wrt[j].get());
+      if (!pass.plain_grad(slot).defined()) continue;  // reported at the end, as zeros
+      on_ready(j, grads[size_t(slot)]);
+      reported[j] = true;
+    }
+  };
+  for (size_t n = p.program.size(); n-- > 0;) {
+    const Instruction& ins = p.program[n];
+    switch (ins.kind) {
+      case StepKind::Loop: {
+        const PlanLoop& loop = p.loops[size_t(ins.index)];
+        report_final(size_t(loop.last) + 1);
+        loop_backward(loop, s, grads, pass.depends);
+        break;
+      }
+      case StepKind::Kernel:
+      case StepKind::FusedRecurrence:
+      case StepKind::FusedConv:
+        report_final(size_t(ins.index) + 1);
+        pass.step_backward(size_t(ins.index));
+        break;
+      case StepKind::Delay:
+        throw Error("plan: a delay step outside its recurrent loop");
+    }
   }
   gradients.clear();
   for (auto& w : wrt) {
     auto it = p.slot.find(w.get());
-    if (it != p.slot.end()) plain_grad(it->second);
+    if (it != p.slot.end()) pass.plain_grad(it->second);
     if (it == p.slot.end() || !grads[it->second].defined()) {
       // Not reached from the roots: the gradient is zero.
       int like = it == p.slot.end() ? -1 : it->second;

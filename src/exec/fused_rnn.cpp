@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -137,7 +138,12 @@ struct WeightCache {
   std::shared_ptr<const FusedWeights> weights;
 };
 
-std::string fingerprint(const FunctionPtr& block, std::map<std::string, Variable>& params, bool& duplicate_name);
+// The weights of a fusable step block, found from its wiring (match_cell below).
+struct CellMatch {
+  RnnCell cell = RnnCell::RnnTanh;
+  Variable W, H, H1, b;  // H1: GRU only
+};
+bool match_cell(const FunctionPtr& f, CellMatch& m, std::string& why);
 
 std::shared_ptr<const FusedWeights> fused_weights(const FusedLayout& l, const ComputeContext& ctx, int64_t C, int64_t H) {
   auto cache = ctx.fn->op_state_or<WeightCache>([] { return std::make_shared<WeightCache>(); });
@@ -146,12 +152,14 @@ std::shared_ptr<const FusedWeights> fused_weights(const FusedLayout& l, const Co
   if (l.h1 >= 0) positions.push_back(l.h1);
   if (!cache->searched) {
     cache->searched = true;
-    std::map<std::string, Variable> by_name;
-    bool dup = false;
-    fingerprint(ctx.fn->shared_from_this(), by_name, dup);
-    const std::map<int, const char*> names{{l.w, "W"}, {l.h, "H"}, {l.b, "b"}, {l.h1, "H1"}};
-    for (int i : positions)
-      if (!dup && by_name.count(names.at(i))) cache->params[i] = by_name[names.at(i)];
+    CellMatch cm;
+    std::string why;
+    if (match_cell(ctx.fn->shared_from_this(), cm, why)) {
+      cache->params[l.w] = cm.W;
+      cache->params[l.h] = cm.H;
+      cache->params[l.b] = cm.b;
+      if (l.h1 >= 0) cache->params[l.h1] = cm.H1;
+    }
   }
   // Usable when every input is its parameter's own value, unchanged since converted.
   const uint64_t epoch = user_write_epoch();
@@ -378,47 +386,268 @@ const FusedOps& fused_ops() {
   return *f;
 }
 
-// The primitive ops of a block's inner graph, nested blocks as "[Name]" followed by
-// their own ops, sorted; and its parameters by name.
-std::string fingerprint(const FunctionPtr& block, std::map<std::string, Variable>& params, bool& duplicate_name) {
-  std::vector<std::string> ops;
-  visit_functions(block->block_root(), [&](const FunctionPtr& g) {
-    ops.push_back(g->is_block() ? "[" + g->op_name() + "]" : g->op_name());
-    for (auto& in : g->direct_inputs())
-      if (in.is_parameter()) {
-        auto it = params.find(in.name());
-        if (it != params.end() && it->second.get() != in.get()) duplicate_name = true;  // two parameters, one name
-        params[in.name()] = in;
-      }
-  });
-  std::sort(ops.begin(), ops.end());
-  std::string s;
-  for (auto& o : ops) s += o + ",";
-  return s;
+// Structural matching. A step block fuses when its inner graph computes exactly the
+// cell oneDNN computes, read from its wiring: which variable feeds which input of which
+// op, the gates' slices of the stacked projections, the activations, the constants and
+// the weights' shapes. Names (of ops' instances, of parameters) play no part, so a block
+// wired otherwise (gates in another order, another reset wiring, peepholes, a
+// projection, self-stabilization) is not mistaken for the cell and runs step by step.
+// Looked through: a one-input Combine and a block that passes its argument through
+// (the Stabilizer of a layer built without self-stabilization).
+Variable resolve(Variable v) {
+  for (int depth = 0; depth < 64 && v.is_output(); ++depth) {
+    FunctionPtr g = v.owner();
+    if (!g) break;
+    if (!g->is_block() && !g->is_composite() && g->op_name() == "Combine" && g->direct_inputs().size() == 1) {
+      v = g->direct_inputs()[0];
+      continue;
+    }
+    if (!g->is_block() || g->outputs().size() != 1) break;
+    Variable inner = resolve(g->block_root()->outputs()[0]);
+    const Variable* outer = nullptr;
+    for (auto& [ph, arg] : g->block_arguments_mapping())
+      if (inner.is_placeholder() && ph.get() == inner.get()) outer = &arg;
+    if (!outer) break;
+    v = *outer;
+  }
+  return v;
 }
 
-// What LSTM/GRU/RNNStep build with options oneDNN computes exactly: no peepholes, no
-// self-stabilization (its Stabilizer is an identity block), no projection; tanh (LSTM,
-// GRU) or tanh/relu/sigmoid (RNNStep).
-struct Expected {
-  const char* kind;
-  const char* ops;
-  RnnCell cell;
-};
+bool same(const Variable& a, const Variable& b) { return resolve(a).get() == resolve(b).get(); }
 
-const Expected kExpected[] = {
-    {"LSTM",
-     "Combine,Combine,ElementTimes,ElementTimes,ElementTimes,Plus,Plus,Plus,Slice,Slice,Slice,Slice,"
-     "StableSigmoid,StableSigmoid,StableSigmoid,Tanh,Tanh,Times,Times,[Stabilizer],",
-     RnnCell::Lstm},
-    {"GRU",
-     "Combine,ElementTimes,ElementTimes,ElementTimes,Minus,Plus,Plus,Plus,Plus,Plus,Slice,Slice,Slice,Slice,Slice,"
-     "StableSigmoid,StableSigmoid,Tanh,Times,Times,Times,[Stabilizer],",
-     RnnCell::Gru},
-    {"RNNStep", "Combine,Plus,Plus,StableSigmoid,Times,Times,[Stabilizer],", RnnCell::RnnSigmoid},
-    {"RNNStep", "Combine,Plus,Plus,Tanh,Times,Times,[Stabilizer],", RnnCell::RnnTanh},
-    {"RNNStep", "Combine,Plus,Plus,ReLU,Times,Times,[Stabilizer],", RnnCell::RnnRelu},
-};
+// The primitive function computing v if its op is `op` with `arity` inputs, else null.
+Function* node(const Variable& v, const char* op, size_t arity) {
+  Variable r = resolve(v);
+  if (!r.is_output()) return nullptr;
+  FunctionPtr g = r.owner();
+  if (!g || g->is_block() || g->is_composite() || g->op_name() != op || g->direct_inputs().size() != arity)
+    return nullptr;
+  return g.get();
+}
+
+const Variable& in(Function* f, size_t i) { return f->direct_inputs()[i]; }
+
+// A commutative binary op (Plus, ElementTimes) whose operands satisfy `a` and `b` in
+// either order.
+template <class A, class B>
+bool commutative(const Variable& v, const char* op, A&& a, B&& b) {
+  Function* f = node(v, op, 2);
+  return f && ((a(in(f, 0)) && b(in(f, 1))) || (a(in(f, 1)) && b(in(f, 0))));
+}
+
+// The operands of a tree of Plus nodes.
+void sum_terms(const Variable& v, std::vector<Variable>& terms) {
+  if (Function* f = node(v, "Plus", 2)) {
+    sum_terms(in(f, 0), terms);
+    sum_terms(in(f, 1), terms);
+  } else {
+    terms.push_back(resolve(v));
+  }
+}
+
+// A weight of exactly `shape`: a parameter or constant without dynamic axes.
+bool weight(const Variable& v, const NDShape& shape, Variable* out = nullptr) {
+  Variable r = resolve(v);
+  if (!(r.is_parameter() || r.is_constant()) || !r.dynamic_axes().empty() || r.shape() != shape) return false;
+  if (out) *out = r;
+  return true;
+}
+
+// Times(x, w) of a vector x by a weight of shape `shape` into a vector (outputRank 1).
+bool product(const Variable& v, const Variable& x, const NDShape& shape, Variable* w) {
+  Function* f = node(v, "Times", 2);
+  return f && same(in(f, 0), x) && schema_attr_int(*f, "outputRank") == 1 &&
+         weight(in(f, 1), shape, w) && resolve(v).shape() == NDShape{shape[1]};
+}
+
+// The sum b + x W + h H (in any order and grouping) of the stacked projections.
+bool projections(const Variable& v, const Variable& x, const Variable& h, int64_t C, int64_t Hd, int64_t gx,
+                 int64_t gh, CellMatch& m, bool with_h) {
+  std::vector<Variable> terms;
+  sum_terms(v, terms);
+  if (terms.size() != (with_h ? 3u : 2u)) return false;
+  bool got_b = false, got_w = false, got_h = false;
+  for (auto& t : terms) {
+    if (!got_b && weight(t, NDShape{gx * Hd}, &m.b))
+      got_b = true;
+    else if (!got_w && product(t, x, NDShape{C, gx * Hd}, &m.W))
+      got_w = true;
+    else if (with_h && !got_h && product(t, h, NDShape{Hd, gh * Hd}, &m.H))
+      got_h = true;
+    else
+      return false;
+  }
+  return got_b && got_w && (got_h || !with_h);
+}
+
+// Slice k (of size Hd) along the only static axis of the stacked projections `src`.
+bool gate(const Variable& v, const Variable& src, int64_t k, int64_t Hd) {
+  Function* f = node(v, "Slice", 1);
+  if (!f || !same(in(f, 0), src)) return false;
+  const Dictionary& a = f->attributes();
+  if (a.count("axisVec") || !a.count("axis") || !a.count("beginIndex") || !a.count("endIndex")) return false;
+  const Axis& axis = schema_attr(f->op(), f->op_name(), a, "axis").as_axis();
+  const int64_t n = resolve(src).shape().rank() == 1 ? resolve(src).shape()[0] : -1;
+  // The only static axis: 0, or -1 counted from the end (NumPy order).
+  if (!axis.is_static() || (axis.static_index() != 0 && axis.static_index() != -1) || n < 0 ||
+      schema_attr_int(*f, "sliceStrides") != 1)
+    return false;
+  int64_t b = schema_attr_int(*f, "beginIndex"), e = schema_attr_int(*f, "endIndex");
+  if (b < 0) b += n;
+  if (e <= 0) e += n;
+  return b == k * Hd && e == (k + 1) * Hd;
+}
+
+bool unary(const Variable& v, const char* op, const std::function<bool(const Variable&)>& arg) {
+  Function* f = node(v, op, 1);
+  return f && arg(in(f, 0));
+}
+
+bool ones(const Variable& v) {
+  Variable r = resolve(v);
+  if (!r.is_constant() || !r.dynamic_axes().empty() || r.shape().total_size() != 1) return false;
+  return r.value().item() == 1.0;
+}
+
+// LSTM without peepholes, self-stabilization or projection, tanh activations, CNTK's gate
+// order in the stacked projection P = b + x W + h H: input, cell input, forget, output.
+//   c = sigmoid(P[2]) * c' + sigmoid(P[0]) * tanh(P[1]);  h = sigmoid(P[3]) * tanh(c)
+bool match_lstm(const Variable& h_out, const Variable& c_out, const Variable& dh, const Variable& dc,
+                const Variable& x, int64_t C, int64_t Hd, CellMatch& m) {
+  Function* ct = node(c_out, "Plus", 2);
+  if (!ct) return false;
+  // P is whatever the output gate slices: every gate must slice that same sum.
+  Variable P;
+  auto output_gate = [&](const Variable& s) {
+    Function* sig = node(s, "StableSigmoid", 1);
+    Function* sl = sig ? node(in(sig, 0), "Slice", 1) : nullptr;
+    if (!sl) return false;
+    P = resolve(in(sl, 0));
+    return gate(in(sig, 0), P, 3, Hd);
+  };
+  auto tanh_c = [&](const Variable& t) { return unary(t, "Tanh", [&](const Variable& a) { return same(a, c_out); }); };
+  if (!commutative(h_out, "ElementTimes", output_gate, tanh_c)) return false;
+  auto sig_gate = [&](int64_t k) {
+    return [&, k](const Variable& s) { return unary(s, "StableSigmoid", [&](const Variable& a) { return gate(a, P, k, Hd); }); };
+  };
+  auto tanh_gate = [&](const Variable& t) { return unary(t, "Tanh", [&](const Variable& a) { return gate(a, P, 1, Hd); }); };
+  auto is_dc = [&](const Variable& v) { return same(v, dc); };
+  auto forget = [&](const Variable& v) { return commutative(v, "ElementTimes", sig_gate(2), is_dc); };
+  auto input = [&](const Variable& v) { return commutative(v, "ElementTimes", sig_gate(0), tanh_gate); };
+  if (!commutative(c_out, "Plus", forget, input)) return false;
+  m.cell = RnnCell::Lstm;
+  return projections(P, x, dh, C, Hd, 4, 4, m, true);
+}
+
+// GRU without self-stabilization or projection, tanh candidate, CNTK's wiring (the reset
+// gate scales h before H1, as oneDNN's GRU does), Px = b + x W, Ph = h H:
+//   z = sigmoid(Px[0] + Ph[0]);  r = sigmoid(Px[1] + Ph[1]);  c = tanh(Px[2] + (h * r) H1)
+//   h' = (1 - z) * c + z * h
+bool match_gru(const Variable& h_out, const Variable& dh, const Variable& x, int64_t C, int64_t Hd, CellMatch& m) {
+  Variable Z, Px, Ph;
+  auto is_dh = [&](const Variable& v) { return same(v, dh); };
+  // The update gate z, which also fixes Px and Ph (its two slices).
+  auto gate_sum = [&](const Variable& v, int64_t k) {
+    return unary(v, "StableSigmoid", [&](const Variable& s) {
+      Function* p = node(s, "Plus", 2);
+      if (!p) return false;
+      for (int side = 0; side < 2; ++side) {
+        Function* sx = node(in(p, size_t(side)), "Slice", 1);
+        Function* sh = node(in(p, size_t(1 - side)), "Slice", 1);
+        if (!sx || !sh) continue;
+        if (k == 0) {
+          Px = resolve(in(sx, 0));
+          Ph = resolve(in(sh, 0));
+        }
+        if (gate(in(p, size_t(side)), Px, k, Hd) && gate(in(p, size_t(1 - side)), Ph, k, Hd)) return true;
+      }
+      return false;
+    });
+  };
+  auto update = [&](const Variable& v) {
+    if (!gate_sum(v, 0)) return false;
+    Z = resolve(v);
+    return true;
+  };
+  auto keep = [&](const Variable& v) {
+    return commutative(v, "ElementTimes", [&](const Variable& z) { return same(z, Z); }, is_dh);
+  };
+  auto candidate = [&](const Variable& c) {
+    return unary(c, "Tanh", [&](const Variable& s) {
+      return commutative(s, "Plus", [&](const Variable& g) { return gate(g, Px, 2, Hd); },
+                         [&](const Variable& t) {
+                           Function* f = node(t, "Times", 2);
+                           return f && schema_attr_int(*f, "outputRank") == 1 &&
+                                  commutative(in(f, 0), "ElementTimes", is_dh,
+                                              [&](const Variable& r) { return gate_sum(r, 1); }) &&
+                                  weight(in(f, 1), NDShape{Hd, Hd}, &m.H1);
+                         });
+    });
+  };
+  auto one_minus_z = [&](const Variable& v) {
+    Function* f = node(v, "Minus", 2);
+    return f && ones(in(f, 0)) && same(in(f, 1), Z);
+  };
+  auto blend = [&](const Variable& v) { return commutative(v, "ElementTimes", one_minus_z, candidate); };
+  // z first: (1 - z) refers to it.
+  Function* top = node(h_out, "Plus", 2);
+  if (!top) return false;
+  bool ok = false;
+  for (int side = 0; side < 2 && !ok; ++side) {
+    Function* k = node(in(top, size_t(side)), "ElementTimes", 2);
+    if (!k) continue;
+    for (int zs = 0; zs < 2 && !ok; ++zs)
+      if (update(in(k, size_t(zs))) && is_dh(in(k, size_t(1 - zs))) && keep(in(top, size_t(side))) &&
+          blend(in(top, size_t(1 - side))))
+        ok = true;
+  }
+  if (!ok) return false;
+  m.cell = RnnCell::Gru;
+  CellMatch px;
+  // Px = b + x W; Ph = h H (no bias: CNTK's GRU has one, on Px).
+  if (!projections(Px, x, dh, C, Hd, 3, 2, px, false) || !product(Ph, dh, NDShape{Hd, 2 * Hd}, &m.H)) return false;
+  m.W = px.W;
+  m.b = px.b;
+  return true;
+}
+
+// RNNStep: h = act(b + x W + h' H) with act tanh, relu or sigmoid.
+bool match_rnn(const Variable& h_out, const Variable& dh, const Variable& x, int64_t C, int64_t Hd, CellMatch& m) {
+  const std::pair<const char*, RnnCell> acts[] = {
+      {"Tanh", RnnCell::RnnTanh}, {"ReLU", RnnCell::RnnRelu}, {"StableSigmoid", RnnCell::RnnSigmoid}};
+  for (auto& [op, cell] : acts)
+    if (Function* f = node(h_out, op, 1)) {
+      m.cell = cell;
+      return projections(in(f, 0), x, dh, C, Hd, 1, 1, m, true);
+    }
+  return false;
+}
+
+bool match_cell(const FunctionPtr& f, CellMatch& m, std::string& why) {
+  const auto& args = f->block_arguments_mapping();
+  auto inner = f->block_root()->outputs();
+  const size_t nstates = inner.size();
+  if (args.size() != nstates + 1 || inner.size() != nstates) {
+    why = "unexpected arguments or outputs";
+    return false;
+  }
+  // The arguments are (h, [c,] x), as the layers bind them; their roles are checked by
+  // the wiring below.
+  const Variable& x = args[nstates].first;
+  const Variable& h = inner[0];
+  if (x.shape().rank() != 1 || h.shape().rank() != 1 || x.shape()[0] < 0 || h.shape()[0] < 0) {
+    why = "input or state is not a vector";
+    return false;
+  }
+  const int64_t C = x.shape()[0], Hd = h.shape()[0];
+  bool ok = false;
+  if (nstates == 2)
+    ok = inner[1].shape() == h.shape() && match_lstm(h, inner[1], args[0].first, args[1].first, x, C, Hd, m);
+  else
+    ok = match_gru(h, args[0].first, x, C, Hd, m) || match_rnn(h, args[0].first, x, C, Hd, m);
+  if (!ok) why = "the inner graph is not wired as the cell oneDNN computes";
+  return ok;
+}
 
 bool all_float(const std::vector<Variable>& vs) {
   for (auto& v : vs)
@@ -434,16 +663,17 @@ bool reject(const FunctionPtr& f, const std::string& why) {
 
 }  // namespace
 
-bool is_fused_rnn_op(const OpDef* op) { return op && op->name == "FusedRecurrence"; }
-
 bool match_fused_rnn(const FunctionPtr& f, const VariableUses& uses, FusedRnnMatch& m) {
+  // A candidate is any block whose first argument is a delay of its first output (the
+  // step of a recurrence, whatever it is named); its wiring decides (match_cell).
   if (!f->is_block()) return false;
-  const std::string& kind = f->op_name();
-  if (kind != "LSTM" && kind != "GRU" && kind != "RNNStep") return false;
-  const size_t nstates = kind == "LSTM" ? 2 : 1;
   const auto& args = f->block_arguments_mapping();
   const auto outs = f->outputs();
-  if (args.size() != nstates + 1 || outs.size() != nstates) return reject(f, "unexpected arguments or outputs");
+  const size_t nstates = outs.size();
+  if (nstates < 1 || nstates > 2 || args.size() != nstates + 1 || !args[0].second.is_output()) return false;
+  if (FunctionPtr d = args[0].second.owner();
+      !d || !is_delay_op(d->op()) || d->direct_inputs().empty() || d->direct_inputs()[0].get() != outs[0].get())
+    return false;
   auto use_count = [&](const Variable& v) {
     auto it = uses.find(v.get());
     return it == uses.end() ? 0 : it->second;
@@ -480,30 +710,18 @@ bool match_fused_rnn(const FunctionPtr& f, const VariableUses& uses, FusedRnnMat
     return reject(f, "input or state is not a vector sequence");
   if (!(x.dynamic_axes() == h.dynamic_axes())) return reject(f, "input and state have different dynamic axes");
   if (nstates == 2 && outs[1].shape() != h.shape()) return reject(f, "cell_shape differs from shape");
-  std::map<std::string, Variable> params;
-  bool dup = false;
-  const std::string fp = fingerprint(f, params, dup);
-  const Expected* e = nullptr;
-  for (auto& ex : kExpected)
-    if (kind == ex.kind && fp == ex.ops) e = &ex;
-  if (!e) return reject(f, "inner graph " + fp);
-  const bool gru = e->cell == RnnCell::Gru;
-  if (dup || params.size() != (gru ? 4u : 3u) || !params.count("W") || !params.count("H") || !params.count("b") ||
-      (gru && !params.count("H1")))
-    return reject(f, "unexpected parameters");
-  const int64_t C = x.shape()[0], Hd = h.shape()[0], G = kernels::rnn_gates(e->cell);
-  const int64_t Gh = gru ? 2 : G;
-  if (params["W"].shape() != NDShape{C, G * Hd} || params["H"].shape() != NDShape{Hd, Gh * Hd} ||
-      params["b"].shape() != NDShape{G * Hd} || (gru && params["H1"].shape() != NDShape{Hd, Hd}))
-    return reject(f, "parameter shapes");
-  m.inputs = {x, params["W"], params["H"]};
-  if (gru) m.inputs.push_back(params["H1"]);
-  m.inputs.push_back(params["b"]);
+  CellMatch cm;
+  std::string why;
+  if (!match_cell(f, cm, why)) return reject(f, why);
+  const bool gru = cm.cell == RnnCell::Gru;
+  m.inputs = {x, cm.W, cm.H};
+  if (gru) m.inputs.push_back(cm.H1);
+  m.inputs.push_back(cm.b);
   for (auto& i : inits) m.inputs.push_back(i);
   std::vector<Variable> typed = m.inputs;
   typed.push_back(h);
   if (!all_float(typed)) return reject(f, "not float32");
-  m.op = &fused_ops().ops.at({int(e->cell), direction < 0});
+  m.op = &fused_ops().ops.at({int(cm.cell), direction < 0});
   return true;
 }
 

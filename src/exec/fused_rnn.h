@@ -1,9 +1,10 @@
 // Fused recurrences: the planner replaces the loop of Recurrence(LSTM/GRU/RNNStep)
 // (a step block whose state arguments are delays of its own outputs) by one step that
 // runs the whole sequence on oneDNN's RNN primitives (kernels/cpu/rnn.h), forward and
-// backward, when the step is exactly what oneDNN computes. Anything else is inlined
-// and runs step by step as before. CNTK_RNN_FUSION=0 in the environment turns fusion
-// off (tests and benchmarks compare the two paths).
+// backward, when the step's inner graph is wired as a cell oneDNN computes (matched by
+// structure, not names: see README.md). Anything else is inlined and runs step by
+// step. CNTK_RNN_FUSION=0 in the environment turns fusion off (tests and benchmarks
+// compare the two paths).
 #pragma once
 #include <unordered_map>
 #include <vector>
@@ -26,10 +27,8 @@ struct FusedRnnMatch {
 };
 
 // Whether block `f` is the step of a fusable recurrence, given the graph's uses; on
-// success fills `m`. The fused step's only output is f's first output (h).
+// success fills `m`: any block qualifies by its wiring, whatever its name. The fused
+// step's only output is f's first output (h).
 bool match_fused_rnn(const FunctionPtr& f, const VariableUses& uses, FusedRnnMatch& m);
-
-// The op names of the fused steps, as they appear in plans and profiler events.
-bool is_fused_rnn_op(const OpDef* op);
 
 }  // namespace cntk

@@ -96,6 +96,7 @@ void fuse_steps(Plan& p) {
     if (chain.size() < 2) continue;
     auto op = std::make_shared<const OpDef>(fused_convolution_op(spec));
     PlanStep f;
+    f.kind = StepKind::FusedConv;
     f.fn = conv.fn;
     f.op = op.get();
     f.in = {conv.in[0], conv.in[1]};

@@ -3,6 +3,7 @@
 // the loop with a sequence axis are read the same way, others whole. Backward runs
 // the time steps in reverse. See plan.h (PlanLoop) for how loops are found.
 #include <algorithm>
+#include <optional>
 
 #include "cntk/profiler.h"
 #include "cntk/switches.h"
@@ -28,7 +29,7 @@ bool is_loop_slot(const PlanLoop& loop, int slot) {
 LoopExtent loop_extent(const Plan& p, const PlanLoop& loop, const BackPropState& s) {
   for (int k = loop.first; k <= loop.last; ++k) {
     const PlanStep& st = p.steps[k];
-    if (loop.delay_in_loop[k - loop.first]) continue;  // its initial state may run over another axis
+    if (st.kind == StepKind::Delay) continue;  // its initial state may run over another axis
     for (size_t i = 0; i < st.in.size(); ++i) {
       if (st.in_axes[i].size() != 2 || is_loop_slot(loop, st.in[i])) continue;
       const NDArrayView& v = s.values[st.in[i]];
@@ -61,12 +62,6 @@ ComputeContext make_step_context(const PlanStep& st, BackPropState& s, int64_t t
     ctx.in_lengths[i] = lens;
   }
   return ctx;
-}
-
-// The initial state of a delay inside a loop, broadcast to [B, *shape].
-NDArrayView delay_init_rows(const PlanStep& st, BackPropState& s, const LoopExtent& e) {
-  ComputeContext ctx = make_context(st, s);
-  return delay_initial_rows(ctx, s.plan->slot_var[st.out[0]].shape(), e.B);
 }
 
 bool has_unknown_dim(const Variable& v) {
@@ -125,19 +120,18 @@ void loop_forward(const PlanLoop& loop, BackPropState& s) {
     for (int o : p.steps[k].out) {
       const Variable& v = p.slot_var[o];
       s.seq_lengths[o] = e.lengths;
-      if (loop.delay_in_loop[k - loop.first]) check_known(v);
+      if (p.steps[k].kind == StepKind::Delay) check_known(v);
       s.values[o] =
           has_unknown_dim(v) ? NDArrayView() : NDArrayView::zeros(v.dtype(), NDShape{e.T, e.B}.concat(v.shape()));
     }
-  std::vector<NDArrayView> init(size_t(loop.last - loop.first + 1));
-  std::vector<std::shared_ptr<const DelayCarry>> carry(init.size());
+  // The loop's delays (Delay steps), each with its initial state and carry for this pass.
+  std::vector<std::optional<DelayLoopStep>> delays(size_t(loop.last - loop.first + 1));
   const std::vector<char>* continues = s.continues.empty() ? nullptr : &s.continues;
   for (int k = loop.first; k <= loop.last; ++k)
-    if (loop.delay_in_loop[k - loop.first]) {
-      init[k - loop.first] = delay_init_rows(p.steps[k], s, e);
+    if (p.steps[k].kind == StepKind::Delay) {
       const PlanStep& st = p.steps[k];
       const Variable& v = p.slot_var[st.out[0]];
-      carry[k - loop.first] = delay_carry_in(*st.fn, continues, e.B, v.shape(), v.dtype());
+      delays[size_t(k - loop.first)].emplace(make_context(st, s), v.shape(), v.dtype(), e.lengths, continues);
       if (s.values[st.in[0]].dtype() != s.values[st.out[0]].dtype())
         throw NotImplementedError("recurrent loop: " + st.fn->op_name() + " delays a " +
                                   to_string(s.values[st.in[0]].dtype()) + " value into a " +
@@ -153,9 +147,8 @@ void loop_forward(const PlanLoop& loop, BackPropState& s) {
     std::vector<int64_t> lens = step_lengths(e, t);
     for (int k = loop.first; k <= loop.last; ++k) {
       const PlanStep& st = p.steps[k];
-      if (loop.delay_in_loop[k - loop.first]) {
-        delay_forward_steps(delay_spec(*st.fn), s.values[st.in[0]], init[k - loop.first], e.lengths, t, t + 1,
-                            s.values[st.out[0]], carry[k - loop.first].get(), continues);
+      if (st.kind == StepKind::Delay) {
+        delays[size_t(k - loop.first)]->forward(s.values[st.in[0]], t, s.values[st.out[0]]);
         continue;
       }
       ComputeContext ctx = make_step_context(st, s, t, lens);
@@ -206,10 +199,7 @@ void loop_forward(const PlanLoop& loop, BackPropState& s) {
       }
   // What a next call that continues these sequences starts from.
   for (int k = loop.first; k <= loop.last; ++k)
-    if (loop.delay_in_loop[k - loop.first]) {
-      const PlanStep& st = p.steps[k];
-      delay_carry_out(*st.fn, s.values[st.in[0]], init[k - loop.first], e.lengths, continues, carry[k - loop.first].get());
-    }
+    if (p.steps[k].kind == StepKind::Delay) delays[size_t(k - loop.first)]->finish(s.values[p.steps[k].in[0]]);
 }
 
 void loop_backward(const PlanLoop& loop, BackPropState& s, std::vector<NDArrayView>& grads,
@@ -228,17 +218,18 @@ void loop_backward(const PlanLoop& loop, BackPropState& s, std::vector<NDArrayVi
     for (size_t i = 0; i < p.steps[k].in.size(); ++i) {
       int in = p.steps[k].in[i];
       if (!depends[in] || p.steps[k].in_axes[i].size() != 2) continue;
-      if (loop.delay_in_loop[k - loop.first] && i == 1) continue;  // the initial state: accumulated whole
+      if (p.steps[k].kind == StepKind::Delay && i == 1) continue;  // the initial state: accumulated whole
       if (!grads[in].defined())
         grads[in] = eager::zeros_like(s.values[in]);
       else if (!grads[in].is_contiguous())
         grads[in] = grads[in].copy();
     }
-  std::vector<NDArrayView> init_grad(size_t(loop.last - loop.first + 1));
+  const std::vector<char>* continues = s.continues.empty() ? nullptr : &s.continues;
+  std::vector<std::optional<DelayLoopGradient>> delays(size_t(loop.last - loop.first + 1));
   for (int k = loop.first; k <= loop.last; ++k) {
     const PlanStep& st = p.steps[k];
-    if (loop.delay_in_loop[k - loop.first] && depends[st.in[1]])
-      init_grad[k - loop.first] = NDArrayView::zeros(s.values[st.out[0]].dtype(), s.values[st.out[0]].shape().sub(1));
+    if (st.kind == StepKind::Delay)
+      delays[size_t(k - loop.first)].emplace(*st.fn, s.values[st.out[0]], depends[st.in[1]], e.lengths, continues);
   }
   std::vector<std::vector<NDArrayView>> step_grad_buffers(size_t(loop.last - loop.first + 1));
   std::vector<std::vector<NDArrayView>> step_scratch(step_grad_buffers.size());
@@ -247,11 +238,8 @@ void loop_backward(const PlanLoop& loop, BackPropState& s, std::vector<NDArrayVi
     std::vector<int64_t> lens = step_lengths(e, t);
     for (int k = loop.last; k >= loop.first; --k) {
       const PlanStep& st = p.steps[k];
-      if (loop.delay_in_loop[k - loop.first]) {
-        NDArrayView* gx = depends[st.in[0]] ? &grads[st.in[0]] : nullptr;
-        NDArrayView* gi = init_grad[k - loop.first].defined() ? &init_grad[k - loop.first] : nullptr;
-        delay_backward_steps(delay_spec(*st.fn), grads[st.out[0]], e.lengths, t, t + 1, gx, gi,
-                             s.continues.empty() ? nullptr : &s.continues);
+      if (st.kind == StepKind::Delay) {
+        delays[size_t(k - loop.first)]->backward(grads[st.out[0]], t, depends[st.in[0]] ? &grads[st.in[0]] : nullptr);
         continue;
       }
       ComputeContext ctx = make_step_context(st, s, t, lens);
@@ -301,11 +289,9 @@ void loop_backward(const PlanLoop& loop, BackPropState& s, std::vector<NDArrayVi
     }
   }
   for (int k = loop.first; k <= loop.last; ++k) {
-    if (!init_grad[k - loop.first].defined()) continue;
     const PlanStep& st = p.steps[k];
-    ComputeContext ctx = make_context(st, s);
-    NDArrayView gi = init_grad[k - loop.first];
-    accumulate(s, grads, st.in[1], false, 0, delay_initial_gradient(ctx, gi));
+    if (st.kind != StepKind::Delay || !depends[st.in[1]]) continue;
+    accumulate(s, grads, st.in[1], false, 0, delays[size_t(k - loop.first)]->initial_gradient(make_context(st, s)));
   }
 }
 

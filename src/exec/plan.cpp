@@ -137,6 +137,7 @@ class PlanBuilder {
   // (an LSTM's cell state) get no slot, which match_fused_rnn made sure nobody reads.
   void emit_fused(const FunctionPtr& f, const FusedRnnMatch& m, const std::unordered_map<VariableImpl*, int>& bind) {
     PlanStep step;
+    step.kind = StepKind::FusedRecurrence;
     step.fn = f.get();
     step.op = m.op;
     for (auto& v : m.inputs) {
@@ -301,10 +302,10 @@ void order_steps(Plan& p) {
       }
     }
     for (int i : done) {
-      loop.delay_in_loop.push_back(in_loop_delay[i]);
       for (int o : p.steps[i].out) loop.out_slots.push_back(o);
       ordered.push_back(std::move(p.steps[i]));
       ordered.back().loop = int(p.loops.size());
+      if (in_loop_delay[i]) ordered.back().kind = StepKind::Delay;
     }
     loop.last = int(ordered.size()) - 1;
     p.loops.push_back(std::move(loop));
@@ -343,12 +344,27 @@ bool still_valid(const Plan& p) {
     return true;
   };
   for (auto& st : p.steps) {
-    if (is_fused_rnn_op(st.op)) continue;  // its inputs are not its block's direct inputs
+    if (st.kind == StepKind::FusedRecurrence) continue;  // its inputs are not its block's direct inputs
     if (st.fused_from.empty() ? !step_valid(st)
                               : !std::all_of(st.fused_from.begin(), st.fused_from.end(), step_valid))
       return false;
   }
   return true;
+}
+
+// The program: the steps outside loops, and each loop (a contiguous range) as one Loop.
+void make_program(Plan& p) {
+  p.program.clear();
+  for (size_t k = 0; k < p.steps.size(); ++k) {
+    const PlanStep& st = p.steps[k];
+    p.carries_state = p.carries_state || is_delay_op(st.op) || st.kind == StepKind::FusedRecurrence;
+    if (st.loop >= 0) {
+      p.program.push_back({StepKind::Loop, st.loop});
+      k = size_t(p.loops[size_t(st.loop)].last);
+      continue;
+    }
+    p.program.push_back({st.kind, int(k)});
+  }
 }
 
 }  // namespace
@@ -415,6 +431,7 @@ std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Var
   order_steps(*p);
   if (backend.fuses_convolutions()) fuse_steps(*p);
   if (backend.keeps_layouts()) mark_kept_layouts(*p);
+  make_program(*p);
   ++g_plans;
   std::lock_guard<std::mutex> lock(c.mu);
   if (c.plans.size() > 64) c.plans.clear();

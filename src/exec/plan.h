@@ -11,7 +11,25 @@
 
 namespace cntk {
 
+// What the executor does with a step (forward and backward); see Plan::program.
+enum class StepKind : uint8_t {
+  Kernel,           // its op's kernel and gradient rule (over one time step inside a loop)
+  Delay,            // a PastValue/FutureValue inside a loop: the delay's step kernel
+                    // (ops/sequence_delay.h) per time step, reading the loop's buffers
+  Loop,             // (instructions only) a recurrent loop: its range of steps per time step
+  FusedRecurrence,  // a whole recurrence recognized as one cell (fused_rnn.h)
+  FusedConv,        // a convolution chain as one step (fusion.h): writes only its last result
+};
+
+// One instruction of a plan's program: step `index` (Plan::steps) or, for a Loop,
+// loop `index` (Plan::loops).
+struct Instruction {
+  StepKind kind;
+  int index;
+};
+
 struct PlanStep {
+  StepKind kind = StepKind::Kernel;  // never Loop
   Function* fn;
   const OpDef* op;
   std::vector<int> in, out;
@@ -28,12 +46,12 @@ struct PlanStep {
 // or FutureValue edges. Its steps are contiguous in Plan::steps, in the order one
 // time step runs them; the executor runs them for every time step in turn, all
 // sequences of the minibatch batched into each step, and backward through time in
-// reverse. A fused implementation (an LSTM recognized as a whole) can later take a
-// loop's place by claiming its range of steps.
+// reverse. Its delays whose operand the loop computes are Delay steps, the others
+// Kernel steps. (A recurrence recognized as one cell never becomes a loop: the planner
+// emits one FusedRecurrence step for it instead, see fused_rnn.h.)
 struct PlanLoop {
   int first = 0, last = 0;           // its steps are Plan::steps[first .. last]
   bool forward_in_time = true;       // PastValue loops run t = 0..T-1, FutureValue loops T-1..0
-  std::vector<bool> delay_in_loop;   // per step of the loop: a delay whose operand is computed in the loop
   std::vector<int> out_slots;        // the slots the loop's steps write
 };
 
@@ -44,6 +62,10 @@ struct Plan {
   std::vector<int> leaf_slots;                  // inputs, parameters, constants
   std::vector<int> output_slots;                // the requested outputs, in order
   std::vector<PlanLoop> loops;
+  // What the executor runs, in order (backward: in reverse): the steps outside loops and
+  // one Loop instruction per loop; made last, after fusion (make_program).
+  std::vector<Instruction> program;
+  bool carries_state = false;  // a delay or fused recurrence may continue sequences across calls
   bool rnn_fusion = false;  // compiled with fused recurrences (see fused_rnn.h)
   bool fusion = false;                                // the fusion pass ran (see fusion.h)
   std::vector<std::shared_ptr<const OpDef>> fused_ops;  // the op definitions of its fused steps

@@ -275,6 +275,37 @@ void delay_carry_out(Function& f, const NDArrayView& x, const NDArrayView& init_
   f.set_op_state(std::move(next));
 }
 
+DelayLoopStep::DelayLoopStep(const ComputeContext& ctx, const NDShape& item_shape, DataType dtype,
+                             const std::vector<int64_t>& lengths, const std::vector<char>* continues)
+    : fn_(*ctx.fn), spec_(delay_spec(*ctx.fn)), lengths_(lengths), continues_(continues) {
+  const int64_t B = int64_t(lengths.size());
+  init_rows_ = delay_initial_rows(ctx, item_shape, B);
+  carry_ = delay_carry_in(fn_, continues, B, item_shape, dtype);
+}
+
+void DelayLoopStep::forward(const NDArrayView& x, int64_t t, NDArrayView& out) const {
+  delay_forward_steps(spec_, x, init_rows_, lengths_, t, t + 1, out, carry_.get(), continues_);
+}
+
+void DelayLoopStep::finish(const NDArrayView& x) const {
+  delay_carry_out(fn_, x, init_rows_, lengths_, continues_, carry_.get());
+}
+
+DelayLoopGradient::DelayLoopGradient(const Function& f, const NDArrayView& out, bool want_init,
+                                     const std::vector<int64_t>& lengths, const std::vector<char>* continues)
+    : spec_(delay_spec(f)), lengths_(lengths), continues_(continues) {
+  if (want_init) init_grad_ = NDArrayView::zeros(out.dtype(), out.shape().sub(1));
+}
+
+void DelayLoopGradient::backward(const NDArrayView& grad_out, int64_t t, NDArrayView* grad_x) {
+  delay_backward_steps(spec_, grad_out, lengths_, t, t + 1, grad_x, init_grad_.defined() ? &init_grad_ : nullptr,
+                       continues_);
+}
+
+NDArrayView DelayLoopGradient::initial_gradient(const ComputeContext& ctx) const {
+  return init_grad_.defined() ? delay_initial_gradient(ctx, init_grad_) : NDArrayView();
+}
+
 bool is_delay_op(const OpDef* op) { return op && op->is(kDelay); }
 
 DelaySpec delay_spec(const Function& f) {

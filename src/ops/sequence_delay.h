@@ -2,6 +2,7 @@
 // so that the executor can run them one step at a time inside a recurrent loop.
 // Runtime layout: operand and output [T, B, *shape] (time-major), lengths per sequence.
 #pragma once
+#include <memory>
 #include <vector>
 
 #include "cntk/tensor.h"
@@ -76,5 +77,47 @@ void delay_forward_steps(const DelaySpec& d, const NDArrayView& x, const NDArray
 void delay_backward_steps(const DelaySpec& d, const NDArrayView& grad_out, const std::vector<int64_t>& lengths,
                           int64_t t0, int64_t t1, NDArrayView* grad_x, NDArrayView* grad_init_rows,
                           const std::vector<char>* continues = nullptr);
+
+// A delay inside a recurrent loop (the executor's Delay instruction): its step kernel,
+// run one time step at a time on the loop's [T, B, *shape] buffers, with the initial
+// state's rows and the carry of continued sequences fixed for the pass.
+class DelayLoopStep {
+ public:
+  // `ctx`: the delay's context (input 1 is its initial state); `item_shape` and `dtype`:
+  // its output's; a loop over `lengths.size()` sequences of these lengths, `continues`
+  // (may be null) saying which continue one of the previous call.
+  DelayLoopStep(const ComputeContext& ctx, const NDShape& item_shape, DataType dtype,
+                const std::vector<int64_t>& lengths, const std::vector<char>* continues);
+  // Output step t of `out` from operand `x` (both [T, B, *shape]).
+  void forward(const NDArrayView& x, int64_t t, NDArrayView& out) const;
+  // After the last time step: records what a next call continuing these sequences starts from.
+  void finish(const NDArrayView& x) const;
+
+ private:
+  Function& fn_;
+  DelaySpec spec_;
+  const std::vector<int64_t>& lengths_;
+  const std::vector<char>* continues_;
+  NDArrayView init_rows_;
+  std::shared_ptr<const DelayCarry> carry_;
+};
+
+// The gradient side of a DelayLoopStep: time steps in reverse, then the initial state's.
+class DelayLoopGradient {
+ public:
+  // `want_init`: the initial state's gradient is asked for; `out` is the delay's output [T, B, *shape].
+  DelayLoopGradient(const Function& f, const NDArrayView& out, bool want_init, const std::vector<int64_t>& lengths,
+                    const std::vector<char>* continues);
+  // Routes step t of `grad_out` into `grad_x` (may be null; accumulated) and the initial state's rows.
+  void backward(const NDArrayView& grad_out, int64_t t, NDArrayView* grad_x);
+  // The initial state's gradient (input 1 of `ctx`), undefined when not asked for.
+  NDArrayView initial_gradient(const ComputeContext& ctx) const;
+
+ private:
+  DelaySpec spec_;
+  const std::vector<int64_t>& lengths_;
+  const std::vector<char>* continues_;
+  NDArrayView init_grad_;
+};
 
 }  // namespace cntk
