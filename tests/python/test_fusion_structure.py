@@ -4,7 +4,6 @@ ops, but are wired otherwise than the cell oneDNN computes, must run step by ste
 (no FusedRecurrence step) and give the results of NumPy's reference for their own
 wiring; a hand-built block wired as the cell fuses whatever it is named. A
 convolution chain whose bias is not per channel is not fused either."""
-import tempfile
 
 import numpy as np
 import pytest
@@ -13,6 +12,7 @@ import cntk as C
 from cntk.layers import Recurrence
 from cntk.layers.blocks import Stabilizer, layer
 from seq_harness import as_sequences
+from test_rnn_fused import event_names
 
 
 @pytest.fixture(autouse=True)
@@ -24,18 +24,6 @@ def _restore_fusion():
 
 def sigmoid(v):
     return 1 / (1 + np.exp(-v))
-
-
-def event_names(work):
-    with tempfile.TemporaryDirectory() as d:
-        C.debugging.start_profiler(d)
-        C.debugging.enable_profiler()
-        try:
-            work()
-            events = C._cntk.profiler_events()
-        finally:
-            C.debugging.stop_profiler()
-    return [e[0] for e in events]
 
 
 def params(rng, shapes):
