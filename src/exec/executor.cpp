@@ -563,14 +563,14 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
   std::vector<bool> reported(wrt.size(), !on_ready);
   std::vector<std::pair<size_t, size_t>> first_reader;  // (step index, wrt index), latest first
   if (on_ready) {
+    // One pass over the steps: the first step reading each slot.
+    std::vector<int64_t> first_step(p.slot_var.size(), -1);
+    for (size_t k = p.steps.size(); k-- > 0;)
+      for (int in : p.steps[k].in) first_step[size_t(in)] = int64_t(k);
     for (size_t j = 0; j < wrt.size(); ++j) {
       auto it = p.slot.find(wrt[j].get());
       if (it == p.slot.end() || !wrt[j].dynamic_axes().empty()) continue;  // reported at the end
-      for (size_t k = 0; k < p.steps.size(); ++k)
-        if (std::find(p.steps[k].in.begin(), p.steps[k].in.end(), it->second) != p.steps[k].in.end()) {
-          first_reader.emplace_back(k, j);
-          break;
-        }
+      if (first_step[size_t(it->second)] >= 0) first_reader.emplace_back(size_t(first_step[size_t(it->second)]), j);
     }
     std::sort(first_reader.begin(), first_reader.end(), std::greater<>());
   }
