@@ -1,6 +1,7 @@
 # Developer targets. `make test` is what CI runs; the others are for iteration.
 JOBS ?= $(shell nproc)
 
+.PHONY: format format-check
 .PHONY: deps dev test test-quick cpp-test sanitize tsan bench bench-overhead bench-deps demo clean compat
 .PHONY: keras-tests keras-backend-tests
 .PHONY: fuzz-cbf fuzz-image fuzz-htk
@@ -17,6 +18,13 @@ dev:
 
 test:
 	bash scripts/test.sh
+
+# The C/C++ style (.clang-format): `format` applies it, `format-check` (run by `make test`) fails on a difference.
+format:
+	bash scripts/format.sh
+
+format-check:
+	bash scripts/format.sh --check
 
 # Fast loop: in-place build, C++ tests, Python tests without the slow accuracy runs.
 test-quick: dev

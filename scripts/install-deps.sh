@@ -8,6 +8,7 @@ pkgs="build-essential cmake ninja-build libdnnl-dev libgtest-dev dataset-fashion
 pkgs="$pkgs libpng-dev libjpeg-dev"  # image deserializer: PNG and JPEG (libjpeg-turbo) decoding
 pkgs="$pkgs libprotobuf-dev protobuf-compiler"  # CNTK v2 model files (src/serialize)
 pkgs="$pkgs clang libomp-14-dev"  # libFuzzer targets (make fuzz-model)
+pkgs="$pkgs clang-format-14"  # the C/C++ style check (scripts/format.sh)
 pkgs="$pkgs openmpi-bin libopenmpi-dev"  # distributed training (src/distributed): MPI
 pkgs="$pkgs mono-mcs mono-runtime libmono-system-core4.0-cil libmono-system-drawing4.0-cil"  # the C# API (bindings/csharp): compiler, runtime, System.Core; System.Drawing for CNTK's C# evaluation examples
 missing=""

@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+bash scripts/format.sh --check  # the C/C++ style (.clang-format)
 jobs=$(nproc)
 cmake -S . -B build/cpp -G Ninja -DCMAKE_BUILD_TYPE=Release -DCNTK_BUILD_PYTHON=OFF -DCNTK_WERROR=ON >/dev/null
 cmake --build build/cpp -j "$jobs"

@@ -16,13 +16,13 @@
 
 #include "cntk/c_api.h"
 
-#define CHECK(call)                                                                                           \
-  do {                                                                                                        \
-    cntk_status s_ = (call);                                                                                  \
-    if (s_ != CNTK_OK) {                                                                                      \
+#define CHECK(call)                                                                                          \
+  do {                                                                                                       \
+    cntk_status s_ = (call);                                                                                 \
+    if (s_ != CNTK_OK) {                                                                                     \
       fprintf(stderr, "%s:%d: %s failed (%d): %s\n", __FILE__, __LINE__, #call, (int)s_, cntk_last_error()); \
-      exit(1);                                                                                                \
-    }                                                                                                         \
+      exit(1);                                                                                               \
+    }                                                                                                        \
   } while (0)
 
 enum { kVocab = 6, kDim = 4 };
@@ -232,8 +232,8 @@ int main(int argc, char** argv) {
   const double trained = total_loss(loss, x, data);
   CHECK(cntk_trainer_restore_checkpoint(trainer, ckp));
   const double restored = total_loss(loss, x, data);
-  printf("after 20 steps: summed loss %.4f (%zu samples per minibatch); restored checkpoint %.9f\n", trained,
-         samples, restored);
+  printf("after 20 steps: summed loss %.4f (%zu samples per minibatch); restored checkpoint %.9f\n", trained, samples,
+         restored);
   ok &= samples == 7 && trained < reference - 1.0 && fabs(restored - reference) < 1e-12;
   remove(ckp);
   char ckp2[1100];

@@ -16,14 +16,13 @@
 
 #include "cntk/c_api.h"
 
-#define CHECK(call)                                                                        \
-  do {                                                                                     \
-    cntk_status s_ = (call);                                                               \
-    if (s_ != CNTK_OK) {                                                                   \
-      fprintf(stderr, "%s:%d: %s failed (%d): %s\n", __FILE__, __LINE__, #call, (int)s_, \
-              cntk_last_error());                                                          \
-      exit(1);                                                                             \
-    }                                                                                      \
+#define CHECK(call)                                                                                          \
+  do {                                                                                                       \
+    cntk_status s_ = (call);                                                                                 \
+    if (s_ != CNTK_OK) {                                                                                     \
+      fprintf(stderr, "%s:%d: %s failed (%d): %s\n", __FILE__, __LINE__, #call, (int)s_, cntk_last_error()); \
+      exit(1);                                                                                               \
+    }                                                                                                        \
   } while (0)
 
 enum { kFeatures = 2, kClasses = 3, kTrain = 3000, kTest = 600, kMinibatch = 30 };

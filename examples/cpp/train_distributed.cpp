@@ -131,7 +131,8 @@ int main() {
   CommunicatorPtr exact = mpi_communicator();
   const size_t rank = exact->rank(), workers = exact->num_workers();
   if (kGlobalBatch % int64_t(workers) != 0) {
-    if (rank == 0) std::printf("the global minibatch of %lld does not split over %zu workers\n", (long long)kGlobalBatch, workers);
+    if (rank == 0)
+      std::printf("the global minibatch of %lld does not split over %zu workers\n", (long long)kGlobalBatch, workers);
     Communicator::finalize();
     return 1;
   }
@@ -156,10 +157,11 @@ int main() {
   const uint64_t one_bit_bytes = one_bit->counters().bytes_sent;
   if (workers > 1 && !(one_bit_bytes * 3 < exact_bytes)) fail("1-bit SGD did not send fewer bytes");
 
-  std::printf("worker %zu of %zu: %lld steps; largest difference from one process %.2g; bytes sent: exact %llu, "
-              "1-bit %llu; overlapped exchanges %llu\n",
-              rank, workers, (long long)kSteps, worst, (unsigned long long)exact_bytes,
-              (unsigned long long)one_bit_bytes, (unsigned long long)exact->counters().overlapped_exchanges);
+  std::printf(
+      "worker %zu of %zu: %lld steps; largest difference from one process %.2g; bytes sent: exact %llu, "
+      "1-bit %llu; overlapped exchanges %llu\n",
+      rank, workers, (long long)kSteps, worst, (unsigned long long)exact_bytes, (unsigned long long)one_bit_bytes,
+      (unsigned long long)exact->counters().overlapped_exchanges);
   Communicator::finalize();
   return failures ? 1 : 0;
 }

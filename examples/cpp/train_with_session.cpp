@@ -124,7 +124,7 @@ int main() {
   fs::remove_all(dir);
 
   const bool same = whole.parameters == resumed.parameters;
-  std::printf("restored run %s the uninterrupted one; validation error %.2f%%\n",
-              same ? "matches" : "DIFFERS FROM", 100.0 * whole.last_validation_error);
+  std::printf("restored run %s the uninterrupted one; validation error %.2f%%\n", same ? "matches" : "DIFFERS FROM",
+              100.0 * whole.last_validation_error);
   return same && whole.last_validation_error < 0.10 ? 0 : 1;
 }

@@ -64,7 +64,11 @@ typedef enum cntk_dtype {
   CNTK_ENUM_RANGE(CNTK_DTYPE)
 } cntk_dtype;
 
-typedef enum cntk_device_kind { CNTK_DEVICE_CPU = 0, CNTK_DEVICE_GPU = 1, CNTK_ENUM_RANGE(CNTK_DEVICE) } cntk_device_kind;
+typedef enum cntk_device_kind {
+  CNTK_DEVICE_CPU = 0,
+  CNTK_DEVICE_GPU = 1,
+  CNTK_ENUM_RANGE(CNTK_DEVICE)
+} cntk_device_kind;
 
 typedef enum cntk_variable_kind {
   CNTK_VARIABLE_INPUT = 0,
@@ -81,18 +85,18 @@ typedef enum cntk_clone_method {
   CNTK_ENUM_RANGE(CNTK_CLONE_METHOD)
 } cntk_clone_method;
 
-typedef struct cntk_ndarray cntk_ndarray;       /* NDArrayView: a dense or sparse tensor */
-typedef struct cntk_value cntk_value;           /* Value: a batch, or a batch of sequences with a mask */
-typedef struct cntk_axis cntk_axis;             /* Axis: static, batch, sequence, all-static, all */
-typedef struct cntk_variable cntk_variable;     /* Variable: input, output, parameter, constant, placeholder */
-typedef struct cntk_function cntk_function;     /* Function: a (composite) graph */
-typedef struct cntk_dict cntk_dict;             /* Dictionary: op attributes, initializer specs */
+typedef struct cntk_ndarray cntk_ndarray;   /* NDArrayView: a dense or sparse tensor */
+typedef struct cntk_value cntk_value;       /* Value: a batch, or a batch of sequences with a mask */
+typedef struct cntk_axis cntk_axis;         /* Axis: static, batch, sequence, all-static, all */
+typedef struct cntk_variable cntk_variable; /* Variable: input, output, parameter, constant, placeholder */
+typedef struct cntk_function cntk_function; /* Function: a (composite) graph */
+typedef struct cntk_dict cntk_dict;         /* Dictionary: op attributes, initializer specs */
 typedef struct cntk_backprop_state cntk_backprop_state;
-typedef struct cntk_schedule cntk_schedule;     /* TrainingParameterSchedule<double> */
+typedef struct cntk_schedule cntk_schedule; /* TrainingParameterSchedule<double> */
 typedef struct cntk_learner cntk_learner;
 typedef struct cntk_trainer cntk_trainer;
 typedef struct cntk_minibatch_source cntk_minibatch_source;
-typedef struct cntk_minibatch cntk_minibatch;   /* one minibatch: per stream data and counts */
+typedef struct cntk_minibatch cntk_minibatch; /* one minibatch: per stream data and counts */
 
 /* ------------------------------------------------------------------ errors, version */
 
@@ -115,23 +119,22 @@ CNTK_C_EXPORT cntk_status cntk_next_random_seed(uint64_t* out);
 /* A dense array holding a copy of `data` (row-major, `dtype` elements); NULL data: zeros. */
 CNTK_C_EXPORT cntk_status cntk_ndarray_create_dense(cntk_dtype dtype, const int64_t* dims, size_t rank,
                                                     const void* data, cntk_ndarray** out);
-CNTK_C_EXPORT cntk_status cntk_ndarray_create_filled(cntk_dtype dtype, const int64_t* dims, size_t rank,
-                                                     double value, cntk_ndarray** out);
+CNTK_C_EXPORT cntk_status cntk_ndarray_create_filled(cntk_dtype dtype, const int64_t* dims, size_t rank, double value,
+                                                     cntk_ndarray** out);
 /* Sparse, in compressed rows over the last axis: the array read as (outer = product of the
  * leading dims) rows of dims[rank-1] columns; row_starts has outer + 1 entries. */
 CNTK_C_EXPORT cntk_status cntk_ndarray_create_sparse(cntk_dtype dtype, const int64_t* dims, size_t rank,
                                                      const int64_t* row_starts, const int64_t* col_indices,
                                                      const void* values, size_t nnz, cntk_ndarray** out);
 /* Uniform in [low, high) from the engine's uniform initializer with `seed`. */
-CNTK_C_EXPORT cntk_status cntk_ndarray_random_uniform(cntk_dtype dtype, const int64_t* dims, size_t rank,
-                                                      double low, double high, uint64_t seed, cntk_ndarray** out);
+CNTK_C_EXPORT cntk_status cntk_ndarray_random_uniform(cntk_dtype dtype, const int64_t* dims, size_t rank, double low,
+                                                      double high, uint64_t seed, cntk_ndarray** out);
 CNTK_C_EXPORT void cntk_ndarray_release(cntk_ndarray* a);
 CNTK_C_EXPORT cntk_status cntk_ndarray_dtype(const cntk_ndarray* a, cntk_dtype* out);
 CNTK_C_EXPORT cntk_status cntk_ndarray_shape(const cntk_ndarray* a, int64_t* dims, size_t capacity, size_t* rank);
 CNTK_C_EXPORT cntk_status cntk_ndarray_is_sparse(const cntk_ndarray* a, int* out);
 /* Copies the (densified) elements out, converted to `dtype`; `capacity` in elements. */
-CNTK_C_EXPORT cntk_status cntk_ndarray_copy_to(const cntk_ndarray* a, cntk_dtype dtype, void* buffer,
-                                               size_t capacity);
+CNTK_C_EXPORT cntk_status cntk_ndarray_copy_to(const cntk_ndarray* a, cntk_dtype dtype, void* buffer, size_t capacity);
 /* Overwrites the elements from `data` (same count, `dtype` elements, converted). */
 CNTK_C_EXPORT cntk_status cntk_ndarray_copy_from(cntk_ndarray* a, cntk_dtype dtype, const void* data, size_t count);
 CNTK_C_EXPORT cntk_status cntk_ndarray_deep_clone(const cntk_ndarray* a, cntk_ndarray** out);
@@ -163,10 +166,9 @@ CNTK_C_EXPORT cntk_status cntk_value_unpack(const cntk_value* v, const cntk_vari
                                             int64_t* lengths, size_t lengths_capacity, size_t* num_sequences,
                                             void* buffer, size_t buffer_capacity, size_t* total);
 /* A one-hot value's class indices per sample (-1 for an all-zero sample), laid out as cntk_value_unpack's. */
-CNTK_C_EXPORT cntk_status cntk_value_unpack_one_hot(const cntk_value* v, const cntk_variable* layout,
-                                                    int64_t* lengths, size_t lengths_capacity,
-                                                    size_t* num_sequences, int64_t* indices, size_t indices_capacity,
-                                                    size_t* total);
+CNTK_C_EXPORT cntk_status cntk_value_unpack_one_hot(const cntk_value* v, const cntk_variable* layout, int64_t* lengths,
+                                                    size_t lengths_capacity, size_t* num_sequences, int64_t* indices,
+                                                    size_t indices_capacity, size_t* total);
 
 /* ------------------------------------------------------------------ Axis */
 
@@ -203,8 +205,8 @@ CNTK_C_EXPORT cntk_status cntk_dict_set_ndarray(cntk_dict* d, const char* key, c
 
 /* dynamic_axes == NULL and num_axes == 0: the default (a batch axis). */
 CNTK_C_EXPORT cntk_status cntk_variable_input(const int64_t* dims, size_t rank, cntk_dtype dtype, int is_sparse,
-                                              int needs_gradient, const cntk_axis* const* dynamic_axes,
-                                              size_t num_axes, const char* name, cntk_variable** out);
+                                              int needs_gradient, const cntk_axis* const* dynamic_axes, size_t num_axes,
+                                              const char* name, cntk_variable** out);
 /* A parameter from an initial value (copied) ... */
 CNTK_C_EXPORT cntk_status cntk_variable_parameter(const cntk_ndarray* value, const char* name, cntk_variable** out);
 /* ... or from an initializer spec (keys type, scale, outputRank, filterRank, randomSeed, value)
@@ -246,7 +248,8 @@ CNTK_C_EXPORT cntk_status cntk_function_primitive(const char* op_name, const cnt
                                                   cntk_function** out);
 /* A block: `composite` with each of its placeholders bound from outside by `arguments` (pairs
  * placeholder, outer variable), shown as one op named `op_name`. */
-CNTK_C_EXPORT cntk_status cntk_function_as_block(const cntk_function* composite, const cntk_variable* const* placeholders,
+CNTK_C_EXPORT cntk_status cntk_function_as_block(const cntk_function* composite,
+                                                 const cntk_variable* const* placeholders,
                                                  const cntk_variable* const* arguments, size_t count,
                                                  const char* op_name, const char* name, cntk_function** out);
 CNTK_C_EXPORT cntk_status cntk_function_combine(const cntk_variable* const* outputs, size_t count, const char* name,
@@ -257,8 +260,7 @@ CNTK_C_EXPORT cntk_status cntk_function_clone_handle(const cntk_function* f, cnt
 CNTK_C_EXPORT cntk_status cntk_function_name(const cntk_function* f, char* buffer, size_t capacity, size_t* length);
 CNTK_C_EXPORT cntk_status cntk_function_set_name(cntk_function* f, const char* name);
 CNTK_C_EXPORT cntk_status cntk_function_uid(const cntk_function* f, char* buffer, size_t capacity, size_t* length);
-CNTK_C_EXPORT cntk_status cntk_function_op_name(const cntk_function* f, char* buffer, size_t capacity,
-                                                size_t* length);
+CNTK_C_EXPORT cntk_status cntk_function_op_name(const cntk_function* f, char* buffer, size_t capacity, size_t* length);
 /* 0 primitive, 1 composite, 2 block */
 CNTK_C_EXPORT cntk_status cntk_function_kind(const cntk_function* f, int* out);
 CNTK_C_EXPORT cntk_status cntk_function_root(const cntk_function* f, cntk_function** out);
@@ -274,8 +276,7 @@ CNTK_C_EXPORT cntk_status cntk_function_find_all_with_name(const cntk_function* 
 CNTK_C_EXPORT cntk_status cntk_function_clone(const cntk_function* f, cntk_clone_method method,
                                               const cntk_variable* const* from, const cntk_variable* const* to,
                                               size_t count, cntk_function** out);
-CNTK_C_EXPORT cntk_status cntk_function_replace_placeholders(cntk_function* f,
-                                                             const cntk_variable* const* placeholders,
+CNTK_C_EXPORT cntk_status cntk_function_replace_placeholders(cntk_function* f, const cntk_variable* const* placeholders,
                                                              const cntk_variable* const* values, size_t count,
                                                              cntk_function** out);
 CNTK_C_EXPORT cntk_status cntk_function_equal(const cntk_function* a, const cntk_function* b, int* out);
@@ -311,8 +312,7 @@ CNTK_C_EXPORT cntk_status cntk_function_restore(cntk_function* f, const char* pa
 CNTK_C_EXPORT cntk_status cntk_schedule_create(const double* values, const size_t* counts, size_t count,
                                                size_t epoch_size, size_t minibatch_size, cntk_schedule** out);
 CNTK_C_EXPORT cntk_status cntk_schedule_momentum_as_time_constant(const double* time_constants, const size_t* counts,
-                                                                  size_t count, size_t epoch_size,
-                                                                  cntk_schedule** out);
+                                                                  size_t count, size_t epoch_size, cntk_schedule** out);
 CNTK_C_EXPORT void cntk_schedule_release(cntk_schedule* s);
 CNTK_C_EXPORT cntk_status cntk_schedule_value_at(const cntk_schedule* s, size_t count, double* out);
 CNTK_C_EXPORT cntk_status cntk_schedule_info(const cntk_schedule* s, size_t* epoch_size, size_t* minibatch_size);

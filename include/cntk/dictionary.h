@@ -19,8 +19,8 @@ using Dictionary = std::map<std::string, DictValue>;
 class DictValue {
  public:
   using List = std::vector<DictValue>;
-  using Storage = std::variant<std::monostate, bool, int64_t, double, std::string, NDShape, Axis,
-                               std::shared_ptr<List>, std::shared_ptr<Dictionary>, NDArrayView>;
+  using Storage = std::variant<std::monostate, bool, int64_t, double, std::string, NDShape, Axis, std::shared_ptr<List>,
+                               std::shared_ptr<Dictionary>, NDArrayView>;
 
   DictValue() = default;
   DictValue(bool v) : v_(v) {}

@@ -116,7 +116,8 @@ class Function : public std::enable_shared_from_this<Function> {
   // Compiled plans for this function (owned by exec/plan.cpp), made on first use.
   template <class T>
   std::shared_ptr<T> plan_cache() {
-    return std::static_pointer_cast<T>(load_or_make(plan_cache_, [] { return std::shared_ptr<void>(std::make_shared<T>()); }));
+    return std::static_pointer_cast<T>(
+        load_or_make(plan_cache_, [] { return std::shared_ptr<void>(std::make_shared<T>()); }));
   }
   // The loop this function is part of, if any (see LoopAnchor).
   std::shared_ptr<LoopAnchor> loop_anchor() const { return loop_anchor_.lock(); }
@@ -154,8 +155,8 @@ class Function : public std::enable_shared_from_this<Function> {
   std::atomic<std::shared_ptr<void>> op_state_;
   std::atomic<std::shared_ptr<void>> plan_cache_;
   std::shared_ptr<UserFunctionBackend> user_;
-  bool outputs_alias_inputs_ = false;  // Combine: its outputs are its inputs
-  std::weak_ptr<LoopAnchor> loop_anchor_;                 // set on the functions of a loop
+  bool outputs_alias_inputs_ = false;                      // Combine: its outputs are its inputs
+  std::weak_ptr<LoopAnchor> loop_anchor_;                  // set on the functions of a loop
   std::vector<std::shared_ptr<LoopAnchor>> held_anchors_;  // loops this function is built on
   std::vector<std::weak_ptr<Function>> consumers_;         // functions reading this one's outputs
   friend class Variable;

@@ -28,8 +28,8 @@ namespace cntk::ops {
 // A graph operand: a variable, or a function standing for its single output.
 class Operand {
  public:
-  Operand(Variable v) : v_(std::move(v)) {}                          // NOLINT: implicit on purpose
-  Operand(const FunctionPtr& f) : v_(f->output()) {}                  // NOLINT
+  Operand(Variable v) : v_(std::move(v)) {}           // NOLINT: implicit on purpose
+  Operand(const FunctionPtr& f) : v_(f->output()) {}  // NOLINT
   const Variable& var() const { return v_; }
   operator const Variable&() const { return v_; }  // NOLINT
 
@@ -86,8 +86,8 @@ inline FunctionPtr times(const Operand& left, const Operand& right, std::optiona
 // or the batch axis.
 inline FunctionPtr reduce(const std::string& op, const Operand& x, const Axis& axis = Axis::all_static_axes(),
                           bool keepdims = true, const std::string& name = "") {
-  return apply("ReduceElements", {x},
-               {{"reductionOpName", op}, {"axis", axis}, {"reductionKeepDimensions", keepdims}}, name);
+  return apply("ReduceElements", {x}, {{"reductionOpName", op}, {"axis", axis}, {"reductionKeepDimensions", keepdims}},
+               name);
 }
 inline FunctionPtr reduce_sum(const Operand& x, const Axis& axis = Axis::all_static_axes(), bool keepdims = true,
                               const std::string& name = "") {
@@ -117,8 +117,7 @@ inline FunctionPtr cross_entropy_with_softmax(const Operand& output, const Opera
 // (a one-hot `target`) is not the output's argmax (the first maximum wins ties),
 // else 0; shape (1,) per sample for vectors. Not differentiable (zero gradient):
 // a metric, not a loss.
-inline FunctionPtr classification_error(const Operand& output, const Operand& target,
-                                        const std::string& name = "") {
+inline FunctionPtr classification_error(const Operand& output, const Operand& target, const std::string& name = "") {
   return apply("ClassificationError", {output, target}, {}, name);
 }
 
@@ -138,8 +137,12 @@ inline FunctionPtr convolution(const Operand& kernel, const Operand& operand, co
                                const std::vector<bool>& auto_padding = {true}, const NDShape& dilation = NDShape{1},
                                int64_t groups = 1, const std::string& name = "") {
   return apply("Convolution", {kernel, operand},
-               {{"strides", strides}, {"autoPadding", flag_list(auto_padding)}, {"dilation", dilation},
-                {"groups", groups}, {"sharing", flag_list({true})}, {"reductionRank", int64_t(1)},
+               {{"strides", strides},
+                {"autoPadding", flag_list(auto_padding)},
+                {"dilation", dilation},
+                {"groups", groups},
+                {"sharing", flag_list({true})},
+                {"reductionRank", int64_t(1)},
                 {"transpose", false}},
                name);
 }
@@ -158,8 +161,12 @@ inline FunctionPtr pooling(const Operand& operand, PoolingType type, const NDSha
                            const NDShape& strides = NDShape{1}, const std::vector<bool>& auto_padding = {false},
                            bool ceil_out_dim = false, bool include_pad = false, const std::string& name = "") {
   return apply("Pooling", {operand},
-               {{"poolingType", int64_t(type)}, {"poolingWindowShape", window}, {"strides", strides},
-                {"autoPadding", flag_list(auto_padding)}, {"ceilOutDim", ceil_out_dim}, {"includePad", include_pad}},
+               {{"poolingType", int64_t(type)},
+                {"poolingWindowShape", window},
+                {"strides", strides},
+                {"autoPadding", flag_list(auto_padding)},
+                {"ceilOutDim", ceil_out_dim},
+                {"includePad", include_pad}},
                name);
 }
 

@@ -83,9 +83,9 @@ void set_rank(size_t rank);
 
 struct Status {
   bool started = false, enabled = false, sync_gpu = false;
-  size_t capacity = 0;   // events the buffer holds
-  size_t recorded = 0;   // events in the buffer
-  size_t dropped = 0;    // events lost because the buffer was full
+  size_t capacity = 0;  // events the buffer holds
+  size_t recorded = 0;  // events in the buffer
+  size_t dropped = 0;   // events lost because the buffer was full
   std::string dir;
 };
 Status status();
@@ -113,9 +113,9 @@ extern std::atomic<uint32_t> g_flags;
 // calibration against steady_clock (see profiler.cpp). Elsewhere now() is steady_clock.
 extern bool g_use_tsc;
 inline uint64_t steady_ns() {
-  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now().time_since_epoch())
-                      .count());
+  return uint64_t(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 }
 // The profiler's clock, in ticks; never 0.
 inline uint64_t now() {
@@ -177,7 +177,7 @@ NodeTiming node_time(const std::string& uid);
 #define CNTK_PROFILE_CONCAT_INNER(a, b) a##b
 #define CNTK_PROFILE_CONCAT(a, b) CNTK_PROFILE_CONCAT_INNER(a, b)
 // A custom scope: `name` must be a string literal (or otherwise live forever).
-#define CNTK_PROFILE_SCOPE(name)                                               \
+#define CNTK_PROFILE_SCOPE(name)                                                    \
   ::cntk::profiler::ScopedEvent CNTK_PROFILE_CONCAT(cntk_profile_scope_, __LINE__)( \
       name, ::cntk::profiler::EventKind::Custom)
 // A phase of minibatch processing, e.g. CNTK_PROFILE_PHASE(Prefetch) in a reader's background thread.

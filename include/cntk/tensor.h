@@ -100,14 +100,14 @@ class NDArrayView {
   }
   const std::shared_ptr<Storage>& storage() const { return storage_; }
 
-  NDArrayView contiguous() const;  // self if already contiguous, else a compact copy
-  NDArrayView copy() const;        // always a new buffer (dense or sparse)
-  NDArrayView to_dense() const;    // sparse -> dense; dense -> self
+  NDArrayView contiguous() const;                   // self if already contiguous, else a compact copy
+  NDArrayView copy() const;                         // always a new buffer (dense or sparse)
+  NDArrayView to_dense() const;                     // sparse -> dense; dense -> self
   NDArrayView reshape(const NDShape& shape) const;  // view when contiguous
   NDArrayView slice(size_t axis, int64_t begin, int64_t end, int64_t stride = 1) const;  // view
-  NDArrayView permute(const std::vector<int>& perm) const;  // view with permuted strides
-  NDArrayView broadcast_to(const NDShape& shape) const;    // view with 0 strides
-  NDArrayView drop_axis(size_t axis) const;                 // view without an axis of size 1
+  NDArrayView permute(const std::vector<int>& perm) const;                               // view with permuted strides
+  NDArrayView broadcast_to(const NDShape& shape) const;                                  // view with 0 strides
+  NDArrayView drop_axis(size_t axis) const;  // view without an axis of size 1
   NDArrayView cast(DataType t) const;
   void copy_from(const NDArrayView& src);  // shapes must match; handles strides
   void fill(double value);
@@ -127,15 +127,21 @@ class NDArrayView {
 };
 
 // Dispatch on a runtime data type to a templated body: CNTK_DISPATCH_FLOAT(t, T, body).
-#define CNTK_DISPATCH_FLOAT(dtype, T, ...)                                              \
-  [&]() {                                                                              \
-    switch (dtype) {                                                                   \
-      case ::cntk::DataType::Float: { using T = float; return __VA_ARGS__(); }         \
-      case ::cntk::DataType::Double: { using T = double; return __VA_ARGS__(); }       \
-      default:                                                                         \
-        throw ::cntk::NotImplementedError(std::string("computation in ") +             \
-                                          ::cntk::to_string(dtype) + " is not supported"); \
-    }                                                                                  \
+#define CNTK_DISPATCH_FLOAT(dtype, T, ...)                                                            \
+  [&]() {                                                                                             \
+    switch (dtype) {                                                                                  \
+      case ::cntk::DataType::Float: {                                                                 \
+        using T = float;                                                                              \
+        return __VA_ARGS__();                                                                         \
+      }                                                                                               \
+      case ::cntk::DataType::Double: {                                                                \
+        using T = double;                                                                             \
+        return __VA_ARGS__();                                                                         \
+      }                                                                                               \
+      default:                                                                                        \
+        throw ::cntk::NotImplementedError(std::string("computation in ") + ::cntk::to_string(dtype) + \
+                                          " is not supported");                                       \
+    }                                                                                                 \
   }()
 
 // IEEE half <-> float conversion (storage type for float16).

@@ -142,9 +142,9 @@ class TrainingSession {
   // `max_samples` kAllSamples: until the training data ends. A progress frequency of 0
   // writes no summaries.
   TrainingSession(Trainer& trainer, TrainingSourcePtr source, MinibatchSizeSchedule minibatch_size,
-                  size_t max_samples = kAllSamples, Frequency progress_frequency = {},
-                  CheckpointConfig checkpoint = {}, CrossValidationConfig cross_validation = {},
-                  TestConfig test = {}, std::vector<TrainingProgressPtr> progress = {});
+                  size_t max_samples = kAllSamples, Frequency progress_frequency = {}, CheckpointConfig checkpoint = {},
+                  CrossValidationConfig cross_validation = {}, TestConfig test = {},
+                  std::vector<TrainingProgressPtr> progress = {});
   virtual ~TrainingSession() = default;
   TrainingSession(const TrainingSession&) = delete;
   TrainingSession& operator=(const TrainingSession&) = delete;
@@ -164,8 +164,7 @@ class TrainingSession {
   virtual void on_checkpoint_end(size_t /*index*/) {}
   virtual void on_cross_validation_start(size_t /*index*/) {}
   // Calls the configuration's callback; false stops training.
-  virtual bool on_cross_validation_end(size_t index, double average_error, size_t num_samples,
-                                       size_t num_minibatches);
+  virtual bool on_cross_validation_end(size_t index, double average_error, size_t num_samples, size_t num_minibatches);
 
   Trainer& trainer() const { return trainer_; }
 

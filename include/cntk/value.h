@@ -24,7 +24,7 @@ class NDMask {
   void set(int64_t b, int64_t t, MaskKind k) { data_[b * max_len_ + t] = int8_t(k); }
   void invalidate_section(int64_t b, int64_t t_begin, int64_t t_end);
   void mark_sequence_begin(int64_t b, int64_t t);
-  void clear();  // all Valid
+  void clear();                          // all Valid
   std::vector<int64_t> lengths() const;  // valid steps per sequence
   int64_t masked_count() const;
   const std::vector<int8_t>& data() const { return data_; }

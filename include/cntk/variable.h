@@ -29,9 +29,9 @@ struct VariableImpl {
   std::string uid;
   Function* owner = nullptr;
   size_t output_index = 0;
-  NDArrayView value;                  // parameters and constants
-  std::shared_ptr<Dictionary> init;   // deferred initializer while the shape has inferred dims
-  uint64_t value_version = 0;         // bumped whenever a parameter value is written
+  NDArrayView value;                 // parameters and constants
+  std::shared_ptr<Dictionary> init;  // deferred initializer while the shape has inferred dims
+  uint64_t value_version = 0;        // bumped whenever a parameter value is written
 };
 
 class Variable {

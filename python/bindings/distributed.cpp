@@ -20,9 +20,8 @@ void bind_distributed(nb::module_& m) {
       .def_prop_ro("global_rank", [](const WorkerDescriptor& w) { return w.global_rank; })
       .def_prop_ro("host_id", [](const WorkerDescriptor& w) { return w.host_id; })
       .def("is_main", &WorkerDescriptor::is_main)
-      .def("__eq__", [](const WorkerDescriptor& a, const WorkerDescriptor& b) {
-        return a.global_rank == b.global_rank && a.host_id == b.host_id;
-      })
+      .def("__eq__", [](const WorkerDescriptor& a,
+                        const WorkerDescriptor& b) { return a.global_rank == b.global_rank && a.host_id == b.host_id; })
       .def("__hash__", [](const WorkerDescriptor& w) { return w.global_rank; })
       .def("__repr__", [](const WorkerDescriptor& w) {
         return "WorkerDescriptor(global_rank=" + std::to_string(w.global_rank) + ", host_id='" + w.host_id + "')";

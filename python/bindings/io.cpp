@@ -197,7 +197,9 @@ void bind_io(nb::module_& m) {
         std::vector<CTFStreamDef> defs;
         for (nb::handle h : streams) {
           auto t = nb::cast<nb::tuple>(h);
-          if (t.size() != 6) throw ValueError("ctf_deserializer: each stream is (name, alias, shape, is_sparse, dtype, defines_mb_size)");
+          if (t.size() != 6)
+            throw ValueError(
+                "ctf_deserializer: each stream is (name, alias, shape, is_sparse, dtype, defines_mb_size)");
           CTFStreamDef d;
           d.name = nb::cast<std::string>(t[0]);
           d.alias = nb::cast<std::string>(t[1]);

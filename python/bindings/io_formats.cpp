@@ -88,7 +88,8 @@ void bind_io_formats(nb::module_& m) {
       [](std::shared_ptr<Deserializer> d) {
         std::vector<std::tuple<std::string, std::vector<int64_t>, bool, std::string>> out;
         for (const auto& s : d->streams())
-          out.emplace_back(s.name, s.sample_shape.dims(), s.sparse, s.dtype == DataType::Double ? "float64" : "float32");
+          out.emplace_back(s.name, s.sample_shape.dims(), s.sparse,
+                           s.dtype == DataType::Double ? "float64" : "float32");
         return out;
       },
       "The streams of a deserializer: (name, sample shape, is_sparse, dtype name) tuples.");
@@ -139,7 +140,8 @@ void bind_io_formats(nb::module_& m) {
       "_write_image",
       [](const std::string& path, nb::ndarray<uint8_t, nb::c_contig, nb::device::cpu> a, const std::string& format,
          int quality) {
-        if (a.ndim() != 2 && a.ndim() != 3) throw ValueError("_write_image: expected an [H, W] or [H, W, C] uint8 array");
+        if (a.ndim() != 2 && a.ndim() != 3)
+          throw ValueError("_write_image: expected an [H, W] or [H, W, C] uint8 array");
         int h = int(a.shape(0)), w = int(a.shape(1)), c = a.ndim() == 3 ? int(a.shape(2)) : 1;
         if (format == "png")
           write_png(path, a.data(), w, h, c);

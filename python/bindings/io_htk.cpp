@@ -37,8 +37,9 @@ void bind_io_htk(nb::module_& m) {
 
   m.def(
       "htk_mlf_deserializer",
-      [](const std::string& name, const std::string& label_mapping_file, size_t dim, const std::vector<std::string>& mlf_files,
-         bool phone_boundaries, int dtype, bool defines_mb_size, size_t frames_per_chunk) {
+      [](const std::string& name, const std::string& label_mapping_file, size_t dim,
+         const std::vector<std::string>& mlf_files, bool phone_boundaries, int dtype, bool defines_mb_size,
+         size_t frames_per_chunk) {
         HTKMLFStreamDef d;
         d.name = name;
         d.label_mapping_file = label_mapping_file;

@@ -81,6 +81,7 @@ void bind_lattice(nb::module_& m) {
         "(S, E, ac, lm, [(unit, frames), ...]), sorted by end node then start node.");
   m.def("_decode_lattice", &decode, nb::arg("data"),
         "A serialized lattice's contents as a dict (num_frames, node_times, edges, lmf, wp, ...).");
-  m.def("_lattice_key", [](const std::string& name) { return io::LatticeDeserializer::name_key(name); },
-        "The sequence key of an utterance name (64-bit FNV-1a).");
+  m.def(
+      "_lattice_key", [](const std::string& name) { return io::LatticeDeserializer::name_key(name); },
+      "The sequence key of an utterance name (64-bit FNV-1a).");
 }

@@ -33,10 +33,11 @@ void bind_schedule(nb::module_& m, const char* name) {
       .def("is_sweep_based", &S::is_sweep_based)
       .def_prop_rw("minibatch_size", &S::minibatch_size, &S::set_minibatch_size)
       .def_prop_ro("epoch_size", &S::epoch_size)
-      .def("entries", [](const S& s) {
-        std::vector<std::pair<size_t, T>> out(s.entries().begin(), s.entries().end());
-        return out;
-      })
+      .def("entries",
+           [](const S& s) {
+             std::vector<std::pair<size_t, T>> out(s.entries().begin(), s.entries().end());
+             return out;
+           })
       .def("__eq__", [](const S& a, const nb::handle& b) { return nb::isinstance<S>(b) && a == nb::cast<const S&>(b); })
       .def("__copy__", [](const S& s) { return S(s); })
       .def_ro_static("ignored_minibatch_size", &S::kIgnoredMinibatchSize)
@@ -56,8 +57,8 @@ std::shared_ptr<nb::object> hold(nb::object o) {
 void bind_learn(nb::module_& m) {
   bind_schedule<double>(m, "training_double_parameter_schedule");
   bind_schedule<size_t>(m, "minibatch_size_schedule");
-  m.def("momentum_as_time_constant_schedule",
-        nb::overload_cast<double>(&momentum_as_time_constant_schedule), nb::arg("time_constant"));
+  m.def("momentum_as_time_constant_schedule", nb::overload_cast<double>(&momentum_as_time_constant_schedule),
+        nb::arg("time_constant"));
   m.def("momentum_as_time_constant_schedule", [](const DoubleSchedule& s) {
     DoubleSchedule r = s;
     r.transform(momentum_from_time_constant);
@@ -78,12 +79,13 @@ void bind_learn(nb::module_& m) {
       .def_rw("minibatch_size", &AdditionalLearningOptions::minibatch_size);
 
   nb::class_<Learner>(m, "Learner", nb::dynamic_attr())
-      .def("_update",
-           [](Learner& l, ParameterGradients gradients, size_t count, bool sweep_end) {
-             nb::gil_scoped_release release;
-             return l.update(gradients, count, sweep_end);
-           },
-           nb::arg("gradients"), nb::arg("training_sample_count"), nb::arg("is_sweep_end") = false)
+      .def(
+          "_update",
+          [](Learner& l, ParameterGradients gradients, size_t count, bool sweep_end) {
+            nb::gil_scoped_release release;
+            return l.update(gradients, count, sweep_end);
+          },
+          nb::arg("gradients"), nb::arg("training_sample_count"), nb::arg("is_sweep_end") = false)
       .def("_parameters", &Learner::parameters)
       .def("learning_rate", &Learner::learning_rate)
       .def("_reset_learning_rate", &Learner::reset_learning_rate)
@@ -146,17 +148,18 @@ void bind_learn(nb::module_& m) {
              }
              return std::make_pair(updated, values);
            })
-      .def("_test_minibatch",
-           [](Trainer& t, const VariableValues& args, const std::vector<Variable>& outputs, bool distributed) {
-             std::vector<Value> values;
-             double avg;
-             {
-               nb::gil_scoped_release release;
-               avg = t.test_minibatch(args, outputs, &values, distributed);
-             }
-             return std::make_pair(avg, values);
-           },
-           nb::arg("arguments"), nb::arg("outputs"), nb::arg("distributed") = false)
+      .def(
+          "_test_minibatch",
+          [](Trainer& t, const VariableValues& args, const std::vector<Variable>& outputs, bool distributed) {
+            std::vector<Value> values;
+            double avg;
+            {
+              nb::gil_scoped_release release;
+              avg = t.test_minibatch(args, outputs, &values, distributed);
+            }
+            return std::make_pair(avg, values);
+          },
+          nb::arg("arguments"), nb::arg("outputs"), nb::arg("distributed") = false)
       .def("_previous_minibatch_loss_average", &Trainer::previous_minibatch_loss_average)
       .def("_previous_minibatch_evaluation_average", &Trainer::previous_minibatch_evaluation_average)
       .def("_previous_minibatch_sample_count", &Trainer::previous_minibatch_sample_count)
@@ -172,17 +175,18 @@ void bind_learn(nb::module_& m) {
 
   nb::class_<Evaluator>(m, "Evaluator", nb::dynamic_attr())
       .def(nb::init<FunctionPtr>(), nb::arg("evaluation"))
-      .def("_test_minibatch",
-           [](Evaluator& e, const VariableValues& args, const std::vector<Variable>& outputs, bool distributed) {
-             std::vector<Value> values;
-             double avg;
-             {
-               nb::gil_scoped_release release;
-               avg = e.test_minibatch(args, outputs, &values, distributed);
-             }
-             return std::make_pair(avg, values);
-           },
-           nb::arg("arguments"), nb::arg("outputs"), nb::arg("distributed") = false)
+      .def(
+          "_test_minibatch",
+          [](Evaluator& e, const VariableValues& args, const std::vector<Variable>& outputs, bool distributed) {
+            std::vector<Value> values;
+            double avg;
+            {
+              nb::gil_scoped_release release;
+              avg = e.test_minibatch(args, outputs, &values, distributed);
+            }
+            return std::make_pair(avg, values);
+          },
+          nb::arg("arguments"), nb::arg("outputs"), nb::arg("distributed") = false)
       .def("_previous_test_minibatch", &Evaluator::previous_test_minibatch)
       .def("_evaluation_function", &Evaluator::evaluation_function);
 }

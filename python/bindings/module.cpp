@@ -37,7 +37,8 @@ DataType to_data_type(const nb::handle& h) {
     if (name == "int8") return DataType::Int8;
     if (name == "int16") return DataType::Int16;
   }
-  throw TypeError("data type " + nb::cast<std::string>(nb::repr(h)) + " is not supported (use float32, float64 or float16)");
+  throw TypeError("data type " + nb::cast<std::string>(nb::repr(h)) +
+                  " is not supported (use float32, float64 or float16)");
 }
 
 template <class A>
@@ -79,18 +80,14 @@ nb::object to_numpy(const NDArrayView& v_in) {
   std::vector<size_t> shape(v.shape().dims().begin(), v.shape().dims().end());
   void* data = holder->raw_data();
   switch (v.dtype()) {
-    case DataType::Float:
-      return nb::cast(nb::ndarray<nb::numpy, float>(data, shape.size(), shape.data(), owner));
-    case DataType::Double:
-      return nb::cast(nb::ndarray<nb::numpy, double>(data, shape.size(), shape.data(), owner));
+    case DataType::Float: return nb::cast(nb::ndarray<nb::numpy, float>(data, shape.size(), shape.data(), owner));
+    case DataType::Double: return nb::cast(nb::ndarray<nb::numpy, double>(data, shape.size(), shape.data(), owner));
     case DataType::Float16: {
       nb::dlpack::dtype dt{uint8_t(nb::dlpack::dtype_code::Float), 16, 1};
       return nb::cast(nb::ndarray<nb::numpy>(data, shape.size(), shape.data(), owner, nullptr, dt));
     }
-    case DataType::Int8:
-      return nb::cast(nb::ndarray<nb::numpy, int8_t>(data, shape.size(), shape.data(), owner));
-    case DataType::Int16:
-      return nb::cast(nb::ndarray<nb::numpy, int16_t>(data, shape.size(), shape.data(), owner));
+    case DataType::Int8: return nb::cast(nb::ndarray<nb::numpy, int8_t>(data, shape.size(), shape.data(), owner));
+    case DataType::Int16: return nb::cast(nb::ndarray<nb::numpy, int16_t>(data, shape.size(), shape.data(), owner));
     default: throw TypeError("unknown data type");
   }
 }
@@ -124,7 +121,8 @@ std::shared_ptr<nb::object> hold_object(nb::object o) {
 // the data to and from NumPy.
 class PyUserBackend : public UserFunctionBackend {
  public:
-  PyUserBackend(nb::object obj, std::string op_name) : obj_(hold_object(std::move(obj))), op_name_(std::move(op_name)) {}
+  PyUserBackend(nb::object obj, std::string op_name)
+      : obj_(hold_object(std::move(obj))), op_name_(std::move(op_name)) {}
   const nb::object& object() const { return *obj_; }
   std::string op_name() const override { return op_name_; }
 
@@ -248,39 +246,54 @@ NB_MODULE(_cntk, m) {
       .def_prop_ro("is_ordered", &Axis::is_ordered)
       .def_prop_ro("static_index", &Axis::static_index)
       .def_prop_ro("name", &Axis::name)
-      .def("__eq__", [](const Axis& a, const nb::handle& o) { return nb::isinstance<Axis>(o) && a == nb::cast<Axis>(o); })
+      .def("__eq__",
+           [](const Axis& a, const nb::handle& o) { return nb::isinstance<Axis>(o) && a == nb::cast<Axis>(o); })
       .def("__hash__", [](const Axis& a) { return std::hash<std::string>()(a.name()) ^ a.static_index(); });
 
   nb::class_<NDArrayView>(m, "NDArrayView")
-      .def("__init__", [](NDArrayView* self, const nb::handle& shape, const nb::handle& dt, const nb::handle&) {
-        new (self) NDArrayView(NDArrayView::zeros(to_data_type(dt), to_shape(shape)));
-      }, nb::arg("shape"), nb::arg("data_type"), nb::arg("device").none() = nb::none())
+      .def(
+          "__init__",
+          [](NDArrayView* self, const nb::handle& shape, const nb::handle& dt, const nb::handle&) {
+            new (self) NDArrayView(NDArrayView::zeros(to_data_type(dt), to_shape(shape)));
+          },
+          nb::arg("shape"), nb::arg("data_type"), nb::arg("device").none() = nb::none())
       .def_static("from_numpy", &from_numpy, nb::arg("array"), nb::arg("borrow") = false)
-      .def_static("zeros", [](int dt, const nb::handle& shape) { return NDArrayView::zeros(DataType(dt), to_shape(shape)); })
-      .def_static("full", [](int dt, const nb::handle& shape, double v) {
-        return NDArrayView::full(DataType(dt), to_shape(shape), v);
-      })
-      .def_static("sparse", [](int dt, const nb::handle& shape, std::vector<int64_t> starts, std::vector<int64_t> indices,
-                               nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> values) {
-        if (dtype_of(values) != DataType(dt)) throw TypeError("sparse values have the wrong dtype");
-        return NDArrayView::sparse(DataType(dt), to_shape(shape), std::move(starts), std::move(indices), values.data());
-      })
+      .def_static("zeros",
+                  [](int dt, const nb::handle& shape) { return NDArrayView::zeros(DataType(dt), to_shape(shape)); })
+      .def_static("full", [](int dt, const nb::handle& shape,
+                             double v) { return NDArrayView::full(DataType(dt), to_shape(shape), v); })
+      .def_static("sparse",
+                  [](int dt, const nb::handle& shape, std::vector<int64_t> starts, std::vector<int64_t> indices,
+                     nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> values) {
+                    if (dtype_of(values) != DataType(dt)) throw TypeError("sparse values have the wrong dtype");
+                    return NDArrayView::sparse(DataType(dt), to_shape(shape), std::move(starts), std::move(indices),
+                                               values.data());
+                  })
       .def("to_numpy", &to_numpy)
       .def_prop_ro("_shape", [](const NDArrayView& v) { return from_shape(v.shape()); })
       .def_prop_ro("_dtype", [](const NDArrayView& v) { return int(v.dtype()); })
       .def("get_data_type", [](const NDArrayView& v) { return int(v.dtype()); })  // CNTK's DataType code
       .def_prop_ro("_is_sparse", &NDArrayView::is_sparse)
       .def_prop_rw("_is_read_only", &NDArrayView::is_read_only, &NDArrayView::set_read_only)
-      .def("sparse_parts", [](const NDArrayView& v) {
-        const SparseCSC& s = v.sparse_data();
-        NDArrayView vals = NDArrayView::borrow(v.dtype(), NDShape{s.nnz()}, s.values->data(), s.values);
-        return nb::make_tuple(s.starts, s.indices, to_numpy(vals.copy()));
-      })
+      .def("sparse_parts",
+           [](const NDArrayView& v) {
+             const SparseCSC& s = v.sparse_data();
+             NDArrayView vals = NDArrayView::borrow(v.dtype(), NDShape{s.nnz()}, s.values->data(), s.values);
+             return nb::make_tuple(s.starts, s.indices, to_numpy(vals.copy()));
+           })
       .def("copy", &NDArrayView::copy)
       .def("to_dense", &NDArrayView::to_dense)
       .def("cast", [](const NDArrayView& v, int dt) { return v.cast(DataType(dt)); })
-      .def("copy_from", [](NDArrayView& v, const NDArrayView& src) { v.copy_from(src); note_user_write(); })
-      .def("fill", [](NDArrayView& v, double value) { v.fill(value); note_user_write(); })
+      .def("copy_from",
+           [](NDArrayView& v, const NDArrayView& src) {
+             v.copy_from(src);
+             note_user_write();
+           })
+      .def("fill",
+           [](NDArrayView& v, double value) {
+             v.fill(value);
+             note_user_write();
+           })
       .def("slice", &NDArrayView::slice, nb::arg("axis"), nb::arg("begin"), nb::arg("end"), nb::arg("stride") = 1)
       .def("reshape", [](const NDArrayView& v, const nb::handle& s) { return v.reshape(to_shape(s)); })
       .def("drop_axis", &NDArrayView::drop_axis)
@@ -289,11 +302,14 @@ NB_MODULE(_cntk, m) {
 
   nb::class_<NDMask>(m, "NDMask")
       .def("__init__", [](NDMask* self, int64_t b, int64_t t) { new (self) NDMask(b, t); })
-      .def("__init__", [](NDMask* self, const nb::handle& shape, const nb::handle&) {
-        NDShape s = to_shape(shape);
-        if (s.rank() != 2) throw ValueError("NDMask needs a shape (batch, max_len), not " + s.str());
-        new (self) NDMask(s[0], s[1]);
-      }, nb::arg("shape"), nb::arg("device").none() = nb::none())
+      .def(
+          "__init__",
+          [](NDMask* self, const nb::handle& shape, const nb::handle&) {
+            NDShape s = to_shape(shape);
+            if (s.rank() != 2) throw ValueError("NDMask needs a shape (batch, max_len), not " + s.str());
+            new (self) NDMask(s[0], s[1]);
+          },
+          nb::arg("shape"), nb::arg("device").none() = nb::none())
       .def_static("from_lengths", &NDMask::from_lengths)
       .def_prop_ro("shape", [](const NDMask& mk) { return from_shape(mk.shape()); })
       .def("invalidate_section", &NDMask::invalidate_section)
@@ -301,20 +317,22 @@ NB_MODULE(_cntk, m) {
       .def("clear", &NDMask::clear)
       .def("lengths", &NDMask::lengths)
       .def("masked_count", &NDMask::masked_count)
-      .def("_set", [](NDMask& mk, int64_t b, int64_t t, int kind) {
-        if (b < 0 || b >= mk.batch() || t < 0 || t >= mk.max_len()) throw ValueError("NDMask: position out of range");
-        mk.set(b, t, MaskKind(kind));
-      })
+      .def("_set",
+           [](NDMask& mk, int64_t b, int64_t t, int kind) {
+             if (b < 0 || b >= mk.batch() || t < 0 || t >= mk.max_len())
+               throw ValueError("NDMask: position out of range");
+             mk.set(b, t, MaskKind(kind));
+           })
       .def("to_list", [](const NDMask& mk) { return std::vector<int>(mk.data().begin(), mk.data().end()); });
 
   nb::class_<Value>(m, "Value")
-      .def("__init__", [](Value* self, const NDArrayView& data, std::shared_ptr<NDMask> mask) {
-        new (self) Value(data, mask);
-      }, nb::arg("data"), nb::arg("mask").none() = nullptr)
+      .def(
+          "__init__",
+          [](Value* self, const NDArrayView& data, std::shared_ptr<NDMask> mask) { new (self) Value(data, mask); },
+          nb::arg("data"), nb::arg("mask").none() = nullptr)
       .def_static("from_sequences", &Value::from_sequences, nb::arg("sequences"), nb::arg("sequential") = true)
-      .def_static("one_hot", [](const std::vector<std::vector<int64_t>>& idx, int64_t n, int dt, bool seq) {
-        return Value::one_hot(idx, n, DataType(dt), seq);
-      })
+      .def_static("one_hot", [](const std::vector<std::vector<int64_t>>& idx, int64_t n, int dt,
+                                bool seq) { return Value::one_hot(idx, n, DataType(dt), seq); })
       .def_ro_static("one_hot_skip", &Value::one_hot_skip)
       .def_prop_ro("_data", &Value::data)
       .def_prop_ro("_mask", &Value::mask)
@@ -361,15 +379,15 @@ NB_MODULE(_cntk, m) {
       .def_prop_rw("_name", &Function::name, &Function::set_name)
       .def_prop_ro("_uid", &Function::uid)
       .def_prop_ro("_attributes", [](const Function& f) { return from_dictionary(f.attributes()); })
-      .def("set_attribute", [](Function& f, const std::string& k, const nb::handle& v) {
-        f.mutable_attributes()[k] = to_dict_value(v);
-        // A new seed restarts the function's random numbers, as in CNTK.
-        if (k == "rngSeed" || k == "rngOffset") f.set_op_state(nullptr);
-      })
+      .def("set_attribute",
+           [](Function& f, const std::string& k, const nb::handle& v) {
+             f.mutable_attributes()[k] = to_dict_value(v);
+             // A new seed restarts the function's random numbers, as in CNTK.
+             if (k == "rngSeed" || k == "rngOffset") f.set_op_state(nullptr);
+           })
       .def("_get_custom_attributes", [](Function& f) { return from_dictionary(f.custom_attributes()); })
-      .def("_set_custom_attribute", [](Function& f, const std::string& k, const nb::handle& v) {
-        f.custom_attributes()[k] = to_dict_value(v);
-      })
+      .def("_set_custom_attribute",
+           [](Function& f, const std::string& k, const nb::handle& v) { f.custom_attributes()[k] = to_dict_value(v); })
       .def("_reset_custom_attributes", [](Function& f) { f.custom_attributes().clear(); })
       .def("_root_function", &Function::root_function)
       .def("_inputs", &Function::inputs)
@@ -382,16 +400,19 @@ NB_MODULE(_cntk, m) {
       .def("_block_arguments_mapping", &Function::block_arguments_mapping)
       .def("topological_order", &Function::topological_order)
       .def("_find_all_with_name", &Function::find_all_with_name, nb::arg("name"), nb::arg("nested") = false)
-      .def("_replace_placeholders", [](Function& f, const std::vector<std::pair<Variable, Variable>>& m) {
-        return f.replace_placeholders(to_var_map(m));
-      })
-      .def("_clone", [](Function& f, int method, const std::vector<std::pair<Variable, Variable>>& subs) {
-        return f.clone(CloneMethod(method), to_var_map(subs));
-      })
-      .def_prop_ro("_user_object", [](const Function& f) -> nb::object {
-        auto* b = dynamic_cast<PyUserBackend*>(f.user_backend().get());
-        return b ? b->object() : nb::none();
-      })
+      .def("_replace_placeholders",
+           [](Function& f, const std::vector<std::pair<Variable, Variable>>& m) {
+             return f.replace_placeholders(to_var_map(m));
+           })
+      .def("_clone",
+           [](Function& f, int method, const std::vector<std::pair<Variable, Variable>>& subs) {
+             return f.clone(CloneMethod(method), to_var_map(subs));
+           })
+      .def_prop_ro("_user_object",
+                   [](const Function& f) -> nb::object {
+                     auto* b = dynamic_cast<PyUserBackend*>(f.user_backend().get());
+                     return b ? b->object() : nb::none();
+                   })
       .def("same", [](const Function& a, const Function& b) { return &a == &b; })
       .def("__hash__", [](const Function& f) { return std::hash<const void*>()(&f); });
 
@@ -403,12 +424,14 @@ NB_MODULE(_cntk, m) {
                              const std::string& name) {
     return Variable::input(to_shape(shape), DataType(dt), sparse, needs_grad, std::move(axes), name);
   });
-  m.def("parameter", [](const nb::handle& shape, int dt, std::optional<NDArrayView> value, nb::handle init,
-                        const std::string& name) {
-    std::shared_ptr<Dictionary> d;
-    if (!init.is_none()) d = std::make_shared<Dictionary>(to_dictionary(init));
-    return Variable::parameter(to_shape(shape), DataType(dt), value ? *value : NDArrayView(), d, name);
-  }, nb::arg("shape"), nb::arg("dtype"), nb::arg("value").none(), nb::arg("init").none(), nb::arg("name"));
+  m.def(
+      "parameter",
+      [](const nb::handle& shape, int dt, std::optional<NDArrayView> value, nb::handle init, const std::string& name) {
+        std::shared_ptr<Dictionary> d;
+        if (!init.is_none()) d = std::make_shared<Dictionary>(to_dictionary(init));
+        return Variable::parameter(to_shape(shape), DataType(dt), value ? *value : NDArrayView(), d, name);
+      },
+      nb::arg("shape"), nb::arg("dtype"), nb::arg("value").none(), nb::arg("init").none(), nb::arg("name"));
   m.def("constant", nb::overload_cast<const NDArrayView&, const std::string&>(&Variable::constant));
   m.def("constant_filled", [](const nb::handle& shape, int dt, double fill, const std::string& name) {
     return Variable::constant(to_shape(shape), DataType(dt), fill, name);
@@ -417,28 +440,29 @@ NB_MODULE(_cntk, m) {
   m.def("placeholder", [](const nb::handle& shape, std::vector<Axis> axes, const std::string& name) {
     return Variable::placeholder(to_shape(shape), std::move(axes), name);
   });
-  m.def("primitive", [](const std::string& op, std::vector<Variable> inputs, nb::handle attrs, const std::string& name) {
-    return Function::primitive(op, std::move(inputs), attrs.is_none() ? Dictionary() : to_dictionary(attrs), name);
-  });
-  m.def("sequential_convolution", [](const Variable& kernel, const Variable& operand, nb::handle attrs,
-                                     const std::string& name) {
-    return ops::sequential_convolution(kernel, operand, to_dictionary(attrs), name);
-  });
+  m.def(
+      "primitive", [](const std::string& op, std::vector<Variable> inputs, nb::handle attrs, const std::string& name) {
+        return Function::primitive(op, std::move(inputs), attrs.is_none() ? Dictionary() : to_dictionary(attrs), name);
+      });
+  m.def("sequential_convolution",
+        [](const Variable& kernel, const Variable& operand, nb::handle attrs, const std::string& name) {
+          return ops::sequential_convolution(kernel, operand, to_dictionary(attrs), name);
+        });
   m.def("composite", &Function::composite, nb::arg("root"), nb::arg("name") = "");
   m.def("combine", &Function::combine, nb::arg("outputs"), nb::arg("name") = "");
   m.def("block", &Function::block);
-  m.def("output_variable", [](const nb::handle& shape, int dt, std::vector<Axis> axes, bool needs_gradient,
-                              const std::string& name) {
-    auto impl = std::make_shared<VariableImpl>();
-    impl->kind = VariableKind::Output;
-    impl->shape = to_shape(shape);
-    impl->dtype = DataType(dt);
-    impl->dynamic_axes = std::move(axes);
-    impl->needs_gradient = needs_gradient;
-    impl->name = name;
-    impl->uid = new_uid("Output");
-    return Variable(impl);
-  });
+  m.def("output_variable",
+        [](const nb::handle& shape, int dt, std::vector<Axis> axes, bool needs_gradient, const std::string& name) {
+          auto impl = std::make_shared<VariableImpl>();
+          impl->kind = VariableKind::Output;
+          impl->shape = to_shape(shape);
+          impl->dtype = DataType(dt);
+          impl->dynamic_axes = std::move(axes);
+          impl->needs_gradient = needs_gradient;
+          impl->name = name;
+          impl->uid = new_uid("Output");
+          return Variable(impl);
+        });
   m.def("user_function", [](nb::object obj, std::vector<Variable> inputs, nb::handle attrs, const std::string& name) {
     std::string op = nb::cast<std::string>(obj.attr("op_name"));
     auto backend = std::make_shared<PyUserBackend>(std::move(obj), op);
@@ -450,23 +474,23 @@ NB_MODULE(_cntk, m) {
   // state dict). Kept for the life of the process, as the factories above are.
   m.def("_set_user_function_deserializer", [](nb::object callback) {
     auto* cb = new nb::object(std::move(callback));
-    set_user_function_deserializer([cb](const std::vector<Variable>& inputs, const std::string& name,
-                                        const Dictionary& state) {
-      nb::gil_scoped_acquire gil;
-      return nb::cast<FunctionPtr>((*cb)(inputs, name, from_dictionary(state)));
-    });
+    set_user_function_deserializer(
+        [cb](const std::vector<Variable>& inputs, const std::string& name, const Dictionary& state) {
+          nb::gil_scoped_acquire gil;
+          return nb::cast<FunctionPtr>((*cb)(inputs, name, from_dictionary(state)));
+        });
   });
-  m.def("forward", [](const FunctionPtr& f, const VariableValues& args, const std::vector<Variable>& outputs,
-                      bool keep) {
-    std::vector<Value> outs;
-    BackPropStatePtr st;
-    {
-      nb::gil_scoped_release release;
-      cntk::check_outputs_in_graph(f, outputs.empty() ? f->outputs() : outputs);
-      st = cntk::forward(f, args, outputs, outs, keep);
-    }
-    return std::make_pair(outs, st ? std::make_optional(StateHandle{st}) : std::nullopt);
-  });
+  m.def("forward",
+        [](const FunctionPtr& f, const VariableValues& args, const std::vector<Variable>& outputs, bool keep) {
+          std::vector<Value> outs;
+          BackPropStatePtr st;
+          {
+            nb::gil_scoped_release release;
+            cntk::check_outputs_in_graph(f, outputs.empty() ? f->outputs() : outputs);
+            st = cntk::forward(f, args, outputs, outs, keep);
+          }
+          return std::make_pair(outs, st ? std::make_optional(StateHandle{st}) : std::nullopt);
+        });
   m.def("backward", [](const StateHandle& st, const VariableValues& roots, const std::vector<Variable>& wrt) {
     std::vector<Value> grads;
     nb::gil_scoped_release release;
@@ -479,7 +503,7 @@ NB_MODULE(_cntk, m) {
 
   m.def("registered_ops", &registered_ops);
   m.def("plans_compiled", &plans_compiled);
-  m.def("live_functions", &live_functions);  // tests: graphs (loops included) are freed
+  m.def("live_functions", &live_functions);              // tests: graphs (loops included) are freed
   m.def("storage_requests", &detail::storage_requests);  // benchmarks: blocks asked of the allocator
   m.def("set_rnn_fusion", &set_rnn_fusion, nb::arg("on"));
   m.def("rnn_fusion_enabled", &rnn_fusion_enabled);
@@ -488,7 +512,8 @@ NB_MODULE(_cntk, m) {
   m.def("set_dnnl_layouts", &set_dnnl_layouts, nb::arg("on"));
   m.def("dnnl_layouts_enabled", &dnnl_layouts_enabled);
   // The CPU backend: 'onednn' (default) or 'reference' (src/kernels/backend.h).
-  m.def("set_backend", [](const std::string& name) { set_backend(name); }, nb::arg("name"));
+  m.def(
+      "set_backend", [](const std::string& name) { set_backend(name); }, nb::arg("name"));
   m.def("get_backend", [] { return std::string(backend_name()); });
   m.def("fused_steps_planned", &cntk::fused_steps_planned);
   // Reorders between plain and oneDNN layouts (activations and gradients; weights), counted
@@ -506,29 +531,40 @@ NB_MODULE(_cntk, m) {
   m.def("nce_loss", [](const Variable& weights, const Variable& biases, const Variable& inputs, const Variable& labels,
                        nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> noise, int64_t num_samples,
                        bool allow_duplicates, int64_t seed, const std::string& name) {
-    return ops::nce_loss(weights, biases, inputs, labels, from_numpy(noise, false), num_samples, allow_duplicates,
-                         seed, name);
+    return ops::nce_loss(weights, biases, inputs, labels, from_numpy(noise, false), num_samples, allow_duplicates, seed,
+                         name);
   });
   m.def("force_deterministic_algorithms", &force_deterministic_algorithms, nb::arg("on") = true);
   m.def("should_force_deterministic_algorithms", &should_force_deterministic_algorithms);
   m.def("set_computation_network_trace_level", &set_computation_network_trace_level);
   m.def("get_computation_network_trace_level", &get_computation_network_trace_level);
-  m.def("automatic_crop_offsets",
-        [](const Variable& input, const Variable& referent, std::optional<std::pair<Variable, Variable>> ancestors,
-           const std::string& op) {
-          const CropOffsets o = automatic_crop_offsets(input, referent, ancestors, op);
-          return std::make_pair(o.x, o.y);
-        },
-        nb::arg("input"), nb::arg("referent"), nb::arg("ancestors").none(), nb::arg("op"),
-        "crop_automatic's (x, y) offsets, from the spatial transforms back to the common ancestor (cntk/crop.h).");
-  void bind_learn(nb::module_&); bind_learn(m);  // learners, Trainer, Evaluator (learn.cpp)
-  void bind_distributed(nb::module_&); bind_distributed(m);  // MPI communicator, distributed learners (distributed.cpp)
-  void bind_io(nb::module_&); bind_io(m);  // data readers (io.cpp)
-  void bind_profiler(nb::module_&); bind_profiler(m);  // profiler and node timing (profiler.cpp)
-  void bind_io_formats(nb::module_&); bind_io_formats(m);  // CBF and image deserializers (io_formats.cpp)
-  void bind_io_htk(nb::module_&); bind_io_htk(m);  // HTK feature and MLF deserializers (io_htk.cpp)
-  void bind_serialize(nb::module_&); bind_serialize(m);  // model files (serialize.cpp)
-  void bind_lattice(nb::module_&); bind_lattice(m);  // lattice archives and format (lattice.cpp)
-  void bind_training_session(nb::module_&); bind_training_session(m);  // TrainingSession (training_session.cpp)
-  void bind_op_schema(nb::module_&); bind_op_schema(m);  // the op catalogue's schema (op_schema.cpp)
+  m.def(
+      "automatic_crop_offsets",
+      [](const Variable& input, const Variable& referent, std::optional<std::pair<Variable, Variable>> ancestors,
+         const std::string& op) {
+        const CropOffsets o = automatic_crop_offsets(input, referent, ancestors, op);
+        return std::make_pair(o.x, o.y);
+      },
+      nb::arg("input"), nb::arg("referent"), nb::arg("ancestors").none(), nb::arg("op"),
+      "crop_automatic's (x, y) offsets, from the spatial transforms back to the common ancestor (cntk/crop.h).");
+  void bind_learn(nb::module_&);
+  bind_learn(m);  // learners, Trainer, Evaluator (learn.cpp)
+  void bind_distributed(nb::module_&);
+  bind_distributed(m);  // MPI communicator, distributed learners (distributed.cpp)
+  void bind_io(nb::module_&);
+  bind_io(m);  // data readers (io.cpp)
+  void bind_profiler(nb::module_&);
+  bind_profiler(m);  // profiler and node timing (profiler.cpp)
+  void bind_io_formats(nb::module_&);
+  bind_io_formats(m);  // CBF and image deserializers (io_formats.cpp)
+  void bind_io_htk(nb::module_&);
+  bind_io_htk(m);  // HTK feature and MLF deserializers (io_htk.cpp)
+  void bind_serialize(nb::module_&);
+  bind_serialize(m);  // model files (serialize.cpp)
+  void bind_lattice(nb::module_&);
+  bind_lattice(m);  // lattice archives and format (lattice.cpp)
+  void bind_training_session(nb::module_&);
+  bind_training_session(m);  // TrainingSession (training_session.cpp)
+  void bind_op_schema(nb::module_&);
+  bind_op_schema(m);  // the op catalogue's schema (op_schema.cpp)
 }

@@ -21,8 +21,8 @@ const char* gradient_name(Gradient g) {
 }
 
 const char* type_name(AttrType t) {
-  static const char* const names[] = {"int",  "double",    "bool",     "string",    "shape", "axis",
-                                      "axis_list", "int_list", "bool_list", "list",  "dict"};
+  static const char* const names[] = {"int",       "double",   "bool",      "string", "shape", "axis",
+                                      "axis_list", "int_list", "bool_list", "list",   "dict"};
   return names[size_t(t)];
 }
 
@@ -62,8 +62,9 @@ nb::dict schema_dict(const OpDef& op) {
   }
   d["attributes"] = attrs;
   nb::list classes;
-  for (auto [bit, name] : {std::pair{kElementwiseUnary, "elementwise_unary"}, std::pair{kElementwiseBinary, "elementwise_binary"},
-                           std::pair{kDelay, "delay"}, std::pair{kSameShape, "same_shape"}})
+  for (auto [bit, name] :
+       {std::pair{kElementwiseUnary, "elementwise_unary"}, std::pair{kElementwiseBinary, "elementwise_binary"},
+        std::pair{kDelay, "delay"}, std::pair{kSameShape, "same_shape"}})
     if (op.is(bit)) classes.append(name);
   d["classes"] = classes;
   d["cntk_block"] = bool(op.cntk_block);

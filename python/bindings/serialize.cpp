@@ -38,18 +38,15 @@ void bind_serialize(nb::module_& m) {
   m.def("restore_function_values", &restore_function_values);
   // CNTK v1 model files (.dnn): loading goes through load_model, which recognises them.
   m.def("save_as_legacy_model", [](const FunctionPtr& f, const std::string& path) { save_as_legacy_model(f, path); });
-  m.def("dump_legacy_model", [](const nb::handle& b, const std::string& source) {
-    return dump_legacy_model(bytes_of(b), source);
-  });
+  m.def("dump_legacy_model",
+        [](const nb::handle& b, const std::string& source) { return dump_legacy_model(bytes_of(b), source); });
   m.def("load_dictionary", [](const std::string& path) { return bindings::from_dictionary(load_dictionary(path)); });
   m.def("dictionary_from_bytes",
         [](const nb::handle& b) { return bindings::from_dictionary(dictionary_from_bytes(bytes_of(b))); });
-  m.def("save_dictionary", [](const nb::dict& d, const std::string& path) {
-    save_dictionary(bindings::to_dictionary(d), path);
-  });
-  m.def("save_dictionary_value", [](const nb::handle& v, const std::string& path) {
-    save_dictionary_value(bindings::to_dict_value(v), path);
-  });
+  m.def("save_dictionary",
+        [](const nb::dict& d, const std::string& path) { save_dictionary(bindings::to_dictionary(d), path); });
+  m.def("save_dictionary_value",
+        [](const nb::handle& v, const std::string& path) { save_dictionary_value(bindings::to_dict_value(v), path); });
   m.def("dictionary_value_bytes", [](const nb::handle& v) {
     std::string s = dictionary_value_to_bytes(bindings::to_dict_value(v));
     return nb::bytes(s.data(), s.size());

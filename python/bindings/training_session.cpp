@@ -128,29 +128,32 @@ void bind_training_session(nb::module_& m) {
   m.def("_python_training_progress",
         [](nb::object impl) -> TrainingProgressPtr { return std::make_shared<PythonProgress>(std::move(impl)); });
 
-  nb::class_<Frequency>(m, "_Frequency")
-      .def("__init__", [](Frequency* f, size_t value, int unit) { new (f) Frequency{value, data_unit(unit)}; });
+  nb::class_<Frequency>(m, "_Frequency").def("__init__", [](Frequency* f, size_t value, int unit) {
+    new (f) Frequency{value, data_unit(unit)};
+  });
   nb::class_<CheckpointConfig>(m, "_CheckpointConfig")
-      .def("__init__", [](CheckpointConfig* c, const std::string& filename, const Frequency& frequency,
-                          bool restore, bool preserve_all) {
+      .def("__init__", [](CheckpointConfig* c, const std::string& filename, const Frequency& frequency, bool restore,
+                          bool preserve_all) {
         new (c) CheckpointConfig{filename, frequency, restore, preserve_all};
       });
   nb::class_<CrossValidationConfig>(m, "_CrossValidationConfig")
-      .def("__init__",
-           [](CrossValidationConfig* c, TrainingSourcePtr source, const Frequency& frequency,
-              const MinibatchSizeSchedule& minibatch_size, size_t max_samples,
-              std::function<bool(size_t, double, size_t, size_t)> callback) {
-             new (c) CrossValidationConfig{std::move(source), frequency, minibatch_size, max_samples,
-                                           std::move(callback)};
-           },
-           nb::arg("source").none(), nb::arg("frequency"), nb::arg("minibatch_size"), nb::arg("max_samples"),
-           nb::arg("callback").none());
+      .def(
+          "__init__",
+          [](CrossValidationConfig* c, TrainingSourcePtr source, const Frequency& frequency,
+             const MinibatchSizeSchedule& minibatch_size, size_t max_samples,
+             std::function<bool(size_t, double, size_t, size_t)> callback) {
+            new (c)
+                CrossValidationConfig{std::move(source), frequency, minibatch_size, max_samples, std::move(callback)};
+          },
+          nb::arg("source").none(), nb::arg("frequency"), nb::arg("minibatch_size"), nb::arg("max_samples"),
+          nb::arg("callback").none());
   nb::class_<TestConfig>(m, "_TestConfig")
-      .def("__init__",
-           [](TestConfig* c, TrainingSourcePtr source, const MinibatchSizeSchedule& minibatch_size) {
-             new (c) TestConfig{std::move(source), minibatch_size};
-           },
-           nb::arg("source").none(), nb::arg("minibatch_size"));
+      .def(
+          "__init__",
+          [](TestConfig* c, TrainingSourcePtr source, const MinibatchSizeSchedule& minibatch_size) {
+            new (c) TestConfig{std::move(source), minibatch_size};
+          },
+          nb::arg("source").none(), nb::arg("minibatch_size"));
 
   nb::class_<TrainingSession, PyTrainingSession>(m, "TrainingSession")
       .def(nb::init<Trainer&, TrainingSourcePtr, MinibatchSizeSchedule, size_t, Frequency, CheckpointConfig,
@@ -174,8 +177,8 @@ void bind_training_session(nb::module_& m) {
       .def("on_checkpoint_start", [](TrainingSession&, size_t) {})
       .def("on_checkpoint_end", [](TrainingSession&, size_t) {})
       .def("on_cross_validation_start", [](TrainingSession&, size_t) {})
-      .def("on_cross_validation_end", [](TrainingSession& s, size_t index, double average_error, size_t samples,
-                                         size_t minibatches) {
-        return s.TrainingSession::on_cross_validation_end(index, average_error, samples, minibatches);
-      });
+      .def("on_cross_validation_end",
+           [](TrainingSession& s, size_t index, double average_error, size_t samples, size_t minibatches) {
+             return s.TrainingSession::on_cross_validation_end(index, average_error, samples, minibatches);
+           });
 }

@@ -17,9 +17,9 @@ Action not_implemented(const std::string& name) {
 
 std::map<std::string, Action> builtin_actions() {
   std::map<std::string, Action> table;
-  for (const char* name : {"train", "trainRNN", "test", "eval", "write", "edit", "cv", "dumpNode", "dumpNodes",
-                           "dumpnode", "bnstat", "adapt", "convertdbn", "exportdbn", "createLabelMap",
-                           "writeWordAndClass", "plot", "SVD"})
+  for (const char* name :
+       {"train", "trainRNN", "test", "eval", "write", "edit", "cv", "dumpNode", "dumpNodes", "dumpnode", "bnstat",
+        "adapt", "convertdbn", "exportdbn", "createLabelMap", "writeWordAndClass", "plot", "SVD"})
     table[name] = not_implemented(name);
   register_training_actions(table);
   return table;

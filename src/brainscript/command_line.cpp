@@ -108,8 +108,7 @@ void run_commands(const CommandLine& cl) {
       Log::printf("#%*s#\n", width - 2, "");
       Log::printf("%s\n\n", delim);
       auto it = actions().find(action);
-      if (it == actions().end())
-        throw ValueError("unknown action '" + action + "' in command '" + command + "'");
+      if (it == actions().end()) throw ValueError("unknown action '" + action + "' in command '" + command + "'");
       it->second(ActionContext{command, block, &cl});
       std::fprintf(stderr, "\n");
       if (trace_level > 0) Log::printf("Action \"%s\" complete.\n\n", action.c_str());

@@ -19,8 +19,8 @@
 namespace cntk::brainscript {
 
 struct CommandLine {
-  std::shared_ptr<ConfigRecord> config;   // the root record ("global")
-  std::vector<std::string> config_dirs;   // directories of the config files read (BrainScript include paths)
+  std::shared_ptr<ConfigRecord> config;  // the root record ("global")
+  std::vector<std::string> config_dirs;  // directories of the config files read (BrainScript include paths)
 };
 
 // Reads the arguments (argv without the program name) into the root record.

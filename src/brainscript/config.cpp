@@ -164,9 +164,7 @@ std::shared_ptr<ConfigRecord> ConfigRecord::parse(const std::string& text, std::
   return parse(t, std::move(name), std::move(parent));
 }
 
-void ConfigRecord::parse_into(const std::string& text) {
-  parse_members(text, npos);
-}
+void ConfigRecord::parse_into(const std::string& text) { parse_members(text, npos); }
 
 void ConfigRecord::fail(const std::string& message, size_t offset) const {
   throw ConfigError("configuration", message + " (in " + name_ + ")", text_ ? text_->locate(offset) : TextLocation{});
@@ -268,7 +266,8 @@ bool ConfigRecord::get_bool(const std::string& key, bool fallback) const {
   return v ? config_to_bool(*v, name_ + ":" + key) : fallback;
 }
 
-std::vector<std::string> ConfigRecord::get_array(const std::string& key, const std::vector<std::string>& fallback) const {
+std::vector<std::string> ConfigRecord::get_array(const std::string& key,
+                                                 const std::vector<std::string>& fallback) const {
   auto v = find(key);
   return v ? split_config_array(*v) : fallback;
 }
@@ -317,8 +316,8 @@ std::string ConfigRecord::resolve(const std::string& value, int depth) const {
     if (start + 1 < value.size() && value[start + 1] == '$')
       throw ValueError("'$$' is not allowed in configuration values (in " + name_ + "): " + value);
     // A name starts with a letter or '_' and ends at the next '$'; anything else is a plain '$'.
-    const bool name_start =
-        start + 1 < value.size() && (std::isalpha(static_cast<unsigned char>(value[start + 1])) || value[start + 1] == '_');
+    const bool name_start = start + 1 < value.size() &&
+                            (std::isalpha(static_cast<unsigned char>(value[start + 1])) || value[start + 1] == '_');
     const size_t end = name_start ? value.find_first_of("$" + forbidden, start + 1) : npos;
     if (end == npos || value[end] != '$') {
       out += value.substr(pos, start + 1 - pos);

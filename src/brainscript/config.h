@@ -27,7 +27,7 @@ struct ConfigText {
     std::shared_ptr<const SourceFile> source;
     size_t line;
   };
-  std::vector<Origin> lines;  // one per '\n'-terminated line of `text`
+  std::vector<Origin> lines;                                            // one per '\n'-terminated line of `text`
   void append_source(const std::shared_ptr<const SourceFile>& source);  // comments stripped
   TextLocation locate(size_t offset) const;
 };
@@ -64,9 +64,9 @@ class ConfigRecord : public std::enable_shared_from_this<ConfigRecord> {
   // Parses `key=value` lines into this record (command-line style).
   void parse_into(const std::string& text);
 
-  std::vector<std::string> keys() const;      // this record's own keys, in CNTK's (case-insensitive) order
-  const std::string& name() const { return name_; }  // path such as "global:Train:SGD"
-  std::string raw(const std::string& key) const;       // unresolved value of an own member
+  std::vector<std::string> keys() const;                // this record's own keys, in CNTK's (case-insensitive) order
+  const std::string& name() const { return name_; }     // path such as "global:Train:SGD"
+  std::string raw(const std::string& key) const;        // unresolved value of an own member
   std::string resolve(const std::string& value) const;  // replaces $name$ from this record outwards
   std::shared_ptr<const ConfigRecord> parent() const { return parent_; }
   TextLocation location_of(const std::string& key) const;  // where an own member was assigned
@@ -77,7 +77,7 @@ class ConfigRecord : public std::enable_shared_from_this<ConfigRecord> {
   };
   struct Member {
     std::string raw;
-    size_t key_offset;  // in text_->text; npos when unknown
+    size_t key_offset;    // in text_->text; npos when unknown
     size_t value_offset;  // where `raw` starts in text_->text; npos once the value is no substring of it
   };
   std::map<std::string, Member, CaseInsensitiveLess> members_;

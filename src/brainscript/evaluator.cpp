@@ -76,7 +76,9 @@ ValuePtr builtin(Builtin f) {
   return v;
 }
 
-[[noreturn]] void fail(const std::string& msg, const TextLocation& where) { throw ConfigError("evaluation", msg, where); }
+[[noreturn]] void fail(const std::string& msg, const TextLocation& where) {
+  throw ConfigError("evaluation", msg, where);
+}
 
 }  // namespace
 
@@ -244,8 +246,7 @@ ValuePtr Evaluator::eval(const ExpressionPtr& e, const RecordPtr& scope, const s
       const auto at = reinterpret_cast<std::uintptr_t>(&here);
       if (++d == 1) base = at;
       const std::uintptr_t used = base > at ? base - at : at - base;
-      if (d > 10000 || used > kStackBudget)
-        fail("evaluation nested too deeply (unbounded recursion?)", where);
+      if (d > 10000 || used > kStackBudget) fail("evaluation nested too deeply (unbounded recursion?)", where);
     }
     ~Depth() { --d; }
   } depth(depth_, stack_base_, e->location);
@@ -266,7 +267,8 @@ ValuePtr Evaluator::eval(const ExpressionPtr& e, const RecordPtr& scope, const s
   }
   if (op == ".") {
     ValuePtr r = eval(e->args[0], scope, path);
-    if (r->kind != Value::Kind::Record) fail(std::string("'.") + e->id + "' applied to a " + kind_name(r->kind), e->location);
+    if (r->kind != Value::Kind::Record)
+      fail(std::string("'.") + e->id + "' applied to a " + kind_name(r->kind), e->location);
     const ThunkPtr* t = r->record->find_here(e->id);
     if (!t) fail("the record has no member '" + e->id + "'", e->location);
     return (*t)->force();
@@ -588,7 +590,8 @@ ValuePtr make_parameter(const std::vector<size_t>& dims, Args& a) {
   const bool frozen = a.number("learningRateMultiplier", 1) == 0;
   if (inferred) {
     if (frozen) {  // a constant whose shape comes from its first use (BatchNormalization's statistics)
-      if (attr_type(spec) != "constant") fail(std::string(a.fn) + ": an inferred constant must have a fixed value", a.where);
+      if (attr_type(spec) != "constant")
+        fail(std::string(a.fn) + ": an inferred constant must have a fixed value", a.where);
       return node(Variable::constant(shape, g_dtype, spec.at("value").as_double(), ""));
     }
     return node(Variable::parameter(shape, g_dtype, NDArrayView(), std::make_shared<Dictionary>(spec), ""));
@@ -628,7 +631,9 @@ Table builtin_table() {
     Args a{p, n, w, "Times"};
     return node(ops::times(a.node_at(1), a.node_at(0), int(a.number("outputRank", 1)))->output());
   };
-  for (auto [name, op] : {std::pair{"Plus", "Plus"}, {"Minus", "Minus"}, {"ElementTimes", "ElementTimes"},
+  for (auto [name, op] : {std::pair{"Plus", "Plus"},
+                          {"Minus", "Minus"},
+                          {"ElementTimes", "ElementTimes"},
                           {"ElementDivide", "ElementDivide"}}) {
     std::string op_name = op;
     const char* bs_name = name;
@@ -658,7 +663,8 @@ Table builtin_table() {
     auto d = ops::minus(label, shaped_like(a.node_at(1), label));
     return node(ops::reduce_sum(ops::element_times(d, d), Axis::all_static_axes(), false)->output());
   };
-  t["CrossEntropyWithSoftmax"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+  t["CrossEntropyWithSoftmax"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n,
+                                    const TextLocation& w) {
     Args a{p, n, w, "CrossEntropyWithSoftmax"};  // (labels, z)
     const Variable label = a.node_at(0);
     return node(ops::cross_entropy_with_softmax(shaped_like(a.node_at(1), label), label)->output());
@@ -674,8 +680,8 @@ Table builtin_table() {
     Args a{p, n, w, "ReduceSum"};
     return node(ops::reduce_sum(a.node_at(0))->output());
   };
-  for (auto [name, kind] : {std::pair{"Mean", PrecomputedStatistic::Kind::Mean},
-                            {"InvStdDev", PrecomputedStatistic::Kind::InvStdDev}}) {
+  for (auto [name, kind] :
+       {std::pair{"Mean", PrecomputedStatistic::Kind::Mean}, {"InvStdDev", PrecomputedStatistic::Kind::InvStdDev}}) {
     const char* fn = name;
     const auto k = kind;
     t[name] = [fn, k](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
@@ -727,8 +733,10 @@ Table builtin_table() {
     auto out = std::make_shared<Array>();
     for (size_t i = 0; i < 2; ++i) {
       ValuePtr v = a.at(i);
-      if (v->kind == Value::Kind::Array) out->items.insert(out->items.end(), v->array->items.begin(), v->array->items.end());
-      else out->items.push_back(ready(v));
+      if (v->kind == Value::Kind::Array)
+        out->items.insert(out->items.end(), v->array->items.begin(), v->array->items.end());
+      else
+        out->items.push_back(ready(v));
     }
     auto v = std::make_shared<Value>(Value::Kind::Array);
     v->array = out;

@@ -38,7 +38,7 @@ struct PrecomputedStatistic {
 };
 
 struct Network {
-  FunctionPtr model;  // all role nodes combined
+  FunctionPtr model;                      // all role nodes combined
   std::map<std::string, Variable> nodes;  // named nodes of the description (member paths)
   std::vector<Variable> features, labels, criteria, evaluations, outputs;
   std::vector<PrecomputedStatistic> statistics;

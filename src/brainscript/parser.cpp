@@ -80,9 +80,9 @@ struct Token {
 };
 
 const std::set<std::string> keywords = {"include", "new", "with", "true", "false", "if", "then", "else", "array"};
-const std::set<std::string> punctuations = {
-    "=", ";", ",", "[", "]", "(", ")", "{", "}", "[|", "|]", "+", "-", "*", "/", "**", ".*", "%", "||", "&&",
-    "<<", ">>", "!", "<", "==", ">", ">=", "!=", "<=", ":", "=>", "..", ".", "//", "#", "/*"};
+const std::set<std::string> punctuations = {"=",  ";", ",",  "[",  "]",  "(", ")",  "{",  "}",  "[|", "|]", "+",
+                                            "-",  "*", "/",  "**", ".*", "%", "||", "&&", "<<", ">>", "!",  "<",
+                                            "==", ">", ">=", "!=", "<=", ":", "=>", "..", ".",  "//", "#",  "/*"};
 
 // Letters, digits, '_' and any byte of a UTF-8 sequence (CNTK read wide characters).
 bool is_alpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || (c & 0x80); }
@@ -150,8 +150,8 @@ class Lexer {
     std::shared_ptr<const SourceFile> source;
     if (fs::exists(found)) {
       source = SourceFile::read(found);
-    } else if (const std::string* text = builtin_sources ? builtin_sources(fs::path(path).filename().string())
-                                                         : nullptr) {
+    } else if (const std::string* text =
+                   builtin_sources ? builtin_sources(fs::path(path).filename().string()) : nullptr) {
       source = std::make_shared<SourceFile>(fs::path(path).filename().string(), *text);
     } else {
       fail("cannot find include file '" + path + "'", where);
@@ -251,11 +251,11 @@ class Lexer {
 // parser
 
 const std::map<std::string, int> infix_precedence = {
-    {".", 99}, {"[", 99}, {"(", 99}, {"{", 99},  // postfix forms bind tightest
-    {"*", 10}, {"/", 10}, {".*", 10}, {"**", 10}, {"%", 10},  //
+    {".", 99}, {"[", 99}, {"(", 99},   {"{", 99},              // postfix forms bind tightest
+    {"*", 10}, {"/", 10}, {".*", 10},  {"**", 10}, {"%", 10},  //
     {"+", 9},  {"-", 9},  {"with", 9},                         //
-    {"==", 8}, {"!=", 8}, {"<", 8},   {"<=", 8}, {">", 8}, {">=", 8},
-    {"&&", 7}, {"||", 6}, {">>", 5},  {"<<", 5}, {":", 4}, {"=>", 0}};
+    {"==", 8}, {"!=", 8}, {"<", 8},    {"<=", 8},  {">", 8},  {">=", 8},
+    {"&&", 7}, {"||", 6}, {">>", 5},   {"<<", 5},  {":", 4},  {"=>", 0}};
 constexpr int unary_precedence = 90;  // below the postfix forms, above every infix operator
 constexpr int max_depth = 1000;       // deeper nesting is refused rather than overflowing the stack
 
@@ -358,9 +358,7 @@ class Parser : public Lexer {
     ~DepthGuard() { --p->depth_; }
   };
 
-  bool is_punctuation(const char* s) const {
-    return token().kind == TokenKind::punctuation && token().symbol == s;
-  }
+  bool is_punctuation(const char* s) const { return token().kind == TokenKind::punctuation && token().symbol == s; }
   [[noreturn]] void expected(const std::string& what) const { fail(what + " expected", token().location); }
   void punctuation(const char* s) {
     if (!is_punctuation(s)) expected(std::string("'") + s + "'");

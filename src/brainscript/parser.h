@@ -50,10 +50,10 @@ using ExpressionPtr = std::shared_ptr<Expression>;
 struct Expression {
   TextLocation location;
   std::string op;
-  double number = 0;  // op "d"
-  std::string text;   // op "s"
+  double number = 0;     // op "d"
+  std::string text;      // op "s"
   bool boolean = false;  // op "b"
-  std::string id;     // op "id", and the name after "new" and "."
+  std::string id;        // op "id", and the name after "new" and "."
   std::vector<ExpressionPtr> args;
   std::map<std::string, std::pair<TextLocation, ExpressionPtr>> named;
 

@@ -12,16 +12,19 @@ std::string simple_network_source(const ConfigRecord& b) {
   if (b.get_bool("addDropoutNodes", false))
     throw NotImplementedError("SimpleNetworkBuilder addDropoutNodes is not implemented yet");
   std::vector<long long> sizes;
-  for (const auto& s : b.get_array("layerSizes", {"100"})) sizes.push_back((long long)config_to_double(s, "layerSizes"));
+  for (const auto& s : b.get_array("layerSizes", {"100"}))
+    sizes.push_back((long long)config_to_double(s, "layerSizes"));
   if (sizes.size() < 2) throw ValueError(b.name() + ": layerSizes needs an input and an output size");
   const std::vector<std::string> types = b.get_array("layerTypes", {"Sigmoid"});
   static const std::set<std::string> activations = {"Sigmoid", "Tanh", "RectifiedLinear"};
   for (const auto& t : types)
-    if (!activations.count(t)) throw ValueError(b.name() + ": layerTypes '" + t + "' is not Sigmoid, Tanh or RectifiedLinear");
+    if (!activations.count(t))
+      throw ValueError(b.name() + ": layerTypes '" + t + "' is not Sigmoid, Tanh or RectifiedLinear");
   const std::string criterion = b.get("trainingCriterion");
   std::string eval = b.get("evalCriterion");
   static const std::set<std::string> criteria = {"CrossEntropyWithSoftmax", "SquareError", "Logistic"};
-  if (!criteria.count(criterion)) throw NotImplementedError("SimpleNetworkBuilder trainingCriterion '" + criterion + "'");
+  if (!criteria.count(criterion))
+    throw NotImplementedError("SimpleNetworkBuilder trainingCriterion '" + criterion + "'");
   if (eval == "ErrorPrediction") eval = "ClassificationError";  // CNTK's older name
   if (!criteria.count(eval) && eval != "ClassificationError")
     throw NotImplementedError("SimpleNetworkBuilder evalCriterion '" + eval + "'");
@@ -33,8 +36,8 @@ std::string simple_network_source(const ConfigRecord& b) {
   auto line = [&](const std::string& text) { s += "  " + text + "\n"; };
   // CNTK seeds the weights 1, 2, 3, ... in layer order, so the same seeds give CNTK's values.
   auto param = [&](const std::string& name, long long rows, long long cols, size_t seed) {
-    line(name + " = __primitives.Parameter (" + std::to_string(rows) + ", " + std::to_string(cols) + ", init = '" + init +
-         "', initValueScale = " + scale + ", randomSeed = " + std::to_string(seed) + ")");
+    line(name + " = __primitives.Parameter (" + std::to_string(rows) + ", " + std::to_string(cols) + ", init = '" +
+         init + "', initValueScale = " + scale + ", randomSeed = " + std::to_string(seed) + ")");
   };
   line("features = __primitives.Input (" + std::to_string(sizes[0]) + ")");
   std::string x = "features";

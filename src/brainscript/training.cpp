@@ -80,7 +80,8 @@ std::unique_ptr<io::MinibatchSource> make_reader(const ConfigRecord& command, co
   cfg.deserializers.push_back(deserializer);
   cfg.randomize = reader->get_bool("randomize", randomize_default);
   cfg.max_sweeps = max_sweeps;
-  if (reader->exists("randomizationWindow")) cfg.randomization_window_in_samples = reader->get_int("randomizationWindow", 0);
+  if (reader->exists("randomizationWindow"))
+    cfg.randomization_window_in_samples = reader->get_int("randomizationWindow", 0);
   return std::make_unique<io::MinibatchSource>(cfg);
 }
 
@@ -91,8 +92,8 @@ VariableValues arguments_for(const io::MinibatchSource& source, const io::Miniba
   for (size_t i = 0; i < source.streams().size(); ++i)
     for (const auto& in : inputs)
       if (in.name() == source.streams()[i].name)
-        args.emplace_back(in, in.dynamic_axes().size() == 1 ? io::drop_sequence_axis(mb.streams[i].data)
-                                                            : mb.streams[i].data);
+        args.emplace_back(
+            in, in.dynamic_axes().size() == 1 ? io::drop_sequence_axis(mb.streams[i].data) : mb.streams[i].data);
   return args;
 }
 
@@ -120,9 +121,9 @@ Network network_for(const ActionContext& ctx) {
     EvaluationOptions options;
     options.dtype = c.get("precision", "float") == "double" ? DataType::Double : DataType::Float;
     options.include_paths = ctx.command_line->config_dirs;
-    return build_network(c.get(c.exists("BrainScriptNetworkBuilder") ? "BrainScriptNetworkBuilder"
-                                                                      : "ExperimentalNetworkBuilder"),
-                         options);
+    return build_network(
+        c.get(c.exists("BrainScriptNetworkBuilder") ? "BrainScriptNetworkBuilder" : "ExperimentalNetworkBuilder"),
+        options);
   }
   if (c.exists("SimpleNetworkBuilder")) {
     EvaluationOptions options;
@@ -140,9 +141,15 @@ Network network_for(const ActionContext& ctx) {
 // error op. CNTK kept these roles in its v1 files; models written as CNTK 2.7 wrote them keep
 // only the root nodes, so the roles are recognised by op (or named by evalNodeNames).
 bool is_metric(const Variable& v) {
-  static const std::set<std::string> ops = {"CrossEntropyWithSoftmax", "ClassificationError", "Logistic",
-                                            "ReduceElements", "SquaredError", "LambdaRank", "NDCG",
-                                            "EditDistanceError", "CosDistance"};
+  static const std::set<std::string> ops = {"CrossEntropyWithSoftmax",
+                                            "ClassificationError",
+                                            "Logistic",
+                                            "ReduceElements",
+                                            "SquaredError",
+                                            "LambdaRank",
+                                            "NDCG",
+                                            "EditDistanceError",
+                                            "CosDistance"};
   return v.is_output() && v.owner() && ops.count(v.owner()->op_name()) && v.shape().total_size() == 1;
 }
 
@@ -289,9 +296,9 @@ void train(const ActionContext& ctx) {
                               sgd->get_double("rms_wgt_dec", 0.75), sgd->get_double("rms_wgt_max", 10.0),
                               sgd->get_double("rms_wgt_min", 0.1), ave_multiplier, options);
   } else if (update == "fsadagrad") {
-    learner = fsadagrad_learner(params, lr0, MomentumSchedule(momentum, 1), /*unit_gain=*/true,
-                                momentum_as_time_constant_schedule(sgd->get_double("varianceTimeConstant", 2 * 3600 * 100)),
-                                options);
+    learner = fsadagrad_learner(
+        params, lr0, MomentumSchedule(momentum, 1), /*unit_gain=*/true,
+        momentum_as_time_constant_schedule(sgd->get_double("varianceTimeConstant", 2 * 3600 * 100)), options);
   } else {
     learner = momentum_sgd_learner(params, lr0, MomentumSchedule(momentum, 1), /*unit_gain=*/true, options);
   }
@@ -316,8 +323,11 @@ void train(const ActionContext& ctx) {
     learner->reset_learning_rate(LearningRateSchedule(lr, 1));
     set_dropout_rate(net.model, for_epoch(dropout_rates, size_t(epoch)));
     std::fprintf(stderr, "\n");
-    Log::printf("Starting Epoch %lld: learning rate per sample = %f  effective momentum = %f  momentum as time constant = %.1f samples\n",
-                epoch + 1, lr, std::pow(momentum, double(mb_size)), momentum > 0 && momentum < 1 ? -1 / std::log(momentum) : 0.0);
+    Log::printf(
+        "Starting Epoch %lld: learning rate per sample = %f  effective momentum = %f  momentum as time constant = %.1f "
+        "samples\n",
+        epoch + 1, lr, std::pow(momentum, double(mb_size)),
+        momentum > 0 && momentum < 1 ? -1 / std::log(momentum) : 0.0);
     std::fprintf(stderr, "\n");
     Log::printf("Starting minibatch loop.\n");
     const auto epoch_start = Clock::now();
@@ -351,7 +361,8 @@ void train(const ActionContext& ctx) {
         std::fprintf(stderr, "]: ");
         log_criterion(crit_name, crit_sum - crit_logged, samples - samples_logged);
         if (evaluation) log_criterion(eval_name, eval_sum - eval_logged, eval_samples - eval_samples_logged);
-        std::fprintf(stderr, "time = %.4fs; samplesPerSecond = %.1f\n", t, double(samples - samples_logged) / std::max(t, 1e-9));
+        std::fprintf(stderr, "time = %.4fs; samplesPerSecond = %.1f\n", t,
+                     double(samples - samples_logged) / std::max(t, 1e-9));
         crit_logged = crit_sum, eval_logged = eval_sum, samples_logged = samples, eval_samples_logged = eval_samples;
         mbs_logged = mbs;
         logged_at = Clock::now();
@@ -423,11 +434,15 @@ struct WriteFormat {
     auto f = c.block("format");
     if (f->exists_here("type")) {
       const std::string type = f->get("type");
-      if (type == "category") category = true;
-      else if (type == "sparse") throw NotImplementedError("write: format type 'sparse' is not implemented yet");
-      else if (type != "real") throw ValueError("write: format type must be 'real', 'category' or 'sparse', not '" + type + "'");
+      if (type == "category")
+        category = true;
+      else if (type == "sparse")
+        throw NotImplementedError("write: format type 'sparse' is not implemented yet");
+      else if (type != "real")
+        throw ValueError("write: format type must be 'real', 'category' or 'sparse', not '" + type + "'");
     }
-    if (!f->get_bool("transpose", true)) throw NotImplementedError("write: format transpose=false is not implemented yet");
+    if (!f->get_bool("transpose", true))
+      throw NotImplementedError("write: format transpose=false is not implemented yet");
     if (auto mapping = f->find("labelMappingFile")) {
       std::ifstream in(*mapping);
       if (!in) throw IOError("cannot read labelMappingFile '" + *mapping + "'");
@@ -448,7 +463,8 @@ struct WriteFormat {
 
   static std::string processed(std::string s, const std::string& node, size_t minibatch) {
     auto replace = [&s](const std::string& from, const std::string& to) {
-      for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+      for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+        s.replace(at, from.size(), to);
     };
     replace("\\n", "\n");
     replace("\\r", "\r");
@@ -482,9 +498,11 @@ void write(const ActionContext& ctx) {
     files.push_back(std::fopen(path.c_str(), "w"));
     if (!files.back()) throw IOError("cannot write '" + path + "'");
   }
-  const std::string value_format = "%" + format.precision + (format.category ? (format.labels.empty() ? "zu" : "s") : "f");
+  const std::string value_format =
+      "%" + format.precision + (format.category ? (format.labels.empty() ? "zu" : "s") : "f");
   auto put = [](std::FILE* f, const std::string& s) { std::fputs(s.c_str(), f); };
-  for (size_t i = 0; i < outputs.size(); ++i) put(files[i], WriteFormat::processed(format.prologue, node_name(outputs[i]), 0));
+  for (size_t i = 0; i < outputs.size(); ++i)
+    put(files[i], WriteFormat::processed(format.prologue, node_name(outputs[i]), 0));
   size_t minibatch = 0;
   std::vector<size_t> sequences_written(outputs.size(), 0);
   while (true) {
@@ -544,7 +562,8 @@ void write(const ActionContext& ctx) {
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     put(files[i], WriteFormat::processed(format.epilogue, node_name(outputs[i]), minibatch));
-    if (files[i] != stdout && std::fclose(files[i]) != 0) throw IOError("cannot finish writing " + node_name(outputs[i]));
+    if (files[i] != stdout && std::fclose(files[i]) != 0)
+      throw IOError("cannot finish writing " + node_name(outputs[i]));
   }
 }
 

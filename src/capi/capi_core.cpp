@@ -157,8 +157,10 @@ cntk_status cntk_last_status(void) { return last_error.status; }
 
 cntk_status cntk_device_check(cntk_device_kind kind, int id) {
   return guard([&] {
-    if (kind == CNTK_DEVICE_GPU) DeviceDescriptor::gpu(id);  // throws: no GPU backend
-    else if (kind != CNTK_DEVICE_CPU) throw ValueError("unknown device kind " + std::to_string(int(kind)));
+    if (kind == CNTK_DEVICE_GPU)
+      DeviceDescriptor::gpu(id);  // throws: no GPU backend
+    else if (kind != CNTK_DEVICE_CPU)
+      throw ValueError("unknown device kind " + std::to_string(int(kind)));
   });
 }
 
@@ -206,8 +208,7 @@ cntk_status cntk_ndarray_create_filled(cntk_dtype dtype, const int64_t* dims, si
 }
 
 cntk_status cntk_ndarray_create_sparse(cntk_dtype dtype, const int64_t* dims, size_t rank, const int64_t* row_starts,
-                                       const int64_t* col_indices, const void* values, size_t nnz,
-                                       cntk_ndarray** out) {
+                                       const int64_t* col_indices, const void* values, size_t nnz, cntk_ndarray** out) {
   return guard([&] {
     need(out, "out");
     DataType dt = dtype_arg(dtype);

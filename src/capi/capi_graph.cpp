@@ -25,8 +25,8 @@ cntk_status make_function(const std::function<FunctionPtr()>& make, cntk_functio
   });
 }
 
-std::unordered_map<VariableImpl*, Variable> pairs_arg(const cntk_variable* const* from,
-                                                      const cntk_variable* const* to, size_t count) {
+std::unordered_map<VariableImpl*, Variable> pairs_arg(const cntk_variable* const* from, const cntk_variable* const* to,
+                                                      size_t count) {
   std::vector<Variable> a = variables_arg(from, count, "variable"), b = variables_arg(to, count, "variable");
   std::unordered_map<VariableImpl*, Variable> map;
   for (size_t i = 0; i < count; ++i) map[a[i].get()] = b[i];
@@ -95,8 +95,8 @@ cntk_status cntk_variable_parameter_init(const int64_t* dims, size_t rank, cntk_
         // A constant fill is no random initializer: give it as the value.
         if (attr_string(*spec, "type", "") == "constant") {
           if (!shape.is_known()) throw ValueError("Parameter: a constant fill needs a known shape, got " + shape.str());
-          return Variable::parameter(shape, dt, NDArrayView::full(dt, shape, attr_double(*spec, "value", 0.0)),
-                                     nullptr, str_arg(name));
+          return Variable::parameter(shape, dt, NDArrayView::full(dt, shape, attr_double(*spec, "value", 0.0)), nullptr,
+                                     str_arg(name));
         }
         return Variable::parameter(shape, dt, NDArrayView(), spec, str_arg(name));
       },
@@ -222,8 +222,8 @@ cntk_status cntk_function_as_block(const cntk_function* composite, const cntk_va
         std::vector<Variable> args = variables_arg(arguments, count, "argument");
         std::vector<std::pair<Variable, Variable>> mapping;
         for (size_t i = 0; i < count; ++i) mapping.emplace_back(ph[i], args[i]);
-        FunctionPtr block = Function::block(need(composite, "composite")->fn, mapping, need(op_name, "op_name"),
-                                            str_arg(name));
+        FunctionPtr block =
+            Function::block(need(composite, "composite")->fn, mapping, need(op_name, "op_name"), str_arg(name));
         return Function::composite(block, str_arg(name));
       },
       out);
@@ -238,8 +238,7 @@ cntk_status cntk_function_alias(const cntk_variable* operand, const char* name, 
   return make_function(
       [&] {
         return Function::composite(
-            Function::primitive("NoOp", {need(operand, "operand")->var}, Dictionary(), str_arg(name)),
-            str_arg(name));
+            Function::primitive("NoOp", {need(operand, "operand")->var}, Dictionary(), str_arg(name)), str_arg(name));
       },
       out);
 }
@@ -301,11 +300,10 @@ cntk_status cntk_function_find_by_name(const cntk_function* f, const char* name,
       out);
 }
 
-cntk_status cntk_function_find_all_with_name(const cntk_function* f, const char* name, int nested,
-                                             cntk_function** out, size_t capacity, size_t* count) {
+cntk_status cntk_function_find_all_with_name(const cntk_function* f, const char* name, int nested, cntk_function** out,
+                                             size_t capacity, size_t* count) {
   return guard([&] {
-    write_functions(need(f, "function")->fn->find_all_with_name(need(name, "name"), nested != 0), out, capacity,
-                    count);
+    write_functions(need(f, "function")->fn->find_all_with_name(need(name, "name"), nested != 0), out, capacity, count);
   });
 }
 

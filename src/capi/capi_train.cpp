@@ -109,13 +109,18 @@ cntk_status cntk_learner_create(const char* kind, const cntk_variable* const* pa
     };
     const MomentumSchedule var_mom = variance_momentum ? variance_momentum->schedule : default_variance_momentum();
     LearnerPtr l;
-    if (k == "sgd") l = sgd_learner(params, lr, opts);
-    else if (k == "momentum_sgd") l = momentum_sgd_learner(params, lr, mom(), unit_gain, opts);
-    else if (k == "nesterov") l = nesterov_learner(params, lr, mom(), unit_gain, opts);
-    else if (k == "adagrad") l = adagrad_learner(params, lr, attr_bool(x, "needAveMultiplier", true), opts);
+    if (k == "sgd")
+      l = sgd_learner(params, lr, opts);
+    else if (k == "momentum_sgd")
+      l = momentum_sgd_learner(params, lr, mom(), unit_gain, opts);
+    else if (k == "nesterov")
+      l = nesterov_learner(params, lr, mom(), unit_gain, opts);
+    else if (k == "adagrad")
+      l = adagrad_learner(params, lr, attr_bool(x, "needAveMultiplier", true), opts);
     else if (k == "adadelta")
       l = adadelta_learner(params, lr, attr_double(x, "rho", 0.95), attr_double(x, "epsilon", 1e-8), opts);
-    else if (k == "fsadagrad") l = fsadagrad_learner(params, lr, mom(), unit_gain, var_mom, opts);
+    else if (k == "fsadagrad")
+      l = fsadagrad_learner(params, lr, mom(), unit_gain, var_mom, opts);
     else if (k == "adam" || k == "adamax")
       l = adam_learner(params, lr, mom(), unit_gain, var_mom, attr_double(x, "epsilon", 1e-8), k == "adamax", opts);
     else if (k == "rmsprop")
@@ -253,8 +258,10 @@ cntk_status cntk_minibatch_source_ctf(const char* path, const cntk_stream_config
     io::MinibatchSourceConfig c;
     c.deserializers.push_back(ctf_deserializer(path, streams, num_streams));
     // CNTK's TextFormatMinibatchSource counts epochs in samples; a full data sweep is one sweep.
-    if (max_samples == io::kFullDataSweep) c.max_sweeps = 1;
-    else c.max_samples = max_samples;
+    if (max_samples == io::kFullDataSweep)
+      c.max_sweeps = 1;
+    else
+      c.max_samples = max_samples;
     c.randomize = randomize != 0;
     c.randomization_window_in_chunks = randomization_window_in_chunks;
     c.randomization_seed = seed;
@@ -276,11 +283,13 @@ cntk_status cntk_minibatch_source_create_ctf(const char* const* paths, const cnt
     need(streams, "streams");
     need(num_streams, "num_streams");
     io::MinibatchSourceConfig c;
-    for (size_t i = 0; i < num_files; ++i) c.deserializers.push_back(ctf_deserializer(paths[i], streams[i], num_streams[i]));
+    for (size_t i = 0; i < num_files; ++i)
+      c.deserializers.push_back(ctf_deserializer(paths[i], streams[i], num_streams[i]));
     c.max_samples = config->max_samples ? config->max_samples : io::kInfinitelyRepeat;
     c.max_sweeps = config->max_sweeps ? config->max_sweeps : io::kInfinitelyRepeat;
     c.randomize = config->randomize != 0;
-    if (config->randomization_window_in_chunks) c.randomization_window_in_chunks = config->randomization_window_in_chunks;
+    if (config->randomization_window_in_chunks)
+      c.randomization_window_in_chunks = config->randomization_window_in_chunks;
     c.randomization_window_in_samples = config->randomization_window_in_samples;
     c.randomization_seed = config->randomization_seed;
     c.frame_mode = config->frame_mode != 0;

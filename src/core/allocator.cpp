@@ -25,7 +25,7 @@ size_t round_up(size_t bytes) {
 
 struct Pool {
   std::mutex mu;
-  std::atomic<size_t> fresh{0};  // blocks taken from the system, not from a free list
+  std::atomic<size_t> fresh{0};     // blocks taken from the system, not from a free list
   std::atomic<size_t> requests{0};  // blocks asked for
   std::unordered_map<size_t, std::vector<void*>> free_lists;
   size_t cached = 0;

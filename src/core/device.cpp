@@ -20,6 +20,8 @@ bool DeviceDescriptor::try_set_default_device(const DeviceDescriptor& d, bool ac
 
 bool DeviceDescriptor::is_default_device_locked() { return false; }
 
-std::string DeviceDescriptor::str() const { return kind_ == DeviceKind::CPU ? "CPU" : "GPU[" + std::to_string(id_) + "]"; }
+std::string DeviceDescriptor::str() const {
+  return kind_ == DeviceKind::CPU ? "CPU" : "GPU[" + std::to_string(id_) + "]";
+}
 
 }  // namespace cntk

@@ -7,8 +7,7 @@
 
 namespace cntk {
 
-NDArrayView::NDArrayView(DataType dtype, const NDShape& shape, DeviceDescriptor device)
-    : dtype_(dtype), shape_(shape) {
+NDArrayView::NDArrayView(DataType dtype, const NDShape& shape, DeviceDescriptor device) : dtype_(dtype), shape_(shape) {
   if (device.type() != DeviceKind::CPU) throw ValueError("NDArrayView: only the CPU device is available");
   if (dtype == DataType::Unknown) throw TypeError("NDArrayView: unknown data type");
   numel_ = shape.total_size();

@@ -42,9 +42,7 @@ std::vector<int64_t> NDMask::lengths() const {
   return out;
 }
 
-int64_t NDMask::masked_count() const {
-  return std::count(data_.begin(), data_.end(), int8_t(MaskKind::Invalid));
-}
+int64_t NDMask::masked_count() const { return std::count(data_.begin(), data_.end(), int8_t(MaskKind::Invalid)); }
 
 Value Value::from_sequences(const std::vector<NDArrayView>& seqs, bool sequential) {
   if (seqs.empty()) throw ValueError("Value: no sequences given");
@@ -103,7 +101,7 @@ Value Value::one_hot(const std::vector<std::vector<int64_t>>& indices, int64_t n
   double one_d = 1.0;
   float one_f = 1.0f;
   uint16_t one_h = float_to_half(1.0f);
-  const void* one = dtype == DataType::Double ? (const void*)&one_d
+  const void* one = dtype == DataType::Double  ? (const void*)&one_d
                     : dtype == DataType::Float ? (const void*)&one_f
                                                : (const void*)&one_h;
   size_t es = element_size(dtype);
@@ -147,7 +145,8 @@ std::vector<NDArrayView> Value::unpack(int sequence_axes) const {
     NDArrayView s = d.slice(0, b, b + 1);
     if (sequence_axes) {
       int64_t len = mask_ ? lens[b] : d.shape()[1];
-      s = s.slice(1, 0, len).reshape(d.shape().sub(1).dims().size() ? NDShape{len}.concat(d.shape().sub(2)) : NDShape{len});
+      s = s.slice(1, 0, len).reshape(d.shape().sub(1).dims().size() ? NDShape{len}.concat(d.shape().sub(2))
+                                                                    : NDShape{len});
     } else {
       s = s.reshape(d.shape().sub(1));
     }

@@ -325,8 +325,7 @@ void quantized_aggregate(std::vector<NDArrayView>& values, std::vector<NDArrayVi
       if (p == me) continue;
       const Stripe s = stripe_of(w.cols, size_t(p), size_t(workers));
       if (s.count) req.recv(w.q.data() + s.start * w.col_bytes, s.count * w.col_bytes, p, kGatherTag);
-      if (w.mine.count)
-        req.send(w.q.data() + w.mine.start * w.col_bytes, w.mine.count * w.col_bytes, p, kGatherTag, c);
+      if (w.mine.count) req.send(w.q.data() + w.mine.start * w.col_bytes, w.mine.count * w.col_bytes, p, kGatherTag, c);
     }
   }
   req.wait();
@@ -367,7 +366,8 @@ void Communicator::aggregate_in_place(std::vector<NDArrayView>& values) {
   if (num_workers() == 1 || values.empty()) return;
   for (auto& v : values)
     if (v.dtype() != DataType::Float && v.dtype() != DataType::Double)
-      throw ValueError("distributed aggregation: float32 and float64 values only, not " + std::string(to_string(v.dtype())));
+      throw ValueError("distributed aggregation: float32 and float64 values only, not " +
+                       std::string(to_string(v.dtype())));
   ++counters_.aggregations;
   distributed::aggregate_dtype<float>(values, DataType::Float, w.rank, w.size, counters_);
   distributed::aggregate_dtype<double>(values, DataType::Double, w.rank, w.size, counters_);
@@ -410,8 +410,8 @@ std::vector<std::string> Communicator::all_gather(const std::string& bytes) {
     total += sizes[size_t(r)];
   }
   std::string all(size_t(total), '\0');
-  distributed::check(MPI_Iallgatherv(bytes.data(), mine, MPI_BYTE, all.data(), sizes.data(), offsets.data(),
-                                     MPI_BYTE, MPI_COMM_WORLD, &req),
+  distributed::check(MPI_Iallgatherv(bytes.data(), mine, MPI_BYTE, all.data(), sizes.data(), offsets.data(), MPI_BYTE,
+                                     MPI_COMM_WORLD, &req),
                      "MPI_Allgatherv");
   distributed::wait_one(req, "MPI_Allgatherv");
   counters_.bytes_sent += uint64_t(mine) * uint64_t(w.size - 1);

@@ -155,7 +155,8 @@ constexpr size_t kBucketElements = size_t(1) << 18;
 
 class DataParallelLearner final : public DistributedLearner {
  public:
-  DataParallelLearner(CommunicatorPtr c, LearnerPtr l, size_t after) : DistributedLearner(std::move(c), std::move(l), after) {
+  DataParallelLearner(CommunicatorPtr c, LearnerPtr l, size_t after)
+      : DistributedLearner(std::move(c), std::move(l), after) {
     const auto& params = parameters();
     bucket_of_.resize(params.size());
     size_t filled = kBucketElements;
@@ -389,8 +390,12 @@ class BlockMomentumLearner final : public DistributedLearner {
       total += size_t(d[1]);
     }
     sample_count_ = total;
-    auto all_are = [&](Action x) { return std::all_of(actions.begin(), actions.end(), [x](Action a) { return a == x; }); };
-    auto any_is = [&](Action x) { return std::any_of(actions.begin(), actions.end(), [x](Action a) { return a == x; }); };
+    auto all_are = [&](Action x) {
+      return std::all_of(actions.begin(), actions.end(), [x](Action a) { return a == x; });
+    };
+    auto any_is = [&](Action x) {
+      return std::any_of(actions.begin(), actions.end(), [x](Action a) { return a == x; });
+    };
     if (all_are(Action::AggregateMetrics)) return Action::AggregateMetrics;
     if (all_are(Action::Shutdown)) return Action::Shutdown;
     if (all_are(Action::Checkpoint)) return Action::Checkpoint;
@@ -483,10 +488,12 @@ class BlockMomentumLearner final : public DistributedLearner {
 }  // namespace
 
 DistributedLearnerPtr data_parallel_distributed_learner(CommunicatorPtr communicator, LearnerPtr learner,
-                                                        size_t distribute_after, bool use_async_buffered_parameter_update) {
+                                                        size_t distribute_after,
+                                                        bool use_async_buffered_parameter_update) {
   if (use_async_buffered_parameter_update)
-    throw NotImplementedError("data_parallel_distributed_learner: asynchronous buffered parameter updates are not "
-                              "supported (CNTK 2.7 did not support them either)");
+    throw NotImplementedError(
+        "data_parallel_distributed_learner: asynchronous buffered parameter updates are not "
+        "supported (CNTK 2.7 did not support them either)");
   return std::make_shared<DataParallelLearner>(std::move(communicator), std::move(learner), distribute_after);
 }
 

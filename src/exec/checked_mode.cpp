@@ -79,7 +79,8 @@ void mask_padding(ComputeContext& ctx) {
     if (has_padding(v, lengths)) v = fill_padding(v, lengths, 0.0);
   };
   for (size_t i = 0; i < ctx.inputs.size() && i < ctx.in_lengths.size(); ++i) mask(ctx.inputs[i], ctx.in_lengths[i]);
-  for (size_t k = 0; k < ctx.outputs.size() && k < ctx.out_lengths.size(); ++k) mask(ctx.outputs[k], ctx.out_lengths[k]);
+  for (size_t k = 0; k < ctx.outputs.size() && k < ctx.out_lengths.size(); ++k)
+    mask(ctx.outputs[k], ctx.out_lengths[k]);
   for (size_t k = 0; k < ctx.grad_outputs.size() && k < ctx.out_lengths.size(); ++k)
     mask(ctx.grad_outputs[k], ctx.out_lengths[k]);
 }

@@ -55,7 +55,8 @@ ComputeContext make_context(const PlanStep& st, BackPropState& s) {
   for (size_t i = 0; i < st.in.size(); ++i) {
     const int slot = st.in[i];
     // A slot may have both: a plain value that a convolution also reordered into its layout.
-    const bool blocked = layouts && s.layout_values[size_t(slot)] && (dt == DataType::Float || !s.values[slot].defined());
+    const bool blocked =
+        layouts && s.layout_values[size_t(slot)] && (dt == DataType::Float || !s.values[slot].defined());
     const NDArrayView& v = blocked ? s.values[slot] : plain_value(s, slot);
     if (blocked)
       ctx.inputs.push_back(v);
@@ -352,9 +353,9 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
       if (seen == axis_sizes.end())
         axis_sizes.push_back({axis, size, &var, lengths});
       else if (seen->size != size)
-        throw ValueError(std::string(axis.is_batch() ? "batch sizes" : "sequence lengths") + " differ: " +
-                         seen->var->str() + " has " + std::to_string(seen->size) + " but " + var.str() + " has " +
-                         std::to_string(size));
+        throw ValueError(std::string(axis.is_batch() ? "batch sizes" : "sequence lengths") +
+                         " differ: " + seen->var->str() + " has " + std::to_string(seen->size) + " but " + var.str() +
+                         " has " + std::to_string(size));
       else if (lengths && seen->lengths && !same_lengths(*seen->lengths, *lengths, size))
         throw ValueError("sequence lengths differ: " + seen->var->str() + " and " + var.str() + " share the axis '" +
                          axis.name() + "' but their sequences have different lengths");
@@ -377,11 +378,8 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
       }
       case StepKind::Kernel:
       case StepKind::FusedRecurrence:
-      case StepKind::FusedConv:
-        step_forward(size_t(ins.index), *s);
-        break;
-      case StepKind::Delay:
-        throw Error("plan: a delay step outside its recurrent loop");
+      case StepKind::FusedConv: step_forward(size_t(ins.index), *s); break;
+      case StepKind::Delay: throw Error("plan: a delay step outside its recurrent loop");
     }
   }
   output_values.clear();
@@ -520,8 +518,7 @@ struct GradientPass {
         for (auto& go : ctx.grad_outputs) shared = shared || (go.defined() && g.same_storage(go));
         for (auto& x : ctx.inputs) shared = shared || (x.defined() && g.same_storage(x));
         grads[in] = shared ? g.copy() : g;
-      }
-      else {
+      } else {
         if (grads[in].is_sparse()) grads[in] = grads[in].to_dense();
         eager::add_to(grads[in], g);
       }
@@ -600,8 +597,7 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
         report_final(size_t(ins.index) + 1);
         pass.step_backward(size_t(ins.index));
         break;
-      case StepKind::Delay:
-        throw Error("plan: a delay step outside its recurrent loop");
+      case StepKind::Delay: throw Error("plan: a delay step outside its recurrent loop");
     }
   }
   gradients.clear();

@@ -132,9 +132,9 @@ FusedWeights to_fused(const FusedLayout& l, const ComputeContext& ctx, int64_t C
 struct WeightCache {
   std::mutex mu;
   bool searched = false;
-  std::map<int, Variable> params;  // input position -> the block's parameter bound there
+  std::map<int, Variable> params;                        // input position -> the block's parameter bound there
   std::map<int, std::pair<const void*, uint64_t>> seen;  // input position -> (data, version) converted
-  uint64_t epoch = 0;  // user_write_epoch() when converted
+  uint64_t epoch = 0;                                    // user_write_epoch() when converted
   std::shared_ptr<const FusedWeights> weights;
 };
 
@@ -145,7 +145,8 @@ struct CellMatch {
 };
 bool match_cell(const FunctionPtr& f, CellMatch& m, std::string& why);
 
-std::shared_ptr<const FusedWeights> fused_weights(const FusedLayout& l, const ComputeContext& ctx, int64_t C, int64_t H) {
+std::shared_ptr<const FusedWeights> fused_weights(const FusedLayout& l, const ComputeContext& ctx, int64_t C,
+                                                  int64_t H) {
   auto cache = ctx.fn->op_state_or<WeightCache>([] { return std::make_shared<WeightCache>(); });
   std::lock_guard<std::mutex> lock(cache->mu);
   std::vector<int> positions{l.w, l.h, l.b};
@@ -456,13 +457,13 @@ bool weight(const Variable& v, const NDShape& shape, Variable* out = nullptr) {
 // Times(x, w) of a vector x by a weight of shape `shape` into a vector (outputRank 1).
 bool product(const Variable& v, const Variable& x, const NDShape& shape, Variable* w) {
   Function* f = node(v, "Times", 2);
-  return f && same(in(f, 0), x) && schema_attr_int(*f, "outputRank") == 1 &&
-         weight(in(f, 1), shape, w) && resolve(v).shape() == NDShape{shape[1]};
+  return f && same(in(f, 0), x) && schema_attr_int(*f, "outputRank") == 1 && weight(in(f, 1), shape, w) &&
+         resolve(v).shape() == NDShape{shape[1]};
 }
 
 // The sum b + x W + h H (in any order and grouping) of the stacked projections.
-bool projections(const Variable& v, const Variable& x, const Variable& h, int64_t C, int64_t Hd, int64_t gx,
-                 int64_t gh, CellMatch& m, bool with_h) {
+bool projections(const Variable& v, const Variable& x, const Variable& h, int64_t C, int64_t Hd, int64_t gx, int64_t gh,
+                 CellMatch& m, bool with_h) {
   std::vector<Variable> terms;
   sum_terms(v, terms);
   if (terms.size() != (with_h ? 3u : 2u)) return false;
@@ -512,8 +513,8 @@ bool ones(const Variable& v) {
 // LSTM without peepholes, self-stabilization or projection, tanh activations, CNTK's gate
 // order in the stacked projection P = b + x W + h H: input, cell input, forget, output.
 //   c = sigmoid(P[2]) * c' + sigmoid(P[0]) * tanh(P[1]);  h = sigmoid(P[3]) * tanh(c)
-bool match_lstm(const Variable& h_out, const Variable& c_out, const Variable& dh, const Variable& dc,
-                const Variable& x, int64_t C, int64_t Hd, CellMatch& m) {
+bool match_lstm(const Variable& h_out, const Variable& c_out, const Variable& dh, const Variable& dc, const Variable& x,
+                int64_t C, int64_t Hd, CellMatch& m) {
   Function* ct = node(c_out, "Plus", 2);
   if (!ct) return false;
   // P is whatever the output gate slices: every gate must slice that same sum.
@@ -528,9 +529,13 @@ bool match_lstm(const Variable& h_out, const Variable& c_out, const Variable& dh
   auto tanh_c = [&](const Variable& t) { return unary(t, "Tanh", [&](const Variable& a) { return same(a, c_out); }); };
   if (!commutative(h_out, "ElementTimes", output_gate, tanh_c)) return false;
   auto sig_gate = [&](int64_t k) {
-    return [&, k](const Variable& s) { return unary(s, "StableSigmoid", [&](const Variable& a) { return gate(a, P, k, Hd); }); };
+    return [&, k](const Variable& s) {
+      return unary(s, "StableSigmoid", [&](const Variable& a) { return gate(a, P, k, Hd); });
+    };
   };
-  auto tanh_gate = [&](const Variable& t) { return unary(t, "Tanh", [&](const Variable& a) { return gate(a, P, 1, Hd); }); };
+  auto tanh_gate = [&](const Variable& t) {
+    return unary(t, "Tanh", [&](const Variable& a) { return gate(a, P, 1, Hd); });
+  };
   auto is_dc = [&](const Variable& v) { return same(v, dc); };
   auto forget = [&](const Variable& v) { return commutative(v, "ElementTimes", sig_gate(2), is_dc); };
   auto input = [&](const Variable& v) { return commutative(v, "ElementTimes", sig_gate(0), tanh_gate); };
@@ -570,18 +575,19 @@ bool match_gru(const Variable& h_out, const Variable& dh, const Variable& x, int
     return true;
   };
   auto keep = [&](const Variable& v) {
-    return commutative(v, "ElementTimes", [&](const Variable& z) { return same(z, Z); }, is_dh);
+    return commutative(
+        v, "ElementTimes", [&](const Variable& z) { return same(z, Z); }, is_dh);
   };
   auto candidate = [&](const Variable& c) {
     return unary(c, "Tanh", [&](const Variable& s) {
-      return commutative(s, "Plus", [&](const Variable& g) { return gate(g, Px, 2, Hd); },
-                         [&](const Variable& t) {
-                           Function* f = node(t, "Times", 2);
-                           return f && schema_attr_int(*f, "outputRank") == 1 &&
-                                  commutative(in(f, 0), "ElementTimes", is_dh,
-                                              [&](const Variable& r) { return gate_sum(r, 1); }) &&
-                                  weight(in(f, 1), NDShape{Hd, Hd}, &m.H1);
-                         });
+      return commutative(
+          s, "Plus", [&](const Variable& g) { return gate(g, Px, 2, Hd); },
+          [&](const Variable& t) {
+            Function* f = node(t, "Times", 2);
+            return f && schema_attr_int(*f, "outputRank") == 1 &&
+                   commutative(in(f, 0), "ElementTimes", is_dh, [&](const Variable& r) { return gate_sum(r, 1); }) &&
+                   weight(in(f, 1), NDShape{Hd, Hd}, &m.H1);
+          });
     });
   };
   auto one_minus_z = [&](const Variable& v) {

@@ -57,7 +57,8 @@ void fuse_steps(Plan& p) {
   };
   for (size_t k = 0; k < nsteps; ++k) {
     const PlanStep& conv = p.steps[k];
-    if (taken[k] || conv.loop >= 0 || conv.op->name != "Convolution" || conv.out.size() != 1 || conv.in.size() != 2) continue;
+    if (taken[k] || conv.loop >= 0 || conv.op->name != "Convolution" || conv.out.size() != 1 || conv.in.size() != 2)
+      continue;
     if (schema_attr_bool(*conv.fn, "transpose")) continue;
     if (!is_float(p, conv.out[0]) || !is_float(p, conv.in[0]) || !is_float(p, conv.in[1])) continue;
     const NDShape& conv_out = p.slot_var[size_t(conv.out[0])].shape();

@@ -76,7 +76,8 @@ bool has_unknown_dim(const Variable& v) {
 // buffers are allocated when the first step gives their shape.
 void check_known(const Variable& v) {
   if (has_unknown_dim(v))
-    throw NotImplementedError("recurrent loop: " + v.str() + " has a free or inferred dimension; the state of a "
+    throw NotImplementedError("recurrent loop: " + v.str() +
+                              " has a free or inferred dimension; the state of a "
                               "loop (what a delay reads) needs static shapes that are known");
 }
 
@@ -90,8 +91,7 @@ NDArrayView& loop_buffer(BackPropState& s, int slot, const LoopExtent& e, const 
 
 // Accumulates g into the gradient of slot `in`: at step t for inputs with a
 // sequence axis, whole for the others.
-void accumulate(BackPropState& s, std::vector<NDArrayView>& grads, int in, bool sequence, int64_t t,
-                NDArrayView g) {
+void accumulate(BackPropState& s, std::vector<NDArrayView>& grads, int in, bool sequence, int64_t t, NDArrayView g) {
   if (g.is_sparse()) g = g.to_dense();  // step gradients add up over time
   if (g.dtype() != s.values[in].dtype()) g = g.cast(s.values[in].dtype());
   if (sequence) {

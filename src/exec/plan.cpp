@@ -236,7 +236,8 @@ void order_steps(Plan& p) {
       if (!is_delay_op(st.op) || producer[st.in[0]] < 0 || comp[producer[st.in[0]]] != cid) continue;
       DelaySpec d = delay_spec(*st.fn);
       if (d.offset < 1)
-        throw ValueError("recurrent loop: " + step_name(st) + " has a time step of 0 inside a loop, "
+        throw ValueError("recurrent loop: " + step_name(st) +
+                         " has a time step of 0 inside a loop, "
                          "which makes the loop wait on itself");
       int dir = d.past ? 1 : -1;
       if (direction != 0 && dir != direction)
@@ -258,7 +259,8 @@ void order_steps(Plan& p) {
       if (st.out_axes.size() != 2)
         throw ValueError("recurrent loop: " + step_name(st) + " is part of a loop but its output has no sequence axis");
       if (have_axis && !(st.out_axes[0] == seq_axis))
-        throw ValueError("recurrent loop: " + step_name(st) + " runs over another sequence axis than the rest of the loop");
+        throw ValueError("recurrent loop: " + step_name(st) +
+                         " runs over another sequence axis than the rest of the loop");
       seq_axis = st.out_axes[0];
       have_axis = true;
       for (size_t k = 0; k < st.in.size(); ++k)
@@ -275,7 +277,8 @@ void order_steps(Plan& p) {
       if (!in_loop_delay[i])
         for (int pr : preds[i]) cnt += comp[pr] == cid;
       else
-        for (size_t k = 1; k < p.steps[i].in.size(); ++k) cnt += producer[p.steps[i].in[k]] >= 0 && comp[producer[p.steps[i].in[k]]] == cid;
+        for (size_t k = 1; k < p.steps[i].in.size(); ++k)
+          cnt += producer[p.steps[i].in[k]] >= 0 && comp[producer[p.steps[i].in[k]]] == cid;
       pending[i] = cnt;
     }
     PlanLoop loop;
@@ -345,8 +348,7 @@ bool still_valid(const Plan& p) {
   };
   for (auto& st : p.steps) {
     if (st.kind == StepKind::FusedRecurrence) continue;  // its inputs are not its block's direct inputs
-    if (st.fused_from.empty() ? !step_valid(st)
-                              : !std::all_of(st.fused_from.begin(), st.fused_from.end(), step_valid))
+    if (st.fused_from.empty() ? !step_valid(st) : !std::all_of(st.fused_from.begin(), st.fused_from.end(), step_valid))
       return false;
   }
   return true;
@@ -404,8 +406,7 @@ std::shared_ptr<const Plan> get_plan(const FunctionPtr& f, const std::vector<Var
     auto it = c.plans.find(key);
     if (it != c.plans.end()) {
       if (it->second->rnn_fusion == rnn_fusion && it->second->fusion == backend.fuses_convolutions() &&
-          it->second->kept_layouts == backend.keeps_layouts() &&
-          still_valid(*it->second))
+          it->second->kept_layouts == backend.keeps_layouts() && still_valid(*it->second))
         return it->second;
       c.plans.erase(it);
     }

@@ -35,7 +35,7 @@ struct PlanStep {
   std::vector<int> in, out;
   std::vector<std::vector<Axis>> in_axes;  // layout order per input
   std::vector<Axis> out_axes;
-  const char* event_name = nullptr;           // the profiler's per-node event names
+  const char* event_name = nullptr;  // the profiler's per-node event names
   const char* backward_event_name = nullptr;
   int loop = -1;  // index into Plan::loops when the step is part of a recurrent loop
   // A fused step (see fusion.h): the steps it replaces, in order; empty otherwise.
@@ -50,9 +50,9 @@ struct PlanStep {
 // Kernel steps. (A recurrence recognized as one cell never becomes a loop: the planner
 // emits one FusedRecurrence step for it instead, see fused_rnn.h.)
 struct PlanLoop {
-  int first = 0, last = 0;           // its steps are Plan::steps[first .. last]
-  bool forward_in_time = true;       // PastValue loops run t = 0..T-1, FutureValue loops T-1..0
-  std::vector<int> out_slots;        // the slots the loop's steps write
+  int first = 0, last = 0;      // its steps are Plan::steps[first .. last]
+  bool forward_in_time = true;  // PastValue loops run t = 0..T-1, FutureValue loops T-1..0
+  std::vector<int> out_slots;   // the slots the loop's steps write
 };
 
 struct Plan {
@@ -66,12 +66,12 @@ struct Plan {
   // one Loop instruction per loop; made last, after fusion (make_program).
   std::vector<Instruction> program;
   bool carries_state = false;  // a delay or fused recurrence may continue sequences across calls
-  bool rnn_fusion = false;  // compiled with fused recurrences (see fused_rnn.h)
-  bool fusion = false;                                // the fusion pass ran (see fusion.h)
+  bool rnn_fusion = false;     // compiled with fused recurrences (see fused_rnn.h)
+  bool fusion = false;         // the fusion pass ran (see fusion.h)
   std::vector<std::shared_ptr<const OpDef>> fused_ops;  // the op definitions of its fused steps
-  std::vector<bool> fused_away;                       // per slot: an intermediate result no step computes
-  bool kept_layouts = false;      // the layout pass ran (see fusion.h)
-  std::vector<bool> layout_kept;  // per slot: kept in its producer's backend layout between steps
+  std::vector<bool> fused_away;                         // per slot: an intermediate result no step computes
+  bool kept_layouts = false;                            // the layout pass ran (see fusion.h)
+  std::vector<bool> layout_kept;                        // per slot: kept in its producer's backend layout between steps
 };
 
 // The plan computing `outputs` of f, cached on f. allow_rnn_fusion=false asks for one

@@ -18,13 +18,13 @@ struct BackPropState {
   // Per slot the plan keeps in a backend layout (Plan::layout_kept): the value in that
   // layout; values[slot] stays undefined until a reader needs it plain (plain_value).
   std::vector<std::shared_ptr<const LayoutValue>> layout_values;
-  std::vector<std::vector<int64_t>> seq_lengths;  // per slot; empty when it has no sequence axis
-  std::vector<std::vector<NDArrayView>> saved;    // per step: what its forward kept for backward
+  std::vector<std::vector<int64_t>> seq_lengths;   // per slot; empty when it has no sequence axis
+  std::vector<std::vector<NDArrayView>> saved;     // per step: what its forward kept for backward
   std::vector<std::shared_ptr<void>> saved_state;  // per step: its forward's opaque state
   // Steps inside recurrent loops keep what their forward saved per time step.
   std::vector<std::vector<std::vector<NDArrayView>>> loop_saved;     // [step][t]
   std::vector<std::vector<std::shared_ptr<void>>> loop_saved_state;  // [step][t]
-  std::vector<std::function<void()>> deferred;    // run when the pass is over
+  std::vector<std::function<void()>> deferred;                       // run when the pass is over
   // Per sequence of the batch: it continues a sequence of the previous call
   // (truncated BPTT); empty when none does.
   std::vector<char> continues;

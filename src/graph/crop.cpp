@@ -40,12 +40,28 @@ Transform inverse(const Transform& a) {
 // Ops whose output pixel depends on the same input pixel alone (CNTK's identity transformer
 // nodes): elementwise ops.
 const std::unordered_set<std::string>& identity_ops() {
-  static const std::unordered_set<std::string> ops{
-      "Abs", "Acos", "And", "Asin", "Asinh", "Atan", "Atanh", "Cos", "Cosh", "ELU", "ElementDivide",
-      "ElementTimes", "Equal", "Exp", "Floor", "Greater", "GreaterEqual", "HardSigmoid", "LeakyReLU", "Less",
-      "LessEqual", "Log", "LogPlus", "Minus", "Negate", "Not", "NotEqual", "Or", "Plus", "Pow", "ReLU",
-      "Reciprocal", "SELU", "Sin", "Sinh", "Sqrt", "StableSigmoid", "StraightThrough", "Tan", "Tanh", "Xor",
-      "Sigmoid", "Softplus"};
+  static const std::unordered_set<std::string> ops{"Abs",           "Acos",
+                                                   "And",           "Asin",
+                                                   "Asinh",         "Atan",
+                                                   "Atanh",         "Cos",
+                                                   "Cosh",          "ELU",
+                                                   "ElementDivide", "ElementTimes",
+                                                   "Equal",         "Exp",
+                                                   "Floor",         "Greater",
+                                                   "GreaterEqual",  "HardSigmoid",
+                                                   "LeakyReLU",     "Less",
+                                                   "LessEqual",     "Log",
+                                                   "LogPlus",       "Minus",
+                                                   "Negate",        "Not",
+                                                   "NotEqual",      "Or",
+                                                   "Plus",          "Pow",
+                                                   "ReLU",          "Reciprocal",
+                                                   "SELU",          "Sin",
+                                                   "Sinh",          "Sqrt",
+                                                   "StableSigmoid", "StraightThrough",
+                                                   "Tan",           "Tanh",
+                                                   "Xor",           "Sigmoid",
+                                                   "Softplus"};
   return ops;
 }
 

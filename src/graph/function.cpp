@@ -168,8 +168,9 @@ void infer_until_stable(const std::vector<FunctionPtr>& order) {
     }
   }
   if (loops)
-    throw ShapeError("the shapes in a recurrent loop do not settle: the state a delay reads back does not keep the "
-                     "shape it started from; give the delay an initial_state of the state's shape");
+    throw ShapeError(
+        "the shapes in a recurrent loop do not settle: the state a delay reads back does not keep the "
+        "shape it started from; give the delay an initial_state of the state's shape");
 }
 
 std::atomic<size_t> g_live_functions{0};
@@ -378,9 +379,8 @@ void Function::infer_outputs() {
   std::vector<OutputInfo> infos;
   std::vector<bool> user_needs_grad;  // user functions declare it per output
   // A delay whose operand is pending: what the loop through it reads.
-  const Reach loop = op_ && is_delay_op(op_) && inputs_.size() == 2 && is_unknown(inputs_[0])
-                         ? reach(inputs_[0], this)
-                         : Reach{};
+  const Reach loop =
+      op_ && is_delay_op(op_) && inputs_.size() == 2 && is_unknown(inputs_[0]) ? reach(inputs_[0], this) : Reach{};
   if (kind_ == FunctionKind::Block) {
     // Give the inner placeholders the outer variables' types, then re-infer the inside.
     for (auto& [ph, outer] : block_map_) {
@@ -577,7 +577,9 @@ FunctionPtr Function::block_root() const {
   return root_;
 }
 
-Variable Function::output_handle(size_t i) { return Variable(outputs_[i], outputs_alias_inputs_ ? nullptr : shared_from_this()); }
+Variable Function::output_handle(size_t i) {
+  return Variable(outputs_[i], outputs_alias_inputs_ ? nullptr : shared_from_this());
+}
 
 std::vector<Variable> Function::outputs() {
   if (kind_ == FunctionKind::Composite) return root_->outputs();

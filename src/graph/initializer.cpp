@@ -135,8 +135,9 @@ NDArrayView initialize_parameter(const Dictionary& init, const NDShape& shape, D
     // (integer division) and center = (k - 1) / 2.
     int64_t kw = attr_int(init, "kernelWidth", 0), kh = attr_int(init, "kernelHeight", 0);
     if (kw <= 0 || kh <= 0) throw ValueError("bilinear initializer: kernel sizes must be positive");
-    if (kw != kh) throw ValueError("bilinear initializer: the kernel must be square, got " + std::to_string(kh) + "x" +
-                                   std::to_string(kw));
+    if (kw != kh)
+      throw ValueError("bilinear initializer: the kernel must be square, got " + std::to_string(kh) + "x" +
+                       std::to_string(kw));
     if (shape.rank() != 4 || shape[2] != kh || shape[3] != kw || shape[0] != shape[1])
       throw ValueError("bilinear initializer: the parameter must have shape (channels, channels, " +
                        std::to_string(kh) + ", " + std::to_string(kw) + "), not " + shape.str());

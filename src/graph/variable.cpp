@@ -114,11 +114,11 @@ FunctionPtr Variable::owner() const {
 }
 
 const NDArrayView& Variable::value() const {
-  if (!is_parameter() && !is_constant())
-    throw ValueError("value(): " + str() + " is not a parameter or a constant");
+  if (!is_parameter() && !is_constant()) throw ValueError("value(): " + str() + " is not a parameter or a constant");
   if (!impl_->value.defined()) {
     if (impl_->shape.has_inferred() || impl_->shape.is_unknown())
-      throw ValueError("value(): " + str() + " has inferred dimensions that are not known yet; use it in a graph first");
+      throw ValueError("value(): " + str() +
+                       " has inferred dimensions that are not known yet; use it in a graph first");
     if (!impl_->init) throw ValueError("value(): " + str() + " has no value");
     impl_->value = initialize_parameter(*impl_->init, impl_->shape, impl_->dtype);
   }
@@ -159,8 +159,8 @@ std::string Variable::str() const {
     for (size_t i = 0; i < shape().rank(); ++i) {
       int64_t d = shape()[i];
       dims += (i ? " x " : "") + (d == NDShape::kInferredDimension ? std::string("?")
-                                  : d == NDShape::kFreeDimension  ? std::string("free")
-                                                                  : std::to_string(d));
+                                  : d == NDShape::kFreeDimension   ? std::string("free")
+                                                                   : std::to_string(d));
     }
   }
   return std::string(kinds[int(kind())]) + "('" + name() + "', " + axes + ", [" + dims + "])";

@@ -17,7 +17,7 @@ namespace {
 
 constexpr uint64_t kMagic = 0x636e746b5f62696eULL;
 constexpr uint32_t kVersion = 1;
-constexpr uint64_t kPrologue = 12;       // magic + version
+constexpr uint64_t kPrologue = 12;        // magic + version
 constexpr uint64_t kChunkEntrySize = 16;  // i64 offset, u32 sequences, u32 samples
 
 // Bounds-checked little-endian reading over a byte range; `fail` names what was being read.
@@ -48,9 +48,7 @@ class Cursor {
 
 }  // namespace
 
-void CBFDeserializer::fail(const std::string& what) const {
-  throw IOError("CBF file '" + path_ + "': " + what);
-}
+void CBFDeserializer::fail(const std::string& what) const { throw IOError("CBF file '" + path_ + "': " + what); }
 
 CBFDeserializer::CBFDeserializer(std::string path, std::vector<CBFStreamSelection> selection) : path_(std::move(path)) {
   fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
@@ -113,8 +111,7 @@ void CBFDeserializer::init(std::vector<CBFStreamSelection> selection) {
   read_at(0, &magic, 8);
   if (magic != kMagic) fail("not a CNTK binary format file (wrong magic number)");
   read_at(8, &version, 4);
-  if (version != kVersion)
-    fail("format version " + std::to_string(version) + " is not supported (only version 1 is)");
+  if (version != kVersion) fail("format version " + std::to_string(version) + " is not supported (only version 1 is)");
   int64_t header_offset = 0;
   read_at(size_ - 8, &header_offset, 8);
   if (header_offset < int64_t(kPrologue) || uint64_t(header_offset) > size_ - 8 - 16)
@@ -135,8 +132,7 @@ void CBFDeserializer::init(std::vector<CBFStreamSelection> selection) {
     uint8_t encoding = 0, type = 0;
     uint32_t name_len = 0;
     const uint8_t* name = nullptr;
-    if (!c.get(encoding) || !c.get(name_len) || !c.take(name_len, 1, name) || !c.get(type))
-      fail("truncated " + where);
+    if (!c.get(encoding) || !c.get(name_len) || !c.take(name_len, 1, name) || !c.get(type)) fail("truncated " + where);
     CBFStreamHeader s;
     s.name.assign(reinterpret_cast<const char*>(name), name_len);
     if (!c.get(s.dim)) fail("truncated " + where);
@@ -177,7 +173,8 @@ void CBFDeserializer::init(std::vector<CBFStreamSelection> selection) {
 
   // The exposed streams.
   if (selection.empty()) {
-    for (size_t i = 0; i < file_streams_.size(); ++i) selection.push_back({file_streams_[i].name, file_streams_[i].name});
+    for (size_t i = 0; i < file_streams_.size(); ++i)
+      selection.push_back({file_streams_[i].name, file_streams_[i].name});
   }
   for (const auto& sel : selection) {
     size_t k = 0;
@@ -264,8 +261,7 @@ std::vector<Sequence> CBFDeserializer::decode(size_t chunk_id, const std::vector
       uint32_t samples = 0;
       if (!c.get(samples)) fail(seq + ": truncated (no sample count)");
       if (samples > lengths[i])
-        fail(seq + ": " + std::to_string(samples) + " samples, more than the sequence's " +
-             std::to_string(lengths[i]));
+        fail(seq + ": " + std::to_string(samples) + " samples, more than the sequence's " + std::to_string(lengths[i]));
       SequenceStream* dst = target[s] >= 0 ? &out[i].streams[size_t(target[s])] : nullptr;
       auto copy_values = [&](const uint8_t* src, size_t count) {
         if (!dst) return;
@@ -319,8 +315,7 @@ std::vector<Sequence> CBFDeserializer::decode(size_t chunk_id, const std::vector
       if (samples == 0) dst->offsets.clear();
     }
   }
-  if (c.left() != 0)
-    fail(where + ": " + std::to_string(c.left()) + " bytes are left over after its last stream");
+  if (c.left() != 0) fail(where + ": " + std::to_string(c.left()) + " bytes are left over after its last stream");
   return out;
 }
 

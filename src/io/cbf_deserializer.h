@@ -34,8 +34,8 @@ struct CBFStreamHeader {
 };
 
 struct CBFChunkEntry {
-  uint64_t offset = 0;   // start of the chunk (its per-sequence sample counts)
-  uint64_t end = 0;      // one past the chunk's last byte (the next chunk or the header)
+  uint64_t offset = 0;  // start of the chunk (its per-sequence sample counts)
+  uint64_t end = 0;     // one past the chunk's last byte (the next chunk or the header)
   uint32_t num_sequences = 0;
   uint32_t num_samples = 0;
 };

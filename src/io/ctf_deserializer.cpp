@@ -72,7 +72,8 @@ std::vector<Sequence> CTFDeserializer::load_chunk(size_t chunk_id) {
 }
 
 std::vector<uint64_t> CTFDeserializer::chunk_keys(size_t chunk_id) {
-  if (chunk_id >= chunks_.size()) throw ValueError("CTFDeserializer: chunk " + std::to_string(chunk_id) + " out of range");
+  if (chunk_id >= chunks_.size())
+    throw ValueError("CTFDeserializer: chunk " + std::to_string(chunk_id) + " out of range");
   return keys_[chunk_id];
 }
 

@@ -43,8 +43,8 @@ class CTFDeserializer : public Deserializer {
 
  private:
   struct ChunkPos {
-    uint64_t offset = 0;   // byte offset of the chunk's first line
-    size_t line = 0;       // lines before it
+    uint64_t offset = 0;  // byte offset of the chunk's first line
+    size_t line = 0;      // lines before it
   };
   CTFOptions parser_options(const ChunkPos& pos) const;
 

@@ -177,8 +177,14 @@ bool CTFParser::parse_line(const char* p, const char* end, CTFSequence& seq) {
       ++p;
       for (;;) {
         const char* bar = static_cast<const char*>(std::memchr(p, '|', size_t(end - p)));
-        if (!bar) { p = end; break; }
-        if (bar + 1 < end && bar[1] == '#') { p = bar + 2; continue; }
+        if (!bar) {
+          p = end;
+          break;
+        }
+        if (bar + 1 < end && bar[1] == '#') {
+          p = bar + 2;
+          continue;
+        }
         p = bar;
         break;
       }
@@ -213,15 +219,14 @@ bool CTFParser::parse_line(const char* p, const char* end, CTFSequence& seq) {
           ok = parse_number(p, te, v);
           if (ok) d.values_f.push_back(v);
         }
-        if (!ok)
-          throw LineError{"expected a number in dense stream '" + cfg.alias + "', found " + quote(p, te)};
+        if (!ok) throw LineError{"expected a number in dense stream '" + cfg.alias + "', found " + quote(p, te)};
         ++count;
         p = te;
       }
       if (count == 0) continue;  // an empty sample: the stream has no sample on this line
       if (count != cfg.dim)
-        throw LineError{"expected " + std::to_string(cfg.dim) + " values in dense stream '" + cfg.alias +
-                        "', found " + std::to_string(count)};
+        throw LineError{"expected " + std::to_string(cfg.dim) + " values in dense stream '" + cfg.alias + "', found " +
+                        std::to_string(count)};
     } else {
       for (;;) {
         while (p < end && is_blank(*p)) ++p;

@@ -16,10 +16,10 @@ namespace cntk::io {
 
 // One input stream of a CTF file, as named after '|' on each line.
 struct CTFStreamConfig {
-  std::string alias;                  // the name after '|'
-  size_t dim = 0;                     // values per dense sample; index bound for sparse
+  std::string alias;  // the name after '|'
+  size_t dim = 0;     // values per dense sample; index bound for sparse
   bool sparse = false;
-  DataType dtype = DataType::Float;   // Float or Double
+  DataType dtype = DataType::Float;  // Float or Double
 };
 
 struct CTFOptions {
@@ -42,9 +42,9 @@ using CTFStreamData = SequenceStream;
 
 struct CTFSequence {
   bool has_id = false;
-  uint64_t id = 0;          // the sequence id, or the line number when the file carries none
-  size_t first_line = 0;    // 1-based line number of the first line of the sequence
-  uint64_t offset = 0;      // byte offset of that line in the file
+  uint64_t id = 0;                     // the sequence id, or the line number when the file carries none
+  size_t first_line = 0;               // 1-based line number of the first line of the sequence
+  uint64_t offset = 0;                 // byte offset of that line in the file
   std::vector<CTFStreamData> streams;  // in the order of the configured streams
 };
 
@@ -67,7 +67,7 @@ class CTFParser {
   const std::string& path() const { return path_; }
 
  private:
-  bool read_line(const char*& begin, const char*& end);   // next raw line, without '\n' / '\r'
+  bool read_line(const char*& begin, const char*& end);               // next raw line, without '\n' / '\r'
   bool parse_line(const char* p, const char* end, CTFSequence& seq);  // false: blank/comment-only
   [[noreturn]] void fail(const std::string& what) const;
   void record_error(const std::string& what);
@@ -81,16 +81,16 @@ class CTFParser {
   std::vector<char> buf_;
   size_t buf_begin_ = 0, buf_end_ = 0;
   size_t line_no_ = 0;
-  uint64_t buf_file_pos_ = 0;      // file offset of buf_[0]
-  uint64_t line_offset_ = 0;       // file offset of the line last returned by read_line
+  uint64_t buf_file_pos_ = 0;  // file offset of buf_[0]
+  uint64_t line_offset_ = 0;   // file offset of the line last returned by read_line
   std::vector<std::string> warnings_;
-  std::vector<uint8_t> seen_;      // streams already given on the current line
-  std::vector<size_t> mark_;       // per stream sizes before the current line, to undo it
-  CTFSequence pending_;            // the sequence being assembled
+  std::vector<uint8_t> seen_;  // streams already given on the current line
+  std::vector<size_t> mark_;   // per stream sizes before the current line, to undo it
+  CTFSequence pending_;        // the sequence being assembled
   bool pending_valid_ = false;
-  bool ids_decided_ = false;       // set by the first non-blank line
+  bool ids_decided_ = false;  // set by the first non-blank line
   bool file_has_ids_ = false;
-  CTFSequence line_seq_;           // scratch: one line's samples
+  CTFSequence line_seq_;  // scratch: one line's samples
 };
 
 }  // namespace cntk::io

@@ -35,8 +35,8 @@ struct SequenceStream {
   size_t num_samples = 0;
   std::vector<float> values_f;
   std::vector<double> values_d;
-  std::vector<int32_t> indices;   // sparse only
-  std::vector<size_t> offsets;    // sparse only; num_samples + 1 entries once a sample exists
+  std::vector<int32_t> indices;  // sparse only
+  std::vector<size_t> offsets;   // sparse only; num_samples + 1 entries once a sample exists
 
   void clear() {
     num_samples = 0;
@@ -61,9 +61,9 @@ struct Sequence {
 };
 
 struct ChunkInfo {
-  size_t id = 0;             // 0 .. chunks().size()-1, in file order
+  size_t id = 0;  // 0 .. chunks().size()-1, in file order
   size_t num_sequences = 0;
-  size_t num_samples = 0;    // sum of Sequence::num_samples() over the chunk
+  size_t num_samples = 0;  // sum of Sequence::num_samples() over the chunk
 };
 
 class Deserializer {

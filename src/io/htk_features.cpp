@@ -73,8 +73,8 @@ bool parse_u32(std::string_view s, uint32_t& v) {
 }  // namespace
 
 std::string HTKHeader::kind_name() const {
-  static const char* names[] = {"WAVEFORM", "LPC", "LPREFC", "LPCEPSTRA", "LPDELCEP", "IREFC", "MFCC",
-                                "FBANK",    "MELSPEC", "USER", "DISCRETE", "PLP", "USER"};
+  static const char* names[] = {"WAVEFORM", "LPC",     "LPREFC", "LPCEPSTRA", "LPDELCEP", "IREFC", "MFCC",
+                                "FBANK",    "MELSPEC", "USER",   "DISCRETE",  "PLP",      "USER"};
   int base = parm_kind & kBaseMask;
   std::string k = base < 13 ? names[base] : "kind" + std::to_string(base);
   if (parm_kind & kHasEnergy) k += "_E";
@@ -115,7 +115,8 @@ HTKHeader parse_htk_header(const uint8_t* prefix, size_t prefix_size, uint64_t f
   const size_t bytes_per_value = h.compressed ? 2 : 4;
   if (h.sample_size == 0 || h.sample_size % bytes_per_value != 0)
     bad_file(path, "sample size " + std::to_string(h.sample_size) + " bytes is not a positive multiple of " +
-                       std::to_string(bytes_per_value) + (h.compressed ? " (compressed int16 values)" : " (float32 values)"));
+                       std::to_string(bytes_per_value) +
+                       (h.compressed ? " (compressed int16 values)" : " (float32 values)"));
   h.dim = h.sample_size / bytes_per_value;
   size_t header_bytes = kHTKHeaderBytes + (h.parm_kind == kFESTREAM ? 16 : 0);  // FESTREAM: a GUID follows
   if (h.compressed) header_bytes += 8 * h.dim;
@@ -144,8 +145,8 @@ HTKHeader parse_htk_header(const uint8_t* prefix, size_t prefix_size, uint64_t f
   const uint64_t data_bytes = uint64_t(n) * h.sample_size;
   if (file_size - header_bytes < data_bytes)
     bad_file(path, "truncated data: the header says " + std::to_string(n) + " frames of " +
-                       std::to_string(h.sample_size) + " bytes (" + std::to_string(data_bytes) + " bytes), the file holds " +
-                       std::to_string(file_size - header_bytes) + " after its header");
+                       std::to_string(h.sample_size) + " bytes (" + std::to_string(data_bytes) +
+                       " bytes), the file holds " + std::to_string(file_size - header_bytes) + " after its header");
   return h;
 }
 
@@ -218,7 +219,8 @@ bool parse_scp_line(const std::string& raw, const std::string& scp_dir, const st
       out.has_range = true;
     }
   }
-  if (logical.empty() || out.path.empty()) throw IOError(where + ": malformed SCP entry '" + line + "' (empty key or path)");
+  if (logical.empty() || out.path.empty())
+    throw IOError(where + ": malformed SCP entry '" + line + "' (empty key or path)");
   out.key = logical.substr(0, logical.find_last_of('.'));  // as CNTK: the extension goes
   if (out.key.empty()) out.key = logical;
   const size_t dots = out.path.find("...");
@@ -283,12 +285,14 @@ HTKFeatureDeserializer::HTKFeatureDeserializer(HTKFeatureStreamDef def) : def_(s
         }
         if (!files_.empty()) {
           const HTKHeader& a = files_.front().header;
-          if (a.dim != f.header.dim || (a.parm_kind & ~(kCompressed | kHasCRC)) != (f.header.parm_kind & ~(kCompressed | kHasCRC)) ||
+          if (a.dim != f.header.dim ||
+              (a.parm_kind & ~(kCompressed | kHasCRC)) != (f.header.parm_kind & ~(kCompressed | kHasCRC)) ||
               a.sample_period != f.header.sample_period)
-            throw IOError(where + ": HTK feature file '" + path + "' holds " + std::to_string(f.header.dim) + "-dimensional " +
-                          f.header.kind_name() + " frames every " + std::to_string(f.header.sample_period) +
-                          " x 100 ns, but '" + files_.front().path + "' holds " + std::to_string(a.dim) + "-dimensional " +
-                          a.kind_name() + " every " + std::to_string(a.sample_period) + " (all files must agree)");
+            throw IOError(where + ": HTK feature file '" + path + "' holds " + std::to_string(f.header.dim) +
+                          "-dimensional " + f.header.kind_name() + " frames every " +
+                          std::to_string(f.header.sample_period) + " x 100 ns, but '" + files_.front().path +
+                          "' holds " + std::to_string(a.dim) + "-dimensional " + a.kind_name() + " every " +
+                          std::to_string(a.sample_period) + " (all files must agree)");
         }
         fit = file_index.emplace(path, uint32_t(files_.size())).first;
         files_.push_back(std::move(f));
@@ -311,14 +315,15 @@ HTKFeatureDeserializer::HTKFeatureDeserializer(HTKFeatureStreamDef def) : def_(s
                       def_.name + "' is broadcast over utterances and needs one frame each");
       if (u.frames > def_.max_sequence_length) {
         warnings_.push_back(where + ": utterance '" + e.key + "' has " + std::to_string(u.frames) +
-                            " frames, more than max_sequence_length " + std::to_string(def_.max_sequence_length) + "; skipped");
+                            " frames, more than max_sequence_length " + std::to_string(def_.max_sequence_length) +
+                            "; skipped");
         continue;
       }
       auto [it, fresh] = seen.emplace(u.key, std::make_pair(e.key, where));
       if (!fresh) {
         if (it->second.first != e.key)
-          throw IOError(where + ": utterance names '" + e.key + "' and '" + it->second.first + "' (" + it->second.second +
-                        ") map to the same sequence key; rename one");
+          throw IOError(where + ": utterance names '" + e.key + "' and '" + it->second.first + "' (" +
+                        it->second.second + ") map to the same sequence key; rename one");
         duplicates[u.key] += 1;
         continue;
       }
@@ -331,8 +336,9 @@ HTKFeatureDeserializer::HTKFeatureDeserializer(HTKFeatureStreamDef def) : def_(s
     warnings_.push_back("utterance '" + seen[id].first + "' is listed " + std::to_string(copies + 1) +
                         " times; all copies skipped");
   if (!duplicates.empty())
-    utts.erase(std::remove_if(utts.begin(), utts.end(), [&](const Utterance& u) { return duplicates.count(u.key) > 0; }),
-               utts.end());
+    utts.erase(
+        std::remove_if(utts.begin(), utts.end(), [&](const Utterance& u) { return duplicates.count(u.key) > 0; }),
+        utts.end());
   if (utts.empty())
     throw IOError("HTKFeatureDeserializer: the SCP file(s) of stream '" + def_.name + "' list no utterance to read");
 
@@ -376,7 +382,8 @@ HTKFeatureDeserializer::HTKFeatureDeserializer(HTKFeatureStreamDef def) : def_(s
 }
 
 std::vector<uint64_t> HTKFeatureDeserializer::chunk_keys(size_t chunk_id) {
-  if (chunk_id >= chunks_.size()) throw ValueError("HTKFeatureDeserializer: chunk " + std::to_string(chunk_id) + " out of range");
+  if (chunk_id >= chunks_.size())
+    throw ValueError("HTKFeatureDeserializer: chunk " + std::to_string(chunk_id) + " out of range");
   std::vector<uint64_t> keys;
   for (const auto& u : chunk_utts_[chunk_id]) keys.push_back(u.key);
   return keys;
@@ -390,8 +397,8 @@ std::string HTKFeatureDeserializer::key_name(uint64_t key) const {
 
 std::vector<Sequence> HTKFeatureDeserializer::load_chunk(size_t chunk_id) {
   if (chunk_id >= chunks_.size())
-    throw ValueError("HTKFeatureDeserializer: chunk " + std::to_string(chunk_id) + " out of range (stream '" + def_.name +
-                     "' has " + std::to_string(chunks_.size()) + ")");
+    throw ValueError("HTKFeatureDeserializer: chunk " + std::to_string(chunk_id) + " out of range (stream '" +
+                     def_.name + "' has " + std::to_string(chunks_.size()) + ")");
   std::vector<Sequence> out;
   out.reserve(chunk_utts_[chunk_id].size());
   FilePtr f;
@@ -407,9 +414,10 @@ std::vector<Sequence> HTKFeatureDeserializer::load_chunk(size_t chunk_id) {
     }
     bytes.resize(size_t(u.frames) * h.sample_size);
     const uint64_t offset = h.data_offset + uint64_t(u.first) * h.sample_size;
-    if (std::fseek(f.get(), long(offset), SEEK_SET) != 0 || std::fread(bytes.data(), 1, bytes.size(), f.get()) != bytes.size())
-      bad_file(file.path, "cannot read frames " + std::to_string(u.first) + ".." + std::to_string(u.first + u.frames - 1) +
-                              " (the file changed since it was indexed?)");
+    if (std::fseek(f.get(), long(offset), SEEK_SET) != 0 ||
+        std::fread(bytes.data(), 1, bytes.size(), f.get()) != bytes.size())
+      bad_file(file.path, "cannot read frames " + std::to_string(u.first) + ".." +
+                              std::to_string(u.first + u.frames - 1) + " (the file changed since it was indexed?)");
     frames.resize(size_t(u.frames) * h.dim);
     decode_htk_frames(h, bytes.data(), u.frames, frames.data());
     Sequence s;

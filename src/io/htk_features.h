@@ -20,14 +20,14 @@ namespace cntk::io {
 
 // The header of an HTK parameter file, checked against the file's size.
 struct HTKHeader {
-  uint32_t num_frames = 0;      // data frames (compressed files: without the four frames of A and B)
-  uint32_t sample_period = 0;   // 100 ns units
-  uint16_t sample_size = 0;     // bytes per frame
+  uint32_t num_frames = 0;     // data frames (compressed files: without the four frames of A and B)
+  uint32_t sample_period = 0;  // 100 ns units
+  uint16_t sample_size = 0;    // bytes per frame
   uint16_t parm_kind = 0;
   bool big_endian = true;
   bool compressed = false;
-  size_t dim = 0;               // values per frame
-  uint64_t data_offset = 0;     // byte offset of the first frame
+  size_t dim = 0;                  // values per frame
+  uint64_t data_offset = 0;        // byte offset of the first frame
   std::vector<float> scale, bias;  // compressed files: A and B
   std::string kind_name() const;   // "MFCC_E_D", "USER", ... (CNTK's names)
 };
@@ -56,8 +56,8 @@ struct HTKFeatureFile {
 
 // One SCP entry.
 struct SCPEntry {
-  std::string key;       // the logical name, extension removed
-  std::string path;      // the physical file
+  std::string key;   // the logical name, extension removed
+  std::string path;  // the physical file
   bool has_range = false;
   uint32_t first = 0, last = 0;  // frame range, both included (when has_range)
 };
@@ -67,16 +67,17 @@ struct SCPEntry {
 bool parse_scp_line(const std::string& line, const std::string& scp_dir, const std::string& where, SCPEntry& out);
 
 // Context splicing: each output frame is frames t-left .. t+right of `frames` (num_frames x dim), frames
-// outside the utterance replaced by its first or last frame (as CNTK). `out` holds num_frames * dim * (1 + left + right).
+// outside the utterance replaced by its first or last frame (as CNTK). `out` holds num_frames * dim * (1 + left +
+// right).
 template <class T>
 void splice_context(const float* frames, size_t num_frames, size_t dim, size_t left, size_t right, T* out);
 
 struct HTKFeatureStreamDef {
   std::string name;
   std::vector<std::string> scp_files;
-  size_t dim = 0;                 // values per frame in the files (see context)
+  size_t dim = 0;                              // values per frame in the files (see context)
   size_t left_context = 0, right_context = 0;  // both 0: derived from dim as CNTK does (see README)
-  bool broadcast = false;         // one frame per utterance, repeated over the primary's (see StreamInfo::broadcast)
+  bool broadcast = false;  // one frame per utterance, repeated over the primary's (see StreamInfo::broadcast)
   bool defines_mb_size = false;
   size_t max_sequence_length = 65535;  // longer utterances are skipped (CNTK's max_sequence_length)
   DataType dtype = DataType::Float;

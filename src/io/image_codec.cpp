@@ -16,7 +16,9 @@ namespace {
 
 // Largest image accepted: 32768 pixels a side and 2^26 pixels (e.g. 8192 x 8192) in all, so a corrupt
 // header cannot make the decoder allocate gigabytes before the data runs out.
-bool size_ok(uint64_t w, uint64_t h) { return w > 0 && h > 0 && w <= (1u << 15) && h <= (1u << 15) && w * h <= (1u << 26); }
+bool size_ok(uint64_t w, uint64_t h) {
+  return w > 0 && h > 0 && w <= (1u << 15) && h <= (1u << 15) && w * h <= (1u << 26);
+}
 
 // libjpeg reports errors through a callback that must not return: jump back to the decoding call.
 struct JpegError {

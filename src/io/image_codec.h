@@ -12,7 +12,9 @@ namespace cntk::io {
 struct Image {
   int width = 0, height = 0, channels = 0;
   std::vector<float> data;  // height * width * channels values
-  float& at(int y, int x, int c) { return data[(size_t(y) * size_t(width) + size_t(x)) * size_t(channels) + size_t(c)]; }
+  float& at(int y, int x, int c) {
+    return data[(size_t(y) * size_t(width) + size_t(x)) * size_t(channels) + size_t(c)];
+  }
   float at(int y, int x, int c) const {
     return data[(size_t(y) * size_t(width) + size_t(x)) * size_t(channels) + size_t(c)];
   }

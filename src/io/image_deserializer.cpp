@@ -64,7 +64,7 @@ Interp parse_interp(const std::string& s) {
 
 struct Taps {
   int n = 1;
-  std::vector<int> index;   // dst * n source positions (clamped)
+  std::vector<int> index;  // dst * n source positions (clamped)
   std::vector<float> weight;
 };
 
@@ -135,7 +135,8 @@ Image resize(const Image& in, int width, int height, Interp mode) {
       for (int c = 0; c < C; ++c) {
         float s = 0;
         for (int k = 0; k < tx.n; ++k)
-          s += tx.weight[size_t(x) * size_t(tx.n) + size_t(k)] * in.at(y, tx.index[size_t(x) * size_t(tx.n) + size_t(k)], c);
+          s += tx.weight[size_t(x) * size_t(tx.n) + size_t(k)] *
+               in.at(y, tx.index[size_t(x) * size_t(tx.n) + size_t(k)], c);
         tmp.at(y, x, c) = s;
       }
   Image out;
@@ -223,10 +224,13 @@ Image apply_crop(const ImageTransform& t, Image img, size_t index, Rng& rng) {
   } else if (multiview) {
     int view = int(index % 10);
     switch (view % 5) {
-      case 0: break;                                        // top left
-      case 1: x = img.width - w; break;                     // top right
-      case 2: y = img.height - h; break;                    // bottom left
-      case 3: x = img.width - w; y = img.height - h; break;  // bottom right
+      case 0: break;                      // top left
+      case 1: x = img.width - w; break;   // top right
+      case 2: y = img.height - h; break;  // bottom left
+      case 3:
+        x = img.width - w;
+        y = img.height - h;
+        break;                                                     // bottom right
       default: x = (img.width - w) / 2; y = (img.height - h) / 2;  // centre
     }
     flip = view >= 5;
@@ -241,9 +245,8 @@ Image apply_crop(const ImageTransform& t, Image img, size_t index, Rng& rng) {
 }
 
 Image apply_scale(const ImageTransform& t, const Image& img, Rng& rng, bool integral) {
-  Interp mode = parse_interp(t.interpolations[t.interpolations.size() == 1
-                                                  ? 0
-                                                  : size_t(rng.integer(0, int(t.interpolations.size()) - 1))]);
+  Interp mode = parse_interp(
+      t.interpolations[t.interpolations.size() == 1 ? 0 : size_t(rng.integer(0, int(t.interpolations.size()) - 1))]);
   Image out;
   if (iequals(t.scale_mode, "fill")) {
     out = resize(img, t.width, t.height, mode);
@@ -402,7 +405,8 @@ MeanImage read_mean_file(const std::string& path) {
   uint64_t expected = uint64_t(m.channels) * uint64_t(m.rows) * uint64_t(m.cols);
   if (uint64_t(rows) * uint64_t(cols) * uint64_t(dt_channels) != expected)
     throw bad("the MeanImg matrix (" + std::to_string(rows) + "x" + std::to_string(cols) + "x" +
-              std::to_string(dt_channels) + ") does not hold Channel*Row*Col = " + std::to_string(expected) + " values");
+              std::to_string(dt_channels) + ") does not hold Channel*Row*Col = " + std::to_string(expected) +
+              " values");
   if (expected > (uint64_t(1) << 28)) throw bad("the mean image is too large");
   m.data.reserve(size_t(expected));
   const char* p = xml.data() + db;
@@ -444,8 +448,9 @@ ImageDeserializer::ImageDeserializer(ImageDeserializerConfig config) : config_(s
     auto ratio_ok = [](double lo, double hi) { return lo > 0 && lo <= hi && hi <= 1.0; };
     switch (t.kind) {
       case ImageTransform::Kind::Crop:
-        if (!iequals(t.crop_type, "center") && !iequals(t.crop_type, "randomside") && !iequals(t.crop_type, "randomarea") &&
-            !iequals(t.crop_type, "random") && !iequals(t.crop_type, "multiview10"))
+        if (!iequals(t.crop_type, "center") && !iequals(t.crop_type, "randomside") &&
+            !iequals(t.crop_type, "randomarea") && !iequals(t.crop_type, "random") &&
+            !iequals(t.crop_type, "multiview10"))
           throw ValueError(what + "(crop): crop_type '" + t.crop_type +
                            "' is not one of center, randomside, randomarea, multiview10");
         if (t.crop_width < 0 || t.crop_height < 0) throw ValueError(what + "(crop): crop_size must be >= 0");
@@ -470,13 +475,12 @@ ImageDeserializer::ImageDeserializer(ImageDeserializerConfig config) : config_(s
         for (const auto& s : t.interpolations) parse_interp(s);
         if (!iequals(t.scale_mode, "fill") && !iequals(t.scale_mode, "crop") && !iequals(t.scale_mode, "pad"))
           throw ValueError(what + "(scale): scale_mode '" + t.scale_mode + "' is not fill, crop or pad");
-        if (t.pad_value < -1 || t.pad_value > 255) throw ValueError(what + "(scale): pad_value must be -1 or in [0, 255]");
+        if (t.pad_value < -1 || t.pad_value > 255)
+          throw ValueError(what + "(scale): pad_value must be -1 or in [0, 255]");
         if (!first_scale) first_scale = &t;
         last_scale = &t;
         break;
-      case ImageTransform::Kind::Mean:
-        means_[i] = std::make_shared<MeanImage>(read_mean_file(t.mean_file));
-        break;
+      case ImageTransform::Kind::Mean: means_[i] = std::make_shared<MeanImage>(read_mean_file(t.mean_file)); break;
       case ImageTransform::Kind::Color:
         for (double r : {t.brightness_radius, t.contrast_radius, t.saturation_radius})
           if (!(r >= 0 && r <= 1)) throw ValueError(what + "(color): radii must be in [0, 1]");
@@ -493,7 +497,8 @@ ImageDeserializer::ImageDeserializer(ImageDeserializerConfig config) : config_(s
     }
   }
   if (!last_scale && !last_fixed_crop)
-    throw ValueError(who + ": the image stream needs a scale transform or a crop of fixed crop_size (they fix the "
+    throw ValueError(who +
+                     ": the image stream needs a scale transform or a crop of fixed crop_size (they fix the "
                      "images' width and height)");
   if (last_scale && first_scale->channels != last_scale->channels)
     throw ValueError(who + ": all scale transforms must give the same number of channels");
@@ -519,7 +524,8 @@ ImageDeserializer::ImageDeserializer(ImageDeserializerConfig config) : config_(s
     std::stringstream ss(line);
     for (std::string field; std::getline(ss, field, '\t');) fields.push_back(field);
     if (fields.size() != 2 && fields.size() != 3)
-      throw IOError(where + "expected " + layout + ", found " + std::to_string(fields.size()) + " tab-separated fields");
+      throw IOError(where + "expected " + layout + ", found " + std::to_string(fields.size()) +
+                    " tab-separated fields");
     Entry e;
     e.line = line_no;
     std::string label = trim(config_.base64 ? fields[fields.size() - 2] : fields.back());
@@ -528,7 +534,8 @@ ImageDeserializer::ImageDeserializer(ImageDeserializerConfig config) : config_(s
     if (label.empty() || r.ec != std::errc() || r.ptr != label.data() + label.size())
       throw IOError(where + "label '" + label + "' is not a non-negative integer");
     if (labelled && lbl >= config_.num_classes)
-      throw IOError(where + "label " + label + " is not below the number of classes " + std::to_string(config_.num_classes));
+      throw IOError(where + "label " + label + " is not below the number of classes " +
+                    std::to_string(config_.num_classes));
     e.label = lbl;
     bool explicit_key = fields.size() == 3;
     if (explicit_key) {
@@ -585,7 +592,7 @@ std::string ImageDeserializer::resolve(const std::string& path) const {
 }
 
 Image ImageDeserializer::transform(Image img, size_t index) const {
-  bool integral = true;  // still 8-bit values (decoded, cropped, resized)
+  bool integral = true;                // still 8-bit values (decoded, cropped, resized)
   uint64_t ordinal[4] = {0, 0, 0, 0};  // transforms of each kind so far
   for (size_t i = 0; i < config_.transforms.size(); ++i) {
     const auto& t = config_.transforms[i];
@@ -594,12 +601,11 @@ Image ImageDeserializer::transform(Image img, size_t index) const {
     const uint64_t kind = uint64_t(t.kind);
     Rng rng(config_.seed, sweep_, index, kind << 32 | ordinal[kind]++);
     switch (t.kind) {
-      case ImageTransform::Kind::Crop:
-        img = apply_crop(t, std::move(img), index, rng);
-        break;
+      case ImageTransform::Kind::Crop: img = apply_crop(t, std::move(img), index, rng); break;
       case ImageTransform::Kind::Scale:
         if (img.channels != t.channels)
-          throw IOError("has " + std::to_string(img.channels) + " channels where scale expects " + std::to_string(t.channels));
+          throw IOError("has " + std::to_string(img.channels) + " channels where scale expects " +
+                        std::to_string(t.channels));
         img = apply_scale(t, img, rng, integral);
         break;
       case ImageTransform::Kind::Mean: {
@@ -670,12 +676,14 @@ std::vector<Sequence> ImageDeserializer::load_chunk(size_t chunk_id) {
       if (img.width != out_width_ || img.height != out_height_ || img.channels != out_channels_)
         throw IOError("is " + std::to_string(img.width) + "x" + std::to_string(img.height) + "x" +
                       std::to_string(img.channels) + " after its transforms, not the stream's " +
-                      std::to_string(out_width_) + "x" + std::to_string(out_height_) + "x" + std::to_string(out_channels_));
+                      std::to_string(out_width_) + "x" + std::to_string(out_height_) + "x" +
+                      std::to_string(out_channels_));
       auto& s = seq.streams[0];
       s.num_samples = 1;
       s.values_f.resize(plane * size_t(out_channels_));
       for (size_t p = 0; p < plane; ++p)  // HWC -> CHW
-        for (int c = 0; c < out_channels_; ++c) s.values_f[size_t(c) * plane + p] = img.data[p * size_t(out_channels_) + size_t(c)];
+        for (int c = 0; c < out_channels_; ++c)
+          s.values_f[size_t(c) * plane + p] = img.data[p * size_t(out_channels_) + size_t(c)];
       if (streams_.size() < 2) continue;
       auto& l = seq.streams[1];
       l.num_samples = 1;

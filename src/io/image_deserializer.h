@@ -21,17 +21,17 @@ struct ImageTransform {
 
   // Crop: crop_type center | randomside | randomarea | random (= randomside) | multiview10.
   std::string crop_type = "center";
-  int crop_width = 0, crop_height = 0;          // cropSize (W:H); 0: use the ratios
-  double side_min = 0, side_max = 0;            // sideRatio; 0: not given
-  double area_min = 0, area_max = 0;            // areaRatio; 0: not given
-  double aspect_min = 1, aspect_max = 1;        // aspectRatio, in (0, 1]
-  std::string jitter_type = "none";             // none | uniratio
+  int crop_width = 0, crop_height = 0;    // cropSize (W:H); 0: use the ratios
+  double side_min = 0, side_max = 0;      // sideRatio; 0: not given
+  double area_min = 0, area_max = 0;      // areaRatio; 0: not given
+  double aspect_min = 1, aspect_max = 1;  // aspectRatio, in (0, 1]
+  std::string jitter_type = "none";       // none | uniratio
 
   // Scale.
   int width = 0, height = 0, channels = 0;
   std::vector<std::string> interpolations{"linear"};  // nearest | linear | cubic | lanczos (one drawn per image)
-  std::string scale_mode = "fill";                   // fill | crop | pad
-  int pad_value = -1;                                // -1: replicate the border
+  std::string scale_mode = "fill";                    // fill | crop | pad
+  int pad_value = -1;                                 // -1: replicate the border
 
   // Mean: an OpenCV XML FileStorage file with Channel, Row, Col and the MeanImg matrix (HWC, B, G, R).
   std::string mean_file;
@@ -81,7 +81,7 @@ class ImageDeserializer : public Deserializer {
   Image transform(Image img, size_t index) const;
 
   struct Entry {
-    std::string path;  // as in the map file (empty for base64 images)
+    std::string path;     // as in the map file (empty for base64 images)
     uint64_t offset = 0;  // base64 images: where the encoded image is in the map file, and its length
     size_t length = 0;
     size_t label = 0;

@@ -22,7 +22,8 @@ std::string trim(const std::string& s) {
 
 uint64_t LatticeDeserializer::name_key(std::string_view name) { return string_key_id(name); }
 
-LatticeDeserializer::LatticeDeserializer(std::string index_path, std::string stream_name, LatticeDeserializerOptions options)
+LatticeDeserializer::LatticeDeserializer(std::string index_path, std::string stream_name,
+                                         LatticeDeserializerOptions options)
     : index_path_(std::move(index_path)), options_(options) {
   if (stream_name.empty()) throw ValueError("LatticeDeserializer: the stream name is empty");
   if (options_.chunk_size == 0) throw ValueError("LatticeDeserializer: chunk_size must be positive");
@@ -41,7 +42,8 @@ LatticeDeserializer::LatticeDeserializer(std::string index_path, std::string str
     std::string toc = trim(line);
     if (!toc.empty()) read_toc(toc);
   }
-  if (entries_.empty()) throw IOError(index_path_ + ": the lattice index names no lattice (" + std::to_string(n) + " lines)");
+  if (entries_.empty())
+    throw IOError(index_path_ + ": the lattice index names no lattice (" + std::to_string(n) + " lines)");
 
   std::unordered_map<uint64_t, size_t> seen;
   for (size_t i = 0; i < entries_.size(); ++i) {

@@ -28,9 +28,13 @@ struct Piece {
 template <class T>
 const std::vector<T>& values_of(const SequenceStream& s);
 template <>
-const std::vector<float>& values_of<float>(const SequenceStream& s) { return s.values_f; }
+const std::vector<float>& values_of<float>(const SequenceStream& s) {
+  return s.values_f;
+}
 template <>
-const std::vector<double>& values_of<double>(const SequenceStream& s) { return s.values_d; }
+const std::vector<double>& values_of<double>(const SequenceStream& s) {
+  return s.values_d;
+}
 
 // Packs one stream of the pieces into [B, T, *shape] with a mask.
 template <class T>
@@ -57,7 +61,8 @@ StreamMinibatch pack(const StreamInfo& info, size_t stream, const std::vector<Pi
     T* dst = data.data<T>();
     for (size_t b = 0; b < pieces.size(); ++b) {
       const auto& src = values_of<T>(pieces[b].seq->streams[stream]);
-      if (lens[b]) std::memcpy(dst + int64_t(b) * maxlen * dim, src.data() + first[b] * dim, size_t(lens[b] * dim) * sizeof(T));
+      if (lens[b])
+        std::memcpy(dst + int64_t(b) * maxlen * dim, src.data() + first[b] * dim, size_t(lens[b] * dim) * sizeof(T));
     }
   } else {
     // Rows of the last axis: a sample of shape [..., D] is prod(leading) rows of D columns.
@@ -121,7 +126,8 @@ void broadcast_sample(SequenceStream& st, size_t n, const StreamInfo& info, cons
 
 Value drop_sequence_axis(const Value& v) {
   const NDShape& s = v.shape();
-  if (s.rank() < 2 || s[1] != 1) throw ValueError("minibatch data of shape " + s.str() + " has sequences longer than one sample");
+  if (s.rank() < 2 || s[1] != 1)
+    throw ValueError("minibatch data of shape " + s.str() + " has sequences longer than one sample");
   if (v.mask() && v.mask()->masked_count() != 0)
     throw ValueError("minibatch data has empty sequences and cannot be a plain batch");
   NDShape batch = NDShape{s[0]}.concat(s.sub(2));
@@ -147,9 +153,11 @@ MinibatchSource::MinibatchSource(MinibatchSourceConfig config) : config_(std::mo
     if (!config_.deserializers[d]) throw ValueError("MinibatchSource: deserializer " + std::to_string(d) + " is null");
     for (const auto& s : config_.deserializers[d]->streams()) {
       for (const auto& t : streams_)
-        if (t.name == s.name) throw ValueError("MinibatchSource: two deserializers give a stream named '" + s.name + "'");
+        if (t.name == s.name)
+          throw ValueError("MinibatchSource: two deserializers give a stream named '" + s.name + "'");
       if (s.broadcast && d == 0)
-        throw ValueError("MinibatchSource: stream '" + s.name + "' is broadcast to the primary deserializer's sequences, "
+        throw ValueError("MinibatchSource: stream '" + s.name +
+                         "' is broadcast to the primary deserializer's sequences, "
                          "so its deserializer cannot be the first (primary) one");
       if (s.defines_mb_size && mb_size_stream_ >= 0)
         throw ValueError("MinibatchSource: streams '" + streams_[size_t(mb_size_stream_)].name + "' and '" + s.name +
@@ -307,12 +315,13 @@ const MinibatchSource::LoadedChunk& MinibatchSource::chunk(uint32_t id) {
       auto k = key_index_[d].find(s.key);
       if (k == key_index_[d].end())
         throw IOError("MinibatchSource: sequence " + config_.deserializers[0]->key_name(s.key) +
-                      " of the primary deserializer has no data in deserializer " +
-                      std::to_string(d) + " (deserializers are joined by sequence key)");
+                      " of the primary deserializer has no data in deserializer " + std::to_string(d) +
+                      " (deserializers are joined by sequence key)");
       auto [c, i] = k->second;
       auto lit = loaded.find(c);
       if (lit == loaded.end()) lit = loaded.emplace(c, dz.load_chunk(c)).first;
-      if (i >= lit->second.size()) throw IOError("MinibatchSource: deserializer " + std::to_string(d) + " lost a sequence");
+      if (i >= lit->second.size())
+        throw IOError("MinibatchSource: deserializer " + std::to_string(d) + " lost a sequence");
       for (auto& st : lit->second[i].streams) s.streams.push_back(st);
     }
   }
@@ -330,10 +339,11 @@ const MinibatchSource::LoadedChunk& MinibatchSource::chunk(uint32_t id) {
       size_t n = s.num_samples();
       for (size_t k = 0; k < s.streams.size(); ++k)
         if (s.streams[k].num_samples != n)
-          throw ValueError("MinibatchSource: frame mode needs every stream of a sequence to have the same number of "
-                           "samples; sequence " + config_.deserializers[0]->key_name(s.key) + " has " +
-                           std::to_string(s.streams[k].num_samples) +
-                           " in stream '" + streams_[k].name + "' and " + std::to_string(n) + " in another");
+          throw ValueError(
+              "MinibatchSource: frame mode needs every stream of a sequence to have the same number of "
+              "samples; sequence " +
+              config_.deserializers[0]->key_name(s.key) + " has " + std::to_string(s.streams[k].num_samples) +
+              " in stream '" + streams_[k].name + "' and " + std::to_string(n) + " in another");
       lc->sample_start.push_back(lc->sample_start.back() + n);
     }
     if (lc->sample_start.back() != chunks_[id].num_samples)
@@ -370,8 +380,8 @@ Minibatch assemble(const std::vector<StreamInfo>& streams, const std::vector<Pie
   for (size_t i = index; i < all.size(); i += partitions) mine.push_back(all[i]);
   Minibatch mb;
   for (size_t k = 0; k < streams.size(); ++k) {
-    StreamMinibatch s = streams[k].dtype == DataType::Double ? pack<double>(streams[k], k, mine)
-                                                             : pack<float>(streams[k], k, mine);
+    StreamMinibatch s =
+        streams[k].dtype == DataType::Double ? pack<double>(streams[k], k, mine) : pack<float>(streams[k], k, mine);
     s.sweep_end = sweep_end;
     mb.streams.push_back(std::move(s));
   }
@@ -541,8 +551,8 @@ Dictionary MinibatchSource::checkpoint_state() const {
   d["total_samples"] = int64_t(delivered_.total_samples);
   DictValue::List slots;
   for (const auto& s : delivered_.slots) {
-    slots.push_back(DictValue::List{DictValue(s.active), DictValue(int64_t(s.unit.chunk)), DictValue(int64_t(s.unit.index)),
-                                    DictValue(int64_t(s.offset))});
+    slots.push_back(DictValue::List{DictValue(s.active), DictValue(int64_t(s.unit.chunk)),
+                                    DictValue(int64_t(s.unit.index)), DictValue(int64_t(s.offset))});
   }
   d["slots"] = std::move(slots);
   d["num_chunks"] = int64_t(chunks_.size());
@@ -558,8 +568,9 @@ void MinibatchSource::restore_from_checkpoint(const Dictionary& state) {
     return it->second.as_int();
   };
   if (size_t(get("num_chunks")) != chunks_.size() || uint64_t(get("randomization_seed")) != config_.randomization_seed)
-    throw ValueError("MinibatchSource checkpoint: it was taken from a source over other data or with another "
-                     "randomization seed");
+    throw ValueError(
+        "MinibatchSource checkpoint: it was taken from a source over other data or with another "
+        "randomization seed");
   Cursor c;
   c.sweep = uint64_t(get("sweep"));
   c.position = size_t(get("position"));

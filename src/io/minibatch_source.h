@@ -14,8 +14,8 @@
 
 namespace cntk::io {
 
-constexpr uint64_t kInfinitelyRepeat = ~uint64_t(0);        // 2**64 - 1, as CNTK
-constexpr uint64_t kFullDataSweep = ~uint64_t(0) - 2;      // 2**64 - 3, as CNTK
+constexpr uint64_t kInfinitelyRepeat = ~uint64_t(0);         // 2**64 - 1, as CNTK
+constexpr uint64_t kFullDataSweep = ~uint64_t(0) - 2;        // 2**64 - 3, as CNTK
 constexpr size_t kDefaultRandomizationWindowInChunks = 128;  // CNTK's: 4 GB of 32 MB chunks
 
 struct MinibatchSourceConfig {
@@ -89,9 +89,9 @@ class MinibatchSource {
   };
   struct Cursor {
     uint64_t sweep = 0;
-    size_t position = 0;          // next unit of the sweep order
-    uint64_t total_samples = 0;   // samples read so far, by all partitions
-    uint64_t unit_counter = 0;    // partitions without randomization: unit k belongs to partition k % n
+    size_t position = 0;         // next unit of the sweep order
+    uint64_t total_samples = 0;  // samples read so far, by all partitions
+    uint64_t unit_counter = 0;   // partitions without randomization: unit k belongs to partition k % n
     std::vector<Slot> slots;
   };
   struct Request {
@@ -119,16 +119,16 @@ class MinibatchSource {
   std::vector<ChunkInfo> chunks_;     // the primary's
   // Secondary deserializers: key -> (chunk, index) per deserializer.
   std::vector<std::map<uint64_t, std::pair<size_t, size_t>>> key_index_;
-  int mb_size_stream_ = -1;           // the stream with defines_mb_size, if any
+  int mb_size_stream_ = -1;  // the stream with defines_mb_size, if any
 
   std::vector<Unit> order_;
   uint64_t order_sweep_ = ~uint64_t(0);
-  std::vector<size_t> last_use_;      // per chunk: last position in order_ (or SIZE_MAX when unused)
-  std::vector<size_t> chunk_place_;    // per chunk: its place in the sweep's chunk order
+  std::vector<size_t> last_use_;     // per chunk: last position in order_ (or SIZE_MAX when unused)
+  std::vector<size_t> chunk_place_;  // per chunk: its place in the sweep's chunk order
   std::map<uint32_t, std::shared_ptr<LoadedChunk>> cache_;
 
-  Cursor delivered_;                  // after the last minibatch returned
-  Request last_request_{0, 0, 0};     // of the last call (none yet: size 0)
+  Cursor delivered_;               // after the last minibatch returned
+  Request last_request_{0, 0, 0};  // of the last call (none yet: size 0)
   // Prefetch: the next minibatch, produced on worker_ for the request pending_request_.
   std::thread worker_;
   Request pending_request_{0, 0, 0};

@@ -97,7 +97,8 @@ std::vector<MLFUtterance> parse_mlf(std::string_view text, const std::string& pa
     if (line_no == 1 && line == "#!MLF!#") return;
     if (!in_entry) {
       if (line.size() < 3 || line.front() != '"' || line.back() != '"')
-        throw IOError(where(line_no) + ": expected a quoted utterance name (\"*/name.lab\"), got '" + std::string(line) + "'");
+        throw IOError(where(line_no) + ": expected a quoted utterance name (\"*/name.lab\"), got '" +
+                      std::string(line) + "'");
       std::string_view name = line.substr(1, line.size() - 2);
       if (name.size() > 2 && name[0] == '*' && name[1] == '/') name.remove_prefix(2);
       cur = MLFUtterance{};
@@ -120,8 +121,7 @@ std::vector<MLFUtterance> parse_mlf(std::string_view text, const std::string& pa
     if (line.front() == '"')
       throw IOError(where(line_no) + ": utterance '" + cur.key + "' (" + cur.where + ") is not closed by a '.' line");
     auto tok = tokens_of(line);
-    if (tok.size() < 3)
-      throw IOError(where(line_no) + ": expected 'start end label', got '" + std::string(line) + "'");
+    if (tok.size() < 3) throw IOError(where(line_no) + ": expected 'start end label', got '" + std::string(line) + "'");
     double ts = 0, te = 0;
     if (!parse_time(tok[0], ts) || !parse_time(tok[1], te) || ts < 0 || te < 0)
       throw IOError(where(line_no) + ": cannot read the start and end times of '" + std::string(line) + "'");
@@ -150,7 +150,8 @@ std::vector<MLFUtterance> parse_mlf(std::string_view text, const std::string& pa
       label = it->second;
     } else {
       if (tok.size() != 4)
-        throw IOError(where(line_no) + ": without a label mapping file each line must be 'start end name class', got '" +
+        throw IOError(where(line_no) +
+                      ": without a label mapping file each line must be 'start end name class', got '" +
                       std::string(line) + "'");
       const std::string c(tok[3]);
       char* end = nullptr;
@@ -166,12 +167,13 @@ std::vector<MLFUtterance> parse_mlf(std::string_view text, const std::string& pa
     const uint32_t expected = cur.ranges.empty() ? 0 : cur.ranges.back().first + cur.ranges.back().frames;
     if (r.first != expected)
       throw IOError(where(line_no) + ": utterance '" + cur.key + "': label starts at frame " + std::to_string(r.first) +
-                    ", expected " + std::to_string(expected) + (cur.ranges.empty() ? " (the first label starts at 0)" :
-                                                                    " (labels must follow each other)"));
+                    ", expected " + std::to_string(expected) +
+                    (cur.ranges.empty() ? " (the first label starts at 0)" : " (labels must follow each other)"));
     cur.ranges.push_back(r);
     cur.num_frames = r.first + r.frames;
   });
-  if (in_entry) throw IOError(cur.where + ": utterance '" + cur.key + "' is not closed by a '.' line before the end of the file");
+  if (in_entry)
+    throw IOError(cur.where + ": utterance '" + cur.key + "' is not closed by a '.' line before the end of the file");
   return out;
 }
 
@@ -190,7 +192,8 @@ HTKMLFDeserializer::HTKMLFDeserializer(HTKMLFStreamDef def) : def_(std::move(def
     auto utts = parse_mlf(read_text(path, "MLF file"), path, states, def_.dim, &warnings_);
     for (auto& u : utts) utts_.push_back(std::move(u));
   }
-  if (utts_.empty()) throw IOError("HTKMLFDeserializer: the MLF file(s) of stream '" + def_.name + "' hold no labelled utterance");
+  if (utts_.empty())
+    throw IOError("HTKMLFDeserializer: the MLF file(s) of stream '" + def_.name + "' hold no labelled utterance");
   for (size_t i = 0; i < utts_.size(); ++i) by_key_.emplace_back(string_key_id(utts_[i].key), i);
   std::sort(by_key_.begin(), by_key_.end());
   for (size_t i = 1; i < by_key_.size(); ++i)
@@ -198,7 +201,8 @@ HTKMLFDeserializer::HTKMLFDeserializer(HTKMLFStreamDef def) : def_(std::move(def
       const auto& a = utts_[by_key_[i - 1].second];
       const auto& b = utts_[by_key_[i].second];
       throw IOError(b.where + ": utterance '" + b.key + "' " +
-                    (a.key == b.key ? "is labelled twice (also " : "has the same sequence key as '" + a.key + "' (") + a.where + ")");
+                    (a.key == b.key ? "is labelled twice (also " : "has the same sequence key as '" + a.key + "' (") +
+                    a.where + ")");
     }
   infos_.push_back({def_.name, NDShape{int64_t(def_.dim)}, true, def_.dtype, def_.defines_mb_size});
   size_t chunk_frames = 0;
@@ -216,9 +220,11 @@ HTKMLFDeserializer::HTKMLFDeserializer(HTKMLFStreamDef def) : def_(std::move(def
 }
 
 std::vector<uint64_t> HTKMLFDeserializer::chunk_keys(size_t chunk_id) {
-  if (chunk_id >= chunks_.size()) throw ValueError("HTKMLFDeserializer: chunk " + std::to_string(chunk_id) + " out of range");
+  if (chunk_id >= chunks_.size())
+    throw ValueError("HTKMLFDeserializer: chunk " + std::to_string(chunk_id) + " out of range");
   std::vector<uint64_t> keys;
-  for (size_t i = chunk_start_[chunk_id]; i < chunk_start_[chunk_id + 1]; ++i) keys.push_back(string_key_id(utts_[i].key));
+  for (size_t i = chunk_start_[chunk_id]; i < chunk_start_[chunk_id + 1]; ++i)
+    keys.push_back(string_key_id(utts_[i].key));
   return keys;
 }
 

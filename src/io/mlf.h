@@ -45,7 +45,7 @@ struct HTKMLFStreamDef {
   std::vector<std::string> mlf_files;
   std::string label_mapping_file;  // empty: four-column MLF lines with class numbers
   size_t dim = 0;
-  bool phone_boundaries = false;   // the first frame of each label range gets the value 2 (CNTK, for CTC)
+  bool phone_boundaries = false;  // the first frame of each label range gets the value 2 (CNTK, for CTC)
   DataType dtype = DataType::Float;
   bool defines_mb_size = false;
   size_t frames_per_chunk = 15 * 60 * 100;
@@ -69,7 +69,7 @@ class HTKMLFDeserializer : public Deserializer {
   std::vector<StreamInfo> infos_;
   std::vector<MLFUtterance> utts_;
   std::vector<ChunkInfo> chunks_;
-  std::vector<size_t> chunk_start_;  // first utterance of each chunk (+ end)
+  std::vector<size_t> chunk_start_;                  // first utterance of each chunk (+ end)
   std::vector<std::pair<uint64_t, size_t>> by_key_;  // sorted: key -> utterance
   std::vector<std::string> warnings_;
 };

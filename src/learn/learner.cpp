@@ -93,7 +93,8 @@ Dictionary schedule_to_dictionary(const TrainingParameterSchedule<double>& s) {
 TrainingParameterSchedule<double> schedule_from_dictionary(const Dictionary& d) {
   auto get = [&](const char* key) -> const DictValue& {
     auto it = d.find(key);
-    if (it == d.end()) throw ValueError(std::string("training parameter schedule: the dictionary has no '") + key + "'");
+    if (it == d.end())
+      throw ValueError(std::string("training parameter schedule: the dictionary has no '") + key + "'");
     return it->second;
   };
   // Version 1 schedules (CNTK 2.0) have a unit instead: 0 = per sample (reference size 1), 1 = per minibatch.
@@ -145,8 +146,7 @@ namespace {
 
 class UniversalLearner : public Learner {
  public:
-  UniversalLearner(const std::vector<Variable>& parameters, const std::vector<Variable>& gradients,
-                   FunctionPtr update)
+  UniversalLearner(const std::vector<Variable>& parameters, const std::vector<Variable>& gradients, FunctionPtr update)
       : Learner(parameters, LearningRateSchedule(1.0), {}), gradients_(gradients), update_(std::move(update)) {
     if (!update_) throw ValueError("universal learner: no update function");
     if (gradients_.size() != parameters_.size())

@@ -100,8 +100,7 @@ class StandardLearner : public Learner {
     for (auto& p : parameters_) {
       DataType t = p.dtype();
       if (t != DataType::Float && t != DataType::Double)
-        throw NotImplementedError("learners update float32 and float64 parameters; " + p.str() + " is " +
-                                  to_string(t));
+        throw NotImplementedError("learners update float32 and float64 parameters; " + p.str() + " is " + to_string(t));
       if (p.value().shape().has_inferred() || !p.value().shape().is_known())
         throw ValueError("learner: " + p.str() + " has dimensions that are not known yet");
       std::vector<NDArrayView> bufs;
@@ -350,8 +349,8 @@ class FSAdaGradLearner final : public MomentumLearner {
 
 class AdamLearner final : public MomentumLearner {
  public:
-  AdamLearner(const std::vector<Variable>& p, const LearningRateSchedule& lr, const MomentumSchedule& m,
-              bool unit_gain, const MomentumSchedule& variance_momentum, double epsilon, bool adamax,
+  AdamLearner(const std::vector<Variable>& p, const LearningRateSchedule& lr, const MomentumSchedule& m, bool unit_gain,
+              const MomentumSchedule& variance_momentum, double epsilon, bool adamax,
               const AdditionalLearningOptions& o)
       : MomentumLearner(p, lr, m, unit_gain, o, 2, false),
         variance_momentum_(variance_momentum),
@@ -397,7 +396,12 @@ class RMSPropLearner final : public StandardLearner {
  public:
   RMSPropLearner(const std::vector<Variable>& p, const LearningRateSchedule& lr, double gamma, double inc, double dec,
                  double max, double min, bool need_ave_multiplier, const AdditionalLearningOptions& o)
-      : StandardLearner(p, lr, o, 3), gamma_(gamma), inc_(inc), dec_(dec), max_(max), min_(min),
+      : StandardLearner(p, lr, o, 3),
+        gamma_(gamma),
+        inc_(inc),
+        dec_(dec),
+        max_(max),
+        min_(min),
         need_ave_(need_ave_multiplier) {
     if (gamma <= 0 || gamma >= 1) throw ValueError("rmsprop: gamma must be in (0, 1); it is " + std::to_string(gamma));
     if (inc <= 1) throw ValueError("rmsprop: inc must be greater than 1; it is " + std::to_string(inc));

@@ -154,7 +154,8 @@ MinibatchAggregate run_test(const FunctionPtr& run, const Variable& metric, cons
                             std::vector<Value>* output_values, const CommunicatorPtr& comm) {
   MinibatchAggregate result;
   if (comm && !outputs.empty())
-    throw NotImplementedError("test_minibatch: outputs are not returned in distributed evaluation (nor were they in CNTK)");
+    throw NotImplementedError(
+        "test_minibatch: outputs are not returned in distributed evaluation (nor were they in CNTK)");
   if (!arguments.empty()) {
     std::vector<Variable> req{metric};
     add_unique(req, count_var);
@@ -360,8 +361,9 @@ bool Trainer::update_distributed(ParameterGradients& all, bool sweep_end, bool e
     }
   }
   if (!aggregator_seen)
-    throw ValueError("Trainer: none of the distributed learners is marked as the metric aggregator "
-                     "(set_as_metric_aggregator)");
+    throw ValueError(
+        "Trainer: none of the distributed learners is marked as the metric aggregator "
+        "(set_as_metric_aggregator)");
   prev_loss_.samples = result.number_of_samples;
   prev_loss_.sum = result.training_loss;
   prev_eval_.sum = result.eval_criterion;

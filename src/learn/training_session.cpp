@@ -155,8 +155,7 @@ TrainingSession::TrainingSession(Trainer& trainer, TrainingSourcePtr source, Min
       workers_ = d->communicator()->num_workers();
       mb_scale_ = d->minibatch_size_scale_factor();
     }
-  if (checkpoint_.frequency.value)
-    actions_.push_back({checkpoint_.frequency, &TrainingSession::checkpoint_action});
+  if (checkpoint_.frequency.value) actions_.push_back({checkpoint_.frequency, &TrainingSession::checkpoint_action});
   if (progress_frequency.value) actions_.push_back({progress_frequency, &TrainingSession::progress_action});
   if (cv_.frequency.value) actions_.push_back({cv_.frequency, &TrainingSession::cross_validation_action});
 }
@@ -288,8 +287,8 @@ void TrainingSession::run_training() {
   test();
 }
 
-std::tuple<double, size_t, size_t> TrainingSession::evaluate(TrainingSource& source,
-                                                             const MinibatchSizeSchedule& sizes, size_t max_samples) {
+std::tuple<double, size_t, size_t> TrainingSession::evaluate(TrainingSource& source, const MinibatchSizeSchedule& sizes,
+                                                             size_t max_samples) {
   double error_sum = 0.0;
   size_t total = 0, minibatches = 0;
   const bool distributed = workers_ > 1;

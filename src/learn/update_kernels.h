@@ -164,8 +164,8 @@ void adam(T* w, const T* g, T* smooth_ada, T* smooth_mom, int64_t n, T lr, T mom
 // returns the mean scale factor when asked, else 1. On the first minibatch
 // (`initialized` false) the state starts from g^2, sign 0 and step 0.02.
 template <class T>
-T rmsprop(T* g, T* avars, T* signs, T* steps, int64_t n, T gamma, T inc, T max, T dec, T min,
-          bool need_ave_multiplier, bool initialized) {
+T rmsprop(T* g, T* avars, T* signs, T* steps, int64_t n, T gamma, T inc, T max, T dec, T min, bool need_ave_multiplier,
+          bool initialized) {
   const T floor = T(1e-6f);
   if (!initialized) {
     for (int64_t i = 0; i < n; ++i) {

@@ -12,7 +12,6 @@
 // the end than at the start.
 #include <cmath>
 
-
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/eltwise.h"
 #include "kernels/backend.h"
@@ -49,20 +48,20 @@ AttrSpec per_axis(const char* key, AttrType t) { return {key, t, {}, AxisOrder::
 
 // Convolution's attributes; ConvolutionSequenceShape reads the same.
 std::vector<AttrSpec> convolution_attrs() {
-  return {per_axis("strides", AttrType::Shape),       per_axis("dilation", AttrType::Shape),
-          per_axis("sharing", AttrType::BoolList),     per_axis("autoPadding", AttrType::BoolList),
-          per_axis("lowerPad", AttrType::Shape),      per_axis("upperPad", AttrType::Shape),
-          per_axis("outputShape", AttrType::Shape),   per_axis("kernelShape", AttrType::Shape),
-          {"transpose", AttrType::Bool, false},        {"sequential", AttrType::Bool, false},
-          {"reductionRank", AttrType::Int, 1},         {"groups", AttrType::Int, 1},
+  return {per_axis("strides", AttrType::Shape),         per_axis("dilation", AttrType::Shape),
+          per_axis("sharing", AttrType::BoolList),      per_axis("autoPadding", AttrType::BoolList),
+          per_axis("lowerPad", AttrType::Shape),        per_axis("upperPad", AttrType::Shape),
+          per_axis("outputShape", AttrType::Shape),     per_axis("kernelShape", AttrType::Shape),
+          {"transpose", AttrType::Bool, false},         {"sequential", AttrType::Bool, false},
+          {"reductionRank", AttrType::Int, 1},          {"groups", AttrType::Int, 1},
           {"maxTempMemSizeInSamples", AttrType::Int, 0}};
 }
 // Pooling's and unpooling's; `window` names the window's key.
 std::vector<AttrSpec> pooling_attrs(const char* window) {
-  return {per_axis(window, AttrType::Shape),          per_axis("strides", AttrType::Shape),
+  return {per_axis(window, AttrType::Shape),           per_axis("strides", AttrType::Shape),
           per_axis("autoPadding", AttrType::BoolList), per_axis("lowerPad", AttrType::Shape),
-          per_axis("upperPad", AttrType::Shape),      {"poolingType", AttrType::Int, 0},
-          {"ceilOutDim", AttrType::Bool, false},   {"includePad", AttrType::Bool, false}};
+          per_axis("upperPad", AttrType::Shape),       {"poolingType", AttrType::Int, 0},
+          {"ceilOutDim", AttrType::Bool, false},       {"includePad", AttrType::Bool, false}};
 }
 
 // CNTK's expansion of a per-axis list to `rank` axes (NumPy order): right-aligned,
@@ -156,9 +155,12 @@ ConvSetup conv_setup(const Dictionary& a, const NDShape& W, const NDShape& X) {
   check_positive(k, "the kernel's spatial dimensions", 1);
   int64_t O = 1, Cw = 1;
   if (!cs.transpose) {
-    if (full) O = W[0], Cw = W[1];
-    else if (rr) Cw = W[0];
-    else if (!bare) O = W[0];
+    if (full)
+      O = W[0], Cw = W[1];
+    else if (rr)
+      Cw = W[0];
+    else if (!bare)
+      O = W[0];
     if (C >= 0 && Cw * groups != C)
       throw ValueError("the kernel's input channels (" + std::to_string(Cw) + ") times groups (" +
                        std::to_string(groups) + ") must equal the operand's channels (" + std::to_string(C) +
@@ -167,9 +169,12 @@ ConvSetup conv_setup(const Dictionary& a, const NDShape& W, const NDShape& X) {
       throw ValueError("the output channels (" + std::to_string(O) + ") must be divisible by groups (" +
                        std::to_string(groups) + ")");
   } else {
-    if (full) Cw = W[0], O = W[1];
-    else if (rr) Cw = W[0];
-    else if (!bare) O = W[0];
+    if (full)
+      Cw = W[0], O = W[1];
+    else if (rr)
+      Cw = W[0];
+    else if (!bare)
+      O = W[0];
     if (C >= 0 && Cw != C)
       throw ValueError("the kernel's first axis (" + std::to_string(Cw) + ") must equal the operand's channels (" +
                        std::to_string(C) + ")");
@@ -231,8 +236,11 @@ ConvSetup conv_setup(const Dictionary& a, const NDShape& W, const NDShape& X) {
     // kernel per output position needs that many times more. Where the axis has one
     // output position, or on the channel axis, the flag changes nothing.
     if (!sharing[i] && g.out != 1)
-      throw NotImplementedError("sharing=False along spatial axis " + std::to_string(i) + " (a separate kernel for "
-                                "each of its " + std::to_string(g.out) + " output positions) is not supported; "
+      throw NotImplementedError("sharing=False along spatial axis " + std::to_string(i) +
+                                " (a separate kernel for "
+                                "each of its " +
+                                std::to_string(g.out) +
+                                " output positions) is not supported; "
                                 "CNTK 2.7 does not support it either (its weight is one kernel per output map)");
   }
   if (cs.transpose)
@@ -324,9 +332,10 @@ std::vector<NDArrayView> convolution_forward(ComputeContext& ctx) {
     if (on_prims && !ctx.layout_inputs.empty()) {
       kernels::ConvLayoutIO io{xb, nullptr, keep, nullptr, nullptr};
       auto reuse = ctx.training ? kernels::make_conv_reuse() : nullptr;
-      NDArrayView x = xb ? NDArrayView() : ctx.input(1).to_dense().contiguous().reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
-      NDArrayView y = kernels::conv_forward(x, w.reshape(flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel)),
-                                            dd, reuse.get(), &io);
+      NDArrayView x =
+          xb ? NDArrayView() : ctx.input(1).to_dense().contiguous().reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
+      NDArrayView y = kernels::conv_forward(
+          x, w.reshape(flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel)), dd, reuse.get(), &io);
       ctx.state = reuse;
       share_made_source(ctx, io);
       if (keep) return kept_output(ctx, io.out, out_shape);
@@ -367,8 +376,9 @@ NDArrayView convolution_backward_layouts(ComputeContext& ctx, size_t i, const Co
     if (kernels::layout_dims(*gb) != gdims) return {};
   }
   auto* reuse = static_cast<kernels::ConvReuse*>(ctx.state.get());
-  NDArrayView g = gb ? NDArrayView()
-                     : ctx.grad_outputs[0].to_dense().contiguous().reshape(flat4(dd.batch, dd.out_channels, dd.win.out));
+  NDArrayView g =
+      gb ? NDArrayView()
+         : ctx.grad_outputs[0].to_dense().contiguous().reshape(flat4(dd.batch, dd.out_channels, dd.win.out));
   if (g.defined() && g.dtype() != DataType::Float) return {};
   done = true;
   kernels::ConvLayoutIO io;
@@ -391,8 +401,8 @@ NDArrayView convolution_backward_layouts(ComputeContext& ctx, size_t i, const Co
   NDArrayView w = ctx.input(0).to_dense().contiguous();
   io.in = gb;
   io.keep_out = ctx.may_keep_layout_grad(1);
-  NDArrayView r = kernels::conv_backward_data(g, w.reshape(flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel)),
-                                              dd, reuse, &io);
+  NDArrayView r = kernels::conv_backward_data(
+      g, w.reshape(flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel)), dd, reuse, &io);
   if (reuse) kernels::release_output_gradient(*reuse);
   if (io.keep_out) {
     io.out->shape = ctx.input_shape(1);
@@ -437,7 +447,8 @@ NDArrayView convolution_backward(ComputeContext& ctx, size_t i) {
     NDArrayView g4 = g.reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
     r = i == 0 ? kernels::conv_backward_weights(g4, x4, dd) : kernels::conv_forward(g4, w.reshape(wk), dd);
   }
-  const DataType in_type = i == 0 ? ctx.inputs[0].dtype() : (ctx.inputs[1].defined() ? ctx.inputs[1].dtype() : DataType::Float);
+  const DataType in_type =
+      i == 0 ? ctx.inputs[0].dtype() : (ctx.inputs[1].defined() ? ctx.inputs[1].dtype() : DataType::Float);
   if (r.dtype() != in_type) r = r.cast(in_type);
   return r.reshape(ctx.input_shape(i));
 }
@@ -498,8 +509,7 @@ PoolSetup pool_setup(const Dictionary& a, const NDShape& X, const std::string& w
   // An empty window is global pooling (CNTK's unknown kernel shape): every axis but the first.
   if (window.empty()) window = X.rank() > 1 ? tail(X.dims(), X.rank() - 1) : std::vector<int64_t>{1};
   const size_t r = X.rank(), wr = window.size();
-  if (wr > r)
-    throw ValueError("the pooling window " + list_str(window) + " has more axes than the operand " + X.str());
+  if (wr > r) throw ValueError("the pooling window " + list_str(window) + " has more axes than the operand " + X.str());
   auto win = expand(window, wr, r, 1, "the pooling window");
   auto strides = expand(ints_attr(a, "strides"), wr, r, 1, "strides");
   auto autopad = expand(bools_attr(a, "autoPadding"), wr, r, 0, "auto_padding");
@@ -578,7 +588,8 @@ void register_pooling() {
     PoolSetup ps = pool_setup(ctx.attr(), ctx.static_shape(0), "poolingWindowShape");
     ps.dims.batch = batch_of(ctx, 0);
     const NDShape out_shape = with_dyn(dyn_dims(ctx, 0), ps.out_static);
-    if (const LayoutValue* xb = ctx.layout_input(0); xb && (ctx.may_keep_layout_output(0) || !ctx.inputs[0].defined())) {
+    if (const LayoutValue* xb = ctx.layout_input(0);
+        xb && (ctx.may_keep_layout_output(0) || !ctx.inputs[0].defined())) {
       NDArrayView y;
       std::shared_ptr<LayoutValue> yb;
       const bool keep = ctx.may_keep_layout_output(0);
@@ -627,8 +638,7 @@ void register_unpooling() {
   d.attrs = pooling_attrs("unpoolingWindowShape");
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);
-    if (ctx.attr_int("poolingType") != 0)
-      ctx.fail("only MAX_UNPOOLING is supported, as in CNTK");
+    if (ctx.attr_int("poolingType") != 0) ctx.fail("only MAX_UNPOOLING is supported, as in CNTK");
     PoolSetup ps = checked_pool_setup(ctx, ctx.shape(1), "unpoolingWindowShape");
     if (ps.out_static != ctx.shape(0))
       ctx.fail("pooling the pooling input " + ctx.shape(1).str() + " with this window gives " + ps.out_static.str() +
@@ -646,7 +656,8 @@ void register_unpooling() {
     if (x.numel() != ps.dims.batch * ps.dims.channels * ps.dims.win.out_size())
       throw ShapeError("Unpooling: the operand " + x.shape().str() + " does not match the pooling input " +
                        pin.shape().str());
-    NDArrayView y = kernels::max_unpool_forward(x.reshape(pool_flat(ps, true)), pin.reshape(pool_flat(ps, false)), ps.dims);
+    NDArrayView y =
+        kernels::max_unpool_forward(x.reshape(pool_flat(ps, true)), pin.reshape(pool_flat(ps, false)), ps.dims);
     return std::vector<NDArrayView>{y.reshape(with_dyn(dyn_dims(ctx, 1), ctx.static_shape(1)))};
   };
   d.backward = [](ComputeContext& ctx, size_t i) {
@@ -675,8 +686,8 @@ struct RoiSetup {
 RoiSetup roi_setup(const Dictionary& a) {
   RoiSetup rs;
   auto shape = ints_attr(a, "roiOutputShape");
-  if (shape.size() != 2) throw ValueError("roi_output_shape must have two dimensions (height, width), got " +
-                                          list_str(shape));
+  if (shape.size() != 2)
+    throw ValueError("roi_output_shape must have two dimensions (height, width), got " + list_str(shape));
   check_positive(shape, "roi_output_shape", 1);
   rs.ph = shape[0], rs.pw = shape[1];
   rs.scale = op_attr_double("ROIPooling", a, "spatialScale");
@@ -691,7 +702,8 @@ void register_roipooling() {
   d.name = "ROIPooling";
   d.op_type = 47;
   d.inputs = {{"operand"}, {"rois", Gradient::Zero}};
-  d.attrs = {per_axis("roiOutputShape", AttrType::Shape), {"spatialScale", AttrType::Double, 1.0},
+  d.attrs = {per_axis("roiOutputShape", AttrType::Shape),
+             {"spatialScale", AttrType::Double, 1.0},
              {"poolingType", AttrType::Int, 0}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);
@@ -795,10 +807,13 @@ std::vector<NDArrayView> fused_forward(const FusedConvSpec& sp, ComputeContext& 
       bias = bias.reshape(NDShape{bias.numel()});
     }
     kernels::ConvPostOps post{sp.has_bias, eltwise_of(sp.activation), float(sp.alpha)};
-    NDArrayView x4 = xb ? NDArrayView() : ctx.input(1).to_dense().contiguous().reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
-    NDArrayView w4 = w.to_dense().contiguous().reshape(flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel));
+    NDArrayView x4 =
+        xb ? NDArrayView() : ctx.input(1).to_dense().contiguous().reshape(flat4(dd.batch, dd.in_channels, dd.win.in));
+    NDArrayView w4 =
+        w.to_dense().contiguous().reshape(flat4(dd.out_channels, dd.in_channels / dd.groups, dd.win.kernel));
     auto reuse = ctx.training ? kernels::make_conv_reuse() : nullptr;  // the backward passes reuse its reorders
-    NDArrayView y = kernels::conv_forward_fused(x4, w4, bias, post, dd, reuse.get(), ctx.layout_inputs.empty() ? nullptr : &io);
+    NDArrayView y =
+        kernels::conv_forward_fused(x4, w4, bias, post, dd, reuse.get(), ctx.layout_inputs.empty() ? nullptr : &io);
     const NDShape out_shape = with_dyn(dyn_dims(ctx, 1), cs.out_static);
     if (y.defined() || io.out) share_made_source(ctx, io);
     if (keep && io.out) {
@@ -887,7 +902,7 @@ NDArrayView fused_backward(const FusedConvSpec& sp, ComputeContext& ctx, size_t 
   c.state = ctx.state;
   // The convolution's gradient rule reads the operand in whichever layout the fused step has it.
   c.layout_inputs = {ctx.layout_inputs.size() > 0 ? ctx.layout_inputs[0] : nullptr,
-                   ctx.layout_inputs.size() > 1 ? ctx.layout_inputs[1] : nullptr};
+                     ctx.layout_inputs.size() > 1 ? ctx.layout_inputs[1] : nullptr};
   c.make_plain = ctx.make_plain;
   c.outputs = {NDArrayView()};
   c.grad_outputs = {fg.dzb ? NDArrayView() : fg.dz};
@@ -968,8 +983,9 @@ SequenceAxisGeometry sequence_axis_geometry(const Dictionary& a, const NDShape& 
   g.lower = expand(ints_attr(a, "lowerPad"), r, r, 0, "lower_pad")[at];
   g.upper = expand(ints_attr(a, "upperPad"), r, r, 0, "upper_pad")[at];
   if (g.kernel < 1 || g.stride < 1 || g.dilation < 1 || g.lower < 0 || g.upper < 0)
-    throw ValueError("the sequence axis needs a known kernel extent, positive stride and dilation and "
-                     "non-negative pads");
+    throw ValueError(
+        "the sequence axis needs a known kernel extent, positive stride and dilation and "
+        "non-negative pads");
   return g;
 }
 
@@ -1006,8 +1022,7 @@ void register_convolution_sequence_shape() {
     const auto& lens = ctx.in_lengths[1];
     NDArrayView out = NDArrayView::zeros(DataType::Double, NDShape{B, 1});
     double* p = out.data<double>();
-    for (int64_t b = 0; b < B; ++b)
-      p[b] = double(sequence_output_length(g, lens.empty() ? T : lens[size_t(b)]));
+    for (int64_t b = 0; b < B; ++b) p[b] = double(sequence_output_length(g, lens.empty() ? T : lens[size_t(b)]));
     return std::vector<NDArrayView>{out.cast(x.dtype())};
   };
   d.gradient = Gradient::Zero;  // integer-valued, as CNTK's node propagates nothing
@@ -1042,11 +1057,11 @@ FunctionPtr sequential_convolution(const Variable& kernel, const Variable& opera
   auto swap01 = [&](const Variable& v) { return op("TransposeAxes", {v}, {{"axis1", Axis(0)}, {"axis2", Axis(1)}}); };
   const auto rr = attrs.find("reductionRank");
   if (rr == attrs.end() || rr->second.as_int() != 0) unpacked = swap01(unpacked);  // (C, T, M...)
-  Variable y = swap01(op("Convolution", {kernel, unpacked}, attrs, name));            // (T', O, M'...)
+  Variable y = swap01(op("Convolution", {kernel, unpacked}, attrs, name));         // (T', O, M'...)
   Dictionary shape_attrs = attrs;
   shape_attrs["sequential"] = true;
-  Variable lengths = op("ConvolutionSequenceShape", {kernel, operand}, shape_attrs,
-                        name.empty() ? "" : name + "_sequence_shape");
+  Variable lengths =
+      op("ConvolutionSequenceShape", {kernel, operand}, shape_attrs, name.empty() ? "" : name + "_sequence_shape");
   // Each sequence cut back to its own output length, on a new sequence axis.
   return Function::composite(
       Function::primitive("ToSequence", {y, op("StopGradient", {lengths}, {})},

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <functional>
 
-
 #include "kernels/cpu/eltwise.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/elementwise.h"
@@ -61,9 +60,8 @@ void unary(const char* name, int op_type, F f, G df, Gradient kind = Gradient::R
       NDArrayView y = kernels::eltwise_forward(prim.f, float(p[0]), x);
       if (y.defined()) return std::vector<NDArrayView>{y};
     }
-    return std::vector<NDArrayView>{CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] {
-      return apply<T, 1>(x.dtype(), {&x}, [f, p](T v) { return T(f(v, p)); });
-    })};
+    return std::vector<NDArrayView>{CNTK_DISPATCH_FLOAT(
+        x.dtype(), T, [&] { return apply<T, 1>(x.dtype(), {&x}, [f, p](T v) { return T(f(v, p)); }); })};
   };
   if (kind == Gradient::Rule)
     d.backward = [df, params, prim](ComputeContext& ctx, size_t) {
@@ -71,10 +69,11 @@ void unary(const char* name, int op_type, F f, G df, Gradient kind = Gradient::R
       // x (or y) in a backend layout: the gradient is computed, and may stay, in that layout.
       const LayoutValue* xyb = prim.backward_from_output ? ctx.layout_output(0) : ctx.layout_input(0);
       const bool xy_plain = prim.backward_from_output ? ctx.outputs[0].defined() : ctx.inputs[0].defined();
-      if (xyb && prim.f != kernels::Eltwise::None && (!xy_plain || ctx.layout_grad_output(0) || ctx.may_keep_layout_grad(0))) {
-        auto dx = kernels::eltwise_backward_layout(prim.f, prim.backward_from_output, float(p[0]), *xyb,
-                                                   ctx.layout_grad_output(0), ctx.grad_outputs[0],
-                                                   prim.unit_slope_at_zero);
+      if (xyb && prim.f != kernels::Eltwise::None &&
+          (!xy_plain || ctx.layout_grad_output(0) || ctx.may_keep_layout_grad(0))) {
+        auto dx =
+            kernels::eltwise_backward_layout(prim.f, prim.backward_from_output, float(p[0]), *xyb,
+                                             ctx.layout_grad_output(0), ctx.grad_outputs[0], prim.unit_slope_at_zero);
         if (dx) {
           if (!ctx.may_keep_layout_grad(0)) return kernels::to_plain(*dx);
           ctx.layout_grad = std::move(dx);
@@ -115,8 +114,9 @@ void binary(const char* name, int op_type, F f, G df, Gradient kind = Gradient::
   d.forward = [f](ComputeContext& ctx) {
     size_t r = max_static_rank(ctx);
     NDArrayView a = ctx.aligned(0, r), b = ctx.aligned(1, r);
-    return std::vector<NDArrayView>{
-        CNTK_DISPATCH_FLOAT(a.dtype(), T, [&] { return apply<T, 2>(a.dtype(), {&a, &b}, [f](T x, T y) { return T(f(x, y)); }); })};
+    return std::vector<NDArrayView>{CNTK_DISPATCH_FLOAT(a.dtype(), T, [&] {
+      return apply<T, 2>(a.dtype(), {&a, &b}, [f](T x, T y) { return T(f(x, y)); });
+    })};
   };
   if (kind == Gradient::Rule)
     d.backward = [df](ComputeContext& ctx, size_t which) {
@@ -138,23 +138,28 @@ void binary(const char* name, int op_type, F f, G df, Gradient kind = Gradient::
 
 template <class F>
 void additive(const char* name, int op_type, F f, bool negate_right) {
-  binary(name, op_type, f, [](auto, auto, auto) { return std::array<double, 2>{0, 0}; }, Gradient::Rule,
-         [negate_right](ComputeContext& ctx, size_t which) {
-           NDArrayView g = ctx.reduce_to_input(which, ctx.grad_outputs[0]);
-           if (!negate_right || which != 1) return g;
-           // A sum made here is this rule's own: negate it in place (a loop step then
-           // needs no further temporary).
-           if (!g.same_storage(ctx.grad_outputs[0]) && g.is_contiguous() && !g.is_sparse() &&
-               (g.dtype() == DataType::Float || g.dtype() == DataType::Double)) {
-             CNTK_DISPATCH_FLOAT(g.dtype(), T, [&] {
-               T* p = g.data<T>();
-               for (int64_t k = 0; k < g.numel(); ++k) p[k] = -p[k];
-               return 0;
-             });
-             return g;
-           }
-           return eager::neg(g);
-         });
+  binary(
+      name, op_type, f,
+      [](auto, auto, auto) {
+        return std::array<double, 2>{0, 0};
+      },
+      Gradient::Rule,
+      [negate_right](ComputeContext& ctx, size_t which) {
+        NDArrayView g = ctx.reduce_to_input(which, ctx.grad_outputs[0]);
+        if (!negate_right || which != 1) return g;
+        // A sum made here is this rule's own: negate it in place (a loop step then
+        // needs no further temporary).
+        if (!g.same_storage(ctx.grad_outputs[0]) && g.is_contiguous() && !g.is_sparse() &&
+            (g.dtype() == DataType::Float || g.dtype() == DataType::Double)) {
+          CNTK_DISPATCH_FLOAT(g.dtype(), T, [&] {
+            T* p = g.data<T>();
+            for (int64_t k = 0; k < g.numel(); ++k) p[k] = -p[k];
+            return 0;
+          });
+          return g;
+        }
+        return eager::neg(g);
+      });
 }
 
 template <class T>
@@ -248,65 +253,100 @@ BlockFormFn element_divide_block() {
 void register_unary_ops() {
   using std::exp;
   auto none = [](auto, auto, auto, Params) { return 0.0; };
-  unary("Negate", 0, [](auto x, Params) { return -x; }, [](auto, auto, auto g, Params) { return -g; });
-  unary("StableSigmoid", 75, [](auto x, Params) {
+  unary(
+      "Negate", 0, [](auto x, Params) { return -x; }, [](auto, auto, auto g, Params) { return -g; });
+  unary(
+      "StableSigmoid", 75,
+      [](auto x, Params) {
         using T = decltype(x);
         return x >= 0 ? T(1) / (T(1) + std::exp(-x)) : std::exp(x) / (T(1) + std::exp(x));
       },
       [](auto, auto y, auto g, Params) { return g * y * (1 - y); }, Gradient::Rule, no_params,
       {kernels::Eltwise::Logistic, true}, true);
-  unary("Tanh", 2, [](auto x, Params) { return std::tanh(x); }, [](auto, auto y, auto g, Params) { return g * (1 - y * y); },
-        Gradient::Rule, no_params, {kernels::Eltwise::Tanh, true}, true);
-  unary("ReLU", 3, [](auto x, Params) { return x > 0 ? x : decltype(x)(0); },
-        [](auto x, auto, auto g, Params) { return x > 0 ? g : decltype(g)(0); }, Gradient::Rule, no_params,
-        {kernels::Eltwise::Relu, false}, true);
-  unary("Exp", 4, [](auto x, Params) { return std::exp(x); }, [](auto, auto y, auto g, Params) { return g * y; },
-        Gradient::Rule, no_params, {kernels::Eltwise::Exp, true});
+  unary(
+      "Tanh", 2, [](auto x, Params) { return std::tanh(x); },
+      [](auto, auto y, auto g, Params) { return g * (1 - y * y); }, Gradient::Rule, no_params,
+      {kernels::Eltwise::Tanh, true}, true);
+  unary(
+      "ReLU", 3, [](auto x, Params) { return x > 0 ? x : decltype(x)(0); },
+      [](auto x, auto, auto g, Params) { return x > 0 ? g : decltype(g)(0); }, Gradient::Rule, no_params,
+      {kernels::Eltwise::Relu, false}, true);
+  unary(
+      "Exp", 4, [](auto x, Params) { return std::exp(x); }, [](auto, auto y, auto g, Params) { return g * y; },
+      Gradient::Rule, no_params, {kernels::Eltwise::Exp, true});
   // CNTK clips log's argument at 1e-37 (giving -85.1 there, for x <= 0 too) and takes
   // the gradient from the output, g * exp(-y), so a clipped entry gets exp(85.1).
-  unary("Log", 5,
-        [](auto x, Params) {
-          using T = decltype(x);
-          return x < T(kLogEps) ? T(kLogOfLogEps) : std::log(x);
-        },
-        [](auto, auto y, auto g, Params) { return g * std::exp(-y); });
+  unary(
+      "Log", 5,
+      [](auto x, Params) {
+        using T = decltype(x);
+        return x < T(kLogEps) ? T(kLogOfLogEps) : std::log(x);
+      },
+      [](auto, auto y, auto g, Params) { return g * std::exp(-y); });
   // CNTK's sqrt reads a negative argument as 0.
-  unary("Sqrt", 6, [](auto x, Params) { return std::sqrt(x > 0 ? x : decltype(x)(0)); },
-        [](auto, auto y, auto g, Params) { return g / (2 * y); });
-  unary("Floor", 7, [](auto x, Params) { return std::floor(x); }, none, Gradient::Zero);
-  unary("Abs", 8, [](auto x, Params) { return std::abs(x); }, [](auto x, auto, auto g, Params) { return g * sgn(x); });
+  unary(
+      "Sqrt", 6, [](auto x, Params) { return std::sqrt(x > 0 ? x : decltype(x)(0)); },
+      [](auto, auto y, auto g, Params) { return g / (2 * y); });
+  unary(
+      "Floor", 7, [](auto x, Params) { return std::floor(x); }, none, Gradient::Zero);
+  unary(
+      "Abs", 8, [](auto x, Params) { return std::abs(x); }, [](auto x, auto, auto g, Params) { return g * sgn(x); });
   // CNTK's reciprocal of 0 is 0 (and so is its gradient there).
-  unary("Reciprocal", 9, [](auto x, Params) { return x == 0 ? x : 1 / x; },
-        [](auto, auto y, auto g, Params) { return -g * y * y; });
-  unary("Sin", 54, [](auto x, Params) { return std::sin(x); }, [](auto x, auto, auto g, Params) { return g * std::cos(x); });
-  unary("Cos", 55, [](auto x, Params) { return std::cos(x); }, [](auto x, auto, auto g, Params) { return -g * std::sin(x); });
-  unary("Tan", 95, [](auto x, Params) { return std::tan(x); }, [](auto, auto y, auto g, Params) { return g * (1 + y * y); });
-  unary("Asin", 81, [](auto x, Params) { return std::asin(x); },
-        [](auto x, auto, auto g, Params) { return g / std::sqrt(1 - x * x); });
-  unary("Acos", 82, [](auto x, Params) { return std::acos(x); },
-        [](auto x, auto, auto g, Params) { return -g / std::sqrt(1 - x * x); });
-  unary("Atan", 96, [](auto x, Params) { return std::atan(x); }, [](auto x, auto, auto g, Params) { return g / (1 + x * x); });
-  unary("Sinh", 77, [](auto x, Params) { return std::sinh(x); }, [](auto x, auto, auto g, Params) { return g * std::cosh(x); });
-  unary("Cosh", 78, [](auto x, Params) { return std::cosh(x); }, [](auto x, auto, auto g, Params) { return g * std::sinh(x); });
-  unary("Asinh", 86, [](auto x, Params) { return std::asinh(x); },
-        [](auto x, auto, auto g, Params) { return g / std::sqrt(x * x + 1); });
-  unary("Atanh", 85, [](auto x, Params) { return std::atanh(x); }, [](auto x, auto, auto g, Params) { return g / (1 - x * x); });
+  unary(
+      "Reciprocal", 9, [](auto x, Params) { return x == 0 ? x : 1 / x; },
+      [](auto, auto y, auto g, Params) { return -g * y * y; });
+  unary(
+      "Sin", 54, [](auto x, Params) { return std::sin(x); },
+      [](auto x, auto, auto g, Params) { return g * std::cos(x); });
+  unary(
+      "Cos", 55, [](auto x, Params) { return std::cos(x); },
+      [](auto x, auto, auto g, Params) { return -g * std::sin(x); });
+  unary(
+      "Tan", 95, [](auto x, Params) { return std::tan(x); },
+      [](auto, auto y, auto g, Params) { return g * (1 + y * y); });
+  unary(
+      "Asin", 81, [](auto x, Params) { return std::asin(x); },
+      [](auto x, auto, auto g, Params) { return g / std::sqrt(1 - x * x); });
+  unary(
+      "Acos", 82, [](auto x, Params) { return std::acos(x); },
+      [](auto x, auto, auto g, Params) { return -g / std::sqrt(1 - x * x); });
+  unary(
+      "Atan", 96, [](auto x, Params) { return std::atan(x); },
+      [](auto x, auto, auto g, Params) { return g / (1 + x * x); });
+  unary(
+      "Sinh", 77, [](auto x, Params) { return std::sinh(x); },
+      [](auto x, auto, auto g, Params) { return g * std::cosh(x); });
+  unary(
+      "Cosh", 78, [](auto x, Params) { return std::cosh(x); },
+      [](auto x, auto, auto g, Params) { return g * std::sinh(x); });
+  unary(
+      "Asinh", 86, [](auto x, Params) { return std::asinh(x); },
+      [](auto x, auto, auto g, Params) { return g / std::sqrt(x * x + 1); });
+  unary(
+      "Atanh", 85, [](auto x, Params) { return std::atanh(x); },
+      [](auto x, auto, auto g, Params) { return g / (1 - x * x); });
   auto alpha = [](const ComputeContext& c) -> Params { return {c.attr_double("alpha"), 0}; };
-  unary("ELU", 65, [](auto x, Params p) { return x > 0 ? x : decltype(x)(p[0] * (std::exp(x) - 1)); },
-        [](auto x, auto y, auto g, Params p) { return x > 0 ? g : decltype(g)(g * (y + p[0])); }, Gradient::Rule, alpha,
-        {kernels::Eltwise::Elu, false}, true, {{"alpha", AttrType::Double, 1.0}});
+  unary(
+      "ELU", 65, [](auto x, Params p) { return x > 0 ? x : decltype(x)(p[0] * (std::exp(x) - 1)); },
+      [](auto x, auto y, auto g, Params p) { return x > 0 ? g : decltype(g)(g * (y + p[0])); }, Gradient::Rule, alpha,
+      {kernels::Eltwise::Elu, false}, true, {{"alpha", AttrType::Double, 1.0}});
   auto leaky = [](const ComputeContext& c) -> Params { return {c.attr_double("alpha"), 0}; };
   // CNTK selects the scaled branch where x < 0, so at 0 the gradient is 1 (SELU's and
   // PReLU's likewise); oneDNN's relu backward gives alpha there and is corrected.
-  unary("LeakyReLU", -1, [](auto x, Params p) { return x > 0 ? x : decltype(x)(p[0] * x); },
-        [](auto x, auto, auto g, Params p) { return x < 0 ? decltype(g)(p[0] * g) : g; }, Gradient::Rule, leaky,
-        {kernels::Eltwise::Relu, false, true}, true, {{"alpha", AttrType::Double, 0.01}}, leaky_relu_block());
+  unary(
+      "LeakyReLU", -1, [](auto x, Params p) { return x > 0 ? x : decltype(x)(p[0] * x); },
+      [](auto x, auto, auto g, Params p) { return x < 0 ? decltype(g)(p[0] * g) : g; }, Gradient::Rule, leaky,
+      {kernels::Eltwise::Relu, false, true}, true, {{"alpha", AttrType::Double, 0.01}}, leaky_relu_block());
   auto selu = [](const ComputeContext& c) -> Params { return {c.attr_double("gamma"), c.attr_double("alpha")}; };
-  unary("SELU", -1, [](auto x, Params p) { return decltype(x)(p[0] * (x > 0 ? x : p[1] * (std::exp(x) - 1))); },
-        [](auto x, auto, auto g, Params p) { return decltype(g)(g * p[0] * (x < 0 ? p[1] * std::exp(x) : 1)); },
-        Gradient::Rule, selu, {}, false, {{"gamma", AttrType::Double, kSeluScale}, {"alpha", AttrType::Double, kSeluAlpha}}, selu_block());
+  unary(
+      "SELU", -1, [](auto x, Params p) { return decltype(x)(p[0] * (x > 0 ? x : p[1] * (std::exp(x) - 1))); },
+      [](auto x, auto, auto g, Params p) { return decltype(g)(g * p[0] * (x < 0 ? p[1] * std::exp(x) : 1)); },
+      Gradient::Rule, selu, {}, false,
+      {{"gamma", AttrType::Double, kSeluScale}, {"alpha", AttrType::Double, kSeluAlpha}}, selu_block());
   auto hs = [](const ComputeContext& c) -> Params { return {c.attr_double("alpha"), c.attr_double("beta")}; };
-  unary("HardSigmoid", -1, [](auto x, Params p) {
+  unary(
+      "HardSigmoid", -1,
+      [](auto x, Params p) {
         using T = decltype(x);
         return T(std::max(0.0, std::min(1.0, p[0] * x + p[1])));
       },
@@ -314,54 +354,76 @@ void register_unary_ops() {
         double v = p[0] * x + p[1];
         return decltype(g)(v > 0 && v < 1 ? g * p[0] : 0);
       },
-      Gradient::Rule, hs, {}, false, {{"alpha", AttrType::Double, 0.2}, {"beta", AttrType::Double, 0.5}}, hard_sigmoid_block());
-  unary("Not", -1, [](auto x, Params) { return decltype(x)(x == 0); }, none, Gradient::Zero, no_params, {}, false, {},
-        not_block());
+      Gradient::Rule, hs, {}, false, {{"alpha", AttrType::Double, 0.2}, {"beta", AttrType::Double, 0.5}},
+      hard_sigmoid_block());
+  unary(
+      "Not", -1, [](auto x, Params) { return decltype(x)(x == 0); }, none, Gradient::Zero, no_params, {}, false, {},
+      not_block());
   // Straight-through estimator: sign in forward, identity gradient inside [-1, 1].
-  unary("StraightThrough", 94, [](auto x, Params) { return decltype(x)(x >= 0 ? 1 : -1); },
-        [](auto x, auto, auto g, Params) { return std::abs(x) <= 1 ? g : decltype(g)(0); });
+  unary(
+      "StraightThrough", 94, [](auto x, Params) { return decltype(x)(x >= 0 ? 1 : -1); },
+      [](auto x, auto, auto g, Params) { return std::abs(x) <= 1 ? g : decltype(g)(0); });
 }
 
 void register_binary_ops() {
   using A2 = std::array<double, 2>;
   // Sums pass the gradient through unchanged (negated for Minus's right side): it is
   // reduced straight to each input's shape, without the generic (a, b, g) map.
-  additive("Plus", 19, [](auto a, auto b) { return a + b; }, false);
-  additive("Minus", 20, [](auto a, auto b) { return a - b; }, true);
-  binary("ElementTimes", 21, [](auto a, auto b) { return a * b; },
-         [](auto a, auto b, auto g) { return std::array<decltype(g), 2>{g * b, g * a}; });
-  binary("ElementDivide", -1, [](auto a, auto b) { return a / b; },
-         [](auto a, auto b, auto g) { return std::array<decltype(g), 2>{g / b, -g * a / (b * b)}; },
-         Gradient::Rule, nullptr, element_divide_block());
-  binary("Pow", 69, [](auto a, auto b) { return std::pow(a, b); },
-         [](auto a, auto b, auto g) {
-           double y = std::pow(double(a), double(b));
-           return A2{double(g) * double(b) * std::pow(double(a), double(b) - 1),
-                     a > 0 ? double(g) * y * std::log(double(a)) : 0.0};
-         });
-  binary("LogPlus", 52,
-         [](auto a, auto b) {
-           auto m = std::max(a, b);
-           if (std::isinf(m) && m < 0) return m;
-           return m + std::log(std::exp(a - m) + std::exp(b - m));
-         },
-         [](auto a, auto b, auto g) {
-           double m = std::max<double>(a, b), ea = std::exp(a - m), eb = std::exp(b - m);
-           return A2{g * ea / (ea + eb), g * eb / (ea + eb)};
-         });
+  additive(
+      "Plus", 19, [](auto a, auto b) { return a + b; }, false);
+  additive(
+      "Minus", 20, [](auto a, auto b) { return a - b; }, true);
+  binary(
+      "ElementTimes", 21, [](auto a, auto b) { return a * b; },
+      [](auto a, auto b, auto g) {
+        return std::array<decltype(g), 2>{g * b, g * a};
+      });
+  binary(
+      "ElementDivide", -1, [](auto a, auto b) { return a / b; },
+      [](auto a, auto b, auto g) {
+        return std::array<decltype(g), 2>{g / b, -g * a / (b * b)};
+      },
+      Gradient::Rule, nullptr, element_divide_block());
+  binary(
+      "Pow", 69, [](auto a, auto b) { return std::pow(a, b); },
+      [](auto a, auto b, auto g) {
+        double y = std::pow(double(a), double(b));
+        return A2{double(g) * double(b) * std::pow(double(a), double(b) - 1),
+                  a > 0 ? double(g) * y * std::log(double(a)) : 0.0};
+      });
+  binary(
+      "LogPlus", 52,
+      [](auto a, auto b) {
+        auto m = std::max(a, b);
+        if (std::isinf(m) && m < 0) return m;
+        return m + std::log(std::exp(a - m) + std::exp(b - m));
+      },
+      [](auto a, auto b, auto g) {
+        double m = std::max<double>(a, b), ea = std::exp(a - m), eb = std::exp(b - m);
+        return A2{g * ea / (ea + eb), g * eb / (ea + eb)};
+      });
   auto zero = [](auto, auto, auto) { return A2{0, 0}; };
-  binary("Equal", 22, [](auto a, auto b) { return decltype(a)(a == b); }, zero, Gradient::Zero);
-  binary("NotEqual", 23, [](auto a, auto b) { return decltype(a)(a != b); }, zero, Gradient::Zero);
-  binary("Less", 24, [](auto a, auto b) { return decltype(a)(a < b); }, zero, Gradient::Zero);
-  binary("LessEqual", 25, [](auto a, auto b) { return decltype(a)(a <= b); }, zero, Gradient::Zero);
-  binary("Greater", 26, [](auto a, auto b) { return decltype(a)(a > b); }, zero, Gradient::Zero);
-  binary("GreaterEqual", 27, [](auto a, auto b) { return decltype(a)(a >= b); }, zero, Gradient::Zero);
-  binary("And", -1, [](auto a, auto b) { return decltype(a)(a != 0 && b != 0); }, zero, Gradient::Zero, nullptr,
-         and_block());
-  binary("Or", -1, [](auto a, auto b) { return decltype(a)(a != 0 || b != 0); }, zero, Gradient::Zero, nullptr,
-         or_block());
-  binary("Xor", -1, [](auto a, auto b) { return decltype(a)((a != 0) != (b != 0)); }, zero, Gradient::Zero, nullptr,
-         xor_block());
+  binary(
+      "Equal", 22, [](auto a, auto b) { return decltype(a)(a == b); }, zero, Gradient::Zero);
+  binary(
+      "NotEqual", 23, [](auto a, auto b) { return decltype(a)(a != b); }, zero, Gradient::Zero);
+  binary(
+      "Less", 24, [](auto a, auto b) { return decltype(a)(a < b); }, zero, Gradient::Zero);
+  binary(
+      "LessEqual", 25, [](auto a, auto b) { return decltype(a)(a <= b); }, zero, Gradient::Zero);
+  binary(
+      "Greater", 26, [](auto a, auto b) { return decltype(a)(a > b); }, zero, Gradient::Zero);
+  binary(
+      "GreaterEqual", 27, [](auto a, auto b) { return decltype(a)(a >= b); }, zero, Gradient::Zero);
+  binary(
+      "And", -1, [](auto a, auto b) { return decltype(a)(a != 0 && b != 0); }, zero, Gradient::Zero, nullptr,
+      and_block());
+  binary(
+      "Or", -1, [](auto a, auto b) { return decltype(a)(a != 0 || b != 0); }, zero, Gradient::Zero, nullptr,
+      or_block());
+  binary(
+      "Xor", -1, [](auto a, auto b) { return decltype(a)((a != 0) != (b != 0)); }, zero, Gradient::Zero, nullptr,
+      xor_block());
 }
 
 // Select(flag, a, b) = flag != 0 ? a : b; Clip(x, lo, hi).
@@ -436,7 +498,9 @@ namespace {
 template <class F>
 NDArrayView bin(const NDArrayView& a, const NDArrayView& b, F f) {
   NDArrayView x = a.to_dense(), y = b.to_dense();
-  return CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] { return apply<T, 2>(x.dtype(), {&x, &y}, [f](T p, T q) { return T(f(p, q)); }); });
+  return CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] {
+    return apply<T, 2>(x.dtype(), {&x, &y}, [f](T p, T q) { return T(f(p, q)); });
+  });
 }
 template <class F>
 NDArrayView un(const NDArrayView& a, F f) {
@@ -444,13 +508,27 @@ NDArrayView un(const NDArrayView& a, F f) {
   return CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] { return apply<T, 1>(x.dtype(), {&x}, [f](T p) { return T(f(p)); }); });
 }
 }  // namespace
-NDArrayView add(const NDArrayView& a, const NDArrayView& b) { return bin(a, b, [](auto p, auto q) { return p + q; }); }
-NDArrayView sub(const NDArrayView& a, const NDArrayView& b) { return bin(a, b, [](auto p, auto q) { return p - q; }); }
-NDArrayView mul(const NDArrayView& a, const NDArrayView& b) { return bin(a, b, [](auto p, auto q) { return p * q; }); }
-NDArrayView div(const NDArrayView& a, const NDArrayView& b) { return bin(a, b, [](auto p, auto q) { return p / q; }); }
-NDArrayView scale(const NDArrayView& a, double s) { return un(a, [s](auto p) { return p * s; }); }
-NDArrayView neg(const NDArrayView& a) { return un(a, [](auto p) { return -p; }); }
-NDArrayView exp(const NDArrayView& a) { return un(a, [](auto p) { return std::exp(p); }); }
+NDArrayView add(const NDArrayView& a, const NDArrayView& b) {
+  return bin(a, b, [](auto p, auto q) { return p + q; });
+}
+NDArrayView sub(const NDArrayView& a, const NDArrayView& b) {
+  return bin(a, b, [](auto p, auto q) { return p - q; });
+}
+NDArrayView mul(const NDArrayView& a, const NDArrayView& b) {
+  return bin(a, b, [](auto p, auto q) { return p * q; });
+}
+NDArrayView div(const NDArrayView& a, const NDArrayView& b) {
+  return bin(a, b, [](auto p, auto q) { return p / q; });
+}
+NDArrayView scale(const NDArrayView& a, double s) {
+  return un(a, [s](auto p) { return p * s; });
+}
+NDArrayView neg(const NDArrayView& a) {
+  return un(a, [](auto p) { return -p; });
+}
+NDArrayView exp(const NDArrayView& a) {
+  return un(a, [](auto p) { return std::exp(p); });
+}
 NDArrayView zeros_like(const NDArrayView& a) { return NDArrayView::zeros(a.dtype(), a.shape()); }
 void add_to(NDArrayView& a, const NDArrayView& b) {
   NDArrayView y = b.to_dense();

@@ -107,14 +107,14 @@ Lattice decode_lattice(const uint8_t* data, size_t size, const std::string& wher
   size_t n = r.counted("NODS", 2, numnodes);
   lat.node_times.resize(n);
   for (size_t i = 0; i < n; ++i) lat.node_times[i] = r.get<uint16_t>("NODS");
-  if (lat.node_times.front() != 0) r.fail("the first node has time " + std::to_string(lat.node_times.front()) +
-      ", not 0");
+  if (lat.node_times.front() != 0)
+    r.fail("the first node has time " + std::to_string(lat.node_times.front()) + ", not 0");
   if (lat.node_times.back() != lat.num_frames)
     r.fail("the last node has time " + std::to_string(lat.node_times.back()) + " but the header says " +
            std::to_string(lat.num_frames) + " frames");
   for (size_t i = 1; i < n; ++i)
-    if (lat.node_times[i] < lat.node_times[i - 1]) r.fail("node " + std::to_string(i) + " is earlier than node " +
-        std::to_string(i - 1));
+    if (lat.node_times[i] < lat.node_times[i - 1])
+      r.fail("node " + std::to_string(i) + " is earlier than node " + std::to_string(i - 1));
 
   size_t m = r.counted("EDGS", 8, numedges);
   std::vector<uint64_t> packed_edges(m);
@@ -137,8 +137,8 @@ Lattice decode_lattice(const uint8_t* data, size_t size, const std::string& wher
     if (edge.S >= numnodes || edge.E >= numnodes)
       r.fail(which + " joins nodes " + std::to_string(edge.S) + " -> " + std::to_string(edge.E) + " of " +
              std::to_string(numnodes));
-    if (edge.E <= edge.S) r.fail(which + " does not go forward (" + std::to_string(edge.S) + " -> " +
-        std::to_string(edge.E) + ")");
+    if (edge.E <= edge.S)
+      r.fail(which + " does not go forward (" + std::to_string(edge.S) + " -> " + std::to_string(edge.E) + ")");
     if (j > 0 && (edge.E < lat.edges[j - 1].E || (edge.E == lat.edges[j - 1].E && edge.S < lat.edges[j - 1].S)))
       r.fail(which + " is out of order: edges must be sorted by end node, then start node");
     if (first < score_tokens || first > k)
@@ -162,8 +162,8 @@ Lattice decode_lattice(const uint8_t* data, size_t size, const std::string& wher
     }
     if (implysp) {
       if (lat.implied_sp_unit == kNoSpUnit) r.fail(which + " implies a /sp/ unit but the header names none");
-      if (aligned > duration) r.fail(which + " aligns " + std::to_string(aligned) + " frames but spans " +
-          std::to_string(duration));
+      if (aligned > duration)
+        r.fail(which + " aligns " + std::to_string(aligned) + " frames but spans " + std::to_string(duration));
       edge.units.push_back({lat.implied_sp_unit, uint32_t(duration - aligned)});
       aligned = duration;
     }
@@ -178,7 +178,7 @@ std::vector<uint8_t> encode_lattice(const Lattice& lat) {
   auto check = [](uint64_t v, int nbits, const std::string& what) {
     if (v >= (uint64_t(1) << nbits))
       throw ValueError("encode_lattice: " + what + " = " + std::to_string(v) + " does not fit in " +
-          std::to_string(nbits) + " bits");
+                       std::to_string(nbits) + " bits");
   };
   if (lat.node_times.size() < 2) throw ValueError("encode_lattice: a lattice needs at least 2 nodes");
   if (lat.edges.empty()) throw ValueError("encode_lattice: a lattice needs at least 1 edge");
@@ -204,8 +204,8 @@ std::vector<uint8_t> encode_lattice(const Lattice& lat) {
       tokens.push_back(tok);
     }
     if (nunits == 0) {
-      if (j + 1 != lat.edges.size()) throw ValueError("encode_lattice: " + which +
-          " has no units; only the last edge may");
+      if (j + 1 != lat.edges.size())
+        throw ValueError("encode_lattice: " + which + " has no units; only the last edge may");
       first = tokens.size();  // the last edge: firstalign == number of tokens
     }
     packed_edges.push_back(uint64_t(e.S) | (uint64_t(e.E) << 20) | (uint64_t(implysp ? 1 : 0) << 39) |

@@ -75,8 +75,7 @@ SenoneHmmSet SenoneHmmSet::load(const std::string& phone_path, const std::string
     if (l.tokens.size() != expected)
       fail(trans_prob_path, l.number,
            "a " + std::to_string(n) + "-state matrix needs " + std::to_string((n + 1) * (n + 1)) +
-               " probabilities, found " +
-               std::to_string(l.tokens.size() - 2));
+               " probabilities, found " + std::to_string(l.tokens.size() - 2));
     TransitionMatrix m;
     m.num_states = n;
     size_t k = 2;
@@ -105,12 +104,12 @@ SenoneHmmSet SenoneHmmSet::load(const std::string& phone_path, const std::string
                std::to_string(set.transitions[t->second].num_states) + " states");
     for (size_t s = 0; s < h.num_states; ++s) {
       auto it = senone_index.find(l.tokens[2 + s]);
-      if (it == senone_index.end()) fail(phone_path, l.number, "senone '" + l.tokens[2 + s] +
-          "' is not in the state list");
+      if (it == senone_index.end())
+        fail(phone_path, l.number, "senone '" + l.tokens[2 + s] + "' is not in the state list");
       h.senones[s] = it->second;
     }
-    if (!set.unit_index.emplace(h.name, set.hmms.size()).second) fail(phone_path, l.number, "duplicate unit '" +
-        h.name + "'");
+    if (!set.unit_index.emplace(h.name, set.hmms.size()).second)
+      fail(phone_path, l.number, "duplicate unit '" + h.name + "'");
     set.hmms.push_back(h);
   }
   if (set.hmms.empty()) throw IOError(phone_path + ": the HMM tying has no units");

@@ -58,8 +58,13 @@ struct Settings {
 
 Settings settings_of(const Dictionary& a) {
   auto num = [&](const char* k) { return op_attr_double(kOp, a, k); };
-  return {num("HSmoothingWeight"), num("FrameDropThresh"), num("SeqGammarAMF"),        num("SeqGammarLMF"),
-          num("SeqGammarWordPen"), num("SeqGammarBMMIFactor"), op_attr_bool(kOp, a, "SeqGammarUsesMBR")};
+  return {num("HSmoothingWeight"),
+          num("FrameDropThresh"),
+          num("SeqGammarAMF"),
+          num("SeqGammarLMF"),
+          num("SeqGammarWordPen"),
+          num("SeqGammarBMMIFactor"),
+          op_attr_bool(kOp, a, "SeqGammarUsesMBR")};
 }
 
 std::shared_ptr<const lattice::SequenceTrainingModel> model_of(const Dictionary& a) {
@@ -141,8 +146,7 @@ Utterance score_utterance(const lattice::Lattice& lat, const lattice::SequenceTr
   const int64_t T = int64_t(uids.size());
   if (int64_t(lat.num_frames) != T)
     throw ValueError(std::string(kOp) + ": " + which + " has " + std::to_string(T) +
-        " label frames but its lattice has " +
-                     std::to_string(lat.num_frames));
+                     " label frames but its lattice has " + std::to_string(lat.num_frames));
   const auto& set = model.hmms;
   size_t nE = lat.edges.size(), nN = lat.node_times.size();
   std::vector<double> edge_score(nE), correct(nE, 0.0);
@@ -158,8 +162,7 @@ Utterance score_utterance(const lattice::Lattice& lat, const lattice::SequenceTr
         if (u.unit >= model.symbol_map.size())
           throw ValueError(std::string(kOp) + ": " + which + ": lattice edge " + std::to_string(e) + " has unit " +
                            std::to_string(u.unit) + " but the symbol list has " +
-                               std::to_string(model.symbol_map.size()) +
-                           " entries (with the implied /sp/)");
+                           std::to_string(model.symbol_map.size()) + " entries (with the implied /sp/)");
         const lattice::Hmm& h = set.hmms[model.symbol_map[u.unit]];
         for (size_t s = 0; s < h.num_states; ++s)
           if (int64_t(h.senones[s]) >= C)
@@ -266,8 +269,8 @@ Batch run(const ComputeContext& ctx) {
     int64_t L = out.lengths[size_t(b)];
     std::string which = "sequence " + std::to_string(b);
     std::vector<uint8_t> bytes = lattice_bytes(ctx, b, B);
-    lattice::Lattice lat = lattice::decode_lattice(bytes.data(), bytes.size(), std::string(kOp) +
-        ": the lattice of " + which);
+    lattice::Lattice lat =
+        lattice::decode_lattice(bytes.data(), bytes.size(), std::string(kOp) + ": the lattice of " + which);
     std::vector<int64_t> uids(static_cast<size_t>(L), 0);
     std::vector<double> frames(size_t(L * C));
     for (int64_t t = 0; t < L; ++t) {
@@ -288,23 +291,26 @@ void check_attributes(const InferContext& ctx) {
   for (const char* k : {"SymListPath", "PhonePath", "StateListPath", "TransProbPath"})
     if (ctx.attr_string(k).empty())
       ctx.fail("symListPath, phonePath, stateListPath and transProbPath must all be given (" + std::string(k) +
-          " is empty)");
+               " is empty)");
   if (ctx.attr_bool("DoReferenceAlign"))
-    throw NotImplementedError(std::string(kOp) + ": doReferenceAlign (sequence training against a reference alignment) "
+    throw NotImplementedError(std::string(kOp) +
+                              ": doReferenceAlign (sequence training against a reference alignment) "
                               "is not supported, as in CNTK 2.7");
   Settings st = settings_of(a);
   if (!(st.amf > 0)) ctx.fail("seqGammarAMF must be positive, got " + std::to_string(st.amf));
   if (!std::isfinite(st.lmf) || !std::isfinite(st.wp) || !std::isfinite(st.bmmi) || !std::isfinite(st.h) ||
       !std::isfinite(st.drop))
-    ctx.fail("hSmoothingWeight, frameDropThresh, seqGammarLMF, seqGammarWordPen and seqGammarBMMIFactor "
-             "must be finite");
+    ctx.fail(
+        "hSmoothingWeight, frameDropThresh, seqGammarLMF, seqGammarWordPen and seqGammarBMMIFactor "
+        "must be finite");
 }
 
 void register_lattice_sequence_with_softmax() {
   OpDef d;
   d.name = kOp;
   d.op_type = 90;
-  d.inputs = {{"labels", Gradient::Zero}, {"prediction"}, {"loglikelihood", Gradient::Zero}, {"lattice", Gradient::None}};
+  d.inputs = {
+      {"labels", Gradient::Zero}, {"prediction"}, {"loglikelihood", Gradient::Zero}, {"lattice", Gradient::None}};
   for (const char* k : {"SymListPath", "PhonePath", "StateListPath", "TransProbPath", "LatticeConfigPath"})
     d.attrs.push_back({k, AttrType::String, ""});
   d.attrs.insert(d.attrs.end(), {{"HSmoothingWeight", AttrType::Double, 0.95},
@@ -334,8 +340,7 @@ void register_lattice_sequence_with_softmax() {
     int64_t C = ctx.shape(1)[0];
     if (C >= 0 && int64_t(model->hmms.senone_names.size()) > C)
       ctx.fail("the state list has " + std::to_string(model->hmms.senone_names.size()) +
-          " senones but the prediction has " +
-               std::to_string(C) + " classes");
+               " senones but the prediction has " + std::to_string(C) + " classes");
     DataType t = ctx.dtype(1);
     if (ctx.dtype(0) != t || ctx.dtype(2) != t)
       ctx.fail_type("label, prediction and loglikelihood must have one data type");

@@ -94,8 +94,7 @@ int64_t dyn_count(const ComputeContext& ctx, size_t i) {
 bool sparse_row_product(const ComputeContext& ctx) {
   const NDArrayView &l = ctx.inputs[0], &r = ctx.inputs[1];
   return l.is_sparse() && !r.is_sparse() && l.dtype() == r.dtype() && ctx.in_dyn[1] == 0 &&
-         ctx.static_shape(1).rank() - size_t(ctx.attr_int("outputRank")) == 1 &&
-         ctx.static_shape(0).rank() >= 1;
+         ctx.static_shape(1).rank() - size_t(ctx.attr_int("outputRank")) == 1 && ctx.static_shape(0).rank() >= 1;
 }
 
 std::vector<NDArrayView> times_forward(ComputeContext& ctx) {
@@ -114,8 +113,8 @@ std::vector<NDArrayView> times_forward(ComputeContext& ctx) {
     } else {
       if (bl != 1 && bl != br) throw ValueError("Times: operands have different batch sizes");
       for (int64_t b = 0; b < br; ++b)
-        kernels::gemm<T>(false, false, d.A, d.N, d.K, T(1), pl + (bl == 1 ? 0 : b * d.A * d.K), d.K,
-                         pr + b * d.K * d.N, d.N, T(0), po + b * d.A * d.N, d.N);
+        kernels::gemm<T>(false, false, d.A, d.N, d.K, T(1), pl + (bl == 1 ? 0 : b * d.A * d.K), d.K, pr + b * d.K * d.N,
+                         d.N, T(0), po + b * d.A * d.N, d.N);
     }
   });
   return {out};
@@ -150,8 +149,8 @@ NDArrayView times_backward(ComputeContext& ctx, size_t which) {
       const T* gb = pg + b * d.A * d.N;
       if (which == 0) {
         T* ob = po + (bl == 1 ? 0 : b * d.A * d.K);
-        kernels::gemm<T>(false, true, d.A, d.K, d.N, T(1), gb, d.N, pr + b * d.K * d.N, d.N, T(bl == 1 && b > 0 ? 1 : 0),
-                         ob, d.K);
+        kernels::gemm<T>(false, true, d.A, d.K, d.N, T(1), gb, d.N, pr + b * d.K * d.N, d.N,
+                         T(bl == 1 && b > 0 ? 1 : 0), ob, d.K);
       } else {
         kernels::gemm<T>(true, false, d.K, d.N, d.A, T(1), lb, d.K, gb, d.N, T(0), po + b * d.K * d.N, d.N);
       }

@@ -486,7 +486,8 @@ std::vector<OutputInfo> rank_infer(InferContext& ctx) {
     if (!one) ctx.fail(std::string("the ") + names[i] + " must hold one number per sample (shape (1,))");
     if (has_sequence_axis(ctx.input(i))) ctx.fail("inputs with a sequence axis are not supported");
   }
-  if (ctx.unified_dynamic_axes().empty()) ctx.fail("needs inputs with a batch axis (groups are formed over the minibatch)");
+  if (ctx.unified_dynamic_axes().empty())
+    ctx.fail("needs inputs with a batch axis (groups are formed over the minibatch)");
   // As in CNTK, one value for the whole minibatch: a scalar without dynamic axes.
   return {{NDShape{}, ctx.common_dtype(), {}}};
 }
@@ -646,8 +647,7 @@ std::vector<OutputInfo> nce_infer(InferContext& ctx) {
     ctx.fail("the second axis of the weights has length " + std::to_string(ctx.shape(kW)[1]) +
              " but the inputs have dimension " + std::to_string(x[0]));
   const NDShape& b = ctx.shape(kB);
-  if (!(b == NDShape{C, 1} || b == NDShape{C}))
-    ctx.fail("the biases must have shape (" + std::to_string(C) + ", 1)");
+  if (!(b == NDShape{C, 1} || b == NDShape{C})) ctx.fail("the biases must have shape (" + std::to_string(C) + ", 1)");
   const NDShape& l = ctx.shape(kLabels);
   if (l.rank() != 1 || (l[0] != C && l[0] >= 0))
     ctx.fail("the labels must be vectors of the " + std::to_string(C) + " classes");
@@ -820,8 +820,7 @@ NDArrayView nce_backward(ComputeContext& ctx, size_t which) {
       };
       for (int64_t c = 0; c < d.C; ++c)
         if (l[c] != 0) add(c, dpos * double(l[c]));
-      for (size_t j = 0; j < s.size(); ++j)
-        add(s[j], g * k * double(imp[s[j]]) * sigmoid(zn[j] - double(logp[s[j]])));
+      for (size_t j = 0; j < s.size(); ++j) add(s[j], g * k * double(imp[s[j]]) * sigmoid(zn[j] - double(logp[s[j]])));
     };
     if (which == kX) {
 #pragma omp parallel for if (d.B * (int64_t(s.size()) + 1) * d.D > kGrain)
@@ -905,8 +904,8 @@ FunctionPtr nce_loss(const Operand& weights, const Operand& biases, const Operan
   if (num_samples < 1) fail("num_samples must be a positive integer, not " + std::to_string(num_samples));
   const int64_t C = int64_t(w.size());
   if (!allow_duplicates && num_samples >= C)
-    fail("sampling without duplicates needs num_samples (" + std::to_string(num_samples) +
-         ") < number of classes (" + std::to_string(C) + ")");
+    fail("sampling without duplicates needs num_samples (" + std::to_string(num_samples) + ") < number of classes (" +
+         std::to_string(C) + ")");
   const Variable& W = weights;
   const Variable& b = biases;
   const Variable& x = inputs;
@@ -935,8 +934,10 @@ FunctionPtr nce_loss(const Operand& weights, const Operand& biases, const Operan
       consts.push_back(Variable::constant(v, const_name));
     }
   });
-  Dictionary attrs{{"numSamples", num_samples},       {"allowDuplicates", allow_duplicates},
-                   {"noisePriorEntropy", entropy},    {"rngSeed", int64_t(draw_seed)},
+  Dictionary attrs{{"numSamples", num_samples},
+                   {"allowDuplicates", allow_duplicates},
+                   {"noisePriorEntropy", entropy},
+                   {"rngSeed", int64_t(draw_seed)},
                    {"rngOffset", int64_t(0)}};
   std::vector<Variable> in{W, b, x, y};
   in.insert(in.end(), consts.begin(), consts.end());
@@ -950,9 +951,10 @@ void register_loss_ops() {
   reg("CrossEntropyWithSoftmax", 35, {{"prediction"}, {"labels"}}, {axis}, ce_infer, ce_forward, ce_backward);
   reg("Logistic", 48, {{"prediction"}, {"labels"}, {"weights", Gradient::Rule, true}}, {}, logistic_infer,
       logistic_forward, logistic_backward);
-  reg("ClassificationError", 36, {{"prediction", Gradient::Zero}, {"labels"}, {"topN", Gradient::None, true}}, {axis}, ce_error_infer,
-      ce_error_forward, ce_error_backward);
-  reg("LambdaRank", 59, {{"output"}, {"gain", Gradient::Zero}, {"group", Gradient::Zero}}, {}, rank_infer, lambda_rank_forward, lambda_rank_backward);
+  reg("ClassificationError", 36, {{"prediction", Gradient::Zero}, {"labels"}, {"topN", Gradient::None, true}}, {axis},
+      ce_error_infer, ce_error_forward, ce_error_backward);
+  reg("LambdaRank", 59, {{"output"}, {"gain", Gradient::Zero}, {"group", Gradient::Zero}}, {}, rank_infer,
+      lambda_rank_forward, lambda_rank_backward);
   reg("NDCG", 60, {{"output", Gradient::Zero}, {"gain", Gradient::Zero}, {"group", Gradient::Zero}}, {}, rank_infer,
       ndcg_forward, nullptr, Gradient::Zero);
   // The noise distribution's constants are inputs, computed when the op is built (ops::nce_loss).
@@ -964,8 +966,11 @@ void register_loss_ops() {
        {"noise", Gradient::None},
        {"logNoisePrior", Gradient::None},
        {"importanceWeights", Gradient::None}},
-      {{"numSamples", AttrType::Int}, {"allowDuplicates", AttrType::Bool, true},
-       {"noisePriorEntropy", AttrType::Double, 0.0}, {"rngSeed", AttrType::Int, 0}, {"rngOffset", AttrType::Int, 0}},
+      {{"numSamples", AttrType::Int},
+       {"allowDuplicates", AttrType::Bool, true},
+       {"noisePriorEntropy", AttrType::Double, 0.0},
+       {"rngSeed", AttrType::Int, 0},
+       {"rngOffset", AttrType::Int, 0}},
       nce_infer, nce_forward, nce_backward, Gradient::Rule, true);
 }
 

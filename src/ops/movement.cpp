@@ -143,12 +143,13 @@ void register_reshape() {
   d.name = "Reshape";
   d.op_type = 16;
   d.inputs = {{"x"}};
-  d.attrs = {{"newShape", AttrType::Shape}, {"beginAxis", AttrType::Axis, {}, AxisOrder::NumPy},
-            {"endAxis", AttrType::Axis, {}, AxisOrder::NumPy}};
+  d.attrs = {{"newShape", AttrType::Shape},
+             {"beginAxis", AttrType::Axis, {}, AxisOrder::NumPy},
+             {"endAxis", AttrType::Axis, {}, AxisOrder::NumPy}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
-    return std::vector<OutputInfo>{{reshape_shape(ctx.shape(0), ctx.attrs(), at_infer(ctx)), ctx.dtype(0),
-                                    ctx.input(0).dynamic_axes()}};
+    return std::vector<OutputInfo>{
+        {reshape_shape(ctx.shape(0), ctx.attrs(), at_infer(ctx)), ctx.dtype(0), ctx.input(0).dynamic_axes()}};
   };
   d.forward = [](ComputeContext& ctx) {
     NDArrayView x = ctx.inputs[0].to_dense();
@@ -179,8 +180,8 @@ NDShape slice_shape(const NDShape& in, const Dictionary& a, const Fail& fail, st
     axes = a.at("axisVec").as_axis_list();
     begin = attr(a, "beginIndexVec", fail).as_int_list();
     end = attr(a, "endIndexVec", fail).as_int_list();
-    stride = has_attr(a, "sliceStridesVec") ? a.at("sliceStridesVec").as_int_list()
-                                            : std::vector<int64_t>(axes.size(), 1);
+    stride =
+        has_attr(a, "sliceStridesVec") ? a.at("sliceStridesVec").as_int_list() : std::vector<int64_t>(axes.size(), 1);
   } else {
     axes = {attr(a, "axis", fail).as_axis()};
     begin = {attr(a, "beginIndex", fail).as_int()};
@@ -222,9 +223,14 @@ void register_slice() {
   d.name = "Slice";
   d.op_type = 14;
   d.inputs = {{"x"}};
-  d.attrs = {{"axis", AttrType::Axis, {}, AxisOrder::NumPy}, {"beginIndex", AttrType::Int}, {"endIndex", AttrType::Int},
-            {"sliceStrides", AttrType::Int, 1}, {"axisVec", AttrType::AxisList, {}, AxisOrder::NumPy},
-            {"beginIndexVec", AttrType::IntList}, {"endIndexVec", AttrType::IntList}, {"sliceStridesVec", AttrType::IntList}};
+  d.attrs = {{"axis", AttrType::Axis, {}, AxisOrder::NumPy},
+             {"beginIndex", AttrType::Int},
+             {"endIndex", AttrType::Int},
+             {"sliceStrides", AttrType::Int, 1},
+             {"axisVec", AttrType::AxisList, {}, AxisOrder::NumPy},
+             {"beginIndexVec", AttrType::IntList},
+             {"endIndexVec", AttrType::IntList},
+             {"sliceStridesVec", AttrType::IntList}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     return std::vector<OutputInfo>{
@@ -380,7 +386,8 @@ bool channel_splice(const ComputeContext& ctx, ChannelSplice& cs) {
   if (ctx.layout_inputs.empty()) return false;
   bool any_layout = false;
   size_t max_rank = 0;
-  for (size_t i = 0; i < ctx.inputs.size(); ++i) max_rank = std::max(max_rank, ctx.input_shape(i).rank() - size_t(ctx.in_dyn[i]));
+  for (size_t i = 0; i < ctx.inputs.size(); ++i)
+    max_rank = std::max(max_rank, ctx.input_shape(i).rank() - size_t(ctx.in_dyn[i]));
   Fail fail = at_run("Splice");
   if (splice_geometry(max_rank, ctx.attr(), fail).axis != 0 || max_rank < 2) return false;
   for (size_t i = 0; i < ctx.inputs.size(); ++i) {
@@ -532,8 +539,9 @@ void register_transpose() {
   d.name = "TransposeAxes";
   d.op_type = 12;
   d.inputs = {{"x"}};
-  d.attrs = {{"axis1", AttrType::Axis, {}, AxisOrder::NumPy}, {"axis2", AttrType::Axis, {}, AxisOrder::NumPy},
-            {"axisVec", AttrType::AxisList, {}, AxisOrder::NumPy}};
+  d.attrs = {{"axis1", AttrType::Axis, {}, AxisOrder::NumPy},
+             {"axis2", AttrType::Axis, {}, AxisOrder::NumPy},
+             {"axisVec", AttrType::AxisList, {}, AxisOrder::NumPy}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     const NDShape& s = ctx.shape(0);
@@ -674,8 +682,10 @@ void register_pad() {
   d.name = "Pad";
   d.op_type = 83;
   d.inputs = {{"x"}};
-  d.attrs = {{"paddingHead", AttrType::IntList, {}, AxisOrder::NumPy}, {"paddingFoot", AttrType::IntList, {}, AxisOrder::NumPy},
-            {"paddingMode", AttrType::Int, int64_t(kConstantPad)}, {"paddingConstantValue", AttrType::Double, 0.0}};
+  d.attrs = {{"paddingHead", AttrType::IntList, {}, AxisOrder::NumPy},
+             {"paddingFoot", AttrType::IntList, {}, AxisOrder::NumPy},
+             {"paddingMode", AttrType::Int, int64_t(kConstantPad)},
+             {"paddingConstantValue", AttrType::Double, 0.0}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     NDShape out;
@@ -723,8 +733,8 @@ void register_squeeze() {
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     const NDShape& s = ctx.shape(0);
-    return std::vector<OutputInfo>{{without(s, squeezed_axes(s, ctx.attrs(), at_infer(ctx))), ctx.dtype(0),
-                                    ctx.input(0).dynamic_axes()}};
+    return std::vector<OutputInfo>{
+        {without(s, squeezed_axes(s, ctx.attrs(), at_infer(ctx))), ctx.dtype(0), ctx.input(0).dynamic_axes()}};
   };
   d.forward = [](ComputeContext& ctx) {
     // The axes come from the graph's shape, so a free dimension that happens to be 1
@@ -764,8 +774,7 @@ GatherGeometry gather_geometry(const NDShape& ref, const NDShape& idx, const Dic
   g.axis = static_axis(schema_attr(find_op("Gather"), "Gather", a, "axis").as_axis(), ref.rank(), fail);
   g.swapped = swap_axes(ref, 0, g.axis);
   NDShape gathered = idx.concat(g.swapped.sub(1));
-  if (g.axis >= gathered.rank())
-    fail("axis " + std::to_string(g.axis) + " needs indices of rank at least 1");
+  if (g.axis >= gathered.rank()) fail("axis " + std::to_string(g.axis) + " needs indices of rank at least 1");
   if (out) *out = swap_axes(gathered, 0, g.axis);
   return g;
 }
@@ -805,8 +814,7 @@ void register_gather() {
   d.attrs = {{"axis", AttrType::Axis, Axis(0), AxisOrder::NumPy}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);
-    if (!ctx.input(1).dynamic_axes().empty())
-      ctx.fail("the reference (second input) must not have dynamic axes");
+    if (!ctx.input(1).dynamic_axes().empty()) ctx.fail("the reference (second input) must not have dynamic axes");
     NDShape out;
     gather_geometry(ctx.shape(1), ctx.shape(0), ctx.attrs(), at_infer(ctx), &out);
     return std::vector<OutputInfo>{{out, ctx.dtype(1), ctx.input(0).dynamic_axes()}};
@@ -857,8 +865,9 @@ void register_one_hot() {
   d.name = "OneHot";
   d.op_type = 68;
   d.inputs = {{"x", Gradient::Zero}};
-  d.attrs = {{"numClass", AttrType::Int}, {"oneHotOutputSparse", AttrType::Bool, false},
-            {"onehotAxis", AttrType::Axis, Axis(-1), AxisOrder::NumPy}};
+  d.attrs = {{"numClass", AttrType::Int},
+             {"oneHotOutputSparse", AttrType::Bool, false},
+             {"onehotAxis", AttrType::Axis, Axis(-1), AxisOrder::NumPy}};
   d.gradient = Gradient::Zero;
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
@@ -867,8 +876,8 @@ void register_one_hot() {
     if (n <= 0) fail("num_classes must be positive, not " + std::to_string(n));
     const NDShape& s = ctx.shape(0);
     size_t k = one_hot_axis(s.rank(), ctx.attrs(), fail);
-    return std::vector<OutputInfo>{{s.sub(0, k).concat(NDShape{n}).concat(s.sub(k)), ctx.dtype(0),
-                                    ctx.input(0).dynamic_axes()}};
+    return std::vector<OutputInfo>{
+        {s.sub(0, k).concat(NDShape{n}).concat(s.sub(k)), ctx.dtype(0), ctx.input(0).dynamic_axes()}};
   };
   d.forward = [](ComputeContext& ctx) {
     NDArrayView x = ctx.inputs[0].to_dense().contiguous();

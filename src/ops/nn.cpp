@@ -136,7 +136,8 @@ void register_topk() {
       if (k != 1) ctx.fail("cannot get k=" + std::to_string(k) + " > 1 items from a scalar");
     } else {
       int i = ax.static_index();
-      if (i < -r || i >= r) ctx.fail("axis " + std::to_string(i) + " is out of range for an operand of rank " + std::to_string(r));
+      if (i < -r || i >= r)
+        ctx.fail("axis " + std::to_string(i) + " is out of range for an operand of rank " + std::to_string(r));
       if (i < 0) i += r;
       if (out[i] >= 0 && k > out[i])
         ctx.fail("k=" + std::to_string(k) + " exceeds the " + std::to_string(out[i]) + " elements along axis " +
@@ -160,7 +161,9 @@ void register_topk() {
       int i = topk_axis(ctx.attr()).static_index();
       size_t a = nd + size_t(i < 0 ? i + int(sr) : i);
       dm = kernels::softmax_dims(x.shape(), a, a + 1);
-      if (k > dm.R) throw ValueError("TopK: k=" + std::to_string(k) + " exceeds the " + std::to_string(dm.R) + " elements along the axis");
+      if (k > dm.R)
+        throw ValueError("TopK: k=" + std::to_string(k) + " exceeds the " + std::to_string(dm.R) +
+                         " elements along the axis");
       out_dims[a] = k;
     }
     NDShape os(out_dims);

@@ -220,11 +220,11 @@ std::vector<OutputInfo> bn_infer(InferContext& ctx) {
                std::to_string(C));
   }
   const NDShape& cnt = ctx.shape(kRunCount);
-  if (cnt.is_known() && cnt.total_size() != 1) ctx.fail("the running count must be a scalar, not of shape " + cnt.str());
+  if (cnt.is_known() && cnt.total_size() != 1)
+    ctx.fail("the running count must be a scalar, not of shape " + cnt.str());
   double eps = ctx.attr_double("epsilon");
   if (!(eps > 0) || !std::isfinite(eps)) ctx.fail("epsilon must be positive and finite");
-  if (std::isnan(ctx.attr_double("normalizationTimeConstant")) ||
-      std::isnan(ctx.attr_double("blendTimeConstant")))
+  if (std::isnan(ctx.attr_double("normalizationTimeConstant")) || std::isnan(ctx.attr_double("blendTimeConstant")))
     ctx.fail("the time constants must be numbers");
   if (ctx.attr_double("blendTimeConstant") < 0) ctx.fail("blend_time_constant must not be negative");
   auto out = ctx.one(x);
@@ -325,9 +325,9 @@ NDArrayView bn_backward(ComputeContext& ctx, size_t i) {
     bool done = false;
     if (st->in_layout && xb && (ctx.may_keep_layout_grad(kData) || gb || !ctx.inputs[kData].defined())) {
       NDArrayView g = gb ? NDArrayView() : ctx.grad_output(0);
-      done = kernels::batch_norm_backward_layout(*xb, gb, g, d, ctx.input(kScale), st->layout_mean, st->layout_var,
-                                                 ctx.attr_double("epsilon"), grads->dxb,
-                                                 grads->g.dscale, grads->g.dbias);
+      done =
+          kernels::batch_norm_backward_layout(*xb, gb, g, d, ctx.input(kScale), st->layout_mean, st->layout_var,
+                                              ctx.attr_double("epsilon"), grads->dxb, grads->g.dscale, grads->g.dbias);
     }
     if (!done) {
       int64_t n = 0;
@@ -358,12 +358,9 @@ void register_batch_normalization() {
               {"running_mean", Gradient::None},
               {"running_variance", Gradient::None},
               {"running_count", Gradient::None, true}};
-  d.attrs = {{"spatial", AttrType::Bool, false},
-            {"normalizationTimeConstant", AttrType::Double, 5000.0},
-            {"blendTimeConstant", AttrType::Double, 0.0},
-            {"epsilon", AttrType::Double, 1e-5},
-            {"useCuDNNEngine", AttrType::Bool, true},
-            {"disableRegularization", AttrType::Bool, false}};
+  d.attrs = {{"spatial", AttrType::Bool, false},           {"normalizationTimeConstant", AttrType::Double, 5000.0},
+             {"blendTimeConstant", AttrType::Double, 0.0}, {"epsilon", AttrType::Double, 1e-5},
+             {"useCuDNNEngine", AttrType::Bool, true},     {"disableRegularization", AttrType::Bool, false}};
   d.backend_layouts = true;
   d.infer = bn_infer;
   d.forward = bn_forward;
@@ -413,8 +410,10 @@ void register_lrn() {
   OpDef d;
   d.name = "LocalResponseNormalization";
   d.inputs = {{"x"}};
-  d.attrs = {{"depthRadius", AttrType::Int, 0}, {"bias", AttrType::Double, 1.0}, {"alpha", AttrType::Double, 1.0},
-            {"beta", AttrType::Double, 0.5}};
+  d.attrs = {{"depthRadius", AttrType::Int, 0},
+             {"bias", AttrType::Double, 1.0},
+             {"alpha", AttrType::Double, 1.0},
+             {"beta", AttrType::Double, 0.5}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     if (ctx.shape(0).rank() < 1) ctx.fail("the operand needs a channel axis (its first axis)");
@@ -514,7 +513,8 @@ void register_crop() {
     int64_t w = r[r.rank() - 1], h = r[r.rank() - 2];
     if (o[0] + w > x.shape()[R - 1] || o[1] + h > x.shape()[R - 2])
       throw ValueError("Crop: the crop window does not fit the input of shape " + x.shape().str());
-    return std::vector<NDArrayView>{x.to_dense().slice(R - 1, o[0], o[0] + w).slice(R - 2, o[1], o[1] + h).contiguous()};
+    return std::vector<NDArrayView>{
+        x.to_dense().slice(R - 1, o[0], o[0] + w).slice(R - 2, o[1], o[1] + h).contiguous()};
   };
   d.backward = [](ComputeContext& ctx, size_t i) {
     NDArrayView dx = eager::zeros_like(ctx.inputs[i]);

@@ -37,8 +37,7 @@ bool holds(const DictValue& v, AttrType t) {
     case AttrType::Shape: return v.is<NDShape>() || v.is<std::shared_ptr<DictValue::List>>() || v.is<int64_t>();
     case AttrType::Axis: return v.is<Axis>() || v.is<int64_t>();
     case AttrType::AxisList: return v.is<Axis>() || v.is<int64_t>() || v.is<std::shared_ptr<DictValue::List>>();
-    case AttrType::IntList:
-      return v.is<std::shared_ptr<DictValue::List>>() || v.is<NDShape>() || v.is<int64_t>();
+    case AttrType::IntList: return v.is<std::shared_ptr<DictValue::List>>() || v.is<NDShape>() || v.is<int64_t>();
     case AttrType::BoolList: return v.is<std::shared_ptr<DictValue::List>>() || v.is<bool>();
     case AttrType::List: return v.is<std::shared_ptr<DictValue::List>>();
     case AttrType::Dict: return v.is<std::shared_ptr<Dictionary>>();
@@ -47,8 +46,8 @@ bool holds(const DictValue& v, AttrType t) {
 }
 
 const char* type_name(AttrType t) {
-  static const char* const names[] = {"int", "double", "bool", "string", "shape", "axis",
-                                      "axis list", "int list", "bool list", "list", "dictionary"};
+  static const char* const names[] = {"int",       "double",   "bool",      "string", "shape",     "axis",
+                                      "axis list", "int list", "bool list", "list",   "dictionary"};
   return names[size_t(t)];
 }
 
@@ -56,8 +55,8 @@ const char* type_name(AttrType t) {
 // as blocks, or reports them unsupported); the others' numbers live in their OpDef.
 const std::map<int64_t, std::string>& cntk_only_ops() {
   static const std::map<int64_t, std::string> m = {
-      {1, "Sigmoid"},        {18, "SumAll"},      {28, "PackedIndex"}, {32, "TransposeTimes"}, {34, "SquaredError"},
-      {53, "CosDistance"},   {57, "Block"},       {79, "UnpackBatch"}, {80, "ToBatch"},        {93, "CustomProxyOp"}};
+      {1, "Sigmoid"},      {18, "SumAll"}, {28, "PackedIndex"}, {32, "TransposeTimes"}, {34, "SquaredError"},
+      {53, "CosDistance"}, {57, "Block"},  {79, "UnpackBatch"}, {80, "ToBatch"},        {93, "CustomProxyOp"}};
   return m;
 }
 
@@ -209,8 +208,7 @@ void InferContext::fail_type(const std::string& what) const {
 }
 
 void InferContext::expect_inputs(size_t n) const {
-  if (inputs_.size() != n)
-    fail("expects " + std::to_string(n) + " inputs, got " + std::to_string(inputs_.size()));
+  if (inputs_.size() != n) fail("expects " + std::to_string(n) + " inputs, got " + std::to_string(inputs_.size()));
 }
 
 bool& inferring_from_guessed_state() {
@@ -222,7 +220,8 @@ void InferContext::fill_inferred(size_t i, const NDShape& shape) {
   Variable& v = inputs_[i];
   if (v.shape() == shape) return;
   if (inferring_from_guessed_state() && v.is_parameter())
-    fail("cannot infer the shape of parameter " + v.str() + " from the state of a recurrent loop, which is not "
+    fail("cannot infer the shape of parameter " + v.str() +
+         " from the state of a recurrent loop, which is not "
          "known yet");
   if (v.shape().rank() == shape.rank()) {
     for (size_t k = 0; k < shape.rank(); ++k)
@@ -355,7 +354,9 @@ NDShape ComputeContext::input_shape(size_t i) const {
 
 const NDArrayView& ComputeContext::input(size_t i) {
   if (!inputs[i].defined() && layout_input(i)) {
-    if (!make_plain) throw Error("'" + (fn ? fn->op_name() : std::string("?")) + "': an input in a backend layout and no way to make it plain");
+    if (!make_plain)
+      throw Error("'" + (fn ? fn->op_name() : std::string("?")) +
+                  "': an input in a backend layout and no way to make it plain");
     inputs[i] = make_plain(false, i);
   }
   return inputs[i];
@@ -363,7 +364,9 @@ const NDArrayView& ComputeContext::input(size_t i) {
 
 const NDArrayView& ComputeContext::output(size_t k) {
   if (!outputs[k].defined() && layout_output(k)) {
-    if (!make_plain) throw Error("'" + (fn ? fn->op_name() : std::string("?")) + "': an output in a backend layout and no way to make it plain");
+    if (!make_plain)
+      throw Error("'" + (fn ? fn->op_name() : std::string("?")) +
+                  "': an output in a backend layout and no way to make it plain");
     outputs[k] = make_plain(true, k);
   }
   return outputs[k];

@@ -92,9 +92,9 @@ class ComputeContext {
   Function* fn = nullptr;
   const Dictionary* attrs = nullptr;
   std::vector<NDArrayView> inputs;
-  std::vector<NDArrayView> outputs;       // set after forward
-  std::vector<NDArrayView> grad_outputs;  // set for backward (undefined = no gradient flows there)
-  std::vector<int> in_dyn;                // number of leading dynamic dims of each input
+  std::vector<NDArrayView> outputs;        // set after forward
+  std::vector<NDArrayView> grad_outputs;   // set for backward (undefined = no gradient flows there)
+  std::vector<int> in_dyn;                 // number of leading dynamic dims of each input
   std::vector<std::vector<Axis>> in_axes;  // layout order (sequence first, batch last)
   std::vector<Axis> out_axes;              // layout order of the output's dynamic axes
   int out_dyn = 0;
@@ -160,8 +160,12 @@ class ComputeContext {
     return k < layout_grad_outputs.size() ? layout_grad_outputs[k].get() : nullptr;
   }
   bool may_keep_layout_grad(size_t i) const { return i < layout_grad_ok.size() && layout_grad_ok[i]; }
-  const LayoutValue* layout_input(size_t i) const { return i < layout_inputs.size() ? layout_inputs[i].get() : nullptr; }
-  const LayoutValue* layout_output(size_t k) const { return k < layout_outputs.size() ? layout_outputs[k].get() : nullptr; }
+  const LayoutValue* layout_input(size_t i) const {
+    return i < layout_inputs.size() ? layout_inputs[i].get() : nullptr;
+  }
+  const LayoutValue* layout_output(size_t k) const {
+    return k < layout_outputs.size() ? layout_outputs[k].get() : nullptr;
+  }
   bool may_keep_layout_output(size_t k) const { return k < layout_output_ok.size() && layout_output_ok[k]; }
   // This function's generator, locked while the stream lives.
   RandomStream random();
@@ -173,9 +177,9 @@ using ForwardFn = std::function<std::vector<NDArrayView>(ComputeContext&)>;
 using GradFn = std::function<NDArrayView(ComputeContext&, size_t input)>;
 
 enum class Gradient {
-  Rule,     // `backward` computes it
-  Zero,     // piecewise constant or integer-valued: the gradient is zero by definition
-  None,     // no gradient can flow: asking for one is an error
+  Rule,  // `backward` computes it
+  Zero,  // piecewise constant or integer-valued: the gradient is zero by definition
+  None,  // no gradient can flow: asking for one is an error
 };
 
 // One input of an op. A variadic input stands for itself and every further input.
@@ -214,8 +218,8 @@ enum OpClass : unsigned {
 using BlockFormFn = std::function<FunctionPtr(const Function& f)>;
 
 struct OpDef {
-  std::string name;     // CNTK PrimitiveOpType name (an engine op CNTK lacks: its own name)
-  int op_type = -1;     // CNTK's PrimitiveOpType number; -1 where CNTK has none
+  std::string name;  // CNTK PrimitiveOpType name (an engine op CNTK lacks: its own name)
+  int op_type = -1;  // CNTK's PrimitiveOpType number; -1 where CNTK has none
   std::vector<InputSpec> inputs;
   std::vector<AttrSpec> attrs;
   unsigned classes = 0;  // OpClass bits

@@ -65,7 +65,9 @@ struct SampleAttrs {
 
 // RandomSample and RandomSampleInclusionFrequency declare the same attributes.
 std::vector<AttrSpec> sample_attr_specs() {
-  return {{"numSamples", AttrType::Int, 0}, {"allowDuplicates", AttrType::Bool, true}, {"rngSeed", AttrType::Int, 0},
+  return {{"numSamples", AttrType::Int, 0},
+          {"allowDuplicates", AttrType::Bool, true},
+          {"rngSeed", AttrType::Int, 0},
           {"rngOffset", AttrType::Int, 0}};
 }
 
@@ -134,7 +136,8 @@ namespace {
 
 void check_static_weights(const ComputeContext& ctx, const char* op) {
   if (ctx.in_dyn[0] > 0)
-    throw NotImplementedError(std::string(op) + ": sampling with weights that have dynamic axes (one set per "
+    throw NotImplementedError(std::string(op) +
+                              ": sampling with weights that have dynamic axes (one set per "
                               "sample) is not implemented; give weights without dynamic axes");
 }
 
@@ -192,8 +195,8 @@ void register_random_sample() {
     SampleAttrs a = sample_attrs(ctx.attr());
     check_static_weights(ctx, "RandomSampleInclusionFrequency");
     const NDArrayView& in = ctx.inputs[0];
-    std::vector<double> freq =
-        inclusion_frequency(in, a.num_samples, a.allow_duplicates, ctx.random().engine(), "RandomSampleInclusionFrequency");
+    std::vector<double> freq = inclusion_frequency(in, a.num_samples, a.allow_duplicates, ctx.random().engine(),
+                                                   "RandomSampleInclusionFrequency");
     NDArrayView y(in.dtype(), in.shape());
     CNTK_DISPATCH_FLOAT(y.dtype(), T, [&] {
       T* p = y.data<T>();
@@ -238,8 +241,12 @@ void register_random_distribution() {
   d.name = "RandomDistribution";
   d.op_type = 76;
   d.inputs = {{"like", Gradient::Zero, true}};
-  d.attrs = {{"randomDistributionType", AttrType::String, ""}, {"randomDistributionArgs", AttrType::List},
-            {"newShape", AttrType::Shape}, {"newDataType", AttrType::Int, int64_t(DataType::Float)}, {"rngSeed", AttrType::Int, 0}, {"rngOffset", AttrType::Int, 0}};
+  d.attrs = {{"randomDistributionType", AttrType::String, ""},
+             {"randomDistributionArgs", AttrType::List},
+             {"newShape", AttrType::Shape},
+             {"newDataType", AttrType::Int, int64_t(DataType::Float)},
+             {"rngSeed", AttrType::Int, 0},
+             {"rngOffset", AttrType::Int, 0}};
   d.stateful_random = true;
   d.infer = [](InferContext& ctx) -> std::vector<OutputInfo> {
     if (ctx.num_inputs() > 1) ctx.fail("expects at most 1 input, got " + std::to_string(ctx.num_inputs()));

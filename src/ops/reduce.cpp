@@ -35,8 +35,8 @@ std::vector<Axis> reduction_axes(const Dictionary& a) {
 }
 
 struct ReducePlan {
-  std::vector<bool> static_axes;   // over the static shape
-  std::vector<Axis> dyn_reduced;   // dynamic axes that disappear
+  std::vector<bool> static_axes;  // over the static shape
+  std::vector<Axis> dyn_reduced;  // dynamic axes that disappear
   bool keepdims = true;
 };
 
@@ -127,23 +127,22 @@ NDShape output_shape(const ComputeContext& ctx, const ReducePlan& p, const NDSha
   int nd = ctx.in_dyn[0];
   auto m = runtime_axes(ctx, p);
   for (size_t i = 0; i < kept_shape.rank(); ++i) {
-    if (!m[i]) dims.push_back(kept_shape[i]);
-    else if (int(i) >= nd && p.keepdims) dims.push_back(1);
+    if (!m[i])
+      dims.push_back(kept_shape[i]);
+    else if (int(i) >= nd && p.keepdims)
+      dims.push_back(1);
   }
   return NDShape(dims);
 }
 
 ReducePlan runtime_plan(const ComputeContext& ctx) {
   std::vector<Axis> dyn(ctx.in_axes[0].rbegin(), ctx.in_axes[0].rend());
-  return plan_reduce(ctx.attr(), ctx.inputs[0].rank() - ctx.in_dyn[0], dyn, [](const std::string& m) {
-    throw ValueError("ReduceElements: " + m);
-  });
+  return plan_reduce(ctx.attr(), ctx.inputs[0].rank() - ctx.in_dyn[0], dyn,
+                     [](const std::string& m) { throw ValueError("ReduceElements: " + m); });
 }
 
 // Whether the runtime tensor's leading (sequence) dim is reduced.
-bool reduces_sequence(const ComputeContext& ctx, const std::vector<bool>& m) {
-  return ctx.in_dyn[0] == 2 && m[0];
-}
+bool reduces_sequence(const ComputeContext& ctx, const std::vector<bool>& m) { return ctx.in_dyn[0] == 2 && m[0]; }
 
 double padding_identity(ReduceOp op) {
   double inf = std::numeric_limits<double>::infinity();
@@ -208,8 +207,8 @@ NDArrayView reduce_backward(ComputeContext& ctx, size_t) {
   NDShape ks(kept);
   NDArrayView g = ctx.grad_outputs[0].reshape(ks), y = ctx.outputs[0].reshape(ks);
   bool seq = reduces_sequence(ctx, m);
-  NDArrayView xd = seq ? fill_padding(x, ctx.in_lengths[0], padding_identity(reduce_op(name, "ReduceElements")))
-                       : x.to_dense();
+  NDArrayView xd =
+      seq ? fill_padding(x, ctx.in_lengths[0], padding_identity(reduce_op(name, "ReduceElements"))) : x.to_dense();
   if (seq && name == "Mean") g = eager::div(g, sequence_mean_counts(ctx, m, ks));
   NDArrayView grad = CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] {
     if (name == "Sum" || (seq && name == "Mean"))
@@ -218,8 +217,10 @@ NDArrayView reduce_backward(ComputeContext& ctx, size_t) {
       T inv = T(1) / T(count);
       return kernels::apply<T, 2>(x.dtype(), {&xd, &g}, [inv](T, T gg) { return gg * inv; });
     }
-    if (name == "LogSum") return kernels::apply<T, 3>(x.dtype(), {&xd, &y, &g}, [](T a, T b, T gg) { return gg * std::exp(a - b); });
-    if (name == "Prod") return kernels::apply<T, 3>(x.dtype(), {&xd, &y, &g}, [](T a, T b, T gg) { return gg * b / a; });
+    if (name == "LogSum")
+      return kernels::apply<T, 3>(x.dtype(), {&xd, &y, &g}, [](T a, T b, T gg) { return gg * std::exp(a - b); });
+    if (name == "Prod")
+      return kernels::apply<T, 3>(x.dtype(), {&xd, &y, &g}, [](T a, T b, T gg) { return gg * b / a; });
     // Max/Min: the gradient goes to the elements equal to the extreme (all ties, as CNTK does).
     return kernels::apply<T, 3>(x.dtype(), {&xd, &y, &g}, [](T a, T b, T gg) { return a == b ? gg : T(0); });
   });
@@ -233,8 +234,10 @@ void register_reduce_ops() {
   d.name = "ReduceElements";
   d.op_type = 39;
   d.inputs = {{"x"}};
-  d.attrs = {{"axis", AttrType::Axis, Axis::all_static_axes(), AxisOrder::NumPy}, {"axisVec", AttrType::AxisList, {}, AxisOrder::NumPy},
-            {"reductionOpName", AttrType::String, "Sum"}, {"reductionKeepDimensions", AttrType::Bool, true}};
+  d.attrs = {{"axis", AttrType::Axis, Axis::all_static_axes(), AxisOrder::NumPy},
+             {"axisVec", AttrType::AxisList, {}, AxisOrder::NumPy},
+             {"reductionOpName", AttrType::String, "Sum"},
+             {"reductionKeepDimensions", AttrType::Bool, true}};
   d.infer = infer_reduce;
   d.forward = reduce_forward;
   d.backward = [](ComputeContext& ctx, size_t i) -> NDArrayView {

@@ -157,8 +157,11 @@ void register_rnn_stack_ops() {
   d.name = "OptimizedRNNStack";
   d.op_type = 49;
   d.inputs = {{"operand"}, {"weights"}};
-  d.attrs = {{"recurrentOp", AttrType::String, "lstm"}, {"hiddenSize", AttrType::Int, 0}, {"numLayers", AttrType::Int, 1},
-            {"bidirectional", AttrType::Bool, false}, {"returnFullState", AttrType::Bool, false}};
+  d.attrs = {{"recurrentOp", AttrType::String, "lstm"},
+             {"hiddenSize", AttrType::Int, 0},
+             {"numLayers", AttrType::Int, 1},
+             {"bidirectional", AttrType::Bool, false},
+             {"returnFullState", AttrType::Bool, false}};
   d.infer = rnn_stack_infer;
   d.forward = rnn_stack_forward;
   d.backward = rnn_stack_backward;

@@ -184,7 +184,7 @@ std::vector<Axis> without_sequence(const Variable& v) {
 
 StepMap where_map(const ComputeContext& ctx) {
   double margin = 1 - (ctx.inputs[0].dtype() == DataType::Double ? std::numeric_limits<double>::epsilon()
-                                                                   : double(std::numeric_limits<float>::epsilon()));
+                                                                 : double(std::numeric_limits<float>::epsilon()));
   NDArrayView c = ctx.inputs[0].to_dense().cast(DataType::Double).contiguous();
   int64_t B = c.shape()[1], S = step_size(c);
   if (S != 1) throw ValueError("Where: the condition must hold one value per step, not " + std::to_string(S));
@@ -238,8 +238,8 @@ std::optional<Axis> where_axis(const InferContext& ctx) {
   if (d.scale == 1 && d.add == 0) return source;
   std::string name = source.name();
   if (d.scale > 0)
-    name += "_times_" + std::to_string(d.scale) + (d.add > 0 ? "_plus_" + std::to_string(d.add)
-                                                             : "_minus_" + std::to_string(-d.add));
+    name += "_times_" + std::to_string(d.scale) +
+            (d.add > 0 ? "_plus_" + std::to_string(d.add) : "_minus_" + std::to_string(-d.add));
   else
     name += "_fixedSliceOf_" + std::to_string(d.add);
   return Axis::dynamic(name, source.is_ordered());
@@ -277,8 +277,9 @@ void register_where() {
   d.name = "Where";
   d.op_type = 13;
   d.inputs = {{"condition", Gradient::Zero}};
-  d.attrs = {{"newSequenceAxisLengthScalingFactor", AttrType::Int}, {"newSequenceAxisLengthAdditiveFactor", AttrType::Int},
-            {"newDynamicAxes", AttrType::AxisList, {}, AxisOrder::NumPy}};
+  d.attrs = {{"newSequenceAxisLengthScalingFactor", AttrType::Int},
+             {"newSequenceAxisLengthAdditiveFactor", AttrType::Int},
+             {"newDynamicAxes", AttrType::AxisList, {}, AxisOrder::NumPy}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     expect_sequence(ctx, 0, "the condition");
@@ -550,14 +551,13 @@ void register_unpack_sequence() {
   d.op_type = 72;
   d.inputs = {{"x"}};
   d.attrs = {{"paddingValue", AttrType::Double, 0.0, AxisOrder::None, "sequenceUnpackPaddingValue"},
-            {"suppressMaskOutput", AttrType::Bool, false, AxisOrder::None, "sequenceUnpackSuppressMaskOutput"}};
+             {"suppressMaskOutput", AttrType::Bool, false, AxisOrder::None, "sequenceUnpackSuppressMaskOutput"}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(1);
     expect_sequence(ctx, 0, "the operand");
     std::vector<Axis> axes = without_sequence(ctx.input(0));
     std::vector<OutputInfo> out{{NDShape{NDShape::kFreeDimension}.concat(ctx.shape(0)), ctx.dtype(0), axes}};
-    if (!ctx.attr_bool("suppressMaskOutput"))
-      out.push_back({NDShape{NDShape::kFreeDimension}, ctx.dtype(0), axes});
+    if (!ctx.attr_bool("suppressMaskOutput")) out.push_back({NDShape{NDShape::kFreeDimension}, ctx.dtype(0), axes});
     return out;
   };
   d.output_count = [](const Dictionary& attrs) -> size_t {
@@ -593,8 +593,7 @@ void register_unpack_sequence() {
 
 void check_batch_only(const InferContext& ctx, size_t i) {
   const auto& axes = ctx.input(i).dynamic_axes();
-  if (axes.size() != 1 || !axes[0].is_batch())
-    ctx.fail("the operand must have a batch axis and no sequence axis");
+  if (axes.size() != 1 || !axes[0].is_batch()) ctx.fail("the operand must have a batch axis and no sequence axis");
   if (ctx.shape(i).rank() < 1) ctx.fail("the operand needs a leading static axis to become the sequence axis");
 }
 
@@ -606,8 +605,8 @@ std::vector<int64_t> read_lengths(const NDArrayView& v, int64_t T, int64_t B) {
   for (int64_t b = 0; b < B; ++b) {
     double l = std::round(p[b]);
     if (!(l >= 0 && l <= double(T)))
-      throw ValueError("ToSequence: sequence length " + std::to_string(p[b]) + " is outside [0, " +
-                       std::to_string(T) + "]");
+      throw ValueError("ToSequence: sequence length " + std::to_string(p[b]) + " is outside [0, " + std::to_string(T) +
+                       "]");
     out.push_back(int64_t(l));
   }
   return out;

@@ -183,7 +183,8 @@ NDArrayView delay_initial_steps(const ComputeContext& ctx, const NDShape& item_s
 
 NDArrayView delay_initial_rows(const ComputeContext& ctx, const NDShape& item_shape, int64_t batch) {
   if (init_steps(ctx) != 1)
-    throw NotImplementedError(ctx.fn->op_name() + ": inside a recurrent loop, an initial state that is a sequence "
+    throw NotImplementedError(ctx.fn->op_name() +
+                              ": inside a recurrent loop, an initial state that is a sequence "
                               "of several items with an offset above 1 is not supported; give one item");
   return delay_initial_steps(ctx, item_shape, batch).reshape(NDShape{batch}.concat(item_shape));
 }
@@ -209,21 +210,23 @@ NDArrayView delay_initial_gradient(const ComputeContext& ctx, const NDArrayView&
 }
 
 std::shared_ptr<const DelayCarry> delay_carry_in(Function& f, const std::vector<char>* continues, int64_t batch,
-                                                const NDShape& item_shape, DataType dtype) {
+                                                 const NDShape& item_shape, DataType dtype) {
   bool any = false;
   if (continues)
     for (int64_t b = 0; b < batch; ++b) any = any || continued(continues, b);
   if (!any) return nullptr;
   DelaySpec d = delay_spec(f);
   if (!d.past)
-    throw NotImplementedError(f.op_name() + ": a sequence continues from the previous minibatch (truncated BPTT, "
+    throw NotImplementedError(f.op_name() +
+                              ": a sequence continues from the previous minibatch (truncated BPTT, "
                               "truncation_length), but future_value cannot look past the end of a piece into "
                               "the next minibatch; read whole sequences for models with future_value");
   auto carry = std::static_pointer_cast<const DelayCarry>(f.op_state());
   NDShape want = NDShape{d.offset, batch}.concat(item_shape);
   if (!carry || carry->rows.shape().rank() < 2 || carry->rows.shape()[1] < batch ||
       carry->rows.shape().sub(2) != item_shape || carry->rows.shape()[0] != d.offset || carry->rows.dtype() != dtype)
-    throw ValueError(f.op_name() + ": a sequence continues from the previous minibatch (its sequence start flag "
+    throw ValueError(f.op_name() +
+                     ": a sequence continues from the previous minibatch (its sequence start flag "
                      "is False), but the previous minibatch did not hold it (" +
                      (carry ? "it had " + carry->rows.shape().str() + " where " + want.str() + " is needed"
                             : std::string("there was none")) +
@@ -266,7 +269,7 @@ void delay_carry_out(Function& f, const NDArrayView& x, const NDArrayView& init_
       for (int64_t b = 0; b < B; ++b) {
         int64_t L = length_of(lengths, b, TT);
         int64_t u = L - d.offset + j;  // the time step, relative to this piece, of carry item j
-        const T* src = u >= 0 ? xs + (u * B + b) * R
+        const T* src = u >= 0                            ? xs + (u * B + b) * R
                        : prev && continued(continues, b) ? prev + ((d.offset + u) * B + b) * R
                                                          : init + ((K == 1 ? 0 : d.offset + u) * B + b) * R;
         std::memcpy(out + (j * B + b) * R, src, sizeof(T) * size_t(R));
@@ -346,8 +349,8 @@ void delay_backward_steps(const DelaySpec& d, const NDArrayView& grad_out, const
     throw Error("delay: operand gradient " + grad_x->shape().str() + " does not match " + grad_out.shape().str());
   const int64_t K = grad_init ? grad_init->numel() / std::max<int64_t>(B * R, 1) : 1;
   if (grad_init && (grad_init->numel() != K * B * R || (K != 1 && K != d.offset)))
-    throw Error("delay: initial state gradient " + grad_init->shape().str() + " does not hold " +
-                std::to_string(B) + " rows");
+    throw Error("delay: initial state gradient " + grad_init->shape().str() + " does not hold " + std::to_string(B) +
+                " rows");
   CNTK_DISPATCH_FLOAT(grad_out.dtype(), T, [&] {
     backward_rows<T>(d, grad_out.data<T>(), lengths, TT, B, R, K, t0, t1, grad_x ? grad_x->data<T>() : nullptr,
                      grad_init ? grad_init->data<T>() : nullptr, continues);

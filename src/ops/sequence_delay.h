@@ -51,7 +51,7 @@ struct DelayCarry {
 // sequence has no previous piece (or its state was lost), NotImplementedError for FutureValue.
 // The caller shares ownership: another call may record a new carry meanwhile.
 std::shared_ptr<const DelayCarry> delay_carry_in(Function& f, const std::vector<char>* continues, int64_t batch,
-                                 const NDShape& item_shape, DataType dtype);
+                                                 const NDShape& item_shape, DataType dtype);
 // Records the last items of operand x ([T, B, *shape], contiguous) of this call on
 // f, for a next call that continues the sequences (`init_rows` and the previous
 // carry fill in what a piece shorter than the offset lacks).

@@ -40,9 +40,9 @@ double log_add(double a, double b) {
 
 // One sequence: T frames of C scores (row-major in `x`, frame stride `stride`).
 struct CtcSequence {
-  std::vector<int64_t> ext;          // labels with blanks between and around: blank, l1, blank, ..., blank
-  std::vector<double> logp;          // [T, C] log-softmax of the scores
-  std::vector<double> alpha, beta;   // [T, S] in log space; alpha includes frame t's emission, beta does not
+  std::vector<int64_t> ext;         // labels with blanks between and around: blank, l1, blank, ..., blank
+  std::vector<double> logp;         // [T, C] log-softmax of the scores
+  std::vector<double> alpha, beta;  // [T, S] in log space; alpha includes frame t's emission, beta does not
   double log_likelihood = kNegInf;
 };
 
@@ -81,8 +81,9 @@ void ctc_sequence(CtcSequence& q, const double* x, const double* labels, int64_t
   tokens_of(labels, T, C, stride, tokens, frames);
   q.ext.assign(1, blank);
   for (auto k : tokens) {
-    if (k == blank) throw ValueError("ForwardBackward: sequence " + std::to_string(b) + " has the blank token " +
-                                     std::to_string(blank) + " as a label");
+    if (k == blank)
+      throw ValueError("ForwardBackward: sequence " + std::to_string(b) + " has the blank token " +
+                       std::to_string(blank) + " as a label");
     q.ext.push_back(k);
     q.ext.push_back(blank);
   }
@@ -95,7 +96,9 @@ void ctc_sequence(CtcSequence& q, const double* x, const double* labels, int64_t
     for (int64_t c = 0; c < C; ++c) q.logp[size_t(t * C + c)] = r[c] - m - std::log(z);
   }
   auto y = [&](int64_t t, int64_t s) { return q.logp[size_t(t * C + q.ext[size_t(s)])]; };
-  auto skip_ok = [&](int64_t s) { return s >= 2 && q.ext[size_t(s)] != blank && q.ext[size_t(s)] != q.ext[size_t(s - 2)]; };
+  auto skip_ok = [&](int64_t s) {
+    return s >= 2 && q.ext[size_t(s)] != blank && q.ext[size_t(s)] != q.ext[size_t(s - 2)];
+  };
   q.alpha.assign(size_t(T * S), kNegInf);
   q.beta.assign(size_t(T * S), kNegInf);
   if (T == 0) throw ValueError("ForwardBackward: sequence " + std::to_string(b) + " is empty");
@@ -165,7 +168,7 @@ void register_forward_backward() {
   d.op_type = 66;
   d.inputs = {{"graph", Gradient::Zero}, {"features"}};
   d.attrs = {{"blankTokenId", AttrType::Int, 0, AxisOrder::None, "BlankTokenId"},
-            {"delayConstraint", AttrType::Int, -1, AxisOrder::None, "DelayConstraint"}};
+             {"delayConstraint", AttrType::Int, -1, AxisOrder::None, "DelayConstraint"}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);
     if (!sequence_axis_of(ctx.input(0)) || !sequence_axis_of(ctx.input(1)))
@@ -395,10 +398,10 @@ void register_edit_distance() {
   d.op_type = 61;
   d.inputs = {{"prediction", Gradient::None}, {"labels", Gradient::None}};
   d.attrs = {{"subPen", AttrType::Double, 1.0, AxisOrder::None, "SubstitutionPenalty"},
-            {"delPen", AttrType::Double, 1.0, AxisOrder::None, "DeletionPenalty"},
-            {"insPen", AttrType::Double, 1.0, AxisOrder::None, "InsertionPenalty"},
-            {"squashInputs", AttrType::Bool, false, AxisOrder::None, "SquashInputs"},
-            {"tokensToIgnore", AttrType::IntList, {}, AxisOrder::None, "TokensToIgnore"}};
+             {"delPen", AttrType::Double, 1.0, AxisOrder::None, "DeletionPenalty"},
+             {"insPen", AttrType::Double, 1.0, AxisOrder::None, "InsertionPenalty"},
+             {"squashInputs", AttrType::Bool, false, AxisOrder::None, "SquashInputs"},
+             {"tokensToIgnore", AttrType::IntList, {}, AxisOrder::None, "TokensToIgnore"}};
   d.infer = [](InferContext& ctx) {
     ctx.expect_inputs(2);
     if (ctx.shape(0) != ctx.shape(1)) ctx.fail("both inputs must have the same shape");

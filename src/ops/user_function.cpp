@@ -29,8 +29,8 @@ std::vector<NDArrayView> user_forward(ComputeContext& ctx) {
   const auto& ins = ctx.fn->direct_inputs();
   std::vector<Value> args;
   for (size_t i = 0; i < ctx.inputs.size(); ++i)
-    args.push_back(runtime_to_value(ins[i], ctx.inputs[i], i < ctx.in_lengths.size() ? ctx.in_lengths[i]
-                                                                                        : std::vector<int64_t>{}));
+    args.push_back(runtime_to_value(ins[i], ctx.inputs[i],
+                                    i < ctx.in_lengths.size() ? ctx.in_lengths[i] : std::vector<int64_t>{}));
   std::vector<Value> outs;
   std::shared_ptr<void> state = b.forward(*ctx.fn, args, ctx.training, outs);
   size_t n = ctx.fn->output_impls().size();
@@ -40,8 +40,8 @@ std::vector<NDArrayView> user_forward(ComputeContext& ctx) {
   std::vector<NDArrayView> result;
   for (size_t k = 0; k < n; ++k) {
     Variable o = output_var(ctx, k);
-    if (!outs[k].is_valid()) throw ValueError("user function '" + ctx.fn->op_name() + "' did not compute output " +
-                                              std::to_string(k));
+    if (!outs[k].is_valid())
+      throw ValueError("user function '" + ctx.fn->op_name() + "' did not compute output " + std::to_string(k));
     std::vector<int64_t> lens;
     NDArrayView r = value_to_runtime(o, outs[k], lens);
     if (r.dtype() != o.dtype()) r = r.cast(o.dtype());

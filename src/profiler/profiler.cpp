@@ -75,16 +75,16 @@ std::atomic<Buffer*> g_buffer{nullptr};
 std::atomic<size_t> g_next{0};  // slots claimed; beyond the capacity they count dropped events
 
 struct Session {
-  std::mutex mutex;  // control calls (start/stop/enable/flush) only; recording never takes it
+  std::mutex mutex;                            // control calls (start/stop/enable/flush) only; recording never takes it
   std::vector<std::unique_ptr<Buffer>> owned;  // every buffer ever allocated (the last one is current)
   bool started = false, sync_gpu = false;
   std::string dir, timestamp;
   size_t rank = 0;
   bool rank_set = false;
-  uint64_t origin_ns = 0;           // steady-clock time the session started
-  uint64_t origin_tick = 0;         // detail::now() then
-  uint64_t enabled_since_ns = 0;    // while enabled
-  uint64_t enabled_total_ns = 0;    // completed enabled periods
+  uint64_t origin_ns = 0;         // steady-clock time the session started
+  uint64_t origin_tick = 0;       // detail::now() then
+  uint64_t enabled_since_ns = 0;  // while enabled
+  uint64_t enabled_total_ns = 0;  // completed enabled periods
   bool exit_hook = false;
 };
 Session& session() {

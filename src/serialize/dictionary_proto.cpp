@@ -230,7 +230,8 @@ NDArrayView from_proto(const pb::NDArrayView& a, const Reader& r) {
   int64_t n = 1;
   for (auto d : shape.dims()) {
     if (d < 0) r.fail("an NDArrayView has the dimension " + std::to_string(uint64_t(d)));
-    if (d > 0 && n > (int64_t(1) << 40) / d) r.fail("an NDArrayView with " + std::to_string(shape.rank()) + " axes is too large");
+    if (d > 0 && n > (int64_t(1) << 40) / d)
+      r.fail("an NDArrayView with " + std::to_string(shape.rank()) + " axes is too large");
     n *= d;
   }
   if (t_values_apart && n > 0 && a.float_values().value_size() == 0 && a.double_values().value_size() == 0 &&
@@ -242,7 +243,8 @@ NDArrayView from_proto(const pb::NDArrayView& a, const Reader& r) {
                  : a.data_type() == pb::NDArrayView::Int8    ? DataType::Int8
                  : a.data_type() == pb::NDArrayView::Int16   ? DataType::Int16
                                                              : DataType::Unknown;
-    if (t == DataType::Unknown) r.fail("NDArrayView data type " + std::to_string(int(a.data_type())) + " is not supported");
+    if (t == DataType::Unknown)
+      r.fail("NDArrayView data type " + std::to_string(int(a.data_type())) + " is not supported");
     NDArrayView v(t, shape);
     t_values_apart->push_back(v);
     return v;
@@ -554,7 +556,9 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
   }
 }
 
-void save_dictionary(const Dictionary& d, const std::string& path) { write_file_atomically(path, dictionary_to_bytes(d)); }
+void save_dictionary(const Dictionary& d, const std::string& path) {
+  write_file_atomically(path, dictionary_to_bytes(d));
+}
 
 Dictionary load_dictionary(const std::string& path) { return dictionary_from_bytes(read_file_bytes(path), path); }
 

@@ -55,8 +55,8 @@ int64_t op_type_of(const std::string& name) { return cntk_op_number(name); }
 // that the writer turns into CNTK's bound.
 Axis bound_to_cntk(const Axis& x) {
   if (x.static_index() == Axis::kNewLeading) return Axis(-1);  // CNTK Axis(0)
-  if (x.static_index() == 0) return Axis::new_leading_axis();   // CNTK's end of the static axes
-  return Axis(x.static_index() - 1);                            // CNTK Axis(-x)
+  if (x.static_index() == 0) return Axis::new_leading_axis();  // CNTK's end of the static axes
+  return Axis(x.static_index() - 1);                           // CNTK Axis(-x)
 }
 Axis bound_from_cntk(const Axis& y) {
   if (y.static_index() == Axis::kNewLeading) return Axis(0);
@@ -71,7 +71,8 @@ std::vector<int64_t> reverse_permutation(const std::vector<int64_t>& p, const st
   for (int64_t i = 0; i < n; ++i) {
     int64_t v = p[size_t(n - 1 - i)];
     if (v < 0) v += n;
-    if (v < 0 || v >= n) throw ValueError(where + ": permutation element " + std::to_string(p[size_t(n - 1 - i)]) + " is out of range");
+    if (v < 0 || v >= n)
+      throw ValueError(where + ": permutation element " + std::to_string(p[size_t(n - 1 - i)]) + " is out of range");
     q[size_t(i)] = n - 1 - v;
   }
   return q;
@@ -93,8 +94,10 @@ void per_axis_to_cntk(const std::string& op, const Dictionary& in, Dictionary& a
     if (it == in.end() || it->second.empty()) continue;
     const DictValue& v = it->second;
     if (spec.type == AttrType::Shape) {
-      if (v.is<int64_t>()) a[spec.key] = NDShape({v.as_int()});
-      else if (v.is<std::shared_ptr<DictValue::List>>()) a[spec.key] = NDShape(v.as_int_list());
+      if (v.is<int64_t>())
+        a[spec.key] = NDShape({v.as_int()});
+      else if (v.is<std::shared_ptr<DictValue::List>>())
+        a[spec.key] = NDShape(v.as_int_list());
     } else if (spec.type == AttrType::BoolList) {
       if (v.is<bool>()) a[spec.key] = DictValue::List{v};
       if (!v.is<std::shared_ptr<DictValue::List>>()) continue;
@@ -300,8 +303,7 @@ struct Saver {
       values.push_back(outer.uid());
     }
     // As CNTK lists a block's inputs: its parameters and constants, then its arguments.
-    for (size_t i = 0; i < b->block_leaf_count(); ++i)
-      in_uids.push_back(b->direct_inputs()[i].uid());
+    for (size_t i = 0; i < b->block_leaf_count(); ++i) in_uids.push_back(b->direct_inputs()[i].uid());
     write_block(uid, name, b->op_name(), attrs, root->uid(), keys, values, in_uids);
   }
 
@@ -430,7 +432,7 @@ struct Saver {
     if (op == "SequenceSlice" && ins.size() == 1) {
       int64_t begin = schema_attr_int(*f, "beginIndex"), end = schema_attr_int(*f, "endIndex");
       if (begin == 0 && end == 0) return false;  // CNTK returns the operand itself
-      const int64_t far = int64_t(1) << 62;        // beyond any sequence; keeps end - begin in range
+      const int64_t far = int64_t(1) << 62;      // beyond any sequence; keeps end - begin in range
       if (begin <= -far || begin >= far || end <= -far || end >= far) return false;
       visit_inputs(f);
       std::string ph = placeholder_like(ins[0], "operand");  // named as CNTK names it
@@ -477,7 +479,7 @@ struct Saver {
       // it to its column-major list: first in NumPy order).
       if (ca.count("strides") && !ca.at("strides").empty() && !ca.at("strides").is<NDShape>()) {
         std::vector<int64_t> s = ca.at("strides").is<int64_t>() ? std::vector<int64_t>{ca.at("strides").as_int()}
-                                                                 : ca.at("strides").as_int_list();
+                                                                : ca.at("strides").as_int_list();
         if (s.size() == n) s.insert(s.begin(), 1);
         DictValue::List l;
         for (auto v : s) l.push_back(DictValue(v));
@@ -485,8 +487,10 @@ struct Saver {
       }
       if (ca.count("autoPadding") && !ca.at("autoPadding").empty()) {
         DictValue::List l;
-        if (ca.at("autoPadding").is<bool>()) l.push_back(ca.at("autoPadding"));
-        else if (ca.at("autoPadding").is<std::shared_ptr<DictValue::List>>()) l = ca.at("autoPadding").as_list();
+        if (ca.at("autoPadding").is<bool>())
+          l.push_back(ca.at("autoPadding"));
+        else if (ca.at("autoPadding").is<std::shared_ptr<DictValue::List>>())
+          l = ca.at("autoPadding").as_list();
         if (l.size() == n) l.insert(l.begin(), DictValue(false));
         ca["autoPadding"] = l;
       }
@@ -806,9 +810,12 @@ struct Loader {
         fail(what + ": a Sequence::Slice block whose composite is not CNTK's (IsWithin delays and a Where)");
       if (offsets.size() == 1) {
         int64_t o = offsets[0];
-        if (o == length) begin = 0, end = o;
-        else if (-o == length) begin = o, end = 0;
-        else fail(what + ": the Sequence::Slice block's offsets do not match its length");
+        if (o == length)
+          begin = 0, end = o;
+        else if (-o == length)
+          begin = o, end = 0;
+        else
+          fail(what + ": the Sequence::Slice block's offsets do not match its length");
       } else if (offsets[1] - offsets[0] == length) {
         begin = offsets[0], end = offsets[1];
       } else if (offsets[0] - offsets[1] == length) {
@@ -918,7 +925,8 @@ struct Loader {
     std::vector<std::pair<Variable, Variable>> mapping;
     std::vector<Variable> outer;
     for (size_t i = 0; i < keys.size(); ++i) {
-      if (!keys[i].is<std::string>() || !values[i].is<std::string>()) fail(what + ": argument map entries must be uids");
+      if (!keys[i].is<std::string>() || !values[i].is<std::string>())
+        fail(what + ": argument map entries must be uids");
       const Variable& ph = var(keys[i].as_string(), what);
       if (!ph.is_placeholder()) fail(what + ": argument map key '" + keys[i].as_string() + "' is not a placeholder");
       mapping.push_back({ph, input_var(values[i].as_string(), what)});
@@ -958,7 +966,8 @@ struct Loader {
     std::string what = "user function '" + uid + "'";
     if (fns.count(uid)) fail("two functions share the uid '" + uid + "'");
     if (d.count("native") && d.at("native").is<bool>() && d.at("native").as_bool())
-      throw NotImplementedError(source + ": " + what + " is a native (C++) user function; OpenCNTK cannot load "
+      throw NotImplementedError(source + ": " + what +
+                                " is a native (C++) user function; OpenCNTK cannot load "
                                 "the libraries that implement them");
     const Dictionary& state = dict(need(d, "user_defined_state", what), what + ": user_defined_state");
     std::vector<Variable> inputs;
@@ -1063,8 +1072,7 @@ struct Loader {
         }
       }
     }
-    if (!forward_refs.empty())
-      fail("a function refers to an unknown variable '" + forward_refs.begin()->first + "'");
+    if (!forward_refs.empty()) fail("a function refers to an unknown variable '" + forward_refs.begin()->first + "'");
     std::string root = str(d, "root", "the model");
     auto it = fns.find(root);
     if (it == fns.end()) fail("the root function '" + root + "' is not among the primitive functions");
@@ -1096,10 +1104,10 @@ struct Loader {
 }  // namespace
 
 bool is_int_typed_key(const std::string& key) {
-  static const std::set<std::string> keys = {"inferInputRankToMap", "beginIndex", "endIndex",
-                                             "sliceStrides", "beginIndexVec", "endIndexVec",
-                                             "sliceStridesVec", "newDataType",
-                                             "newSequenceAxisLengthAdditiveFactor"};
+  static const std::set<std::string> keys = {
+      "inferInputRankToMap", "beginIndex",    "endIndex",
+      "sliceStrides",        "beginIndexVec", "endIndexVec",
+      "sliceStridesVec",     "newDataType",   "newSequenceAxisLengthAdditiveFactor"};
   return keys.count(key) > 0;
 }
 

@@ -32,23 +32,65 @@ struct OpPair {
   const char* v1;
   const char* v2;
 };
-constexpr OpPair kOps[] = {
-    {"Negate", "Negate"}, {"Sigmoid", "Sigmoid"}, {"Sigmoid", "StableSigmoid"}, {"StableSigmoid", "StableSigmoid"},
-    {"Tanh", "Tanh"}, {"RectifiedLinear", "ReLU"}, {"Exp", "Exp"}, {"Log", "Log"}, {"Sqrt", "Sqrt"},
-    {"Floor", "Floor"}, {"Abs", "Abs"}, {"Reciprocal", "Reciprocal"}, {"Softmax", "Softmax"},
-    {"Hardmax", "Hardmax"}, {"LogSoftmax", "LogSoftmax"}, {"Pass", "Pass"}, {"StopGradient", "StopGradient"},
-    {"StraightThrough", "StraightThrough"}, {"Plus", "Plus"}, {"Minus", "Minus"}, {"ElementTimes", "ElementTimes"},
-    {"DiagTimes", "ElementTimes"}, {"LogPlus", "LogPlus"}, {"Equal", "Equal"}, {"NotEqual", "NotEqual"},
-    {"Less", "Less"}, {"LessEqual", "LessEqual"}, {"Greater", "Greater"}, {"GreaterEqual", "GreaterEqual"},
-    {"SumElements", "SumAll"}, {"CosDistance", "CosDistance"}, {"Logistic", "Logistic"},
-    {"SquareError", "SquaredError"}, {"CrossEntropyWithSoftmax", "CrossEntropyWithSoftmax"},
-    {"ClassificationError", "ClassificationError"}, {"ErrorPrediction", "ClassificationError"},
-    {"Clip", "Clip"}, {"If", "Select"}, {"ReconcileDynamicAxis", "ReconcileDynamicAxis"}, {"Times", "Times"},
-    {"TransposeTimes", "TransposeTimes"}, {"PastValue", "PastValue"}, {"FutureValue", "FutureValue"},
-    {"Convolution", "Convolution"}, {"Pooling", "Pooling"}, {"BatchNormalization", "BatchNormalization"},
-    {"Slice", "Slice"}, {"RowStack", "Splice"}, {"Dropout", "Dropout"}, {"ReduceElements", "ReduceElements"},
-    {"ExponentialLinearUnit", "ELU"}, {"Sin", "Sin"}, {"Cosine", "Cos"}, {"Sinh", "Sinh"}, {"Cosh", "Cosh"},
-    {"Asin", "Asin"}, {"Acos", "Acos"}, {"Asinh", "Asinh"}, {"Atanh", "Atanh"}};
+constexpr OpPair kOps[] = {{"Negate", "Negate"},
+                           {"Sigmoid", "Sigmoid"},
+                           {"Sigmoid", "StableSigmoid"},
+                           {"StableSigmoid", "StableSigmoid"},
+                           {"Tanh", "Tanh"},
+                           {"RectifiedLinear", "ReLU"},
+                           {"Exp", "Exp"},
+                           {"Log", "Log"},
+                           {"Sqrt", "Sqrt"},
+                           {"Floor", "Floor"},
+                           {"Abs", "Abs"},
+                           {"Reciprocal", "Reciprocal"},
+                           {"Softmax", "Softmax"},
+                           {"Hardmax", "Hardmax"},
+                           {"LogSoftmax", "LogSoftmax"},
+                           {"Pass", "Pass"},
+                           {"StopGradient", "StopGradient"},
+                           {"StraightThrough", "StraightThrough"},
+                           {"Plus", "Plus"},
+                           {"Minus", "Minus"},
+                           {"ElementTimes", "ElementTimes"},
+                           {"DiagTimes", "ElementTimes"},
+                           {"LogPlus", "LogPlus"},
+                           {"Equal", "Equal"},
+                           {"NotEqual", "NotEqual"},
+                           {"Less", "Less"},
+                           {"LessEqual", "LessEqual"},
+                           {"Greater", "Greater"},
+                           {"GreaterEqual", "GreaterEqual"},
+                           {"SumElements", "SumAll"},
+                           {"CosDistance", "CosDistance"},
+                           {"Logistic", "Logistic"},
+                           {"SquareError", "SquaredError"},
+                           {"CrossEntropyWithSoftmax", "CrossEntropyWithSoftmax"},
+                           {"ClassificationError", "ClassificationError"},
+                           {"ErrorPrediction", "ClassificationError"},
+                           {"Clip", "Clip"},
+                           {"If", "Select"},
+                           {"ReconcileDynamicAxis", "ReconcileDynamicAxis"},
+                           {"Times", "Times"},
+                           {"TransposeTimes", "TransposeTimes"},
+                           {"PastValue", "PastValue"},
+                           {"FutureValue", "FutureValue"},
+                           {"Convolution", "Convolution"},
+                           {"Pooling", "Pooling"},
+                           {"BatchNormalization", "BatchNormalization"},
+                           {"Slice", "Slice"},
+                           {"RowStack", "Splice"},
+                           {"Dropout", "Dropout"},
+                           {"ReduceElements", "ReduceElements"},
+                           {"ExponentialLinearUnit", "ELU"},
+                           {"Sin", "Sin"},
+                           {"Cosine", "Cos"},
+                           {"Sinh", "Sinh"},
+                           {"Cosh", "Cosh"},
+                           {"Asin", "Asin"},
+                           {"Acos", "Acos"},
+                           {"Asinh", "Asinh"},
+                           {"Atanh", "Atanh"}};
 
 const char* v2_op_of(const std::string& v1) {
   for (auto& p : kOps)
@@ -90,8 +132,10 @@ std::pair<std::string, std::string> uid_and_name(const std::string& node_name) {
 
 NDArrayView tensor(const Dims& layout, const std::vector<double>& values, bool dbl) {
   NDArrayView v(dbl ? DataType::Double : DataType::Float, numpy_shape(layout));
-  if (dbl) std::copy(values.begin(), values.end(), static_cast<double*>(v.raw_data()));
-  else std::transform(values.begin(), values.end(), static_cast<float*>(v.raw_data()), [](double x) { return float(x); });
+  if (dbl)
+    std::copy(values.begin(), values.end(), static_cast<double*>(v.raw_data()));
+  else
+    std::transform(values.begin(), values.end(), static_cast<float*>(v.raw_data()), [](double x) { return float(x); });
   return v;
 }
 
@@ -222,8 +266,10 @@ class ToDictionary {
       v["needs_gradient"] = n.lr_mult != 0;
       const std::string& a = n.dynamic_axis;
       DictValue::List axes;
-      if (a.empty() || a.rfind(kDefaultDynamicAxis, 0) == 0) axes.push_back(Axis::default_dynamic_axis());
-      else if (a.rfind(kNoSequenceAxis, 0) != 0) axes.push_back(Axis::dynamic(a));
+      if (a.empty() || a.rfind(kDefaultDynamicAxis, 0) == 0)
+        axes.push_back(Axis::default_dynamic_axis());
+      else if (a.rfind(kNoSequenceAxis, 0) != 0)
+        axes.push_back(Axis::dynamic(a));
       axes.push_back(Axis::default_batch_axis());
       v["dynamic_axis"] = axes;
     }
@@ -288,8 +334,7 @@ class ToDictionary {
       if (in.size() != 2) fail(n, "has " + std::to_string(in.size()) + " inputs, not 2");
       std::string diff = fresh("Minus"), square = fresh("ElementTimes");
       functions_.push_back(function_dict(diff, "", "Minus", {in[0], in[1]}, {}));
-      functions_.push_back(
-          function_dict(square, "", "ElementTimes", {diff + "_Output_0", diff + "_Output_0"}, {}));
+      functions_.push_back(function_dict(square, "", "ElementTimes", {diff + "_Output_0", diff + "_Output_0"}, {}));
       Dictionary r;
       r["axis"] = Axis::all_static_axes();
       r["reductionOpName"] = "Sum";
@@ -314,7 +359,9 @@ class ToDictionary {
   // The node's attributes as CNTK's PrimitiveFunction keeps them (and inputs CNTK adds).
   void convert(const Node& n, std::string& op, std::vector<std::string>& in, Dictionary& a) {
     const Dictionary& at = n.attrs;
-    auto shape_attr = [&](const char* key) { return numpy_shape(at.count(key) ? at.at(key).as_shape().dims() : Dims{}); };
+    auto shape_attr = [&](const char* key) {
+      return numpy_shape(at.count(key) ? at.at(key).as_shape().dims() : Dims{});
+    };
     auto need = [&](size_t k) {
       if (in.size() != k) fail(n, "has " + std::to_string(in.size()) + " inputs, not " + std::to_string(k));
     };
@@ -467,7 +514,8 @@ class FromDictionary {
       u = a->second;
     }
     auto n = names_.find(u);
-    if (n == names_.end()) throw ValueError("save_as_legacy_model: the graph refers to the unknown variable '" + uid + "'");
+    if (n == names_.end())
+      throw ValueError("save_as_legacy_model: the graph refers to the unknown variable '" + uid + "'");
     return n->second;
   }
 
@@ -491,9 +539,12 @@ class FromDictionary {
       for (auto& x : v.at("dynamic_axis").as_list()) axes.push_back(x.as_axis());
       if (axes.empty())
         throw ValueError("save_as_legacy_model: the input '" + name + "' has no dynamic axis, which v1 inputs need");
-      if (axes.size() == 1 && axes[0].is_batch()) n.dynamic_axis = kNoSequenceAxis;
-      else if (axes.size() == 2 && axes[0] == Axis::default_dynamic_axis()) n.dynamic_axis = kDefaultDynamicAxis;
-      else n.dynamic_axis = axes[0].name();
+      if (axes.size() == 1 && axes[0].is_batch())
+        n.dynamic_axis = kNoSequenceAxis;
+      else if (axes.size() == 2 && axes[0] == Axis::default_dynamic_axis())
+        n.dynamic_axis = kDefaultDynamicAxis;
+      else
+        n.dynamic_axis = axes[0].name();
       net_.features.push_back(n.name);
     } else {
       n.op = "LearnableParameter";
@@ -502,8 +553,10 @@ class FromDictionary {
       if (val.is_sparse()) throw NotImplementedError("save_as_legacy_model: sparse constants are not supported");
       val = val.cast(n.is_double() ? DataType::Double : DataType::Float);
       n.values.resize(size_t(val.numel()));
-      if (n.is_double()) std::copy_n(static_cast<const double*>(val.raw_data()), n.values.size(), n.values.begin());
-      else std::copy_n(static_cast<const float*>(val.raw_data()), n.values.size(), n.values.begin());
+      if (n.is_double())
+        std::copy_n(static_cast<const double*>(val.raw_data()), n.values.size(), n.values.begin());
+      else
+        std::copy_n(static_cast<const float*>(val.raw_data()), n.values.size(), n.values.begin());
     }
     names_[uid] = n.name;
     scalars_[uid] = n.op == "LearnableParameter" && n.values.size() == 1 ? n.values[0] : NAN;
@@ -534,19 +587,68 @@ class FromDictionary {
     }
     const Dictionary& attrs = d.at("attributes").as_dict();
     std::string v2;
-    for (const char* cand : {"Negate", "Sigmoid", "StableSigmoid", "Tanh", "ReLU", "Exp", "Log", "Sqrt", "Floor", "Abs",
-                             "Reciprocal", "Softmax", "Hardmax", "LogSoftmax", "Pass", "StopGradient", "StraightThrough",
-                             "Plus", "Minus", "ElementTimes", "LogPlus", "Equal", "NotEqual", "Less", "LessEqual",
-                             "Greater", "GreaterEqual", "SumAll", "CosDistance", "Logistic", "SquaredError",
-                             "CrossEntropyWithSoftmax", "ClassificationError", "Clip", "Select",
-                             "ReconcileDynamicAxis", "Times", "TransposeTimes", "PastValue", "FutureValue",
-                             "Convolution", "Pooling", "BatchNormalization", "Slice", "Splice", "Dropout",
-                             "ReduceElements", "ELU", "Sin", "Cos", "Sinh", "Cosh", "Asin", "Acos", "Asinh", "Atanh"})
+    for (const char* cand : {"Negate",
+                             "Sigmoid",
+                             "StableSigmoid",
+                             "Tanh",
+                             "ReLU",
+                             "Exp",
+                             "Log",
+                             "Sqrt",
+                             "Floor",
+                             "Abs",
+                             "Reciprocal",
+                             "Softmax",
+                             "Hardmax",
+                             "LogSoftmax",
+                             "Pass",
+                             "StopGradient",
+                             "StraightThrough",
+                             "Plus",
+                             "Minus",
+                             "ElementTimes",
+                             "LogPlus",
+                             "Equal",
+                             "NotEqual",
+                             "Less",
+                             "LessEqual",
+                             "Greater",
+                             "GreaterEqual",
+                             "SumAll",
+                             "CosDistance",
+                             "Logistic",
+                             "SquaredError",
+                             "CrossEntropyWithSoftmax",
+                             "ClassificationError",
+                             "Clip",
+                             "Select",
+                             "ReconcileDynamicAxis",
+                             "Times",
+                             "TransposeTimes",
+                             "PastValue",
+                             "FutureValue",
+                             "Convolution",
+                             "Pooling",
+                             "BatchNormalization",
+                             "Slice",
+                             "Splice",
+                             "Dropout",
+                             "ReduceElements",
+                             "ELU",
+                             "Sin",
+                             "Cos",
+                             "Sinh",
+                             "Cosh",
+                             "Asin",
+                             "Acos",
+                             "Asinh",
+                             "Atanh"})
       if (cntk_op_type(cand) == type) v2 = cand;
     std::string engine_op = type == 93 && d.count("opencntk_op") ? d.at("opencntk_op").as_string() : v2;
     if (v2.empty() || (v2 == "Splice" && in.size() < 1))
-      throw NotImplementedError("save_as_legacy_model: the op " + (engine_op.empty() ? "number " + std::to_string(type) : engine_op) +
-                                " of '" + (name.empty() ? uid : name) + "' has no CNTK v1 node type");
+      throw NotImplementedError("save_as_legacy_model: the op " +
+                                (engine_op.empty() ? "number " + std::to_string(type) : engine_op) + " of '" +
+                                (name.empty() ? uid : name) + "' has no CNTK v1 node type");
     Node n;
     n.name = node_name(uid, name);
     n.op = v1_op_of(v2);
@@ -656,9 +758,12 @@ class FromDictionary {
       std::vector<int64_t> axes;
       std::vector<Axis> list = at.count("axisVec") ? at.at("axisVec").as_axis_list() : at.at("axis").as_axis_list();
       for (auto& x : list) {
-        if (x == Axis::all_static_axes()) axes.push_back(0);
-        else if (x.is_static()) axes.push_back(cntk_axis(x) + 1);
-        else throw NotImplementedError("save_as_legacy_model: a reduction over a dynamic axis has no v1 form");
+        if (x == Axis::all_static_axes())
+          axes.push_back(0);
+        else if (x.is_static())
+          axes.push_back(cntk_axis(x) + 1);
+        else
+          throw NotImplementedError("save_as_legacy_model: a reduction over a dynamic axis has no v1 form");
       }
       a["axes"] = int_list(axes);
       a["operation"] = attr_string(at, "reductionOpName", "Sum");
@@ -676,9 +781,9 @@ class FromDictionary {
   Network net_;
   std::unordered_set<Function*> seen_;
   std::unordered_map<std::string, NDShape> shapes_;
-  std::unordered_map<std::string, std::string> names_;  // variable uid -> node name
-  std::unordered_map<std::string, std::string> alias_;  // variable uid -> the uid it stands for
-  std::unordered_map<std::string, double> scalars_;     // parameter uid -> its value when a scalar
+  std::unordered_map<std::string, std::string> names_;                  // variable uid -> node name
+  std::unordered_map<std::string, std::string> alias_;                  // variable uid -> the uid it stands for
+  std::unordered_map<std::string, double> scalars_;                     // parameter uid -> its value when a scalar
   std::unordered_map<std::string, std::vector<std::string>> combines_;  // Combine uid -> its inputs
 };
 

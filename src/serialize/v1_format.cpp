@@ -52,10 +52,14 @@ std::u16string utf16_from_utf8(const std::string& s) {
     auto b = uint8_t(s[i]);
     uint32_t c;
     size_t n;
-    if (b < 0x80) c = b, n = 1;
-    else if ((b >> 5) == 6) c = b & 0x1F, n = 2;
-    else if ((b >> 4) == 14) c = b & 0x0F, n = 3;
-    else c = b & 0x07, n = 4;
+    if (b < 0x80)
+      c = b, n = 1;
+    else if ((b >> 5) == 6)
+      c = b & 0x1F, n = 2;
+    else if ((b >> 4) == 14)
+      c = b & 0x0F, n = 3;
+    else
+      c = b & 0x07, n = 4;
     for (size_t k = 1; k < n && i + k < s.size(); ++k) c = (c << 6) | (uint8_t(s[i + k]) & 0x3F);
     i += n;
     if (c >= 0x10000) {
@@ -90,8 +94,7 @@ class Reader {
 
   template <class T>
   T get(const char* what) {
-    if (left() < sizeof(T))
-      fail("the file ends inside " + std::string(what) + " (truncated file)");
+    if (left() < sizeof(T)) fail("the file ends inside " + std::string(what) + " (truncated file)");
     T v;
     std::memcpy(&v, b_.data() + pos_, sizeof(T));
     pos_ += sizeof(T);
@@ -274,13 +277,54 @@ int64_t product(const Dims& d) {
 
 // Node types without anything of their own in the file.
 bool is_plain(const std::string& op) {
-  static const char* const ops[] = {
-      "Plus", "Minus", "ElementTimes", "DiagTimes", "Sigmoid", "StableSigmoid", "Tanh", "RectifiedLinear",
-      "Exp", "Log", "Abs", "Sqrt", "Floor", "Reciprocal", "Negate", "Softmax", "LogSoftmax", "Hardmax",
-      "CrossEntropyWithSoftmax", "CrossEntropy", "ClassificationError", "ErrorPrediction", "SquareError",
-      "Logistic", "Pass", "StopGradient", "SumElements", "CosDistance", "LogPlus", "Clip", "If", "Equal",
-      "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual", "ReconcileDynamicAxis", "Cosine", "Sin",
-      "ExponentialLinearUnit", "Atanh", "Asinh", "Asin", "Acos", "Cosh", "Sinh", "StraightThrough"};
+  static const char* const ops[] = {"Plus",
+                                    "Minus",
+                                    "ElementTimes",
+                                    "DiagTimes",
+                                    "Sigmoid",
+                                    "StableSigmoid",
+                                    "Tanh",
+                                    "RectifiedLinear",
+                                    "Exp",
+                                    "Log",
+                                    "Abs",
+                                    "Sqrt",
+                                    "Floor",
+                                    "Reciprocal",
+                                    "Negate",
+                                    "Softmax",
+                                    "LogSoftmax",
+                                    "Hardmax",
+                                    "CrossEntropyWithSoftmax",
+                                    "CrossEntropy",
+                                    "ClassificationError",
+                                    "ErrorPrediction",
+                                    "SquareError",
+                                    "Logistic",
+                                    "Pass",
+                                    "StopGradient",
+                                    "SumElements",
+                                    "CosDistance",
+                                    "LogPlus",
+                                    "Clip",
+                                    "If",
+                                    "Equal",
+                                    "NotEqual",
+                                    "Less",
+                                    "LessEqual",
+                                    "Greater",
+                                    "GreaterEqual",
+                                    "ReconcileDynamicAxis",
+                                    "Cosine",
+                                    "Sin",
+                                    "ExponentialLinearUnit",
+                                    "Atanh",
+                                    "Asinh",
+                                    "Asin",
+                                    "Acos",
+                                    "Cosh",
+                                    "Sinh",
+                                    "StraightThrough"};
   return std::find_if(std::begin(ops), std::end(ops), [&](const char* o) { return op == o; }) != std::end(ops);
 }
 
@@ -322,8 +366,10 @@ void read_payload(Reader& r, Node& n, uint64_t v) {
     n.layout = layout;
     if (v >= 8) {
       uint32_t axes = r.get<uint32_t>("the input's dynamic axis count");
-      if (axes == 1) n.dynamic_axis = r.str("the input's dynamic axis");
-      else if (axes > 1) r.fail("an input with " + std::to_string(axes) + " dynamic axes");
+      if (axes == 1)
+        n.dynamic_axis = r.str("the input's dynamic axis");
+      else if (axes > 1)
+        r.fail("an input with " + std::to_string(axes) + " dynamic axes");
     }
     n.lr_mult = v >= 10 ? r.get<float>("the learning-rate multiplier") : 0.f;
   } else if (op == "Times" || op == "TransposeTimes") {
@@ -388,8 +434,10 @@ void read_payload(Reader& r, Node& n, uint64_t v) {
       a["blendTimeConstant"] = r.get<double>("the blend time constant");
       a["imageLayout"] = int64_t(r.i32("the image layout"));
       if (v >= 13) {
-        if (v != 19) a["runCount"] = int64_t(r.u64("the running count"));
-        else a["runCount"] = int64_t(r.boolean("the running count flag") ? 0 : 1);
+        if (v != 19)
+          a["runCount"] = int64_t(r.u64("the running count"));
+        else
+          a["runCount"] = int64_t(r.boolean("the running count flag") ? 0 : 1);
       } else {
         mb_count = r.u64("the minibatch count");
       }
@@ -557,8 +605,8 @@ std::string detect_precision(const std::string& bytes) {
 
 void read_group(Reader& r, const Network& net, std::vector<std::string>& group, const std::string& end_marker) {
   uint64_t n = r.u64("a node count");
-  if (n > net.nodes.size()) r.fail("a node group of " + std::to_string(n) + " nodes in a network of " +
-                                   std::to_string(net.nodes.size()));
+  if (n > net.nodes.size())
+    r.fail("a node group of " + std::to_string(n) + " nodes in a network of " + std::to_string(net.nodes.size()));
   for (uint64_t i = 0; i < n; ++i) {
     size_t at = r.pos();
     std::string name = r.str("a node name");
@@ -603,7 +651,8 @@ Network read_network(const std::string& bytes, const std::string& source) {
     if (net.version >= 7) {
       n.precision = r.str("the node's precision");
       if (n.precision == "half")
-        throw NotImplementedError(source + ": offset " + std::to_string(n.offset) + ": float16 nodes are not supported");
+        throw NotImplementedError(source + ": offset " + std::to_string(n.offset) +
+                                  ": float16 nodes are not supported");
       if (n.precision != "float" && n.precision != "double") {
         if (n.precision.find(',') != std::string::npos)
           throw NotImplementedError(source + ": offset " + std::to_string(n.offset) + ": cast nodes ('" + n.precision +

@@ -34,9 +34,7 @@ struct Node {
   // Everything else a node type keeps, under the node's member names (see v1_format.cpp).
   Dictionary attrs;
 
-  bool is_leaf() const {
-    return op == "LearnableParameter" || op == "InputValue" || op == "SparseInputValue";
-  }
+  bool is_leaf() const { return op == "LearnableParameter" || op == "InputValue" || op == "SparseInputValue"; }
   bool is_double() const { return precision == "double"; }
 };
 

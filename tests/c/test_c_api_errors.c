@@ -10,24 +10,24 @@
 static int failures = 0, checks = 0;
 
 /* `call` must fail with `expected` (0: any failure) and leave a message. */
-#define FAILS(expected, call)                                                                               \
-  do {                                                                                                      \
-    cntk_status s_ = (call);                                                                                \
-    ++checks;                                                                                               \
-    if (s_ == CNTK_OK || ((expected) != 0 && s_ != (expected)) || cntk_last_error()[0] == '\0') {           \
-      fprintf(stderr, "line %d: %s returned %d (expected %d), message '%s'\n", __LINE__, #call, (int)s_,    \
-              (int)(expected), cntk_last_error());                                                          \
-      ++failures;                                                                                           \
-    }                                                                                                       \
+#define FAILS(expected, call)                                                                            \
+  do {                                                                                                   \
+    cntk_status s_ = (call);                                                                             \
+    ++checks;                                                                                            \
+    if (s_ == CNTK_OK || ((expected) != 0 && s_ != (expected)) || cntk_last_error()[0] == '\0') {        \
+      fprintf(stderr, "line %d: %s returned %d (expected %d), message '%s'\n", __LINE__, #call, (int)s_, \
+              (int)(expected), cntk_last_error());                                                       \
+      ++failures;                                                                                        \
+    }                                                                                                    \
   } while (0)
 
-#define OK(call)                                                                                             \
-  do {                                                                                                      \
-    cntk_status s_ = (call);                                                                                \
-    if (s_ != CNTK_OK) {                                                                                    \
-      fprintf(stderr, "line %d: %s failed (%d): %s\n", __LINE__, #call, (int)s_, cntk_last_error());        \
-      return 1;                                                                                             \
-    }                                                                                                       \
+#define OK(call)                                                                                     \
+  do {                                                                                               \
+    cntk_status s_ = (call);                                                                         \
+    if (s_ != CNTK_OK) {                                                                             \
+      fprintf(stderr, "line %d: %s failed (%d): %s\n", __LINE__, #call, (int)s_, cntk_last_error()); \
+      return 1;                                                                                      \
+    }                                                                                                \
   } while (0)
 
 int main(int argc, char** argv) {
@@ -134,7 +134,8 @@ int main(int argc, char** argv) {
   opts.struct_size = 4;
   FAILS(V, cntk_learner_create("sgd", NULL, 0, sch, NULL, NULL, NULL, &opts, &l));
   cntk_stream_config streams[] = {{"features", NULL, 3, 0}};
-  FAILS(CNTK_IO_ERROR, cntk_minibatch_source_ctf("/nonexistent.ctf", streams, 1, CNTK_INFINITELY_REPEAT, 1, 1, 0, &src));
+  FAILS(CNTK_IO_ERROR,
+        cntk_minibatch_source_ctf("/nonexistent.ctf", streams, 1, CNTK_INFINITELY_REPEAT, 1, 1, 0, &src));
   FAILS(V, cntk_minibatch_source_ctf("/nonexistent.ctf", streams, 0, CNTK_INFINITELY_REPEAT, 1, 1, 0, &src));
   FAILS(V, cntk_device_check(CNTK_DEVICE_GPU, 0));
   if (src || l || t) ++failures;

@@ -13,7 +13,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path cntk_material(const std::string& rel) { return fs::path(CNTK_TEST_DATA_DIR) / ".." / "cntk-brainscript" / rel; }
+fs::path cntk_material(const std::string& rel) {
+  return fs::path(CNTK_TEST_DATA_DIR) / ".." / "cntk-brainscript" / rel;
+}
 
 struct TempDir {
   fs::path path;
@@ -77,7 +79,8 @@ TEST(BrainScriptConfig, ArraysWithRepetition) {
 }
 
 TEST(BrainScriptConfig, BlockAssignedAgainMerges) {
-  auto r = ConfigRecord::parse("T = [ SGD = [ maxEpochs = 10 ; lr = 1 ] ; x = 1 ]\nT=[SGD=[maxEpochs=3]]\nx = 5\nx = 6\n");
+  auto r =
+      ConfigRecord::parse("T = [ SGD = [ maxEpochs = 10 ; lr = 1 ] ; x = 1 ]\nT=[SGD=[maxEpochs=3]]\nx = 5\nx = 6\n");
   auto sgd = r->block("T")->block("SGD");
   EXPECT_EQ(sgd->get("maxEpochs"), "3");
   EXPECT_EQ(sgd->get("lr"), "1");
@@ -122,8 +125,8 @@ TEST(BrainScriptCommandLine, ConfigFilesIncludesAndOverrides) {
 TEST(BrainScriptCommandLine, CntkOneHiddenConfig) {
   const fs::path cfg = cntk_material("Tests/EndToEndTests/Simple2d/OneHidden.cntk");
   if (!fs::exists(cfg)) GTEST_SKIP() << cfg << " is absent";
-  auto cl = parse_command_line({"configFile=" + cfg.string(), "RootDir=/r", "DeviceId=-1",
-                                "Simple_Demo_Train=[SGD=[maxEpochs=3]]"});
+  auto cl = parse_command_line(
+      {"configFile=" + cfg.string(), "RootDir=/r", "DeviceId=-1", "Simple_Demo_Train=[SGD=[maxEpochs=3]]"});
   const auto& c = *cl.config;
   EXPECT_EQ(c.get("modelPath"), "/r/Output/Models/simple.dnn");
   EXPECT_EQ(c.get_array("command"),

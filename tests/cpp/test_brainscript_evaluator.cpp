@@ -30,14 +30,16 @@ std::vector<float> values_of(const NDArrayView& v) {
 TEST(BrainScriptEvaluator, NumbersRecordsLambdasArrays) {
   EXPECT_EQ(num("x = 1 + 2 * 3 - 4 / 2"), 5);
   EXPECT_EQ(num("fac(i) = if i > 1 then fac(i-1)*i else 1\nx = fac(5)"), 120);
-  EXPECT_EQ(num("fibs(n) = [ vals = array[1..n] (i => if i < 3 then i-1 else vals[i-1]+vals[i-2]) ].vals[n]\nx = fibs(10)"), 34);
+  EXPECT_EQ(
+      num("fibs(n) = [ vals = array[1..n] (i => if i < 3 then i-1 else vals[i-1]+vals[i-2]) ].vals[n]\nx = fibs(10)"),
+      34);
   EXPECT_EQ(num("x = [ v = (i => i + delta) ].v(5) ; delta = 42"), 47);
   EXPECT_EQ(num("f(a, b = 10) = a * b\nx = f(2) + f(2, b = 3)"), 26);
   EXPECT_EQ(num("arr[i:1..4] = i * i\nx = arr[3]"), 9);
   EXPECT_EQ(num("x = (13:42:7)[1]"), 42);
   EXPECT_EQ(num("x = if !false && (1 < 2 || 1/0 > 0) then 1 else 0"), 1);
   EXPECT_EQ(num("r = [ a = 1 ; inner = [ b = a + 1 ] ]\nx = r.inner.b"), 2);  // lookups go outwards
-  EXPECT_EQ(num("x = BS.Constants.One + 1"), 2);  // the library is in scope
+  EXPECT_EQ(num("x = BS.Constants.One + 1"), 2);                              // the library is in scope
   EXPECT_EQ(as_string(evaluate_member(parse_record("x = 'a' + \"b\"", "t"), "x"), "x"), "ab");
 }
 
@@ -50,10 +52,10 @@ TEST(BrainScriptEvaluator, ErrorsNameThePlace) {
               std::string::npos)
         << e.what();
   }
-  EXPECT_THROW(num("x = y + 1\ny = x"), ConfigError);      // circular
-  EXPECT_THROW(num("x = 'a' * 2"), ConfigError);           // no such operator
-  EXPECT_THROW(num("f(a) = a\nx = f(1, 2)"), ConfigError);  // arity
-  EXPECT_THROW(num("x = (1:2)[5]"), ConfigError);           // index out of range
+  EXPECT_THROW(num("x = y + 1\ny = x"), ConfigError);           // circular
+  EXPECT_THROW(num("x = 'a' * 2"), ConfigError);                // no such operator
+  EXPECT_THROW(num("f(a) = a\nx = f(1, 2)"), ConfigError);      // arity
+  EXPECT_THROW(num("x = (1:2)[5]"), ConfigError);               // index out of range
   EXPECT_THROW(num("f(n) = f(n + 1)\nx = f(0)"), ConfigError);  // unbounded recursion
 }
 

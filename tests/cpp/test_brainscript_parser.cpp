@@ -68,7 +68,7 @@ TEST(BrainScriptParser, LexicalErrors) {
   EXPECT_THROW(parse_record("a = 1 /* open", "x"), ConfigError);
   EXPECT_THROW(parse_record("a = 1 ? 2", "x"), ConfigError);
   EXPECT_THROW(parse_record("a = 1\na = 2", "x"), ConfigError);  // duplicate member
-  EXPECT_THROW(parse_record("a = 1 )", "x"), ConfigError);        // junk at end
+  EXPECT_THROW(parse_record("a = 1 )", "x"), ConfigError);       // junk at end
   EXPECT_THROW(parse_record(std::string(5000, '(') + "1", "x"), ConfigError);
 }
 
@@ -83,7 +83,8 @@ TEST(BrainScriptParser, NumbersCommentsAndRanges) {
 }
 
 TEST(BrainScriptParser, IncludeReadsBesideTheIncludingFile) {
-  const fs::path dir = fs::temp_directory_path() / ("bs_include_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("bs_include_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
   fs::create_directories(dir);
   std::ofstream(dir / "lib.bs") << "libValue = 42\n";
   std::ofstream(dir / "main.bs") << "include \"lib.bs\"\nx = libValue + 1\n";
@@ -96,7 +97,8 @@ TEST(BrainScriptParser, IncludeReadsBesideTheIncludingFile) {
     parse_record_file((dir / "main2.bs").string());
     FAIL() << "no error";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("bad.bs(2,7): syntax error: unexpected character '?'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bad.bs(2,7): syntax error: unexpected character '?'"), std::string::npos)
+        << e.what();
   }
   fs::remove_all(dir);
 }

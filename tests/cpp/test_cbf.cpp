@@ -29,10 +29,9 @@ std::string data_dir(const std::string& sub) {
   return fs::is_directory(p) ? p.string() : std::string();
 }
 
-#define REQUIRE_DATA(var, sub)                                                                  \
-  std::string var = data_dir(sub);                                                              \
-  if (var.empty()) GTEST_SKIP() << "test data folder " << CNTK_TEST_DATA_DIR << "/" << sub \
-                                << " is absent"
+#define REQUIRE_DATA(var, sub)     \
+  std::string var = data_dir(sub); \
+  if (var.empty()) GTEST_SKIP() << "test data folder " << CNTK_TEST_DATA_DIR << "/" << sub << " is absent"
 
 std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -321,8 +320,9 @@ TEST(CBFConverter, AtisRoundTripInManyChunks) {
   CBFDeserializer cbf(out, {{"words", "query"}, {"labels", "slots"}, {"intent", "intent"}});
   ASSERT_EQ(cbf.chunks().size(), n);
   auto bin = read_all(cbf);
-  CTFParser parser(dir + "/atis.test.ctf",
-                   {{"S0", 943, true, DataType::Float}, {"S2", 129, true, DataType::Float}, {"S1", 26, true, DataType::Float}});
+  CTFParser parser(
+      dir + "/atis.test.ctf",
+      {{"S0", 943, true, DataType::Float}, {"S2", 129, true, DataType::Float}, {"S1", 26, true, DataType::Float}});
   std::vector<CTFSequence> text;
   for (CTFSequence s; parser.next(s);) text.push_back(s);
   ASSERT_EQ(bin.size(), 893u);

@@ -51,9 +51,9 @@ NDShape cat(int64_t a, int64_t b, const std::vector<int64_t>& rest) {
 TEST(ConvKernels, OneDnnMatchesReference) {
   std::vector<Case> cases = {
       {2, 3, 4, 1, {7, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {7, 6}},
-      {2, 4, 6, 2, {9, 8}, {3, 2}, {2, 3}, {1, 1}, {1, 0}, {5, 3}},   // groups, strides, uneven padding
-      {1, 4, 8, 4, {8, 8}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, {8, 8}},   // depthwise with dilation
-      {3, 2, 3, 1, {10}, {4}, {3}, {1}, {1}, {4}},                    // 1-D
+      {2, 4, 6, 2, {9, 8}, {3, 2}, {2, 3}, {1, 1}, {1, 0}, {5, 3}},  // groups, strides, uneven padding
+      {1, 4, 8, 4, {8, 8}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, {8, 8}},  // depthwise with dilation
+      {3, 2, 3, 1, {10}, {4}, {3}, {1}, {1}, {4}},                   // 1-D
       {1, 2, 2, 1, {5, 4, 6}, {3, 2, 3}, {1, 2, 2}, {1, 1, 1}, {1, 0, 1}, {5, 2, 3}},  // 3-D
   };
   std::mt19937 rng(7);
@@ -178,7 +178,8 @@ TEST(ConvKernels, PassesSharingReordersMatchSeparatePasses) {
   std::mt19937 rng(3);
   NDArrayView x = random_tensor(cat(c.batch, c.cin, c.in), rng), x2 = random_tensor(cat(c.batch, c.cin, c.in), rng);
   NDArrayView w = random_tensor(cat(c.cout, c.cin, c.kernel), rng);
-  NDArrayView dy = random_tensor(cat(c.batch, c.cout, c.out), rng), dy2 = random_tensor(cat(c.batch, c.cout, c.out), rng);
+  NDArrayView dy = random_tensor(cat(c.batch, c.cout, c.out), rng),
+              dy2 = random_tensor(cat(c.batch, c.cout, c.out), rng);
   auto reuse = make_conv_reuse();
   expect_close(conv_forward(x, w, d, reuse.get()), conv_forward(x, w, d), 1e-6f);
   expect_close(conv_backward_weights(x, dy, d, reuse.get()), conv_backward_weights(x, dy, d), 1e-6f);

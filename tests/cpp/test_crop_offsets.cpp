@@ -19,8 +19,8 @@ FunctionPtr crop(const Variable& x, const Variable& like, int64_t ox, int64_t oy
 
 TEST(CropOffsets, ComposeAlongThePathToTheCommonAncestor) {
   Variable x = image("x", 12, 12), small = image("s", 8, 8), smaller = image("t", 5, 5);
-  FunctionPtr a = crop(ops::relu(x)->output(), small, 3, 1);     // a[p] = x[p + (3, 1)]
-  FunctionPtr b = crop(a->output(), smaller, 1, 2);              // b[p] = x[p + (4, 3)]
+  FunctionPtr a = crop(ops::relu(x)->output(), small, 3, 1);  // a[p] = x[p + (3, 1)]
+  FunctionPtr b = crop(a->output(), smaller, 1, 2);           // b[p] = x[p + (4, 3)]
   CropOffsets o = automatic_crop_offsets(x, ops::tanh(b)->output());
   EXPECT_EQ(o.x, 4);
   EXPECT_EQ(o.y, 3);

@@ -24,10 +24,9 @@ std::string data_dir(const std::string& sub) {
   return fs::is_directory(p) ? p.string() : std::string();
 }
 
-#define REQUIRE_DATA(var, sub)                                                         \
-  std::string var = data_dir(sub);                                                     \
-  if (var.empty()) GTEST_SKIP() << "test data folder " << CNTK_TEST_DATA_DIR << "/" << sub \
-                                << " is absent"
+#define REQUIRE_DATA(var, sub)     \
+  std::string var = data_dir(sub); \
+  if (var.empty()) GTEST_SKIP() << "test data folder " << CNTK_TEST_DATA_DIR << "/" << sub << " is absent"
 
 CTFStreamConfig dense(std::string a, size_t dim, DataType t = DataType::Float) { return {std::move(a), dim, false, t}; }
 CTFStreamConfig sparse(std::string a, size_t dim, DataType t = DataType::Float) { return {std::move(a), dim, true, t}; }
@@ -186,7 +185,8 @@ TEST(CTFParser, CommentEscapesAndImplicitSparseValue) {
 
 TEST(CTFParser, SpaceSeparated) {
   REQUIRE_DATA(dir, "ctf-reader");
-  auto seqs = read_all(dir + "/space_separated.txt", {dense("F1", 15), dense("F2", 12), dense("F3", 1, DataType::Double)});
+  auto seqs =
+      read_all(dir + "/space_separated.txt", {dense("F1", 15), dense("F2", 12), dense("F3", 1, DataType::Double)});
   ASSERT_EQ(seqs.size(), 1u);
   EXPECT_EQ(seqs[0].streams[0].num_samples, 2u);
   EXPECT_DOUBLE_EQ(seqs[0].streams[2].values_d[1], 928.385610618689);

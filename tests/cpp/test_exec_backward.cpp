@@ -26,8 +26,8 @@ TEST(ExecBackward, ReportsEachGradientOnceWhenFinal) {
   auto h1 = Function::primitive("Times", {x, w1}, {})->output();
   auto h2 = Function::primitive("Times", {Function::primitive("Tanh", {h1}, {})->output(), w2}, {})->output();
   auto sum = Function::primitive("Plus", {Function::primitive("Tanh", {h2}, {})->output(), h1}, {})->output();
-  auto loss = Function::composite(
-      Function::primitive("ReduceElements", {sum}, {{"reductionOpName", DictValue("Sum")}}));
+  auto loss =
+      Function::composite(Function::primitive("ReduceElements", {sum}, {{"reductionOpName", DictValue("Sum")}}));
   NDArrayView data(DataType::Double, {5, 3});
   for (int64_t i = 0; i < data.numel(); ++i) data.data<double>()[i] = 0.1 * double(i % 7) - 0.3;
   NDArrayView ones(DataType::Double, {5, 1});

@@ -8,7 +8,6 @@
 
 using namespace cntk;
 
-
 namespace {
 
 // h[t] = tanh(w * h[t-1] + x[t]) over sequences of lengths 3 and 1, built in C++.
@@ -18,8 +17,8 @@ struct TanhLoop {
 
   // `scaled`: w * h[t-1]; otherwise h[t] = tanh(h[t-1] + x[t]).
   explicit TanhLoop(const char* op = "PastValue", bool scaled_state = true) {
-    x = Variable::input({2}, DataType::Double, false, false,
-                        {Axis::default_batch_axis(), Axis::default_dynamic_axis()}, "x");
+    x = Variable::input({2}, DataType::Double, false, false, {Axis::default_batch_axis(), Axis::default_dynamic_axis()},
+                        "x");
     NDArrayView w0(DataType::Double, {2});
     w0.data<double>()[0] = 0.5;
     w0.data<double>()[1] = -0.8;
@@ -80,8 +79,8 @@ TEST(ExecLoops, GradientMatchesFiniteDifferences) {
   auto st = forward(loop.h, {{loop.x, batch_of_two(xs)}}, {}, outs, true);
   NDArrayView root(DataType::Double, {2, 3, 2});
   for (int i = 0; i < 12; ++i) root.data<double>()[i] = 1 + 0.1 * i;
-  backward(st, {{loop.h->output(), Value(root, std::make_shared<NDMask>(NDMask::from_lengths({3, 1}, 3)))}},
-           {loop.w}, grads);
+  backward(st, {{loop.h->output(), Value(root, std::make_shared<NDMask>(NDMask::from_lengths({3, 1}, 3)))}}, {loop.w},
+           grads);
   auto g = grads[0].data().contiguous();
   for (int k = 0; k < 2; ++k) {
     NDArrayView plus = w0.copy(), minus = w0.copy();

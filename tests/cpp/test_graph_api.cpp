@@ -166,7 +166,7 @@ TEST(GraphApi, OutputsOfAnotherGraphAreRefusedByTheCheck) {
   EXPECT_THROW(check_outputs_in_graph(f, {other->output()}), ValueError);
   EXPECT_NO_THROW(check_outputs_in_graph(f, {f->output()}));
   EXPECT_NO_THROW(check_outputs_in_graph(f, {f->output()}));  // remembered
-  EXPECT_NO_THROW(check_outputs_in_graph(f, {x}));           // a leaf of the graph
+  EXPECT_NO_THROW(check_outputs_in_graph(f, {x}));            // a leaf of the graph
   // forward itself computes whatever the arguments reach (the Trainer relies on it).
   auto outs = run(f, {{x, Value(NDArrayView::zeros(DataType::Float, {1, 2}))}}, {other->output()});
   EXPECT_EQ(values_of(outs[0].data()), (std::vector<double>{1, 1}));
@@ -256,8 +256,8 @@ TEST(Exec, EmptyBatchesComputeToEmptyResults) {
 
 TEST(GraphApi, VariablesDescribeThemselvesAsCntkDoes) {
   EXPECT_EQ(batch_input({3, 4}, "a").str(), "Input('a', [#], [3 x 4])");
-  auto s = Variable::input({3}, DataType::Float, false, false, {Axis::default_batch_axis(), Axis::default_dynamic_axis()},
-                           "s");
+  auto s = Variable::input({3}, DataType::Float, false, false,
+                           {Axis::default_batch_axis(), Axis::default_dynamic_axis()}, "s");
   EXPECT_EQ(s.str(), "Input('s', [#, *], [3])");
   auto p = Variable::parameter({NDShape::kInferredDimension, 2}, DataType::Float, NDArrayView(),
                                std::make_shared<Dictionary>(Dictionary{{"type", DictValue("zero")}}), "p");

@@ -48,8 +48,8 @@ std::vector<uint8_t> htk_bytes(const std::vector<float>& frames, size_t dim, boo
 struct TempDir {
   fs::path path;
   TempDir() {
-    path = fs::temp_directory_path() / ("cntk_htk_" + std::to_string(::getpid()) + "_" +
-                                        std::to_string(std::random_device{}()));
+    path = fs::temp_directory_path() /
+           ("cntk_htk_" + std::to_string(::getpid()) + "_" + std::to_string(std::random_device{}()));
     fs::create_directories(path);
   }
   ~TempDir() { fs::remove_all(path); }
@@ -117,9 +117,9 @@ TEST(HTKFeatureFile, BadHeadersRaiseIOError) {
     b.resize(b.size() + 64);
     return b;
   };
-  EXPECT_THROW(HTKFeatureFile::from_memory(with(1, 4, 0), "wave"), IOError);       // WAVEFORM
+  EXPECT_THROW(HTKFeatureFile::from_memory(with(1, 4, 0), "wave"), IOError);         // WAVEFORM
   EXPECT_THROW(HTKFeatureFile::from_memory(with(1, 4, 9 | 040000), "vq"), IOError);  // _V
-  EXPECT_THROW(HTKFeatureFile::from_memory(with(1, 6, 9), "size"), IOError);       // 6 bytes: not floats
+  EXPECT_THROW(HTKFeatureFile::from_memory(with(1, 6, 9), "size"), IOError);         // 6 bytes: not floats
   EXPECT_THROW(HTKFeatureFile::from_memory(with(1, 0, 9), "zero"), IOError);
   EXPECT_THROW(HTKFeatureFile::from_memory(with(0x80000000u, 4, 9), "neg"), IOError);
   EXPECT_THROW(HTKFeatureFile::from_memory(with(2, 4, 9 | 02000), "c"), IOError);  // compressed, < 4 frames
@@ -158,9 +158,10 @@ TEST(SpliceContext, HoldsTheEdges) {
 TEST(MLF, ParsesTimesFramesAndStates) {
   std::unordered_map<std::string, uint32_t> states = {{"sil", 0}, {"a", 1}, {"sp", 2}};
   std::vector<std::string> warnings;
-  auto utts = parse_mlf("#!MLF!#\n\"*/u1.lab\"\n0 200000 sil -3.2 word\n200000 200000 sp\n200000 500000 a\n.\n"
-                        "\"u2.rec\"\r\n0 2 a\r\n2 3 sil\r\n.\r\n\"empty.lab\"\n.\n",
-                        "m.mlf", states, 3, &warnings);
+  auto utts = parse_mlf(
+      "#!MLF!#\n\"*/u1.lab\"\n0 200000 sil -3.2 word\n200000 200000 sp\n200000 500000 a\n.\n"
+      "\"u2.rec\"\r\n0 2 a\r\n2 3 sil\r\n.\r\n\"empty.lab\"\n.\n",
+      "m.mlf", states, 3, &warnings);
   ASSERT_EQ(utts.size(), 2u);
   EXPECT_EQ(utts[0].key, "u1");
   EXPECT_EQ(utts[0].num_frames, 5u);
@@ -171,8 +172,9 @@ TEST(MLF, ParsesTimesFramesAndStates) {
   EXPECT_EQ(utts[1].num_frames, 3u);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("'empty'"), std::string::npos);
-  for (const char* bad : {"\"u\"\n0 1 zz\n.\n", "\"u\"\n1 2 a\n.\n", "\"u\"\n0 1 a\n", "x\n", "\"u\"\n0 1\n.\n",
-                          "\"u\"\n0 1 a\n2 3 a\n.\n", "\"u\"\n0 1e400 a\n.\n", "\"u\"\n0 2e13 a\n.\n", "\"u\"\n-1 1 a\n.\n"})
+  for (const char* bad :
+       {"\"u\"\n0 1 zz\n.\n", "\"u\"\n1 2 a\n.\n", "\"u\"\n0 1 a\n", "x\n", "\"u\"\n0 1\n.\n",
+        "\"u\"\n0 1 a\n2 3 a\n.\n", "\"u\"\n0 1e400 a\n.\n", "\"u\"\n0 2e13 a\n.\n", "\"u\"\n-1 1 a\n.\n"})
     EXPECT_THROW(parse_mlf(bad, "m.mlf", states, 3, nullptr), IOError) << bad;
   EXPECT_THROW(parse_mlf("\"u\"\n0 1 a\n.\n", "m.mlf", states, 1, nullptr), IOError);  // class 1 >= dim 1
   EXPECT_THROW(parse_mlf("\"u\"\n0 1 a\n.\n", "m.mlf", {}, 3, nullptr), IOError);      // no class column

@@ -43,7 +43,9 @@ std::vector<uint8_t> pattern(int w, int h, int c, int salt = 0) {
   std::vector<uint8_t> v(size_t(w) * size_t(h) * size_t(c));
   for (int y = 0; y < h; ++y)
     for (int x = 0; x < w; ++x)
-      for (int k = 0; k < c; ++k) v[(size_t(y) * size_t(w) + size_t(x)) * size_t(c) + size_t(k)] = uint8_t((x * 7 + y * 13 + k * 50 + salt) % 256);
+      for (int k = 0; k < c; ++k)
+        v[(size_t(y) * size_t(w) + size_t(x)) * size_t(c) + size_t(k)] =
+            uint8_t((x * 7 + y * 13 + k * 50 + salt) % 256);
   return v;
 }
 
@@ -99,7 +101,8 @@ TEST(ImageCodec, JpegDecodesCloseToTheSource) {
   std::vector<uint8_t> px(32 * 24 * 3);
   for (int y = 0; y < 24; ++y)
     for (int x = 0; x < 32; ++x)
-      for (int k = 0; k < 3; ++k) px[(size_t(y) * 32 + size_t(x)) * 3 + size_t(k)] = uint8_t(40 + 4 * x + 3 * y + 30 * k);
+      for (int k = 0; k < 3; ++k)
+        px[(size_t(y) * 32 + size_t(x)) * 3 + size_t(k)] = uint8_t(40 + 4 * x + 3 * y + 30 * k);
   write_jpeg(d.path("a.jpg"), px.data(), 32, 24, 3, 100);
   Image img = read_image_file(d.path("a.jpg"), 3);
   ASSERT_EQ(img.width, 32);
@@ -216,8 +219,7 @@ TEST(ImageDeserializer, StreamsLabelsAndCHWLayout) {
     ASSERT_EQ(v.size(), 72u);
     for (int ch = 0; ch < 3; ++ch)
       for (int y = 0; y < 4; ++y)
-        for (int x = 0; x < 6; ++x)
-          EXPECT_EQ(v[size_t(ch * 24 + y * 6 + x)], float(px[size_t((y * 6 + x) * 3 + ch)]));
+        for (int x = 0; x < 6; ++x) EXPECT_EQ(v[size_t(ch * 24 + y * 6 + x)], float(px[size_t((y * 6 + x) * 3 + ch)]));
   }
   EXPECT_EQ(seqs[0].streams[1].indices, (std::vector<int32_t>{2}));
   EXPECT_EQ(seqs[1].streams[1].indices, (std::vector<int32_t>{0}));
@@ -276,7 +278,8 @@ TEST(ImageDeserializer, RandomCropIsDeterministicPerSeedAndSweep) {
   a->set_sweep(1);
   auto s1 = a->load_chunk(0);
   bool differs_sweep = false;
-  for (size_t i = 0; i < sa.size(); ++i) differs_sweep = differs_sweep || s1[i].streams[0].values_f != sa[i].streams[0].values_f;
+  for (size_t i = 0; i < sa.size(); ++i)
+    differs_sweep = differs_sweep || s1[i].streams[0].values_f != sa[i].streams[0].values_f;
   EXPECT_TRUE(differs_sweep);
 }
 
@@ -358,10 +361,10 @@ TEST(ImageDeserializer, ConfigurationAndMapErrors) {
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
     }
   };
-  expect_io("a.png\t0\na.png\t2\n", "map.txt:2");    // label out of range
-  expect_io("a.png\t0\na.png\tx\n", "map.txt:2");    // not a number
-  expect_io("a.png 0\n", "map.txt:1");               // no tab
-  expect_io("missing.png\t1\n", "missing.png");      // absent image
+  expect_io("a.png\t0\na.png\t2\n", "map.txt:2");  // label out of range
+  expect_io("a.png\t0\na.png\tx\n", "map.txt:2");  // not a number
+  expect_io("a.png 0\n", "map.txt:1");             // no tab
+  expect_io("missing.png\t1\n", "missing.png");    // absent image
   c.map_file = d.path("nope.txt");
   EXPECT_THROW(ImageDeserializer{c}, IOError);
   c.map_file = d.write("map.txt", "a.png\t0\n");

@@ -169,8 +169,8 @@ TEST(LatticeDeserializer, IndexesTocsAndLoadsLatticeBytes) {
   std::vector<uint8_t> two = lat::encode_lattice(l2);
   std::string arch = d.write("a.lats", bytes_of(one) + bytes_of(two) + bytes_of(one));
   size_t o2 = one.size(), o3 = one.size() + two.size();
-  std::string toc = d.write("a.toc", "u1=" + arch + "[0]\nu2=[" + std::to_string(o2) + "]\n\nu3=[" +
-                                         std::to_string(o3) + "]\n");
+  std::string toc =
+      d.write("a.toc", "u1=" + arch + "[0]\nu2=[" + std::to_string(o2) + "]\n\nu3=[" + std::to_string(o3) + "]\n");
   std::string index = d.write("index", toc + "\n");
   cntk::io::LatticeDeserializer des(index, "lattice");
   ASSERT_EQ(des.streams().size(), 1u);
@@ -214,7 +214,8 @@ TEST(LatticeDeserializer, IndexesTocsAndLoadsLatticeBytes) {
   } catch (const IOError& e) {
     EXPECT_NE(std::string(e.what()).find("'u2'"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(cntk::io::LatticeDeserializer(d.write("x.index", d.write("x.toc", "u1" + arch + "[0]\n")), "l"), IOError);
+  EXPECT_THROW(cntk::io::LatticeDeserializer(d.write("x.index", d.write("x.toc", "u1" + arch + "[0]\n")), "l"),
+               IOError);
   EXPECT_THROW(cntk::io::LatticeDeserializer((d.path / "none").string(), "l"), IOError);
   EXPECT_THROW(cntk::io::LatticeDeserializer(d.write("e.index", "\n"), "l"), IOError);
 }

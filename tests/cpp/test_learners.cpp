@@ -194,7 +194,8 @@ TEST(Trainer, LinearRegressionStepAndCounters) {
   auto z = Function::primitive("Plus", {Function::primitive("Times", {x, W}, {})->output(), b}, {});
   auto diff = Function::primitive("Minus", {z->output(), y}, {});
   auto sq = Function::primitive("ElementTimes", {diff->output(), diff->output()}, {});
-  Dictionary red{{"reductionOpName", DictValue("Sum")}, {"axis", DictValue(Axis::all_static_axes())},
+  Dictionary red{{"reductionOpName", DictValue("Sum")},
+                 {"axis", DictValue(Axis::all_static_axes())},
                  {"reductionKeepDimensions", DictValue(true)}};
   auto loss = Function::composite(Function::primitive("ReduceElements", {sq->output()}, red));
   auto model = Function::composite(z);
@@ -232,8 +233,8 @@ TEST(Trainer, LinearRegressionStepAndCounters) {
   EXPECT_THROW(t.previous_minibatch_loss_average(), ValueError);
 
   // A parameter in two learners, or one outside the model, is refused.
-  EXPECT_THROW(Trainer(model, loss, nullptr, {sgd_learner({W}, LearningRateSchedule(0.1)),
-                                              sgd_learner({W, b}, LearningRateSchedule(0.1))}),
+  EXPECT_THROW(Trainer(model, loss, nullptr,
+                       {sgd_learner({W}, LearningRateSchedule(0.1)), sgd_learner({W, b}, LearningRateSchedule(0.1))}),
                ValueError);
   auto stray = param({1.0});
   EXPECT_THROW(Trainer(model, loss, nullptr, {sgd_learner({W, b, stray}, LearningRateSchedule(0.1))}), ValueError);

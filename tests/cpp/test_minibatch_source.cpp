@@ -24,7 +24,7 @@ std::string data_file(const std::string& rel) {
   return fs::exists(p) ? p.string() : std::string();
 }
 
-#define REQUIRE_FILE(var, rel) \
+#define REQUIRE_FILE(var, rel)      \
   std::string var = data_file(rel); \
   if (var.empty()) GTEST_SKIP() << rel << " is absent"
 
@@ -45,7 +45,8 @@ std::string numbered_file(const std::string& name, int n) {
   std::string text;
   for (int i = 0; i < n; ++i)
     for (int t = 0; t <= i % 5; ++t)
-      text += std::to_string(i) + " |x " + std::to_string(i) + " " + std::to_string(t) + " |y " + std::to_string(t) + "\n";
+      text +=
+          std::to_string(i) + " |x " + std::to_string(i) + " " + std::to_string(t) + " |y " + std::to_string(t) + "\n";
   return temp_file(name, text);
 }
 
@@ -53,8 +54,9 @@ std::shared_ptr<CTFDeserializer> numbered(const std::string& path, size_t chunk_
   CTFDeserializerOptions o;
   o.chunk_size = chunk_size;
   return std::make_shared<CTFDeserializer>(
-      path, std::vector<CTFStreamDef>{{"x", "x", NDShape{2}, false, DataType::Float, false},
-                                      {"y", "y", NDShape{1}, false, DataType::Float, false}},
+      path,
+      std::vector<CTFStreamDef>{{"x", "x", NDShape{2}, false, DataType::Float, false},
+                                {"y", "y", NDShape{1}, false, DataType::Float, false}},
       o);
 }
 
@@ -403,10 +405,10 @@ TEST(MinibatchSource, JoinsDeserializersBySequenceKey) {
   for (int i = 29; i >= 0; --i) b += std::to_string(i) + " |z " + std::to_string(100 + i) + "\n";
   CTFDeserializerOptions o;
   o.chunk_size = 50;
-  auto da = std::make_shared<CTFDeserializer>(temp_file("join_a.txt", a),
-                                              std::vector<CTFStreamDef>{{"x", "x", NDShape{2}, false, DataType::Float, false}}, o);
-  auto db = std::make_shared<CTFDeserializer>(temp_file("join_b.txt", b),
-                                              std::vector<CTFStreamDef>{{"z", "z", NDShape{1}, false, DataType::Float, false}}, o);
+  auto da = std::make_shared<CTFDeserializer>(
+      temp_file("join_a.txt", a), std::vector<CTFStreamDef>{{"x", "x", NDShape{2}, false, DataType::Float, false}}, o);
+  auto db = std::make_shared<CTFDeserializer>(
+      temp_file("join_b.txt", b), std::vector<CTFStreamDef>{{"z", "z", NDShape{1}, false, DataType::Float, false}}, o);
   MinibatchSourceConfig c;
   c.deserializers = {da, db};
   c.max_sweeps = 1;
@@ -420,8 +422,9 @@ TEST(MinibatchSource, JoinsDeserializersBySequenceKey) {
   }
   EXPECT_EQ(count, 30);
   std::string missing = "5 |z 1\n";
-  auto dm = std::make_shared<CTFDeserializer>(temp_file("join_m.txt", missing),
-                                              std::vector<CTFStreamDef>{{"z", "z", NDShape{1}, false, DataType::Float, false}});
+  auto dm = std::make_shared<CTFDeserializer>(
+      temp_file("join_m.txt", missing),
+      std::vector<CTFStreamDef>{{"z", "z", NDShape{1}, false, DataType::Float, false}});
   c.deserializers = {da, dm};
   MinibatchSource bad(c);
   EXPECT_THROW(bad.next_minibatch(5), IOError);

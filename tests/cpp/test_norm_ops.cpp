@@ -32,8 +32,8 @@ TEST(NormOps, BatchNormalizationRunningStatistics) {
                    {"normalizationTimeConstant", DictValue(4.0)},
                    {"blendTimeConstant", DictValue(0.0)},
                    {"epsilon", DictValue(1e-5)}};
-  auto f = Function::composite(
-      Function::primitive("BatchNormalization", {x, scale, bias, mean, var, count}, attrs, "bn"));
+  auto f =
+      Function::composite(Function::primitive("BatchNormalization", {x, scale, bias, mean, var, count}, attrs, "bn"));
 
   // First minibatch: the running statistics become the batch's (unbiased variance).
   std::vector<Value> out;

@@ -66,8 +66,8 @@ TEST(OpSchema, RegisterRejectsMalformedAttributes) {
   variadic.inputs = {{"xs", Gradient::Rule, true}, {"y"}};
   EXPECT_NE(error_of([&] { register_op(variadic); }).find("variadic"), std::string::npos);
 
-  for (auto* name : {"SchemaTestTwice", "SchemaTestBadDefault", "SchemaTestAxisOrder", "SchemaTestNoKey",
-                     "SchemaTestVariadic"})
+  for (auto* name :
+       {"SchemaTestTwice", "SchemaTestBadDefault", "SchemaTestAxisOrder", "SchemaTestNoKey", "SchemaTestVariadic"})
     EXPECT_EQ(find_op(name), nullptr) << name;
 }
 

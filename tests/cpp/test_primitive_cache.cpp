@@ -15,7 +15,12 @@ using cntk::kernels::PrimitiveCache;
 TEST(PrimitiveCache, MakesOncePerKeyAndEvictsLeastRecentlyUsed) {
   PrimitiveCache<int, std::string> c(2);
   int made = 0;
-  auto make = [&](int k) { return [&, k] { ++made; return "v" + std::to_string(k); }; };
+  auto make = [&](int k) {
+    return [&, k] {
+      ++made;
+      return "v" + std::to_string(k);
+    };
+  };
   EXPECT_EQ(c.get(1, make(1)), "v1");
   EXPECT_EQ(c.get(2, make(2)), "v2");
   EXPECT_EQ(c.get(1, make(1)), "v1");  // hit: 1 is now the most recent

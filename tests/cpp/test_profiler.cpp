@@ -65,7 +65,8 @@ Regression regression() {
   auto z = Function::primitive("Plus", {times->output(), r.b}, {}, "z");
   auto diff = Function::primitive("Minus", {z->output(), r.y}, {}, "diff");
   auto sq = Function::primitive("ElementTimes", {diff->output(), diff->output()}, {}, "sq");
-  Dictionary red{{"reductionOpName", DictValue("Sum")}, {"axis", DictValue(Axis::all_static_axes())},
+  Dictionary red{{"reductionOpName", DictValue("Sum")},
+                 {"axis", DictValue(Axis::all_static_axes())},
                  {"reductionKeepDimensions", DictValue(true)}};
   r.loss = Function::composite(Function::primitive("ReduceElements", {sq->output()}, red, "loss"));
   r.model = Function::composite(z);

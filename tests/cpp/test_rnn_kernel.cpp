@@ -289,8 +289,8 @@ namespace {
 // Forward of `c` over steps [t0, t1) of its input (every sequence of full length),
 // from h0/c0, returning y and writing the final states.
 std::vector<float> forward_steps(const Case& c, int64_t t0, int64_t t1, const std::vector<float>& h0,
-                                 const std::vector<float>& c0, std::vector<float>& h_final,
-                                 std::vector<float>& c_final, bool training) {
+                                 const std::vector<float>& c0, std::vector<float>& h_final, std::vector<float>& c_final,
+                                 bool training) {
   RnnDims d = c.d;
   d.steps = t1 - t0;
   const int64_t B = d.batch, C = d.input, H = d.hidden;

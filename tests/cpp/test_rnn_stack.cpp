@@ -56,9 +56,9 @@ TEST(RnnStack, WeightCountFollowsCudnnPacking) {
   // Layer 0: 2 directions x (4*5*(3+5) + 2*4*5); layer 1 reads 10 values per step.
   EXPECT_EQ(d.weight_count(), 2 * (20 * 8 + 40) + 2 * (20 * 15 + 40));
   auto o = kernels::rnn_block_offsets(d, 1, 1);
-  EXPECT_EQ(o.w, 2 * 20 * 8 + 20 * 15);                      // after layer 0 and layer 1's forward matrices
+  EXPECT_EQ(o.w, 2 * 20 * 8 + 20 * 15);  // after layer 0 and layer 1's forward matrices
   EXPECT_EQ(o.r, o.w + 20 * 10);
-  EXPECT_EQ(o.bw, 2 * 20 * 8 + 2 * 20 * 15 + 3 * 40);        // all matrices, then 3 bias pairs
+  EXPECT_EQ(o.bw, 2 * 20 * 8 + 2 * 20 * 15 + 3 * 40);  // all matrices, then 3 bias pairs
   EXPECT_EQ(o.br, o.bw + 20);
   EXPECT_THROW(kernels::rnn_cell_from_name("relu"), ValueError);
 }
@@ -145,8 +145,8 @@ TEST(RnnStack, SavesAndLoadsAsCntkOptimizedRnnStack) {
 // The float32 path runs on oneDNN's RNN primitives after repacking the cuDNN-layout
 // weights; outputs and both gradients agree with the float64 reference loops.
 TEST(RnnStack, Float32FusedPathMatchesFloat64Reference) {
-  for (auto cell : {kernels::RnnCell::Lstm, kernels::RnnCell::LbrGru, kernels::RnnCell::RnnTanh,
-                    kernels::RnnCell::RnnRelu}) {
+  for (auto cell :
+       {kernels::RnnCell::Lstm, kernels::RnnCell::LbrGru, kernels::RnnCell::RnnTanh, kernels::RnnCell::RnnRelu}) {
     kernels::RnnStackDims d{cell, 3, 5, 2, true};
     const std::vector<int64_t> lengths{4, 1, 3};
     NDArrayView x = wave({4, 3, 3}, 1.0, 0.4), w = wave({d.weight_count() / 5, 5}, 0.4, 0.1);

@@ -16,8 +16,8 @@ NDArrayView column(const std::vector<double>& values) {
 }
 
 Variable sequence_input(const NDShape& s, bool sparse = false) {
-  return Variable::input(s, DataType::Float, sparse, false,
-                         {Axis::default_batch_axis(), Axis::default_dynamic_axis()}, "x");
+  return Variable::input(s, DataType::Float, sparse, false, {Axis::default_batch_axis(), Axis::default_dynamic_axis()},
+                         "x");
 }
 
 std::vector<double> values_of(const NDArrayView& v) {

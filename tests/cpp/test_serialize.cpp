@@ -213,10 +213,10 @@ TEST(Serialize, ReductionRank0ConvolutionIsCntksBlockAndTheEarlierFormLoads) {
 }
 
 TEST(Serialize, SequenceSliceBlockLoadsFromItsCompositeAndABrokenOneIsABadFile) {
-  auto s = Variable::input({3}, DataType::Float, false, false, {Axis::default_batch_axis(), Axis::default_dynamic_axis()},
-                           "s");
-  auto f = Function::composite(Function::primitive("SequenceSlice", {s}, {{"beginIndex", int64_t(-3)},
-                                                                          {"endIndex", int64_t(2)}}));
+  auto s = Variable::input({3}, DataType::Float, false, false,
+                           {Axis::default_batch_axis(), Axis::default_dynamic_axis()}, "s");
+  auto f = Function::composite(
+      Function::primitive("SequenceSlice", {s}, {{"beginIndex", int64_t(-3)}, {"endIndex", int64_t(2)}}));
   Dictionary d = function_to_dictionary(f);
   FunctionPtr g = function_from_dictionary(d);
   EXPECT_EQ(g->root_function()->op_name(), "SequenceSlice");
@@ -282,7 +282,8 @@ TEST(Serialize, CntkLearnerCheckpointRestoresIntoALearner) {
 }
 
 TEST(Serialize, CntkDictionaryFilesParse) {
-  for (const char* name : {"past.dictionary.proto.bin", "future.dictionary.proto.bin", "v2.0.beta1.0.dictionary.proto.bin"}) {
+  for (const char* name :
+       {"past.dictionary.proto.bin", "future.dictionary.proto.bin", "v2.0.beta1.0.dictionary.proto.bin"}) {
     std::string path = data_file(name);
     if (!exists(path)) GTEST_SKIP() << path << " is absent";
     Dictionary d = load_dictionary(path);
@@ -426,7 +427,8 @@ TEST(Serialize, ResavingCntkModelReproducesItsLayout) {
   ASSERT_EQ(vo.size(), va.size());
   for (auto& [uid, v] : vo) {
     ASSERT_TRUE(va.count(uid)) << uid;
-    for (const char* k : {"kind", "data_type", "shape", "dynamic_axis", "is_sparse", "needs_gradient", "value", "name"}) {
+    for (const char* k :
+         {"kind", "data_type", "shape", "dynamic_axis", "is_sparse", "needs_gradient", "value", "name"}) {
       EXPECT_EQ(v.count(k), va[uid].count(k)) << uid << " " << k;
       if (v.count(k) && va[uid].count(k)) EXPECT_TRUE(same_value(v.at(k), va[uid].at(k))) << uid << " " << k;
     }
@@ -445,7 +447,8 @@ TEST(Serialize, ResavingCntkModelReproducesItsLayout) {
     for (auto& u : a.at("inputs").as_list()) {
       std::string s = u.as_string();
       auto cut = s.rfind("_Output_");
-      ia.push_back(cut != std::string::npos && uid_map.count(s.substr(0, cut)) ? uid_map[s.substr(0, cut)] + s.substr(cut) : s);
+      ia.push_back(
+          cut != std::string::npos && uid_map.count(s.substr(0, cut)) ? uid_map[s.substr(0, cut)] + s.substr(cut) : s);
     }
     for (auto& u : b.at("inputs").as_list()) ib.push_back(u.as_string());
     EXPECT_EQ(ia, ib) << "function " << i;
@@ -467,13 +470,14 @@ struct DropoutRegression {
     y = Variable::input({1}, DataType::Double, false, false, {Axis::default_batch_axis()}, "y");
     W = Variable::parameter({3, 1}, DataType::Double, iota(DataType::Double, {3, 1}, -0.5), nullptr, "W");
     b = Variable::parameter({1}, DataType::Double, iota(DataType::Double, {1}, 0.1), nullptr, "b");
-    Dictionary drop{{"dropoutRate", DictValue(0.4)}, {"rngSeed", DictValue(int64_t(seed))},
-                    {"rngOffset", DictValue(int64_t(0))}};
+    Dictionary drop{
+        {"dropoutRate", DictValue(0.4)}, {"rngSeed", DictValue(int64_t(seed))}, {"rngOffset", DictValue(int64_t(0))}};
     auto dx = Function::primitive("Dropout", {x}, drop);
     auto z = Function::primitive("Plus", {Function::primitive("Times", {dx->output(), W}, {})->output(), b}, {});
     auto diff = Function::primitive("Minus", {z->output(), y}, {});
     auto sq = Function::primitive("ElementTimes", {diff->output(), diff->output()}, {});
-    Dictionary red{{"reductionOpName", DictValue("Sum")}, {"axis", DictValue(Axis::all_static_axes())},
+    Dictionary red{{"reductionOpName", DictValue("Sum")},
+                   {"axis", DictValue(Axis::all_static_axes())},
                    {"reductionKeepDimensions", DictValue(true)}};
     loss = Function::composite(Function::primitive("ReduceElements", {sq->output()}, red));
     model = Function::composite(z);

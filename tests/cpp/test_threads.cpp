@@ -138,8 +138,8 @@ TEST(Threads, ConvBatchNormDropoutEvaluatedFromEightThreads) {
                 {"blendTimeConstant", DictValue(0.0)},
                 {"epsilon", DictValue(1e-5)}};
   auto norm = Function::primitive("BatchNormalization", {conv->output(), scale, bias, mean, var, count}, bn);
-  Dictionary drop{{"dropoutRate", DictValue(0.3)}, {"rngSeed", DictValue(int64_t(9))},
-                  {"rngOffset", DictValue(int64_t(0))}};
+  Dictionary drop{
+      {"dropoutRate", DictValue(0.3)}, {"rngSeed", DictValue(int64_t(9))}, {"rngOffset", DictValue(int64_t(0))}};
   auto dropped = Function::primitive("Dropout", {ops::relu(norm->output())->output()}, drop);
   auto D = parameter({4, 8, 8, 3}, 10, 0.1f, "D");
   auto f = Function::composite(ops::times(dropped->output(), D));
@@ -156,8 +156,8 @@ std::vector<std::vector<float>> train_model(uint32_t seed, int steps) {
   auto W1 = parameter({10, 16}, seed, 0.4f, "W1"), b1 = parameter({16}, seed + 1, 0.1f, "b1");
   auto W2 = parameter({16, 3}, seed + 2, 0.4f, "W2"), b2 = parameter({3}, seed + 3, 0.1f, "b2");
   auto hidden = ops::relu(ops::plus(ops::times(x, W1), b1));
-  Dictionary drop{{"dropoutRate", DictValue(0.2)}, {"rngSeed", DictValue(int64_t(seed))},
-                  {"rngOffset", DictValue(int64_t(0))}};
+  Dictionary drop{
+      {"dropoutRate", DictValue(0.2)}, {"rngSeed", DictValue(int64_t(seed))}, {"rngOffset", DictValue(int64_t(0))}};
   auto dropped = Function::primitive("Dropout", {hidden->output()}, drop);
   auto z = ops::plus(ops::times(dropped->output(), W2), b2);
   auto loss = ops::cross_entropy_with_softmax(z, y);

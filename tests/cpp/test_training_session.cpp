@@ -67,10 +67,9 @@ struct Model {
     loss = cross_entropy_with_softmax(z, y, -1, "loss");
     error = classification_error(z, y, "error");
     // Momentum keeps per-parameter state: restoring it is part of continuing exactly.
-    trainer = std::make_unique<Trainer>(
-        z, loss, error,
-        std::vector<LearnerPtr>{momentum_sgd_learner(z->parameters(), LearningRateSchedule(0.1),
-                                                     MomentumSchedule(0.9))});
+    trainer = std::make_unique<Trainer>(z, loss, error,
+                                        std::vector<LearnerPtr>{momentum_sgd_learner(
+                                            z->parameters(), LearningRateSchedule(0.1), MomentumSchedule(0.9))});
   }
   std::vector<float> parameters() const {
     std::vector<float> out;
@@ -204,8 +203,8 @@ TEST_F(TrainingSessionTest, ProgressAndTestSummariesAsCntkPrints) {
   TestConfig test{m.source(reader(cv_, false, 1)), MinibatchSizeSchedule(size_t(100))};
   // A minibatch size schedule: 20 for the first 300 samples, then 60.
   MinibatchSizeSchedule sizes(std::vector<std::pair<size_t, size_t>>{{1, 20}, {1, 60}}, 300);
-  TrainingSession session(*m.trainer, m.source(reader(train_, false, 1)), sizes, kAllSamples,
-                          {300, DataUnit::Sample}, {}, {}, test, {std::make_shared<ProgressPrinter>(out, 2)});
+  TrainingSession session(*m.trainer, m.source(reader(train_, false, 1)), sizes, kAllSamples, {300, DataUnit::Sample},
+                          {}, {}, test, {std::make_shared<ProgressPrinter>(out, 2)});
   session.train();
   EXPECT_EQ(m.trainer->total_number_of_samples_seen(), 600u);  // one sweep (max_sweeps 1)
   EXPECT_EQ(m.trainer->parameter_learners()[0]->total_number_of_minibatches_seen(), 15u + 5u);

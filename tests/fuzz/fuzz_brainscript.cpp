@@ -30,14 +30,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
     switch (data[0] % 3) {
-      case 0:
-        parse_record(text, "fuzz")->dump();
-        break;
-      case 1:
-        parse_expression(text)->dump();
-        break;
-      default:
-        walk(*ConfigRecord::parse(text), 0);
+      case 0: parse_record(text, "fuzz")->dump(); break;
+      case 1: parse_expression(text)->dump(); break;
+      default: walk(*ConfigRecord::parse(text), 0);
     }
   } catch (const cntk::Error&) {
   }

@@ -12,8 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (size_t c = 0; c < d->chunks().size(); ++c) d->load_chunk(c);
     // The same file with one stream selected (chunk sample counts are then recounted).
     if (!d->file_streams().empty()) {
-      auto one = cntk::io::CBFDeserializer::from_memory(
-          "fuzz-input", std::vector<uint8_t>(data, data + size), {{"x", d->file_streams().back().name}});
+      auto one = cntk::io::CBFDeserializer::from_memory("fuzz-input", std::vector<uint8_t>(data, data + size),
+                                                        {{"x", d->file_streams().back().name}});
       one->chunks();
     }
   } catch (const cntk::IOError&) {

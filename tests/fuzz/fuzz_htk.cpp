@@ -51,7 +51,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 1: {
         static const std::unordered_map<std::string, uint32_t> states = {{"sil", 0}, {"a", 1}, {"b", 2}, {"sp", 3}};
         std::vector<std::string> warnings;
-        for (const auto& u : parse_mlf(text, "fuzz.mlf", (data[0] & 4) ? states : decltype(states){}, 1 + data[0] % 7, &warnings)) {
+        for (const auto& u :
+             parse_mlf(text, "fuzz.mlf", (data[0] & 4) ? states : decltype(states){}, 1 + data[0] % 7, &warnings)) {
           uint64_t frames = 0;
           for (const auto& r : u.ranges) {
             if (r.first != frames) std::abort();  // ranges must follow each other from 0
@@ -85,9 +86,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           }
         break;
       }
-      case 2:
-        parse_label_mapping(text, "fuzz.list");
-        break;
+      case 2: parse_label_mapping(text, "fuzz.list"); break;
       case 4: {
         // The bytes as a file on disk read by the deserializer through an SCP line: a frame range and a
         // context window from the mode byte, all chunks loaded (splicing, decoding, range checks).

@@ -1,7 +1,7 @@
 // libFuzzer target for the model loaders: arbitrary bytes go through the v2 Dictionary parser
-// and the Function builder, or (bytes that start as CNTK's v1 files do) the v1 network reader. Malformed input must end in one of the
-// engine's typed errors (IOError, NotImplementedError, ...), never in a crash, a
-// sanitizer report or another exception. Run with `make fuzz-model FUZZ_SECONDS=600`.
+// and the Function builder, or (bytes that start as CNTK's v1 files do) the v1 network reader. Malformed input must end
+// in one of the engine's typed errors (IOError, NotImplementedError, ...), never in a crash, a sanitizer report or
+// another exception. Run with `make fuzz-model FUZZ_SECONDS=600`.
 #include <cstdint>
 #include <string>
 #include <unordered_set>

@@ -4,6 +4,4 @@
 
 #include "brainscript/command_line.h"
 
-int main(int argc, char** argv) {
-  return cntk::brainscript::run_cntk(std::vector<std::string>(argv + 1, argv + argc));
-}
+int main(int argc, char** argv) { return cntk::brainscript::run_cntk(std::vector<std::string>(argv + 1, argv + argc)); }

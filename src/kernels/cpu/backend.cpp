@@ -29,8 +29,9 @@ class DnnlLayouts : public Backend {
   std::shared_ptr<LayoutValue> concat_channels(const std::vector<ChannelPart>& parts) const override {
     std::vector<dnnl::memory> srcs;
     for (const ChannelPart& p : parts)
-      srcs.push_back(p.kept ? mem_of(*p.kept)
-                            : dnnl::memory(dnnl_plain_desc(p.dims), dnnl_engine(), const_cast<void*>(p.plain.raw_data())));
+      srcs.push_back(p.kept
+                         ? mem_of(*p.kept)
+                         : dnnl::memory(dnnl_plain_desc(p.dims), dnnl_engine(), const_cast<void*>(p.plain.raw_data())));
     return dnnl_concat(srcs);
   }
   std::shared_ptr<LayoutValue> channel_slice(const LayoutValue& v, int64_t offset, int64_t count,

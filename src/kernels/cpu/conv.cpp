@@ -162,7 +162,6 @@ std::vector<int64_t> dims_of(int64_t a, int64_t b, const std::vector<int64_t>& r
 
 // ------------------------------------------------------------ oneDNN convolution
 
-
 enum class ConvPass { Forward, BackwardData, BackwardWeights };
 
 // One cached primitive with the memory layouts it chose for its two inputs and its output.
@@ -499,7 +498,9 @@ NDArrayView conv_forward(const NDArrayView& x_in, const NDArrayView& w_in, const
   }
   check_conv(d);
   NDArrayView x = plain_input(x_in, io), w = w_in.to_dense().contiguous();
-  NDArrayView y = io && io->keep_out ? NDArrayView() : NDArrayView(DataType::Float, shape_of(dims_of(d.batch, d.out_channels, d.win.out)));
+  NDArrayView y = io && io->keep_out
+                      ? NDArrayView()
+                      : NDArrayView(DataType::Float, shape_of(dims_of(d.batch, d.out_channels, d.win.out)));
   run_dnnl_conv(d, ConvPass::Forward, p, x, w, y.defined() ? y.raw_data() : nullptr, {}, nullptr, reuse, io);
   return y;
 }
@@ -516,7 +517,9 @@ NDArrayView conv_forward_fused(const NDArrayView& x_in, const NDArrayView& w_in,
     if (bias.dtype() != DataType::Float || bias.numel() != d.out_channels) return {};
   }
   NDArrayView x = plain_input(x_in, io), w = w_in.to_dense().contiguous();
-  NDArrayView y = io && io->keep_out ? NDArrayView() : NDArrayView(DataType::Float, shape_of(dims_of(d.batch, d.out_channels, d.win.out)));
+  NDArrayView y = io && io->keep_out
+                      ? NDArrayView()
+                      : NDArrayView(DataType::Float, shape_of(dims_of(d.batch, d.out_channels, d.win.out)));
   run_dnnl_conv(d, ConvPass::Forward, p, x, w, y.defined() ? y.raw_data() : nullptr, post,
                 post.bias ? bias.raw_data() : nullptr, reuse, io);
   return y;
@@ -524,8 +527,8 @@ NDArrayView conv_forward_fused(const NDArrayView& x_in, const NDArrayView& w_in,
 
 size_t dnnl_conv_primitives_created() { return g_primitives_created; }
 
-NDArrayView conv_backward_data(const NDArrayView& dy_in, const NDArrayView& w_in, const ConvDims& d,
-                               ConvReuse* reuse, ConvLayoutIO* io) {
+NDArrayView conv_backward_data(const NDArrayView& dy_in, const NDArrayView& w_in, const ConvDims& d, ConvReuse* reuse,
+                               ConvLayoutIO* io) {
   DnnlPads p;
   const bool dy_float = (io && io->in) || dy_in.dtype() == DataType::Float;
   if (!dnnl_usable(d, DataType::Float) || !dy_float || !dnnl_pads(d, p)) {
@@ -535,7 +538,9 @@ NDArrayView conv_backward_data(const NDArrayView& dy_in, const NDArrayView& w_in
   check_conv(d);
   NDArrayView dy = plain_input(dy_in, io), w = w_in.to_dense().contiguous();
   if (w.dtype() != DataType::Float) w = w.cast(DataType::Float);
-  NDArrayView dx = io && io->keep_out ? NDArrayView() : NDArrayView(DataType::Float, shape_of(dims_of(d.batch, d.in_channels, d.win.in)));
+  NDArrayView dx = io && io->keep_out
+                       ? NDArrayView()
+                       : NDArrayView(DataType::Float, shape_of(dims_of(d.batch, d.in_channels, d.win.in)));
   run_dnnl_conv(d, ConvPass::BackwardData, p, dy, w, dx.defined() ? dx.raw_data() : nullptr, {}, nullptr, reuse, io);
   return dx;
 }
@@ -560,8 +565,8 @@ NDArrayView conv_backward_weights(const NDArrayView& x_in, const NDArrayView& dy
     post.bias = true;
     *dbias = NDArrayView(DataType::Float, NDShape{d.out_channels});
   }
-  run_dnnl_conv(d, ConvPass::BackwardWeights, p, x, dy, dw.raw_data(), post, dbias ? dbias->raw_data() : nullptr,
-                reuse, io);
+  run_dnnl_conv(d, ConvPass::BackwardWeights, p, x, dy, dw.raw_data(), post, dbias ? dbias->raw_data() : nullptr, reuse,
+                io);
   return dw;
 }
 
@@ -735,7 +740,8 @@ bool dnnl_pool_pads(const PoolDims& d, DataType t, DnnlPads& p) {
 // oneDNN picks for it. Null: plain source and output.
 DnnlPool make_dnnl_pool(const PoolDims& d, const DnnlPads& p, bool backward, const dnnl::memory::desc* src_layout);
 
-DnnlPool dnnl_pool(const PoolDims& d, const DnnlPads& p, bool backward, const dnnl::memory::desc* src_layout = nullptr) {
+DnnlPool dnnl_pool(const PoolDims& d, const DnnlPads& p, bool backward,
+                   const dnnl::memory::desc* src_layout = nullptr) {
   std::string key = std::to_string(int(backward)) + std::to_string(int(d.kind)) + std::to_string(int(d.include_pad)) +
                     "#" + std::to_string(d.batch) + "," + std::to_string(d.channels) + "#" + d.win.key();
   if (src_layout) key += "#" + dnnl_desc_key(*src_layout);
@@ -780,7 +786,8 @@ NDArrayView pool_forward(const NDArrayView& x_in, const PoolDims& d) {
   DnnlPads p;
   if (dnnl_pool_pads(d, x.dtype(), p)) {
     DnnlPool e = dnnl_pool(d, p, false);
-    dnnl::memory src(pool_md(d, false), dnnl_engine(), x.raw_data()), dst(pool_md(d, true), dnnl_engine(), y.raw_data());
+    dnnl::memory src(pool_md(d, false), dnnl_engine(), x.raw_data()),
+        dst(pool_md(d, true), dnnl_engine(), y.raw_data());
     e.fwd.execute(dnnl_stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
     dnnl_stream().wait();
     return y;
@@ -836,7 +843,8 @@ bool pool_backward_layout(const LayoutValue& x, const LayoutValue* dyb, const ND
   if (d.kind == PoolKind::Max) {
     // Max pooling's backward needs the forward's workspace (the argmax): recomputed here.
     dnnl::memory ws(e.fwd_pd.workspace_desc(), dnnl_engine()), y(dst_md, dnnl_engine());
-    e.fwd.execute(dnnl_stream(), {{DNNL_ARG_SRC, const_cast<dnnl::memory&>(mem_of(x))}, {DNNL_ARG_DST, y}, {DNNL_ARG_WORKSPACE, ws}});
+    e.fwd.execute(dnnl_stream(),
+                  {{DNNL_ARG_SRC, const_cast<dnnl::memory&>(mem_of(x))}, {DNNL_ARG_DST, y}, {DNNL_ARG_WORKSPACE, ws}});
     bargs.emplace(DNNL_ARG_WORKSPACE, ws);
   }
   e.bwd.execute(dnnl_stream(), bargs);
@@ -860,7 +868,8 @@ NDArrayView pool_backward(const NDArrayView& x_in, const NDArrayView& dy_in, con
   if (dnnl_pool_pads(d, x.dtype(), p)) {
     // Max pooling's backward needs the forward's workspace (the argmax): recomputed here.
     DnnlPool e = dnnl_pool(d, p, true);
-    dnnl::memory src(pool_md(d, false), dnnl_engine(), x.raw_data()), diff_src(pool_md(d, false), dnnl_engine(), dx.raw_data());
+    dnnl::memory src(pool_md(d, false), dnnl_engine(), x.raw_data()),
+        diff_src(pool_md(d, false), dnnl_engine(), dx.raw_data());
     dnnl::memory diff_dst(pool_md(d, true), dnnl_engine(), dy.raw_data());
     std::unordered_map<int, dnnl::memory> bargs{{DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_SRC, diff_src}};
     if (d.kind == PoolKind::Max) {
@@ -977,8 +986,8 @@ NDArrayView roi_pool_forward(const NDArrayView& x_in, const NDArrayView& rois_in
   return y;
 }
 
-NDArrayView roi_pool_backward(const NDArrayView& x_in, const NDArrayView& rois_in, const NDArrayView& dy_in,
-                              int64_t ph, int64_t pw, double scale) {
+NDArrayView roi_pool_backward(const NDArrayView& x_in, const NDArrayView& rois_in, const NDArrayView& dy_in, int64_t ph,
+                              int64_t pw, double scale) {
   NDArrayView x = x_in.to_dense().contiguous(), rois = rois_in.to_dense().contiguous().cast(x_in.dtype());
   NDArrayView dy = dy_in.to_dense().contiguous();
   check_dense(x, "roipooling input");

@@ -49,7 +49,8 @@ std::shared_ptr<LayoutValue> dnnl_add(const LayoutValue& a, const LayoutValue& b
   return r;
 }
 
-static std::shared_ptr<LayoutValue> run_concat(const dnnl::concat::primitive_desc& pd, const std::vector<dnnl::memory>& srcs);
+static std::shared_ptr<LayoutValue> run_concat(const dnnl::concat::primitive_desc& pd,
+                                               const std::vector<dnnl::memory>& srcs);
 
 std::shared_ptr<LayoutValue> dnnl_concat(const std::vector<dnnl::memory>& srcs) {
   std::vector<dnnl::memory::desc> mds;
@@ -79,7 +80,8 @@ std::shared_ptr<LayoutValue> dnnl_concat(const std::vector<dnnl::memory>& srcs) 
   return run_concat(pd, srcs);
 }
 
-static std::shared_ptr<LayoutValue> run_concat(const dnnl::concat::primitive_desc& pd, const std::vector<dnnl::memory>& srcs) {
+static std::shared_ptr<LayoutValue> run_concat(const dnnl::concat::primitive_desc& pd,
+                                               const std::vector<dnnl::memory>& srcs) {
   auto r = std::make_shared<DnnlValue>();
   r->mem = dnnl::memory(pd.dst_desc(), dnnl_engine());
   std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_DST, r->mem}};
@@ -122,7 +124,8 @@ std::string dnnl_desc_key(const dnnl::memory::desc& md) {
     k += "s";
     for (int i = 0; i < d.ndims; ++i) k += std::to_string(b.strides[i]) + ",";
     k += "b";
-    for (int i = 0; i < b.inner_nblks; ++i) k += std::to_string(b.inner_blks[i]) + "/" + std::to_string(b.inner_idxs[i]) + ",";
+    for (int i = 0; i < b.inner_nblks; ++i)
+      k += std::to_string(b.inner_blks[i]) + "/" + std::to_string(b.inner_idxs[i]) + ",";
   }
   return k;
 }

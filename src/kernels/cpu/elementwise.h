@@ -17,8 +17,8 @@ NDShape broadcast_runtime(const std::vector<NDShape>& shapes);  // throws ShapeE
 
 template <size_t N>
 struct BroadcastPlan {
-  std::vector<int64_t> dims;                       // coalesced output dims
-  std::array<std::vector<int64_t>, N> strides;     // per input, in elements (0 = broadcast)
+  std::vector<int64_t> dims;                    // coalesced output dims
+  std::array<std::vector<int64_t>, N> strides;  // per input, in elements (0 = broadcast)
   int64_t total = 1;
 };
 
@@ -66,8 +66,7 @@ void map(NDArrayView& out, const std::array<const NDArrayView*, N>& ins, F f) {
   auto p = plan_broadcast<N>(out.shape(), ins);
   if (p.total == 0) return;  // nothing to compute (an empty batch)
   std::array<const T*, N> base;
-  for (size_t k = 0; k < N; ++k)
-    base[k] = static_cast<const T*>(ins[k]->storage()->data()) + ins[k]->offset();
+  for (size_t k = 0; k < N; ++k) base[k] = static_cast<const T*>(ins[k]->storage()->data()) + ins[k]->offset();
   T* o = out.data<T>();
   size_t r = p.dims.size();
   int64_t inner = p.dims[r - 1];

@@ -10,7 +10,6 @@
 namespace cntk::kernels {
 namespace {
 
-
 using Key = std::tuple<int, float, float, int64_t, bool, std::string>;
 
 PrimitiveCache<Key, dnnl::primitive>& cache() {
@@ -18,25 +17,27 @@ PrimitiveCache<Key, dnnl::primitive>& cache() {
   return *c;
 }
 
-dnnl::memory::desc flat(int64_t n) { return dnnl::memory::desc({n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a); }
+dnnl::memory::desc flat(int64_t n) {
+  return dnnl::memory::desc({n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
+}
 
 // `layout`: the memory desc of the data (a oneDNN layout); null: n contiguous values.
 dnnl::primitive get(int alg, float alpha, float beta, int64_t n, bool backward,
                     const dnnl::memory::desc* layout = nullptr) {
   Key key{alg, alpha, beta, n, backward, layout ? dnnl_desc_key(*layout) : std::string()};
   return cache().get(key, [&] {
-  auto md = layout ? *layout : flat(n);
-  dnnl::primitive p;
-  auto a = dnnl::algorithm(alg);
-  dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training, a, md, alpha, beta);
-  dnnl::eltwise_forward::primitive_desc fpd(fd, dnnl_engine());
-  if (!backward) {
-    p = dnnl::eltwise_forward(fpd);
-  } else {
-    dnnl::eltwise_backward::desc bd(a, md, md, alpha, beta);
-    p = dnnl::eltwise_backward(dnnl::eltwise_backward::primitive_desc(bd, dnnl_engine(), fpd));
-  }
-  return p;
+    auto md = layout ? *layout : flat(n);
+    dnnl::primitive p;
+    auto a = dnnl::algorithm(alg);
+    dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training, a, md, alpha, beta);
+    dnnl::eltwise_forward::primitive_desc fpd(fd, dnnl_engine());
+    if (!backward) {
+      p = dnnl::eltwise_forward(fpd);
+    } else {
+      dnnl::eltwise_backward::desc bd(a, md, md, alpha, beta);
+      p = dnnl::eltwise_backward(dnnl::eltwise_backward::primitive_desc(bd, dnnl_engine(), fpd));
+    }
+    return p;
   });
 }
 
@@ -59,13 +60,14 @@ NDArrayView dnnl_backward(int alg, float alpha, float beta, const NDArrayView& x
   NDArrayView dx(DataType::Float, xy.shape());
   auto md = flat(xy.numel());
   dnnl::memory data(md, dnnl_engine(), const_cast<void*>(xy.raw_data()));
-  dnnl::memory diff_dst(md, dnnl_engine(), const_cast<void*>(dy.raw_data())), diff_src(md, dnnl_engine(), dx.raw_data());
+  dnnl::memory diff_dst(md, dnnl_engine(), const_cast<void*>(dy.raw_data())),
+      diff_src(md, dnnl_engine(), dx.raw_data());
   // Algorithms that differentiate from the output take it as DST, the others take the input as SRC.
   bool from_dst = alg >= dnnl_eltwise_relu_use_dst_for_bwd && alg <= dnnl_eltwise_clip_v2_use_dst_for_bwd;
   get(alg, alpha, beta, xy.numel(), true)
       .execute(dnnl_stream(), {{from_dst ? DNNL_ARG_DST : DNNL_ARG_SRC, data},
-                          {DNNL_ARG_DIFF_DST, diff_dst},
-                          {DNNL_ARG_DIFF_SRC, diff_src}});
+                               {DNNL_ARG_DIFF_DST, diff_dst},
+                               {DNNL_ARG_DIFF_SRC, diff_src}});
   dnnl_stream().wait();
   return dx;
 }

@@ -29,7 +29,8 @@ struct EltwiseKernel {
 // Returns an undefined view when the primitives cannot do it.
 NDArrayView eltwise_forward(Eltwise f, float alpha, const NDArrayView& x);
 // dx from dy and x (or y with from_output).
-NDArrayView eltwise_backward(Eltwise f, bool from_output, float alpha, const NDArrayView& x_or_y, const NDArrayView& dy);
+NDArrayView eltwise_backward(Eltwise f, bool from_output, float alpha, const NDArrayView& x_or_y,
+                             const NDArrayView& dy);
 
 // y = f(x) over a value in a backend layout; y has x's layout. Null when it cannot be done.
 std::shared_ptr<LayoutValue> eltwise_forward_layout(Eltwise f, float alpha, const LayoutValue& x);

@@ -7,8 +7,8 @@ namespace cntk::kernels {
 
 // C[M,N] = alpha * op(A) @ op(B) + beta * C, row-major; lda/ldb/ldc are row strides.
 template <class T>
-void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
-          const T* B, int64_t ldb, T beta, T* C, int64_t ldc);
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, const T* B,
+          int64_t ldb, T beta, T* C, int64_t ldc);
 
 // Convenience: contiguous 2-D views. Returns op(A) @ op(B).
 NDArrayView matmul(const NDArrayView& a, const NDArrayView& b, bool trans_a = false, bool trans_b = false);

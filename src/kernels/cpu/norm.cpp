@@ -133,7 +133,6 @@ void backward_impl(const T* x, const T* dy, T* dx, T* dscale, T* dbias, BatchNor
 
 // ---- float32 through oneDNN's batch normalization primitive.
 
-
 // [N, C, S] as a 4-D NCHW tensor (H = 1): oneDNN's JIT kernels cover 4-D plain layouts.
 dnnl::memory::desc ncs_desc(const BatchNormDims& d) {
   return dnnl::memory::desc({d.N, d.C, 1, d.S}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nchw);
@@ -181,7 +180,7 @@ NDArrayView batch_norm_apply(const NDArrayView& xin, BatchNormDims d, const NDAr
 }
 
 bool batch_norm_infer_primitive(const NDArrayView& xin, BatchNormDims d, const NDArrayView& sc, const NDArrayView& bi,
-                           const NDArrayView& mn, const NDArrayView& vr, double epsilon, NDArrayView& y) {
+                                const NDArrayView& mn, const NDArrayView& vr, double epsilon, NDArrayView& y) {
   if (!dnnl_usable(xin, d) || sc.dtype() != DataType::Float || mn.dtype() != DataType::Float ||
       vr.dtype() != DataType::Float)
     return false;
@@ -207,8 +206,8 @@ bool batch_norm_infer_primitive(const NDArrayView& xin, BatchNormDims d, const N
 }
 
 std::shared_ptr<LayoutValue> batch_norm_infer_layout(const LayoutValue& x, BatchNormDims d, const NDArrayView& sc,
-                                                   const NDArrayView& bi, const NDArrayView& mn, const NDArrayView& vr,
-                                                   double epsilon) {
+                                                     const NDArrayView& bi, const NDArrayView& mn,
+                                                     const NDArrayView& vr, double epsilon) {
   const dnnl::memory::desc md = mem_of(x).get_desc();
   const dnnl::memory::dims dims = md.dims();
   if (x.dtype != DataType::Float || sc.dtype() != DataType::Float || bi.dtype() != DataType::Float ||
@@ -259,7 +258,6 @@ BatchNormGrads batch_norm_backward(const NDArrayView& xin, const NDArrayView& dy
   return g;
 }
 
-
 // ---- float32 training over a value in a oneDNN layout.
 
 namespace {
@@ -288,8 +286,7 @@ dnnl::batch_normalization_backward dnnl_bn_backward(const dnnl::memory::desc& md
 // x's dims are [N, C, spatial...] with d's N, C and S.
 bool bn_layout_fits(const LayoutValue& x, const BatchNormDims& d) {
   const dnnl::memory::dims dims = mem_of(x).get_desc().dims();
-  if (x.dtype != DataType::Float || dims.size() < 2 || dims[0] != d.N || dims[1] != d.C || d.N * d.S <= 1)
-    return false;
+  if (x.dtype != DataType::Float || dims.size() < 2 || dims[0] != d.N || dims[1] != d.C || d.N * d.S <= 1) return false;
   int64_t S = 1;
   for (size_t k = 2; k < dims.size(); ++k) S *= dims[k];
   return S == d.S;
@@ -381,14 +378,14 @@ bool batch_norm_backward_layout(const LayoutValue& x, const LayoutValue* dyb, co
   auto dxv = dnnl_value(dnnl::memory(md, dnnl_engine()), x.shape);
   dx = dxv;
   p.execute(dnnl_stream(), {{DNNL_ARG_SRC, const_cast<dnnl::memory&>(mem_of(x))},
-                           {DNNL_ARG_MEAN, vec_mem(mean.data(), d.C)},
-                           {DNNL_ARG_VARIANCE, vec_mem(variance.data(), d.C)},
-                           {DNNL_ARG_DIFF_DST, diff_dst},
-                           {DNNL_ARG_SCALE, vec_mem(scale.data<float>(), d.C)},
-                           {DNNL_ARG_SHIFT, vec_mem(no_shift.data(), d.C)},
-                           {DNNL_ARG_DIFF_SRC, dxv->mem},
-                           {DNNL_ARG_DIFF_SCALE, vec_mem(dscale.data<float>(), d.C)},
-                           {DNNL_ARG_DIFF_SHIFT, vec_mem(dbias.data<float>(), d.C)}});
+                            {DNNL_ARG_MEAN, vec_mem(mean.data(), d.C)},
+                            {DNNL_ARG_VARIANCE, vec_mem(variance.data(), d.C)},
+                            {DNNL_ARG_DIFF_DST, diff_dst},
+                            {DNNL_ARG_SCALE, vec_mem(scale.data<float>(), d.C)},
+                            {DNNL_ARG_SHIFT, vec_mem(no_shift.data(), d.C)},
+                            {DNNL_ARG_DIFF_SRC, dxv->mem},
+                            {DNNL_ARG_DIFF_SCALE, vec_mem(dscale.data<float>(), d.C)},
+                            {DNNL_ARG_DIFF_SHIFT, vec_mem(dbias.data<float>(), d.C)}});
   dnnl_stream().wait();
   return true;
 }
@@ -520,8 +517,7 @@ DnnlLrnTrain dnnl_lrn_train(const dnnl::memory::desc& md, int64_t r, double bias
     try {
       const auto alg = dnnl::algorithm::lrn_across_channels;
       const auto n = dnnl::memory::dim(2 * r + 1);
-      dnnl::lrn_forward::desc fd(dnnl::prop_kind::forward_training, alg, md, n, float(alpha), float(beta),
-                                 float(bias));
+      dnnl::lrn_forward::desc fd(dnnl::prop_kind::forward_training, alg, md, n, float(alpha), float(beta), float(bias));
       dnnl::lrn_forward::primitive_desc fpd(fd, dnnl_engine());
       dnnl::lrn_backward::desc bd(alg, md, md, n, float(alpha), float(beta), float(bias));
       dnnl::lrn_backward::primitive_desc bpd(bd, dnnl_engine(), fpd);
@@ -546,7 +542,7 @@ void lrn_run_forward(const DnnlLrnTrain& p, const dnnl::memory& x, dnnl::memory&
 }  // namespace
 
 std::shared_ptr<LayoutValue> lrn_forward_layout(const LayoutValue& x, int64_t radius, double bias, double alpha,
-                                              double beta) {
+                                                double beta) {
   const dnnl::memory::desc md = mem_of(x).get_desc();
   if (x.dtype != DataType::Float || md.dims().size() < 2) return nullptr;
   const DnnlLrnTrain p = dnnl_lrn_train(md, radius, bias, alpha, beta);
@@ -561,7 +557,7 @@ std::shared_ptr<LayoutValue> lrn_forward_layout(const LayoutValue& x, int64_t ra
 }
 
 std::shared_ptr<LayoutValue> lrn_backward_layout(const LayoutValue& x, const LayoutValue* dyb, const NDArrayView& dy_in,
-                                               int64_t radius, double bias, double alpha, double beta) {
+                                                 int64_t radius, double bias, double alpha, double beta) {
   const dnnl::memory::desc md = mem_of(x).get_desc();
   if (x.dtype != DataType::Float || md.dims().size() < 2) return nullptr;
   const DnnlLrnTrain p = dnnl_lrn_train(md, radius, bias, alpha, beta);
@@ -574,8 +570,9 @@ std::shared_ptr<LayoutValue> lrn_backward_layout(const LayoutValue& x, const Lay
   auto dx = std::make_shared<DnnlValue>();
   dx->mem = dnnl::memory(md, dnnl_engine());
   dx->shape = x.shape;
-  std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, const_cast<dnnl::memory&>(mem_of(x))}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_SRC, dx->mem}};
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, const_cast<dnnl::memory&>(mem_of(x))},
+                                             {DNNL_ARG_DIFF_DST, diff_dst},
+                                             {DNNL_ARG_DIFF_SRC, dx->mem}};
   if (ws) args.emplace(DNNL_ARG_WORKSPACE, ws);
   p.bwd.execute(dnnl_stream(), args);
   dnnl_stream().wait();

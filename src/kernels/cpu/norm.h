@@ -32,14 +32,15 @@ NDArrayView batch_norm_apply(const NDArrayView& x, BatchNormDims d, const NDArra
                              const std::vector<double>& mean, const std::vector<double>& inv_std);
 
 // float32 inference through oneDNN with given mean and variance. False when oneDNN cannot run it.
-bool batch_norm_infer_primitive(const NDArrayView& x, BatchNormDims d, const NDArrayView& scale, const NDArrayView& bias,
-                           const NDArrayView& mean, const NDArrayView& variance, double epsilon, NDArrayView& y);
+bool batch_norm_infer_primitive(const NDArrayView& x, BatchNormDims d, const NDArrayView& scale,
+                                const NDArrayView& bias, const NDArrayView& mean, const NDArrayView& variance,
+                                double epsilon, NDArrayView& y);
 
 // The same over x in a oneDNN layout (dims [N, C, spatial...], C the features); y in x's
 // layout. Null where oneDNN cannot run it.
 std::shared_ptr<LayoutValue> batch_norm_infer_layout(const LayoutValue& x, BatchNormDims d, const NDArrayView& scale,
-                                                   const NDArrayView& bias, const NDArrayView& mean,
-                                                   const NDArrayView& variance, double epsilon);
+                                                     const NDArrayView& bias, const NDArrayView& mean,
+                                                     const NDArrayView& variance, double epsilon);
 
 // batch_norm_moments over x in a oneDNN layout (dims [N, C, spatial...], C the features,
 // every row valid), read where it lies: the same numbers, to the last bit. False where the
@@ -82,8 +83,8 @@ NDArrayView lrn_backward(const NDArrayView& x, const NDArrayView& dy, int64_t N,
 // y (forward) and dx (backward, from dy in a oneDNN layout, dyb, or plain, dy) in x's
 // layout. Null where oneDNN cannot run it.
 std::shared_ptr<LayoutValue> lrn_forward_layout(const LayoutValue& x, int64_t radius, double bias, double alpha,
-                                              double beta);
+                                                double beta);
 std::shared_ptr<LayoutValue> lrn_backward_layout(const LayoutValue& x, const LayoutValue* dyb, const NDArrayView& dy,
-                                               int64_t radius, double bias, double alpha, double beta);
+                                                 int64_t radius, double bias, double alpha, double beta);
 
 }  // namespace cntk::kernels

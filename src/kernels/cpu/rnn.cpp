@@ -42,7 +42,6 @@ using md = dnnl::memory::desc;
 using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
 
-
 // One direction of one layer, always run left to right (the kernel reverses the valid
 // part of each sequence for right-to-left), so every primitive is L = 1, D = 1.
 struct CellShape {
@@ -139,12 +138,8 @@ CellPrims make_prims(const CellShape& s, bool training) {
       }
       break;
     }
-    case RnnCell::Gru:
-      make_gru_prims<dnnl::gru_forward, dnnl::gru_backward>(m, prop, training, e, p);
-      break;
-    case RnnCell::LbrGru:
-      make_gru_prims<dnnl::lbr_gru_forward, dnnl::lbr_gru_backward>(m, prop, training, e, p);
-      break;
+    case RnnCell::Gru: make_gru_prims<dnnl::gru_forward, dnnl::gru_backward>(m, prop, training, e, p); break;
+    case RnnCell::LbrGru: make_gru_prims<dnnl::lbr_gru_forward, dnnl::lbr_gru_backward>(m, prop, training, e, p); break;
     default: {
       const auto act = vanilla_activation(s.cell);
       dnnl::vanilla_rnn_forward::desc fd(prop, act, dir, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias,
@@ -400,14 +395,13 @@ std::shared_ptr<RnnSaved> rnn_forward(const RnnDims& d, const RnnForwardArgs& a)
       }
       dnnl::memory wx = in_layout(m.w_layer_plain, w.w_x, arg_md(p.fwd_pd, DNNL_ARG_WEIGHTS_LAYER), sc.wbuf_x);
       dnnl::memory wh = in_layout(m.w_iter_plain, w.w_h, arg_md(p.fwd_pd, DNNL_ARG_WEIGHTS_ITER), sc.wbuf_h);
-      std::unordered_map<int, dnnl::memory> args{
-          {DNNL_ARG_SRC_LAYER, wrap(m.src_layer, us.src_layer.data())},
-          {DNNL_ARG_SRC_ITER, wrap(m.src_iter, us.src_iter.data())},
-          {DNNL_ARG_WEIGHTS_LAYER, wx},
-          {DNNL_ARG_WEIGHTS_ITER, wh},
-          {DNNL_ARG_BIAS, wrap(m.bias, w.bias)},
-          {DNNL_ARG_DST_LAYER, wrap(m.dst_layer, us.dst_layer.data())},
-          {DNNL_ARG_DST_ITER, wrap(m.dst_iter, us.dst_iter.data())}};
+      std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC_LAYER, wrap(m.src_layer, us.src_layer.data())},
+                                                 {DNNL_ARG_SRC_ITER, wrap(m.src_iter, us.src_iter.data())},
+                                                 {DNNL_ARG_WEIGHTS_LAYER, wx},
+                                                 {DNNL_ARG_WEIGHTS_ITER, wh},
+                                                 {DNNL_ARG_BIAS, wrap(m.bias, w.bias)},
+                                                 {DNNL_ARG_DST_LAYER, wrap(m.dst_layer, us.dst_layer.data())},
+                                                 {DNNL_ARG_DST_ITER, wrap(m.dst_iter, us.dst_iter.data())}};
       if (lstm) {
         args[DNNL_ARG_SRC_ITER_C] = wrap(m.src_iter_c, us.src_iter_c.data());
         args[DNNL_ARG_DST_ITER_C] = wrap(m.dst_iter_c, us.dst_iter_c.data());
@@ -582,11 +576,11 @@ void gru_iter_fused_to_cntk(const T* w_h, T* H, T* H1, int64_t hidden) {
   }
 }
 
-#define CNTK_RNN_LAYOUT_INSTANTIATE(T)                                                            \
-  template void permute_gate_blocks<T>(const T*, T*, int64_t, int64_t, const int*, int);         \
-  template void lstm_gates_cntk_to_fused<T>(const T*, T*, int64_t, int64_t);                      \
-  template void lstm_gates_fused_to_cntk<T>(const T*, T*, int64_t, int64_t);                      \
-  template void gru_iter_cntk_to_fused<T>(const T*, const T*, T*, int64_t);                       \
+#define CNTK_RNN_LAYOUT_INSTANTIATE(T)                                                   \
+  template void permute_gate_blocks<T>(const T*, T*, int64_t, int64_t, const int*, int); \
+  template void lstm_gates_cntk_to_fused<T>(const T*, T*, int64_t, int64_t);             \
+  template void lstm_gates_fused_to_cntk<T>(const T*, T*, int64_t, int64_t);             \
+  template void gru_iter_cntk_to_fused<T>(const T*, const T*, T*, int64_t);              \
   template void gru_iter_fused_to_cntk<T>(const T*, T*, T*, int64_t);
 CNTK_RNN_LAYOUT_INSTANTIATE(float)
 CNTK_RNN_LAYOUT_INSTANTIATE(double)

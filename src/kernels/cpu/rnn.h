@@ -73,17 +73,17 @@ struct RnnLayerGrads {
 struct RnnSaved;
 
 struct RnnForwardArgs {
-  const float* x = nullptr;                  // [T, B, input]
-  const int64_t* lengths = nullptr;          // [B]; nullptr: every sequence has T steps
-  std::vector<RnnLayerWeights> weights;      // layers*D entries, index layer*D + direction
-  const float* h0 = nullptr;                 // [layers*D, B, hidden]; nullptr: zero
-  const float* c0 = nullptr;                 // LSTM only; nullptr: zero
-  float* y = nullptr;                        // [T, B, D*hidden], written
+  const float* x = nullptr;              // [T, B, input]
+  const int64_t* lengths = nullptr;      // [B]; nullptr: every sequence has T steps
+  std::vector<RnnLayerWeights> weights;  // layers*D entries, index layer*D + direction
+  const float* h0 = nullptr;             // [layers*D, B, hidden]; nullptr: zero
+  const float* c0 = nullptr;             // LSTM only; nullptr: zero
+  float* y = nullptr;                    // [T, B, D*hidden], written
   // Each unit's state after its last step t = T-1 (padding included: exact only for the
   // sequences of length T), [layers*D, B, hidden], written; nullptr: not wanted.
   float* h_final = nullptr;
-  float* c_final = nullptr;                  // LSTM only
-  bool training = true;                      // false: inference, nothing saved
+  float* c_final = nullptr;  // LSTM only
+  bool training = true;      // false: inference, nothing saved
 };
 
 // Runs the stack; returns what rnn_backward needs (nullptr when !training). Throws
@@ -91,11 +91,11 @@ struct RnnForwardArgs {
 std::shared_ptr<RnnSaved> rnn_forward(const RnnDims& d, const RnnForwardArgs& a);
 
 struct RnnBackwardArgs {
-  const float* dy = nullptr;          // [T, B, D*hidden]
-  std::vector<RnnLayerGrads> grads;   // layers*D entries, or empty: no weight gradients
-  float* dx = nullptr;                // [T, B, input], written; nullptr: not wanted
-  float* dh0 = nullptr;               // [layers*D, B, hidden]; nullptr: not wanted
-  float* dc0 = nullptr;               // LSTM only; nullptr: not wanted
+  const float* dy = nullptr;         // [T, B, D*hidden]
+  std::vector<RnnLayerGrads> grads;  // layers*D entries, or empty: no weight gradients
+  float* dx = nullptr;               // [T, B, input], written; nullptr: not wanted
+  float* dh0 = nullptr;              // [layers*D, B, hidden]; nullptr: not wanted
+  float* dc0 = nullptr;              // LSTM only; nullptr: not wanted
 };
 
 // Gradients of sum(dy * y) with respect to x, the weights, h0 and c0, for the forward

@@ -114,8 +114,8 @@ NDArrayView from_vector(const std::vector<T>& v, const NDShape& shape) {
 // `col`), and fills the tape.
 template <class T>
 void dir_forward(const RnnStackDims& d, const Geometry& g, const std::vector<T>& in, int64_t I, const T* w,
-                 const RnnBlockOffsets& o, int64_t dir, std::vector<T>& y, int64_t col, DirTape<T>& tp,
-                 T* h_final, T* c_final, int64_t unit, int64_t units) {
+                 const RnnBlockOffsets& o, int64_t dir, std::vector<T>& y, int64_t col, DirTape<T>& tp, T* h_final,
+                 T* c_final, int64_t unit, int64_t units) {
   const int64_t G = d.gates(), H = d.hidden, GH = G * H, TB = g.T * g.B, OD = d.output_size();
   const T* W = w + o.w;
   const T* R = w + o.r;
@@ -180,8 +180,7 @@ void dir_forward(const RnnStackDims& d, const Geometry& g, const std::vector<T>&
             hb[j] = v;
           }
           break;
-        default:
-          throw NotImplementedError("OptimizedRNNStack: only LSTM, cuDNN GRU and tanh/ReLU RNN cells");
+        default: throw NotImplementedError("OptimizedRNNStack: only LSTM, cuDNN GRU and tanh/ReLU RNN cells");
       }
       std::copy(hb, hb + H, yo);
     }
@@ -266,8 +265,7 @@ void dir_backward(const RnnStackDims& d, const Geometry& g, const std::vector<T>
             dhb[j] = 0;
           }
           break;
-        default:
-          throw NotImplementedError("OptimizedRNNStack: only LSTM, cuDNN GRU and tanh/ReLU RNN cells");
+        default: throw NotImplementedError("OptimizedRNNStack: only LSTM, cuDNN GRU and tanh/ReLU RNN cells");
       }
       std::copy(gr, gr + GH, &step[size_t(b * GH)]);
     }
@@ -353,8 +351,8 @@ void from_dnnl_grads(const RnnStackDims& d, const DnnlWeights& g, float* dw) {
 
 struct DnnlTape : RnnStackTape {
   DnnlWeights weights;
-  std::shared_ptr<RnnSaved> saved;                       // the whole stack in one call
-  std::vector<std::shared_ptr<RnnSaved>> layer_saved;   // or one call per layer (final states)
+  std::shared_ptr<RnnSaved> saved;                     // the whole stack in one call
+  std::vector<std::shared_ptr<RnnSaved>> layer_saved;  // or one call per layer (final states)
 };
 
 RnnDims dnnl_dims(const RnnStackDims& d, const Geometry& g) {
@@ -517,9 +515,7 @@ RnnStackGrads backward_dnnl_by_layer(const RnnStackDims& d, const NDArrayView& x
 // keeps Recurrence off the fused kernel), for comparisons and debugging.
 NDArrayView as_float(const NDArrayView& a) { return a.dtype() == DataType::Float ? a : a.cast(DataType::Float); }
 
-bool use_dnnl(const NDArrayView& x) {
-  return x.dtype() == DataType::Float && cpu_backend().fuses_recurrences();
-}
+bool use_dnnl(const NDArrayView& x) { return x.dtype() == DataType::Float && cpu_backend().fuses_recurrences(); }
 
 template <class T>
 NDArrayView forward_impl(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
@@ -589,10 +585,9 @@ RnnStackGrads backward_impl(const RnnStackDims& d, const NDArrayView& x, const s
     const int64_t I = d.layer_input(l);
     std::vector<T> din(size_t(TB * I), T(0));
     for (int64_t k = 0; k < d.dirs(); ++k)
-      dir_backward<T>(d, g, tape->layer_in[size_t(l)], I, w.data(), rnn_block_offsets(d, l, k), k, dy,
-                      k * d.hidden, tape->dirs[size_t(l)][size_t(k)], din, dw.data(),
-                      dh_final.empty() ? nullptr : dh_final.data(), dc_final.empty() ? nullptr : dc_final.data(),
-                      l * d.dirs() + k, units);
+      dir_backward<T>(d, g, tape->layer_in[size_t(l)], I, w.data(), rnn_block_offsets(d, l, k), k, dy, k * d.hidden,
+                      tape->dirs[size_t(l)][size_t(k)], din, dw.data(), dh_final.empty() ? nullptr : dh_final.data(),
+                      dc_final.empty() ? nullptr : dc_final.data(), l * d.dirs() + k, units);
     dy = std::move(din);
   }
   return {from_vector<T>(dy, x.shape()), from_vector<T>(dw, weights.shape())};
@@ -606,8 +601,7 @@ NDArrayView rnn_stack_forward(const RnnStackDims& d, const NDArrayView& x, const
   if (use_dnnl(x) && !final_states) return forward_dnnl(d, x, lengths, as_float(weights), tape);
   if (use_dnnl(x) && dnnl_final_states(d))
     return forward_dnnl_by_layer(d, x, lengths, as_float(weights), tape, *final_states);
-  return CNTK_DISPATCH_FLOAT(x.dtype(), T,
-                             [&] { return forward_impl<T>(d, x, lengths, weights, tape, final_states); });
+  return CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] { return forward_impl<T>(d, x, lengths, weights, tape, final_states); });
 }
 
 RnnStackGrads rnn_stack_backward(const RnnStackDims& d, const NDArrayView& x, const std::vector<int64_t>& lengths,
@@ -619,8 +613,7 @@ RnnStackGrads rnn_stack_backward(const RnnStackDims& d, const NDArrayView& x, co
     if (d_final) throw Error("OptimizedRNNStack: final-state gradients need the tape of a forward that returned them");
     return backward_dnnl(d, x, lengths, as_float(weights), as_float(dy), *fused);
   }
-  return CNTK_DISPATCH_FLOAT(x.dtype(), T,
-                             [&] { return backward_impl<T>(d, x, lengths, weights, dy, tape, d_final); });
+  return CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] { return backward_impl<T>(d, x, lengths, weights, dy, tape, d_final); });
 }
 
 }  // namespace cntk::kernels

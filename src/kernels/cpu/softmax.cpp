@@ -128,7 +128,6 @@ void hardmax_impl(const T* x, T* y, const SoftmaxDims& d) {
 // ---- float32 through oneDNN's softmax/logsoftmax primitives (JIT-vectorized exp);
 // the loops above are the reference and serve float64.
 
-
 using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool>;  // P, R, Q, log, backward
 
 dnnl::memory::desc prq_desc(const SoftmaxDims& d) {
@@ -138,23 +137,23 @@ dnnl::memory::desc prq_desc(const SoftmaxDims& d) {
 dnnl::primitive dnnl_softmax(const SoftmaxDims& d, bool log, bool backward) {
   static auto* cache = new PrimitiveCache<Key, dnnl::primitive>(4096);
   return cache->get(Key{d.P, d.R, d.Q, log, backward}, [&] {
-  auto md = prq_desc(d);
-  auto& e = dnnl_engine();
-  dnnl::primitive p;
-  if (log) {
-    dnnl::logsoftmax_forward::primitive_desc fpd({dnnl::prop_kind::forward_training, md, 1}, e);
-    if (backward)
-      p = dnnl::logsoftmax_backward(dnnl::logsoftmax_backward::primitive_desc({md, md, 1}, e, fpd));
-    else
-      p = dnnl::logsoftmax_forward(fpd);
-  } else {
-    dnnl::softmax_forward::primitive_desc fpd({dnnl::prop_kind::forward_training, md, 1}, e);
-    if (backward)
-      p = dnnl::softmax_backward(dnnl::softmax_backward::primitive_desc({md, md, 1}, e, fpd));
-    else
-      p = dnnl::softmax_forward(fpd);
-  }
-  return p;
+    auto md = prq_desc(d);
+    auto& e = dnnl_engine();
+    dnnl::primitive p;
+    if (log) {
+      dnnl::logsoftmax_forward::primitive_desc fpd({dnnl::prop_kind::forward_training, md, 1}, e);
+      if (backward)
+        p = dnnl::logsoftmax_backward(dnnl::logsoftmax_backward::primitive_desc({md, md, 1}, e, fpd));
+      else
+        p = dnnl::logsoftmax_forward(fpd);
+    } else {
+      dnnl::softmax_forward::primitive_desc fpd({dnnl::prop_kind::forward_training, md, 1}, e);
+      if (backward)
+        p = dnnl::softmax_backward(dnnl::softmax_backward::primitive_desc({md, md, 1}, e, fpd));
+      else
+        p = dnnl::softmax_forward(fpd);
+    }
+    return p;
   });
 }
 

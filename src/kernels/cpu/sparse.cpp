@@ -53,8 +53,9 @@ NDArrayView sparse_times_dense(const NDArrayView& sparse, const NDArrayView& den
   NDArrayView dense = dense_in.contiguous();
   int64_t rows = int64_t(s.starts.size()) - 1, K = dense.shape()[0], N = dense.numel() / std::max<int64_t>(K, 1);
   NDArrayView out = NDArrayView::zeros(dense.dtype(), out_shape);
-  if (out.numel() != rows * N) throw ValueError("sparse_times_dense: output shape " + out_shape.str() + " does not hold " +
-                                                std::to_string(rows) + " x " + std::to_string(N) + " elements");
+  if (out.numel() != rows * N)
+    throw ValueError("sparse_times_dense: output shape " + out_shape.str() + " does not hold " + std::to_string(rows) +
+                     " x " + std::to_string(N) + " elements");
   CNTK_DISPATCH_FLOAT(dense.dtype(), T, [&] { gather_weighted_rows<T>(s, dense.data<T>(), N, out.data<T>()); });
   return out;
 }
