@@ -23,6 +23,10 @@ fi
 # pytest-timeout: CNTK's own test suite runs with a per-test time limit (tests/compat/check.py).
 python3 -m pip install -q --disable-pip-version-check "numpy>=1.24" "scipy>=1.9" "pytest>=7" "nanobind>=2.0" \
   "scikit-build-core>=0.8" tensorboard pytest-timeout protobuf Pillow 2>&1 | grep -v "Running pip as the 'root' user" || true
+# ONNX (src/onnx): the onnx package (checker, ONNX's backend node tests, its reference evaluator) and ONNX
+# Runtime check what OpenCNTK writes and reads; tabulate is imported by ONNX's backend-test report plugin.
+python3 -m pip install -q --disable-pip-version-check "onnx==1.23.2" "onnxruntime==1.32.0" tabulate 2>&1 |
+  grep -v "Running pip as the 'root' user\|is ignored: it is neither" || true
 # Keras 2.3.1, the last Keras with a CNTK backend: tests/python/test_keras_*.py run it on OpenCNTK
 # (with cntk.keras_compat). It pulls h5py, keras-applications, keras-preprocessing; no TensorFlow.
 python3 -m pip install -q --disable-pip-version-check "keras==2.3.1" 2>&1 | grep -v "Running pip as the 'root' user\|is ignored: it is neither" || true

@@ -567,4 +567,6 @@ NB_MODULE(_cntk, m) {
   bind_training_session(m);  // TrainingSession (training_session.cpp)
   void bind_op_schema(nb::module_&);
   bind_op_schema(m);  // the op catalogue's schema (op_schema.cpp)
+  void bind_onnx(nb::module_&);
+  bind_onnx(m);  // ONNX model files (onnx.cpp)
 }

@@ -8,6 +8,7 @@
 #include "kernels/backend.h"
 #include "kernels/cpu/elementwise.h"
 #include "ops/eager.h"
+#include "onnx/export.h"
 #include "ops/op.h"
 
 namespace cntk {
@@ -487,10 +488,31 @@ void register_ternary_ops() {
 
 }  // namespace
 
+// ONNX forms of the ops that are one ONNX op each (src/onnx/export.h).
+void register_elementwise_onnx() {
+  for (auto [op, onnx] : {std::pair{"Abs", "Abs"},
+                          {"Negate", "Neg"},
+                          {"ReLU", "Relu"},
+                          {"Tanh", "Tanh"},
+                          {"StableSigmoid", "Sigmoid"},
+                          {"Exp", "Exp"},
+                          {"Log", "Log"},
+                          {"Sqrt", "Sqrt"},
+                          {"Reciprocal", "Reciprocal"},
+                          {"Floor", "Floor"},
+                          {"Sin", "Sin"},
+                          {"Cos", "Cos"}})
+    set_onnx_export(op, onnx_io::export_as(onnx));
+  for (auto [op, onnx] :
+       {std::pair{"Plus", "Add"}, {"Minus", "Sub"}, {"ElementTimes", "Mul"}, {"ElementDivide", "Div"}})
+    set_onnx_export(op, onnx_io::export_broadcast(onnx));
+}
+
 void register_elementwise_ops() {
   register_unary_ops();
   register_binary_ops();
   register_ternary_ops();
+  register_elementwise_onnx();
 }
 
 namespace eager {

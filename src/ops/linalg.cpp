@@ -6,6 +6,7 @@
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/sparse.h"
 #include "ops/eager.h"
+#include "onnx/export.h"
 #include "ops/op.h"
 
 namespace cntk {
@@ -173,6 +174,13 @@ void register_linalg_ops() {
   d.backward = times_backward;
   d.sparse_inputs = true;
   register_op(std::move(d));
+  // ONNX: MatMul where the right operand is a matrix contracted over its first axis.
+  set_onnx_export("Times", [](onnx_io::ExportContext& c) {
+    const Variable& right = c.input_var(1);
+    if (c.attr_int("outputRank") != 1 || right.shape().rank() != 2 || !right.dynamic_axes().empty())
+      c.unsupported("Times other than by a matrix without dynamic axes");
+    c.node1("MatMul", {c.input(0), c.input(1)}, {}, c.output(0));
+  });
 }
 
 }  // namespace cntk

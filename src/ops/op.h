@@ -213,6 +213,12 @@ enum OpClass : unsigned {
   kSameShape = 1u << 3,          // one input; the output has its shape and type
 };
 
+namespace onnx_io {
+class ExportContext;
+}
+// How an op is written as ONNX: emits its nodes through the context (src/onnx/export.h).
+using OnnxExportFn = std::function<void(onnx_io::ExportContext&)>;
+
 // The composite of primitives CNTK builds for an op that it writes as a block (the engine
 // computes it as one primitive): given the function, the block over its inputs.
 using BlockFormFn = std::function<FunctionPtr(const Function& f)>;
@@ -246,6 +252,9 @@ struct OpDef {
   // Reads and writes values in the backend's own layouts (ComputeContext::layout_inputs):
   // the plan keeps a value in such a layout between steps that all have this flag.
   bool backend_layouts = false;
+  // Its ONNX form (src/onnx/export.h): null where the op has none, and the writer then
+  // raises naming the op. Attributes the form needs are read through this schema.
+  OnnxExportFn onnx_export;
 
   bool is(OpClass c) const { return (classes & c) != 0; }
   const AttrSpec* attr_spec(const std::string& key) const;  // nullptr when undeclared
@@ -282,6 +291,9 @@ bool& inferring_from_guessed_state();
 // input without a gradient rule; a random op without rngSeed and rngOffset.
 void register_op(OpDef def);
 const OpDef* find_op(const std::string& name);  // nullptr when unknown
+// Gives a registered op its ONNX form (OpDef::onnx_export). Each family sets the forms of its
+// ops right after registering them, in its own file; Error for an unknown op or a second form.
+void set_onnx_export(const std::string& op, OnnxExportFn fn);
 std::vector<std::string> registered_ops();
 
 // Conversions between the user layout of a Value (batch first; sequences padded,

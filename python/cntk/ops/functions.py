@@ -705,21 +705,22 @@ def _check_format(format, what):
             raise ValueError("%s: unknown model format %r (use ModelFormat.CNTKv2 or ModelFormat.ONNX)" % (what, format))
     if not isinstance(format, ModelFormat):
         raise TypeError("%s: format must be a cntk.ModelFormat, not %s" % (what, type(format).__name__))
-    if format == ModelFormat.ONNX:
-        raise NotImplementedError("%s: the ONNX format is not implemented yet (ONNX issue); use ModelFormat.CNTKv2"
-                                  % what)
     return format
 
 
 def load_model(model, device=None, format=ModelFormat.CNTKv2):
-    """Loads a model saved in CNTK's v2 format by :meth:`Function.save` (OpenCNTK's or CNTK 2.x's).
+    """Loads a model saved in CNTK's v2 format by :meth:`Function.save` (OpenCNTK's or CNTK 2.x's),
+    or with ``format=ModelFormat.ONNX`` an ONNX model (any exporter's; external data is read from
+    the model's folder).
 
     ``model`` is a file path, or the bytes of a model (``bytes``, ``bytearray`` or ``memoryview``).
     Every computation runs on the CPU, so ``device`` only has to be a CPU device or None.
     A truncated, corrupted or foreign file raises IOError naming the file; a model using an op
     OpenCNTK does not implement yet raises NotImplementedError naming the op."""
-    _check_format(format, 'load_model')
+    onnx = _check_format(format, 'load_model') == ModelFormat.ONNX
     if isinstance(model, (bytes, bytearray, memoryview)):
+        if onnx:
+            return _cntk.load_onnx_from_bytes(bytes(model))
         return _cntk.load_model_from_bytes(bytes(model))
     if not isinstance(model, (str, bytes)) and not hasattr(model, '__fspath__'):
         raise TypeError("load_model: model must be a file path or bytes, not %s" % type(model).__name__)
@@ -727,17 +728,30 @@ def load_model(model, device=None, format=ModelFormat.CNTKv2):
     path = os.fspath(model)
     if not os.path.exists(path):
         raise IOError("load_model: the model file '%s' does not exist" % path)
+    if onnx:
+        return _cntk.load_onnx(path)
     return _cntk.load_model(path)
 
 
-def _save(self, filename, format=ModelFormat.CNTKv2, use_external_files_to_store_parameters=False):
-    """Saves this function's graph to ``filename`` in CNTK's v2 format (a CNTK 2.x ``Function.load``
-    reads it). The file is written to a temporary name first and renamed into place."""
-    _check_format(format, 'Function.save')
-    if use_external_files_to_store_parameters:
-        raise NotImplementedError("Function.save: storing parameters in external files (models over 2 GB) "
-                                  "is not supported")
+def _save(self, filename, format=ModelFormat.CNTKv2, use_external_files_to_store_parameters=False,
+          opset=None):
+    """Saves this function's graph to ``filename``: in CNTK's v2 format (a CNTK 2.x ``Function.load``
+    reads it), or with ``format=ModelFormat.ONNX`` as an ONNX model (``opset``: the ONNX opset,
+    17 unless given; ``use_external_files_to_store_parameters``: parameters in files of their
+    own beside the model, as ONNX's external data). The file is written to a temporary name
+    first and renamed into place."""
+    format = _check_format(format, 'Function.save')
     import os
+    if format == ModelFormat.ONNX:
+        _cntk.save_onnx(_composite(self), os.fspath(filename),
+                        _cntk.onnx_default_opset if opset is None else int(opset),
+                        bool(use_external_files_to_store_parameters))
+        return
+    if opset is not None:
+        raise ValueError("Function.save: opset applies to ModelFormat.ONNX only")
+    if use_external_files_to_store_parameters:
+        raise NotImplementedError("Function.save: storing parameters in external files applies to "
+                                  "ModelFormat.ONNX only (CNTK's v2 format keeps them in the model file)")
     _cntk.save_model(_composite(self), os.fspath(filename))
 
 

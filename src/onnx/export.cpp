@@ -1,0 +1,378 @@
+// The ONNX writer: walks a function's graph in topological order, inlines blocks, and asks
+// each primitive's schema entry (OpDef::onnx_export) for its nodes. Names: arguments keep
+// their names (their uid where unnamed), parameters and constants their names where unique,
+// every other value its variable's uid, and each node its function's name (or uid). The
+// graph's doc_string lists "<<<uid, ONNX name>>>" pairs as CNTK 2.7 wrote them.
+#include "onnx/export.h"
+
+#include <filesystem>
+#include <set>
+#include <unordered_map>
+
+#include "cntk/onnx.h"
+#include "cntk/serialize.h"
+#include "onnx/tensor.h"
+#include "ops/op.h"
+
+namespace cntk::onnx_io {
+
+// ------------------------------------------------------------------ ExportContext
+
+const DictValue& ExportContext::attr_value(const std::string& key) const {
+  const Function& f = function();
+  return schema_attr(f.op(), f.op_name(), f.attributes(), key);
+}
+int64_t ExportContext::attr_int(const std::string& key) const { return attr_value(key).as_int(); }
+double ExportContext::attr_double(const std::string& key) const { return attr_value(key).as_double(); }
+bool ExportContext::attr_bool(const std::string& key) const { return attr_value(key).as_bool(); }
+std::string ExportContext::attr_string(const std::string& key) const { return attr_value(key).as_string(); }
+
+void ExportContext::unsupported(const std::string& what) const {
+  const Function& f = function();
+  throw ValueError("ONNX export: " + f.op_name() + " ('" + (f.name().empty() ? f.uid() : f.name()) + "'): " + what +
+                   " has no ONNX form (opset " + std::to_string(opset()) + ")");
+}
+
+std::string ExportContext::unsqueeze(const std::string& x, const std::vector<int64_t>& axes) {
+  if (axes.empty()) return x;
+  if (opset() >= 13) return node1("Unsqueeze", {x, constant_i64(axes)});
+  return node1("Unsqueeze", {x}, {Attr("axes", axes)});
+}
+
+ExportFn export_as(const std::string& op_type, std::vector<Attr> attrs) {
+  return [op_type, attrs](ExportContext& c) {
+    std::vector<std::string> ins;
+    for (size_t i = 0; i < c.num_inputs(); ++i) ins.push_back(c.input(i));
+    c.node1(op_type, ins, attrs, c.output(0));
+  };
+}
+
+ExportFn export_broadcast(const std::string& op_type) {
+  return [op_type](ExportContext& c) {
+    const size_t r = c.output_var(0).shape().rank();
+    std::vector<std::string> ins;
+    for (size_t i = 0; i < c.num_inputs(); ++i) ins.push_back(c.aligned(i, r));
+    c.node1(op_type, ins, {}, c.output(0));
+  };
+}
+
+namespace {
+
+using ::onnx::TensorProto;
+
+int ir_version_for(int opset) {
+  if (opset <= 9) return 4;
+  if (opset == 10) return 5;
+  if (opset == 11) return 6;
+  if (opset <= 14) return 7;
+  if (opset <= 18) return 8;
+  if (opset <= 20) return 9;
+  return 10;
+}
+
+class Writer final : public ExportContext {
+ public:
+  explicit Writer(const OnnxExportOptions& o) : opts_(o) {
+    if (o.opset < kOnnxMinExportOpset || o.opset > kOnnxMaxOpset)
+      throw ValueError("ONNX export: opset " + std::to_string(o.opset) + " is outside the opsets offered (" +
+                       std::to_string(kOnnxMinExportOpset) + " to " + std::to_string(kOnnxMaxOpset) + ")");
+    g_ = model_.mutable_graph();
+  }
+
+  ::onnx::ModelProto write(const FunctionPtr& root_in) {
+    model_.set_ir_version(ir_version_for(opts_.opset));
+    model_.set_producer_name("OpenCNTK");
+    model_.set_producer_version("0.1");
+    auto* op = model_.add_opset_import();
+    op->set_domain("");
+    op->set_version(opts_.opset);
+    g_->set_name(root_in->name().empty() ? "CNTKGraph" : root_in->name());
+
+    // Arguments first, in the function's order, so that the ONNX inputs keep it.
+    for (const Variable& a : root_in->arguments()) declare_leaf(a);
+    write_graph(root_in);
+    std::set<std::string> seen_outputs;
+    for (const Variable& o : root_in->outputs()) {
+      std::string name = value_name(o);
+      if (graph_inputs_.count(name) || initializers_.count(name) || seen_outputs.count(name))
+        name = node1("Identity", {name}, {}, fresh_name(o.uid() + "_output"));
+      seen_outputs.insert(name);
+      auto* vi = g_->add_output();
+      vi->set_name(name);
+      set_type(o, vi->mutable_type());
+    }
+    std::string doc = "<<<Uid, ONNXNodeName>>> pair: ";
+    for (auto& [uid, name] : uid_names_) doc += "<<<" + uid + ", " + name + ">>> ";
+    g_->set_doc_string(doc);
+    return std::move(model_);
+  }
+
+  // ExportContext
+  const Function& function() const override { return *fn_; }
+  int opset() const override { return opts_.opset; }
+  size_t num_inputs() const override { return in_vars_.size(); }
+  const std::string& input(size_t i) override { return in_names_.at(i); }
+  const Variable& input_var(size_t i) const override { return in_vars_.at(i); }
+  const std::string& output(size_t k) override { return out_names_.at(k); }
+  const Variable& output_var(size_t k) const override { return out_vars_.at(k); }
+
+  std::vector<std::string> node(const std::string& op_type, const std::vector<std::string>& inputs,
+                                const std::vector<Attr>& attrs, std::vector<std::string> outputs, size_t num_outputs,
+                                const std::string& domain) override {
+    auto* n = g_->add_node();
+    n->set_op_type(op_type);
+    if (!domain.empty()) n->set_domain(domain);
+    const std::string base = fn_ ? (fn_->name().empty() ? fn_->uid() : fn_->name()) : op_type;
+    n->set_name(node_names_.count(base) ? fresh_name(base) : base);
+    node_names_.insert(n->name());
+    for (const auto& i : inputs) n->add_input(i);
+    if (outputs.empty())
+      for (size_t k = 0; k < num_outputs; ++k) outputs.push_back(fresh_name(base + "_" + op_type));
+    for (const auto& o : outputs) {
+      n->add_output(o);
+      used_.insert(o);
+      produced_.insert(o);
+    }
+    for (const Attr& a : attrs) set_attr(a, n->add_attribute());
+    return outputs;
+  }
+
+  std::string constant(const NDArrayView& value, const std::string& name) override {
+    std::string n = name.empty() ? fresh_name(base_hint() + "_const") : name;
+    auto* t = g_->add_initializer();
+    t->set_name(n);
+    view_to_tensor(value, *t);
+    t->set_doc_string("CNTK Constant");
+    initializers_.insert(n);
+    used_.insert(n);
+    return n;
+  }
+  std::string constant_i64(const std::vector<int64_t>& values, bool scalar) override {
+    std::string n = fresh_name(base_hint() + "_i64");
+    auto* t = g_->add_initializer();
+    t->set_name(n);
+    i64_to_tensor(values, scalar ? std::vector<int64_t>{} : std::vector<int64_t>{int64_t(values.size())}, *t);
+    initializers_.insert(n);
+    return n;
+  }
+  std::string constant_f(double value, DataType dtype) override {
+    return constant(NDArrayView::scalar(dtype, value), "");
+  }
+  std::string fresh_name(const std::string& hint) override {
+    std::string n = hint;
+    for (int k = 1; used_.count(n); ++k) n = hint + "_" + std::to_string(k);
+    used_.insert(n);
+    return n;
+  }
+
+  std::string aligned(size_t i, size_t r) override {
+    const Variable& v = in_vars_.at(i);
+    const auto& in_axes = v.dynamic_axes();
+    const auto& out_axes = out_vars_.at(0).dynamic_axes();
+    // The input's dynamic axes must be the trailing ones of the output's (batch last), so
+    // that ONNX's right-aligned broadcasting lines them up.
+    if (in_axes.size() > out_axes.size() ||
+        !std::equal(in_axes.begin(), in_axes.end(), out_axes.end() - std::ptrdiff_t(in_axes.size())))
+      unsupported("broadcasting an input with dynamic axes the output lacks");
+    const size_t s = v.shape().rank();
+    if (in_axes.empty() || s >= r) return in_names_.at(i);
+    std::vector<int64_t> axes;
+    for (size_t k = 0; k < r - s; ++k) axes.push_back(int64_t(in_axes.size() + k));
+    return unsqueeze(in_names_.at(i), axes);
+  }
+
+ private:
+  std::string base_hint() const { return fn_ ? (fn_->name().empty() ? fn_->uid() : fn_->name()) : "c"; }
+
+  void set_attr(const Attr& a, ::onnx::AttributeProto* p) {
+    using ::onnx::AttributeProto;
+    p->set_name(a.name);
+    std::visit(
+        [&](const auto& v) {
+          using V = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<V, int64_t>) {
+            p->set_type(AttributeProto::INT);
+            p->set_i(v);
+          } else if constexpr (std::is_same_v<V, float>) {
+            p->set_type(AttributeProto::FLOAT);
+            p->set_f(v);
+          } else if constexpr (std::is_same_v<V, std::string>) {
+            p->set_type(AttributeProto::STRING);
+            p->set_s(v);
+          } else if constexpr (std::is_same_v<V, std::vector<int64_t>>) {
+            p->set_type(AttributeProto::INTS);
+            for (int64_t x : v) p->add_ints(x);
+          } else if constexpr (std::is_same_v<V, std::vector<float>>) {
+            p->set_type(AttributeProto::FLOATS);
+            for (float x : v) p->add_floats(x);
+          } else {
+            p->set_type(AttributeProto::TENSOR);
+            view_to_tensor(v, *p->mutable_t());
+          }
+        },
+        a.value);
+  }
+
+  // The ONNX type of a variable: its dynamic axes as symbolic dimensions, then its static shape.
+  void set_type(const Variable& v, ::onnx::TypeProto* t) {
+    auto* tt = t->mutable_tensor_type();
+    tt->set_elem_type(int32_t(elem_type_of(v.dtype())));
+    auto* shape = tt->mutable_shape();
+    int seq = 0;
+    for (const Axis& a : v.dynamic_axes()) {
+      auto* d = shape->add_dim();
+      if (a.is_batch()) {
+        d->set_dim_param("batch");
+        d->set_denotation("DATA_BATCH");
+      } else {
+        d->set_dim_param(seq++ == 0 ? "Sequence" : "Sequence_" + std::to_string(seq - 1));
+        d->set_denotation("DATA_TIME");
+      }
+    }
+    for (int64_t d : v.shape().dims()) {
+      auto* dim = shape->add_dim();
+      if (d == NDShape::kInferredDimension)
+        throw ValueError(
+            "ONNX export: " + v.str() +
+            " has an inferred dimension; evaluate the model once (or give the dimension) before saving it");
+      if (d >= 0) dim->set_dim_value(d);  // a free dimension stays free: neither value nor name
+    }
+  }
+
+  std::string unique_value_name(const std::string& preferred, const std::string& fallback) {
+    if (!preferred.empty() && !used_.count(preferred)) {
+      used_.insert(preferred);
+      return preferred;
+    }
+    return fresh_name(fallback);
+  }
+
+  // Leaves: arguments become graph inputs, parameters and constants initializers.
+  void declare_leaf(const Variable& v) {
+    if (names_.count(v.get())) return;
+    std::string name;
+    if (v.is_input()) {
+      name = unique_value_name(v.name().empty() ? v.uid() : v.name(), v.uid());
+      auto* vi = g_->add_input();
+      vi->set_name(name);
+      set_type(v, vi->mutable_type());
+      graph_inputs_.insert(name);
+    } else if (v.is_parameter() || v.is_constant()) {
+      name = unique_value_name(v.name(), v.uid());
+      auto* t = g_->add_initializer();
+      t->set_name(name);
+      view_to_tensor(v.value(), *t);
+      if (v.is_constant()) t->set_doc_string("CNTK Constant");
+      initializers_.insert(name);
+    } else if (v.is_placeholder()) {
+      throw ValueError("ONNX export: " + v.str() + " is an unbound placeholder; bind it before saving");
+    } else {
+      return;  // outputs are named by the node that writes them
+    }
+    names_[v.get()] = name;
+    uid_names_.emplace_back(v.uid(), name);
+  }
+
+  std::string value_name(const Variable& v) {
+    auto it = names_.find(v.get());
+    if (it != names_.end()) return it->second;
+    declare_leaf(v);
+    it = names_.find(v.get());
+    if (it == names_.end()) throw Error("ONNX export: " + v.str() + " is used before the node that computes it");
+    return it->second;
+  }
+
+  void write_graph(const FunctionPtr& f) {
+    for (const FunctionPtr& p : f->topological_order()) {
+      if (p->is_block()) {
+        write_block(p);
+      } else {
+        write_primitive(p);
+      }
+    }
+  }
+
+  // A block is written as the functions inside it, its placeholders standing for its inputs.
+  void write_block(const FunctionPtr& b) {
+    for (const auto& [placeholder, actual] : b->block_arguments_mapping())
+      names_[placeholder.get()] = value_name(actual);
+    FunctionPtr inner = b->block_root();
+    write_graph(inner);
+    auto outs = b->outputs();
+    auto inner_outs = inner->outputs();
+    for (size_t k = 0; k < outs.size() && k < inner_outs.size(); ++k) names_[outs[k].get()] = value_name(inner_outs[k]);
+  }
+
+  void write_primitive(const FunctionPtr& p) {
+    const OpDef* def = p->op();
+    if (!def || !def->onnx_export)
+      throw ValueError("ONNX export: " + p->op_name() + " ('" + (p->name().empty() ? p->uid() : p->name()) +
+                       "') has no ONNX form");
+    fn_ = p.get();
+    in_vars_ = p->inputs();
+    in_names_.clear();
+    for (const Variable& v : in_vars_) in_names_.push_back(value_name(v));
+    out_vars_ = p->outputs();
+    out_names_.clear();
+    for (const Variable& o : out_vars_) {
+      std::string name = unique_value_name(o.uid(), o.uid());
+      out_names_.push_back(name);
+    }
+    def->onnx_export(*this);
+    for (size_t k = 0; k < out_vars_.size(); ++k) {
+      if (!produced_.count(out_names_[k]))
+        throw Error("ONNX export: the rule of " + p->op_name() + " did not write its output " + std::to_string(k));
+      names_[out_vars_[k].get()] = out_names_[k];
+      uid_names_.emplace_back(out_vars_[k].uid(), out_names_[k]);
+    }
+    fn_ = nullptr;
+  }
+
+  OnnxExportOptions opts_;
+  ::onnx::ModelProto model_;
+  ::onnx::GraphProto* g_;
+  const Function* fn_ = nullptr;
+  std::vector<Variable> in_vars_, out_vars_;
+  std::vector<std::string> in_names_, out_names_;
+  std::unordered_map<VariableImpl*, std::string> names_;
+  std::set<std::string> used_, produced_, graph_inputs_, initializers_, node_names_;
+  std::vector<std::pair<std::string, std::string>> uid_names_;
+};
+
+// Tensors larger than this go to external data when the model would pass protobuf's 2 GB.
+constexpr size_t kExternalThreshold = 1024;
+constexpr size_t kProtobufLimit = size_t(2) << 30;
+
+}  // namespace
+
+}  // namespace cntk::onnx_io
+
+namespace cntk {
+
+std::string save_onnx_to_bytes(const FunctionPtr& f, const OnnxExportOptions& options) {
+  if (!f) throw ValueError("ONNX export: no function given");
+  ::onnx::ModelProto m = onnx_io::Writer(options).write(f);
+  if (m.ByteSizeLong() >= onnx_io::kProtobufLimit)
+    throw ValueError(
+        "ONNX export: the model is over 2 GB; save it to a file (its parameters then go to external data)");
+  return m.SerializeAsString();
+}
+
+void save_onnx(const FunctionPtr& f, const std::string& path, const OnnxExportOptions& options) {
+  if (!f) throw ValueError("ONNX export: no function given");
+  ::onnx::ModelProto m = onnx_io::Writer(options).write(f);
+  const bool external = options.external_data || m.ByteSizeLong() >= onnx_io::kProtobufLimit;
+  if (external) {
+    namespace fs = std::filesystem;
+    const fs::path p(path);
+    const std::string dir = p.has_parent_path() ? p.parent_path().string() : ".";
+    const std::string stem = p.filename().string();
+    int k = 0;
+    for (auto& t : *m.mutable_graph()->mutable_initializer())
+      if (t.raw_data().size() >= onnx_io::kExternalThreshold || options.external_data)
+        onnx_io::move_to_external(t, dir, stem + ".data_" + std::to_string(k++));
+  }
+  write_file_atomically(path, m.SerializeAsString());
+}
+
+}  // namespace cntk

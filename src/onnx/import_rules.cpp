@@ -1,0 +1,14 @@
+// The families of ONNX reader rules. Adding a family: one import_*.cpp file and one line here.
+#include "onnx/import.h"
+
+namespace cntk::onnx_io {
+
+void register_import_elementwise();
+void register_import_linalg();
+
+void register_onnx_import_rules() {
+  register_import_elementwise();
+  register_import_linalg();
+}
+
+}  // namespace cntk::onnx_io

@@ -1,0 +1,88 @@
+"""ONNX model files: the writer, the reader, and both against ONNX's checker and ONNX Runtime."""
+import numpy as np
+import pytest
+
+import cntk as C
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+
+def _dense_model():
+    x = C.input_variable(4, name='x')
+    W = C.parameter((4, 3), init=C.glorot_uniform(seed=1), name='W')
+    b = C.parameter(3, init=0.5, name='b')
+    return x, C.tanh(C.times(x, W) + b)
+
+
+def test_a_dense_layer_exports_checks_and_runs_in_onnxruntime_at_any_batch_size(tmp_path):
+    x, z = _dense_model()
+    path = str(tmp_path / 'm.onnx')
+    z.save(path, format=C.ModelFormat.ONNX)
+    m = onnx.load(path)
+    onnx.checker.check_model(m, full_check=True)
+    assert m.opset_import[0].version == 17
+    batch_dim = m.graph.input[0].type.tensor_type.shape.dim[0]
+    assert batch_dim.dim_param == 'batch' and batch_dim.denotation == 'DATA_BATCH'
+    session = ort.InferenceSession(path)
+    for n in (1, 5):
+        d = np.random.rand(n, 4).astype(np.float32)
+        got = session.run(None, {'x': d})[0]
+        np.testing.assert_allclose(got, z.eval({x: d}), rtol=1e-5, atol=1e-6)
+
+
+def test_a_model_read_back_evaluates_as_written_and_its_parameters_are_parameters(tmp_path):
+    x, z = _dense_model()
+    path = str(tmp_path / 'm.onnx')
+    z.save(path, format=C.ModelFormat.ONNX)
+    z2 = C.Function.load(path, format=C.ModelFormat.ONNX)
+    assert sorted(p.name for p in z2.parameters) == ['W', 'b']
+    d = np.random.rand(3, 4).astype(np.float32)
+    np.testing.assert_allclose(z2.eval({z2.arguments[0]: d}), z.eval({x: d}), rtol=1e-6)
+    z3 = C.load_model(open(path, 'rb').read(), format=C.ModelFormat.ONNX)
+    np.testing.assert_allclose(z3.eval({z3.arguments[0]: d}), z.eval({x: d}), rtol=1e-6)
+
+
+def test_the_opset_is_chosen_by_an_argument_and_checked(tmp_path):
+    _, z = _dense_model()
+    path = str(tmp_path / 'm.onnx')
+    z.save(path, format=C.ModelFormat.ONNX, opset=11)
+    assert onnx.load(path).opset_import[0].version == 11
+    with pytest.raises(ValueError, match='opset 5'):
+        z.save(path, format=C.ModelFormat.ONNX, opset=5)
+
+
+def test_an_op_without_onnx_form_is_named(tmp_path):
+    x = C.input_variable(3)
+    with pytest.raises(ValueError, match='has no ONNX form'):
+        C.random_sample(C.softmax(x), 2, False).save(str(tmp_path / 'm.onnx'), format=C.ModelFormat.ONNX)
+
+
+def test_external_data_puts_parameters_beside_the_model(tmp_path):
+    x, z = _dense_model()
+    path = str(tmp_path / 'm.onnx')
+    z.save(path, format=C.ModelFormat.ONNX, use_external_files_to_store_parameters=True)
+    m = onnx.load(path, load_external_data=False)
+    assert all(t.data_location == onnx.TensorProto.EXTERNAL for t in m.graph.initializer)
+    d = np.random.rand(2, 4).astype(np.float32)
+    np.testing.assert_allclose(ort.InferenceSession(path).run(None, {'x': d})[0], z.eval({x: d}), rtol=1e-5)
+    z2 = C.Function.load(path, format=C.ModelFormat.ONNX)
+    np.testing.assert_allclose(z2.eval({z2.arguments[0]: d}), z.eval({x: d}), rtol=1e-6)
+
+
+@pytest.mark.parametrize('data, message', [
+    (b'', 'not an ONNX model'),
+    (b'\x08\x07\x12\x03abc\xff\xff', 'not an ONNX model'),
+])
+def test_bad_bytes_raise_a_clear_error(data, message):
+    with pytest.raises(IOError, match=message):
+        C.load_model(data, format=C.ModelFormat.ONNX)
+
+
+def test_an_unknown_op_type_is_named_with_its_node():
+    from onnx import helper, TensorProto
+    node = helper.make_node('NoSuchOp', ['x'], ['y'], name='mystery')
+    g = helper.make_graph([node], 'g', [helper.make_tensor_value_info('x', TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info('y', TensorProto.FLOAT, [2])])
+    with pytest.raises(ValueError, match="node 'mystery' \\(NoSuchOp\\)"):
+        C.load_model(helper.make_model(g).SerializeToString(), format=C.ModelFormat.ONNX)
