@@ -133,6 +133,14 @@ class VariableMixin(object):
         """The dynamic axes (batch first, then the sequence axis)."""
         return tuple(self._dynamic_axes)
 
+    def has_batch_axis(self):
+        """Whether the batch axis is among the dynamic axes."""
+        return any(a.is_batch_axis for a in self._dynamic_axes)
+
+    def has_sequence_axis(self):
+        """Whether a dynamic axis other than the batch axis is present."""
+        return any(not a.is_batch_axis for a in self._dynamic_axes)
+
     @property
     def dtype(self):
         return np_dtype(self._dtype)
