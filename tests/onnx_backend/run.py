@@ -1,0 +1,240 @@
+"""ONNX's backend node tests (onnx.backend.test.BackendTest) over an OpenCNTK backend, counted
+per ONNX op type.
+
+    PYTHONPATH=python python3 tests/onnx_backend/run.py [--backend opencntk|cntk27]
+        [--subset N] [--table docs/onnx.md] [--json out.json] [-k REGEX]
+
+--backend opencntk: cntk.onnx_backend; cntk27: CNTK 2.7's adapter (onnx_cntk/backend.py in
+../shared/cntk-tests, unchanged) over the same reader. The tests run in a worker process that
+reports each outcome as it finishes, so a crash costs one case (counted as failed), not the run.
+Only CPU cases run. The real-model tests (downloads) are not run.
+"""
+
+import argparse
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SHARED_TESTS = os.environ.get('CNTK_TESTS', os.path.join(os.path.dirname(ROOT), 'shared', 'cntk-tests'))
+if not os.path.isdir(SHARED_TESTS):
+    SHARED_TESTS = '/work/shared/cntk-tests'
+
+KINDS = {
+    'OnnxBackendNodeModelTest': 'node',
+    'OnnxBackendSimpleModelTest': 'simple',
+    'OnnxBackendPyTorchConvertedModelTest': 'pytorch-converted',
+    'OnnxBackendPyTorchOperatorModelTest': 'pytorch-operator',
+}
+SECTION = '## ONNX backend node tests'
+
+
+def _backend_test(backend):
+    warnings.simplefilter('ignore')
+    import onnx.backend.test
+    if backend == 'cntk27':
+        sys.path.insert(0, SHARED_TESTS)
+        from onnx_cntk.tests import onnx_backend_test as m  # builds CNTK 2.7's BackendTest
+        return m.backend_test
+    import cntk.onnx_backend
+    return onnx.backend.test.BackendTest(cntk.onnx_backend, 'opencntk_onnx_backend')
+
+
+def _cases(backend):
+    """{test method id: (kind, case name)} of the CPU cases."""
+    bt = _backend_test(backend)
+    out = {}
+    for cls_name, cls in bt.test_cases.items():
+        kind = KINDS.get(cls_name)
+        if kind is None:
+            continue
+        for m in sorted(dir(cls)):
+            if m.startswith('test_') and m.endswith('_cpu'):
+                out[cls_name + '.' + m] = (kind, m[len('test_'):-len('_cpu')])
+    return bt, out
+
+
+def _worker(backend, ids_file, out_file):
+    """Runs the listed tests, appending one JSON line per outcome."""
+    import unittest
+    bt, _ = _cases(backend)
+    ids = [l.strip() for l in open(ids_file) if l.strip()]
+    with open(out_file, 'a') as out:
+        for tid in ids:
+            cls_name, meth = tid.split('.')
+            out.write(json.dumps({'id': tid, 'status': 'started'}) + '\n')
+            out.flush()
+            result = unittest.TestResult()
+            bt.test_cases[cls_name](meth).run(result)
+            if result.errors or result.failures:
+                status = 'fail'
+                msg = (result.errors or result.failures)[0][1].strip().splitlines()[-1][:300]
+            elif result.skipped:
+                status, msg = 'skip', result.skipped[0][1][:300]
+            else:
+                status, msg = 'pass', ''
+            out.write(json.dumps({'id': tid, 'status': status, 'msg': msg}) + '\n')
+            out.flush()
+
+
+def _op_types():
+    """{case name: ONNX op type} of the node cases: the node's op type; an expanded case (the op's
+    function body) counts for the op it expands; else the op type the name starts with."""
+    import onnx.backend.test.loader as loader
+    cases = {c.name[len('test_'):]: c for c in loader.load_model_tests(kind='node')}
+    out = {}
+    for name, c in cases.items():
+        ops = [n.op_type for n in c.model.graph.node]
+        if len(set(ops)) == 1:
+            out[name] = ops[0]
+    for name, c in cases.items():
+        if name in out:
+            continue
+        base = re.sub(r'_expanded(_ver\d+)?$', '', name)
+        if base != name and base in out:
+            out[name] = out[base]
+            continue
+        flat = name.replace('_', '').lower()
+        ops = sorted({n.op_type for n in c.model.graph.node}, key=len, reverse=True)
+        out[name] = next((o for o in ops if flat.startswith(o.lower())), ops[-1] if ops else '?')
+    return out
+
+
+def run(backend, pattern=None, subset=None, verbose=False):
+    """{test id: (kind, case name, status, message)}."""
+    _, cases = _cases(backend)
+    ids = sorted(t for t in cases if not pattern or re.search(pattern, t))
+    if subset:
+        ids = ids[::max(1, len(ids) // subset)][:subset]
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:  # CNTK 2.7's adapter writes tmp_model.pb in the cwd
+        out_file = os.path.join(tmp, 'results.jsonl')
+        todo = list(ids)
+        while todo:
+            ids_file = os.path.join(tmp, 'ids.txt')
+            with open(ids_file, 'w') as f:
+                f.write('\n'.join(todo))
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+                [os.path.join(ROOT, 'python'), SHARED_TESTS, os.environ.get('PYTHONPATH', '')]))
+            subprocess.run([sys.executable, os.path.abspath(__file__), '--worker', backend, ids_file, out_file],
+                           cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            started = None
+            for line in open(out_file):
+                r = json.loads(line)
+                if r['status'] == 'started':
+                    started = r['id']
+                else:
+                    results[r['id']] = (r['status'], r['msg'])
+                    started = None if started == r['id'] else started
+            if started and started not in results:
+                results[started] = ('fail', 'the worker process died (crash)')
+            todo = [t for t in todo if t not in results]
+    return {t: cases[t] + results[t] for t in ids}
+
+
+def table(results):
+    ops = _op_types()
+    per_op = collections.defaultdict(lambda: [0, 0])
+    kinds = collections.defaultdict(lambda: [0, 0, 0])
+    for kind, name, status, _ in results.values():
+        k = kinds[kind]
+        k[1] += 1
+        k[0] += status == 'pass'
+        k[2] += status == 'skip'
+        if kind == 'node':
+            p = per_op[ops.get(name, '?')]
+            p[1] += 1
+            p[0] += status == 'pass'
+    return per_op, kinds
+
+
+def mapped_op_types():
+    """The ONNX op types OpenCNTK's reader has a rule for."""
+    from cntk import cntk_py  # noqa: F401
+    from cntk import _cntk
+    return set(_cntk.onnx_import_op_types())
+
+
+def markdown(per_op, kinds, kinds27):
+    mapped = mapped_op_types()
+    lines = [SECTION, '',
+             'ONNX %s\'s backend test cases on the CPU (`make onnx-backend-tests`, runner in '
+             '`tests/onnx_backend/run.py`): over `cntk.onnx_backend`, and over CNTK 2.7\'s adapter '
+             '`onnx_cntk/tests/onnx_backend_test.py` unchanged (it returns only the first output and '
+             'types only booleans, so it passes fewer).' % _onnx_version(), '',
+             '| Test kind | Pass (cntk.onnx_backend) | Pass (CNTK 2.7 adapter) | Cases |', '|---|---|---|---|']
+    for kind in ('node', 'simple', 'pytorch-converted', 'pytorch-operator'):
+        if kind not in kinds:
+            continue
+        p, n, _ = kinds[kind]
+        p27 = kinds27.get(kind, [None])[0]
+        lines.append('| %s | %d (%.1f%%) | %s | %d |' % (kind, p, 100.0 * p / max(n, 1),
+                                                       '-' if p27 is None else '%d' % p27, n))
+    lines += ['', 'Node cases per ONNX op type (**bold**: the reader has a rule for it):', '',
+              '| Op type | Pass | Cases |', '|---|---|---|']
+    for op in sorted(per_op):
+        p, n = per_op[op]
+        lines.append('| %s | %d | %d |' % ('**%s**' % op if op in mapped else op, p, n))
+    return '\n'.join(lines) + '\n'
+
+
+def _onnx_version():
+    import onnx
+    return onnx.__version__
+
+
+def write_section(path, text):
+    """Replaces (or appends) the final section of docs/onnx.md, keeping the others."""
+    old = open(path).read() if os.path.exists(path) else ''
+    i = old.find(SECTION)
+    if i >= 0:
+        j = old.find('\n## ', i + len(SECTION))
+        new = old[:i] + text + (old[j + 1:] if j >= 0 else '')
+    else:
+        new = (old.rstrip('\n') + '\n\n' if old else '# ONNX\n\n') + text
+    with open(path, 'w') as f:
+        f.write(new)
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == '--worker':
+        _worker(*sys.argv[2:5])
+        return 0
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--backend', choices=['opencntk', 'cntk27', 'both'], default='both')
+    ap.add_argument('-k', dest='pattern')
+    ap.add_argument('--subset', type=int)
+    ap.add_argument('--table')
+    ap.add_argument('--json')
+    ap.add_argument('--failures', action='store_true', help='print each failing case and its error')
+    a = ap.parse_args()
+    backends = ['opencntk', 'cntk27'] if a.backend == 'both' else [a.backend]
+    all_results = {b: run(b, a.pattern, a.subset) for b in backends}
+    summary = {}
+    for b, res in all_results.items():
+        per_op, kinds = table(res)
+        summary[b] = (per_op, kinds)
+        for kind, (p, n, s) in sorted(kinds.items()):
+            print('%-8s %-18s %4d / %4d pass (%d skipped)' % (b, kind, p, n, s))
+        if a.failures:
+            for t, (kind, name, status, msg) in sorted(res.items()):
+                if status == 'fail':
+                    print('  FAIL %s: %s' % (t, msg))
+    if a.json:
+        with open(a.json, 'w') as f:
+            json.dump({b: {t: list(v) for t, v in r.items()} for b, r in all_results.items()}, f, indent=0)
+    if a.table:
+        per_op, kinds = summary.get('opencntk', next(iter(summary.values())))
+        kinds27 = summary['cntk27'][1] if 'cntk27' in summary else {}
+        write_section(a.table, markdown(per_op, kinds, kinds27))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
