@@ -18,6 +18,7 @@
 #include "kernels/cpu/elementwise.h"
 #include "ops/conv_fused.h"
 #include "ops/op.h"
+#include "onnx/export_batch.h"
 #include "cntk/ops.h"
 
 namespace cntk {
@@ -1029,6 +1030,73 @@ void register_convolution_sequence_shape() {
   register_op(std::move(d));
 }
 
+// ------------------------------------------------------------- ONNX forms
+
+// The explicit pads of a window: ONNX's [begin..., end...].
+std::vector<int64_t> onnx_pads(const kernels::Window& w) {
+  std::vector<int64_t> p = w.pad_lo;
+  p.insert(p.end(), w.pad_hi.begin(), w.pad_hi.end());
+  return p;
+}
+
+// Convolution -> Conv / ConvTranspose. The engine's kernel (O, C/groups, k...) (transposed:
+// (C, O, k...)) is ONNX's W as it is; its geometry (centred auto padding included) is
+// written as explicit pads.
+void convolution_onnx(onnx_io::ExportContext& c) {
+  using onnx_io::Attr;
+  const Dictionary& a = c.function().attributes();
+  const NDShape W = c.input_var(0).shape(), X = c.input_var(1).shape();
+  if (c.attr_int("reductionRank") != 1) c.unsupported("convolution with reduction_rank 0");
+  if (c.attr_bool("sequential")) c.unsupported("convolution over the sequence axis");
+  if (W.rank() != X.rank() + 1) c.unsupported("a kernel without its input-channel axis");
+  ConvSetup cs = conv_setup(a, W, X);
+  const auto& w = cs.dims.win;
+  for (auto d : cs.transpose ? w.out : w.in)
+    if (d < 0) c.unsupported("convolution over spatial axes of free size");
+  std::vector<Attr> attrs{Attr("kernel_shape", w.kernel), Attr("strides", w.stride), Attr("dilations", w.dilation),
+                          Attr("pads", onnx_pads(w))};
+  if (!cs.transpose) attrs.emplace_back("group", cs.dims.groups);
+  if (cs.transpose) {
+    // The engine's output size may exceed what the pads give: the rest is output_padding.
+    std::vector<int64_t> op(w.in.size());
+    for (size_t i = 0; i < op.size(); ++i)
+      op[i] =
+          w.in[i] - ((w.out[i] - 1) * w.stride[i] + (w.kernel[i] - 1) * w.dilation[i] + 1 - w.pad_lo[i] - w.pad_hi[i]);
+    attrs.emplace_back("output_padding", op);
+  }
+  const std::string kernel = c.input(0);
+  onnx_io::over_batch_export(c, 1, [&](const std::string& x, const std::string& out) {
+    return c.node1(cs.transpose ? "ConvTranspose" : "Conv", {x, kernel}, attrs, out);
+  });
+}
+
+// Pooling -> MaxPool / AveragePool (GlobalMax/AveragePool for CNTK's global pooling). Axes
+// the window leaves alone before the pooled ones are channels; the engine's geometry is
+// written as explicit pads.
+void pooling_onnx(onnx_io::ExportContext& c) {
+  using onnx_io::Attr;
+  const Dictionary& a = c.function().attributes();
+  const NDShape X = c.input_var(0).shape();
+  PoolSetup ps = pool_setup(a, X, "poolingWindowShape");
+  const auto& w = ps.dims.win;
+  const bool max = ps.dims.kind == kernels::PoolKind::Max;
+  if (X.rank() < 2 || ps.dims.channels != X[0] || w.in.size() != X.rank() - 1)
+    c.unsupported("pooling other than over every axis but the first (the channels)");
+  const bool global = ints_attr(a, "poolingWindowShape").empty();
+  std::vector<Attr> attrs;
+  if (!global) {
+    attrs = {Attr("kernel_shape", w.kernel), Attr("strides", w.stride), Attr("pads", onnx_pads(w))};
+    if (!max) attrs.emplace_back("count_include_pad", int64_t(ps.dims.include_pad));
+    if (c.opset() >= 10)
+      attrs.emplace_back("ceil_mode", int64_t(c.attr_bool("ceilOutDim")));
+    else if (c.attr_bool("ceilOutDim"))
+      c.unsupported("ceil_out_dim below opset 10");
+  }
+  const char* op = global ? (max ? "GlobalMaxPool" : "GlobalAveragePool") : (max ? "MaxPool" : "AveragePool");
+  onnx_io::over_batch_export(
+      c, 0, [&](const std::string& x, const std::string& out) { return c.node1(op, {x}, attrs, out); });
+}
+
 }  // namespace
 
 void register_conv_ops() {
@@ -1037,6 +1105,8 @@ void register_conv_ops() {
   register_pooling();
   register_unpooling();
   register_roipooling();
+  set_onnx_export("Convolution", convolution_onnx);
+  set_onnx_export("Pooling", pooling_onnx);
 }
 
 namespace ops {

@@ -8,6 +8,7 @@
 #include "kernels/cpu/softmax.h"
 #include "ops/eager.h"
 #include "ops/op.h"
+#include "onnx/export.h"
 
 namespace cntk {
 namespace {
@@ -343,6 +344,64 @@ void register_assign() {
   register_op(std::move(d));
 }
 
+// ------------------------------------------------------------- ONNX forms
+
+// An op over the whole sample (ONNX's coerced-to-2-D form, which opset 13 dropped): the
+// old form directly, else over the sample flattened and reshaped back.
+void whole_sample_onnx(onnx_io::ExportContext& c, const std::string& op) {
+  const int64_t dyn = c.input_dyn(0);
+  if (c.opset() < 13 || c.input_var(0).shape().rank() == 1) {
+    c.node1(op, {c.input(0)}, {onnx_io::Attr("axis", dyn)}, c.output(0));
+    return;
+  }
+  std::string flat = c.node1("Flatten", {c.input(0)}, {onnx_io::Attr("axis", dyn)});
+  std::string y = c.node1(op, {flat}, {onnx_io::Attr("axis", int64_t(1))});
+  c.node1("Reshape", {y, c.node1("Shape", {c.input(0)})}, {}, c.output(0));
+}
+
+// Softmax/LogSoftmax over one static axis: from opset 13 ONNX's axis; before, the coerced
+// form is that axis only when it is the last one, so another axis is moved there and back.
+void softmax_onnx(onnx_io::ExportContext& c, const std::string& op) {
+  Span s = span_of(c.attr_value("axis").as_axis());
+  if (s.kind == Span::Batch) c.unsupported("normalizing over the batch axis");
+  if (s.kind == Span::AllStatic) return whole_sample_onnx(c, op);
+  const int64_t dyn = c.input_dyn(0), r = int64_t(c.input_var(0).shape().rank());
+  const int64_t axis = dyn + (s.index < 0 ? s.index + r : s.index), last = dyn + r - 1;
+  if (c.opset() >= 13 || axis == last) {
+    c.node1(op, {c.input(0)}, {onnx_io::Attr("axis", axis)}, c.output(0));
+    return;
+  }
+  std::vector<int64_t> perm(size_t(last + 1));
+  for (int64_t i = 0; i <= last; ++i) perm[size_t(i)] = i;
+  std::swap(perm[size_t(axis)], perm[size_t(last)]);  // its own inverse
+  std::string t = c.node1("Transpose", {c.input(0)}, {onnx_io::Attr("perm", perm)});
+  std::string y = c.node1(op, {t}, {onnx_io::Attr("axis", last)});
+  c.node1("Transpose", {y}, {onnx_io::Attr("perm", perm)}, c.output(0));
+}
+
+void register_nn_onnx() {
+  set_onnx_export("Softmax", [](onnx_io::ExportContext& c) { softmax_onnx(c, "Softmax"); });
+  set_onnx_export("LogSoftmax", [](onnx_io::ExportContext& c) { softmax_onnx(c, "LogSoftmax"); });
+  set_onnx_export("Hardmax", [](onnx_io::ExportContext& c) { whole_sample_onnx(c, "Hardmax"); });
+  // The activations with attributes (registered with the elementwise ops) and their ONNX names.
+  set_onnx_export("ELU", [](onnx_io::ExportContext& c) {
+    c.node1("Elu", {c.input(0)}, {onnx_io::Attr("alpha", c.attr_double("alpha"))}, c.output(0));
+  });
+  set_onnx_export("LeakyReLU", [](onnx_io::ExportContext& c) {
+    c.node1("LeakyRelu", {c.input(0)}, {onnx_io::Attr("alpha", c.attr_double("alpha"))}, c.output(0));
+  });
+  set_onnx_export("SELU", [](onnx_io::ExportContext& c) {
+    c.node1("Selu", {c.input(0)},
+            {onnx_io::Attr("alpha", c.attr_double("alpha")), onnx_io::Attr("gamma", c.attr_double("gamma"))},
+            c.output(0));
+  });
+  set_onnx_export("HardSigmoid", [](onnx_io::ExportContext& c) {
+    c.node1("HardSigmoid", {c.input(0)},
+            {onnx_io::Attr("alpha", c.attr_double("alpha")), onnx_io::Attr("beta", c.attr_double("beta"))},
+            c.output(0));
+  });
+}
+
 }  // namespace
 
 void register_nn_ops() {
@@ -356,6 +415,7 @@ void register_nn_ops() {
   register_constant_like();
   register_eye_like();
   register_assign();
+  register_nn_onnx();
 }
 
 }  // namespace cntk

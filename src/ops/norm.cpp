@@ -11,6 +11,7 @@
 #include "kernels/cpu/norm.h"
 #include "ops/eager.h"
 #include "ops/op.h"
+#include "onnx/export_batch.h"
 
 namespace cntk {
 namespace {
@@ -531,10 +532,33 @@ void register_crop() {
 
 }  // namespace
 
+// ONNX forms: BatchNormalization in its inference form (the running statistics as mean and
+// var; the running count has no ONNX counterpart), LRN over 2 r + 1 channels.
+static void register_norm_onnx() {
+  set_onnx_export("BatchNormalization", [](onnx_io::ExportContext& c) {
+    if (!c.attr_bool("spatial")) c.unsupported("non-spatial batch normalization (one statistic per element)");
+    const std::vector<std::string> params{c.input(kScale), c.input(kBias), c.input(kRunMean), c.input(kRunVar)};
+    const onnx_io::Attr eps("epsilon", c.attr_double("epsilon"));
+    onnx_io::over_batch_export(c, kData, [&](const std::string& x, const std::string& out) {
+      std::vector<std::string> in{x};
+      in.insert(in.end(), params.begin(), params.end());
+      return c.node1("BatchNormalization", in, {eps}, out);
+    });
+  });
+  set_onnx_export("LocalResponseNormalization", [](onnx_io::ExportContext& c) {
+    std::vector<onnx_io::Attr> attrs{
+        onnx_io::Attr("size", 2 * c.attr_int("depthRadius") + 1), onnx_io::Attr("bias", c.attr_double("bias")),
+        onnx_io::Attr("alpha", c.attr_double("alpha")), onnx_io::Attr("beta", c.attr_double("beta"))};
+    onnx_io::over_batch_export(
+        c, 0, [&](const std::string& x, const std::string& out) { return c.node1("LRN", {x}, attrs, out); });
+  });
+}
+
 void register_norm_ops() {
   register_batch_normalization();
   register_lrn();
   register_crop();
+  register_norm_onnx();
 }
 
 }  // namespace cntk

@@ -8,6 +8,7 @@
 #include "kernels/cpu/elementwise.h"
 #include "ops/eager.h"
 #include "ops/op.h"
+#include "onnx/export.h"
 #include "ops/sampling.h"
 
 namespace cntk {
@@ -303,6 +304,8 @@ void register_random_distribution() {
 
 void register_random_ops() {
   register_dropout();
+  // An exported model is for inference, where dropout is the identity.
+  set_onnx_export("Dropout", onnx_io::export_as("Identity"));
   register_random_sample();
   register_random_distribution();
 }

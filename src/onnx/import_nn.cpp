@@ -1,0 +1,126 @@
+// ONNX's softmax family, activations with attributes and Dropout read as the engine's
+// primitives (or small compositions of them where the engine has no single op).
+#include <cmath>
+
+#include "onnx/import.h"
+
+namespace cntk::onnx_io {
+
+namespace {
+
+Variable scalar(const Variable& like, double v) { return Variable::constant(NDArrayView::scalar(like.dtype(), v), ""); }
+
+std::vector<Variable> one(const FunctionPtr& f) { return {f->output()}; }
+
+// Softmax/LogSoftmax: before opset 13 the input is coerced to 2-D at `axis` (default 1) and
+// normalized over everything from there; from 13 on over the one axis (default -1).
+ImportFn softmax(const std::string& op, bool coerced) {
+  return [op, coerced](ImportContext& c) {
+    Variable x = c.input(0);
+    const int64_t dyn = c.input_dyn(0), srank = int64_t(x.shape().rank()), rank = dyn + srank;
+    int64_t axis = c.attr_int("axis", coerced ? 1 : -1);
+    if (axis < -rank || axis >= rank) c.fail("axis " + std::to_string(axis) + " is out of range");
+    if (axis < 0) axis += rank;
+    const int64_t s = axis - dyn;  // the static axis
+    if (s < 0) c.fail("normalizing over a batch or sequence axis is not supported");
+    if (op == "Hardmax") {
+      // The engine's Hardmax takes the whole sample.
+      bool whole = coerced ? s == 0 : srank == 1;
+      if (!whole) c.fail("Hardmax over part of the sample is not supported");
+      return one(c.primitive("Hardmax", {x}));
+    }
+    if (!coerced || s == srank - 1) return one(c.primitive(op, {x}, {{"axis", Axis(int(s))}}));
+    if (s == 0) return one(c.primitive(op, {x}, {{"axis", Axis::all_static_axes()}}));
+    // Axes s.. merged into one, normalized, and split again.
+    auto d = x.shape().dims();
+    int64_t inner = 1;
+    for (int64_t i = s; i < srank; ++i) {
+      if (d[size_t(i)] < 0) c.fail("coerced softmax over axes of free size is not supported");
+      inner *= d[size_t(i)];
+    }
+    std::vector<int64_t> flat(d.begin(), d.begin() + s);
+    flat.push_back(inner);
+    Variable y = c.primitive("Reshape", {x}, {{"newShape", NDShape(flat)}})->output();
+    y = c.primitive(op, {y}, {{"axis", Axis(-1)}})->output();
+    return one(c.primitive("Reshape", {y}, {{"newShape", x.shape()}}));
+  };
+}
+
+Variable select(ImportContext& c, const Variable& cond, const Variable& a, const Variable& b) {
+  return c.primitive("Select", {cond, a, b})->output();
+}
+
+}  // namespace
+
+void register_import_nn() {
+  for (auto op : {"Softmax", "LogSoftmax", "Hardmax"}) {
+    register_onnx_import(op, softmax(op, true), 1);
+    register_onnx_import(op, softmax(op, false), 13);
+  }
+  register_onnx_import("LeakyRelu", [](ImportContext& c) {
+    return one(c.primitive("LeakyReLU", {c.input(0)}, {{"alpha", double(c.attr_float("alpha", 0.01f))}}));
+  });
+  register_onnx_import("Elu", [](ImportContext& c) {
+    return one(c.primitive("ELU", {c.input(0)}, {{"alpha", double(c.attr_float("alpha", 1.0f))}}));
+  });
+  register_onnx_import("Selu", [](ImportContext& c) {
+    return one(c.primitive("SELU", {c.input(0)},
+                           {{"alpha", double(c.attr_float("alpha", 1.67326319217681884765625f))},
+                            {"gamma", double(c.attr_float("gamma", 1.05070102214813232421875f))}}));
+  });
+  register_onnx_import("HardSigmoid", [](ImportContext& c) {
+    return one(
+        c.primitive("HardSigmoid", {c.input(0)},
+                    {{"alpha", double(c.attr_float("alpha", 0.2f))}, {"beta", double(c.attr_float("beta", 0.5f))}}));
+  });
+  // x * HardSigmoid(x) with alpha 1/6, beta 1/2.
+  register_onnx_import("HardSwish", [](ImportContext& c) {
+    Variable x = c.input(0);
+    Variable h = c.primitive("HardSigmoid", {x}, {{"alpha", 1.0 / 6}, {"beta", 0.5}})->output();
+    return one(c.primitive("ElementTimes", {x, h}));
+  });
+  // log(1 + e^x) as LogPlus(0, x), stable for large x.
+  register_onnx_import("Softplus", [](ImportContext& c) {
+    Variable x = c.input(0);
+    return one(c.primitive("LogPlus", {scalar(x, 0), x}));
+  });
+  register_onnx_import("Softsign", [](ImportContext& c) {
+    Variable x = c.input(0);
+    Variable d = c.primitive("Plus", {scalar(x, 1), c.primitive("Abs", {x})->output()})->output();
+    return one(c.primitive("ElementDivide", {x, d}));
+  });
+  register_onnx_import("Mish", [](ImportContext& c) {
+    Variable x = c.input(0);
+    Variable sp = c.primitive("LogPlus", {scalar(x, 0), x})->output();
+    return one(c.primitive("ElementTimes", {x, c.primitive("Tanh", {sp})->output()}));
+  });
+  // PRelu: the slope broadcasts to x (NumPy rules, as the engine's static shapes).
+  register_onnx_import("PRelu", [](ImportContext& c) {
+    Variable x = c.input(0), slope = c.input(1);
+    Variable neg = c.primitive("Less", {x, scalar(x, 0)})->output();
+    return std::vector<Variable>{select(c, neg, c.primitive("ElementTimes", {slope, x})->output(), x)};
+  });
+  register_onnx_import("ThresholdedRelu", [](ImportContext& c) {
+    Variable x = c.input(0);
+    Variable above = c.primitive("Greater", {x, scalar(x, c.attr_float("alpha", 1.0f))})->output();
+    return std::vector<Variable>{select(c, above, x, scalar(x, 0))};
+  });
+  // Dropout in an inference model is the identity; a ratio given keeps the engine's Dropout
+  // (which trains as dropout and evaluates as the identity). The mask output is not produced.
+  register_onnx_import("Dropout", [](ImportContext& c) {
+    if (c.node().output_size() > 1 && !c.node().output(1).empty()) c.fail("Dropout's mask output is not supported");
+    double ratio = c.opset() < 12 ? c.attr_float("ratio", 0.5f) : 0.5;
+    if (c.opset() >= 12 && c.has_input(1)) {
+      auto r = c.constant_input(1);
+      if (!r) c.fail("a ratio computed while running is not supported");
+      ratio = r->item();
+    }
+    if (c.opset() >= 12 && c.has_input(2)) {
+      auto t = c.constant_input(2);
+      if (!t || t->item() != 0) c.fail("training_mode other than a constant false is not supported");
+    }
+    return one(c.primitive("Dropout", {c.input(0)}, {{"dropoutRate", ratio}}));
+  });
+}
+
+}  // namespace cntk::onnx_io
