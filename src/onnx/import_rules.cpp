@@ -5,10 +5,16 @@ namespace cntk::onnx_io {
 
 void register_import_elementwise();
 void register_import_linalg();
+void register_import_conv();
+void register_import_norm();
+void register_import_nn();
 
 void register_onnx_import_rules() {
   register_import_elementwise();
   register_import_linalg();
+  register_import_conv();
+  register_import_norm();
+  register_import_nn();
 }
 
 }  // namespace cntk::onnx_io
