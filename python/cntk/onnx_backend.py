@@ -6,11 +6,16 @@ format=ModelFormat.ONNX)`` uses) and returns a representation whose ``run(inputs
 graph inputs in the model's order and returns every graph output, with the element type the
 model declares for it (the engine computes integers and booleans as float32; they are rounded
 back here).
+
+The reader needs some inputs' values while it reads (a shape, an axis, a count ``k``). Where a
+model feeds such a value as a graph input and cannot be read with it as an argument, the
+model is read at ``run`` time with its integer, boolean and scalar inputs bound to the values
+given (once per distinct set of those values).
 """
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 from onnx.backend.base import Backend, BackendRep, Device, DeviceType
 
 from . import cntk_py as _cntk_py  # noqa: F401  (loads the extension)
@@ -39,31 +44,61 @@ def _to_declared(x, elem_type):
 class CNTKBackendRep(BackendRep):
     """A loaded model: ``run`` evaluates it on the inputs in the model's graph-input order."""
 
-    def __init__(self, function, input_names, output_types):
+    def __init__(self, model, function=None, error=None):
+        self.model = model
+        init = {t.name for t in model.graph.initializer}
+        self.input_infos = [vi for vi in model.graph.input if vi.name not in init]
+        self.output_types = [vi.type.tensor_type.elem_type for vi in model.graph.output]
         self.function = function
-        by_name = {a.name: a for a in function.arguments}
-        missing = [n for n in input_names if n not in by_name]
-        # Inputs no node reads are not arguments of the function; they are accepted and ignored.
-        self.inputs = [by_name.get(n) for n in input_names]
-        self.output_types = output_types
-        del missing
+        self._error = error
+        self._bound = {}
+
+    def _specialized(self, values):
+        """The model read with its integer/boolean inputs bound to ``values``."""
+        bind = [(vi, x) for vi, x in zip(self.input_infos, values) if _is_discrete(vi)]
+        if not bind:
+            raise self._error
+        key = tuple((vi.name, x.dtype.str, x.shape, x.tobytes()) for vi, x in bind)
+        if key not in self._bound:
+            m = onnx.ModelProto()
+            m.CopyFrom(self.model)
+            names = {vi.name for vi, _ in bind}
+            kept = [vi for vi in m.graph.input if vi.name not in names]
+            del m.graph.input[:]
+            m.graph.input.extend(kept)
+            for vi, x in bind:
+                t = numpy_helper.from_array(x.astype(_np_type(vi.type.tensor_type.elem_type)), vi.name)
+                m.graph.initializer.append(t)
+            self._bound[key] = load_model(m.SerializeToString(), format=ModelFormat.ONNX)
+        return self._bound[key], [x for vi, x in zip(self.input_infos, values) if not _is_discrete(vi)], \
+            [vi for vi in self.input_infos if not _is_discrete(vi)]
 
     def run(self, inputs, **kwargs):
         if isinstance(inputs, dict):
-            inputs = [inputs[a.name] for a in self.inputs if a is not None]
+            inputs = [inputs[vi.name] for vi in self.input_infos]
         elif not isinstance(inputs, (list, tuple)):
             inputs = [inputs]
-        feed = {}
-        for arg, x in zip(self.inputs, inputs):
-            if arg is None:
-                continue
-            feed[arg] = np.ascontiguousarray(np.asarray(x), dtype=arg.dtype)
-        outs = self.function.outputs
-        res = self.function.eval(feed, outputs=list(outs), as_numpy=True) if feed else \
-            self.function.eval(outputs=list(outs), as_numpy=True)
+        values = [np.asarray(x) for x in inputs]
+        function, infos = self.function, self.input_infos
+        if function is None:
+            function, values, infos = self._specialized(values)
+        by_name = {a.name: a for a in function.arguments}
+        # Inputs no node reads are not arguments of the function; they are accepted and ignored.
+        feed = {by_name[vi.name]: np.ascontiguousarray(x, dtype=by_name[vi.name].dtype)
+                for vi, x in zip(infos, values) if vi.name in by_name}
+        outs = function.outputs
+        res = function.eval(feed, outputs=list(outs), as_numpy=True) if feed else \
+            function.eval(outputs=list(outs), as_numpy=True)
         if not isinstance(res, dict):
             res = {outs[0]: res}
         return [_to_declared(res[o], t) for o, t in zip(outs, self.output_types)]
+
+
+def _is_discrete(vi):
+    """Inputs that may carry a shape, an axis, a count or a depth."""
+    tt = vi.type.tensor_type
+    scalar = tt.HasField('shape') and len(tt.shape.dim) == 0
+    return scalar or tt.elem_type == TensorProto.BOOL or np.issubdtype(_np_type(tt.elem_type), np.integer)
 
 
 class CNTKBackend(Backend):
@@ -75,11 +110,11 @@ class CNTKBackend(Backend):
             raise RuntimeError("cntk.onnx_backend: device %r is not supported (CPU only)" % (device,))
         if isinstance(model, (str, bytes)):
             model = onnx.load_model_from_string(model) if isinstance(model, bytes) else onnx.load(model)
-        init = {t.name for t in model.graph.initializer}
-        input_names = [vi.name for vi in model.graph.input if vi.name not in init]
-        output_types = [vi.type.tensor_type.elem_type for vi in model.graph.output]
-        function = load_model(model.SerializeToString(), format=ModelFormat.ONNX)
-        return CNTKBackendRep(function, input_names, output_types)
+        try:
+            return CNTKBackendRep(model, load_model(model.SerializeToString(), format=ModelFormat.ONNX))
+        except ValueError as e:
+            # Read again at run time with the integer inputs bound (see the module's doc).
+            return CNTKBackendRep(model, error=e)
 
     @classmethod
     def run_model(cls, model, inputs, device='CPU', **kwargs):

@@ -8,6 +8,7 @@ void register_import_linalg();
 void register_import_conv();
 void register_import_norm();
 void register_import_nn();
+void register_import_tensor();
 
 void register_onnx_import_rules() {
   register_import_elementwise();
@@ -15,6 +16,7 @@ void register_onnx_import_rules() {
   register_import_conv();
   register_import_norm();
   register_import_nn();
+  register_import_tensor();
 }
 
 }  // namespace cntk::onnx_io

@@ -74,7 +74,8 @@ def _worker(backend, ids_file, out_file):
             bt.test_cases[cls_name](meth).run(result)
             if result.errors or result.failures:
                 status = 'fail'
-                msg = (result.errors or result.failures)[0][1].strip().splitlines()[-1][:300]
+                lines = (result.errors or result.failures)[0][1].strip().splitlines()
+                msg = next((l for l in lines if re.match(r'^[\w.]*(Error|Exception)\b', l)), lines[-1])[:300]
             elif result.skipped:
                 status, msg = 'skip', result.skipped[0][1][:300]
             else:

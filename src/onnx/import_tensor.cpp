@@ -1,0 +1,275 @@
+// ONNX tensor-manipulation ops that have no single engine op: shapes and sizes, casts,
+// generated tensors (ConstantOfShape, EyeLike, Range), masks (Trilu, Where), Mod, CumSum,
+// TopK and OneHot. The engine computes integers and booleans as float32 (as CNTK did), so
+// an integer cast rounds the value the ONNX way and keeps it as a float; the declared ONNX
+// type travels as the output's element type. Values the rules need while reading (shapes,
+// axes, k) must be known then: initializers, Constant nodes, or computed from them.
+#include <cmath>
+
+#include "onnx/import.h"
+
+namespace cntk::onnx_io {
+
+namespace {
+
+using ::onnx::TensorProto;
+using Vars = std::vector<Variable>;
+
+bool is_float(int32_t t) { return t == TensorProto::FLOAT || t == TensorProto::DOUBLE || t == TensorProto::FLOAT16; }
+bool is_integer(int32_t t) {
+  switch (t) {
+    case TensorProto::UINT8:
+    case TensorProto::INT8:
+    case TensorProto::UINT16:
+    case TensorProto::INT16:
+    case TensorProto::INT32:
+    case TensorProto::INT64:
+    case TensorProto::UINT32:
+    case TensorProto::UINT64: return true;
+    default: return false;
+  }
+}
+
+Variable out(const FunctionPtr& f) { return f->output(); }
+
+Variable scalar(ImportContext& c, const Variable& like, double v) {
+  return Variable::constant(NDShape{}, like.dtype(), v, c.name() + "/const");
+}
+
+// A constant of the given values (NumPy order) as float32.
+Variable constant_f(ImportContext& c, const NDShape& shape, const std::vector<double>& values) {
+  NDArrayView v(DataType::Float, shape);
+  for (size_t k = 0; k < values.size(); ++k) v.data<float>()[k] = float(values[k]);
+  return Variable::constant(v, c.name());
+}
+
+// The static shape of input i with its dynamic axes (ONNX's leading dims) where known.
+std::vector<int64_t> static_dims(ImportContext& c, size_t i) {
+  Variable x = c.input(i);
+  if (!x.dynamic_axes().empty())
+    c.fail("input " + std::to_string(i) + " has dynamic axes: its shape is not known while reading");
+  for (int64_t d : x.shape().dims())
+    if (d < 0) c.fail("input " + std::to_string(i) + " has a free dimension: its shape is not known while reading");
+  return x.shape().dims();
+}
+
+int64_t normalize_axis(ImportContext& c, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    c.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::vector<int64_t> known_i64(ImportContext& c, size_t i, const std::string& what) {
+  auto v = c.constant_input_i64(i);
+  if (!v) c.fail("its " + what + " input must be known while reading (an initializer or computed from constants)");
+  return *v;
+}
+
+// trunc(v): towards zero, as ONNX's float -> integer casts and fmod round.
+Variable trunc(ImportContext& c, const Variable& v) {
+  Variable zero = scalar(c, v, 0);
+  Variable down = out(c.primitive("Floor", {v}));
+  Variable up = out(c.primitive("Negate", {out(c.primitive("Floor", {out(c.primitive("Negate", {v}))}))}));
+  return out(c.primitive("Select", {out(c.primitive("Less", {v, zero})), up, down}));
+}
+
+// Cast of input 0 to the ONNX element type `to`.
+Vars cast_to(ImportContext& c, int32_t to) {
+  Variable x = c.input(0);
+  const int32_t from = c.input_elem_type(0);
+  c.set_output_elem_type(0, to);
+  auto as = [&](DataType dt) {
+    if (x.dtype() == dt) return x;
+    return out(c.primitive("Cast", {x}, Dictionary{{"newDataType", int64_t(dt)}}));
+  };
+  switch (to) {
+    case TensorProto::FLOAT: return {as(DataType::Float)};
+    case TensorProto::DOUBLE: return {as(DataType::Double)};
+    case TensorProto::FLOAT16: return {as(DataType::Float16)};
+    case TensorProto::BOOL: return {out(c.primitive("NotEqual", {x, scalar(c, x, 0)}))};
+    default: break;
+  }
+  if (!is_integer(to))
+    c.fail("a cast to " + TensorProto::DataType_Name(TensorProto::DataType(to)) +
+           " is not supported (float16/32/64, bool and integer types are)");
+  // Integers are kept as float32; from a float type they round towards zero. Wrap-around
+  // of values outside the target's range is not reproduced.
+  Variable f = as(DataType::Float);
+  return {is_float(from) ? trunc(c, f) : f};
+}
+
+Vars cumsum(ImportContext& c) {
+  Variable x = c.input(0);
+  const int64_t rank = int64_t(x.shape().rank());
+  const auto axis_v = known_i64(c, 1, "axis");
+  if (axis_v.size() != 1) c.fail("axis must be a scalar");
+  const int64_t axis = normalize_axis(c, axis_v[0], rank);
+  const int64_t n = x.shape()[size_t(axis)];
+  if (n <= 0) c.fail("the summed axis must have a known, positive length");
+  const bool exclusive = c.attr_int("exclusive", 0) != 0, reverse = c.attr_int("reverse", 0) != 0;
+  if (is_integer(c.input_elem_type(0)) || c.input_elem_type(0) == TensorProto::BOOL)
+    c.set_output_elem_type(0, c.input_elem_type(0));
+  auto slice = [&](int64_t k) {
+    return out(
+        c.primitive("Slice", {x}, Dictionary{{"axis", Axis(int(axis))}, {"beginIndex", k}, {"endIndex", k + 1}}));
+  };
+  // A running sum over the slices along the axis (the test and exporter lengths are small).
+  std::vector<Variable> parts(static_cast<size_t>(n));
+  Variable run;
+  for (int64_t s = 0; s < n; ++s) {
+    const int64_t k = reverse ? n - 1 - s : s;
+    Variable xk = slice(k);
+    if (exclusive) {
+      parts[size_t(k)] = run.defined() ? run : out(c.primitive("ElementTimes", {xk, scalar(c, xk, 0)}));
+      run = run.defined() ? out(c.primitive("Plus", {run, xk})) : xk;
+    } else {
+      run = run.defined() ? out(c.primitive("Plus", {run, xk})) : xk;
+      parts[size_t(k)] = run;
+    }
+  }
+  if (n == 1) return {parts[0]};
+  return {out(c.primitive("Splice", parts, Dictionary{{"axis", Axis(int(axis))}}))};
+}
+
+Vars trilu(ImportContext& c) {
+  Variable x = c.input(0);
+  const auto dims = x.shape().dims();
+  if (dims.size() < 2) c.fail("the input must have rank 2 or more");
+  const int64_t rows = dims[dims.size() - 2], cols = dims.back();
+  if (rows < 0 || cols < 0) c.fail("the last two dimensions must be known");
+  int64_t k = 0;
+  if (c.has_input(1)) {
+    const auto kv = known_i64(c, 1, "k");
+    if (kv.size() != 1) c.fail("k must be a scalar");
+    k = kv[0];
+  }
+  const bool upper = c.attr_int("upper", 1) != 0;
+  if (c.input_elem_type(0) != TensorProto::FLOAT) c.set_output_elem_type(0, c.input_elem_type(0));
+  std::vector<double> mask(size_t(rows * cols));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) mask[size_t(i * cols + j)] = (upper ? j - i >= k : j - i <= k) ? 1.0 : 0.0;
+  Variable m = constant_f(c, NDShape({rows, cols}), mask);
+  // Select, not a product: the zeroed elements may hold inf or NaN.
+  return {out(c.primitive("Select", {m, x, out(c.primitive("ElementTimes", {x, scalar(c, x, 0)}))}))};
+}
+
+Vars mod(ImportContext& c) {
+  Variable x = c.input(0), y = c.input(1);
+  const bool fmod = c.attr_int("fmod", 0) != 0;
+  const int32_t t = c.input_elem_type(0);
+  if (t != TensorProto::FLOAT) c.set_output_elem_type(0, t);
+  Variable q = out(c.primitive("ElementDivide", {x, y}));
+  // fmod: the remainder takes the dividend's sign (truncated quotient); else the divisor's (floored).
+  Variable whole = fmod ? trunc(c, q) : out(c.primitive("Floor", {q}));
+  return {out(c.primitive("Minus", {x, out(c.primitive("ElementTimes", {whole, y}))}))};
+}
+
+Vars topk(ImportContext& c) {
+  Variable x = c.input(0);
+  const auto kv = known_i64(c, 1, "K");
+  if (kv.size() != 1) c.fail("K must hold one value");
+  const int64_t rank = int64_t(x.shape().rank());
+  const int64_t axis = normalize_axis(c, c.attr_int("axis", -1), rank);
+  const bool largest = c.attr_int("largest", 1) != 0;
+  Variable in = largest ? x : out(c.primitive("Negate", {x}));
+  FunctionPtr f = c.primitive("TopK", {in}, Dictionary{{"numItems", kv[0]}, {"axis", Axis(int(axis))}});
+  Variable values = f->outputs()[0], indices = f->outputs()[1];
+  if (!largest) values = out(c.primitive("Negate", {values}));
+  if (c.input_elem_type(0) != TensorProto::FLOAT) c.set_output_elem_type(0, c.input_elem_type(0));
+  c.set_output_elem_type(1, TensorProto::INT64);
+  return {values, indices};
+}
+
+Vars onehot(ImportContext& c) {
+  Variable idx = c.input(0), values = c.input(2);
+  const auto depth_v = c.constant_input(1);
+  if (!depth_v) c.fail("its depth input must be known while reading");
+  const int64_t depth = int64_t(depth_v->cast(DataType::Double).item());
+  const int64_t rank = int64_t(idx.shape().rank());
+  const int64_t axis = normalize_axis(c, c.attr_int("axis", -1), rank + 1);
+  // Negative indices count from the end.
+  Variable zero = scalar(c, idx, 0);
+  idx = out(c.primitive("Select", {out(c.primitive("Less", {idx, zero})),
+                                   out(c.primitive("Plus", {idx, scalar(c, idx, double(depth))})), idx}));
+  Variable hot = out(c.primitive("OneHot", {idx}, Dictionary{{"numClass", depth}, {"onehotAxis", Axis(int(axis))}}));
+  auto pick = [&](int64_t k) {
+    return out(c.primitive("Slice", {values}, Dictionary{{"axis", Axis(0)}, {"beginIndex", k}, {"endIndex", k + 1}}));
+  };
+  Variable off = pick(0), on = pick(1);
+  if (c.input_elem_type(2) != TensorProto::FLOAT) c.set_output_elem_type(0, c.input_elem_type(2));
+  // values = [off, on]: off + hot * (on - off).
+  return {
+      out(c.primitive("Plus", {off, out(c.primitive("ElementTimes", {hot, out(c.primitive("Minus", {on, off}))}))}))};
+}
+
+Vars range(ImportContext& c) {
+  auto start = c.constant_input(0), limit = c.constant_input(1), delta = c.constant_input(2);
+  if (!start || !limit || !delta) c.fail("start, limit and delta must be known while reading");
+  const double s = start->cast(DataType::Double).item(), l = limit->cast(DataType::Double).item(),
+               d = delta->cast(DataType::Double).item();
+  if (d == 0) c.fail("delta must not be 0");
+  const int64_t n = std::max<int64_t>(0, int64_t(std::ceil((l - s) / d)));
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) v[size_t(k)] = s + double(k) * d;
+  if (c.input_elem_type(0) != TensorProto::FLOAT) c.set_output_elem_type(0, c.input_elem_type(0));
+  return {constant_f(c, NDShape({n}), v)};
+}
+
+}  // namespace
+
+void register_import_tensor() {
+  register_onnx_import("Shape", [](ImportContext& c) {
+    std::vector<int64_t> dims = static_dims(c, 0);
+    const int64_t r = int64_t(dims.size());
+    auto clamp = [r](int64_t a) { return std::clamp<int64_t>(a < 0 ? a + r : a, 0, r); };
+    const int64_t b = clamp(c.attr_int("start", 0)), e = clamp(c.attr_int("end", r));
+    std::vector<double> v;
+    for (int64_t k = b; k < e; ++k) v.push_back(double(dims[size_t(k)]));
+    c.set_output_elem_type(0, TensorProto::INT64);
+    return Vars{constant_f(c, NDShape({int64_t(v.size())}), v)};
+  });
+  register_onnx_import("Size", [](ImportContext& c) {
+    int64_t n = 1;
+    for (int64_t d : static_dims(c, 0)) n *= d;
+    c.set_output_elem_type(0, TensorProto::INT64);
+    return Vars{constant_f(c, NDShape{}, {double(n)})};
+  });
+  register_onnx_import("Cast", [](ImportContext& c) { return cast_to(c, int32_t(c.attr_int("to"))); });
+  register_onnx_import("CastLike", [](ImportContext& c) { return cast_to(c, c.input_elem_type(1)); });
+  register_onnx_import("ConstantOfShape", [](ImportContext& c) {
+    const auto shape = known_i64(c, 0, "shape");
+    double value = 0;
+    int32_t t = TensorProto::FLOAT;
+    if (c.has_attr("value")) {
+      const auto& tp = c.attr_tensor("value");
+      value = c.tensor_value(tp).cast(DataType::Double).contiguous().data<double>()[0];
+      t = tp.data_type();
+    }
+    if (t != TensorProto::FLOAT) c.set_output_elem_type(0, t);
+    const DataType dt = t == TensorProto::DOUBLE ? DataType::Double : DataType::Float;
+    return Vars{Variable::constant(NDArrayView::full(dt, NDShape(shape), value), c.name())};
+  });
+  register_onnx_import("EyeLike", [](ImportContext& c) {
+    const auto dims = static_dims(c, 0);
+    if (dims.size() != 2) c.fail("the input must have rank 2");
+    const int64_t k = c.attr_int("k", 0);
+    const int32_t t = int32_t(c.attr_int("dtype", c.input_elem_type(0)));
+    if (t != TensorProto::FLOAT) c.set_output_elem_type(0, t);
+    std::vector<double> v(size_t(dims[0] * dims[1]));
+    for (int64_t i = 0; i < dims[0]; ++i)
+      if (i + k >= 0 && i + k < dims[1]) v[size_t(i * dims[1] + i + k)] = 1;
+    return Vars{constant_f(c, NDShape(dims), v)};
+  });
+  register_onnx_import("Where", [](ImportContext& c) {
+    if (c.input_elem_type(1) != TensorProto::FLOAT) c.set_output_elem_type(0, c.input_elem_type(1));
+    return Vars{out(c.primitive("Select", {c.input(0), c.input(1), c.input(2)}))};
+  });
+  register_onnx_import("Range", range);
+  register_onnx_import("Trilu", trilu);
+  register_onnx_import("Mod", mod);
+  register_onnx_import("CumSum", cumsum);
+  register_onnx_import("TopK", topk, 10);
+  register_onnx_import("OneHot", onehot, 9);
+}
+
+}  // namespace cntk::onnx_io
