@@ -1,0 +1,230 @@
+"""ONNX forms and reader rules of the NN ops: convolution, pooling, normalization, the softmax
+family, activations with attributes, dropout; and a PyTorch ResNet-18 read and trained."""
+import numpy as np
+import pytest
+
+import cntk as C
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import helper, TensorProto  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
+import onnx.numpy_helper  # noqa: E402
+
+
+def _export_and_compare(tmp_path, x, z, data, opset=None, atol=1e-5):
+    """z exported runs in ONNX Runtime as it evaluates here; read back it evaluates the same."""
+    path = str(tmp_path / 'm.onnx')
+    z.save(path, format=C.ModelFormat.ONNX, **({'opset': opset} if opset else {}))
+    onnx.checker.check_model(onnx.load(path), full_check=True)
+    want = z.eval({x: data})
+    got = ort.InferenceSession(path).run(None, {x.name: data})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=atol)
+    z2 = C.Function.load(path, format=C.ModelFormat.ONNX)
+    for i in range(len(data)):  # the batch reads back as a static 1 (docs/onnx.md)
+        back = z2.eval({z2.arguments[0]: data[i:i + 1]})
+        np.testing.assert_allclose(np.asarray(back).reshape(want[i].shape), want[i], rtol=1e-5, atol=atol)
+
+
+@pytest.mark.parametrize('strides,pad,groups,dilation', [(1, True, 1, 1), (2, True, 1, 1), (2, False, 1, 1),
+                                                         (1, True, 2, 1), (1, False, 1, 2)])
+def test_convolution_exports_and_reads_back(tmp_path, strides, pad, groups, dilation):
+    x = C.input_variable((4, 9, 8), name='x')
+    W = C.parameter((6, 4 // groups, 3, 2), init=C.glorot_uniform(seed=3))
+    z = C.convolution(W, x, strides=strides, auto_padding=[False, pad, pad], groups=groups, dilation=dilation)
+    d = np.random.RandomState(0).rand(2, 4, 9, 8).astype(np.float32)
+    _export_and_compare(tmp_path, x, z, d)
+
+
+def test_transposed_convolution_exports_as_conv_transpose(tmp_path):
+    x = C.input_variable((3, 5, 5), name='x')
+    W = C.parameter((3, 2, 3, 3), init=C.glorot_uniform(seed=4))
+    z = C.convolution_transpose(W, x, strides=2, auto_padding=[False, True, True], output_shape=(2, 10, 10))
+    d = np.random.RandomState(1).rand(2, 3, 5, 5).astype(np.float32)
+    _export_and_compare(tmp_path, x, z, d)
+
+
+@pytest.mark.parametrize('kind,pad,include_pad', [(C.MAX_POOLING, False, False), (C.MAX_POOLING, True, False),
+                                                  (C.AVG_POOLING, True, False), (C.AVG_POOLING, True, True)])
+def test_pooling_exports_and_reads_back(tmp_path, kind, pad, include_pad):
+    x = C.input_variable((3, 7, 6), name='x')
+    z = C.pooling(x, kind, (3, 3), strides=(2, 2), auto_padding=[pad], include_pad=include_pad)
+    d = np.random.RandomState(2).rand(2, 3, 7, 6).astype(np.float32)
+    _export_and_compare(tmp_path, x, z, d)
+
+
+def test_global_pooling_and_batch_normalization_and_lrn(tmp_path):
+    x = C.input_variable((3, 4, 4), name='x')
+    r = np.random.RandomState(3)
+    bn = C.layers.BatchNormalization(map_rank=1, init_scale=2.0, name='bn')
+    y = bn(x)
+    for p, v in ((bn.parameters[0], r.rand(3) + 0.5), (bn.parameters[1], r.rand(3))):
+        p.value = v.astype(np.float32)
+    y = C.local_response_normalization(y, 1, 1.0, 1e-3, 0.75)
+    z = C.layers.GlobalAveragePooling()(C.relu(y)) + C.layers.GlobalMaxPooling()(y)
+    d = r.rand(2, 3, 4, 4).astype(np.float32)
+    _export_and_compare(tmp_path, x, z, d)
+
+
+@pytest.mark.parametrize('opset', [11, 17])
+@pytest.mark.parametrize('op', ['softmax', 'log_softmax'])
+def test_softmax_family_over_each_axis_in_both_opset_conventions(tmp_path, opset, op):
+    x = C.input_variable((3, 4), name='x')
+    f = getattr(C, op)
+    z = f(x, axis=0) + f(x, axis=1) * 2
+    d = np.random.RandomState(4).rand(2, 3, 4).astype(np.float32)
+    _export_and_compare(tmp_path, x, z, d, opset=opset)
+
+
+def test_activations_with_attributes_and_dropout(tmp_path):
+    x = C.input_variable(5, name='x')
+    z = C.elu(x) + C.leaky_relu(x, 0.2) + C.selu(x) + C.hard_sigmoid(x) + C.softplus(x) + C.dropout(x, 0.5)
+    d = np.random.RandomState(5).randn(3, 5).astype(np.float32)
+    _export_and_compare(tmp_path, x, z, d)
+
+
+# -------------------------------------------------------------------------- reader
+
+def _read_vs_reference(node, inputs, opset=17, atol=1e-5, initializers=None, runtime=False):
+    """The node read here against ONNX's reference evaluator (or ONNX Runtime where the reference
+    evaluator departs from the specification: the coerced softmax before opset 13, LRN)."""
+    graph = helper.make_graph([node], 'g',
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, v.shape) for n, v in inputs.items()],
+                              [helper.make_tensor_value_info(node.output[0], TensorProto.FLOAT, None)],
+                              [onnx.numpy_helper.from_array(v, n) for n, v in (initializers or {}).items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', opset)])
+    if runtime:
+        want = ort.InferenceSession(model.SerializeToString()).run(None, inputs)[0]
+    else:
+        want = ReferenceEvaluator(model).run(None, inputs)[0]
+    z = C.load_model(model.SerializeToString(), format=C.ModelFormat.ONNX)
+    feed = {a: inputs[a.name] for a in z.arguments}
+    got = z.eval(feed)
+    np.testing.assert_allclose(np.asarray(got).reshape(want.shape), want, rtol=1e-5, atol=atol)
+
+
+R = np.random.RandomState(7)
+X4 = R.rand(2, 4, 7, 6).astype(np.float32)
+
+
+@pytest.mark.parametrize('attrs', [dict(), dict(strides=[2, 2], pads=[1, 0, 2, 1]), dict(auto_pad='SAME_UPPER', strides=[2, 2]),
+                                   dict(auto_pad='SAME_LOWER'), dict(group=2), dict(dilations=[2, 1])])
+def test_reader_conv(attrs):
+    W = R.rand(6, 4 // attrs.get('group', 1), 3, 2).astype(np.float32)
+    B = R.rand(6).astype(np.float32)
+    _read_vs_reference(helper.make_node('Conv', ['x', 'W', 'B'], ['y'], **attrs), {'x': X4, 'W': W, 'B': B})
+
+
+def test_reader_conv_transpose():
+    W = R.rand(4, 3, 3, 3).astype(np.float32)
+    _read_vs_reference(helper.make_node('ConvTranspose', ['x', 'W'], ['y'], strides=[2, 2], pads=[1, 1, 1, 1],
+                                        output_padding=[1, 0]), {'x': X4, 'W': W})
+
+
+@pytest.mark.parametrize('node', [
+    helper.make_node('MaxPool', ['x'], ['y'], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+    helper.make_node('AveragePool', ['x'], ['y'], kernel_shape=[3, 2], pads=[1, 1, 1, 0]),
+    helper.make_node('AveragePool', ['x'], ['y'], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1),
+    helper.make_node('GlobalAveragePool', ['x'], ['y']),
+    helper.make_node('GlobalMaxPool', ['x'], ['y']),
+    helper.make_node('LRN', ['x'], ['y'], size=3, alpha=1e-2),
+], ids=lambda n: n.op_type)
+def test_reader_pooling_and_lrn(node):
+    _read_vs_reference(node, {'x': X4}, runtime=node.op_type == 'LRN')
+
+
+def test_reader_batch_normalization():
+    s, b, m = (R.rand(4).astype(np.float32) for _ in range(3))
+    v = R.rand(4).astype(np.float32) + 0.5
+    _read_vs_reference(helper.make_node('BatchNormalization', ['x', 's', 'b', 'm', 'v'], ['y'], epsilon=1e-3),
+                       {'x': X4}, initializers={'s': s, 'b': b, 'm': m, 'v': v})
+
+
+@pytest.mark.parametrize('opset', [11, 13])
+@pytest.mark.parametrize('op', ['Softmax', 'LogSoftmax'])
+@pytest.mark.parametrize('axis', [1, 2, -1])
+def test_reader_softmax_family_by_opset(op, axis, opset):
+    _read_vs_reference(helper.make_node(op, ['x'], ['y'], axis=axis), {'x': X4}, opset=opset, runtime=True)
+
+
+@pytest.mark.parametrize('node', [
+    helper.make_node('LeakyRelu', ['x'], ['y'], alpha=0.3),
+    helper.make_node('Elu', ['x'], ['y'], alpha=0.7),
+    helper.make_node('Selu', ['x'], ['y']),
+    helper.make_node('HardSigmoid', ['x'], ['y'], alpha=0.3, beta=0.4),
+    helper.make_node('HardSwish', ['x'], ['y']),
+    helper.make_node('Softplus', ['x'], ['y']),
+    helper.make_node('Softsign', ['x'], ['y']),
+    helper.make_node('Mish', ['x'], ['y']),
+    helper.make_node('ThresholdedRelu', ['x'], ['y'], alpha=0.4),
+    helper.make_node('Dropout', ['x'], ['y']),
+], ids=lambda n: n.op_type)
+def test_reader_activations(node):
+    _read_vs_reference(node, {'x': (X4 - 0.5) * 4}, opset=18)
+
+
+def test_reader_prelu():
+    _read_vs_reference(helper.make_node('PRelu', ['x', 's'], ['y']),
+                       {'x': X4 - 0.5, 's': R.rand(4, 1, 1).astype(np.float32)})
+
+
+# -------------------------------------------------------------- PyTorch ResNet-18
+
+def _resnet18(torch):
+    nn = torch.nn
+
+    class Block(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.c1, self.b1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout)
+            self.c2, self.b2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout)
+            self.down = None
+            if stride != 1 or cin != cout:
+                self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            y = self.b2(self.c2(torch.relu(self.b1(self.c1(x)))))
+            return torch.relu(y + (x if self.down is None else self.down(x)))
+
+    layers = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(3, 2, 1)]
+    cin = 64
+    for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+        layers += [Block(cin, cout, stride), Block(cout, cout, 1)]
+        cin = cout
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 10)]
+    return nn.Sequential(*layers)
+
+
+def test_pytorch_resnet18_imports_matches_and_trains(tmp_path):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    net = _resnet18(torch)
+    with torch.no_grad():  # statistics other than the defaults, so that normalization matters
+        for m in net.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.1, 0.1)
+                m.running_var.uniform_(0.5, 1.5)
+    net.eval()
+    x = torch.rand(2, 3, 64, 64)
+    path = str(tmp_path / 'resnet18.onnx')
+    torch.onnx.export(net, (x,), path, input_names=['x'], output_names=['y'], dynamic_axes={'x': {0: 'N'}},
+                      opset_version=17, dynamo=False)
+    z = C.Function.load(path, format=C.ModelFormat.ONNX)
+    with torch.no_grad():
+        want = net(x).numpy()
+    got = np.asarray(z.eval({z.arguments[0]: x.numpy()})).reshape(want.shape)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+    # Five steps of training after import: the imported weights are parameters and the loss falls.
+    label = C.input_variable(10)
+    logits = C.reshape(z, (10,)) if len(z.output.shape) == 1 else z
+    data = np.random.RandomState(0).rand(4, 3, 64, 64).astype(np.float32)
+    lab = np.eye(10, dtype=np.float32)[[1, 3, 5, 7]]
+    ce = C.cross_entropy_with_softmax(C.to_batch(logits) if not logits.dynamic_axes else logits, label)
+    learner = C.sgd(z.parameters, C.learning_parameter_schedule(0.01))
+    trainer = C.Trainer(z, (ce, None), [learner])
+    losses = []
+    for _ in range(5):
+        trainer.train_minibatch({z.arguments[0]: data, label: lab})
+        losses.append(trainer.previous_minibatch_loss_average)
+    assert losses[-1] < losses[0], losses
