@@ -8,7 +8,10 @@ void register_import_linalg();
 void register_import_conv();
 void register_import_norm();
 void register_import_nn();
+void register_import_rnn();
 void register_import_tensor();
+void register_import_reduce();
+void register_import_movement();
 
 void register_onnx_import_rules() {
   register_import_elementwise();
@@ -16,7 +19,10 @@ void register_onnx_import_rules() {
   register_import_conv();
   register_import_norm();
   register_import_nn();
+  register_import_rnn();
   register_import_tensor();
+  register_import_reduce();
+  register_import_movement();
 }
 
 }  // namespace cntk::onnx_io

@@ -1,0 +1,301 @@
+// ONNX LSTM, GRU and RNN read as the engine's primitives, one cell step per time step.
+//
+// How the time axis is read: a foreign model's X is [seq, batch, feature] (layout 0) with a
+// static leading seq dimension, and the rest of its graph (Squeeze, Transpose, the next
+// layer) indexes that dimension as a static axis. The reader therefore keeps it static and
+// unrolls the loop: step t reads Slice(X, t) and the outputs are spliced back along axis 0.
+// The graph stays an ordinary feed-forward graph over the ONNX tensors, W/R/B stay the
+// model's parameters (the unrolled steps share them), and ONNX's axis numbers stay valid
+// for the nodes downstream. A symbolic (free) seq dimension cannot be unrolled and is
+// rejected with an error naming the node. Where X arrives with a sequence axis (a model
+// OpenCNTK wrote), the cell runs as a recurrence over it (PastValue/FutureValue); its
+// outputs then have the direction axis in front of hidden: [num_directions, hidden].
+//
+// sequence_lens: step t of sample b counts only while t < sequence_lens[b]; past that the
+// state is held and Y is 0, as ONNX defines (a reverse direction then starts at the last
+// valid step of each sample).
+#include <optional>
+
+#include "onnx/import.h"
+
+namespace cntk::onnx_io {
+
+namespace {
+
+enum class Cell { LSTM, GRU, RNN };
+
+struct RnnBuilder {
+  ImportContext& c;
+  Cell cell;
+  int64_t H = 0;  // hidden size
+  int gates = 1;
+
+  Variable op(const std::string& name, std::vector<Variable> in, Dictionary attrs = {}) {
+    return c.primitive(name, std::move(in), std::move(attrs))->output();
+  }
+  Variable slice(const Variable& x, int axis, int64_t b, int64_t e) {
+    return op("Slice", {x}, {{"axis", Axis(axis)}, {"beginIndex", b}, {"endIndex", e}});
+  }
+  Variable reshape(const Variable& x, const std::vector<int64_t>& dims) {
+    return op("Reshape", {x}, {{"newShape", NDShape(dims)}});
+  }
+  Variable add(const Variable& a, const Variable& b) { return op("Plus", {a, b}); }
+  Variable mul(const Variable& a, const Variable& b) { return op("ElementTimes", {a, b}); }
+  Variable times(const Variable& a, const Variable& b) { return op("Times", {a, b}); }
+  Variable add_opt(const Variable& a, const std::optional<Variable>& b) { return b ? add(a, *b) : a; }
+
+  // An ONNX activation by name (alpha/beta from the node's activation_alpha/beta lists).
+  Variable activate(const std::string& f, const Variable& x, size_t k) {
+    auto alpha = c.attr_floats("activation_alpha", std::vector<float>{});
+    auto beta = c.attr_floats("activation_beta", std::vector<float>{});
+    auto scalar = [&](float v) { return Variable::constant(NDArrayView::scalar(x.dtype(), v), ""); };
+    if (f == "Sigmoid") return op("StableSigmoid", {x});
+    if (f == "Tanh") return op("Tanh", {x});
+    if (f == "Relu") return op("ReLU", {x});
+    if (f == "Affine" && k < alpha.size() && k < beta.size()) return add(mul(x, scalar(alpha[k])), scalar(beta[k]));
+    if (f == "ScaledTanh" && k < alpha.size() && k < beta.size())
+      return mul(op("Tanh", {mul(x, scalar(beta[k]))}), scalar(alpha[k]));
+    c.fail("the activation '" + f + "' is not read yet");
+  }
+
+  // A parameter's slice for direction d with the direction axis dropped: [rest...].
+  Variable dir_slice(const Variable& w, int64_t d, int64_t num_dirs) {
+    auto dims = w.shape().dims();
+    if (dims.empty() || dims[0] != num_dirs)
+      c.fail("the direction axis of '" + w.name() + "' must have size " + std::to_string(num_dirs));
+    std::vector<int64_t> rest(dims.begin() + 1, dims.end());
+    return reshape(num_dirs == 1 ? w : slice(w, 0, d, d + 1), rest);
+  }
+};
+
+// Per direction: the weights as Times takes them and the activations.
+struct DirWeights {
+  Variable WT, RT;             // [F, G*H], [H, G*H]
+  std::optional<Variable> Wb;  // [G*H] input bias
+  std::optional<Variable> Rb;  // [G*H] recurrent bias
+  std::optional<Variable> P;   // LSTM peepholes [3H] (i, o, f)
+  std::vector<std::string> act;
+  size_t act_base = 0;  // index into activation_alpha/beta
+};
+
+// One step: x [.., F], h/cs the previous state (absent: zero). Returns {h, c}.
+std::pair<Variable, std::optional<Variable>> step(RnnBuilder& b, const DirWeights& w, const Variable& x,
+                                                  const std::optional<Variable>& h, const std::optional<Variable>& cs) {
+  const int64_t H = b.H;
+  auto gate = [&](const Variable& v, int k) { return b.slice(v, -1, k * H, (k + 1) * H); };
+  auto f = [&](size_t k, const Variable& v) { return b.activate(w.act[k], v, w.act_base + k); };
+  Variable xw = b.add_opt(b.times(x, w.WT), w.Wb);
+  std::optional<Variable> hr;
+  if (h)
+    hr = b.add_opt(b.times(*h, w.RT), w.Rb);
+  else if (w.Rb && b.cell != Cell::GRU)
+    hr = *w.Rb;
+  if (b.cell == Cell::RNN) return {f(0, b.add_opt(xw, hr)), std::nullopt};
+  if (b.cell == Cell::LSTM) {
+    Variable g = b.add_opt(xw, hr);
+    auto peep = [&](int k, const std::optional<Variable>& state) -> std::optional<Variable> {
+      if (!w.P || !state) return std::nullopt;
+      return b.mul(b.slice(*w.P, 0, k * H, (k + 1) * H), *state);
+    };
+    Variable i = f(0, b.add_opt(gate(g, 0), peep(0, cs)));
+    Variable fg = f(0, b.add_opt(gate(g, 2), peep(2, cs)));
+    Variable cand = f(1, gate(g, 3));
+    Variable c_new = b.add_opt(b.mul(i, cand), cs ? std::optional<Variable>(b.mul(fg, *cs)) : std::nullopt);
+    Variable o = f(0, b.add_opt(gate(g, 1), peep(1, c_new)));
+    return {b.mul(o, f(2, c_new)), c_new};
+  }
+  // GRU (z, r, h gate order).
+  const bool lbr = b.c.attr_int("linear_before_reset", 0) != 0;
+  std::optional<Variable> rb_h = w.Rb ? std::optional<Variable>(b.slice(*w.Rb, 0, 2 * H, 3 * H)) : std::nullopt;
+  std::optional<Variable> rb_zr = w.Rb ? std::optional<Variable>(b.slice(*w.Rb, 0, 0, 2 * H)) : std::nullopt;
+  // The z and r gates: x and h parts over the first 2H columns.
+  std::optional<Variable> hzr;
+  if (h)
+    hzr = b.add_opt(b.times(*h, b.slice(w.RT, 1, 0, 2 * H)), rb_zr);
+  else
+    hzr = rb_zr;
+  Variable z = f(0, b.add_opt(gate(xw, 0), hzr ? std::optional<Variable>(gate(*hzr, 0)) : std::nullopt));
+  Variable r = f(0, b.add_opt(gate(xw, 1), hzr ? std::optional<Variable>(gate(*hzr, 1)) : std::nullopt));
+  Variable rh_w = b.slice(w.RT, 1, 2 * H, 3 * H);
+  std::optional<Variable> rec;
+  if (lbr) {
+    std::optional<Variable> hh = h ? std::optional<Variable>(b.add_opt(b.times(*h, rh_w), rb_h)) : rb_h;
+    if (hh) rec = b.mul(r, *hh);
+  } else {
+    if (h) rec = b.times(b.mul(r, *h), rh_w);
+    rec = rec ? std::optional<Variable>(b.add_opt(*rec, rb_h)) : rb_h;
+  }
+  Variable cand = f(1, b.add_opt(gate(xw, 2), rec));
+  // h' = (1 - z) * cand + z * h = cand - z * cand + z * h
+  Variable out = b.op("Minus", {cand, b.mul(z, cand)});
+  if (h) out = b.add(out, b.mul(z, *h));
+  return {out, std::nullopt};
+}
+
+std::vector<Variable> read_rnn(ImportContext& c, Cell cell) {
+  RnnBuilder b{c, cell};
+  b.gates = cell == Cell::LSTM ? 4 : cell == Cell::GRU ? 3 : 1;
+  const std::string direction = c.attr_string("direction", "forward");
+  const int64_t num_dirs = direction == "bidirectional" ? 2 : 1;
+  if (direction != "forward" && direction != "reverse" && direction != "bidirectional")
+    c.fail("unknown direction '" + direction + "'");
+  if (c.has_attr("clip")) c.fail("the 'clip' attribute is not read yet");
+  if (c.attr_int("input_forget", 0) != 0) c.fail("input_forget=1 is not read yet");
+  const int64_t layout = c.attr_int("layout", 0);
+  Variable X = c.input(0), W = c.input(1), R = c.input(2);
+  const auto rdims = R.shape().dims();
+  if (rdims.size() != 3) c.fail("R must have rank 3, not " + std::to_string(rdims.size()));
+  b.H = c.attr_int("hidden_size", rdims[2]);
+  const int64_t H = b.H, GH = b.gates * H;
+
+  std::vector<std::string> defaults = cell == Cell::LSTM  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+                                      : cell == Cell::GRU ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                                                          : std::vector<std::string>{"Tanh"};
+  std::vector<std::string> acts;
+  for (const auto& a : c.node().attribute())
+    if (a.name() == "activations")
+      for (const auto& v : a.strings()) acts.push_back(v);
+  const size_t per_dir = defaults.size();
+  if (!acts.empty() && acts.size() != per_dir * size_t(num_dirs))
+    c.fail("expected " + std::to_string(per_dir * num_dirs) + " activations, got " + std::to_string(acts.size()));
+
+  std::vector<DirWeights> dirs;
+  for (int64_t d = 0; d < num_dirs; ++d) {
+    DirWeights w;
+    Variable Wd = b.dir_slice(W, d, num_dirs), Rd = b.dir_slice(R, d, num_dirs);  // [GH, F], [GH, H]
+    w.WT = b.op("TransposeAxes", {Wd}, {{"axis1", Axis(0)}, {"axis2", Axis(1)}});
+    w.RT = b.op("TransposeAxes", {Rd}, {{"axis1", Axis(0)}, {"axis2", Axis(1)}});
+    if (c.has_input(3)) {
+      Variable Bd = b.dir_slice(c.input(3), d, num_dirs);  // [2 GH]
+      w.Wb = b.slice(Bd, 0, 0, GH);
+      w.Rb = b.slice(Bd, 0, GH, 2 * GH);
+    }
+    if (cell == Cell::LSTM && c.has_input(7)) w.P = b.dir_slice(c.input(7), d, num_dirs);
+    for (size_t k = 0; k < per_dir; ++k) w.act.push_back(acts.empty() ? defaults[k] : acts[d * per_dir + k]);
+    w.act_base = size_t(d) * per_dir;
+    dirs.push_back(std::move(w));
+  }
+  const size_t h0_in = 5, c0_in = 6;
+  const bool has_h0 = c.has_input(h0_in), has_c0 = cell == Cell::LSTM && c.has_input(c0_in);
+
+  // ------------------------------------------------ recurrence over a sequence axis
+  const bool seq_axis = !X.dynamic_axes().empty() && X.dynamic_axes().size() >= 2;
+  if (seq_axis) {
+    const bool reverse_only = direction == "reverse";
+    if (c.has_input(4)) c.fail("sequence_lens with a sequence axis is not read (the axis carries the lengths)");
+    if (has_h0 || has_c0) c.fail("initial_h/initial_c with a sequence axis are not read yet");
+    std::vector<Variable> ys, hs, cs;
+    for (int64_t d = 0; d < num_dirs; ++d) {
+      const bool reverse = direction == "reverse" || d == 1;
+      auto zero = Variable::constant(NDArrayView::scalar(X.dtype(), 0.0), "");
+      Variable hp = Variable::placeholder(NDShape({H}), X.dynamic_axes(), "");
+      Variable cp = Variable::placeholder(NDShape({H}), X.dynamic_axes(), "");
+      const char* delay = reverse ? "FutureValue" : "PastValue";
+      Variable h_prev = b.op(delay, {hp, zero}, {{"offset", int64_t(1)}});
+      std::optional<Variable> c_prev;
+      if (cell == Cell::LSTM) c_prev = b.op(delay, {cp, zero}, {{"offset", int64_t(1)}});
+      auto [h, cn] = step(b, dirs[d], X, h_prev, c_prev);
+      std::unordered_map<VariableImpl*, Variable> map{{hp.impl().get(), h}};
+      if (cn) map[cp.impl().get()] = *cn;
+      Function::combine(cn ? std::vector<Variable>{h, *cn} : std::vector<Variable>{h})->replace_placeholders(map);
+      ys.push_back(b.reshape(h, {1, H}));
+      if (cn) cs.push_back(b.reshape(*cn, {1, H}));
+    }
+    auto cat = [&](const std::vector<Variable>& v) {
+      return v.size() == 1 ? v[0] : b.op("Splice", v, {{"axis", Axis(0)}});
+    };
+    std::vector<Variable> out{cat(ys)};
+    // Y_h/Y_c: the last step of each sequence (the first, for a reverse direction, is where
+    // it ends; a bidirectional Y_h mixes both and is not read here).
+    auto last = [&](const Variable& v) {
+      Variable one = reverse_only ? b.op("SequenceSlice", {v}, {{"beginIndex", int64_t(0)}, {"endIndex", int64_t(1)}})
+                                  : b.op("SequenceSlice", {v}, {{"beginIndex", int64_t(-1)}, {"endIndex", int64_t(0)}});
+      return b.op("ReduceElements", {one},
+                  {{"reductionOpName", std::string("Sum")},
+                   {"axis", Axis::operand_sequence_axis()},
+                   {"reductionKeepDimensions", false}});
+    };
+    if (num_dirs == 1) {
+      out.push_back(last(out[0]));
+      if (cell == Cell::LSTM) out.push_back(last(cat(cs)));
+    }
+    return out;
+  }
+
+  // ------------------------------------------------ static seq dimension: unrolled
+  if (layout == 1) X = b.op("TransposeAxes", {X}, {{"axis1", Axis(0)}, {"axis2", Axis(1)}});
+  const auto xd = X.shape().dims();
+  if (xd.size() != 3) c.fail("X must have rank 3 ([seq, batch, input]), not " + X.shape().str());
+  const int64_t S = xd[0], B = xd[1];
+  if (S < 0 || B < 0)
+    c.fail("a symbolic sequence or batch dimension of X cannot be unrolled; export the model with static shapes");
+  std::optional<Variable> lens;
+  if (c.has_input(4)) lens = b.reshape(c.input(4), {1, B, 1});
+
+  std::vector<Variable> Yh, Yc;
+  std::vector<std::vector<Variable>> per_dir_y(num_dirs);
+  for (int64_t d = 0; d < num_dirs; ++d) {
+    const bool reverse = direction == "reverse" || d == 1;
+    std::optional<Variable> h, cs;
+    if (has_h0) h = b.reshape(b.dir_slice(c.input(h0_in), d, num_dirs), {1, B, H});
+    if (has_c0) cs = b.reshape(b.dir_slice(c.input(c0_in), d, num_dirs), {1, B, H});
+    std::vector<Variable> ys(S, X);
+    for (int64_t k = 0; k < S; ++k) {
+      const int64_t t = reverse ? S - 1 - k : k;
+      Variable xt = b.slice(X, 0, t, t + 1);  // [1, B, F]
+      auto [hn, cn] = step(b, dirs[d], xt, h, cs);
+      if (lens) {
+        // m = t < len: the step counts; past the length the state holds and Y is 0.
+        auto tconst = Variable::constant(NDArrayView::scalar(X.dtype(), double(t)), "");
+        Variable m = b.op("Less", {tconst, *lens});
+        Variable y = b.mul(hn, m);
+        auto hold = [&](const Variable& nv, const std::optional<Variable>& old) {
+          return old ? b.add(b.mul(nv, m), b.op("Minus", {*old, b.mul(*old, m)})) : b.mul(nv, m);
+        };
+        hn = hold(hn, h);
+        if (cn) cn = hold(*cn, cs);
+        ys[t] = y;
+      } else {
+        ys[t] = hn;
+      }
+      h = hn;
+      cs = cn;
+    }
+    per_dir_y[d] = ys;
+    Yh.push_back(*h);
+    if (cs) Yc.push_back(*cs);
+  }
+  // Y: [S, dirs, B, H]; each step's [1, B, H] gets its direction axis, then steps are spliced.
+  std::vector<Variable> steps;
+  for (int64_t t = 0; t < S; ++t) {
+    std::vector<Variable> at;
+    for (int64_t d = 0; d < num_dirs; ++d) at.push_back(b.reshape(per_dir_y[d][t], {1, 1, B, H}));
+    steps.push_back(at.size() == 1 ? at[0] : b.op("Splice", at, {{"axis", Axis(1)}}));
+  }
+  Variable Y = steps.size() == 1 ? steps[0] : b.op("Splice", steps, {{"axis", Axis(0)}});
+  auto cat0 = [&](const std::vector<Variable>& v) {
+    return v.size() == 1 ? v[0] : b.op("Splice", v, {{"axis", Axis(0)}});
+  };
+  Variable Y_h = cat0(Yh);
+  if (layout == 1) {
+    Y = b.op("TransposeAxes", {Y}, {{"axisVec", DictValue::List{Axis(2), Axis(0), Axis(1), Axis(3)}}});
+    Y_h = b.op("TransposeAxes", {Y_h}, {{"axis1", Axis(0)}, {"axis2", Axis(1)}});
+  }
+  std::vector<Variable> out{Y, Y_h};
+  if (cell == Cell::LSTM) {
+    Variable Y_c = cat0(Yc);
+    if (layout == 1) Y_c = b.op("TransposeAxes", {Y_c}, {{"axis1", Axis(0)}, {"axis2", Axis(1)}});
+    out.push_back(Y_c);
+  }
+  return out;
+}
+
+}  // namespace
+
+void register_import_rnn() {
+  register_onnx_import("LSTM", [](ImportContext& c) { return read_rnn(c, Cell::LSTM); });
+  register_onnx_import("GRU", [](ImportContext& c) { return read_rnn(c, Cell::GRU); });
+  register_onnx_import("RNN", [](ImportContext& c) { return read_rnn(c, Cell::RNN); });
+}
+
+}  // namespace cntk::onnx_io

@@ -1,0 +1,109 @@
+"""ONNX recurrences: LSTM/GRU/RNN nodes read as engine graphs (ONNX Runtime is the
+reference for single nodes; PyTorch for an exported language model)."""
+import io
+
+import numpy as np
+import pytest
+
+import cntk as C
+
+onnx = pytest.importorskip('onnx')
+ort = pytest.importorskip('onnxruntime')
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+S, B, F, H = 5, 3, 4, 6
+
+
+def _node_model(op, direction='forward', initial=False, lens=None, peep=False, **attrs):
+    """A model of one `op` node with random weights; returns (model bytes, feeds)."""
+    rng = np.random.default_rng(7)
+    g = {'LSTM': 4, 'GRU': 3, 'RNN': 1}[op]
+    d = 2 if direction == 'bidirectional' else 1
+    inits = [numpy_helper.from_array(rng.normal(0, .5, (d, g * H, F)).astype(np.float32), 'W'),
+             numpy_helper.from_array(rng.normal(0, .5, (d, g * H, H)).astype(np.float32), 'R'),
+             numpy_helper.from_array(rng.normal(0, .5, (d, 2 * g * H)).astype(np.float32), 'B')]
+    ins = ['X', 'W', 'R', 'B', '', '', '']
+    feeds = {'X': rng.normal(0, 1, (S, B, F)).astype(np.float32)}
+    graph_in = [helper.make_tensor_value_info('X', TensorProto.FLOAT, [S, B, F])]
+    if lens is not None:
+        inits.append(numpy_helper.from_array(np.array(lens, np.int32), 'L'))
+        ins[4] = 'L'
+    if initial:
+        inits.append(numpy_helper.from_array(rng.normal(0, 1, (d, B, H)).astype(np.float32), 'h0'))
+        ins[5] = 'h0'
+        if op == 'LSTM':
+            inits.append(numpy_helper.from_array(rng.normal(0, 1, (d, B, H)).astype(np.float32), 'c0'))
+            ins[6] = 'c0'
+    if peep:
+        inits.append(numpy_helper.from_array(rng.normal(0, .5, (d, 3 * H)).astype(np.float32), 'P'))
+        ins.append('P')
+    while ins[-1] == '':
+        ins.pop()
+    outs = ['Y', 'Y_h'] + (['Y_c'] if op == 'LSTM' else [])
+    node = helper.make_node(op, ins, outs, hidden_size=H, direction=direction, **attrs)
+    graph = helper.make_graph([node], 'rnn', graph_in,
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17)])
+    m.ir_version = 8
+    return m.SerializeToString(), feeds, outs
+
+
+CASES = [
+    ('LSTM', dict()),
+    ('LSTM', dict(direction='reverse')),
+    ('LSTM', dict(direction='bidirectional', initial=True)),
+    ('LSTM', dict(peep=True, initial=True)),
+    ('LSTM', dict(lens=[5, 2, 3])),
+    ('LSTM', dict(direction='bidirectional', lens=[1, 5, 3], initial=True)),
+    ('GRU', dict()),
+    ('GRU', dict(linear_before_reset=1, initial=True)),
+    ('GRU', dict(direction='bidirectional', lens=[4, 5, 1])),
+    ('RNN', dict()),
+    ('RNN', dict(direction='reverse', initial=True, activations=['Relu'])),
+    ('RNN', dict(direction='bidirectional', activations=['Tanh', 'Sigmoid'])),
+]
+
+
+@pytest.mark.parametrize('op,kw', CASES, ids=[f'{o}-{i}' for i, (o, _) in enumerate(CASES)])
+def test_an_onnx_recurrence_reads_as_onnxruntime_computes_it(op, kw):
+    data, feeds, outs = _node_model(op, **kw)
+    want = ort.InferenceSession(data).run(outs, feeds)
+    z = C.load_model(data, format=C.ModelFormat.ONNX)
+    assert len(z.outputs) == len(outs)
+    got = z.eval({z.arguments[0]: feeds['X']})
+    for o, name, w in zip(z.outputs, outs, want):
+        np.testing.assert_allclose(np.asarray(got[o]).reshape(w.shape), w, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+def test_a_symbolic_sequence_dimension_is_named_as_not_unrollable():
+    data, feeds, outs = _node_model('LSTM')
+    m = onnx.load_from_string(data)
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = 'seq'
+    with pytest.raises(ValueError, match='LSTM.*unrolled'):
+        C.load_model(m.SerializeToString(), format=C.ModelFormat.ONNX)
+
+
+def test_a_pytorch_two_layer_lstm_language_model_imports_and_matches_pytorch():
+    torch = pytest.importorskip('torch')
+    torch.manual_seed(0)
+
+    class LM(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(50, 16)
+            self.lstm = torch.nn.LSTM(16, 24, num_layers=2)
+            self.out = torch.nn.Linear(24, 50)
+
+        def forward(self, tokens):
+            y, _ = self.lstm(self.emb(tokens))
+            return self.out(y)
+
+    model = LM().eval()
+    tokens = torch.randint(0, 50, (7, 2))
+    buf = io.BytesIO()
+    torch.onnx.export(model, (tokens,), buf, opset_version=17, dynamo=False, input_names=['tokens'])
+    with torch.no_grad():
+        want = model(tokens).numpy()
+    z = C.load_model(buf.getvalue(), format=C.ModelFormat.ONNX)
+    got = np.asarray(z.eval({z.arguments[0]: tokens.numpy().astype(np.float32)}))
+    np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-4, atol=1e-4)
