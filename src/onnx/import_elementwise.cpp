@@ -1,6 +1,8 @@
 // ONNX elementwise ops read as the engine's elementwise primitives. ONNX broadcasts
 // right-aligned (NumPy), as the engine broadcasts static shapes.
-#include "onnx/import.h"
+#include <limits>
+
+#include "onnx/import_axes.h"
 
 namespace cntk::onnx_io {
 
@@ -11,6 +13,51 @@ ImportFn unary(const std::string& op) {
 }
 ImportFn binary(const std::string& op) {
   return [op](ImportContext& c) { return std::vector<Variable>{c.primitive(op, {c.input(0), c.input(1)})->output()}; };
+}
+// Comparisons and logic: the engine's 0/1 floats, declared bool.
+ImportFn boolean(const std::string& op, size_t arity) {
+  return [op, arity](ImportContext& c) {
+    std::vector<Variable> ins;
+    for (size_t i = 0; i < arity; ++i) ins.push_back(c.input(i));
+    c.set_output_elem_type(0, ::onnx::TensorProto::BOOL);
+    return std::vector<Variable>{c.primitive(op, ins)->output()};
+  };
+}
+
+Variable out(const FunctionPtr& f) { return f->output(); }
+
+// Max/Min/Sum/Mean over any number of broadcasting inputs, pairwise.
+ImportFn variadic(const std::string& which) {
+  return [which](ImportContext& c) {
+    Variable acc = c.input(0);
+    for (size_t i = 1; i < c.num_inputs(); ++i) {
+      Variable x = c.input(i);
+      if (which == "Max" || which == "Min")
+        acc = out(c.primitive("Select", {out(c.primitive(which == "Max" ? "Greater" : "Less", {x, acc})), x, acc}));
+      else
+        acc = out(c.primitive("Plus", {acc, x}));
+    }
+    if (which == "Mean" && c.num_inputs() > 1)
+      acc = out(c.primitive(
+          "ElementTimes",
+          {acc, Variable::constant(NDShape{}, acc.dtype(), 1.0 / double(c.num_inputs()), c.name() + "/scale")}));
+    if (c.num_inputs() == 1) acc = out(c.primitive("Pass", {acc}));
+    return keep_type(c, 0, {acc});
+  };
+}
+
+// Clip: bounds as attributes before opset 11, optional scalar inputs from then; absent
+// bounds are the type's extremes.
+std::vector<Variable> clip(ImportContext& c) {
+  Variable x = c.input(0);
+  auto bound = [&](size_t i, const char* attr, double def) {
+    if (c.opset() < 11)
+      return Variable::constant(NDShape{}, x.dtype(), c.attr_float(attr, float(def)), c.name() + "/" + attr);
+    if (c.has_input(i)) return c.input(i);
+    return Variable::constant(NDShape{}, x.dtype(), def, c.name() + "/" + attr);
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  return keep_type(c, 0, {out(c.primitive("Clip", {x, bound(1, "min", -inf), bound(2, "max", inf)}))});
 }
 
 }  // namespace
@@ -27,19 +74,59 @@ void register_import_elementwise() {
                           {"Reciprocal", "Reciprocal"},
                           {"Floor", "Floor"},
                           {"Sin", "Sin"},
-                          {"Cos", "Cos"}})
+                          {"Cos", "Cos"},
+                          {"Tan", "Tan"},
+                          {"Asin", "Asin"},
+                          {"Acos", "Acos"},
+                          {"Atan", "Atan"},
+                          {"Sinh", "Sinh"},
+                          {"Cosh", "Cosh"},
+                          {"Asinh", "Asinh"},
+                          {"Atanh", "Atanh"}})
     register_onnx_import(onnx, unary(op));
   for (auto [onnx, op] :
-       {std::pair{"Add", "Plus"}, {"Sub", "Minus"}, {"Mul", "ElementTimes"}, {"Div", "ElementDivide"}})
+       {std::pair{"Add", "Plus"}, {"Sub", "Minus"}, {"Mul", "ElementTimes"}, {"Div", "ElementDivide"}, {"Pow", "Pow"}})
     register_onnx_import(onnx, binary(op));
+  for (auto [onnx, op] : {std::pair{"Equal", "Equal"},
+                          {"Less", "Less"},
+                          {"LessOrEqual", "LessEqual"},
+                          {"Greater", "Greater"},
+                          {"GreaterOrEqual", "GreaterEqual"},
+                          {"And", "And"},
+                          {"Or", "Or"},
+                          {"Xor", "Xor"}})
+    register_onnx_import(onnx, boolean(op, 2));
+  register_onnx_import("Not", boolean("Not", 1));
+  for (const char* op : {"Max", "Min", "Sum", "Mean"}) register_onnx_import(op, variadic(op));
+  register_onnx_import("Clip", clip);
   register_onnx_import("Identity", [](ImportContext& c) { return std::vector<Variable>{c.input(0)}; });
+  // Constant: a tensor (value), a float/int scalar or list (value_float(s), value_int(s)).
   register_onnx_import("Constant", [](ImportContext& c) {
-    if (!c.has_attr("value")) c.fail("only the 'value' form of Constant is read");
-    const auto& t = c.attr_tensor("value");
-    if (t.data_type() != ::onnx::TensorProto::FLOAT && t.data_type() != ::onnx::TensorProto::DOUBLE &&
-        t.data_type() != ::onnx::TensorProto::FLOAT16)
-      c.set_output_elem_type(0, t.data_type());
-    return std::vector<Variable>{Variable::constant(c.tensor_value(t), c.name())};
+    auto make = [&](NDArrayView v) { return std::vector<Variable>{Variable::constant(std::move(v), c.name())}; };
+    auto from = [&](const std::vector<double>& v, bool scalar, int32_t type) {
+      NDArrayView t(DataType::Float, scalar ? NDShape{} : NDShape{int64_t(v.size())});
+      for (size_t k = 0; k < v.size(); ++k) t.data<float>()[k] = float(v[k]);
+      if (type != ::onnx::TensorProto::FLOAT) c.set_output_elem_type(0, type);
+      return make(t);
+    };
+    if (c.has_attr("value")) {
+      const auto& t = c.attr_tensor("value");
+      if (t.data_type() != ::onnx::TensorProto::FLOAT && t.data_type() != ::onnx::TensorProto::DOUBLE &&
+          t.data_type() != ::onnx::TensorProto::FLOAT16)
+        c.set_output_elem_type(0, t.data_type());
+      return make(c.tensor_value(t));
+    }
+    if (c.has_attr("value_float")) return from({c.attr_float("value_float")}, true, ::onnx::TensorProto::FLOAT);
+    if (c.has_attr("value_int")) return from({double(c.attr_int("value_int"))}, true, ::onnx::TensorProto::INT64);
+    if (c.has_attr("value_floats")) {
+      auto f = c.attr_floats("value_floats");
+      return from(std::vector<double>(f.begin(), f.end()), false, ::onnx::TensorProto::FLOAT);
+    }
+    if (c.has_attr("value_ints")) {
+      auto v = c.attr_ints("value_ints");
+      return from(std::vector<double>(v.begin(), v.end()), false, ::onnx::TensorProto::INT64);
+    }
+    c.fail("only numeric constants (value, value_float(s), value_int(s)) are read; strings and sparse tensors are not");
   });
 }
 

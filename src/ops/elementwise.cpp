@@ -488,7 +488,81 @@ void register_ternary_ops() {
 
 }  // namespace
 
-// ONNX forms of the ops that are one ONNX op each (src/onnx/export.h).
+// ------------------------------------------------------------------ ONNX forms
+//
+// The engine computes comparisons and logic on floats (1 true, 0 false); ONNX's
+// comparisons and logic give or take bool, so these forms cast around the ONNX op.
+
+namespace {
+
+using onnx_io::Attr;
+using onnx_io::ExportContext;
+
+int64_t onnx_float_type(ExportContext& c) { return int64_t(onnx_io::elem_type_of(c.output_var(0).dtype())); }
+std::string to_bool(ExportContext& c, const std::string& x) {
+  return c.node1("Cast", {x}, {Attr("to", int64_t(onnx_io::ElemType::Bool))});
+}
+std::string aligned_rank(ExportContext& c, size_t i) { return c.aligned(i, c.output_var(0).shape().rank()); }
+
+// A boolean ONNX value written as the output (float 0/1).
+void write_bool(ExportContext& c, const std::string& b) {
+  c.node1("Cast", {b}, {Attr("to", onnx_float_type(c))}, c.output(0));
+}
+
+// Comparisons: Equal takes floats from opset 11, LessOrEqual/GreaterOrEqual exist from 12;
+// before those, the complement of the strict comparisons.
+std::string compare(ExportContext& c, const std::string& op, const std::string& a, const std::string& b) {
+  if (op == "Equal" && c.opset() < 11)
+    return c.node1("Not", {c.node1("Or", {c.node1("Less", {a, b}), c.node1("Greater", {a, b})})});
+  if (op == "NotEqual") return c.node1("Not", {compare(c, "Equal", a, b)});
+  if (op == "LessOrEqual" && c.opset() < 12) return c.node1("Not", {c.node1("Greater", {a, b})});
+  if (op == "GreaterOrEqual" && c.opset() < 12) return c.node1("Not", {c.node1("Less", {a, b})});
+  return c.node1(op, {a, b});
+}
+
+void register_comparison_onnx() {
+  for (auto [op, onnx] : {std::pair{"Equal", "Equal"},
+                          {"NotEqual", "NotEqual"},
+                          {"Less", "Less"},
+                          {"LessEqual", "LessOrEqual"},
+                          {"Greater", "Greater"},
+                          {"GreaterEqual", "GreaterOrEqual"}})
+    set_onnx_export(op, [onnx = std::string(onnx)](ExportContext& c) {
+      write_bool(c, compare(c, onnx, aligned_rank(c, 0), aligned_rank(c, 1)));
+    });
+  for (const char* op : {"And", "Or", "Xor"})
+    set_onnx_export(op, [op = std::string(op)](ExportContext& c) {
+      write_bool(c, c.node1(op, {to_bool(c, aligned_rank(c, 0)), to_bool(c, aligned_rank(c, 1))}));
+    });
+  set_onnx_export("Not", [](ExportContext& c) { write_bool(c, c.node1("Not", {to_bool(c, c.input(0))})); });
+}
+
+void register_composite_onnx() {
+  // log(exp(a) + exp(b)) = m + log(exp(a - m) + exp(b - m)), m = max(a, b): stable as the kernel.
+  set_onnx_export("LogPlus", [](ExportContext& c) {
+    std::string a = aligned_rank(c, 0), b = aligned_rank(c, 1), m = c.node1("Max", {a, b});
+    std::string s =
+        c.node1("Add", {c.node1("Exp", {c.node1("Sub", {a, m})}), c.node1("Exp", {c.node1("Sub", {b, m})})});
+    c.node1("Add", {m, c.node1("Log", {s})}, {}, c.output(0));
+  });
+  set_onnx_export("Select", [](ExportContext& c) {
+    c.node1("Where", {to_bool(c, aligned_rank(c, 0)), aligned_rank(c, 1), aligned_rank(c, 2)}, {}, c.output(0));
+  });
+  // Bounds are tensors that broadcast (ONNX's Clip takes scalars only).
+  set_onnx_export("Clip", [](ExportContext& c) {
+    c.node1("Min", {c.node1("Max", {aligned_rank(c, 0), aligned_rank(c, 1)}), aligned_rank(c, 2)}, {}, c.output(0));
+  });
+  // x >= 0 ? 1 : -1
+  set_onnx_export("StraightThrough", [](ExportContext& c) {
+    DataType t = c.output_var(0).dtype();
+    c.node1("Where", {c.node1("Less", {c.input(0), c.constant_f(0, t)}), c.constant_f(-1, t), c.constant_f(1, t)}, {},
+            c.output(0));
+  });
+}
+
+}  // namespace
+
+// ONNX forms of the ops that are one ONNX op each (src/onnx/export.h), then the others.
 void register_elementwise_onnx() {
   for (auto [op, onnx] : {std::pair{"Abs", "Abs"},
                           {"Negate", "Neg"},
@@ -501,11 +575,21 @@ void register_elementwise_onnx() {
                           {"Reciprocal", "Reciprocal"},
                           {"Floor", "Floor"},
                           {"Sin", "Sin"},
-                          {"Cos", "Cos"}})
+                          {"Cos", "Cos"},
+                          {"Tan", "Tan"},
+                          {"Asin", "Asin"},
+                          {"Acos", "Acos"},
+                          {"Atan", "Atan"},
+                          {"Sinh", "Sinh"},
+                          {"Cosh", "Cosh"},
+                          {"Asinh", "Asinh"},
+                          {"Atanh", "Atanh"}})
     set_onnx_export(op, onnx_io::export_as(onnx));
   for (auto [op, onnx] :
-       {std::pair{"Plus", "Add"}, {"Minus", "Sub"}, {"ElementTimes", "Mul"}, {"ElementDivide", "Div"}})
+       {std::pair{"Plus", "Add"}, {"Minus", "Sub"}, {"ElementTimes", "Mul"}, {"ElementDivide", "Div"}, {"Pow", "Pow"}})
     set_onnx_export(op, onnx_io::export_broadcast(onnx));
+  register_comparison_onnx();
+  register_composite_onnx();
 }
 
 void register_elementwise_ops() {

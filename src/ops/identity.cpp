@@ -1,4 +1,5 @@
 // Identity-like ops: NoOp (alias), Pass, and StopGradient (identity with a zero gradient).
+#include "onnx/export.h"
 #include "ops/op.h"
 
 namespace cntk {
@@ -37,6 +38,7 @@ void register_identity_ops() {
     else
       d.backward = [](ComputeContext& ctx, size_t) { return ctx.grad_outputs[0]; };
     register_op(std::move(d));
+    set_onnx_export(name, onnx_io::export_as("Identity"));
   }
 }
 

@@ -175,11 +175,29 @@ void register_linalg_ops() {
   d.sparse_inputs = true;
   register_op(std::move(d));
   // ONNX: MatMul where the right operand is a matrix contracted over its first axis.
+  // ONNX: MatMul of x [dyn.., map.., K] by W [K, N] (the contracted and output axes of each
+  // operand flattened to one where there are several), then the output's shape back.
   set_onnx_export("Times", [](onnx_io::ExportContext& c) {
+    const Variable& left = c.input_var(0);
     const Variable& right = c.input_var(1);
-    if (c.attr_int("outputRank") != 1 || right.shape().rank() != 2 || !right.dynamic_axes().empty())
-      c.unsupported("Times other than by a matrix without dynamic axes");
-    c.node1("MatMul", {c.input(0), c.input(1)}, {}, c.output(0));
+    if (!right.dynamic_axes().empty()) c.unsupported("Times by a right operand with dynamic axes");
+    const NDShape R = right.shape(), out = c.output_var(0).shape();
+    const size_t o = size_t(c.attr_int("outputRank")), k_rank = R.rank() - o;
+    if (k_rank == 1 && o <= 1 && left.shape().rank() >= 1) {  // ONNX's MatMul as it is
+      c.node1("MatMul", {c.input(0), c.input(1)}, {}, c.output(0));
+      return;
+    }
+    if (!out.is_known() || !R.is_known()) c.unsupported("Times with free dimensions and several contracted axes");
+    const int64_t K = R.sub(0, k_rank).total_size(), N = R.sub(k_rank).total_size();
+    auto shape_of = [&](int dyn, const NDShape& s) {
+      std::vector<int64_t> d(size_t(dyn), 0);  // 0: the dynamic dims as they are
+      for (int64_t x : s.dims()) d.push_back(x);
+      return c.constant_i64(d);
+    };
+    NDShape map = out.sub(0, out.rank() - o);
+    std::string x = c.node1("Reshape", {c.input(0), shape_of(c.input_dyn(0), map.concat(NDShape{K}))});
+    std::string w = c.node1("Reshape", {c.input(1), shape_of(0, NDShape{K, N})});
+    c.node1("Reshape", {c.node1("MatMul", {x, w}), shape_of(c.output_dyn(0), out)}, {}, c.output(0));
   });
 }
 

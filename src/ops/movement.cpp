@@ -11,6 +11,7 @@
 #include "kernels/backend.h"
 #include "kernels/cpu/movement.h"
 #include "ops/eager.h"
+#include "onnx/export.h"
 #include "ops/op.h"
 #include "ops/sequence.h"
 
@@ -900,6 +901,137 @@ void register_one_hot() {
   register_op(std::move(d));
 }
 
+// ----------------------------------------------------------------- ONNX forms
+//
+// An ONNX tensor is the runtime layout [dynamic dims.., static shape]: an engine static
+// axis k is ONNX axis input_dyn + k.
+
+using onnx_io::Attr;
+using onnx_io::ExportContext;
+
+Fail at_export(const ExportContext& c) { return {nullptr, "ONNX export: " + c.function().op_name()}; }
+
+// The output's shape for ONNX's Reshape: 0 keeps each dynamic dim, a free dim is -1.
+std::string output_shape_constant(ExportContext& c) {
+  std::vector<int64_t> d(size_t(c.output_dyn(0)), 0);
+  bool free = false;
+  for (int64_t x : c.output_var(0).shape().dims()) {
+    if (x == 0) c.unsupported("a reshape to a dimension of size 0");
+    if (x < 0 && free) c.unsupported("a reshape to several free dimensions");
+    free = free || x < 0;
+    d.push_back(x < 0 ? -1 : x);
+  }
+  return c.constant_i64(d);
+}
+void export_reshape(ExportContext& c) { c.node1("Reshape", {c.input(0), output_shape_constant(c)}, {}, c.output(0)); }
+
+void export_slice(ExportContext& c) {
+  std::vector<SliceStep> steps;
+  const NDShape in = c.input_var(0).shape();
+  slice_shape(in, c.function().attributes(), at_export(c), &steps);
+  if (steps.empty() && !in.is_known()) c.unsupported("slicing a free dimension");
+  const int64_t nd = c.input_dyn(0);
+  std::vector<int64_t> starts, ends, axes, strides;
+  for (const SliceStep& s : steps) {
+    axes.push_back(nd + int64_t(s.axis));
+    strides.push_back(s.stride);
+    if (s.stride > 0) {
+      starts.push_back(s.begin), ends.push_back(s.end);
+    } else {  // backwards from end - 1 down to begin
+      starts.push_back(s.end - 1);
+      ends.push_back(s.begin > 0 ? s.begin - 1 : std::numeric_limits<int64_t>::min());
+    }
+  }
+  if (c.opset() < 10) {
+    for (int64_t st : strides)
+      if (st != 1) c.unsupported("a slice with strides before opset 10");
+    c.node1("Slice", {c.input(0)}, {Attr("starts", starts), Attr("ends", ends), Attr("axes", axes)}, c.output(0));
+    return;
+  }
+  c.node1("Slice",
+          {c.input(0), c.constant_i64(starts), c.constant_i64(ends), c.constant_i64(axes), c.constant_i64(strides)}, {},
+          c.output(0));
+}
+
+// Inputs are left-padded with 1s to the output's rank; ONNX's Concat broadcasts nothing.
+void export_splice(ExportContext& c) {
+  const NDShape out = c.output_var(0).shape();
+  const int nd = c.output_dyn(0);
+  SpliceGeometry g = splice_geometry(out.rank(), c.function().attributes(), at_export(c));
+  std::vector<std::string> ins;
+  for (size_t i = 0; i < c.num_inputs(); ++i) {
+    const Variable& v = c.input_var(i);
+    if (c.input_dyn(i) != nd) c.unsupported("splicing inputs with different dynamic axes");
+    NDShape s = v.shape();
+    const size_t pad = out.rank() - s.rank();
+    for (size_t k = 0; k < out.rank(); ++k)
+      if (k != g.axis && (k < pad ? 1 : s[k - pad]) != out[k]) c.unsupported("splicing inputs that broadcast");
+    std::vector<int64_t> lead;
+    for (size_t k = 0; k < pad; ++k) lead.push_back(nd + int64_t(k));
+    ins.push_back(c.unsqueeze(c.input(i), lead));
+  }
+  c.node1("Concat", ins, {Attr("axis", int64_t(nd + int64_t(g.axis)))}, c.output(0));
+}
+
+void export_transpose(ExportContext& c) {
+  std::vector<int> perm = transpose_perm(c.input_var(0).shape().rank(), c.function().attributes(), at_export(c));
+  std::vector<int64_t> p;
+  for (int k : runtime_perm(c.input_dyn(0), perm)) p.push_back(k);
+  c.node1("Transpose", {c.input(0)}, {Attr("perm", p)}, c.output(0));
+}
+
+void export_pad(ExportContext& c) {
+  PadSpec p = pad_spec(c.input_var(0).shape(), c.function().attributes(), at_export(c), nullptr);
+  if (p.mode == kSymmetricPad) c.unsupported("SYMMETRIC_PAD (ONNX's modes: constant, reflect, edge)");
+  std::vector<int64_t> pads(size_t(c.input_dyn(0)), 0);
+  pads.insert(pads.end(), p.head.begin(), p.head.end());
+  pads.insert(pads.end(), size_t(c.input_dyn(0)), 0);
+  pads.insert(pads.end(), p.foot.begin(), p.foot.end());
+  const std::string mode = p.mode == kReflectPad ? "reflect" : "constant";
+  if (c.opset() < 11) {
+    c.node1("Pad", {c.input(0)}, {Attr("mode", mode), Attr("pads", pads), Attr("value", p.value)}, c.output(0));
+    return;
+  }
+  std::vector<std::string> ins{c.input(0), c.constant_i64(pads)};
+  if (p.mode == kConstantPad) ins.push_back(c.constant_f(p.value, c.input_var(0).dtype()));
+  c.node1("Pad", ins, {Attr("mode", mode)}, c.output(0));
+}
+
+// Inputs: indices (any float type in the engine), reference. Axis 0: ONNX's Gather on the
+// reference; another axis as numpy.take, which CNTK's swap-gather-swap equals for 1-D indices.
+void export_gather(ExportContext& c) {
+  const Variable& idx = c.input_var(0);
+  GatherGeometry g =
+      gather_geometry(c.input_var(1).shape(), idx.shape(), c.function().attributes(), at_export(c), nullptr);
+  if (g.axis != 0 && (idx.shape().rank() != 1 || !idx.dynamic_axes().empty()))
+    c.unsupported("Gather along axis " + std::to_string(g.axis) + " by indices other than one static vector");
+  std::string i64 = c.node1("Cast", {c.input(0)}, {Attr("to", int64_t(onnx_io::ElemType::Int64))});
+  c.node1("Gather", {c.input(1), i64}, {Attr("axis", int64_t(g.axis))}, c.output(0));
+}
+
+void export_one_hot(ExportContext& c) {
+  const Dictionary& a = c.function().attributes();
+  const size_t k = one_hot_axis(c.input_var(0).shape().rank(), a, at_export(c));
+  const int64_t n = a.at("numClass").as_int();
+  std::string i64 = c.node1("Cast", {c.input(0)}, {Attr("to", int64_t(onnx_io::ElemType::Int64))});
+  const DataType t = c.output_var(0).dtype();
+  NDArrayView values = NDArrayView::zeros(t, NDShape{2});  // off, on
+  CNTK_DISPATCH_FLOAT(t, T, [&] { values.data<T>()[1] = T(1); });
+  c.node1("OneHot", {i64, c.constant_i64({n}, true), c.constant(values)},
+          {Attr("axis", int64_t(c.input_dyn(0)) + int64_t(k))}, c.output(0));
+}
+
+void register_movement_onnx() {
+  set_onnx_export("Reshape", export_reshape);
+  set_onnx_export("Squeeze", export_reshape);
+  set_onnx_export("Slice", export_slice);
+  set_onnx_export("Splice", export_splice);
+  set_onnx_export("TransposeAxes", export_transpose);
+  set_onnx_export("Pad", export_pad);
+  set_onnx_export("Gather", export_gather);
+  set_onnx_export("OneHot", export_one_hot);
+}
+
 }  // namespace
 
 void register_movement_ops() {
@@ -911,6 +1043,7 @@ void register_movement_ops() {
   register_squeeze();
   register_gather();
   register_one_hot();
+  register_movement_onnx();
 }
 
 }  // namespace cntk

@@ -3,10 +3,12 @@
 // Over the sequence axis, padding steps first take the reduction's identity
 // (0 for sums, -inf for max, ...) and a mean divides by each sequence's length.
 #include <cmath>
+#include <map>
 #include <limits>
 
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/reduce.h"
+#include "onnx/export.h"
 #include "ops/eager.h"
 #include "ops/op.h"
 #include "ops/sequence.h"
@@ -227,6 +229,59 @@ NDArrayView reduce_backward(ComputeContext& ctx, size_t) {
   return seq ? fill_padding(grad, ctx.in_lengths[0], 0.0) : grad;
 }
 
+// ONNX: Reduce<Op> over the static axes (ONNX axis = dynamic dims + static index); argmax
+// and argmin as ArgMax/ArgMin (one axis; all static axes: over the flattened sample), cast
+// to the output's float type. Reductions over the dynamic axes have no ONNX form here.
+void export_reduce(onnx_io::ExportContext& c) {
+  using onnx_io::Attr;
+  const Variable& x = c.input_var(0);
+  const Dictionary& attrs = c.function().attributes();
+  const size_t rank = x.shape().rank();
+  ReducePlan p = plan_reduce(attrs, rank, x.dynamic_axes(), [&](const std::string& m) { c.unsupported(m); });
+  if (!p.dyn_reduced.empty()) c.unsupported("a reduction over a dynamic axis");
+  const int nd = c.input_dyn(0);
+  std::vector<int64_t> axes;
+  for (size_t k = 0; k < rank; ++k)
+    if (p.static_axes[k]) axes.push_back(nd + int64_t(k));
+  const int64_t keep = p.keepdims ? 1 : 0;
+  const std::string op = c.attr_string("reductionOpName");
+  if (axes.empty()) {
+    c.node1("Identity", {c.input(0)}, {}, c.output(0));
+    return;
+  }
+  if (op == "Argmax" || op == "Argmin") {
+    std::string in = c.input(0);
+    int64_t axis = axes[0];
+    if (axes.size() > 1) {  // all static axes: the index into the flattened sample
+      std::vector<int64_t> flat(size_t(nd), 0);
+      flat.push_back(-1);
+      in = c.node1("Reshape", {in, c.constant_i64(flat)});
+      axis = nd;
+    }
+    std::string idx = c.node1(op == "Argmax" ? "ArgMax" : "ArgMin", {in}, {Attr("axis", axis), Attr("keepdims", keep)});
+    const auto to = Attr("to", int64_t(onnx_io::elem_type_of(c.output_var(0).dtype())));
+    if (axes.size() == 1) {
+      c.node1("Cast", {idx}, {to}, c.output(0));
+      return;
+    }
+    std::vector<int64_t> shape(size_t(nd), 0);
+    for (int64_t d : c.output_var(0).shape().dims()) shape.push_back(d);
+    c.node1("Reshape", {c.node1("Cast", {idx}, {to}), c.constant_i64(shape)}, {}, c.output(0));
+    return;
+  }
+  static const std::map<std::string, std::string> kOnnx = {{"Sum", "ReduceSum"},   {"Mean", "ReduceMean"},
+                                                           {"Max", "ReduceMax"},   {"Min", "ReduceMin"},
+                                                           {"Prod", "ReduceProd"}, {"LogSum", "ReduceLogSumExp"}};
+  auto it = kOnnx.find(op);
+  if (it == kOnnx.end()) c.unsupported("the reduction '" + op + "'");
+  // Axes became an input: ReduceSum at opset 13, the others at 18.
+  const bool axes_input = c.opset() >= (op == "Sum" ? 13 : 18);
+  if (axes_input)
+    c.node1(it->second, {c.input(0), c.constant_i64(axes)}, {Attr("keepdims", keep)}, c.output(0));
+  else
+    c.node1(it->second, {c.input(0)}, {Attr("axes", axes), Attr("keepdims", keep)}, c.output(0));
+}
+
 }  // namespace
 
 void register_reduce_ops() {
@@ -246,6 +301,7 @@ void register_reduce_ops() {
     return reduce_backward(ctx, i);
   };
   register_op(std::move(d));
+  set_onnx_export("ReduceElements", export_reduce);
 }
 
 }  // namespace cntk

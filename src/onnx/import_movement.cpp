@@ -1,0 +1,315 @@
+// ONNX shape and data-movement ops read as the engine's Reshape, TransposeAxes, Splice,
+// Slice, Squeeze, Gather and Pad. The leading dims of an input that are dynamic axes (a model
+// OpenCNTK wrote) stay where they are; an ONNX axis on one of them is refused.
+#include <algorithm>
+#include <limits>
+
+#include "onnx/import_axes.h"
+
+namespace cntk::onnx_io {
+
+namespace {
+
+using Vars = std::vector<Variable>;
+Variable out(const FunctionPtr& f) { return f->output(); }
+
+std::vector<int64_t> known(ImportContext& c, size_t i, const std::string& what) {
+  auto v = c.constant_input_i64(i);
+  if (!v) c.fail("its " + what + " input must be known while reading (an initializer or computed from constants)");
+  return *v;
+}
+
+// x reshaped to the static shape `dims` (at most one -1: inferred).
+Variable reshape_to(ImportContext& c, const Variable& x, const std::vector<int64_t>& dims) {
+  return out(c.primitive("Reshape", {x}, {{"newShape", NDShape(dims)}}));
+}
+
+Vars reshape(ImportContext& c) {
+  Variable x = c.input(0);
+  std::vector<int64_t> shape = c.opset() < 5 ? c.attr_ints("shape") : known(c, 1, "shape");
+  const bool allowzero = c.attr_int("allowzero", 0) != 0;
+  const size_t nd = size_t(c.input_dyn(0));
+  const std::vector<int64_t> in = x.shape().dims();
+  // The dynamic dims must stay: 0 (copy) or, for one of them, -1.
+  if (shape.size() < nd) c.fail("a reshape that merges the dynamic axes of its input");
+  for (size_t k = 0; k < nd; ++k)
+    if (shape[k] != 0 && shape[k] != -1) c.fail("a reshape that changes a dynamic axis of its input");
+  std::vector<int64_t> dims;
+  for (size_t k = nd; k < shape.size(); ++k) {
+    int64_t d = shape[k];
+    if (d == 0 && !allowzero) {
+      if (k - nd >= in.size()) c.fail("shape entry 0 at an axis the input lacks");
+      d = in[k - nd];
+    } else if (d == 0) {
+      c.fail("a reshape to a dimension of size 0");
+    }
+    dims.push_back(d < 0 ? NDShape::kInferredDimension : d);
+  }
+  return keep_type(c, 0, {reshape_to(c, x, dims)});
+}
+
+Vars flatten(ImportContext& c) {
+  Variable x = c.input(0);
+  const int64_t nd = c.input_dyn(0), rank = nd + int64_t(x.shape().rank());
+  int64_t axis = c.attr_int("axis", 1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis > rank) c.fail("axis out of range");
+  if (nd > 0) {  // the dynamic dims are the outer part
+    if (axis != nd) c.fail("a flatten that merges the dynamic axes of its input");
+    return keep_type(c, 0, {reshape_to(c, x, {NDShape::kInferredDimension})});
+  }
+  const NDShape s = x.shape();
+  if (!s.is_known()) c.fail("flattening free dimensions");
+  return keep_type(c, 0, {reshape_to(c, x, {s.sub(0, size_t(axis)).total_size(), s.sub(size_t(axis)).total_size()})});
+}
+
+Vars transpose(ImportContext& c) {
+  Variable x = c.input(0);
+  const int64_t nd = c.input_dyn(0), rank = nd + int64_t(x.shape().rank());
+  std::vector<int64_t> perm = c.attr_ints("perm", std::vector<int64_t>{});
+  if (perm.empty())
+    for (int64_t k = rank - 1; k >= 0; --k) perm.push_back(k);
+  if (int64_t(perm.size()) != rank) c.fail("perm has the wrong length");
+  std::vector<int64_t> p;
+  for (int64_t k = 0; k < rank; ++k) {
+    if (k < nd) {
+      if (perm[size_t(k)] != k) c.fail("a transpose that moves a dynamic axis of its input");
+      continue;
+    }
+    p.push_back(perm[size_t(k)] - nd);
+  }
+  return keep_type(c, 0, {out(c.primitive("TransposeAxes", {x}, {{"axisVec", axis_list(p)}}))});
+}
+
+Vars squeeze(ImportContext& c) {
+  Variable x = c.input(0);
+  std::vector<int64_t> axes = axes_of(c, 13, 1);
+  Dictionary a;
+  if (!axes.empty()) {
+    for (int64_t& ax : axes) ax = static_axis_of(c, 0, ax);
+    a["axisVec"] = axis_list(axes);
+  }
+  return keep_type(c, 0, {out(c.primitive("Squeeze", {x}, std::move(a)))});
+}
+
+Vars unsqueeze(ImportContext& c) {
+  Variable x = c.input(0);
+  std::vector<int64_t> axes = axes_of(c, 13, 1);
+  const int64_t n = int64_t(axes.size());
+  std::vector<int64_t> dims = x.shape().dims();
+  for (int64_t& ax : axes) ax = static_axis_of(c, 0, ax, n);
+  std::sort(axes.begin(), axes.end());
+  for (int64_t ax : axes) dims.insert(dims.begin() + std::min<int64_t>(ax, int64_t(dims.size())), 1);
+  int free = 0;
+  for (int64_t& d : dims)
+    if (d < 0 && free++ == 0) d = NDShape::kInferredDimension;
+  if (free > 1) c.fail("unsqueezing an input with several free dimensions");
+  return keep_type(c, 0, {reshape_to(c, x, dims)});
+}
+
+Vars concat(ImportContext& c) {
+  std::vector<Variable> ins;
+  for (size_t i = 0; i < c.num_inputs(); ++i)
+    if (c.has_input(i)) ins.push_back(c.input(i));
+  const int64_t axis = static_axis_of(c, 0, c.attr_int("axis"));
+  return keep_type(c, 0, {out(c.primitive("Splice", ins, {{"axis", Axis(int(axis))}}))});
+}
+
+Variable slice(ImportContext& c, const Variable& x, const std::vector<int64_t>& axes, const std::vector<int64_t>& b,
+               const std::vector<int64_t>& e, const std::vector<int64_t>& s) {
+  return out(c.primitive("Slice", {x},
+                         {{"axisVec", axis_list(axes)},
+                          {"beginIndexVec", int_list(b)},
+                          {"endIndexVec", int_list(e)},
+                          {"sliceStridesVec", int_list(s)}}));
+}
+
+Vars split(ImportContext& c) {
+  Variable x = c.input(0);
+  const int64_t axis = static_axis_of(c, 0, c.attr_int("axis", 0));
+  const int64_t n = x.shape()[size_t(axis)];
+  if (n < 0) c.fail("splitting a free dimension");
+  std::vector<int64_t> sizes = c.opset() < 13 ? c.attr_ints("split", std::vector<int64_t>{})
+                                              : (c.has_input(1) ? known(c, 1, "split") : std::vector<int64_t>{});
+  if (sizes.empty()) {
+    const int64_t parts =
+        c.opset() >= 18 && c.has_attr("num_outputs") ? c.attr_int("num_outputs") : int64_t(c.node().output_size());
+    const int64_t each = (n + parts - 1) / parts;  // the last part may be smaller (opset 18)
+    for (int64_t k = 0, left = n; k < parts; ++k, left -= each) sizes.push_back(std::min(each, left));
+  }
+  Vars outs;
+  int64_t begin = 0;
+  for (int64_t s : sizes) {
+    if (s <= 0) c.fail("an empty part");
+    outs.push_back(slice(c, x, {axis}, {begin}, {begin + s}, {1}));
+    begin += s;
+  }
+  if (begin != n) c.fail("the parts do not add up to the axis' size");
+  return keep_type(c, 0, outs);
+}
+
+// ONNX's clamped starts/ends/steps as the engine's concrete ranges (a negative step walks
+// [begin, end) backwards from end - 1).
+Vars slice_node(ImportContext& c) {
+  Variable x = c.input(0);
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (c.opset() < 10) {
+    starts = c.attr_ints("starts"), ends = c.attr_ints("ends"), axes = c.attr_ints("axes", std::vector<int64_t>{});
+  } else {
+    starts = known(c, 1, "starts"), ends = known(c, 2, "ends");
+    if (c.has_input(3)) axes = known(c, 3, "axes");
+    if (c.has_input(4)) steps = known(c, 4, "steps");
+  }
+  if (axes.empty())
+    for (size_t k = 0; k < starts.size(); ++k) axes.push_back(int64_t(k));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    c.fail("starts, ends, axes and steps differ in length");
+  std::vector<int64_t> ax, b, e, s;
+  const int64_t nd = c.input_dyn(0), rank = nd + int64_t(x.shape().rank());
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
+    if (a < nd) {  // a dynamic axis: only its whole range
+      if (steps[i] == 1 && starts[i] == 0 && ends[i] >= std::numeric_limits<int32_t>::max()) continue;
+      c.fail("slicing a dynamic axis (sequence or batch) of the input");
+    }
+    const int64_t k = static_axis_of(c, 0, a), n = x.shape()[size_t(k)], st = steps[i];
+    if (n < 0) c.fail("slicing a free dimension");
+    if (st == 0) c.fail("a step of 0");
+    auto clamp = [](int64_t v, int64_t lo, int64_t hi) { return std::max(lo, std::min(v, hi)); };
+    int64_t lo = starts[i] < 0 ? starts[i] + n : starts[i], hi = ends[i] < 0 ? ends[i] + n : ends[i];
+    if (st > 0) {
+      lo = clamp(lo, 0, n), hi = clamp(hi, 0, n);
+      if (lo >= hi) c.fail("an empty slice");
+      b.push_back(lo), e.push_back(hi);
+    } else {
+      lo = clamp(lo, 0, n - 1), hi = clamp(hi, -1, n - 1);
+      if (lo <= hi) c.fail("an empty slice");
+      b.push_back(hi + 1), e.push_back(lo + 1);  // from lo down to above hi
+    }
+    ax.push_back(k);
+    s.push_back(st);
+  }
+  if (ax.empty()) return keep_type(c, 0, {out(c.primitive("Pass", {x}))});
+  return keep_type(c, 0, {slice(c, x, ax, b, e, s)});
+}
+
+// Gather(data, indices, axis): the engine gathers rows (axis 0); another axis is moved to
+// the front, gathered, and the result's axes put in ONNX's order.
+Vars gather(ImportContext& c) {
+  Variable data = c.input(0);
+  if (!data.dynamic_axes().empty()) c.fail("gathering from data with dynamic axes");
+  Variable idx = c.input(1);
+  const int64_t r = int64_t(data.shape().rank());
+  const int64_t axis = static_axis_of(c, 0, c.attr_int("axis", 0));
+  if (auto v = c.constant_input(1)) {  // negative indices count from the end
+    const int64_t n = data.shape()[size_t(axis)];
+    NDArrayView t = v->cast(DataType::Float).contiguous().copy();
+    float* p = t.data<float>();
+    for (int64_t k = 0; k < t.shape().total_size(); ++k)
+      if (p[k] < 0) p[k] += float(n);
+    idx = Variable::constant(t, c.name() + "/indices");
+  }
+  if (axis == 0) return keep_type(c, 0, {out(c.primitive("Gather", {idx, data}))});
+  std::vector<int64_t> front{axis};
+  for (int64_t k = 0; k < r; ++k)
+    if (k != axis) front.push_back(k);
+  Variable moved = out(c.primitive("TransposeAxes", {data}, {{"axisVec", axis_list(front)}}));
+  Variable g = out(c.primitive("Gather", {idx, moved}));  // [idx.., data without axis..]
+  const int64_t q = int64_t(idx.shape().rank());
+  std::vector<int64_t> perm;
+  for (int64_t k = 0; k < axis; ++k) perm.push_back(q + k);
+  for (int64_t k = 0; k < q; ++k) perm.push_back(k);
+  for (int64_t k = axis; k < r - 1; ++k) perm.push_back(q + k);
+  return keep_type(c, 0, {out(c.primitive("TransposeAxes", {g}, {{"axisVec", axis_list(perm)}}))});
+}
+
+Vars pad(ImportContext& c) {
+  Variable x = c.input(0);
+  const std::string mode = c.attr_string("mode", std::string("constant"));
+  std::vector<int64_t> pads = c.opset() < 11 ? c.attr_ints(c.opset() < 2 ? "paddings" : "pads") : known(c, 1, "pads");
+  double value = 0;
+  if (c.opset() < 11) {
+    value = c.attr_float("value", 0.f);
+  } else if (c.has_input(2)) {
+    auto v = c.constant_input(2);
+    if (!v) c.fail("its constant_value input must be known while reading");
+    value = v->cast(DataType::Double).contiguous().data<double>()[0];
+  }
+  const int64_t nd = c.input_dyn(0), rank = nd + int64_t(x.shape().rank());
+  std::vector<int64_t> axes = c.opset() >= 18 && c.has_input(3) ? known(c, 3, "axes") : std::vector<int64_t>{};
+  if (axes.empty())
+    for (int64_t k = 0; k < rank; ++k) axes.push_back(k);
+  if (pads.size() != 2 * axes.size()) c.fail("pads has the wrong length");
+  const size_t sr = x.shape().rank();
+  std::vector<int64_t> head(sr, 0), foot(sr, 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
+    int64_t h = pads[i], f = pads[i + axes.size()];
+    if (h == 0 && f == 0) continue;
+    if (h < 0 || f < 0) c.fail("negative pads (cropping) are not supported");
+    const int64_t k = static_axis_of(c, 0, a);
+    head[size_t(k)] = h, foot[size_t(k)] = f;
+  }
+  int64_t m = 0;
+  if (mode == "reflect")
+    m = 1;
+  else if (mode != "constant")
+    c.fail("pad mode '" + mode + "' is not supported (constant and reflect are)");
+  return keep_type(c, 0,
+                   {out(c.primitive("Pad", {x},
+                                    {{"paddingHead", int_list(head)},
+                                     {"paddingFoot", int_list(foot)},
+                                     {"paddingMode", m},
+                                     {"paddingConstantValue", value}}))});
+}
+
+// Tile: copies spliced along each static axis.
+Vars tile(ImportContext& c) {
+  Variable x = c.input(0);
+  std::vector<int64_t> reps = c.opset() < 6 ? std::vector<int64_t>{} : known(c, 1, "repeats");
+  const int64_t nd = c.input_dyn(0);
+  if (int64_t(reps.size()) != nd + int64_t(x.shape().rank())) c.fail("repeats has the wrong length");
+  for (int64_t k = 0; k < int64_t(reps.size()); ++k) {
+    if (reps[size_t(k)] == 1) continue;
+    if (k < nd || reps[size_t(k)] < 1) c.fail("repeating a dynamic axis, or 0 times");
+    std::vector<Variable> copies(size_t(reps[size_t(k)]), x);
+    x = out(c.primitive("Splice", copies, {{"axis", Axis(int(k - nd))}}));
+  }
+  if (x.get() == c.input(0).get()) x = out(c.primitive("Pass", {x}));
+  return keep_type(c, 0, {x});
+}
+
+// Expand: x broadcast with zeros of the given shape (the engine broadcasts as NumPy).
+Vars expand(ImportContext& c) {
+  Variable x = c.input(0);
+  std::vector<int64_t> shape = known(c, 1, "shape");
+  const size_t nd = size_t(c.input_dyn(0));
+  if (nd > 0) {
+    if (shape.size() < nd + x.shape().rank()) c.fail("expanding an input with dynamic axes to fewer dimensions");
+    shape.erase(shape.begin(), shape.begin() + std::ptrdiff_t(nd));
+  }
+  for (int64_t& d : shape)
+    if (d < 1) c.fail("a dimension below 1 in the shape");
+  Variable zeros = Variable::constant(NDShape(shape), x.dtype(), 0.0, c.name() + "/shape");
+  return keep_type(c, 0, {out(c.primitive("Plus", {x, zeros}))});
+}
+
+}  // namespace
+
+void register_import_movement() {
+  register_onnx_import("Reshape", reshape);
+  register_onnx_import("Flatten", flatten);
+  register_onnx_import("Transpose", transpose);
+  register_onnx_import("Squeeze", squeeze);
+  register_onnx_import("Unsqueeze", unsqueeze);
+  register_onnx_import("Concat", concat);
+  register_onnx_import("Split", split);
+  register_onnx_import("Slice", slice_node);
+  register_onnx_import("Gather", gather);
+  register_onnx_import("Pad", pad);
+  register_onnx_import("Tile", tile);
+  register_onnx_import("Expand", expand);
+}
+
+}  // namespace cntk::onnx_io

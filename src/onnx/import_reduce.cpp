@@ -1,0 +1,66 @@
+// ONNX reductions read as the engine's ReduceElements over static axes (ONNX axes less the
+// input's dynamic dims); the norms and sums of squares compose a reduction with elementwise ops.
+#include "onnx/import_axes.h"
+
+namespace cntk::onnx_io {
+
+namespace {
+
+using Vars = std::vector<Variable>;
+
+Variable out(const FunctionPtr& f) { return f->output(); }
+
+// Reduces x (input 0 of the node, or computed from it) with the engine's reduction `op`.
+Variable reduce(ImportContext& c, const Variable& x, const std::string& op, int axes_input_since) {
+  std::vector<int64_t> axes = axes_of(c, axes_input_since, 1);
+  const bool keep = c.attr_int("keepdims", 1) != 0;
+  if (axes.empty() && c.opset() >= axes_input_since && c.attr_int("noop_with_empty_axes", 0) != 0) return x;
+  Dictionary a{{"reductionOpName", op}, {"reductionKeepDimensions", keep}};
+  if (axes.empty()) {
+    if (c.input_dyn(0) > 0) c.fail("reducing over all axes of an input with dynamic axes");
+    a["axis"] = Axis::all_static_axes();
+  } else {
+    std::vector<int64_t> s;
+    for (int64_t ax : axes) s.push_back(static_axis_of(c, 0, ax));
+    a["axisVec"] = axis_list(s);
+  }
+  return out(c.primitive("ReduceElements", {x}, std::move(a)));
+}
+
+}  // namespace
+
+void register_import_reduce() {
+  struct R {
+    const char *onnx, *op, *pre, *post;
+    bool square;
+  };
+  for (const R& r : {R{"ReduceSum", "Sum", "", "", false}, R{"ReduceMean", "Mean", "", "", false},
+                     R{"ReduceMax", "Max", "", "", false}, R{"ReduceMin", "Min", "", "", false},
+                     R{"ReduceProd", "Prod", "", "", false}, R{"ReduceLogSumExp", "LogSum", "", "", false},
+                     R{"ReduceLogSum", "Sum", "", "Log", false}, R{"ReduceL1", "Sum", "Abs", "", false},
+                     R{"ReduceL2", "Sum", "", "Sqrt", true}, R{"ReduceSumSquare", "Sum", "", "", true}}) {
+    // Axes: an attribute, then an input (ReduceSum from opset 13, the others from 18).
+    const int since = std::string(r.onnx) == "ReduceSum" ? 13 : 18;
+    ImportFn fn = [r, since](ImportContext& c) {
+      Variable x = c.input(0);
+      if (*r.pre) x = out(c.primitive(r.pre, {x}));
+      if (r.square) x = out(c.primitive("ElementTimes", {x, x}));
+      Variable y = reduce(c, x, r.op, since);
+      if (*r.post) y = out(c.primitive(r.post, {y}));
+      return keep_type(c, 0, Vars{y});
+    };
+    register_onnx_import(r.onnx, fn);
+  }
+  for (auto [onnx, op] : {std::pair{"ArgMax", "Argmax"}, {"ArgMin", "Argmin"}})
+    register_onnx_import(onnx, [op = std::string(op)](ImportContext& c) {
+      if (c.attr_int("select_last_index", 0) != 0) c.fail("select_last_index = 1 is not supported");
+      const int64_t axis = static_axis_of(c, 0, c.attr_int("axis", 0));
+      Dictionary a{{"reductionOpName", op},
+                   {"reductionKeepDimensions", c.attr_int("keepdims", 1) != 0},
+                   {"axis", Axis(int(axis))}};
+      c.set_output_elem_type(0, ::onnx::TensorProto::INT64);
+      return Vars{out(c.primitive("ReduceElements", {c.input(0)}, std::move(a)))};
+    });
+}
+
+}  // namespace cntk::onnx_io
