@@ -4,6 +4,7 @@ JOBS ?= $(shell nproc)
 .PHONY: format format-check
 .PHONY: deps dev test test-quick cpp-test sanitize tsan bench bench-overhead bench-deps demo clean compat
 .PHONY: keras-tests keras-backend-tests
+.PHONY: onnx-backend-tests
 .PHONY: fuzz-cbf fuzz-image fuzz-htk
 .PHONY: fuzz-ctf bench-readers fuzz-model bench-model-files fuzz-brainscript
 .PHONY: csharp nupkg
@@ -45,6 +46,11 @@ keras-backend-tests:
 
 keras-tests:
 	PYTHONPATH=python python3 tests/keras_suite/run.py --all --table build/keras-suite.md
+
+# ONNX's backend test cases (onnx.backend.test) over cntk.onnx_backend and over CNTK 2.7's
+# adapter, with the per-op-type table of docs/onnx.md (tests/onnx_backend/README.md).
+onnx-backend-tests:
+	PYTHONPATH=python python3 tests/onnx_backend/run.py --table docs/onnx.md
 
 cpp-test: dev
 	ctest --test-dir build/dev --output-on-failure -j $(JOBS)
