@@ -84,7 +84,7 @@ class CNTKBackendRep(BackendRep):
             function, values, infos = self._specialized(values)
         by_name = {a.name: a for a in function.arguments}
         # Inputs no node reads are not arguments of the function; they are accepted and ignored.
-        feed = {by_name[vi.name]: np.ascontiguousarray(x, dtype=by_name[vi.name].dtype)
+        feed = {by_name[vi.name]: np.array(x, dtype=by_name[vi.name].dtype, order="C")
                 for vi, x in zip(infos, values) if vi.name in by_name}
         outs = function.outputs
         res = function.eval(feed, outputs=list(outs), as_numpy=True) if feed else \

@@ -1,0 +1,92 @@
+"""cntk.onnx_backend (ONNX's Backend interface) and a fast subset of ONNX's backend node tests.
+
+The whole run (every CPU case, over cntk.onnx_backend and CNTK 2.7's adapter, with the per-op
+table of docs/onnx.md) is `make onnx-backend-tests`.
+"""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper  # noqa: E402
+
+import cntk.onnx_backend as backend  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'onnx_backend'))
+import run as backend_tests  # noqa: E402
+
+
+def _two_output_model():
+    # y = a + b (float), k = indices of TopK over a (int64), inputs in the order b, a.
+    nodes = [helper.make_node('Add', ['a', 'b'], ['y']),
+             helper.make_node('TopK', ['a', 'k'], ['v', 'i'], axis=-1)]
+    graph = helper.make_graph(
+        nodes, 'g',
+        [helper.make_tensor_value_info('b', TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info('a', TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info('y', TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info('i', TensorProto.INT64, [2, 2])],
+        [helper.make_tensor('k', TensorProto.INT64, [1], [2])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17)])
+
+
+def test_run_feeds_inputs_in_graph_order_and_returns_every_output_with_its_declared_type():
+    a = np.array([[1, 5, 3], [9, 2, 4]], np.float32)
+    b = np.arange(6, dtype=np.float32).reshape(2, 3)
+    rep = backend.prepare(_two_output_model())
+    y, i = rep.run([b, a])
+    np.testing.assert_allclose(y, a + b)
+    assert i.dtype == np.int64
+    np.testing.assert_array_equal(i, np.argsort(-a, axis=-1)[:, :2])
+
+
+def test_run_node_and_supports_device():
+    node = helper.make_node('Mod', ['x', 'y'], ['z'], fmod=1)
+    x = np.array([-7.5, 7.5, 4.0], np.float32)
+    y = np.array([2.0, -2.0, 3.0], np.float32)
+    (z,) = backend.run_node(node, [x, y])
+    np.testing.assert_allclose(z, np.fmod(x, y))
+    assert backend.supports_device('CPU')
+    assert not backend.supports_device('CUDA')
+
+
+def test_a_shape_input_fed_at_run_time_is_bound_when_the_model_runs():
+    # ConstantOfShape's shape arrives as a graph input: the model is read once its value is known.
+    node = helper.make_node('ConstantOfShape', ['s'], ['y'], value=helper.make_tensor('v', TensorProto.FLOAT, [1], [2.5]))
+    graph = helper.make_graph([node], 'g', [helper.make_tensor_value_info('s', TensorProto.INT64, [2])],
+                              [helper.make_tensor_value_info('y', TensorProto.FLOAT, None)])
+    rep = backend.prepare(helper.make_model(graph))
+    for shape in ([2, 3], [4, 1]):
+        (y,) = rep.run([np.array(shape, np.int64)])
+        np.testing.assert_array_equal(y, np.full(shape, 2.5, np.float32))
+
+
+def test_an_unsupported_op_raises_a_clear_error_naming_the_node():
+    node = helper.make_node('StringNormalizer', ['x'], ['y'], name='norm')
+    graph = helper.make_graph([node], 'g', [helper.make_tensor_value_info('x', TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info('y', TensorProto.FLOAT, [2])])
+    with pytest.raises(ValueError, match="norm.*StringNormalizer"):
+        backend.prepare(helper.make_model(graph)).run([np.zeros(2, np.float32)])
+
+
+def test_every_node_case_of_the_op_types_opencntk_maps_passes():
+    """The CPU node cases of every ONNX op type the reader has a rule for (cases over element
+    types the engine cannot represent, e.g. float8, excepted) all pass."""
+    mapped = backend_tests.mapped_op_types()
+    ops = backend_tests._op_types()
+    results = backend_tests.run(
+        'opencntk', pattern='NodeModel',
+        select=lambda kind, name: ops.get(name) in mapped and not backend_tests.unrepresentable(name))
+    assert len(results) > 100
+    failed = sorted('%s (%s): %s' % (name, ops[name], msg) for kind, name, status, msg in results.values()
+                    if status != 'pass')
+    assert not failed, '%d of %d cases fail:\n' % (len(failed), len(results)) + '\n'.join(failed)
+
+
+def test_cntk27s_adapter_runs_over_opencntk_unchanged():
+    results = backend_tests.run('cntk27', pattern=r'test_(abs|relu|add|cumsum_2d_axis_0|trilu?_neg|where_example)_cpu')
+    assert len(results) >= 5
+    failed = [t for t, (_, _, status, _) in results.items() if status != 'pass']
+    assert not failed, failed
