@@ -21,6 +21,10 @@ constexpr int kOnnxMaxOpset = 21;
 constexpr int kOnnxDefaultOpset = 17;
 // The oldest default-domain opset the reader accepts.
 constexpr int kOnnxMinImportOpset = 7;
+// A model's metadata_props key (followed by a graph input's name) under which OpenCNTK's writer
+// records the size its reader gives that input's symbolic batch dimension ("1", as CNTK 2.7
+// wrote the batch axis); docs/onnx.md, "Layout and the batch axis".
+inline constexpr const char* kOnnxStaticBatchKey = "cntk.static_batch:";
 
 struct OnnxExportOptions {
   int opset = kOnnxDefaultOpset;

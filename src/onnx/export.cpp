@@ -4,6 +4,7 @@
 // every other value its variable's uid, and each node its function's name (or uid). The
 // graph's doc_string lists "<<<uid, ONNX name>>>" pairs as CNTK 2.7 wrote them.
 #include "onnx/export.h"
+#include "onnx/export_block.h"
 
 #include <filesystem>
 #include <set>
@@ -90,16 +91,19 @@ class Writer final : public ExportContext {
 
     // Arguments first, in the function's order, so that the ONNX inputs keep it.
     for (const Variable& a : root_in->arguments()) declare_leaf(a);
+    root_ = root_in;
     write_graph(root_in);
     std::set<std::string> seen_outputs;
     for (const Variable& o : root_in->outputs()) {
       std::string name = value_name(o);
-      if (graph_inputs_.count(name) || initializers_.count(name) || seen_outputs.count(name))
+      if (batch_and_sequence(o))
+        name = swap_dynamic_axes(o, name, fresh_name(o.uid() + "_sequence_major"));
+      else if (graph_inputs_.count(name) || initializers_.count(name) || seen_outputs.count(name))
         name = node1("Identity", {name}, {}, fresh_name(o.uid() + "_output"));
       seen_outputs.insert(name);
       auto* vi = g_->add_output();
       vi->set_name(name);
-      set_type(o, vi->mutable_type());
+      set_type(o, vi->mutable_type(), true);
     }
     std::string doc = "<<<Uid, ONNXNodeName>>> pair: ";
     for (auto& [uid, name] : uid_names_) doc += "<<<" + uid + ", " + name + ">>> ";
@@ -123,7 +127,9 @@ class Writer final : public ExportContext {
     n->set_op_type(op_type);
     if (!domain.empty()) n->set_domain(domain);
     const std::string base = fn_ ? (fn_->name().empty() ? fn_->uid() : fn_->name()) : op_type;
-    n->set_name(node_names_.count(base) ? fresh_name(base) : base);
+    std::string name = base;  // node names are unique (ONNX Runtime refuses duplicates)
+    for (int k = 1; node_names_.count(name); ++k) name = base + "_" + std::to_string(k);
+    n->set_name(name);
     node_names_.insert(n->name());
     for (const auto& i : inputs) n->add_input(i);
     if (outputs.empty())
@@ -213,13 +219,28 @@ class Writer final : public ExportContext {
         a.value);
   }
 
+  // A value with both a batch and a sequence axis: the graph's inputs and outputs put the
+  // sequence first ([Sequence, batch, ...], as CNTK 2.7 wrote them and as ONNX's recurrent ops
+  // take them); inside the graph the engine's order holds, with a Transpose between.
+  static bool batch_and_sequence(const Variable& v) {
+    const auto& axes = v.dynamic_axes();
+    return axes.size() == 2 && axes[0].is_batch() && !axes[1].is_batch();
+  }
+  std::string swap_dynamic_axes(const Variable& v, const std::string& in, const std::string& out) {
+    std::vector<int64_t> perm{1, 0};
+    for (int64_t k = 0; k < int64_t(v.shape().rank()); ++k) perm.push_back(k + 2);
+    return node1("Transpose", {in}, {Attr("perm", perm)}, out);
+  }
+
   // The ONNX type of a variable: its dynamic axes as symbolic dimensions, then its static shape.
-  void set_type(const Variable& v, ::onnx::TypeProto* t) {
+  void set_type(const Variable& v, ::onnx::TypeProto* t, bool sequence_major = false) {
     auto* tt = t->mutable_tensor_type();
     tt->set_elem_type(int32_t(elem_type_of(v.dtype())));
     auto* shape = tt->mutable_shape();
     int seq = 0;
-    for (const Axis& a : v.dynamic_axes()) {
+    std::vector<Axis> axes = v.dynamic_axes();
+    if (sequence_major && batch_and_sequence(v)) std::swap(axes[0], axes[1]);
+    for (const Axis& a : axes) {
       auto* d = shape->add_dim();
       if (a.is_batch()) {
         d->set_dim_param("batch");
@@ -255,8 +276,18 @@ class Writer final : public ExportContext {
       name = unique_value_name(v.name().empty() ? v.uid() : v.name(), v.uid());
       auto* vi = g_->add_input();
       vi->set_name(name);
-      set_type(v, vi->mutable_type());
+      set_type(v, vi->mutable_type(), true);
       graph_inputs_.insert(name);
+      names_[v.get()] = batch_and_sequence(v) ? swap_dynamic_axes(v, name, fresh_name(name + "_batch_major")) : name;
+      uid_names_.emplace_back(v.uid(), name);
+      // The batch dimension stays symbolic in the file (any batch size runs); the record says
+      // how CNTK 2.7 wrote it (a fixed 1), which is how OpenCNTK's reader reads it back.
+      if (std::any_of(v.dynamic_axes().begin(), v.dynamic_axes().end(), [](const Axis& a) { return a.is_batch(); })) {
+        auto* meta = model_.add_metadata_props();
+        meta->set_key(std::string(kOnnxStaticBatchKey) + name);
+        meta->set_value("1");
+      }
+      return;
     } else if (v.is_parameter() || v.is_constant()) {
       name = unique_value_name(v.name(), v.uid());
       auto* t = g_->add_initializer();
@@ -283,8 +314,21 @@ class Writer final : public ExportContext {
   }
 
   void write_graph(const FunctionPtr& f) {
-    for (const FunctionPtr& p : f->topological_order()) {
-      if (p->is_block()) {
+    // Blocks a rule writes as its own nodes (export_block.h), with the functions it absorbs.
+    const auto order = f->topological_order();
+    std::unordered_map<const Function*, BlockClaim> claims;
+    std::set<const Function*> absorbed;
+    for (const FunctionPtr& p : order)
+      if (p->is_block())
+        if (auto c = claim_block_export(p, root_)) {
+          absorbed.insert(c->absorbed.begin(), c->absorbed.end());
+          claims.emplace(p.get(), std::move(*c));
+        }
+    for (const FunctionPtr& p : order) {
+      if (absorbed.count(p.get())) continue;
+      if (auto it = claims.find(p.get()); it != claims.end()) {
+        write_claimed(p, it->second);
+      } else if (p->is_block()) {
         write_block(p);
       } else {
         write_primitive(p);
@@ -301,6 +345,34 @@ class Writer final : public ExportContext {
     auto outs = b->outputs();
     auto inner_outs = inner->outputs();
     for (size_t k = 0; k < outs.size() && k < inner_outs.size(); ++k) names_[outs[k].get()] = value_name(inner_outs[k]);
+  }
+
+  // A claimed block: its rule reads the claim's inputs and writes output 0 at least.
+  void write_claimed(const FunctionPtr& b, const BlockClaim& claim) {
+    fn_ = b.get();
+    in_vars_ = claim.inputs;
+    in_names_.clear();
+    for (const Variable& v : in_vars_) in_names_.push_back(value_name(v));
+    out_vars_ = b->outputs();
+    out_names_.clear();
+    for (const Variable& o : out_vars_) out_names_.push_back(unique_value_name(o.uid(), o.uid()));
+    claim.write(*this, [this](const std::string& output, const std::string& name, std::vector<std::string> values) {
+      for (auto& n : *g_->mutable_node())
+        if (std::find(n.output().begin(), n.output().end(), output) != n.output().end()) {
+          auto* a = n.add_attribute();
+          a->set_name(name);
+          a->set_type(::onnx::AttributeProto::STRINGS);
+          for (auto& v : values) a->add_strings(v);
+        }
+    });
+    if (!produced_.count(out_names_[0]))
+      throw Error("ONNX export: the rule of block " + b->op_name() + " did not write its output");
+    for (size_t k = 0; k < out_vars_.size(); ++k)
+      if (produced_.count(out_names_[k])) {
+        names_[out_vars_[k].get()] = out_names_[k];
+        uid_names_.emplace_back(out_vars_[k].uid(), out_names_[k]);
+      }
+    fn_ = nullptr;
   }
 
   void write_primitive(const FunctionPtr& p) {
@@ -332,6 +404,7 @@ class Writer final : public ExportContext {
   ::onnx::ModelProto model_;
   ::onnx::GraphProto* g_;
   const Function* fn_ = nullptr;
+  FunctionPtr root_;
   std::vector<Variable> in_vars_, out_vars_;
   std::vector<std::string> in_names_, out_names_;
   std::unordered_map<VariableImpl*, std::string> names_;

@@ -258,34 +258,38 @@ class Reader final : public ImportContext {
     elem_types_[t.name()] = t.data_type();
   }
 
-  // A graph input: symbolic leading dimensions that OpenCNTK wrote for dynamic axes become
-  // those axes again; any other symbolic or unknown dimension is a free dimension.
+  // A graph input: a static tensor as ONNX has it, with no dynamic axes (CNTK 2.7's reader
+  // did the same, and CNTK's tests feed loaded models [sequence, batch, ...] arrays). Symbolic
+  // and unknown dimensions are free dimensions, except a batch dimension for which the model's
+  // metadata records a size (OpenCNTK's writer records CNTK 2.7's 1): docs/onnx.md.
   void add_input(const ::onnx::ValueInfoProto& vi) {
-    if (!vi.type().has_tensor_type())
-      throw ValueError("ONNX import: the graph input '" + vi.name() +
-                       "' is not a tensor (sequences and maps are not read)");
+    const std::string what = "ONNX import: graph input '" + vi.name() + "'";
+    if (!vi.type().has_tensor_type()) throw ValueError(what + " is not a tensor (sequences and maps are not read)");
     const auto& tt = vi.type().tensor_type();
-    const DataType dt = engine_type_of(tt.elem_type(), "ONNX import: graph input '" + vi.name() + "'");
-    std::vector<Axis> axes;
+    const DataType dt = engine_type_of(tt.elem_type(), what);
+    std::optional<int64_t> batch;
+    for (const auto& p : m_.metadata_props())
+      if (p.key() == kOnnxStaticBatchKey + vi.name()) {
+        char* end = nullptr;
+        const long long n = std::strtoll(p.value().c_str(), &end, 10);
+        if (p.value().empty() || *end || n <= 0)
+          throw ValueError(what + ": the metadata '" + p.key() + "' must be a positive size, not '" + p.value() + "'");
+        batch = n;
+      }
     std::vector<int64_t> dims;
-    int k = 0;
     const int rank = tt.has_shape() ? tt.shape().dim_size() : 0;
-    if (own_file_) {
-      for (; k < rank; ++k) {
-        const auto& d = tt.shape().dim(k);
-        if (d.denotation() == "DATA_TIME")
-          axes.push_back(Axis::default_dynamic_axis());
-        else if (d.denotation() == "DATA_BATCH")
-          axes.push_back(Axis::default_batch_axis());
-        else
-          break;
+    for (int k = 0; k < rank; ++k) {
+      const auto& d = tt.shape().dim(k);
+      if (d.has_dim_value()) {
+        if (d.dim_value() < 0) throw ValueError(what + ": dimension " + std::to_string(k) + " is negative");
+        dims.push_back(d.dim_value());
+      } else if (batch && d.denotation() == "DATA_BATCH") {
+        dims.push_back(*batch);
+      } else {
+        dims.push_back(NDShape::kFreeDimension);
       }
     }
-    for (; k < rank; ++k) {
-      const auto& d = tt.shape().dim(k);
-      dims.push_back(d.has_dim_value() ? d.dim_value() : NDShape::kFreeDimension);
-    }
-    Variable v = Variable::input(NDShape(dims), dt, false, false, axes, vi.name());
+    Variable v = Variable::input(NDShape(dims), dt, false, false, {}, vi.name());
     values_[vi.name()] = v;
     elem_types_[vi.name()] = tt.elem_type();
   }
