@@ -728,6 +728,8 @@ bool match_fused_rnn(const FunctionPtr& f, const VariableUses& uses, FusedRnnMat
   typed.push_back(h);
   if (!all_float(typed)) return reject(f, "not float32");
   m.op = &fused_ops().ops.at({int(cm.cell), direction < 0});
+  m.cell = cm.cell;
+  m.backward = direction < 0;
   return true;
 }
 

@@ -14,6 +14,10 @@
 
 namespace cntk {
 
+namespace kernels {
+enum class RnnCell;
+}
+
 // How often each variable is read anywhere in a graph (inside blocks too), counting
 // the requested outputs as reads.
 using VariableUses = std::unordered_map<const VariableImpl*, int>;
@@ -24,6 +28,10 @@ struct FusedRnnMatch {
   // The fused step's inputs: x, W, H, [H1 for GRU], b, the initial state of h, [of c
   // for LSTM]; all outer variables (or the block's own parameters).
   std::vector<Variable> inputs;
+  // The cell and whether it runs backward in time (FutureValue delays): what the ONNX
+  // writer needs to write the recurrence as one LSTM/GRU/RNN node.
+  kernels::RnnCell cell{};
+  bool backward = false;
 };
 
 // Whether block `f` is the step of a fusable recurrence, given the graph's uses; on

@@ -1,0 +1,25 @@
+// Blocks the ONNX writer does not inline: a rule may write a block, together with functions
+// around it, as nodes of its own (a recurrence's step block and the delays feeding its
+// state back become one LSTM/GRU/RNN node). The writer asks before it inlines a block.
+#pragma once
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "onnx/export.h"
+
+namespace cntk::onnx_io {
+
+// Sets a list-of-strings attribute (which Attr does not carry) on the node writing `output`.
+using SetStrings = std::function<void(const std::string& output, const std::string& name, std::vector<std::string>)>;
+
+struct BlockClaim {
+  std::vector<Variable> inputs;           // what the rule reads, as ExportContext::input(i)
+  std::vector<const Function*> absorbed;  // functions written with the block (skipped by the writer)
+  std::function<void(ExportContext&, const SetStrings&)> write;  // writes at least the block's output 0
+};
+
+// The claim of the rule that writes `block` (in the graph of `root`), if any.
+std::optional<BlockClaim> claim_block_export(const FunctionPtr& block, const FunctionPtr& root);
+
+}  // namespace cntk::onnx_io

@@ -1,0 +1,110 @@
+// Recurrences written as ONNX's recurrent ops. A Recurrence over an LSTM, GRU or RNNStep
+// step block is recognized by the same structural matcher that fuses it for execution
+// (exec/fused_rnn.h): what it finds (cell, direction, CNTK's weights, initial states) is
+// all an ONNX LSTM/GRU/RNN node needs, so the step block and the delays feeding its state
+// back become one node.
+//
+// Weights: CNTK's x W products take W as [input, gates * hidden]; ONNX's W is
+// [directions, gates * hidden, input] (and R likewise), so each weight is transposed and
+// given a direction axis. Gate orders: CNTK's LSTM stacks (input, candidate, forget,
+// output), ONNX's (input, output, forget, candidate), so the LSTM's rows are gathered in
+// that order; the GRU's (update, reset, candidate) match ONNX's zrh, and its reset gate
+// scales h before the candidate's weight as linear_before_reset=0 does. CNTK's cells carry
+// one bias (on the input projection): ONNX's recurrent bias is 0.
+//
+// Layout: inside the written graph a value with batch and sequence axes is [batch,
+// Sequence, ...] (see export.cpp); ONNX's recurrent ops take [seq, batch, input] and
+// write Y as [seq, directions, batch, hidden], hence a Transpose on each side.
+#include "cntk/evaluation.h"
+#include "cntk/value.h"
+#include "exec/fused_rnn.h"
+#include "kernels/cpu/rnn.h"
+#include "onnx/export_block.h"
+
+namespace cntk::onnx_io {
+
+namespace {
+
+using kernels::RnnCell;
+
+// Whether v is 0 everywhere: a constant, or computed from constants alone (the layers
+// write the initial state as 0 times a constant).
+bool zero_constant(const Variable& v) {
+  NDArrayView a;
+  if (v.is_constant()) {
+    a = v.value();
+  } else if (FunctionPtr f = v.owner(); f && v.dynamic_axes().empty() && v.shape().is_known() &&
+                                        f->arguments().empty() && f->parameters().empty()) {
+    std::vector<Value> vals;
+    forward(Function::composite(f), {}, {v}, vals, false);
+    a = vals.at(0).data();
+  } else {
+    return false;
+  }
+  const NDArrayView d = a.cast(DataType::Double).contiguous();
+  for (int64_t i = 0; i < d.numel(); ++i)
+    if (d.data<double>()[i] != 0.0) return false;
+  return true;
+}
+
+void write_recurrence(ExportContext& c, const SetStrings& set_strings, RnnCell cell, bool backward) {
+  const bool lstm = cell == RnnCell::Lstm, gru = cell == RnnCell::Gru;
+  const int64_t H = c.output_var(0).shape()[0];
+  const int64_t G = lstm ? 4 : gru ? 3 : 1;
+  // Inputs as match_fused_rnn lists them: x, W, H, [H1,] b, initial h, [initial c].
+  const size_t iw = 1, ih = 2, ih1 = 3, ib = gru ? 4 : 3, ih0 = ib + 1;
+  for (size_t k = ih0; k < c.num_inputs(); ++k)
+    if (!zero_constant(c.input_var(k))) c.unsupported("a recurrence with a nonzero or computed initial state");
+  if (c.input_dyn(0) != 2) c.unsupported("a recurrence over an input without batch and sequence axes");
+
+  // ONNX's row order of the stacked gates, as indices into CNTK's.
+  std::vector<int64_t> rows;
+  const std::vector<int64_t> order = lstm ? std::vector<int64_t>{0, 3, 2, 1} : std::vector<int64_t>{0, 1, 2};
+  for (int64_t g : lstm ? order : std::vector<int64_t>(order.begin(), order.begin() + G))
+    for (int64_t r = 0; r < H; ++r) rows.push_back(g * H + r);
+  auto reorder = [&](const std::string& v) {
+    return lstm ? c.node1("Gather", {v, c.constant_i64(rows)}, {Attr("axis", 0)}) : v;
+  };
+  auto onnx_weight = [&](const std::string& w) {
+    return c.unsqueeze(reorder(c.node1("Transpose", {w}, {Attr("perm", std::vector<int64_t>{1, 0})})), {0});
+  };
+  std::string W = onnx_weight(c.input(iw));
+  std::string R =
+      gru ? onnx_weight(c.node1("Concat", {c.input(ih), c.input(ih1)}, {Attr("axis", 1)})) : onnx_weight(c.input(ih));
+  std::string zeros = c.constant(NDArrayView::zeros(c.input_var(ib).dtype(), NDShape{G * H}));
+  std::string B = c.unsqueeze(c.node1("Concat", {reorder(c.input(ib)), zeros}, {Attr("axis", 0)}), {0});
+
+  std::vector<Attr> attrs{Attr("hidden_size", H), Attr("direction", backward ? "reverse" : "forward")};
+  if (gru) attrs.emplace_back("linear_before_reset", int64_t(0));
+  std::string X = c.node1("Transpose", {c.input(0)}, {Attr("perm", std::vector<int64_t>{1, 0, 2})});
+  const char* op = lstm ? "LSTM" : gru ? "GRU" : "RNN";
+  std::string Y = c.node(op, {X, W, R, B}, attrs, {}, 1)[0];
+  if (!lstm && !gru)
+    set_strings(Y, "activations",
+                {cell == RnnCell::RnnRelu      ? "Relu"
+                 : cell == RnnCell::RnnSigmoid ? "Sigmoid"
+                                               : "Tanh"});
+  // [S, 1, B, H] -> [B, S, 1, H] -> [B, S, H]
+  std::string Yt = c.node1("Transpose", {Y}, {Attr("perm", std::vector<int64_t>{2, 0, 1, 3})});
+  c.node1("Reshape", {Yt, c.constant_i64({0, 0, H})}, {}, c.output(0));
+}
+
+}  // namespace
+
+std::optional<BlockClaim> claim_block_export(const FunctionPtr& block, const FunctionPtr& root) {
+  VariableUses uses = count_variable_uses(root, root->outputs());
+  FusedRnnMatch m;
+  if (!match_fused_rnn(block, uses, m)) return std::nullopt;
+  BlockClaim claim;
+  claim.inputs = m.inputs;
+  const auto& args = block->block_arguments_mapping();
+  for (size_t k = 0; k + 1 < args.size(); ++k) claim.absorbed.push_back(args[k].second.owner().get());
+  const RnnCell cell = m.cell;
+  const bool backward = m.backward;
+  claim.write = [cell, backward](ExportContext& c, const SetStrings& set_strings) {
+    write_recurrence(c, set_strings, cell, backward);
+  };
+  return claim;
+}
+
+}  // namespace cntk::onnx_io
