@@ -83,7 +83,7 @@ def test_a_symbolic_sequence_dimension_is_named_as_not_unrollable():
         C.load_model(m.SerializeToString(), format=C.ModelFormat.ONNX)
 
 
-def test_a_pytorch_two_layer_lstm_language_model_imports_and_matches_pytorch():
+def _lstm_language_model():
     torch = pytest.importorskip('torch')
     torch.manual_seed(0)
 
@@ -99,11 +99,73 @@ def test_a_pytorch_two_layer_lstm_language_model_imports_and_matches_pytorch():
             return self.out(y)
 
     model = LM().eval()
-    tokens = torch.randint(0, 50, (7, 2))
+    tokens = torch.randint(0, 50, (7, 2))  # [seq, batch]
     buf = io.BytesIO()
     torch.onnx.export(model, (tokens,), buf, opset_version=17, dynamo=False, input_names=['tokens'])
     with torch.no_grad():
         want = model(tokens).numpy()
-    z = C.load_model(buf.getvalue(), format=C.ModelFormat.ONNX)
-    got = np.asarray(z.eval({z.arguments[0]: tokens.numpy().astype(np.float32)}))
+    return buf.getvalue(), tokens.numpy(), want
+
+
+def _import_and_compare(data, tokens, want):
+    z = C.load_model(data, format=C.ModelFormat.ONNX)
+    got = np.asarray(z.eval({z.arguments[0]: tokens.astype(np.float32)}))
     np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_pytorch_two_layer_lstm_language_model_imports_and_matches_pytorch():
+    """The file as torch.onnx.export writes it: the initial states come from a
+    Shape -> Gather(scalar index) -> Unsqueeze -> Concat -> Expand chain."""
+    _import_and_compare(*_lstm_language_model())
+
+
+def test_the_pytorch_language_model_with_its_shape_arithmetic_folded_matches_pytorch(tmp_path):
+    """The same model after ONNX Runtime's constant folding (no Shape/Gather chains): the
+    Embedding's Gather, both LSTM layers and the Linear layer."""
+    data, tokens, want = _lstm_language_model()
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    so.optimized_model_filepath = str(tmp_path / 'folded.onnx')
+    ort.InferenceSession(data, so)
+    folded = onnx.load(str(tmp_path / 'folded.onnx'))
+    assert [n.op_type for n in folded.graph.node].count('LSTM') == 2
+    _import_and_compare(folded.SerializeToString(), tokens, want)
+
+def _cell(kind, n):
+    return {'lstm': lambda: C.layers.LSTM(n), 'gru': lambda: C.layers.GRU(n), 'rnn': lambda: C.layers.RNNStep(n),
+            'rnn_relu': lambda: C.layers.RNNStep(n, activation=C.relu)}[kind]()
+
+
+def _check_in_onnxruntime(z, x, path, ops, lengths=(1, 4, 9)):
+    z.save(path, format=C.ModelFormat.ONNX)
+    m = onnx.load(path)
+    onnx.checker.check_model(m, full_check=True)
+    assert sorted(n.op_type for n in m.graph.node if n.op_type in ('LSTM', 'GRU', 'RNN')) == sorted(ops)
+    s = ort.InferenceSession(path)
+    rng = np.random.default_rng(3)
+    for T in lengths:  # sequences of different lengths, one at a time
+        d = rng.normal(0, 1, (1, T, x.shape[0])).astype(np.float32)
+        want = np.asarray(z.eval({x: d}))
+        got = s.run(None, {s.get_inputs()[0].name: d.transpose(1, 0, 2)})[0]  # [Sequence, batch, ...]
+        np.testing.assert_allclose(got.transpose(1, 0, 2).reshape(want.shape), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize('kind', ['lstm', 'gru', 'rnn', 'rnn_relu'])
+@pytest.mark.parametrize('backwards', [False, True])
+def test_a_recurrence_exports_as_one_onnx_node_and_runs_in_onnxruntime(tmp_path, kind, backwards):
+    x = C.sequence.input_variable(3, name='x')
+    z = C.layers.Recurrence(_cell(kind, 5), go_backwards=backwards)(x)
+    op = {'lstm': 'LSTM', 'gru': 'GRU'}.get(kind, 'RNN')
+    _check_in_onnxruntime(z, x, str(tmp_path / 'r.onnx'), [op])
+    m = onnx.load(str(tmp_path / 'r.onnx'))
+    node = [n for n in m.graph.node if n.op_type == op][0]
+    direction = [a.s for a in node.attribute if a.name == 'direction'][0]
+    assert direction == (b'reverse' if backwards else b'forward')
+
+
+def test_a_stacked_bidirectional_lstm_exports_and_runs_in_onnxruntime(tmp_path):
+    x = C.sequence.input_variable(4, name='x')
+    fwd = C.layers.Recurrence(C.layers.LSTM(6))(x)
+    bwd = C.layers.Recurrence(C.layers.LSTM(6), go_backwards=True)(x)
+    z = C.layers.Sequential([C.layers.Recurrence(C.layers.GRU(5)), C.layers.Dense(2)])(C.splice(fwd, bwd))
+    _check_in_onnxruntime(z, x, str(tmp_path / 'bi.onnx'), ['LSTM', 'LSTM', 'GRU'])
