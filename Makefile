@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 .PHONY: keras-tests keras-backend-tests
 .PHONY: onnx-backend-tests
 .PHONY: fuzz-cbf fuzz-image fuzz-htk
-.PHONY: fuzz-ctf bench-readers fuzz-model bench-model-files fuzz-brainscript
+.PHONY: fuzz-ctf bench-readers fuzz-model bench-model-files fuzz-brainscript fuzz-onnx
 .PHONY: csharp nupkg
 
 deps:
@@ -180,6 +180,18 @@ fuzz-model:
 	PYTHONPATH=python python3 tests/fuzz/make_model_seeds.py build/fuzz/model-corpus || echo "no seed models (build the extension with make dev first)"
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 build/fuzz/fuzz_model -max_total_time=$(FUZZ_SECONDS) \
 	  -rss_limit_mb=4096 -artifact_prefix=build/fuzz/model-artifacts/ build/fuzz/model-corpus
+
+# libFuzzer target for the ONNX reader (clang, ASan + UBSan; the engine built as for fuzz-model).
+fuzz-onnx:
+	cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+	  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link $(FUZZ_MODEL_FLAGS)" -DCNTK_BUILD_PYTHON=OFF -DCNTK_BUILD_TESTS=OFF >/dev/null
+	cmake --build build/fuzz -j $(JOBS) --target cntk cntk_proto
+	clang++ -std=c++20 -fsanitize=fuzzer $(FUZZ_MODEL_FLAGS) -Iinclude -Isrc tests/fuzz/fuzz_onnx.cpp \
+	  build/fuzz/libcntk.a build/fuzz/libcntk_proto.a -lprotobuf -ldnnl -fopenmp -o build/fuzz/fuzz_onnx
+	mkdir -p build/fuzz/onnx-corpus build/fuzz/onnx-artifacts
+	PYTHONPATH=python python3 tests/fuzz/make_onnx_seeds.py build/fuzz/onnx-corpus || echo "no seed models (build the extension with make dev first)"
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 build/fuzz/fuzz_onnx -max_total_time=$(FUZZ_SECONDS) \
+	  -rss_limit_mb=4096 -max_len=65536 -artifact_prefix=build/fuzz/onnx-artifacts/ build/fuzz/onnx-corpus
 
 # libFuzzer target for the HTK feature-file, MLF, label-mapping and SCP parsers (clang; not part of `make test`).
 fuzz-htk:
