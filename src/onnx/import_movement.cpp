@@ -141,7 +141,12 @@ Vars split(ImportContext& c) {
   int64_t begin = 0;
   for (int64_t s : sizes) {
     if (s <= 0) c.fail("an empty part");
-    outs.push_back(slice(c, x, {axis}, {begin}, {begin + s}, {1}));
+    if (begin + s > n) c.fail("the parts exceed the axis' size");
+    // Each part named after its ONNX output (the node's name is shared by all parts).
+    const size_t k = outs.size();
+    const std::string name = int(k) < c.node().output_size() ? c.node().output(int(k)) : c.name();
+    outs.push_back(out(Function::primitive(
+        "Slice", {x}, {{"axis", Axis(int(axis))}, {"beginIndex", begin}, {"endIndex", begin + s}}, name)));
     begin += s;
   }
   if (begin != n) c.fail("the parts do not add up to the axis' size");

@@ -243,7 +243,11 @@ void export_reduce(onnx_io::ExportContext& c) {
   std::vector<int64_t> axes;
   for (size_t k = 0; k < rank; ++k)
     if (p.static_axes[k]) axes.push_back(nd + int64_t(k));
-  const int64_t keep = p.keepdims ? 1 : 0;
+  // keepdims as the output's rank says: reducing all static axes drops them even with keepdims.
+  const size_t out_rank = c.output_var(0).shape().rank();
+  const int64_t keep = out_rank == rank ? 1 : 0;
+  if (out_rank != rank && out_rank != rank - axes.size())
+    c.unsupported("a reduction whose output rank is " + std::to_string(out_rank));
   const std::string op = c.attr_string("reductionOpName");
   if (axes.empty()) {
     c.node1("Identity", {c.input(0)}, {}, c.output(0));
