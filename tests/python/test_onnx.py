@@ -171,3 +171,31 @@ def test_convert_names_a_file_that_is_no_model(tmp_path):
     r = subprocess.run([sys.executable, '-m', 'cntk', 'convert', str(bad), str(tmp_path / 'o.onnx')],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 1 and 'bad.bin' in r.stderr and 'CALL STACK' not in r.stderr
+
+
+def _graph_bytes(nodes, inputs, outputs):
+    from onnx import helper
+    return helper.make_model(helper.make_graph(nodes, 'g', inputs, outputs)).SerializeToString()
+
+
+def test_a_truncated_file_is_named_not_an_onnx_model(tmp_path):
+    x, z = _dense_model()
+    path = str(tmp_path / 'm.onnx')
+    z.save(path, format=C.ModelFormat.ONNX)
+    data = open(path, 'rb').read()
+    with pytest.raises(IOError, match='truncated or corrupt'):
+        C.load_model(data[:len(data) // 2], format=C.ModelFormat.ONNX)
+
+
+def test_a_wrong_element_type_and_inconsistent_shapes_name_the_input_and_the_node():
+    from onnx import helper, TensorProto
+    vi = helper.make_tensor_value_info
+    bad_type = _graph_bytes([helper.make_node('Abs', ['x'], ['y'], name='n1')],
+                            [vi('x', TensorProto.STRING, [2])], [vi('y', TensorProto.FLOAT, [2])])
+    with pytest.raises(ValueError, match="graph input 'x'.*STRING"):
+        C.load_model(bad_type, format=C.ModelFormat.ONNX)
+    bad_shapes = _graph_bytes([helper.make_node('Add', ['x', 'w'], ['y'], name='adder')],
+                              [vi('x', TensorProto.FLOAT, [2]), vi('w', TensorProto.FLOAT, [3])],
+                              [vi('y', TensorProto.FLOAT, [2])])
+    with pytest.raises(ValueError, match=r"node 'adder' \(Add\).*\(2,\), \(3,\)"):
+        C.load_model(bad_shapes, format=C.ModelFormat.ONNX)
