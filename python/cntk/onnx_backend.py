@@ -9,8 +9,8 @@ back here).
 
 The reader needs some inputs' values while it reads (a shape, an axis, a count ``k``). Where a
 model feeds such a value as a graph input and cannot be read with it as an argument, the
-model is read at ``run`` time with its integer, boolean and scalar inputs bound to the values
-given (once per distinct set of those values).
+model is read at ``run`` time with such inputs bound to the values given (integer, boolean and
+scalar inputs; failing that, vectors too), once per distinct set of those values.
 """
 
 import numpy as np
@@ -54,24 +54,35 @@ class CNTKBackendRep(BackendRep):
         self._bound = {}
 
     def _specialized(self, values):
-        """The model read with its integer/boolean inputs bound to ``values``."""
-        bind = [(vi, x) for vi, x in zip(self.input_infos, values) if _is_discrete(vi)]
-        if not bind:
-            raise self._error
-        key = tuple((vi.name, x.dtype.str, x.shape, x.tobytes()) for vi, x in bind)
-        if key not in self._bound:
-            m = onnx.ModelProto()
-            m.CopyFrom(self.model)
-            names = {vi.name for vi, _ in bind}
-            kept = [vi for vi in m.graph.input if vi.name not in names]
-            del m.graph.input[:]
-            m.graph.input.extend(kept)
-            for vi, x in bind:
-                t = numpy_helper.from_array(x.astype(_np_type(vi.type.tensor_type.elem_type)), vi.name)
-                m.graph.initializer.append(t)
-            self._bound[key] = load_model(m.SerializeToString(), format=ModelFormat.ONNX)
-        return self._bound[key], [x for vi, x in zip(self.input_infos, values) if not _is_discrete(vi)], \
-            [vi for vi in self.input_infos if not _is_discrete(vi)]
+        """The model read with its parameter-like inputs bound to ``values``: first the integer,
+        boolean and scalar ones, then also the vectors (scales, roi); the function and the inputs
+        left to feed."""
+        for level in (1, 2):
+            bound = [_bindable(vi, x, level) for vi, x in zip(self.input_infos, values)]
+            if not any(bound):
+                continue
+            key = (level,) + tuple((vi.name, x.dtype.str, x.shape, x.tobytes())
+                                   for vi, x, b in zip(self.input_infos, values, bound) if b)
+            if key not in self._bound:
+                m = onnx.ModelProto()
+                m.CopyFrom(self.model)
+                names = {vi.name for vi, b in zip(self.input_infos, bound) if b}
+                kept = [vi for vi in m.graph.input if vi.name not in names]
+                del m.graph.input[:]
+                m.graph.input.extend(kept)
+                for vi, x, b in zip(self.input_infos, values, bound):
+                    if b:
+                        m.graph.initializer.append(
+                            numpy_helper.from_array(x.astype(_np_type(vi.type.tensor_type.elem_type)), vi.name))
+                try:
+                    self._bound[key] = load_model(m.SerializeToString(), format=ModelFormat.ONNX)
+                except ValueError as e:
+                    self._bound[key] = e
+            if not isinstance(self._bound[key], Exception):
+                keep = [not b for b in bound]
+                return self._bound[key], [x for x, k in zip(values, keep) if k], \
+                    [vi for vi, k in zip(self.input_infos, keep) if k]
+        raise self._error
 
     def run(self, inputs, **kwargs):
         if isinstance(inputs, dict):
@@ -94,11 +105,13 @@ class CNTKBackendRep(BackendRep):
         return [_to_declared(res[o], t) for o, t in zip(outs, self.output_types)]
 
 
-def _is_discrete(vi):
-    """Inputs that may carry a shape, an axis, a count or a depth."""
-    tt = vi.type.tensor_type
-    scalar = tt.HasField('shape') and len(tt.shape.dim) == 0
-    return scalar or tt.elem_type == TensorProto.BOOL or np.issubdtype(_np_type(tt.elem_type), np.integer)
+def _bindable(vi, x, level):
+    """Whether an input may carry a value the reader needs while reading: integer, boolean or
+    scalar inputs (shapes, axes, counts, depths); at level 2 also vectors (scales, roi)."""
+    t = vi.type.tensor_type.elem_type
+    if t == TensorProto.BOOL or np.issubdtype(_np_type(t), np.integer) or x.ndim == 0:
+        return True
+    return level >= 2 and x.ndim == 1
 
 
 class CNTKBackend(Backend):

@@ -10,6 +10,7 @@ void register_import_norm();
 void register_import_nn();
 void register_import_rnn();
 void register_import_tensor();
+void register_import_resize();
 void register_import_reduce();
 void register_import_movement();
 
@@ -21,6 +22,7 @@ void register_onnx_import_rules() {
   register_import_nn();
   register_import_rnn();
   register_import_tensor();
+  register_import_resize();
   register_import_reduce();
   register_import_movement();
 }
