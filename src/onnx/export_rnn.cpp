@@ -53,8 +53,6 @@ void write_recurrence(ExportContext& c, const SetStrings& set_strings, RnnCell c
   const int64_t G = lstm ? 4 : gru ? 3 : 1;
   // Inputs as match_fused_rnn lists them: x, W, H, [H1,] b, initial h, [initial c].
   const size_t iw = 1, ih = 2, ih1 = 3, ib = gru ? 4 : 3, ih0 = ib + 1;
-  for (size_t k = ih0; k < c.num_inputs(); ++k)
-    if (!zero_constant(c.input_var(k))) c.unsupported("a recurrence with a nonzero or computed initial state");
   if (c.input_dyn(0) != 2) c.unsupported("a recurrence over an input without batch and sequence axes");
 
   // ONNX's row order of the stacked gates, as indices into CNTK's.
@@ -78,7 +76,18 @@ void write_recurrence(ExportContext& c, const SetStrings& set_strings, RnnCell c
   if (gru) attrs.emplace_back("linear_before_reset", int64_t(0));
   std::string X = c.node1("Transpose", {c.input(0)}, {Attr("perm", std::vector<int64_t>{1, 0, 2})});
   const char* op = lstm ? "LSTM" : gru ? "GRU" : "RNN";
-  std::string Y = c.node(op, {X, W, R, B}, attrs, {}, 1)[0];
+  // Initial states other than 0 (a constant, or a parameter) broadcast to [1, batch, hidden].
+  std::vector<std::string> ins{X, W, R, B};
+  bool initial = false;
+  for (size_t k = ih0; k < c.num_inputs(); ++k) initial = initial || !zero_constant(c.input_var(k));
+  if (initial) {
+    if (c.opset() < 8) c.unsupported("a nonzero initial state below opset 8");
+    std::string batch = c.node1("Gather", {c.node1("Shape", {c.input(0)}), c.constant_i64({0})}, {Attr("axis", 0)});
+    std::string shape = c.node1("Concat", {c.constant_i64({1}), batch, c.constant_i64({H})}, {Attr("axis", 0)});
+    ins.push_back("");  // sequence_lens: each sequence's own length is the tensor's
+    for (size_t k = ih0; k < c.num_inputs(); ++k) ins.push_back(c.node1("Expand", {c.input(k), shape}));
+  }
+  std::string Y = c.node(op, ins, attrs, {}, 1)[0];
   if (!lstm && !gru)
     set_strings(Y, "activations",
                 {cell == RnnCell::RnnRelu      ? "Relu"

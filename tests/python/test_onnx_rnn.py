@@ -169,3 +169,10 @@ def test_a_stacked_bidirectional_lstm_exports_and_runs_in_onnxruntime(tmp_path):
     bwd = C.layers.Recurrence(C.layers.LSTM(6), go_backwards=True)(x)
     z = C.layers.Sequential([C.layers.Recurrence(C.layers.GRU(5)), C.layers.Dense(2)])(C.splice(fwd, bwd))
     _check_in_onnxruntime(z, x, str(tmp_path / 'bi.onnx'), ['LSTM', 'LSTM', 'GRU'])
+
+
+@pytest.mark.parametrize('kind', ['lstm', 'gru'])
+def test_a_recurrence_with_a_constant_initial_state_exports(tmp_path, kind):
+    x = C.sequence.input_variable(3, name='x')
+    z = C.layers.Recurrence(_cell(kind, 5), initial_state=0.23)(x)
+    _check_in_onnxruntime(z, x, str(tmp_path / 'init.onnx'), [kind.upper()])
