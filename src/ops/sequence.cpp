@@ -24,6 +24,7 @@
 #include "kernels/cpu/reduce.h"
 #include "ops/eager.h"
 #include "ops/op.h"
+#include "onnx/export.h"
 
 namespace cntk {
 
@@ -709,6 +710,9 @@ void register_batch_axis_ops() {
   to_batch.forward = [](ComputeContext& ctx) { return std::vector<NDArrayView>{ctx.inputs[0]}; };
   to_batch.backward = [](ComputeContext& ctx, size_t) { return ctx.grad_outputs[0]; };
   register_op(std::move(to_batch));
+  // ONNX's tensor holds the batch first in both layouts: the data passes unchanged.
+  set_onnx_export("UnpackBatchAxis", onnx_io::export_as("Identity"));
+  set_onnx_export("ToBatchAxis", onnx_io::export_as("Identity"));
 }
 
 }  // namespace
