@@ -175,29 +175,27 @@ void register_linalg_ops() {
   d.sparse_inputs = true;
   register_op(std::move(d));
   // ONNX: MatMul where the right operand is a matrix contracted over its first axis.
-  // ONNX: MatMul of x [dyn.., map.., K] by W [K, N] (the contracted and output axes of each
-  // operand flattened to one where there are several), then the output's shape back.
+  // ONNX: MatMul of x [dyn.., M, K] by W [dyn.., K, N] (M, K and N the map, contracted and
+  // output axes of each operand flattened to one), then the output's shape back. ONNX's
+  // MatMul broadcasts the leading (dynamic) dims of the two operands, as Times pairs samples.
   set_onnx_export("Times", [](onnx_io::ExportContext& c) {
-    const Variable& left = c.input_var(0);
-    const Variable& right = c.input_var(1);
-    if (!right.dynamic_axes().empty()) c.unsupported("Times by a right operand with dynamic axes");
-    const NDShape R = right.shape(), out = c.output_var(0).shape();
+    const NDShape R = c.input_var(1).shape(), out = c.output_var(0).shape();
     const size_t o = size_t(c.attr_int("outputRank")), k_rank = R.rank() - o;
-    if (k_rank == 1 && o <= 1 && left.shape().rank() >= 1) {  // ONNX's MatMul as it is
+    if (c.input_dyn(1) == 0 && k_rank == 1 && o <= 1 && c.input_var(0).shape().rank() >= 1) {  // MatMul as it is
       c.node1("MatMul", {c.input(0), c.input(1)}, {}, c.output(0));
       return;
     }
     if (!out.is_known() || !R.is_known()) c.unsupported("Times with free dimensions and several contracted axes");
-    const int64_t K = R.sub(0, k_rank).total_size(), N = R.sub(k_rank).total_size();
-    auto shape_of = [&](int dyn, const NDShape& s) {
+    const NDShape map = out.sub(0, out.rank() - o);
+    const int64_t K = R.sub(0, k_rank).total_size(), N = R.sub(k_rank).total_size(), M = map.total_size();
+    auto shape_of = [&](int dyn, std::vector<int64_t> s) {
       std::vector<int64_t> d(size_t(dyn), 0);  // 0: the dynamic dims as they are
-      for (int64_t x : s.dims()) d.push_back(x);
+      d.insert(d.end(), s.begin(), s.end());
       return c.constant_i64(d);
     };
-    NDShape map = out.sub(0, out.rank() - o);
-    std::string x = c.node1("Reshape", {c.input(0), shape_of(c.input_dyn(0), map.concat(NDShape{K}))});
-    std::string w = c.node1("Reshape", {c.input(1), shape_of(0, NDShape{K, N})});
-    c.node1("Reshape", {c.node1("MatMul", {x, w}), shape_of(c.output_dyn(0), out)}, {}, c.output(0));
+    std::string x = c.node1("Reshape", {c.input(0), shape_of(c.input_dyn(0), {M, K})});
+    std::string w = c.node1("Reshape", {c.input(1), shape_of(c.input_dyn(1), {K, N})});
+    c.node1("Reshape", {c.node1("MatMul", {x, w}), shape_of(c.output_dyn(0), out.dims())}, {}, c.output(0));
   });
 }
 

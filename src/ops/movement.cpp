@@ -997,16 +997,25 @@ void export_pad(ExportContext& c) {
   c.node1("Pad", ins, {Attr("mode", mode)}, c.output(0));
 }
 
-// Inputs: indices (any float type in the engine), reference. Axis 0: ONNX's Gather on the
-// reference; another axis as numpy.take, which CNTK's swap-gather-swap equals for 1-D indices.
+// Inputs: indices (any float type in the engine), reference. Along axis a != 0, CNTK's
+// definition: swap axes 0 and a of the reference, gather rows, swap the result's axes 0 and a.
 void export_gather(ExportContext& c) {
   const Variable& idx = c.input_var(0);
+  const size_t r = c.input_var(1).shape().rank();
   GatherGeometry g =
       gather_geometry(c.input_var(1).shape(), idx.shape(), c.function().attributes(), at_export(c), nullptr);
-  if (g.axis != 0 && (idx.shape().rank() != 1 || !idx.dynamic_axes().empty()))
-    c.unsupported("Gather along axis " + std::to_string(g.axis) + " by indices other than one static vector");
   std::string i64 = c.node1("Cast", {c.input(0)}, {Attr("to", int64_t(onnx_io::ElemType::Int64))});
-  c.node1("Gather", {c.input(1), i64}, {Attr("axis", int64_t(g.axis))}, c.output(0));
+  if (g.axis == 0) {
+    c.node1("Gather", {c.input(1), i64}, {Attr("axis", int64_t(0))}, c.output(0));
+    return;
+  }
+  auto perm64 = [](const std::vector<int>& p) { return std::vector<int64_t>(p.begin(), p.end()); };
+  std::string ref = c.node1("Transpose", {c.input(1)}, {Attr("perm", perm64(swap_perm(r, 0, g.axis)))});
+  std::string y = c.node1("Gather", {ref, i64}, {Attr("axis", int64_t(0))});
+  const int nd = c.output_dyn(0);
+  std::vector<int> back = identity_perm(size_t(nd) + c.output_var(0).shape().rank());
+  std::swap(back[size_t(nd)], back[size_t(nd) + g.axis]);
+  c.node1("Transpose", {y}, {Attr("perm", perm64(back))}, c.output(0));
 }
 
 void export_one_hot(ExportContext& c) {

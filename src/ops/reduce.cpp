@@ -238,22 +238,38 @@ void export_reduce(onnx_io::ExportContext& c) {
   const Dictionary& attrs = c.function().attributes();
   const size_t rank = x.shape().rank();
   ReducePlan p = plan_reduce(attrs, rank, x.dynamic_axes(), [&](const std::string& m) { c.unsupported(m); });
-  if (!p.dyn_reduced.empty()) c.unsupported("a reduction over a dynamic axis");
   const int nd = c.input_dyn(0);
   std::vector<int64_t> axes;
+  for (size_t d = 0; d < size_t(nd); ++d)  // the dynamic axes reduced: their ONNX dims
+    for (const Axis& a : p.dyn_reduced)
+      if (a == x.dynamic_axes()[d]) axes.push_back(int64_t(d));
+  const bool dyn = !axes.empty();
   for (size_t k = 0; k < rank; ++k)
     if (p.static_axes[k]) axes.push_back(nd + int64_t(k));
   // keepdims as the output's rank says: reducing all static axes drops them even with keepdims.
-  const size_t out_rank = c.output_var(0).shape().rank();
-  const int64_t keep = out_rank == rank ? 1 : 0;
-  if (out_rank != rank && out_rank != rank - axes.size())
+  // A reduced dynamic axis disappears: reduce keeping dims, then reshape to the output.
+  const NDShape out_shape = c.output_var(0).shape();
+  const size_t out_rank = out_shape.rank();
+  const int64_t keep = dyn || out_rank == rank ? 1 : 0;
+  if (!dyn && out_rank != rank && out_rank != rank - axes.size())
     c.unsupported("a reduction whose output rank is " + std::to_string(out_rank));
+  if (dyn && (c.output_dyn(0) > 1 || !out_shape.is_known()))
+    c.unsupported("a reduction over one dynamic axis of several, or with free dimensions");
+  std::string final_out = c.output(0);
+  std::string reshape_shape;
+  if (dyn) {
+    std::vector<int64_t> d(size_t(c.output_dyn(0)), -1);  // the dynamic dim left, if any
+    d.insert(d.end(), out_shape.dims().begin(), out_shape.dims().end());
+    reshape_shape = c.constant_i64(d);
+    final_out = c.fresh_name(c.output(0) + "_kept");
+  }
   const std::string op = c.attr_string("reductionOpName");
   if (axes.empty()) {
     c.node1("Identity", {c.input(0)}, {}, c.output(0));
     return;
   }
   if (op == "Argmax" || op == "Argmin") {
+    if (dyn) c.unsupported(op + " over a dynamic axis");
     std::string in = c.input(0);
     int64_t axis = axes[0];
     if (axes.size() > 1) {  // all static axes: the index into the flattened sample
@@ -281,9 +297,10 @@ void export_reduce(onnx_io::ExportContext& c) {
   // Axes became an input: ReduceSum at opset 13, the others at 18.
   const bool axes_input = c.opset() >= (op == "Sum" ? 13 : 18);
   if (axes_input)
-    c.node1(it->second, {c.input(0), c.constant_i64(axes)}, {Attr("keepdims", keep)}, c.output(0));
+    c.node1(it->second, {c.input(0), c.constant_i64(axes)}, {Attr("keepdims", keep)}, final_out);
   else
-    c.node1(it->second, {c.input(0)}, {Attr("axes", axes), Attr("keepdims", keep)}, c.output(0));
+    c.node1(it->second, {c.input(0)}, {Attr("axes", axes), Attr("keepdims", keep)}, final_out);
+  if (dyn) c.node1("Reshape", {final_out, reshape_shape}, {}, c.output(0));
 }
 
 }  // namespace
