@@ -57,6 +57,7 @@ class CNTKBackendRep(BackendRep):
         """The model read with its parameter-like inputs bound to ``values``: first the integer,
         boolean and scalar ones, then also the vectors (scales, roi); the function and the inputs
         left to feed."""
+        error = self._error
         for level in (1, 2):
             bound = [_bindable(vi, x, level) for vi, x in zip(self.input_infos, values)]
             if not any(bound):
@@ -78,11 +79,13 @@ class CNTKBackendRep(BackendRep):
                     self._bound[key] = load_model(m.SerializeToString(), format=ModelFormat.ONNX)
                 except ValueError as e:
                     self._bound[key] = e
-            if not isinstance(self._bound[key], Exception):
+            if isinstance(self._bound[key], Exception):
+                error = self._bound[key]  # the reader's complaint with the values known
+            else:
                 keep = [not b for b in bound]
                 return self._bound[key], [x for x, k in zip(values, keep) if k], \
                     [vi for vi, k in zip(self.input_infos, keep) if k]
-        raise self._error
+        raise error
 
     def run(self, inputs, **kwargs):
         if isinstance(inputs, dict):

@@ -98,14 +98,15 @@ Vars cast_to(ImportContext& c, int32_t to) {
   return {is_float(from) ? trunc(c, f) : f};
 }
 
-Vars cumsum(ImportContext& c) {
+// CumSum (Plus) and CumProd (ElementTimes).
+Vars cumulative(ImportContext& c, const std::string& op, double identity) {
   Variable x = c.input(0);
   const int64_t rank = int64_t(x.shape().rank());
   const auto axis_v = known_i64(c, 1, "axis");
   if (axis_v.size() != 1) c.fail("axis must be a scalar");
   const int64_t axis = normalize_axis(c, axis_v[0], rank);
   const int64_t n = x.shape()[size_t(axis)];
-  if (n <= 0) c.fail("the summed axis must have a known, positive length");
+  if (n <= 0) c.fail("the accumulated axis must have a known, positive length");
   const bool exclusive = c.attr_int("exclusive", 0) != 0, reverse = c.attr_int("reverse", 0) != 0;
   if (is_integer(c.input_elem_type(0)) || c.input_elem_type(0) == TensorProto::BOOL)
     c.set_output_elem_type(0, c.input_elem_type(0));
@@ -113,17 +114,21 @@ Vars cumsum(ImportContext& c) {
     return out(
         c.primitive("Slice", {x}, Dictionary{{"axis", Axis(int(axis))}, {"beginIndex", k}, {"endIndex", k + 1}}));
   };
-  // A running sum over the slices along the axis (the test and exporter lengths are small).
+  // A running sum (product) over the slices along the axis (the test and exporter lengths are small).
   std::vector<Variable> parts(static_cast<size_t>(n));
   Variable run;
   for (int64_t s = 0; s < n; ++s) {
     const int64_t k = reverse ? n - 1 - s : s;
     Variable xk = slice(k);
     if (exclusive) {
-      parts[size_t(k)] = run.defined() ? run : out(c.primitive("ElementTimes", {xk, scalar(c, xk, 0)}));
-      run = run.defined() ? out(c.primitive("Plus", {run, xk})) : xk;
+      // The first output is the identity (0 or 1) in the slice's shape.
+      parts[size_t(k)] = run.defined()
+                             ? run
+                             : out(c.primitive("Plus", {out(c.primitive("ElementTimes", {xk, scalar(c, xk, 0)})),
+                                                        scalar(c, xk, identity)}));
+      run = run.defined() ? out(c.primitive(op, {run, xk})) : xk;
     } else {
-      run = run.defined() ? out(c.primitive("Plus", {run, xk})) : xk;
+      run = run.defined() ? out(c.primitive(op, {run, xk})) : xk;
       parts[size_t(k)] = run;
     }
   }
@@ -215,6 +220,119 @@ Vars range(ImportContext& c) {
   return {constant_f(c, NDShape({n}), v)};
 }
 
+// Flat positions of an element-wise index tensor along `axis` of data (ONNX's
+// GatherElements/ScatterElements addressing): position m of indices addresses data at m's
+// coordinates with the axis coordinate replaced by indices[m].
+std::vector<int64_t> element_positions(ImportContext& c, const std::vector<int64_t>& data_dims,
+                                       const std::vector<int64_t>& idx_dims, const std::vector<int64_t>& idx,
+                                       int64_t axis) {
+  const size_t r = data_dims.size();
+  if (idx_dims.size() != r) c.fail("indices must have the rank of data");
+  std::vector<int64_t> out(idx.size());
+  std::vector<int64_t> coord(r, 0);
+  for (size_t m = 0; m < idx.size(); ++m) {
+    int64_t rest = int64_t(m);
+    for (size_t d = r; d-- > 0;) {
+      coord[d] = rest % idx_dims[d];
+      rest /= idx_dims[d];
+    }
+    int64_t i = idx[m];
+    const int64_t len = data_dims[size_t(axis)];
+    if (i < -len || i >= len)
+      c.fail("index " + std::to_string(i) + " is out of range for an axis of " + std::to_string(len));
+    coord[size_t(axis)] = i < 0 ? i + len : i;
+    int64_t flat = 0;
+    for (size_t d = 0; d < r; ++d) flat = flat * data_dims[d] + coord[d];
+    out[m] = flat;
+  }
+  return out;
+}
+
+Variable flatten(ImportContext& c, const Variable& x) {
+  return out(c.primitive("Reshape", {x}, Dictionary{{"newShape", NDShape({-1})}}));
+}
+
+// A [rows, cols] 0/1 matrix with ones at (rows_of[k], k) or (k, cols_of[k]).
+Variable selection(ImportContext& c, int64_t rows, int64_t cols, const std::vector<std::pair<int64_t, int64_t>>& ones,
+                   DataType dt) {
+  NDArrayView v = NDArrayView::zeros(DataType::Float, NDShape({rows, cols}));
+  for (auto [i, j] : ones) v.data<float>()[i * cols + j] = 1;
+  return Variable::constant(dt == DataType::Float ? v : v.cast(dt), c.name() + "/select");
+}
+
+// GatherElements with known indices: a product of the flattened data with a selection matrix.
+Vars gather_elements(ImportContext& c) {
+  Variable data = c.input(0);
+  const auto dims = static_dims(c, 0);
+  const auto idx = known_i64(c, 1, "indices");
+  const auto idx_dims = c.input(1).shape().dims();
+  const int64_t axis = normalize_axis(c, c.attr_int("axis", 0), int64_t(dims.size()));
+  const auto pos = element_positions(c, dims, idx_dims, idx, axis);
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  std::vector<std::pair<int64_t, int64_t>> ones;
+  for (size_t m = 0; m < pos.size(); ++m) ones.push_back({pos[m], int64_t(m)});
+  Variable y = out(c.primitive("Times", {flatten(c, data), selection(c, n, int64_t(pos.size()), ones, data.dtype())}));
+  if (c.input_elem_type(0) != TensorProto::FLOAT) c.set_output_elem_type(0, c.input_elem_type(0));
+  return {out(c.primitive("Reshape", {y}, Dictionary{{"newShape", NDShape(idx_dims)}}))};
+}
+
+// ScatterElements (and Scatter) with known indices: data where no update lands, plus the
+// updates moved to their positions by a selection matrix (the last update wins, as ONNX's
+// reference does; reduction 'add' sums them all).
+Vars scatter_elements(ImportContext& c) {
+  Variable data = c.input(0), updates = c.input(2);
+  const auto dims = static_dims(c, 0);
+  const auto idx = known_i64(c, 1, "indices");
+  const auto idx_dims = c.input(1).shape().dims();
+  const int64_t axis = normalize_axis(c, c.attr_int("axis", 0), int64_t(dims.size()));
+  const std::string reduction = c.has_attr("reduction") ? c.attr_string("reduction") : "none";
+  if (reduction != "none" && reduction != "add")
+    c.fail("reduction '" + reduction + "' is not supported (none and add are)");
+  const auto pos = element_positions(c, dims, idx_dims, idx, axis);
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  std::vector<int64_t> last(size_t(n), -1);
+  for (size_t m = 0; m < pos.size(); ++m) last[size_t(pos[m])] = int64_t(m);
+  std::vector<std::pair<int64_t, int64_t>> ones;
+  std::vector<double> keep(size_t(n), 1.0);
+  for (size_t m = 0; m < pos.size(); ++m)
+    if (reduction == "add" || last[size_t(pos[m])] == int64_t(m)) ones.push_back({int64_t(m), pos[m]});
+  if (reduction == "none")
+    for (int64_t p : pos) keep[size_t(p)] = 0;
+  Variable moved =
+      out(c.primitive("Times", {flatten(c, updates), selection(c, int64_t(pos.size()), n, ones, data.dtype())}));
+  Variable kept = out(c.primitive("ElementTimes", {flatten(c, data), constant_f(c, NDShape({n}), keep)}));
+  if (c.input_elem_type(0) != TensorProto::FLOAT) c.set_output_elem_type(0, c.input_elem_type(0));
+  return {
+      out(c.primitive("Reshape", {out(c.primitive("Plus", {kept, moved}))}, Dictionary{{"newShape", NDShape(dims)}}))};
+}
+
+// NonZero of a known tensor: the coordinates of its non-zero elements, [rank, count].
+Vars nonzero(ImportContext& c) {
+  auto v = c.constant_input(0);
+  if (!v)
+    c.fail(
+        "only a known input (a constant, or computed from constants) is supported: the output's shape depends on its "
+        "values");
+  const NDArrayView d = v->cast(DataType::Double).contiguous();
+  const auto dims = d.shape().dims();
+  std::vector<std::vector<double>> coords(dims.size());
+  for (int64_t m = 0; m < d.numel(); ++m) {
+    if (d.data<double>()[m] == 0) continue;
+    int64_t rest = m;
+    for (size_t k = dims.size(); k-- > 0;) {
+      coords[k].push_back(double(rest % dims[k]));
+      rest /= dims[k];
+    }
+  }
+  const int64_t count = coords.empty() ? 0 : int64_t(coords[0].size());
+  std::vector<double> flat;
+  for (auto& row : coords) flat.insert(flat.end(), row.begin(), row.end());
+  c.set_output_elem_type(0, TensorProto::INT64);
+  return {constant_f(c, NDShape({int64_t(dims.size()), count}), flat)};
+}
+
 }  // namespace
 
 void register_import_tensor() {
@@ -267,9 +385,14 @@ void register_import_tensor() {
   register_onnx_import("Range", range);
   register_onnx_import("Trilu", trilu);
   register_onnx_import("Mod", mod);
-  register_onnx_import("CumSum", cumsum);
+  register_onnx_import("CumSum", [](ImportContext& c) { return cumulative(c, "Plus", 0); });
+  register_onnx_import("CumProd", [](ImportContext& c) { return cumulative(c, "ElementTimes", 1); });
   register_onnx_import("TopK", topk, 10);
   register_onnx_import("OneHot", onehot, 9);
+  register_onnx_import("GatherElements", gather_elements, 11);
+  register_onnx_import("ScatterElements", scatter_elements, 11);
+  register_onnx_import("Scatter", scatter_elements, 9);
+  register_onnx_import("NonZero", nonzero, 9);
 }
 
 }  // namespace cntk::onnx_io
