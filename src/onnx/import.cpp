@@ -306,6 +306,14 @@ class Reader final : public ImportContext {
       fail("the op type is not supported by the reader (opset " + std::to_string(opset()) + ")");
     }
     std::vector<Variable> outs = (*rule)(*this);
+    // An output that is one of the node's inputs unchanged (Identity, Dropout at inference)
+    // still gets a function named after the node, so that the node's name survives the read.
+    for (Variable& o : outs)
+      for (const auto& in : n.input())
+        if (!in.empty() && o.defined() && values_.at(in).get() == o.get()) {
+          o = primitive("Pass", {o})->output();
+          break;
+        }
     if (outs.size() > size_t(n.output_size())) fail("the rule made more outputs than the node has");
     bool all_known = true;
     for (const auto& in : n.input())

@@ -199,3 +199,15 @@ def test_a_wrong_element_type_and_inconsistent_shapes_name_the_input_and_the_nod
                               [vi('y', TensorProto.FLOAT, [2])])
     with pytest.raises(ValueError, match=r"node 'adder' \(Add\).*\(2,\), \(3,\)"):
         C.load_model(bad_shapes, format=C.ModelFormat.ONNX)
+
+
+def test_functions_are_named_after_the_nodes_even_where_a_node_passes_its_input_on():
+    from onnx import helper, TensorProto
+    vi = helper.make_tensor_value_info
+    data = _graph_bytes([helper.make_node('Identity', ['x'], ['i'], name='keep_me'),
+                         helper.make_node('Abs', ['i'], ['y'], name='absolute')],
+                        [vi('x', TensorProto.FLOAT, [2])], [vi('y', TensorProto.FLOAT, [2])])
+    z = C.load_model(data, format=C.ModelFormat.ONNX)
+    names = [f.name for f in C.logging.graph.depth_first_search(z, lambda n: isinstance(n, C.Function))]
+    assert 'keep_me' in names and 'absolute' in names
+    np.testing.assert_allclose(z.eval({z.arguments[0]: np.array([-1, 2], np.float32)}), [1, 2])
