@@ -126,7 +126,12 @@ class Writer final : public ExportContext {
     auto* n = g_->add_node();
     n->set_op_type(op_type);
     if (!domain.empty()) n->set_domain(domain);
-    const std::string base = fn_ ? (fn_->name().empty() ? fn_->uid() : fn_->name()) : op_type;
+    // An unnamed function inside a named block takes the block's name (CNTK's tests look
+    // for the block's name among the nodes read back).
+    const std::string base = !fn_                   ? op_type
+                             : !fn_->name().empty() ? fn_->name()
+                             : !block_name_.empty() ? block_name_
+                                                    : fn_->uid();
     std::string name = base;  // node names are unique (ONNX Runtime refuses duplicates)
     for (int k = 1; node_names_.count(name); ++k) name = base + "_" + std::to_string(k);
     n->set_name(name);
@@ -341,7 +346,10 @@ class Writer final : public ExportContext {
     for (const auto& [placeholder, actual] : b->block_arguments_mapping())
       names_[placeholder.get()] = value_name(actual);
     FunctionPtr inner = b->block_root();
+    const std::string outer_name = block_name_;
+    if (!b->name().empty()) block_name_ = b->name();
     write_graph(inner);
+    block_name_ = outer_name;
     auto outs = b->outputs();
     auto inner_outs = inner->outputs();
     for (size_t k = 0; k < outs.size() && k < inner_outs.size(); ++k) names_[outs[k].get()] = value_name(inner_outs[k]);
@@ -404,6 +412,7 @@ class Writer final : public ExportContext {
   ::onnx::ModelProto model_;
   ::onnx::GraphProto* g_;
   const Function* fn_ = nullptr;
+  std::string block_name_;  // the innermost named block being written
   FunctionPtr root_;
   std::vector<Variable> in_vars_, out_vars_;
   std::vector<std::string> in_names_, out_names_;
