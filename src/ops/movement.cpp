@@ -953,24 +953,41 @@ void export_slice(ExportContext& c) {
           c.output(0));
 }
 
-// Inputs are left-padded with 1s to the output's rank; ONNX's Concat broadcasts nothing.
+// Inputs are left-padded with 1s to the output's rank. ONNX's Concat broadcasts nothing: where
+// inputs broadcast (dynamic axes one lacks, or a 1 against a size), each is added to a zero of
+// the output's shape but 1 on the splice axis, made of the inputs' first slices times 0.
 void export_splice(ExportContext& c) {
   const NDShape out = c.output_var(0).shape();
-  const int nd = c.output_dyn(0);
+  const int64_t nd = c.output_dyn(0), R = int64_t(out.rank());
   SpliceGeometry g = splice_geometry(out.rank(), c.function().attributes(), at_export(c));
   std::vector<std::string> ins;
+  bool broadcast = false;
   for (size_t i = 0; i < c.num_inputs(); ++i) {
-    const Variable& v = c.input_var(i);
-    if (c.input_dyn(i) != nd) c.unsupported("splicing inputs with different dynamic axes");
-    NDShape s = v.shape();
+    const NDShape s = c.input_var(i).shape();
     const size_t pad = out.rank() - s.rank();
+    broadcast = broadcast || c.input_dyn(i) != nd;
     for (size_t k = 0; k < out.rank(); ++k)
-      if (k != g.axis && (k < pad ? 1 : s[k - pad]) != out[k]) c.unsupported("splicing inputs that broadcast");
+      broadcast = broadcast || (k != g.axis && (k < pad ? 1 : s[k - pad]) != out[k]);
     std::vector<int64_t> lead;
-    for (size_t k = 0; k < pad; ++k) lead.push_back(nd + int64_t(k));
+    for (size_t k = 0; k < pad; ++k) lead.push_back(c.input_dyn(i) + int64_t(k));
     ins.push_back(c.unsqueeze(c.input(i), lead));
   }
-  c.node1("Concat", ins, {Attr("axis", int64_t(nd + int64_t(g.axis)))}, c.output(0));
+  const int64_t axis = int64_t(g.axis) - R;  // from the end: the same for every input
+  if (broadcast) {
+    const DataType t = c.output_var(0).dtype();
+    std::string zero;
+    for (const std::string& x : ins) {
+      std::string first = c.opset() < 10
+                              ? c.node1("Slice", {x},
+                                        {Attr("starts", std::vector<int64_t>{0}), Attr("ends", std::vector<int64_t>{1}),
+                                         Attr("axes", std::vector<int64_t>{axis})})
+                              : c.node1("Slice", {x, c.constant_i64({0}), c.constant_i64({1}), c.constant_i64({axis})});
+      std::string z = c.node1("Mul", {first, c.constant_f(0, t)});
+      zero = zero.empty() ? z : c.node1("Add", {zero, z});
+    }
+    for (std::string& x : ins) x = c.node1("Add", {x, zero});
+  }
+  c.node1("Concat", ins, {Attr("axis", nd + int64_t(g.axis))}, c.output(0));
 }
 
 void export_transpose(ExportContext& c) {
