@@ -1,15 +1,16 @@
-// ONNX LSTM, GRU and RNN read as the engine's primitives, one cell step per time step.
+// ONNX LSTM, GRU and RNN read as the engine's primitives.
 //
-// How the time axis is read: a foreign model's X is [seq, batch, feature] (layout 0) with a
-// static leading seq dimension, and the rest of its graph (Squeeze, Transpose, the next
-// layer) indexes that dimension as a static axis. The reader therefore keeps it static and
-// unrolls the loop: step t reads Slice(X, t) and the outputs are spliced back along axis 0.
-// The graph stays an ordinary feed-forward graph over the ONNX tensors, W/R/B stay the
-// model's parameters (the unrolled steps share them), and ONNX's axis numbers stay valid
-// for the nodes downstream. A symbolic (free) seq dimension cannot be unrolled and is
-// rejected with an error naming the node. Where X arrives with a sequence axis (a model
-// OpenCNTK wrote), the cell runs as a recurrence over it (PastValue/FutureValue); its
-// outputs then have the direction axis in front of hidden: [num_directions, hidden].
+// How the time axis is read: X is [seq, batch, input] (layout 0) and ONNX's Y is
+// [seq, directions, batch, hidden]: the nodes downstream (Squeeze, Transpose, the next layer)
+// index seq as a static axis, so the reader keeps X and Y static tensors and chooses the loop
+// by X's seq dimension:
+// - static (what torch.onnx.export writes by default): the loop is unrolled, step t reads
+//   Slice(X, t), the steps' outputs are spliced back along axis 0; W/R/B stay the model's
+//   parameters, shared by the steps;
+// - free (a symbolic dimension, e.g. the Sequence dimension OpenCNTK writes): the seq
+//   dimension becomes a sequence axis (ToBatchAxis, ToSequence with sequence_lens as the
+//   lengths), the cell runs over it as a recurrence with PastValue/FutureValue (the engine
+//   fuses it where the cell allows), and the outputs are unpacked to the static layout again.
 //
 // sequence_lens: step t of sample b counts only while t < sequence_lens[b]; past that the
 // state is held and Y is 0, as ONNX defines (a reverse direction then starts at the last
@@ -178,57 +179,72 @@ std::vector<Variable> read_rnn(ImportContext& c, Cell cell) {
   const size_t h0_in = 5, c0_in = 6;
   const bool has_h0 = c.has_input(h0_in), has_c0 = cell == Cell::LSTM && c.has_input(c0_in);
 
-  // ------------------------------------------------ recurrence over a sequence axis
-  const bool seq_axis = !X.dynamic_axes().empty() && X.dynamic_axes().size() >= 2;
-  if (seq_axis) {
-    const bool reverse_only = direction == "reverse";
-    if (c.has_input(4)) c.fail("sequence_lens with a sequence axis is not read (the axis carries the lengths)");
-    if (has_h0 || has_c0) c.fail("initial_h/initial_c with a sequence axis are not read yet");
-    std::vector<Variable> ys, hs, cs;
-    for (int64_t d = 0; d < num_dirs; ++d) {
-      const bool reverse = direction == "reverse" || d == 1;
-      auto zero = Variable::constant(NDArrayView::scalar(X.dtype(), 0.0), "");
-      Variable hp = Variable::placeholder(NDShape({H}), X.dynamic_axes(), "");
-      Variable cp = Variable::placeholder(NDShape({H}), X.dynamic_axes(), "");
-      const char* delay = reverse ? "FutureValue" : "PastValue";
-      Variable h_prev = b.op(delay, {hp, zero}, {{"offset", int64_t(1)}});
-      std::optional<Variable> c_prev;
-      if (cell == Cell::LSTM) c_prev = b.op(delay, {cp, zero}, {{"offset", int64_t(1)}});
-      auto [h, cn] = step(b, dirs[d], X, h_prev, c_prev);
-      std::unordered_map<VariableImpl*, Variable> map{{hp.impl().get(), h}};
-      if (cn) map[cp.impl().get()] = *cn;
-      Function::combine(cn ? std::vector<Variable>{h, *cn} : std::vector<Variable>{h})->replace_placeholders(map);
-      ys.push_back(b.reshape(h, {1, H}));
-      if (cn) cs.push_back(b.reshape(*cn, {1, H}));
-    }
-    auto cat = [&](const std::vector<Variable>& v) {
-      return v.size() == 1 ? v[0] : b.op("Splice", v, {{"axis", Axis(0)}});
-    };
-    std::vector<Variable> out{cat(ys)};
-    // Y_h/Y_c: the last step of each sequence (the first, for a reverse direction, is where
-    // it ends; a bidirectional Y_h mixes both and is not read here).
-    auto last = [&](const Variable& v) {
-      Variable one = reverse_only ? b.op("SequenceSlice", {v}, {{"beginIndex", int64_t(0)}, {"endIndex", int64_t(1)}})
-                                  : b.op("SequenceSlice", {v}, {{"beginIndex", int64_t(-1)}, {"endIndex", int64_t(0)}});
-      return b.op("ReduceElements", {one},
-                  {{"reductionOpName", std::string("Sum")},
-                   {"axis", Axis::operand_sequence_axis()},
-                   {"reductionKeepDimensions", false}});
-    };
-    if (num_dirs == 1) {
-      out.push_back(last(out[0]));
-      if (cell == Cell::LSTM) out.push_back(last(cat(cs)));
-    }
-    return out;
-  }
-
-  // ------------------------------------------------ static seq dimension: unrolled
+  if (!X.dynamic_axes().empty()) c.fail("X with dynamic axes is not read: ONNX's X is [seq, batch, input]");
   if (layout == 1) X = b.op("TransposeAxes", {X}, {{"axis1", Axis(0)}, {"axis2", Axis(1)}});
   const auto xd = X.shape().dims();
   if (xd.size() != 3) c.fail("X must have rank 3 ([seq, batch, input]), not " + X.shape().str());
   const int64_t S = xd[0], B = xd[1];
-  if (S < 0 || B < 0)
-    c.fail("a symbolic sequence or batch dimension of X cannot be unrolled; export the model with static shapes");
+
+  auto finish = [&](Variable Y, Variable Y_h, std::optional<Variable> Y_c) {
+    if (layout == 1) {
+      Y = b.op("TransposeAxes", {Y}, {{"axisVec", DictValue::List{Axis(2), Axis(0), Axis(1), Axis(3)}}});
+      Y_h = b.op("TransposeAxes", {Y_h}, {{"axis1", Axis(0)}, {"axis2", Axis(1)}});
+      if (Y_c) Y_c = b.op("TransposeAxes", {*Y_c}, {{"axis1", Axis(0)}, {"axis2", Axis(1)}});
+    }
+    std::vector<Variable> out{Y, Y_h};
+    if (Y_c) out.push_back(*Y_c);
+    return out;
+  };
+
+  // ------------------------------------------------ free seq dimension: a recurrence
+  // The seq dimension becomes a sequence axis (batch -> batch axis, seq -> sequence axis,
+  // with sequence_lens as the lengths), the cell runs over it with PastValue/FutureValue,
+  // and the outputs are unpacked to ONNX's static layout again (0 past each length).
+  if (S < 0) {
+    auto stack = [&](const std::vector<Variable>& v) {
+      return b.op("Splice", v, {{"axis", Axis::new_leading_axis()}});
+    };
+    std::vector<Variable> seq_in{
+        b.op("ToBatchAxis", {b.op("TransposeAxes", {X}, {{"axis1", Axis(0)}, {"axis2", Axis(1)}})})};
+    if (c.has_input(4)) seq_in.push_back(b.op("ToBatchAxis", {c.input(4)}));
+    Variable Xs = b.op("ToSequence", seq_in);
+    std::vector<Variable> ys, hs, cs;
+    for (int64_t d = 0; d < num_dirs; ++d) {
+      const bool reverse = direction == "reverse" || d == 1;
+      auto initial = [&](bool has, size_t in) {
+        return has ? b.op("ToBatchAxis", {b.dir_slice(c.input(in), d, num_dirs)})
+                   : Variable::constant(NDArrayView::scalar(X.dtype(), 0.0), "");
+      };
+      Variable hp = Variable::placeholder(NDShape({H}), Xs.dynamic_axes(), "");
+      Variable cp = Variable::placeholder(NDShape({H}), Xs.dynamic_axes(), "");
+      const char* delay = reverse ? "FutureValue" : "PastValue";
+      Variable h_prev = b.op(delay, {hp, initial(has_h0, h0_in)}, {{"offset", int64_t(1)}});
+      std::optional<Variable> c_prev;
+      if (cell == Cell::LSTM) c_prev = b.op(delay, {cp, initial(has_c0, c0_in)}, {{"offset", int64_t(1)}});
+      auto [h, cn] = step(b, dirs[d], Xs, h_prev, c_prev);
+      std::unordered_map<VariableImpl*, Variable> map{{hp.impl().get(), h}};
+      if (cn) map[cp.impl().get()] = *cn;
+      Function::combine(cn ? std::vector<Variable>{h, *cn} : std::vector<Variable>{h})->replace_placeholders(map);
+      // The final state: the last step (the first, running backward).
+      auto final_state = [&](const Variable& v) {
+        Variable one = b.op("SequenceSlice", {v},
+                            {{"beginIndex", int64_t(reverse ? 0 : -1)}, {"endIndex", int64_t(reverse ? 1 : 0)}});
+        return b.op("UnpackBatchAxis", {b.op("ReduceElements", {one},
+                                             {{"reductionOpName", std::string("Sum")},
+                                              {"axis", Axis::operand_sequence_axis()},
+                                              {"reductionKeepDimensions", false}})});
+      };
+      ys.push_back(
+          b.op("UnpackBatchAxis", {b.op("UnpackSequence", {h}, {{"suppressMaskOutput", true}})}));  // [B, S, H]
+      hs.push_back(final_state(h));
+      if (cn) cs.push_back(final_state(*cn));
+    }
+    Variable Y = b.op("TransposeAxes", {stack(ys)}, {{"axisVec", DictValue::List{Axis(2), Axis(0), Axis(1), Axis(3)}}});
+    return finish(Y, stack(hs), cs.empty() ? std::nullopt : std::optional<Variable>(stack(cs)));
+  }
+
+  // ------------------------------------------------ static seq dimension: unrolled
+  if (B < 0) c.fail("a free batch dimension with a static seq dimension is not read");
   std::optional<Variable> lens;
   if (c.has_input(4)) lens = b.reshape(c.input(4), {1, B, 1});
 
@@ -276,18 +292,7 @@ std::vector<Variable> read_rnn(ImportContext& c, Cell cell) {
   auto cat0 = [&](const std::vector<Variable>& v) {
     return v.size() == 1 ? v[0] : b.op("Splice", v, {{"axis", Axis(0)}});
   };
-  Variable Y_h = cat0(Yh);
-  if (layout == 1) {
-    Y = b.op("TransposeAxes", {Y}, {{"axisVec", DictValue::List{Axis(2), Axis(0), Axis(1), Axis(3)}}});
-    Y_h = b.op("TransposeAxes", {Y_h}, {{"axis1", Axis(0)}, {"axis2", Axis(1)}});
-  }
-  std::vector<Variable> out{Y, Y_h};
-  if (cell == Cell::LSTM) {
-    Variable Y_c = cat0(Yc);
-    if (layout == 1) Y_c = b.op("TransposeAxes", {Y_c}, {{"axis1", Axis(0)}, {"axis2", Axis(1)}});
-    out.push_back(Y_c);
-  }
-  return out;
+  return finish(Y, cat0(Yh), Yc.empty() ? std::nullopt : std::optional<Variable>(cat0(Yc)));
 }
 
 }  // namespace

@@ -75,13 +75,24 @@ def test_an_onnx_recurrence_reads_as_onnxruntime_computes_it(op, kw):
         np.testing.assert_allclose(np.asarray(got[o]).reshape(w.shape), w, rtol=1e-5, atol=1e-5, err_msg=name)
 
 
-def test_a_symbolic_sequence_dimension_is_named_as_not_unrollable():
-    data, feeds, outs = _node_model('LSTM')
+@pytest.mark.parametrize('op,kw', CASES, ids=[f'{o}-{i}' for i, (o, _) in enumerate(CASES)])
+def test_an_onnx_recurrence_over_a_symbolic_seq_dimension_runs_as_a_loop(op, kw):
+    """A symbolic seq dimension is not unrolled: the node runs as a recurrence over a
+    sequence axis, for any length fed."""
+    data, feeds, outs = _node_model(op, **kw)
     m = onnx.load_from_string(data)
     m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = 'seq'
-    with pytest.raises(ValueError, match='LSTM.*unrolled'):
-        C.load_model(m.SerializeToString(), format=C.ModelFormat.ONNX)
-
+    data = m.SerializeToString()
+    z = C.load_model(data, format=C.ModelFormat.ONNX)
+    s = ort.InferenceSession(data)
+    lens = kw.get('lens')
+    for T in ([S] if lens else [S, 2, 8]):  # sequence_lens must not exceed the length fed
+        x = np.random.default_rng(T).normal(0, 1, (T, B, F)).astype(np.float32)
+        want = s.run(outs, {'X': x})
+        got = z.eval({z.arguments[0]: x})
+        for o, name, w in zip(z.outputs, outs, want):
+            np.testing.assert_allclose(np.asarray(got[o]).reshape(w.shape), w, rtol=1e-5, atol=1e-5,
+                                       err_msg=f'{name} T={T}')
 
 def _lstm_language_model():
     torch = pytest.importorskip('torch')
