@@ -1,6 +1,7 @@
 """Elementwise math, activations, comparisons and logic."""
 import numpy as np
 
+from . import associative_multi_arg
 from ._prim import prim
 
 __all__ = [
@@ -43,13 +44,15 @@ def log_add_exp(left, right, name=''):
     return prim('LogPlus', [left, right], {}, name)
 
 
+@associative_multi_arg
 def element_max(left, right, name=''):
-    """Elementwise maximum."""
+    """Elementwise maximum of two or more operands."""
     return element_select(greater_equal(left, right), left, right, name=name)
 
 
+@associative_multi_arg
 def element_min(left, right, name=''):
-    """Elementwise minimum."""
+    """Elementwise minimum of two or more operands."""
     return element_select(less_equal(left, right), left, right, name=name)
 
 
