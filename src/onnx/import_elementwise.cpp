@@ -26,14 +26,15 @@ ImportFn boolean(const std::string& op, size_t arity) {
 
 Variable out(const FunctionPtr& f) { return f->output(); }
 
-// Max/Min/Sum/Mean over any number of broadcasting inputs, pairwise.
+// Max/Min/Sum/Mean over any number of broadcasting inputs, pairwise (earlier inputs read first,
+// so that the arguments keep the graph's order).
 ImportFn variadic(const std::string& which) {
   return [which](ImportContext& c) {
     Variable acc = c.input(0);
     for (size_t i = 1; i < c.num_inputs(); ++i) {
       Variable x = c.input(i);
       if (which == "Max" || which == "Min")
-        acc = out(c.primitive("Select", {out(c.primitive(which == "Max" ? "Greater" : "Less", {x, acc})), x, acc}));
+        acc = out(c.primitive("Select", {out(c.primitive(which == "Max" ? "Less" : "Greater", {acc, x})), x, acc}));
       else
         acc = out(c.primitive("Plus", {acc, x}));
     }
