@@ -331,3 +331,18 @@ def test_reader_constant_forms():
                  helper.make_node('Cast', ['c'], ['cf'], to=TensorProto.FLOAT),
                  helper.make_node('Add', ['a', 'cf'], ['y'])]
         _read(nodes, {'a': A}, ['y'], want=[A + np.asarray(value, np.float32)])
+
+
+@pytest.mark.parametrize('opset', [9, 10, 11, 12, 13, 18, 21])
+def test_a_model_of_many_math_ops_exports_at_every_opset(tmp_path, opset):
+    x = _x()
+    y = C.reduce_max(C.pad(x, [(1, 0), (0, 1)]), axis=1) + C.reduce_sum(x, axis=0)  # (4, 1) + (1, 4)
+    y = C.splice(C.transpose(y, (1, 0)), C.squeeze(C.reshape(x[0:1, :], (1, 4, 1)), axes=2), axis=0)
+    y = C.element_select(C.greater_equal(y, 0.1), C.log_add_exp(y, C.clip(y, -0.2, 0.2)), C.less_equal(y, -0.1))
+    table = np.random.RandomState(3).rand(5, 5).astype(np.float32)
+    z = C.times(C.gather(C.constant(table), C.constant(np.array([1., 3.], np.float32))), y)  # (2, 5) x (5, 4)
+    p = np.pad(X, [(0, 0), (1, 0), (0, 1)]).max(axis=2, keepdims=True) + X.sum(axis=1, keepdims=True)
+    p = np.concatenate([p.transpose(0, 2, 1), X[:, None, 0, :]], axis=1)
+    p = np.where(p >= 0.1, np.logaddexp(p, np.clip(p, -0.2, 0.2)), (p <= -0.1).astype(np.float32))
+    want = np.einsum('ij,bjk->bik', table[[1, 3]], p).astype(np.float32)
+    _export_and_compare(tmp_path, z, {'x': X}, want, opset=opset)
