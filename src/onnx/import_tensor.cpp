@@ -4,6 +4,7 @@
 // an integer cast rounds the value the ONNX way and keeps it as a float; the declared ONNX
 // type travels as the output's element type. Values the rules need while reading (shapes,
 // axes, k) must be known then: initializers, Constant nodes, or computed from them.
+#include <algorithm>
 #include <cmath>
 
 #include "onnx/import.h"
@@ -260,52 +261,119 @@ Variable selection(ImportContext& c, int64_t rows, int64_t cols, const std::vect
   return Variable::constant(dt == DataType::Float ? v : v.cast(dt), c.name() + "/select");
 }
 
-// GatherElements with known indices: a product of the flattened data with a selection matrix.
-Vars gather_elements(ImportContext& c) {
-  Variable data = c.input(0);
-  const auto dims = static_dims(c, 0);
-  const auto idx = known_i64(c, 1, "indices");
-  const auto idx_dims = c.input(1).shape().dims();
-  const int64_t axis = normalize_axis(c, c.attr_int("axis", 0), int64_t(dims.size()));
-  const auto pos = element_positions(c, dims, idx_dims, idx, axis);
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
+// Gathers the flattened data at `pos` (one flat position per output element).
+Variable gather_positions(ImportContext& c, const Variable& data, int64_t n, const std::vector<int64_t>& pos,
+                          const std::vector<int64_t>& out_dims) {
   std::vector<std::pair<int64_t, int64_t>> ones;
   for (size_t m = 0; m < pos.size(); ++m) ones.push_back({pos[m], int64_t(m)});
   Variable y = out(c.primitive("Times", {flatten(c, data), selection(c, n, int64_t(pos.size()), ones, data.dtype())}));
   if (c.input_elem_type(0) != TensorProto::FLOAT) c.set_output_elem_type(0, c.input_elem_type(0));
-  return {out(c.primitive("Reshape", {y}, Dictionary{{"newShape", NDShape(idx_dims)}}))};
+  return out(c.primitive("Reshape", {y}, Dictionary{{"newShape", NDShape(out_dims)}}));
 }
 
-// ScatterElements (and Scatter) with known indices: data where no update lands, plus the
-// updates moved to their positions by a selection matrix (the last update wins, as ONNX's
-// reference does; reduction 'add' sums them all).
-Vars scatter_elements(ImportContext& c) {
-  Variable data = c.input(0), updates = c.input(2);
-  const auto dims = static_dims(c, 0);
-  const auto idx = known_i64(c, 1, "indices");
-  const auto idx_dims = c.input(1).shape().dims();
-  const int64_t axis = normalize_axis(c, c.attr_int("axis", 0), int64_t(dims.size()));
+// data with the updates applied at their flat positions `pos`. Round r moves the r-th update
+// of every position there (a selection-matrix product) and combines it by the reduction, so
+// repeated indices apply in order as in ONNX's reference (without a reduction the last wins).
+Variable scatter_positions(ImportContext& c, const Variable& data, const Variable& updates,
+                           const std::vector<int64_t>& dims, const std::vector<int64_t>& pos) {
   const std::string reduction = c.has_attr("reduction") ? c.attr_string("reduction") : "none";
-  if (reduction != "none" && reduction != "add")
-    c.fail("reduction '" + reduction + "' is not supported (none and add are)");
-  const auto pos = element_positions(c, dims, idx_dims, idx, axis);
+  static const char* known[] = {"none", "add", "mul", "max", "min"};
+  if (std::find(std::begin(known), std::end(known), reduction) == std::end(known))
+    c.fail("reduction '" + reduction + "' is not supported");
   int64_t n = 1;
   for (int64_t d : dims) n *= d;
-  std::vector<int64_t> last(size_t(n), -1);
-  for (size_t m = 0; m < pos.size(); ++m) last[size_t(pos[m])] = int64_t(m);
-  std::vector<std::pair<int64_t, int64_t>> ones;
-  std::vector<double> keep(size_t(n), 1.0);
-  for (size_t m = 0; m < pos.size(); ++m)
-    if (reduction == "add" || last[size_t(pos[m])] == int64_t(m)) ones.push_back({int64_t(m), pos[m]});
-  if (reduction == "none")
-    for (int64_t p : pos) keep[size_t(p)] = 0;
-  Variable moved =
-      out(c.primitive("Times", {flatten(c, updates), selection(c, int64_t(pos.size()), n, ones, data.dtype())}));
-  Variable kept = out(c.primitive("ElementTimes", {flatten(c, data), constant_f(c, NDShape({n}), keep)}));
+  std::vector<std::vector<int64_t>> landing(static_cast<size_t>(n));
+  for (size_t m = 0; m < pos.size(); ++m) landing[size_t(pos[m])].push_back(int64_t(m));
+  size_t rounds = 0;
+  for (const auto& l : landing) rounds = std::max(rounds, l.size());
+  Variable upd = flatten(c, updates), y = flatten(c, data);
+  for (size_t r = 0; r < rounds; ++r) {
+    std::vector<std::pair<int64_t, int64_t>> ones;
+    std::vector<double> mask(static_cast<size_t>(n), 0.0);
+    for (int64_t p = 0; p < n; ++p)
+      if (landing[size_t(p)].size() > r) {
+        ones.push_back({landing[size_t(p)][r], p});
+        mask[size_t(p)] = 1;
+      }
+    Variable moved = out(c.primitive("Times", {upd, selection(c, int64_t(pos.size()), n, ones, data.dtype())}));
+    Variable combined = moved;
+    if (reduction == "add") combined = out(c.primitive("Plus", {y, moved}));
+    if (reduction == "mul") combined = out(c.primitive("ElementTimes", {y, moved}));
+    if (reduction == "max" || reduction == "min")
+      combined =
+          out(c.primitive("Select", {out(c.primitive(reduction == "max" ? "Greater" : "Less", {moved, y})), moved, y}));
+    y = out(c.primitive("Select", {constant_f(c, NDShape({n}), mask), combined, y}));
+  }
   if (c.input_elem_type(0) != TensorProto::FLOAT) c.set_output_elem_type(0, c.input_elem_type(0));
-  return {
-      out(c.primitive("Reshape", {out(c.primitive("Plus", {kept, moved}))}, Dictionary{{"newShape", NDShape(dims)}}))};
+  return out(c.primitive("Reshape", {y}, Dictionary{{"newShape", NDShape(dims)}}));
+}
+
+int64_t numel(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+// GatherElements and ScatterElements (Scatter) with known indices.
+Vars gather_elements(ImportContext& c) {
+  const auto dims = static_dims(c, 0);
+  const auto idx_dims = c.input(1).shape().dims();
+  const int64_t axis = normalize_axis(c, c.attr_int("axis", 0), int64_t(dims.size()));
+  const auto pos = element_positions(c, dims, idx_dims, known_i64(c, 1, "indices"), axis);
+  return {gather_positions(c, c.input(0), numel(dims), pos, idx_dims)};
+}
+
+Vars scatter_elements(ImportContext& c) {
+  const auto dims = static_dims(c, 0);
+  const auto idx_dims = c.input(1).shape().dims();
+  const int64_t axis = normalize_axis(c, c.attr_int("axis", 0), int64_t(dims.size()));
+  const auto pos = element_positions(c, dims, idx_dims, known_i64(c, 1, "indices"), axis);
+  return {scatter_positions(c, c.input(0), c.input(2), dims, pos)};
+}
+
+// GatherND/ScatterND with known indices [..., k]: each index tuple (after batch_dims leading
+// batch coordinates) addresses a slice data[b..., i1..ik, :]; the flat positions of its elements.
+std::vector<int64_t> nd_positions(ImportContext& c, const std::vector<int64_t>& dims,
+                                  const std::vector<int64_t>& idx_dims, const std::vector<int64_t>& idx,
+                                  int64_t batch_dims, std::vector<int64_t>& out_dims) {
+  if (idx_dims.empty()) c.fail("indices must have rank 1 or more");
+  const int64_t k = idx_dims.back(), b = batch_dims, r = int64_t(dims.size());
+  if (b + k > r) c.fail("index tuples longer than data's rank");
+  out_dims.assign(idx_dims.begin(), idx_dims.end() - 1);
+  for (int64_t d = b + k; d < r; ++d) out_dims.push_back(dims[size_t(d)]);
+  int64_t inner = 1, batch = 1;
+  for (int64_t d = b + k; d < r; ++d) inner *= dims[size_t(d)];
+  for (int64_t d = 0; d < b; ++d) batch *= dims[size_t(d)];
+  const int64_t tuples = int64_t(idx.size()) / std::max<int64_t>(k, 1),
+                per_batch = tuples / std::max<int64_t>(batch, 1);
+  std::vector<int64_t> pos;
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t flat = t / per_batch;  // the batch coordinate, flattened
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t len = dims[size_t(b + j)];
+      int64_t i = idx[size_t(t * k + j)];
+      if (i < -len || i >= len)
+        c.fail("index " + std::to_string(i) + " is out of range for an axis of " + std::to_string(len));
+      flat = flat * len + (i < 0 ? i + len : i);
+    }
+    for (int64_t e = 0; e < inner; ++e) pos.push_back(flat * inner + e);
+  }
+  return pos;
+}
+
+Vars gather_nd(ImportContext& c) {
+  const auto dims = static_dims(c, 0);
+  std::vector<int64_t> out_dims;
+  const auto pos = nd_positions(c, dims, c.input(1).shape().dims(), known_i64(c, 1, "indices"),
+                                c.attr_int("batch_dims", 0), out_dims);
+  return {gather_positions(c, c.input(0), numel(dims), pos, out_dims)};
+}
+
+Vars scatter_nd(ImportContext& c) {
+  const auto dims = static_dims(c, 0);
+  std::vector<int64_t> out_dims;
+  const auto pos = nd_positions(c, dims, c.input(1).shape().dims(), known_i64(c, 1, "indices"), 0, out_dims);
+  return {scatter_positions(c, c.input(0), c.input(2), dims, pos)};
 }
 
 // NonZero of a known tensor: the coordinates of its non-zero elements, [rank, count].
@@ -393,6 +461,8 @@ void register_import_tensor() {
   register_onnx_import("ScatterElements", scatter_elements, 11);
   register_onnx_import("Scatter", scatter_elements, 9);
   register_onnx_import("NonZero", nonzero, 9);
+  register_onnx_import("GatherND", gather_nd, 11);
+  register_onnx_import("ScatterND", scatter_nd, 11);
 }
 
 }  // namespace cntk::onnx_io
