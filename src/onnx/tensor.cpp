@@ -1,5 +1,6 @@
 #include "onnx/tensor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -200,8 +201,6 @@ void read_values(const TensorProto& t, const std::string& base_dir, const std::s
     if (out) (*out)[size_t(k)] = v;
     if (ints) (*ints)[size_t(k)] = iv;
   };
-  if (out) out->assign(size_t(n), 0.0);
-  if (ints) ints->assign(size_t(n), 0);
   std::string external;
   const std::string* raw = nullptr;
   if (t.data_location() == TensorProto::EXTERNAL) {
@@ -214,6 +213,15 @@ void read_values(const TensorProto& t, const std::string& base_dir, const std::s
     return ValueError(what + ": tensor '" + t.name() + "' holds " + std::to_string(have) +
                       " values but its shape needs " + std::to_string(n));
   };
+  // The stored count is checked before anything of the shape's size is allocated: a shape
+  // can claim far more values than the file holds.
+  const int64_t stored =
+      raw ? int64_t(raw->size() / es)
+          : std::max({int64_t(t.float_data_size()), int64_t(t.int32_data_size()), int64_t(t.int64_data_size()),
+                      int64_t(t.double_data_size()), int64_t(t.uint64_data_size()), int64_t(t.string_data_size())});
+  if (stored != n) throw size_error(stored);
+  if (out) out->assign(size_t(n), 0.0);
+  if (ints) ints->assign(size_t(n), 0);
   if (raw) {
     if (int64_t(raw->size()) != n * int64_t(es)) throw size_error(int64_t(raw->size() / es));
     for (int64_t k = 0; k < n; ++k) {
@@ -281,7 +289,6 @@ NDShape dims_of(const TensorProto& t) { return NDShape(std::vector<int64_t>(t.di
 NDArrayView tensor_to_view(const TensorProto& t, const std::string& base_dir, const std::string& what) {
   const DataType dt = engine_type_of(t.data_type(), what);
   const int64_t n = checked_numel(t, what);
-  NDArrayView v(dt, dims_of(t));
   const bool direct_raw = t.data_location() != TensorProto::EXTERNAL && t.has_raw_data() &&
                           ((dt == DataType::Float && t.data_type() == TensorProto::FLOAT) ||
                            (dt == DataType::Double && t.data_type() == TensorProto::DOUBLE) ||
@@ -290,6 +297,7 @@ NDArrayView tensor_to_view(const TensorProto& t, const std::string& base_dir, co
     if (int64_t(t.raw_data().size()) != n * int64_t(element_size(dt)))
       throw ValueError(what + ": tensor '" + t.name() + "' holds " + std::to_string(t.raw_data().size()) +
                        " bytes but its shape needs " + std::to_string(n * int64_t(element_size(dt))));
+    NDArrayView v(dt, dims_of(t));
     if (n) std::memcpy(v.raw_data(), t.raw_data().data(), t.raw_data().size());
     return v;
   }
@@ -301,6 +309,7 @@ NDArrayView tensor_to_view(const TensorProto& t, const std::string& base_dir, co
     for (int64_t k = 0; k < n; ++k) f.data<float>()[k] = float(values[size_t(k)]);
     return f.cast(DataType::Float16);
   }
+  NDArrayView v(dt, dims_of(t));
   CNTK_DISPATCH_FLOAT(dt, T, [&] {
     T* p = v.data<T>();
     for (int64_t k = 0; k < n; ++k) p[k] = T(values[size_t(k)]);

@@ -211,3 +211,13 @@ def test_functions_are_named_after_the_nodes_even_where_a_node_passes_its_input_
     names = [f.name for f in C.logging.graph.depth_first_search(z, lambda n: isinstance(n, C.Function))]
     assert 'keep_me' in names and 'absolute' in names
     np.testing.assert_allclose(z.eval({z.arguments[0]: np.array([-1, 2], np.float32)}), [1, 2])
+
+
+def test_a_tensor_whose_shape_claims_more_values_than_it_holds_is_refused_before_allocating():
+    from onnx import helper, TensorProto
+    vi = helper.make_tensor_value_info
+    big = helper.make_tensor('c', TensorProto.FLOAT, [100000, 100000, 10], [])  # 400 GB claimed, none held
+    g = helper.make_graph([helper.make_node('Add', ['x', 'c'], ['y'], name='adder')], 'g',
+                          [vi('x', TensorProto.FLOAT, [1])], [vi('y', TensorProto.FLOAT, None)], [big])
+    with pytest.raises(ValueError, match="initializer 'c'.*holds 0 values"):
+        C.load_model(helper.make_model(g).SerializeToString(), format=C.ModelFormat.ONNX)
