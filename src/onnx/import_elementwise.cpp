@@ -14,6 +14,24 @@ ImportFn unary(const std::string& op) {
 ImportFn binary(const std::string& op) {
   return [op](ImportContext& c) { return std::vector<Variable>{c.primitive(op, {c.input(0), c.input(1)})->output()}; };
 }
+bool is_integer(int32_t t) {
+  return t != ::onnx::TensorProto::FLOAT && t != ::onnx::TensorProto::DOUBLE && t != ::onnx::TensorProto::FLOAT16 &&
+         t != ::onnx::TensorProto::BOOL;
+}
+
+// Div: integers divide truncating towards zero (the engine computes them as floats).
+std::vector<Variable> divide(ImportContext& c) {
+  Variable q = c.primitive("ElementDivide", {c.input(0), c.input(1)})->output();
+  const int32_t t = c.input_elem_type(0);
+  if (!is_integer(t)) return {q};
+  Variable zero = Variable::constant(NDShape{}, q.dtype(), 0.0, c.name() + "/zero");
+  Variable down = c.primitive("Floor", {q})->output();
+  Variable up =
+      c.primitive("Negate", {c.primitive("Floor", {c.primitive("Negate", {q})->output()})->output()})->output();
+  c.set_output_elem_type(0, t);
+  return {c.primitive("Select", {c.primitive("Less", {q, zero})->output(), up, down})->output()};
+}
+
 // Comparisons and logic: the engine's 0/1 floats, declared bool.
 ImportFn boolean(const std::string& op, size_t arity) {
   return [op, arity](ImportContext& c) {
@@ -85,9 +103,26 @@ void register_import_elementwise() {
                           {"Asinh", "Asinh"},
                           {"Atanh", "Atanh"}})
     register_onnx_import(onnx, unary(op));
-  for (auto [onnx, op] :
-       {std::pair{"Add", "Plus"}, {"Sub", "Minus"}, {"Mul", "ElementTimes"}, {"Div", "ElementDivide"}, {"Pow", "Pow"}})
+  for (auto [onnx, op] : {std::pair{"Add", "Plus"}, {"Sub", "Minus"}, {"Mul", "ElementTimes"}, {"Pow", "Pow"}})
     register_onnx_import(onnx, binary(op));
+  register_onnx_import("Div", divide);
+  // Ops without an engine primitive, composed: ceil(x) = -floor(-x), sign(x) = (x > 0) - (x < 0),
+  // acosh(x) = log(x + sqrt(x^2 - 1)).
+  register_onnx_import("Ceil", [](ImportContext& c) {
+    Variable n = c.primitive("Negate", {c.input(0)})->output();
+    return std::vector<Variable>{c.primitive("Negate", {c.primitive("Floor", {n})->output()})->output()};
+  });
+  register_onnx_import("Sign", [](ImportContext& c) {
+    Variable x = c.input(0), zero = Variable::constant(NDShape{}, x.dtype(), 0.0, c.name() + "/zero");
+    Variable pos = c.primitive("Greater", {x, zero})->output(), neg = c.primitive("Less", {x, zero})->output();
+    return keep_type(c, 0, {c.primitive("Minus", {pos, neg})->output()});
+  });
+  register_onnx_import("Acosh", [](ImportContext& c) {
+    Variable x = c.input(0), one = Variable::constant(NDShape{}, x.dtype(), 1.0, c.name() + "/one");
+    Variable sq = c.primitive("Minus", {c.primitive("ElementTimes", {x, x})->output(), one})->output();
+    Variable r = c.primitive("Sqrt", {sq})->output();
+    return std::vector<Variable>{c.primitive("Log", {c.primitive("Plus", {x, r})->output()})->output()};
+  });
   for (auto [onnx, op] : {std::pair{"Equal", "Equal"},
                           {"Less", "Less"},
                           {"LessOrEqual", "LessEqual"},

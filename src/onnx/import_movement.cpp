@@ -214,6 +214,10 @@ Vars gather(ImportContext& c) {
     for (int64_t k = 0; k < t.shape().total_size(); ++k)
       if (p[k] < 0) p[k] += float(n);
     idx = Variable::constant(t, c.name() + "/indices");
+  } else {  // known only at run time: idx < 0 ? idx + n : idx
+    Variable n = Variable::constant(NDShape{}, idx.dtype(), double(data.shape()[size_t(axis)]), c.name() + "/size");
+    Variable zero = Variable::constant(NDShape{}, idx.dtype(), 0.0, c.name() + "/zero");
+    idx = out(c.primitive("Select", {out(c.primitive("Less", {idx, zero})), out(c.primitive("Plus", {idx, n})), idx}));
   }
   if (axis == 0) return keep_type(c, 0, {out(c.primitive("Gather", {idx, data}))});
   std::vector<int64_t> front{axis};
@@ -256,11 +260,26 @@ Vars pad(ImportContext& c) {
     const int64_t k = static_axis_of(c, 0, a);
     head[size_t(k)] = h, foot[size_t(k)] = f;
   }
+  if (mode == "edge") {  // the first and last slices repeated, spliced around each axis
+    for (size_t k = 0; k < sr; ++k) {
+      if (!head[k] && !foot[k]) continue;
+      const int64_t n = x.shape()[k];
+      if (n <= 0) c.fail("edge padding of a free or empty dimension");
+      auto slice1 = [&](int64_t b) {
+        return out(c.primitive("Slice", {x}, {{"axis", Axis(int(k))}, {"beginIndex", b}, {"endIndex", b + 1}}));
+      };
+      std::vector<Variable> parts(size_t(head[k]), slice1(0));
+      parts.push_back(x);
+      parts.insert(parts.end(), size_t(foot[k]), slice1(n - 1));
+      x = out(c.primitive("Splice", parts, {{"axis", Axis(int(k))}}));
+    }
+    return keep_type(c, 0, {x});
+  }
   int64_t m = 0;
   if (mode == "reflect")
     m = 1;
   else if (mode != "constant")
-    c.fail("pad mode '" + mode + "' is not supported (constant and reflect are)");
+    c.fail("pad mode '" + mode + "' is not supported (constant, reflect and edge are)");
   return keep_type(c, 0,
                    {out(c.primitive("Pad", {x},
                                     {{"paddingHead", int_list(head)},

@@ -53,13 +53,22 @@ void register_import_reduce() {
   }
   for (auto [onnx, op] : {std::pair{"ArgMax", "Argmax"}, {"ArgMin", "Argmin"}})
     register_onnx_import(onnx, [op = std::string(op)](ImportContext& c) {
-      if (c.attr_int("select_last_index", 0) != 0) c.fail("select_last_index = 1 is not supported");
       const int64_t axis = static_axis_of(c, 0, c.attr_int("axis", 0));
       Dictionary a{{"reductionOpName", op},
                    {"reductionKeepDimensions", c.attr_int("keepdims", 1) != 0},
                    {"axis", Axis(int(axis))}};
       c.set_output_elem_type(0, ::onnx::TensorProto::INT64);
-      return Vars{out(c.primitive("ReduceElements", {c.input(0)}, std::move(a)))};
+      Variable x = c.input(0);
+      const bool last = c.attr_int("select_last_index", 0) != 0;
+      if (!last) return Vars{out(c.primitive("ReduceElements", {x}, std::move(a)))};
+      // The last extreme: the first of the reversed axis, counted from its end.
+      const int64_t n = x.shape()[size_t(axis)];
+      if (n < 0) c.fail("select_last_index over a free dimension");
+      Variable rev = out(c.primitive(
+          "Slice", {x}, {{"axis", Axis(int(axis))}, {"beginIndex", 0}, {"endIndex", 0}, {"sliceStrides", -1}}));
+      Variable i = out(c.primitive("ReduceElements", {rev}, std::move(a)));
+      Variable top = Variable::constant(NDShape{}, i.dtype(), double(n - 1), c.name() + "/last");
+      return Vars{out(c.primitive("Minus", {top, i}))};
     });
 }
 

@@ -346,3 +346,27 @@ def test_a_model_of_many_math_ops_exports_at_every_opset(tmp_path, opset):
     p = np.where(p >= 0.1, np.logaddexp(p, np.clip(p, -0.2, 0.2)), (p <= -0.1).astype(np.float32))
     want = np.einsum('ij,bjk->bik', table[[1, 3]], p).astype(np.float32)
     _export_and_compare(tmp_path, z, {'x': X}, want, opset=opset)
+
+
+def test_reader_composed_rules():
+    """ONNX ops the engine has no single primitive for: Ceil, Sign, Acosh, integer Div, ArgMax's
+    select_last_index, edge padding, and Gather by negative indices known only at run time."""
+    for op in ('Ceil', 'Sign'):
+        _read(helper.make_node(op, ['a'], ['y']), {'a': np.round(A * 4) / 2}, ['y'])
+    _read(helper.make_node('Acosh', ['a'], ['y']), {'a': np.abs(A) + 1}, ['y'])
+    a, b = np.array([7, -7, 9, -9], np.int32), np.array([2, 2, -4, -4], np.int32)
+    nodes = [helper.make_node('Div', ['a', 'b'], ['q']), helper.make_node('Cast', ['q'], ['y'], to=TensorProto.FLOAT)]
+    _read(nodes, {}, ['y'], initializers={'a': a, 'b': b}, want=[np.trunc(a / b)])
+    ties = np.array([[1, 3, 3, 0], [2, 2, 1, 2], [0, 0, 0, 0]], np.float32)
+    for op in ('ArgMax', 'ArgMin'):
+        _read(helper.make_node(op, ['x'], ['y'], axis=1, select_last_index=1), {'x': ties}, ['y'])
+    pads = np.array([0, 1, 2, 0, 0, 0, 1, 3], np.int64)
+    _read(helper.make_node('Pad', ['x', 'p'], ['y'], mode='edge'), {'x': X4}, ['y'], initializers={'p': pads})
+    graph = helper.make_graph([helper.make_node('Gather', ['x', 'i'], ['y'], axis=1)], 'g',
+                              [helper.make_tensor_value_info('x', TensorProto.FLOAT, X4.shape),
+                               helper.make_tensor_value_info('i', TensorProto.INT64, [3])],
+                              [helper.make_tensor_value_info('y', TensorProto.FLOAT, None)])
+    z = C.load_model(helper.make_model(graph).SerializeToString(), format=C.ModelFormat.ONNX)
+    i = np.array([-1, 0, -3], np.float32)
+    got = z.eval({a: (X4 if a.name == 'x' else i) for a in z.arguments})
+    np.testing.assert_allclose(got, np.take(X4, i.astype(int), axis=1), rtol=1e-6)
