@@ -216,7 +216,7 @@ def test_functions_are_named_after_the_nodes_even_where_a_node_passes_its_input_
 def test_a_tensor_whose_shape_claims_more_values_than_it_holds_is_refused_before_allocating():
     from onnx import helper, TensorProto
     vi = helper.make_tensor_value_info
-    big = helper.make_tensor('c', TensorProto.FLOAT, [100000, 100000, 10], [])  # 400 GB claimed, none held
+    big = TensorProto(name='c', data_type=TensorProto.FLOAT, dims=[100000, 100000, 10])  # 400 GB claimed, none held
     g = helper.make_graph([helper.make_node('Add', ['x', 'c'], ['y'], name='adder')], 'g',
                           [vi('x', TensorProto.FLOAT, [1])], [vi('y', TensorProto.FLOAT, None)], [big])
     with pytest.raises(ValueError, match="initializer 'c'.*holds 0 values"):
