@@ -7,6 +7,7 @@
 // is runtime axis in_dyn + k; the leading dynamic dims pass through untouched.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "kernels/backend.h"
 #include "kernels/cpu/movement.h"
@@ -999,7 +1000,28 @@ void export_transpose(ExportContext& c) {
 
 void export_pad(ExportContext& c) {
   PadSpec p = pad_spec(c.input_var(0).shape(), c.function().attributes(), at_export(c), nullptr);
-  if (p.mode == kSymmetricPad) c.unsupported("SYMMETRIC_PAD (ONNX's modes: constant, reflect, edge)");
+  if (p.mode == kSymmetricPad) {  // ONNX has no such mode: reversed edge slices concatenated
+    if (c.opset() < 10) c.unsupported("SYMMETRIC_PAD before opset 10 (reversing slices takes steps)");
+    const NDShape in = c.input_var(0).shape();
+    std::string x = c.input(0);
+    auto reversed = [&](int64_t ax, int64_t from, int64_t to) {  // elements from..to (to < from), backwards
+      return c.node1("Slice",
+                     {x, c.constant_i64({from}), c.constant_i64({to >= 0 ? to : std::numeric_limits<int64_t>::min()}),
+                      c.constant_i64({ax}), c.constant_i64({-1})});
+    };
+    for (size_t k = 0; k < in.rank(); ++k) {
+      const int64_t h = p.head[k], f = p.foot[k], n = in[k], ax = c.input_dyn(0) + int64_t(k);
+      if (!h && !f) continue;
+      if (n < 0) c.unsupported("SYMMETRIC_PAD of a free dimension");
+      std::vector<std::string> parts;
+      if (h) parts.push_back(reversed(ax, h - 1, -1));
+      parts.push_back(x);
+      if (f) parts.push_back(reversed(ax, n - 1, n - f - 1));
+      x = c.node1("Concat", parts, {Attr("axis", ax)});
+    }
+    c.node1("Identity", {x}, {}, c.output(0));
+    return;
+  }
   std::vector<int64_t> pads(size_t(c.input_dyn(0)), 0);
   pads.insert(pads.end(), p.head.begin(), p.head.end());
   pads.insert(pads.end(), size_t(c.input_dyn(0)), 0);

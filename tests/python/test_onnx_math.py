@@ -138,6 +138,8 @@ def test_movement_ops_export(tmp_path):
                         np.pad(X, [(0, 0), (1, 0), (2, 1)], constant_values=1.5))
     _export_and_compare(tmp_path, C.pad(x, [(1, 1), (2, 1)], mode=C.ops.REFLECT_PAD), {'x': X},
                         np.pad(X, [(0, 0), (1, 1), (2, 1)], mode='reflect'))
+    _export_and_compare(tmp_path, C.pad(x, [(3, 1), (2, 4)], mode=C.ops.SYMMETRIC_PAD), {'x': X},
+                        np.pad(X, [(0, 0), (3, 1), (2, 4)], mode='symmetric'))
     _export_and_compare(tmp_path, C.squeeze(C.reshape(x, (1, 3, 1, 4))), {'x': X}, X)
     _export_and_compare(tmp_path, C.stop_gradient(x) + C.pass_function(x) if hasattr(C, 'pass_function')
                         else C.stop_gradient(x) + x, {'x': X}, 2 * X)
