@@ -24,10 +24,18 @@ ImportFn softmax(const std::string& op, bool coerced) {
     const int64_t s = axis - dyn;  // the static axis
     if (s < 0) c.fail("normalizing over a batch or sequence axis is not supported");
     if (op == "Hardmax") {
-      // The engine's Hardmax takes the whole sample.
-      bool whole = coerced ? s == 0 : srank == 1;
-      if (!whole) c.fail("Hardmax over part of the sample is not supported");
-      return one(c.primitive("Hardmax", {x}));
+      // The engine's Hardmax takes the whole sample; over one axis it is the one-hot of the
+      // first maximum's index along it.
+      if (coerced ? s == 0 : srank == 1) return one(c.primitive("Hardmax", {x}));
+      if (coerced && s != srank - 1) c.fail("coerced Hardmax over several axes is not supported");
+      const int64_t n = x.shape()[size_t(s)];
+      if (n < 0) c.fail("Hardmax over an axis of free size is not supported");
+      Variable idx =
+          c.primitive(
+               "ReduceElements", {x},
+               {{"reductionOpName", std::string("Argmax")}, {"reductionKeepDimensions", false}, {"axis", Axis(int(s))}})
+              ->output();
+      return one(c.primitive("OneHot", {idx}, {{"numClass", n}, {"onehotAxis", Axis(int(s))}}));
     }
     if (!coerced || s == srank - 1) return one(c.primitive(op, {x}, {{"axis", Axis(int(s))}}));
     if (s == 0) return one(c.primitive(op, {x}, {{"axis", Axis::all_static_axes()}}));

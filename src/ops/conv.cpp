@@ -1048,7 +1048,9 @@ void convolution_onnx(onnx_io::ExportContext& c) {
   const NDShape W = c.input_var(0).shape(), X = c.input_var(1).shape();
   if (c.attr_int("reductionRank") != 1) c.unsupported("convolution with reduction_rank 0");
   if (c.attr_bool("sequential")) c.unsupported("convolution over the sequence axis");
-  if (W.rank() != X.rank() + 1) c.unsupported("a kernel without its input-channel axis");
+  // A kernel (C, k...) makes one output map: ONNX's W gets that map's axis of size 1.
+  const bool one_map = W.rank() == X.rank();
+  if (W.rank() != X.rank() + 1 && !one_map) c.unsupported("a kernel of rank " + std::to_string(W.rank()));
   ConvSetup cs = conv_setup(a, W, X);
   const auto& w = cs.dims.win;
   for (auto d : cs.transpose ? w.out : w.in)
@@ -1064,7 +1066,7 @@ void convolution_onnx(onnx_io::ExportContext& c) {
           w.in[i] - ((w.out[i] - 1) * w.stride[i] + (w.kernel[i] - 1) * w.dilation[i] + 1 - w.pad_lo[i] - w.pad_hi[i]);
     attrs.emplace_back("output_padding", op);
   }
-  const std::string kernel = c.input(0);
+  const std::string kernel = one_map ? c.unsqueeze(c.input(0), {cs.transpose ? 1 : 0}) : c.input(0);
   onnx_io::over_batch_export(c, 1, [&](const std::string& x, const std::string& out) {
     return c.node1(cs.transpose ? "ConvTranspose" : "Conv", {x, kernel}, attrs, out);
   });

@@ -536,13 +536,26 @@ void register_crop() {
 // var; the running count has no ONNX counterpart), LRN over 2 r + 1 channels.
 static void register_norm_onnx() {
   set_onnx_export("BatchNormalization", [](onnx_io::ExportContext& c) {
-    if (!c.attr_bool("spatial")) c.unsupported("non-spatial batch normalization (one statistic per element)");
-    const std::vector<std::string> params{c.input(kScale), c.input(kBias), c.input(kRunMean), c.input(kRunVar)};
+    const bool spatial = c.attr_bool("spatial");
+    std::vector<std::string> params{c.input(kScale), c.input(kBias), c.input(kRunMean), c.input(kRunVar)};
+    if (!spatial) {
+      // One statistic per element (ONNX dropped this mode): the sample is flattened into
+      // channels, [N, D], and the statistics into [D], as CNTK 2.7 wrote it.
+      const NDShape xs = c.input_var(kData).shape();
+      for (size_t i = kScale; i <= kRunVar; ++i)
+        if (!xs.is_known() || c.input_var(i).shape().total_size() != xs.total_size())
+          c.unsupported("non-spatial statistics of another size than the sample");
+      for (auto& p : params) p = c.node1("Reshape", {p, c.constant_i64({-1})});
+    }
     const onnx_io::Attr eps("epsilon", c.attr_double("epsilon"));
     onnx_io::over_batch_export(c, kData, [&](const std::string& x, const std::string& out) {
-      std::vector<std::string> in{x};
+      std::vector<std::string> in{spatial ? x : c.node1("Flatten", {x}, {onnx_io::Attr("axis", int64_t(1))})};
       in.insert(in.end(), params.begin(), params.end());
-      return c.node1("BatchNormalization", in, {eps}, out);
+      if (spatial) return c.node1("BatchNormalization", in, {eps}, out);
+      std::string y = c.node1("BatchNormalization", in, {eps});
+      std::vector<int64_t> shape{-1};  // N stays as free as it was
+      for (auto d : c.input_var(kData).shape().dims()) shape.push_back(d);
+      return c.node1("Reshape", {y, c.constant_i64(shape)}, {}, out);
     });
   });
   set_onnx_export("LocalResponseNormalization", [](onnx_io::ExportContext& c) {
