@@ -197,6 +197,7 @@ def associative_multi_arg(f):
         return f(operands[0], operands[1], name=name)
     multi.__name__ = f.__name__
     multi.__doc__ = f.__doc__
+    multi.__wrapped__ = f  # inspect.signature reports f's (left, right, name), as layers read it
     return multi
 
 
