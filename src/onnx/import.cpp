@@ -230,8 +230,8 @@ class Reader final : public ImportContext {
     std::vector<int64_t> out(size_t(v.numel()));
     for (int64_t k = 0; k < v.numel(); ++k) {
       const double x = v.data<double>()[k];
-      if (double(int64_t(x)) != x) fail("input " + std::to_string(i) + " must hold integers");
-      out[size_t(k)] = int64_t(x);
+      if (double(float_to_i64(x)) != x) fail("input " + std::to_string(i) + " must hold integers");
+      out[size_t(k)] = float_to_i64(x);
     }
     return out;
   }
@@ -349,7 +349,7 @@ class Reader final : public ImportContext {
     if (it != elem_types_.end() && !is_float_type(it->second)) {
       const NDArrayView d = value.cast(DataType::Double).contiguous();
       std::vector<int64_t> ints(size_t(d.numel()));
-      for (int64_t j = 0; j < d.numel(); ++j) ints[size_t(j)] = int64_t(std::llround(d.data<double>()[j]));
+      for (int64_t j = 0; j < d.numel(); ++j) ints[size_t(j)] = float_to_i64(std::round(d.data<double>()[j]));
       k.ints = std::move(ints);
     }
     known_[name] = std::move(k);

@@ -235,7 +235,7 @@ void read_values(const TensorProto& t, const std::string& base_dir, const std::s
         iv = int64_t(u);
       }
       const double v = raw_element(p, type);
-      if (type != TensorProto::INT64 && type != TensorProto::UINT64) iv = int64_t(v);
+      if (type != TensorProto::INT64 && type != TensorProto::UINT64) iv = float_to_i64(v);
       put(k, v, iv);
     }
     return;
@@ -243,11 +243,11 @@ void read_values(const TensorProto& t, const std::string& base_dir, const std::s
   switch (type) {
     case TensorProto::FLOAT:
       if (t.float_data_size() != n) throw size_error(t.float_data_size());
-      for (int64_t k = 0; k < n; ++k) put(k, t.float_data(int(k)), int64_t(t.float_data(int(k))));
+      for (int64_t k = 0; k < n; ++k) put(k, t.float_data(int(k)), float_to_i64(t.float_data(int(k))));
       break;
     case TensorProto::DOUBLE:
       if (t.double_data_size() != n) throw size_error(t.double_data_size());
-      for (int64_t k = 0; k < n; ++k) put(k, t.double_data(int(k)), int64_t(t.double_data(int(k))));
+      for (int64_t k = 0; k < n; ++k) put(k, t.double_data(int(k)), float_to_i64(t.double_data(int(k))));
       break;
     case TensorProto::INT64:
       if (t.int64_data_size() != n) throw size_error(t.int64_data_size());
@@ -273,7 +273,7 @@ void read_values(const TensorProto& t, const std::string& base_dir, const std::s
           std::memcpy(&f, &wide, 4);
           v = f;
         }
-        put(k, v, int64_t(v));
+        put(k, v, float_to_i64(v));
       }
       break;
     default:  // int8/16/32, uint8/16, bool: int32_data

@@ -1,5 +1,6 @@
 // ONNX TensorProto <-> NDArrayView: element types, raw and typed data fields, external data.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -8,6 +9,10 @@
 #include "onnx.pb.h"
 
 namespace cntk::onnx_io {
+
+// A float value as an integer (truncated) where it is in int64's range; else 0. Callers
+// compare the result back with the value, so NaN and infinities are refused, not converted.
+inline int64_t float_to_i64(double v) { return std::isfinite(v) && std::abs(v) <= 9.2e18 ? int64_t(v) : 0; }
 
 // The engine type an ONNX element type is computed in: float32, float64 and float16 as they
 // are; integers and booleans as float32 (as CNTK computed them). ValueError for strings and
