@@ -11,8 +11,26 @@ namespace {
 ImportFn unary(const std::string& op) {
   return [op](ImportContext& c) { return std::vector<Variable>{c.primitive(op, {c.input(0)})->output()}; };
 }
+// The right operand as NumPy broadcasting sees it. Before opset 7, broadcast=1 with an axis
+// aligned it from that axis of the left operand on (not from the right): trailing 1s do that.
+Variable right_operand(ImportContext& c) {
+  Variable b = c.input(1);
+  if (c.opset() >= 7 || !c.attr_int("broadcast", 0) || !c.has_attr("axis")) return b;
+  const int64_t ra = int64_t(c.input(0).shape().rank()), rb = int64_t(b.shape().rank());
+  int64_t axis = c.attr_int("axis");
+  if (axis < 0) axis += ra;
+  const int64_t trailing = ra - axis - rb;
+  if (trailing < 0) c.fail("the broadcast axis leaves too few dimensions for the right operand");
+  if (trailing == 0) return b;
+  std::vector<int64_t> d = b.shape().dims();
+  d.insert(d.end(), size_t(trailing), 1);
+  return c.primitive("Reshape", {b}, {{"newShape", NDShape(d)}})->output();
+}
+
 ImportFn binary(const std::string& op) {
-  return [op](ImportContext& c) { return std::vector<Variable>{c.primitive(op, {c.input(0), c.input(1)})->output()}; };
+  return [op](ImportContext& c) {
+    return std::vector<Variable>{c.primitive(op, {c.input(0), right_operand(c)})->output()};
+  };
 }
 bool is_integer(int32_t t) {
   return t != ::onnx::TensorProto::FLOAT && t != ::onnx::TensorProto::DOUBLE && t != ::onnx::TensorProto::FLOAT16 &&
@@ -21,7 +39,7 @@ bool is_integer(int32_t t) {
 
 // Div: integers divide truncating towards zero (the engine computes them as floats).
 std::vector<Variable> divide(ImportContext& c) {
-  Variable q = c.primitive("ElementDivide", {c.input(0), c.input(1)})->output();
+  Variable q = c.primitive("ElementDivide", {c.input(0), right_operand(c)})->output();
   const int32_t t = c.input_elem_type(0);
   if (!is_integer(t)) return {q};
   Variable zero = Variable::constant(NDShape{}, q.dtype(), 0.0, c.name() + "/zero");

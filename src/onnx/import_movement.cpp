@@ -111,7 +111,8 @@ Vars concat(ImportContext& c) {
   std::vector<Variable> ins;
   for (size_t i = 0; i < c.num_inputs(); ++i)
     if (c.has_input(i)) ins.push_back(c.input(i));
-  const int64_t axis = static_axis_of(c, 0, c.attr_int("axis"));
+  // The axis was optional (default 1) before opset 4.
+  const int64_t axis = static_axis_of(c, 0, c.opset() < 4 ? c.attr_int("axis", 1) : c.attr_int("axis"));
   return keep_type(c, 0, {out(c.primitive("Splice", ins, {{"axis", Axis(int(axis))}}))});
 }
 
