@@ -19,6 +19,10 @@ struct BlockClaim {
   std::function<void(ExportContext&, const SetStrings&)> write;  // writes at least the block's output 0
 };
 
+// The attribute of a block read from an ONNX recurrent node (import_rnn.cpp) that holds
+// the node (a serialized NodeProto): such a block is written back as that node.
+inline constexpr const char* kOnnxNodeKey = "onnxNode";
+
 // The claim of the rule that writes `block` (in the graph of `root`), if any.
 std::optional<BlockClaim> claim_block_export(const FunctionPtr& block, const FunctionPtr& root);
 

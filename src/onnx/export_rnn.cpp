@@ -20,6 +20,7 @@
 #include "exec/fused_rnn.h"
 #include "kernels/cpu/rnn.h"
 #include "onnx/export_block.h"
+#include "onnx.pb.h"
 
 namespace cntk::onnx_io {
 
@@ -93,14 +94,50 @@ void write_recurrence(ExportContext& c, const SetStrings& set_strings, RnnCell c
                 {cell == RnnCell::RnnRelu      ? "Relu"
                  : cell == RnnCell::RnnSigmoid ? "Sigmoid"
                                                : "Tanh"});
-  // [S, 1, B, H] -> [B, S, 1, H] -> [B, S, H]
-  std::string Yt = c.node1("Transpose", {Y}, {Attr("perm", std::vector<int64_t>{2, 0, 1, 3})});
-  c.node1("Reshape", {Yt, c.constant_i64({0, 0, H})}, {}, c.output(0));
+  // [S, 1, B, H] -> [S, B, H] -> [B, S, H]
+  std::string Ys = c.opset() >= 13 ? c.node1("Squeeze", {Y, c.constant_i64({1})})
+                                   : c.node1("Squeeze", {Y}, {Attr("axes", std::vector<int64_t>{1})});
+  c.node1("Transpose", {Ys}, {Attr("perm", std::vector<int64_t>{1, 0, 2})}, c.output(0));
 }
 
 }  // namespace
 
+// A block read from an ONNX LSTM/GRU/RNN node: the node again, over the block's inputs.
+void write_onnx_node(ExportContext& c, const SetStrings& set_strings, const ::onnx::NodeProto& n) {
+  std::vector<std::string> ins;
+  size_t k = 0;
+  for (const auto& name : n.input()) ins.push_back(name.empty() ? "" : c.input(k++));
+  std::vector<Attr> attrs;
+  std::vector<std::pair<std::string, std::vector<std::string>>> strings;
+  for (const auto& a : n.attribute()) {
+    using A = ::onnx::AttributeProto;
+    switch (a.type()) {
+      case A::INT: attrs.emplace_back(a.name(), int64_t(a.i())); break;
+      case A::FLOAT: attrs.emplace_back(a.name(), a.f()); break;
+      case A::STRING: attrs.emplace_back(a.name(), a.s()); break;
+      case A::FLOATS: attrs.emplace_back(a.name(), std::vector<float>(a.floats().begin(), a.floats().end())); break;
+      case A::INTS: attrs.emplace_back(a.name(), std::vector<int64_t>(a.ints().begin(), a.ints().end())); break;
+      case A::STRINGS:
+        strings.emplace_back(a.name(), std::vector<std::string>(a.strings().begin(), a.strings().end()));
+        break;
+      default: c.unsupported("the attribute '" + a.name() + "' of the " + n.op_type() + " node");
+    }
+  }
+  std::vector<std::string> outs;
+  for (size_t o = 0; o < c.num_outputs(); ++o) outs.push_back(c.output(o));
+  c.node(n.op_type(), ins, attrs, outs);
+  for (auto& [name, values] : strings) set_strings(outs[0], name, values);
+}
+
 std::optional<BlockClaim> claim_block_export(const FunctionPtr& block, const FunctionPtr& root) {
+  if (auto it = block->attributes().find(kOnnxNodeKey); it != block->attributes().end()) {
+    auto node = std::make_shared<::onnx::NodeProto>();
+    if (!node->ParseFromString(it->second.as_string())) return std::nullopt;
+    BlockClaim claim;
+    for (const auto& [placeholder, actual] : block->block_arguments_mapping()) claim.inputs.push_back(actual);
+    claim.write = [node](ExportContext& c, const SetStrings& set_strings) { write_onnx_node(c, set_strings, *node); };
+    return claim;
+  }
   VariableUses uses = count_variable_uses(root, root->outputs());
   FusedRnnMatch m;
   if (!match_fused_rnn(block, uses, m)) return std::nullopt;

@@ -15,8 +15,10 @@
 // sequence_lens: step t of sample b counts only while t < sequence_lens[b]; past that the
 // state is held and Y is 0, as ONNX defines (a reverse direction then starts at the last
 // valid step of each sample).
+#include <algorithm>
 #include <optional>
 
+#include "onnx/export_block.h"
 #include "onnx/import.h"
 
 namespace cntk::onnx_io {
@@ -133,7 +135,8 @@ std::pair<Variable, std::optional<Variable>> step(RnnBuilder& b, const DirWeight
   return {out, std::nullopt};
 }
 
-std::vector<Variable> read_rnn(ImportContext& c, Cell cell) {
+// The node's graph over `in` (the node's inputs, as placeholders of the block below).
+std::vector<Variable> read_rnn(ImportContext& c, Cell cell, const std::vector<Variable>& in) {
   RnnBuilder b{c, cell};
   b.gates = cell == Cell::LSTM ? 4 : cell == Cell::GRU ? 3 : 1;
   const std::string direction = c.attr_string("direction", "forward");
@@ -143,7 +146,7 @@ std::vector<Variable> read_rnn(ImportContext& c, Cell cell) {
   if (c.has_attr("clip")) c.fail("the 'clip' attribute is not read yet");
   if (c.attr_int("input_forget", 0) != 0) c.fail("input_forget=1 is not read yet");
   const int64_t layout = c.attr_int("layout", 0);
-  Variable X = c.input(0), W = c.input(1), R = c.input(2);
+  Variable X = in[0], W = in[1], R = in[2];
   const auto rdims = R.shape().dims();
   if (rdims.size() != 3) c.fail("R must have rank 3, not " + std::to_string(rdims.size()));
   b.H = c.attr_int("hidden_size", rdims[2]);
@@ -167,11 +170,11 @@ std::vector<Variable> read_rnn(ImportContext& c, Cell cell) {
     w.WT = b.op("TransposeAxes", {Wd}, {{"axis1", Axis(0)}, {"axis2", Axis(1)}});
     w.RT = b.op("TransposeAxes", {Rd}, {{"axis1", Axis(0)}, {"axis2", Axis(1)}});
     if (c.has_input(3)) {
-      Variable Bd = b.dir_slice(c.input(3), d, num_dirs);  // [2 GH]
+      Variable Bd = b.dir_slice(in[3], d, num_dirs);  // [2 GH]
       w.Wb = b.slice(Bd, 0, 0, GH);
       w.Rb = b.slice(Bd, 0, GH, 2 * GH);
     }
-    if (cell == Cell::LSTM && c.has_input(7)) w.P = b.dir_slice(c.input(7), d, num_dirs);
+    if (cell == Cell::LSTM && c.has_input(7)) w.P = b.dir_slice(in[7], d, num_dirs);
     for (size_t k = 0; k < per_dir; ++k) w.act.push_back(acts.empty() ? defaults[k] : acts[d * per_dir + k]);
     w.act_base = size_t(d) * per_dir;
     dirs.push_back(std::move(w));
@@ -193,6 +196,7 @@ std::vector<Variable> read_rnn(ImportContext& c, Cell cell) {
     }
     std::vector<Variable> out{Y, Y_h};
     if (Y_c) out.push_back(*Y_c);
+    out.resize(std::min(out.size(), size_t(c.node().output_size())));
     return out;
   };
 
@@ -206,17 +210,18 @@ std::vector<Variable> read_rnn(ImportContext& c, Cell cell) {
     };
     std::vector<Variable> seq_in{
         b.op("ToBatchAxis", {b.op("TransposeAxes", {X}, {{"axis1", Axis(0)}, {"axis2", Axis(1)}})})};
-    if (c.has_input(4)) seq_in.push_back(b.op("ToBatchAxis", {c.input(4)}));
+    if (c.has_input(4)) seq_in.push_back(b.op("ToBatchAxis", {in[4]}));
     Variable Xs = b.op("ToSequence", seq_in);
     std::vector<Variable> ys, hs, cs;
     for (int64_t d = 0; d < num_dirs; ++d) {
       const bool reverse = direction == "reverse" || d == 1;
-      auto initial = [&](bool has, size_t in) {
-        return has ? b.op("ToBatchAxis", {b.dir_slice(c.input(in), d, num_dirs)})
+      auto initial = [&](bool has, size_t slot) {
+        return has ? b.op("ToBatchAxis", {b.dir_slice(in[slot], d, num_dirs)})
                    : Variable::constant(NDArrayView::scalar(X.dtype(), 0.0), "");
       };
       Variable hp = Variable::placeholder(NDShape({H}), Xs.dynamic_axes(), "");
       Variable cp = Variable::placeholder(NDShape({H}), Xs.dynamic_axes(), "");
+      hp.impl()->dtype = cp.impl()->dtype = X.dtype();  // placeholders are float32 unless told
       const char* delay = reverse ? "FutureValue" : "PastValue";
       Variable h_prev = b.op(delay, {hp, initial(has_h0, h0_in)}, {{"offset", int64_t(1)}});
       std::optional<Variable> c_prev;
@@ -246,15 +251,15 @@ std::vector<Variable> read_rnn(ImportContext& c, Cell cell) {
   // ------------------------------------------------ static seq dimension: unrolled
   if (B < 0) c.fail("a free batch dimension with a static seq dimension is not read");
   std::optional<Variable> lens;
-  if (c.has_input(4)) lens = b.reshape(c.input(4), {1, B, 1});
+  if (c.has_input(4)) lens = b.reshape(in[4], {1, B, 1});
 
   std::vector<Variable> Yh, Yc;
   std::vector<std::vector<Variable>> per_dir_y(num_dirs);
   for (int64_t d = 0; d < num_dirs; ++d) {
     const bool reverse = direction == "reverse" || d == 1;
     std::optional<Variable> h, cs;
-    if (has_h0) h = b.reshape(b.dir_slice(c.input(h0_in), d, num_dirs), {1, B, H});
-    if (has_c0) cs = b.reshape(b.dir_slice(c.input(c0_in), d, num_dirs), {1, B, H});
+    if (has_h0) h = b.reshape(b.dir_slice(in[h0_in], d, num_dirs), {1, B, H});
+    if (has_c0) cs = b.reshape(b.dir_slice(in[c0_in], d, num_dirs), {1, B, H});
     std::vector<Variable> ys(S, X);
     for (int64_t k = 0; k < S; ++k) {
       const int64_t t = reverse ? S - 1 - k : k;
@@ -295,12 +300,31 @@ std::vector<Variable> read_rnn(ImportContext& c, Cell cell) {
   return finish(Y, cat0(Yh), Yc.empty() ? std::nullopt : std::optional<Variable>(cat0(Yc)));
 }
 
+// The node as a block (op name LSTM/GRU/RNN) over its inputs, keeping the node itself in the
+// block's attributes: the writer writes such a block back as the node (export_rnn.cpp), so
+// an imported model saves as ONNX again unchanged.
+std::vector<Variable> read_rnn_block(ImportContext& c, Cell cell) {
+  std::vector<Variable> in(8);
+  std::vector<std::pair<Variable, Variable>> mapping;
+  for (size_t i = 0; i < in.size() && i < c.num_inputs(); ++i)
+    if (c.has_input(i)) {
+      Variable actual = c.input(i);
+      in[i] = Variable::placeholder(actual.shape(), actual.dynamic_axes(), "");
+      in[i].impl()->dtype = actual.dtype();
+      mapping.emplace_back(in[i], actual);
+    }
+  std::vector<Variable> outs = read_rnn(c, cell, in);
+  FunctionPtr block = Function::block(Function::combine(outs), mapping, c.node().op_type(), c.name());
+  block->mutable_attributes()[kOnnxNodeKey] = c.node().SerializeAsString();
+  return block->outputs();
+}
+
 }  // namespace
 
 void register_import_rnn() {
-  register_onnx_import("LSTM", [](ImportContext& c) { return read_rnn(c, Cell::LSTM); });
-  register_onnx_import("GRU", [](ImportContext& c) { return read_rnn(c, Cell::GRU); });
-  register_onnx_import("RNN", [](ImportContext& c) { return read_rnn(c, Cell::RNN); });
+  register_onnx_import("LSTM", [](ImportContext& c) { return read_rnn_block(c, Cell::LSTM); });
+  register_onnx_import("GRU", [](ImportContext& c) { return read_rnn_block(c, Cell::GRU); });
+  register_onnx_import("RNN", [](ImportContext& c) { return read_rnn_block(c, Cell::RNN); });
 }
 
 }  // namespace cntk::onnx_io
