@@ -187,3 +187,35 @@ def test_a_recurrence_with_a_constant_initial_state_exports(tmp_path, kind):
     x = C.sequence.input_variable(3, name='x')
     z = C.layers.Recurrence(_cell(kind, 5), initial_state=0.23)(x)
     _check_in_onnxruntime(z, x, str(tmp_path / 'init.onnx'), [kind.upper()])
+
+
+@pytest.mark.parametrize('kind', ['lstm', 'gru', 'rnn'])
+@pytest.mark.parametrize('backwards', [False, True])
+def test_a_recurrence_round_trips_through_onnx(tmp_path, kind, backwards):
+    """Written as one node, read back as a loop over the free Sequence dimension (the file's
+    input is [Sequence, batch, ...] with batch read as 1), for any length; and written again
+    as the same node."""
+    x = C.sequence.input_variable(3, name='x')
+    z = C.layers.Recurrence(_cell(kind, 5), go_backwards=backwards)(x)
+    path = str(tmp_path / 'rt.onnx')
+    z.save(path, format=C.ModelFormat.ONNX)
+    z2 = C.Function.load(path, format=C.ModelFormat.ONNX)
+    for T in (1, 4, 7):
+        d = np.random.default_rng(T).normal(0, 1, (1, T, 3)).astype(np.float32)
+        want = np.asarray(z.eval({x: d})).reshape(T, 5)
+        got = np.asarray(z2.eval({z2.arguments[0]: d.transpose(1, 0, 2)})).reshape(T, 5)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_read_recurrence_is_written_again_as_the_same_node(tmp_path):
+    """The Squeeze after the node (over the free Sequence dimension) must be writable too."""
+    x = C.sequence.input_variable(3, name='x')
+    z = C.layers.Recurrence(_cell('lstm', 5))(x)
+    path = str(tmp_path / 'rt.onnx')
+    z.save(path, format=C.ModelFormat.ONNX)
+    z2 = C.Function.load(path, format=C.ModelFormat.ONNX)
+    op = 'LSTM'
+    nodes = [n for n in onnx.load(path).graph.node if n.op_type == op]
+    again = str(tmp_path / 'again.onnx')
+    z2.save(again, format=C.ModelFormat.ONNX)
+    assert [n.attribute for n in onnx.load(again).graph.node if n.op_type == op] == [n.attribute for n in nodes]
