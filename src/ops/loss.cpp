@@ -16,6 +16,7 @@
 
 #include "cntk/ops.h"
 #include "cntk/random.h"
+#include "onnx/export.h"
 #include "ops/op.h"
 #include "ops/sampling.h"
 
@@ -946,6 +947,102 @@ FunctionPtr nce_loss(const Operand& weights, const Operand& biases, const Operan
 
 }  // namespace ops
 
+namespace {
+
+// ------------------------------------------------------------------ ONNX forms
+//
+// CNTK 2.7 wrote none of the criteria; OpenCNTK writes the per-sample ones as subgraphs of
+// ONNX ops (each sample's value, as the engine gives it) and refuses the minibatch-wide ones.
+
+using onnx_io::Attr;
+using onnx_io::ExportContext;
+
+// ReduceSum/ReduceLogSumExp over `axes`: the axes are an input from opset 13 (ReduceSum) or
+// 18 (the others), an attribute before.
+std::string onnx_reduce(ExportContext& c, const std::string& op, const std::string& x, const std::vector<int64_t>& axes,
+                        bool keep, const std::string& out = "") {
+  std::vector<Attr> attrs{Attr("keepdims", int64_t(keep))};
+  if (c.opset() >= (op == "ReduceSum" ? 13 : 18)) return c.node1(op, {x, c.constant_i64(axes)}, attrs, out);
+  attrs.emplace_back("axes", axes);
+  return c.node1(op, {x}, attrs, out);
+}
+
+// logsumexp(z) - sum(t * z) along the axis (CNTK's form: -sum(t * log softmax(z)) for a
+// target summing to 1).
+void cross_entropy_onnx(ExportContext& c) {
+  const size_t rank = c.output_var().shape().rank();
+  const int64_t axis = c.output_dyn() + ce_axis(c.function().attributes(), rank, "CrossEntropyWithSoftmax");
+  const std::string z = c.aligned(0, rank), t = c.aligned(1, rank);
+  const std::string lse = onnx_reduce(c, "ReduceLogSumExp", z, {axis}, true);
+  c.node1("Sub", {lse, onnx_reduce(c, "ReduceSum", c.node1("Mul", {t, z}), {axis}, true)}, {}, c.output(0));
+}
+
+// 1 - t[argmax z] along the last axis (the first maximum); with topN, whether fewer than
+// topN scores rank ahead of the label's (ties broken by position), as the kernel counts.
+void classification_error_onnx(ExportContext& c) {
+  if (c.opset() < 11) c.unsupported("classification error below opset 11 (it needs GatherElements)");
+  const size_t rank = c.output_var().shape().rank();
+  const DataType dt = c.output_var().dtype();
+  const int64_t last = c.output_dyn() + int64_t(rank) - 1;
+  const std::string z = c.aligned(0, rank), t = c.aligned(1, rank);
+  const Attr axis("axis", last), keep("keepdims", int64_t(1));
+  if (c.num_inputs() == 2) {
+    const std::string hit = c.node1("GatherElements", {t, c.node1("ArgMax", {z}, {axis, keep})}, {axis});
+    c.node1("Sub", {c.constant_f(1, dt), hit}, {}, c.output(0));
+    return;
+  }
+  const NDShape zs = c.input_var(0).shape();
+  const int64_t n = zs.rank() ? zs[zs.rank() - 1] : -1;
+  if (n < 0) c.unsupported("top-N error over classes of free size");
+  const std::string label = c.node1("ArgMax", {t}, {axis, keep});
+  const std::string score = c.node1("GatherElements", {z, label}, {axis});
+  std::vector<int64_t> positions(size_t(n), 0);
+  std::iota(positions.begin(), positions.end(), int64_t(0));
+  const std::string earlier = c.node1("Less", {c.constant_i64(positions), label});
+  const std::string ahead =
+      c.node1("Or", {c.node1("Greater", {z, score}), c.node1("And", {c.node1("Equal", {z, score}), earlier})});
+  const Attr to("to", int64_t(onnx_io::elem_type_of(dt)));
+  const std::string count = onnx_reduce(c, "ReduceSum", c.node1("Cast", {ahead}, {to}), {last}, true);
+  const std::string top = c.node1("Cast", {c.input(2)}, {to});
+  c.node1("Cast", {c.node1("Not", {c.node1("Less", {count, top})})}, {to}, c.output(0));
+}
+
+// -sum(w * (t log p + (1 - t) log(1 - p))) over the sample, a term left out where its
+// weight t or 1 - t is 0 (finite at saturated p, as the kernel).
+void logistic_onnx(ExportContext& c) {
+  const size_t rank = std::max(c.input_var(0).shape().rank(), c.input_var(1).shape().rank());
+  const DataType dt = c.output_var().dtype();
+  const std::string p = c.aligned(0, rank), t = c.aligned(1, rank);
+  const std::string zero = c.constant_f(0, dt), one = c.constant_f(1, dt);
+  auto term = [&](const std::string& weight, const std::string& prob, const std::string& absent) {
+    const std::string v = c.node1("Mul", {weight, c.node1("Log", {prob})});
+    return c.node1("Where", {c.node1("Equal", {t, absent}), zero, v});
+  };
+  std::string v = c.node1("Add", {term(t, p, zero), term(c.node1("Sub", {one, t}), c.node1("Sub", {one, p}), one)});
+  if (c.num_inputs() == 3) v = c.node1("Mul", {v, c.aligned(2, rank)});
+  const int64_t dyn = c.output_dyn();
+  std::vector<int64_t> axes(rank), shape(size_t(dyn), 0);
+  std::iota(axes.begin(), axes.end(), dyn);
+  shape.push_back(1);
+  const std::string sum = onnx_reduce(c, "ReduceSum", c.node1("Neg", {v}), axes, false);
+  c.node1("Reshape", {sum, c.constant_i64(shape)}, {}, c.output(0));
+}
+
+void register_loss_onnx() {
+  set_onnx_export("CrossEntropyWithSoftmax", cross_entropy_onnx);
+  set_onnx_export("ClassificationError", classification_error_onnx);
+  set_onnx_export("Logistic", logistic_onnx);
+  for (const char* op : {"LambdaRank", "NDCG"})
+    set_onnx_export(op, [](ExportContext& c) {
+      c.unsupported("a criterion over groups of samples of the whole minibatch (ONNX has no such form)");
+    });
+  set_onnx_export("NCE", [](ExportContext& c) {
+    c.unsupported("noise contrastive estimation (it samples while training; evaluate the model's scores instead)");
+  });
+}
+
+}  // namespace
+
 void register_loss_ops() {
   const AttrSpec axis{"axis", AttrType::Axis, Axis(-1), AxisOrder::NumPy};
   reg("CrossEntropyWithSoftmax", 35, {{"prediction"}, {"labels"}}, {axis}, ce_infer, ce_forward, ce_backward);
@@ -972,6 +1069,7 @@ void register_loss_ops() {
        {"rngSeed", AttrType::Int, 0},
        {"rngOffset", AttrType::Int, 0}},
       nce_infer, nce_forward, nce_backward, Gradient::Rule, true);
+  register_loss_onnx();
 }
 
 }  // namespace cntk
