@@ -11,6 +11,7 @@ void register_import_nn();
 void register_import_rnn();
 void register_import_tensor();
 void register_import_resize();
+void register_import_attention();
 void register_import_reduce();
 void register_import_movement();
 
@@ -23,6 +24,7 @@ void register_onnx_import_rules() {
   register_import_rnn();
   register_import_tensor();
   register_import_resize();
+  register_import_attention();
   register_import_reduce();
   register_import_movement();
 }
