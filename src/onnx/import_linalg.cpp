@@ -21,8 +21,7 @@ Variable insert_axis(ImportContext& c, const Variable& x, size_t k) {
   return out(c.primitive("Reshape", {x}, {{"newShape", NDShape(d)}}));
 }
 
-Vars matmul(ImportContext& c) {
-  Variable a = c.input(0), b = c.input(1);
+Vars matmul(ImportContext& c, Variable a, Variable b) {
   const size_t ra = a.shape().rank(), rb = b.shape().rank();
   if (ra == 0 || rb == 0) c.fail("MatMul of a scalar");
   if (b.dynamic_axes().empty() && rb <= 2)  // by one matrix (or vector): Times
@@ -66,10 +65,27 @@ Vars gemm(ImportContext& c) {
   return {y};
 }
 
+// MatMulInteger: (A - a_zero_point) (B - b_zero_point) as int32; A's zero point is per row
+// (its last-but-one axis) where it is a vector.
+Vars matmul_integer(ImportContext& c) {
+  auto shifted = [&](size_t i, size_t zp, bool per_row) {
+    Variable x = c.input(i);
+    if (!c.has_input(zp)) return x;
+    Variable z = c.input(zp);
+    if (per_row && z.shape().rank() == 1) z = insert_axis(c, z, 1);
+    return out(c.primitive("Minus", {x, z}));
+  };
+  Variable a = shifted(0, 2, true), b = shifted(1, 3, false);
+  Vars y = matmul(c, a, b);
+  c.set_output_elem_type(0, ::onnx::TensorProto::INT32);
+  return y;
+}
+
 }  // namespace
 
 void register_import_linalg() {
-  register_onnx_import("MatMul", matmul);
+  register_onnx_import("MatMulInteger", matmul_integer);
+  register_onnx_import("MatMul", [](ImportContext& c) { return matmul(c, c.input(0), c.input(1)); });
   register_onnx_import("Gemm", gemm);
 }
 

@@ -372,3 +372,13 @@ def test_reader_composed_rules():
     i = np.array([-1, 0, -3], np.float32)
     got = z.eval({a: (X4 if a.name == 'x' else i) for a in z.arguments})
     np.testing.assert_allclose(got, np.take(X4, i.astype(int), axis=1), rtol=1e-6)
+
+
+def test_reader_matmul_integer():
+    a = R.randint(0, 255, (3, 4)).astype(np.uint8)
+    b = R.randint(0, 255, (4, 2)).astype(np.uint8)
+    za, zb = np.array([3, 7, 1], np.uint8), np.array(5, np.uint8)
+    nodes = [helper.make_node('MatMulInteger', ['a', 'b', 'za', 'zb'], ['q']),
+             helper.make_node('Cast', ['q'], ['y'], to=TensorProto.FLOAT)]
+    want = (a.astype(np.int32) - za[:, None]) @ (b.astype(np.int32) - zb)
+    _read(nodes, {}, ['y'], initializers={'a': a, 'b': b, 'za': za, 'zb': zb}, want=[want])
