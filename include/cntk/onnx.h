@@ -19,8 +19,9 @@ namespace cntk {
 constexpr int kOnnxMinExportOpset = 9;
 constexpr int kOnnxMaxOpset = 21;
 constexpr int kOnnxDefaultOpset = 17;
-// The oldest default-domain opset the reader accepts.
-constexpr int kOnnxMinImportOpset = 7;
+// The oldest default-domain opset the reader accepts: every opset (the rules keep the forms
+// ops had before opset 7).
+constexpr int kOnnxMinImportOpset = 1;
 // A model's metadata_props key (followed by a graph input's name) under which OpenCNTK's writer
 // records the size its reader gives that input's symbolic batch dimension ("1", as CNTK 2.7
 // wrote the batch axis); docs/onnx.md, "Layout and the batch axis".

@@ -170,7 +170,8 @@ class Reader final : public ImportContext {
       opsets_[d] = int(o.version());
       if (d.empty()) has_default = true;
     }
-    if (!has_default) opsets_[""] = m_.ir_version() <= 3 ? 7 : kOnnxMinImportOpset;
+    // A model naming no default-domain opset is read as opset 7.
+    if (!has_default) opsets_[""] = 7;
     if (opsets_[""] < kOnnxMinImportOpset)
       throw ValueError("ONNX import: " + source_ + " uses opset " + std::to_string(opsets_[""]) + "; opsets from " +
                        std::to_string(kOnnxMinImportOpset) + " on are read");
