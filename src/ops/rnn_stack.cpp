@@ -9,6 +9,7 @@
 // for layer l and direction d (0 forward, 1 backward); the backward direction's final
 // state is the one after the sequence's first item.
 #include "kernels/cpu/rnn_stack.h"
+#include "onnx/export.h"
 #include "ops/op.h"
 
 namespace cntk {
@@ -150,6 +151,73 @@ NDArrayView rnn_stack_backward(ComputeContext& ctx, size_t i) {
   return in_dtype(g, ctx.inputs[i].dtype()).reshape(ctx.inputs[i].shape());
 }
 
+// ONNX form: one LSTM/GRU/RNN node per layer (both directions in one node), its W, R and B
+// cut from the flat weights (Slice, Reshape) with the gate blocks gathered into ONNX's
+// order: cuDNN's LSTM (i, f, g, o) -> ONNX's (i, o, f, c); GRU (r, z, n) -> (z, r, h), whose
+// reset gate applies after the recurrent product (linear_before_reset=1). Inside the written
+// graph a sequence is [batch, Sequence, ...]; ONNX's recurrent ops take [seq, batch, ...].
+void export_rnn_stack(onnx_io::ExportContext& c) {
+  using onnx_io::Attr;
+  if (c.attr_bool("returnFullState")) c.unsupported("return_full_state");
+  const int dyn = c.input_dyn(kOperand);
+  if (dyn == 0) c.unsupported("an operand without dynamic axes");
+  kernels::RnnStackDims d = stack_dims(c.function().attributes(), c.input_var(kOperand).shape()[0]);
+  const int64_t H = d.hidden, G = d.gates(), D = d.dirs();
+  std::vector<int64_t> order = d.cell == kernels::RnnCell::Lstm     ? std::vector<int64_t>{0, 3, 1, 2}
+                               : d.cell == kernels::RnnCell::LbrGru ? std::vector<int64_t>{1, 0, 2}
+                                                                    : std::vector<int64_t>{0};
+  std::vector<int64_t> rows;
+  for (int64_t g : order)
+    for (int64_t r = 0; r < H; ++r) rows.push_back(g * H + r);
+  const std::string gather_rows = c.constant_i64(rows);
+  const std::string flat = c.node1("Reshape", {c.input(kWeights), c.constant_i64({-1})});
+  auto cut = [&](int64_t begin, std::vector<int64_t> shape) {
+    const int64_t n = [&] {
+      int64_t k = 1;
+      for (int64_t s : shape) k *= s;
+      return k;
+    }();
+    std::string part =
+        c.opset() >= 10
+            ? c.node1("Slice", {flat, c.constant_i64({begin}), c.constant_i64({begin + n}), c.constant_i64({0})})
+            : c.node1("Slice", {flat},
+                      {Attr("starts", std::vector<int64_t>{begin}), Attr("ends", std::vector<int64_t>{begin + n}),
+                       Attr("axes", std::vector<int64_t>{0})});
+    part = c.node1("Reshape", {part, c.constant_i64(shape)});
+    return c.node1("Gather", {part, gather_rows}, {Attr("axis", 0)});  // gate blocks in ONNX's order
+  };
+  auto stack_dirs = [&](std::vector<std::string> parts) {
+    for (auto& p : parts) p = c.unsqueeze(p, {0});
+    return parts.size() == 1 ? parts[0] : c.node1("Concat", parts, {Attr("axis", 0)});
+  };
+  // [batch, Sequence, I] (or [batch, I]: one-step sequences) -> [seq, batch, I]
+  std::string x = dyn == 2 ? c.node1("Transpose", {c.input(kOperand)}, {Attr("perm", std::vector<int64_t>{1, 0, 2})})
+                           : c.unsqueeze(c.input(kOperand), {0});
+  const char* op = d.cell == kernels::RnnCell::Lstm ? "LSTM" : d.cell == kernels::RnnCell::LbrGru ? "GRU" : "RNN";
+  for (int64_t l = 0; l < d.layers; ++l) {
+    std::vector<std::string> W, R, B;
+    for (int64_t k = 0; k < D; ++k) {
+      const kernels::RnnBlockOffsets o = kernels::rnn_block_offsets(d, l, k);
+      W.push_back(cut(o.w, {G * H, d.layer_input(l)}));
+      R.push_back(cut(o.r, {G * H, H}));
+      B.push_back(c.node1("Concat", {cut(o.bw, {G * H, 1}), cut(o.br, {G * H, 1})}, {Attr("axis", 0)}));
+    }
+    std::string b = c.node1("Reshape", {stack_dirs(B), c.constant_i64({D, 2 * G * H})});
+    std::vector<Attr> attrs{Attr("hidden_size", H), Attr("direction", D == 2 ? "bidirectional" : "forward")};
+    if (d.cell == kernels::RnnCell::LbrGru) attrs.emplace_back("linear_before_reset", int64_t(1));
+    if (d.cell == kernels::RnnCell::RnnRelu)
+      c.unsupported("rnnReLU (its ONNX RNN needs the activations list, which op rules cannot write yet)");
+    std::string y = c.node1(op, {x, stack_dirs(W), stack_dirs(R), b}, attrs);
+    // Y [seq, D, batch, H] -> [seq, batch, D, H] -> [seq, batch, D*H]
+    y = c.node1("Transpose", {y}, {Attr("perm", std::vector<int64_t>{0, 2, 1, 3})});
+    x = c.node1("Reshape", {y, c.constant_i64({0, 0, D * H})});
+  }
+  if (dyn == 2)
+    c.node1("Transpose", {x}, {Attr("perm", std::vector<int64_t>{1, 0, 2})}, c.output(0));
+  else
+    c.node1("Reshape", {x, c.constant_i64({-1, D * H})}, {}, c.output(0));
+}
+
 }  // namespace
 
 void register_rnn_stack_ops() {
@@ -167,6 +235,7 @@ void register_rnn_stack_ops() {
   d.backward = rnn_stack_backward;
   d.output_count = [](const Dictionary& a) { return 1 + final_state_outputs(a); };
   register_op(std::move(d));
+  set_onnx_export("OptimizedRNNStack", export_rnn_stack);
 }
 
 }  // namespace cntk

@@ -219,3 +219,13 @@ def test_a_read_recurrence_is_written_again_as_the_same_node(tmp_path):
     again = str(tmp_path / 'again.onnx')
     z2.save(again, format=C.ModelFormat.ONNX)
     assert [n.attribute for n in onnx.load(again).graph.node if n.op_type == op] == [n.attribute for n in nodes]
+
+
+@pytest.mark.parametrize('op', ['lstm', 'gru', 'rnnTanh'])
+@pytest.mark.parametrize('bidirectional', [False, True])
+def test_optimized_rnnstack_exports_as_stacked_onnx_nodes(tmp_path, op, bidirectional):
+    x = C.sequence.input_variable(4, name='x')
+    W = C.parameter((C.InferredDimension, 5), init=C.glorot_uniform(seed=1))
+    z = C.optimized_rnnstack(x, W, 5, num_layers=2, bidirectional=bidirectional, recurrent_op=op)
+    onnx_op = {'lstm': 'LSTM', 'gru': 'GRU'}.get(op, 'RNN')
+    _check_in_onnxruntime(z, x, str(tmp_path / 'stack.onnx'), [onnx_op, onnx_op], lengths=(1, 3, 6))
