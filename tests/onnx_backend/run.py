@@ -179,8 +179,9 @@ def markdown(per_op, kinds, kinds27):
     lines = [SECTION, '',
              'ONNX %s\'s backend test cases on the CPU (`make onnx-backend-tests`, runner in '
              '`tests/onnx_backend/run.py`): over `cntk.onnx_backend`, and over CNTK 2.7\'s adapter '
-             '`onnx_cntk/tests/onnx_backend_test.py` unchanged (it returns only the first output and '
-             'types only booleans, so it passes fewer).' % _onnx_version(), '',
+             '`onnx_cntk/tests/onnx_backend_test.py` unchanged (it feeds the inputs in the order of the '
+             'function\'s arguments, returns only the first output, types only booleans and cannot '
+             'bind shape inputs given as graph inputs, so it passes fewer).' % _onnx_version(), '',
              '| Test kind | Pass (cntk.onnx_backend) | Pass (CNTK 2.7 adapter) | Cases |', '|---|---|---|---|']
     for kind in ('node', 'simple', 'pytorch-converted', 'pytorch-operator'):
         if kind not in kinds:
