@@ -113,6 +113,25 @@ void register_import_nn() {
     Variable above = c.primitive("Greater", {x, scalar(x, c.attr_float("alpha", 1.0f))})->output();
     return std::vector<Variable>{select(c, above, x, scalar(x, 0))};
   });
+  // Gelu's tanh approximation, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); the exact
+  // form needs the error function, which the engine lacks.
+  register_onnx_import(
+      "Gelu",
+      [](ImportContext& c) {
+        const std::string approximate = c.attr_string("approximate", "none");
+        if (approximate != "tanh")
+          c.fail("approximate='" + approximate + "' needs the error function (Erf), which is not supported; " +
+                 "approximate='tanh' is");
+        Variable x = c.input(0);
+        auto op = [&](const char* name, Variable a, Variable b) { return c.primitive(name, {a, b})->output(); };
+        Variable cube = op("ElementTimes", x, op("ElementTimes", x, x));
+        Variable inner = op("ElementTimes", scalar(x, std::sqrt(2 / M_PI)),
+                            op("Plus", x, op("ElementTimes", scalar(x, 0.044715), cube)));
+        Variable half = op("ElementTimes", scalar(x, 0.5), x);
+        return std::vector<Variable>{
+            op("ElementTimes", half, op("Plus", scalar(x, 1), c.primitive("Tanh", {inner})->output()))};
+      },
+      20);
   // Dropout in an inference model is the identity; a ratio given keeps the engine's Dropout
   // (which trains as dropout and evaluates as the identity). The mask output is not produced.
   register_onnx_import("Dropout", [](ImportContext& c) {

@@ -1,5 +1,8 @@
 // ONNX's normalizations read as the engine's: BatchNormalization (inference form: the
-// statistics given become the running statistics), LRN and InstanceNormalization.
+// statistics given become the running statistics) and LRN as the engine's ops;
+// InstanceNormalization, LayerNormalization and MeanVarianceNormalization as compositions of
+// reductions and elementwise ops (the engine has no single op for them).
+#include "onnx/import_axes.h"
 #include "onnx/import_batch.h"
 
 namespace cntk::onnx_io {
@@ -13,9 +16,78 @@ Variable statistic(ImportContext& c, size_t i) {
   return c.input(i);
 }
 
+Variable out(const FunctionPtr& f) { return f->output(); }
+Variable scalar(const Variable& like, double v) { return Variable::constant(NDArrayView::scalar(like.dtype(), v), ""); }
+
+// The mean of x over the engine's static `axes`, kept as axes of size 1.
+Variable mean_over(ImportContext& c, const Variable& x, const std::vector<int64_t>& axes) {
+  return out(c.primitive(
+      "ReduceElements", {x},
+      {{"reductionOpName", std::string("Mean")}, {"reductionKeepDimensions", true}, {"axisVec", axis_list(axes)}}));
+}
+
+// x - mean and the variance (the mean of its square) over the static `axes`.
+std::pair<Variable, Variable> centered_and_variance(ImportContext& c, const Variable& x,
+                                                    const std::vector<int64_t>& axes) {
+  Variable d = out(c.primitive("Minus", {x, mean_over(c, x, axes)}));
+  return {d, mean_over(c, out(c.primitive("ElementTimes", {d, d})), axes)};
+}
+
+// (x - mean) / sqrt(variance + epsilon) over the static `axes`.
+Variable normalize(ImportContext& c, const Variable& x, const std::vector<int64_t>& axes, double epsilon) {
+  auto [d, var] = centered_and_variance(c, x, axes);
+  Variable sd = out(c.primitive("Sqrt", {out(c.primitive("Plus", {var, scalar(x, epsilon)}))}));
+  return out(c.primitive("ElementDivide", {d, sd}));
+}
+
+// The engine's static axes of input 0 from ONNX axis `from` to the last.
+std::vector<int64_t> axes_from(ImportContext& c, int64_t from) {
+  const int64_t first = static_axis_of(c, 0, from), rank = int64_t(c.input(0).shape().rank());
+  std::vector<int64_t> axes;
+  for (int64_t a = first; a < rank; ++a) axes.push_back(a);
+  return axes;
+}
+
+void no_extra_outputs(ImportContext& c, const char* what) {
+  for (int k = 1; k < c.node().output_size(); ++k)
+    if (!c.node().output(k).empty()) c.fail(std::string("the ") + what + " outputs are not supported");
+}
+
 }  // namespace
 
 void register_import_norm() {
+  // Per sample and channel over the spatial axes of [N, C, D...]; scale and B per channel.
+  register_onnx_import("InstanceNormalization", [](ImportContext& c) {
+    const int64_t rank = c.input_dyn(0) + int64_t(c.input(0).shape().rank());
+    if (rank < 3) c.fail("the input needs a batch, a channel and a spatial axis");
+    Variable y = normalize(c, c.input(0), axes_from(c, 2), c.attr_float("epsilon", 1e-5f));
+    // [C] -> [C, 1, ...]: broadcast over the spatial axes.
+    NDShape per_channel =
+        NDShape{NDShape::kInferredDimension}.concat(NDShape(std::vector<int64_t>(size_t(rank - 2), 1)));
+    auto channel = [&](size_t i) { return out(c.primitive("Reshape", {c.input(i)}, {{"newShape", per_channel}})); };
+    y = out(c.primitive("ElementTimes", {y, channel(1)}));
+    return std::vector<Variable>{out(c.primitive("Plus", {y, channel(2)}))};
+  });
+  // Over the axes from `axis` on, in the input's type (stash_type's float32 statistics are
+  // what a float32 model computes anyway); scale and B broadcast to those axes.
+  register_onnx_import(
+      "LayerNormalization",
+      [](ImportContext& c) {
+        no_extra_outputs(c, "Mean and InvStdDev");
+        Variable y = normalize(c, c.input(0), axes_from(c, c.attr_int("axis", -1)), c.attr_float("epsilon", 1e-5f));
+        y = out(c.primitive("ElementTimes", {y, c.input(1)}));
+        if (c.has_input(2)) y = out(c.primitive("Plus", {y, c.input(2)}));
+        return std::vector<Variable>{y};
+      },
+      17);
+  // (x - mean) / (standard deviation + 1e-9) over `axes` (ONNX's function body).
+  register_onnx_import("MeanVarianceNormalization", [](ImportContext& c) {
+    std::vector<int64_t> axes;
+    for (int64_t a : c.attr_ints("axes", std::vector<int64_t>{0, 2, 3})) axes.push_back(static_axis_of(c, 0, a));
+    auto [d, var] = centered_and_variance(c, c.input(0), axes);
+    Variable sd = out(c.primitive("Plus", {out(c.primitive("Sqrt", {var})), scalar(d, 1e-9)}));
+    return std::vector<Variable>{out(c.primitive("ElementDivide", {d, sd}))};
+  });
   register_onnx_import("BatchNormalization", [](ImportContext& c) {
     for (int k = 1; k < c.node().output_size(); ++k)
       if (!c.node().output(k).empty()) c.fail("the training outputs (running mean and variance) are not supported");
