@@ -229,3 +229,121 @@ def test_pytorch_resnet18_imports_matches_and_trains(tmp_path):
         trainer.train_minibatch({z.arguments[0]: data, label: lab})
         losses.append(trainer.previous_minibatch_loss_average)
     assert losses[-1] < losses[0], losses
+
+
+# ------------------------------------------------------- criteria, one-map kernels, BN
+
+def _export_to_runtime(tmp_path, z, feeds, opset=None):
+    """z exported runs in ONNX Runtime as it evaluates here (the file passes the full check)."""
+    path = str(tmp_path / 'c.onnx')
+    z.save(path, format=C.ModelFormat.ONNX, **({'opset': opset} if opset else {}))
+    onnx.checker.check_model(onnx.load(path), full_check=True)
+    sess = ort.InferenceSession(path)
+    got = sess.run(None, {i.name: feeds[a] for i, a in zip(sess.get_inputs(), z.arguments)})[0]
+    want = np.asarray(z.eval(feeds))
+    np.testing.assert_allclose(got, want.reshape(got.shape), rtol=1e-5, atol=1e-5)
+    return got
+
+
+@pytest.mark.parametrize('opset', [11, 17, 18])
+def test_criteria_export_as_subgraphs(tmp_path, opset):
+    r = np.random.RandomState(11)
+    z, t = C.input_variable(6, name='z'), C.input_variable(6, name='t')
+    zd = r.randn(5, 6).astype(np.float32)
+    zd[4, 1] = zd[4, 3] = zd[4].max() + 1  # a tie: the first maximum counts
+    td = np.eye(6, dtype=np.float32)[[0, 3, 2, 5, 3]]
+    feeds = {z: zd, t: td}
+    ce = _export_to_runtime(tmp_path, C.cross_entropy_with_softmax(z, t), feeds, opset)
+    lse = np.log(np.exp(zd).sum(axis=1))
+    np.testing.assert_allclose(ce.reshape(-1), lse - (zd * td).sum(axis=1), rtol=1e-5)
+    err = _export_to_runtime(tmp_path, C.classification_error(z, t), feeds, opset)
+    np.testing.assert_array_equal(err.reshape(-1), (zd.argmax(axis=1) != td.argmax(axis=1)).astype(np.float32))
+    assert err[4] == 1  # the label's score ties the first maximum but comes later
+    _export_to_runtime(tmp_path, C.classification_error(z, t, topN=3), feeds, opset)
+    # A soft target over axis 0 of a (3, 4) sample.
+    z2, t2 = C.input_variable((3, 4), name='z2'), C.input_variable((3, 4), name='t2')
+    _export_to_runtime(tmp_path, C.cross_entropy_with_softmax(z2, t2, axis=0),
+                       {z2: r.randn(2, 3, 4).astype(np.float32), t2: r.rand(2, 3, 4).astype(np.float32)}, opset)
+
+
+def test_binary_cross_entropy_exports_finite_at_saturation(tmp_path):
+    p, y = C.input_variable(4, name='p'), C.input_variable(4, name='y')
+    pd = np.array([[0.2, 0.9, 0.0, 1.0], [0.5, 0.1, 0.7, 0.3]], np.float32)
+    yd = np.array([[0, 1, 0, 1], [1, 0, 1, 0]], np.float32)
+    got = _export_to_runtime(tmp_path, C.binary_cross_entropy(p, y), {p: pd, y: yd})
+    assert np.all(np.isfinite(got))
+    w = C.constant(np.array([1, 2, 3, 4], np.float32))
+    _export_to_runtime(tmp_path, C.weighted_binary_cross_entropy(p, y, w), {p: pd, y: yd})
+
+
+def test_minibatch_criteria_refuse_with_the_reason(tmp_path):
+    o, g, q = (C.input_variable(1, name=n) for n in 'ogq')
+    with pytest.raises(ValueError, match='groups of samples'):
+        C.ndcg_at_1(o, g, q).save(str(tmp_path / 'n.onnx'), format=C.ModelFormat.ONNX)
+
+
+def test_one_map_kernel_and_non_spatial_batch_normalization(tmp_path):
+    x = C.input_variable((3, 8, 9), name='x')
+    k = C.parameter((3, 3, 3), init=C.glorot_uniform(seed=5))  # (C, kH, kW): one output map
+    d = np.random.RandomState(4).rand(2, 3, 8, 9).astype(np.float32)
+    _export_and_compare(tmp_path, x, C.convolution(k, x, auto_padding=[False, True, True], strides=(1, 2)), d)
+    r = np.random.RandomState(5)
+    shape = (2, 3)
+    scale, bias, mean = (C.parameter(shape, init=r.rand(*shape).astype(np.float32)) for _ in range(3))
+    var = C.constant(r.rand(*shape).astype(np.float32) + 0.5)
+    x2 = C.input_variable(shape, name='x2')
+    z = C.batch_normalization(x2, scale, bias, mean, var, running_count=C.constant(0), spatial=False, epsilon=1e-3)
+    _export_and_compare(tmp_path, x2, z, r.rand(3, 2, 3).astype(np.float32))
+
+
+def test_hardmax_over_one_axis_reads_as_onnx_defines_it():
+    x = np.array([[1, 3, 3, 0], [5, 1, 2, 5], [0, 0, 0, 0]], np.float32)  # ties: the first maximum
+    _read_vs_reference(helper.make_node('Hardmax', ['x'], ['y'], axis=1), {'x': x}, opset=13)
+    _read_vs_reference(helper.make_node('Hardmax', ['x'], ['y'], axis=0), {'x': x}, opset=13)
+    _read_vs_reference(helper.make_node('Hardmax', ['x'], ['y'], axis=2), {'x': X4}, opset=13)
+
+
+@pytest.mark.parametrize('node,inits', [
+    (helper.make_node('InstanceNormalization', ['x', 's', 'b'], ['y'], epsilon=1e-3),
+     {'s': R.randn(4).astype(np.float32), 'b': R.randn(4).astype(np.float32)}),
+    (helper.make_node('LayerNormalization', ['x', 's', 'b'], ['y'], axis=-2),
+     {'s': R.randn(7, 6).astype(np.float32), 'b': R.randn(6).astype(np.float32)}),
+    (helper.make_node('LayerNormalization', ['x', 's'], ['y'], epsilon=1e-2), {'s': R.randn(6).astype(np.float32)}),
+    (helper.make_node('MeanVarianceNormalization', ['x'], ['y']), {}),
+    (helper.make_node('MeanVarianceNormalization', ['x'], ['y'], axes=[1, 2, 3]), {}),
+], ids=lambda v: getattr(v, 'op_type', ''))
+def test_reader_normalizations(node, inits):
+    _read_vs_reference(node, {'x': (X4 - 0.5) * 3}, opset=18, initializers=inits, runtime=True)
+
+
+def test_reader_gelu_tanh_and_exact_refused():
+    x = (X4 - 0.5) * 6
+    _read_vs_reference(helper.make_node('Gelu', ['x'], ['y'], approximate='tanh'), {'x': x}, opset=20, runtime=True)
+    with pytest.raises(ValueError, match='Erf'):
+        _read_vs_reference(helper.make_node('Gelu', ['x'], ['y']), {'x': x}, opset=20)
+
+
+def test_imported_batch_normalization_in_training_uses_the_minibatch_and_updates_the_file_statistics():
+    """docs/onnx.md: trained, an imported BatchNormalization normalizes with the minibatch's
+    statistics and moves the file's running statistics towards them (CNTK's time constant of
+    5000 samples; ONNX's momentum is not read)."""
+    r = np.random.RandomState(9)
+    s, b, m = (r.rand(4).astype(np.float32) for _ in range(3))
+    v = r.rand(4).astype(np.float32) + 0.5
+    graph = helper.make_graph(
+        [helper.make_node('BatchNormalization', ['x', 's', 'b', 'm', 'v'], ['y'], epsilon=1e-3, momentum=0.5)], 'g',
+        [helper.make_tensor_value_info('x', TensorProto.FLOAT, X4.shape)],
+        [helper.make_tensor_value_info('y', TensorProto.FLOAT, None)],
+        [onnx.numpy_helper.from_array(a, n) for n, a in zip('sbmv', (s, b, m, v))])
+    z = C.load_model(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17)]).SerializeToString(),
+                     format=C.ModelFormat.ONNX)
+    assert sorted(p.name for p in z.parameters) == ['b', 's']
+    _, out = z.forward({z.arguments[0]: X4}, keep_for_backward=set(z.outputs))
+    mu, var = X4.mean(axis=(0, 2, 3)), X4.var(axis=(0, 2, 3))
+    c = lambda a: a.reshape(1, 4, 1, 1)  # noqa: E731
+    want = (X4 - c(mu)) / np.sqrt(c(var) + 1e-3) * c(s) + c(b)
+    np.testing.assert_allclose(np.asarray(out[z.outputs[0]]).reshape(X4.shape), want, rtol=1e-4, atol=1e-5)
+    f = 1 - np.exp(-len(X4) / 5000)
+    stat = {k.name: k.value for k in z.constants if k.name in 'mv'}
+    np.testing.assert_allclose(stat['m'], f * mu + (1 - f) * m, rtol=1e-5)
+    np.testing.assert_allclose(stat['v'], f * X4.var(axis=(0, 2, 3), ddof=1) + (1 - f) * v, rtol=1e-5)
