@@ -1,5 +1,6 @@
 // ONNX elementwise ops read as the engine's elementwise primitives. ONNX broadcasts
 // right-aligned (NumPy), as the engine broadcasts static shapes.
+#include <cmath>
 #include <limits>
 
 #include "onnx/import_axes.h"
@@ -83,6 +84,40 @@ ImportFn variadic(const std::string& which) {
   };
 }
 
+// The engine keeps CNTK's guarded forms (sqrt of a negative is 0, log clips its argument at
+// 1e-37, 1/0 is 0); ONNX's are IEEE's, so the guarded ranges are selected around them.
+Variable scalar_like(ImportContext& c, const Variable& x, double v, const char* what) {
+  return Variable::constant(NDShape{}, x.dtype(), v, c.name() + "/" + what);
+}
+std::vector<Variable> sqrt_ieee(ImportContext& c) {
+  Variable x = c.input(0);
+  Variable neg = out(c.primitive("Less", {x, scalar_like(c, x, 0.0, "zero")}));
+  Variable nan = scalar_like(c, x, std::numeric_limits<double>::quiet_NaN(), "nan");
+  return {out(c.primitive("Select", {neg, nan, out(c.primitive("Sqrt", {x}))}))};
+}
+std::vector<Variable> log_ieee(ImportContext& c) {
+  Variable x = c.input(0), zero = scalar_like(c, x, 0.0, "zero");
+  Variable y = out(c.primitive("Log", {x}));
+  // Below the clip, log(x) = log(x * 2^k) - k log 2 (the scaling is exact); float16 has no
+  // values there.
+  if (x.dtype() != DataType::Float16) {
+    const int k = x.dtype() == DataType::Double ? 1000 : 100;
+    Variable scaled = out(c.primitive("ElementTimes", {x, scalar_like(c, x, std::ldexp(1.0, k), "scale")}));
+    Variable small =
+        out(c.primitive("Minus", {out(c.primitive("Log", {scaled})), scalar_like(c, x, k * std::log(2.0), "shift")}));
+    Variable below = out(c.primitive("Less", {x, scalar_like(c, x, 1e-30, "small")}));
+    y = out(c.primitive("Select", {below, small, y}));
+  }
+  Variable is_zero = out(c.primitive("Equal", {x, zero}));
+  y = out(c.primitive("Select", {is_zero, scalar_like(c, x, -std::numeric_limits<double>::infinity(), "ninf"), y}));
+  Variable neg = out(c.primitive("Less", {x, zero}));
+  return {out(c.primitive("Select", {neg, scalar_like(c, x, std::numeric_limits<double>::quiet_NaN(), "nan"), y}))};
+}
+std::vector<Variable> reciprocal_ieee(ImportContext& c) {
+  Variable x = c.input(0);
+  return {out(c.primitive("ElementDivide", {scalar_like(c, x, 1.0, "one"), x}))};
+}
+
 // Clip: bounds as attributes before opset 11, optional scalar inputs from then; absent
 // bounds are the type's extremes.
 std::vector<Variable> clip(ImportContext& c) {
@@ -106,9 +141,6 @@ void register_import_elementwise() {
                           {"Tanh", "Tanh"},
                           {"Sigmoid", "StableSigmoid"},
                           {"Exp", "Exp"},
-                          {"Log", "Log"},
-                          {"Sqrt", "Sqrt"},
-                          {"Reciprocal", "Reciprocal"},
                           {"Floor", "Floor"},
                           {"Sin", "Sin"},
                           {"Cos", "Cos"},
@@ -124,6 +156,9 @@ void register_import_elementwise() {
   for (auto [onnx, op] : {std::pair{"Add", "Plus"}, {"Sub", "Minus"}, {"Mul", "ElementTimes"}, {"Pow", "Pow"}})
     register_onnx_import(onnx, binary(op));
   register_onnx_import("Div", divide);
+  register_onnx_import("Sqrt", sqrt_ieee);
+  register_onnx_import("Log", log_ieee);
+  register_onnx_import("Reciprocal", reciprocal_ieee);
   // Ops without an engine primitive, composed: ceil(x) = -floor(-x), sign(x) = (x > 0) - (x < 0),
   // acosh(x) = log(x + sqrt(x^2 - 1)).
   register_onnx_import("Ceil", [](ImportContext& c) {
