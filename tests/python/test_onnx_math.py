@@ -382,3 +382,93 @@ def test_reader_matmul_integer():
              helper.make_node('Cast', ['q'], ['y'], to=TensorProto.FLOAT)]
     want = (a.astype(np.int32) - za[:, None]) @ (b.astype(np.int32) - zb)
     _read(nodes, {}, ['y'], initializers={'a': a, 'b': b, 'za': za, 'zb': zb}, want=[want])
+
+
+def _read_old(nodes, inputs, out_names, opset, want):
+    """A graph of an opset below 7 (no reference evaluator runs those) read here against NumPy."""
+    _read(nodes, inputs, out_names, opset=opset, want=want)
+
+
+@pytest.mark.parametrize('op,ref', [('Add', np.add), ('Sub', np.subtract), ('Mul', np.multiply),
+                                    ('Div', np.divide), ('Pow', np.power)])
+def test_reader_pre_opset_7_broadcasting(op, ref):
+    """Before opset 7, broadcast=1 aligned the right operand from `axis` of the left one (or
+    from the right without it); without broadcast=1 the shapes are equal."""
+    a = np.abs(X4) + 0.5
+    b = R.rand(3, 4).astype(np.float32) + 0.5
+    _read_old(helper.make_node(op, ['a', 'b'], ['y'], broadcast=1, axis=1), {'a': a, 'b': b}, ['y'], 6,
+              [ref(a, b[None, :, :, None])])
+    c = R.rand(5).astype(np.float32) + 0.5
+    _read_old(helper.make_node(op, ['a', 'c'], ['y'], broadcast=1), {'a': a, 'c': c}, ['y'], 6, [ref(a, c)])
+    d = b[0]
+    _read_old(helper.make_node(op, ['a', 'd'], ['y'], broadcast=1, axis=-2), {'a': a, 'd': d}, ['y'], 1,
+              [ref(a, d[:, None])])
+    _read_old(helper.make_node(op, ['a', 'e'], ['y']), {'a': a, 'e': a[::-1]}, ['y'], 6, [ref(a, a[::-1])])
+
+
+def test_reader_pre_opset_7_concat_default_axis_and_opset_1():
+    """Concat's axis was optional (1) before opset 4; every opset from 1 reads."""
+    a, b = X4, X4[:, :2] * 2
+    _read_old(helper.make_node('Concat', ['a', 'b'], ['y']), {'a': a, 'b': b}, ['y'], 1,
+              [np.concatenate([a, b], axis=1)])
+    _read_old(helper.make_node('Concat', ['a', 'b'], ['y'], axis=0), {'a': a, 'b': a}, ['y'], 1,
+              [np.concatenate([a, a], axis=0)])
+    _read_old([helper.make_node('Relu', ['a'], ['r']), helper.make_node('Sum', ['r', 'a'], ['y'])], {'a': a}, ['y'],
+              1, [np.maximum(a, 0) + a])
+
+
+def test_reader_sqrt_log_reciprocal_are_ieee():
+    """ONNX's Sqrt, Log and Reciprocal at the points where CNTK's guarded forms differ: NaN below 0,
+    -inf at log 0, exact logs of tiny values, 1/0 infinite."""
+    with np.errstate(all='ignore'):
+        for dt in (np.float32, np.float64):
+            v = np.array([[-2.0, -1e-3, 0.0, 1e-40, 3e-38, 1e-32, 0.25, 4.0]], dt)
+            for op, ref in (('Sqrt', np.sqrt), ('Log', np.log), ('Reciprocal', np.reciprocal)):
+                t = TensorProto.FLOAT if dt == np.float32 else TensorProto.DOUBLE
+                graph = helper.make_graph([helper.make_node(op, ['x'], ['y'])], 'g',
+                                          [helper.make_tensor_value_info('x', t, v.shape)],
+                                          [helper.make_tensor_value_info('y', t, v.shape)])
+                z = C.load_model(helper.make_model(graph).SerializeToString(), format=C.ModelFormat.ONNX)
+                got = np.asarray(z.eval({z.arguments[0]: v}))
+                np.testing.assert_allclose(got.reshape(v.shape), ref(v), rtol=1e-6, err_msg=op)
+
+
+def _onnx_model_tests(kind):
+    import os
+    root = os.path.join(os.path.dirname(onnx.__file__), 'backend', 'test', 'data', kind)
+    return sorted(os.path.join(root, d) for d in os.listdir(root)) if os.path.isdir(root) else []
+
+
+# Models whose failures lie in other op families' rules: PReLU with a per-channel slope
+# before opset 7 (the slope aligned to axis 1) and pooling with dilations.
+_OTHER_AREAS = {'test_PReLU_1d_multiparam', 'test_PReLU_2d_multiparam', 'test_PReLU_3d_multiparam',
+                'test_MaxPool1d_stride_padding_dilation', 'test_MaxPool2d_stride_padding_dilation'}
+
+
+@pytest.mark.parametrize('model_dir', _onnx_model_tests('pytorch-converted') + _onnx_model_tests('pytorch-operator'),
+                         ids=lambda d: d.rsplit('/', 1)[-1])
+def test_onnx_pytorch_model_tests(model_dir):
+    """ONNX's PyTorch-exported model tests (opsets 6 to 9) read by cntk.onnx_backend, compared
+    with the outputs stored beside each model as onnx.backend.test compares them."""
+    import glob
+    import os
+    import cntk.onnx_backend as backend
+    name = os.path.basename(model_dir)
+    if name in _OTHER_AREAS:
+        pytest.xfail('not read yet (another op family): ' + name)
+    model = onnx.load(os.path.join(model_dir, 'model.onnx'))
+    rep = backend.prepare(model)
+    for ds in sorted(glob.glob(os.path.join(model_dir, 'test_data_set_*'))):
+        def load(prefix):
+            out = []
+            for f in sorted(glob.glob(os.path.join(ds, prefix + '_*.pb')), key=lambda p: int(p.rsplit('_', 1)[1][:-3])):
+                t = TensorProto()
+                with open(f, 'rb') as fh:
+                    t.ParseFromString(fh.read())
+                out.append(numpy_helper.to_array(t))
+            return out
+        got = rep.run(load('input'))
+        want = load('output')
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-3, atol=1e-7)
