@@ -3,6 +3,9 @@
 // is; an operand with a static N becomes a batch axis around the op (import_batch.h).
 // Padding is always explicit (lowerPad/upperPad): ONNX's SAME_* place the odd padding
 // cell differently from CNTK's centred auto padding once strides exceed 1.
+#include <functional>
+#include <numeric>
+
 #include "onnx/import_batch.h"
 
 namespace cntk::onnx_io {
@@ -107,7 +110,19 @@ std::vector<Variable> conv(ImportContext& c, bool transpose) {
   return {y};
 }
 
-// MaxPool / AveragePool / LpPool-free pooling over the window the node gives.
+// LpPool: (sum over the window of |x|^p)^(1/p), the sum being the average with the padding
+// counted times the window's size. `pooled` pools its operand as an average with the padding.
+template <class Pooled>
+Variable lp_pool(ImportContext& c, const Variable& x, int64_t window_size, Pooled pooled) {
+  const int64_t p = c.attr_int("p", 2);
+  if (p < 1) c.fail("p must be positive, got " + std::to_string(p));
+  auto k = [&](double v) { return Variable::constant(NDArrayView::scalar(x.dtype(), v), ""); };
+  auto op = [&](const char* name, const Variable& a, const Variable& b) { return c.primitive(name, {a, b})->output(); };
+  Variable y = pooled(op("Pow", c.primitive("Abs", {x})->output(), k(double(p))));
+  return op("Pow", op("ElementTimes", y, k(double(window_size))), k(1.0 / double(p)));
+}
+
+// MaxPool / AveragePool over the window the node gives (LpPool: type -1).
 std::vector<Variable> pool(ImportContext& c, int64_t type) {
   auto kernel = c.attr_ints("kernel_shape");
   const size_t n = kernel.size();
@@ -118,6 +133,20 @@ std::vector<Variable> pool(ImportContext& c, int64_t type) {
     Window win = window_of(c, n, kernel, spatial_dims(x, n));
     for (auto d : win.dilations)
       if (d != 1) c.fail("pooling with dilations is not supported");
+    if (type < 0) {
+      const int64_t size = std::accumulate(win.kernel.begin(), win.kernel.end(), int64_t(1), std::multiplies<>());
+      return lp_pool(c, x, size, [&](const Variable& v) {
+        Dictionary a{{"poolingType", int64_t(1)},
+                     {"poolingWindowShape", NDShape(win.kernel)},
+                     {"strides", NDShape(win.strides)},
+                     {"autoPadding", flags(n, false)},
+                     {"lowerPad", NDShape(win.lo)},
+                     {"upperPad", NDShape(win.hi)},
+                     {"ceilOutDim", c.attr_int("ceil_mode", 0) != 0},
+                     {"includePad", true}};
+        return c.primitive("Pooling", {v}, std::move(a))->output();
+      });
+    }
     Dictionary a{{"poolingType", type},
                  {"poolingWindowShape", NDShape(win.kernel)},
                  {"strides", NDShape(win.strides)},
@@ -138,11 +167,17 @@ ImportFn global_pool(int64_t type) {
       if (x.shape().rank() < 2) c.fail("the operand " + x.shape().str() + " has no spatial axis");
       auto win = x.shape().dims();
       win.erase(win.begin());
-      Dictionary a{{"poolingType", type},
-                   {"poolingWindowShape", NDShape(win)},
-                   {"strides", NDShape{1}},
-                   {"autoPadding", flags(1, false)}};
-      return c.primitive("Pooling", {x}, std::move(a))->output();
+      auto global = [&](const Variable& v, int64_t t) {
+        Dictionary a{{"poolingType", t},
+                     {"poolingWindowShape", NDShape(win)},
+                     {"strides", NDShape{1}},
+                     {"autoPadding", flags(1, false)}};
+        return c.primitive("Pooling", {v}, std::move(a))->output();
+      };
+      if (type >= 0) return global(x, type);
+      const int64_t size = std::accumulate(win.begin(), win.end(), int64_t(1), std::multiplies<>());
+      if (size < 0) c.fail("GlobalLpPool over spatial axes of free size is not supported");
+      return lp_pool(c, x, size, [&](const Variable& v) { return global(v, 1); });
     });
     return std::vector<Variable>{y};
   };
@@ -157,6 +192,8 @@ void register_import_conv() {
   register_onnx_import("AveragePool", [](ImportContext& c) { return pool(c, 1); });
   register_onnx_import("GlobalMaxPool", global_pool(0));
   register_onnx_import("GlobalAveragePool", global_pool(1));
+  register_onnx_import("LpPool", [](ImportContext& c) { return pool(c, -1); });
+  register_onnx_import("GlobalLpPool", global_pool(-1));
 }
 
 }  // namespace cntk::onnx_io

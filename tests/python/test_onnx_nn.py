@@ -128,9 +128,12 @@ def test_reader_conv_transpose():
     helper.make_node('GlobalAveragePool', ['x'], ['y']),
     helper.make_node('GlobalMaxPool', ['x'], ['y']),
     helper.make_node('LRN', ['x'], ['y'], size=3, alpha=1e-2),
+    helper.make_node('LpPool', ['x'], ['y'], kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 1, 1]),
+    helper.make_node('LpPool', ['x'], ['y'], kernel_shape=[2, 2], p=3),
+    helper.make_node('GlobalLpPool', ['x'], ['y']),
 ], ids=lambda n: n.op_type)
 def test_reader_pooling_and_lrn(node):
-    _read_vs_reference(node, {'x': X4}, runtime=node.op_type == 'LRN')
+    _read_vs_reference(node, {'x': X4}, runtime=node.op_type in ('LRN', 'LpPool', 'GlobalLpPool'))
 
 
 def test_reader_batch_normalization():
