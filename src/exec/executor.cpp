@@ -195,6 +195,13 @@ NDArrayView value_to_runtime(const Variable& v, const Value& val, std::vector<in
       d = d.reshape(NDShape{1}.concat(d.shape()));
     } else if (ndyn == 2 && static_matches(v.shape(), d.shape())) {
       d = d.reshape(NDShape{1, 1}.concat(d.shape()));  // a single sample
+    } else if (const size_t extra = d.rank() - v.shape().rank();
+               ndyn == 0 && d.rank() > v.shape().rank() && extra <= 2 &&
+               d.shape().sub(0, extra) == NDShape(std::vector<int64_t>(extra, 1)) &&
+               static_matches(v.shape(), d.shape().sub(extra))) {
+      // As in CNTK, a variable without dynamic axes takes data with up to two extra leading
+      // axes of size 1 (a batch and a sequence of one).
+      d = d.reshape(d.shape().sub(extra));
     } else {
       throw ValueError("the data for " + v.str() + " has shape " + d.shape().str() + ", expected " + dims_str(v));
     }
