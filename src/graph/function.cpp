@@ -16,6 +16,10 @@ namespace cntk {
 
 namespace {
 
+// A composite's attribute listing its arguments' uids in the order arguments() gives
+// them (set by readers of formats whose inputs are ordered, such as ONNX's reader).
+constexpr const char* kArgumentOrderKey = "argumentOrder";
+
 bool has_unknown_input(const std::vector<Variable>& inputs) {
   for (auto& v : inputs) {
     if (v.shape().is_unknown()) return true;
@@ -323,7 +327,7 @@ FunctionPtr Function::primitive(const std::string& op_name, std::vector<Variable
 
 // Parameters and constants made without a data type take their op's: that of its
 // first input that is not a constant (else of its first typed input), as CNTK infers it.
-static void adopt_data_type(std::vector<Variable>& inputs) {
+static void adopt_data_type(std::vector<Variable>& inputs, const std::string& op_name) {
   DataType op_type = DataType::Unknown, first = DataType::Unknown;
   for (auto& v : inputs) {
     if (v.dtype() == DataType::Unknown) continue;
@@ -333,6 +337,15 @@ static void adopt_data_type(std::vector<Variable>& inputs) {
   if (op_type == DataType::Unknown) op_type = first;
   if (op_type == DataType::Unknown) return;
   for (auto& v : inputs) {
+    // A constant of another float type is coerced to its op's, as CNTK did when building
+    // its network (a recurrence's float32 zero state meets float16 weights). float32 with
+    // float64 is left to the ops, which compute such pairs in float64; BatchNormalization
+    // keeps float32 statistics under float16 data.
+    auto real = [](DataType t) { return t == DataType::Float || t == DataType::Double || t == DataType::Float16; };
+    const bool half = v.dtype() == DataType::Float16 || op_type == DataType::Float16;
+    if (v.is_constant() && v.dtype() != op_type && real(v.dtype()) && real(op_type) && half &&
+        op_name != "BatchNormalization")
+      v = Variable::constant(v.value().cast(op_type), v.name());
     if (v.dtype() != DataType::Unknown || !(v.is_parameter() || v.is_constant())) continue;
     VariableImpl& impl = *v.impl();
     impl.dtype = op_type;
@@ -447,7 +460,7 @@ void Function::infer_outputs() {
     }
     if (infos.empty()) throw ValueError(op_name_ + ": infer_outputs returned no outputs");
   } else {
-    adopt_data_type(inputs_);
+    adopt_data_type(inputs_, op_name_);
     InferContext ctx(op_name_, inputs_, attributes_);
     try {
       infos = op_->infer(ctx);
@@ -657,6 +670,18 @@ std::vector<Variable> Function::leaves(VariableKind kind) {
   // leaves of its whole graph.
   for (auto& v : kind_ == FunctionKind::Composite ? leaves_in_order() : inputs_)
     if (v.kind() == kind || (kind == VariableKind::Input && v.kind() == VariableKind::Placeholder)) out.push_back(v);
+  // A composite read from a file that orders its inputs (ONNX's graph inputs) keeps
+  // that order: the listed arguments first, as listed, then any others as met.
+  auto order = attributes_.find(kArgumentOrderKey);
+  if (kind == VariableKind::Input && kind_ == FunctionKind::Composite && order != attributes_.end()) {
+    std::unordered_map<std::string, size_t> rank;
+    for (const auto& uid : order->second.as_list()) rank.emplace(uid.as_string(), rank.size());
+    auto pos = [&](const Variable& v) {
+      auto it = rank.find(v.uid());
+      return it == rank.end() ? rank.size() : it->second;
+    };
+    std::stable_sort(out.begin(), out.end(), [&](const Variable& a, const Variable& b) { return pos(a) < pos(b); });
+  }
   return out;
 }
 
@@ -823,6 +848,17 @@ FunctionPtr Function::clone(CloneMethod method, const std::unordered_map<Variabl
     }
     return clone->replace_placeholders(bind);
   };
+  // The clone lists its arguments as this function does (their clones' uids).
+  auto keep_argument_order = [&](FunctionPtr clone) {
+    if (!attributes_.count(kArgumentOrderKey)) return clone;
+    DictValue::List uids;
+    for (const auto& a : arguments()) {
+      auto it = mapped.find(a.get());
+      uids.push_back(DictValue(it == mapped.end() ? a.uid() : it->second.uid()));
+    }
+    clone->attributes_[kArgumentOrderKey] = std::move(uids);
+    return clone;
+  };
   FunctionPtr root = root_function();
   FunctionPtr new_root;
   if (root->outputs_alias_inputs_) {
@@ -836,7 +872,7 @@ FunctionPtr Function::clone(CloneMethod method, const std::unordered_map<Variabl
       else
         outs.push_back(map_leaf(in));
     }
-    return close_loops(combine(outs, name_));
+    return keep_argument_order(close_loops(combine(outs, name_)));
   }
   // A substitute for the root's output is the clone itself (CNTK does not clone past
   // a substitution, so the substitute's own graph is kept as it is).
@@ -849,7 +885,7 @@ FunctionPtr Function::clone(CloneMethod method, const std::unordered_map<Variabl
     }
   }
   new_root = clone_fn(root);
-  return close_loops(composite(new_root, name_));
+  return keep_argument_order(close_loops(composite(new_root, name_)));
 }
 
 }  // namespace cntk

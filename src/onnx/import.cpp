@@ -194,6 +194,12 @@ class Reader final : public ImportContext {
     if (outs.empty()) throw ValueError("ONNX import: " + source_ + " has no graph outputs");
     FunctionPtr f = outs.size() == 1 && outs[0].is_output() ? Function::composite(outs[0].owner(), g.name())
                                                             : Function::combine(outs, g.name());
+    // The function's arguments keep the order of the graph's inputs (callers index them).
+    DictValue::List order;
+    for (const auto& vi : g.input())
+      if (auto it = values_.find(vi.name()); it != values_.end() && it->second.is_input())
+        order.push_back(DictValue(it->second.uid()));
+    f->mutable_attributes()["argumentOrder"] = std::move(order);
     return f;
   }
 

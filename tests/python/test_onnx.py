@@ -221,3 +221,24 @@ def test_a_tensor_whose_shape_claims_more_values_than_it_holds_is_refused_before
                           [vi('x', TensorProto.FLOAT, [1])], [vi('y', TensorProto.FLOAT, None)], [big])
     with pytest.raises(ValueError, match="initializer 'c'.*holds 0 values"):
         C.load_model(helper.make_model(g).SerializeToString(), format=C.ModelFormat.ONNX)
+
+
+def test_the_arguments_keep_the_order_of_the_graph_inputs(tmp_path):
+    # Callers (CNTK 2.7's ONNX adapter among them) feed inputs by position in the graph's input list.
+    from onnx import helper, TensorProto
+    vi = helper.make_tensor_value_info
+    data = _graph_bytes([helper.make_node('Sub', ['a', 'b'], ['y'])],
+                        [vi('b', TensorProto.FLOAT, [2]), vi('a', TensorProto.FLOAT, [2])],
+                        [vi('y', TensorProto.FLOAT, [2])])
+    z = C.load_model(data, format=C.ModelFormat.ONNX)
+    assert [a.name for a in z.arguments] == ['b', 'a']
+    b, a = np.array([10, 20], np.float32), np.array([1, 5], np.float32)
+    np.testing.assert_allclose(z.eval({z.arguments[0]: b, z.arguments[1]: a}), a - b)
+    for f in (z.clone(C.CloneMethod.share), z.clone(C.CloneMethod.clone)):
+        assert [x.name for x in f.arguments] == ['b', 'a']
+    z.save(str(tmp_path / 'again.onnx'), format=C.ModelFormat.ONNX)
+    import onnx
+    assert [i.name for i in onnx.load(str(tmp_path / 'again.onnx')).graph.input] == ['b', 'a']
+    # A plain composite still lists its arguments depth first.
+    x, w = C.input_variable(2, name='x'), C.input_variable(2, name='w')
+    assert [v.name for v in (x - w).arguments] == ['x', 'w']
