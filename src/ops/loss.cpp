@@ -1016,7 +1016,12 @@ void logistic_onnx(ExportContext& c) {
   const std::string zero = c.constant_f(0, dt), one = c.constant_f(1, dt);
   auto term = [&](const std::string& weight, const std::string& prob, const std::string& absent) {
     const std::string v = c.node1("Mul", {weight, c.node1("Log", {prob})});
-    return c.node1("Where", {c.node1("Equal", {t, absent}), zero, v});
+    // Equal takes floats from opset 11; before, neither less nor greater.
+    const std::string same =
+        c.opset() >= 11
+            ? c.node1("Equal", {t, absent})
+            : c.node1("Not", {c.node1("Or", {c.node1("Less", {t, absent}), c.node1("Greater", {t, absent})})});
+    return c.node1("Where", {same, zero, v});
   };
   std::string v = c.node1("Add", {term(t, p, zero), term(c.node1("Sub", {one, t}), c.node1("Sub", {one, p}), one)});
   if (c.num_inputs() == 3) v = c.node1("Mul", {v, c.aligned(2, rank)});

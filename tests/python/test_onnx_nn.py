@@ -269,14 +269,15 @@ def test_criteria_export_as_subgraphs(tmp_path, opset):
                        {z2: r.randn(2, 3, 4).astype(np.float32), t2: r.rand(2, 3, 4).astype(np.float32)}, opset)
 
 
-def test_binary_cross_entropy_exports_finite_at_saturation(tmp_path):
+@pytest.mark.parametrize('opset', [9, 17])
+def test_binary_cross_entropy_exports_finite_at_saturation(tmp_path, opset):
     p, y = C.input_variable(4, name='p'), C.input_variable(4, name='y')
     pd = np.array([[0.2, 0.9, 0.0, 1.0], [0.5, 0.1, 0.7, 0.3]], np.float32)
     yd = np.array([[0, 1, 0, 1], [1, 0, 1, 0]], np.float32)
-    got = _export_to_runtime(tmp_path, C.binary_cross_entropy(p, y), {p: pd, y: yd})
+    got = _export_to_runtime(tmp_path, C.binary_cross_entropy(p, y), {p: pd, y: yd}, opset)
     assert np.all(np.isfinite(got))
     w = C.constant(np.array([1, 2, 3, 4], np.float32))
-    _export_to_runtime(tmp_path, C.weighted_binary_cross_entropy(p, y, w), {p: pd, y: yd})
+    _export_to_runtime(tmp_path, C.weighted_binary_cross_entropy(p, y, w), {p: pd, y: yd}, opset)
 
 
 def test_minibatch_criteria_refuse_with_the_reason(tmp_path):
