@@ -351,3 +351,14 @@ def test_imported_batch_normalization_in_training_uses_the_minibatch_and_updates
     stat = {k.name: k.value for k in z.constants if k.name in 'mv'}
     np.testing.assert_allclose(stat['m'], f * mu + (1 - f) * m, rtol=1e-5)
     np.testing.assert_allclose(stat['v'], f * X4.var(axis=(0, 2, 3), ddof=1) + (1 - f) * v, rtol=1e-5)
+
+
+@pytest.mark.parametrize('across', [False, True])
+def test_layer_and_mean_variance_normalization_export_as_their_reductions(tmp_path, across):
+    """The catalogue has no single op for them: the blocks are written as the reductions and
+    elementwise ops they are made of, exact (epsilon added to the standard deviation, as CNTK)."""
+    x = C.input_variable((3, 5, 7), name='x')
+    d = np.random.RandomState(6).randn(2, 3, 5, 7).astype(np.float32)
+    _export_and_compare(tmp_path, x, C.mean_variance_normalization(x, use_stats_across_channels=across), d)
+    z = C.layers.LayerNormalization(initial_scale=2, initial_bias=1, epsilon=0.1 if across else 1e-5)(x)
+    _export_and_compare(tmp_path, x, z, d)
