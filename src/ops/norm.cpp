@@ -558,6 +558,21 @@ static void register_norm_onnx() {
       return c.node1("Reshape", {y, c.constant_i64(shape)}, {}, out);
     });
   });
+  // Crop -> Slice of the last two axes (the referent gives the window's size).
+  set_onnx_export("Crop", [](onnx_io::ExportContext& c) {
+    const std::vector<int64_t> o = crop_offset(c.function().attributes());
+    const NDShape out = c.output_var().shape();
+    const int64_t R = int64_t(out.rank()), w = out[size_t(R - 1)], h = out[size_t(R - 2)];
+    if (w < 0 || h < 0) c.unsupported("a crop window of free size");
+    const int64_t last = c.input_dyn(0) + R - 1;
+    const std::vector<int64_t> starts{o[1], o[0]}, ends{o[1] + h, o[0] + w}, axes{last - 1, last};
+    if (c.opset() >= 10)
+      c.node1("Slice", {c.input(0), c.constant_i64(starts), c.constant_i64(ends), c.constant_i64(axes)}, {},
+              c.output(0));
+    else
+      c.node1("Slice", {c.input(0)},
+              {onnx_io::Attr("starts", starts), onnx_io::Attr("ends", ends), onnx_io::Attr("axes", axes)}, c.output(0));
+  });
   set_onnx_export("LocalResponseNormalization", [](onnx_io::ExportContext& c) {
     std::vector<onnx_io::Attr> attrs{
         onnx_io::Attr("size", 2 * c.attr_int("depthRadius") + 1), onnx_io::Attr("bias", c.attr_double("bias")),

@@ -362,3 +362,12 @@ def test_layer_and_mean_variance_normalization_export_as_their_reductions(tmp_pa
     _export_and_compare(tmp_path, x, C.mean_variance_normalization(x, use_stats_across_channels=across), d)
     z = C.layers.LayerNormalization(initial_scale=2, initial_bias=1, epsilon=0.1 if across else 1e-5)(x)
     _export_and_compare(tmp_path, x, z, d)
+
+
+@pytest.mark.parametrize('opset', [9, 17])
+def test_crop_exports_as_slice(tmp_path, opset):
+    x = C.input_variable((2, 6, 5), name='x')
+    z = C.crop_manual(x, C.constant(np.ones((1, 3, 2), np.float32)), 2, 1)  # offsets: x (last axis), y
+    d = np.arange(2 * 2 * 6 * 5, dtype=np.float32).reshape(2, 2, 6, 5)
+    got = _export_to_runtime(tmp_path, z, {x: d}, opset)
+    np.testing.assert_array_equal(got, d[:, :, 1:4, 2:4])
