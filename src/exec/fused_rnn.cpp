@@ -669,7 +669,7 @@ bool reject(const FunctionPtr& f, const std::string& why) {
 
 }  // namespace
 
-bool match_fused_rnn(const FunctionPtr& f, const VariableUses& uses, FusedRnnMatch& m) {
+bool match_fused_rnn(const FunctionPtr& f, const VariableUses& uses, FusedRnnMatch& m, bool any_float) {
   // A candidate is any block whose first argument is a delay of its first output (the
   // step of a recurrence, whatever it is named); its wiring decides (match_cell).
   if (!f->is_block()) return false;
@@ -726,7 +726,7 @@ bool match_fused_rnn(const FunctionPtr& f, const VariableUses& uses, FusedRnnMat
   for (auto& i : inits) m.inputs.push_back(i);
   std::vector<Variable> typed = m.inputs;
   typed.push_back(h);
-  if (!all_float(typed)) return reject(f, "not float32");
+  if (!any_float && !all_float(typed)) return reject(f, "not float32");
   m.op = &fused_ops().ops.at({int(cm.cell), direction < 0});
   m.cell = cm.cell;
   m.backward = direction < 0;

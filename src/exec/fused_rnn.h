@@ -36,7 +36,8 @@ struct FusedRnnMatch {
 
 // Whether block `f` is the step of a fusable recurrence, given the graph's uses; on
 // success fills `m`: any block qualifies by its wiring, whatever its name. The fused
-// step's only output is f's first output (h).
-bool match_fused_rnn(const FunctionPtr& f, const VariableUses& uses, FusedRnnMatch& m);
+// step's only output is f's first output (h). The fused kernels compute float32 only;
+// `any_float` accepts float16/float64 steps too (the ONNX writer reads the structure).
+bool match_fused_rnn(const FunctionPtr& f, const VariableUses& uses, FusedRnnMatch& m, bool any_float = false);
 
 }  // namespace cntk

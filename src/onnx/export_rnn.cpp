@@ -140,7 +140,7 @@ std::optional<BlockClaim> claim_block_export(const FunctionPtr& block, const Fun
   }
   VariableUses uses = count_variable_uses(root, root->outputs());
   FusedRnnMatch m;
-  if (!match_fused_rnn(block, uses, m)) return std::nullopt;
+  if (!match_fused_rnn(block, uses, m, true)) return std::nullopt;
   BlockClaim claim;
   claim.inputs = m.inputs;
   const auto& args = block->block_arguments_mapping();

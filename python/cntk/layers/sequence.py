@@ -167,6 +167,12 @@ def Recurrence(step_function, go_backwards=default_override_or(False), initial_s
         raise ValueError("Recurrence: %d initial states given for a step function with %d state variables"
                          % (len(initial_state), n))
     recurrence_from = RecurrenceFrom(step_function, go_backwards, return_full_state)
+    # Data given as an initial state is a constant of the layers' data type (that of their
+    # parameters under default_options(dtype=...)): float32 zeros would meet float16 weights.
+    from ..variables import Constant, Parameter
+    dtype = get_default_override(Parameter, dtype=default_override_or(np.float32))
+    initial_state = tuple(s if isinstance(s, (_cntk.Variable, _cntk.Function)) else Constant(s, dtype=dtype)
+                          for s in initial_state)
 
     def recurrence(x):
         return recurrence_from(*(initial_state + (x,)))

@@ -20,9 +20,12 @@ FreeDimension = _cntk.FreeDimension
 
 # ----------------------------------------------------------- variables
 
-def input_variable(shape, dtype=np.float32, needs_gradient=False, is_sparse=False,
+def input_variable(shape, dtype=None, needs_gradient=False, is_sparse=False,
                    dynamic_axes=[Axis.default_batch_axis()], name=''):
     """An input variable with a batch axis (by default): data is fed for it at each call."""
+    # As in CNTK, default_options(dtype=...) also types the inputs made without one.
+    from ..default_options import get_default_override, default_override_or
+    dtype = dtype if dtype is not None else get_default_override(None, dtype=default_override_or(np.float32))
     return _make_input(shape, dtype, needs_gradient, is_sparse, list(dynamic_axes), name)
 
 

@@ -8,9 +8,12 @@ from ...axis import Axis
 from ...variables import _make_input
 
 
-def input_variable(shape, dtype=np.float32, needs_gradient=False, is_sparse=False,
+def input_variable(shape, dtype=None, needs_gradient=False, is_sparse=False,
                    sequence_axis=Axis.default_dynamic_axis(), name=''):
     """An input variable with a batch axis and a sequence axis."""
+    # As in CNTK, default_options(dtype=...) also types the inputs made without one.
+    from ...default_options import get_default_override, default_override_or
+    dtype = dtype if dtype is not None else get_default_override(None, dtype=default_override_or(np.float32))
     return _make_input(shape, dtype, needs_gradient, is_sparse, [Axis.default_batch_axis(), sequence_axis], name)
 
 
