@@ -26,6 +26,15 @@ Vars matmul(ImportContext& c, Variable a, Variable b) {
   if (ra == 0 || rb == 0) c.fail("MatMul of a scalar");
   if (b.dynamic_axes().empty() && rb <= 2)  // by one matrix (or vector): Times
     return {out(c.primitive("Times", {a, b}, {{"outputRank", int64_t(rb - 1)}}))};
+  // float16 operands multiply and sum in float32, rounded once at the end as Times rounds
+  // (float16 products rounded one by one before the sum would differ from it).
+  if (a.dtype() == DataType::Float16) {
+    auto cast = [&](const Variable& v, DataType t) {
+      return out(c.primitive("Cast", {v}, Dictionary{{"newDataType", int64_t(t)}}));
+    };
+    Vars y = matmul(c, cast(a, DataType::Float), cast(b, DataType::Float));
+    return {cast(y[0], DataType::Float16)};
+  }
   // a [.., M, K] -> [.., M, K, 1]; b [.., K, N] -> [.., 1, K, N]; sum over K.
   Variable a3 = ra == 1 ? insert_axis(c, a, 0) : a, b3 = rb == 1 ? insert_axis(c, b, 1) : b;
   a3 = insert_axis(c, a3, a3.shape().rank());
