@@ -380,6 +380,11 @@ void softmax_onnx(onnx_io::ExportContext& c, const std::string& op) {
 }
 
 void register_nn_onnx() {
+  // Cast: ONNX's Cast to the target's float type.
+  set_onnx_export("Cast", [](onnx_io::ExportContext& c) {
+    const auto to = onnx_io::elem_type_of(static_cast<DataType>(c.attr_int("newDataType")));
+    c.node1("Cast", {c.input(0)}, {onnx_io::Attr("to", int64_t(to))}, c.output(0));
+  });
   set_onnx_export("Softmax", [](onnx_io::ExportContext& c) { softmax_onnx(c, "Softmax"); });
   set_onnx_export("LogSoftmax", [](onnx_io::ExportContext& c) { softmax_onnx(c, "LogSoftmax"); });
   set_onnx_export("Hardmax", [](onnx_io::ExportContext& c) { whole_sample_onnx(c, "Hardmax"); });
