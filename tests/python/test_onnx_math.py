@@ -472,3 +472,43 @@ def test_onnx_pytorch_model_tests(model_dir):
         assert len(got) == len(want)
         for g, w in zip(got, want):
             np.testing.assert_allclose(np.asarray(g), w, rtol=1e-3, atol=1e-7)
+
+
+def test_float16_batched_matmul_rounds_once_and_writes_again(tmp_path):
+    """A MatMul of two float16 variables sums its products in float32, rounding once (as the
+    engine's float16 Times); the read model, Casts included, is written and read again."""
+    r = np.random.RandomState(1)
+    a = r.rand(6, 3, 4).astype(np.float16)
+    b = r.rand(6, 4, 5).astype(np.float16)
+    graph = helper.make_graph([helper.make_node('MatMul', ['a', 'b'], ['y'])], 'g',
+                              [helper.make_tensor_value_info('a', TensorProto.FLOAT16, a.shape),
+                               helper.make_tensor_value_info('b', TensorProto.FLOAT16, b.shape)],
+                              [helper.make_tensor_value_info('y', TensorProto.FLOAT16, None)])
+    want = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float16)
+    z = C.load_model(helper.make_model(graph).SerializeToString(), format=C.ModelFormat.ONNX)
+    got = np.asarray(z.eval({v: (a if v.name == 'a' else b) for v in z.arguments}))
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, want)
+    path = str(tmp_path / 'again.onnx')
+    z.save(path, format=C.ModelFormat.ONNX)
+    session = ort.InferenceSession(path)
+    assert session.run(None, {'a': a, 'b': b})[0].dtype == np.float16
+    z2 = C.Function.load(path, format=C.ModelFormat.ONNX)
+    np.testing.assert_array_equal(np.asarray(z2.eval({v: (a if v.name == 'a' else b) for v in z2.arguments})), want)
+
+
+def test_a_read_model_takes_data_with_leading_axes_of_one(tmp_path):
+    """CNTK's round trips feed a read model (static inputs, no dynamic axes) the original's
+    batch-of-one data with an extra leading 1; up to two such axes are taken, as CNTK took them."""
+    x = C.input_variable((3, 2), name='x')
+    path = str(tmp_path / 'r.onnx')
+    C.reshape(x, (2, 3)).save(path, format=C.ModelFormat.ONNX)
+    z = C.Function.load(path, format=C.ModelFormat.ONNX)
+    assert z.arguments[0].shape == (1, 3, 2) and not z.arguments[0].dynamic_axes
+    d = np.arange(6, dtype=np.float32).reshape(1, 3, 2)
+    for fed in (d, d[None], d[None, None]):
+        np.testing.assert_array_equal(np.asarray(z.eval({z.arguments[0]: fed})).reshape(1, 2, 3), d.reshape(1, 2, 3))
+    with pytest.raises(ValueError):
+        z.eval({z.arguments[0]: d[None, None, None]})  # three extra axes
+    with pytest.raises(ValueError):
+        z.eval({z.arguments[0]: np.concatenate([d[None]] * 2)})  # an extra axis of 2
