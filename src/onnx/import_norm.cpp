@@ -2,6 +2,9 @@
 // statistics given become the running statistics) and LRN as the engine's ops;
 // InstanceNormalization, LayerNormalization and MeanVarianceNormalization as compositions of
 // reductions and elementwise ops (the engine has no single op for them).
+#include <cmath>
+#include <limits>
+
 #include "onnx/import_axes.h"
 #include "onnx/import_batch.h"
 
@@ -98,6 +101,15 @@ void register_import_norm() {
     // A positive count: the given statistics hold (the engine ignores a zero count's).
     Variable count = Variable::constant(NDArrayView::scalar(scale.dtype(), 1.0), "");
     Dictionary a{{"spatial", spatial}, {"epsilon", double(c.attr_float("epsilon", 1e-5f))}};
+    // Trained, ONNX's running statistics keep `momentum` of themselves per minibatch; the
+    // engine keeps exp(-N / T) for N samples. Where the file fixes N, T = -N / ln(momentum)
+    // gives ONNX's update; otherwise CNTK's default time constant holds (docs/onnx.md).
+    const Variable& x0 = c.input(0);
+    const double momentum = c.attr_float("momentum", 0.9f);
+    if (x0.dynamic_axes().empty() && x0.shape().rank() > 0 && x0.shape()[0] > 0 && momentum >= 0 && momentum <= 1)
+      a["normalizationTimeConstant"] = momentum == 0   ? 0.0
+                                       : momentum == 1 ? std::numeric_limits<double>::infinity()
+                                                       : -double(x0.shape()[0]) / std::log(momentum);
     Variable y = over_batch(c, 0, [&](const Variable& x) {
       if (!spatial) {
         // One statistic per element of the sample: the parameters have the sample's shape.

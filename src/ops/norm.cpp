@@ -547,12 +547,16 @@ static void register_norm_onnx() {
           c.unsupported("non-spatial statistics of another size than the sample");
       for (auto& p : params) p = c.node1("Reshape", {p, c.constant_i64({-1})});
     }
-    const onnx_io::Attr eps("epsilon", c.attr_double("epsilon"));
+    // ONNX's momentum per sample (the batch size 1 the file records): exp(-1 / T) keeps the
+    // engine's time constant T when the file is read back (import_norm.cpp).
+    std::vector<onnx_io::Attr> attrs{onnx_io::Attr("epsilon", c.attr_double("epsilon"))};
+    const double T = c.attr_double("normalizationTimeConstant");
+    if (T >= 0) attrs.emplace_back("momentum", T == 0 ? 0.0 : std::exp(-1.0 / T));
     onnx_io::over_batch_export(c, kData, [&](const std::string& x, const std::string& out) {
       std::vector<std::string> in{spatial ? x : c.node1("Flatten", {x}, {onnx_io::Attr("axis", int64_t(1))})};
       in.insert(in.end(), params.begin(), params.end());
-      if (spatial) return c.node1("BatchNormalization", in, {eps}, out);
-      std::string y = c.node1("BatchNormalization", in, {eps});
+      if (spatial) return c.node1("BatchNormalization", in, attrs, out);
+      std::string y = c.node1("BatchNormalization", in, attrs);
       std::vector<int64_t> shape{-1};  // N stays as free as it was
       for (auto d : c.input_var(kData).shape().dims()) shape.push_back(d);
       return c.node1("Reshape", {y, c.constant_i64(shape)}, {}, out);

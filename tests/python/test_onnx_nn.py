@@ -329,8 +329,8 @@ def test_reader_gelu_tanh_and_exact_refused():
 
 def test_imported_batch_normalization_in_training_uses_the_minibatch_and_updates_the_file_statistics():
     """docs/onnx.md: trained, an imported BatchNormalization normalizes with the minibatch's
-    statistics and moves the file's running statistics towards them (CNTK's time constant of
-    5000 samples; ONNX's momentum is not read)."""
+    statistics and moves the file's running statistics towards them as ONNX's momentum says
+    (the file fixes N here)."""
     r = np.random.RandomState(9)
     s, b, m = (r.rand(4).astype(np.float32) for _ in range(3))
     v = r.rand(4).astype(np.float32) + 0.5
@@ -347,7 +347,7 @@ def test_imported_batch_normalization_in_training_uses_the_minibatch_and_updates
     c = lambda a: a.reshape(1, 4, 1, 1)  # noqa: E731
     want = (X4 - c(mu)) / np.sqrt(c(var) + 1e-3) * c(s) + c(b)
     np.testing.assert_allclose(np.asarray(out[z.outputs[0]]).reshape(X4.shape), want, rtol=1e-4, atol=1e-5)
-    f = 1 - np.exp(-len(X4) / 5000)
+    f = 1 - 0.5  # momentum 0.5: half the minibatch's statistics
     stat = {k.name: k.value for k in z.constants if k.name in 'mv'}
     np.testing.assert_allclose(stat['m'], f * mu + (1 - f) * m, rtol=1e-5)
     np.testing.assert_allclose(stat['v'], f * X4.var(axis=(0, 2, 3), ddof=1) + (1 - f) * v, rtol=1e-5)
@@ -371,3 +371,18 @@ def test_crop_exports_as_slice(tmp_path, opset):
     d = np.arange(2 * 2 * 6 * 5, dtype=np.float32).reshape(2, 2, 6, 5)
     got = _export_to_runtime(tmp_path, z, {x: d}, opset)
     np.testing.assert_array_equal(got, d[:, :, 1:4, 2:4])
+
+
+def test_batch_normalization_time_constant_survives_the_round_trip(tmp_path):
+    """The writer's momentum exp(-1/T) for the file's batch of 1 reads back as T."""
+    x = C.input_variable((3, 4, 4), name='x')
+    z = C.layers.BatchNormalization(map_rank=1, normalization_time_constant=100)(x)
+    path = str(tmp_path / 'bn.onnx')
+    z.save(path, format=C.ModelFormat.ONNX)
+    momentum = [a.f for n in onnx.load(path).graph.node for a in n.attribute if a.name == 'momentum']
+    np.testing.assert_allclose(momentum, [np.exp(-1 / 100)], rtol=1e-6)
+    nodes = []
+    C.logging.graph.depth_first_search(C.Function.load(path, format=C.ModelFormat.ONNX),
+                                       lambda n: nodes.append(n) or True)
+    T = [n.attributes['normalizationTimeConstant'] for n in nodes if getattr(n, 'op_name', '') == 'BatchNormalization']
+    np.testing.assert_allclose(T, [100], rtol=1e-5)
