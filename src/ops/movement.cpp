@@ -1057,6 +1057,22 @@ void export_gather(ExportContext& c) {
   c.node1("Transpose", {y}, {Attr("perm", perm64(back))}, c.output(0));
 }
 
+// Squeeze as ONNX's Squeeze of the dropped axes: unlike a Reshape it keeps any number of
+// free dimensions (a read recurrence's output squeezes its direction axis over the free
+// Sequence dimension).
+void export_squeeze(ExportContext& c) {
+  const std::vector<bool> drop = squeezed_axes(c.input_var(0).shape(), c.function().attributes(), at_export(c));
+  std::vector<int64_t> axes;
+  for (size_t k = 0; k < drop.size(); ++k)
+    if (drop[k]) axes.push_back(int64_t(c.input_dyn(0)) + int64_t(k));
+  if (axes.empty())
+    c.node1("Identity", {c.input(0)}, {}, c.output(0));
+  else if (c.opset() >= 13)
+    c.node1("Squeeze", {c.input(0), c.constant_i64(axes)}, {}, c.output(0));
+  else
+    c.node1("Squeeze", {c.input(0)}, {Attr("axes", axes)}, c.output(0));
+}
+
 void export_one_hot(ExportContext& c) {
   const Dictionary& a = c.function().attributes();
   const size_t k = one_hot_axis(c.input_var(0).shape().rank(), a, at_export(c));
@@ -1071,7 +1087,7 @@ void export_one_hot(ExportContext& c) {
 
 void register_movement_onnx() {
   set_onnx_export("Reshape", export_reshape);
-  set_onnx_export("Squeeze", export_reshape);
+  set_onnx_export("Squeeze", export_squeeze);
   set_onnx_export("Slice", export_slice);
   set_onnx_export("Splice", export_splice);
   set_onnx_export("TransposeAxes", export_transpose);
