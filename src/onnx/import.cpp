@@ -192,6 +192,19 @@ class Reader final : public ImportContext {
       outs.push_back(it->second);
     }
     if (outs.empty()) throw ValueError("ONNX import: " + source_ + " has no graph outputs");
+    // Graph inputs no output reads (Shape, Size, CastLike's target: their values fold away)
+    // stay arguments, so the function takes the inputs the graph lists.
+    std::vector<Variable> read_by_outputs = Function::combine(outs)->arguments(), unread;
+    for (const auto& vi : g.input())
+      if (auto it = values_.find(vi.name());
+          it != values_.end() && it->second.is_input() &&
+          std::find(read_by_outputs.begin(), read_by_outputs.end(), it->second) == read_by_outputs.end() &&
+          std::find(unread.begin(), unread.end(), it->second) == unread.end())
+        unread.push_back(it->second);
+    if (!unread.empty()) {
+      unread.insert(unread.begin(), outs[0]);
+      outs[0] = Function::primitive("DependsOn", unread, {}, g.output(0).name())->output();
+    }
     FunctionPtr f = outs.size() == 1 && outs[0].is_output() ? Function::composite(outs[0].owner(), g.name())
                                                             : Function::combine(outs, g.name());
     // The function's arguments keep the order of the graph's inputs (callers index them).

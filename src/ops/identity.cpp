@@ -40,6 +40,25 @@ void register_identity_ops() {
     register_op(std::move(d));
     set_onnx_export(name, onnx_io::export_as("Identity"));
   }
+
+  // Its first input, unchanged; the others are read only so that they stay arguments of the
+  // graph (an ONNX model's inputs that no output depends on: callers still feed them).
+  OpDef dep;
+  dep.name = "DependsOn";
+  dep.inputs = {{"x"}, {"dependencies", Gradient::Zero, true}};
+  dep.sparse_inputs = true;
+  dep.own_input_types = true;
+  dep.infer = [](InferContext& ctx) {
+    auto out = ctx.one(ctx.shape(0));
+    out[0].dtype = ctx.dtype(0);
+    out[0].dynamic_axes = ctx.input(0).dynamic_axes();
+    out[0].is_sparse = ctx.input(0).is_sparse();
+    return out;
+  };
+  dep.forward = [](ComputeContext& ctx) { return std::vector<NDArrayView>{ctx.inputs[0]}; };
+  dep.backward = [](ComputeContext& ctx, size_t) { return ctx.grad_outputs[0]; };
+  register_op(std::move(dep));
+  set_onnx_export("DependsOn", [](onnx_io::ExportContext& c) { c.node1("Identity", {c.input(0)}, {}, c.output(0)); });
 }
 
 }  // namespace cntk

@@ -242,3 +242,30 @@ def test_the_arguments_keep_the_order_of_the_graph_inputs(tmp_path):
     # A plain composite still lists its arguments depth first.
     x, w = C.input_variable(2, name='x'), C.input_variable(2, name='w')
     assert [v.name for v in (x - w).arguments] == ['x', 'w']
+
+
+def test_graph_inputs_that_fold_away_stay_arguments(tmp_path):
+    # Shape's output is known from the input's static shape and CastLike reads only its target's
+    # type, yet the model still takes every graph input, in order, as ONNX Runtime does.
+    from onnx import helper, TensorProto
+    vi = helper.make_tensor_value_info
+    data = _graph_bytes([helper.make_node('Shape', ['x'], ['s']), helper.make_node('CastLike', ['s', 'like'], ['y'])],
+                        [vi('x', TensorProto.FLOAT, [2, 3]), vi('like', TensorProto.FLOAT, [1])],
+                        [vi('y', TensorProto.FLOAT, [2])])
+    z = C.load_model(data, format=C.ModelFormat.ONNX)
+    assert [a.name for a in z.arguments] == ['x', 'like']
+    feed = {z.arguments[0]: np.zeros((2, 3), np.float32), z.arguments[1]: np.zeros(1, np.float32)}
+    np.testing.assert_array_equal(z.eval(feed), [2, 3])
+    z.save(str(tmp_path / 'm.model'))
+    back = C.load_model(str(tmp_path / 'm.model'))
+    assert [a.name for a in back.arguments] == ['x', 'like']
+    np.testing.assert_array_equal(back.eval({back.arguments[0]: feed[z.arguments[0]],
+                                             back.arguments[1]: feed[z.arguments[1]]}), [2, 3])
+    z.save(str(tmp_path / 'm.onnx'), format=C.ModelFormat.ONNX)
+    import onnx
+    import onnxruntime as ort
+    m = onnx.load(str(tmp_path / 'm.onnx'))
+    onnx.checker.check_model(m, full_check=True)
+    assert [i.name for i in m.graph.input] == ['x', 'like']
+    sess = ort.InferenceSession(str(tmp_path / 'm.onnx'), providers=['CPUExecutionProvider'])
+    np.testing.assert_array_equal(sess.run(None, {'x': feed[z.arguments[0]], 'like': feed[z.arguments[1]]})[0], [2, 3])
