@@ -471,6 +471,15 @@ def pass_(rng):
     return Built(prim('Pass', [x], {}, ''), {x: d}, d)
 
 
+@case('DependsOn', (RULE, ZERO), variadic=True)
+def depends_on(rng):
+    # The ONNX reader's: graph inputs no output reads stay arguments through it.
+    from cntk.ops._prim import prim
+    x, y = f64_input(3), f64_input(2)
+    d, e = rng.standard_normal((2, 3)), rng.standard_normal((2, 2))
+    return Built(prim('DependsOn', [x, y], {}, ''), {x: d, y: e}, d)
+
+
 @case('Combine', (RULE,), variadic=True)
 def combine(rng):
     x = f64_input(3)
