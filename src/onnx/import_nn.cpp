@@ -26,7 +26,11 @@ ImportFn softmax(const std::string& op, bool coerced) {
     if (op == "Hardmax") {
       // The engine's Hardmax takes the whole sample; over one axis it is the one-hot of the
       // first maximum's index along it.
-      if (coerced ? s == 0 : srank == 1) return one(c.primitive("Hardmax", {x}));
+      // Over the last axis with only axes of size 1 before it (the writer's flattened form) it
+      // is the whole sample's too.
+      bool whole = coerced ? s == 0 : s == srank - 1;
+      for (int64_t i = 0; i < s && whole && !coerced; ++i) whole = x.shape()[size_t(i)] == 1;
+      if (whole) return one(c.primitive("Hardmax", {x}));
       if (coerced && s != srank - 1) c.fail("coerced Hardmax over several axes is not supported");
       const int64_t n = x.shape()[size_t(s)];
       if (n < 0) c.fail("Hardmax over an axis of free size is not supported");
