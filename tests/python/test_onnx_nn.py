@@ -1,5 +1,6 @@
 """ONNX forms and reader rules of the NN ops: convolution, pooling, normalization, the softmax
-family, activations with attributes, dropout; and a PyTorch ResNet-18 read and trained."""
+family, activations with attributes, dropout, the criteria; and a PyTorch ResNet-18 read and
+trained."""
 import numpy as np
 import pytest
 
