@@ -338,14 +338,18 @@ static void adopt_data_type(std::vector<Variable>& inputs, const std::string& op
   if (op_type == DataType::Unknown) return;
   for (auto& v : inputs) {
     // A constant of another float type is coerced to its op's, as CNTK did when building
-    // its network (a recurrence's float32 zero state meets float16 weights). float32 with
-    // float64 is left to the ops, which compute such pairs in float64; BatchNormalization
-    // keeps float32 statistics under float16 data.
+    // its network (a layer's float32 scalar meets float16 weights). In place: a block lists
+    // the constants of its inside as its own inputs. float32 with float64 is left to the ops,
+    // which compute such pairs in float64; BatchNormalization keeps float32 statistics
+    // under float16 data.
     auto real = [](DataType t) { return t == DataType::Float || t == DataType::Double || t == DataType::Float16; };
     const bool half = v.dtype() == DataType::Float16 || op_type == DataType::Float16;
     if (v.is_constant() && v.dtype() != op_type && real(v.dtype()) && real(op_type) && half &&
-        op_name != "BatchNormalization")
-      v = Variable::constant(v.value().cast(op_type), v.name());
+        op_name != "BatchNormalization") {
+      VariableImpl& impl = *v.impl();
+      if (impl.value.defined()) impl.value = impl.value.cast(op_type);
+      impl.dtype = op_type;
+    }
     if (v.dtype() != DataType::Unknown || !(v.is_parameter() || v.is_constant())) continue;
     VariableImpl& impl = *v.impl();
     impl.dtype = op_type;

@@ -114,6 +114,13 @@ bool continued(const std::vector<char>* continues, int64_t b) {
   return continues && b < int64_t(continues->size()) && (*continues)[size_t(b)];
 }
 
+// Delaying only moves rows: float16 rows (a float16 loop's buffers) move as 16-bit words.
+template <class F>
+void dispatch_rows(DataType t, F&& f) {
+  if (t == DataType::Float16) return f(uint16_t{});
+  CNTK_DISPATCH_FLOAT(t, T, [&] { f(T{}); });
+}
+
 template <class T>
 void forward_rows(const DelaySpec& d, const T* x, const T* init, int64_t K, const std::vector<int64_t>& lengths,
                   int64_t TT, int64_t B, int64_t R, int64_t t0, int64_t t1, T* out, const T* carry,
@@ -259,7 +266,8 @@ void delay_carry_out(Function& f, const NDArrayView& x, const NDArrayView& init_
   const int64_t K = init_rows.numel() / std::max<int64_t>(B * R, 1);
   auto next = std::make_shared<DelayCarry>();
   next->rows = NDArrayView(x.dtype(), NDShape{d.offset, B}.concat(x.shape().sub(2)));
-  CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] {
+  dispatch_rows(x.dtype(), [&](auto word) {
+    using T = decltype(word);
     const T* xs = x.data<T>();
     const T* init = init_rows.data<T>();
     NDArrayView prev_rows = previous ? previous->rows : NDArrayView();
@@ -282,7 +290,10 @@ DelayLoopStep::DelayLoopStep(const ComputeContext& ctx, const NDShape& item_shap
                              const std::vector<int64_t>& lengths, const std::vector<char>* continues)
     : fn_(*ctx.fn), spec_(delay_spec(*ctx.fn)), lengths_(lengths), continues_(continues) {
   const int64_t B = int64_t(lengths.size());
+  // In the loop buffer's type: a float16 loop keeps float16 values, while its steps (the
+  // initial state's included) compute in float32.
   init_rows_ = delay_initial_rows(ctx, item_shape, B);
+  if (init_rows_.dtype() != dtype) init_rows_ = init_rows_.cast(dtype);
   carry_ = delay_carry_in(fn_, continues, B, item_shape, dtype);
 }
 
@@ -333,7 +344,8 @@ void delay_forward_steps(const DelaySpec& d, const NDArrayView& x, const NDArray
   if (carry && (carry->rows.dtype() != out.dtype() || carry->rows.numel() != d.offset * B * R))
     throw Error("delay: the carried state " + carry->rows.shape().str() + " does not fit the output " +
                 out.shape().str());
-  CNTK_DISPATCH_FLOAT(out.dtype(), T, [&] {
+  dispatch_rows(out.dtype(), [&](auto word) {
+    using T = decltype(word);
     NDArrayView rows = carry ? carry->rows : NDArrayView();
     forward_rows<T>(d, x.data<T>(), init.data<T>(), K, lengths, TT, B, R, t0, t1, out.data<T>(),
                     carry ? rows.data<T>() : nullptr, continues);
