@@ -38,6 +38,10 @@ inline std::vector<Variable> keep_type(ImportContext& c, size_t i, std::vector<V
   return outs;
 }
 
+// ONNX's (IEEE) natural log of x: NaN below 0, -inf at 0, exact below the engine's clip
+// (import_elementwise.cpp).
+Variable ieee_log(ImportContext& c, const Variable& x);
+
 inline DictValue axis_list(const std::vector<int64_t>& axes) {
   DictValue::List l;
   for (int64_t a : axes) l.emplace_back(Axis(int(a)));

@@ -95,24 +95,7 @@ std::vector<Variable> sqrt_ieee(ImportContext& c) {
   Variable nan = scalar_like(c, x, std::numeric_limits<double>::quiet_NaN(), "nan");
   return {out(c.primitive("Select", {neg, nan, out(c.primitive("Sqrt", {x}))}))};
 }
-std::vector<Variable> log_ieee(ImportContext& c) {
-  Variable x = c.input(0), zero = scalar_like(c, x, 0.0, "zero");
-  Variable y = out(c.primitive("Log", {x}));
-  // Below the clip, log(x) = log(x * 2^k) - k log 2 (the scaling is exact); float16 has no
-  // values there.
-  if (x.dtype() != DataType::Float16) {
-    const int k = x.dtype() == DataType::Double ? 1000 : 100;
-    Variable scaled = out(c.primitive("ElementTimes", {x, scalar_like(c, x, std::ldexp(1.0, k), "scale")}));
-    Variable small =
-        out(c.primitive("Minus", {out(c.primitive("Log", {scaled})), scalar_like(c, x, k * std::log(2.0), "shift")}));
-    Variable below = out(c.primitive("Less", {x, scalar_like(c, x, 1e-30, "small")}));
-    y = out(c.primitive("Select", {below, small, y}));
-  }
-  Variable is_zero = out(c.primitive("Equal", {x, zero}));
-  y = out(c.primitive("Select", {is_zero, scalar_like(c, x, -std::numeric_limits<double>::infinity(), "ninf"), y}));
-  Variable neg = out(c.primitive("Less", {x, zero}));
-  return {out(c.primitive("Select", {neg, scalar_like(c, x, std::numeric_limits<double>::quiet_NaN(), "nan"), y}))};
-}
+std::vector<Variable> log_ieee(ImportContext& c) { return {ieee_log(c, c.input(0))}; }
 std::vector<Variable> reciprocal_ieee(ImportContext& c) {
   Variable x = c.input(0);
   return {out(c.primitive("ElementDivide", {scalar_like(c, x, 1.0, "one"), x}))};
@@ -134,6 +117,24 @@ std::vector<Variable> clip(ImportContext& c) {
 
 }  // namespace
 
+Variable ieee_log(ImportContext& c, const Variable& x) {
+  Variable zero = scalar_like(c, x, 0.0, "zero");
+  Variable y = out(c.primitive("Log", {x}));
+  // Below the clip, log(x) = log(x * 2^k) - k log 2 (the scaling is exact); float16 has no
+  // values there.
+  if (x.dtype() != DataType::Float16) {
+    const int k = x.dtype() == DataType::Double ? 1000 : 100;
+    Variable scaled = out(c.primitive("ElementTimes", {x, scalar_like(c, x, std::ldexp(1.0, k), "scale")}));
+    Variable small =
+        out(c.primitive("Minus", {out(c.primitive("Log", {scaled})), scalar_like(c, x, k * std::log(2.0), "shift")}));
+    Variable below = out(c.primitive("Less", {x, scalar_like(c, x, 1e-30, "small")}));
+    y = out(c.primitive("Select", {below, small, y}));
+  }
+  Variable is_zero = out(c.primitive("Equal", {x, zero}));
+  y = out(c.primitive("Select", {is_zero, scalar_like(c, x, -std::numeric_limits<double>::infinity(), "ninf"), y}));
+  Variable neg = out(c.primitive("Less", {x, zero}));
+  return out(c.primitive("Select", {neg, scalar_like(c, x, std::numeric_limits<double>::quiet_NaN(), "nan"), y}));
+}
 void register_import_elementwise() {
   for (auto [onnx, op] : {std::pair{"Abs", "Abs"},
                           {"Neg", "Negate"},

@@ -19,6 +19,15 @@ std::vector<int64_t> known(ImportContext& c, size_t i, const std::string& what) 
   return *v;
 }
 
+// A result with no elements (an empty slice or split part): a constant of its shape, which
+// holds all it carries. The engine's Slice refuses empty ranges; an input with dynamic axes
+// would give the result a size only known at run time.
+Variable empty_result(ImportContext& c, const Variable& x, std::vector<int64_t> dims, const std::string& name) {
+  if (!x.dynamic_axes().empty() || std::any_of(dims.begin(), dims.end(), [](int64_t d) { return d < 0; }))
+    c.fail("an empty result from an input with dynamic axes or free dimensions");
+  return Variable::constant(NDShape(std::move(dims)), x.dtype(), 0.0, name);
+}
+
 // x reshaped to the static shape `dims` (at most one -1: inferred).
 Variable reshape_to(ImportContext& c, const Variable& x, const std::vector<int64_t>& dims) {
   return out(c.primitive("Reshape", {x}, {{"newShape", NDShape(dims)}}));
@@ -37,11 +46,9 @@ Vars reshape(ImportContext& c) {
   std::vector<int64_t> dims;
   for (size_t k = nd; k < shape.size(); ++k) {
     int64_t d = shape[k];
-    if (d == 0 && !allowzero) {
+    if (d == 0 && !allowzero) {  // with allowzero, 0 is a dimension of size 0 (the input has no elements)
       if (k - nd >= in.size()) c.fail("shape entry 0 at an axis the input lacks");
       d = in[k - nd];
-    } else if (d == 0) {
-      c.fail("a reshape to a dimension of size 0");
     }
     dims.push_back(d < 0 ? NDShape::kInferredDimension : d);
   }
@@ -113,6 +120,12 @@ Vars concat(ImportContext& c) {
     if (c.has_input(i)) ins.push_back(c.input(i));
   // The axis was optional (default 1) before opset 4.
   const int64_t axis = static_axis_of(c, 0, c.opset() < 4 ? c.attr_int("axis", 1) : c.attr_int("axis"));
+  // Pieces empty along the axis add nothing (the engine's Splice takes no empty input).
+  std::vector<Variable> nonempty;
+  for (const Variable& v : ins)
+    if (size_t(axis) >= v.shape().rank() || v.shape()[size_t(axis)] != 0) nonempty.push_back(v);
+  if (!nonempty.empty() && nonempty.size() < ins.size()) ins = std::move(nonempty);
+  if (ins.size() == 1) return keep_type(c, 0, {out(c.primitive("Pass", ins))});
   return keep_type(c, 0, {out(c.primitive("Splice", ins, {{"axis", Axis(int(axis))}}))});
 }
 
@@ -141,11 +154,17 @@ Vars split(ImportContext& c) {
   Vars outs;
   int64_t begin = 0;
   for (int64_t s : sizes) {
-    if (s <= 0) c.fail("an empty part");
+    if (s < 0) c.fail("a part of negative size");
     if (begin + s > n) c.fail("the parts exceed the axis' size");
     // Each part named after its ONNX output (the node's name is shared by all parts).
     const size_t k = outs.size();
     const std::string name = int(k) < c.node().output_size() ? c.node().output(int(k)) : c.name();
+    if (s == 0) {
+      std::vector<int64_t> dims = x.shape().dims();
+      dims[size_t(axis)] = 0;
+      outs.push_back(empty_result(c, x, dims, name));
+      continue;
+    }
     outs.push_back(out(Function::primitive(
         "Slice", {x}, {{"axis", Axis(int(axis))}, {"beginIndex", begin}, {"endIndex", begin + s}}, name)));
     begin += s;
@@ -172,6 +191,8 @@ Vars slice_node(ImportContext& c) {
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     c.fail("starts, ends, axes and steps differ in length");
   std::vector<int64_t> ax, b, e, s;
+  std::vector<int64_t> dims = x.shape().dims();  // the result's static dims
+  bool empty = false;
   const int64_t nd = c.input_dyn(0), rank = nd + int64_t(x.shape().rank());
   for (size_t i = 0; i < starts.size(); ++i) {
     int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
@@ -186,16 +207,18 @@ Vars slice_node(ImportContext& c) {
     int64_t lo = starts[i] < 0 ? starts[i] + n : starts[i], hi = ends[i] < 0 ? ends[i] + n : ends[i];
     if (st > 0) {
       lo = clamp(lo, 0, n), hi = clamp(hi, 0, n);
-      if (lo >= hi) c.fail("an empty slice");
+      dims[size_t(k)] = std::max<int64_t>(0, (hi - lo + st - 1) / st);
       b.push_back(lo), e.push_back(hi);
     } else {
       lo = clamp(lo, 0, n - 1), hi = clamp(hi, -1, n - 1);
-      if (lo <= hi) c.fail("an empty slice");
+      dims[size_t(k)] = std::max<int64_t>(0, (lo - hi - st - 1) / -st);
       b.push_back(hi + 1), e.push_back(lo + 1);  // from lo down to above hi
     }
+    empty = empty || dims[size_t(k)] == 0;
     ax.push_back(k);
     s.push_back(st);
   }
+  if (empty) return keep_type(c, 0, {empty_result(c, x, dims, c.name())});
   if (ax.empty()) return keep_type(c, 0, {out(c.primitive("Pass", {x}))});
   return keep_type(c, 0, {slice(c, x, ax, b, e, s)});
 }

@@ -46,7 +46,14 @@ void register_import_reduce() {
       if (*r.pre) x = out(c.primitive(r.pre, {x}));
       if (r.square) x = out(c.primitive("ElementTimes", {x, x}));
       Variable y = reduce(c, x, r.op, since);
-      if (*r.post) y = out(c.primitive(r.post, {y}));
+      if (std::string(r.post) == "Log")
+        y = ieee_log(c, y);  // log 0 = -inf over an empty set
+      else if (*r.post)
+        y = out(c.primitive(r.post, {y}));
+      // Booleans: the max (min) of an empty set is false (true), not -inf (inf).
+      if (c.input_elem_type(0) == ::onnx::TensorProto::BOOL &&
+          (r.op == std::string("Max") || r.op == std::string("Min")))
+        y = out(c.primitive("Greater", {y, Variable::constant(NDShape{}, y.dtype(), 0.0, c.name() + "/zero")}));
       return keep_type(c, 0, Vars{y});
     };
     register_onnx_import(r.onnx, fn);
