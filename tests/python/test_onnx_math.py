@@ -512,3 +512,28 @@ def test_a_read_model_takes_data_with_leading_axes_of_one(tmp_path):
         z.eval({z.arguments[0]: d[None, None, None]})  # three extra axes
     with pytest.raises(ValueError):
         z.eval({z.arguments[0]: np.concatenate([d[None]] * 2)})  # an extra axis of 2
+
+
+def test_reader_zero_size_tensors():
+    """Results without elements keep their shapes: empty slices and split parts, a reshape to a
+    dimension of 0, Concat with an empty piece, reductions over an empty set."""
+    _read(helper.make_node('Slice', ['x', 's', 'e', 'a'], ['y']), {'x': X4}, ['y'],
+          initializers={'s': np.array([5]), 'e': np.array([9]), 'a': np.array([1])})
+    _read(helper.make_node('Slice', ['x', 's', 'e', 'a', 'st'], ['y']), {'x': X4}, ['y'],
+          initializers={'s': np.array([0]), 'e': np.array([2]), 'a': np.array([2]), 'st': np.array([-1])})
+    _read(helper.make_node('Split', ['x', 's'], ['p', 'q', 'r'], axis=2), {'x': X4}, ['p', 'q', 'r'],
+          initializers={'s': np.array([0, 4, 0])}, opset=13)
+    empty = np.zeros((2, 0, 4), np.float32)
+    _read(helper.make_node('Reshape', ['x', 's'], ['y'], allowzero=1), {'x': empty}, ['y'],
+          initializers={'s': np.array([4, 0, 2])}, opset=14)
+    _read(helper.make_node('Concat', ['x', 'z'], ['y'], axis=1), {'x': X4[:, :, 0], 'z': np.zeros((2, 0, 5), np.float32)},
+          ['y'])
+    nodes = [helper.make_node('ReduceLogSum', ['x'], ['y'], axes=[1]),
+             helper.make_node('Cast', ['x'], ['b'], to=TensorProto.BOOL),
+             helper.make_node('ReduceMax', ['b'], ['mx'], axes=[1], keepdims=0),
+             helper.make_node('ReduceMin', ['b'], ['mn'], axes=[1], keepdims=0),
+             helper.make_node('Cast', ['mx'], ['fmax'], to=TensorProto.FLOAT),
+             helper.make_node('Cast', ['mn'], ['fmin'], to=TensorProto.FLOAT)]
+    with np.errstate(divide='ignore'):
+        _read(nodes, {'x': empty}, ['y', 'fmax', 'fmin'], opset=13,
+              want=[np.full((2, 1, 4), -np.inf), np.zeros((2, 4)), np.ones((2, 4))])
