@@ -77,16 +77,20 @@ void write_recurrence(ExportContext& c, const SetStrings& set_strings, RnnCell c
   if (gru) attrs.emplace_back("linear_before_reset", int64_t(0));
   std::string X = c.node1("Transpose", {c.input(0)}, {Attr("perm", std::vector<int64_t>{1, 0, 2})});
   const char* op = lstm ? "LSTM" : gru ? "GRU" : "RNN";
-  // Initial states other than 0 (a constant, or a parameter) broadcast to [1, batch, hidden].
+  // Initial states other than 0 (a constant, or a parameter) broadcast to [1, batch, hidden]:
+  // added to zeros of that shape made from X summed over time times a zero [input, hidden]
+  // matrix (no Shape node: a reader that keeps the batch dimension free can follow it).
   std::vector<std::string> ins{X, W, R, B};
   bool initial = false;
   for (size_t k = ih0; k < c.num_inputs(); ++k) initial = initial || !zero_constant(c.input_var(k));
   if (initial) {
-    if (c.opset() < 8) c.unsupported("a nonzero initial state below opset 8");
-    std::string batch = c.node1("Gather", {c.node1("Shape", {c.input(0)}), c.constant_i64({0})}, {Attr("axis", 0)});
-    std::string shape = c.node1("Concat", {c.constant_i64({1}), batch, c.constant_i64({H})}, {Attr("axis", 0)});
+    const int64_t F = c.input_var(0).shape()[0];
+    std::string summed = c.opset() >= 13 ? c.node1("ReduceSum", {X, c.constant_i64({0})}, {Attr("keepdims", 1)})
+                                         : c.node1("ReduceSum", {X}, {Attr("axes", std::vector<int64_t>{0})});
+    std::string zeros =
+        c.node1("MatMul", {summed, c.constant(NDArrayView::zeros(c.input_var(0).dtype(), NDShape{F, H}))});
     ins.push_back("");  // sequence_lens: each sequence's own length is the tensor's
-    for (size_t k = ih0; k < c.num_inputs(); ++k) ins.push_back(c.node1("Expand", {c.input(k), shape}));
+    for (size_t k = ih0; k < c.num_inputs(); ++k) ins.push_back(c.node1("Add", {zeros, c.input(k)}));
   }
   std::string Y = c.node(op, ins, attrs, {}, 1)[0];
   if (!lstm && !gru)
