@@ -71,18 +71,18 @@ def test_an_unsupported_op_raises_a_clear_error_naming_the_node():
         backend.prepare(helper.make_model(graph)).run([np.zeros(2, np.float32)])
 
 
-def test_every_node_case_of_the_op_types_opencntk_maps_passes():
-    """The CPU node cases of every ONNX op type the reader has a rule for (cases over element
-    types the engine cannot represent, e.g. float8, excepted) all pass."""
-    mapped = backend_tests.mapped_op_types()
-    ops = backend_tests._op_types()
-    results = backend_tests.run(
-        'opencntk', pattern='NodeModel',
-        select=lambda kind, name: ops.get(name) in mapped and not backend_tests.unrepresentable(name))
-    assert len(results) > 100
-    failed = sorted('%s (%s): %s' % (name, ops[name], msg) for kind, name, status, msg in results.values()
-                    if status != 'pass')
-    assert not failed, '%d of %d cases fail:\n' % (len(failed), len(results)) + '\n'.join(failed)
+def test_every_node_case_passes_or_is_a_tracked_expected_failure():
+    """Every CPU node case of ONNX's backend tests runs (the goal is all of them); those that
+    still fail are listed, each with its reason, in tests/onnx_backend/expected_failures.txt.
+    A failure outside the list fails this test, and so does a listed case that passes (the
+    list only shrinks) or one ONNX's tests no longer have."""
+    results = backend_tests.run('opencntk', pattern='NodeModel')
+    assert len(results) > 1000
+    unlisted, passing, unknown = backend_tests.check_expected(results, backend_tests.read_expected())
+    problems = (['failing, not in expected_failures.txt: ' + c for c in unlisted] +
+                ['passing now, remove it from expected_failures.txt: ' + c for c in passing] +
+                ['not an ONNX node case: ' + c for c in unknown])
+    assert not problems, '\n'.join(problems)
 
 
 def test_cntk27s_adapter_runs_over_opencntk_unchanged():
