@@ -275,41 +275,65 @@ Vars pad(ImportContext& c) {
     for (int64_t k = 0; k < rank; ++k) axes.push_back(k);
   if (pads.size() != 2 * axes.size()) c.fail("pads has the wrong length");
   const size_t sr = x.shape().rank();
-  std::vector<int64_t> head(sr, 0), foot(sr, 0);
+  // Negative pads crop the padded result (ONNX pads first); cut[k] holds them as positives.
+  std::vector<int64_t> head(sr, 0), foot(sr, 0), cut_head(sr, 0), cut_foot(sr, 0);
   for (size_t i = 0; i < axes.size(); ++i) {
     int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
     int64_t h = pads[i], f = pads[i + axes.size()];
     if (h == 0 && f == 0) continue;
-    if (h < 0 || f < 0) c.fail("negative pads (cropping) are not supported");
-    const int64_t k = static_axis_of(c, 0, a);
-    head[size_t(k)] = h, foot[size_t(k)] = f;
+    const size_t k = size_t(static_axis_of(c, 0, a));
+    head[k] = std::max<int64_t>(h, 0), foot[k] = std::max<int64_t>(f, 0);
+    cut_head[k] = std::max<int64_t>(-h, 0), cut_foot[k] = std::max<int64_t>(-f, 0);
   }
-  if (mode == "edge") {  // the first and last slices repeated, spliced around each axis
+  auto range = [&](const Variable& v, size_t k, int64_t b, int64_t e) {
+    return out(c.primitive("Slice", {v}, {{"axis", Axis(int(k))}, {"beginIndex", b}, {"endIndex", e}}));
+  };
+  auto dim = [&](size_t k, const char* what) {
+    const int64_t n = x.shape()[k];
+    if (n <= 0) c.fail(std::string(what) + " of a free or empty dimension");
+    return n;
+  };
+  const Variable x0 = x;
+  if (mode == "edge" || mode == "wrap") {
     for (size_t k = 0; k < sr; ++k) {
       if (!head[k] && !foot[k]) continue;
-      const int64_t n = x.shape()[k];
-      if (n <= 0) c.fail("edge padding of a free or empty dimension");
-      auto slice1 = [&](int64_t b) {
-        return out(c.primitive("Slice", {x}, {{"axis", Axis(int(k))}, {"beginIndex", b}, {"endIndex", b + 1}}));
-      };
-      std::vector<Variable> parts(size_t(head[k]), slice1(0));
-      parts.push_back(x);
-      parts.insert(parts.end(), size_t(foot[k]), slice1(n - 1));
+      const int64_t n = dim(k, mode == "edge" ? "edge padding" : "wrap padding");
+      std::vector<Variable> parts;
+      if (mode == "edge") {  // the first and last slices repeated, spliced around the axis
+        parts.assign(size_t(head[k]), range(x, k, 0, 1));
+        parts.push_back(x);
+        parts.insert(parts.end(), size_t(foot[k]), range(x, k, n - 1, n));
+      } else {  // position i of [-head, n + foot) reads x at i mod n, in contiguous runs
+        for (int64_t i = -head[k], end = n + foot[k]; i < end;) {
+          const int64_t r = ((i % n) + n) % n, len = std::min(n - r, end - i);
+          parts.push_back(r == 0 && len == n ? x : range(x, k, r, r + len));
+          i += len;
+        }
+      }
       x = out(c.primitive("Splice", parts, {{"axis", Axis(int(k))}}));
     }
-    return keep_type(c, 0, {x});
+  } else {
+    int64_t m = 0;
+    if (mode == "reflect")
+      m = 1;
+    else if (mode != "constant")
+      c.fail("pad mode '" + mode + "' is not supported (constant, reflect, edge and wrap are)");
+    if (std::any_of(head.begin(), head.end(), [](int64_t v) { return v > 0; }) ||
+        std::any_of(foot.begin(), foot.end(), [](int64_t v) { return v > 0; }))
+      x = out(c.primitive("Pad", {x},
+                          {{"paddingHead", int_list(head)},
+                           {"paddingFoot", int_list(foot)},
+                           {"paddingMode", m},
+                           {"paddingConstantValue", value}}));
   }
-  int64_t m = 0;
-  if (mode == "reflect")
-    m = 1;
-  else if (mode != "constant")
-    c.fail("pad mode '" + mode + "' is not supported (constant, reflect and edge are)");
-  return keep_type(c, 0,
-                   {out(c.primitive("Pad", {x},
-                                    {{"paddingHead", int_list(head)},
-                                     {"paddingFoot", int_list(foot)},
-                                     {"paddingMode", m},
-                                     {"paddingConstantValue", value}}))});
+  for (size_t k = 0; k < sr; ++k)
+    if (cut_head[k] || cut_foot[k]) {
+      const int64_t n = dim(k, "cropping");  // x is padded by now
+      if (cut_head[k] + cut_foot[k] >= n) c.fail("pads that crop the whole axis");
+      x = range(x, k, cut_head[k], n - cut_foot[k]);
+    }
+  if (x.get() == x0.get()) x = out(c.primitive("Pass", {x}));
+  return keep_type(c, 0, {x});
 }
 
 // Tile: copies spliced along each static axis.

@@ -537,3 +537,17 @@ def test_reader_zero_size_tensors():
     with np.errstate(divide='ignore'):
         _read(nodes, {'x': empty}, ['y', 'fmax', 'fmin'], opset=13,
               want=[np.full((2, 1, 4), -np.inf), np.zeros((2, 4)), np.ones((2, 4))])
+
+
+@pytest.mark.parametrize('mode', ['constant', 'reflect', 'edge', 'wrap'])
+def test_reader_pad_modes_with_cropping(mode):
+    """Pad's modes, wrap (circular) included, with negative pads cropping the padded result."""
+    x = R.rand(3, 4, 5).astype(np.float32)
+    for pads in ([0, 2, 1, 0, 1, 3], [1, -1, 0, 0, 2, -2], [0, 7, 0, 0, 6, 0]):
+        if mode == 'reflect' and max(pads) >= 4:
+            continue  # reflection needs pads below the axis' size
+        head, foot = pads[:3], pads[3:]
+        want = np.pad(x, [(max(h, 0), max(f, 0)) for h, f in zip(head, foot)], mode=mode)
+        want = want[tuple(slice(max(-h, 0), want.shape[k] - max(-f, 0)) for k, (h, f) in enumerate(zip(head, foot)))]
+        _read(helper.make_node('Pad', ['x', 'p'], ['y'], mode=mode), {'x': x}, ['y'],
+              initializers={'p': np.array(pads, np.int64)}, opset=19, want=[want])
