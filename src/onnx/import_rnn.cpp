@@ -129,8 +129,10 @@ std::pair<Variable, std::optional<Variable>> step(RnnBuilder& b, const DirWeight
     rec = rec ? std::optional<Variable>(b.add_opt(*rec, rb_h)) : rb_h;
   }
   Variable cand = f(1, b.add_opt(gate(xw, 2), rec));
-  // h' = (1 - z) * cand + z * h = cand - z * cand + z * h
-  Variable out = b.op("Minus", {cand, b.mul(z, cand)});
+  // h' = (1 - z) * cand + z * h, in this order (as the GRU layer computes it: a model
+  // written by the layers reads back with the same rounding).
+  Variable one = Variable::constant(NDArrayView::scalar(z.dtype(), 1.0), "");
+  Variable out = b.mul(b.op("Minus", {one, z}), cand);
   if (h) out = b.add(out, b.mul(z, *h));
   return {out, std::nullopt};
 }
