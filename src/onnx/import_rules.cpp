@@ -14,6 +14,8 @@ void register_import_resize();
 void register_import_attention();
 void register_import_reduce();
 void register_import_movement();
+void register_import_loss();
+void register_import_rms_norm();
 
 void register_onnx_import_rules() {
   register_import_elementwise();
@@ -27,6 +29,8 @@ void register_onnx_import_rules() {
   register_import_attention();
   register_import_reduce();
   register_import_movement();
+  register_import_loss();
+  register_import_rms_norm();
 }
 
 }  // namespace cntk::onnx_io
