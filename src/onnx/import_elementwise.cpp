@@ -175,7 +175,10 @@ void register_import_elementwise() {
     Variable x = c.input(0), one = Variable::constant(NDShape{}, x.dtype(), 1.0, c.name() + "/one");
     Variable sq = c.primitive("Minus", {c.primitive("ElementTimes", {x, x})->output(), one})->output();
     Variable r = c.primitive("Sqrt", {sq})->output();
-    return std::vector<Variable>{c.primitive("Log", {c.primitive("Plus", {x, r})->output()})->output()};
+    Variable y = c.primitive("Log", {c.primitive("Plus", {x, r})->output()})->output();
+    // Below 1 acosh is NaN (the engine's guarded sqrt would give a number).
+    Variable nan = scalar_like(c, x, std::numeric_limits<double>::quiet_NaN(), "nan");
+    return std::vector<Variable>{out(c.primitive("Select", {out(c.primitive("Less", {x, one})), nan, y}))};
   });
   for (auto [onnx, op] : {std::pair{"Equal", "Equal"},
                           {"Less", "Less"},

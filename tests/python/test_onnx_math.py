@@ -423,7 +423,7 @@ def test_reader_sqrt_log_reciprocal_are_ieee():
     with np.errstate(all='ignore'):
         for dt in (np.float32, np.float64):
             v = np.array([[-2.0, -1e-3, 0.0, 1e-40, 3e-38, 1e-32, 0.25, 4.0]], dt)
-            for op, ref in (('Sqrt', np.sqrt), ('Log', np.log), ('Reciprocal', np.reciprocal)):
+            for op, ref in (('Sqrt', np.sqrt), ('Log', np.log), ('Reciprocal', np.reciprocal), ('Acosh', np.arccosh)):
                 t = TensorProto.FLOAT if dt == np.float32 else TensorProto.DOUBLE
                 graph = helper.make_graph([helper.make_node(op, ['x'], ['y'])], 'g',
                                           [helper.make_tensor_value_info('x', t, v.shape)],
