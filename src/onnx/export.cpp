@@ -216,6 +216,9 @@ class Writer final : public ExportContext {
           } else if constexpr (std::is_same_v<V, std::vector<float>>) {
             p->set_type(AttributeProto::FLOATS);
             for (float x : v) p->add_floats(x);
+          } else if constexpr (std::is_same_v<V, std::vector<std::string>>) {
+            p->set_type(AttributeProto::STRINGS);
+            for (const auto& x : v) p->add_strings(x);
           } else {
             p->set_type(AttributeProto::TENSOR);
             view_to_tensor(v, *p->mutable_t());

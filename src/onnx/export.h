@@ -37,7 +37,8 @@ ElemType elem_type_of(DataType t);
 
 // One attribute of an emitted node.
 struct Attr {
-  using Value = std::variant<int64_t, float, std::string, std::vector<int64_t>, std::vector<float>, NDArrayView>;
+  using Value = std::variant<int64_t, float, std::string, std::vector<int64_t>, std::vector<float>, NDArrayView,
+                             std::vector<std::string>>;
   std::string name;
   Value value;
   Attr(std::string n, int64_t v) : name(std::move(n)), value(v) {}
@@ -49,6 +50,7 @@ struct Attr {
   Attr(std::string n, std::vector<int64_t> v) : name(std::move(n)), value(std::move(v)) {}
   Attr(std::string n, std::vector<float> v) : name(std::move(n)), value(std::move(v)) {}
   Attr(std::string n, NDArrayView v) : name(std::move(n)), value(std::move(v)) {}
+  Attr(std::string n, std::vector<std::string> v) : name(std::move(n)), value(std::move(v)) {}
 };
 
 class ExportContext {
