@@ -206,11 +206,17 @@ void export_rnn_stack(onnx_io::ExportContext& c) {
     std::vector<Attr> attrs{Attr("hidden_size", H), Attr("direction", D == 2 ? "bidirectional" : "forward")};
     if (d.cell == kernels::RnnCell::LbrGru) attrs.emplace_back("linear_before_reset", int64_t(1));
     if (d.cell == kernels::RnnCell::RnnRelu)
-      c.unsupported("rnnReLU (its ONNX RNN needs the activations list, which op rules cannot write yet)");
+      attrs.emplace_back("activations", std::vector<std::string>(size_t(D), "Relu"));
     std::string y = c.node1(op, {x, stack_dirs(W), stack_dirs(R), b}, attrs);
-    // Y [seq, D, batch, H] -> [seq, batch, D, H] -> [seq, batch, D*H]
-    y = c.node1("Transpose", {y}, {Attr("perm", std::vector<int64_t>{0, 2, 1, 3})});
-    x = c.node1("Reshape", {y, c.constant_i64({0, 0, D * H})});
+    // Y [seq, D, batch, H] -> [seq, batch, D*H]: each direction's [seq, batch, H] side by
+    // side (no Reshape, which a reader keeping seq and batch free could not follow).
+    std::vector<std::string> dirs;
+    for (int64_t k = 0; k < D; ++k) {
+      std::string yk = D == 1 ? y : c.node1("Gather", {y, c.constant_i64({k})}, {Attr("axis", 1)});
+      dirs.push_back(c.opset() >= 13 ? c.node1("Squeeze", {yk, c.constant_i64({1})})
+                                     : c.node1("Squeeze", {yk}, {Attr("axes", std::vector<int64_t>{1})}));
+    }
+    x = D == 1 ? dirs[0] : c.node1("Concat", dirs, {Attr("axis", 2)});
   }
   if (dyn == 2)
     c.node1("Transpose", {x}, {Attr("perm", std::vector<int64_t>{1, 0, 2})}, c.output(0));

@@ -221,7 +221,7 @@ def test_a_read_recurrence_is_written_again_as_the_same_node(tmp_path):
     assert [n.attribute for n in onnx.load(again).graph.node if n.op_type == op] == [n.attribute for n in nodes]
 
 
-@pytest.mark.parametrize('op', ['lstm', 'gru', 'rnnTanh'])
+@pytest.mark.parametrize('op', ['lstm', 'gru', 'rnnTanh', 'rnnReLU'])
 @pytest.mark.parametrize('bidirectional', [False, True])
 def test_optimized_rnnstack_exports_as_stacked_onnx_nodes(tmp_path, op, bidirectional):
     x = C.sequence.input_variable(4, name='x')
@@ -229,3 +229,24 @@ def test_optimized_rnnstack_exports_as_stacked_onnx_nodes(tmp_path, op, bidirect
     z = C.optimized_rnnstack(x, W, 5, num_layers=2, bidirectional=bidirectional, recurrent_op=op)
     onnx_op = {'lstm': 'LSTM', 'gru': 'GRU'}.get(op, 'RNN')
     _check_in_onnxruntime(z, x, str(tmp_path / 'stack.onnx'), [onnx_op, onnx_op], lengths=(1, 3, 6))
+
+
+@pytest.mark.parametrize('bidirectional', [False, True])
+def test_an_rnnrelu_stack_round_trips_through_onnx(tmp_path, bidirectional):
+    """rnnReLU writes RNN nodes with activations ['Relu'] per direction; read back, the
+    model computes as the stack for sequences of different lengths."""
+    x = C.sequence.input_variable(4, name='x')
+    W = C.parameter((C.InferredDimension, 5), init=C.glorot_uniform(seed=2))
+    z = C.optimized_rnnstack(x, W, 5, num_layers=2, bidirectional=bidirectional, recurrent_op='rnnReLU')
+    path = str(tmp_path / 'relu.onnx')
+    z.save(path, format=C.ModelFormat.ONNX)
+    nodes = [n for n in onnx.load(path).graph.node if n.op_type == 'RNN']
+    d = 2 if bidirectional else 1
+    assert [[s.decode() for a in n.attribute if a.name == 'activations' for s in a.strings] for n in nodes] == \
+        [['Relu'] * d] * 2
+    z2 = C.Function.load(path, format=C.ModelFormat.ONNX)
+    for T in (1, 3, 6):
+        data = np.random.default_rng(T).normal(0, 1, (1, T, 4)).astype(np.float32)
+        want = np.asarray(z.eval({x: data})).reshape(T, -1)
+        got = np.asarray(z2.eval({z2.arguments[0]: data.transpose(1, 0, 2)})).reshape(T, -1)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
