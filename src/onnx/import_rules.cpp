@@ -16,6 +16,7 @@ void register_import_reduce();
 void register_import_movement();
 void register_import_loss();
 void register_import_rms_norm();
+void register_import_einsum();
 
 void register_onnx_import_rules() {
   register_import_elementwise();
@@ -31,6 +32,7 @@ void register_onnx_import_rules() {
   register_import_movement();
   register_import_loss();
   register_import_rms_norm();
+  register_import_einsum();
 }
 
 }  // namespace cntk::onnx_io

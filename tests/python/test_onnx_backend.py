@@ -91,3 +91,32 @@ def test_cntk27s_adapter_runs_over_opencntk_unchanged():
     assert len(results) >= 8
     failed = [t for t, (_, _, status, _) in results.items() if status != 'pass']
     assert not failed, failed
+
+
+@pytest.mark.parametrize('equation, shapes', [
+    ('ij,jk', [(2, 3), (3, 4)]),                 # implicit output: the letters used once, sorted
+    ('ba,ca', [(2, 3), (4, 3)]),
+    ('...ij,...jk->...ik', [(2, 1, 3, 4), (5, 4, 2)]),  # broadcast dims of different ranks
+    ('ii', [(4, 4)]),                            # trace
+    ('iij->ji', [(3, 3, 2)]),
+    ('i,j,k->ijk', [(2,), (3,), (4,)]),
+    ('bhqd,bhkd->bhqk', [(2, 3, 4, 5), (2, 3, 6, 5)]),
+    ('ij->', [(3, 4)]),
+])
+def test_einsum_matches_numpy(equation, shapes):
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    names = ['x%d' % i for i in range(len(xs))]
+    node = helper.make_node('Einsum', names, ['y'], equation=equation)
+    graph = helper.make_graph([node], 'g', [helper.make_tensor_value_info(n, TensorProto.FLOAT, x.shape)
+                                            for n, x in zip(names, xs)],
+                              [helper.make_tensor_value_info('y', TensorProto.FLOAT, None)])
+    (y,) = backend.prepare(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 12)])).run(xs)
+    np.testing.assert_allclose(y, np.einsum(equation, *xs), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize('shape', [(1, 1), (3, 3), (2, 4, 4)])
+def test_det_matches_numpy(shape):
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    (y,) = backend.run_node(helper.make_node('Det', ['x'], ['y']), [x])
+    np.testing.assert_allclose(y, np.linalg.det(x), rtol=1e-4, atol=1e-5)
