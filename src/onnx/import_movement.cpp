@@ -243,7 +243,14 @@ Vars gather(ImportContext& c) {
     Variable zero = Variable::constant(NDShape{}, idx.dtype(), 0.0, c.name() + "/zero");
     idx = out(c.primitive("Select", {out(c.primitive("Less", {idx, zero})), out(c.primitive("Plus", {idx, n})), idx}));
   }
-  if (axis == 0) return keep_type(c, 0, {out(c.primitive("Gather", {idx, data}))});
+  // A rank-0 index (Gather(Shape(x), 0), as torch.onnx writes) gathers by a one-element
+  // index; the gathered axis is squeezed away again.
+  const bool scalar = idx.shape().rank() == 0;
+  if (scalar) idx = out(c.primitive("Reshape", {idx}, {{"newShape", NDShape({1})}}));
+  auto drop = [&](const Variable& v) {
+    return scalar ? out(c.primitive("Squeeze", {v}, {{"axisVec", axis_list({axis})}})) : v;
+  };
+  if (axis == 0) return keep_type(c, 0, {drop(out(c.primitive("Gather", {idx, data})))});
   std::vector<int64_t> front{axis};
   for (int64_t k = 0; k < r; ++k)
     if (k != axis) front.push_back(k);
@@ -254,7 +261,7 @@ Vars gather(ImportContext& c) {
   for (int64_t k = 0; k < axis; ++k) perm.push_back(q + k);
   for (int64_t k = 0; k < q; ++k) perm.push_back(k);
   for (int64_t k = axis; k < r - 1; ++k) perm.push_back(q + k);
-  return keep_type(c, 0, {out(c.primitive("TransposeAxes", {g}, {{"axisVec", axis_list(perm)}}))});
+  return keep_type(c, 0, {drop(out(c.primitive("TransposeAxes", {g}, {{"axisVec", axis_list(perm)}})))});
 }
 
 Vars pad(ImportContext& c) {
