@@ -201,8 +201,19 @@ Vars slice_node(ImportContext& c) {
       c.fail("slicing a dynamic axis (sequence or batch) of the input");
     }
     const int64_t k = static_axis_of(c, 0, a), n = x.shape()[size_t(k)], st = steps[i];
-    if (n < 0) c.fail("slicing a free dimension");
     if (st == 0) c.fail("a step of 0");
+    if (n < 0) {
+      // A free dimension (a sequence written by OpenCNTK or CNTK 2.7): the engine's slice
+      // counts a negative index from the end at run time; an end past the data is 0 there.
+      if (st != 1) c.fail("slicing a free dimension with a step other than 1");
+      const bool to_end = ends[i] >= std::numeric_limits<int32_t>::max();
+      if (starts[i] == 0 && to_end) continue;
+      if (starts[i] >= 0 && !to_end && ends[i] >= 0 && ends[i] <= starts[i])
+        c.fail("an empty slice of a free dimension");
+      if (ends[i] == 0) c.fail("an empty slice of a free dimension");
+      ax.push_back(k), b.push_back(starts[i]), e.push_back(to_end ? 0 : ends[i]), s.push_back(1);
+      continue;
+    }
     auto clamp = [](int64_t v, int64_t lo, int64_t hi) { return std::max(lo, std::min(v, hi)); };
     int64_t lo = starts[i] < 0 ? starts[i] + n : starts[i], hi = ends[i] < 0 ? ends[i] + n : ends[i];
     if (st > 0) {

@@ -207,6 +207,7 @@ NDShape slice_shape(const NDShape& in, const Dictionary& a, const Fail& fail, st
         if (e <= b) fail("the index range [" + std::to_string(b) + ", " + std::to_string(e) + ") is empty");
         dims[k] = (e - b + step - 1) / step;
       }
+      if (steps) steps->push_back({k, b, e, s});  // as given: the ONNX writer reads them
       continue;
     }
     int64_t rb = b >= 0 ? b : b + n, re = e > 0 ? e : e + n;
@@ -936,7 +937,10 @@ void export_slice(ExportContext& c) {
   for (const SliceStep& s : steps) {
     axes.push_back(nd + int64_t(s.axis));
     strides.push_back(s.stride);
-    if (s.stride > 0) {
+    if (in[s.axis] < 0) {  // a free dimension: the indices as given (negative from the end, end 0: to the end)
+      if (s.stride != 1) c.unsupported("slicing a free dimension with a stride other than 1");
+      starts.push_back(s.begin), ends.push_back(s.end == 0 ? std::numeric_limits<int64_t>::max() : s.end);
+    } else if (s.stride > 0) {
       starts.push_back(s.begin), ends.push_back(s.end);
     } else {  // backwards from end - 1 down to begin
       starts.push_back(s.end - 1);

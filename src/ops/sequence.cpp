@@ -533,6 +533,92 @@ void register_reconcile() {
   register_op(std::move(d));
 }
 
+// ------------------------------------------------------------ ONNX forms
+//
+// Inside a written graph a sequence is [batch, Sequence, static...] (src/onnx/README.md):
+// the sequence axis is ONNX axis 1. ONNX has no sequence lengths, so as in CNTK 2.7's files
+// every sequence of a batch is taken as the tensor's full length.
+
+using onnx_io::Attr;
+using onnx_io::ExportContext;
+
+void expect_batch_and_sequence(ExportContext& c, size_t i) {
+  const auto& axes = c.input_var(i).dynamic_axes();
+  if (axes.size() != 2 || !axes[0].is_batch()) c.unsupported("an operand without both a batch and a sequence axis");
+}
+
+std::string reduce_sum(ExportContext& c, const std::string& x, std::vector<int64_t> axes, int64_t keepdims) {
+  if (c.opset() >= 13) return c.node1("ReduceSum", {x, c.constant_i64(axes)}, {Attr("keepdims", keepdims)});
+  return c.node1("ReduceSum", {x}, {Attr("axes", std::move(axes)), Attr("keepdims", keepdims)});
+}
+
+// Zeros [batch, Sequence] of input i's type, computed from it (no Shape node, so that a
+// reader keeping both dimensions free can follow; a NaN or infinity in the input makes
+// its step's zero NaN).
+std::string step_zeros(ExportContext& c, size_t i) {
+  std::string x = c.input(i);
+  const int64_t r = int64_t(c.input_var(i).shape().rank());
+  if (r > 0) {
+    std::vector<int64_t> axes;
+    for (int64_t k = 0; k < r; ++k) axes.push_back(2 + k);
+    x = reduce_sum(c, x, axes, 0);
+  }
+  return c.node1("Mul", {x, c.constant_f(0.0, c.input_var(i).dtype())});
+}
+
+void export_sequence_slice(ExportContext& c) {
+  expect_batch_and_sequence(c, 0);
+  const int64_t begin = c.attr_int("beginIndex"), e = c.attr_int("endIndex");
+  const int64_t end = e == 0 ? std::numeric_limits<int64_t>::max() : e;  // 0: to the end
+  if (c.opset() < 10) {
+    c.node1("Slice", {c.input(0)},
+            {Attr("starts", std::vector<int64_t>{begin}), Attr("ends", std::vector<int64_t>{end}),
+             Attr("axes", std::vector<int64_t>{1})},
+            c.output(0));
+    return;
+  }
+  c.node1("Slice", {c.input(0), c.constant_i64({begin}), c.constant_i64({end}), c.constant_i64({1})}, {}, c.output(0));
+}
+
+// 1 where a step's position (from the front, or from the back for a negative offset) is
+// below |offset|: positions are the exclusive running sum of ones along the sequence.
+void export_is_within(ExportContext& c) {
+  expect_batch_and_sequence(c, 0);
+  if (c.opset() < 11) c.unsupported("is_first/is_last below opset 11 (CumSum)");
+  const int64_t offset = c.attr_int("offset");
+  const DataType t = c.output_var(0).dtype();
+  std::string ones = c.node1("Add", {step_zeros(c, 0), c.constant_f(1.0, c.input_var(0).dtype())});
+  std::string pos = c.node1("CumSum", {ones, c.constant_i64({1}, true)},
+                            {Attr("exclusive", int64_t(1)), Attr("reverse", int64_t(offset < 0 ? 1 : 0))});
+  std::string within =
+      c.node1("Less", {pos, c.constant_f(double(offset < 0 ? -offset : offset), c.input_var(0).dtype())});
+  c.node1("Cast", {within}, {Attr("to", int64_t(onnx_io::elem_type_of(t)))}, c.output(0));
+}
+
+// broadcast_as / reconcile_dynamic_axes: an operand without the sequence axis is repeated
+// along the layout's steps (added to zeros of the layout's [batch, Sequence]).
+void export_reconcile(ExportContext& c) {
+  const int nx = c.input_dyn(0), nl = c.input_dyn(1);
+  if (nx == nl) {
+    c.node1("Identity", {c.input(0)}, {}, c.output(0));
+    return;
+  }
+  expect_batch_and_sequence(c, 1);
+  const auto& xa = c.input_var(0).dynamic_axes();
+  if (nx == 1 && !xa[0].is_batch()) c.unsupported("an operand with a sequence axis but no batch axis");
+  const int64_t r = int64_t(c.input_var(0).shape().rank());
+  std::string x = c.unsqueeze(c.input(0), nx == 0 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{1});
+  std::string zeros = step_zeros(c, 1);
+  if (c.input_var(1).dtype() != c.input_var(0).dtype())
+    zeros = c.node1("Cast", {zeros}, {Attr("to", int64_t(onnx_io::elem_type_of(c.input_var(0).dtype())))});
+  if (r > 0) {
+    std::vector<int64_t> axes;
+    for (int64_t k = 0; k < r; ++k) axes.push_back(2 + k);
+    zeros = c.unsqueeze(zeros, axes);
+  }
+  c.node1("Add", {x, zeros}, {}, c.output(0));
+}
+
 // ----------------------------------------------------------- UnpackSequence
 //
 // A sequence becomes a tensor with a leading static axis of the longest length:
@@ -713,6 +799,9 @@ void register_batch_axis_ops() {
   // ONNX's tensor holds the batch first in both layouts: the data passes unchanged.
   set_onnx_export("UnpackBatchAxis", onnx_io::export_as("Identity"));
   set_onnx_export("ToBatchAxis", onnx_io::export_as("Identity"));
+  set_onnx_export("SequenceSlice", export_sequence_slice);
+  set_onnx_export("IsWithin", export_is_within);
+  set_onnx_export("ReconcileDynamicAxis", export_reconcile);
 }
 
 }  // namespace
