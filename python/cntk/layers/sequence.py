@@ -169,9 +169,11 @@ def Recurrence(step_function, go_backwards=default_override_or(False), initial_s
     recurrence_from = RecurrenceFrom(step_function, go_backwards, return_full_state)
     # Data given as an initial state is a constant of the layers' data type (that of their
     # parameters under default_options(dtype=...)): float32 zeros would meet float16 weights.
+    # Its value is the float32 literal's, as CNTK's float32 constant gave it.
     from ..variables import Constant, Parameter
     dtype = get_default_override(Parameter, dtype=default_override_or(np.float32))
-    initial_state = tuple(s if isinstance(s, (_cntk.Variable, _cntk.Function)) else Constant(s, dtype=dtype)
+    initial_state = tuple(s if isinstance(s, (_cntk.Variable, _cntk.Function))
+                          else Constant(np.asarray(s, np.float32).astype(dtype), dtype=dtype)
                           for s in initial_state)
 
     def recurrence(x):
