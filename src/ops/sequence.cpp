@@ -580,19 +580,24 @@ void export_sequence_slice(ExportContext& c) {
   c.node1("Slice", {c.input(0), c.constant_i64({begin}), c.constant_i64({end}), c.constant_i64({1})}, {}, c.output(0));
 }
 
-// 1 where a step's position (from the front, or from the back for a negative offset) is
-// below |offset|: positions are the exclusive running sum of ones along the sequence.
+// 1 on the first |offset| steps (offset > 0) or the last |offset| (offset < 0): ones shifted
+// by |offset| steps (Pad with zeros on one side, Slice the other side off) are 1 exactly on
+// the other steps. No CumSum or Range: the sequence's length need not be known to a reader.
 void export_is_within(ExportContext& c) {
   expect_batch_and_sequence(c, 0);
-  if (c.opset() < 11) c.unsupported("is_first/is_last below opset 11 (CumSum)");
-  const int64_t offset = c.attr_int("offset");
-  const DataType t = c.output_var(0).dtype();
-  std::string ones = c.node1("Add", {step_zeros(c, 0), c.constant_f(1.0, c.input_var(0).dtype())});
-  std::string pos = c.node1("CumSum", {ones, c.constant_i64({1}, true)},
-                            {Attr("exclusive", int64_t(1)), Attr("reverse", int64_t(offset < 0 ? 1 : 0))});
-  std::string within =
-      c.node1("Less", {pos, c.constant_f(double(offset < 0 ? -offset : offset), c.input_var(0).dtype())});
-  c.node1("Cast", {within}, {Attr("to", int64_t(onnx_io::elem_type_of(t)))}, c.output(0));
+  const int64_t offset = c.attr_int("offset"), k = offset < 0 ? -offset : offset;
+  const DataType t = c.input_var(0).dtype();
+  std::string ones = c.node1("Add", {step_zeros(c, 0), c.constant_f(1.0, t)});
+  const std::vector<int64_t> pads = offset > 0 ? std::vector<int64_t>{0, k, 0, 0} : std::vector<int64_t>{0, 0, 0, k};
+  std::string padded =
+      c.opset() >= 11 ? c.node1("Pad", {ones, c.constant_i64(pads)}) : c.node1("Pad", {ones}, {Attr("pads", pads)});
+  const int64_t begin = offset > 0 ? 0 : k, end = offset > 0 ? -k : std::numeric_limits<int64_t>::max();
+  std::string shifted =
+      c.opset() >= 10 ? c.node1("Slice", {padded, c.constant_i64({begin}), c.constant_i64({end}), c.constant_i64({1})})
+                      : c.node1("Slice", {padded},
+                                {Attr("starts", std::vector<int64_t>{begin}), Attr("ends", std::vector<int64_t>{end}),
+                                 Attr("axes", std::vector<int64_t>{1})});
+  c.node1("Sub", {c.constant_f(1.0, t), shifted}, {}, c.output(0));  // IsWithin's type is its operand's
 }
 
 // broadcast_as / reconcile_dynamic_axes: an operand without the sequence axis is repeated

@@ -250,3 +250,42 @@ def test_an_rnnrelu_stack_round_trips_through_onnx(tmp_path, bidirectional):
         want = np.asarray(z.eval({x: data})).reshape(T, -1)
         got = np.asarray(z2.eval({z2.arguments[0]: data.transpose(1, 0, 2)})).reshape(T, -1)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+SEQ_OPS = {
+    'first': lambda x: C.sequence.first(x),
+    'last': lambda x: C.sequence.last(x),
+    'slice': lambda x: C.sequence.slice(x, 1, -1),
+    'slice_tail': lambda x: C.sequence.slice(x, -2, 0),
+    'is_first': lambda x: C.sequence.is_first(x),
+    'is_last': lambda x: C.sequence.is_last(x),
+    'reduce_sum': lambda x: C.sequence.reduce_sum(x),
+    'reduce_max': lambda x: C.sequence.reduce_max(x),
+    'broadcast_as': lambda x: C.sequence.broadcast_as(C.sequence.reduce_sum(x), x) * x,
+    'softmax': lambda x: C.sequence.softmax(x),
+}
+
+
+@pytest.mark.parametrize('name', list(SEQ_OPS))
+def test_a_sequence_op_exports_runs_in_onnxruntime_and_round_trips(tmp_path, name):
+    """Sequence ops as CNTK 2.7 wrote them: each sequence fed alone (ONNX has no lengths),
+    for several lengths; ONNX Runtime and the model read back compute as the engine."""
+    x = C.sequence.input_variable((2, 3), name='x')
+    z = SEQ_OPS[name](x)
+    path = str(tmp_path / 'seq.onnx')
+    z.save(path, format=C.ModelFormat.ONNX)
+    onnx.checker.check_model(onnx.load(path), full_check=True)
+    s = ort.InferenceSession(path)
+    z2 = C.Function.load(path, format=C.ModelFormat.ONNX)
+    has_seq = z.output.has_sequence_axis()
+    for T in ((3, 5, 8) if name.startswith('slice') else (1, 2, 5, 8)):
+        d = np.random.default_rng(T).normal(0, 1, (1, T, 2, 3)).astype(np.float32)
+        want = np.asarray(z.eval({x: d}), np.float32)
+        got = s.run(None, {s.get_inputs()[0].name: d.transpose(1, 0, 2, 3)})[0]
+        if has_seq:  # [Sequence, batch, ...] -> [batch, Sequence, ...]
+            got = np.swapaxes(got, 0, 1)
+        np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-5, atol=1e-5, err_msg=f'T={T}')
+        back = np.asarray(z2.eval({z2.arguments[0]: d.transpose(1, 0, 2, 3)}), np.float32)
+        if has_seq:
+            back = np.swapaxes(back.reshape(got.shape[1], got.shape[0], *got.shape[2:]), 0, 1)
+        np.testing.assert_allclose(back.reshape(want.shape), want, rtol=1e-5, atol=1e-5, err_msg=f'read back T={T}')
