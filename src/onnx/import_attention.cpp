@@ -1,8 +1,11 @@
-// ONNX Attention (opset 23): scaled dot-product attention over static [batch, heads, seq,
-// head size] tensors (or [batch, seq, heads * head size] with q_num_heads/kv_num_heads),
+// ONNX Attention (opsets 23 to 25): scaled dot-product attention over static [batch, heads,
+// seq, head size] tensors (or [batch, seq, heads * head size] with q_num_heads/kv_num_heads),
 // built from the engine's primitives: batched products as broadcast products summed over
 // the contracted axis, Softmax over the last axis. Grouped key/value heads are repeated for
-// their query heads; past keys/values are prepended and returned as the present ones.
+// their query heads; past keys/values are prepended and returned as the present ones. The
+// masks (attn_mask, causality, the sliding window, nonpad_kv_seqlen's key padding) become
+// one additive bias; the order of soft cap, bias and softmax and the zero rows where every
+// key is masked follow ONNX's reference.
 #include <cmath>
 #include <limits>
 
@@ -25,15 +28,22 @@ Variable scalar(ImportContext& c, const Variable& like, double v) {
   return Variable::constant(NDShape{}, like.dtype(), v, c.name() + "/const");
 }
 
-// a [..., M, K] times b [..., K, N] (equal leading dims) -> [..., M, N].
+// a [..., M, K] times b [..., K, N] (equal leading dims) -> [..., M, N]. float16 operands are
+// multiplied and summed in float32 and rounded once, as NumPy's float16 matmul (ONNX's
+// reference) does: products rounded to float16 one by one drift by an ulp.
 Variable batched_product(ImportContext& c, const Variable& a, const Variable& b) {
+  const bool half = a.dtype() == DataType::Float16;
+  auto wide = [&](const Variable& x) {
+    return half ? out(c.primitive("Cast", {x}, Dictionary{{"newDataType", int64_t(DataType::Float)}})) : x;
+  };
   std::vector<int64_t> da = a.shape().dims(), db = b.shape().dims();
   da.push_back(1);
   db.insert(db.end() - 2, 1);
-  Variable p = out(c.primitive("ElementTimes", {reshape(c, a, da), reshape(c, b, db)}));
-  return out(c.primitive(
+  Variable p = out(c.primitive("ElementTimes", {reshape(c, wide(a), da), reshape(c, wide(b), db)}));
+  Variable y = out(c.primitive(
       "ReduceElements", {p},
       Dictionary{{"reductionOpName", std::string("Sum")}, {"reductionKeepDimensions", false}, {"axis", Axis(-2)}}));
+  return half ? out(c.primitive("Cast", {y}, Dictionary{{"newDataType", int64_t(DataType::Float16)}})) : y;
 }
 
 // [B, S, H*D] -> [B, H, S, D]; a 4-D input as it is.
@@ -46,6 +56,77 @@ Variable heads_first(ImportContext& c, const Variable& x, const char* heads_attr
   return swap(c, reshape(c, x, {d[0], d[1], h, d[2] / h}), 1, 2);
 }
 
+Variable times(ImportContext& c, const Variable& a, const Variable& b) {
+  return out(c.primitive("ElementTimes", {a, b}));
+}
+Variable cast(ImportContext& c, const Variable& x, DataType to) {
+  return x.dtype() == to ? x : out(c.primitive("Cast", {x}, Dictionary{{"newDataType", int64_t(to)}}));
+}
+// Select with a condition of the values' type (comparisons and boolean inputs are float32).
+Variable select(ImportContext& c, const Variable& cond, const Variable& a, const Variable& b) {
+  return out(c.primitive("Select", {cast(c, cond, a.dtype()), a, b}));
+}
+Variable index_constant(ImportContext& c, std::vector<int64_t> dims, const std::string& what) {
+  NDShape shape(dims);
+  NDArrayView v(DataType::Float, shape);
+  for (int64_t i = 0; i < int64_t(shape.total_size()); ++i) v.data<float>()[i] = float(i);
+  return Variable::constant(v, c.name() + "/" + what);
+}
+
+// The additive bias of the scores s [B, H, sq, skv] (undefined where nothing masks): the
+// mask (booleans: 0 where true, -inf where false) padded with -inf up to skv keys; causality
+// and the sliding window, aligned to each query's position after the past (past_key's
+// length, or nonpad_kv_seqlen[b] - sq for an external cache); and the keys past
+// nonpad_kv_seqlen[b].
+Variable attention_bias(ImportContext& c, const Variable& s, int64_t sq, int64_t skv, int64_t past) {
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  Variable zero = scalar(c, s, 0), minus_inf = scalar(c, s, neg_inf);
+  auto add = [&](const Variable& a, const Variable& b) { return a.defined() ? out(c.primitive("Plus", {a, b})) : b; };
+  Variable bias;
+  if (c.has_input(3)) {
+    Variable m = c.input(3);
+    m = c.input_elem_type(3) == ::onnx::TensorProto::BOOL ? select(c, m, zero, minus_inf) : cast(c, m, s.dtype());
+    auto md = m.shape().dims();
+    if (md.empty()) c.fail("attn_mask must have rank 1 or more");
+    if (md.back() < skv) {
+      auto pd = md;
+      pd.back() = skv - md.back();
+      m = out(c.primitive("Splice", {m, Variable::constant(NDShape(pd), s.dtype(), neg_inf, c.name() + "/mask_pad")},
+                          Dictionary{{"axis", Axis(int(md.size()) - 1)}}));
+    }
+    bias = m;
+  }
+  const bool causal = c.attr_int("is_causal", 0) != 0;
+  const int64_t left = c.attr_int("left_window_size", -1), right = c.attr_int("right_window_size", -1);
+  Variable lengths;  // nonpad_kv_seqlen as [B, 1, 1, 1]
+  if (c.has_input(6)) {
+    if (past > 0) c.fail("nonpad_kv_seqlen with past_key and past_value");
+    lengths = reshape(c, cast(c, c.input(6), DataType::Float), {c.input(6).shape().total_size(), 1, 1, 1});
+  }
+  if (causal || left >= 0 || right >= 0) {
+    // diff = (query position + offset) - key position, [sq, skv] or [B, 1, sq, skv].
+    Variable offset =
+        lengths.defined()
+            ? out(c.primitive("Minus",
+                              {lengths, Variable::constant(NDShape{}, DataType::Float, double(sq), c.name() + "/sq")}))
+            : Variable::constant(NDShape{}, DataType::Float, double(past), c.name() + "/past");
+    Variable i = index_constant(c, {sq, 1}, "query_index"), j = index_constant(c, {1, skv}, "key_index");
+    Variable diff = out(c.primitive("Minus", {out(c.primitive("Plus", {i, offset})), j}));
+    auto f = [&](double v) { return Variable::constant(NDShape{}, DataType::Float, v, c.name() + "/window"); };
+    Variable allowed;
+    auto both = [&](const Variable& a) { allowed = allowed.defined() ? times(c, allowed, a) : a; };
+    if (causal) both(out(c.primitive("GreaterEqual", {diff, f(0)})));
+    if (left >= 0) both(out(c.primitive("LessEqual", {diff, f(double(left))})));
+    if (right >= 0) both(out(c.primitive("GreaterEqual", {diff, f(-double(right))})));
+    bias = add(bias, select(c, allowed, zero, minus_inf));
+  }
+  if (lengths.defined()) {
+    Variable keys = index_constant(c, {1, 1, 1, skv}, "key_index");
+    bias = add(bias, select(c, out(c.primitive("Less", {keys, lengths})), zero, minus_inf));
+  }
+  return bias;
+}
+
 Vars attention(ImportContext& c) {
   for (size_t i = 0; i < c.num_inputs(); ++i)
     if (c.has_input(i)) {
@@ -54,7 +135,6 @@ Vars attention(ImportContext& c) {
       for (int64_t d : v.shape().dims())
         if (d < 0) c.fail("inputs must have known shapes");
     }
-  if (c.has_input(6)) c.fail("nonpad_kv_seqlen is not supported");
   // softmax_precision is not read: the softmax runs in the inputs' type.
   const bool three_d = c.input(0).shape().rank() == 3;
   Variable q = heads_first(c, c.input(0), "q_num_heads");
@@ -80,39 +160,51 @@ Vars attention(ImportContext& c) {
     k = repeat(k, kd);
     v = repeat(v, vd);
   }
+  // Q and K are each scaled by sqrt(scale) in their own type, as ONNX's reference and function
+  // body do (it matters for float16).
   const double scale = c.has_attr("scale") ? double(c.attr_float("scale")) : 1.0 / std::sqrt(double(head));
-  Variable s = batched_product(c, q, swap(c, k, 2, 3));
-  s = out(c.primitive("ElementTimes", {s, scalar(c, s, scale)}));
+  Variable root = scalar(c, q, std::sqrt(scale));
+  Variable s = batched_product(c, times(c, q, root), swap(c, times(c, k, root), 2, 3));
+  // The soft cap comes before the mask, so masked scores stay -inf.
+  const double cap = c.has_attr("softcap") ? double(c.attr_float("softcap")) : 0.0;
+  if (cap > 0) s = times(c, out(c.primitive("Tanh", {times(c, s, scalar(c, s, 1 / cap))})), scalar(c, s, cap));
   const int mode = int(c.attr_int("qk_matmul_output_mode", 0));
-  Variable qk_out = s;
-  // The mask: an additive float bias, or booleans (true: attend); then causality: query i
-  // sees the past keys and the new keys up to its own position i.
-  const double neg_inf = -std::numeric_limits<double>::infinity();
-  Variable bias;
-  if (c.has_input(3)) {
-    Variable m = c.input(3);
-    if (c.input_elem_type(3) == ::onnx::TensorProto::BOOL)
-      m = out(c.primitive("Select", {m, scalar(c, s, 0), scalar(c, s, neg_inf)}));
-    bias = m;
-  }
-  if (c.attr_int("is_causal", 0)) {
-    NDArrayView cm = NDArrayView::zeros(DataType::Float, NDShape({sq, skv}));
-    for (int64_t i = 0; i < sq; ++i)
-      for (int64_t j = 0; j < skv; ++j)
-        if (j > i + past) cm.data<float>()[i * skv + j] = -std::numeric_limits<float>::infinity();
-    Variable cv = Variable::constant(s.dtype() == DataType::Float ? cm : cm.cast(s.dtype()), c.name() + "/causal");
-    bias = bias.defined() ? out(c.primitive("Plus", {bias, cv})) : cv;
-  }
+  Variable qk_out = s;  // modes 0 and 1: the (capped) scores without the bias
+  Variable bias = attention_bias(c, s, sq, skv, past);
   if (bias.defined()) s = out(c.primitive("Plus", {s, bias}));
-  if (mode == 1) qk_out = s;
-  if (c.has_attr("softcap") && c.attr_float("softcap") > 0) {
-    const double cap = c.attr_float("softcap");
-    s = out(c.primitive(
-        "ElementTimes",
-        {out(c.primitive("Tanh", {out(c.primitive("ElementTimes", {s, scalar(c, s, 1 / cap)}))})), scalar(c, s, cap)}));
-  }
   if (mode == 2) qk_out = s;
-  Variable p = out(c.primitive("Softmax", {s}, Dictionary{{"axis", Axis(-1)}}));
+  // softmax_precision: the softmax in that float type, its result cast back.
+  const DataType dt = s.dtype();
+  if (c.has_attr("softmax_precision")) {
+    const int64_t sp = c.attr_int("softmax_precision");
+    const DataType want = sp == ::onnx::TensorProto::FLOAT    ? DataType::Float
+                          : sp == ::onnx::TensorProto::DOUBLE ? DataType::Double
+                                                              : dt;
+    s = cast(c, s, want);
+  }
+  Variable p;
+  if (s.dtype() == DataType::Float16) {
+    // In float16 step by step (each step rounded, the sum accumulated wider), as ONNX's
+    // reference computes it; the engine's Softmax rounds once and differs by an ulp.
+    auto reduce = [&](const Variable& x, const char* op) {
+      return out(c.primitive(
+          "ReduceElements", {x},
+          Dictionary{{"reductionOpName", std::string(op)}, {"reductionKeepDimensions", true}, {"axis", Axis(-1)}}));
+    };
+    Variable e = out(c.primitive("Exp", {out(c.primitive("Minus", {s, reduce(s, "Max")}))}));
+    p = out(c.primitive("ElementDivide", {e, reduce(e, "Sum")}));
+  } else {
+    p = cast(c, out(c.primitive("Softmax", {s}, Dictionary{{"axis", Axis(-1)}})), dt);
+  }
+  if (bias.defined()) {
+    // A query row whose bias masks every key attends to nothing: its probabilities are 0
+    // (the softmax of all -inf is NaN).
+    Variable row_max = out(c.primitive(
+        "ReduceElements", {bias},
+        Dictionary{{"reductionOpName", std::string("Max")}, {"reductionKeepDimensions", true}, {"axis", Axis(-1)}}));
+    Variable none = out(c.primitive("Equal", {row_max, scalar(c, row_max, -std::numeric_limits<double>::infinity())}));
+    p = select(c, none, scalar(c, p, 0), p);
+  }
   if (mode == 3) qk_out = p;
   Variable y = batched_product(c, p, v);
   if (three_d) {
