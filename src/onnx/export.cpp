@@ -14,6 +14,7 @@
 #include "cntk/serialize.h"
 #include "onnx/tensor.h"
 #include "ops/op.h"
+#include "ops/sequence_delay.h"
 
 namespace cntk::onnx_io {
 
@@ -317,8 +318,18 @@ class Writer final : public ExportContext {
     if (it != names_.end()) return it->second;
     declare_leaf(v);
     it = names_.find(v.get());
-    if (it == names_.end()) throw Error("ONNX export: " + v.str() + " is used before the node that computes it");
+    if (it == names_.end()) {
+      // Read before it is computed: the delay of a loop that no rule wrote as a whole.
+      if (FunctionPtr g = v.is_output() ? v.owner() : nullptr; g && is_delay_op(g->op())) unwritten_loop(*g);
+      throw Error("ONNX export: " + v.str() + " is used before the node that computes it");
+    }
     return it->second;
+  }
+
+  [[noreturn]] static void unwritten_loop(const Function& delay) {
+    throw ValueError("ONNX export: " + delay.op_name() + " ('" + (delay.name().empty() ? delay.uid() : delay.name()) +
+                     "') closes a recurrent loop that is not a Recurrence over an LSTM, GRU or RNNStep cell "
+                     "(ONNX's LSTM, GRU and RNN nodes are the only loops written)");
   }
 
   void write_graph(const FunctionPtr& f) {
@@ -339,6 +350,9 @@ class Writer final : public ExportContext {
       } else if (p->is_block()) {
         write_block(p);
       } else {
+        // A delay whose operand is not computed yet reads it from later in a loop.
+        if (is_delay_op(p->op()) && p->direct_inputs()[0].is_output() && !names_.count(p->direct_inputs()[0].get()))
+          unwritten_loop(*p);
         write_primitive(p);
       }
     }

@@ -600,6 +600,45 @@ void export_is_within(ExportContext& c) {
   c.node1("Sub", {c.constant_f(1.0, t), shifted}, {}, c.output(0));  // IsWithin's type is its operand's
 }
 
+// PastValue/FutureValue outside a loop: x shifted by `offset` steps along the sequence (Pad
+// with zeros, Slice off the other end), the initial state where steps were shifted in. A
+// delay inside a loop is written only as part of a matched cell (export_rnn.cpp); the writer
+// refuses other loops.
+void export_delay(ExportContext& c) {
+  expect_batch_and_sequence(c, 0);
+  for (const auto& a : c.input_var(1).dynamic_axes())
+    if (!a.is_batch()) c.unsupported("an initial state that is a sequence");
+  const bool past = c.function().op_name() == "PastValue";
+  const int64_t k = c.attr_int("offset"), r = int64_t(c.input_var(0).shape().rank());
+  const DataType t = c.input_var(0).dtype();
+  auto shift = [&](const std::string& v, int64_t rank) {
+    std::vector<int64_t> pads(size_t(2 * rank), 0);
+    pads[past ? 1 : size_t(rank) + 1] = k;
+    std::string padded =
+        c.opset() >= 11 ? c.node1("Pad", {v, c.constant_i64(pads)}) : c.node1("Pad", {v}, {Attr("pads", pads)});
+    const int64_t begin = past ? 0 : k, end = past ? -k : std::numeric_limits<int64_t>::max();
+    if (c.opset() >= 10)
+      return c.node1("Slice", {padded, c.constant_i64({begin}), c.constant_i64({end}), c.constant_i64({1})});
+    return c.node1("Slice", {padded},
+                   {Attr("starts", std::vector<int64_t>{begin}), Attr("ends", std::vector<int64_t>{end}),
+                    Attr("axes", std::vector<int64_t>{1})});
+  };
+  if (k == 0) {
+    c.node1("Identity", {c.input(0)}, {}, c.output(0));
+    return;
+  }
+  std::string shifted = shift(c.input(0), 2 + r);
+  // 1 on the steps shifted in: ones shifted the same way are 0 there.
+  std::string ones = c.node1("Add", {step_zeros(c, 0), c.constant_f(1.0, t)});
+  std::string fresh = c.node1("Less", {shift(ones, 2), c.constant_f(0.5, t)});
+  if (r > 0) {
+    std::vector<int64_t> axes;
+    for (int64_t j = 0; j < r; ++j) axes.push_back(2 + j);
+    fresh = c.unsqueeze(fresh, axes);
+  }
+  c.node1("Where", {fresh, c.aligned(1, size_t(r)), shifted}, {}, c.output(0));
+}
+
 // broadcast_as / reconcile_dynamic_axes: an operand without the sequence axis is repeated
 // along the layout's steps (added to zeros of the layout's [batch, Sequence]).
 void export_reconcile(ExportContext& c) {
@@ -807,6 +846,8 @@ void register_batch_axis_ops() {
   set_onnx_export("SequenceSlice", export_sequence_slice);
   set_onnx_export("IsWithin", export_is_within);
   set_onnx_export("ReconcileDynamicAxis", export_reconcile);
+  set_onnx_export("PastValue", export_delay);
+  set_onnx_export("FutureValue", export_delay);
 }
 
 }  // namespace

@@ -289,3 +289,38 @@ def test_a_sequence_op_exports_runs_in_onnxruntime_and_round_trips(tmp_path, nam
         if has_seq:
             back = np.swapaxes(back.reshape(got.shape[1], got.shape[0], *got.shape[2:]), 0, 1)
         np.testing.assert_allclose(back.reshape(want.shape), want, rtol=1e-5, atol=1e-5, err_msg=f'read back T={T}')
+
+
+DELAYS = {
+    'past': lambda x: C.sequence.past_value(x),
+    'past2_init': lambda x: C.sequence.past_value(x, C.constant(np.arange(3, dtype=np.float32) - 1), time_step=2),
+    'future': lambda x: C.sequence.future_value(x, initial_state=0.5),
+    'past_times': lambda x: x * C.sequence.past_value(x) + C.sequence.future_value(x, time_step=3),
+}
+
+
+@pytest.mark.parametrize('name', list(DELAYS))
+def test_a_delay_outside_a_loop_exports_and_round_trips(tmp_path, name):
+    """PastValue/FutureValue of a value that does not depend on them: a shift along the
+    Sequence dimension, the initial state on the steps shifted in (also past the length)."""
+    x = C.sequence.input_variable(3, name='x')
+    z = DELAYS[name](x)
+    path = str(tmp_path / 'delay.onnx')
+    z.save(path, format=C.ModelFormat.ONNX)
+    onnx.checker.check_model(onnx.load(path), full_check=True)
+    s = ort.InferenceSession(path)
+    z2 = C.Function.load(path, format=C.ModelFormat.ONNX)
+    for T in (1, 2, 5):
+        d = np.random.default_rng(T).normal(0, 1, (1, T, 3)).astype(np.float32)
+        want = np.asarray(z.eval({x: d}), np.float32).reshape(T, 3)
+        got = s.run(None, {s.get_inputs()[0].name: d.transpose(1, 0, 2)})[0]
+        np.testing.assert_allclose(got.reshape(T, 3), want, rtol=1e-5, atol=1e-6, err_msg=f'T={T}')
+        back = np.asarray(z2.eval({z2.arguments[0]: d.transpose(1, 0, 2)}), np.float32)
+        np.testing.assert_allclose(back.reshape(T, 3), want, rtol=1e-5, atol=1e-6, err_msg=f'read back T={T}')
+
+
+def test_a_loop_that_is_not_a_matched_cell_has_a_clear_error(tmp_path):
+    x = C.sequence.input_variable(3, name='x')
+    z = C.layers.Recurrence(lambda h, x: C.tanh(h * 0.5 + x))(x)
+    with pytest.raises(ValueError, match='recurrent loop that is not a Recurrence over an LSTM, GRU or RNNStep'):
+        z.save(str(tmp_path / 'loop.onnx'), format=C.ModelFormat.ONNX)
