@@ -17,6 +17,7 @@ void register_import_movement();
 void register_import_loss();
 void register_import_rms_norm();
 void register_import_einsum();
+void register_import_quant();
 
 void register_onnx_import_rules() {
   register_import_elementwise();
@@ -33,6 +34,7 @@ void register_onnx_import_rules() {
   register_import_loss();
   register_import_rms_norm();
   register_import_einsum();
+  register_import_quant();
 }
 
 }  // namespace cntk::onnx_io

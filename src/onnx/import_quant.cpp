@@ -1,0 +1,224 @@
+// ONNX's integer ops over the engine's float32 integers (as CNTK computed them): BitShift,
+// QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear. Values stay exact while they
+// fit float32's 24-bit mantissa; the quantized types (8 and 16 bits) always do. The 8-, 4-
+// and 2-bit float and sub-byte integer types have no representation in the engine.
+#include <cmath>
+#include <limits>
+
+#include "onnx/import_axes.h"
+
+namespace cntk::onnx_io {
+
+namespace {
+
+using ::onnx::TensorProto;
+using Vars = std::vector<Variable>;
+
+Variable out(const FunctionPtr& f) { return f->output(); }
+Variable f32(ImportContext& c, double v, const char* what) {
+  return Variable::constant(NDShape{}, DataType::Float, v, c.name() + "/" + what);
+}
+Variable cast(ImportContext& c, const Variable& x, DataType to) {
+  return x.dtype() == to ? x : out(c.primitive("Cast", {x}, Dictionary{{"newDataType", int64_t(to)}}));
+}
+Variable op2(ImportContext& c, const char* op, const Variable& a, const Variable& b) {
+  return out(c.primitive(op, {a, b}));
+}
+Variable reshape(ImportContext& c, const Variable& x, std::vector<int64_t> dims) {
+  return out(c.primitive("Reshape", {x}, Dictionary{{"newShape", NDShape(std::move(dims))}}));
+}
+
+// Round half to even (NumPy's rint), from Floor.
+Variable rint(ImportContext& c, const Variable& v) {
+  Variable f = out(c.primitive("Floor", {v}));
+  Variable d = op2(c, "Minus", v, f);
+  Variable half = f32(c, 0.5, "half"), two = f32(c, 2, "two");
+  Variable odd =
+      op2(c, "Minus", f, op2(c, "ElementTimes", two, out(c.primitive("Floor", {op2(c, "ElementDivide", f, two)}))));
+  Variable up = op2(c, "Plus", op2(c, "Greater", d, half), op2(c, "ElementTimes", op2(c, "Equal", d, half), odd));
+  return op2(c, "Plus", f, up);
+}
+
+struct Range {
+  double lo, hi;
+};
+Range range_of(ImportContext& c, int32_t t) {
+  switch (t) {
+    case TensorProto::UINT8: return {0, 255};
+    case TensorProto::INT8: return {-128, 127};
+    case TensorProto::UINT16: return {0, 65535};
+    case TensorProto::INT16: return {-32768, 32767};
+    case TensorProto::INT32: return {-2147483648.0, 2147483647.0};
+    default:
+      c.fail("quantizing to " + TensorProto::DataType_Name(TensorProto::DataType(t)) +
+             " is not supported (8-, 16- and 32-bit integers are)");
+  }
+}
+
+Variable clip(ImportContext& c, const Variable& v, Range r) {
+  return out(c.primitive("Clip", {v, f32(c, r.lo, "lo"), f32(c, r.hi, "hi")}));
+}
+
+// x (input 0) and the scale/zero point inputs brought to shapes that broadcast together:
+// a scalar as it is; a 1-D tensor along `axis`; blocks of `block_size` along `axis` (x split
+// into [.., blocks, block_size, ..] and each parameter given an axis of 1 after its blocks).
+struct Aligned {
+  Variable x;
+  std::vector<Variable> params;
+  std::vector<int64_t> x_dims;  // x's shape before blocking ({} where unchanged)
+};
+Aligned align(ImportContext& c, std::vector<Variable> params) {
+  Variable x = c.input(0);
+  if (c.input_dyn(0) > 0) c.fail("inputs with dynamic axes (sequence, batch) are not supported");
+  const auto d = x.shape().dims();
+  const int64_t rank = int64_t(d.size());
+  const int64_t block = c.attr_int("block_size", 0);
+  int64_t axis = c.attr_int("axis", 1);
+  Aligned a{x, {}, {}};
+  const bool scalar = params[0].shape().total_size() == 1 && (params[0].shape().rank() <= 1) && block == 0;
+  if (!scalar) {
+    if (axis < -rank || axis >= rank) c.fail("axis is out of range");
+    if (axis < 0) axis += rank;
+  }
+  if (block > 0) {
+    const int64_t n = d[size_t(axis)];
+    if (n % block) c.fail("block_size must divide the quantized axis");
+    std::vector<int64_t> xd = d;
+    xd[size_t(axis)] = n / block;
+    xd.insert(xd.begin() + axis + 1, block);
+    a.x = reshape(c, x, xd);
+    a.x_dims = d;
+    for (auto& p : params) {
+      if (!p.defined()) continue;
+      std::vector<int64_t> pd = p.shape().dims();
+      if (int64_t(pd.size()) != rank || pd[size_t(axis)] != n / block)
+        c.fail("a blocked scale or zero point must have the input's rank and one entry per block");
+      pd.insert(pd.begin() + axis + 1, 1);
+      p = reshape(c, p, pd);
+    }
+  } else if (!scalar) {
+    for (auto& p : params) {
+      if (!p.defined()) continue;
+      if (p.shape().rank() != 1 || p.shape()[0] != d[size_t(axis)])
+        c.fail("a per-axis scale or zero point must be 1-D along axis");
+      std::vector<int64_t> pd(size_t(rank - axis), 1);
+      pd[0] = d[size_t(axis)];
+      p = reshape(c, p, pd);
+    }
+  }
+  a.params = std::move(params);
+  return a;
+}
+
+Vars quantize(ImportContext& c) {
+  const bool has_zp = c.has_input(2);
+  int32_t t = has_zp ? c.input_elem_type(2) : int32_t(c.attr_int("output_dtype", 0));
+  if (t == 0) t = TensorProto::UINT8;
+  const Range r = range_of(c, t);
+  Aligned a = align(c, {c.input(1), has_zp ? c.input(2) : Variable()});
+  Variable x = cast(c, a.x, DataType::Float), scale = cast(c, a.params[0], DataType::Float);
+  Variable y = rint(c, op2(c, "ElementDivide", x, scale));
+  if (has_zp) y = op2(c, "Plus", y, a.params[1]);
+  y = clip(c, y, r);
+  if (!a.x_dims.empty()) y = reshape(c, y, a.x_dims);
+  c.set_output_elem_type(0, t);
+  return {y};
+}
+
+Vars dequantize(ImportContext& c) {
+  const int32_t t = c.input_elem_type(0);
+  if (t != TensorProto::UINT8 && t != TensorProto::INT8 && t != TensorProto::UINT16 && t != TensorProto::INT16 &&
+      t != TensorProto::INT32)
+    c.fail("dequantizing " + TensorProto::DataType_Name(TensorProto::DataType(t)) +
+           " is not supported (8-, 16- and 32-bit integers are)");
+  Aligned a = align(c, {c.input(1), c.has_input(2) ? c.input(2) : Variable()});
+  Variable x = a.x;
+  if (a.params[1].defined()) x = op2(c, "Minus", x, a.params[1]);
+  const DataType dt = a.params[0].dtype();
+  Variable y = op2(c, "ElementTimes", cast(c, x, dt), a.params[0]);
+  if (!a.x_dims.empty()) y = reshape(c, y, a.x_dims);
+  return {y};
+}
+
+// uint8 quantization of x over its own range (widened to hold 0): y, scale, zero point.
+Vars dynamic_quantize(ImportContext& c) {
+  Variable x = cast(c, c.input(0), DataType::Float);
+  if (c.input_dyn(0) > 0) c.fail("inputs with dynamic axes (sequence, batch) are not supported");
+  auto all = [&](const char* op) {
+    return out(c.primitive("ReduceElements", {x},
+                           Dictionary{{"reductionOpName", std::string(op)},
+                                      {"reductionKeepDimensions", false},
+                                      {"axis", Axis::all_static_axes()}}));
+  };
+  Variable zero = f32(c, 0, "zero");
+  const double inf = std::numeric_limits<double>::infinity();
+  Variable lo = clip(c, all("Min"), {-inf, 0}), hi = clip(c, all("Max"), {0, inf});
+  Variable scale = op2(c, "ElementDivide", op2(c, "Minus", hi, lo), f32(c, 255, "qmax"));
+  Variable zp = clip(c, rint(c, op2(c, "ElementDivide", out(c.primitive("Negate", {lo})), scale)), {0, 255});
+  Variable y = clip(c, op2(c, "Plus", rint(c, op2(c, "ElementDivide", x, scale)), zp), {0, 255});
+  c.set_output_elem_type(0, TensorProto::UINT8);
+  c.set_output_elem_type(2, TensorProto::UINT8);
+  return {y, scale, zp};
+}
+
+int bits_of(ImportContext& c, int32_t t) {
+  switch (t) {
+    case TensorProto::UINT8:
+    case TensorProto::INT8: return 8;
+    case TensorProto::UINT16:
+    case TensorProto::INT16: return 16;
+    case TensorProto::UINT32:
+    case TensorProto::INT32: return 32;
+    case TensorProto::UINT64:
+    case TensorProto::INT64: return 64;
+    default: c.fail("BitShift needs integer inputs");
+  }
+}
+
+// Shifts as products and floored quotients by 2^b; shifts below 0 or of the type's width and
+// more give 0 (and -1 for negative values shifted right), as ONNX's reference; left shifts
+// wrap around the type's width.
+Vars bit_shift(ImportContext& c) {
+  const int32_t t = c.input_elem_type(0);
+  const int bits = bits_of(c, t);
+  const bool is_signed =
+      t == TensorProto::INT8 || t == TensorProto::INT16 || t == TensorProto::INT32 || t == TensorProto::INT64;
+  Variable a = cast(c, c.input(0), DataType::Float), b = cast(c, c.input(1), DataType::Float);
+  Variable zero = f32(c, 0, "zero");
+  Variable p = op2(c, "Pow", f32(c, 2, "two"), b);
+  Variable valid = op2(c, "ElementTimes", op2(c, "GreaterEqual", b, zero), op2(c, "Less", b, f32(c, bits, "bits")));
+  const std::string dir = c.attr_string("direction");
+  Variable y, other;
+  if (dir == "RIGHT") {
+    y = out(c.primitive("Floor", {op2(c, "ElementDivide", a, p)}));
+    other = is_signed ? out(c.primitive("Negate", {op2(c, "Less", a, zero)})) : zero;
+  } else if (dir == "LEFT") {
+    y = op2(c, "ElementTimes", a, p);
+    // Modulo 2^bits, into [-2^(bits-1), 2^(bits-1)) for signed types, where the product leaves
+    // the type's range (computed only there: adding 2^31 to a small value would lose it).
+    const double m = std::ldexp(1.0, bits), shift = is_signed ? std::ldexp(1.0, bits - 1) : 0.0;
+    Variable s = op2(c, "Plus", y, f32(c, shift, "offset"));
+    Variable mv = f32(c, m, "modulus");
+    s = op2(c, "Minus", s, op2(c, "ElementTimes", mv, out(c.primitive("Floor", {op2(c, "ElementDivide", s, mv)}))));
+    Variable wrapped = op2(c, "Minus", s, f32(c, shift, "offset"));
+    Variable inside = op2(c, "ElementTimes", op2(c, "GreaterEqual", y, f32(c, -shift, "lo")),
+                          op2(c, "Less", y, f32(c, m - shift, "hi")));
+    y = out(c.primitive("Select", {inside, y, wrapped}));
+    other = zero;
+  } else {
+    c.fail("direction must be LEFT or RIGHT");
+  }
+  c.set_output_elem_type(0, t);
+  return {out(c.primitive("Select", {valid, y, other}))};
+}
+
+}  // namespace
+
+void register_import_quant() {
+  register_onnx_import("QuantizeLinear", quantize, 10);
+  register_onnx_import("DequantizeLinear", dequantize, 10);
+  register_onnx_import("DynamicQuantizeLinear", dynamic_quantize, 11);
+  register_onnx_import("BitShift", bit_shift, 11);
+}
+
+}  // namespace cntk::onnx_io
