@@ -639,6 +639,22 @@ void export_delay(ExportContext& c) {
   c.node1("Where", {fresh, c.aligned(1, size_t(r)), shifted}, {}, c.output(0));
 }
 
+// sequence.unpack / to_sequence: inside a written graph a sequence is already [batch,
+// Sequence, ...], the same tensor as its unpacked [batch, steps, ...]; the mask is all ones
+// (ONNX has no lengths: every sequence is the tensor's full length).
+void export_unpack_sequence(ExportContext& c) {
+  expect_batch_and_sequence(c, 0);
+  c.node1("Identity", {c.input(0)}, {}, c.output(0));
+  if (c.num_outputs() > 1)
+    c.node1("Add", {step_zeros(c, 0), c.constant_f(1.0, c.input_var(0).dtype())}, {}, c.output(1));
+}
+
+void export_to_sequence(ExportContext& c) {
+  if (c.num_inputs() > 1) c.unsupported("sequence lengths (ONNX's tensors carry none)");
+  if (c.input_dyn(0) != 1) c.unsupported("an operand without a batch axis");
+  c.node1("Identity", {c.input(0)}, {}, c.output(0));
+}
+
 // broadcast_as / reconcile_dynamic_axes: an operand without the sequence axis is repeated
 // along the layout's steps (added to zeros of the layout's [batch, Sequence]).
 void export_reconcile(ExportContext& c) {
@@ -846,6 +862,8 @@ void register_batch_axis_ops() {
   set_onnx_export("SequenceSlice", export_sequence_slice);
   set_onnx_export("IsWithin", export_is_within);
   set_onnx_export("ReconcileDynamicAxis", export_reconcile);
+  set_onnx_export("UnpackSequence", export_unpack_sequence);
+  set_onnx_export("ToSequence", export_to_sequence);
   set_onnx_export("PastValue", export_delay);
   set_onnx_export("FutureValue", export_delay);
 }

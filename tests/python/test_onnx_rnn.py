@@ -324,3 +324,25 @@ def test_a_loop_that_is_not_a_matched_cell_has_a_clear_error(tmp_path):
     z = C.layers.Recurrence(lambda h, x: C.tanh(h * 0.5 + x))(x)
     with pytest.raises(ValueError, match='recurrent loop that is not a Recurrence over an LSTM, GRU or RNNStep'):
         z.save(str(tmp_path / 'loop.onnx'), format=C.ModelFormat.ONNX)
+
+
+@pytest.mark.parametrize('mask', [False, True])
+def test_sequence_unpack_and_to_sequence_export(tmp_path, mask):
+    """unpack: the [batch, steps, ...] tensor (and an all-ones mask: ONNX has no lengths);
+    to_sequence of it is a sequence again."""
+    x = C.sequence.input_variable(3, name='x')
+    u = C.sequence.unpack(x, padding_value=0, no_mask_output=not mask)
+    outs = list(u.outputs) + [C.to_sequence(u.outputs[0]) * 2]
+    z = C.combine(outs)
+    path = str(tmp_path / 'unpack.onnx')
+    z.save(path, format=C.ModelFormat.ONNX)
+    onnx.checker.check_model(onnx.load(path), full_check=True)
+    s = ort.InferenceSession(path)
+    for T in (1, 4):
+        d = np.random.default_rng(T).normal(0, 1, (1, T, 3)).astype(np.float32)
+        want = z.eval({x: d})
+        got = s.run(None, {s.get_inputs()[0].name: d.transpose(1, 0, 2)})
+        np.testing.assert_allclose(got[0].reshape(T, 3), np.asarray(want[z.outputs[0]]).reshape(T, 3), rtol=1e-6)
+        if mask:
+            np.testing.assert_array_equal(got[1].reshape(T), np.ones(T, np.float32))
+        np.testing.assert_allclose(got[-1].reshape(T, 3), 2 * d.reshape(T, 3), rtol=1e-6)
