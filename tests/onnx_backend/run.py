@@ -196,13 +196,14 @@ def check_expected(results, expected):
 
 def _reason(name, msg, mapped):
     op = _op_types().get(name, '?')
-    if unrepresentable(name):
+    if unrepresentable(name) or 'has no engine type' in msg:
         return 'an element type the engine has no representation of (float8/4, int4/2, bfloat16, string)'
     if op not in mapped and not name.endswith('expanded') and 'expanded_ver' not in name:
         return 'the reader has no rule for %s' % op
     m = re.match(r"^ValueError: ONNX import: node '[^']*' \((\w+)\): (.*)", msg)
     if m:  # "Op: error", naming the op once
         msg = m.group(2) if m.group(2).startswith(m.group(1) + ':') else '%s: %s' % m.groups()
+    msg = re.sub(r'^ValueError: ONNX import: ', '', msg)
     if msg.startswith('AssertionError'):
         return 'values differ from ONNX\'s reference outputs'
     return msg[:160]
