@@ -401,9 +401,47 @@ Vars nonzero(ImportContext& c) {
   return {constant_f(c, NDShape({int64_t(dims.size()), count}), flat)};
 }
 
+// CenterCropPad: each named axis cut to its centre or padded with zeros around it to the
+// given length; an odd difference leaves the extra element at the end.
+Vars center_crop_pad(ImportContext& c) {
+  Variable x = c.input(0);
+  const std::vector<int64_t> dims = static_dims(c, 0);
+  const int64_t rank = int64_t(dims.size());
+  const std::vector<int64_t> shape = known_i64(c, 1, "shape");
+  std::vector<int64_t> axes = c.attr_ints("axes", std::vector<int64_t>{});
+  if (axes.empty())
+    for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
+  if (axes.size() != shape.size()) c.fail("shape needs one length per axis");
+  std::vector<int64_t> head(size_t(rank), 0), foot(size_t(rank), 0);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const int64_t a = normalize_axis(c, axes[k], rank), n = dims[size_t(a)], want = shape[k];
+    if (want < 0) c.fail("a negative length");
+    if (want < n) {
+      const int64_t b = (n - want) / 2;
+      x = out(c.primitive("Slice", {x}, Dictionary{{"axis", Axis(int(a))}, {"beginIndex", b}, {"endIndex", b + want}}));
+    } else if (want > n) {
+      head[size_t(a)] = (want - n) / 2;
+      foot[size_t(a)] = want - n - head[size_t(a)];
+    }
+  }
+  if (std::any_of(head.begin(), head.end(), [](int64_t v) { return v > 0; }) ||
+      std::any_of(foot.begin(), foot.end(), [](int64_t v) { return v > 0; })) {
+    DictValue::List h, f;
+    for (int64_t v : head) h.emplace_back(v);
+    for (int64_t v : foot) f.emplace_back(v);
+    x = out(c.primitive(
+        "Pad", {x},
+        Dictionary{
+            {"paddingHead", h}, {"paddingFoot", f}, {"paddingMode", int64_t(0)}, {"paddingConstantValue", 0.0}}));
+  }
+  if (!is_float(c.input_elem_type(0))) c.set_output_elem_type(0, c.input_elem_type(0));
+  return {x};
+}
+
 }  // namespace
 
 void register_import_tensor() {
+  register_onnx_import("CenterCropPad", center_crop_pad, 18);
   register_onnx_import("Shape", [](ImportContext& c) {
     std::vector<int64_t> dims = static_dims(c, 0);
     const int64_t r = int64_t(dims.size());
