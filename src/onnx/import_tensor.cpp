@@ -6,6 +6,7 @@
 // axes, k) must be known then: initializers, Constant nodes, or computed from them.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "onnx/import.h"
 
@@ -166,8 +167,19 @@ Vars mod(ImportContext& c) {
   if (t != TensorProto::FLOAT) c.set_output_elem_type(0, t);
   Variable q = out(c.primitive("ElementDivide", {x, y}));
   // fmod: the remainder takes the dividend's sign (truncated quotient); else the divisor's (floored).
-  Variable whole = fmod ? trunc(c, q) : out(c.primitive("Floor", {q}));
-  return {out(c.primitive("Minus", {x, out(c.primitive("ElementTimes", {whole, y}))}))};
+  if (fmod || !is_float(t)) {
+    Variable whole = fmod ? trunc(c, q) : out(c.primitive("Floor", {q}));
+    return {out(c.primitive("Minus", {x, out(c.primitive("ElementTimes", {whole, y}))}))};
+  }
+  // Floats as NumPy's mod: the truncated remainder (x itself for an infinite divisor, where
+  // the product would be NaN), moved by y where it is not 0 and its sign differs from y's.
+  Variable zero = scalar(c, x, 0), inf = scalar(c, x, std::numeric_limits<double>::infinity());
+  Variable r = out(c.primitive("Minus", {x, out(c.primitive("ElementTimes", {trunc(c, q), y}))}));
+  r = out(c.primitive("Select", {out(c.primitive("Equal", {out(c.primitive("Abs", {y})), inf})), x, r}));
+  Variable differ =
+      out(c.primitive("NotEqual", {out(c.primitive("Less", {r, zero})), out(c.primitive("Less", {y, zero}))}));
+  Variable move = out(c.primitive("ElementTimes", {differ, out(c.primitive("NotEqual", {r, zero}))}));
+  return {out(c.primitive("Plus", {r, out(c.primitive("Select", {move, y, zero}))}))};
 }
 
 Vars topk(ImportContext& c) {
