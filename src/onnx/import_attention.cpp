@@ -5,7 +5,8 @@
 // their query heads; past keys/values are prepended and returned as the present ones. The
 // masks (attn_mask, causality, the sliding window, nonpad_kv_seqlen's key padding) become
 // one additive bias; the order of soft cap, bias and softmax and the zero rows where every
-// key is masked follow ONNX's reference.
+// key is masked follow ONNX's reference. RotaryEmbedding, the positional rotation that
+// precedes attention in such models, is here too.
 #include <cmath>
 #include <limits>
 
@@ -220,8 +221,80 @@ Vars attention(ImportContext& c) {
   return outs;
 }
 
+Variable slice_last(ImportContext& c, const Variable& x, int64_t b, int64_t e) {
+  const int axis = int(x.shape().rank()) - 1;
+  return out(c.primitive("Slice", {x}, Dictionary{{"axis", Axis(axis)}, {"beginIndex", b}, {"endIndex", e}}));
+}
+
+// RotaryEmbedding (opset 23): the first rotary_embedding_dim features of each head rotated
+// pairwise by the cached angle of its position (halves, or interleaved pairs), in
+// [B, S, H, D] order inside; the cache rows are picked by position_ids as a one-hot product.
+Vars rotary_embedding(ImportContext& c) {
+  for (size_t i = 0; i < c.num_inputs(); ++i)
+    if (c.has_input(i) && c.input_dyn(i) > 0) c.fail("inputs with dynamic axes are not supported");
+  Variable x = c.input(0);
+  const auto d = x.shape().dims();
+  if (d.size() != 3 && d.size() != 4) c.fail("the input must have rank 3 or 4");
+  const bool four = d.size() == 4;
+  int64_t b = d[0], s, h, hd;
+  if (four) {
+    h = d[1], s = d[2], hd = d[3];
+    x = swap(c, x, 1, 2);
+  } else {
+    s = d[1], h = c.attr_int("num_heads", 0);
+    if (h <= 0 || d[2] % h) c.fail("a 3-D input needs num_heads dividing its last dimension");
+    hd = d[2] / h;
+    x = reshape(c, x, {b, s, h, hd});
+  }
+  int64_t rd = c.attr_int("rotary_embedding_dim", 0);
+  if (rd == 0) rd = hd;
+  if (rd % 2 || rd > hd) c.fail("rotary_embedding_dim must be even and at most the head size");
+  const int64_t half = rd / 2;
+  const bool interleaved = c.attr_int("interleaved", 0) != 0;
+  auto cache = [&](size_t i) {
+    Variable v = c.input(i);
+    if (v.shape().dims().back() != half) c.fail("the caches' last dimension must be rotary_embedding_dim / 2");
+    if (c.has_input(3)) {
+      // cache[position_ids]: one-hot rows of the positions times the cache.
+      const int64_t n = v.shape()[0];
+      Variable pos = reshape(c, cast(c, c.input(3), DataType::Float), {b, s, 1});
+      Variable idx = index_constant(c, {n}, "positions");
+      Variable onehot = cast(c, out(c.primitive("Equal", {pos, idx})), v.dtype());
+      v = batched_product(c, reshape(c, onehot, {1, b * s, n}), reshape(c, v, {1, n, half}));
+    }
+    return reshape(c, v, {b, s, 1, half});
+  };
+  Variable cos = cache(1), sin = cache(2);
+  Variable xr = rd == hd ? x : slice_last(c, x, 0, rd);
+  Variable x1, x2;
+  if (interleaved) {
+    Variable pairs = reshape(c, xr, {b, s, h, half, 2});
+    x1 = reshape(c, slice_last(c, pairs, 0, 1), {b, s, h, half});
+    x2 = reshape(c, slice_last(c, pairs, 1, 2), {b, s, h, half});
+  } else {
+    x1 = slice_last(c, xr, 0, half);
+    x2 = slice_last(c, xr, half, rd);
+  }
+  Variable real = out(c.primitive("Minus", {times(c, cos, x1), times(c, sin, x2)}));
+  Variable imag = out(c.primitive("Plus", {times(c, sin, x1), times(c, cos, x2)}));
+  Variable y;
+  if (interleaved) {
+    y = out(c.primitive("Splice", {reshape(c, real, {b, s, h, half, 1}), reshape(c, imag, {b, s, h, half, 1})},
+                        Dictionary{{"axis", Axis(4)}}));
+    y = reshape(c, y, {b, s, h, rd});
+  } else {
+    y = out(c.primitive("Splice", {real, imag}, Dictionary{{"axis", Axis(3)}}));
+  }
+  if (rd < hd) y = out(c.primitive("Splice", {y, slice_last(c, x, rd, hd)}, Dictionary{{"axis", Axis(3)}}));
+  y = four ? swap(c, y, 1, 2) : reshape(c, y, d);
+  return {y};
+}
+
 }  // namespace
 
-void register_import_attention() { register_onnx_import("Attention", attention, 23); }
+void register_import_attention() {
+  register_onnx_import("Attention", attention, 23);
+  register_onnx_import("RotaryEmbedding", rotary_embedding, 23);
+}
 
 }  // namespace cntk::onnx_io
