@@ -378,7 +378,7 @@ class Writer final : public ExportContext {
     in_vars_ = claim.inputs;
     in_names_.clear();
     for (const Variable& v : in_vars_) in_names_.push_back(value_name(v));
-    out_vars_ = b->outputs();
+    out_vars_ = claim.outputs.empty() ? b->outputs() : claim.outputs;
     out_names_.clear();
     for (const Variable& o : out_vars_) out_names_.push_back(unique_value_name(o.uid(), o.uid()));
     claim.write(*this, [this](const std::string& output, const std::string& name, std::vector<std::string> values) {

@@ -17,6 +17,9 @@ struct BlockClaim {
   std::vector<Variable> inputs;           // what the rule reads, as ExportContext::input(i)
   std::vector<const Function*> absorbed;  // functions written with the block (skipped by the writer)
   std::function<void(ExportContext&, const SetStrings&)> write;  // writes at least the block's output 0
+  // What the rule writes as ExportContext::output(k) when not the block's outputs (a pair of
+  // blocks written as one node writes one output of each).
+  std::vector<Variable> outputs;
 };
 
 // The attribute of a block read from an ONNX recurrent node (import_rnn.cpp) that holds

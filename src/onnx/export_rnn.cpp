@@ -48,7 +48,9 @@ bool zero_constant(const Variable& v) {
   return true;
 }
 
-void write_recurrence(ExportContext& c, const SetStrings& set_strings, RnnCell cell, bool backward) {
+// `pair`: a forward and a backward recurrence over the same input, written as one
+// bidirectional node; the inputs are then x and each direction's weights (no initial states).
+void write_recurrence(ExportContext& c, const SetStrings& set_strings, RnnCell cell, bool backward, bool pair = false) {
   const bool lstm = cell == RnnCell::Lstm, gru = cell == RnnCell::Gru;
   const int64_t H = c.output_var(0).shape()[0];
   const int64_t G = lstm ? 4 : gru ? 3 : 1;
@@ -67,13 +69,22 @@ void write_recurrence(ExportContext& c, const SetStrings& set_strings, RnnCell c
   auto onnx_weight = [&](const std::string& w) {
     return c.unsqueeze(reorder(c.node1("Transpose", {w}, {Attr("perm", std::vector<int64_t>{1, 0})})), {0});
   };
-  std::string W = onnx_weight(c.input(iw));
-  std::string R =
-      gru ? onnx_weight(c.node1("Concat", {c.input(ih), c.input(ih1)}, {Attr("axis", 1)})) : onnx_weight(c.input(ih));
   std::string zeros = c.constant(NDArrayView::zeros(c.input_var(ib).dtype(), NDShape{G * H}));
-  std::string B = c.unsqueeze(c.node1("Concat", {reorder(c.input(ib)), zeros}, {Attr("axis", 0)}), {0});
+  std::vector<std::string> Ws, Rs, Bs;
+  for (size_t d = 0, at = 0; d < (pair ? 2u : 1u); ++d, at = ib) {  // the second direction's follow the first's b
+    Ws.push_back(onnx_weight(c.input(at + iw)));
+    Rs.push_back(gru ? onnx_weight(c.node1("Concat", {c.input(at + ih), c.input(at + ih1)}, {Attr("axis", 1)}))
+                     : onnx_weight(c.input(at + ih)));
+    Bs.push_back(c.unsqueeze(c.node1("Concat", {reorder(c.input(at + ib)), zeros}, {Attr("axis", 0)}), {0}));
+  }
+  auto stack = [&](const std::vector<std::string>& v) {
+    return v.size() == 1 ? v[0] : c.node1("Concat", v, {Attr("axis", 0)});
+  };
+  std::string W = stack(Ws), R = stack(Rs), B = stack(Bs);
 
-  std::vector<Attr> attrs{Attr("hidden_size", H), Attr("direction", backward ? "reverse" : "forward")};
+  std::vector<Attr> attrs{Attr("hidden_size", H), Attr("direction", pair       ? "bidirectional"
+                                                                    : backward ? "reverse"
+                                                                               : "forward")};
   if (gru) attrs.emplace_back("linear_before_reset", int64_t(0));
   std::string X = c.node1("Transpose", {c.input(0)}, {Attr("perm", std::vector<int64_t>{1, 0, 2})});
   const char* op = lstm ? "LSTM" : gru ? "GRU" : "RNN";
@@ -82,7 +93,7 @@ void write_recurrence(ExportContext& c, const SetStrings& set_strings, RnnCell c
   // matrix (no Shape node: a reader that keeps the batch dimension free can follow it).
   std::vector<std::string> ins{X, W, R, B};
   bool initial = false;
-  for (size_t k = ih0; k < c.num_inputs(); ++k) initial = initial || !zero_constant(c.input_var(k));
+  for (size_t k = ih0; !pair && k < c.num_inputs(); ++k) initial = initial || !zero_constant(c.input_var(k));
   if (initial) {
     const int64_t F = c.input_var(0).shape()[0];
     std::string summed = c.opset() >= 13 ? c.node1("ReduceSum", {X, c.constant_i64({0})}, {Attr("keepdims", 1)})
@@ -95,13 +106,46 @@ void write_recurrence(ExportContext& c, const SetStrings& set_strings, RnnCell c
   std::string Y = c.node(op, ins, attrs, {}, 1)[0];
   if (!lstm && !gru)
     set_strings(Y, "activations",
-                {cell == RnnCell::RnnRelu      ? "Relu"
-                 : cell == RnnCell::RnnSigmoid ? "Sigmoid"
-                                               : "Tanh"});
-  // [S, 1, B, H] -> [S, B, H] -> [B, S, H]
-  std::string Ys = c.opset() >= 13 ? c.node1("Squeeze", {Y, c.constant_i64({1})})
-                                   : c.node1("Squeeze", {Y}, {Attr("axes", std::vector<int64_t>{1})});
-  c.node1("Transpose", {Ys}, {Attr("perm", std::vector<int64_t>{1, 0, 2})}, c.output(0));
+                std::vector<std::string>(pair ? 2 : 1, cell == RnnCell::RnnRelu      ? "Relu"
+                                                       : cell == RnnCell::RnnSigmoid ? "Sigmoid"
+                                                                                     : "Tanh"));
+  // [S, D, B, H] -> each direction's [S, B, H] -> [B, S, H]
+  for (int64_t d = 0; d < (pair ? 2 : 1); ++d) {
+    std::string Yd = pair ? c.node1("Gather", {Y, c.constant_i64({d})}, {Attr("axis", 1)}) : Y;
+    std::string Ys = c.opset() >= 13 ? c.node1("Squeeze", {Yd, c.constant_i64({1})})
+                                     : c.node1("Squeeze", {Yd}, {Attr("axes", std::vector<int64_t>{1})});
+    c.node1("Transpose", {Ys}, {Attr("perm", std::vector<int64_t>{1, 0, 2})}, c.output(size_t(d)));
+  }
+}
+
+// The backward recurrence to write with forward `block` (match m) as one bidirectional node:
+// the only other matched step of the graph over the same input with the same cell and size,
+// both starting from 0 (a single forward and a single backward one, as splice(fwd(x), bwd(x))).
+FunctionPtr backward_partner(const FunctionPtr& block, const FusedRnnMatch& m, const FunctionPtr& root,
+                             const VariableUses& uses) {
+  auto zero_start = [](const FusedRnnMatch& r, size_t from) {
+    for (size_t k = from; k < r.inputs.size(); ++k)
+      if (!zero_constant(r.inputs[k])) return false;
+    return true;
+  };
+  const size_t ih0 = m.cell == RnnCell::Gru ? 5 : 4;
+  if (m.backward || !zero_start(m, ih0)) return nullptr;
+  FunctionPtr found;
+  int forward = 0;
+  for (const FunctionPtr& f : root->topological_order()) {
+    FusedRnnMatch r;
+    if (!f->is_block() || !match_fused_rnn(f, uses, r, true) || r.cell != m.cell ||
+        r.inputs[0].get() != m.inputs[0].get() || f->outputs()[0].shape() != block->outputs()[0].shape() ||
+        !zero_start(r, ih0))
+      continue;
+    if (!r.backward) {
+      ++forward;
+    } else {
+      if (found) return nullptr;
+      found = f;
+    }
+  }
+  return forward == 1 ? found : nullptr;
 }
 
 }  // namespace
@@ -147,10 +191,27 @@ std::optional<BlockClaim> claim_block_export(const FunctionPtr& block, const Fun
   if (!match_fused_rnn(block, uses, m, true)) return std::nullopt;
   BlockClaim claim;
   claim.inputs = m.inputs;
-  const auto& args = block->block_arguments_mapping();
-  for (size_t k = 0; k + 1 < args.size(); ++k) claim.absorbed.push_back(args[k].second.owner().get());
+  auto absorb_delays = [&](const FunctionPtr& b) {
+    const auto& args = b->block_arguments_mapping();
+    for (size_t k = 0; k + 1 < args.size(); ++k) claim.absorbed.push_back(args[k].second.owner().get());
+  };
+  absorb_delays(block);
   const RnnCell cell = m.cell;
   const bool backward = m.backward;
+  if (FunctionPtr partner = backward_partner(block, m, root, uses)) {
+    FusedRnnMatch pm;
+    match_fused_rnn(partner, uses, pm, true);
+    const size_t weights = m.cell == RnnCell::Gru ? 5 : 4;  // x, W, H, [H1,] b
+    claim.inputs.resize(weights);
+    claim.inputs.insert(claim.inputs.end(), pm.inputs.begin() + 1, pm.inputs.begin() + weights);
+    claim.absorbed.push_back(partner.get());
+    absorb_delays(partner);
+    claim.outputs = {block->outputs()[0], partner->outputs()[0]};
+    claim.write = [cell](ExportContext& c, const SetStrings& set_strings) {
+      write_recurrence(c, set_strings, cell, false, true);
+    };
+    return claim;
+  }
   claim.write = [cell, backward](ExportContext& c, const SetStrings& set_strings) {
     write_recurrence(c, set_strings, cell, backward);
   };

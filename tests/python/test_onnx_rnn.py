@@ -179,7 +179,24 @@ def test_a_stacked_bidirectional_lstm_exports_and_runs_in_onnxruntime(tmp_path):
     fwd = C.layers.Recurrence(C.layers.LSTM(6))(x)
     bwd = C.layers.Recurrence(C.layers.LSTM(6), go_backwards=True)(x)
     z = C.layers.Sequential([C.layers.Recurrence(C.layers.GRU(5)), C.layers.Dense(2)])(C.splice(fwd, bwd))
-    _check_in_onnxruntime(z, x, str(tmp_path / 'bi.onnx'), ['LSTM', 'LSTM', 'GRU'])
+    _check_in_onnxruntime(z, x, str(tmp_path / 'bi.onnx'), ['LSTM', 'GRU'])
+    lstm = [n for n in onnx.load(str(tmp_path / 'bi.onnx')).graph.node if n.op_type == 'LSTM'][0]
+    assert [a.s for a in lstm.attribute if a.name == 'direction'] == [b'bidirectional']
+
+
+@pytest.mark.parametrize('kind', ['lstm', 'gru', 'rnn_relu'])
+def test_a_forward_and_backward_pair_is_one_bidirectional_node_and_round_trips(tmp_path, kind):
+    x = C.sequence.input_variable(3, name='x')
+    z = C.splice(C.layers.Recurrence(_cell(kind, 4))(x), C.layers.Recurrence(_cell(kind, 4), go_backwards=True)(x))
+    op = {'lstm': 'LSTM', 'gru': 'GRU'}.get(kind, 'RNN')
+    path = str(tmp_path / 'pair.onnx')
+    _check_in_onnxruntime(z, x, path, [op])
+    z2 = C.Function.load(path, format=C.ModelFormat.ONNX)
+    for T in (1, 5):
+        d = np.random.default_rng(T).normal(0, 1, (1, T, 3)).astype(np.float32)
+        want = np.asarray(z.eval({x: d})).reshape(T, 8)
+        got = np.asarray(z2.eval({z2.arguments[0]: d.transpose(1, 0, 2)})).reshape(T, 8)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize('kind', ['lstm', 'gru'])
