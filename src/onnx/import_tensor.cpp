@@ -1,9 +1,9 @@
 // ONNX tensor-manipulation ops that have no single engine op: shapes and sizes, casts,
-// generated tensors (ConstantOfShape, EyeLike, Range), masks (Trilu, Where), Mod, CumSum,
-// TopK and OneHot. The engine computes integers and booleans as float32 (as CNTK did), so
-// an integer cast rounds the value the ONNX way and keeps it as a float; the declared ONNX
-// type travels as the output's element type. Values the rules need while reading (shapes,
-// axes, k) must be known then: initializers, Constant nodes, or computed from them.
+// generated tensors (ConstantOfShape, EyeLike, Range, the Hann/Hamming/Blackman windows), masks (Trilu, Where), Mod,
+// CumSum, TopK and OneHot. The engine computes integers and booleans as float32 (as CNTK did), so an integer cast
+// rounds the value the ONNX way and keeps it as a float; the declared ONNX type travels as the output's element type.
+// Values the rules need while reading (shapes, axes, k) must be known then: initializers, Constant nodes, or computed
+// from them.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -450,9 +450,33 @@ Vars center_crop_pad(ImportContext& c) {
   return {x};
 }
 
+// Hann, Hamming and Blackman windows of a known size: cosine sums over n / N (periodic) or
+// n / (N - 1) (symmetric), computed in double and given the output_datatype.
+ImportFn window(double a0, double a1, double a2) {
+  return [a0, a1, a2](ImportContext& c) {
+    const auto size = known_i64(c, 0, "size");
+    if (size.size() != 1 || size[0] < 0) c.fail("size must be one non-negative value");
+    const int64_t n = size[0];
+    const double denom = double(c.attr_int("periodic", 1) != 0 ? n : n - 1);
+    NDArrayView v(DataType::Double, NDShape({n}));
+    const double pi = std::acos(-1.0);
+    for (int64_t k = 0; k < n; ++k)
+      v.data<double>()[k] = a0 - a1 * std::cos(2 * pi * double(k) / denom) + a2 * std::cos(4 * pi * double(k) / denom);
+    const int32_t t = int32_t(c.attr_int("output_datatype", TensorProto::FLOAT));
+    const DataType dt = t == TensorProto::DOUBLE    ? DataType::Double
+                        : t == TensorProto::FLOAT16 ? DataType::Float16
+                                                    : DataType::Float;
+    if (!is_float(t)) c.set_output_elem_type(0, t);
+    return Vars{Variable::constant(dt == DataType::Double ? v : v.cast(dt), c.name())};
+  };
+}
+
 }  // namespace
 
 void register_import_tensor() {
+  register_onnx_import("HannWindow", window(0.5, 0.5, 0), 17);
+  register_onnx_import("HammingWindow", window(25.0 / 46.0, 1 - 25.0 / 46.0, 0), 17);
+  register_onnx_import("BlackmanWindow", window(0.42, 0.5, 0.08), 17);
   register_onnx_import("CenterCropPad", center_crop_pad, 18);
   register_onnx_import("Shape", [](ImportContext& c) {
     std::vector<int64_t> dims = static_dims(c, 0);
