@@ -320,10 +320,29 @@ class Writer final : public ExportContext {
     it = names_.find(v.get());
     if (it == names_.end()) {
       // Read before it is computed: the delay of a loop that no rule wrote as a whole.
-      if (FunctionPtr g = v.is_output() ? v.owner() : nullptr; g && is_delay_op(g->op())) unwritten_loop(*g);
+      if (FunctionPtr g = v.is_output() ? v.owner() : nullptr) {
+        if (is_delay_op(g->op())) unwritten_loop(*g);
+        // A loop entered elsewhere than at its delay: name a delay on the way round.
+        for (const Function* d : upstream(g.get()))
+          if (is_delay_op(d->op()) && upstream(d).count(g.get())) unwritten_loop(*d);
+      }
       throw Error("ONNX export: " + v.str() + " is used before the node that computes it");
     }
     return it->second;
+  }
+
+  // The functions that f reads from, directly or not (f itself where it lies on a loop).
+  static std::set<const Function*> upstream(const Function* f) {
+    std::set<const Function*> seen;
+    std::vector<const Function*> todo{f};
+    while (!todo.empty()) {
+      const Function* g = todo.back();
+      todo.pop_back();
+      for (const Variable& in : g->direct_inputs())
+        if (FunctionPtr o = in.is_output() ? in.owner() : nullptr; o && seen.insert(o.get()).second)
+          todo.push_back(o.get());
+    }
+    return seen;
   }
 
   [[noreturn]] static void unwritten_loop(const Function& delay) {
