@@ -379,12 +379,48 @@ void softmax_onnx(onnx_io::ExportContext& c, const std::string& op) {
   c.node1("Transpose", {y}, {onnx_io::Attr("perm", perm)}, c.output(0));
 }
 
+// TopK: ONNX's TopK over the axis counted after the dynamic dimensions (largest first, the
+// lower index first among equals, as the engine); its int64 indices cast to the engine's
+// float indices. A scalar operand (k = 1) is itself with index 0.
+void topk_onnx(onnx_io::ExportContext& c) {
+  const auto& x = c.input_var(0);
+  const int64_t r = int64_t(x.shape().rank()), k = c.attr_int("numItems");
+  const auto to = int64_t(onnx_io::elem_type_of(x.dtype()));
+  if (r == 0) {
+    c.node1("Identity", {c.input(0)}, {}, c.output(0));
+    c.node1("Sub", {c.input(0), c.input(0)}, {}, c.output(1));
+    return;
+  }
+  int64_t a = topk_axis(c.function().attributes()).static_index();
+  if (a < 0) a += r;
+  const int64_t axis = c.input_dyn(0) + a;
+  const std::vector<std::string> outs = {c.output(0), c.fresh_name(c.output(1) + "_int64")};
+  if (c.opset() >= 10)
+    c.node("TopK", {c.input(0), c.constant_i64({k})}, {onnx_io::Attr("axis", axis)}, outs, 2);
+  else
+    c.node("TopK", {c.input(0)}, {onnx_io::Attr("axis", axis), onnx_io::Attr("k", k)}, outs, 2);
+  c.node1("Cast", {outs[1]}, {onnx_io::Attr("to", to)}, c.output(1));
+}
+
 void register_nn_onnx() {
   // Cast: ONNX's Cast to the target's float type.
   set_onnx_export("Cast", [](onnx_io::ExportContext& c) {
     const auto to = onnx_io::elem_type_of(static_cast<DataType>(c.attr_int("newDataType")));
     c.node1("Cast", {c.input(0)}, {onnx_io::Attr("to", int64_t(to))}, c.output(0));
   });
+  // zeros_like / ones_like: ConstantOfShape over the operand's runtime shape (batch and
+  // sequence dimensions included), the fill value in the operand's type, as CNTK 2.7 wrote.
+  set_onnx_export("ConstantOp", [](onnx_io::ExportContext& c) {
+    const DataType t = c.input_var(0).dtype();
+    const NDArrayView fill = NDArrayView::full(t, NDShape({1}), c.attr_double("fillValue"));
+    c.node1("ConstantOfShape", {c.node1("Shape", {c.input(0)})}, {onnx_io::Attr("value", fill)}, c.output(0));
+  });
+  // eye_like: the operand has two axes counting its dynamic ones, so its ONNX tensor is 2-D.
+  set_onnx_export("EyeLikeOp", [](onnx_io::ExportContext& c) {
+    if (c.attr_bool("OutputSparse")) c.unsupported("a sparse output (ONNX tensors are dense)");
+    c.node1("EyeLike", {c.input(0)}, {}, c.output(0));
+  });
+  set_onnx_export("TopK", topk_onnx);
   set_onnx_export("Softmax", [](onnx_io::ExportContext& c) { softmax_onnx(c, "Softmax"); });
   set_onnx_export("LogSoftmax", [](onnx_io::ExportContext& c) { softmax_onnx(c, "LogSoftmax"); });
   set_onnx_export("Hardmax", [](onnx_io::ExportContext& c) { whole_sample_onnx(c, "Hardmax"); });
