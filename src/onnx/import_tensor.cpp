@@ -9,7 +9,7 @@
 #include <cmath>
 #include <limits>
 
-#include "onnx/import.h"
+#include "onnx/import_axes.h"
 
 namespace cntk::onnx_io {
 
@@ -472,9 +472,50 @@ ImportFn window(double a0, double a1, double a2) {
   };
 }
 
+// Compress with a known condition: the selected positions along `axis` (of the flattened
+// input without one) gathered as rows.
+Vars compress(ImportContext& c) {
+  Variable x = c.input(0);
+  std::vector<int64_t> dims = static_dims(c, 0);
+  auto cond = c.constant_input(1);
+  if (!cond) c.fail("its condition must be known while reading");
+  NDArrayView cv = cond->cast(DataType::Float).contiguous().copy();
+  int64_t rank = int64_t(dims.size()), axis = 0;
+  if (c.has_attr("axis")) {
+    axis = normalize_axis(c, c.attr_int("axis"), rank);
+  } else {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    x = out(c.primitive("Reshape", {x}, Dictionary{{"newShape", NDShape({n})}}));
+    dims = {n};
+    rank = 1;
+  }
+  std::vector<double> picked;
+  const int64_t m = std::min<int64_t>(cv.shape().total_size(), dims[size_t(axis)]);
+  for (int64_t k = 0; k < m; ++k)
+    if (cv.data<float>()[k] != 0) picked.push_back(double(k));
+  if (picked.empty()) c.fail("a condition that selects nothing (an empty result) is not supported");
+  Variable idx = constant_f(c, NDShape({int64_t(picked.size())}), picked);
+  std::vector<int64_t> front{axis};
+  for (int64_t k = 0; k < rank; ++k)
+    if (k != axis) front.push_back(k);
+  Variable moved = axis == 0 ? x : out(c.primitive("TransposeAxes", {x}, Dictionary{{"axisVec", axis_list(front)}}));
+  Variable g = out(c.primitive("Gather", {idx, moved}));
+  if (axis != 0) {
+    std::vector<int64_t> back;
+    for (int64_t k = 1; k <= axis; ++k) back.push_back(k);
+    back.push_back(0);
+    for (int64_t k = axis + 1; k < rank; ++k) back.push_back(k);
+    g = out(c.primitive("TransposeAxes", {g}, Dictionary{{"axisVec", axis_list(back)}}));
+  }
+  if (!is_float(c.input_elem_type(0))) c.set_output_elem_type(0, c.input_elem_type(0));
+  return {g};
+}
+
 }  // namespace
 
 void register_import_tensor() {
+  register_onnx_import("Compress", compress, 9);
   register_onnx_import("HannWindow", window(0.5, 0.5, 0), 17);
   register_onnx_import("HammingWindow", window(25.0 / 46.0, 1 - 25.0 / 46.0, 0), 17);
   register_onnx_import("BlackmanWindow", window(0.42, 0.5, 0.08), 17);
