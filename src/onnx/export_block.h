@@ -29,4 +29,7 @@ inline constexpr const char* kOnnxNodeKey = "onnxNode";
 // The claim of the rule that writes `block` (in the graph of `root`), if any.
 std::optional<BlockClaim> claim_block_export(const FunctionPtr& block, const FunctionPtr& root);
 
+// The claim of depth_to_space / space_to_depth blocks (export_image.cpp), if `block` is one.
+std::optional<BlockClaim> claim_image_block(const FunctionPtr& block);
+
 }  // namespace cntk::onnx_io

@@ -178,6 +178,7 @@ void write_onnx_node(ExportContext& c, const SetStrings& set_strings, const ::on
 }
 
 std::optional<BlockClaim> claim_block_export(const FunctionPtr& block, const FunctionPtr& root) {
+  if (auto claim = claim_image_block(block)) return claim;
   if (auto it = block->attributes().find(kOnnxNodeKey); it != block->attributes().end()) {
     auto node = std::make_shared<::onnx::NodeProto>();
     if (!node->ParseFromString(it->second.as_string())) return std::nullopt;
