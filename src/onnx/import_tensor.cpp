@@ -1,6 +1,7 @@
 // ONNX tensor-manipulation ops that have no single engine op: shapes and sizes, casts,
 // generated tensors (ConstantOfShape, EyeLike, Range, the Hann/Hamming/Blackman windows),
-// masks (Trilu, Where), Mod, CumSum, TopK, OneHot, gathers and scatters, CenterCropPad. The
+// masks (Trilu, Where), Mod, CumSum, TopK, OneHot, gathers and scatters, Compress,
+// CenterCropPad, DepthToSpace/SpaceToDepth. The
 // engine computes integers and booleans as float32 (as CNTK did), so an integer cast rounds
 // the value the ONNX way and keeps it as a float; the declared ONNX type travels as the
 // output's element type. Values the rules need while reading (shapes, axes, k) must be known
@@ -512,9 +513,42 @@ Vars compress(ImportContext& c) {
   return {g};
 }
 
+// DepthToSpace and SpaceToDepth over [N, C, H, W]: a reshape to six axes, a transpose and a
+// reshape back, with the block axes before the channels (DCR) or after them (CRD).
+ImportFn depth_space(bool to_space) {
+  return [to_space](ImportContext& c) {
+    const std::vector<int64_t> d = static_dims(c, 0);
+    if (d.size() != 4) c.fail("the input must be [N, C, H, W]");
+    const int64_t b = c.attr_int("blocksize");
+    const std::string mode = c.attr_string("mode", "DCR");
+    if (b < 1 || (mode != "DCR" && mode != "CRD")) c.fail("blocksize must be positive and mode DCR or CRD");
+    const bool dcr = mode == "DCR";
+    const int64_t n = d[0], ch = d[1], h = d[2], w = d[3];
+    std::vector<int64_t> six, perm, last;
+    if (to_space) {
+      if (ch % (b * b)) c.fail("the channels must be a multiple of blocksize^2");
+      const int64_t co = ch / (b * b);
+      six = dcr ? std::vector<int64_t>{n, b, b, co, h, w} : std::vector<int64_t>{n, co, b, b, h, w};
+      perm = dcr ? std::vector<int64_t>{0, 3, 4, 1, 5, 2} : std::vector<int64_t>{0, 1, 4, 2, 5, 3};
+      last = {n, co, h * b, w * b};
+    } else {
+      if (h % b || w % b) c.fail("the spatial size must be a multiple of blocksize");
+      six = {n, ch, h / b, b, w / b, b};
+      perm = dcr ? std::vector<int64_t>{0, 3, 5, 1, 2, 4} : std::vector<int64_t>{0, 1, 3, 5, 2, 4};
+      last = {n, ch * b * b, h / b, w / b};
+    }
+    Variable y = out(c.primitive("Reshape", {c.input(0)}, Dictionary{{"newShape", NDShape(six)}}));
+    y = out(c.primitive("TransposeAxes", {y}, Dictionary{{"axisVec", axis_list(perm)}}));
+    y = out(c.primitive("Reshape", {y}, Dictionary{{"newShape", NDShape(last)}}));
+    return keep_type(c, 0, {y});
+  };
+}
+
 }  // namespace
 
 void register_import_tensor() {
+  register_onnx_import("DepthToSpace", depth_space(true));
+  register_onnx_import("SpaceToDepth", depth_space(false));
   register_onnx_import("Compress", compress, 9);
   register_onnx_import("HannWindow", window(0.5, 0.5, 0), 17);
   register_onnx_import("HammingWindow", window(25.0 / 46.0, 1 - 25.0 / 46.0, 0), 17);
