@@ -1,11 +1,11 @@
 // ONNX tensor-manipulation ops that have no single engine op: shapes and sizes, casts,
 // generated tensors (ConstantOfShape, EyeLike, Range, the Hann/Hamming/Blackman windows),
 // masks (Trilu, Where), Mod, CumSum, TopK, OneHot, gathers and scatters, Compress,
-// CenterCropPad, DepthToSpace/SpaceToDepth. The
-// engine computes integers and booleans as float32 (as CNTK did), so an integer cast rounds
-// the value the ONNX way and keeps it as a float; the declared ONNX type travels as the
-// output's element type. Values the rules need while reading (shapes, axes, k) must be known
-// then: initializers, Constant nodes, or computed from them.
+// CenterCropPad, DepthToSpace/SpaceToDepth. The engine computes integers and booleans as
+// float32 (as CNTK did), so an integer cast rounds the value the ONNX way and keeps it as a
+// float; the declared ONNX type travels as the output's element type. Values the rules need
+// while reading (shapes, axes, k) must be known then: initializers, Constant nodes, or
+// computed from them.
 #include <algorithm>
 #include <cmath>
 #include <limits>
