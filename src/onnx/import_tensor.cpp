@@ -1,7 +1,7 @@
 // ONNX tensor-manipulation ops that have no single engine op: shapes and sizes, casts,
 // generated tensors (ConstantOfShape, EyeLike, Range, the Hann/Hamming/Blackman windows),
 // masks (Trilu, Where), Mod, CumSum, TopK, OneHot, gathers and scatters, Compress,
-// CenterCropPad, DepthToSpace/SpaceToDepth. The engine computes integers and booleans as
+// CenterCropPad, DepthToSpace/SpaceToDepth, Unique. The engine computes integers and booleans as
 // float32 (as CNTK did), so an integer cast rounds the value the ONNX way and keeps it as a
 // float; the declared ONNX type travels as the output's element type. Values the rules need
 // while reading (shapes, axes, k) must be known then: initializers, Constant nodes, or
@@ -544,9 +544,74 @@ ImportFn depth_space(bool to_space) {
   };
 }
 
+// Unique of a known tensor (its output shapes depend on its values): the distinct slices
+// along `axis` (elements of the flattened tensor without one), sorted or in order of first
+// appearance, with their first indices, each slice's unique index and the counts.
+Vars unique(ImportContext& c) {
+  auto v = c.constant_input(0);
+  if (!v)
+    c.fail(
+        "only a known input (a constant, or computed from constants) is supported: the output's shape depends on its "
+        "values");
+  const NDArrayView d = v->cast(DataType::Double).contiguous();
+  std::vector<int64_t> dims = d.shape().dims();
+  const bool has_axis = c.has_attr("axis");
+  if (!has_axis) dims = {d.numel()};
+  const int64_t axis = has_axis ? normalize_axis(c, c.attr_int("axis"), int64_t(dims.size())) : 0;
+  int64_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < axis; ++k) outer *= dims[size_t(k)];
+  for (size_t k = size_t(axis) + 1; k < dims.size(); ++k) inner *= dims[k];
+  const int64_t n = dims[size_t(axis)];
+  auto slice = [&](int64_t k) {
+    std::vector<double> e;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) e.push_back(d.data<double>()[(o * n + k) * inner + i]);
+    return e;
+  };
+  std::vector<std::vector<double>> uniq;
+  std::vector<double> first, inverse(static_cast<size_t>(n)), counts;
+  for (int64_t k = 0; k < n; ++k) {
+    auto e = slice(k);
+    auto it = std::find(uniq.begin(), uniq.end(), e);
+    if (it == uniq.end()) {
+      uniq.push_back(e);
+      first.push_back(double(k));
+      counts.push_back(0);
+      it = uniq.end() - 1;
+    }
+    counts[size_t(it - uniq.begin())] += 1;
+  }
+  std::vector<size_t> order(uniq.size());
+  for (size_t u = 0; u < order.size(); ++u) order[u] = u;
+  if (c.attr_int("sorted", 1) != 0)
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return uniq[a] < uniq[b]; });
+  std::vector<double> rank(order.size());
+  for (size_t r = 0; r < order.size(); ++r) rank[order[r]] = double(r);
+  for (int64_t k = 0; k < n; ++k)
+    inverse[size_t(k)] = rank[size_t(std::find(uniq.begin(), uniq.end(), slice(k)) - uniq.begin())];
+  const int64_t u = int64_t(uniq.size());
+  std::vector<int64_t> ydims = dims;
+  ydims[size_t(axis)] = u;
+  NDArrayView y(DataType::Double, NDShape(ydims));
+  std::vector<double> fs, cs;
+  for (int64_t r = 0; r < u; ++r) {
+    const auto& e = uniq[order[size_t(r)]];
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) y.data<double>()[(o * u + r) * inner + i] = e[size_t(o * inner + i)];
+    fs.push_back(first[order[size_t(r)]]);
+    cs.push_back(counts[order[size_t(r)]]);
+  }
+  const DataType dt = v->dtype();
+  if (!is_float(c.input_elem_type(0))) c.set_output_elem_type(0, c.input_elem_type(0));
+  for (size_t k = 1; k < 4; ++k) c.set_output_elem_type(k, TensorProto::INT64);
+  return {Variable::constant(dt == DataType::Double ? y : y.cast(dt), c.name()), constant_f(c, NDShape({u}), fs),
+          constant_f(c, NDShape({n}), inverse), constant_f(c, NDShape({u}), cs)};
+}
+
 }  // namespace
 
 void register_import_tensor() {
+  register_onnx_import("Unique", unique, 11);
   register_onnx_import("DepthToSpace", depth_space(true));
   register_onnx_import("SpaceToDepth", depth_space(false));
   register_onnx_import("Compress", compress, 9);

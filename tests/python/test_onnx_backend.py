@@ -120,3 +120,19 @@ def test_det_matches_numpy(shape):
     x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
     (y,) = backend.run_node(helper.make_node('Det', ['x'], ['y']), [x])
     np.testing.assert_allclose(y, np.linalg.det(x), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize('axis', [None, 0, 1])
+def test_unique_of_a_known_tensor_matches_numpy(axis):
+    x = np.array([[1, 0, 0], [1, 0, 0], [2, 3, 4], [0, 1, 0]], np.float32)
+    attrs = {} if axis is None else {'axis': axis}
+    node = helper.make_node('Unique', ['x'], ['y', 'i', 'inv', 'n'], sorted=1, **attrs)
+    outs = [helper.make_tensor_value_info(o, TensorProto.FLOAT if o == 'y' else TensorProto.INT64, None)
+            for o in ('y', 'i', 'inv', 'n')]
+    graph = helper.make_graph([node], 'g', [], outs, [helper.make_tensor('x', TensorProto.FLOAT, x.shape, x.flatten())])
+    y, i, inv, n = backend.prepare(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 11)])).run([])
+    ey, ei, einv, en = np.unique(x, axis=axis, return_index=True, return_inverse=True, return_counts=True)
+    np.testing.assert_array_equal(y, ey)
+    np.testing.assert_array_equal(i, ei)
+    np.testing.assert_array_equal(inv, einv.reshape(-1))
+    np.testing.assert_array_equal(n, en)
