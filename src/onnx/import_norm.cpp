@@ -22,32 +22,6 @@ Variable statistic(ImportContext& c, size_t i) {
 Variable out(const FunctionPtr& f) { return f->output(); }
 Variable scalar(const Variable& like, double v) { return Variable::constant(NDArrayView::scalar(like.dtype(), v), ""); }
 
-// DepthToSpace (DCR or CRD order) and SpaceToDepth over [N, C, H, W] as reshapes around a
-// transpose of each sample (C, H, W), N as the batch axis.
-Variable depth_space(ImportContext& c, bool to_space) {
-  const int64_t b = c.attr_int("blocksize");
-  if (b < 1) c.fail("blocksize must be at least 1");
-  const bool crd = to_space && c.attr_string("mode", "DCR") == "CRD";
-  return over_batch(c, 0, [&](const Variable& x) {
-    const NDShape s = x.shape();
-    if (s.rank() != 3 || !s.is_known()) c.fail("the operand must be [N, C, H, W] of known size");
-    const int64_t C = s[0], H = s[1], W = s[2];
-    if (to_space ? C % (b * b) : (H % b || W % b)) c.fail("the operand's sizes do not divide by blocksize");
-    auto reshape = [&](const Variable& v, std::vector<int64_t> d) {
-      return out(c.primitive("Reshape", {v}, Dictionary{{"newShape", NDShape(std::move(d))}}));
-    };
-    auto transpose = [&](const Variable& v, const std::vector<int64_t>& perm) {
-      return out(c.primitive("TransposeAxes", {v}, Dictionary{{"axisVec", axis_list(perm)}}));
-    };
-    if (!to_space)
-      return reshape(transpose(reshape(x, {C, H / b, b, W / b, b}), {2, 4, 0, 1, 3}), {C * b * b, H / b, W / b});
-    const int64_t C2 = C / (b * b);
-    Variable t = crd ? transpose(reshape(x, {C2, b, b, H, W}), {0, 3, 1, 4, 2})
-                     : transpose(reshape(x, {b, b, C2, H, W}), {2, 3, 0, 4, 1});
-    return reshape(t, {C2, H * b, W * b});
-  });
-}
-
 // The mean of x over the engine's static `axes`, kept as axes of size 1.
 Variable mean_over(ImportContext& c, const Variable& x, const std::vector<int64_t>& axes) {
   return out(c.primitive(
@@ -152,8 +126,6 @@ void register_import_norm() {
   });
   // CNTK's LRN divides by (bias + alpha / (2 r + 1) * sum)^beta over 2 r + 1 channels, as
   // ONNX's over `size` of them where size is odd.
-  register_onnx_import("DepthToSpace", [](ImportContext& c) { return std::vector<Variable>{depth_space(c, true)}; });
-  register_onnx_import("SpaceToDepth", [](ImportContext& c) { return std::vector<Variable>{depth_space(c, false)}; });
   register_onnx_import("LRN", [](ImportContext& c) {
     int64_t size = c.attr_int("size");
     if (size < 1 || size % 2 == 0) c.fail("LRN with an even size is not supported (the engine's window is symmetric)");
