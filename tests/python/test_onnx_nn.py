@@ -387,3 +387,101 @@ def test_batch_normalization_time_constant_survives_the_round_trip(tmp_path):
                                        lambda n: nodes.append(n) or True)
     T = [n.attributes['normalizationTimeConstant'] for n in nodes if getattr(n, 'op_name', '') == 'BatchNormalization']
     np.testing.assert_allclose(T, [100], rtol=1e-5)
+
+
+# ------------------------------------------- depth/space blocks, like-tensors, top_k
+
+def _node_types(path):
+    return [n.op_type for n in onnx.load(path).graph.node]
+
+
+@pytest.mark.parametrize('opset', [9, 17])
+@pytest.mark.parametrize('to_space', [True, False])
+def test_depth_to_space_and_space_to_depth_export_as_their_onnx_ops(tmp_path, to_space, opset):
+    r = np.random.RandomState(21)
+    if to_space:
+        x = C.input_variable((18, 3, 4), name='x')
+        z = C.depth_to_space(x, 3)
+        # the engine's DCR order, against NumPy
+        d = r.rand(2, 18, 3, 4).astype(np.float32)
+        t = d.reshape(2, 3, 3, 2, 3, 4).transpose(0, 3, 4, 1, 5, 2).reshape(2, 2, 9, 12)
+    else:
+        x = C.input_variable((2, 6, 9), name='x')
+        z = C.space_to_depth(x, 3)
+        d = r.rand(2, 2, 6, 9).astype(np.float32)
+        t = d.reshape(2, 2, 2, 3, 3, 3).transpose(0, 3, 5, 1, 2, 4).reshape(2, 18, 2, 3)
+    np.testing.assert_allclose(z.eval({x: d}), t, rtol=1e-6)
+    _export_and_compare(tmp_path, x, z, d, opset=opset)
+    path = str(tmp_path / 'm.onnx')
+    assert ('DepthToSpace' if to_space else 'SpaceToDepth') in _node_types(path)
+
+
+def test_depth_to_space_without_batch_axis(tmp_path):
+    x = C.input_variable((8, 2, 3), dynamic_axes=[], name='x')
+    z = C.depth_to_space(x, 2)
+    d = np.random.RandomState(22).rand(8, 2, 3).astype(np.float32)
+    path = str(tmp_path / 'd.onnx')
+    z.save(path, format=C.ModelFormat.ONNX)
+    got = ort.InferenceSession(path).run(None, {'x': d})[0]
+    np.testing.assert_allclose(got, z.eval({x: d}), rtol=1e-6)
+
+
+@pytest.mark.parametrize('mode', ['DCR', 'CRD'])
+def test_reader_depth_to_space_modes_and_space_to_depth(mode):
+    d = R.rand(2, 8, 3, 2).astype(np.float32)
+    _read_vs_reference(helper.make_node('DepthToSpace', ['x'], ['y'], blocksize=2, mode=mode), {'x': d})
+    _read_vs_reference(helper.make_node('SpaceToDepth', ['x'], ['y'], blocksize=2), {'x': X4[:, :, :6, :]})
+
+
+@pytest.mark.parametrize('dtype', [np.float32, np.float64, np.float16])
+def test_zeros_ones_and_eye_like_export(tmp_path, dtype):
+    x = C.input_variable((3, 4), dynamic_axes=[], dtype=dtype, name='x')
+    d = np.arange(12, dtype=dtype).reshape(3, 4)
+    for z, want in [(C.zeros_like(x), np.zeros((3, 4))), (C.ones_like(x), np.ones((3, 4))),
+                    (C.eye_like(x, sparse_output=False), np.eye(3, 4))]:
+        path = str(tmp_path / 'like.onnx')
+        z.save(path, format=C.ModelFormat.ONNX)
+        onnx.checker.check_model(onnx.load(path), full_check=True)
+        if dtype != np.float16 or z.owner.op_name == 'ConstantOp':
+            got = ort.InferenceSession(path).run(None, {'x': d})[0]
+            assert got.dtype == dtype
+            np.testing.assert_array_equal(got, want)
+        z2 = C.Function.load(path, format=C.ModelFormat.ONNX)
+        np.testing.assert_array_equal(np.asarray(z2.eval({z2.arguments[0]: d})).reshape(3, 4), want)
+
+
+def test_ones_like_over_the_batch_axis(tmp_path):
+    x = C.input_variable(5, name='x')
+    z = C.ones_like(x) * 2.5
+    d = np.random.RandomState(23).rand(3, 5).astype(np.float32)
+    _export_to_runtime(tmp_path, z, {x: d})
+
+
+def test_eye_like_sparse_output_is_refused(tmp_path):
+    x = C.input_variable((3, 3), dynamic_axes=[], name='x')
+    with pytest.raises(ValueError, match='sparse'):
+        C.eye_like(x).save(str(tmp_path / 'e.onnx'), format=C.ModelFormat.ONNX)
+
+
+@pytest.mark.parametrize('opset', [9, 17])
+@pytest.mark.parametrize('axis', [-1, 0])
+def test_top_k_exports_values_and_indices(tmp_path, axis, opset):
+    x = C.input_variable((4, 6), name='x')
+    z = C.top_k(x, 3, axis=axis)
+    d = np.random.RandomState(24).rand(2, 4, 6).astype(np.float32)
+    path = str(tmp_path / 't.onnx')
+    z.save(path, format=C.ModelFormat.ONNX, opset=opset)
+    onnx.checker.check_model(onnx.load(path), full_check=True)
+    values, indices = ort.InferenceSession(path).run(None, {'x': d})
+    a = 1 + (axis % 2)
+    want_idx = np.flip(np.argsort(d, axis=a, kind='stable'), axis=a).take(range(3), axis=a)
+    np.testing.assert_allclose(values, np.take_along_axis(d, want_idx, axis=a), rtol=1e-6)
+    assert indices.dtype == np.float32
+    np.testing.assert_array_equal(indices, want_idx)
+    if opset < 10:
+        return  # the reader takes TopK from opset 10 (K as an input)
+    z2 = C.Function.load(path, format=C.ModelFormat.ONNX)
+    got = z2.eval({z2.arguments[0]: d[:1]})
+    got = [np.asarray(got[o]) for o in z2.outputs]
+    np.testing.assert_allclose(got[0].reshape(values[:1].shape), values[:1], rtol=1e-6)
+    np.testing.assert_array_equal(got[1].reshape(indices[:1].shape), indices[:1])
