@@ -41,6 +41,11 @@ void ensure_registered();
 
 void register_onnx_import(const std::string& op_type, ImportFn fn, int since, const std::string& domain) {
   auto& v = rules()[rule_key(domain, op_type)];
+  // Two families claiming one op type from one opset would leave the winner to chance.
+  for (const Entry& e : v)
+    if (e.since == since)
+      throw Error("register_onnx_import: " + (domain.empty() ? "" : domain + "::") + op_type + " from opset " +
+                  std::to_string(since) + " has a rule already");
   v.push_back({since, std::move(fn)});
   std::sort(v.begin(), v.end(), [](const Entry& a, const Entry& b) { return a.since < b.since; });
 }
