@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "onnx/import_axes.h"
+#include "onnx/import_batch.h"
 
 namespace cntk::onnx_io {
 
@@ -513,33 +514,36 @@ Vars compress(ImportContext& c) {
   return {g};
 }
 
-// DepthToSpace and SpaceToDepth over [N, C, H, W]: a reshape to six axes, a transpose and a
-// reshape back, with the block axes before the channels (DCR) or after them (CRD).
+// DepthToSpace and SpaceToDepth over [N, C, H, W], N as the batch axis (over_batch): each
+// sample (C, H, W) is reshaped to five axes, transposed and reshaped back, with the block axes
+// before the channels (DCR) or after them (CRD).
 ImportFn depth_space(bool to_space) {
   return [to_space](ImportContext& c) {
-    const std::vector<int64_t> d = static_dims(c, 0);
-    if (d.size() != 4) c.fail("the input must be [N, C, H, W]");
     const int64_t b = c.attr_int("blocksize");
     const std::string mode = c.attr_string("mode", "DCR");
     if (b < 1 || (mode != "DCR" && mode != "CRD")) c.fail("blocksize must be positive and mode DCR or CRD");
     const bool dcr = mode == "DCR";
-    const int64_t n = d[0], ch = d[1], h = d[2], w = d[3];
-    std::vector<int64_t> six, perm, last;
-    if (to_space) {
-      if (ch % (b * b)) c.fail("the channels must be a multiple of blocksize^2");
-      const int64_t co = ch / (b * b);
-      six = dcr ? std::vector<int64_t>{n, b, b, co, h, w} : std::vector<int64_t>{n, co, b, b, h, w};
-      perm = dcr ? std::vector<int64_t>{0, 3, 4, 1, 5, 2} : std::vector<int64_t>{0, 1, 4, 2, 5, 3};
-      last = {n, co, h * b, w * b};
-    } else {
-      if (h % b || w % b) c.fail("the spatial size must be a multiple of blocksize");
-      six = {n, ch, h / b, b, w / b, b};
-      perm = dcr ? std::vector<int64_t>{0, 3, 5, 1, 2, 4} : std::vector<int64_t>{0, 1, 3, 5, 2, 4};
-      last = {n, ch * b * b, h / b, w / b};
-    }
-    Variable y = out(c.primitive("Reshape", {c.input(0)}, Dictionary{{"newShape", NDShape(six)}}));
-    y = out(c.primitive("TransposeAxes", {y}, Dictionary{{"axisVec", axis_list(perm)}}));
-    y = out(c.primitive("Reshape", {y}, Dictionary{{"newShape", NDShape(last)}}));
+    Variable y = over_batch(c, 0, [&](const Variable& x) {
+      const NDShape s = x.shape();
+      if (s.rank() != 3 || !s.is_known()) c.fail("the input must be [N, C, H, W] of known C, H and W");
+      const int64_t ch = s[0], h = s[1], w = s[2];
+      std::vector<int64_t> five, perm, last;
+      if (to_space) {
+        if (ch % (b * b)) c.fail("the channels must be a multiple of blocksize^2");
+        const int64_t co = ch / (b * b);
+        five = dcr ? std::vector<int64_t>{b, b, co, h, w} : std::vector<int64_t>{co, b, b, h, w};
+        perm = dcr ? std::vector<int64_t>{2, 3, 0, 4, 1} : std::vector<int64_t>{0, 3, 1, 4, 2};
+        last = {co, h * b, w * b};
+      } else {
+        if (h % b || w % b) c.fail("the spatial size must be a multiple of blocksize");
+        five = {ch, h / b, b, w / b, b};
+        perm = dcr ? std::vector<int64_t>{2, 4, 0, 1, 3} : std::vector<int64_t>{0, 2, 4, 1, 3};
+        last = {ch * b * b, h / b, w / b};
+      }
+      Variable t = out(c.primitive("Reshape", {x}, Dictionary{{"newShape", NDShape(five)}}));
+      t = out(c.primitive("TransposeAxes", {t}, Dictionary{{"axisVec", axis_list(perm)}}));
+      return out(c.primitive("Reshape", {t}, Dictionary{{"newShape", NDShape(last)}}));
+    });
     return keep_type(c, 0, {y});
   };
 }
