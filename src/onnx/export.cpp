@@ -151,7 +151,7 @@ class Writer final : public ExportContext {
 
   std::string constant(const NDArrayView& value, const std::string& name) override {
     std::string n = name.empty() ? fresh_name(base_hint() + "_const") : name;
-    auto* t = g_->add_initializer();
+    auto* t = main_g()->add_initializer();
     t->set_name(n);
     view_to_tensor(value, *t);
     t->set_doc_string("CNTK Constant");
@@ -161,7 +161,7 @@ class Writer final : public ExportContext {
   }
   std::string constant_i64(const std::vector<int64_t>& values, bool scalar) override {
     std::string n = fresh_name(base_hint() + "_i64");
-    auto* t = g_->add_initializer();
+    auto* t = main_g()->add_initializer();
     t->set_name(n);
     i64_to_tensor(values, scalar ? std::vector<int64_t>{} : std::vector<int64_t>{int64_t(values.size())}, *t);
     initializers_.insert(n);
@@ -194,6 +194,9 @@ class Writer final : public ExportContext {
   }
 
  private:
+  // Initializers and graph inputs go to the model's graph, also while a loop's body is written
+  // (a body reads them from the enclosing scope).
+  ::onnx::GraphProto* main_g() { return model_.mutable_graph(); }
   std::string base_hint() const { return fn_ ? (fn_->name().empty() ? fn_->uid() : fn_->name()) : "c"; }
 
   void set_attr(const Attr& a, ::onnx::AttributeProto* p) {
@@ -283,7 +286,7 @@ class Writer final : public ExportContext {
     std::string name;
     if (v.is_input()) {
       name = unique_value_name(v.name().empty() ? v.uid() : v.name(), v.uid());
-      auto* vi = g_->add_input();
+      auto* vi = main_g()->add_input();
       vi->set_name(name);
       set_type(v, vi->mutable_type(), true);
       graph_inputs_.insert(name);
@@ -299,7 +302,7 @@ class Writer final : public ExportContext {
       return;
     } else if (v.is_parameter() || v.is_constant()) {
       name = unique_value_name(v.name(), v.uid());
-      auto* t = g_->add_initializer();
+      auto* t = main_g()->add_initializer();
       t->set_name(name);
       view_to_tensor(v.value(), *t);
       if (v.is_constant()) t->set_doc_string("CNTK Constant");
@@ -362,8 +365,21 @@ class Writer final : public ExportContext {
           absorbed.insert(c->absorbed.begin(), c->absorbed.end());
           claims.emplace(p.get(), std::move(*c));
         }
+    // Other recurrent loops are written as Scan nodes where their last function stands (in this
+    // depth-first order every value a loop reads from outside comes before it, every reader
+    // of its values after it).
+    std::unordered_map<const Function*, std::vector<FunctionPtr>> loops;
+    std::set<const Function*> in_loop;
+    for (auto& members : find_loops(order, absorbed)) {
+      for (const FunctionPtr& m : members) in_loop.insert(m.get());
+      loops.emplace(members.back().get(), std::move(members));
+    }
     for (const FunctionPtr& p : order) {
       if (absorbed.count(p.get())) continue;
+      if (in_loop.count(p.get())) {
+        if (auto it = loops.find(p.get()); it != loops.end()) write_loop(it->second, order, f->outputs());
+        continue;
+      }
       if (auto it = claims.find(p.get()); it != claims.end()) {
         write_claimed(p, it->second);
       } else if (p->is_block()) {
@@ -374,6 +390,253 @@ class Writer final : public ExportContext {
           unwritten_loop(*p);
         write_primitive(p);
       }
+    }
+  }
+
+  // The strongly connected sets of functions in `order` (those in `skip` left out) that hold a
+  // cycle, each listed in `order`'s order.
+  static std::vector<std::vector<FunctionPtr>> find_loops(const std::vector<FunctionPtr>& order,
+                                                          const std::set<const Function*>& skip) {
+    std::unordered_map<const Function*, size_t> pos;
+    for (size_t i = 0; i < order.size(); ++i)
+      if (!skip.count(order[i].get())) pos[order[i].get()] = i;
+    auto producers = [&](size_t i) {
+      std::vector<size_t> out;
+      for (const Variable& in : order[i]->inputs())
+        if (FunctionPtr o = in.is_output() ? in.owner() : nullptr)
+          if (auto it = pos.find(o.get()); it != pos.end()) out.push_back(it->second);
+      return out;
+    };
+    // Tarjan's algorithm.
+    std::vector<int64_t> index(order.size(), -1), low(order.size(), 0);
+    std::vector<bool> on_stack(order.size(), false);
+    std::vector<size_t> stack;
+    std::vector<std::vector<FunctionPtr>> loops;
+    int64_t next = 0;
+    std::function<void(size_t)> visit = [&](size_t v) {
+      index[v] = low[v] = next++;
+      stack.push_back(v);
+      on_stack[v] = true;
+      bool self = false;
+      for (size_t w : producers(v)) {
+        self = self || w == v;
+        if (index[w] < 0) {
+          visit(w);
+          low[v] = std::min(low[v], low[w]);
+        } else if (on_stack[w]) {
+          low[v] = std::min(low[v], index[w]);
+        }
+      }
+      if (low[v] != index[v]) return;
+      std::vector<size_t> scc;
+      size_t w;
+      do {
+        w = stack.back();
+        stack.pop_back();
+        on_stack[w] = false;
+        scc.push_back(w);
+      } while (w != v);
+      if (scc.size() < 2 && !self) return;
+      std::sort(scc.begin(), scc.end());
+      std::vector<FunctionPtr> members;
+      for (size_t k : scc) members.push_back(order[k]);
+      loops.push_back(std::move(members));
+    };
+    for (auto& [f, i] : pos)
+      if (index[i] < 0) visit(i);
+    return loops;
+  }
+
+  // The ONNX type of one step of a loop's value inside a Scan body: [batch, 1, static shape],
+  // the step's Sequence dimension kept (size 1, denotation DATA_TIME), so that the ops' rules
+  // see the layout they write everywhere else.
+  static void set_step_type(const Variable& v, ::onnx::ValueInfoProto* vi) {
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(int32_t(elem_type_of(v.dtype())));
+    auto* shape = tt->mutable_shape();
+    auto* b = shape->add_dim();
+    b->set_dim_param("batch");
+    b->set_denotation("DATA_BATCH");
+    auto* s = shape->add_dim();
+    s->set_dim_value(1);
+    s->set_denotation("DATA_TIME");
+    for (int64_t d : v.shape().dims()) shape->add_dim()->set_dim_value(d);
+  }
+
+  std::string reduce_sum(const std::string& x, std::vector<int64_t> axes, int64_t keepdims) {
+    if (opset() >= 13) return node1("ReduceSum", {x, constant_i64(axes, false)}, {Attr("keepdims", keepdims)});
+    return node1("ReduceSum", {x}, {Attr("axes", std::move(axes)), Attr("keepdims", keepdims)});
+  }
+
+  // A recurrent loop (delays of offset 1, all PastValue or all FutureValue, closing cycles over
+  // one sequence axis) as an ONNX Scan over the Sequence dimension: the body holds the loop's
+  // functions for one step, the delays' outputs are its state variables (their operands its
+  // new states), the values the loop reads from outside with a sequence axis its scan inputs,
+  // and the values read after the loop its scan outputs. Initial states are the delays'
+  // initial values broadcast to [batch, 1, shape]. FutureValue loops scan in reverse.
+  void write_loop(const std::vector<FunctionPtr>& members, const std::vector<FunctionPtr>& order,
+                  const std::vector<Variable>& level_outputs) {
+    std::set<const Function*> in_loop;
+    for (const FunctionPtr& m : members) in_loop.insert(m.get());
+    std::vector<FunctionPtr> delays;
+    for (const FunctionPtr& m : members)
+      if (!m->is_block() && is_delay_op(m->op())) delays.push_back(m);
+    auto refuse = [&](const std::string& why) {
+      const Function& d = delays.empty() ? *members.front() : *delays.front();
+      throw ValueError("ONNX export: the recurrent loop closed by " + d.op_name() + " ('" +
+                       (d.name().empty() ? d.uid() : d.name()) + "') has no ONNX form: " + why);
+    };
+    if (delays.empty()) refuse("it has no PastValue or FutureValue");
+    const bool past = delay_spec(*delays[0]).past;
+    for (const FunctionPtr& d : delays) {
+      const DelaySpec spec = delay_spec(*d);
+      if (spec.offset != 1) refuse("a delay of " + std::to_string(spec.offset) + " steps (Scan carries one step)");
+      if (spec.past != past) refuse("it mixes PastValue and FutureValue");
+    }
+    for (const FunctionPtr& m : members)
+      for (const Variable& o : m->outputs())
+        if (!batch_and_sequence(o)) refuse("its value " + o.str() + " lacks a batch or a sequence axis");
+
+    // The body's order: the members' dependencies within one step (delays read the previous one).
+    std::vector<FunctionPtr> body_order;
+    std::set<const Function*> placed;
+    std::function<void(const FunctionPtr&)> place = [&](const FunctionPtr& p) {
+      if (!placed.insert(p.get()).second) return;
+      if (!(!p->is_block() && is_delay_op(p->op())))
+        for (const Variable& in : p->inputs())
+          if (FunctionPtr o = in.is_output() ? in.owner() : nullptr; o && in_loop.count(o.get())) place(o);
+      body_order.push_back(p);
+    };
+    for (const FunctionPtr& m : members) place(m);
+
+    // Scan inputs: what the loop reads from outside with a sequence axis.
+    std::vector<Variable> scanned;
+    std::set<VariableImpl*> seen;
+    for (const FunctionPtr& m : members) {
+      if (!m->is_block() && is_delay_op(m->op())) continue;
+      for (const Variable& in : m->inputs()) {
+        FunctionPtr o = in.is_output() ? in.owner() : nullptr;
+        if ((o && in_loop.count(o.get())) || !seen.insert(in.get()).second) continue;
+        if (batch_and_sequence(in)) {
+          scanned.push_back(in);
+        } else {
+          for (const Axis& a : in.dynamic_axes())
+            if (!a.is_batch()) refuse("it reads " + in.str() + " over another sequence axis");
+        }
+      }
+    }
+    if (scanned.empty()) refuse("it reads no sequence from outside (Scan takes its length from one)");
+
+    // Outside the loop: scan inputs as [Sequence, batch, 1, ...]; initial states [batch, 1, ...].
+    fn_ = nullptr;
+    std::vector<std::string> outer_scanned, initial;
+    for (const Variable& v : scanned) {
+      std::vector<int64_t> perm{1, 0};
+      for (int64_t k = 0; k < int64_t(v.shape().rank()); ++k) perm.push_back(k + 2);
+      outer_scanned.push_back(unsqueeze(node1("Transpose", {value_name(v)}, {Attr("perm", perm)}), {2}));
+    }
+    // Zeros [batch, 1] from the first scan input (no Shape node, as the recurrent ops' states).
+    std::string zeros_b1 = value_name(scanned[0]);
+    if (const int64_t r = int64_t(scanned[0].shape().rank()); r > 0) {
+      std::vector<int64_t> axes;
+      for (int64_t k = 0; k < r; ++k) axes.push_back(2 + k);
+      zeros_b1 = reduce_sum(zeros_b1, axes, 0);
+    }
+    zeros_b1 = node1("Mul", {reduce_sum(zeros_b1, {1}, 1), constant_f(0.0, scanned[0].dtype())});
+    for (const FunctionPtr& d : delays) {
+      const Variable out = d->outputs()[0];
+      const Variable init = d->inputs()[1];
+      const int64_t r = int64_t(out.shape().rank());
+      std::vector<int64_t> axes;
+      for (int64_t k = 0; k < r; ++k) axes.push_back(2 + k);
+      std::string z = out.dtype() == scanned[0].dtype()
+                          ? zeros_b1
+                          : node1("Cast", {zeros_b1}, {Attr("to", int64_t(elem_type_of(out.dtype())))});
+      z = unsqueeze(z, axes);
+      z = node1("Add", {z, constant(NDArrayView::zeros(out.dtype(), out.shape()), "")});
+      std::string v = value_name(init);
+      if (init.dynamic_axes().size() == 1 && init.dynamic_axes()[0].is_batch()) {
+        v = unsqueeze(v, {1});
+      } else if (!init.dynamic_axes().empty()) {
+        refuse("an initial state with a sequence axis");
+      }
+      initial.push_back(node1("Add", {z, v}));
+    }
+
+    // The body.
+    ::onnx::GraphProto body;
+    body.set_name(fresh_name("loop_body"));
+    ::onnx::GraphProto* outer = g_;
+    g_ = &body;
+    std::unordered_map<VariableImpl*, std::string> saved;
+    for (const Variable& v : scanned) saved[v.get()] = names_.at(v.get());
+    for (const FunctionPtr& d : delays) {
+      std::string s = fresh_name(d->outputs()[0].uid() + "_state");
+      set_step_type(d->outputs()[0], body.add_input());
+      body.mutable_input(body.input_size() - 1)->set_name(s);
+      names_[d->outputs()[0].get()] = s;
+    }
+    for (const Variable& v : scanned) {
+      std::string s = fresh_name(saved[v.get()] + "_step");
+      set_step_type(v, body.add_input());
+      body.mutable_input(body.input_size() - 1)->set_name(s);
+      names_[v.get()] = s;
+    }
+    for (const FunctionPtr& p : body_order) {
+      if (!p->is_block() && is_delay_op(p->op())) continue;
+      if (p->is_block())
+        write_block(p);
+      else
+        write_primitive(p);
+    }
+    auto body_output = [&](const Variable& v) {
+      std::string o = node1("Identity", {value_name(v)}, {}, fresh_name(v.uid() + "_step_out"));
+      set_step_type(v, body.add_output());
+      body.mutable_output(body.output_size() - 1)->set_name(o);
+    };
+    for (const FunctionPtr& d : delays) body_output(Variable(d->inputs()[0]));
+    // Scan outputs: the members' values read after the loop.
+    std::set<VariableImpl*> read_after;
+    for (const FunctionPtr& p : order)
+      if (!in_loop.count(p.get()))
+        for (const Variable& in : p->inputs()) read_after.insert(in.get());
+    for (const Variable& o : level_outputs) read_after.insert(o.get());
+    std::vector<Variable> results;
+    for (const FunctionPtr& m : members)
+      for (const Variable& o : m->outputs())
+        if (read_after.count(o.get())) {
+          results.push_back(o);
+          body_output(o);
+        }
+    g_ = outer;
+    fn_ = nullptr;
+    for (const FunctionPtr& m : members)
+      for (const Variable& o : m->outputs()) names_.erase(o.get());
+    for (auto& [v, n] : saved) names_[v] = n;
+
+    std::vector<std::string> ins = initial;
+    ins.insert(ins.end(), outer_scanned.begin(), outer_scanned.end());
+    std::vector<Attr> attrs{Attr("num_scan_inputs", int64_t(scanned.size()))};
+    if (!past) {
+      attrs.emplace_back("scan_input_directions", std::vector<int64_t>(scanned.size(), 1));
+      attrs.emplace_back("scan_output_directions", std::vector<int64_t>(results.size(), 1));
+    }
+    std::vector<std::string> outs = node("Scan", ins, attrs, {}, delays.size() + results.size(), "");
+    auto* a = g_->mutable_node(g_->node_size() - 1)->add_attribute();
+    a->set_name("body");
+    a->set_type(::onnx::AttributeProto::GRAPH);
+    *a->mutable_g() = std::move(body);
+    // [Sequence, batch, 1, ...] -> [batch, Sequence, ...]
+    for (size_t k = 0; k < results.size(); ++k) {
+      const Variable& o = results[k];
+      std::string sq = opset() >= 13
+                           ? node1("Squeeze", {outs[delays.size() + k], constant_i64({2}, false)})
+                           : node1("Squeeze", {outs[delays.size() + k]}, {Attr("axes", std::vector<int64_t>{2})});
+      std::vector<int64_t> perm{1, 0};
+      for (int64_t j = 0; j < int64_t(o.shape().rank()); ++j) perm.push_back(j + 2);
+      std::string name = node1("Transpose", {sq}, {Attr("perm", perm)}, unique_value_name(o.uid(), o.uid()));
+      names_[o.get()] = name;
+      uid_names_.emplace_back(o.uid(), name);
     }
   }
 
