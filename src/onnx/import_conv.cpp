@@ -3,9 +3,12 @@
 // is; an operand with a static N becomes a batch axis around the op (import_batch.h).
 // Padding is always explicit (lowerPad/upperPad): ONNX's SAME_* place the odd padding
 // cell differently from CNTK's centred auto padding once strides exceed 1.
+#include <algorithm>
 #include <functional>
+#include <limits>
 #include <numeric>
 
+#include "onnx/import_axes.h"
 #include "onnx/import_batch.h"
 
 namespace cntk::onnx_io {
@@ -122,6 +125,78 @@ Variable lp_pool(ImportContext& c, const Variable& x, int64_t window_size, Poole
   return op("Pow", op("ElementTimes", y, k(double(window_size))), k(1.0 / double(p)));
 }
 
+// Max (type 0) or average (type 1) pooling with dilations, which the engine's Pooling lacks
+// (or with a ceil_mode window it would keep), composed exactly: the operand padded (-inf for max, 0 for average), then
+// per spatial axis the window's k cells as k strided slices combined by max or sum; an average divides by the count of
+// cells each window covers (padding counted or not), known while reading.
+Variable dilated_pool(ImportContext& c, const Variable& x, const Window& win, int64_t type, bool ceil, bool with_pad) {
+  const size_t n = win.kernel.size(), r = x.shape().rank(), first = r - n;
+  const auto in = spatial_dims(x, n);
+  std::vector<int64_t> head(r, 0), foot(r, 0), outs(n), count_dims;
+  std::vector<std::vector<double>> counts(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (in[i] < 0) c.fail("pooling with dilations over a spatial axis of free size is not supported");
+    const int64_t k = win.kernel[i], d = win.dilations[i], s = win.strides[i], ke = (k - 1) * d + 1;
+    const int64_t span = in[i] + win.lo[i] + win.hi[i] - ke;
+    if (k < 1 || d < 1 || s < 1 || span < 0) c.fail("the dilated window does not fit the padded operand");
+    int64_t o = (ceil ? (span + s - 1) / s : span / s) + 1;
+    if (ceil && (o - 1) * s >= in[i] + win.lo[i]) --o;  // the last window must start inside the operand
+    outs[i] = o;
+    head[first + i] = win.lo[i];
+    foot[first + i] = win.hi[i] + std::max<int64_t>(0, (o - 1) * s + ke - (in[i] + win.lo[i] + win.hi[i]));
+    const int64_t lo_ok = with_pad ? 0 : win.lo[i],
+                  hi_ok = with_pad ? in[i] + win.lo[i] + win.hi[i] : in[i] + win.lo[i];
+    for (int64_t j = 0; j < o; ++j) {
+      int64_t m = 0;
+      for (int64_t t = 0; t < k; ++t) m += (j * s + t * d >= lo_ok && j * s + t * d < hi_ok);
+      counts[i].push_back(double(m));
+    }
+  }
+  auto out = [](const FunctionPtr& f) { return f->output(); };
+  const bool is_max = type == 0;
+  Variable acc = x;
+  if (std::any_of(head.begin(), head.end(), [](int64_t v) { return v > 0; }) ||
+      std::any_of(foot.begin(), foot.end(), [](int64_t v) { return v > 0; }))
+    acc = out(c.primitive("Pad", {x},
+                          {{"paddingHead", int_list(head)},
+                           {"paddingFoot", int_list(foot)},
+                           {"paddingMode", int64_t(0)},
+                           {"paddingConstantValue", is_max ? -std::numeric_limits<double>::infinity() : 0.0}}));
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t d = win.dilations[i], s = win.strides[i], len = (outs[i] - 1) * s + 1;
+    Variable sum;
+    for (int64_t t = 0; t < win.kernel[i]; ++t) {
+      Variable v = out(c.primitive("Slice", {acc},
+                                   {{"axisVec", axis_list({int64_t(first + i)})},
+                                    {"beginIndexVec", int_list({t * d})},
+                                    {"endIndexVec", int_list({t * d + len})},
+                                    {"sliceStridesVec", int_list({s})}}));
+      if (t == 0)
+        sum = v;
+      else if (is_max)
+        sum = out(c.primitive("Select", {out(c.primitive("Less", {sum, v})), v, sum}));
+      else
+        sum = out(c.primitive("Plus", {sum, v}));
+    }
+    acc = sum;
+  }
+  if (is_max) return acc;
+  // The count over the window is the product of the axes' counts: an (outs...) constant.
+  NDArrayView cnt(x.dtype() == DataType::Double ? DataType::Double : DataType::Float, NDShape(outs));
+  const int64_t total = cnt.numel();
+  for (int64_t e = 0; e < total; ++e) {
+    double v = 1;
+    for (int64_t i = int64_t(n) - 1, rest = e; i >= 0; rest /= outs[size_t(i)], --i)
+      v *= counts[size_t(i)][size_t(rest % outs[size_t(i)])];
+    if (cnt.dtype() == DataType::Double)
+      cnt.data<double>()[e] = v;
+    else
+      cnt.data<float>()[e] = float(v);
+  }
+  Variable divisor = Variable::constant(x.dtype() == cnt.dtype() ? cnt : cnt.cast(x.dtype()), c.name() + "/count");
+  return out(c.primitive("ElementDivide", {acc, divisor}));
+}
+
 // MaxPool / AveragePool over the window the node gives (LpPool: type -1).
 std::vector<Variable> pool(ImportContext& c, int64_t type) {
   auto kernel = c.attr_ints("kernel_shape");
@@ -131,11 +206,23 @@ std::vector<Variable> pool(ImportContext& c, int64_t type) {
   Variable y = over_batch(c, 0, [&](const Variable& x) {
     if (x.shape().rank() < n) c.fail("the window has more axes than the operand " + x.shape().str());
     Window win = window_of(c, n, kernel, spatial_dims(x, n));
-    for (auto d : win.dilations)
-      if (d != 1) c.fail("pooling with dilations is not supported");
+    const bool dilated = std::any_of(win.dilations.begin(), win.dilations.end(), [](int64_t d) { return d != 1; });
+    const bool ceil = c.attr_int("ceil_mode", 0) != 0;
+    // With ceil_mode ONNX drops a last window that would start in the end padding; the
+    // engine's ceilOutDim keeps it, so such windows are composed as well.
+    bool drops_last = false;
+    const auto in = spatial_dims(x, n);
+    for (size_t i = 0; i < n && ceil; ++i) {
+      const int64_t s = win.strides[i],
+                    span = in[i] + win.lo[i] + win.hi[i] - ((win.kernel[i] - 1) * win.dilations[i] + 1);
+      drops_last |= in[i] >= 0 && span >= 0 && s > 0 && ((span + s - 1) / s) * s >= in[i] + win.lo[i];
+    }
+    if ((dilated || drops_last) && type >= 0)
+      return dilated_pool(c, x, win, type, ceil, c.attr_int("count_include_pad", 0) != 0);
     if (type < 0) {
       const int64_t size = std::accumulate(win.kernel.begin(), win.kernel.end(), int64_t(1), std::multiplies<>());
       return lp_pool(c, x, size, [&](const Variable& v) {
+        if (dilated) return dilated_pool(c, v, win, 1, ceil, true);
         Dictionary a{{"poolingType", int64_t(1)},
                      {"poolingWindowShape", NDShape(win.kernel)},
                      {"strides", NDShape(win.strides)},

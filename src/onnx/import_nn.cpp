@@ -106,9 +106,26 @@ void register_import_nn() {
     Variable sp = c.primitive("LogPlus", {scalar(x, 0), x})->output();
     return one(c.primitive("ElementTimes", {x, c.primitive("Tanh", {sp})->output()}));
   });
-  // PRelu: the slope broadcasts to x (NumPy rules, as the engine's static shapes).
+  // PRelu: the slope broadcasts to x one way (NumPy rules from the right, as the engine's
+  // static shapes). Before opset 7 a 1-D slope of size C is per channel (axis 1): it becomes
+  // (C, 1, ..., 1). Leading 1s of a slope over x's dynamic axes (the batch) are dropped.
   register_onnx_import("PRelu", [](ImportContext& c) {
     Variable x = c.input(0), slope = c.input(1);
+    const int64_t srank = int64_t(x.shape().rank()), rank = c.input_dyn(0) + srank;
+    std::vector<int64_t> sd = slope.shape().dims();
+    if (c.opset() < 7 && sd.size() == 1 && sd[0] != 1 && rank > 2) {
+      if (rank - 1 > srank) c.fail("a per-channel slope over a channel axis that is dynamic is not supported");
+      sd.resize(size_t(rank - 1), 1);
+    }
+    while (int64_t(sd.size()) > srank && sd.front() == 1) sd.erase(sd.begin());
+    if (int64_t(sd.size()) > srank) c.fail("the slope " + slope.shape().str() + " does not broadcast to the input");
+    for (size_t k = 0; k < sd.size(); ++k) {
+      const int64_t xd = x.shape()[size_t(srank) - sd.size() + k];
+      if (sd[k] != 1 && xd >= 0 && sd[k] != xd)
+        c.fail("the slope " + slope.shape().str() + " does not broadcast to the input " + x.shape().str());
+    }
+    if (sd != slope.shape().dims())
+      slope = c.primitive("Reshape", {slope}, Dictionary{{"newShape", NDShape(sd)}})->output();
     Variable neg = c.primitive("Less", {x, scalar(x, 0)})->output();
     return std::vector<Variable>{select(c, neg, c.primitive("ElementTimes", {slope, x})->output(), x)};
   });

@@ -439,12 +439,6 @@ def _onnx_model_tests(kind):
     return sorted(os.path.join(root, d) for d in os.listdir(root)) if os.path.isdir(root) else []
 
 
-# Models whose failures lie in other op families' rules: PReLU with a per-channel slope
-# before opset 7 (the slope aligned to axis 1) and pooling with dilations.
-_OTHER_AREAS = {'test_PReLU_1d_multiparam', 'test_PReLU_2d_multiparam', 'test_PReLU_3d_multiparam',
-                'test_MaxPool1d_stride_padding_dilation', 'test_MaxPool2d_stride_padding_dilation'}
-
-
 @pytest.mark.parametrize('model_dir', _onnx_model_tests('pytorch-converted') + _onnx_model_tests('pytorch-operator'),
                          ids=lambda d: d.rsplit('/', 1)[-1])
 def test_onnx_pytorch_model_tests(model_dir):
@@ -453,9 +447,6 @@ def test_onnx_pytorch_model_tests(model_dir):
     import glob
     import os
     import cntk.onnx_backend as backend
-    name = os.path.basename(model_dir)
-    if name in _OTHER_AREAS:
-        pytest.xfail('not read yet (another op family): ' + name)
     model = onnx.load(os.path.join(model_dir, 'model.onnx'))
     rep = backend.prepare(model)
     for ds in sorted(glob.glob(os.path.join(model_dir, 'test_data_set_*'))):

@@ -485,3 +485,55 @@ def test_top_k_exports_values_and_indices(tmp_path, axis, opset):
     got = [np.asarray(got[o]) for o in z2.outputs]
     np.testing.assert_allclose(got[0].reshape(values[:1].shape), values[:1], rtol=1e-6)
     np.testing.assert_array_equal(got[1].reshape(indices[:1].shape), indices[:1])
+
+
+# ------------------------------------------------------ dilated pooling, PRelu slopes
+
+@pytest.mark.parametrize('node', [
+    helper.make_node('MaxPool', ['x'], ['y'], kernel_shape=[2, 2], dilations=[2, 3]),
+    helper.make_node('MaxPool', ['x'], ['y'], kernel_shape=[3, 2], strides=[2, 1], dilations=[2, 2], pads=[2, 1, 1, 1]),
+    helper.make_node('MaxPool', ['x'], ['y'], kernel_shape=[2, 2], strides=[2, 2], dilations=[2, 1], ceil_mode=1),
+    helper.make_node('AveragePool', ['x'], ['y'], kernel_shape=[2, 2], strides=[1, 2], dilations=[3, 2], pads=[1, 1, 1, 0]),
+    helper.make_node('AveragePool', ['x'], ['y'], kernel_shape=[2, 3], dilations=[2, 2], pads=[1, 2, 1, 2],
+                     count_include_pad=1),
+    helper.make_node('AveragePool', ['x'], ['y'], kernel_shape=[2, 2], strides=[2, 2], dilations=[2, 2], pads=[1, 1, 1, 1],
+                     ceil_mode=1),
+    # ceil_mode without dilations where ONNX drops the last window (it would start in the padding)
+    helper.make_node('MaxPool', ['x'], ['y'], kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1),
+    helper.make_node('LpPool', ['x'], ['y'], kernel_shape=[2, 2], dilations=[2, 2], pads=[1, 0, 1, 1]),
+], ids=lambda n: n.op_type + '_' + '_'.join(f'{a.name}' for a in n.attribute))
+def test_reader_pooling_with_dilations_is_composed_exactly(node):
+    _read_vs_reference(node, {'x': X4}, opset=19, runtime=True)
+
+
+def _prelu_model(x_shape, slope, opset):
+    graph = helper.make_graph([helper.make_node('PRelu', ['x', 's'], ['y'])], 'g',
+                              [helper.make_tensor_value_info('x', TensorProto.FLOAT, x_shape)],
+                              [helper.make_tensor_value_info('y', TensorProto.FLOAT, None)],
+                              [onnx.numpy_helper.from_array(slope, 's')])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid('', opset)]).SerializeToString()
+
+
+@pytest.mark.parametrize('rank', [3, 4, 5])
+def test_reader_prelu_per_channel_slope_before_opset_7(rank):
+    """Before opset 7 a 1-D slope of size C weighs axis 1 (PyTorch's exports of nn.PReLU(C))."""
+    x = (R.rand(*(2, 3, 4, 5, 2)[:rank]).astype(np.float32) - 0.5)
+    slope = np.array([0.1, -0.5, 2.0], np.float32)
+    z = C.load_model(_prelu_model(x.shape, slope, 6), format=C.ModelFormat.ONNX)
+    s = slope.reshape((3,) + (1,) * (rank - 2))
+    np.testing.assert_allclose(np.asarray(z.eval({z.arguments[0]: x})).reshape(x.shape), np.where(x < 0, s * x, x),
+                               rtol=1e-6)
+
+
+@pytest.mark.parametrize('slope_shape', [(1, 4, 1, 1), (7, 1), (6,), (1,)])
+def test_reader_prelu_slope_broadcasts_to_x(slope_shape):
+    slope = R.rand(*slope_shape).astype(np.float32) - 0.5
+    z = C.load_model(_prelu_model(X4.shape, slope, 17), format=C.ModelFormat.ONNX)
+    x = X4 - 0.5
+    np.testing.assert_allclose(np.asarray(z.eval({z.arguments[0]: x})).reshape(x.shape), np.where(x < 0, slope * x, x),
+                               rtol=1e-6)
+
+
+def test_reader_prelu_slope_that_does_not_broadcast_is_refused():
+    with pytest.raises(ValueError, match='does not broadcast'):
+        C.load_model(_prelu_model(X4.shape, np.ones((5, 1), np.float32), 17), format=C.ModelFormat.ONNX)
