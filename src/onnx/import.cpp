@@ -265,6 +265,36 @@ class Reader final : public ImportContext {
     if (int(k) < node_->output_size()) elem_types_[node_->output(int(k))] = t;
   }
 
+  std::vector<Variable> read_subgraph(const ::onnx::GraphProto& g, const std::vector<Variable>& inputs) override {
+    if (int(inputs.size()) != g.input_size())
+      fail("its subgraph '" + g.name() + "' takes " + std::to_string(g.input_size()) + " inputs, not " +
+           std::to_string(inputs.size()));
+    // The subgraph's names are scoped to it: the enclosing graph's tables are restored after.
+    auto values = values_;
+    auto known = known_;
+    auto types = elem_types_;
+    const ::onnx::NodeProto* outer = node_;
+    for (int k = 0; k < g.input_size(); ++k) {
+      values_[g.input(k).name()] = inputs[size_t(k)];
+      known_.erase(g.input(k).name());
+      if (g.input(k).type().tensor_type().elem_type())
+        elem_types_[g.input(k).name()] = g.input(k).type().tensor_type().elem_type();
+    }
+    for (const auto& t : g.initializer()) add_initializer(t);
+    for (const auto& n : g.node()) read_node(n);
+    node_ = outer;
+    std::vector<Variable> outs;
+    for (const auto& o : g.output()) {
+      auto it = values_.find(o.name());
+      if (it == values_.end()) fail("its subgraph's output '" + o.name() + "' is computed by no node");
+      outs.push_back(it->second);
+    }
+    values_ = std::move(values);
+    known_ = std::move(known);
+    elem_types_ = std::move(types);
+    return outs;
+  }
+
  private:
   std::string where() const {
     return node_ ? "ONNX import: node '" + name() + "' (" + node_->op_type() + ")" : "ONNX import: " + source_;

@@ -58,6 +58,10 @@ class ImportContext {
 
   // ValueError naming the node (and its op type) and what is wrong.
   [[noreturn]] void fail(const std::string& what) const;
+
+  // Reads `g` (a subgraph attribute of the node: a Scan's or Loop's body) with its inputs
+  // bound to `inputs`; the enclosing graph's values stay visible. Returns its outputs.
+  virtual std::vector<Variable> read_subgraph(const ::onnx::GraphProto& g, const std::vector<Variable>& inputs) = 0;
 };
 
 // A rule returns the node's outputs in order (fewer where trailing optional outputs are unused).

@@ -321,9 +321,103 @@ std::vector<Variable> read_rnn_block(ImportContext& c, Cell cell) {
   return block->outputs();
 }
 
+// Whether a Scan body input is one step of a value in the engine's layout, as OpenCNTK's
+// writer declares it: [batch, 1, ...] with denotations DATA_BATCH and DATA_TIME.
+bool engine_step(const ::onnx::ValueInfoProto& vi) {
+  const auto& s = vi.type().tensor_type().shape();
+  return s.dim_size() >= 2 && s.dim(0).denotation() == "DATA_BATCH" && s.dim(1).denotation() == "DATA_TIME";
+}
+
+// Scan (opset 9's form). A Scan written by OpenCNTK (every body input one step in the
+// engine's layout, all scans in one direction over axis 0) is a recurrent loop again: the
+// scan inputs [Sequence, batch, 1, ...] become sequences, the state variables PastValue
+// (FutureValue, scanning in reverse) of placeholders closed over the body's new states, and
+// the scan outputs and final states are unpacked to ONNX's static layout. Any other Scan is
+// unrolled over its static length.
+std::vector<Variable> read_scan(ImportContext& c) {
+  RnnBuilder b{c, Cell::RNN};
+  const auto& body = c.attr_graph("body");
+  const int64_t M = c.attr_int("num_scan_inputs");
+  const int64_t N = int64_t(c.num_inputs()) - M;
+  const int64_t K = body.output_size() - N;
+  if (N < 0 || K < 0 || body.input_size() != N + M) c.fail("the body's inputs and outputs do not match the Scan's");
+  auto attr_list = [&](const char* name, int64_t n) {
+    auto v = c.attr_ints(name, std::vector<int64_t>(size_t(n), 0));
+    if (int64_t(v.size()) != n) c.fail(std::string(name) + " must have one entry per scan value");
+    return v;
+  };
+  const auto in_dirs = attr_list("scan_input_directions", M), out_dirs = attr_list("scan_output_directions", K);
+  const auto in_axes = attr_list("scan_input_axes", M), out_axes = attr_list("scan_output_axes", K);
+  std::vector<Variable> in;
+  for (size_t i = 0; i < c.num_inputs(); ++i) in.push_back(c.input(i));
+
+  bool engine = M > 0;
+  for (const auto& vi : body.input()) engine = engine && engine_step(vi);
+  for (int64_t j = 0; j < M; ++j) engine = engine && in_axes[size_t(j)] == 0 && in_dirs[size_t(j)] == in_dirs[0];
+  for (int64_t k = 0; k < K; ++k) engine = engine && out_axes[size_t(k)] == 0 && out_dirs[size_t(k)] == in_dirs[0];
+  if (!engine) c.fail("only Scans written by OpenCNTK (a recurrent loop over the Sequence dimension) are read");
+
+  const bool reverse = in_dirs[0] == 1;
+  auto step_dims = [](const Variable& v, size_t from) {
+    const auto d = v.shape().dims();
+    return std::vector<int64_t>(d.begin() + std::ptrdiff_t(from), d.end());
+  };
+  std::vector<Variable> bound;
+  // [Sequence, batch, 1, ...] -> a sequence of [...] over the batch axis.
+  std::vector<Variable> scanned;
+  for (int64_t j = 0; j < M; ++j) {
+    const Variable& x = in[size_t(N + j)];
+    if (x.shape().rank() < 3) c.fail("scan input " + std::to_string(j) + " must be [Sequence, batch, 1, ...]");
+    Variable s = b.op("ToSequence",
+                      {b.op("ToBatchAxis", {b.op("TransposeAxes", {x}, {{"axis1", Axis(0)}, {"axis2", Axis(1)}})})});
+    scanned.push_back(b.reshape(s, step_dims(x, 3)));
+  }
+  const auto seq_axes = scanned[0].dynamic_axes();
+  std::vector<Variable> holes;
+  for (int64_t k = 0; k < N; ++k) {
+    const Variable& init = in[size_t(k)];  // [batch, 1, ...]
+    if (init.shape().rank() < 2) c.fail("state " + std::to_string(k) + " must be [batch, 1, ...]");
+    const auto dims = step_dims(init, 2);
+    Variable hole = Variable::placeholder(NDShape(dims), seq_axes, "");
+    hole.impl()->dtype = init.dtype();
+    holes.push_back(hole);
+    Variable initial = b.reshape(b.op("ToBatchAxis", {init}), dims);
+    bound.push_back(b.op(reverse ? "FutureValue" : "PastValue", {hole, initial}, {{"offset", int64_t(1)}}));
+  }
+  bound.insert(bound.end(), scanned.begin(), scanned.end());
+  std::vector<Variable> outs = c.read_subgraph(body, bound);
+  std::unordered_map<VariableImpl*, Variable> map;
+  for (int64_t k = 0; k < N; ++k) map[holes[size_t(k)].impl().get()] = outs[size_t(k)];
+  if (N > 0) Function::combine(std::vector<Variable>(outs.begin(), outs.begin() + N))->replace_placeholders(map);
+
+  std::vector<Variable> result;
+  for (int64_t k = 0; k < N; ++k) {  // the final states: the last step (the first, in reverse)
+    const Variable& v = outs[size_t(k)];
+    Variable one =
+        b.op("SequenceSlice", {v}, {{"beginIndex", int64_t(reverse ? 0 : -1)}, {"endIndex", int64_t(reverse ? 1 : 0)}});
+    Variable last = b.op("ReduceElements", {one},
+                         {{"reductionOpName", std::string("Sum")},
+                          {"axis", Axis::operand_sequence_axis()},
+                          {"reductionKeepDimensions", false}});
+    std::vector<int64_t> dims{1};
+    for (int64_t d : v.shape().dims()) dims.push_back(d);
+    result.push_back(b.op("UnpackBatchAxis", {b.reshape(last, dims)}));
+  }
+  for (int64_t k = 0; k < K; ++k) {  // [batch, Sequence, 1, ...] -> [Sequence, batch, 1, ...]
+    const Variable& v = outs[size_t(N + k)];
+    std::vector<int64_t> dims{1};
+    for (int64_t d : v.shape().dims()) dims.push_back(d);
+    Variable unpacked =
+        b.op("UnpackBatchAxis", {b.op("UnpackSequence", {b.reshape(v, dims)}, {{"suppressMaskOutput", true}})});
+    result.push_back(b.op("TransposeAxes", {unpacked}, {{"axis1", Axis(0)}, {"axis2", Axis(1)}}));
+  }
+  return result;
+}
+
 }  // namespace
 
 void register_import_rnn() {
+  register_onnx_import("Scan", read_scan, 9);
   register_onnx_import("LSTM", [](ImportContext& c) { return read_rnn_block(c, Cell::LSTM); });
   register_onnx_import("GRU", [](ImportContext& c) { return read_rnn_block(c, Cell::GRU); });
   register_onnx_import("RNN", [](ImportContext& c) { return read_rnn_block(c, Cell::RNN); });
