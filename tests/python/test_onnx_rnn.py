@@ -336,11 +336,68 @@ def test_a_delay_outside_a_loop_exports_and_round_trips(tmp_path, name):
         np.testing.assert_allclose(back.reshape(T, 3), want, rtol=1e-5, atol=1e-6, err_msg=f'read back T={T}')
 
 
-def test_a_loop_that_is_not_a_matched_cell_has_a_clear_error(tmp_path):
+def _two_state_loop(x):
+    """A loop of two states (c starting from 0.5) built from placeholders and past_value."""
+    rng = np.random.default_rng(11)
+    W = C.constant(rng.normal(0, .5, (3, 4)).astype(np.float32))
+    U = C.constant(rng.normal(0, .5, (4, 4)).astype(np.float32))
+    h, c = C.placeholder(shape=(4,)), C.placeholder(shape=(4,))
+    hp, cp = C.sequence.past_value(h), C.sequence.past_value(c, initial_state=0.5)
+    cn = C.sigmoid(C.times(x, W)) * cp + C.tanh(C.times(hp, U))
+    hn = C.tanh(cn) * 0.9
+    C.combine([hn, cn]).replace_placeholders({h: hn, c: cn})
+    return hn + 0
+
+
+def _custom_step(backwards):
+    def make(x):
+        rng = np.random.default_rng(5)
+        W = C.parameter(init=rng.normal(0, .5, (3, 4)).astype(np.float32))
+        U = C.parameter(init=rng.normal(0, .5, (4, 4)).astype(np.float32))
+        return C.layers.Recurrence(lambda h, x: C.tanh(C.times(x, W) + C.times(h, U)), go_backwards=backwards,
+                                   initial_state=0.3 if backwards else 0)(x)
+    return make
+
+
+LOOPS = {
+    'custom_step': _custom_step(False),
+    'custom_step_backwards': _custom_step(True),
+    'two_states': _two_state_loop,
+}
+
+
+@pytest.mark.parametrize('name', list(LOOPS))
+def test_a_loop_that_is_not_a_matched_cell_exports_as_scan_and_round_trips(tmp_path, name):
+    """A Recurrence over any step function (or a loop of placeholders and delays) is a Scan over
+    the Sequence dimension; ONNX Runtime computes it as OpenCNTK does, and it reads back as a loop."""
     x = C.sequence.input_variable(3, name='x')
-    z = C.layers.Recurrence(lambda h, x: C.tanh(h * 0.5 + x))(x)
-    with pytest.raises(ValueError, match='recurrent loop that is not a Recurrence over an LSTM, GRU or RNNStep'):
-        z.save(str(tmp_path / 'loop.onnx'), format=C.ModelFormat.ONNX)
+    z = LOOPS[name](x)
+    path = str(tmp_path / 'loop.onnx')
+    z.save(path, format=C.ModelFormat.ONNX)
+    m = onnx.load(path)
+    onnx.checker.check_model(m, full_check=True)
+    assert [n.op_type for n in m.graph.node].count('Scan') == 1
+    s = ort.InferenceSession(path)
+    z2 = C.Function.load(path, format=C.ModelFormat.ONNX)
+    for T in (1, 4, 9):
+        d = np.random.default_rng(T).normal(0, 1, (1, T, 3)).astype(np.float32)
+        want = np.asarray(z.eval({x: d}), np.float32).reshape(T, 4)
+        got = s.run(None, {s.get_inputs()[0].name: d.transpose(1, 0, 2)})[0]
+        np.testing.assert_allclose(got.reshape(T, 4), want, rtol=1e-5, atol=1e-5, err_msg=f'T={T}')
+        back = np.asarray(z2.eval({z2.arguments[0]: d.transpose(1, 0, 2)}), np.float32)
+        np.testing.assert_allclose(back.reshape(T, 4), want, rtol=1e-5, atol=1e-5, err_msg=f'read back T={T}')
+    # The read loop is written again as a Scan.
+    z2.save(str(tmp_path / 'again.onnx'), format=C.ModelFormat.ONNX)
+    assert [n.op_type for n in onnx.load(str(tmp_path / 'again.onnx')).graph.node].count('Scan') == 1
+
+
+def test_a_loop_of_delays_over_two_steps_has_a_clear_error(tmp_path):
+    x = C.sequence.input_variable(3, name='x')
+    h = C.placeholder(shape=(3,))
+    y = C.tanh(C.sequence.past_value(h, time_step=2) * 0.5 + x)
+    y.replace_placeholders({h: y})
+    with pytest.raises(ValueError, match='a delay of 2 steps'):
+        y.save(str(tmp_path / 'loop.onnx'), format=C.ModelFormat.ONNX)
 
 
 @pytest.mark.parametrize('mask', [False, True])
