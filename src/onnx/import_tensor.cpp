@@ -187,7 +187,8 @@ Vars mod(ImportContext& c) {
 
 Vars topk(ImportContext& c) {
   Variable x = c.input(0);
-  const auto kv = known_i64(c, 1, "K");
+  // K is an input from opset 10, the attribute k before.
+  const auto kv = c.opset() < 10 ? std::vector<int64_t>{c.attr_int("k")} : known_i64(c, 1, "K");
   if (kv.size() != 1) c.fail("K must hold one value");
   const int64_t rank = int64_t(x.shape().rank());
   const int64_t axis = normalize_axis(c, c.attr_int("axis", -1), rank);
@@ -674,7 +675,7 @@ void register_import_tensor() {
   register_onnx_import("Mod", mod);
   register_onnx_import("CumSum", [](ImportContext& c) { return cumulative(c, "Plus", 0); });
   register_onnx_import("CumProd", [](ImportContext& c) { return cumulative(c, "ElementTimes", 1); });
-  register_onnx_import("TopK", topk, 10);
+  register_onnx_import("TopK", topk);
   register_onnx_import("OneHot", onehot, 9);
   register_onnx_import("GatherElements", gather_elements, 11);
   register_onnx_import("ScatterElements", scatter_elements, 11);

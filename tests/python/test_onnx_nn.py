@@ -537,3 +537,20 @@ def test_reader_prelu_slope_broadcasts_to_x(slope_shape):
 def test_reader_prelu_slope_that_does_not_broadcast_is_refused():
     with pytest.raises(ValueError, match='does not broadcast'):
         C.load_model(_prelu_model(X4.shape, np.ones((5, 1), np.float32), 17), format=C.ModelFormat.ONNX)
+
+
+@pytest.mark.parametrize('opset', [7, 9])
+@pytest.mark.parametrize('axis', [-1, 1])
+def test_reader_top_k_with_k_as_attribute_before_opset_10(opset, axis):
+    x = R.permutation(2 * 5 * 4).reshape(2, 5, 4).astype(np.float32)  # distinct values: one order
+    node = helper.make_node('TopK', ['x'], ['v', 'i'], k=3, axis=axis)
+    graph = helper.make_graph([node], 'g', [helper.make_tensor_value_info('x', TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info('v', TensorProto.FLOAT, None),
+                               helper.make_tensor_value_info('i', TensorProto.INT64, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', opset)]).SerializeToString()
+    want_v, want_i = ort.InferenceSession(model).run(None, {'x': x})
+    z = C.load_model(model, format=C.ModelFormat.ONNX)
+    got = z.eval({z.arguments[0]: x})
+    got = [np.asarray(got[o]) for o in z.outputs]
+    np.testing.assert_array_equal(got[0].reshape(want_v.shape), want_v)
+    np.testing.assert_array_equal(got[1].reshape(want_i.shape), want_i)
