@@ -169,15 +169,8 @@ def keras_results(tmp_path_factory):
 
 
 @requires_keras_2_3_1
-# Keras builds its recurrent layers as its own PastValue loops, not as a Recurrence over an LSTM cell, and
-# the writer has no ONNX form (Scan/Loop) for such loops yet: these two fail naming the delay. strict: the
-# day they pass, the marks must go.
-_KERAS_LOOP = pytest.mark.xfail(strict=True, reason="Keras' own recurrent loops have no ONNX form yet (Scan/Loop)")
-
-
-@pytest.mark.parametrize('name', ['mnist_mlp', 'mnist_cnn', 'cifar10_cnn',
-                                  pytest.param('imdb_bidirectional_lstm', marks=_KERAS_LOOP), 'imdb_fasttext',
-                                  pytest.param('lstm_text_generation', marks=_KERAS_LOOP)])
+@pytest.mark.parametrize('name', ['mnist_mlp', 'mnist_cnn', 'cifar10_cnn', 'imdb_bidirectional_lstm', 'imdb_fasttext',
+                                  'lstm_text_generation'])
 def test_keras_example(keras_results, name):
     r = keras_results[name]
     if 'error' in r:
