@@ -554,3 +554,23 @@ def test_reader_top_k_with_k_as_attribute_before_opset_10(opset, axis):
     got = [np.asarray(got[o]) for o in z.outputs]
     np.testing.assert_array_equal(got[0].reshape(want_v.shape), want_v)
     np.testing.assert_array_equal(got[1].reshape(want_i.shape), want_i)
+
+
+@pytest.mark.parametrize('pad', [False, True])
+def test_sequential_convolution_over_samples_of_shape_one_exports(tmp_path, pad):
+    """A 1-D sequential filter over items of shape (1,) windows the sequence after the item's axis,
+    as CNTK's layer did (its result items keep the shape (1,)); ONNX Runtime runs the model written."""
+    from cntk.layers import Convolution
+    w = np.array([4., 2., 1.], np.float32)
+    z = Convolution(3, init=w, sequential=True, pad=pad, reduction_rank=0, bias=False)(C.sequence.input_variable((1,)))
+    seq = np.array([2., 6., 4., 8., 6.], np.float32)
+    got = np.asarray(z.eval({z.arguments[0]: [seq.reshape(5, 1)]})[0])
+    # correlation with the step at the window's centre; zeros beyond the ends where padded
+    want = np.correlate(np.pad(seq, 1) if pad else seq, w, 'valid')
+    assert got.shape == (len(want), 1)
+    np.testing.assert_allclose(got[:, 0], want, rtol=1e-6)
+    path = str(tmp_path / 'c.onnx')
+    z.save(path, format=C.ModelFormat.ONNX)
+    sess = ort.InferenceSession(path)
+    ran = sess.run(None, {sess.get_inputs()[0].name: seq.reshape(5, 1, 1)})[0]  # [Sequence, batch, 1]
+    np.testing.assert_allclose(np.asarray(ran).reshape(-1), want, rtol=1e-6)

@@ -239,15 +239,15 @@ def SequentialConvolution(filter_shape, num_filters=None, activation=default_ove
                               max_temp_mem_size_in_samples, op_name, name, SequentialConvolution)
 
 
-def _sequence_window(x, k):
-    """Each step with its k - 1 neighbours stacked along axis 1 (zeros beyond the sequence's
+def _sequence_window(x, k, axis=1):
+    """Each step with its k - 1 neighbours stacked along `axis` (zeros beyond the sequence's
     ends), the step itself at (k - 1) // 2, as CNTK's layer windows it."""
     from ..ops import splice
     from ..ops.sequence import past_value, future_value
     lpad = (k - 1) // 2
     shifted = [past_value(x, time_step=-t) if t < 0 else x if t == 0 else future_value(x, time_step=t)
                for t in range(-lpad, k - lpad)]
-    return splice(*shifted, axis=1) if k > 1 else x
+    return splice(*shifted, axis=axis) if k > 1 else x
 
 
 def _convolution_layer(filter_shape, num_filters, sequential, activation, init, pad, strides, sharing, bias,
@@ -255,6 +255,7 @@ def _convolution_layer(filter_shape, num_filters, sequential, activation, init, 
                        op_name, name, defaults_of):
     """Convolution and SequentialConvolution; `sequential` is None, 'window' (the sequence
     axis by a window of neighbouring steps) or 'op' (the op's sequential convolution)."""
+    from ..axis import Axis
     from ..ops import convolution, reshape
     from ..ops.sequence import slice as sequence_slice
     activation = get_default_override(defaults_of, activation=activation)
@@ -317,7 +318,12 @@ def _convolution_layer(filter_shape, num_filters, sequential, activation, init, 
             x = _insert_leading_axis(x)
         auto_padding = pad
         if sequential == 'window':
-            x = _sequence_window(reshape(x, (1,), begin_axis=1, end_axis=1), k_seq)  # (C, k, M...)
+            if len(filter_shape) == 1:
+                # As CNTK's layer: the window along a new last axis, after any axes of the item
+                # (an audio sample of shape (1,) gives (1, 1, k), which the kernel (1, k) fits).
+                x = _sequence_window(reshape(x, (1,), begin_axis=Axis.new_leading_axis()), k_seq, axis=-1)
+            else:
+                x = _sequence_window(reshape(x, (1,), begin_axis=1, end_axis=1), k_seq)  # (C, k, M...)
             auto_padding = (False,) + tuple(pad[1:])  # the window is exactly the kernel's extent
         r = convolution(W, x, strides=strides, sharing=[True], auto_padding=auto_padding, dilation=dilation,
                         groups=groups, max_temp_mem_size_in_samples=max_temp_mem_size_in_samples,
