@@ -380,7 +380,7 @@ class Reader final : public ImportContext {
       values_[out] = outs[k];
       if (!elem_types_.count(out)) elem_types_[out] = TensorProto::FLOAT;
       if (outs[k].is_constant()) {
-        known_[out] = KnownValue{outs[k].value(), std::nullopt};
+        known_[out] = KnownValue{outs[k].value(), constant_node_ints(n)};
       } else if (all_known && outs[k].is_output() && outs[k].dynamic_axes().empty()) {
         fold(out, outs[k]);
       }
@@ -388,6 +388,18 @@ class Reader final : public ImportContext {
     for (int k = int(outs.size()); k < n.output_size(); ++k)
       if (!n.output(k).empty()) fail("output " + std::to_string(k) + " is not supported");
     node_ = nullptr;
+  }
+
+  // The exact values of an integer Constant node: its float32 value loses int64s such as the
+  // INT64_MAX that exporters write for "to the end" in Slice.
+  std::optional<std::vector<int64_t>> constant_node_ints(const ::onnx::NodeProto& n) const {
+    if (n.op_type() != "Constant") return std::nullopt;
+    for (const auto& a : n.attribute()) {
+      if (a.name() == "value" && !is_float_type(a.t().data_type())) return tensor_to_i64(a.t(), base_dir_, where());
+      if (a.name() == "value_int") return std::vector<int64_t>{a.i()};
+      if (a.name() == "value_ints") return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+    }
+    return std::nullopt;
   }
 
   // Evaluates a value computed from constants alone (no arguments).
