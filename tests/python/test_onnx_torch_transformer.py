@@ -59,6 +59,33 @@ def test_a_torch_transformer_encoder_exported_at_fixed_shapes_matches_pytorch(tm
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_the_file_with_dynamic_axes_reads_at_two_batch_sizes_once_its_input_dims_are_fixed(tmp_path):
+    # With dynamic_axes the attention's reshapes read their sizes through Shape nodes, which the
+    # reader folds only for known dims: a symbolic dim is free and its Shape is refused. Fixing
+    # the graph input's dims before reading makes each shape a static graph. PyTorch's trace
+    # keeps the sequence length as a constant in one of the attention's reshapes (ONNX Runtime
+    # also refuses another length), so only the batch size varies.
+    model = _encoder()
+    path = str(tmp_path / 'encoder_dynamic.onnx')
+    _export(model, _tokens(2, 7, seed=0), path,
+            dynamic_axes={'tokens': {0: 'batch', 1: 'sequence'}, 'logits': {0: 'batch', 1: 'sequence'}})
+    with pytest.raises((ValueError, NotImplementedError), match='free dimension'):
+        C.Function.load(path, format=C.ModelFormat.ONNX)
+    for batch in (2, 3):
+        m = onnx.load(path)
+        dims = m.graph.input[0].type.tensor_type.shape.dim
+        assert dims[0].dim_param == 'batch' and dims[1].dim_param == 'sequence'
+        dims[0].dim_value, dims[1].dim_value = batch, 7
+        f = C.load_model(m.SerializeToString(), format=C.ModelFormat.ONNX)
+        tokens = _tokens(batch, 7, seed=10 + batch)
+        got = np.asarray(f.eval({f.arguments[0]: tokens.numpy().astype(np.float32)}))
+        with torch.no_grad():
+            want = model(tokens).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 def test_an_int64_constant_node_keeps_its_exact_values_as_slice_bounds():
     # PyTorch writes "to the end" as a Constant node holding INT64_MAX, which float32 cannot hold.
     end = helper.make_tensor('end', TensorProto.INT64, [1], [np.iinfo(np.int64).max])
