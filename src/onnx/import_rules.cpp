@@ -18,6 +18,7 @@ void register_import_loss();
 void register_import_rms_norm();
 void register_import_einsum();
 void register_import_quant();
+void register_import_float();
 
 void register_onnx_import_rules() {
   register_import_elementwise();
@@ -35,6 +36,7 @@ void register_onnx_import_rules() {
   register_import_rms_norm();
   register_import_einsum();
   register_import_quant();
+  register_import_float();
 }
 
 }  // namespace cntk::onnx_io

@@ -12,6 +12,7 @@
 
 #include "onnx/import_axes.h"
 #include "onnx/import_batch.h"
+#include "onnx/import_float.h"
 
 namespace cntk::onnx_io {
 
@@ -36,6 +37,17 @@ bool is_integer(int32_t t) {
 }
 
 Variable out(const FunctionPtr& f) { return f->output(); }
+
+// The width and signedness of ONNX's 4- and 2-bit integer types.
+std::optional<std::pair<int, bool>> small_int_bits(int32_t t) {
+  switch (t) {
+    case TensorProto::INT4: return std::pair{4, true};
+    case TensorProto::UINT4: return std::pair{4, false};
+    case TensorProto::INT2: return std::pair{2, true};
+    case TensorProto::UINT2: return std::pair{2, false};
+    default: return std::nullopt;
+  }
+}
 
 Variable scalar(ImportContext& c, const Variable& like, double v) {
   return Variable::constant(NDShape{}, like.dtype(), v, c.name() + "/const");
@@ -93,6 +105,18 @@ Vars cast_to(ImportContext& c, int32_t to) {
     case TensorProto::FLOAT16: return {as(DataType::Float16)};
     case TensorProto::BOOL: return {out(c.primitive("NotEqual", {x, scalar(c, x, 0)}))};
     default: break;
+  }
+  if (auto y = cast_to_narrow_float(c, x, to, c.attr_int("saturate", 1) != 0)) return {*y};
+  if (auto bits = small_int_bits(to)) {
+    // 4- and 2-bit integers: towards zero, then wrapped into the type's range as ONNX's
+    // reference does (ml_dtypes' conversion): t - 2^bits floor((t - lo) / 2^bits).
+    Variable f = as(DataType::Float);
+    Variable t = is_float(from) ? trunc(c, f) : f;
+    const double n = std::ldexp(1.0, bits->first), lo = bits->second ? -n / 2 : 0;
+    Variable k = out(c.primitive(
+        "Floor",
+        {out(c.primitive("ElementTimes", {out(c.primitive("Minus", {t, scalar(c, t, lo)})), scalar(c, t, 1 / n)}))}));
+    return {out(c.primitive("Minus", {t, out(c.primitive("ElementTimes", {k, scalar(c, t, n)}))}))};
   }
   if (!is_integer(to))
     c.fail("a cast to " + TensorProto::DataType_Name(TensorProto::DataType(to)) +

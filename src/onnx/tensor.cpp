@@ -36,7 +36,18 @@ DataType engine_type_of(int32_t onnx_type, const std::string& what) {
     case TensorProto::UINT32:
     case TensorProto::UINT64:
     case TensorProto::BOOL:
-    case TensorProto::BFLOAT16: return DataType::Float;
+    case TensorProto::BFLOAT16:
+    // Narrow floats and integers whose values float32 holds exactly (graph inputs and outputs;
+    // the reader's Cast rounds to their values).
+    case TensorProto::FLOAT8E4M3FN:
+    case TensorProto::FLOAT8E4M3FNUZ:
+    case TensorProto::FLOAT8E5M2:
+    case TensorProto::FLOAT8E5M2FNUZ:
+    case TensorProto::FLOAT4E2M1:
+    case TensorProto::INT4:
+    case TensorProto::UINT4:
+    case TensorProto::INT2:
+    case TensorProto::UINT2: return DataType::Float;
     default:
       throw ValueError(what + ": ONNX element type " + std::to_string(onnx_type) + " (" +
                        TensorProto::DataType_Name(TensorProto::DataType(onnx_type)) +
@@ -196,7 +207,12 @@ void read_values(const TensorProto& t, const std::string& base_dir, const std::s
                  std::vector<double>* out, std::vector<int64_t>* ints) {
   const int32_t type = t.data_type();
   const size_t es = onnx_elem_size(type);
-  if (es == 0) engine_type_of(type, what);  // raises with the type's name
+  if (es == 0) {
+    engine_type_of(type, what);  // raises for the types without an engine type
+    throw ValueError(what + ": tensor '" + t.name() + "' of ONNX element type " +
+                     TensorProto::DataType_Name(TensorProto::DataType(type)) +
+                     ": its stored values are not read (graph inputs and outputs of this type are)");
+  }
   auto put = [&](int64_t k, double v, int64_t iv) {
     if (out) (*out)[size_t(k)] = v;
     if (ints) (*ints)[size_t(k)] = iv;

@@ -136,3 +136,45 @@ def test_unique_of_a_known_tensor_matches_numpy(axis):
     np.testing.assert_array_equal(i, ei)
     np.testing.assert_array_equal(inv, einv.reshape(-1))
     np.testing.assert_array_equal(n, en)
+
+
+def _f32_values(rng):
+    """float32 values over every binade of the narrow formats, their ties, float32 subnormals,
+    overflow, signed zeros, infinities and NaN."""
+    ml_dtypes = pytest.importorskip('ml_dtypes')
+    grid = np.concatenate([np.frombuffer(np.arange(256, dtype=np.uint8).tobytes(), dtype=t).astype(np.float32)
+                           for t in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2)])
+    grid = np.unique(grid[np.isfinite(grid)])
+    ties = (grid[:-1] + grid[1:]) / 2
+    logs = np.exp2(rng.uniform(-20, 20, 2000)).astype(np.float32) * rng.choice([-1, 1], 2000)
+    special = np.array([0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -3e-45, 3.4028235e38, 1e30, -7e4], np.float32)
+    return np.concatenate([grid, -grid, ties, -ties, logs, special]).astype(np.float32)
+
+
+@pytest.mark.parametrize('to, saturate', [(TensorProto.BFLOAT16, 1), (TensorProto.FLOAT8E4M3FN, 1),
+                                          (TensorProto.FLOAT8E4M3FN, 0), (TensorProto.FLOAT8E4M3FNUZ, 1),
+                                          (TensorProto.FLOAT8E4M3FNUZ, 0), (TensorProto.FLOAT8E5M2, 1),
+                                          (TensorProto.FLOAT8E5M2, 0), (TensorProto.FLOAT8E5M2FNUZ, 0),
+                                          (TensorProto.FLOAT4E2M1, 1)])
+def test_a_cast_to_a_narrow_float_rounds_in_the_engine_as_onnxs_reference(to, saturate):
+    # Cast to the narrow type and back to float: the engine's float32 value of the rounding is
+    # compared (the backend's conversion at the output would round by itself).
+    from onnx.reference.ops.op_cast import cast_to as reference_cast
+    x = _f32_values(np.random.default_rng(2))
+    nodes = [helper.make_node('Cast', ['x'], ['n'], to=to, saturate=saturate),
+             helper.make_node('Cast', ['n'], ['y'], to=TensorProto.FLOAT)]
+    graph = helper.make_graph(nodes, 'g', [helper.make_tensor_value_info('x', TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info('y', TensorProto.FLOAT, x.shape)])
+    (y,) = backend.prepare(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 21)])).run([x])
+    expected = reference_cast(x, to, bool(saturate)).astype(np.float32)
+    if to == TensorProto.FLOAT4E2M1:  # ml_dtypes turns NaN into 0 there; the engine keeps NaN
+        expected = np.where(np.isnan(x), np.nan, expected)
+    np.testing.assert_array_equal(y, expected)
+
+
+def test_round_is_half_to_even_over_the_float32_range():
+    x = np.concatenate([np.arange(-6, 6, 0.25), [0.49999997, -0.49999997, 2 ** 23 + 1, 2 ** 24 + 2, 1e38,
+                                                 np.inf, -np.inf, np.nan, 1e-40],
+                        np.random.default_rng(3).standard_normal(500) * 1e3]).astype(np.float32)
+    (y,) = backend.run_node(helper.make_node('Round', ['x'], ['y']), [x])
+    np.testing.assert_array_equal(y, np.round(x))
