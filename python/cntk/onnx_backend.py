@@ -10,7 +10,8 @@ back here).
 The reader needs some inputs' values while it reads (a shape, an axis, a count ``k``). Where a
 model feeds such a value as a graph input and cannot be read with it as an argument, the
 model is read at ``run`` time with such inputs bound to the values given (integer, boolean and
-scalar inputs; failing that, vectors too), once per distinct set of those values.
+scalar inputs; failing that, vectors too; failing that, every input: an op whose output's shape
+depends on its input's values, such as Unique), once per distinct set of those values.
 """
 
 import numpy as np
@@ -55,10 +56,10 @@ class CNTKBackendRep(BackendRep):
 
     def _specialized(self, values):
         """The model read with its parameter-like inputs bound to ``values``: first the integer,
-        boolean and scalar ones, then also the vectors (scales, roi); the function and the inputs
-        left to feed."""
+        boolean and scalar ones, then also the vectors (scales, roi), then all of them; the
+        function and the inputs left to feed."""
         error = self._error
-        for level in (1, 2):
+        for level in (1, 2, 3):
             bound = [_bindable(vi, x, level) for vi, x in zip(self.input_infos, values)]
             if not any(bound):
                 continue
@@ -110,9 +111,10 @@ class CNTKBackendRep(BackendRep):
 
 def _bindable(vi, x, level):
     """Whether an input may carry a value the reader needs while reading: integer, boolean or
-    scalar inputs (shapes, axes, counts, depths); at level 2 also vectors (scales, roi)."""
+    scalar inputs (shapes, axes, counts, depths); at level 2 also vectors (scales, roi); at
+    level 3 any input (values that decide an output's shape)."""
     t = vi.type.tensor_type.elem_type
-    if t == TensorProto.BOOL or np.issubdtype(_np_type(t), np.integer) or x.ndim == 0:
+    if level >= 3 or t == TensorProto.BOOL or np.issubdtype(_np_type(t), np.integer) or x.ndim == 0:
         return True
     return level >= 2 and x.ndim == 1
 

@@ -10,7 +10,7 @@ namespace cntk::onnx_io {
 namespace {
 
 ImportFn unary(const std::string& op) {
-  return [op](ImportContext& c) { return std::vector<Variable>{c.primitive(op, {c.input(0)})->output()}; };
+  return [op](ImportContext& c) { return keep_type(c, 0, {c.primitive(op, {c.input(0)})->output()}); };
 }
 // The right operand as NumPy broadcasting sees it. Before opset 7, broadcast=1 with an axis
 // aligned it from that axis of the left operand on (not from the right): trailing 1s do that.
@@ -30,7 +30,8 @@ Variable right_operand(ImportContext& c) {
 
 ImportFn binary(const std::string& op) {
   return [op](ImportContext& c) {
-    return std::vector<Variable>{c.primitive(op, {c.input(0), right_operand(c)})->output()};
+    // Integer operands give integers (Div truncates them, so it must know).
+    return keep_type(c, 0, {c.primitive(op, {c.input(0), right_operand(c)})->output()});
   };
 }
 bool is_integer(int32_t t) {

@@ -1,5 +1,5 @@
 // ONNX ops over the values of floats that the engine has no primitive for, composed exactly
-// from its elementwise ops: Round (half to even), IsInf, IsNaN, Celu, Shrink, Swish,
+// from its elementwise ops: Round (half to even), IsInf, IsNaN, Celu, Shrink, Swish, SwiGLU,
 // LpNormalization, and the rounding of a float32 value to the grid of a narrower float format
 // (bfloat16, the float8 formats, float4e2m1) that Cast to those types computes. The engine holds those
 // types' values as float32 (each is a subset of it); the declared ONNX type travels as the
@@ -127,10 +127,17 @@ Vars shrink(ImportContext& c) {
 }
 
 // swish(x) = x sigmoid(alpha x).
-Vars swish(ImportContext& c) {
-  Variable x = c.input(0);
+Variable swish_of(ImportContext& c, const Variable& x) {
   Ops o{c, x.dtype()};
-  return {o.mul(x, o.op("StableSigmoid", {o.mul(o.k(c.attr_float("alpha", 1.0f)), x)}))};
+  return o.mul(x, o.op("StableSigmoid", {o.mul(o.k(c.attr_float("alpha", 1.0f)), x)}));
+}
+Vars swish(ImportContext& c) { return {swish_of(c, c.input(0))}; }
+
+// swiglu(a, b) = swish(a) b, over inputs of one shape.
+Vars swiglu(ImportContext& c) {
+  Variable a = c.input(0), b = c.input(1);
+  if (a.shape() != b.shape() || c.input_dyn(0) != c.input_dyn(1)) c.fail("A and B must have the same shape");
+  return {out(c.primitive("ElementTimes", {swish_of(c, a), b}))};
 }
 
 // x divided by its L1 or L2 norm along `axis`.
@@ -146,7 +153,9 @@ Vars lp_normalization(ImportContext& c) {
       Dictionary{
           {"reductionOpName", std::string("Sum")}, {"reductionKeepDimensions", true}, {"axisVec", axis_list({axis})}}));
   if (p == 2) n = o.op("Sqrt", {n});
-  return {o.op("ElementDivide", {x, n})};
+  // A zero norm gives 0 (not 0/0), as ONNX's reference.
+  Variable safe = o.sel(o.eq(n, o.k(0)), o.k(1), n);
+  return {o.op("ElementDivide", {x, safe})};
 }
 
 }  // namespace
@@ -186,6 +195,7 @@ void register_import_float() {
   register_onnx_import("Celu", celu, 12);
   register_onnx_import("Shrink", shrink, 9);
   register_onnx_import("Swish", swish, 24);
+  register_onnx_import("SwiGLU", swiglu, 28);
   register_onnx_import("LpNormalization", lp_normalization);
 }
 

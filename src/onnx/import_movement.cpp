@@ -280,12 +280,14 @@ Vars pad(ImportContext& c) {
   const std::string mode = c.attr_string("mode", std::string("constant"));
   std::vector<int64_t> pads = c.opset() < 11 ? c.attr_ints(c.opset() < 2 ? "paddings" : "pads") : known(c, 1, "pads");
   double value = 0;
+  Variable run_value;  // a constant_value only known at run time
   if (c.opset() < 11) {
     value = c.attr_float("value", 0.f);
   } else if (c.has_input(2)) {
-    auto v = c.constant_input(2);
-    if (!v) c.fail("its constant_value input must be known while reading");
-    value = v->cast(DataType::Double).contiguous().data<double>()[0];
+    if (auto v = c.constant_input(2))
+      value = v->cast(DataType::Double).contiguous().data<double>()[0];
+    else if (mode == "constant")
+      run_value = c.input(2);
   }
   const int64_t nd = c.input_dyn(0), rank = nd + int64_t(x.shape().rank());
   std::vector<int64_t> axes = c.opset() >= 18 && c.has_input(3) ? known(c, 3, "axes") : std::vector<int64_t>{};
@@ -336,13 +338,29 @@ Vars pad(ImportContext& c) {
       m = 1;
     else if (mode != "constant")
       c.fail("pad mode '" + mode + "' is not supported (constant, reflect, edge and wrap are)");
+    auto padded = [&](const Variable& v, double fill) {
+      return out(c.primitive("Pad", {v},
+                             {{"paddingHead", int_list(head)},
+                              {"paddingFoot", int_list(foot)},
+                              {"paddingMode", m},
+                              {"paddingConstantValue", fill}}));
+    };
     if (std::any_of(head.begin(), head.end(), [](int64_t v) { return v > 0; }) ||
-        std::any_of(foot.begin(), foot.end(), [](int64_t v) { return v > 0; }))
-      x = out(c.primitive("Pad", {x},
-                          {{"paddingHead", int_list(head)},
-                           {"paddingFoot", int_list(foot)},
-                           {"paddingMode", m},
-                           {"paddingConstantValue", value}}));
+        std::any_of(foot.begin(), foot.end(), [](int64_t v) { return v > 0; })) {
+      if (run_value.defined()) {
+        // The padded cells take the value where a padded mask of ones is 0 (a selection, so
+        // that any value, inf or NaN included, lands unchanged).
+        for (size_t k = 0; k < sr; ++k) dim(k, "padding with a constant_value known at run time");
+        Variable ones = Variable::constant(x.shape(), x.dtype(), 1.0, c.name() + "/ones");
+        Variable v = run_value.shape().rank() == 0
+                         ? run_value
+                         : out(c.primitive("Reshape", {run_value}, {{"newShape", NDShape{}}}));
+        if (v.dtype() != x.dtype()) v = out(c.primitive("Cast", {v}, {{"newDataType", int64_t(x.dtype())}}));
+        x = out(c.primitive("Select", {padded(ones, 0), padded(x, 0), v}));
+      } else {
+        x = padded(x, value);
+      }
+    }
   }
   for (size_t k = 0; k < sr; ++k)
     if (cut_head[k] || cut_foot[k]) {

@@ -178,3 +178,18 @@ def test_round_is_half_to_even_over_the_float32_range():
                         np.random.default_rng(3).standard_normal(500) * 1e3]).astype(np.float32)
     (y,) = backend.run_node(helper.make_node('Round', ['x'], ['y']), [x])
     np.testing.assert_array_equal(y, np.round(x))
+
+
+@pytest.mark.parametrize('value', [2.5, -np.inf, np.nan])
+def test_pad_with_a_constant_value_fed_at_run_time(value):
+    # The value is a float graph input (not bound while reading): padded cells are selected.
+    x = np.array([[1, np.inf, -2], [np.nan, 4, 5]], np.float32)
+    node = helper.make_node('Pad', ['x', 'pads', 'v'], ['y'], mode='constant')
+    graph = helper.make_graph([node], 'g', [helper.make_tensor_value_info('x', TensorProto.FLOAT, x.shape),
+                                            helper.make_tensor_value_info('v', TensorProto.FLOAT, [])],
+                              [helper.make_tensor_value_info('y', TensorProto.FLOAT, None)],
+                              [helper.make_tensor('pads', TensorProto.INT64, [4], [1, 0, 0, 2])])
+    rep = backend.prepare(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 18)]))
+    assert rep.function is not None  # read once, the value an argument
+    (y,) = rep.run([x, np.array(value, np.float32)])
+    np.testing.assert_array_equal(y, np.pad(x, [(1, 0), (0, 2)], constant_values=value))
