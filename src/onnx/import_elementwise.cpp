@@ -153,7 +153,8 @@ void register_import_elementwise() {
                           {"Sinh", "Sinh"},
                           {"Cosh", "Cosh"},
                           {"Asinh", "Asinh"},
-                          {"Atanh", "Atanh"}})
+                          {"Atanh", "Atanh"},
+                          {"Erf", "Erf"}})
     register_onnx_import(onnx, unary(op));
   for (auto [onnx, op] : {std::pair{"Add", "Plus"}, {"Sub", "Minus"}, {"Mul", "ElementTimes"}, {"Pow", "Pow"}})
     register_onnx_import(onnx, binary(op));

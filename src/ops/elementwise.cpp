@@ -326,6 +326,10 @@ void register_unary_ops() {
   unary(
       "Atanh", 85, [](auto x, Params) { return std::atanh(x); },
       [](auto x, auto, auto g, Params) { return g / (1 - x * x); });
+  // The error function (CNTK has none; ONNX's Erf, the exact Gelu): d/dx = 2/sqrt(pi) exp(-x^2).
+  unary(
+      "Erf", -1, [](auto x, Params) { return std::erf(x); },
+      [](auto x, auto, auto g, Params) { return g * decltype(x)(1.1283791670955126) * std::exp(-x * x); });
   auto alpha = [](const ComputeContext& c) -> Params { return {c.attr_double("alpha"), 0}; };
   unary(
       "ELU", 65, [](auto x, Params p) { return x > 0 ? x : decltype(x)(p[0] * (std::exp(x) - 1)); },
@@ -583,7 +587,8 @@ void register_elementwise_onnx() {
                           {"Sinh", "Sinh"},
                           {"Cosh", "Cosh"},
                           {"Asinh", "Asinh"},
-                          {"Atanh", "Atanh"}})
+                          {"Atanh", "Atanh"},
+                          {"Erf", "Erf"}})
     set_onnx_export(op, onnx_io::export_as(onnx));
   for (auto [op, onnx] :
        {std::pair{"Plus", "Add"}, {"Minus", "Sub"}, {"ElementTimes", "Mul"}, {"ElementDivide", "Div"}, {"Pow", "Pow"}})

@@ -193,3 +193,20 @@ def test_pad_with_a_constant_value_fed_at_run_time(value):
     assert rep.function is not None  # read once, the value an argument
     (y,) = rep.run([x, np.array(value, np.float32)])
     np.testing.assert_array_equal(y, np.pad(x, [(1, 0), (0, 2)], constant_values=value))
+
+
+def test_erf_writes_as_onnx_erf_and_reads_back(tmp_path):
+    import math
+    import cntk as C
+    ort = pytest.importorskip('onnxruntime')
+    x = C.input_variable((5,), needs_gradient=False)
+    path = str(tmp_path / 'erf.onnx')
+    C.erf(x).save(path, format=C.ModelFormat.ONNX)
+    assert [n.op_type for n in onnx.load(path).graph.node] == ['Erf']
+    data = np.array([[-3, -0.5, 0, 0.7, 2.2]], np.float32)
+    expected = np.vectorize(math.erf)(data.astype(np.float64))
+    sess = ort.InferenceSession(path, providers=['CPUExecutionProvider'])
+    np.testing.assert_allclose(sess.run(None, {sess.get_inputs()[0].name: data})[0], expected, rtol=1e-6, atol=1e-7)
+    back = C.Function.load(path, format=C.ModelFormat.ONNX)
+    np.testing.assert_allclose(back.eval({back.arguments[0]: data}).reshape(expected.shape), expected, rtol=1e-6,
+                               atol=1e-7)

@@ -1,4 +1,6 @@
 """Elementwise ops: NumPy-reference forward and float64 gradient checks."""
+import math
+
 import numpy as np
 import pytest
 
@@ -27,6 +29,7 @@ UNARY = [
     ('cosh', C.cosh, np.cosh, (-2, 2)),
     ('asinh', C.asinh, np.arcsinh, (-2, 2)),
     ('atanh', C.atanh, np.arctanh, (-0.8, 0.8)),
+    ('erf', C.erf, np.vectorize(math.erf), (-2.5, 2.5)),
     ('elu', C.elu, lambda x: np.where(x > 0, x, np.exp(x) - 1), (-2, 2)),
     ('selu', C.selu, lambda x: 1.0507009873554805 * np.where(x > 0, x, 1.6732632423543772 * (np.exp(x) - 1)), (-2, 2)),
     ('leaky_relu', C.leaky_relu, lambda x: np.where(x > 0, x, 0.01 * x), (-2, 2)),

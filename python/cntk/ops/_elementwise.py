@@ -8,7 +8,7 @@ __all__ = [
     'plus', 'minus', 'element_times', 'element_divide', 'pow', 'log_add_exp', 'element_max', 'element_min',
     'less', 'equal', 'greater', 'greater_equal', 'not_equal', 'less_equal',
     'negate', 'exp', 'log', 'sqrt', 'square', 'abs', 'reciprocal', 'floor', 'ceil', 'round',
-    'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'atanh',
+    'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'atanh', 'erf',
     'relu', 'sigmoid', 'tanh', 'elu', 'selu', 'leaky_relu', 'param_relu', 'softplus', 'softsign', 'hard_sigmoid',
     'straight_through_impl', 'element_and', 'element_or', 'element_xor', 'element_not', 'element_select', 'clip',
 ]
@@ -170,6 +170,11 @@ def asinh(x, name=''):
 
 def atanh(x, name=''):
     return prim('Atanh', [x], {}, name)
+
+
+def erf(x, name=''):
+    """The Gauss error function, elementwise (an OpenCNTK addition: CNTK 2.7 has none; ONNX's Erf)."""
+    return prim('Erf', [x], {}, name)
 
 
 def relu(x, name=''):
