@@ -1,11 +1,12 @@
 // ONNX's integer ops over the engine's float32 integers (as CNTK computed them): BitShift,
 // QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear. Values stay exact while they
-// fit float32's 24-bit mantissa; the quantized types (8 and 16 bits) always do. The 8-, 4-
-// and 2-bit float and sub-byte integer types have no representation in the engine.
+// fit float32's 24-bit mantissa; the quantized types (2 to 16 bits) always do. The float8
+// formats and float4e2m1 are held as float32 too: quantizing to them rounds to their values.
 #include <cmath>
 #include <limits>
 
 #include "onnx/import_axes.h"
+#include "onnx/import_float.h"
 
 namespace cntk::onnx_io {
 
@@ -39,6 +40,11 @@ Variable rint(ImportContext& c, const Variable& v) {
   return op2(c, "Plus", f, up);
 }
 
+bool is_narrow_float(int32_t t) {
+  return t == TensorProto::FLOAT8E4M3FN || t == TensorProto::FLOAT8E4M3FNUZ || t == TensorProto::FLOAT8E5M2 ||
+         t == TensorProto::FLOAT8E5M2FNUZ || t == TensorProto::FLOAT4E2M1;
+}
+
 struct Range {
   double lo, hi;
 };
@@ -49,9 +55,13 @@ Range range_of(ImportContext& c, int32_t t) {
     case TensorProto::UINT16: return {0, 65535};
     case TensorProto::INT16: return {-32768, 32767};
     case TensorProto::INT32: return {-2147483648.0, 2147483647.0};
+    case TensorProto::UINT4: return {0, 15};
+    case TensorProto::INT4: return {-8, 7};
+    case TensorProto::UINT2: return {0, 3};
+    case TensorProto::INT2: return {-2, 1};
     default:
       c.fail("quantizing to " + TensorProto::DataType_Name(TensorProto::DataType(t)) +
-             " is not supported (8-, 16- and 32-bit integers are)");
+             " is not supported (2- to 32-bit integers, the float8 formats and float4e2m1 are)");
   }
 }
 
@@ -114,12 +124,19 @@ Vars quantize(ImportContext& c) {
   const bool has_zp = c.has_input(2);
   int32_t t = has_zp ? c.input_elem_type(2) : int32_t(c.attr_int("output_dtype", 0));
   if (t == 0) t = TensorProto::UINT8;
-  const Range r = range_of(c, t);
+  const bool to_float = is_narrow_float(t);
+  const Range r = to_float ? Range{0, 0} : range_of(c, t);
   Aligned a = align(c, {c.input(1), has_zp ? c.input(2) : Variable()});
   Variable x = cast(c, a.x, DataType::Float), scale = cast(c, a.params[0], DataType::Float);
-  Variable y = rint(c, op2(c, "ElementDivide", x, scale));
-  if (has_zp) y = op2(c, "Plus", y, a.params[1]);
-  y = clip(c, y, r);
+  Variable y = op2(c, "ElementDivide", x, scale);
+  if (to_float) {  // x / scale + zero point, rounded to the type's values (saturating by default)
+    if (has_zp) y = op2(c, "Plus", y, a.params[1]);
+    y = *cast_to_narrow_float(c, y, t, c.attr_int("saturate", 1) != 0);
+  } else {
+    y = rint(c, y);
+    if (has_zp) y = op2(c, "Plus", y, a.params[1]);
+    y = clip(c, y, r);
+  }
   if (!a.x_dims.empty()) y = reshape(c, y, a.x_dims);
   c.set_output_elem_type(0, t);
   return {y};
@@ -127,10 +144,12 @@ Vars quantize(ImportContext& c) {
 
 Vars dequantize(ImportContext& c) {
   const int32_t t = c.input_elem_type(0);
-  if (t != TensorProto::UINT8 && t != TensorProto::INT8 && t != TensorProto::UINT16 && t != TensorProto::INT16 &&
-      t != TensorProto::INT32)
+  const bool ok = t == TensorProto::UINT8 || t == TensorProto::INT8 || t == TensorProto::UINT16 ||
+                  t == TensorProto::INT16 || t == TensorProto::INT32 || t == TensorProto::UINT4 ||
+                  t == TensorProto::INT4 || t == TensorProto::UINT2 || t == TensorProto::INT2 || is_narrow_float(t);
+  if (!ok)
     c.fail("dequantizing " + TensorProto::DataType_Name(TensorProto::DataType(t)) +
-           " is not supported (8-, 16- and 32-bit integers are)");
+           " is not supported (2- to 32-bit integers, the float8 formats and float4e2m1 are)");
   Aligned a = align(c, {c.input(1), c.has_input(2) ? c.input(2) : Variable()});
   Variable x = a.x;
   if (a.params[1].defined()) x = op2(c, "Minus", x, a.params[1]);

@@ -1,8 +1,11 @@
 #include "onnx/tensor.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <sstream>
 
 #include "onnx/export.h"
@@ -202,17 +205,49 @@ double raw_element(const char* p, int32_t type) {
   }
 }
 
+// Element types narrower than a byte or a float16, packed in bytes: bits per value, and
+// the decoding of one value's bits (float8 formats, float4e2m1, 4- and 2-bit integers).
+struct NarrowType {
+  int bits;
+  double (*decode)(uint32_t);
+};
+template <int E, int M, int Bias, char Special>  // Special: 'f' (FN: NaN at all ones), 'u' (FNUZ), 'i' (IEEE), 0
+double decode_small_float(uint32_t b) {
+  const uint32_t sign = (b >> (E + M)) & 1u, e = (b >> M) & ((1u << E) - 1), m = b & ((1u << M) - 1);
+  if (Special == 'u' && b == (1u << (E + M))) return std::numeric_limits<double>::quiet_NaN();
+  if (Special == 'f' && e == (1u << E) - 1 && m == (1u << M) - 1) return std::numeric_limits<double>::quiet_NaN();
+  if (Special == 'i' && e == (1u << E) - 1)
+    return m ? std::numeric_limits<double>::quiet_NaN()
+             : (sign ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity());
+  const double v = e == 0 ? std::ldexp(double(m), 1 - Bias - M) : std::ldexp(double((1u << M) + m), int(e) - Bias - M);
+  return sign ? -v : v;
+}
+template <int Bits, bool Signed>
+double decode_small_int(uint32_t b) {
+  return Signed && (b >> (Bits - 1)) ? double(int(b) - (1 << Bits)) : double(b);
+}
+std::optional<NarrowType> narrow_type(int32_t t) {
+  switch (t) {
+    case TensorProto::FLOAT8E4M3FN: return NarrowType{8, decode_small_float<4, 3, 7, 'f'>};
+    case TensorProto::FLOAT8E4M3FNUZ: return NarrowType{8, decode_small_float<4, 3, 8, 'u'>};
+    case TensorProto::FLOAT8E5M2: return NarrowType{8, decode_small_float<5, 2, 15, 'i'>};
+    case TensorProto::FLOAT8E5M2FNUZ: return NarrowType{8, decode_small_float<5, 2, 16, 'u'>};
+    case TensorProto::FLOAT4E2M1: return NarrowType{4, decode_small_float<2, 1, 1, 0>};
+    case TensorProto::INT4: return NarrowType{4, decode_small_int<4, true>};
+    case TensorProto::UINT4: return NarrowType{4, decode_small_int<4, false>};
+    case TensorProto::INT2: return NarrowType{2, decode_small_int<2, true>};
+    case TensorProto::UINT2: return NarrowType{2, decode_small_int<2, false>};
+    default: return std::nullopt;
+  }
+}
+
 // The tensor's values as doubles (and as exact integers in `ints` where asked).
 void read_values(const TensorProto& t, const std::string& base_dir, const std::string& what, int64_t n,
                  std::vector<double>* out, std::vector<int64_t>* ints) {
   const int32_t type = t.data_type();
   const size_t es = onnx_elem_size(type);
-  if (es == 0) {
-    engine_type_of(type, what);  // raises for the types without an engine type
-    throw ValueError(what + ": tensor '" + t.name() + "' of ONNX element type " +
-                     TensorProto::DataType_Name(TensorProto::DataType(type)) +
-                     ": its stored values are not read (graph inputs and outputs of this type are)");
-  }
+  const auto narrow = narrow_type(type);
+  if (es == 0 && !narrow) engine_type_of(type, what);  // raises with the type's name
   auto put = [&](int64_t k, double v, int64_t iv) {
     if (out) (*out)[size_t(k)] = v;
     if (ints) (*ints)[size_t(k)] = iv;
@@ -229,6 +264,20 @@ void read_values(const TensorProto& t, const std::string& base_dir, const std::s
     return ValueError(what + ": tensor '" + t.name() + "' holds " + std::to_string(have) +
                       " values but its shape needs " + std::to_string(n));
   };
+  if (narrow) {
+    // Packed low bits first, in raw bytes or one byte per int32_data entry.
+    const int64_t per_byte = 8 / narrow->bits, bytes = raw ? int64_t(raw->size()) : int64_t(t.int32_data_size());
+    if (bytes != (n + per_byte - 1) / per_byte) throw size_error(bytes * per_byte);
+    if (out) out->assign(size_t(n), 0.0);
+    if (ints) ints->assign(size_t(n), 0);
+    for (int64_t k = 0; k < n; ++k) {
+      const uint32_t byte =
+          raw ? uint8_t((*raw)[size_t(k / per_byte)]) : uint32_t(t.int32_data(int(k / per_byte))) & 0xffu;
+      const double v = narrow->decode((byte >> (narrow->bits * (k % per_byte))) & ((1u << narrow->bits) - 1));
+      put(k, v, float_to_i64(v));
+    }
+    return;
+  }
   // The stored count is checked before anything of the shape's size is allocated: a shape
   // can claim far more values than the file holds.
   const int64_t stored =

@@ -210,3 +210,29 @@ def test_erf_writes_as_onnx_erf_and_reads_back(tmp_path):
     back = C.Function.load(path, format=C.ModelFormat.ONNX)
     np.testing.assert_allclose(back.eval({back.arguments[0]: data}).reshape(expected.shape), expected, rtol=1e-6,
                                atol=1e-7)
+
+
+@pytest.mark.parametrize('to', ['FLOAT8E4M3FN', 'FLOAT8E4M3FNUZ', 'FLOAT8E5M2', 'FLOAT8E5M2FNUZ', 'FLOAT4E2M1',
+                                'INT4', 'UINT4', 'INT2', 'UINT2'])
+@pytest.mark.parametrize('raw', [True, False])
+def test_initializers_of_narrow_types_read_every_code(to, raw):
+    # Every bit pattern of the type, stored packed (raw bytes or int32_data), read as float32.
+    t = getattr(TensorProto, to)
+    bits = {'FLOAT4E2M1': 4, 'INT4': 4, 'UINT4': 4, 'INT2': 2, 'UINT2': 2}.get(to, 8)
+    dt = helper.tensor_dtype_to_np_dtype(t)
+    if to.startswith('FLOAT'):  # ml_dtypes' value of each code
+        ref = np.array([np.frombuffer(bytes([c]), dtype=dt)[0] for c in range(2 ** bits)]).astype(np.float32)
+    else:
+        ref = np.array([c - 2 ** bits if to.startswith('INT') and c >= 2 ** (bits - 1) else c
+                        for c in range(2 ** bits)], np.float32)
+    vals = ref.astype(dt)
+    init = onnx.numpy_helper.from_array(vals, 'c')
+    if not raw:  # the same packed bytes, one per int32_data entry
+        init.int32_data.extend(np.frombuffer(init.raw_data, np.uint8).tolist())
+        init.ClearField('raw_data')
+    node = helper.make_node('Cast', ['c'], ['y'], to=TensorProto.FLOAT)
+    graph = helper.make_graph([node], 'g', [], [helper.make_tensor_value_info('y', TensorProto.FLOAT, None)], [init])
+    (y,) = backend.prepare(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 21)])).run([])
+    if to == 'FLOAT4E2M1':
+        assert not np.isnan(ref).any()
+    np.testing.assert_array_equal(y, ref)
