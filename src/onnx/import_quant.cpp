@@ -1,7 +1,9 @@
 // ONNX's integer ops over the engine's float32 integers (as CNTK computed them): BitShift,
-// QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear. Values stay exact while they
-// fit float32's 24-bit mantissa; the quantized types (2 to 16 bits) always do. The float8
-// formats and float4e2m1 are held as float32 too: quantizing to them rounds to their values.
+// BitwiseAnd/Or/Xor/Not, QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear. Values
+// stay exact while they fit float32's 24-bit mantissa; the quantized types (2 to 16 bits)
+// always do. The float8 formats and float4e2m1 are held as float32 too: quantizing to them
+// rounds to their values.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -190,7 +192,7 @@ int bits_of(ImportContext& c, int32_t t) {
     case TensorProto::INT32: return 32;
     case TensorProto::UINT64:
     case TensorProto::INT64: return 64;
-    default: c.fail("BitShift needs integer inputs");
+    default: c.fail("integer inputs are needed");
   }
 }
 
@@ -231,9 +233,62 @@ Vars bit_shift(ImportContext& c) {
   return {out(c.primitive("Select", {valid, y, other}))};
 }
 
+bool signed_int(int32_t t) {
+  return t == TensorProto::INT8 || t == TensorProto::INT16 || t == TensorProto::INT32 || t == TensorProto::INT64;
+}
+
+// BitwiseAnd/Or/Xor bit by bit: bit k of v is floor(v / 2^k) - 2 floor(v / 2^(k+1)), two's
+// complement for negative v (floors round down). 8- and 16-bit types are exact; wider ones
+// while the values fit float32's 24 bits (bits above 24 repeat the sign bit, and so does the
+// result's, which weighs -2^24 there).
+Vars bitwise(ImportContext& c, const std::string& which) {
+  const int32_t t = c.input_elem_type(0);
+  const bool is_signed = signed_int(t);
+  const int width = bits_of(c, t), n = std::min(width, is_signed ? 25 : 24);
+  Variable a = cast(c, c.input(0), DataType::Float), b = cast(c, c.input(1), DataType::Float);
+  auto floors = [&](const Variable& v) {
+    std::vector<Variable> f{out(c.primitive("Floor", {v}))};
+    for (int k = 1; k <= n; ++k)
+      f.push_back(out(c.primitive("Floor", {op2(c, "ElementTimes", v, f32(c, std::ldexp(1.0, -k), "scale"))})));
+    return f;
+  };
+  const auto fa = floors(a), fb = floors(b);
+  Variable two = f32(c, 2, "two"), y;
+  for (int k = 0; k < n; ++k) {
+    Variable ak = op2(c, "Minus", fa[size_t(k)], op2(c, "ElementTimes", two, fa[size_t(k) + 1]));
+    Variable bk = op2(c, "Minus", fb[size_t(k)], op2(c, "ElementTimes", two, fb[size_t(k) + 1]));
+    Variable both = op2(c, "ElementTimes", ak, bk), r;
+    if (which == "And")
+      r = both;
+    else if (which == "Or")
+      r = op2(c, "Minus", op2(c, "Plus", ak, bk), both);
+    else
+      r = op2(c, "Minus", op2(c, "Plus", ak, bk), op2(c, "ElementTimes", two, both));
+    const bool sign_bit = is_signed && k == n - 1;
+    Variable term = op2(c, "ElementTimes", r, f32(c, (sign_bit ? -1 : 1) * std::ldexp(1.0, k), "weight"));
+    y = y.defined() ? op2(c, "Plus", y, term) : term;
+  }
+  c.set_output_elem_type(0, t);
+  return {y};
+}
+
+// ~x = -x - 1 (two's complement), 2^width - 1 - x unsigned (exact to 24 bits).
+Vars bitwise_not(ImportContext& c) {
+  const int32_t t = c.input_elem_type(0);
+  const int width = bits_of(c, t);
+  Variable x = cast(c, c.input(0), DataType::Float);
+  const double top = signed_int(t) ? -1.0 : std::ldexp(1.0, width) - 1;
+  c.set_output_elem_type(0, t);
+  return {op2(c, "Minus", f32(c, top, "top"), x)};
+}
+
 }  // namespace
 
 void register_import_quant() {
+  for (const char* op : {"And", "Or", "Xor"})
+    register_onnx_import(
+        std::string("Bitwise") + op, [op](ImportContext& c) { return bitwise(c, op); }, 18);
+  register_onnx_import("BitwiseNot", bitwise_not, 18);
   register_onnx_import("QuantizeLinear", quantize, 10);
   register_onnx_import("DequantizeLinear", dequantize, 10);
   register_onnx_import("DynamicQuantizeLinear", dynamic_quantize, 11);

@@ -236,3 +236,20 @@ def test_initializers_of_narrow_types_read_every_code(to, raw):
     if to == 'FLOAT4E2M1':
         assert not np.isnan(ref).any()
     np.testing.assert_array_equal(y, ref)
+
+
+@pytest.mark.parametrize('op, ref', [('BitwiseAnd', np.bitwise_and), ('BitwiseOr', np.bitwise_or),
+                                     ('BitwiseXor', np.bitwise_xor)])
+@pytest.mark.parametrize('dtype', [np.int8, np.uint8, np.int16, np.uint16, np.int32])
+def test_bitwise_ops_match_numpy_over_the_exact_range(op, ref, dtype):
+    # Extremes, signs and random values; 32-bit ones within what float32 holds exactly.
+    info = np.iinfo(dtype)
+    lo, hi = max(info.min, -2 ** 24), min(info.max, 2 ** 24 - 1)  # 25-bit two's complement
+    rng = np.random.default_rng(4)
+    a = np.concatenate([[info.min if info.min >= lo else lo, hi, 0, -1 if info.min < 0 else 1],
+                        rng.integers(lo, hi, 60, endpoint=True)]).astype(dtype)
+    b = np.concatenate([[hi, lo, -1 if info.min < 0 else 7, 5], rng.integers(lo, hi, 60, endpoint=True)]).astype(dtype)
+    (y,) = backend.run_node(helper.make_node(op, ['a', 'b'], ['y']), [a, b])
+    np.testing.assert_array_equal(y, ref(a, b))
+    (n,) = backend.run_node(helper.make_node('BitwiseNot', ['a'], ['n']), [a])
+    np.testing.assert_array_equal(n, np.bitwise_not(a))
