@@ -1,12 +1,13 @@
 // ONNX tensor-manipulation ops that have no single engine op: shapes and sizes, casts,
 // generated tensors (ConstantOfShape, EyeLike, Range, the Hann/Hamming/Blackman windows),
 // masks (Trilu, Where), Mod, CumSum, TopK, OneHot, gathers and scatters, Compress,
-// CenterCropPad, DepthToSpace/SpaceToDepth, Unique. The engine computes integers and booleans as
-// float32 (as CNTK did), so an integer cast rounds the value the ONNX way and keeps it as a
-// float; the declared ONNX type travels as the output's element type. Values the rules need
-// while reading (shapes, axes, k) must be known then: initializers, Constant nodes, or
-// computed from them.
+// CenterCropPad, DepthToSpace/SpaceToDepth, Unique, NonMaxSuppression. The engine computes
+// integers and booleans as float32 (as CNTK did), so an integer cast rounds the value the
+// ONNX way and keeps it as a float; the declared ONNX type travels as the output's element
+// type. Values the rules need while reading (shapes, axes, k) must be known then:
+// initializers, Constant nodes, or computed from them.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -576,6 +577,69 @@ ImportFn depth_space(bool to_space) {
 // Unique of a known tensor (its output shapes depend on its values): the distinct slices
 // along `axis` (elements of the flattened tensor without one), sorted or in order of first
 // appearance, with their first indices, each slice's unique index and the counts.
+// NonMaxSuppression of known boxes and scores (the output's length depends on their values):
+// per batch and class, the boxes by falling score (ties: lower index first) above
+// score_threshold, each kept unless its IoU with a kept one exceeds iou_threshold, at most
+// max_output_boxes_per_class of them; [batch, class, box] rows as ONNX's reference.
+Vars non_max_suppression(ImportContext& c) {
+  auto known_doubles = [&](size_t i) -> std::optional<std::vector<double>> {
+    if (!c.has_input(i)) return std::nullopt;
+    auto v = c.constant_input(i);
+    if (!v)
+      c.fail(
+          "only known inputs (constants, or computed from them) are supported: the output's shape depends on "
+          "their values");
+    const NDArrayView d = v->cast(DataType::Double).contiguous();
+    return std::vector<double>(d.data<double>(), d.data<double>() + d.numel());
+  };
+  const auto boxes = *known_doubles(0), scores = *known_doubles(1);
+  const auto max_out = known_doubles(2), iou_t = known_doubles(3), score_t = known_doubles(4);
+  const auto bd = c.input(0).shape().dims(), sd = c.input(1).shape().dims();
+  if (bd.size() != 3 || bd[2] != 4 || sd.size() != 3 || sd[0] != bd[0] || sd[2] != bd[1])
+    c.fail("boxes must be [batches, boxes, 4] and scores [batches, classes, boxes]");
+  const int64_t nb = bd[0], nc = sd[1], n = bd[1];
+  const int64_t limit = max_out && !max_out->empty() ? std::max<int64_t>(int64_t((*max_out)[0]), 0) : 0;
+  const double iou_threshold = iou_t && !iou_t->empty() ? (*iou_t)[0] : 0.0;
+  const bool center = c.attr_int("center_point_box", 0) != 0;
+  // A box as (x_min, x_max, y_min, y_max).
+  auto extent = [&](int64_t b, int64_t k) {
+    const double* p = &boxes[size_t((b * n + k) * 4)];
+    if (center) return std::array<double, 4>{p[0] - p[2] / 2, p[0] + p[2] / 2, p[1] - p[3] / 2, p[1] + p[3] / 2};
+    return std::array<double, 4>{std::min(p[1], p[3]), std::max(p[1], p[3]), std::min(p[0], p[2]),
+                                 std::max(p[0], p[2])};
+  };
+  auto suppresses = [&](int64_t b, int64_t i, int64_t j) {
+    const auto u = extent(b, i), v = extent(b, j);
+    const double w = std::min(u[1], v[1]) - std::max(u[0], v[0]), h = std::min(u[3], v[3]) - std::max(u[2], v[2]);
+    if (w <= 0 || h <= 0) return false;
+    const double inter = w * h, a1 = (u[1] - u[0]) * (u[3] - u[2]), a2 = (v[1] - v[0]) * (v[3] - v[2]);
+    const double uni = a1 + a2 - inter;
+    if (a1 <= 0 || a2 <= 0 || uni <= 0) return false;
+    return inter / uni > iou_threshold;
+  };
+  std::vector<double> rows;
+  for (int64_t b = 0; b < nb; ++b)
+    for (int64_t cl = 0; cl < nc; ++cl) {
+      const double* sc = &scores[size_t((b * nc + cl) * n)];
+      std::vector<int64_t> cand;
+      for (int64_t k = 0; k < n; ++k)
+        if (!score_t || score_t->empty() || sc[k] > (*score_t)[0]) cand.push_back(k);
+      std::stable_sort(cand.begin(), cand.end(), [&](int64_t x, int64_t y) { return sc[x] > sc[y]; });
+      std::vector<int64_t> kept;
+      for (int64_t k : cand) {
+        if (int64_t(kept.size()) >= limit) break;
+        if (std::none_of(kept.begin(), kept.end(), [&](int64_t j) { return suppresses(b, k, j); })) {
+          kept.push_back(k);
+          rows.insert(rows.end(), {double(b), double(cl), double(k)});
+        }
+      }
+    }
+  c.set_output_elem_type(0, TensorProto::INT64);
+  const int64_t m = int64_t(rows.size() / 3);
+  if (m == 0) c.fail("no box is selected: an empty result is not supported");
+  return {constant_f(c, NDShape({m, 3}), rows)};
+}
+
 Vars unique(ImportContext& c) {
   auto v = c.constant_input(0);
   if (!v)
@@ -665,6 +729,7 @@ void register_import_tensor() {
     return Vars{constant_f(c, NDShape{}, {double(n)})};
   });
   register_onnx_import("Cast", [](ImportContext& c) { return cast_to(c, int32_t(c.attr_int("to"))); });
+  register_onnx_import("NonMaxSuppression", non_max_suppression, 10);
   register_onnx_import("CastLike", [](ImportContext& c) { return cast_to(c, c.input_elem_type(1)); });
   register_onnx_import("ConstantOfShape", [](ImportContext& c) {
     const auto shape = known_i64(c, 0, "shape");
