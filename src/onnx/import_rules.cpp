@@ -19,6 +19,7 @@ void register_import_rms_norm();
 void register_import_einsum();
 void register_import_quant();
 void register_import_float();
+void register_import_dft();
 
 void register_onnx_import_rules() {
   register_import_elementwise();
@@ -37,6 +38,7 @@ void register_onnx_import_rules() {
   register_import_einsum();
   register_import_quant();
   register_import_float();
+  register_import_dft();
 }
 
 }  // namespace cntk::onnx_io

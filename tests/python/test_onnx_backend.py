@@ -253,3 +253,31 @@ def test_bitwise_ops_match_numpy_over_the_exact_range(op, ref, dtype):
     np.testing.assert_array_equal(y, ref(a, b))
     (n,) = backend.run_node(helper.make_node('BitwiseNot', ['a'], ['n']), [a])
     np.testing.assert_array_equal(n, np.bitwise_not(a))
+
+
+@pytest.mark.parametrize('inverse, onesided', [(0, 0), (1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize('axis, length', [(1, None), (2, None), (1, 7), (2, 12)])
+@pytest.mark.parametrize('complex_input', [False, True])
+def test_dft_matches_numpys_fft(inverse, onesided, axis, length, complex_input):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 6, 5, 2 if complex_input or inverse else 1))
+    if inverse and not complex_input:
+        x = x[..., :1]
+    ins = ['x', 'n' if length else '', 'axis']
+    node = helper.make_node('DFT', ins, ['y'], inverse=inverse, onesided=onesided)
+    inits = [helper.make_tensor('axis', TensorProto.INT64, [], [axis])]
+    if length:
+        inits.append(helper.make_tensor('n', TensorProto.INT64, [], [length]))
+    graph = helper.make_graph([node], 'g', [helper.make_tensor_value_info('x', TensorProto.DOUBLE, x.shape)],
+                              [helper.make_tensor_value_info('y', TensorProto.DOUBLE, None)], inits)
+    (y,) = backend.prepare(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 20)])).run([x])
+    z = x[..., 0] + (1j * x[..., 1] if x.shape[-1] == 2 else 0)
+    if inverse and onesided:
+        n = length or 2 * (x.shape[axis] - 1)
+        expected = np.fft.irfft(z, n=n, axis=axis)[..., None]
+    else:
+        e = (np.fft.ifft if inverse else np.fft.fft)(z, n=length, axis=axis)
+        if onesided and not inverse:
+            e = np.take(e, range(e.shape[axis] // 2 + 1), axis=axis)
+        expected = np.stack([e.real, e.imag], -1)
+    np.testing.assert_allclose(y, expected, rtol=1e-10, atol=1e-10)
