@@ -1,10 +1,10 @@
 // ONNX tensor-manipulation ops that have no single engine op: shapes and sizes, casts,
 // generated tensors (ConstantOfShape, EyeLike, Range, the Hann/Hamming/Blackman windows),
 // masks (Trilu, Where), Mod, CumSum, TopK, OneHot, gathers and scatters, Compress,
-// CenterCropPad, DepthToSpace/SpaceToDepth, Unique, NonMaxSuppression. The engine computes
-// integers and booleans as float32 (as CNTK did), so an integer cast rounds the value the
-// ONNX way and keeps it as a float; the declared ONNX type travels as the output's element
-// type. Values the rules need while reading (shapes, axes, k) must be known then:
+// CenterCropPad, DepthToSpace/SpaceToDepth, Col2Im, Unique, NonMaxSuppression. The engine
+// computes integers and booleans as float32 (as CNTK did), so an integer cast rounds the
+// value the ONNX way and keeps it as a float; the declared ONNX type travels as the output's
+// element type. Values the rules need while reading (shapes, axes, k) must be known then:
 // initializers, Constant nodes, or computed from them.
 #include <algorithm>
 #include <array>
@@ -577,6 +577,59 @@ ImportFn depth_space(bool to_space) {
 // Unique of a known tensor (its output shapes depend on its values): the distinct slices
 // along `axis` (elements of the flattened tensor without one), sorted or in order of first
 // appearance, with their first indices, each slice's unique index and the counts.
+// Col2Im: the columns of sliding blocks summed back into an image, as one product by a
+// constant 0/1 matrix from (block offset, block position) to image pixel, per channel:
+// input [N, C * prod(block), L] -> [N, C, K L] times [K L, prod(image)] -> [N, C, image...].
+Vars col2im(ImportContext& c) {
+  Variable x = c.input(0);
+  const auto image = known_i64(c, 1, "image_shape"), block = known_i64(c, 2, "block_shape");
+  const size_t nd = image.size();
+  if (block.size() != nd || nd == 0) c.fail("image_shape and block_shape must have one entry per spatial axis");
+  const auto dil = c.attr_ints("dilations", std::vector<int64_t>(nd, 1));
+  const auto str = c.attr_ints("strides", std::vector<int64_t>(nd, 1));
+  const auto pads = c.attr_ints("pads", std::vector<int64_t>(2 * nd, 0));
+  if (dil.size() != nd || str.size() != nd || pads.size() != 2 * nd)
+    c.fail("dilations, strides or pads has the wrong length");
+  const auto xd = static_dims(c, 0);
+  if (xd.size() != 3) c.fail("the input must be [N, C * prod(block_shape), L]");
+  int64_t k = 1, hw = 1, l = 1;
+  std::vector<int64_t> blocks(nd);
+  for (size_t d = 0; d < nd; ++d) {
+    k *= block[d], hw *= image[d];
+    blocks[d] = (image[d] + pads[d] + pads[d + nd] - (dil[d] * (block[d] - 1) + 1)) / str[d] + 1;
+    if (blocks[d] <= 0) c.fail("the blocks do not fit the padded image");
+    l *= blocks[d];
+  }
+  if (xd[1] % k || xd[2] != l) c.fail("the input's shape does not match image_shape and block_shape");
+  const int64_t ch = xd[1] / k;
+  std::vector<double> m(size_t(k * l * hw), 0.0);
+  std::vector<int64_t> bo(nd), bp(nd);
+  for (int64_t ki = 0; ki < k; ++ki)
+    for (int64_t li = 0; li < l; ++li) {
+      // Row-major block offset and block position; the pixel they land on, if inside.
+      for (int64_t d = int64_t(nd) - 1, a = ki, b = li; d >= 0; --d) {
+        bo[size_t(d)] = a % block[size_t(d)], a /= block[size_t(d)];
+        bp[size_t(d)] = b % blocks[size_t(d)], b /= blocks[size_t(d)];
+      }
+      int64_t pix = 0;
+      bool inside = true;
+      for (size_t d = 0; d < nd && inside; ++d) {
+        const int64_t p = bp[d] * str[d] - pads[d] + bo[d] * dil[d];
+        inside = p >= 0 && p < image[d];
+        pix = pix * image[d] + p;
+      }
+      if (inside) m[size_t((ki * l + li) * hw + pix)] = 1;
+    }
+  Variable flat = out(c.primitive("Reshape", {x}, {{"newShape", NDShape({xd[0], ch, k * l})}}));
+  NDArrayView mv(DataType::Double, NDShape({k * l, hw}));
+  std::copy(m.begin(), m.end(), mv.data<double>());
+  Variable mc = Variable::constant(x.dtype() == DataType::Double ? mv : mv.cast(x.dtype()), c.name() + "/scatter");
+  Variable y = out(c.primitive("Times", {flat, mc}, {{"outputRank", int64_t(1)}}));
+  std::vector<int64_t> yd{xd[0], ch};
+  yd.insert(yd.end(), image.begin(), image.end());
+  return {out(c.primitive("Reshape", {y}, {{"newShape", NDShape(yd)}}))};
+}
+
 // NonMaxSuppression of known boxes and scores (the output's length depends on their values):
 // per batch and class, the boxes by falling score (ties: lower index first) above
 // score_threshold, each kept unless its IoU with a kept one exceeds iou_threshold, at most
@@ -730,6 +783,7 @@ void register_import_tensor() {
   });
   register_onnx_import("Cast", [](ImportContext& c) { return cast_to(c, int32_t(c.attr_int("to"))); });
   register_onnx_import("NonMaxSuppression", non_max_suppression, 10);
+  register_onnx_import("Col2Im", col2im, 18);
   register_onnx_import("CastLike", [](ImportContext& c) { return cast_to(c, c.input_elem_type(1)); });
   register_onnx_import("ConstantOfShape", [](ImportContext& c) {
     const auto shape = known_i64(c, 0, "shape");

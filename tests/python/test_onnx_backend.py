@@ -281,3 +281,26 @@ def test_dft_matches_numpys_fft(inverse, onesided, axis, length, complex_input):
             e = np.take(e, range(e.shape[axis] // 2 + 1), axis=axis)
         expected = np.stack([e.real, e.imag], -1)
     np.testing.assert_allclose(y, expected, rtol=1e-10, atol=1e-10)
+
+
+def test_col2im_matches_a_numpy_loop():
+    # Two channels, a batch of two, uneven strides, pads and dilations: every block's column
+    # added into the padded image, then the padding cut.
+    image, block, dil, strides, pads = (7, 6), (2, 3), (2, 1), (1, 2), (1, 0, 2, 1)
+    n_blocks = [(image[d] + pads[d] + pads[d + 2] - (dil[d] * (block[d] - 1) + 1)) // strides[d] + 1 for d in (0, 1)]
+    x = np.random.default_rng(6).standard_normal((2, 2 * 6, n_blocks[0] * n_blocks[1])).astype(np.float32)
+    padded = np.zeros((2, 2, image[0] + pads[0] + pads[2], image[1] + pads[1] + pads[3]))
+    cols = x.reshape(2, 2, block[0], block[1], n_blocks[0], n_blocks[1])
+    for i in range(block[0]):
+        for j in range(block[1]):
+            for p in range(n_blocks[0]):
+                for q in range(n_blocks[1]):
+                    padded[:, :, p * strides[0] + i * dil[0], q * strides[1] + j * dil[1]] += cols[:, :, i, j, p, q]
+    expected = padded[:, :, pads[0]:pads[0] + image[0], pads[1]:pads[1] + image[1]]
+    node = helper.make_node('Col2Im', ['x', 'image', 'block'], ['y'], dilations=dil, strides=strides, pads=pads)
+    graph = helper.make_graph([node], 'g', [helper.make_tensor_value_info('x', TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info('y', TensorProto.FLOAT, None)],
+                              [helper.make_tensor('image', TensorProto.INT64, [2], image),
+                               helper.make_tensor('block', TensorProto.INT64, [2], block)])
+    (y,) = backend.prepare(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 18)])).run([x])
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
