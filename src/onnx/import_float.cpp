@@ -87,8 +87,12 @@ std::optional<FloatFormat> format_of(int32_t t) {
 }
 
 Vars round_op(ImportContext& c) {
-  Variable x = widened(c, c.input(0));
-  return {round_half_even(Ops{c, x.dtype()}, x)};
+  const Variable in = c.input(0);
+  Variable x = widened(c, in);
+  Variable y = round_half_even(Ops{c, x.dtype()}, x);
+  // Integers of float16's range are float16 values: the narrowing is exact.
+  if (y.dtype() != in.dtype()) y = out(c.primitive("Cast", {y}, Dictionary{{"newDataType", int64_t(in.dtype())}}));
+  return {y};
 }
 
 Vars is_inf(ImportContext& c) {

@@ -304,3 +304,13 @@ def test_col2im_matches_a_numpy_loop():
                                helper.make_tensor('block', TensorProto.INT64, [2], block)])
     (y,) = backend.prepare(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 18)])).run([x])
     np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_round_of_float16_stays_float16():
+    # The rounded value feeds a float16 Add: the rule returns the input's type.
+    x = np.array([0.5, 1.5, 2.5, -2.5, 1000.4, 30000], np.float16)
+    nodes = [helper.make_node('Round', ['x'], ['r']), helper.make_node('Add', ['r', 'x'], ['y'])]
+    graph = helper.make_graph(nodes, 'g', [helper.make_tensor_value_info('x', TensorProto.FLOAT16, x.shape)],
+                              [helper.make_tensor_value_info('y', TensorProto.FLOAT16, x.shape)])
+    (y,) = backend.prepare(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 13)])).run([x])
+    np.testing.assert_array_equal(y, np.round(x) + x)
