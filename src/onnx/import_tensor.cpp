@@ -1,11 +1,11 @@
 // ONNX tensor-manipulation ops that have no single engine op: shapes and sizes, casts,
 // generated tensors (ConstantOfShape, EyeLike, Range, the Hann/Hamming/Blackman windows),
 // masks (Trilu, Where), Mod, CumSum, TopK, OneHot, gathers and scatters, Compress,
-// CenterCropPad, DepthToSpace/SpaceToDepth, Col2Im, Unique, NonMaxSuppression. The engine
-// computes integers and booleans as float32 (as CNTK did), so an integer cast rounds the
-// value the ONNX way and keeps it as a float; the declared ONNX type travels as the output's
-// element type. Values the rules need while reading (shapes, axes, k) must be known then:
-// initializers, Constant nodes, or computed from them.
+// CenterCropPad, DepthToSpace/SpaceToDepth, Col2Im, ReverseSequence, Unique,
+// NonMaxSuppression. The engine computes integers and booleans as float32 (as CNTK did), so
+// an integer cast rounds the value the ONNX way and keeps it as a float; the declared ONNX
+// type travels as the output's element type. Values the rules need while reading (shapes,
+// axes, k) must be known then: initializers, Constant nodes, or computed from them.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -630,6 +630,39 @@ Vars col2im(ImportContext& c) {
   return {out(c.primitive("Reshape", {y}, {{"newShape", NDShape(yd)}}))};
 }
 
+// ReverseSequence with known lengths: per batch entry, its first sequence_lens[b] steps along
+// the time axis in reverse order, the rest as they are (slices spliced back).
+Vars reverse_sequence(ImportContext& c) {
+  Variable x = c.input(0);
+  const auto lens = known_i64(c, 1, "sequence_lens");
+  const int64_t ba = static_axis_of(c, 0, c.attr_int("batch_axis", 1)),
+                ta = static_axis_of(c, 0, c.attr_int("time_axis", 0));
+  if (ba == ta) c.fail("batch_axis and time_axis must differ");
+  const int64_t nb = x.shape()[size_t(ba)], nt = x.shape()[size_t(ta)];
+  if (nb <= 0 || nt <= 0) c.fail("the batch and time axes must have known lengths");
+  if (int64_t(lens.size()) != nb) c.fail("sequence_lens must have one entry per batch entry");
+  auto range = [&](const Variable& v, int64_t axis, int64_t b, int64_t e) {
+    return out(c.primitive("Slice", {v}, {{"axis", Axis(int(axis))}, {"beginIndex", b}, {"endIndex", e}}));
+  };
+  Vars rows;
+  for (int64_t b = 0; b < nb; ++b) {
+    Variable xb = range(x, ba, b, b + 1);
+    const int64_t len = lens[size_t(b)];
+    if (len < 0 || len > nt) c.fail("a sequence length is out of range");
+    if (len <= 1) {
+      rows.push_back(xb);
+      continue;
+    }
+    Vars parts;
+    for (int64_t t = len - 1; t >= 0; --t) parts.push_back(range(xb, ta, t, t + 1));
+    if (len < nt) parts.push_back(range(xb, ta, len, nt));
+    rows.push_back(out(c.primitive("Splice", parts, {{"axis", Axis(int(ta))}})));
+  }
+  Variable y = rows.size() == 1 ? out(c.primitive("Pass", {rows[0]}))
+                                : out(c.primitive("Splice", rows, {{"axis", Axis(int(ba))}}));
+  return keep_type(c, 0, {y});
+}
+
 // NonMaxSuppression of known boxes and scores (the output's length depends on their values):
 // per batch and class, the boxes by falling score (ties: lower index first) above
 // score_threshold, each kept unless its IoU with a kept one exceeds iou_threshold, at most
@@ -784,6 +817,7 @@ void register_import_tensor() {
   register_onnx_import("Cast", [](ImportContext& c) { return cast_to(c, int32_t(c.attr_int("to"))); });
   register_onnx_import("NonMaxSuppression", non_max_suppression, 10);
   register_onnx_import("Col2Im", col2im, 18);
+  register_onnx_import("ReverseSequence", reverse_sequence, 10);
   register_onnx_import("CastLike", [](ImportContext& c) { return cast_to(c, c.input_elem_type(1)); });
   register_onnx_import("ConstantOfShape", [](ImportContext& c) {
     const auto shape = known_i64(c, 0, "shape");

@@ -314,3 +314,22 @@ def test_round_of_float16_stays_float16():
                               [helper.make_tensor_value_info('y', TensorProto.FLOAT16, x.shape)])
     (y,) = backend.prepare(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 13)])).run([x])
     np.testing.assert_array_equal(y, np.round(x) + x)
+
+
+@pytest.mark.parametrize('batch_axis, time_axis', [(0, 1), (1, 0)])
+def test_reverse_sequence_matches_a_numpy_loop(batch_axis, time_axis):
+    lens = np.array([0, 5, 1, 3], np.int64)
+    shape = [0, 0, 2]
+    shape[batch_axis], shape[time_axis] = 4, 5
+    x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
+    expected = x.copy()
+    for b, n in enumerate(lens):
+        idx = [slice(None)] * 3
+        idx[batch_axis], idx[time_axis] = b, slice(0, n)
+        expected[tuple(idx)] = x[tuple(idx)][::-1]
+    node = helper.make_node('ReverseSequence', ['x', 'lens'], ['y'], batch_axis=batch_axis, time_axis=time_axis)
+    graph = helper.make_graph([node], 'g', [helper.make_tensor_value_info('x', TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info('y', TensorProto.FLOAT, None)],
+                              [helper.make_tensor('lens', TensorProto.INT64, [4], lens)])
+    (y,) = backend.prepare(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 10)])).run([x])
+    np.testing.assert_array_equal(y, expected)
