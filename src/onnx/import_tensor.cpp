@@ -663,6 +663,19 @@ Vars reverse_sequence(ImportContext& c) {
   return keep_type(c, 0, {y});
 }
 
+// Optional values: the reader holds tensors only, so an optional holds an element exactly
+// when the node names an input (an absent input is the empty optional).
+Vars optional_has_element(ImportContext& c) {
+  c.set_output_elem_type(0, TensorProto::BOOL);
+  NDArrayView v(DataType::Float, NDShape{});
+  v.data<float>()[0] = c.has_input(0) ? 1.f : 0.f;
+  return {Variable::constant(v, c.name())};
+}
+Vars optional_get_element(ImportContext& c) {
+  if (!c.has_input(0)) c.fail("the optional is empty");
+  return keep_type(c, 0, {out(c.primitive("Pass", {c.input(0)}))});
+}
+
 // NonMaxSuppression of known boxes and scores (the output's length depends on their values):
 // per batch and class, the boxes by falling score (ties: lower index first) above
 // score_threshold, each kept unless its IoU with a kept one exceeds iou_threshold, at most
@@ -818,6 +831,8 @@ void register_import_tensor() {
   register_onnx_import("NonMaxSuppression", non_max_suppression, 10);
   register_onnx_import("Col2Im", col2im, 18);
   register_onnx_import("ReverseSequence", reverse_sequence, 10);
+  register_onnx_import("OptionalHasElement", optional_has_element, 15);
+  register_onnx_import("OptionalGetElement", optional_get_element, 15);
   register_onnx_import("CastLike", [](ImportContext& c) { return cast_to(c, c.input_elem_type(1)); });
   register_onnx_import("ConstantOfShape", [](ImportContext& c) {
     const auto shape = known_i64(c, 0, "shape");
