@@ -333,3 +333,18 @@ def test_reverse_sequence_matches_a_numpy_loop(batch_axis, time_axis):
                               [helper.make_tensor('lens', TensorProto.INT64, [4], lens)])
     (y,) = backend.prepare(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 10)])).run([x])
     np.testing.assert_array_equal(y, expected)
+
+
+@pytest.mark.parametrize('onesided', [0, 1])
+def test_stft_matches_numpy(onesided):
+    x = np.random.default_rng(8).standard_normal((2, 40, 1))
+    window = np.hanning(12)
+    node = helper.make_node('STFT', ['x', 'step', 'w'], ['y'], onesided=onesided)
+    graph = helper.make_graph([node], 'g', [helper.make_tensor_value_info('x', TensorProto.DOUBLE, x.shape)],
+                              [helper.make_tensor_value_info('y', TensorProto.DOUBLE, None)],
+                              [helper.make_tensor('step', TensorProto.INT64, [], [5]),
+                               helper.make_tensor('w', TensorProto.DOUBLE, [12], window)])
+    (y,) = backend.prepare(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17)])).run([x])
+    frames = np.stack([x[:, f * 5:f * 5 + 12, 0] * window for f in range((40 - 12) // 5 + 1)], 1)
+    e = np.fft.rfft(frames, axis=-1) if onesided else np.fft.fft(frames, axis=-1)
+    np.testing.assert_allclose(y, np.stack([e.real, e.imag], -1), rtol=1e-10, atol=1e-10)
