@@ -1,7 +1,7 @@
 // ONNX tensor-manipulation ops that have no single engine op: shapes and sizes, casts,
-// generated tensors (ConstantOfShape, EyeLike, Range, the Hann/Hamming/Blackman windows),
-// masks (Trilu, Where), Mod, CumSum, TopK, OneHot, gathers and scatters, Compress,
-// CenterCropPad, DepthToSpace/SpaceToDepth, Col2Im, ReverseSequence, Unique,
+// generated tensors (ConstantOfShape, EyeLike, Range, the Hann/Hamming/Blackman windows,
+// MelWeightMatrix), masks (Trilu, Where), Mod, CumSum, TopK, OneHot, gathers and scatters,
+// Compress, CenterCropPad, DepthToSpace/SpaceToDepth, Col2Im, ReverseSequence, Unique,
 // NonMaxSuppression. The engine computes integers and booleans as float32 (as CNTK did), so
 // an integer cast rounds the value the ONNX way and keeps it as a float; the declared ONNX
 // type travels as the output's element type. Values the rules need while reading (shapes,
@@ -479,6 +479,16 @@ Vars center_crop_pad(ImportContext& c) {
   return {x};
 }
 
+// A generated tensor (computed in double) as a constant of the node's output_datatype.
+Variable generated(ImportContext& c, const NDArrayView& v) {
+  const int32_t t = int32_t(c.attr_int("output_datatype", TensorProto::FLOAT));
+  const DataType dt = t == TensorProto::DOUBLE    ? DataType::Double
+                      : t == TensorProto::FLOAT16 ? DataType::Float16
+                                                  : DataType::Float;
+  if (!is_float(t)) c.set_output_elem_type(0, t);
+  return Variable::constant(dt == DataType::Double ? v : v.cast(dt), c.name());
+}
+
 // Hann, Hamming and Blackman windows of a known size: cosine sums over n / N (periodic) or
 // n / (N - 1) (symmetric), computed in double and given the output_datatype.
 ImportFn window(double a0, double a1, double a2) {
@@ -491,13 +501,46 @@ ImportFn window(double a0, double a1, double a2) {
     const double pi = std::acos(-1.0);
     for (int64_t k = 0; k < n; ++k)
       v.data<double>()[k] = a0 - a1 * std::cos(2 * pi * double(k) / denom) + a2 * std::cos(4 * pi * double(k) / denom);
-    const int32_t t = int32_t(c.attr_int("output_datatype", TensorProto::FLOAT));
-    const DataType dt = t == TensorProto::DOUBLE    ? DataType::Double
-                        : t == TensorProto::FLOAT16 ? DataType::Float16
-                                                    : DataType::Float;
-    if (!is_float(t)) c.set_output_elem_type(0, t);
-    return Vars{Variable::constant(dt == DataType::Double ? v : v.cast(dt), c.name())};
+    return Vars{generated(c, v)};
   };
+}
+
+// MelWeightMatrix: triangular filters over the one-sided spectrum's bins, as ONNX's
+// reference computes them (its mel step divides by num_mel_bins + 2; the edges' mels in float32).
+Vars mel_weight_matrix(ImportContext& c) {
+  auto one = [&](size_t i, const char* what) {
+    auto v = c.constant_input(i);
+    if (!v || v->numel() != 1) c.fail(std::string("its ") + what + " input must be a known scalar");
+    return v->cast(DataType::Double).contiguous().data<double>()[0];
+  };
+  const int64_t mels = int64_t(one(0, "num_mel_bins")), dft = int64_t(one(1, "dft_length"));
+  const double rate = one(2, "sample_rate");
+  auto mel = [](double hz) { return double(2595.f * std::log1p(float(hz) / 700.f)) / std::log(10.0); };
+  const double lo = mel(one(3, "lower_edge_hertz")), hi = mel(one(4, "upper_edge_hertz"));
+  if (mels <= 0 || dft <= 0 || rate <= 0) c.fail("num_mel_bins, dft_length and sample_rate must be positive");
+  const int64_t bins = dft / 2 + 1;
+  const double step = (hi - lo) / double(mels + 2);
+  std::vector<int64_t> f(size_t(mels + 2));
+  for (int64_t k = 0; k < mels + 2; ++k) {
+    const double hz = 700 * std::expm1((double(k) * step + lo) / 2595 * std::log(10.0));
+    f[size_t(k)] = int64_t(std::floor(double(dft + 1) * hz / rate));
+  }
+  NDArrayView v(DataType::Double, NDShape({bins, mels}));
+  double* m = v.data<double>();
+  std::fill(m, m + bins * mels, 0.0);
+  auto at = [&](int64_t j, int64_t i) -> double& {
+    if (j < 0 || j >= bins) c.fail("a filter edge falls outside the spectrum");
+    return m[j * mels + i];
+  };
+  for (int64_t i = 0; i < mels; ++i) {
+    const int64_t l = f[size_t(i)], ctr = f[size_t(i) + 1], r = f[size_t(i) + 2];
+    if (ctr == l)
+      at(ctr, i) = 1;
+    else
+      for (int64_t j = l; j <= ctr; ++j) at(j, i) = double(j - l) / double(ctr - l);
+    for (int64_t j = ctr; j < r; ++j) at(j, i) = double(r - j) / double(r - ctr);
+  }
+  return {generated(c, v)};
 }
 
 // Compress with a known condition: the selected positions along `axis` (of the flattened
@@ -808,6 +851,7 @@ void register_import_tensor() {
   register_onnx_import("SpaceToDepth", depth_space(false));
   register_onnx_import("Compress", compress, 9);
   register_onnx_import("HannWindow", window(0.5, 0.5, 0), 17);
+  register_onnx_import("MelWeightMatrix", mel_weight_matrix, 17);
   register_onnx_import("HammingWindow", window(25.0 / 46.0, 1 - 25.0 / 46.0, 0), 17);
   register_onnx_import("BlackmanWindow", window(0.42, 0.5, 0.08), 17);
   register_onnx_import("CenterCropPad", center_crop_pad, 18);
