@@ -106,7 +106,7 @@ _UNARY_OPS = {'negate': 'Negate', 'sigmoid': 'StableSigmoid', 'tanh': 'Tanh', 'r
               'exp': 'Exp', 'log': 'Log', 'sqrt': 'Sqrt', 'abs': 'Abs', 'reciprocal': 'Reciprocal',
               'sin': 'Sin', 'cos': 'Cos', 'tan': 'Tan', 'asin': 'Asin', 'acos': 'Acos', 'atan': 'Atan',
               'sinh': 'Sinh', 'cosh': 'Cosh', 'asinh': 'Asinh', 'atanh': 'Atanh', 'elu': 'ELU',
-              'selu': 'SELU', 'leaky_relu': 'LeakyReLU', 'hard_sigmoid': 'HardSigmoid'}
+              'selu': 'SELU', 'leaky_relu': 'LeakyReLU', 'hard_sigmoid': 'HardSigmoid', 'erf': 'Erf'}
 
 
 def _unary(fn, ref, dom):
