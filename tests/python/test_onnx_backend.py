@@ -3,6 +3,7 @@
 The whole run (every CPU case, over cntk.onnx_backend and CNTK 2.7's adapter, with the per-op
 table of docs/onnx.md) is `make onnx-backend-tests`.
 """
+import importlib.util
 import os
 import sys
 
@@ -14,8 +15,13 @@ from onnx import TensorProto, helper  # noqa: E402
 
 import cntk.onnx_backend as backend  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'onnx_backend'))
-import run as backend_tests  # noqa: E402
+# The runner by path under a name of its own: other suites have a run.py too (tests/keras_suite), and a
+# plain `import run` would get whichever was imported first.
+_RUNNER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'onnx_backend', 'run.py')
+_spec = importlib.util.spec_from_file_location('onnx_backend_runner', _RUNNER)
+backend_tests = importlib.util.module_from_spec(_spec)
+sys.modules['onnx_backend_runner'] = backend_tests
+_spec.loader.exec_module(backend_tests)
 
 
 def _two_output_model():
