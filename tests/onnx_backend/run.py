@@ -13,6 +13,7 @@ Only CPU cases run. The real-model tests (downloads) are not run.
 import argparse
 import collections
 import functools
+import importlib.util
 import json
 import os
 import re
@@ -119,6 +120,15 @@ def _op_types():
     return out
 
 
+def _cntk_package_dir():
+    """The folder holding the cntk package this interpreter imports (the installed one in CI, python/ in
+    a developer tree), so that the worker runs the same build; python/ only where none is importable."""
+    spec = importlib.util.find_spec('cntk')
+    if spec is None or not spec.submodule_search_locations:
+        return os.path.join(ROOT, 'python')
+    return os.path.dirname(os.path.abspath(list(spec.submodule_search_locations)[0]))
+
+
 def run(backend, pattern=None, subset=None, select=None):
     """{test id: (kind, case name, status, message)}; select(kind, case name) filters."""
     _, cases = _cases(backend)
@@ -135,7 +145,7 @@ def run(backend, pattern=None, subset=None, select=None):
             with open(ids_file, 'w') as f:
                 f.write('\n'.join(todo))
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-                [os.path.join(ROOT, 'python'), SHARED_TESTS, os.environ.get('PYTHONPATH', '')]))
+                [_cntk_package_dir(), SHARED_TESTS, os.environ.get('PYTHONPATH', '')]))
             subprocess.run([sys.executable, os.path.abspath(__file__), '--worker', backend, ids_file, out_file],
                            cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             started = None
