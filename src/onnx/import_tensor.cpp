@@ -417,14 +417,19 @@ Vars scatter_nd(ImportContext& c) {
   return {scatter_positions(c, c.input(0), c.input(2), dims, pos)};
 }
 
-// NonZero of a known tensor: the coordinates of its non-zero elements, [rank, count].
-Vars nonzero(ImportContext& c) {
-  auto v = c.constant_input(0);
+// Input i's values as float64, for rules whose output shape depends on them (the input must be known).
+NDArrayView known_values(ImportContext& c, size_t i) {
+  auto v = c.constant_input(i);
   if (!v)
     c.fail(
         "only a known input (a constant, or computed from constants) is supported: the output's shape depends on its "
         "values");
-  const NDArrayView d = v->cast(DataType::Double).contiguous();
+  return v->cast(DataType::Double).contiguous();
+}
+
+// NonZero of a known tensor: the coordinates of its non-zero elements, [rank, count].
+Vars nonzero(ImportContext& c) {
+  const NDArrayView d = known_values(c, 0);
   const auto dims = d.shape().dims();
   std::vector<std::vector<double>> coords(dims.size());
   for (int64_t m = 0; m < d.numel(); ++m) {
@@ -783,12 +788,7 @@ Vars non_max_suppression(ImportContext& c) {
 }
 
 Vars unique(ImportContext& c) {
-  auto v = c.constant_input(0);
-  if (!v)
-    c.fail(
-        "only a known input (a constant, or computed from constants) is supported: the output's shape depends on its "
-        "values");
-  const NDArrayView d = v->cast(DataType::Double).contiguous();
+  const NDArrayView d = known_values(c, 0);
   std::vector<int64_t> dims = d.shape().dims();
   const bool has_axis = c.has_attr("axis");
   if (!has_axis) dims = {d.numel()};
@@ -836,7 +836,7 @@ Vars unique(ImportContext& c) {
     fs.push_back(first[order[size_t(r)]]);
     cs.push_back(counts[order[size_t(r)]]);
   }
-  const DataType dt = v->dtype();
+  const DataType dt = c.input(0).dtype();
   if (!is_float(c.input_elem_type(0))) c.set_output_elem_type(0, c.input_elem_type(0));
   for (size_t k = 1; k < 4; ++k) c.set_output_elem_type(k, TensorProto::INT64);
   return {Variable::constant(dt == DataType::Double ? y : y.cast(dt), c.name()), constant_f(c, NDShape({u}), fs),
