@@ -134,23 +134,27 @@ void register_import_nn() {
     Variable above = c.primitive("Greater", {x, scalar(x, c.attr_float("alpha", 1.0f))})->output();
     return std::vector<Variable>{select(c, above, x, scalar(x, 0))};
   });
-  // Gelu's tanh approximation, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); the exact
-  // form needs the error function, which the engine lacks.
+  // Gelu: 0.5 x (1 + erf(x / sqrt 2)), or with approximate='tanh'
+  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
   register_onnx_import(
       "Gelu",
       [](ImportContext& c) {
         const std::string approximate = c.attr_string("approximate", "none");
-        if (approximate != "tanh")
-          c.fail("approximate='" + approximate + "' needs the error function (Erf), which is not supported; " +
-                 "approximate='tanh' is");
+        if (approximate != "tanh" && approximate != "none")
+          c.fail("approximate='" + approximate + "' is not one of 'none' and 'tanh'");
         Variable x = c.input(0);
         auto op = [&](const char* name, Variable a, Variable b) { return c.primitive(name, {a, b})->output(); };
-        Variable cube = op("ElementTimes", x, op("ElementTimes", x, x));
-        Variable inner = op("ElementTimes", scalar(x, std::sqrt(2 / M_PI)),
-                            op("Plus", x, op("ElementTimes", scalar(x, 0.044715), cube)));
         Variable half = op("ElementTimes", scalar(x, 0.5), x);
-        return std::vector<Variable>{
-            op("ElementTimes", half, op("Plus", scalar(x, 1), c.primitive("Tanh", {inner})->output()))};
+        Variable s;
+        if (approximate == "none") {
+          s = c.primitive("Erf", {op("ElementTimes", scalar(x, M_SQRT1_2), x)})->output();
+        } else {
+          Variable cube = op("ElementTimes", x, op("ElementTimes", x, x));
+          Variable inner = op("ElementTimes", scalar(x, std::sqrt(2 / M_PI)),
+                              op("Plus", x, op("ElementTimes", scalar(x, 0.044715), cube)));
+          s = c.primitive("Tanh", {inner})->output();
+        }
+        return std::vector<Variable>{op("ElementTimes", half, op("Plus", scalar(x, 1), s))};
       },
       20);
   // Dropout in an inference model is the identity; a ratio given keeps the engine's Dropout

@@ -2,6 +2,7 @@
 // statistics given become the running statistics) and LRN as the engine's ops;
 // InstanceNormalization, LayerNormalization and MeanVarianceNormalization as compositions of
 // reductions and elementwise ops (the engine has no single op for them).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -21,6 +22,9 @@ Variable statistic(ImportContext& c, size_t i) {
 
 Variable out(const FunctionPtr& f) { return f->output(); }
 Variable scalar(const Variable& like, double v) { return Variable::constant(NDArrayView::scalar(like.dtype(), v), ""); }
+Variable cast_to(ImportContext& c, const Variable& x, DataType to) {
+  return x.dtype() == to ? x : out(c.primitive("Cast", {x}, Dictionary{{"newDataType", int64_t(to)}}));
+}
 
 // The mean of x over the engine's static `axes`, kept as axes of size 1.
 Variable mean_over(ImportContext& c, const Variable& x, const std::vector<int64_t>& axes) {
@@ -51,9 +55,10 @@ std::vector<int64_t> axes_from(ImportContext& c, int64_t from) {
   return axes;
 }
 
-void no_extra_outputs(ImportContext& c, const char* what) {
-  for (int k = 1; k < c.node().output_size(); ++k)
-    if (!c.node().output(k).empty()) c.fail(std::string("the ") + what + " outputs are not supported");
+// The first of `outs` that the node has (its optional outputs are trailing).
+std::vector<Variable> first_outputs(ImportContext& c, std::vector<Variable> outs) {
+  outs.resize(std::min(outs.size(), size_t(c.node().output_size())));
+  return outs;
 }
 
 }  // namespace
@@ -71,16 +76,26 @@ void register_import_norm() {
     y = out(c.primitive("ElementTimes", {y, channel(1)}));
     return std::vector<Variable>{out(c.primitive("Plus", {y, channel(2)}))};
   });
-  // Over the axes from `axis` on, in the input's type (stash_type's float32 statistics are
-  // what a float32 model computes anyway); scale and B broadcast to those axes.
+  // Over the axes from `axis` on; scale and B broadcast to those axes. Outputs Y and, where
+  // asked for, Mean and InvStdDev with the reduced axes kept as 1s. stash_type 1 (the
+  // default) computes the statistics in float32 and casts the normalized value back.
   register_onnx_import(
       "LayerNormalization",
       [](ImportContext& c) {
-        no_extra_outputs(c, "Mean and InvStdDev");
-        Variable y = normalize(c, c.input(0), axes_from(c, c.attr_int("axis", -1)), c.attr_float("epsilon", 1e-5f));
+        Variable x = c.input(0);
+        const DataType dt = x.dtype();
+        const bool stash = c.attr_int("stash_type", 1) == 1 && dt != DataType::Float;
+        if (stash) x = cast_to(c, x, DataType::Float);
+        const auto axes = axes_from(c, c.attr_int("axis", -1));
+        Variable mean = mean_over(c, x, axes);
+        Variable d = out(c.primitive("Minus", {x, mean}));
+        Variable var = mean_over(c, out(c.primitive("ElementTimes", {d, d})), axes);
+        Variable sd = out(c.primitive("Sqrt", {out(c.primitive("Plus", {var, scalar(x, c.attr_float("epsilon", 1e-5f))}))}));
+        Variable inv = out(c.primitive("ElementDivide", {scalar(x, 1), sd}));
+        Variable y = cast_to(c, out(c.primitive("ElementTimes", {d, inv})), dt);
         y = out(c.primitive("ElementTimes", {y, c.input(1)}));
         if (c.has_input(2)) y = out(c.primitive("Plus", {y, c.input(2)}));
-        return std::vector<Variable>{y};
+        return first_outputs(c, {y, mean, inv});
       },
       17);
   // (x - mean) / (standard deviation + 1e-9) over `axes` (ONNX's function body).
