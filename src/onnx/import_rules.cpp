@@ -20,6 +20,7 @@ void register_import_einsum();
 void register_import_quant();
 void register_import_float();
 void register_import_dft();
+void register_import_grid();
 
 void register_onnx_import_rules() {
   register_import_elementwise();
@@ -39,6 +40,7 @@ void register_onnx_import_rules() {
   register_import_quant();
   register_import_float();
   register_import_dft();
+  register_import_grid();
 }
 
 }  // namespace cntk::onnx_io

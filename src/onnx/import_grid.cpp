@@ -1,0 +1,240 @@
+// ONNX GridSample and AffineGrid. GridSample's grid is data (a graph input, often a learned
+// AffineGrid's output), so the sampling is composed from elementwise engine ops rather than
+// a gather of known indices: per spatial axis the grid's coordinate becomes the taps of the
+// interpolation (floor, Keys' cubic or rounding) and each tap a one-hot row over the axis'
+// positions (Equal against the positions) times its coefficient. The padding mode maps the
+// taps' positions to input positions (a constant matrix: zeros drop outside taps, border
+// clamps them, reflection mirrors them). Per image the axes' weights multiply into one
+// [positions, output cells] matrix that Times applies to the image: the result is
+// differentiable in the image and, through the coefficients, in the grid.
+#include <algorithm>
+#include <cmath>
+
+#include "onnx/import_axes.h"
+
+namespace cntk::onnx_io {
+
+namespace {
+
+using Vars = std::vector<Variable>;
+Variable out(const FunctionPtr& f) { return f->output(); }
+
+struct Ops {
+  ImportContext& c;
+  DataType dt;
+  Variable k(double v) const { return Variable::constant(NDArrayView::scalar(dt, v), ""); }
+  Variable op(const char* name, const Variable& a, const Variable& b) const {
+    return out(c.primitive(name, {a, b}));
+  }
+  Variable add(const Variable& a, double v) const { return op("Plus", a, k(v)); }
+  Variable mul(const Variable& a, double v) const { return op("ElementTimes", a, k(v)); }
+  Variable floor(const Variable& a) const { return out(c.primitive("Floor", {a})); }
+  Variable select(const Variable& cond, const Variable& a, const Variable& b) const {
+    return out(c.primitive("Select", {cond, a, b}));
+  }
+  Variable reshape(const Variable& a, const std::vector<int64_t>& dims) const {
+    return out(c.primitive("Reshape", {a}, {{"newShape", NDShape(dims)}}));
+  }
+  Variable constant(const std::vector<double>& v, const std::vector<int64_t>& dims, const std::string& what) const {
+    NDArrayView a(DataType::Double, NDShape(dims));
+    std::copy(v.begin(), v.end(), a.data<double>());
+    return Variable::constant(a.cast(dt), c.name() + "/" + what);
+  }
+  // a * t^3 + b * t^2 + d * t + e
+  Variable cubic(const Variable& t, double a, double b, double d, double e) const {
+    return add(op("ElementTimes", add(op("ElementTimes", add(mul(t, a), b), t), d), t), e);
+  }
+};
+
+// The reflection of x into [lo, hi] by its nearer border, repeatedly, as ONNX's reference
+// reflects (a triangle wave of period 2 (hi - lo)); hi == lo maps everything to lo.
+double reflect(double x, double lo, double hi) {
+  const double r = hi - lo;
+  if (r <= 0) return lo;
+  const double t = std::fmod(x - lo, 2 * r);
+  const double m = t < 0 ? t + 2 * r : t;
+  return lo + r - std::abs(m - r);
+}
+
+Variable reflect(const Ops& o, const Variable& x, double lo, double hi) {
+  const double r = hi - lo;
+  if (r <= 0) return o.add(o.mul(x, 0), lo);
+  Variable t = o.add(x, -lo);
+  Variable m = o.op("Minus", t, o.mul(o.floor(o.mul(t, 1 / (2 * r))), 2 * r));
+  Variable tri = o.op("Minus", o.k(r), out(o.c.primitive("Abs", {o.add(m, -r)})));
+  return o.add(tri, lo);
+}
+
+// Round half to even (NumPy's rint, as ONNX's reference rounds nearest sampling).
+Variable rint(const Ops& o, const Variable& x) {
+  Variable r = o.floor(o.add(x, 0.5));
+  Variable tie = o.op("Equal", o.op("Minus", r, x), o.k(0.5));
+  Variable odd = o.op("Equal", o.op("Minus", r, o.mul(o.floor(o.mul(r, 0.5)), 2)), o.k(1));
+  return o.select(o.op("ElementTimes", tie, odd), o.add(r, -1), r);
+}
+
+// The [N, P, len] weights of one axis: row (n, p) mixes the axis' positions for output cell p
+// of image n, whose normalized coordinate along the axis is g [N, P, 1].
+Variable axis_weights(const Ops& o, Variable g, int64_t len, const std::string& mode, const std::string& padding,
+                      bool align) {
+  const double d = double(len);
+  Variable x = align ? o.mul(o.add(g, 1), 0.5 * (d - 1)) : o.mul(o.add(o.mul(g, d), d - 1), 0.5);
+  if (mode == "nearest") x = rint(o, x);
+  const double lo = align ? 0 : -0.5, hi = align ? d - 1 : d - 0.5;
+  if (padding != "zeros") {
+    Variable below = o.op("Less", x, o.k(lo)), above = o.op("Greater", x, o.k(hi));
+    if (padding == "border") {
+      x = o.select(below, o.k(0), o.select(above, o.k(d - 1), x));
+    } else {
+      Variable outside = o.op("Plus", below, above);
+      x = o.select(outside, reflect(o, x, lo, hi), x);
+    }
+  }
+  // Taps (position, coefficient) of the interpolation.
+  std::vector<std::pair<Variable, Variable>> taps;
+  if (mode == "nearest") {
+    taps.push_back({x, o.add(o.mul(x, 0), 1)});
+  } else {
+    Variable x0 = o.floor(x), f = o.op("Minus", x, x0);
+    if (mode == "linear") {
+      taps.push_back({x0, o.op("Minus", o.k(1), f)});
+      taps.push_back({o.add(x0, 1), f});
+    } else {
+      const double a = -0.75;  // Keys' coefficient, as ONNX fixes it for GridSample
+      Variable s = o.op("Minus", o.k(1), f);
+      taps.push_back({o.add(x0, -1), o.cubic(o.add(f, 1), a, -5 * a, 8 * a, -4 * a)});
+      taps.push_back({x0, o.cubic(f, a + 2, -(a + 3), 0, 1)});
+      taps.push_back({o.add(x0, 1), o.cubic(s, a + 2, -(a + 3), 0, 1)});
+      taps.push_back({o.add(x0, 2), o.cubic(o.add(s, 1), a, -5 * a, 8 * a, -4 * a)});
+    }
+  }
+  // Tap positions reach at most 2 beyond either end once border or reflection has brought x
+  // back near the axis; under zeros padding farther taps match no position and weigh nothing.
+  const int64_t first = -2, count = len + 4;
+  std::vector<double> positions(static_cast<size_t>(count)), map(static_cast<size_t>(count * len), 0.0);
+  for (int64_t j = 0; j < count; ++j) {
+    const int64_t p = first + j;
+    positions[size_t(j)] = double(p);
+    int64_t to = p;
+    if (padding == "border") to = std::clamp<int64_t>(p, 0, len - 1);
+    if (padding == "reflection") to = int64_t(reflect(double(p), lo, hi));
+    if (to >= 0 && to < len) map[size_t(j * len + to)] = 1;
+  }
+  Variable pos = o.constant(positions, {count}, "positions");
+  Variable w;
+  for (auto& [p, coef] : taps) {
+    Variable t = o.op("ElementTimes", o.op("Equal", p, pos), coef);
+    w = w.defined() ? o.op("Plus", w, t) : t;
+  }
+  return out(o.c.primitive("Times", {w, o.constant(map, {count, len}, "padding")}));
+}
+
+Vars grid_sample(ImportContext& c) {
+  Variable x = c.input(0), grid = c.input(1);
+  if (c.input_dyn(0) > 0 || c.input_dyn(1) > 0) c.fail("GridSample over dynamic axes (batch, sequence) is not supported");
+  const auto xd = x.shape().dims(), gd = grid.shape().dims();
+  if (xd.size() < 3) c.fail("X " + x.shape().str() + " needs N, C and a spatial axis");
+  const size_t n = xd.size() - 2;
+  if (gd.size() != n + 2 || gd.back() != int64_t(n) || gd[0] != xd[0])
+    c.fail("the grid " + grid.shape().str() + " does not match X " + x.shape().str());
+  for (int64_t v : xd)
+    if (v < 0) c.fail("X " + x.shape().str() + " has a free dimension");
+  for (int64_t v : gd)
+    if (v < 0) c.fail("the grid " + grid.shape().str() + " has a free dimension");
+  std::string mode = c.attr_string("mode", c.opset() >= 20 ? "linear" : "bilinear");
+  if (mode == "bilinear") mode = "linear";
+  if (mode == "bicubic") mode = "cubic";
+  if (mode != "linear" && mode != "nearest" && mode != "cubic") c.fail("mode '" + mode + "' is not supported");
+  const std::string padding = c.attr_string("padding_mode", "zeros");
+  if (padding != "zeros" && padding != "border" && padding != "reflection")
+    c.fail("padding_mode '" + padding + "' is not supported");
+  const bool align = c.attr_int("align_corners", 0) != 0;
+  Ops o{c, x.dtype()};
+  const int64_t N = xd[0], C = xd[1];
+  int64_t P = 1, S = 1;
+  for (size_t i = 1; i <= n; ++i) P *= gd[i];
+  for (size_t i = 0; i < n; ++i) S *= xd[2 + i];
+  Variable g = o.reshape(grid, {N, P, int64_t(n)});
+  // The grid's components run from the last spatial axis to the first.
+  std::vector<Variable> w(n);
+  for (size_t k = 0; k < n; ++k) {
+    const int64_t comp = int64_t(n - 1 - k);
+    Variable gk = out(c.primitive("Slice", {g},
+                                  {{"axisVec", axis_list({2})},
+                                   {"beginIndexVec", int_list({comp})},
+                                   {"endIndexVec", int_list({comp + 1})}}));
+    w[k] = axis_weights(o, gk, xd[2 + k], mode, padding, align);
+  }
+  // Per image: the axes' weights as one [P, S] product (axis k broadcast over the others),
+  // transposed to [S, P] and applied to the image [C, S].
+  std::vector<Variable> images;
+  for (int64_t b = 0; b < N; ++b) {
+    Variable m;
+    for (size_t k = 0; k < n; ++k) {
+      Variable wk = out(c.primitive("Slice", {w[k]},
+                                    {{"axisVec", axis_list({0})},
+                                     {"beginIndexVec", int_list({b})},
+                                     {"endIndexVec", int_list({b + 1})}}));
+      std::vector<int64_t> dims(n + 1, 1);
+      dims[0] = P;
+      dims[1 + k] = xd[2 + k];
+      wk = o.reshape(wk, dims);
+      m = m.defined() ? o.op("ElementTimes", m, wk) : wk;
+    }
+    m = o.reshape(m, {P, S});
+    m = out(c.primitive("TransposeAxes", {m}, Dictionary{{"axis1", Axis(0)}, {"axis2", Axis(1)}}));
+    Variable img = out(c.primitive("Slice", {x},
+                                   {{"axisVec", axis_list({0})},
+                                    {"beginIndexVec", int_list({b})},
+                                    {"endIndexVec", int_list({b + 1})}}));
+    images.push_back(out(c.primitive("Times", {o.reshape(img, {C, S}), m})));
+  }
+  Variable y = images.size() == 1 ? images[0] : out(c.primitive("Splice", images, {{"axis", Axis(0)}}));
+  std::vector<int64_t> dims{N, C};
+  dims.insert(dims.end(), gd.begin() + 1, gd.end() - 1);
+  return {o.reshape(y, dims)};
+}
+
+// AffineGrid: theta [N, n, n + 1] applied to the homogeneous coordinates of the output's cells
+// (last spatial axis first), a constant [n + 1, cells] matrix.
+Vars affine_grid(ImportContext& c) {
+  Variable theta = c.input(0);
+  auto size = c.constant_input_i64(1);
+  if (!size) c.fail("the size input must be known while reading");
+  if (size->size() != 4 && size->size() != 5) c.fail("size must be [N, C, H, W] or [N, C, D, H, W]");
+  const size_t n = size->size() - 2;
+  const auto td = theta.shape().dims();
+  if (c.input_dyn(0) > 0 || td.size() != 3 || td[1] != int64_t(n) || td[2] != int64_t(n + 1))
+    c.fail("theta " + theta.shape().str() + " must be [N, " + std::to_string(n) + ", " + std::to_string(n + 1) + "]");
+  const bool align = c.attr_int("align_corners", 0) != 0;
+  std::vector<int64_t> sp(size->begin() + 2, size->end());
+  int64_t cells = 1;
+  for (int64_t v : sp) cells *= v;
+  std::vector<double> base(size_t((n + 1) * cells));
+  for (int64_t e = 0; e < cells; ++e) {
+    int64_t rest = e;
+    for (size_t k = n; k-- > 0;) {
+      const int64_t i = rest % sp[k], d = sp[k];
+      rest /= d;
+      const double v = align ? (d > 1 ? -1 + 2.0 * double(i) / double(d - 1) : -1) : -1 + (2.0 * double(i) + 1) / double(d);
+      base[size_t(int64_t(n - 1 - k) * cells + e)] = v;  // row 0: the last axis' coordinate
+    }
+    base[size_t(int64_t(n) * cells + e)] = 1;
+  }
+  Ops o{c, theta.dtype()};
+  Variable y = out(c.primitive("Times", {theta, o.constant(base, {int64_t(n + 1), cells}, "base")}));  // [N, n, cells]
+  y = out(c.primitive("TransposeAxes", {y}, Dictionary{{"axis1", Axis(1)}, {"axis2", Axis(2)}}));
+  std::vector<int64_t> dims{td[0]};
+  dims.insert(dims.end(), sp.begin(), sp.end());
+  dims.push_back(int64_t(n));
+  return {o.reshape(y, dims)};
+}
+
+}  // namespace
+
+void register_import_grid() {
+  register_onnx_import("GridSample", grid_sample, 16);
+  register_onnx_import("AffineGrid", affine_grid, 20);
+}
+
+}  // namespace cntk::onnx_io
