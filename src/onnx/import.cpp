@@ -210,8 +210,10 @@ class Reader final : public ImportContext {
       unread.insert(unread.begin(), outs[0]);
       outs[0] = Function::primitive("DependsOn", unread, {}, g.output(0).name())->output();
     }
-    FunctionPtr f = outs.size() == 1 && outs[0].is_output() ? Function::composite(outs[0].owner(), g.name())
-                                                            : Function::combine(outs, g.name());
+    // (One output of a function with several, e.g. an LSTM's Y_h alone, is a combine of it.)
+    FunctionPtr f = outs.size() == 1 && outs[0].is_output() && outs[0].owner()->outputs().size() == 1
+                        ? Function::composite(outs[0].owner(), g.name())
+                        : Function::combine(outs, g.name());
     // The function's arguments keep the order of the graph's inputs (callers index them).
     DictValue::List order;
     for (const auto& vi : g.input())

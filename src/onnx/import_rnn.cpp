@@ -316,6 +316,13 @@ std::vector<Variable> read_rnn_block(ImportContext& c, Cell cell) {
       mapping.emplace_back(in[i], actual);
     }
   std::vector<Variable> outs = read_rnn(c, cell, in);
+  // An input the node's graph does not read (R where one step starts from no state) still
+  // is an input of the block: the node written back reads it.
+  std::vector<Variable> unread{outs[0]};
+  const auto read = Function::combine(outs)->placeholders();
+  for (const auto& [ph, actual] : mapping)
+    if (std::find(read.begin(), read.end(), ph) == read.end()) unread.push_back(ph);
+  if (unread.size() > 1) outs[0] = c.primitive("DependsOn", unread)->output();
   FunctionPtr block = Function::block(Function::combine(outs), mapping, c.node().op_type(), c.name());
   block->mutable_attributes()[kOnnxNodeKey] = c.node().SerializeAsString();
   return block->outputs();
