@@ -20,6 +20,8 @@ void register_import_einsum();
 void register_import_quant();
 void register_import_float();
 void register_import_dft();
+void register_import_training();
+void register_import_ml();
 void register_import_grid();
 
 void register_onnx_import_rules() {
@@ -40,6 +42,8 @@ void register_onnx_import_rules() {
   register_import_quant();
   register_import_float();
   register_import_dft();
+  register_import_training();
+  register_import_ml();
   register_import_grid();
 }
 
