@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "onnx/export_block.h"
+#include "onnx/import_control.h"
 #include "onnx/import.h"
 
 namespace cntk::onnx_io {
@@ -335,13 +336,14 @@ bool engine_step(const ::onnx::ValueInfoProto& vi) {
   return s.dim_size() >= 2 && s.dim(0).denotation() == "DATA_BATCH" && s.dim(1).denotation() == "DATA_TIME";
 }
 
-// Scan (opset 9's form). A Scan written by OpenCNTK (every body input one step in the
-// engine's layout, all scans in one direction over axis 0) is a recurrent loop again: the
-// scan inputs [Sequence, batch, 1, ...] become sequences, the state variables PastValue
-// (FutureValue, scanning in reverse) of placeholders closed over the body's new states, and
-// the scan outputs and final states are unpacked to ONNX's static layout. Any other Scan is
-// unrolled over its static length.
-std::vector<Variable> read_scan(ImportContext& c) {
+}  // namespace
+
+// A Scan written by OpenCNTK (every body input one step in the engine's layout, all scans in
+// one direction over axis 0) is a recurrent loop again: the scan inputs [Sequence, batch, 1,
+// ...] become sequences, the state variables PastValue (FutureValue, scanning in reverse) of
+// placeholders closed over the body's new states, and the scan outputs and final states are
+// unpacked to ONNX's static layout. Other Scans: nothing (import_control.cpp unrolls them).
+std::optional<std::vector<Variable>> read_engine_scan(ImportContext& c) {
   RnnBuilder b{c, Cell::RNN};
   const auto& body = c.attr_graph("body");
   const int64_t M = c.attr_int("num_scan_inputs");
@@ -362,7 +364,7 @@ std::vector<Variable> read_scan(ImportContext& c) {
   for (const auto& vi : body.input()) engine = engine && engine_step(vi);
   for (int64_t j = 0; j < M; ++j) engine = engine && in_axes[size_t(j)] == 0 && in_dirs[size_t(j)] == in_dirs[0];
   for (int64_t k = 0; k < K; ++k) engine = engine && out_axes[size_t(k)] == 0 && out_dirs[size_t(k)] == in_dirs[0];
-  if (!engine) c.fail("only Scans written by OpenCNTK (a recurrent loop over the Sequence dimension) are read");
+  if (!engine) return std::nullopt;
 
   const bool reverse = in_dirs[0] == 1;
   auto step_dims = [](const Variable& v, size_t from) {
@@ -421,10 +423,7 @@ std::vector<Variable> read_scan(ImportContext& c) {
   return result;
 }
 
-}  // namespace
-
 void register_import_rnn() {
-  register_onnx_import("Scan", read_scan, 9);
   register_onnx_import("LSTM", [](ImportContext& c) { return read_rnn_block(c, Cell::LSTM); });
   register_onnx_import("GRU", [](ImportContext& c) { return read_rnn_block(c, Cell::GRU); });
   register_onnx_import("RNN", [](ImportContext& c) { return read_rnn_block(c, Cell::RNN); });

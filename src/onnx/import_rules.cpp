@@ -23,6 +23,7 @@ void register_import_dft();
 void register_import_training();
 void register_import_ml();
 void register_import_grid();
+void register_import_control();
 
 void register_onnx_import_rules() {
   register_import_elementwise();
@@ -45,6 +46,7 @@ void register_onnx_import_rules() {
   register_import_training();
   register_import_ml();
   register_import_grid();
+  register_import_control();
 }
 
 }  // namespace cntk::onnx_io
