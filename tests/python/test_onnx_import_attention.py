@@ -1,0 +1,222 @@
+"""Reader rules of the attention-family ops (LinearAttention, FlexAttention, CausalConvWithState,
+TensorScatter), the training domain's optimizer steps and the ai.onnx.ml numeric ops, where
+ONNX's backend node cases do not reach: gradients through the imported ops to their operands
+(initializers read as parameters, checked against central differences of the imported model
+itself), forms the cases leave out (a circular cache write that wraps, a cache axis after
+other axes, T = 0 of the optimizers, a 1-D feature array) against ONNX's reference evaluator,
+and the errors of malformed nodes."""
+import numpy as np
+import pytest
+
+import cntk as C
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
+
+R = np.random.RandomState(5)
+
+
+def _model(nodes, inputs, outputs, inits=None, opsets=(('', 27),)):
+    """A model of `nodes` over the float graph inputs `inputs` (name: value) and the
+    initializers `inits`, with the graph outputs `outputs`."""
+    types = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64}
+    graph = helper.make_graph(
+        nodes, 'g', [helper.make_tensor_value_info(n, types[v.dtype], v.shape) for n, v in inputs.items()],
+        [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in outputs],
+        [numpy_helper.from_array(v, n) for n, v in (inits or {}).items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in opsets])
+
+
+def _load(model):
+    return C.load_model(model.SerializeToString(), format=C.ModelFormat.ONNX)
+
+
+def _run(model, inputs):
+    z = _load(model)
+    got = z.eval({a: inputs[a.name] for a in z.arguments}, as_numpy=True)
+    if not isinstance(got, dict):
+        return [np.asarray(got)]
+    return [np.asarray(got[o]) for o in z.outputs]
+
+
+def _check_against_reference(model, inputs, rtol=1e-5, atol=1e-5):
+    want = ReferenceEvaluator(model).run(None, inputs)
+    got = _run(model, inputs)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == np.asarray(w).shape, (g.shape, np.asarray(w).shape)
+        np.testing.assert_allclose(g, np.asarray(w, dtype=np.float64), rtol=rtol, atol=atol)
+
+
+def _check_gradients(model, inputs, output=0, unaffected=(), eps=1e-2, samples=5, rtol=3e-2, atol=3e-3):
+    """The gradient of a random weighting of output `output` reaches every initializer (a
+    parameter after reading) but those named `unaffected` (whose gradient is zero) and equals
+    the model's own central differences there."""
+    z = _load(model)
+    params = list(z.parameters)
+    assert params, 'the initializers must read as parameters'
+    y = z.outputs[output]
+    weight = C.constant(R.randn(*y.shape).astype(np.float32))
+    loss = C.reduce_sum(C.element_times(y, weight))
+    feeds = {a: inputs[a.name] for a in z.arguments}
+    grads = loss.grad(feeds, wrt=params)
+    if not isinstance(grads, dict):  # one parameter: its gradient alone
+        grads = {params[0]: grads}
+
+    def value():
+        return float(np.asarray(loss.eval(feeds)).sum())
+
+    for p in params:
+        g = np.asarray(grads[p])
+        assert g.shape == tuple(p.shape), (p.name, g.shape, p.shape)
+        if p.name in unaffected:
+            assert not g.any(), p.name
+            continue
+        assert np.abs(g).max() > 0, p.name
+        base = np.array(p.value)
+        for flat in R.choice(base.size, size=min(samples, base.size), replace=False):
+            idx = np.unravel_index(flat, base.shape)
+            up, down = base.copy(), base.copy()
+            up[idx] += eps
+            down[idx] -= eps
+            p.value = up
+            f_up = value()
+            p.value = down
+            f_down = value()
+            p.value = base
+            np.testing.assert_allclose(g[idx], (f_up - f_down) / (2 * eps), rtol=rtol, atol=atol,
+                                       err_msg=f'{p.name}{idx}')
+
+
+# ------------------------------------------------------------------ LinearAttention
+
+def _linear_attention(rule, hq=4, hkv=2, b=2, t=3, dk=4, dv=3, per_head_decay=False, past=True):
+    r = np.random.RandomState(1)
+    inits = {'q': r.randn(b, t, hq * dk).astype(np.float32) * 0.5,
+             'k': r.randn(b, t, hkv * dk).astype(np.float32) * 0.5,
+             'v': r.randn(b, t, hkv * dv).astype(np.float32)}
+    names = ['q', 'k', 'v', 'past' if past else '', '', '']
+    if 'gated' in rule:
+        inits['decay'] = -np.abs(r.randn(b, t, hkv if per_head_decay else hkv * dk)).astype(np.float32) * 0.2
+        names[4] = 'decay'
+    if 'delta' in rule:
+        inits['beta'] = r.rand(b, t, hkv).astype(np.float32)
+        names[5] = 'beta'
+    while names[-1] == '':
+        names.pop()
+    inputs = {'past': r.randn(b, hkv, dk, dv).astype(np.float32) * 0.1} if past else {}
+    node = helper.make_node('LinearAttention', names, ['y', 'state'], q_num_heads=hq, kv_num_heads=hkv,
+                            update_rule=rule)
+    return _model([node], inputs, ['y', 'state'], inits), inputs
+
+
+@pytest.mark.parametrize('rule', ['linear', 'gated', 'delta', 'gated_delta'])
+def test_linear_attention_gradients_reach_every_operand(rule):
+    model, inputs = _linear_attention(rule)
+    _check_against_reference(model, inputs, rtol=1e-4, atol=1e-5)
+    _check_gradients(model, inputs, output=0)
+    _check_gradients(model, inputs, output=1, unaffected=('q',))  # the state never reads the queries
+
+
+def test_linear_attention_per_head_decay_without_past_state():
+    model, inputs = _linear_attention('gated', per_head_decay=True, past=False)
+    _check_against_reference(model, inputs, rtol=1e-4, atol=1e-5)
+    _check_gradients(model, inputs)
+
+
+@pytest.mark.parametrize('rule, names, what', [('gated', ['q', 'k', 'v'], 'decay'),
+                                               ('linear', ['q', 'k', 'v', '', '', 'beta'], 'beta'),
+                                               ('sparse', ['q', 'k', 'v'], 'update_rule')])
+def test_linear_attention_refuses_inputs_its_rule_does_not_match(rule, names, what):
+    x = {n: np.ones((1, 2, 8), np.float32) for n in ('q', 'k', 'v', 'beta')}
+    node = helper.make_node('LinearAttention', names, ['y'], q_num_heads=2, kv_num_heads=2, update_rule=rule)
+    with pytest.raises(ValueError, match=what):
+        _load(_model([node], {}, ['y'], {n: x[n] for n in names if n}))
+
+
+# ------------------------------------------------------------------- FlexAttention
+
+def test_flex_attention_with_soft_cap_and_grouped_heads_trains():
+    r = np.random.RandomState(2)
+    inits = {'Q': r.randn(1, 4, 3, 8).astype(np.float32), 'K': r.randn(1, 2, 5, 8).astype(np.float32),
+             'V': r.randn(1, 2, 5, 6).astype(np.float32)}
+    cap = helper.make_graph(
+        [helper.make_node('Div', ['s', 'c'], ['d']), helper.make_node('Tanh', ['d'], ['t']),
+         helper.make_node('Mul', ['t', 'c'], ['out'])], 'soft_cap',
+        [helper.make_tensor_value_info('s', TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info('out', TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array(2.0, np.float32), 'c')])
+    node = helper.make_node('FlexAttention', ['Q', 'K', 'V'], ['Y'], domain='ai.onnx.preview', score_mod=cap,
+                            scale=0.3)
+    model = _model([node], {}, ['Y'], inits, opsets=(('', 26), ('ai.onnx.preview', 1)))
+    _check_against_reference(model, {}, rtol=1e-4, atol=1e-5)
+    _check_gradients(model, {})
+
+
+# ---------------------------------------------------- CausalConvWithState, TensorScatter
+
+def test_causal_conv_with_state_gradients_reach_weight_bias_and_past_state():
+    r = np.random.RandomState(3)
+    inits = {'w': r.randn(3, 1, 3).astype(np.float32), 'bias': r.randn(3).astype(np.float32),
+             'past': r.randn(2, 3, 2).astype(np.float32)}
+    inputs = {'x': r.randn(2, 3, 5).astype(np.float32)}
+    node = helper.make_node('CausalConvWithState', ['x', 'w', 'bias', 'past'], ['y', 'state'], activation='silu')
+    model = _model([node], inputs, ['y', 'state'], inits)
+    _check_against_reference(model, inputs)
+    _check_gradients(model, inputs)
+
+
+def test_tensor_scatter_circular_write_wraps_after_other_axes_and_trains():
+    r = np.random.RandomState(4)
+    # Cache [B, heads, L, D] written along axis 2 from positions 3 and 1: the first batch wraps.
+    inits = {'cache': r.randn(2, 3, 4, 2).astype(np.float32), 'update': r.randn(2, 3, 3, 2).astype(np.float32)}
+    inputs = {'at': np.array([3, 1], np.int64)}
+    node = helper.make_node('TensorScatter', ['cache', 'update', 'at'], ['y'], mode='circular', axis=2)
+    model = _model([node], inputs, ['y'], inits, opsets=(('', 24),))
+    _check_against_reference(model, inputs, rtol=0, atol=0)
+    _check_gradients(model, inputs)
+
+
+def test_tensor_scatter_refuses_the_batch_axis():
+    node = helper.make_node('TensorScatter', ['cache', 'update'], ['y'], axis=0)
+    inits = {'cache': np.zeros((2, 4), np.float32), 'update': np.zeros((1, 4), np.float32)}
+    with pytest.raises(ValueError, match='batch axis'):
+        _load(_model([node], {}, ['y'], inits, opsets=(('', 24),)))
+
+
+# ------------------------------------------------------- optimizer steps, ai.onnx.ml
+
+TRAINING = (('', 17), ('ai.onnx.preview.training', 1))
+
+
+@pytest.mark.parametrize('t', [0, 3])
+@pytest.mark.parametrize('op, kinds, attrs', [
+    ('Adagrad', 3, dict(decay_factor=0.1, epsilon=1e-5, norm_coefficient=0.01)),
+    ('Adam', 4, dict(alpha=0.9, beta=0.99, epsilon=1e-3, norm_coefficient=0.01, norm_coefficient_post=0.05)),
+    ('Momentum', 3, dict(alpha=0.9, beta=0.5, mode='standard', norm_coefficient=0.01)),
+    ('Momentum', 3, dict(alpha=0.9, beta=0.5, mode='nesterov', norm_coefficient=0.01))])
+def test_optimizer_steps_at_the_first_and_a_later_step(op, kinds, attrs, t):
+    r = np.random.RandomState(6)
+    inputs = {'R': np.array(0.1, np.float32), 'T': np.array(t, np.int64)}
+    names = ['R', 'T']
+    for k in range(kinds):
+        for i, shape in enumerate([(3,), (2, 2)]):
+            n = f'in{k}_{i}'
+            inputs[n] = (np.abs(r.randn(*shape)) if k == kinds - 1 else r.randn(*shape)).astype(np.float32)
+            names.append(n)
+    outs = [f'out{j}' for j in range(2 * (kinds - 1))]
+    node = helper.make_node(op, names, outs, domain='ai.onnx.preview.training', **attrs)
+    _check_against_reference(_model([node], inputs, outs, opsets=TRAINING), inputs)
+
+
+def test_array_feature_extractor_of_a_vector_and_of_a_matrix_trains():
+    r = np.random.RandomState(7)
+    ml = (('', 17), ('ai.onnx.ml', 1))
+    node = helper.make_node('ArrayFeatureExtractor', ['x', 'i'], ['y'], domain='ai.onnx.ml')
+    vec = {'x': r.randn(5).astype(np.float32), 'i': np.array([[4, 0, 4]], np.int64)}
+    _check_against_reference(_model([node], vec, ['y'], opsets=ml), vec, rtol=0, atol=0)
+    model = _model([node], {'i': np.array([2, 1], np.int64)}, ['y'], {'x': r.randn(2, 3, 4).astype(np.float32)},
+                   opsets=ml)
+    _check_against_reference(model, {'i': np.array([2, 1], np.int64)}, rtol=0, atol=0)
+    _check_gradients(model, {'i': np.array([2, 1], np.int64)})
