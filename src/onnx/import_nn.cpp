@@ -157,21 +157,41 @@ void register_import_nn() {
         return std::vector<Variable>{op("ElementTimes", half, op("Plus", scalar(x, 1), s))};
       },
       20);
-  // Dropout in an inference model is the identity; a ratio given keeps the engine's Dropout
-  // (which trains as dropout and evaluates as the identity). The mask output is not produced.
+  // Dropout. Not training (no training_mode, or a constant false; opsets before 12 read a
+  // ratio attribute) it is the engine's Dropout, which trains as dropout and evaluates as the
+  // identity. training_mode true makes it drop while evaluating too: a uniform draw of at least
+  // the ratio keeps an element, scaled by 1 / (1 - ratio) (the engine's generator, seeded by
+  // `seed`; ONNX's reference draws NumPy's). The mask output: all true where nothing drops.
   register_onnx_import("Dropout", [](ImportContext& c) {
-    if (c.node().output_size() > 1 && !c.node().output(1).empty()) c.fail("Dropout's mask output is not supported");
     double ratio = c.opset() < 12 ? c.attr_float("ratio", 0.5f) : 0.5;
     if (c.opset() >= 12 && c.has_input(1)) {
       auto r = c.constant_input(1);
       if (!r) c.fail("a ratio computed while running is not supported");
       ratio = r->item();
     }
+    bool training = false;
     if (c.opset() >= 12 && c.has_input(2)) {
       auto t = c.constant_input(2);
-      if (!t || t->item() != 0) c.fail("training_mode other than a constant false is not supported");
+      if (!t) c.fail("a training_mode computed while running is not supported");
+      training = t->item() != 0;
     }
-    return one(c.primitive("Dropout", {c.input(0)}, {{"dropoutRate", ratio}}));
+    if (training && (ratio < 0 || ratio >= 1)) c.fail("the ratio must be in [0, 1)");
+    const bool wants_mask = c.node().output_size() > 1 && !c.node().output(1).empty();
+    if (wants_mask && c.opset() >= 10) c.set_output_elem_type(1, ::onnx::TensorProto::BOOL);
+    Variable x = c.input(0);
+    if (training && ratio > 0) {
+      Dictionary a{{"randomDistributionType", std::string("uniform")},
+                   {"randomDistributionArgs", DictValue::List{DictValue(0.0), DictValue(1.0)}}};
+      if (c.has_attr("seed")) a["rngSeed"] = c.attr_int("seed");
+      Variable u = c.primitive("RandomDistribution", {x}, a)->output();
+      Variable mask = c.primitive("GreaterEqual", {u, scalar(x, ratio)})->output();
+      Variable kept = c.primitive("ElementTimes", {x, mask})->output();
+      Variable y = c.primitive("ElementTimes", {kept, scalar(x, 1 / (1 - ratio))})->output();
+      return wants_mask ? std::vector<Variable>{y, mask} : std::vector<Variable>{y};
+    }
+    Variable y = training ? x : c.primitive("Dropout", {x}, {{"dropoutRate", ratio}})->output();
+    if (!wants_mask) return std::vector<Variable>{y};
+    return std::vector<Variable>{y, c.primitive("ConstantOp", {x}, {{"fillValue", 1.0}})->output()};
   });
 }
 

@@ -33,18 +33,26 @@ Variable mean_over(ImportContext& c, const Variable& x, const std::vector<int64_
       {{"reductionOpName", std::string("Mean")}, {"reductionKeepDimensions", true}, {"axisVec", axis_list(axes)}}));
 }
 
-// x - mean and the variance (the mean of its square) over the static `axes`.
-std::pair<Variable, Variable> centered_and_variance(ImportContext& c, const Variable& x,
-                                                    const std::vector<int64_t>& axes) {
-  Variable d = out(c.primitive("Minus", {x, mean_over(c, x, axes)}));
-  return {d, mean_over(c, out(c.primitive("ElementTimes", {d, d})), axes)};
+// The mean over the static `axes` (kept as axes of size 1), x - mean, and the variance (the
+// mean of its square).
+struct Moments {
+  Variable mean, centered, variance;
+};
+Moments moments(ImportContext& c, const Variable& x, const std::vector<int64_t>& axes) {
+  Variable mean = mean_over(c, x, axes);
+  Variable d = out(c.primitive("Minus", {x, mean}));
+  return {mean, d, mean_over(c, out(c.primitive("ElementTimes", {d, d})), axes)};
+}
+
+// sqrt(variance + epsilon).
+Variable std_dev(ImportContext& c, const Variable& var, double epsilon) {
+  return out(c.primitive("Sqrt", {out(c.primitive("Plus", {var, scalar(var, epsilon)}))}));
 }
 
 // (x - mean) / sqrt(variance + epsilon) over the static `axes`.
 Variable normalize(ImportContext& c, const Variable& x, const std::vector<int64_t>& axes, double epsilon) {
-  auto [d, var] = centered_and_variance(c, x, axes);
-  Variable sd = out(c.primitive("Sqrt", {out(c.primitive("Plus", {var, scalar(x, epsilon)}))}));
-  return out(c.primitive("ElementDivide", {d, sd}));
+  Moments m = moments(c, x, axes);
+  return out(c.primitive("ElementDivide", {m.centered, std_dev(c, m.variance, epsilon)}));
 }
 
 // The engine's static axes of input 0 from ONNX axis `from` to the last.
@@ -59,6 +67,36 @@ std::vector<int64_t> axes_from(ImportContext& c, int64_t from) {
 std::vector<Variable> first_outputs(ImportContext& c, std::vector<Variable> outs) {
   outs.resize(std::min(outs.size(), size_t(c.node().output_size())));
   return outs;
+}
+
+
+// BatchNormalization with training_mode=1 (opset 14 on), as ONNX computes the node: x
+// normalized with the batch's own statistics over every axis but the channel axis (1), the
+// variance biased; the running mean and variance outputs keep `momentum` of the inputs'
+// and take the rest from the batch's. Composed of reductions, so that the gradient flows
+// through the statistics as batch normalization's does in training.
+std::vector<Variable> batch_norm_training(ImportContext& c) {
+  Variable x = c.input(0);
+  if (c.input_dyn(0) > 0) c.fail("training_mode=1 over an input with a batch or sequence axis is not supported");
+  const int64_t rank = int64_t(x.shape().rank());
+  if (rank < 2) c.fail("the input needs a batch and a channel axis");
+  std::vector<int64_t> axes{0};
+  for (int64_t a = 2; a < rank; ++a) axes.push_back(a);
+  Moments m = moments(c, x, axes);
+  const double momentum = c.attr_float("momentum", 0.9f);
+  Variable sd = std_dev(c, m.variance, c.attr_float("epsilon", 1e-5f));
+  // [C] -> [C, 1, ...] against the statistics' [1, C, 1, ...].
+  NDShape per_channel =
+      NDShape{NDShape::kInferredDimension}.concat(NDShape(std::vector<int64_t>(size_t(rank - 2), 1)));
+  auto channel = [&](const Variable& v) { return out(c.primitive("Reshape", {v}, {{"newShape", per_channel}})); };
+  Variable y = out(c.primitive("ElementDivide", {m.centered, sd}));
+  y = out(c.primitive("Plus", {out(c.primitive("ElementTimes", {y, channel(c.input(1))})), channel(c.input(2))}));
+  auto running = [&](size_t i, const Variable& batch) {
+    Variable flat = out(c.primitive("Reshape", {batch}, {{"newShape", NDShape{NDShape::kInferredDimension}}}));
+    Variable kept = out(c.primitive("ElementTimes", {c.input(i), scalar(x, momentum)}));
+    return out(c.primitive("Plus", {kept, out(c.primitive("ElementTimes", {flat, scalar(x, 1 - momentum)}))}));
+  };
+  return first_outputs(c, {y, running(3, m.mean), running(4, m.variance)});
 }
 
 }  // namespace
@@ -87,29 +125,28 @@ void register_import_norm() {
         const bool stash = c.attr_int("stash_type", 1) == 1 && dt != DataType::Float;
         if (stash) x = cast_to(c, x, DataType::Float);
         const auto axes = axes_from(c, c.attr_int("axis", -1));
-        Variable mean = mean_over(c, x, axes);
-        Variable d = out(c.primitive("Minus", {x, mean}));
-        Variable var = mean_over(c, out(c.primitive("ElementTimes", {d, d})), axes);
-        Variable sd = out(c.primitive("Sqrt", {out(c.primitive("Plus", {var, scalar(x, c.attr_float("epsilon", 1e-5f))}))}));
+        Moments m = moments(c, x, axes);
+        Variable sd = std_dev(c, m.variance, c.attr_float("epsilon", 1e-5f));
         Variable inv = out(c.primitive("ElementDivide", {scalar(x, 1), sd}));
-        Variable y = cast_to(c, out(c.primitive("ElementTimes", {d, inv})), dt);
+        Variable y = cast_to(c, out(c.primitive("ElementTimes", {m.centered, inv})), dt);
         y = out(c.primitive("ElementTimes", {y, c.input(1)}));
         if (c.has_input(2)) y = out(c.primitive("Plus", {y, c.input(2)}));
-        return first_outputs(c, {y, mean, inv});
+        return first_outputs(c, {y, m.mean, inv});
       },
       17);
   // (x - mean) / (standard deviation + 1e-9) over `axes` (ONNX's function body).
   register_onnx_import("MeanVarianceNormalization", [](ImportContext& c) {
     std::vector<int64_t> axes;
     for (int64_t a : c.attr_ints("axes", std::vector<int64_t>{0, 2, 3})) axes.push_back(static_axis_of(c, 0, a));
-    auto [d, var] = centered_and_variance(c, c.input(0), axes);
-    Variable sd = out(c.primitive("Plus", {out(c.primitive("Sqrt", {var})), scalar(d, 1e-9)}));
-    return std::vector<Variable>{out(c.primitive("ElementDivide", {d, sd}))};
+    Moments m = moments(c, c.input(0), axes);
+    Variable sd = out(c.primitive("Plus", {out(c.primitive("Sqrt", {m.variance})), scalar(m.centered, 1e-9)}));
+    return std::vector<Variable>{out(c.primitive("ElementDivide", {m.centered, sd}))};
   });
   register_onnx_import("BatchNormalization", [](ImportContext& c) {
+    if (c.opset() >= 14 && c.attr_int("training_mode", 0) != 0) return batch_norm_training(c);
     for (int k = 1; k < c.node().output_size(); ++k)
-      if (!c.node().output(k).empty()) c.fail("the training outputs (running mean and variance) are not supported");
-    if (c.opset() >= 14 && c.attr_int("training_mode", 0) != 0) c.fail("training_mode 1 is not supported");
+      if (!c.node().output(k).empty())
+        c.fail("the training outputs (running mean and variance) are supported with training_mode=1 (opset 14 on) only");
     // Before opset 9, spatial=0 normalizes per element of the sample; from 9 on always per channel.
     const bool spatial = c.opset() >= 9 || c.attr_int("spatial", 1) != 0;
     Variable scale = c.input(1), bias = c.input(2), mean = statistic(c, 3), var = statistic(c, 4);

@@ -282,6 +282,108 @@ Vars bitwise_not(ImportContext& c) {
   return {op2(c, "Minus", f32(c, top, "top"), x)};
 }
 
+
+// A node of another op type over values a rule computed, with the outer node's attributes:
+// lets QLinearMatMul, ConvInteger and QLinearConv reuse MatMul's and Conv's rules (their
+// broadcasting, padding, strides and groups) on the zero-point-corrected operands.
+// v as [n, 1, ...] of rank `block_rank` where it is 1-D with n > 1 entries (and block_rank > 1).
+Variable per_leading(ImportContext& c, const Variable& v, size_t block_rank) {
+  if (block_rank < 2 || v.shape().rank() != 1 || v.shape()[0] <= 1) return v;
+  std::vector<int64_t> d(block_rank, 1);
+  d[0] = v.shape()[0];
+  return reshape(c, v, d);
+}
+
+class InnerNode final : public ImportContext {
+ public:
+  InnerNode(ImportContext& outer, const std::string& op_type, Vars inputs)
+      : outer_(outer), inputs_(std::move(inputs)) {
+    node_.set_op_type(op_type);
+    node_.set_name(outer.name());
+    for (size_t i = 0; i < inputs_.size(); ++i) node_.add_input(inputs_[i].defined() ? "in" + std::to_string(i) : "");
+    node_.add_output(outer.node().output(0));
+    *node_.mutable_attribute() = outer.node().attribute();
+  }
+  const ::onnx::NodeProto& node() const override { return node_; }
+  int opset() const override { return outer_.opset(); }
+  std::string name() const override { return outer_.name(); }
+  Variable input(size_t i) override { return inputs_.at(i); }
+  int32_t input_elem_type(size_t) override { return TensorProto::FLOAT; }
+  std::optional<NDArrayView> constant_input(size_t) override { return std::nullopt; }
+  std::optional<std::vector<int64_t>> constant_input_i64(size_t) override { return std::nullopt; }
+  NDArrayView tensor_value(const TensorProto& t) override { return outer_.tensor_value(t); }
+  void set_output_elem_type(size_t, int32_t) override {}
+  std::vector<Variable> read_subgraph(const ::onnx::GraphProto&, const std::vector<Variable>&) override {
+    fail("has no subgraphs");
+  }
+
+  Variable run() {
+    const ImportFn* rule = find_onnx_import(node_.op_type(), opset());
+    if (!rule) outer_.fail("the reader has no rule for " + node_.op_type());
+    return (*rule)(*this).at(0);
+  }
+
+ private:
+  ImportContext& outer_;
+  Vars inputs_;
+  ::onnx::NodeProto node_;
+};
+
+// Input i as float32 less its zero point (input zp, where given). A 1-D zero point of more
+// than one entry applies along the leading axis of a trailing block of `block_rank` axes (a
+// matrix's rows: 2; a kernel's output channels: its rank): reshaped to [n, 1, ...]; with
+// block_rank 0 it broadcasts from the right as it is.
+Variable less_zero_point(ImportContext& c, size_t i, size_t zp, size_t block_rank) {
+  Variable x = cast(c, c.input(i), DataType::Float);
+  if (!c.has_input(zp)) return x;
+  return op2(c, "Minus", x, per_leading(c, cast(c, c.input(zp), DataType::Float), block_rank));
+}
+
+// An integer result r of a product requantized: rint(r * scale + zero point) clipped to the
+// output type's range (that of y_zero_point's type, else of `fallback_type`).
+Variable requantize(ImportContext& c, const Variable& r, const Variable& scale, size_t y_zp, int32_t fallback_type) {
+  Variable y = op2(c, "ElementTimes", r, scale);
+  int32_t t = fallback_type;
+  if (c.has_input(y_zp)) {
+    y = op2(c, "Plus", y, cast(c, c.input(y_zp), DataType::Float));
+    t = c.input_elem_type(y_zp);
+  }
+  c.set_output_elem_type(0, t);
+  return clip(c, rint(c, y), range_of(c, t));
+}
+
+Variable scale_of(ImportContext& c, size_t i) { return cast(c, c.input(i), DataType::Float); }
+
+// (a - a_zero_point) @ (b - b_zero_point) * a_scale * b_scale / y_scale + y_zero_point.
+Vars qlinear_matmul(ImportContext& c) {
+  // a's scale and zero point per row ([M] of [.., M, K]), b's per column (broadcast as they are).
+  Variable a = less_zero_point(c, 0, 2, 2), b = less_zero_point(c, 3, 5, 0);
+  Variable r = InnerNode(c, "MatMul", {a, b}).run();
+  Variable scale =
+      op2(c, "ElementDivide", op2(c, "ElementTimes", per_leading(c, scale_of(c, 1), 2), scale_of(c, 4)), scale_of(c, 6));
+  return {requantize(c, r, scale, 7, c.input_elem_type(0))};
+}
+
+// Conv over the operands less their zero points (the kernel's per output channel), in int32.
+Vars conv_integer(ImportContext& c) {
+  Variable x = less_zero_point(c, 0, 2, 0), w = less_zero_point(c, 1, 3, c.input(1).shape().rank());
+  c.set_output_elem_type(0, TensorProto::INT32);
+  return {InnerNode(c, "Conv", {x, w}).run()};
+}
+
+// Conv over the operands less their zero points (and the int32 bias B), requantized with
+// x_scale * w_scale / y_scale (w_scale per output channel where 1-D).
+Vars qlinear_conv(ImportContext& c) {
+  Variable x = less_zero_point(c, 0, 2, 0), w = less_zero_point(c, 3, 5, c.input(3).shape().rank());
+  Vars ins{x, w};
+  if (c.has_input(8)) ins.push_back(cast(c, c.input(8), DataType::Float));
+  Variable r = InnerNode(c, "Conv", ins).run();
+  // A per-channel w_scale [M] against the result's [M, spatial...] (N being the batch axis or free).
+  Variable ws = per_leading(c, scale_of(c, 4), w.shape().rank() - 1);
+  Variable scale = op2(c, "ElementDivide", op2(c, "ElementTimes", scale_of(c, 1), ws), scale_of(c, 6));
+  return {requantize(c, r, scale, 7, c.input_elem_type(0))};
+}
+
 }  // namespace
 
 void register_import_quant() {
@@ -293,6 +395,9 @@ void register_import_quant() {
   register_onnx_import("DequantizeLinear", dequantize, 10);
   register_onnx_import("DynamicQuantizeLinear", dynamic_quantize, 11);
   register_onnx_import("BitShift", bit_shift, 11);
+  register_onnx_import("QLinearMatMul", qlinear_matmul, 10);
+  register_onnx_import("ConvInteger", conv_integer, 10);
+  register_onnx_import("QLinearConv", qlinear_conv, 10);
 }
 
 }  // namespace cntk::onnx_io
