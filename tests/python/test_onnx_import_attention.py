@@ -220,3 +220,20 @@ def test_array_feature_extractor_of_a_vector_and_of_a_matrix_trains():
                    opsets=ml)
     _check_against_reference(model, {'i': np.array([2, 1], np.int64)}, rtol=0, atol=0)
     _check_gradients(model, {'i': np.array([2, 1], np.int64)})
+
+
+@pytest.mark.parametrize('aggregate', [0, 1, 2, 3])
+def test_tree_ensemble_of_two_trees_aggregates_and_tracks_missing_values(aggregate):
+    # Tree 0: node 0 (x0 <= 0.5) -> node 1 (x1 > 0, NaN true) | leaf 2; node 1 -> leaf 0 | leaf 1.
+    # Tree 1: node 2 (x2 in {1, 2}) -> leaf 3 | node 3 (x0 != 0.25) -> leaf 4 | leaf 5.
+    node = helper.make_node(
+        'TreeEnsemble', ['X'], ['Y'], domain='ai.onnx.ml', aggregate_function=aggregate, n_targets=2,
+        tree_roots=[0, 2], nodes_featureids=[0, 1, 2, 0], nodes_truenodeids=[1, 0, 3, 4],
+        nodes_falsenodeids=[2, 1, 3, 5], nodes_trueleafs=[0, 1, 1, 1], nodes_falseleafs=[1, 1, 0, 1],
+        nodes_missing_value_tracks_true=[0, 1, 0, 0], leaf_targetids=[0, 1, 0, 1, 1, 0],
+        nodes_modes=helper.make_tensor('m', TensorProto.UINT8, [4], [0, 3, 6, 5]),
+        nodes_splits=numpy_helper.from_array(np.array([0.5, 0.0, np.nan, 0.25], np.float32), 's'),
+        membership_values=numpy_helper.from_array(np.array([1, 2, np.nan], np.float32), 'mv'),
+        leaf_weights=numpy_helper.from_array(np.array([1.5, -2, 4, 8, 16, -32], np.float32), 'w'))
+    x = np.array([[0.1, 1, 1], [0.1, -1, 3], [0.1, np.nan, 2], [0.9, 0, 5], [0.25, 0, 7]], np.float32)
+    _check_against_reference(_model([node], {'X': x}, ['Y'], opsets=(('', 21), ('ai.onnx.ml', 5))), {'X': x})
