@@ -1,7 +1,8 @@
 // ONNX Resize and Upsample. Every interpolation ONNX defines (nearest, linear, cubic) is
 // separable: each resized axis is a product with a constant [in, out] weight matrix, worked
 // out here from the scales/sizes, the coordinate transformation and the rounding mode the
-// node names (known while reading). The engine runs them as Times, so the resize is
+// node names (known while reading); antialias widens the linear or cubic kernel by the
+// inverse scale when downsampling. The engine runs them as Times, so the resize is
 // differentiable and runs on any device the engine does.
 #include <algorithm>
 #include <cmath>
@@ -20,6 +21,8 @@ struct Mode {
   std::string mode = "nearest", transform = "half_pixel", nearest = "round_prefer_floor";
   double cubic_a = -0.75, extrapolation = 0;
   bool exclude_outside = false;
+  // Downsampling with the kernel widened by 1 / scale (a low-pass filter), as ONNX's reference.
+  bool antialias = false;
 };
 
 // Where output position x falls in the input of length `in_len`. As in ONNX's reference, the
@@ -42,8 +45,34 @@ double source_coordinate(const Mode& m, double x, double scale, int64_t in_len, 
   return 0.5 * (roi_start + roi_end) * double(in_len - 1);
 }
 
+// Keys' cubic kernel with coefficient a at distance x.
+double keys(double a, double x) {
+  x = std::abs(x);
+  if (x <= 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
+  if (x < 2) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+  return 0;
+}
+
+// Antialiased linear or cubic weights: the kernel stretched by 1 / scale when downsampling,
+// over the neighbours it then reaches, normalized to sum to one.
+std::vector<double> antialias_coefficients(const Mode& m, double ratio, double scale) {
+  scale = std::min(scale, 1.0);
+  const double reach = m.mode == "linear" ? 1 : 2;
+  const int64_t start = int64_t(std::floor(-reach / scale) + 1), end = 2 - start;
+  std::vector<double> c;
+  double sum = 0;
+  for (int64_t i = start; i < end; ++i) {
+    const double x = scale * (double(i) - ratio);
+    c.push_back(m.mode == "linear" ? std::clamp(1 - std::abs(x), 0.0, 1.0) : keys(m.cubic_a, x));
+    sum += c.back();
+  }
+  for (double& v : c) v /= sum;
+  return c;
+}
+
 // The interpolation weights of the neighbours around a fractional position `ratio` in (0, 1].
-std::vector<double> coefficients(const Mode& m, double ratio, bool integral) {
+std::vector<double> coefficients(const Mode& m, double ratio, bool integral, double scale) {
+  if (m.antialias && m.mode != "nearest") return antialias_coefficients(m, ratio, scale);
   if (m.mode == "nearest") {
     if (integral) return {0, 1};
     const std::string& n = m.nearest;
@@ -73,7 +102,7 @@ std::vector<double> axis_weights(const Mode& m, double scale, int64_t in_len, in
     }
     const double xf = std::floor(x);
     const bool integral = xf == x;
-    std::vector<double> c = coefficients(m, integral ? 1.0 : x - xf, integral);
+    std::vector<double> c = coefficients(m, integral ? 1.0 : x - xf, integral, scale);
     const int64_t n = int64_t(c.size());
     // The n input positions nearest to x (ties to the lower), as ONNX's reference picks them.
     std::vector<int64_t> cand;
@@ -150,7 +179,7 @@ Vars resize(ImportContext& c, const std::optional<std::vector<float>>& attr_scal
     m.transform = "asymmetric";
     m.nearest = "floor";
   }
-  if (c.attr_int("antialias", 0) != 0) c.fail("antialias = 1 is not supported");
+  m.antialias = c.opset() >= 18 && c.attr_int("antialias", 0) != 0;
   static const char* known[] = {"half_pixel",    "half_pixel_symmetric", "pytorch_half_pixel",
                                 "align_corners", "asymmetric",           "tf_crop_and_resize"};
   if (std::find(std::begin(known), std::end(known), m.transform) == std::end(known))
