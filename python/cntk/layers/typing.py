@@ -16,12 +16,25 @@ from ..variables import _Type
 _DTYPES = (np.float32, np.float64, np.float16)
 
 
-def _make_tensor_meta(cls_name, **fields):
+# The type classes below live for the whole process (classes sit in reference cycles, so
+# only the garbage collector frees them). They keep axis *names* and make the Axis objects
+# when a type is built: a native Axis held by a class would outlive the extension's own
+# teardown and be reported as a leak at interpreter exit.
+def _axes(names):
+    made = {_BATCH: Axis.default_batch_axis, _SEQUENCE: Axis.default_dynamic_axis}
+    return [made[n]() if n in made else Axis(n) for n in names]
+
+
+_BATCH = Axis.default_batch_axis().name
+_SEQUENCE = Axis.default_dynamic_axis().name
+
+
+def _make_tensor_meta(cls_name, axis_names, **fields):
     class TensorMeta(type):
         def __getitem__(cls, shape):
             if not isinstance(shape, tuple):
                 shape = (shape,)
-            kwargs = dict(fields)
+            kwargs = dict(fields, dynamic_axes=_axes(axis_names))
             # The first entry may be the element type: Tensor[np.float64, 3].
             if shape and any(shape[0] is t for t in _DTYPES):
                 kwargs['dtype'] = shape[0]
@@ -37,11 +50,11 @@ def _make_tensor_meta(cls_name, **fields):
     return TensorMeta(cls_name, (), {})
 
 
-Tensor = _make_tensor_meta('Tensor', is_sparse=False, dynamic_axes=[Axis.default_batch_axis()])
+Tensor = _make_tensor_meta('Tensor', (_BATCH,), is_sparse=False)
 """A dense data tensor with a batch axis: `Tensor[13, 42]`."""
-SparseTensor = _make_tensor_meta('SparseTensor', is_sparse=True, dynamic_axes=[Axis.default_batch_axis()])
+SparseTensor = _make_tensor_meta('SparseTensor', (_BATCH,), is_sparse=True)
 """A sparse data tensor with a batch axis: `SparseTensor[9000]`."""
-ParameterTensor = _make_tensor_meta('ParameterTensor', is_sparse=False, dynamic_axes=[])
+ParameterTensor = _make_tensor_meta('ParameterTensor', (), is_sparse=False)
 """A tensor without dynamic axes: `ParameterTensor[512, 256]`."""
 
 tensor = Tensor[-2]
@@ -57,14 +70,14 @@ def _item_type(item):
     return item
 
 
-def _make_seq_meta(cls_name, axes):
+def _make_seq_meta(cls_name, axis_names):
     class SeqMeta(type):
         def __getitem__(cls, item):
             item = _item_type(item)
             item_axes = list(item.get('dynamic_axes', ()))
             if item_axes and item_axes != [Axis.default_batch_axis()]:
                 raise TypeError("sequences over sequences are currently not supported")
-            return item.updated_with(dynamic_axes=tuple(axes))
+            return item.updated_with(dynamic_axes=tuple(_axes(axis_names)))
 
         def __repr__(cls):
             return cls_name
@@ -72,7 +85,7 @@ def _make_seq_meta(cls_name, axes):
     return SeqMeta(cls_name, (), {})
 
 
-Sequence = _make_seq_meta('Sequence', [Axis.default_batch_axis(), Axis.default_dynamic_axis()])
+Sequence = _make_seq_meta('Sequence', (_BATCH, _SEQUENCE))
 """A sequence of tensors over the default sequence axis: `Sequence[Tensor[13]]`."""
 
 
@@ -84,7 +97,7 @@ class SequenceOverMeta(type):
             axis = Axis(axis)
         if not isinstance(axis, Axis) or not axis.is_dynamic_axis:
             raise TypeError("SequenceOver[...] takes a dynamic Axis, not %r" % (axis,))
-        return _make_seq_meta('SequenceOver[%s]' % axis.name, [Axis.default_batch_axis(), axis])
+        return _make_seq_meta('SequenceOver[%s]' % axis.name, (_BATCH, axis.name))
 
 
 SequenceOver = SequenceOverMeta('SequenceOver', (), {})

@@ -482,12 +482,15 @@ def nesterov(parameters, lr, momentum, unit_gain=None, l1_regularization_weight=
     return _finish(_cntk.nesterov_learner(params, lr, momentum, _unit_gain(unit_gain), opts), ref)
 
 
-def adadelta(parameters, lr=learning_parameter_schedule_per_sample(1), rho=0.95, epsilon=1e-8,
+def adadelta(parameters, lr=None, rho=0.95, epsilon=1e-8,
              l1_regularization_weight=0.0, l2_regularization_weight=0.0, gaussian_noise_injection_std_dev=0.0,
              gradient_clipping_threshold_per_sample=np.inf, gradient_clipping_with_truncation=True,
              use_mean_gradient=None, minibatch_size=None, epoch_size=None):
     """AdaDelta (Zeiler 2012) with decay ``rho`` and ``epsilon``; the step is scaled
     by ``lr`` (per sample, 1 by default). See :func:`sgd` for the other arguments."""
+    # Schedule defaults are made per call (see _DEFAULT_VARIANCE_MOMENTUM).
+    if lr is None:
+        lr = learning_parameter_schedule_per_sample(1)
     params, lr, ref = _prepare(parameters, lr, minibatch_size, use_mean_gradient, epoch_size)
     opts = _options(l1_regularization_weight, l2_regularization_weight, gaussian_noise_injection_std_dev,
                     gradient_clipping_threshold_per_sample, gradient_clipping_with_truncation, ref)
@@ -509,8 +512,16 @@ def adagrad(parameters, lr, need_ave_multiplier=True, l1_regularization_weight=0
 _DEFAULT_VARIANCE_MOMENTUM = 0.9999986111120757  # exp(-1 / 720000): a time constant of 2 * 3600 * 100 samples
 
 
+def _variance_momentum(variance_momentum):
+    # None is CNTK's default, momentum_schedule_per_sample(_DEFAULT_VARIANCE_MOMENTUM), made per
+    # call: a native schedule kept as a signature default would outlive the extension's teardown.
+    if variance_momentum is None:
+        return momentum_schedule_per_sample(_DEFAULT_VARIANCE_MOMENTUM)
+    return variance_momentum
+
+
 def fsadagrad(parameters, lr, momentum, unit_gain=None,
-              variance_momentum=momentum_schedule_per_sample(_DEFAULT_VARIANCE_MOMENTUM),
+              variance_momentum=None,
               l1_regularization_weight=0.0, l2_regularization_weight=0.0, gaussian_noise_injection_std_dev=0.0,
               gradient_clipping_threshold_per_sample=np.inf, gradient_clipping_with_truncation=True,
               use_mean_gradient=None, minibatch_size=None, epoch_size=None):
@@ -518,7 +529,7 @@ def fsadagrad(parameters, lr, momentum, unit_gain=None,
     ``variance_momentum``) followed by momentum. See :func:`momentum_sgd`."""
     params, lr, ref = _prepare(parameters, lr, minibatch_size, use_mean_gradient, epoch_size)
     momentum = _infer_schedule(momentum, ref, epoch_size)
-    variance_momentum = _infer_schedule(variance_momentum, ref, epoch_size)
+    variance_momentum = _infer_schedule(_variance_momentum(variance_momentum), ref, epoch_size)
     opts = _options(l1_regularization_weight, l2_regularization_weight, gaussian_noise_injection_std_dev,
                     gradient_clipping_threshold_per_sample, gradient_clipping_with_truncation, ref)
     return _finish(_cntk.fsada_grad_learner(params, lr, momentum, _unit_gain(unit_gain), variance_momentum, opts),
@@ -526,7 +537,7 @@ def fsadagrad(parameters, lr, momentum, unit_gain=None,
 
 
 def adam(parameters, lr, momentum, unit_gain=None,
-         variance_momentum=momentum_schedule_per_sample(_DEFAULT_VARIANCE_MOMENTUM),
+         variance_momentum=None,
          l1_regularization_weight=0.0, l2_regularization_weight=0.0, gaussian_noise_injection_std_dev=0.0,
          gradient_clipping_threshold_per_sample=np.inf, gradient_clipping_with_truncation=True,
          use_mean_gradient=None, epsilon=1e-8, adamax=False, minibatch_size=None, epoch_size=None):
@@ -535,7 +546,7 @@ def adam(parameters, lr, momentum, unit_gain=None,
     the first moment is the usual (1 - beta1)-weighted mean. See :func:`momentum_sgd`."""
     params, lr, ref = _prepare(parameters, lr, minibatch_size, use_mean_gradient, epoch_size)
     momentum = _infer_schedule(momentum, ref, epoch_size)
-    variance_momentum = _infer_schedule(variance_momentum, ref, epoch_size)
+    variance_momentum = _infer_schedule(_variance_momentum(variance_momentum), ref, epoch_size)
     opts = _options(l1_regularization_weight, l2_regularization_weight, gaussian_noise_injection_std_dev,
                     gradient_clipping_threshold_per_sample, gradient_clipping_with_truncation, ref)
     return _finish(_cntk.adam_learner(params, lr, momentum, _unit_gain(unit_gain), variance_momentum,

@@ -21,8 +21,14 @@ FreeDimension = _cntk.FreeDimension
 # ----------------------------------------------------------- variables
 
 def input_variable(shape, dtype=None, needs_gradient=False, is_sparse=False,
-                   dynamic_axes=[Axis.default_batch_axis()], name=''):
-    """An input variable with a batch axis (by default): data is fed for it at each call."""
+                   dynamic_axes=None, name=''):
+    """An input variable with a batch axis (by default): data is fed for it at each call.
+
+    `dynamic_axes` None is CNTK's default, the batch axis alone. The default is made per
+    call: an Axis kept in the signature would live until the interpreter's teardown and be
+    reported as a leak."""
+    if dynamic_axes is None:
+        dynamic_axes = [Axis.default_batch_axis()]
     # As in CNTK, default_options(dtype=...) also types the inputs made without one.
     from ..default_options import get_default_override, default_override_or
     dtype = dtype if dtype is not None else get_default_override(None, dtype=default_override_or(np.float32))
@@ -30,7 +36,7 @@ def input_variable(shape, dtype=None, needs_gradient=False, is_sparse=False,
 
 
 def input(shape, dtype=np.float32, needs_gradient=False, is_sparse=False,
-          dynamic_axes=[Axis.default_batch_axis()], name=''):
+          dynamic_axes=None, name=''):
     """Deprecated name of input_variable."""
     return input_variable(shape, dtype, needs_gradient, is_sparse, dynamic_axes, name)
 

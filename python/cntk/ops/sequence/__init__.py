@@ -9,8 +9,11 @@ from ...variables import _make_input
 
 
 def input_variable(shape, dtype=None, needs_gradient=False, is_sparse=False,
-                   sequence_axis=Axis.default_dynamic_axis(), name=''):
-    """An input variable with a batch axis and a sequence axis."""
+                   sequence_axis=None, name=''):
+    """An input variable with a batch axis and a sequence axis (`sequence_axis` None:
+    `Axis.default_dynamic_axis()`, made per call as in `cntk.input_variable`)."""
+    if sequence_axis is None:
+        sequence_axis = Axis.default_dynamic_axis()
     # As in CNTK, default_options(dtype=...) also types the inputs made without one.
     from ...default_options import get_default_override, default_override_or
     dtype = dtype if dtype is not None else get_default_override(None, dtype=default_override_or(np.float32))
@@ -18,7 +21,7 @@ def input_variable(shape, dtype=None, needs_gradient=False, is_sparse=False,
 
 
 def input(shape, dtype=np.float32, needs_gradient=False, is_sparse=False,
-          sequence_axis=Axis.default_dynamic_axis(), name=''):
+          sequence_axis=None, name=''):
     """Deprecated name of input_variable."""
     return input_variable(shape, dtype, needs_gradient, is_sparse, sequence_axis, name)
 
