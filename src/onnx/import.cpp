@@ -150,6 +150,24 @@ FunctionPtr ImportContext::primitive(const std::string& op, std::vector<Variable
   }
 }
 
+ImportContext::Probed ImportContext::input_probe_dims(size_t i) {
+  const Variable x = input(i);
+  if (!x.dynamic_axes().empty() || !x.shape().is_known())
+    fail("input " + std::to_string(i) + " has a free dimension or dynamic axes: its shape is not known while reading");
+  return {x.shape().dims(), x.shape().dims()};
+}
+
+std::optional<ImportContext::Probed> ImportContext::probed_input_i64(size_t i) {
+  auto v = constant_input_i64(i);
+  if (!v) return std::nullopt;
+  return Probed{*v, *v};
+}
+
+Variable ImportContext::probed_fill(const Probed& shape, DataType dt, double value) {
+  if (shape.any_depends()) fail("a shape that depends on a free dimension of the graph's inputs");
+  return Variable::constant(NDArrayView::full(dt, NDShape(shape.a), value), name());
+}
+
 // ------------------------------------------------------------------ the reader
 
 namespace {
@@ -161,7 +179,31 @@ bool is_float_type(int32_t t) {
 struct KnownValue {
   NDArrayView value;
   std::optional<std::vector<int64_t>> ints;  // exact integers where the tensor held them
+  // The value in probe world b where it was computed from the free dimensions' probe sizes
+  // (ImportContext::Probed); `value` is then world a's.
+  std::optional<NDArrayView> probe_b;
+  bool depends() const;
 };
+
+std::vector<int64_t> rounded_ints(const NDArrayView& v) {
+  const NDArrayView d = v.cast(DataType::Double).contiguous();
+  std::vector<int64_t> out(size_t(d.numel()));
+  for (int64_t j = 0; j < d.numel(); ++j) out[size_t(j)] = float_to_i64(std::round(d.data<double>()[j]));
+  return out;
+}
+
+bool KnownValue::depends() const {
+  if (!probe_b) return false;
+  const NDArrayView a = value.cast(DataType::Double).contiguous(), b = probe_b->cast(DataType::Double).contiguous();
+  for (int64_t j = 0; j < a.numel(); ++j)
+    if (a.data<double>()[j] != b.data<double>()[j]) return true;
+  return false;
+}
+
+// The probe sizes of free dimensions: primes far from the sizes models use, small enough that
+// products of two or three of them stay exact in float32, in which the engine folds integers.
+constexpr int64_t kProbeA[] = {1009, 1013, 1019, 1021, 1031, 1033, 1039, 1049};
+constexpr int64_t kProbeB[] = {1051, 1061, 1063, 1069, 1087, 1091, 1093, 1097};
 
 class Reader final : public ImportContext {
  public:
@@ -245,13 +287,16 @@ class Reader final : public ImportContext {
   std::optional<NDArrayView> constant_input(size_t i) override {
     if (!has_input(i)) return std::nullopt;
     auto it = known_.find(node_->input(int(i)));
-    if (it == known_.end()) return std::nullopt;
+    if (it == known_.end() || it->second.depends()) return std::nullopt;
     return it->second.value;
   }
   std::optional<std::vector<int64_t>> constant_input_i64(size_t i) override {
     if (!has_input(i)) return std::nullopt;
     auto it = known_.find(node_->input(int(i)));
     if (it == known_.end()) return std::nullopt;
+    if (it->second.depends())
+      fail("input " + std::to_string(i) + " depends on a free dimension of the graph's inputs, which this op " +
+           "needs known while reading");
     if (it->second.ints) return it->second.ints;
     const NDArrayView v = it->second.value.cast(DataType::Double).contiguous();
     std::vector<int64_t> out(size_t(v.numel()));
@@ -262,6 +307,63 @@ class Reader final : public ImportContext {
     }
     return out;
   }
+  Probed input_probe_dims(size_t i) override {
+    Variable x = input(i);
+    if (!x.dynamic_axes().empty())
+      fail("input " + std::to_string(i) + " has dynamic axes: its shape is not known while reading");
+    if (x.shape().is_known()) return {x.shape().dims(), x.shape().dims()};
+    auto it = probe_dims_.find(x.get());
+    if (it != probe_dims_.end()) return it->second;
+    Probed p{probe_shape(x, false), probe_shape(x, true)};
+    for (size_t k = 0; k < p.a.size(); ++k)
+      if (p.a[k] < 0 || p.b[k] < 0)
+        fail("input " + std::to_string(i) + " has a free dimension that does not follow from the graph's inputs");
+    probe_dims_[x.get()] = p;
+    return p;
+  }
+  std::optional<Probed> probed_input_i64(size_t i) override {
+    if (!has_input(i)) return std::nullopt;
+    auto it = known_.find(node_->input(int(i)));
+    if (it == known_.end()) return std::nullopt;
+    probed_inputs_.push_back(i);
+    if (!it->second.depends()) {
+      auto v = constant_input_i64(i);
+      return Probed{*v, *v};
+    }
+    return Probed{rounded_ints(it->second.value), rounded_ints(*it->second.probe_b)};
+  }
+  void set_output_probe(size_t k, const NDArrayView& b) override { output_probes_[k] = b; }
+  Variable probed_fill(const Probed& s, DataType dt, double value) override {
+    if (!s.any_depends()) return ImportContext::probed_fill(s, dt, value);
+    // The constant part, with unit dims where an entry depends on free dims; each of those
+    // dims comes from a graph input that has it: that input's zeros, sliced to the one axis
+    // and moved to the entry's position, broadcast in by a sum.
+    std::vector<int64_t> base = s.a;
+    for (size_t k = 0; k < base.size(); ++k)
+      if (s.depends(k)) base[k] = 1;
+    Variable y = Variable::constant(NDArrayView::full(dt, NDShape(base), value), name() + "/fill");
+    for (size_t k = 0; k < base.size(); ++k) {
+      if (!s.depends(k)) continue;
+      const ProbeInput* src = nullptr;
+      size_t axis = 0;
+      for (const ProbeInput& p : probe_order_)
+        for (size_t j = 0; j < p.a.size() && !src; ++j)
+          if (p.a[j] == s.a[k] && p.b[j] == s.b[k]) src = &p, axis = j;
+      if (!src) fail("shape entry " + std::to_string(k) + " is no dimension of a graph input (a product or sum of them)");
+      Variable r = primitive("ConstantOp", {src->input}, {{"fillValue", 0.0}})->output();
+      for (size_t j = 0; j < src->a.size(); ++j)
+        if (j != axis)
+          r = primitive("Slice", {r}, {{"axis", Axis(int(j))}, {"beginIndex", int64_t(0)}, {"endIndex", int64_t(1)}})
+                  ->output();
+      std::vector<int64_t> at(base.size(), 1);
+      at[k] = NDShape::kInferredDimension;
+      r = primitive("Reshape", {r}, {{"newShape", NDShape(at)}})->output();
+      if (r.dtype() != dt) r = primitive("Cast", {r}, {{"newDataType", int64_t(dt)}})->output();
+      y = primitive("Plus", {y, r})->output();
+    }
+    return y;
+  }
+
   NDArrayView tensor_value(const TensorProto& t) override { return tensor_to_view(t, base_dir_, where()); }
   void set_output_elem_type(size_t k, int32_t t) override {
     if (int(k) < node_->output_size()) elem_types_[node_->output(int(k))] = t;
@@ -347,6 +449,28 @@ class Reader final : public ImportContext {
       }
     }
     Variable v = Variable::input(NDShape(dims), dt, false, false, {}, vi.name());
+    // Each free dimension's probe sizes; one symbolic name is one dimension in every input.
+    if (!NDShape(dims).is_known()) {
+      std::vector<int64_t> a = dims, b = dims;
+      for (int k = 0; k < rank; ++k) {
+        if (dims[size_t(k)] != NDShape::kFreeDimension) continue;
+        const std::string& param = tt.shape().dim(k).dim_param();
+        size_t sym = param.empty() ? probe_symbols_.size() : 0;
+        if (param.empty()) {
+          probe_symbols_.push_back("");
+        } else {
+          auto f = std::find(probe_symbols_.begin(), probe_symbols_.end(), param);
+          sym = size_t(f - probe_symbols_.begin());
+          if (f == probe_symbols_.end()) probe_symbols_.push_back(param);
+        }
+        if (sym >= std::size(kProbeA)) continue;  // too many: left free, a Shape of it is refused
+        a[size_t(k)] = kProbeA[sym];
+        b[size_t(k)] = kProbeB[sym];
+      }
+      probe_inputs_[v.get()] = {Variable::input(NDShape(a), dt, false, false, {}, vi.name()),
+                                Variable::input(NDShape(b), dt, false, false, {}, vi.name())};
+      probe_order_.push_back({v, a, b});
+    }
     values_[vi.name()] = v;
     elem_types_[vi.name()] = tt.elem_type();
   }
@@ -362,6 +486,8 @@ class Reader final : public ImportContext {
         fail("its domain '" + n.domain() + "' is not imported by the model");
       fail("the op type is not supported by the reader (opset " + std::to_string(opset()) + ")");
     }
+    probed_inputs_.clear();
+    output_probes_.clear();
     std::vector<Variable> outs = (*rule)(*this);
     // An output that is one of the node's inputs unchanged (Identity, Dropout at inference)
     // still gets a function named after the node, so that the node's name survives the read.
@@ -372,9 +498,17 @@ class Reader final : public ImportContext {
           break;
         }
     if (outs.size() > size_t(n.output_size())) fail("the rule made more outputs than the node has");
-    bool all_known = true;
-    for (const auto& in : n.input())
-      if (!in.empty() && !known_.count(in)) all_known = false;
+    bool all_known = true, probed = false;
+    for (int i = 0; i < n.input_size(); ++i) {
+      const std::string& in = n.input(i);
+      if (in.empty()) continue;
+      auto it = known_.find(in);
+      if (it == known_.end()) {
+        all_known = false;
+      } else if (it->second.probe_b) {
+        probed = true;
+      }
+    }
     for (size_t k = 0; k < outs.size(); ++k) {
       const std::string& out = n.output(int(k));
       if (out.empty()) continue;
@@ -383,9 +517,24 @@ class Reader final : public ImportContext {
       if (!elem_types_.count(out)) elem_types_[out] = TensorProto::FLOAT;
       if (outs[k].is_constant()) {
         known_[out] = KnownValue{outs[k].value(), constant_node_ints(n)};
+        if (auto p = output_probes_.find(k); p != output_probes_.end()) {
+          known_[out].probe_b = p->second;
+          probe_leaves_[outs[k].get()] = Variable::constant(p->second, out);
+        }
       } else if (all_known && outs[k].is_output() && outs[k].dynamic_axes().empty()) {
-        fold(out, outs[k]);
+        fold(out, outs[k], probed);
       }
+    }
+    // A value computed from probe sizes is no value of the model: it may only flow into other
+    // such values (folded in both worlds) or into the rules that read it as probed values.
+    for (int i = 0; i < n.input_size(); ++i) {
+      auto it = n.input(i).empty() ? known_.end() : known_.find(n.input(i));
+      if (it == known_.end() || !it->second.depends()) continue;
+      if (std::find(probed_inputs_.begin(), probed_inputs_.end(), size_t(i)) != probed_inputs_.end()) continue;
+      for (size_t k = 0; k < outs.size(); ++k)
+        if (!n.output(int(k)).empty() && !known_.count(n.output(int(k))))
+          fail("input " + std::to_string(i) + " is computed from a free dimension of the graph's inputs, which " +
+               "this op cannot take as data");
     }
     for (int k = int(outs.size()); k < n.output_size(); ++k)
       if (!n.output(k).empty()) fail("output " + std::to_string(k) + " is not supported");
@@ -404,24 +553,53 @@ class Reader final : public ImportContext {
     return std::nullopt;
   }
 
-  // Evaluates a value computed from constants alone (no arguments).
-  void fold(const std::string& name, const Variable& v) {
+  // Evaluates a value computed from constants alone (no arguments); where some of them are
+  // probe values, in world b too (the graph cloned over their world-b constants).
+  void fold(const std::string& name, const Variable& v, bool probed) {
     FunctionPtr f = v.owner();
     if (!f || !f->arguments().empty()) return;
     for (int64_t d : v.shape().dims())
       if (d < 0) return;
+    FunctionPtr g = Function::composite(f);
     std::vector<Value> vals;
-    forward(Function::composite(f), {}, {v}, vals, false);
+    forward(g, {}, {v}, vals, false);
     NDArrayView value = vals.at(0).data().copy();
     KnownValue k{value, std::nullopt};
-    auto it = elem_types_.find(name);
-    if (it != elem_types_.end() && !is_float_type(it->second)) {
-      const NDArrayView d = value.cast(DataType::Double).contiguous();
-      std::vector<int64_t> ints(size_t(d.numel()));
-      for (int64_t j = 0; j < d.numel(); ++j) ints[size_t(j)] = float_to_i64(std::round(d.data<double>()[j]));
-      k.ints = std::move(ints);
+    if (probed) {
+      std::unordered_map<VariableImpl*, Variable> subs;
+      for (const Variable& leaf : g->inputs())
+        if (auto p = probe_leaves_.find(leaf.get()); p != probe_leaves_.end()) subs.emplace(leaf.get(), p->second);
+      FunctionPtr gb = g->clone(CloneMethod::Share, subs);
+      const auto& outs = f->outputs();
+      const size_t at = size_t(std::find(outs.begin(), outs.end(), v) - outs.begin());
+      std::vector<Value> vb;
+      forward(gb, {}, {gb->outputs().at(at)}, vb, false);
+      k.probe_b = vb.at(0).data().copy();
     }
+    auto it = elem_types_.find(name);
+    if (it != elem_types_.end() && !is_float_type(it->second)) k.ints = rounded_ints(value);
     known_[name] = std::move(k);
+  }
+
+  // v's static shape with the graph inputs' free dims at their probe sizes of world a or b.
+  std::vector<int64_t> probe_shape(const Variable& v, bool world_b) {
+    if (auto p = probe_inputs_.find(v.get()); p != probe_inputs_.end())
+      return (world_b ? p->second.second : p->second.first).shape().dims();
+    if (!v.is_output()) return v.shape().dims();
+    FunctionPtr g = Function::composite(v.owner());
+    std::unordered_map<VariableImpl*, Variable> subs;
+    for (const Variable& arg : g->arguments())
+      if (auto p = probe_inputs_.find(arg.get()); p != probe_inputs_.end())
+        subs.emplace(arg.get(), world_b ? p->second.second : p->second.first);
+    FunctionPtr gp;
+    try {
+      gp = g->clone(CloneMethod::Share, subs);
+    } catch (const Error& e) {
+      fail(std::string("its input's shape cannot be followed from the graph's free dimensions: ") + e.what());
+    }
+    const auto& outs = v.owner()->outputs();
+    const size_t at = size_t(std::find(outs.begin(), outs.end(), v) - outs.begin());
+    return gp->outputs().at(at).shape().dims();
   }
 
   const ::onnx::ModelProto& m_;
@@ -432,6 +610,20 @@ class Reader final : public ImportContext {
   std::unordered_map<std::string, Variable> values_;
   std::unordered_map<std::string, KnownValue> known_;
   std::unordered_map<std::string, int32_t> elem_types_;
+  // Free dimensions (ImportContext::Probed): the graph inputs' stand-ins of world a and b, the
+  // symbolic names bound so far, the world-b values of the constants holding world-a probe
+  // values, probed dims already computed, and the current node's probed inputs and outputs.
+  std::unordered_map<VariableImpl*, std::pair<Variable, Variable>> probe_inputs_;
+  struct ProbeInput {
+    Variable input;
+    std::vector<int64_t> a, b;
+  };
+  std::vector<ProbeInput> probe_order_;
+  std::vector<std::string> probe_symbols_;
+  std::unordered_map<VariableImpl*, Variable> probe_leaves_;
+  std::unordered_map<VariableImpl*, Probed> probe_dims_;
+  std::vector<size_t> probed_inputs_;
+  std::map<size_t, NDArrayView> output_probes_;
 };
 
 void ensure_registered() {

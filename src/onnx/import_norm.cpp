@@ -134,6 +134,53 @@ void register_import_norm() {
         return first_outputs(c, {y, m.mean, inv});
       },
       17);
+  // Over groups of channels: [N, C, D...] as [N, G, C/G, D...], normalized over the axes
+  // after G, and back. From opset 21 scale and B are per channel (stash_type as in
+  // LayerNormalization); opset 18's are per group.
+  register_onnx_import(
+      "GroupNormalization",
+      [](ImportContext& c) {
+        Variable x = c.input(0);
+        const DataType dt = x.dtype();
+        const bool stash = c.opset() >= 21 && c.attr_int("stash_type", 1) == 1 && dt != DataType::Float;
+        if (stash) x = cast_to(c, x, DataType::Float);
+        const int64_t ch = static_axis_of(c, 0, 1), groups = c.attr_int("num_groups");
+        std::vector<int64_t> d = x.shape().dims();
+        if (int64_t(d.size()) < ch + 1) c.fail("the input needs a batch and a channel axis");
+        if (groups < 1 || d[size_t(ch)] < 0 || d[size_t(ch)] % groups)
+          c.fail("num_groups " + std::to_string(groups) + " does not divide the channels of " + x.shape().str());
+        std::vector<int64_t> grouped(d.begin(), d.begin() + ch);
+        grouped.push_back(groups);
+        grouped.push_back(d[size_t(ch)] / groups);
+        grouped.insert(grouped.end(), d.begin() + ch + 1, d.end());
+        // A free dimension (at most one) is inferred by the reshapes.
+        auto reshaped = [&](const Variable& v, std::vector<int64_t> dims) {
+          int free = 0;
+          for (int64_t& k : dims)
+            if (k < 0 && free++ == 0) k = NDShape::kInferredDimension;
+          if (free > 1) c.fail("an input with several free dimensions is not supported");
+          return out(c.primitive("Reshape", {v}, {{"newShape", NDShape(dims)}}));
+        };
+        Variable g = reshaped(x, grouped);
+        std::vector<int64_t> axes;
+        for (int64_t a = ch + 1; a < int64_t(grouped.size()); ++a) axes.push_back(a);
+        Variable y = normalize(c, g, axes, c.attr_float("epsilon", 1e-5f));
+        // scale and B as [n, 1, ...] against the axes from the channels' (or groups') on.
+        const size_t trailing = d.size() - size_t(ch) - 1;
+        auto along = [&](size_t i, size_t ones) {
+          NDShape s = NDShape{NDShape::kInferredDimension}.concat(NDShape(std::vector<int64_t>(ones, 1)));
+          return out(c.primitive("Reshape", {c.input(i)}, {{"newShape", s}}));
+        };
+        auto affine = [&](Variable v, size_t ones) {
+          v = out(c.primitive("ElementTimes", {v, along(1, ones)}));
+          return out(c.primitive("Plus", {v, along(2, ones)}));
+        };
+        if (c.opset() < 21) y = affine(y, trailing + 1);
+        y = cast_to(c, reshaped(y, d), dt);
+        if (c.opset() >= 21) y = affine(y, trailing);
+        return std::vector<Variable>{y};
+      },
+      18);
   // (x - mean) / (standard deviation + 1e-9) over `axes` (ONNX's function body).
   register_onnx_import("MeanVarianceNormalization", [](ImportContext& c) {
     std::vector<int64_t> axes;
