@@ -1,7 +1,9 @@
 // Rules of ONNX's ai.onnx.ml domain over numeric tensors: Binarizer, ArrayFeatureExtractor and
-// TreeEnsemble (opset 5).
+// TreeEnsemble (opset 5); and the default domain's feature extractor of the same kind,
+// TfIdfVectorizer over integer tokens.
 // The domain's string, map and sequence forms (LabelEncoder over strings, ZipMap, DictVectorizer)
 // have no engine values and are refused as unknown op types.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -196,6 +198,73 @@ Vars tree_ensemble(ImportContext& c) {
   return {y};
 }
 
+// TfIdfVectorizer (opset 9, the default domain; over integers): each pooled n-gram's count in
+// each row, with skips. An n-gram of n >= 2 items is counted at every distance d from 1 to
+// max_skip_count + 1 between its items, a unigram once; at distance d its count is the sum over
+// the start positions of the product of the n equalities X[s + d * j] == gram[j] (shifted slices).
+// The counts go to the output columns ngram_indexes names; mode IDF and TFIDF weigh them.
+Vars tfidf_vectorizer(ImportContext& c) {
+  if (c.has_attr("pool_strings")) c.fail("string n-grams are not supported (the engine has no strings)");
+  Variable x = cast(c, c.input(0), DataType::Float);
+  const auto xd = x.shape().dims();
+  if (c.input_dyn(0) > 0 || xd.empty() || xd.size() > 2 || xd.back() < 0) c.fail("X must be a static [C] or [B, C] tensor");
+  const std::string mode = c.attr_string("mode");
+  if (mode != "TF" && mode != "IDF" && mode != "TFIDF") c.fail("mode must be TF, IDF or TFIDF, not '" + mode + "'");
+  const int64_t lo = c.attr_int("min_gram_length"), hi = c.attr_int("max_gram_length");
+  const int64_t skips = c.attr_int("max_skip_count"), len = xd.back(), rows = xd.size() == 2 ? xd[0] : 1;
+  const auto pool = c.attr_ints("pool_int64s"), starts = c.attr_ints("ngram_counts"),
+             indexes = c.attr_ints("ngram_indexes");
+  const auto weights = c.attr_floats("weights", std::vector<float>{});
+  if (indexes.empty()) c.fail("ngram_indexes must not be empty");
+  const int64_t width = *std::max_element(indexes.begin(), indexes.end()) + 1;
+  if (!weights.empty() && int64_t(weights.size()) < width) c.fail("weights must have one entry per output column");
+  Variable rows_x = out(c.primitive("Reshape", {x}, Dictionary{{"newShape", NDShape({rows, len})}}));
+  auto k = [&](double v) { return Variable::constant(NDShape{}, DataType::Float, v, c.name() + "/const"); };
+  std::vector<Variable> columns(static_cast<size_t>(width));
+  size_t gram_id = 0;  // the pool's n-grams in order, over all sizes: ngram_indexes' order
+  for (size_t size_i = 0; size_i < starts.size(); ++size_i) {
+    const int64_t n = int64_t(size_i) + 1;
+    const int64_t begin = starts[size_i], end = size_i + 1 < starts.size() ? starts[size_i + 1] : int64_t(pool.size());
+    if (begin < 0 || end > int64_t(pool.size()) || end < begin || (end - begin) % n)
+      c.fail("ngram_counts must split pool_int64s into n-grams of 1, 2, ... items");
+    for (int64_t g = begin; g < end; g += n, ++gram_id) {
+      if (gram_id >= indexes.size()) c.fail("ngram_indexes must have one entry per pooled n-gram");
+      if (n < lo || n > hi) continue;
+      Variable count;
+      for (int64_t d = 1; d <= (n == 1 ? 1 : skips + 1); ++d) {
+        const int64_t span = len - d * (n - 1);  // start positions whose n-gram fits in the row
+        if (span <= 0) break;
+        Variable match;
+        for (int64_t j = 0; j < n; ++j) {
+          Variable items = out(c.primitive(
+              "Slice", {rows_x}, Dictionary{{"axis", Axis(1)}, {"beginIndex", d * j}, {"endIndex", d * j + span}}));
+          Variable eq = out(c.primitive("Equal", {items, k(double(pool[size_t(g + j)]))}));
+          match = match.defined() ? out(c.primitive("ElementTimes", {match, eq})) : eq;
+        }
+        Variable found = out(c.primitive(
+            "ReduceElements", {match},
+            Dictionary{{"reductionOpName", std::string("Sum")}, {"reductionKeepDimensions", true}, {"axis", Axis(1)}}));
+        count = count.defined() ? out(c.primitive("Plus", {count, found})) : found;
+      }
+      if (!count.defined()) continue;
+      auto& col = columns[size_t(indexes[gram_id])];
+      col = col.defined() ? out(c.primitive("Plus", {col, count})) : count;
+    }
+  }
+  Vars cols;
+  for (int64_t i = 0; i < width; ++i) {
+    Variable col = columns[size_t(i)].defined()
+                       ? columns[size_t(i)]
+                       : Variable::constant(NDShape({rows, 1}), DataType::Float, 0.0, c.name() + "/zero");
+    if (mode == "IDF") col = out(c.primitive("Greater", {col, k(0)}));
+    if (mode != "TF" && !weights.empty()) col = out(c.primitive("ElementTimes", {col, k(double(weights[size_t(i)]))}));
+    cols.push_back(col);
+  }
+  Variable y = cols.size() == 1 ? cols[0] : out(c.primitive("Splice", cols, Dictionary{{"axis", Axis(1)}}));
+  if (xd.size() == 1) y = out(c.primitive("Reshape", {y}, Dictionary{{"newShape", NDShape({width})}}));
+  return {y};
+}
+
 }  // namespace
 
 void register_import_ml() {
@@ -203,6 +272,7 @@ void register_import_ml() {
   register_onnx_import("Binarizer", binarizer, 1, domain);
   register_onnx_import("ArrayFeatureExtractor", array_feature_extractor, 1, domain);
   register_onnx_import("TreeEnsemble", tree_ensemble, 5, domain);
+  register_onnx_import("TfIdfVectorizer", tfidf_vectorizer, 9);
 }
 
 }  // namespace cntk::onnx_io

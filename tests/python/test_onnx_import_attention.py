@@ -237,3 +237,14 @@ def test_tree_ensemble_of_two_trees_aggregates_and_tracks_missing_values(aggrega
         leaf_weights=numpy_helper.from_array(np.array([1.5, -2, 4, 8, 16, -32], np.float32), 'w'))
     x = np.array([[0.1, 1, 1], [0.1, -1, 3], [0.1, np.nan, 2], [0.9, 0, 5], [0.25, 0, 7]], np.float32)
     _check_against_reference(_model([node], {'X': x}, ['Y'], opsets=(('', 21), ('ai.onnx.ml', 5))), {'X': x})
+
+
+@pytest.mark.parametrize('mode', ['TF', 'IDF', 'TFIDF'])
+@pytest.mark.parametrize('shape', [(9,), (2, 7)])
+def test_tfidf_vectorizer_weighted_modes_with_skips(mode, shape):
+    # Unigrams 2, 5, 7; bigrams (5, 6), (7, 7); trigram (2, 5, 6); two n-grams share column 1.
+    x = np.random.RandomState(8).randint(2, 8, size=shape).astype(np.int64)
+    node = helper.make_node('TfIdfVectorizer', ['X'], ['Y'], mode=mode, min_gram_length=1, max_gram_length=3,
+                            max_skip_count=2, ngram_counts=[0, 3, 7], ngram_indexes=[0, 1, 2, 3, 1, 4],
+                            pool_int64s=[2, 5, 7, 5, 6, 7, 7, 2, 5, 6], weights=[0.5, 2, 3, 0.25, 4])
+    _check_against_reference(_model([node], {'X': x}, ['Y'], opsets=(('', 21),)), {'X': x}, rtol=0, atol=0)
