@@ -8,6 +8,7 @@
 // [positions, output cells] matrix that Times applies to the image: the result is
 // differentiable in the image and, through the coefficients, in the grid.
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "onnx/import_axes.h"
@@ -230,11 +231,113 @@ Vars affine_grid(ImportContext& c) {
   return {o.reshape(y, dims)};
 }
 
+// RoiAlign: per region of interest an output_height x output_width grid of bins, each
+// sampling sampling_ratio^2 points bilinearly (ONNX's clamping: a point more than one cell
+// outside is zero, one less than a cell outside reads the edge). The regions and their batch
+// indices are data: each image is picked by a one-hot product over N, each axis' sample
+// points become [rois, points, positions] weights as GridSample's, and the image is
+// contracted with them axis by axis. avg averages the samples (the weights summed over the
+// samples of a bin); max takes, as ONNX's reference, the largest of the four weighted
+// corner values over the samples.
+Vars roi_align(ImportContext& c) {
+  Variable x = c.input(0), rois = c.input(1), batch = c.input(2);
+  if (c.input_dyn(0) > 0 || c.input_dyn(1) > 0 || c.input_dyn(2) > 0)
+    c.fail("RoiAlign over dynamic axes (batch, sequence) is not supported");
+  const auto xd = x.shape().dims(), rd = rois.shape().dims();
+  if (xd.size() != 4 || rd.size() != 2 || rd[1] != 4) c.fail("X must be [N, C, H, W] and rois [num_rois, 4]");
+  for (int64_t v : xd)
+    if (v < 0) c.fail("X " + x.shape().str() + " has a free dimension");
+  if (rd[0] < 0) c.fail("the number of rois must be known while reading");
+  const int64_t N = xd[0], C = xd[1], H = xd[2], W = xd[3], R = rd[0];
+  const int64_t P = c.attr_int("output_height", 1), Q = c.attr_int("output_width", 1);
+  const int64_t ratio = c.attr_int("sampling_ratio", 0);
+  if (ratio <= 0)
+    c.fail("sampling_ratio 0 (a sample count from each roi's size, known only with the rois' values) is not supported");
+  const double scale = c.attr_float("spatial_scale", 1.f);
+  const std::string mode = c.attr_string("mode", "avg");
+  if (mode != "avg" && mode != "max") c.fail("mode '" + mode + "' is not supported");
+  const bool half_pixel = c.opset() >= 16 && c.attr_string("coordinate_transformation_mode", "half_pixel") == "half_pixel";
+  Ops o{c, x.dtype()};
+  auto column = [&](int64_t k) {
+    return out(c.primitive("Slice", {rois},
+                           {{"axisVec", axis_list({1})},
+                            {"beginIndexVec", int_list({k})},
+                            {"endIndexVec", int_list({k + 1})}}));
+  };
+  auto positions = [&](int64_t len) {
+    std::vector<double> v(static_cast<size_t>(len));
+    for (int64_t i = 0; i < len; ++i) v[size_t(i)] = double(i);
+    return o.constant(v, {len}, "positions");
+  };
+  // The sample coordinates of one axis, [R, bins * ratio]; and the per-axis pieces of the
+  // bilinear sampling there: whether a point counts, and its clamped coordinate.
+  struct Samples {
+    Variable valid, at;
+  };
+  auto axis = [&](int64_t first_col, int64_t bins, int64_t len) {
+    const double off = half_pixel ? 0.5 : 0;
+    Variable start = o.add(o.mul(column(first_col), scale), -off), end = o.add(o.mul(column(first_col + 2), scale), -off);
+    Variable extent = o.op("Minus", end, start);
+    if (!half_pixel) extent = o.select(o.op("Less", extent, o.k(1)), o.k(1), extent);
+    std::vector<double> t;
+    for (int64_t b = 0; b < bins; ++b)
+      for (int64_t i = 0; i < ratio; ++i) t.push_back((double(b) + (double(i) + 0.5) / double(ratio)) / double(bins));
+    Variable y = o.op("Plus", start, o.op("ElementTimes", extent, o.constant(t, {bins * ratio}, "samples")));
+    Variable valid = o.op("ElementTimes", o.op("GreaterEqual", y, o.k(-1)), o.op("LessEqual", y, o.k(double(len))));
+    Variable at = o.select(o.op("Less", y, o.k(0)), o.k(0), o.select(o.op("Greater", y, o.k(double(len - 1))), o.k(double(len - 1)), y));
+    return Samples{o.reshape(valid, {R, bins * ratio, 1}), o.reshape(at, {R, bins * ratio, 1})};
+  };
+  Samples ay = axis(1, P, H), ax = axis(0, Q, W);
+  // Each roi's image [R, C, H, W].
+  Variable pick = o.op("Equal", o.reshape(batch, {R, 1}), positions(N));
+  Variable img = o.reshape(out(c.primitive("Times", {pick, o.reshape(x, {N, C * H * W})})), {R, C, H, W});
+  // img contracted with wy [R, A, H] and wx [R, B, W]: [R, C, A, B].
+  auto contract = [&](const Variable& wy, int64_t A, const Variable& wx, int64_t B) {
+    Dictionary sum{{"reductionOpName", std::string("Sum")}, {"reductionKeepDimensions", false}, {"axis", Axis(4)}};
+    Variable t = o.op("ElementTimes", o.reshape(img, {R, C, H, 1, W}), o.reshape(wx, {R, 1, 1, B, W}));
+    t = out(c.primitive("ReduceElements", {t}, sum));  // [R, C, H, B]
+    t = o.op("ElementTimes", o.reshape(t, {R, C, 1, H, B}), o.reshape(wy, {R, 1, A, H, 1}));
+    Dictionary sum3{{"reductionOpName", std::string("Sum")}, {"reductionKeepDimensions", false}, {"axis", Axis(3)}};
+    return out(c.primitive("ReduceElements", {t}, sum3));
+  };
+  if (mode == "avg") {
+    auto weights = [&](const Samples& a, int64_t bins, int64_t len) {
+      Variable tent = o.op("Minus", o.k(1), out(c.primitive("Abs", {o.op("Minus", a.at, positions(len))})));
+      tent = o.select(o.op("Less", tent, o.k(0)), o.k(0), tent);
+      Variable w = o.reshape(o.op("ElementTimes", tent, a.valid), {R, bins, ratio, len});
+      Dictionary sum{{"reductionOpName", std::string("Sum")}, {"reductionKeepDimensions", false}, {"axis", Axis(2)}};
+      return o.mul(out(c.primitive("ReduceElements", {w}, sum)), 1.0 / double(ratio));
+    };
+    return {contract(weights(ay, P, H), P, weights(ax, Q, W), Q)};
+  }
+  // max: the corners low/high of each axis, their one-hot rows and their weights.
+  auto corners = [&](const Samples& a, int64_t len) {
+    Variable low = o.floor(a.at), high = o.select(o.op("Less", low, o.k(double(len - 1))), o.add(low, 1), low);
+    Variable l = o.op("Minus", a.at, low);
+    Variable pos = positions(len);
+    return std::array<std::pair<Variable, Variable>, 2>{
+        std::pair{o.op("Equal", low, pos), o.op("ElementTimes", o.op("Minus", o.k(1), l), a.valid)},
+        std::pair{o.op("Equal", high, pos), o.op("ElementTimes", l, a.valid)}};
+  };
+  auto cy = corners(ay, H), cx = corners(ax, W);
+  const int64_t A = P * ratio, B = Q * ratio;
+  Variable best;
+  for (auto& [oy, wy] : cy)
+    for (auto& [ox, wx] : cx) {
+      Variable v = contract(oy, A, ox, B);  // [R, C, A, B]
+      v = o.op("ElementTimes", v, o.op("ElementTimes", o.reshape(wy, {R, 1, A, 1}), o.reshape(wx, {R, 1, 1, B})));
+      best = best.defined() ? o.select(o.op("Less", best, v), v, best) : v;
+    }
+  Dictionary max{{"reductionOpName", std::string("Max")}, {"reductionKeepDimensions", false}, {"axisVec", axis_list({3, 5})}};
+  return {out(c.primitive("ReduceElements", {o.reshape(best, {R, C, P, ratio, Q, ratio})}, max))};
+}
+
 }  // namespace
 
 void register_import_grid() {
   register_onnx_import("GridSample", grid_sample, 16);
   register_onnx_import("AffineGrid", affine_grid, 20);
+  register_onnx_import("RoiAlign", roi_align, 10);
 }
 
 }  // namespace cntk::onnx_io

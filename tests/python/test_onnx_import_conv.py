@@ -197,3 +197,42 @@ def test_antialiased_downsampling_matches_the_reference_and_trains(mode):
              helper.make_node('Resize', ['x', '', 'scales'], ['y'], mode=mode, antialias=1)]
     _check_against_reference(_model(nodes, {'x': x}, ['y']), {'x': x})
     _check_gradients(_model(nodes, {}, ['y'], {'x': x}), {})
+
+
+# ------------------------------------------------------------------ RoiAlign
+
+def _rois(r, n=3):
+    """Regions partly outside a 6 x 7 image (corners drawn in [-2, 8]), in random images of 2."""
+    a, b = r.uniform(-2, 8, size=(n, 2)), r.uniform(-2, 8, size=(n, 2))
+    rois = np.concatenate([np.minimum(a, b), np.maximum(a, b)], axis=1).astype(np.float32)
+    return rois, r.randint(0, 2, size=n).astype(np.int64)
+
+
+@pytest.mark.parametrize('transform', ['half_pixel', 'output_half_pixel'])
+@pytest.mark.parametrize('mode', ['avg', 'max'])
+def test_roi_align_of_regions_reaching_outside_matches_the_reference(mode, transform):
+    r = np.random.RandomState(3)
+    x = r.randn(2, 3, 6, 7).astype(np.float32)
+    rois, idx = _rois(r)
+    node = helper.make_node('RoiAlign', ['x', 'rois', 'idx'], ['y'], mode=mode, output_height=3, output_width=2,
+                            sampling_ratio=2, spatial_scale=0.9, coordinate_transformation_mode=transform)
+    feeds = {'x': x, 'rois': rois, 'idx': idx}
+    _check_against_reference(_model([node], feeds, ['y']), feeds)
+
+
+def test_roi_align_trains_the_image_and_the_regions():
+    r = np.random.RandomState(4)
+    x = r.randn(2, 2, 6, 7).astype(np.float32)
+    rois, idx = _rois(r, 2)
+    node = helper.make_node('RoiAlign', ['x', 'rois', 'idx'], ['y'], output_height=2, output_width=3,
+                            sampling_ratio=2)
+    _check_gradients(_model([node], {'idx': idx}, ['y'], {'x': x, 'rois': rois}), {'idx': idx}, eps=1e-3,
+                     atol=1e-2)
+
+
+def test_roi_align_with_an_adaptive_sample_count_is_refused():
+    node = helper.make_node('RoiAlign', ['x', 'rois', 'idx'], ['y'], sampling_ratio=0)
+    feeds = {'x': np.zeros((1, 1, 4, 4), np.float32), 'rois': np.zeros((1, 4), np.float32),
+             'idx': np.zeros(1, np.int64)}
+    with pytest.raises(ValueError, match='sampling_ratio'):
+        _load(_model([node], feeds, ['y']))
