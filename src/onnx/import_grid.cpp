@@ -47,6 +47,35 @@ struct Ops {
   }
 };
 
+// v[begin:end] along static axis `axis`.
+Variable slice(const Ops& o, const Variable& v, int64_t axis, int64_t begin, int64_t end) {
+  return out(o.c.primitive("Slice", {v},
+                           {{"axisVec", axis_list({axis})},
+                            {"beginIndexVec", int_list({begin})},
+                            {"endIndexVec", int_list({end})}}));
+}
+
+// An image [C, S] (S: its spatial axes `lens` flattened) sampled at P points whose per-axis
+// weights are w[k] [P, lens[k]]: the axes' weights multiplied into one [P, S] matrix (axis k
+// broadcast over the others), transposed and applied: [C, P].
+Variable sample(const Ops& o, const Variable& image, const std::vector<Variable>& w, const std::vector<int64_t>& lens,
+                int64_t P) {
+  const size_t n = lens.size();
+  int64_t S = 1;
+  Variable m;
+  for (size_t k = 0; k < n; ++k) {
+    std::vector<int64_t> dims(n + 1, 1);
+    dims[0] = P;
+    dims[1 + k] = lens[k];
+    S *= lens[k];
+    Variable wk = o.reshape(w[k], dims);
+    m = m.defined() ? o.op("ElementTimes", m, wk) : wk;
+  }
+  m = o.reshape(m, {P, S});
+  m = out(o.c.primitive("TransposeAxes", {m}, Dictionary{{"axis1", Axis(0)}, {"axis2", Axis(1)}}));
+  return out(o.c.primitive("Times", {image, m}));
+}
+
 // The reflection of x into [lo, hi] by its nearer border, repeatedly, as ONNX's reference
 // reflects (a triangle wave of period 2 (hi - lo)); hi == lo maps everything to lo.
 double reflect(double x, double lo, double hi) {
@@ -166,29 +195,12 @@ Vars grid_sample(ImportContext& c) {
                                    {"endIndexVec", int_list({comp + 1})}}));
     w[k] = axis_weights(o, gk, xd[2 + k], mode, padding, align);
   }
-  // Per image: the axes' weights as one [P, S] product (axis k broadcast over the others),
-  // transposed to [S, P] and applied to the image [C, S].
   std::vector<Variable> images;
+  const std::vector<int64_t> lens(xd.begin() + 2, xd.end());
   for (int64_t b = 0; b < N; ++b) {
-    Variable m;
-    for (size_t k = 0; k < n; ++k) {
-      Variable wk = out(c.primitive("Slice", {w[k]},
-                                    {{"axisVec", axis_list({0})},
-                                     {"beginIndexVec", int_list({b})},
-                                     {"endIndexVec", int_list({b + 1})}}));
-      std::vector<int64_t> dims(n + 1, 1);
-      dims[0] = P;
-      dims[1 + k] = xd[2 + k];
-      wk = o.reshape(wk, dims);
-      m = m.defined() ? o.op("ElementTimes", m, wk) : wk;
-    }
-    m = o.reshape(m, {P, S});
-    m = out(c.primitive("TransposeAxes", {m}, Dictionary{{"axis1", Axis(0)}, {"axis2", Axis(1)}}));
-    Variable img = out(c.primitive("Slice", {x},
-                                   {{"axisVec", axis_list({0})},
-                                    {"beginIndexVec", int_list({b})},
-                                    {"endIndexVec", int_list({b + 1})}}));
-    images.push_back(out(c.primitive("Times", {o.reshape(img, {C, S}), m})));
+    std::vector<Variable> wb;
+    for (size_t k = 0; k < n; ++k) wb.push_back(o.reshape(slice(o, w[k], 0, b, b + 1), {P, xd[2 + k]}));
+    images.push_back(sample(o, o.reshape(slice(o, x, 0, b, b + 1), {C, S}), wb, lens, P));
   }
   Variable y = images.size() == 1 ? images[0] : out(c.primitive("Splice", images, {{"axis", Axis(0)}}));
   std::vector<int64_t> dims{N, C};
@@ -332,12 +344,103 @@ Vars roi_align(ImportContext& c) {
   return {out(c.primitive("ReduceElements", {o.reshape(best, {R, C, P, ratio, Q, ratio})}, max))};
 }
 
+// DeformConv: a convolution whose kernel taps sample the image at offset positions. Each
+// tap's position (the window's cell plus the offset the node gives per offset group, tap and
+// output cell) is sampled bilinearly with zeros outside (as GridSample with aligned corners
+// at pixel coordinates), times the mask; the sampled columns [C, taps * cells] then meet the
+// kernel [M, C / group * taps] as one Times per group. Differentiable in the image, the
+// offsets, the mask, the kernel and the bias.
+Vars deform_conv(ImportContext& c) {
+  Variable x = c.input(0), w = c.input(1), offset = c.input(2);
+  for (size_t i = 0; i < 5; ++i)
+    if (c.has_input(i) && c.input_dyn(i) > 0) c.fail("DeformConv over dynamic axes (batch, sequence) is not supported");
+  const auto xd = x.shape().dims(), wd = w.shape().dims(), od = offset.shape().dims();
+  if (xd.size() < 3 || wd.size() != xd.size() || od.size() != xd.size())
+    c.fail("X, W and offset must be [N, C, spatial...], [M, C / group, kernel...] and [N, 2 * taps, out...]");
+  for (auto* d : {&xd, &wd, &od})
+    for (int64_t v : *d)
+      if (v < 0) c.fail("DeformConv over free dimensions is not supported");
+  const size_t n = xd.size() - 2;
+  const int64_t N = xd[0], C = xd[1], M = wd[0];
+  const int64_t group = c.attr_int("group", 1), og = c.attr_int("offset_group", 1);
+  const auto kernel = c.attr_ints("kernel_shape", std::vector<int64_t>(wd.begin() + 2, wd.end()));
+  const auto strides = c.attr_ints("strides", std::vector<int64_t>(n, 1));
+  const auto dil = c.attr_ints("dilations", std::vector<int64_t>(n, 1));
+  const auto pads = c.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
+  if (kernel.size() != n || strides.size() != n || dil.size() != n || pads.size() != 2 * n)
+    c.fail("kernel_shape, strides, dilations and pads must cover the spatial axes");
+  int64_t K = 1, O = 1, S = 1;
+  for (size_t a = 0; a < n; ++a) K *= kernel[a], O *= od[2 + a], S *= xd[2 + a];
+  if (group < 1 || og < 1 || C % group != 0 || M % group != 0 || C % og != 0 || wd[1] * group != C)
+    c.fail("the channels do not split into group and offset_group");
+  if (od[1] != og * K * int64_t(n)) c.fail("offset must have offset_group * " + std::to_string(n) + " * taps channels");
+  if (c.has_input(4) && c.input(4).shape().total_size() != N * og * K * O) c.fail("mask must be [N, offset_group * taps, out...]");
+  Ops o{c, x.dtype()};
+  // offset [N, og, K, n, O]; per axis a the tap positions [K * O] without offsets.
+  Variable offs = o.reshape(offset, {N, og, K, int64_t(n), O});
+  Variable mask = c.has_input(4) ? o.reshape(c.input(4), {N, og, K * O}) : Variable();
+  std::vector<Variable> coords(n), positions(n);
+  for (size_t a = 0; a < n; ++a) {
+    std::vector<double> base(static_cast<size_t>(K * O)), pos(static_cast<size_t>(xd[2 + a]));
+    for (int64_t t = 0; t < K; ++t)
+      for (int64_t e = 0; e < O; ++e) {
+        int64_t tap = t, cell = e, ta = 0, ca = 0;
+        for (size_t b = n; b-- > 0;) {
+          if (b == a) ta = tap % kernel[b], ca = cell % od[2 + b];
+          tap /= kernel[b], cell /= od[2 + b];
+        }
+        base[size_t(t * O + e)] = double(ca * strides[a] - pads[a] + ta * dil[a]);
+      }
+    for (size_t i = 0; i < pos.size(); ++i) pos[i] = double(i);
+    Variable off = o.reshape(slice(o, offs, 3, int64_t(a), int64_t(a) + 1), {N, og, K * O, 1});
+    coords[a] = o.op("Plus", off, o.reshape(o.constant(base, {K * O}, "taps"), {K * O, 1}));
+    positions[a] = o.constant(pos, {xd[2 + a]}, "positions");
+  }
+  const std::vector<int64_t> lens(xd.begin() + 2, xd.end());
+  Variable kernel_rows = o.reshape(w, {M, wd[1] * K});
+  std::vector<Variable> images;
+  for (int64_t b = 0; b < N; ++b) {
+    std::vector<Variable> cols;  // per offset group: [C / og, K * O]
+    for (int64_t g = 0; g < og; ++g) {
+      std::vector<Variable> wa;
+      for (size_t a = 0; a < n; ++a) {
+        Variable y = o.reshape(slice(o, slice(o, coords[a], 0, b, b + 1), 1, g, g + 1), {K * O, 1});
+        Variable tent = o.op("Minus", o.k(1), out(c.primitive("Abs", {o.op("Minus", y, positions[a])})));
+        wa.push_back(o.select(o.op("Less", tent, o.k(0)), o.k(0), tent));
+      }
+      Variable img = o.reshape(slice(o, slice(o, x, 0, b, b + 1), 1, g * (C / og), (g + 1) * (C / og)), {C / og, S});
+      Variable col = sample(o, img, wa, lens, K * O);
+      if (mask.defined())
+        col = o.op("ElementTimes", col, o.reshape(slice(o, slice(o, mask, 0, b, b + 1), 1, g, g + 1), {K * O}));
+      cols.push_back(col);
+    }
+    Variable all = cols.size() == 1 ? cols[0] : out(c.primitive("Splice", cols, {{"axis", Axis(0)}}));
+    std::vector<Variable> parts;
+    for (int64_t g = 0; g < group; ++g) {
+      Variable cg = o.reshape(slice(o, all, 0, g * (C / group), (g + 1) * (C / group)), {C / group * K, O});
+      parts.push_back(out(c.primitive("Times", {slice(o, kernel_rows, 0, g * (M / group), (g + 1) * (M / group)), cg})));
+    }
+    images.push_back(parts.size() == 1 ? parts[0] : out(c.primitive("Splice", parts, {{"axis", Axis(0)}})));
+  }
+  Variable y = images.size() == 1 ? images[0] : out(c.primitive("Splice", images, {{"axis", Axis(0)}}));
+  std::vector<int64_t> dims{N, M};
+  dims.insert(dims.end(), od.begin() + 2, od.end());
+  y = o.reshape(y, dims);
+  if (c.has_input(3)) {
+    std::vector<int64_t> bd(n + 1, 1);
+    bd[0] = M;
+    y = o.op("Plus", y, o.reshape(c.input(3), bd));
+  }
+  return {y};
+}
+
 }  // namespace
 
 void register_import_grid() {
   register_onnx_import("GridSample", grid_sample, 16);
   register_onnx_import("AffineGrid", affine_grid, 20);
   register_onnx_import("RoiAlign", roi_align, 10);
+  register_onnx_import("DeformConv", deform_conv, 19);
 }
 
 }  // namespace cntk::onnx_io

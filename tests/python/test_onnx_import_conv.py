@@ -236,3 +236,34 @@ def test_roi_align_with_an_adaptive_sample_count_is_refused():
              'idx': np.zeros(1, np.int64)}
     with pytest.raises(ValueError, match='sampling_ratio'):
         _load(_model([node], feeds, ['y']))
+
+
+# ------------------------------------------------------------------ DeformConv
+
+def _deform_conv(r, group=1, offset_group=1, mask=True, bias=True):
+    x = r.randn(2, 4, 5, 6).astype(np.float32)
+    w = (r.randn(6, 4 // group, 2, 3) * 0.3).astype(np.float32)
+    attrs = dict(group=group, offset_group=offset_group, strides=[2, 1], pads=[1, 1, 0, 1], dilations=[1, 2])
+    oh, ow = (5 + 1 - 2) // 2 + 1, (6 + 2 - 5) + 1
+    inits = {'w': w, 'offset': (r.randn(2, offset_group * 2 * 6, oh, ow) * 1.5).astype(np.float32)}
+    names = ['x', 'w', 'offset', '', '']
+    if bias:
+        inits['b'], names[3] = r.randn(6).astype(np.float32), 'b'
+    if mask:
+        inits['mask'], names[4] = r.rand(2, offset_group * 6, oh, ow).astype(np.float32), 'mask'
+    while names[-1] == '':
+        names.pop()
+    return helper.make_node('DeformConv', names, ['y'], **attrs), x, inits
+
+
+@pytest.mark.parametrize('group,offset_group', [(1, 1), (2, 1), (1, 2), (2, 4)])
+def test_deform_conv_with_groups_offsets_past_the_borders_and_a_mask_matches_the_reference(group, offset_group):
+    node, x, inits = _deform_conv(np.random.RandomState(7), group, offset_group)
+    feeds = {'x': x, **inits}
+    _check_against_reference(_model([node], feeds, ['y']), feeds)
+
+
+def test_deform_conv_trains_its_kernel_offsets_mask_and_bias():
+    """The offsets move the samples between pixels (kinks there: small steps)."""
+    node, x, inits = _deform_conv(np.random.RandomState(8), group=2, offset_group=2)
+    _check_gradients(_model([node], {'x': x}, ['y'], inits), {'x': x}, eps=1e-3, atol=1e-2)
