@@ -2,7 +2,8 @@
 // kernel [M, C/group, k...] (ConvTranspose: [C, M, k...]) is the engine's kernel as it
 // is; an operand with a static N becomes a batch axis around the op (import_batch.h).
 // Padding is always explicit (lowerPad/upperPad): ONNX's SAME_* place the odd padding
-// cell differently from CNTK's centred auto padding once strides exceed 1.
+// cell differently from CNTK's centred auto padding once strides exceed 1. The engine's
+// transposed convolution has no groups: a grouped ConvTranspose is one per group.
 #include <algorithm>
 #include <functional>
 #include <limits>
