@@ -138,8 +138,167 @@ std::pair<Variable, std::optional<Variable>> step(RnnBuilder& b, const DirWeight
   return {out, std::nullopt};
 }
 
-// The node's graph over `in` (the node's inputs, as placeholders of the block below).
-std::vector<Variable> read_rnn(ImportContext& c, Cell cell, const std::vector<Variable>& in) {
+// The recurrence of a free seq dimension in the form of the engine's own layers (the step a
+// block over (h, [c,] x) reading weights in CNTK's layout as parameters, wired as the cell
+// oneDNN computes), so that the engine fuses it as it fuses Recurrence(LSTM/GRU/RNNStep)
+// (src/exec/fused_rnn.h). Possible where the node's weights are known while reading and
+// the cell is one the layers compute: default activations (RNN: Tanh, Relu or Sigmoid), no
+// peepholes, GRU with linear_before_reset=0 (its recurrent biases then add to the input
+// ones). The parameters become CNTK's (W [F, G*H], H [H, G*H] (GRU: [H, 2H] and H1 [H, H]),
+// b = Wb + Rb in CNTK's gate order); the node's W, R, B are computed back from them, so
+// that the node written again holds the trained values.
+struct LayerForm {
+  std::vector<int> perm;  // CNTK gate k is ONNX gate perm[k]
+  std::string rnn_act;    // RNN: the engine op of its activation
+  struct Dir {
+    Variable W, H, H1, b;
+  };
+  std::vector<Dir> dirs;
+  Variable W_onnx, R_onnx, B_onnx;  // the node's inputs computed from the parameters
+};
+
+std::optional<LayerForm> layer_form(RnnBuilder& b, const std::vector<std::string>& acts, int64_t num_dirs, int64_t F) {
+  ImportContext& c = b.c;
+  const Cell cell = b.cell;
+  const int64_t H = b.H, G = b.gates, GH = G * H;
+  if (c.has_input(7) || (cell == Cell::GRU && c.attr_int("linear_before_reset", 0) != 0)) return std::nullopt;
+  LayerForm lf;
+  if (cell == Cell::RNN) {
+    for (const auto& a : acts)
+      if (a != acts[0]) return std::nullopt;
+    const std::string a = acts.empty() ? "Tanh" : acts[0];
+    lf.rnn_act = a == "Tanh" ? "Tanh" : a == "Relu" ? "ReLU" : a == "Sigmoid" ? "StableSigmoid" : "";
+    if (lf.rnn_act.empty()) return std::nullopt;
+  } else {
+    const std::vector<std::string> defaults = cell == Cell::LSTM ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+                                                                  : std::vector<std::string>{"Sigmoid", "Tanh"};
+    for (size_t k = 0; k < acts.size(); ++k)
+      if (acts[k] != defaults[k % defaults.size()]) return std::nullopt;
+  }
+  auto W = c.constant_input(1), R = c.constant_input(2);
+  if (!W || !R) return std::nullopt;
+  std::optional<NDArrayView> B = c.has_input(3) ? c.constant_input(3) : std::nullopt;
+  if (c.has_input(3) && !B) return std::nullopt;
+  const DataType dt = c.input(0).dtype();
+  if (W->shape() != NDShape({num_dirs, GH, F}) || R->shape() != NDShape({num_dirs, GH, H}) ||
+      (B && B->shape() != NDShape({num_dirs, 2 * GH})))
+    return std::nullopt;
+  const NDArrayView w = W->cast(DataType::Double).contiguous(), r = R->cast(DataType::Double).contiguous();
+  const std::optional<NDArrayView> bb =
+      B ? std::optional<NDArrayView>(B->cast(DataType::Double).contiguous()) : std::nullopt;
+  // LSTM: CNTK's (i, c, f, o) from ONNX's (i, o, f, c); GRU (z, r, h) and RNN alike.
+  lf.perm = cell == Cell::LSTM ? std::vector<int>{0, 3, 2, 1} : cell == Cell::GRU ? std::vector<int>{0, 1, 2}
+                                                                                   : std::vector<int>{0};
+  const std::string suffix[2] = {num_dirs > 1 ? "_forward" : "", "_backward"};
+  auto param = [&](NDArrayView v, const std::string& name) {
+    NDArrayView t = v.cast(dt);
+    return Variable::parameter(t.shape(), dt, t, nullptr, name);
+  };
+  // rows x cols from the ONNX weight m (of direction d): entry [i][k*H + j] is m[d][perm[k]*H + j][i] for
+  // the gates k in [k0, k1).
+  auto cntk_weight = [&](const NDArrayView& m, int64_t d, int64_t rows, int k0, int k1) {
+    NDArrayView out(DataType::Double, NDShape({rows, (k1 - k0) * H}));
+    const double* src = m.data<double>() + d * GH * rows;
+    double* dst = out.data<double>();
+    for (int64_t i = 0; i < rows; ++i)
+      for (int k = k0; k < k1; ++k)
+        for (int64_t j = 0; j < H; ++j)
+          dst[i * (k1 - k0) * H + (k - k0) * H + j] = src[(lf.perm[size_t(k)] * H + j) * rows + i];
+    return out;
+  };
+  std::vector<Variable> Ws, Rs, Bs;
+  for (int64_t d = 0; d < num_dirs; ++d) {
+    LayerForm::Dir dir;
+    const std::string& sfx = suffix[d];
+    dir.W = param(cntk_weight(w, d, F, 0, G), c.node().input(1) + sfx);
+    dir.H = param(cntk_weight(r, d, H, 0, cell == Cell::GRU ? 2 : G), c.node().input(2) + sfx);
+    if (cell == Cell::GRU) dir.H1 = param(cntk_weight(r, d, H, 2, 3), c.node().input(2) + sfx + "_h");
+    NDArrayView bias(DataType::Double, NDShape({GH}));
+    for (int k = 0; k < G; ++k)
+      for (int64_t j = 0; j < H; ++j) {
+        const int64_t o = lf.perm[size_t(k)] * H + j;
+        bias.data<double>()[k * H + j] = bb ? bb->data<double>()[d * 2 * GH + o] + bb->data<double>()[d * 2 * GH + GH + o] : 0;
+      }
+    // Without B the node has no bias to train: a constant zero.
+    dir.b = bb ? param(bias, c.node().input(3) + sfx) : Variable::constant(bias.cast(dt), "");
+    // The node's inputs again: gates back in ONNX's order, transposed, direction axis first.
+    auto onnx_order = [&](const Variable& m, int k0, int k1) {
+      std::vector<Variable> gates(size_t(k1 - k0));
+      for (int k = k0; k < k1; ++k) gates[size_t(lf.perm[size_t(k)] - k0)] = b.slice(m, -1, (k - k0) * H, (k - k0 + 1) * H);
+      return gates.size() == 1 ? gates[0] : b.op("Splice", gates, {{"axis", Axis(-1)}});
+    };
+    auto transposed = [&](const Variable& m) {
+      return b.op("TransposeAxes", {m}, {{"axis1", Axis(0)}, {"axis2", Axis(1)}});
+    };
+    auto lead = [&](const Variable& v) {
+      auto dims = v.shape().dims();
+      dims.insert(dims.begin(), 1);
+      return b.reshape(v, dims);
+    };
+    Ws.push_back(lead(transposed(onnx_order(dir.W, 0, G))));
+    Variable Rt = onnx_order(dir.H, 0, cell == Cell::GRU ? 2 : G);
+    if (cell == Cell::GRU) Rt = b.op("Splice", {Rt, dir.H1}, {{"axis", Axis(-1)}});
+    Rs.push_back(lead(transposed(Rt)));
+    if (bb)
+      Bs.push_back(lead(b.op("Splice", {onnx_order(dir.b, 0, G), Variable::constant(NDArrayView::zeros(dt, NDShape({GH})), "")},
+                             {{"axis", Axis(0)}})));
+    lf.dirs.push_back(dir);
+  }
+  auto cat = [&](const std::vector<Variable>& v) { return v.size() == 1 ? v[0] : b.op("Splice", v, {{"axis", Axis(0)}}); };
+  lf.W_onnx = cat(Ws);
+  lf.R_onnx = cat(Rs);
+  if (bb) lf.B_onnx = cat(Bs);
+  return lf;
+}
+
+// One step of the layer form as a block over (h, [c,] x), as the layers bind a step.
+std::pair<Variable, std::optional<Variable>> layer_step(RnnBuilder& b, const LayerForm& lf, const LayerForm::Dir& w,
+                                                        const Variable& x, const Variable& h_prev,
+                                                        const std::optional<Variable>& c_prev) {
+  const int64_t H = b.H;
+  auto ph = [&](const Variable& like, int64_t n) {
+    Variable p = Variable::placeholder(NDShape({n}), like.dynamic_axes(), "");
+    p.impl()->dtype = like.dtype();
+    return p;
+  };
+  Variable h = ph(x, H), xp = ph(x, x.shape().dims().back());
+  std::optional<Variable> cs;
+  if (c_prev) cs = ph(x, H);
+  auto gate = [&](const Variable& v, int k) { return b.slice(v, -1, k * H, (k + 1) * H); };
+  auto sig = [&](const Variable& v) { return b.op("StableSigmoid", {v}); };
+  auto tanh = [&](const Variable& v) { return b.op("Tanh", {v}); };
+  std::vector<Variable> outs;
+  std::string op;
+  if (b.cell == Cell::LSTM) {
+    Variable P = b.add(b.add(w.b, b.times(xp, w.W)), b.times(h, w.H));
+    Variable c_new = b.add(b.mul(sig(gate(P, 2)), *cs), b.mul(sig(gate(P, 0)), tanh(gate(P, 1))));
+    outs = {b.mul(sig(gate(P, 3)), tanh(c_new)), c_new};
+    op = "LSTM";
+  } else if (b.cell == Cell::GRU) {
+    Variable Px = b.add(w.b, b.times(xp, w.W)), Ph = b.times(h, w.H);
+    Variable z = sig(b.add(gate(Px, 0), gate(Ph, 0)));
+    Variable r = sig(b.add(gate(Px, 1), gate(Ph, 1)));
+    Variable cand = tanh(b.add(gate(Px, 2), b.times(b.mul(h, r), w.H1)));
+    Variable one = Variable::constant(NDArrayView::scalar(z.dtype(), 1.0), "");
+    outs = {b.add(b.mul(z, h), b.mul(b.op("Minus", {one, z}), cand))};
+    op = "GRU";
+  } else {
+    outs = {b.op(lf.rnn_act, {b.add(b.add(w.b, b.times(xp, w.W)), b.times(h, w.H))})};
+    op = "RNNStep";
+  }
+  std::vector<std::pair<Variable, Variable>> args{{h, h_prev}};
+  if (cs) args.emplace_back(*cs, *c_prev);
+  args.emplace_back(xp, x);
+  FunctionPtr step = Function::block(Function::combine(outs), args, op, b.c.name());
+  auto so = step->outputs();
+  return {so[0], so.size() > 1 ? std::optional<Variable>(so[1]) : std::nullopt};
+}
+
+// The node's graph over `in` (the node's inputs, as placeholders of the block below). Where
+// the graph reads the node's W, R, B from parameters of its own (LayerForm), it sets
+// actual[1..3] to the values the node's inputs are computed from.
+std::vector<Variable> read_rnn(ImportContext& c, Cell cell, const std::vector<Variable>& in,
+                               std::vector<Variable>& actual) {
   RnnBuilder b{c, cell};
   b.gates = cell == Cell::LSTM ? 4 : cell == Cell::GRU ? 3 : 1;
   const std::string direction = c.attr_string("direction", "forward");
@@ -215,6 +374,12 @@ std::vector<Variable> read_rnn(ImportContext& c, Cell cell, const std::vector<Va
         b.op("ToBatchAxis", {b.op("TransposeAxes", {X}, {{"axis1", Axis(0)}, {"axis2", Axis(1)}})})};
     if (c.has_input(4)) seq_in.push_back(b.op("ToBatchAxis", {in[4]}));
     Variable Xs = b.op("ToSequence", seq_in);
+    std::optional<LayerForm> lf = layer_form(b, acts, num_dirs, xd[2]);
+    if (lf) {
+      actual[1] = lf->W_onnx;
+      actual[2] = lf->R_onnx;
+      if (c.has_input(3)) actual[3] = lf->B_onnx;
+    }
     std::vector<Variable> ys, hs, cs;
     for (int64_t d = 0; d < num_dirs; ++d) {
       const bool reverse = direction == "reverse" || d == 1;
@@ -229,7 +394,8 @@ std::vector<Variable> read_rnn(ImportContext& c, Cell cell, const std::vector<Va
       Variable h_prev = b.op(delay, {hp, initial(has_h0, h0_in)}, {{"offset", int64_t(1)}});
       std::optional<Variable> c_prev;
       if (cell == Cell::LSTM) c_prev = b.op(delay, {cp, initial(has_c0, c0_in)}, {{"offset", int64_t(1)}});
-      auto [h, cn] = step(b, dirs[d], Xs, h_prev, c_prev);
+      auto [h, cn] = lf ? layer_step(b, *lf, lf->dirs[size_t(d)], Xs, h_prev, c_prev)
+                        : step(b, dirs[d], Xs, h_prev, c_prev);
       std::unordered_map<VariableImpl*, Variable> map{{hp.impl().get(), h}};
       if (cn) map[cp.impl().get()] = *cn;
       Function::combine(cn ? std::vector<Variable>{h, *cn} : std::vector<Variable>{h})->replace_placeholders(map);
@@ -307,16 +473,17 @@ std::vector<Variable> read_rnn(ImportContext& c, Cell cell, const std::vector<Va
 // block's attributes: the writer writes such a block back as the node (export_rnn.cpp), so
 // an imported model saves as ONNX again unchanged.
 std::vector<Variable> read_rnn_block(ImportContext& c, Cell cell) {
-  std::vector<Variable> in(8);
-  std::vector<std::pair<Variable, Variable>> mapping;
+  std::vector<Variable> in(8), actual(8);
   for (size_t i = 0; i < in.size() && i < c.num_inputs(); ++i)
     if (c.has_input(i)) {
-      Variable actual = c.input(i);
-      in[i] = Variable::placeholder(actual.shape(), actual.dynamic_axes(), "");
-      in[i].impl()->dtype = actual.dtype();
-      mapping.emplace_back(in[i], actual);
+      actual[i] = c.input(i);
+      in[i] = Variable::placeholder(actual[i].shape(), actual[i].dynamic_axes(), "");
+      in[i].impl()->dtype = actual[i].dtype();
     }
-  std::vector<Variable> outs = read_rnn(c, cell, in);
+  std::vector<Variable> outs = read_rnn(c, cell, in, actual);
+  std::vector<std::pair<Variable, Variable>> mapping;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i].defined()) mapping.emplace_back(in[i], actual[i]);
   // An input the node's graph does not read (R where one step starts from no state) still
   // is an input of the block: the node written back reads it.
   std::vector<Variable> unread{outs[0]};
