@@ -514,7 +514,12 @@ class Reader final : public ImportContext {
       if (out.empty()) continue;
       if (!outs[k].defined()) fail("output " + std::to_string(k) + " was not made");
       values_[out] = outs[k];
-      if (!elem_types_.count(out)) elem_types_[out] = TensorProto::FLOAT;
+      // Not recorded by the rule: the value's own float type (a rule passing its input's type on
+      // need not say so for float16 and double), else float.
+      if (!elem_types_.count(out))
+        elem_types_[out] = outs[k].dtype() == DataType::Float16  ? TensorProto::FLOAT16
+                           : outs[k].dtype() == DataType::Double ? TensorProto::DOUBLE
+                                                                 : TensorProto::FLOAT;
       if (outs[k].is_constant()) {
         known_[out] = KnownValue{outs[k].value(), constant_node_ints(n)};
         if (auto p = output_probes_.find(k); p != output_probes_.end()) {
