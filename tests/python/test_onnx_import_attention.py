@@ -248,3 +248,28 @@ def test_tfidf_vectorizer_weighted_modes_with_skips(mode, shape):
                             max_skip_count=2, ngram_counts=[0, 3, 7], ngram_indexes=[0, 1, 2, 3, 1, 4],
                             pool_int64s=[2, 5, 7, 5, 6, 7, 7, 2, 5, 6], weights=[0.5, 2, 3, 0.25, 4])
     _check_against_reference(_model([node], {'X': x}, ['Y'], opsets=(('', 21),)), {'X': x}, rtol=0, atol=0)
+
+
+def test_cast_like_a_float16_result_no_rule_typed_is_float16():
+    # Attention's expanded body: a float mask cast like the float16 padded attn_mask, then added to it.
+    nodes = [helper.make_node('Less', ['a', 'b'], ['c']),
+             helper.make_node('Where', ['c', 'neg_inf', 'zero'], ['mask']),
+             helper.make_node('Pad', ['x', 'pads'], ['xp']),
+             helper.make_node('CastLike', ['mask', 'xp'], ['mask16']),
+             helper.make_node('Add', ['xp', 'mask16'], ['y'])]
+    inits = {'neg_inf': np.array([-np.inf], np.float32), 'zero': np.array([0], np.float32),
+             'pads': np.array([0, 0, 0, 2], np.int64)}
+    r = np.random.RandomState(9)
+    inputs = {'x': r.randn(1, 6).astype(np.float16), 'a': r.randint(0, 4, (1, 8)), 'b': r.randint(0, 4, (1, 8))}
+    graph = helper.make_graph(
+        nodes, 'g', [helper.make_tensor_value_info('x', TensorProto.FLOAT16, [1, 6]),
+                     helper.make_tensor_value_info('a', TensorProto.INT64, [1, 8]),
+                     helper.make_tensor_value_info('b', TensorProto.INT64, [1, 8])],
+        [helper.make_tensor_value_info('y', TensorProto.FLOAT16, [1, 8])],
+        [numpy_helper.from_array(v, n) for n, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 23)])
+    z = _load(model)
+    assert z.output.dtype == np.float16
+    want = ReferenceEvaluator(model).run(None, inputs)[0]
+    got = np.asarray(z.eval({a: inputs[a.name] for a in z.arguments}))
+    np.testing.assert_array_equal(got.reshape(want.shape), want)
