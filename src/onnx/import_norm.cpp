@@ -1,7 +1,8 @@
 // ONNX's normalizations read as the engine's: BatchNormalization (inference form: the
 // statistics given become the running statistics) and LRN as the engine's ops;
-// InstanceNormalization, LayerNormalization and MeanVarianceNormalization as compositions of
-// reductions and elementwise ops (the engine has no single op for them).
+// BatchNormalization's training form, InstanceNormalization, LayerNormalization,
+// GroupNormalization and MeanVarianceNormalization as compositions of reductions and
+// elementwise ops (the engine has no single op for them).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -69,6 +70,12 @@ std::vector<Variable> first_outputs(ImportContext& c, std::vector<Variable> outs
   return outs;
 }
 
+// A per-channel vector [C] as [C, 1, ...] with `ones` axes of 1: it broadcasts against the
+// channel axis followed by `ones` (spatial) axes.
+Variable per_channel(ImportContext& c, const Variable& v, size_t ones) {
+  NDShape s = NDShape{NDShape::kInferredDimension}.concat(NDShape(std::vector<int64_t>(ones, 1)));
+  return out(c.primitive("Reshape", {v}, {{"newShape", s}}));
+}
 
 // BatchNormalization with training_mode=1 (opset 14 on), as ONNX computes the node: x
 // normalized with the batch's own statistics over every axis but the channel axis (1), the
@@ -85,10 +92,7 @@ std::vector<Variable> batch_norm_training(ImportContext& c) {
   Moments m = moments(c, x, axes);
   const double momentum = c.attr_float("momentum", 0.9f);
   Variable sd = std_dev(c, m.variance, c.attr_float("epsilon", 1e-5f));
-  // [C] -> [C, 1, ...] against the statistics' [1, C, 1, ...].
-  NDShape per_channel =
-      NDShape{NDShape::kInferredDimension}.concat(NDShape(std::vector<int64_t>(size_t(rank - 2), 1)));
-  auto channel = [&](const Variable& v) { return out(c.primitive("Reshape", {v}, {{"newShape", per_channel}})); };
+  auto channel = [&](const Variable& v) { return per_channel(c, v, size_t(rank - 2)); };
   Variable y = out(c.primitive("ElementDivide", {m.centered, sd}));
   y = out(c.primitive("Plus", {out(c.primitive("ElementTimes", {y, channel(c.input(1))})), channel(c.input(2))}));
   auto running = [&](size_t i, const Variable& batch) {
@@ -107,10 +111,7 @@ void register_import_norm() {
     const int64_t rank = c.input_dyn(0) + int64_t(c.input(0).shape().rank());
     if (rank < 3) c.fail("the input needs a batch, a channel and a spatial axis");
     Variable y = normalize(c, c.input(0), axes_from(c, 2), c.attr_float("epsilon", 1e-5f));
-    // [C] -> [C, 1, ...]: broadcast over the spatial axes.
-    NDShape per_channel =
-        NDShape{NDShape::kInferredDimension}.concat(NDShape(std::vector<int64_t>(size_t(rank - 2), 1)));
-    auto channel = [&](size_t i) { return out(c.primitive("Reshape", {c.input(i)}, {{"newShape", per_channel}})); };
+    auto channel = [&](size_t i) { return per_channel(c, c.input(i), size_t(rank - 2)); };
     y = out(c.primitive("ElementTimes", {y, channel(1)}));
     return std::vector<Variable>{out(c.primitive("Plus", {y, channel(2)}))};
   });
@@ -167,13 +168,9 @@ void register_import_norm() {
         Variable y = normalize(c, g, axes, c.attr_float("epsilon", 1e-5f));
         // scale and B as [n, 1, ...] against the axes from the channels' (or groups') on.
         const size_t trailing = d.size() - size_t(ch) - 1;
-        auto along = [&](size_t i, size_t ones) {
-          NDShape s = NDShape{NDShape::kInferredDimension}.concat(NDShape(std::vector<int64_t>(ones, 1)));
-          return out(c.primitive("Reshape", {c.input(i)}, {{"newShape", s}}));
-        };
         auto affine = [&](Variable v, size_t ones) {
-          v = out(c.primitive("ElementTimes", {v, along(1, ones)}));
-          return out(c.primitive("Plus", {v, along(2, ones)}));
+          v = out(c.primitive("ElementTimes", {v, per_channel(c, c.input(1), ones)}));
+          return out(c.primitive("Plus", {v, per_channel(c, c.input(2), ones)}));
         };
         if (c.opset() < 21) y = affine(y, trailing + 1);
         y = cast_to(c, reshaped(y, d), dt);
