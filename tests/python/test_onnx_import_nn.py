@@ -5,7 +5,8 @@ training_mode with a single output, Dropout's mask in every mode, QLinearMatMul 
 and per-column parameters, ConvInteger and QLinearConv with per-channel zero points, scales,
 strides and groups, against NumPy or ONNX's reference evaluator; and that the imported ops
 train: gradients reach their initializers (read as parameters) and equal central
-differences of the imported model itself."""
+differences of the imported model itself; and that they write back as ONNX that ONNX Runtime
+runs to the same outputs."""
 import math
 
 import numpy as np
@@ -299,3 +300,29 @@ def test_qlinear_conv_per_channel_scale_and_bias():
                             ['y'], pads=[1, 1, 1, 1])
     model = _model([node], feeds, ['y'], inits, opset=10)
     _check(_run(model, feeds), _reference(model, feeds), rtol=0, atol=0)
+
+
+def test_imported_normalizations_write_back_and_run_in_onnx_runtime(tmp_path):
+    """A model read with LayerNormalization (all three outputs), exact Gelu, GroupNormalization
+    and a training-mode BatchNormalization, written again as ONNX, gives OpenCNTK's outputs in
+    ONNX Runtime."""
+    ort = pytest.importorskip('onnxruntime')
+    x = R.randn(2, 4, 3, 3).astype(np.float32)
+    inits = {'w': R.randn(3).astype(np.float32), 'b': R.randn(3).astype(np.float32),
+             'gs': R.randn(4).astype(np.float32), 'gb': R.randn(4).astype(np.float32),
+             'm': R.randn(4).astype(np.float32), 'v': R.rand(4).astype(np.float32) + 0.5}
+    nodes = [helper.make_node('LayerNormalization', ['x', 'w', 'b'], ['ln', 'mean', 'inv']),
+             helper.make_node('Gelu', ['ln'], ['ge']),
+             helper.make_node('GroupNormalization', ['ge', 'gs', 'gb'], ['gn'], num_groups=2),
+             helper.make_node('BatchNormalization', ['gn', 'gs', 'gb', 'm', 'v'], ['y', 'rm', 'rv'],
+                              training_mode=1)]
+    z = _load(_model(nodes, {'x': x}, ['y', 'mean', 'inv', 'rm', 'rv'], inits))
+    got = z.eval({z.arguments[0]: x}, as_numpy=True)
+    path = str(tmp_path / 'back.onnx')
+    z.save(path, format=C.ModelFormat.ONNX)
+    sess = ort.InferenceSession(path, providers=['CPUExecutionProvider'])
+    want = sess.run(None, {sess.get_inputs()[0].name: x})
+    assert len(want) == len(z.outputs)
+    for o, w in zip(z.outputs, want):
+        assert np.asarray(got[o]).shape == np.shape(w)
+        np.testing.assert_allclose(got[o], w, rtol=1e-5, atol=1e-5)
