@@ -48,12 +48,11 @@ void register_identity_ops() {
   dep.inputs = {{"x"}, {"dependencies", Gradient::Zero, true}};
   dep.sparse_inputs = true;
   dep.own_input_types = true;
+  // The first input's shape, type and axes alone: the dependencies may be of any type and axes
+  // (an ONNX model's unread integer inputs beside a float16 output).
   dep.infer = [](InferContext& ctx) {
-    auto out = ctx.one(ctx.shape(0));
-    out[0].dtype = ctx.dtype(0);
-    out[0].dynamic_axes = ctx.input(0).dynamic_axes();
-    out[0].is_sparse = ctx.input(0).is_sparse();
-    return out;
+    return std::vector<OutputInfo>{
+        {ctx.shape(0), ctx.dtype(0), ctx.input(0).dynamic_axes(), ctx.input(0).is_sparse()}};
   };
   dep.forward = [](ComputeContext& ctx) { return std::vector<NDArrayView>{ctx.inputs[0]}; };
   dep.backward = [](ComputeContext& ctx, size_t) { return ctx.grad_outputs[0]; };

@@ -273,3 +273,20 @@ def test_cast_like_a_float16_result_no_rule_typed_is_float16():
     want = ReferenceEvaluator(model).run(None, inputs)[0]
     got = np.asarray(z.eval({a: inputs[a.name] for a in z.arguments}))
     np.testing.assert_array_equal(got.reshape(want.shape), want)
+
+
+def test_an_unread_integer_input_beside_a_float16_output_stays_an_argument():
+    # The graph input 'n' only gives a shape, which folds away: it stays an argument of the read
+    # function (DependsOn) whatever its type.
+    nodes = [helper.make_node('Shape', ['n'], ['s']), helper.make_node('Cast', ['s'], ['sf'], to=TensorProto.FLOAT16),
+             helper.make_node('Mul', ['x', 'sf'], ['y'])]
+    graph = helper.make_graph(
+        nodes, 'g', [helper.make_tensor_value_info('x', TensorProto.FLOAT16, [1, 3]),
+                     helper.make_tensor_value_info('n', TensorProto.INT64, [3])],
+        [helper.make_tensor_value_info('y', TensorProto.FLOAT16, [1, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 21)])
+    z = _load(model)
+    assert sorted(a.name for a in z.arguments) == ['n', 'x'] and z.output.dtype == np.float16
+    x = np.array([[0.5, -1, 2]], np.float16)
+    got = np.asarray(z.eval({a: {'x': x, 'n': np.arange(3)}[a.name] for a in z.arguments}))
+    np.testing.assert_array_equal(got.reshape(1, 3), x * np.float16(3))
