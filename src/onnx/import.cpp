@@ -172,10 +172,6 @@ Variable ImportContext::probed_fill(const Probed& shape, DataType dt, double val
 
 namespace {
 
-bool is_float_type(int32_t t) {
-  return t == TensorProto::FLOAT || t == TensorProto::DOUBLE || t == TensorProto::FLOAT16 || t == TensorProto::BFLOAT16;
-}
-
 struct KnownValue {
   NDArrayView value;
   std::optional<std::vector<int64_t>> ints;  // exact integers where the tensor held them
@@ -407,7 +403,7 @@ class Reader final : public ImportContext {
   void add_initializer(const TensorProto& t) {
     const std::string what = "ONNX import: initializer '" + t.name() + "'";
     NDArrayView v = tensor_to_view(t, base_dir_, what);
-    KnownValue k{v, std::nullopt};
+    KnownValue k{v, std::nullopt, std::nullopt};
     if (!is_float_type(t.data_type())) k.ints = tensor_to_i64(t, base_dir_, what);
     const bool constant = !is_float_type(t.data_type()) || (own_file_ && t.doc_string() == "CNTK Constant");
     Variable var =
@@ -521,7 +517,7 @@ class Reader final : public ImportContext {
                            : outs[k].dtype() == DataType::Double ? TensorProto::DOUBLE
                                                                  : TensorProto::FLOAT;
       if (outs[k].is_constant()) {
-        known_[out] = KnownValue{outs[k].value(), constant_node_ints(n)};
+        known_[out] = KnownValue{outs[k].value(), constant_node_ints(n), std::nullopt};
         if (auto p = output_probes_.find(k); p != output_probes_.end()) {
           known_[out].probe_b = p->second;
           probe_leaves_[outs[k].get()] = Variable::constant(p->second, out);
@@ -569,7 +565,7 @@ class Reader final : public ImportContext {
     std::vector<Value> vals;
     forward(g, {}, {v}, vals, false);
     NDArrayView value = vals.at(0).data().copy();
-    KnownValue k{value, std::nullopt};
+    KnownValue k{value, std::nullopt, std::nullopt};
     if (probed) {
       std::unordered_map<VariableImpl*, Variable> subs;
       for (const Variable& leaf : g->inputs())

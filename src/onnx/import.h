@@ -62,6 +62,27 @@ class ImportContext {
   // Reads `g` (a subgraph attribute of the node: a Scan's or Loop's body) with its inputs
   // bound to `inputs`; the enclosing graph's values stay visible. Returns its outputs.
   virtual std::vector<Variable> read_subgraph(const ::onnx::GraphProto& g, const std::vector<Variable>& inputs) = 0;
+
+  // Free dimensions while reading. The reader binds each free dimension of the graph's inputs
+  // to two different probe sizes (worlds a and b) and folds the values computed from shapes
+  // (Shape -> Gather -> Concat -> Reshape, as exporters with dynamic axes write them) in both:
+  // an entry equal in both worlds is a known size, one that differs depends on free dimensions.
+  struct Probed {
+    std::vector<int64_t> a, b;
+    bool depends(size_t k) const { return a[k] != b[k]; }
+    bool any_depends() const { return a != b; }
+  };
+  // Input i's dims in both worlds (ValueError where a free dim cannot be traced to the inputs).
+  // (Contexts other than the reader's see no free dims traced: the defaults below.)
+  virtual Probed input_probe_dims(size_t i);
+  // Input i's known integer values in both worlds, entries depending on free dims included
+  // (constant_input_i64 refuses those).
+  virtual std::optional<Probed> probed_input_i64(size_t i);
+  // Output k's value in world b, for a rule that returns a constant of world a's value.
+  virtual void set_output_probe(size_t, const NDArrayView&) {}
+  // A tensor of the given shape filled with `value`, its entries that depend on free dims
+  // taken at run time from the graph inputs that have those dims (ConstantOfShape, Expand).
+  virtual Variable probed_fill(const Probed& shape, DataType dt, double value);
 };
 
 // A rule returns the node's outputs in order (fewer where trailing optional outputs are unused).

@@ -28,7 +28,7 @@ namespace cntk::onnx_io {
 namespace {
 
 // How many iterations an unrolled Loop may take before the reader gives up on it.
-constexpr int64_t kMaxUnrolledIterations = 100000;
+constexpr int64_t kMaxUnrolledIterations = 10000;
 
 bool is_float_elem(int32_t t) {
   using T = ::onnx::TensorProto;

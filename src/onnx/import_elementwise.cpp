@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "onnx/import_axes.h"
+#include "onnx/tensor.h"
 
 namespace cntk::onnx_io {
 
@@ -34,16 +35,12 @@ ImportFn binary(const std::string& op) {
     return keep_type(c, 0, {c.primitive(op, {c.input(0), right_operand(c)})->output()});
   };
 }
-bool is_integer(int32_t t) {
-  return t != ::onnx::TensorProto::FLOAT && t != ::onnx::TensorProto::DOUBLE && t != ::onnx::TensorProto::FLOAT16 &&
-         t != ::onnx::TensorProto::BOOL;
-}
 
 // Div: integers divide truncating towards zero (the engine computes them as floats).
 std::vector<Variable> divide(ImportContext& c) {
   Variable q = c.primitive("ElementDivide", {c.input(0), right_operand(c)})->output();
   const int32_t t = c.input_elem_type(0);
-  if (!is_integer(t)) return {q};
+  if (!is_integer_type(t)) return {q};
   Variable zero = Variable::constant(NDShape{}, q.dtype(), 0.0, c.name() + "/zero");
   Variable down = c.primitive("Floor", {q})->output();
   Variable up =

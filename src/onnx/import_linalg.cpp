@@ -11,14 +11,10 @@ using Vars = std::vector<Variable>;
 Variable out(const FunctionPtr& f) { return f->output(); }
 
 // x with a dimension of 1 inserted at static position k (0 <= k <= rank).
+// A reshape of no axes into [1]: free dimensions stay as they are.
 Variable insert_axis(ImportContext& c, const Variable& x, size_t k) {
-  std::vector<int64_t> d = x.shape().dims();
-  int free = 0;
-  for (int64_t& v : d)
-    if (v < 0) v = free++ == 0 ? NDShape::kInferredDimension : v;
-  if (free > 1) c.fail("MatMul of an operand with several free dimensions");
-  d.insert(d.begin() + std::ptrdiff_t(k), 1);
-  return out(c.primitive("Reshape", {x}, {{"newShape", NDShape(d)}}));
+  return out(
+      c.primitive("Reshape", {x}, {{"newShape", NDShape({1})}, {"beginAxis", Axis(int(k))}, {"endAxis", Axis(int(k))}}));
 }
 
 Vars matmul(ImportContext& c, Variable a, Variable b) {

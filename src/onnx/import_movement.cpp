@@ -33,10 +33,56 @@ Variable reshape_to(ImportContext& c, const Variable& x, const std::vector<int64
   return out(c.primitive("Reshape", {x}, {{"newShape", NDShape(dims)}}));
 }
 
+// Reshape to a target that depends on free dimensions (ImportContext::Probed): the leading
+// and trailing entries that are the input's own dims (equal in both probe worlds) stay, by
+// reshaping only the axes between; there at most one entry may depend on free dims or be -1,
+// and it becomes the engine's inferred dimension.
+Variable reshape_probed(ImportContext& c, const Variable& x, ImportContext::Probed t, bool allowzero) {
+  const ImportContext::Probed in = c.input_probe_dims(0);
+  const size_t r = in.a.size();
+  for (size_t k = 0; k < t.a.size(); ++k)
+    if (t.a[k] == 0 && !allowzero && !t.depends(k)) {
+      if (k >= r) c.fail("shape entry 0 at an axis the input lacks");
+      t.a[k] = in.a[k];
+      t.b[k] = in.b[k];
+    }
+  // A -1 is resolved in both worlds: a size equal in both is a known one.
+  for (size_t k = 0; k < t.a.size(); ++k) {
+    if (t.a[k] != -1 || t.depends(k)) continue;
+    int64_t na = 1, nb = 1, ka = 1, kb = 1;
+    for (size_t i = 0; i < r; ++i) na *= in.a[i], nb *= in.b[i];
+    for (size_t j = 0; j < t.a.size(); ++j)
+      if (j != k) ka *= t.a[j], kb *= t.b[j];
+    if (ka > 0 && kb > 0 && na % ka == 0 && nb % kb == 0) t.a[k] = na / ka, t.b[k] = nb / kb;
+  }
+  auto same = [&](size_t i, size_t k) { return in.a[i] == t.a[k] && in.b[i] == t.b[k] && in.a[i] >= 0; };
+  size_t lead = 0, trail = 0;
+  while (lead < r && lead < t.a.size() && same(lead, lead)) ++lead;
+  while (trail + lead < r && trail + lead < t.a.size() && same(r - 1 - trail, t.a.size() - 1 - trail)) ++trail;
+  std::vector<int64_t> dims;
+  int unknown = 0;
+  for (size_t k = lead; k + trail < t.a.size(); ++k) {
+    const bool open = t.depends(k) || t.a[k] < 0;
+    if (open && unknown++) c.fail("a target shape with several entries depending on free dimensions where its input has one "
+             "(the engine's Reshape infers one dimension; a free dimension split in two is not supported)");
+    dims.push_back(open ? NDShape::kInferredDimension : t.a[k]);
+  }
+  // The axes in between, if any free, must be resolved by one inferred entry.
+  bool free_between = false;
+  for (size_t i = lead; i + trail < r; ++i) free_between = free_between || in.depends(i);
+  if (free_between && !unknown) c.fail("a target shape that fixes a free dimension of its input");
+  Dictionary a{{"newShape", NDShape(dims)}, {"beginAxis", Axis(int(lead))}};
+  if (trail) a["endAxis"] = Axis(int(r - trail));
+  return out(c.primitive("Reshape", {x}, std::move(a)));
+}
+
 Vars reshape(ImportContext& c) {
   Variable x = c.input(0);
-  std::vector<int64_t> shape = c.opset() < 5 ? c.attr_ints("shape") : known(c, 1, "shape");
   const bool allowzero = c.attr_int("allowzero", 0) != 0;
+  if (c.opset() >= 5 && c.input_dyn(0) == 0)
+    if (auto t = c.probed_input_i64(1); t && t->any_depends())
+      return keep_type(c, 0, {reshape_probed(c, x, *t, allowzero)});
+  std::vector<int64_t> shape = c.opset() < 5 ? c.attr_ints("shape") : known(c, 1, "shape");
   const size_t nd = size_t(c.input_dyn(0));
   const std::vector<int64_t> in = x.shape().dims();
   // The dynamic dims must stay: 0 (copy) or, for one of them, -1.
@@ -66,8 +112,16 @@ Vars flatten(ImportContext& c) {
     return keep_type(c, 0, {reshape_to(c, x, {NDShape::kInferredDimension})});
   }
   const NDShape s = x.shape();
-  if (!s.is_known()) c.fail("flattening free dimensions");
-  return keep_type(c, 0, {reshape_to(c, x, {s.sub(0, size_t(axis)).total_size(), s.sub(size_t(axis)).total_size()})});
+  if (s.is_known())
+    return keep_type(c, 0, {reshape_to(c, x, {s.sub(0, size_t(axis)).total_size(), s.sub(size_t(axis)).total_size()})});
+  // Free dims on one side of the axis: each side merged by a reshape of its own axes, that
+  // side's size inferred at run time.
+  const NDShape lead = s.sub(0, size_t(axis)), tail = s.sub(size_t(axis));
+  if (!lead.is_known() && !tail.is_known()) c.fail("flattening free dimensions on both sides of the axis");
+  auto merged = [](const NDShape& part) { return NDShape({part.is_known() ? part.total_size() : NDShape::kInferredDimension}); };
+  Variable y = out(c.primitive("Reshape", {x}, {{"newShape", merged(tail)}, {"beginAxis", Axis(int(axis))}}));
+  y = out(c.primitive("Reshape", {y}, {{"newShape", merged(lead)}, {"beginAxis", Axis(0)}, {"endAxis", Axis(int(axis))}}));
+  return keep_type(c, 0, {y});
 }
 
 Vars transpose(ImportContext& c) {
@@ -106,12 +160,16 @@ Vars unsqueeze(ImportContext& c) {
   std::vector<int64_t> dims = x.shape().dims();
   for (int64_t& ax : axes) ax = static_axis_of(c, 0, ax, n);
   std::sort(axes.begin(), axes.end());
-  for (int64_t ax : axes) dims.insert(dims.begin() + std::min<int64_t>(ax, int64_t(dims.size())), 1);
-  int free = 0;
-  for (int64_t& d : dims)
-    if (d < 0 && free++ == 0) d = NDShape::kInferredDimension;
-  if (free > 1) c.fail("unsqueezing an input with several free dimensions");
-  return keep_type(c, 0, {reshape_to(c, x, dims)});
+  if (x.shape().is_known()) {
+    for (int64_t ax : axes) dims.insert(dims.begin() + std::min<int64_t>(ax, int64_t(dims.size())), 1);
+    return keep_type(c, 0, {reshape_to(c, x, dims)});
+  }
+  // Free dims stay as they are: each unit axis is inserted by a reshape of no axes.
+  for (int64_t ax : axes) {
+    const int at = int(std::min<int64_t>(ax, int64_t(x.shape().rank())));
+    x = out(c.primitive("Reshape", {x}, {{"newShape", NDShape({1})}, {"beginAxis", Axis(at)}, {"endAxis", Axis(at)}}));
+  }
+  return keep_type(c, 0, {x});
 }
 
 Vars concat(ImportContext& c) {
@@ -391,8 +449,12 @@ Vars tile(ImportContext& c) {
 // Expand: x broadcast with zeros of the given shape (the engine broadcasts as NumPy).
 Vars expand(ImportContext& c) {
   Variable x = c.input(0);
-  std::vector<int64_t> shape = known(c, 1, "shape");
   const size_t nd = size_t(c.input_dyn(0));
+  // A shape depending on free dims: the zeros to broadcast with take them at run time.
+  if (nd == 0)
+    if (auto p = c.probed_input_i64(1); p && p->any_depends())
+      return keep_type(c, 0, {out(c.primitive("Plus", {x, c.probed_fill(*p, x.dtype(), 0.0)}))});
+  std::vector<int64_t> shape = known(c, 1, "shape");
   if (nd > 0) {
     if (shape.size() < nd + x.shape().rank()) c.fail("expanding an input with dynamic axes to fewer dimensions");
     shape.erase(shape.begin(), shape.begin() + std::ptrdiff_t(nd));

@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "onnx/import_axes.h"
+#include "onnx/tensor.h"
 #include "onnx/import_batch.h"
 #include "onnx/import_float.h"
 
@@ -22,20 +23,8 @@ namespace {
 using ::onnx::TensorProto;
 using Vars = std::vector<Variable>;
 
-bool is_float(int32_t t) { return t == TensorProto::FLOAT || t == TensorProto::DOUBLE || t == TensorProto::FLOAT16; }
-bool is_integer(int32_t t) {
-  switch (t) {
-    case TensorProto::UINT8:
-    case TensorProto::INT8:
-    case TensorProto::UINT16:
-    case TensorProto::INT16:
-    case TensorProto::INT32:
-    case TensorProto::INT64:
-    case TensorProto::UINT32:
-    case TensorProto::UINT64: return true;
-    default: return false;
-  }
-}
+// Rules pass a declared type other than float32 on to their output.
+bool keeps_type(int32_t t) { return t != TensorProto::FLOAT; }
 
 Variable out(const FunctionPtr& f) { return f->output(); }
 
@@ -112,20 +101,20 @@ Vars cast_to(ImportContext& c, int32_t to) {
     // 4- and 2-bit integers: towards zero, then wrapped into the type's range as ONNX's
     // reference does (ml_dtypes' conversion): t - 2^bits floor((t - lo) / 2^bits).
     Variable f = as(DataType::Float);
-    Variable t = is_float(from) ? trunc(c, f) : f;
+    Variable t = is_float_type(from) ? trunc(c, f) : f;
     const double n = std::ldexp(1.0, bits->first), lo = bits->second ? -n / 2 : 0;
     Variable k = out(c.primitive(
         "Floor",
         {out(c.primitive("ElementTimes", {out(c.primitive("Minus", {t, scalar(c, t, lo)})), scalar(c, t, 1 / n)}))}));
     return {out(c.primitive("Minus", {t, out(c.primitive("ElementTimes", {k, scalar(c, t, n)}))}))};
   }
-  if (!is_integer(to))
+  if (!is_integer_type(to))
     c.fail("a cast to " + TensorProto::DataType_Name(TensorProto::DataType(to)) +
            " is not supported (float16/32/64, bool and integer types are)");
   // Integers are kept as float32; from a float type they round towards zero. Wrap-around
   // of values outside the target's range is not reproduced.
   Variable f = as(DataType::Float);
-  return {is_float(from) ? trunc(c, f) : f};
+  return {is_float_type(from) ? trunc(c, f) : f};
 }
 
 // CumSum (Plus) and CumProd (ElementTimes).
@@ -138,7 +127,7 @@ Vars cumulative(ImportContext& c, const std::string& op, double identity) {
   const int64_t n = x.shape()[size_t(axis)];
   if (n <= 0) c.fail("the accumulated axis must have a known, positive length");
   const bool exclusive = c.attr_int("exclusive", 0) != 0, reverse = c.attr_int("reverse", 0) != 0;
-  if (is_integer(c.input_elem_type(0)) || c.input_elem_type(0) == TensorProto::BOOL)
+  if (is_integer_type(c.input_elem_type(0)) || c.input_elem_type(0) == TensorProto::BOOL)
     c.set_output_elem_type(0, c.input_elem_type(0));
   auto slice = [&](int64_t k) {
     return out(
@@ -195,7 +184,7 @@ Vars mod(ImportContext& c) {
   if (t != TensorProto::FLOAT) c.set_output_elem_type(0, t);
   Variable q = out(c.primitive("ElementDivide", {x, y}));
   // fmod: the remainder takes the dividend's sign (truncated quotient); else the divisor's (floored).
-  if (fmod || !is_float(t)) {
+  if (fmod || !is_float_type(t)) {
     Variable whole = fmod ? trunc(c, q) : out(c.primitive("Floor", {q}));
     return {out(c.primitive("Minus", {x, out(c.primitive("ElementTimes", {whole, y}))}))};
   }
@@ -480,7 +469,7 @@ Vars center_crop_pad(ImportContext& c) {
         Dictionary{
             {"paddingHead", h}, {"paddingFoot", f}, {"paddingMode", int64_t(0)}, {"paddingConstantValue", 0.0}}));
   }
-  if (!is_float(c.input_elem_type(0))) c.set_output_elem_type(0, c.input_elem_type(0));
+  if (keeps_type(c.input_elem_type(0))) c.set_output_elem_type(0, c.input_elem_type(0));
   return {x};
 }
 
@@ -490,7 +479,7 @@ Variable generated(ImportContext& c, const NDArrayView& v) {
   const DataType dt = t == TensorProto::DOUBLE    ? DataType::Double
                       : t == TensorProto::FLOAT16 ? DataType::Float16
                                                   : DataType::Float;
-  if (!is_float(t)) c.set_output_elem_type(0, t);
+  if (keeps_type(t)) c.set_output_elem_type(0, t);
   return Variable::constant(dt == DataType::Double ? v : v.cast(dt), c.name());
 }
 
@@ -584,7 +573,7 @@ Vars compress(ImportContext& c) {
     for (int64_t k = axis + 1; k < rank; ++k) back.push_back(k);
     g = out(c.primitive("TransposeAxes", {g}, Dictionary{{"axisVec", axis_list(back)}}));
   }
-  if (!is_float(c.input_elem_type(0))) c.set_output_elem_type(0, c.input_elem_type(0));
+  if (keeps_type(c.input_elem_type(0))) c.set_output_elem_type(0, c.input_elem_type(0));
   return {g};
 }
 
@@ -837,7 +826,7 @@ Vars unique(ImportContext& c) {
     cs.push_back(counts[order[size_t(r)]]);
   }
   const DataType dt = c.input(0).dtype();
-  if (!is_float(c.input_elem_type(0))) c.set_output_elem_type(0, c.input_elem_type(0));
+  if (keeps_type(c.input_elem_type(0))) c.set_output_elem_type(0, c.input_elem_type(0));
   for (size_t k = 1; k < 4; ++k) c.set_output_elem_type(k, TensorProto::INT64);
   return {Variable::constant(dt == DataType::Double ? y : y.cast(dt), c.name()), constant_f(c, NDShape({u}), fs),
           constant_f(c, NDShape({n}), inverse), constant_f(c, NDShape({u}), cs)};
@@ -856,14 +845,21 @@ void register_import_tensor() {
   register_onnx_import("BlackmanWindow", window(0.42, 0.5, 0.08), 17);
   register_onnx_import("CenterCropPad", center_crop_pad, 18);
   register_onnx_import("Shape", [](ImportContext& c) {
-    std::vector<int64_t> dims = static_dims(c, 0);
-    const int64_t r = int64_t(dims.size());
+    // Free dims are read at their probe sizes (ImportContext::Probed): the value is world a's,
+    // world b's goes with it, and the shape rules downstream tell the two apart.
+    const ImportContext::Probed dims = c.input_probe_dims(0);
+    const int64_t r = int64_t(dims.a.size());
     auto clamp = [r](int64_t a) { return std::clamp<int64_t>(a < 0 ? a + r : a, 0, r); };
     const int64_t b = clamp(c.attr_int("start", 0)), e = clamp(c.attr_int("end", r));
-    std::vector<double> v;
-    for (int64_t k = b; k < e; ++k) v.push_back(double(dims[size_t(k)]));
+    std::vector<double> va, vb;
+    for (int64_t k = b; k < e; ++k) {
+      va.push_back(double(dims.a[size_t(k)]));
+      vb.push_back(double(dims.b[size_t(k)]));
+    }
     c.set_output_elem_type(0, TensorProto::INT64);
-    return Vars{constant_f(c, NDShape({int64_t(v.size())}), v)};
+    const NDShape s({int64_t(va.size())});
+    if (va != vb) c.set_output_probe(0, constant_f(c, s, vb).value());
+    return Vars{constant_f(c, s, va)};
   });
   register_onnx_import("Size", [](ImportContext& c) {
     int64_t n = 1;
@@ -879,7 +875,9 @@ void register_import_tensor() {
   register_onnx_import("OptionalGetElement", optional_get_element, 15);
   register_onnx_import("CastLike", [](ImportContext& c) { return cast_to(c, c.input_elem_type(1)); });
   register_onnx_import("ConstantOfShape", [](ImportContext& c) {
-    const auto shape = known_i64(c, 0, "shape");
+    const auto probed = c.probed_input_i64(0);
+    if (!probed) c.fail("its shape input must be known while reading (an initializer or computed from constants)");
+    const auto& shape = probed->a;
     double value = 0;
     int32_t t = TensorProto::FLOAT;
     if (c.has_attr("value")) {
@@ -889,6 +887,7 @@ void register_import_tensor() {
     }
     if (t != TensorProto::FLOAT) c.set_output_elem_type(0, t);
     const DataType dt = t == TensorProto::DOUBLE ? DataType::Double : DataType::Float;
+    if (probed->any_depends()) return Vars{c.probed_fill(*probed, dt, value)};
     return Vars{Variable::constant(NDArrayView::full(dt, NDShape(shape), value), c.name())};
   });
   register_onnx_import("EyeLike", [](ImportContext& c) {

@@ -58,6 +58,40 @@ DataType engine_type_of(int32_t onnx_type, const std::string& what) {
   }
 }
 
+bool is_float_type(int32_t t) {
+  switch (t) {
+    case TensorProto::FLOAT:
+    case TensorProto::DOUBLE:
+    case TensorProto::FLOAT16:
+    case TensorProto::BFLOAT16:
+    case TensorProto::FLOAT8E4M3FN:
+    case TensorProto::FLOAT8E4M3FNUZ:
+    case TensorProto::FLOAT8E5M2:
+    case TensorProto::FLOAT8E5M2FNUZ:
+    case TensorProto::FLOAT8E8M0:
+    case TensorProto::FLOAT4E2M1: return true;
+    default: return false;
+  }
+}
+
+bool is_integer_type(int32_t t) {
+  switch (t) {
+    case TensorProto::UINT8:
+    case TensorProto::INT8:
+    case TensorProto::UINT16:
+    case TensorProto::INT16:
+    case TensorProto::INT32:
+    case TensorProto::INT64:
+    case TensorProto::UINT32:
+    case TensorProto::UINT64:
+    case TensorProto::INT4:
+    case TensorProto::UINT4:
+    case TensorProto::INT2:
+    case TensorProto::UINT2: return true;
+    default: return false;
+  }
+}
+
 namespace {
 
 size_t onnx_elem_size(int32_t t) {
@@ -388,9 +422,7 @@ std::vector<int64_t> tensor_to_i64(const TensorProto& t, const std::string& base
   std::vector<int64_t> ints;
   std::vector<double> values;
   read_values(t, base_dir, what, n, &values, &ints);
-  const bool is_int = t.data_type() != TensorProto::FLOAT && t.data_type() != TensorProto::DOUBLE &&
-                      t.data_type() != TensorProto::FLOAT16 && t.data_type() != TensorProto::BFLOAT16;
-  if (!is_int)
+  if (is_float_type(t.data_type()))
     for (size_t k = 0; k < values.size(); ++k)
       if (double(ints[k]) != values[k])
         throw ValueError(what + ": tensor '" + t.name() + "' must hold integers, but holds " +

@@ -14,6 +14,12 @@ namespace cntk::onnx_io {
 // compare the result back with the value, so NaN and infinities are refused, not converted.
 inline int64_t float_to_i64(double v) { return std::isfinite(v) && std::abs(v) <= 9.2e18 ? int64_t(v) : 0; }
 
+// ONNX element types by kind, for every rule alike. Floating point: float16/32/64, bfloat16,
+// the float8 formats and float4e2m1. Integers: the signed and unsigned 2- to 64-bit types.
+// bool is neither (nor are strings and complex types).
+bool is_float_type(int32_t onnx_type);
+bool is_integer_type(int32_t onnx_type);
+
 // The engine type an ONNX element type is computed in: float32, float64 and float16 as they
 // are; integers and booleans as float32 (as CNTK computed them). ValueError for strings and
 // the types the engine cannot hold (complex, float8, 4-bit), naming `what`.
