@@ -196,14 +196,14 @@ def test_an_imported_recurrent_node_of_one_step_from_no_state_trains(op):
     assert float(np.asarray(loss.eval(feeds))) < 0.5 * first
 
 
-@pytest.mark.parametrize('kind', ['gru', 'rnn', 'rnn_relu'])
+@pytest.mark.parametrize('kind', ['lstm', 'gru', 'rnn', 'rnn_relu'])
 def test_a_recurrence_read_over_a_free_seq_dimension_runs_fused_as_the_layers_do(tmp_path, kind):
     """A layers' recurrence written as an ONNX node reads back in the layers' form, so the
     engine runs the same fused kernel on the same weights: the outputs agree exactly (a
     step-by-step loop differs in the last bits). Trained, the read model is written back as
     the node with the trained weights."""
     H, Fd, T = 5, 4, 7
-    cell = {'gru': lambda: C.layers.GRU(H), 'rnn': lambda: C.layers.RNNStep(H),
+    cell = {'lstm': lambda: C.layers.LSTM(H), 'gru': lambda: C.layers.GRU(H), 'rnn': lambda: C.layers.RNNStep(H),
             'rnn_relu': lambda: C.layers.RNNStep(H, activation=C.relu)}[kind]()
     x = C.sequence.input_variable(Fd, name='x')
     z = C.layers.Recurrence(cell)(x)
@@ -227,7 +227,7 @@ def test_a_recurrence_read_over_a_free_seq_dimension_runs_fused_as_the_layers_do
     assert float(np.asarray(loss.eval(feeds))) < before
     again = str(tmp_path / 'trained.onnx')
     z2.save(again, format=C.ModelFormat.ONNX)
-    assert [n.op_type for n in onnx.load(again).graph.node].count({'gru': 'GRU'}.get(kind, 'RNN')) == 1
+    assert [n.op_type for n in onnx.load(again).graph.node].count({'lstm': 'LSTM', 'gru': 'GRU'}.get(kind, 'RNN')) == 1
     (name,) = [i.name for i in onnx.load(again).graph.input]
     w = ort.InferenceSession(again).run(None, {name: data})[0]
     np.testing.assert_allclose(np.asarray(z2.eval(feeds)).reshape(w.shape), w, rtol=1e-5, atol=1e-5)
