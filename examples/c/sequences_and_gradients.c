@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include "cntk/c_api.h"
+#include "keep_model.h"
 
 #define CHECK(call)                                                                                          \
   do {                                                                                                       \
@@ -230,6 +231,7 @@ int main(int argc, char** argv) {
   CHECK(cntk_trainer_previous_minibatch_loss_average(trainer, &last));
   CHECK(cntk_trainer_previous_minibatch_sample_count(trainer, &samples));
   const double trained = total_loss(loss, x, data);
+  CHECK(keep_model(loss, "c_sequences_and_gradients"));
   CHECK(cntk_trainer_restore_checkpoint(trainer, ckp));
   const double restored = total_loss(loss, x, data);
   printf("after 20 steps: summed loss %.4f (%zu samples per minibatch); restored checkpoint %.9f\n", trained, samples,

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cntk/c_api.h"
+#include "keep_model.h"
 
 #define CHECK(call)                                                                                          \
   do {                                                                                                       \
@@ -164,6 +165,7 @@ int main(int argc, char** argv) {
 
   /* Save, load, find the output by name, evaluate on held-out samples. */
   CHECK(cntk_function_save(z, model_path));
+  CHECK(keep_model(z, "c_train_and_evaluate"));
   cntk_function* loaded;
   CHECK(cntk_function_load(model_path, &loaded));
   remove(model_path);

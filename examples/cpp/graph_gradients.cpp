@@ -11,6 +11,7 @@
 
 #include "cntk/evaluation.h"
 #include "cntk/ops.h"
+#include "keep_model.h"
 
 using namespace cntk;
 
@@ -108,6 +109,7 @@ int main() {
     }
   }
   W.set_value(w0);
+  keep_model(loss, "graph_gradients");
   std::printf("finite-difference check of d loss / d W: max abs error %.2e (tolerance %.0e): %s\n", worst, tol,
               worst <= tol ? "ok" : "FAILED");
   return worst <= tol ? 0 : 1;

@@ -26,6 +26,7 @@
 #include "cntk/distributed.h"
 #include "cntk/ops.h"
 #include "cntk/trainer.h"
+#include "keep_model.h"
 
 using namespace cntk;
 
@@ -109,6 +110,8 @@ std::vector<float> train(const CommunicatorPtr& comm, CommunicatorPtr* used = nu
     trainer.train_minibatch({{m.x, Value(f)}, {m.y, Value(l)}});
   }
   if (used) *used = comm;
+  // Worker 0 keeps its model (the last distributed run's: 1-bit SGD).
+  if (comm && comm->rank() == 0) keep_model(m.z, "train_distributed");
   std::vector<float> out;
   for (auto& p : m.z->parameters()) {
     NDArrayView v = p.value().contiguous();

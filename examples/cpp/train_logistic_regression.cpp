@@ -18,6 +18,7 @@
 
 #include "cntk/ops.h"
 #include "cntk/trainer.h"
+#include "keep_model.h"
 
 using namespace cntk;
 
@@ -106,6 +107,7 @@ int main() {
   // The metric averaged over whole sets, with the final parameters.
   const double train_error = trainer.test_minibatch({{x, Value(train.features)}, {y, Value(train.labels)}});
   const double test_error = trainer.test_minibatch({{x, Value(test.features)}, {y, Value(test.labels)}});
+  keep_model(z, "train_logistic_regression");
   const NDArrayView w = W.value().contiguous(), bias = b.value().contiguous();
   std::printf("W = [[%.3f, %.3f], [%.3f, %.3f]]  b = [%.3f, %.3f]\n", w.data<float>()[0], w.data<float>()[1],
               w.data<float>()[2], w.data<float>()[3], bias.data<float>()[0], bias.data<float>()[1]);

@@ -18,6 +18,7 @@
 
 #include "cntk/ops.h"
 #include "cntk/training_session.h"
+#include "keep_model.h"
 
 using namespace cntk;
 
@@ -68,6 +69,7 @@ class BlobSource : public TrainingSource {
 
 struct Run {
   std::vector<float> parameters;
+  FunctionPtr model;
   double last_validation_error = 1.0;
 };
 
@@ -101,6 +103,7 @@ Run train(const std::string& checkpoint, size_t max_samples) {
                           MinibatchSizeSchedule(size_t(40)), max_samples, {1000, DataUnit::Sample}, ckp, cv,
                           /*test=*/{}, {std::make_shared<ProgressPrinter>(stdout, 3)});
   session.train();
+  run.model = z;
   for (const Variable& p : {W, b})
     run.parameters.insert(run.parameters.end(), p.value().data<float>(),
                           p.value().data<float>() + p.value().shape().total_size());
@@ -116,6 +119,7 @@ int main() {
 
   std::printf("-- uninterrupted, 3000 samples\n");
   const Run whole = train((dir / "whole.model").string(), 3000);
+  keep_model(whole.model, "train_with_session");
   // Stopped at a minibatch boundary (40 minibatches of 40): a stop elsewhere would make the
   // last minibatch shorter than the uninterrupted run's, and the runs would differ by that.
   std::printf("-- first 1600 samples, then a new session restored from the checkpoint\n");
