@@ -10,6 +10,12 @@ progress lines), and LSTMSequenceClassifierTest reads generated sequences (2000-
 5 classes, CNTK's layout and about its size). Their loss figures cannot equal the baselines'
 (other data); the tests check what does carry over: the run completes, it prints the same progress
 lines (minibatch indices) as the baseline, and the figures are valid losses and error rates.
+
+CNTK_CSHARP_DATA (opt-in): a folder laid out as CNTK's repository root that holds CNTK's own
+Tests/EndToEndTests/Image/Data/{Train,Test}_cntk_text.txt and
+Tests/EndToEndTests/Text/SequenceClassification/Data/Train.ctf. With it, those two tests read
+CNTK's files instead and every loss and error figure must equal the baseline's within the
+testcases.yml tolerance (0.1%).
 """
 import math
 import os
@@ -96,7 +102,27 @@ def test_simple_feed_forward_classifier(training_exe, tmp_path):
     check_against_baseline('SimpleFeedForwardClassifierTest', out)
 
 
+MNIST_FILES = ['Tests/EndToEndTests/Image/Data/Train_cntk_text.txt', 'Tests/EndToEndTests/Image/Data/Test_cntk_text.txt']
+SEQUENCE_FILES = ['Tests/EndToEndTests/Text/SequenceClassification/Data/Train.ctf']
+
+
+def cntk_data(files):
+    """The $CNTK_CSHARP_DATA prefix when it is set (it must then hold `files`), else None."""
+    root = os.environ.get('CNTK_CSHARP_DATA')
+    if not root:
+        return None
+    missing = [f for f in files if not os.path.isfile(os.path.join(root, f))]
+    assert not missing, "CNTK_CSHARP_DATA=%s lacks %s" % (root, ', '.join(missing))
+    return os.path.join(root, '')
+
+
 def test_mnist_classifier_convnet(training_exe, tmp_path):
+    prefix = cntk_data(MNIST_FILES)
+    if prefix:
+        # CNTK's own MNIST subset: the figures themselves must be the baseline's.
+        out = run_example(training_exe, 'MNISTClassifierTest', prefix, str(tmp_path))
+        check_against_baseline('MNISTClassifierTest', out)
+        return
     if not os.path.exists('/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz'):
         pytest.skip("Fashion-MNIST is not installed (Debian package dataset-fashion-mnist)")
     harness.write_fashion_mnist_ctf(str(tmp_path / 'Tests' / 'EndToEndTests' / 'Image' / 'Data'), 1000, 100)
@@ -114,6 +140,11 @@ def test_mnist_classifier_convnet(training_exe, tmp_path):
 
 
 def test_lstm_sequence_classifier(training_exe, tmp_path):
+    prefix = cntk_data(SEQUENCE_FILES)
+    if prefix:
+        out = run_example(training_exe, 'LSTMSequenceClassifierTest', prefix, str(tmp_path))
+        check_against_baseline('LSTMSequenceClassifierTest', out)
+        return
     harness.write_sequence_classification_ctf(
         str(tmp_path / 'Tests' / 'EndToEndTests' / 'Text' / 'SequenceClassification' / 'Data' / 'Train.ctf'), 1100)
     out = run_example(training_exe, 'LSTMSequenceClassifierTest', str(tmp_path) + '/', str(tmp_path))
