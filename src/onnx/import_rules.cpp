@@ -24,6 +24,7 @@ void register_import_training();
 void register_import_ml();
 void register_import_grid();
 void register_import_control();
+void register_import_image();
 
 void register_onnx_import_rules() {
   register_import_elementwise();
@@ -47,6 +48,7 @@ void register_onnx_import_rules() {
   register_import_ml();
   register_import_grid();
   register_import_control();
+  register_import_image();
 }
 
 }  // namespace cntk::onnx_io
