@@ -206,6 +206,22 @@ std::optional<LayerForm> layer_form(RnnBuilder& b, const std::vector<std::string
           dst[i * (k1 - k0) * H + (k - k0) * H + j] = src[(lf.perm[size_t(k)] * H + j) * rows + i];
     return out;
   };
+  // The node's inputs again: gates back in ONNX's order, transposed, direction axis first.
+  auto onnx_order = [&](const Variable& m, int k0, int k1) {
+    std::vector<Variable> gates(size_t(k1 - k0));
+    for (int k = k0; k < k1; ++k)
+      gates[size_t(lf.perm[size_t(k)] - k0)] = b.slice(m, -1, (k - k0) * H, (k - k0 + 1) * H);
+    return gates.size() == 1 ? gates[0] : b.op("Splice", gates, {{"axis", Axis(-1)}});
+  };
+  auto transposed = [&](const Variable& m) {
+    return b.op("TransposeAxes", {m}, {{"axis1", Axis(0)}, {"axis2", Axis(1)}});
+  };
+  auto lead = [&](const Variable& v) {
+    auto dims = v.shape().dims();
+    dims.insert(dims.begin(), 1);
+    return b.reshape(v, dims);
+  };
+  const Variable no_rb = Variable::constant(NDArrayView::zeros(dt, NDShape({GH})), "");
   std::vector<Variable> Ws, Rs, Bs;
   for (int64_t d = 0; d < num_dirs; ++d) {
     LayerForm::Dir dir;
@@ -217,34 +233,21 @@ std::optional<LayerForm> layer_form(RnnBuilder& b, const std::vector<std::string
     for (int k = 0; k < G; ++k)
       for (int64_t j = 0; j < H; ++j) {
         const int64_t o = lf.perm[size_t(k)] * H + j;
-        bias.data<double>()[k * H + j] = bb ? bb->data<double>()[d * 2 * GH + o] + bb->data<double>()[d * 2 * GH + GH + o] : 0;
+        const double* bd = bb ? bb->data<double>() + d * 2 * GH : nullptr;
+        bias.data<double>()[k * H + j] = bd ? bd[o] + bd[GH + o] : 0;
       }
     // Without B the node has no bias to train: a constant zero.
     dir.b = bb ? param(bias, c.node().input(3) + sfx) : Variable::constant(bias.cast(dt), "");
-    // The node's inputs again: gates back in ONNX's order, transposed, direction axis first.
-    auto onnx_order = [&](const Variable& m, int k0, int k1) {
-      std::vector<Variable> gates(size_t(k1 - k0));
-      for (int k = k0; k < k1; ++k) gates[size_t(lf.perm[size_t(k)] - k0)] = b.slice(m, -1, (k - k0) * H, (k - k0 + 1) * H);
-      return gates.size() == 1 ? gates[0] : b.op("Splice", gates, {{"axis", Axis(-1)}});
-    };
-    auto transposed = [&](const Variable& m) {
-      return b.op("TransposeAxes", {m}, {{"axis1", Axis(0)}, {"axis2", Axis(1)}});
-    };
-    auto lead = [&](const Variable& v) {
-      auto dims = v.shape().dims();
-      dims.insert(dims.begin(), 1);
-      return b.reshape(v, dims);
-    };
     Ws.push_back(lead(transposed(onnx_order(dir.W, 0, G))));
     Variable Rt = onnx_order(dir.H, 0, cell == Cell::GRU ? 2 : G);
     if (cell == Cell::GRU) Rt = b.op("Splice", {Rt, dir.H1}, {{"axis", Axis(-1)}});
     Rs.push_back(lead(transposed(Rt)));
-    if (bb)
-      Bs.push_back(lead(b.op("Splice", {onnx_order(dir.b, 0, G), Variable::constant(NDArrayView::zeros(dt, NDShape({GH})), "")},
-                             {{"axis", Axis(0)}})));
+    if (bb) Bs.push_back(lead(b.op("Splice", {onnx_order(dir.b, 0, G), no_rb}, {{"axis", Axis(0)}})));
     lf.dirs.push_back(dir);
   }
-  auto cat = [&](const std::vector<Variable>& v) { return v.size() == 1 ? v[0] : b.op("Splice", v, {{"axis", Axis(0)}}); };
+  auto cat = [&](const std::vector<Variable>& v) {
+    return v.size() == 1 ? v[0] : b.op("Splice", v, {{"axis", Axis(0)}});
+  };
   lf.W_onnx = cat(Ws);
   lf.R_onnx = cat(Rs);
   if (bb) lf.B_onnx = cat(Bs);
