@@ -2,9 +2,11 @@
 // right-aligned (NumPy), as the engine broadcasts static shapes.
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "onnx/import_axes.h"
 #include "onnx/tensor.h"
+#include "ops/op.h"
 
 namespace cntk::onnx_io {
 
@@ -134,27 +136,15 @@ Variable ieee_log(ImportContext& c, const Variable& x) {
   return out(c.primitive("Select", {neg, scalar_like(c, x, std::numeric_limits<double>::quiet_NaN(), "nan"), y}));
 }
 void register_import_elementwise() {
-  for (auto [onnx, op] : {std::pair{"Abs", "Abs"},
-                          {"Neg", "Negate"},
-                          {"Relu", "ReLU"},
-                          {"Tanh", "Tanh"},
-                          {"Sigmoid", "StableSigmoid"},
-                          {"Exp", "Exp"},
-                          {"Floor", "Floor"},
-                          {"Sin", "Sin"},
-                          {"Cos", "Cos"},
-                          {"Tan", "Tan"},
-                          {"Asin", "Asin"},
-                          {"Acos", "Acos"},
-                          {"Atan", "Atan"},
-                          {"Sinh", "Sinh"},
-                          {"Cosh", "Cosh"},
-                          {"Asinh", "Asinh"},
-                          {"Atanh", "Atanh"},
-                          {"Erf", "Erf"}})
-    register_onnx_import(onnx, unary(op));
-  for (auto [onnx, op] : {std::pair{"Add", "Plus"}, {"Sub", "Minus"}, {"Mul", "ElementTimes"}, {"Pow", "Pow"}})
-    register_onnx_import(onnx, binary(op));
+  // The ops whose ONNX form is one ONNX op (OpDef::onnx_op, set with the form in src/ops) read
+  // back as that op. Rules of the reader's own stand where ONNX's results differ from the
+  // engine op's: IEEE's Sqrt, Log and Reciprocal, and Div, which truncates integers.
+  const std::set<std::string> own{"Sqrt", "Log", "Reciprocal", "Div"};
+  for (const std::string& name : registered_ops()) {
+    const OpDef* d = find_op(name);
+    if (d->onnx_op.empty() || own.count(d->onnx_op)) continue;
+    register_onnx_import(d->onnx_op, d->inputs.size() == 1 ? unary(name) : binary(name));
+  }
   register_onnx_import("Div", divide);
   register_onnx_import("Sqrt", sqrt_ieee);
   register_onnx_import("Log", log_ieee);

@@ -589,10 +589,10 @@ void register_elementwise_onnx() {
                           {"Asinh", "Asinh"},
                           {"Atanh", "Atanh"},
                           {"Erf", "Erf"}})
-    set_onnx_export(op, onnx_io::export_as(onnx));
+    set_onnx_export(op, onnx_io::export_as(onnx), onnx);
   for (auto [op, onnx] :
        {std::pair{"Plus", "Add"}, {"Minus", "Sub"}, {"ElementTimes", "Mul"}, {"ElementDivide", "Div"}, {"Pow", "Pow"}})
-    set_onnx_export(op, onnx_io::export_broadcast(onnx));
+    set_onnx_export(op, onnx_io::export_broadcast(onnx), onnx);
   register_comparison_onnx();
   register_composite_onnx();
 }

@@ -178,11 +178,12 @@ const DictValue& ComputeContext::attr_value(const std::string& key) const {
   return schema_attr(fn ? fn->op() : nullptr, fn ? fn->op_name() : std::string("?"), *attrs, key);
 }
 
-void set_onnx_export(const std::string& op, OnnxExportFn fn) {
+void set_onnx_export(const std::string& op, OnnxExportFn fn, const std::string& onnx_op) {
   auto it = table().find(op);  // called while the catalogue registers: no ensure_registered()
   if (it == table().end()) throw Error("set_onnx_export: unknown op '" + op + "'");
   if (it->second.onnx_export) throw Error("set_onnx_export: op '" + op + "' has its ONNX form already");
   it->second.onnx_export = std::move(fn);
+  it->second.onnx_op = onnx_op;
 }
 
 const OpDef* find_op(const std::string& name) {

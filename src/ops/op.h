@@ -255,6 +255,10 @@ struct OpDef {
   // Its ONNX form (src/onnx/export.h): null where the op has none, and the writer then
   // raises naming the op. Attributes the form needs are read through this schema.
   OnnxExportFn onnx_export;
+  // The ONNX op type where that form is one ONNX op over the op's inputs, without attributes
+  // (unary, or binary broadcasting as NumPy): the reader maps that op type back to this op.
+  // Empty otherwise.
+  std::string onnx_op;
 
   bool is(OpClass c) const { return (classes & c) != 0; }
   const AttrSpec* attr_spec(const std::string& key) const;  // nullptr when undeclared
@@ -293,7 +297,8 @@ void register_op(OpDef def);
 const OpDef* find_op(const std::string& name);  // nullptr when unknown
 // Gives a registered op its ONNX form (OpDef::onnx_export). Each family sets the forms of its
 // ops right after registering them, in its own file; Error for an unknown op or a second form.
-void set_onnx_export(const std::string& op, OnnxExportFn fn);
+// `onnx_op` names the ONNX op of a one-op form (OpDef::onnx_op).
+void set_onnx_export(const std::string& op, OnnxExportFn fn, const std::string& onnx_op = {});
 std::vector<std::string> registered_ops();
 
 // Conversions between the user layout of a Value (batch first; sequences padded,
