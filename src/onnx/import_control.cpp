@@ -283,6 +283,7 @@ std::vector<Variable> read_loop(ImportContext& c) {
                                                   NDArrayView::scalar(DataType::Float, 1.0)};
     auto outs = b.read_body(body, in, known);
     if (int64_t(outs.size()) != 1 + N + K) c.fail("its body's outputs do not match the Loop's");
+    // (A condition computed from parameters is taken at their values while reading.)
     auto next = known_value(outs[0], true);
     if (!next) c.fail("its body's condition is not known while reading (only such Loops are read)");
     cond = known_true(*next);
