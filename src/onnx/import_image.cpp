@@ -2,13 +2,16 @@
 //
 // ImageDecoder's output shape is the encoded image's size, known only once the bytes are
 // decoded, so the rule decodes a known input (an initializer, a Constant node, or computed from
-// them) while reading, with the JPEG and PNG decoders of the image reader (src/io/image_codec,
-// libjpeg-turbo and libpng), and the node becomes a constant. Bytes fed at run time are refused.
+// them) while reading, and the node becomes a constant; bytes fed at run time are refused. JPEG
+// and PNG go through the image reader's decoders (src/io/image_codec: libjpeg-turbo, libpng);
+// BMP, binary PNM and uncompressed TIFF through src/io/image_uncompressed. JPEG 2000 and WebP,
+// which would need libraries of their own, are refused.
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "io/image_codec.h"
+#include "io/image_uncompressed.h"
 #include "onnx/import.h"
 
 namespace cntk::onnx_io {
@@ -48,14 +51,16 @@ Vars image_decoder(ImportContext& c) {
 
   const bool jpeg = bytes.size() >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF;
   const bool png = bytes.size() >= 8 && std::memcmp(bytes.data(), "\x89PNG\r\n\x1a\n", 8) == 0;
-  if (!jpeg && !png)
+  const bool uncompressed = io::is_uncompressed_image(bytes.data(), bytes.size());
+  if (!jpeg && !png && !uncompressed)
     throw NotImplementedError("ONNX import: node '" + c.name() + "' (ImageDecoder): " + format_name(bytes) +
-                              " data is not decoded (only JPEG and PNG, through libjpeg-turbo and libpng)");
+                              " data is not decoded (JPEG, PNG, BMP, binary PNM and uncompressed TIFF are)");
   io::Image img;
   try {
     // Always three channels: ONNX's Grayscale is the luma of the decoded colours (as Pillow's
     // convert("L")), not a JPEG's own luma plane, which the image reader's one-channel decode gives.
-    img = io::decode_image(bytes.data(), bytes.size(), 3, c.name());
+    img = uncompressed ? io::decode_uncompressed_image(bytes.data(), bytes.size(), c.name())
+                       : io::decode_image(bytes.data(), bytes.size(), 3, c.name());
   } catch (const IOError& e) {
     c.fail(e.what());
   }
