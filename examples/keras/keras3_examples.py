@@ -86,13 +86,13 @@ def cifar10_cnn(n_train=50000, n_test=10000):
     return model, train, test, 32
 
 
-def imdb_bidirectional_lstm(n_train=25000, n_test=25000):
+def imdb_bidirectional_lstm(n_train=25000, n_test=25000, unroll=False):
     import keras
     from keras import layers
     max_features, maxlen = 20000, 100
     train, test = ke.imdb_data(n_train, n_test, max_features, maxlen)
     model = keras.Sequential([keras.Input((maxlen,), dtype='int32'), layers.Embedding(max_features, 128),
-                              layers.Bidirectional(layers.LSTM(64)), layers.Dropout(0.5),
+                              layers.Bidirectional(layers.LSTM(64, unroll=unroll)), layers.Dropout(0.5),
                               layers.Dense(1, activation='sigmoid')])
     model.compile(adam(), 'binary_crossentropy', metrics=['accuracy'])
     return model, train, test, 32
@@ -109,12 +109,12 @@ def imdb_fasttext(n_train=25000, n_test=25000):
     return model, train, test, 32
 
 
-def lstm_text_generation(max_chars=None, text_path=ke.DEFAULT_TEXT):
+def lstm_text_generation(max_chars=None, text_path=ke.DEFAULT_TEXT, unroll=False):
     import keras
     from keras import layers
     train, test = ke.text_data(max_chars, text_path)
     _, maxlen, chars = train[0].shape
-    model = keras.Sequential([keras.Input((maxlen, chars)), layers.LSTM(128),
+    model = keras.Sequential([keras.Input((maxlen, chars)), layers.LSTM(128, unroll=unroll),
                               layers.Dense(chars, activation='softmax')])
     model.compile(loss='categorical_crossentropy', optimizer=keras.optimizers.RMSprop(learning_rate=0.01))
     return model, train, test, 128

@@ -187,6 +187,12 @@ def text_data(max_chars=None, text_path=DEFAULT_TEXT, maxlen=40, step=3):
 
 # ------------------------------------------------------------------- the models
 
+# `unroll` (the LSTM examples): Keras 2.3.1's CNTK backend, on CNTK 2.7 as on OpenCNTK, outputs
+# an LSTM's cell state c instead of h unless the layer is unrolled: its `rnn` takes the last of
+# the step's new states ([h, c]) as the step's output (keras-team/keras#14653, #13572).
+# unroll=True computes Keras' LSTM as written (tests/python/test_keras3_comparison.py checks
+# both against NumPy); the examples keep Keras' default.
+
 def mnist_mlp(n_train=None, n_test=None):
     from keras.layers import Dense, Dropout
     from keras.models import Sequential
@@ -226,12 +232,12 @@ def cifar10_cnn(n_train=50000, n_test=10000):
     return model, train, test, 32
 
 
-def imdb_bidirectional_lstm(n_train=25000, n_test=25000):
+def imdb_bidirectional_lstm(n_train=25000, n_test=25000, unroll=False):
     from keras.layers import LSTM, Bidirectional, Dense, Dropout, Embedding
     from keras.models import Sequential
     max_features, maxlen = 20000, 100
     train, test = imdb_data(n_train, n_test, max_features, maxlen)
-    model = Sequential([Embedding(max_features, 128, input_length=maxlen), Bidirectional(LSTM(64)),
+    model = Sequential([Embedding(max_features, 128, input_length=maxlen), Bidirectional(LSTM(64, unroll=unroll)),
                         Dropout(0.5), Dense(1, activation='sigmoid')])
     model.compile('adam', 'binary_crossentropy', metrics=['accuracy'])
     return model, train, test, 32
@@ -248,13 +254,13 @@ def imdb_fasttext(n_train=25000, n_test=25000):
     return model, train, test, 32
 
 
-def lstm_text_generation(max_chars=None, text_path=DEFAULT_TEXT):
+def lstm_text_generation(max_chars=None, text_path=DEFAULT_TEXT, unroll=False):
     from keras.layers import LSTM, Dense
     from keras.models import Sequential
     from keras.optimizers import RMSprop
     train, test = text_data(max_chars, text_path)
     _, maxlen, chars = train[0].shape
-    model = Sequential([LSTM(128, input_shape=(maxlen, chars)), Dense(chars, activation='softmax')])
+    model = Sequential([LSTM(128, input_shape=(maxlen, chars), unroll=unroll), Dense(chars, activation='softmax')])
     model.compile(loss='categorical_crossentropy', optimizer=RMSprop(learning_rate=0.01))
     return model, train, test, 128
 
