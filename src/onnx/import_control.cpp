@@ -292,8 +292,18 @@ std::vector<Variable> read_loop(ImportContext& c) {
   }
   std::vector<Variable> result = values;
   for (int64_t k = 0; k < K; ++k) {
-    if (per_out[size_t(k)].empty()) c.fail("a Loop of no iterations with scan outputs is not read");
-    result.push_back(b.stack(per_out[size_t(k)], 0, "scan output " + std::to_string(k)));
+    if (!per_out[size_t(k)].empty()) {
+      result.push_back(b.stack(per_out[size_t(k)], 0, "scan output " + std::to_string(k)));
+      continue;
+    }
+    // No iterations: an empty scan output of the shape the body declares.
+    const auto& tt = body.output(int(1 + N + k)).type().tensor_type();
+    std::vector<int64_t> dims{0};
+    for (const auto& d : tt.shape().dim()) dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    if (!tt.has_shape() || std::count(dims.begin(), dims.end(), -1))
+      c.fail("it runs no iterations, and its body leaves scan output " + std::to_string(k) + "'s shape open");
+    const DataType dt = engine_type_of(tt.elem_type() ? tt.elem_type() : ::onnx::TensorProto::FLOAT, c.name());
+    result.push_back(Variable::constant(NDArrayView::zeros(dt, NDShape(dims)), ""));
   }
   return result;
 }

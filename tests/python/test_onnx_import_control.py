@@ -94,7 +94,7 @@ def test_an_unrolled_scan_trains_its_body_parameter():
     np.testing.assert_allclose(g, num, rtol=1e-3, atol=1e-4)
 
 
-def _loop_model(trip_count_input=False, cond_input=False, stop_after=None):
+def _loop_model(trip_count_input=False, cond_input=False, stop_after=None, trips=5):
     """y = y0 + x[0] + ... + x[n-1] with the running sums as scan output; the body's condition
     turns false after `stop_after` iterations where given."""
     x = np.arange(1, 7, dtype=np.float32)
@@ -122,7 +122,7 @@ def _loop_model(trip_count_input=False, cond_input=False, stop_after=None):
     if trip_count_input:
         inputs.append(_vi('M', [], TensorProto.INT64))
     else:
-        inits.append(numpy_helper.from_array(np.array(5, np.int64), 'M'))
+        inits.append(numpy_helper.from_array(np.array(trips, np.int64), 'M'))
     if cond_input:
         inputs.append(_vi('cond', [], TensorProto.BOOL))
     else:
@@ -136,6 +136,11 @@ def test_a_loop_of_a_known_trip_count_and_condition_is_unrolled(stop_after):
     z = _check_against_onnxruntime(_loop_model(stop_after=stop_after), {'y0': np.array([-2], np.float32)},
                                    ['y', 'ys'])
     assert z.outputs[1].shape == ((5 if stop_after is None else 3), 1)
+
+
+def test_a_loop_of_no_iterations_gives_its_initial_values_and_empty_scan_outputs():
+    z = _check_against_onnxruntime(_loop_model(trips=0), {'y0': np.array([-2], np.float32)}, ['y', 'ys'])
+    assert z.outputs[1].shape == (0, 1)
 
 
 def test_a_loop_whose_trip_count_is_not_known_while_reading_is_refused_naming_the_node():
