@@ -1,5 +1,6 @@
 #include "io/image_uncompressed.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <map>
@@ -28,13 +29,16 @@ struct Reader {
   }
 };
 
-Image make_image(int width, int height, const std::string& name) {
-  if (width <= 0 || height <= 0 || int64_t(width) * height > (int64_t(1) << 28))
-    throw IOError("image '" + name + "': cannot decode: bad size " + std::to_string(width) + "x" +
-                  std::to_string(height));
+// Sizes come from untrusted headers: checked as 64-bit values, and against the bytes there are to
+// hold `bytes_per_pixel` each, before anything is allocated.
+Image make_image(const Reader& r, int64_t width, int64_t height, size_t bytes_per_pixel, size_t available) {
+  if (width <= 0 || height <= 0 || width > (int64_t(1) << 28) || height > (int64_t(1) << 28) ||
+      width * height > (int64_t(1) << 28))
+    r.corrupt("bad size " + std::to_string(width) + "x" + std::to_string(height));
+  if (size_t(width) * size_t(height) * bytes_per_pixel > available) r.corrupt("truncated pixel data");
   Image img;
-  img.width = width;
-  img.height = height;
+  img.width = int(width);
+  img.height = int(height);
   img.channels = 3;
   img.data.resize(size_t(width) * size_t(height) * 3);
   return img;
@@ -49,7 +53,8 @@ Image decode_bmp(const Reader& r) {
     r.corrupt("only uncompressed 24- and 32-bit BMP is supported (" + std::to_string(bpp) + " bits, compression " +
               std::to_string(compression) + ")");
   const bool top_down = height < 0;
-  Image img = make_image(width, top_down ? -height : height, r.name);
+  Image img =
+      make_image(r, width, top_down ? -int64_t(height) : int64_t(height), bpp / 8, r.n - std::min<size_t>(offset, r.n));
   const size_t stride = (size_t(bpp) * size_t(img.width) + 31) / 32 * 4, step = bpp / 8;
   if (offset + stride * size_t(img.height) > r.n) r.corrupt("truncated pixel data");
   for (int y = 0; y < img.height; ++y) {
@@ -80,8 +85,9 @@ Image decode_pnm(const Reader& r) {
   const int64_t width = number(), height = number(), maxval = number();
   if (maxval != 255) r.corrupt("only PNM with a maximum value of 255 is supported, not " + std::to_string(maxval));
   ++at;  // the single whitespace before the pixels
-  Image img = make_image(int(width), int(height), r.name);
-  const size_t channels = grey ? 1 : 3, count = size_t(width) * size_t(height);
+  const size_t channels = grey ? 1 : 3;
+  Image img = make_image(r, width, height, channels, r.n - std::min(at, r.n));
+  const size_t count = size_t(width) * size_t(height);
   if (at + count * channels > r.n) r.corrupt("truncated pixel data");
   for (size_t p = 0; p < count; ++p)
     for (size_t c = 0; c < 3; ++c) img.data[p * 3 + c] = r.b[at + p * channels + (grey ? 0 : 2 - c)];  // stored R, G, B
@@ -115,16 +121,16 @@ Image decode_tiff(Reader r) {
   const bool grey = photometric == 1;
   if (!(grey && spp >= 1) && !(photometric == 2 && spp >= 3))
     r.corrupt("only grey (BlackIsZero) and RGB TIFF is supported (photometric " + std::to_string(photometric) + ")");
-  Image img = make_image(int(tag(256)), int(tag(257)), r.name);
+  Image img = make_image(r, tag(256), tag(257), spp, r.n);
   std::vector<uint8_t> pixels;
   const auto& offsets = tags[273];
   const auto& counts = tags[279];
   if (offsets.size() != counts.size()) r.corrupt("TIFF strip offsets and byte counts differ in number");
-  for (size_t s = 0; s < offsets.size(); ++s) {
+  const size_t count = size_t(img.width) * size_t(img.height);
+  for (size_t s = 0; s < offsets.size() && pixels.size() < count * spp; ++s) {
     if (size_t(offsets[s]) + counts[s] > r.n) r.corrupt("truncated pixel data");
     pixels.insert(pixels.end(), r.b + offsets[s], r.b + offsets[s] + counts[s]);
   }
-  const size_t count = size_t(img.width) * size_t(img.height);
   if (pixels.size() < count * spp) r.corrupt("truncated pixel data");
   for (size_t p = 0; p < count; ++p)
     for (size_t c = 0; c < 3; ++c) img.data[p * 3 + c] = pixels[p * spp + (grey ? 0 : 2 - c)];  // stored R, G, B
