@@ -311,9 +311,6 @@ class Reader final : public ImportContext {
     auto it = probe_dims_.find(x.get());
     if (it != probe_dims_.end()) return it->second;
     Probed p{probe_shape(x, false), probe_shape(x, true)};
-    for (size_t k = 0; k < p.a.size(); ++k)
-      if (p.a[k] < 0 || p.b[k] < 0)
-        fail("input " + std::to_string(i) + " has a free dimension that does not follow from the graph's inputs");
     probe_dims_[x.get()] = p;
     return p;
   }

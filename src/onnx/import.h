@@ -72,7 +72,8 @@ class ImportContext {
     bool depends(size_t k) const { return a[k] != b[k]; }
     bool any_depends() const { return a != b; }
   };
-  // Input i's dims in both worlds (ValueError where a free dim cannot be traced to the inputs).
+  // Input i's dims in both worlds; a free dim that does not follow from the graph's inputs
+  // (made by an op, as a recurrence's sequence length) is negative in both.
   // (Contexts other than the reader's see no free dims traced: the defaults below.)
   virtual Probed input_probe_dims(size_t i);
   // Input i's known integer values in both worlds, entries depending on free dims included

@@ -40,22 +40,30 @@ Variable reshape_to(ImportContext& c, const Variable& x, const std::vector<int64
 Variable reshape_probed(ImportContext& c, const Variable& x, ImportContext::Probed t, bool allowzero) {
   const ImportContext::Probed in = c.input_probe_dims(0);
   const size_t r = in.a.size();
+  std::vector<bool> copied(t.a.size());  // entry 0: the input's dim, known or not
   for (size_t k = 0; k < t.a.size(); ++k)
     if (t.a[k] == 0 && !allowzero && !t.depends(k)) {
       if (k >= r) c.fail("shape entry 0 at an axis the input lacks");
       t.a[k] = in.a[k];
       t.b[k] = in.b[k];
+      copied[k] = true;
     }
+  auto open_dim = [&](size_t i) { return in.depends(i) || in.a[i] < 0; };
   // A -1 is resolved in both worlds: a size equal in both is a known one.
   for (size_t k = 0; k < t.a.size(); ++k) {
     if (t.a[k] != -1 || t.depends(k)) continue;
     int64_t na = 1, nb = 1, ka = 1, kb = 1;
-    for (size_t i = 0; i < r; ++i) na *= in.a[i], nb *= in.b[i];
+    bool known = true;
+    for (size_t i = 0; i < r; ++i) na *= in.a[i], nb *= in.b[i], known = known && in.a[i] >= 0;
+    for (size_t j = 0; j < t.a.size(); ++j) known = known && (j == k || t.a[j] >= 0);
+    if (!known) continue;
     for (size_t j = 0; j < t.a.size(); ++j)
       if (j != k) ka *= t.a[j], kb *= t.b[j];
     if (ka > 0 && kb > 0 && na % ka == 0 && nb % kb == 0) t.a[k] = na / ka, t.b[k] = nb / kb;
   }
-  auto same = [&](size_t i, size_t k) { return in.a[i] == t.a[k] && in.b[i] == t.b[k] && in.a[i] >= 0; };
+  auto same = [&](size_t i, size_t k) {
+    return (i == k && copied[k]) || (in.a[i] == t.a[k] && in.b[i] == t.b[k] && in.a[i] >= 0);
+  };
   size_t lead = 0, trail = 0;
   while (lead < r && lead < t.a.size() && same(lead, lead)) ++lead;
   while (trail + lead < r && trail + lead < t.a.size() && same(r - 1 - trail, t.a.size() - 1 - trail)) ++trail;
@@ -69,7 +77,7 @@ Variable reshape_probed(ImportContext& c, const Variable& x, ImportContext::Prob
   }
   // The axes in between, if any free, must be resolved by one inferred entry.
   bool free_between = false;
-  for (size_t i = lead; i + trail < r; ++i) free_between = free_between || in.depends(i);
+  for (size_t i = lead; i + trail < r; ++i) free_between = free_between || open_dim(i);
   if (free_between && !unknown) c.fail("a target shape that fixes a free dimension of its input");
   Dictionary a{{"newShape", NDShape(dims)}, {"beginAxis", Axis(int(lead))}};
   if (trail) a["endAxis"] = Axis(int(r - trail));
@@ -98,6 +106,10 @@ Vars reshape(ImportContext& c) {
     }
     dims.push_back(d < 0 ? NDShape::kInferredDimension : d);
   }
+  // Several free dims copied (0) or inferred: those the input keeps in place stay by a reshape
+  // of the axes between, where the graph inputs explain them.
+  if (nd == 0 && c.opset() >= 5 && std::count(dims.begin(), dims.end(), NDShape::kInferredDimension) > 1)
+    return keep_type(c, 0, {reshape_probed(c, x, {shape, shape}, allowzero)});
   return keep_type(c, 0, {reshape_to(c, x, dims)});
 }
 

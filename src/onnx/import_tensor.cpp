@@ -848,6 +848,8 @@ void register_import_tensor() {
     // Free dims are read at their probe sizes (ImportContext::Probed): the value is world a's,
     // world b's goes with it, and the shape rules downstream tell the two apart.
     const ImportContext::Probed dims = c.input_probe_dims(0);
+    for (int64_t d : dims.a)
+      if (d < 0) c.fail("input 0 has a free dimension that does not follow from the graph's inputs");
     const int64_t r = int64_t(dims.a.size());
     auto clamp = [r](int64_t a) { return std::clamp<int64_t>(a < 0 ? a + r : a, 0, r); };
     const int64_t b = clamp(c.attr_int("start", 0)), e = clamp(c.attr_int("end", r));

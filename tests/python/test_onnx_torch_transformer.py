@@ -103,14 +103,16 @@ def test_the_file_with_a_dynamic_sequence_axis_is_refused_where_its_trace_fixed_
 
 
 class _LanguageModel(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, cell):
         super().__init__()
         self.embed = torch.nn.Embedding(VOCAB, 16)
-        self.lstm = torch.nn.LSTM(16, 24, num_layers=2, batch_first=True)
-        self.head = torch.nn.Linear(24, VOCAB)
+        bidirectional = cell == 'bigru'
+        rnn = torch.nn.LSTM if cell == 'lstm' else torch.nn.GRU
+        self.rnn = rnn(16, 24, num_layers=2, batch_first=True, bidirectional=bidirectional)
+        self.head = torch.nn.Linear(48 if bidirectional else 24, VOCAB)
 
     def forward(self, tokens):
-        return self.head(self.lstm(self.embed(tokens))[0])
+        return self.head(self.rnn(self.embed(tokens))[0])
 
 
 class _ConvNet(torch.nn.Module):
@@ -127,11 +129,13 @@ class _ConvNet(torch.nn.Module):
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @pytest.mark.filterwarnings("ignore::UserWarning")
-def test_a_two_layer_lstm_lm_with_dynamic_batch_and_sequence_axes_runs_at_any_size(tmp_path):
-    # The LSTM's zero initial state is ConstantOfShape over [layers, Shape(x)[0], hidden]: its
-    # batch size comes from the graph input at run time.
+@pytest.mark.parametrize("cell", ['lstm', 'bigru'])
+def test_a_two_layer_rnn_lm_with_dynamic_batch_and_sequence_axes_runs_at_any_size(tmp_path, cell):
+    # The zero initial state is ConstantOfShape over [layers, Shape(x)[0], hidden]: its batch
+    # size comes from the graph input at run time. The bidirectional GRU's output is reshaped
+    # by [0, 0, -1] over two free dims (the sequence's made by the recurrence).
     torch.manual_seed(0)
-    model = _LanguageModel().eval()
+    model = _LanguageModel(cell).eval()
     path = str(tmp_path / 'lm.onnx')
     _export(model, _tokens(2, 7, seed=0), path,
             dynamic_axes={'tokens': {0: 'batch', 1: 'sequence'}, 'logits': {0: 'batch', 1: 'sequence'}})
