@@ -27,8 +27,8 @@ EXAMPLES = os.path.join(ROOT, 'examples', 'keras')
 VENV_PYTHON = os.path.join(os.environ.get('BENCH_VENV', os.path.join(ROOT, 'build', 'bench-venv')), 'bin', 'python')
 
 pytestmark = requires_keras_2_3_1
-requires_keras_3 = pytest.mark.skipif(not os.path.exists(VENV_PYTHON),
-                                      reason='no Keras 3 venv at %s (bash bench/install-peers.sh makes it)' % VENV_PYTHON)
+requires_keras_3 = pytest.mark.skipif(
+    not os.path.exists(VENV_PYTHON), reason='no Keras 3 venv at %s (bash bench/install-peers.sh makes it)' % VENV_PYTHON)
 
 # example: (epochs, data arguments, seeds, chance accuracy). mnist_mlp tests on Fashion-MNIST's whole
 # 10,000. The LSTM examples are unrolled on both sides: Keras 2.3.1's CNTK backend otherwise
@@ -68,7 +68,8 @@ def run_side(tmp_path, side, name):
 
 def summary(result):
     runs = result['runs']
-    return {'loss': float(np.mean([r['loss'] for r in runs])), 'accuracy': float(np.mean([r['accuracy'] for r in runs])),
+    return {'loss': float(np.mean([r['loss'] for r in runs])),
+            'accuracy': float(np.mean([r['accuracy'] for r in runs])),
             'losses': [round(r['loss'], 4) for r in runs], 'accuracies': [round(r['accuracy'], 4) for r in runs]}
 
 
