@@ -137,12 +137,17 @@ fuzz-image:
 	@command -v clang++ >/dev/null || { echo "fuzz-image needs clang++ with libFuzzer: apt-get install clang libclang-rt-dev"; exit 1; }
 	mkdir -p build/fuzz/image-corpus
 	clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fopenmp -Iinclude -Isrc \
-	  tests/fuzz/fuzz_image.cpp src/io/image_codec.cpp src/io/image_deserializer.cpp -lpng -ljpeg -o build/fuzz/fuzz_image
+	  tests/fuzz/fuzz_image.cpp src/io/image_codec.cpp src/io/image_uncompressed.cpp src/io/image_deserializer.cpp src/core/common.cpp \
+	  -lpng -ljpeg -o build/fuzz/fuzz_image
 	PYTHONPATH=python python3 -c "import numpy as np; from cntk import _cntk; \
 	  img = (np.arange(8 * 6 * 3) % 251).astype(np.uint8).reshape(8, 6, 3); \
 	  [_cntk._write_image('build/fuzz/image-corpus/seed.' + f, img, f) for f in ('png', 'jpeg')]; \
 	  [_cntk._write_image('build/fuzz/image-corpus/grey.' + f, img[:, :, 0].copy(), f) for f in ('png', 'jpeg')]" \
 	  || echo "no seeds (build the extension first: make dev)"
+	python3 -c "import numpy as np; from PIL import Image; \
+	  img = Image.fromarray((np.arange(5 * 7 * 3) % 251).astype(np.uint8).reshape(5, 7, 3)); \
+	  [img.save('build/fuzz/image-corpus/seed.' + f) for f in ('bmp', 'ppm', 'tiff')]; \
+	  [img.convert('L').save('build/fuzz/image-corpus/grey.' + f) for f in ('pgm', 'tiff')]" || echo "no BMP/PNM/TIFF seeds (Pillow)"
 	build/fuzz/fuzz_image -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build/fuzz/ -max_len=16384 -rss_limit_mb=2048 build/fuzz/image-corpus
 
 # libFuzzer target for the CTF parser and deserializer (clang; not part of `make test`).
