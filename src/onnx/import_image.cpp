@@ -29,7 +29,7 @@ std::string format_name(const std::vector<uint8_t>& b) {
   if (starts("II*\0", 4) || starts("MM\0*", 4)) return "TIFF";
   if (starts("RIFF", 4) && starts("WEBP", 4, 8)) return "WebP";
   if (starts("\0\0\0\x0cjP  ", 8) || starts("\xff\x4f\xff\x51", 4)) return "JPEG 2000";
-  if (b.size() >= 2 && b[0] == 'P' && b[1] >= '1' && b[1] <= '7') return "PNM";
+  if (b.size() >= 2 && b[0] == 'P' && b[1] >= '1' && b[1] <= '7') return std::string("PNM P") + char(b[1]);
   return "unrecognized";
 }
 
