@@ -50,6 +50,8 @@ def models(tmp_path_factory):
         args = [os.path.join(build, name)] + ([str(scratch)] if name.startswith('c_') else [])
         proc = subprocess.run(args, cwd=str(scratch), env=env, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, '%s failed:\n%s%s' % (name, proc.stdout[-2000:], proc.stderr[-2000:])
+        assert (out / (name + '.model')).exists(), \
+            '%s saved no model under CNTK_EXAMPLE_MODEL_DIR (a build older than keep_model.h? rebuild %s)' % (name, build)
     return {name: out / (name + '.model') for name in _programs()}
 
 
