@@ -27,8 +27,9 @@ python3 -m pip install -q --disable-pip-version-check "numpy>=1.24" "scipy>=1.9"
 # Runtime check what OpenCNTK writes and reads; tabulate is imported by ONNX's backend-test report plugin.
 python3 -m pip install -q --disable-pip-version-check "onnx==1.23.2" "onnxruntime==1.32.0" tabulate 2>&1 |
   grep -v "Running pip as the 'root' user\|is ignored: it is neither" || true
-# PyTorch (CPU) in the main interpreter: tests/python/test_onnx_nn.py reads models torch.onnx.export writes.
-python3 -m pip install -q --disable-pip-version-check "torch==2.13.0" 2>&1 |
+# PyTorch (CPU) in the main interpreter: tests/python/test_onnx_nn.py reads models torch.onnx.export writes;
+# onnxscript is its newer exporter's (dynamo=True, dynamic_shapes) dependency.
+python3 -m pip install -q --disable-pip-version-check "torch==2.13.0" "onnxscript==0.7.2" 2>&1 |
   grep -v "Running pip as the 'root' user\|is ignored: it is neither" || true
 # Keras 2.3.1, the last Keras with a CNTK backend: tests/python/test_keras_*.py run it on OpenCNTK
 # (with cntk.keras_compat). It pulls h5py, keras-applications, keras-preprocessing; no TensorFlow.

@@ -152,8 +152,12 @@ FunctionPtr ImportContext::primitive(const std::string& op, std::vector<Variable
 
 ImportContext::Probed ImportContext::input_probe_dims(size_t i) {
   const Variable x = input(i);
-  if (!x.dynamic_axes().empty() || !x.shape().is_known())
-    fail("input " + std::to_string(i) + " has a free dimension or dynamic axes: its shape is not known while reading");
+  if (!x.dynamic_axes().empty()) fail("input " + std::to_string(i) + " has dynamic axes: its shape is not known while reading");
+  return probe_dims(x);
+}
+
+ImportContext::Probed ImportContext::probe_dims(const Variable& x) {
+  if (!x.shape().is_known()) fail("a value with a free dimension: its shape is not known while reading");
   return {x.shape().dims(), x.shape().dims()};
 }
 
@@ -303,10 +307,7 @@ class Reader final : public ImportContext {
     }
     return out;
   }
-  Probed input_probe_dims(size_t i) override {
-    Variable x = input(i);
-    if (!x.dynamic_axes().empty())
-      fail("input " + std::to_string(i) + " has dynamic axes: its shape is not known while reading");
+  Probed probe_dims(const Variable& x) override {
     if (x.shape().is_known()) return {x.shape().dims(), x.shape().dims()};
     auto it = probe_dims_.find(x.get());
     if (it != probe_dims_.end()) return it->second;

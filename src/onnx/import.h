@@ -76,6 +76,8 @@ class ImportContext {
   // (made by an op, as a recurrence's sequence length) is negative in both.
   // (Contexts other than the reader's see no free dims traced: the defaults below.)
   virtual Probed input_probe_dims(size_t i);
+  // The same for any value the node's rule sees or builds.
+  virtual Probed probe_dims(const Variable& v);
   // Input i's known integer values in both worlds, entries depending on free dims included
   // (constant_input_i64 refuses those).
   virtual std::optional<Probed> probed_input_i64(size_t i);

@@ -3,6 +3,7 @@
 // OpenCNTK wrote) stay where they are; an ONNX axis on one of them is refused.
 #include <algorithm>
 #include <limits>
+#include <set>
 
 #include "onnx/import_axes.h"
 
@@ -37,8 +38,12 @@ Variable reshape_to(ImportContext& c, const Variable& x, const std::vector<int64
 // and trailing entries that are the input's own dims (equal in both probe worlds) stay, by
 // reshaping only the axes between; there at most one entry may depend on free dims or be -1,
 // and it becomes the engine's inferred dimension.
-Variable reshape_probed(ImportContext& c, const Variable& x, ImportContext::Probed t, bool allowzero) {
-  const ImportContext::Probed in = c.input_probe_dims(0);
+std::optional<Variable> split_by_unmerging(ImportContext& c, const Variable& x, const ImportContext::Probed& in,
+                                           const ImportContext::Probed& t, size_t lead, size_t trail);
+
+Variable reshape_probed(ImportContext& c, const Variable& x, ImportContext::Probed t, bool allowzero,
+                        bool unmerge = true) {
+  const ImportContext::Probed in = c.probe_dims(x);
   const size_t r = in.a.size();
   std::vector<bool> copied(t.a.size());  // entry 0: the input's dim, known or not
   for (size_t k = 0; k < t.a.size(); ++k)
@@ -69,10 +74,14 @@ Variable reshape_probed(ImportContext& c, const Variable& x, ImportContext::Prob
   while (trail + lead < r && trail + lead < t.a.size() && same(r - 1 - trail, t.a.size() - 1 - trail)) ++trail;
   std::vector<int64_t> dims;
   int unknown = 0;
+  for (size_t k = lead; k + trail < t.a.size(); ++k) unknown += t.depends(k) || t.a[k] < 0;
+  if (unknown > 1 && unmerge && lead + trail + 1 == r)
+    if (auto y = split_by_unmerging(c, x, in, t, lead, trail)) return *y;
   for (size_t k = lead; k + trail < t.a.size(); ++k) {
     const bool open = t.depends(k) || t.a[k] < 0;
-    if (open && unknown++) c.fail("a target shape with several entries depending on free dimensions where its input has one "
-             "(the engine's Reshape infers one dimension; a free dimension split in two is not supported)");
+    if (open && unknown > 1) c.fail("a target shape with several entries depending on free dimensions where its input has one "
+             "(the engine's Reshape infers one dimension; a free dimension split in two is read only "
+             "where the ops since its merge act on each of its indices alike)");
     dims.push_back(open ? NDShape::kInferredDimension : t.a[k]);
   }
   // The axes in between, if any free, must be resolved by one inferred entry.
@@ -82,6 +91,71 @@ Variable reshape_probed(ImportContext& c, const Variable& x, ImportContext::Prob
   Dictionary a{{"newShape", NDShape(dims)}, {"beginAxis", Axis(int(lead))}};
   if (trail) a["endAxis"] = Axis(int(r - trail));
   return out(c.primitive("Reshape", {x}, std::move(a)));
+}
+
+// Whether f acts on every index of the axes before `axis` of its output `y` alike, keeping
+// them (an elementwise op whose other operand spans only later axes, a product by a matrix):
+// the position of the input that carries them.
+std::optional<size_t> acts_per_row(const FunctionPtr& f, const Variable& y, size_t axis) {
+  static const std::set<std::string> unary{"Pass", "ReLU", "Tanh", "StableSigmoid", "Exp", "Negate", "Abs", "Erf"};
+  static const std::set<std::string> binary{"Plus", "Minus", "ElementTimes", "ElementDivide"};
+  const std::vector<Variable> ins = f->inputs();
+  const size_t rank = y.shape().rank();
+  if (!y.dynamic_axes().empty()) return std::nullopt;
+  if (unary.count(f->op_name()) && ins.size() == 1) return 0;
+  if (binary.count(f->op_name()) && ins.size() == 2)
+    for (size_t i = 0; i < 2; ++i)
+      if (ins[i].shape().rank() == rank && ins[1 - i].shape().rank() + axis + 1 <= rank) return i;
+  if (f->op_name() == "Times" && ins.size() == 2 && ins[1].shape().rank() <= 2 && ins[0].shape().rank() == rank &&
+      axis + 1 < rank)
+    return 0;
+  return std::nullopt;
+}
+
+// A free dim split in two where the input merged it from two (PyTorch's attention: [s, b, h,
+// d] -> [s * b, h * d], a Linear, -> [s, b, h * d]): the merge is redone keeping the target's
+// dims apart, and the ops between are applied again over it. Where those ops act on each index
+// of the merged axis alike, the result is the split's, with the same parameters.
+std::optional<Variable> split_by_unmerging(ImportContext& c, const Variable& x, const ImportContext::Probed& in,
+                                           const ImportContext::Probed& t, size_t lead, size_t trail) {
+  const size_t p = lead;  // x's merged axis
+  std::vector<std::pair<FunctionPtr, size_t>> path;
+  Variable v = x;
+  FunctionPtr merge;
+  for (int depth = 0; depth < 16 && v.is_output(); ++depth) {
+    FunctionPtr f = v.owner();
+    if (f->op_name() == "Reshape") {
+      merge = f;
+      break;
+    }
+    auto idx = acts_per_row(f, v, p);
+    if (!idx) return std::nullopt;
+    path.emplace_back(f, *idx);
+    v = f->inputs()[*idx];
+  }
+  if (!merge) return std::nullopt;
+  const ImportContext::Probed pm = c.probe_dims(v);
+  if (pm.a.size() <= p || pm.a[p] != in.a[p] || pm.b[p] != in.b[p]) return std::nullopt;
+  ImportContext::Probed mt;
+  for (auto [src, dst] : {std::pair{&pm.a, &mt.a}, std::pair{&pm.b, &mt.b}}) {
+    const std::vector<int64_t>& tt = src == &pm.a ? t.a : t.b;
+    dst->assign(src->begin(), src->begin() + std::ptrdiff_t(p));
+    dst->insert(dst->end(), tt.begin() + std::ptrdiff_t(lead), tt.end() - std::ptrdiff_t(trail));
+    dst->insert(dst->end(), src->begin() + std::ptrdiff_t(p) + 1, src->end());
+  }
+  try {
+    Variable y = reshape_probed(c, merge->inputs()[0], mt, true, false);
+    for (auto it = path.rbegin(); it != path.rend(); ++it) {
+      std::vector<Variable> ins = it->first->inputs();
+      ins[it->second] = y;
+      y = Function::primitive(it->first->op_name(), ins, it->first->attributes(), it->first->name())->output();
+    }
+    const ImportContext::Probed py = c.probe_dims(y);
+    if (py.a != t.a || py.b != t.b) return std::nullopt;
+    return y;
+  } catch (const ValueError&) {  // ShapeError included
+    return std::nullopt;
+  }
 }
 
 Vars reshape(ImportContext& c) {

@@ -104,14 +104,34 @@ def test_a_shape_value_used_as_data_is_refused_naming_the_node():
         _load(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]))
 
 
-def test_splitting_a_free_dimension_in_two_is_refused_naming_the_node():
-    # [b * s, 3] back into [b, s, 3]: the engine's Reshape infers one dimension, and no other
-    # input of it carries the second one at run time.
-    nodes = [helper.make_node('Shape', ['x'], ['s']),
-             helper.make_node('Reshape', ['x', 'flat_shape'], ['flat']),
-             helper.make_node('Reshape', ['flat', 's'], ['back'])]
+def _split_model(between):
+    # x [b, s, 3] -> [b * s, 3] -> (ops between) -> back to Shape(x): a free dim split in two.
+    nodes = [helper.make_node('Shape', ['x'], ['s']), helper.make_node('Reshape', ['x', 'flat_shape'], ['flat'])]
+    nodes += between + [helper.make_node('Reshape', [between[-1].output[0] if between else 'flat', 's'], ['back'])]
     g = helper.make_graph(nodes, 'g', [helper.make_tensor_value_info('x', TensorProto.FLOAT, ['b', 's', 3])],
                           [helper.make_tensor_value_info('back', TensorProto.FLOAT, ['b', 's', 3])],
-                          [helper.make_tensor('flat_shape', TensorProto.INT64, [2], [-1, 3])])
+                          [helper.make_tensor('flat_shape', TensorProto.INT64, [2], [-1, 3]),
+                           helper.make_tensor('w', TensorProto.FLOAT, [3, 3], np.arange(9.0) / 9),
+                           helper.make_tensor('bias', TensorProto.FLOAT, [3], [1, 2, 3])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)])
+
+
+def test_a_free_dimension_merged_then_split_back_reads_over_row_wise_ops():
+    # The engine's Reshape infers one dimension: the split is read by redoing the merge with the
+    # two dims kept apart, the ops between (a product by a matrix, a bias, Relu) applied again.
+    between = [helper.make_node('MatMul', ['flat', 'w'], ['p']), helper.make_node('Add', ['p', 'bias'], ['q']),
+               helper.make_node('Relu', ['q'], ['r'])]
+    f = _load(_split_model(between))
+    w = (np.arange(9.0) / 9).reshape(3, 3).astype(np.float32)
+    for shape in [(2, 5, 3), (4, 1, 3)]:
+        x = np.random.RandomState(0).rand(*shape).astype(np.float32) - 0.5
+        want = np.maximum(x.reshape(-1, 3) @ w + [1, 2, 3], 0).reshape(shape)
+        np.testing.assert_allclose(_eval(f, x), want, rtol=1e-6)
+
+
+def test_a_free_dimension_split_after_other_ops_is_refused_naming_the_node():
+    # A transpose between could move the merged axis: no such split is read.
+    between = [helper.make_node('Transpose', ['flat'], ['t'], perm=[1, 0]),
+               helper.make_node('Transpose', ['t'], ['u'], perm=[1, 0])]
     with pytest.raises(ValueError, match="'back'.*several entries depending on free dimensions"):
-        _load(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]))
+        _load(_split_model(between))

@@ -102,6 +102,35 @@ def test_the_file_with_a_dynamic_sequence_axis_is_refused_where_its_trace_fixed_
         _matches_pytorch_at(model, f, [_tokens(batch, 7, seed=10 + batch)])
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_torch_transformer_encoder_exported_with_dynamic_shapes_runs_at_any_batch_size_and_length(tmp_path):
+    # PyTorch's newer exporter keeps both dims symbolic. Its attention merges [s, b, h, d] into
+    # [s * b, h * d] for the output projection and splits the result back into [s, b, h * d]:
+    # the reader redoes the merge keeping s and b apart and applies the projection over it.
+    pytest.importorskip("onnxscript")
+    model = _encoder()
+    path = str(tmp_path / 'encoder_dynamo.onnx')
+    batch, seq = torch.export.Dim('batch', min=1, max=64), torch.export.Dim('seq', min=2, max=256)
+    torch.onnx.export(model, (_tokens(2, 7, seed=0),), path, dynamo=True, opset_version=18, input_names=['tokens'],
+                      output_names=['logits'], dynamic_shapes={'tokens': {0: batch, 1: seq}})
+    f = C.Function.load(path, format=C.ModelFormat.ONNX)
+    assert f.arguments[0].shape == (C.FreeDimension, C.FreeDimension)
+    _matches_pytorch_at(model, f, [_tokens(2, 7, seed=6), _tokens(3, 5, seed=7)])
+    # It trains: the loss of the read model falls over five steps of SGD on its parameters.
+    out = C.to_batch(f.output)  # the file's free leading dim as the batch axis
+    y = C.input_variable((5, CLASSES))
+    loss = C.reduce_sum(C.square(out - y), axis=C.Axis.all_static_axes())
+    trainer = C.Trainer(out, (loss, None), [C.sgd(f.parameters, C.learning_parameter_schedule(0.01))])
+    x = _tokens(3, 5, seed=8).numpy().astype(np.float32)
+    target = np.random.RandomState(9).rand(3, 5, CLASSES).astype(np.float32)
+    losses = []
+    for _ in range(5):
+        trainer.train_minibatch({f.arguments[0]: x, y: target})
+        losses.append(trainer.previous_minibatch_loss_average)
+    assert losses[-1] < losses[0]
+
+
 class _LanguageModel(torch.nn.Module):
     def __init__(self, cell):
         super().__init__()
