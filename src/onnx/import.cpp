@@ -556,10 +556,13 @@ class Reader final : public ImportContext {
   // probe values, in world b too (the graph cloned over their world-b constants).
   void fold(const std::string& name, const Variable& v, bool probed) {
     FunctionPtr f = v.owner();
-    if (!f || !f->arguments().empty()) return;
+    if (!f) return;
+    // The whole graph's arguments, not the function's own inputs': an If's or Loop's outputs
+    // may read the enclosing graph's inputs through the body's values.
+    FunctionPtr g = Function::composite(f);
+    if (!g->arguments().empty()) return;
     for (int64_t d : v.shape().dims())
       if (d < 0) return;
-    FunctionPtr g = Function::composite(f);
     std::vector<Value> vals;
     forward(g, {}, {v}, vals, false);
     NDArrayView value = vals.at(0).data().copy();

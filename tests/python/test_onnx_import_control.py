@@ -236,3 +236,24 @@ def test_a_recurrence_read_over_a_free_seq_dimension_runs_fused_as_the_layers_do
     (name,) = [i.name for i in onnx.load(again).graph.input]
     w = ort.InferenceSession(again).run(None, {name: data})[0]
     np.testing.assert_allclose(np.asarray(z2.eval(feeds)).reshape(w.shape), w, rtol=1e-5, atol=1e-5)
+
+
+def test_an_if_inside_a_loop_takes_the_branch_its_iteration_number_selects():
+    """The iteration number is known in each unrolled copy, so an If on it inside the body
+    reads as that iteration's branch (the branches read the body's own values)."""
+    two = helper.make_tensor('two', TensorProto.INT64, [], [2])
+    then_g = helper.make_graph([helper.make_node('Add', ['y_in', 'one_f'], ['t'])], 'then', [], [_vi('t', [2])])
+    else_g = helper.make_graph([helper.make_node('Mul', ['y_in', 'w'], ['e'])], 'else', [], [_vi('e', [2])])
+    body = helper.make_graph(
+        [helper.make_node('Constant', [], ['two'], value=two),
+         helper.make_node('Less', ['i', 'two'], ['early']),
+         helper.make_node('If', ['early'], ['y_out'], then_branch=then_g, else_branch=else_g),
+         helper.make_node('Identity', ['cond_in'], ['cond_out'])],
+        'body', [_vi('i', [], TensorProto.INT64), _vi('cond_in', [], TensorProto.BOOL), _vi('y_in', [2])],
+        [_vi('cond_out', [], TensorProto.BOOL), _vi('y_out', [2])])
+    inits = [numpy_helper.from_array(np.array(4, np.int64), 'M'), numpy_helper.from_array(np.array(True), 'cond'),
+             numpy_helper.from_array(np.array([1.5, -0.5], np.float32), 'w'),
+             numpy_helper.from_array(np.array(1, np.float32), 'one_f')]
+    data = _model([helper.make_node('Loop', ['M', 'cond', 'y0'], ['y'], body=body)], [_vi('y0', [2])], ['y'], inits,
+                  opset=13)
+    _check_against_onnxruntime(data, {'y0': np.array([0.25, 2.0], np.float32)}, ['y'])
