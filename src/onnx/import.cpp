@@ -417,8 +417,15 @@ class Reader final : public ImportContext {
   // metadata records a size (OpenCNTK's writer records CNTK 2.7's 1): docs/onnx.md.
   void add_input(const ::onnx::ValueInfoProto& vi) {
     const std::string what = "ONNX import: graph input '" + vi.name() + "'";
-    if (!vi.type().has_tensor_type()) throw ValueError(what + " is not a tensor (sequences and maps are not read)");
-    const auto& tt = vi.type().tensor_type();
+    // An optional tensor is read as the tensor: the function takes it present (an absent
+    // optional has no value to feed).
+    const ::onnx::TypeProto& type =
+        vi.type().has_optional_type() && vi.type().optional_type().elem_type().has_tensor_type()
+            ? vi.type().optional_type().elem_type()
+            : vi.type();
+    if (!type.has_tensor_type())
+      throw ValueError(what + " is not a tensor or an optional tensor (sequences and maps are not read)");
+    const auto& tt = type.tensor_type();
     const DataType dt = engine_type_of(tt.elem_type(), what);
     std::optional<int64_t> batch;
     for (const auto& p : m_.metadata_props())
