@@ -578,12 +578,16 @@ class Reader final : public ImportContext {
       std::unordered_map<VariableImpl*, Variable> subs;
       for (const Variable& leaf : g->inputs())
         if (auto p = probe_leaves_.find(leaf.get()); p != probe_leaves_.end()) subs.emplace(leaf.get(), p->second);
-      FunctionPtr gb = g->clone(CloneMethod::Share, subs);
       const auto& outs = f->outputs();
       const size_t at = size_t(std::find(outs.begin(), outs.end(), v) - outs.begin());
-      std::vector<Value> vb;
-      forward(gb, {}, {gb->outputs().at(at)}, vb, false);
-      k.probe_b = vb.at(0).data().copy();
+      try {
+        FunctionPtr gb = g->clone(CloneMethod::Share, subs);
+        std::vector<Value> vb;
+        forward(gb, {}, {gb->outputs().at(at)}, vb, false);
+        k.probe_b = vb.at(0).data().copy();
+      } catch (const Error& e) {
+        fail(std::string("a value computed from free dimensions that holds only at some of their sizes: ") + e.what());
+      }
     }
     auto it = elem_types_.find(name);
     if (it != elem_types_.end() && !is_float_type(it->second)) k.ints = rounded_ints(value);
