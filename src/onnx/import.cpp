@@ -310,9 +310,9 @@ class Reader final : public ImportContext {
   Probed probe_dims(const Variable& x) override {
     if (x.shape().is_known()) return {x.shape().dims(), x.shape().dims()};
     auto it = probe_dims_.find(x.get());
-    if (it != probe_dims_.end()) return it->second;
+    if (it != probe_dims_.end()) return it->second.second;
     Probed p{probe_shape(x, false), probe_shape(x, true)};
-    probe_dims_[x.get()] = p;
+    probe_dims_.emplace(x.get(), std::pair{x, p});
     return p;
   }
   std::optional<Probed> probed_input_i64(size_t i) override {
@@ -525,7 +525,7 @@ class Reader final : public ImportContext {
         known_[out] = KnownValue{outs[k].value(), constant_node_ints(n), std::nullopt};
         if (auto p = output_probes_.find(k); p != output_probes_.end()) {
           known_[out].probe_b = p->second;
-          probe_leaves_[outs[k].get()] = Variable::constant(p->second, out);
+          probe_leaves_.insert_or_assign(outs[k].get(), std::pair{outs[k], Variable::constant(p->second, out)});
         }
       } else if (all_known && outs[k].is_output() && outs[k].dynamic_axes().empty()) {
         fold(out, outs[k], probed);
@@ -577,7 +577,7 @@ class Reader final : public ImportContext {
     if (probed) {
       std::unordered_map<VariableImpl*, Variable> subs;
       for (const Variable& leaf : g->inputs())
-        if (auto p = probe_leaves_.find(leaf.get()); p != probe_leaves_.end()) subs.emplace(leaf.get(), p->second);
+        if (auto p = probe_leaves_.find(leaf.get()); p != probe_leaves_.end()) subs.emplace(leaf.get(), p->second.second);
       const auto& outs = f->outputs();
       const size_t at = size_t(std::find(outs.begin(), outs.end(), v) - outs.begin());
       try {
@@ -633,8 +633,9 @@ class Reader final : public ImportContext {
   };
   std::vector<ProbeInput> probe_order_;
   std::vector<std::string> probe_symbols_;
-  std::unordered_map<VariableImpl*, Variable> probe_leaves_;
-  std::unordered_map<VariableImpl*, Probed> probe_dims_;
+  std::unordered_map<VariableImpl*, std::pair<Variable, Variable>> probe_leaves_;
+  // (each entry holds its variable, so that no later variable takes its address)
+  std::unordered_map<VariableImpl*, std::pair<Variable, Probed>> probe_dims_;
   std::vector<size_t> probed_inputs_;
   std::map<size_t, NDArrayView> output_probes_;
 };
