@@ -152,7 +152,8 @@ FunctionPtr ImportContext::primitive(const std::string& op, std::vector<Variable
 
 ImportContext::Probed ImportContext::input_probe_dims(size_t i) {
   const Variable x = input(i);
-  if (!x.dynamic_axes().empty()) fail("input " + std::to_string(i) + " has dynamic axes: its shape is not known while reading");
+  if (!x.dynamic_axes().empty())
+    fail("input " + std::to_string(i) + " has dynamic axes: its shape is not known while reading");
   return probe_dims(x);
 }
 
@@ -343,7 +344,8 @@ class Reader final : public ImportContext {
       for (const ProbeInput& p : probe_order_)
         for (size_t j = 0; j < p.a.size() && !src; ++j)
           if (p.a[j] == s.a[k] && p.b[j] == s.b[k]) src = &p, axis = j;
-      if (!src) fail("shape entry " + std::to_string(k) + " is no dimension of a graph input (a product or sum of them)");
+      if (!src)
+        fail("shape entry " + std::to_string(k) + " is no dimension of a graph input (a product or sum of them)");
       Variable r = primitive("ConstantOp", {src->input}, {{"fillValue", 0.0}})->output();
       for (size_t j = 0; j < src->a.size(); ++j)
         if (j != axis)
@@ -577,7 +579,8 @@ class Reader final : public ImportContext {
     if (probed) {
       std::unordered_map<VariableImpl*, Variable> subs;
       for (const Variable& leaf : g->inputs())
-        if (auto p = probe_leaves_.find(leaf.get()); p != probe_leaves_.end()) subs.emplace(leaf.get(), p->second.second);
+        if (auto p = probe_leaves_.find(leaf.get()); p != probe_leaves_.end())
+          subs.emplace(leaf.get(), p->second.second);
       const auto& outs = f->outputs();
       const size_t at = size_t(std::find(outs.begin(), outs.end(), v) - outs.begin());
       try {

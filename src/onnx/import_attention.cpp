@@ -245,9 +245,9 @@ Variable slice_last(ImportContext& c, const Variable& x, int64_t b, int64_t e) {
   return slice(c, x, int(x.shape().rank()) - 1, b, e);
 }
 Variable sum_over(ImportContext& c, const Variable& x, int axis, bool keep) {
-  return out(c.primitive("ReduceElements", {x},
-                         Dictionary{{"reductionOpName", std::string("Sum")}, {"reductionKeepDimensions", keep},
-                                    {"axis", Axis(axis)}}));
+  return out(c.primitive(
+      "ReduceElements", {x},
+      Dictionary{{"reductionOpName", std::string("Sum")}, {"reductionKeepDimensions", keep}, {"axis", Axis(axis)}}));
 }
 Variable plus(ImportContext& c, const Variable& a, const Variable& b) { return out(c.primitive("Plus", {a, b})); }
 
@@ -275,10 +275,14 @@ Vars flex_attention(ImportContext& c) {
   DataType dt = q.dtype() == DataType::Float16 ? DataType::Float : q.dtype();
   if (c.has_attr("softmax_precision")) {
     const int64_t sp = c.attr_int("softmax_precision");
-    if (sp == ::onnx::TensorProto::FLOAT) dt = DataType::Float;
-    else if (sp == ::onnx::TensorProto::DOUBLE) dt = DataType::Double;
-    else if (sp == ::onnx::TensorProto::FLOAT16) dt = DataType::Float16;
-    else c.fail("softmax_precision must be float16, float or double (bfloat16 is not supported)");
+    if (sp == ::onnx::TensorProto::FLOAT)
+      dt = DataType::Float;
+    else if (sp == ::onnx::TensorProto::DOUBLE)
+      dt = DataType::Double;
+    else if (sp == ::onnx::TensorProto::FLOAT16)
+      dt = DataType::Float16;
+    else
+      c.fail("softmax_precision must be float16, float or double (bfloat16 is not supported)");
   }
   auto mod = [&](const char* attr, const Variable& x) {
     if (!c.has_attr(attr)) return x;
@@ -328,8 +332,10 @@ Vars linear_attention(ImportContext& c) {
     if (beta_heads != hkv && beta_heads != 1) c.fail("beta's last dimension must be kv_num_heads or 1");
   }
   const std::vector<int64_t> state_dims{b, hkv, dk, dv};
-  if (c.has_input(3) && c.input(3).shape().dims() != state_dims) c.fail("past_state must be [B, kv_num_heads, d_k, d_v]");
-  Variable state = c.has_input(3) ? wide(3) : Variable::constant(NDShape(state_dims), DataType::Float, 0.0, c.name() + "/state");
+  if (c.has_input(3) && c.input(3).shape().dims() != state_dims)
+    c.fail("past_state must be [B, kv_num_heads, d_k, d_v]");
+  Variable state =
+      c.has_input(3) ? wide(3) : Variable::constant(NDShape(state_dims), DataType::Float, 0.0, c.name() + "/state");
   const double given = c.has_attr("scale") ? double(c.attr_float("scale")) : 0.0;
   Variable scale = scalar(c, q, given != 0 ? given : 1.0 / std::sqrt(double(dk)));
   Variable decay = gating ? wide(4) : Variable(), beta = delta ? wide(5) : Variable();
@@ -345,7 +351,8 @@ Vars linear_attention(ImportContext& c) {
       vt = times(c, at(beta, i, {b, beta_heads, 1, 1}), out(c.primitive("Minus", {vt, retrieved})));
     }
     state = plus(c, state, times(c, kt, vt));
-    Variable read = sum_over(c, times(c, at(q, i, {b, hkv, g, dk, 1}), reshape(c, state, {b, hkv, 1, dk, dv})), -2, false);
+    Variable read =
+        sum_over(c, times(c, at(q, i, {b, hkv, g, dk, 1}), reshape(c, state, {b, hkv, 1, dk, dv})), -2, false);
     ys.push_back(reshape(c, times(c, read, scale), {b, 1, hq * dv}));
   }
   Variable y = ys.size() == 1 ? ys[0] : out(c.primitive("Splice", ys, Dictionary{{"axis", Axis(1)}}));
@@ -365,7 +372,8 @@ Vars linear_attention(ImportContext& c) {
 Vars causal_conv_with_state(ImportContext& c) {
   require_static(c);
   const std::string act = c.attr_string("activation", "none");
-  if (act != "none" && act != "silu" && act != "swish") c.fail("activation must be none, silu or swish, not '" + act + "'");
+  if (act != "none" && act != "silu" && act != "swish")
+    c.fail("activation must be none, silu or swish, not '" + act + "'");
   Variable x = c.input(0), w = c.input(1);
   if (x.shape().rank() != 3 || w.shape().rank() != 3) c.fail("input and weight must have rank 3");
   const int64_t b = x.shape()[0], ch = x.shape()[1], l = x.shape()[2], kk = w.shape()[2];
@@ -373,8 +381,8 @@ Vars causal_conv_with_state(ImportContext& c) {
   const DataType dt = x.dtype();
   Variable padded = x;
   if (kk > 1) {
-    Variable past = c.has_input(3) ? c.input(3)
-                                   : Variable::constant(NDShape({b, ch, kk - 1}), dt, 0.0, c.name() + "/past_state");
+    Variable past =
+        c.has_input(3) ? c.input(3) : Variable::constant(NDShape({b, ch, kk - 1}), dt, 0.0, c.name() + "/past_state");
     if (past.shape().dims() != std::vector<int64_t>{b, ch, kk - 1}) c.fail("past_state must be [B, channels, k - 1]");
     padded = out(c.primitive("Splice", {cast(c, past, dt), x}, Dictionary{{"axis", Axis(2)}}));
   }
@@ -428,7 +436,8 @@ Vars tensor_scatter(ImportContext& c) {
     Variable wraps = out(c.primitive("Floor", {out(c.primitive("ElementDivide", {pos, n}))}));
     pos = out(c.primitive("Minus", {pos, times(c, wraps, n)}));
   }
-  Variable place = cast(c, out(c.primitive("Equal", {pos, index_constant(c, {1, len, 1}, "cache_rows")})), past.dtype());
+  Variable place =
+      cast(c, out(c.primitive("Equal", {pos, index_constant(c, {1, len, 1}, "cache_rows")})), past.dtype());
   Variable placed = sum_over(
       c, times(c, reshape(c, place, {b, 1, len, rows, 1}), reshape(c, upd, {b, outer, 1, rows, inner})), -2, false);
   Variable kept = out(c.primitive("Minus", {scalar(c, place, 1), sum_over(c, place, -1, true)}));  // [B, L, 1]

@@ -92,8 +92,7 @@ std::vector<Variable> conv(ImportContext& c, bool transpose) {
       for (size_t i = 0; i < n; ++i) {
         if (in[i] < 0) c.fail("ConvTranspose over a spatial axis of free size is not supported");
         const int64_t o = out.empty() ? in[i] * win.strides[i] : out[i];
-        const int64_t total =
-            win.strides[i] * (in[i] - 1) + op[i] + (kernel[i] - 1) * win.dilations[i] + 1 - o;
+        const int64_t total = win.strides[i] * (in[i] - 1) + op[i] + (kernel[i] - 1) * win.dilations[i] + 1 - o;
         win.lo[i] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
         win.hi[i] = total - win.lo[i];
       }
@@ -129,9 +128,11 @@ std::vector<Variable> conv(ImportContext& c, bool transpose) {
              " groups over the kernel " + w.shape().str());
     auto part = [&](const Variable& v, int64_t g) {
       const int64_t k = ch / group;
-      return c.primitive("Slice", {v},
-                         {{"axisVec", axis_list({0})}, {"beginIndexVec", int_list({g * k})},
-                          {"endIndexVec", int_list({(g + 1) * k})}})
+      return c
+          .primitive("Slice", {v},
+                     {{"axisVec", axis_list({0})},
+                      {"beginIndexVec", int_list({g * k})},
+                      {"endIndexVec", int_list({(g + 1) * k})}})
           ->output();
     };
     std::vector<Variable> parts;
@@ -349,11 +350,14 @@ std::vector<Variable> max_unpool(ImportContext& c) {
     return Variable::constant(x.dtype() == DataType::Float ? a : a.cast(x.dtype()), c.name() + "/" + what);
   };
   const int64_t N = dims[0], C = dims[1];
-  Variable offset = constant(NDShape({N, C, 1, 1}), [&](int64_t e) { return float(e * Q); }, "plane");
+  Variable offset = constant(
+      NDShape({N, C, 1, 1}), [&](int64_t e) { return float(e * Q); }, "plane");
   Variable local = out(c.primitive("Minus", {reshape(indices, {N, C, P, 1}), offset}));
-  Variable cells = constant(NDShape({Q}), [](int64_t e) { return float(e); }, "cells");
+  Variable cells = constant(
+      NDShape({Q}), [](int64_t e) { return float(e); }, "cells");
   Variable hit = out(c.primitive("Equal", {local, cells}));  // [N, C, P, Q]
-  Variable lowest = Variable::constant(NDShape{}, x.dtype(), -std::numeric_limits<double>::infinity(), c.name() + "/none");
+  Variable lowest =
+      Variable::constant(NDShape{}, x.dtype(), -std::numeric_limits<double>::infinity(), c.name() + "/none");
   Variable landed = out(c.primitive("Select", {hit, reshape(x, {N, C, P, 1}), lowest}));
   Dictionary max{{"reductionOpName", std::string("Max")}, {"reductionKeepDimensions", false}, {"axis", Axis(2)}};
   Variable value = out(c.primitive("ReduceElements", {landed}, max));

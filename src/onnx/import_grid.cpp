@@ -24,9 +24,7 @@ struct Ops {
   ImportContext& c;
   DataType dt;
   Variable k(double v) const { return Variable::constant(NDArrayView::scalar(dt, v), ""); }
-  Variable op(const char* name, const Variable& a, const Variable& b) const {
-    return out(c.primitive(name, {a, b}));
-  }
+  Variable op(const char* name, const Variable& a, const Variable& b) const { return out(c.primitive(name, {a, b})); }
   Variable add(const Variable& a, double v) const { return op("Plus", a, k(v)); }
   Variable mul(const Variable& a, double v) const { return op("ElementTimes", a, k(v)); }
   Variable floor(const Variable& a) const { return out(c.primitive("Floor", {a})); }
@@ -49,10 +47,9 @@ struct Ops {
 
 // v[begin:end] along static axis `axis`.
 Variable slice(const Ops& o, const Variable& v, int64_t axis, int64_t begin, int64_t end) {
-  return out(o.c.primitive("Slice", {v},
-                           {{"axisVec", axis_list({axis})},
-                            {"beginIndexVec", int_list({begin})},
-                            {"endIndexVec", int_list({end})}}));
+  return out(o.c.primitive(
+      "Slice", {v},
+      {{"axisVec", axis_list({axis})}, {"beginIndexVec", int_list({begin})}, {"endIndexVec", int_list({end})}}));
 }
 
 // An image [C, S] (S: its spatial axes `lens` flattened) sampled at P points whose per-axis
@@ -161,7 +158,8 @@ Variable axis_weights(const Ops& o, Variable g, int64_t len, const std::string& 
 
 Vars grid_sample(ImportContext& c) {
   Variable x = c.input(0), grid = c.input(1);
-  if (c.input_dyn(0) > 0 || c.input_dyn(1) > 0) c.fail("GridSample over dynamic axes (batch, sequence) is not supported");
+  if (c.input_dyn(0) > 0 || c.input_dyn(1) > 0)
+    c.fail("GridSample over dynamic axes (batch, sequence) is not supported");
   const auto xd = x.shape().dims(), gd = grid.shape().dims();
   if (xd.size() < 3) c.fail("X " + x.shape().str() + " needs N, C and a spatial axis");
   const size_t n = xd.size() - 2;
@@ -189,10 +187,9 @@ Vars grid_sample(ImportContext& c) {
   std::vector<Variable> w(n);
   for (size_t k = 0; k < n; ++k) {
     const int64_t comp = int64_t(n - 1 - k);
-    Variable gk = out(c.primitive("Slice", {g},
-                                  {{"axisVec", axis_list({2})},
-                                   {"beginIndexVec", int_list({comp})},
-                                   {"endIndexVec", int_list({comp + 1})}}));
+    Variable gk = out(c.primitive(
+        "Slice", {g},
+        {{"axisVec", axis_list({2})}, {"beginIndexVec", int_list({comp})}, {"endIndexVec", int_list({comp + 1})}}));
     w[k] = axis_weights(o, gk, xd[2 + k], mode, padding, align);
   }
   std::vector<Variable> images;
@@ -229,7 +226,8 @@ Vars affine_grid(ImportContext& c) {
     for (size_t k = n; k-- > 0;) {
       const int64_t i = rest % sp[k], d = sp[k];
       rest /= d;
-      const double v = align ? (d > 1 ? -1 + 2.0 * double(i) / double(d - 1) : -1) : -1 + (2.0 * double(i) + 1) / double(d);
+      const double v =
+          align ? (d > 1 ? -1 + 2.0 * double(i) / double(d - 1) : -1) : -1 + (2.0 * double(i) + 1) / double(d);
       base[size_t(int64_t(n - 1 - k) * cells + e)] = v;  // row 0: the last axis' coordinate
     }
     base[size_t(int64_t(n) * cells + e)] = 1;
@@ -268,13 +266,13 @@ Vars roi_align(ImportContext& c) {
   const double scale = c.attr_float("spatial_scale", 1.f);
   const std::string mode = c.attr_string("mode", "avg");
   if (mode != "avg" && mode != "max") c.fail("mode '" + mode + "' is not supported");
-  const bool half_pixel = c.opset() >= 16 && c.attr_string("coordinate_transformation_mode", "half_pixel") == "half_pixel";
+  const bool half_pixel =
+      c.opset() >= 16 && c.attr_string("coordinate_transformation_mode", "half_pixel") == "half_pixel";
   Ops o{c, x.dtype()};
   auto column = [&](int64_t k) {
-    return out(c.primitive("Slice", {rois},
-                           {{"axisVec", axis_list({1})},
-                            {"beginIndexVec", int_list({k})},
-                            {"endIndexVec", int_list({k + 1})}}));
+    return out(c.primitive(
+        "Slice", {rois},
+        {{"axisVec", axis_list({1})}, {"beginIndexVec", int_list({k})}, {"endIndexVec", int_list({k + 1})}}));
   };
   auto positions = [&](int64_t len) {
     std::vector<double> v(static_cast<size_t>(len));
@@ -288,7 +286,8 @@ Vars roi_align(ImportContext& c) {
   };
   auto axis = [&](int64_t first_col, int64_t bins, int64_t len) {
     const double off = half_pixel ? 0.5 : 0;
-    Variable start = o.add(o.mul(column(first_col), scale), -off), end = o.add(o.mul(column(first_col + 2), scale), -off);
+    Variable start = o.add(o.mul(column(first_col), scale), -off),
+             end = o.add(o.mul(column(first_col + 2), scale), -off);
     Variable extent = o.op("Minus", end, start);
     if (!half_pixel) extent = o.select(o.op("Less", extent, o.k(1)), o.k(1), extent);
     std::vector<double> t;
@@ -296,7 +295,8 @@ Vars roi_align(ImportContext& c) {
       for (int64_t i = 0; i < ratio; ++i) t.push_back((double(b) + (double(i) + 0.5) / double(ratio)) / double(bins));
     Variable y = o.op("Plus", start, o.op("ElementTimes", extent, o.constant(t, {bins * ratio}, "samples")));
     Variable valid = o.op("ElementTimes", o.op("GreaterEqual", y, o.k(-1)), o.op("LessEqual", y, o.k(double(len))));
-    Variable at = o.select(o.op("Less", y, o.k(0)), o.k(0), o.select(o.op("Greater", y, o.k(double(len - 1))), o.k(double(len - 1)), y));
+    Variable at = o.select(o.op("Less", y, o.k(0)), o.k(0),
+                           o.select(o.op("Greater", y, o.k(double(len - 1))), o.k(double(len - 1)), y));
     return Samples{o.reshape(valid, {R, bins * ratio, 1}), o.reshape(at, {R, bins * ratio, 1})};
   };
   Samples ay = axis(1, P, H), ax = axis(0, Q, W);
@@ -340,7 +340,8 @@ Vars roi_align(ImportContext& c) {
       v = o.op("ElementTimes", v, o.op("ElementTimes", o.reshape(wy, {R, 1, A, 1}), o.reshape(wx, {R, 1, 1, B})));
       best = best.defined() ? o.select(o.op("Less", best, v), v, best) : v;
     }
-  Dictionary max{{"reductionOpName", std::string("Max")}, {"reductionKeepDimensions", false}, {"axisVec", axis_list({3, 5})}};
+  Dictionary max{
+      {"reductionOpName", std::string("Max")}, {"reductionKeepDimensions", false}, {"axisVec", axis_list({3, 5})}};
   return {out(c.primitive("ReduceElements", {o.reshape(best, {R, C, P, ratio, Q, ratio})}, max))};
 }
 
@@ -374,7 +375,8 @@ Vars deform_conv(ImportContext& c) {
   if (group < 1 || og < 1 || C % group != 0 || M % group != 0 || C % og != 0 || wd[1] * group != C)
     c.fail("the channels do not split into group and offset_group");
   if (od[1] != og * K * int64_t(n)) c.fail("offset must have offset_group * " + std::to_string(n) + " * taps channels");
-  if (c.has_input(4) && c.input(4).shape().total_size() != N * og * K * O) c.fail("mask must be [N, offset_group * taps, out...]");
+  if (c.has_input(4) && c.input(4).shape().total_size() != N * og * K * O)
+    c.fail("mask must be [N, offset_group * taps, out...]");
   Ops o{c, x.dtype()};
   // offset [N, og, K, n, O]; per axis a the tap positions [K * O] without offsets.
   Variable offs = o.reshape(offset, {N, og, K, int64_t(n), O});
@@ -418,7 +420,8 @@ Vars deform_conv(ImportContext& c) {
     std::vector<Variable> parts;
     for (int64_t g = 0; g < group; ++g) {
       Variable cg = o.reshape(slice(o, all, 0, g * (C / group), (g + 1) * (C / group)), {C / group * K, O});
-      parts.push_back(out(c.primitive("Times", {slice(o, kernel_rows, 0, g * (M / group), (g + 1) * (M / group)), cg})));
+      parts.push_back(
+          out(c.primitive("Times", {slice(o, kernel_rows, 0, g * (M / group), (g + 1) * (M / group)), cg})));
     }
     images.push_back(parts.size() == 1 ? parts[0] : out(c.primitive("Splice", parts, {{"axis", Axis(0)}})));
   }

@@ -13,8 +13,8 @@ Variable out(const FunctionPtr& f) { return f->output(); }
 // x with a dimension of 1 inserted at static position k (0 <= k <= rank).
 // A reshape of no axes into [1]: free dimensions stay as they are.
 Variable insert_axis(ImportContext& c, const Variable& x, size_t k) {
-  return out(
-      c.primitive("Reshape", {x}, {{"newShape", NDShape({1})}, {"beginAxis", Axis(int(k))}, {"endAxis", Axis(int(k))}}));
+  return out(c.primitive("Reshape", {x},
+                         {{"newShape", NDShape({1})}, {"beginAxis", Axis(int(k))}, {"endAxis", Axis(int(k))}}));
 }
 
 Vars matmul(ImportContext& c, Variable a, Variable b) {

@@ -25,7 +25,8 @@ Variable cast(ImportContext& c, const Variable& x, DataType to) {
 // Binarizer: 1 where x > threshold, else 0, in x's type.
 Vars binarizer(ImportContext& c) {
   Variable x = c.input(0);
-  Variable th = Variable::constant(NDShape{}, x.dtype(), double(c.attr_float("threshold", 0.0f)), c.name() + "/threshold");
+  Variable th =
+      Variable::constant(NDShape{}, x.dtype(), double(c.attr_float("threshold", 0.0f)), c.name() + "/threshold");
   if (c.input_elem_type(0) != ::onnx::TensorProto::FLOAT) c.set_output_elem_type(0, c.input_elem_type(0));
   return {cast(c, out(c.primitive("Greater", {x, th})), x.dtype())};
 }
@@ -43,13 +44,14 @@ Vars array_feature_extractor(ImportContext& c) {
   if (n_in < 0 || n < 0) c.fail("inputs must have known shapes");
   NDArrayView positions(DataType::Float, NDShape({n_in, 1}));
   for (int64_t i = 0; i < n_in; ++i) positions.data<float>()[i] = float(i);
-  Variable flat = out(c.primitive("Reshape", {cast(c, idx, DataType::Float)}, Dictionary{{"newShape", NDShape({1, n})}}));
+  Variable flat =
+      out(c.primitive("Reshape", {cast(c, idx, DataType::Float)}, Dictionary{{"newShape", NDShape({1, n})}}));
   Variable onehot = cast(c, out(c.primitive("Equal", {Variable::constant(positions, c.name() + "/positions"), flat})),
                          x.dtype());  // [N, n]
   auto xd = dims;
   xd.push_back(1);  // [..., N, 1] times [N, n], summed over N
-  Variable p = out(c.primitive(
-      "ElementTimes", {out(c.primitive("Reshape", {x}, Dictionary{{"newShape", NDShape(xd)}})), onehot}));
+  Variable p = out(
+      c.primitive("ElementTimes", {out(c.primitive("Reshape", {x}, Dictionary{{"newShape", NDShape(xd)}})), onehot}));
   Variable y = out(c.primitive(
       "ReduceElements", {p},
       Dictionary{{"reductionOpName", std::string("Sum")}, {"reductionKeepDimensions", false}, {"axis", Axis(-2)}}));
@@ -101,8 +103,8 @@ Vars tree_ensemble(ImportContext& c) {
   auto condition = [&](size_t i) {
     if (auto it = conditions.find(i); it != conditions.end()) return it->second;
     if (feature[i] < 0 || feature[i] >= x.shape()[1]) c.fail("a node's feature id is out of range");
-    Variable f = out(c.primitive("Slice", {x}, Dictionary{{"axis", Axis(1)}, {"beginIndex", feature[i]},
-                                                          {"endIndex", feature[i] + 1}}));
+    Variable f = out(c.primitive(
+        "Slice", {x}, Dictionary{{"axis", Axis(1)}, {"beginIndex", feature[i]}, {"endIndex", feature[i] + 1}}));
     static const char* const ops[] = {"LessEqual", "Less", "GreaterEqual", "Greater", "Equal", "NotEqual"};
     const int mode = int(modes[i]);
     Variable cond;
@@ -163,9 +165,9 @@ Vars tree_ensemble(ImportContext& c) {
     Variable all = ind.size() == 1 ? ind[0] : out(c.primitive("Splice", ind, Dictionary{{"axis", Axis(1)}}));
     all = out(c.primitive("Reshape", {all}, Dictionary{{"newShape", NDShape({n, int64_t(leaves.size()), 1})}}));
     Variable w = Variable::constant(m.cast(dt), c.name() + "/leaf_weights");
-    return out(c.primitive("ReduceElements", {bin("ElementTimes", all, w)},
-                           Dictionary{{"reductionOpName", std::string("Sum")}, {"reductionKeepDimensions", false},
-                                      {"axis", Axis(1)}}));
+    return out(c.primitive(
+        "ReduceElements", {bin("ElementTimes", all, w)},
+        Dictionary{{"reductionOpName", std::string("Sum")}, {"reductionKeepDimensions", false}, {"axis", Axis(1)}}));
   };
   const int64_t agg = c.attr_int("aggregate_function", 1);
   Variable y;
@@ -207,7 +209,8 @@ Vars tfidf_vectorizer(ImportContext& c) {
   if (c.has_attr("pool_strings")) c.fail("string n-grams are not supported (the engine has no strings)");
   Variable x = cast(c, c.input(0), DataType::Float);
   const auto xd = x.shape().dims();
-  if (c.input_dyn(0) > 0 || xd.empty() || xd.size() > 2 || xd.back() < 0) c.fail("X must be a static [C] or [B, C] tensor");
+  if (c.input_dyn(0) > 0 || xd.empty() || xd.size() > 2 || xd.back() < 0)
+    c.fail("X must be a static [C] or [B, C] tensor");
   const std::string mode = c.attr_string("mode");
   if (mode != "TF" && mode != "IDF" && mode != "TFIDF") c.fail("mode must be TF, IDF or TFIDF, not '" + mode + "'");
   const int64_t lo = c.attr_int("min_gram_length"), hi = c.attr_int("max_gram_length");

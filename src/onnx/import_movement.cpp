@@ -79,9 +79,11 @@ Variable reshape_probed(ImportContext& c, const Variable& x, ImportContext::Prob
     if (auto y = split_by_unmerging(c, x, in, t, lead, trail)) return *y;
   for (size_t k = lead; k + trail < t.a.size(); ++k) {
     const bool open = t.depends(k) || t.a[k] < 0;
-    if (open && unknown > 1) c.fail("a target shape with several entries depending on free dimensions where its input has one "
-             "(the engine's Reshape infers one dimension; a free dimension split in two is read only "
-             "where the ops since its merge act on each of its indices alike)");
+    if (open && unknown > 1)
+      c.fail(
+          "a target shape with several entries depending on free dimensions where its input has one "
+          "(the engine's Reshape infers one dimension; a free dimension split in two is read only "
+          "where the ops since its merge act on each of its indices alike)");
     dims.push_back(open ? NDShape::kInferredDimension : t.a[k]);
   }
   // The axes in between, if any free, must be resolved by one inferred entry.
@@ -204,9 +206,12 @@ Vars flatten(ImportContext& c) {
   // side's size inferred at run time.
   const NDShape lead = s.sub(0, size_t(axis)), tail = s.sub(size_t(axis));
   if (!lead.is_known() && !tail.is_known()) c.fail("flattening free dimensions on both sides of the axis");
-  auto merged = [](const NDShape& part) { return NDShape({part.is_known() ? part.total_size() : NDShape::kInferredDimension}); };
+  auto merged = [](const NDShape& part) {
+    return NDShape({part.is_known() ? part.total_size() : NDShape::kInferredDimension});
+  };
   Variable y = out(c.primitive("Reshape", {x}, {{"newShape", merged(tail)}, {"beginAxis", Axis(int(axis))}}));
-  y = out(c.primitive("Reshape", {y}, {{"newShape", merged(lead)}, {"beginAxis", Axis(0)}, {"endAxis", Axis(int(axis))}}));
+  y = out(
+      c.primitive("Reshape", {y}, {{"newShape", merged(lead)}, {"beginAxis", Axis(0)}, {"endAxis", Axis(int(axis))}}));
   return keep_type(c, 0, {y});
 }
 

@@ -190,7 +190,8 @@ void register_import_norm() {
     if (c.opset() >= 14 && c.attr_int("training_mode", 0) != 0) return batch_norm_training(c);
     for (int k = 1; k < c.node().output_size(); ++k)
       if (!c.node().output(k).empty())
-        c.fail("the training outputs (running mean and variance) are supported with training_mode=1 (opset 14 on) only");
+        c.fail(
+            "the training outputs (running mean and variance) are supported with training_mode=1 (opset 14 on) only");
     // Before opset 9, spatial=0 normalizes per element of the sample; from 9 on always per channel.
     const bool spatial = c.opset() >= 9 || c.attr_int("spatial", 1) != 0;
     Variable scale = c.input(1), bias = c.input(2), mean = statistic(c, 3), var = statistic(c, 4);

@@ -282,7 +282,6 @@ Vars bitwise_not(ImportContext& c) {
   return {op2(c, "Minus", f32(c, top, "top"), x)};
 }
 
-
 // A node of another op type over values a rule computed, with the outer node's attributes:
 // lets QLinearMatMul, ConvInteger and QLinearConv reuse MatMul's and Conv's rules (their
 // broadcasting, padding, strides and groups) on the zero-point-corrected operands.
@@ -296,8 +295,7 @@ Variable per_leading(ImportContext& c, const Variable& v, size_t block_rank) {
 
 class InnerNode final : public ImportContext {
  public:
-  InnerNode(ImportContext& outer, const std::string& op_type, Vars inputs)
-      : outer_(outer), inputs_(std::move(inputs)) {
+  InnerNode(ImportContext& outer, const std::string& op_type, Vars inputs) : outer_(outer), inputs_(std::move(inputs)) {
     node_.set_op_type(op_type);
     node_.set_name(outer.name());
     for (size_t i = 0; i < inputs_.size(); ++i) node_.add_input(inputs_[i].defined() ? "in" + std::to_string(i) : "");
@@ -359,8 +357,8 @@ Vars qlinear_matmul(ImportContext& c) {
   // a's scale and zero point per row ([M] of [.., M, K]), b's per column (broadcast as they are).
   Variable a = less_zero_point(c, 0, 2, 2), b = less_zero_point(c, 3, 5, 0);
   Variable r = InnerNode(c, "MatMul", {a, b}).run();
-  Variable scale =
-      op2(c, "ElementDivide", op2(c, "ElementTimes", per_leading(c, scale_of(c, 1), 2), scale_of(c, 4)), scale_of(c, 6));
+  Variable scale = op2(c, "ElementDivide", op2(c, "ElementTimes", per_leading(c, scale_of(c, 1), 2), scale_of(c, 4)),
+                       scale_of(c, 6));
   return {requantize(c, r, scale, 7, c.input_elem_type(0))};
 }
 

@@ -171,7 +171,7 @@ std::optional<LayerForm> layer_form(RnnBuilder& b, const std::vector<std::string
     if (lf.rnn_act.empty()) return std::nullopt;
   } else {
     const std::vector<std::string> defaults = cell == Cell::LSTM ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
-                                                                  : std::vector<std::string>{"Sigmoid", "Tanh"};
+                                                                 : std::vector<std::string>{"Sigmoid", "Tanh"};
     for (size_t k = 0; k < acts.size(); ++k)
       if (acts[k] != defaults[k % defaults.size()]) return std::nullopt;
   }
@@ -187,8 +187,9 @@ std::optional<LayerForm> layer_form(RnnBuilder& b, const std::vector<std::string
   const std::optional<NDArrayView> bb =
       B ? std::optional<NDArrayView>(B->cast(DataType::Double).contiguous()) : std::nullopt;
   // LSTM: CNTK's (i, c, f, o) from ONNX's (i, o, f, c); GRU (z, r, h) and RNN alike.
-  lf.perm = cell == Cell::LSTM ? std::vector<int>{0, 3, 2, 1} : cell == Cell::GRU ? std::vector<int>{0, 1, 2}
-                                                                                   : std::vector<int>{0};
+  lf.perm = cell == Cell::LSTM  ? std::vector<int>{0, 3, 2, 1}
+            : cell == Cell::GRU ? std::vector<int>{0, 1, 2}
+                                : std::vector<int>{0};
   const std::string suffix[2] = {num_dirs > 1 ? "_forward" : "", "_backward"};
   auto param = [&](NDArrayView v, const std::string& name) {
     NDArrayView t = v.cast(dt);
@@ -397,8 +398,8 @@ std::vector<Variable> read_rnn(ImportContext& c, Cell cell, const std::vector<Va
       Variable h_prev = b.op(delay, {hp, initial(has_h0, h0_in)}, {{"offset", int64_t(1)}});
       std::optional<Variable> c_prev;
       if (cell == Cell::LSTM) c_prev = b.op(delay, {cp, initial(has_c0, c0_in)}, {{"offset", int64_t(1)}});
-      auto [h, cn] = lf ? layer_step(b, *lf, lf->dirs[size_t(d)], Xs, h_prev, c_prev)
-                        : step(b, dirs[d], Xs, h_prev, c_prev);
+      auto [h, cn] =
+          lf ? layer_step(b, *lf, lf->dirs[size_t(d)], Xs, h_prev, c_prev) : step(b, dirs[d], Xs, h_prev, c_prev);
       std::unordered_map<VariableImpl*, Variable> map{{hp.impl().get(), h}};
       if (cn) map[cp.impl().get()] = *cn;
       Function::combine(cn ? std::vector<Variable>{h, *cn} : std::vector<Variable>{h})->replace_placeholders(map);

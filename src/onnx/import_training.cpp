@@ -73,8 +73,8 @@ Vars adam(ImportContext& c) {
   const double eps = c.attr_float("epsilon", 0.0f), post = c.attr_float("norm_coefficient_post", 0.0f);
   // Bias correction from the second step on: r * sqrt(1 - beta^t) / (1 - alpha^t).
   auto power = [&](double base) { return s.op("Pow", s.k(base), s.t); };
-  Variable rate = s.after_first(
-      s.div(s.mul(s.r, s.sqrt(s.sub(s.k(1), power(beta)))), s.sub(s.k(1), power(alpha))), s.r);
+  Variable rate =
+      s.after_first(s.div(s.mul(s.r, s.sqrt(s.sub(s.k(1), power(beta)))), s.sub(s.k(1), power(alpha))), s.r);
   Vars xs, vs, hs;
   for (size_t i = 0; i < s.n; ++i) {
     Variable x = s.in(0, i), g = s.regularized(x, s.in(1, i));

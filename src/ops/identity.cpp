@@ -51,8 +51,7 @@ void register_identity_ops() {
   // The first input's shape, type and axes alone: the dependencies may be of any type and axes
   // (an ONNX model's unread integer inputs beside a float16 output).
   dep.infer = [](InferContext& ctx) {
-    return std::vector<OutputInfo>{
-        {ctx.shape(0), ctx.dtype(0), ctx.input(0).dynamic_axes(), ctx.input(0).is_sparse()}};
+    return std::vector<OutputInfo>{{ctx.shape(0), ctx.dtype(0), ctx.input(0).dynamic_axes(), ctx.input(0).is_sparse()}};
   };
   dep.forward = [](ComputeContext& ctx) { return std::vector<NDArrayView>{ctx.inputs[0]}; };
   dep.backward = [](ComputeContext& ctx, size_t) { return ctx.grad_outputs[0]; };
