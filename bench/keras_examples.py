@@ -35,8 +35,8 @@ import run as bench_run  # noqa: E402  (cpu_model, loadavg, git_commit)
 THREADS = 2
 # Data arguments per example and the size of its whole training set (the examples' own).
 SIZES = {
-    'mnist_mlp': ({'n_train': 60000}, 60000),
-    'mnist_cnn': ({'n_train': 6000}, 60000),
+    'mnist_mlp': ({'n_train': 60000, 'n_test': 2000}, 60000),
+    'mnist_cnn': ({'n_train': 6000, 'n_test': 2000}, 60000),
     'cifar10_cnn': ({'n_train': 2000, 'n_test': 1000}, 50000),
     'imdb_bidirectional_lstm': ({'n_train': 2000, 'n_test': 1000}, 25000),
     'imdb_fasttext': ({'n_train': 5000, 'n_test': 1000}, 25000),

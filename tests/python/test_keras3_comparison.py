@@ -35,10 +35,10 @@ requires_keras_3 = pytest.mark.skipif(
 # outputs the LSTM's cell state (test_keras_cntk_lstm_outputs_cell_state_unless_unrolled).
 SETTINGS = {
     'mnist_mlp': (2, {'n_train': 20000}, [1, 2, 3, 4, 5, 6], 0.1),
-    'mnist_cnn': (2, {'n_train': 4000, 'n_test': 2000}, [1, 2, 3, 4], 0.1),
+    'mnist_cnn': (2, {'n_train': 8000, 'n_test': 2000}, [1, 2, 3], 0.1),
     'cifar10_cnn': (3, {'n_train': 3000, 'n_test': 1000}, [1, 2], 0.1),
-    'imdb_bidirectional_lstm': (2, {'n_train': 1000, 'n_test': 1000, 'unroll': True}, [1, 2], 0.5),
-    'imdb_fasttext': (3, {'n_train': 2000, 'n_test': 2000}, [1, 2], 0.5),
+    'imdb_bidirectional_lstm': (2, {'n_train': 2000, 'n_test': 1000, 'unroll': True}, [1, 2], 0.5),
+    'imdb_fasttext': (3, {'n_train': 5000, 'n_test': 2000}, [1, 2], 0.5),
     'lstm_text_generation': (2, {'max_chars': 20000, 'unroll': True}, [1, 2], None),
 }
 ACCURACY_POINTS = 0.01
