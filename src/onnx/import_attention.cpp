@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "onnx/import.h"
+#include "onnx/import_axes.h"
 
 namespace cntk::onnx_io {
 
@@ -203,15 +204,7 @@ Vars attention(ImportContext& c) {
   }
   Variable p;
   if (s.dtype() == DataType::Float16) {
-    // In float16 step by step (each step rounded, the sum accumulated wider), as ONNX's
-    // reference computes it; the engine's Softmax rounds once and differs by an ulp.
-    auto reduce = [&](const Variable& x, const char* op) {
-      return out(c.primitive(
-          "ReduceElements", {x},
-          Dictionary{{"reductionOpName", std::string(op)}, {"reductionKeepDimensions", true}, {"axis", Axis(-1)}}));
-    };
-    Variable e = out(c.primitive("Exp", {out(c.primitive("Minus", {s, reduce(s, "Max")}))}));
-    p = out(c.primitive("ElementDivide", {e, reduce(e, "Sum")}));
+    p = float16_softmax(c, s, Axis(-1));
   } else {
     p = cast(c, out(c.primitive("Softmax", {s}, Dictionary{{"axis", Axis(-1)}})), dt);
   }

@@ -42,6 +42,11 @@ inline std::vector<Variable> keep_type(ImportContext& c, size_t i, std::vector<V
 // (import_elementwise.cpp).
 Variable ieee_log(ImportContext& c, const Variable& x);
 
+// Softmax over static axis `axis` of a float16 x step by step, each step rounded to float16
+// (exp(x - max), then divided by its sum), as ONNX's reference computes it: the engine's
+// Softmax rounds once and differs by an ulp or two (import_nn.cpp).
+Variable float16_softmax(ImportContext& c, const Variable& x, const Axis& axis);
+
 inline DictValue axis_list(const std::vector<int64_t>& axes) {
   DictValue::List l;
   for (int64_t a : axes) l.emplace_back(Axis(int(a)));
