@@ -135,7 +135,10 @@ def markdown(report):
             cells.append('%.2f' % (a['per_epoch'] / b['per_epoch']) if 'per_epoch' in a and 'per_epoch' in b else '')
         lines.append('| ' + ' | '.join(cells) + ' |')
     lines += ['', 'Test loss / accuracy after the run (accuracy from `predict`; a check that each column trained, '
-              'not the comparison of tests/python/test_keras3_comparison.py):', '',
+              'not the comparison of tests/python/test_keras3_comparison.py, which trains several seeds). The '
+              'examples run as Keras ships them: rolled, Keras 2.3.1\'s LSTMs on the CNTK backend output the cell '
+              'state (docs/keras.md), so the LSTM rows\' losses differ by model; TensorFlow\'s Adam takes a dense '
+              'embedding gradient, as Keras 2.3.1\'s and PyTorch\'s do.', '',
               '| example | ' + ' | '.join(COLUMNS[c][0] for c in cols) + ' |', '| --- |' + ' ---: |' * len(cols)]
     for name, row in report['examples'].items():
         lines.append('| %s | %s |' % (name, ' | '.join(
