@@ -10,7 +10,9 @@ initial weights are drawn once, by the OpenCNTK side, and loaded by the Keras 3 
 and shuffling draw their own. A single run's final accuracy varies by seed by more than a point
 on several examples (mnist_mlp's RMSprop at 1e-3: 0.755-0.836 over 6 seeds on 20,000 samples, 2
 epochs), so each example compares the means over its seeds (SETTINGS). The subsets and epochs
-keep each side to seconds or tens of seconds while every model ends well above chance.
+keep the six cases to minutes on two cores while every model ends well above chance. Two
+differences are taken out (docs/keras.md): TensorFlow's Adam gets dense embedding gradients
+(keras3_examples.adam), and the LSTMs are unrolled.
 """
 import json
 import os
