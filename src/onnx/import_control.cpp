@@ -30,11 +30,6 @@ namespace {
 // How many iterations an unrolled Loop may take before the reader gives up on it.
 constexpr int64_t kMaxUnrolledIterations = 10000;
 
-bool is_float_elem(int32_t t) {
-  using T = ::onnx::TensorProto;
-  return t == T::FLOAT || t == T::DOUBLE || t == T::FLOAT16 || t == T::BFLOAT16;
-}
-
 // v's value where it is computed from constants (and, with `parameters`, parameters) alone.
 std::optional<NDArrayView> known_value(const Variable& v, bool parameters) {
   if (v.is_constant()) return v.value();
@@ -106,7 +101,7 @@ struct Builder {
       a->set_name("value");
       a->set_type(::onnx::AttributeProto::TENSOR);
       const int32_t t = vi.type().tensor_type().elem_type();
-      if (t && !is_float_elem(t)) {
+      if (t && !is_float_type(t)) {
         const NDArrayView d = v->cast(DataType::Double).contiguous();
         std::vector<int64_t> ints(size_t(d.numel()));
         for (int64_t j = 0; j < d.numel(); ++j) ints[size_t(j)] = float_to_i64(std::round(d.data<double>()[j]));
