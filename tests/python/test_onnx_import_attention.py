@@ -13,6 +13,7 @@ import cntk as C
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
+from onnx_import_checks import check_gradients  # noqa: E402
 
 R = np.random.RandomState(5)
 
@@ -50,43 +51,8 @@ def _check_against_reference(model, inputs, rtol=1e-5, atol=1e-5):
 
 
 def _check_gradients(model, inputs, output=0, unaffected=(), eps=1e-2, samples=5, rtol=3e-2, atol=3e-3):
-    """The gradient of a random weighting of output `output` reaches every initializer (a
-    parameter after reading) but those named `unaffected` (whose gradient is zero) and equals
-    the model's own central differences there."""
-    z = _load(model)
-    params = list(z.parameters)
-    assert params, 'the initializers must read as parameters'
-    y = z.outputs[output]
-    weight = C.constant(R.randn(*y.shape).astype(np.float32))
-    loss = C.reduce_sum(C.element_times(y, weight))
-    feeds = {a: inputs[a.name] for a in z.arguments}
-    grads = loss.grad(feeds, wrt=params)
-    if not isinstance(grads, dict):  # one parameter: its gradient alone
-        grads = {params[0]: grads}
-
-    def value():
-        return float(np.asarray(loss.eval(feeds)).sum())
-
-    for p in params:
-        g = np.asarray(grads[p])
-        assert g.shape == tuple(p.shape), (p.name, g.shape, p.shape)
-        if p.name in unaffected:
-            assert not g.any(), p.name
-            continue
-        assert np.abs(g).max() > 0, p.name
-        base = np.array(p.value)
-        for flat in R.choice(base.size, size=min(samples, base.size), replace=False):
-            idx = np.unravel_index(flat, base.shape)
-            up, down = base.copy(), base.copy()
-            up[idx] += eps
-            down[idx] -= eps
-            p.value = up
-            f_up = value()
-            p.value = down
-            f_down = value()
-            p.value = base
-            np.testing.assert_allclose(g[idx], (f_up - f_down) / (2 * eps), rtol=rtol, atol=atol,
-                                       err_msg=f'{p.name}{idx}')
+    check_gradients(model, inputs, output=output, unaffected=unaffected, eps=eps, samples=samples, rtol=rtol,
+                    atol=atol)
 
 
 # ------------------------------------------------------------------ LinearAttention

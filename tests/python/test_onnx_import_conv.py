@@ -12,6 +12,7 @@ import cntk as C
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
+from onnx_import_checks import check_gradients  # noqa: E402
 
 R = np.random.RandomState(11)
 
@@ -48,41 +49,7 @@ def _check_against_reference(model, inputs, rtol=1e-4, atol=1e-5, runtime=False)
 
 
 def _check_gradients(model, inputs, eps=1e-2, samples=6, rtol=3e-2, atol=3e-3):
-    """The gradient of a random weighting of the output reaches every initializer and equals
-    the imported model's central differences there."""
-    r = np.random.RandomState(0)
-    z = _load(model)
-    params = list(z.parameters)
-    assert params, 'the initializers must read as parameters'
-    y = z.outputs[0]
-    feeds = {a: inputs[a.name] for a in z.arguments}
-    shape = np.asarray(z.eval(feeds) if feeds else z.eval()).shape  # a batch axis' N is free in y.shape
-    weight = C.constant(r.randn(*shape).astype(np.float32))
-    loss = C.reduce_sum(C.element_times(y, weight))
-    grads = loss.grad(feeds, wrt=params)
-    if not isinstance(grads, dict):
-        grads = {params[0]: grads}
-
-    def value():
-        return float(np.asarray(loss.eval(feeds) if feeds else loss.eval()).sum())
-
-    for p in params:
-        g = np.asarray(grads[p])
-        assert g.shape == tuple(p.shape), (p.name, g.shape, p.shape)
-        assert np.abs(g).max() > 0, p.name
-        base = np.array(p.value)
-        for flat in r.choice(base.size, size=min(samples, base.size), replace=False):
-            idx = np.unravel_index(flat, base.shape)
-            up, down = base.copy(), base.copy()
-            up[idx] += eps
-            down[idx] -= eps
-            p.value = up
-            f_up = value()
-            p.value = down
-            f_down = value()
-            p.value = base
-            np.testing.assert_allclose(g[idx], (f_up - f_down) / (2 * eps), rtol=rtol, atol=atol,
-                                       err_msg=f'{p.name}{idx}')
+    check_gradients(model, inputs, eps=eps, samples=samples, rtol=rtol, atol=atol)
 
 
 # ------------------------------------------------------------------ GridSample, AffineGrid

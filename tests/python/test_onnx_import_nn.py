@@ -17,6 +17,7 @@ import cntk as C
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
+from onnx_import_checks import check_gradients  # noqa: E402
 
 R = np.random.RandomState(5)
 
@@ -57,35 +58,7 @@ def _reference(model, inputs):
 
 
 def _check_gradients(model, inputs, eps=1e-2, samples=6, rtol=3e-2, atol=3e-3):
-    """The gradient of a random weighting of the first output reaches every initializer and
-    equals the imported model's central differences there."""
-    r = np.random.RandomState(0)
-    z = _load(model)
-    params = list(z.parameters)
-    assert params, 'the initializers must read as parameters'
-    feeds = {a: inputs[a.name] for a in z.arguments}
-    y = z.outputs[0]
-    shape = np.asarray(C.combine([y]).eval(feeds)).shape
-    loss = C.reduce_sum(C.element_times(y, C.constant(r.randn(*shape).astype(np.float32))))
-    grads = loss.grad(feeds, wrt=params)
-    if not isinstance(grads, dict):
-        grads = {params[0]: grads}
-    for p in params:
-        g = np.asarray(grads[p])
-        assert g.shape == tuple(p.shape), (p.name, g.shape, p.shape)
-        assert np.abs(g).max() > 0, p.name
-        base = np.array(p.value)
-        for flat in r.choice(base.size, size=min(samples, base.size), replace=False):
-            idx = np.unravel_index(flat, base.shape)
-            vals = []
-            for step in (eps, -eps):
-                moved = base.copy()
-                moved[idx] += step
-                p.value = moved
-                vals.append(float(np.asarray(loss.eval(feeds)).sum()))
-            p.value = base
-            np.testing.assert_allclose(g[idx], (vals[0] - vals[1]) / (2 * eps), rtol=rtol, atol=atol,
-                                       err_msg=p.name)
+    check_gradients(model, inputs, eps=eps, samples=samples, rtol=rtol, atol=atol)
 
 
 # ---------------------------------------------------------------- LayerNormalization
