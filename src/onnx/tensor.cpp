@@ -30,32 +30,16 @@ DataType engine_type_of(int32_t onnx_type, const std::string& what) {
     case TensorProto::FLOAT: return DataType::Float;
     case TensorProto::DOUBLE: return DataType::Double;
     case TensorProto::FLOAT16: return DataType::Float16;
-    case TensorProto::UINT8:
-    case TensorProto::INT8:
-    case TensorProto::UINT16:
-    case TensorProto::INT16:
-    case TensorProto::INT32:
-    case TensorProto::INT64:
-    case TensorProto::UINT32:
-    case TensorProto::UINT64:
-    case TensorProto::BOOL:
-    case TensorProto::BFLOAT16:
-    // Narrow floats and integers whose values float32 holds exactly (graph inputs and outputs;
-    // the reader's Cast rounds to their values).
-    case TensorProto::FLOAT8E4M3FN:
-    case TensorProto::FLOAT8E4M3FNUZ:
-    case TensorProto::FLOAT8E5M2:
-    case TensorProto::FLOAT8E5M2FNUZ:
-    case TensorProto::FLOAT4E2M1:
-    case TensorProto::INT4:
-    case TensorProto::UINT4:
-    case TensorProto::INT2:
-    case TensorProto::UINT2: return DataType::Float;
-    default:
-      throw ValueError(what + ": ONNX element type " + std::to_string(onnx_type) + " (" +
-                       TensorProto::DataType_Name(TensorProto::DataType(onnx_type)) +
-                       ") has no engine type (float16, float32, float64 and integer types are read)");
+    default: break;
   }
+  // Narrow floats, booleans and integers are computed as float32 (graph inputs and outputs; the
+  // reader's Cast rounds to their values). FLOAT8E8M0 has no reader form yet.
+  if ((is_float_type(onnx_type) && onnx_type != TensorProto::FLOAT8E8M0) || is_integer_type(onnx_type) ||
+      onnx_type == TensorProto::BOOL)
+    return DataType::Float;
+  throw ValueError(what + ": ONNX element type " + std::to_string(onnx_type) + " (" +
+                   TensorProto::DataType_Name(TensorProto::DataType(onnx_type)) +
+                   ") has no engine type (float16, float32, float64 and integer types are read)");
 }
 
 bool is_float_type(int32_t t) {
