@@ -407,13 +407,14 @@ def test_two_hosts_over_tcp_from_a_hostfile(tmp_path):
             assert _sh('ip', 'netns', 'exec', ns, 'ip', 'addr', 'add', '%s.%d/24' % (net, 10 + i), 'dev', 'eth0')
             assert _sh('ip', 'netns', 'exec', ns, 'ip', 'link', 'set', 'eth0', 'up')
             assert _sh('ip', 'netns', 'exec', ns, 'ip', 'link', 'set', 'lo', 'up')
-        # Both ports forwarding and both ends up before any traffic (a fresh bridge port may not be).
-        deadline = time.time() + 20
+        # Both ports forwarding and both ends up before any traffic (a fresh bridge port may not be;
+        # on a loaded machine that can take a while).
+        deadline = time.time() + 60
         ready = lambda: all(_read('/sys/class/net/%sv%d/brport/state' % (tag, i)) == '3' and
                             _read('/sys/class/net/%sv%d/operstate' % (tag, i)) == 'up' for i in (1, 2))
         while not ready() and time.time() < deadline:
             time.sleep(0.2)
-        assert ready()
+        assert ready(), 'the bridge ports of %s are not forwarding after 60 s' % tag
         agent = tmp_path / 'netns-rsh'
         agent.write_text(NETNS_AGENT)
         agent.chmod(0o755)
