@@ -125,10 +125,10 @@ def loadavg():
         return [float(v) for v in f.read().split()[:3]]
 
 
-def git_commit():
+def git_commit(where=ROOT):
     try:
-        out = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT, capture_output=True, text=True)
-        dirty = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=no'], cwd=ROOT,
+        out = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=where, capture_output=True, text=True)
+        dirty = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=no'], cwd=where,
                                capture_output=True, text=True).stdout.strip()
         return out.stdout.strip() + ('+dirty' if dirty else '')
     except OSError:

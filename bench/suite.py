@@ -5,6 +5,9 @@
     python3 bench/suite.py --workloads mlp,cnn # some of them
     python3 bench/suite.py --check             # only the equivalence check of every workload (exit 1 on a failure)
     python3 bench/suite.py --quick             # a smoke run: few steps, 2 measurements, writes nothing
+    python3 bench/suite.py --columns opencntk --baseline ../old/python
+                                               # this OpenCNTK against another build of it (a python/ folder
+                                               # holding its in-place extension), measured in turns
 
 Each (workload, column) pair trains in its own worker process (`suite.py --worker WORKLOAD COLUMN`), pinned to
 2 CPUs with 2 threads, started once and kept warm. A column is a framework in one configuration: OpenCNTK;
@@ -40,13 +43,18 @@ THREADS = 2
 # column -> (label, framework class of the workload module, configuration)
 COLUMNS = {
     'opencntk': ('OpenCNTK', 'OpenCNTK', {}),
+    # Another build of OpenCNTK (--baseline): the same workload code over that build's package, to tell whether
+    # a change made a workload slower. Not a peer; measured in the same rounds as the others.
+    'opencntk_baseline': ('OpenCNTK baseline', 'OpenCNTK', {}),
     'pytorch': ('PyTorch', 'PyTorch', {}),
     'pytorch_compile': ('PyTorch compile', 'PyTorch', {'compile': True}),
     'tensorflow': ('TensorFlow', 'TensorFlow', {}),
     'tensorflow_xla': ('TensorFlow XLA', 'TensorFlow', {'jit_compile': True}),
 }
-ORDER = list(COLUMNS)
-PEERS = ORDER[1:]
+ORDER = list(COLUMNS)  # the rotation of a round
+BASELINE = 'opencntk_baseline'
+DEFAULT_COLUMNS = [c for c in ORDER if c != BASELINE]
+PEERS = [c for c in ORDER if COLUMNS[c][1] != 'OpenCNTK']
 CHECK_COLUMNS = ['opencntk', 'pytorch', 'tensorflow']  # --check's default; the timed run checks every column
 PINNED = {'torch': '2.13.0', 'tensorflow': '2.21.0', 'keras': '3.15.1'}  # bench/install-peers.sh
 POLICIES = ['active', 'passive']
@@ -78,6 +86,14 @@ def inplace_python_dir():
 TORCH_MALLOC_ENV = {'MALLOC_MMAP_MAX_': '0', 'MALLOC_TRIM_THRESHOLD_': str(4 << 30)}
 
 
+def baseline_python_dir():
+    """The python/ folder of the build --baseline names (passed to the workers in the environment)."""
+    d = os.environ.get('OPENCNTK_BENCH_BASELINE')
+    if not d or not glob.glob(os.path.join(d, 'cntk', '_cntk*.so')):
+        raise SystemExit('--baseline: %r holds no built cntk package (cntk/_cntk*.so)' % d)
+    return os.path.abspath(d)
+
+
 def worker_env(policy, col=None):
     env = dict(os.environ)
     env['OMP_NUM_THREADS'] = str(THREADS)
@@ -85,7 +101,7 @@ def worker_env(policy, col=None):
     env['TF_CPP_MIN_LOG_LEVEL'] = '2'
     if col and COLUMNS[col][1] == 'PyTorch':
         env.update(TORCH_MALLOC_ENV)
-    inplace = inplace_python_dir()
+    inplace = baseline_python_dir() if col == BASELINE else inplace_python_dir()
     # Without the in-place build, python/ would shadow the installed package with sources that lack the
     # extension: drop it, so that `import cntk` finds what pip installed.
     own = [p for p in env.get('PYTHONPATH', '').split(os.pathsep)
@@ -113,9 +129,11 @@ def framework_info(col):
     fw = COLUMNS[col][1]
     if fw == 'OpenCNTK':
         import cntk
-        return {'version': 'OpenCNTK %s (commit %s)' % (cntk.__version__, bench_run.git_commit()),
-                'package': os.path.dirname(cntk.__file__),
-                'build': 'in place (make dev)' if inplace_python_dir() else 'installed (pip install .)',
+        pkg = os.path.dirname(cntk.__file__)
+        return {'version': 'OpenCNTK %s (commit %s)' % (cntk.__version__, bench_run.git_commit(pkg)),
+                'package': pkg,
+                'build': ('--baseline' if col == BASELINE else
+                          'in place (make dev)' if inplace_python_dir() else 'installed (pip install .)'),
                 'onednn': '%s (%s, as linked)' % (bench_run.onednn_version(), bench_run.loaded_library('libdnnl')),
                 'openmp_runtime': bench_run.loaded_library('libgomp'),
                 'threads': 'OpenMP %s' % bench_run.omp_max_threads()}
@@ -492,6 +510,10 @@ def ratios(row):
     """OpenCNTK's median over each timed peer column's, with bootstrap 95% intervals; and over the best."""
     me = timed(row, 'opencntk')
     peers = [c for c in PEERS if timed(row, c)]
+    if me and timed(row, BASELINE):
+        b = row['columns'][BASELINE]
+        row['ratio_vs_baseline'] = ([me['step_s_median'] / b['step_s_median']] +
+                                    list(ratio_ci(me['step_s_samples'], b['step_s_samples'])))
     if not me or not peers:
         return
     for c in peers:
@@ -548,10 +570,11 @@ def _ratio(r):
 
 def table(report):
     cols = report['columns']
+    base = BASELINE in cols
     lines = [GOAL, '',
              '| workload | OMP wait | ' + ' | '.join('%s (ms/step)' % label(c) for c in cols) +
-             ' | best peer | OpenCNTK / best peer | check (max loss diff) |',
-             '| --- | --- | ' + ' | '.join('---:' for _ in cols) + ' | --- | ---: | --- |']
+             (' | OpenCNTK / baseline' if base else '') + ' | best peer | OpenCNTK / best peer | check (max loss diff) |',
+             '| --- | --- | ' + ' | '.join('---:' for _ in cols) + (' | ---:' if base else '') + ' | --- | ---: | --- |']
     for row in report['results']:
         check = row.get('check', {}).get('columns', {})
         failed = ['%s: %s' % (label(c), v['why']) for c, v in check.items() if v.get('passed') is False]
@@ -563,8 +586,9 @@ def table(report):
             ratio = 'OpenCNTK missing'
         elif check.get('opencntk', {}).get('passed') is False:
             ratio = 'check failed'
-        lines.append('| %s | %s | %s | %s | %s | %s |' % (
+        lines.append('| %s | %s | %s%s | %s | %s | %s |' % (
             row['workload'], row['policy'], ' | '.join(_cell(row, c) for c in cols),
+            ' | ' + _ratio(row.get('ratio_vs_baseline')) if base else '',
             label(row['best_peer']) if row.get('best_peer') else '-', ratio, ck))
     summ = report.get('summary', [])
     got = [s['ratio'][0] for s in summ if 'ratio' in s]
@@ -573,6 +597,13 @@ def table(report):
                       'under either): ' + ', '.join('%s %s' % (s['workload'], _ratio(s['ratio']) if 'ratio' in s
                                                             else 'n/a') for s in summ) +
                   '; geometric mean %.2f.' % geomean(got)]
+    vs = [(r['workload'], r['policy'], r['ratio_vs_baseline']) for r in report['results'] if r.get('ratio_vs_baseline')]
+    if vs:
+        slower = ['%s (%s) %s' % (w, p, _ratio(r)) for w, p, r in vs if r[1] > 1]
+        lines += ['', 'OpenCNTK / baseline (%s): geometric mean %.2f; slower than the baseline beyond the noise '
+                      '(95%% interval above 1): %s.' % (report['frameworks'].get(BASELINE, {}).get('version', '?'),
+                                                        geomean([r[0] for _, _, r in vs]),
+                                                        ', '.join(slower) or 'none')]
     return lines
 
 
@@ -679,13 +710,22 @@ def parse_args(argv=None):
     ap.add_argument('--busy-limit', type=float, default=0.10,
                     help="largest share of the pinned CPUs' time other processes may take during a measurement")
     ap.add_argument('--retries', type=int, default=3, help='repetitions of a measurement disturbed by other load')
+    ap.add_argument('--baseline', metavar='PYTHON_DIR',
+                    help='add a column timing another OpenCNTK build: the python/ folder of its checkout, holding '
+                         'its in-place extension; the report gives OpenCNTK / baseline per workload')
     ap.add_argument('--quick', action='store_true', help='smoke run: 3 steps, 2 rounds, writes nothing')
     ap.add_argument('--out', default=os.path.join(HERE, 'results'))
     ap.add_argument('--no-write', action='store_true')
     args = ap.parse_args(argv)
     args.workloads = [w for w in args.workloads.split(',') if w]
-    default_cols = CHECK_COLUMNS if args.check_only else ORDER
+    default_cols = CHECK_COLUMNS if args.check_only else DEFAULT_COLUMNS
     args.columns = [c for c in (args.columns.split(',') if args.columns else default_cols) if c]
+    if args.baseline:
+        os.environ['OPENCNTK_BENCH_BASELINE'] = os.path.abspath(args.baseline)
+        baseline_python_dir()  # exits naming the folder when it holds no build
+        args.columns = [c for c in ORDER if c in args.columns or c == BASELINE]
+    elif BASELINE in args.columns:
+        ap.error('the %s column needs --baseline' % BASELINE)
     args.policies = [p.lower() for p in args.omp_wait_policy.split(',') if p]
     for c in args.columns:
         if c not in COLUMNS:
@@ -759,7 +799,7 @@ def main():
     print(md)
     if not args.no_write:
         os.makedirs(args.out, exist_ok=True)
-        base = os.path.join(args.out, env['date'] + '-suite')
+        base = os.path.join(args.out, env['date'] + ('-suite-vs-baseline' if args.baseline else '-suite'))
         with open(base + '.json', 'w') as f:
             json.dump(report, f, indent=1)
             f.write('\n')
@@ -771,7 +811,7 @@ def main():
             print('matplotlib is not installed: no chart (bash bench/install-peers.sh)')
         print('wrote %s.{json,md,png}' % base)
         if (os.path.abspath(args.out) == os.path.join(HERE, 'results') and set(args.workloads) == set(workloads.ORDER)
-                and set(args.columns) == set(ORDER) and set(args.policies) == set(POLICIES)):
+                and set(args.columns) == set(DEFAULT_COLUMNS) and set(args.policies) == set(POLICIES)):
             update_readme(report, base)
     return 0
 
