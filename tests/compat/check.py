@@ -154,8 +154,10 @@ def main():
         # -p no:flaky: the `flaky` plugin (present in some environments, unused by CNTK's tests)
         # keeps each failed test's call info, and with it the test's frames and native objects,
         # in a module-level dict until the interpreter ends: the extension's leak check at exit
-        # then reports them (one report per expected failure's locals).
-        cmd = ['bash', run_sh, args.python, '-q', '-p', 'no:randomly', '-p', 'no:flaky', '--timeout=' + args.timeout,
+        # then reports them (one report per expected failure's locals). -p no:hypothesispytest:
+        # the same for every test module's objects once PyTorch is loaded (pyproject.toml says why).
+        cmd = ['bash', run_sh, args.python, '-q', '-p', 'no:randomly', '-p', 'no:flaky', '-p', 'no:hypothesispytest',
+               '--timeout=' + args.timeout,
                '--continue-on-collection-errors', '-o', 'junit_family=xunit1', '--junitxml=' + junit]
         if args.paths:
             cmd += ['--'] + args.paths
