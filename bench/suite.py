@@ -10,7 +10,8 @@
                                                # holding its in-place extension), measured in turns
 
 Each (workload, column) pair trains in its own worker process (`suite.py --worker WORKLOAD COLUMN`), pinned to
-2 CPUs with 2 threads, started once and kept warm. A column is a framework in one configuration: OpenCNTK;
+2 CPUs with 2 threads, kept warm between measurements and restarted, in the reverse start order, between blocks
+of rounds (a process's speed depends on when it started). A column is a framework in one configuration: OpenCNTK;
 PyTorch eager and with torch.compile; TensorFlow with a tf.function step, without and with XLA
 (jit_compile=True). Before timing, every column trains CHECK_STEPS steps from the same NumPy initial values
 with dropout off; its per-step losses must stay within the workload's CHECK_RTOL of OpenCNTK's and its
@@ -361,7 +362,8 @@ def compare_losses(ref, losses, rtol):
     return worst, at
 
 
-def start_workers(name, cols, policy, log_dir, row):
+def start_workers(name, cols, policy, log_dir, row, keep=False):
+    """Starts a worker per column, in the order given; keep: a restart, the row's column entries stay."""
     workers = {}
     for col in cols:
         wk = Worker(name, col, policy, log_dir)
@@ -374,7 +376,10 @@ def start_workers(name, cols, policy, log_dir, row):
             continue
         wk.cpus = r['info']['pinned_cpus']
         workers[col] = wk
-        row['columns'][col] = {'info': r['info']}
+        if keep and col in row['columns']:
+            row['columns'][col]['info'] = r['info']
+        else:
+            row['columns'][col] = {'info': r['info']}
         row.update(measure_steps=r['measure_steps'], warmup_steps=r['warmup_steps'],
                    epoch_steps=r['epoch_steps'], params_numpy=r['params_numpy'])
     return workers
@@ -421,6 +426,30 @@ def run_check(w, workers, row, steps):
     return check
 
 
+def prepare_workers(workers, row, warm, start=0):
+    """Builds each worker's model and runs its warm-up steps; a worker that fails is closed and reported."""
+    for col in list(workers):
+        try:
+            r = workers[col].ask(cmd='build')
+            row['columns'][col].update(n_params=r['n_params'], how=r['how'])
+            t0 = time.perf_counter()
+            if warm:
+                workers[col].ask(cmd='train', start=start, steps=warm)
+            row['columns'][col].setdefault('warmup_s', time.perf_counter() - t0)
+        except RuntimeError as e:
+            row['missing'][col] = 'failed: %s' % e
+            print('  %-16s failed: %s' % (label(col), e))
+            workers.pop(col).close()
+
+
+def done(samples, workers, rnd, args, started):
+    """Whether the measurement of a workload may stop after `rnd` rounds."""
+    if rnd >= args.max_rounds or time.perf_counter() - started > args.workload_seconds:
+        return rnd >= args.min_rounds or time.perf_counter() - started > args.workload_seconds
+    widths = [half_width([r['wall_s'] / r['steps'] for r in samples[c]]) for c in workers if samples[c]]
+    return rnd >= args.min_rounds and all(v <= TARGET_HALF_WIDTH for v in widths)
+
+
 def run_workload(name, policy, args, log_dir):
     """Checks and measures one workload in every column under one OpenMP wait policy; returns its row."""
     import run as bench_run
@@ -442,42 +471,42 @@ def run_workload(name, policy, args, log_dir):
         if args.quick:
             steps, warm = min(steps, 3), min(warm, 1)
         row.update(measure_steps=steps, warmup_steps=warm)
-        for col in list(workers):
-            try:
-                r = workers[col].ask(cmd='build')
-                row['columns'][col].update(n_params=r['n_params'], how=r['how'])
-                t0 = time.perf_counter()
-                if warm:
-                    workers[col].ask(cmd='train', start=0, steps=warm)
-                row['columns'][col]['warmup_s'] = time.perf_counter() - t0
-            except RuntimeError as e:
-                row['missing'][col] = 'failed: %s' % e
-                print('  %-16s failed: %s' % (label(col), e))
-                workers.pop(col).close()
+        # A worker process's speed depends on when it started: on this kind of machine the column whose worker
+        # started first ran about 5% slower than an identical column started after it (an A/A run of one build
+        # in two columns). So the rounds come in blocks, and before each block after the first every worker is
+        # restarted, the start order reversed; the blocks are even in number and size.
+        block = max(1, math.ceil(args.min_rounds / 2))
+        order = [c for c in ORDER if c in workers]
         samples = {col: [] for col in workers}
         started = time.perf_counter()
         rnd = 0
         while workers:
-            names = [c for c in ORDER if c in workers]
-            k = rnd % len(names)
-            for col in names[k:] + names[:k]:
-                try:
-                    r = workers[col].measure(warm + rnd * steps, steps, args.busy_limit, args.retries)
-                except RuntimeError as e:
-                    row['missing'][col] = 'failed while training: %s' % e
-                    print('  %-16s failed: %s' % (label(col), e))
-                    workers.pop(col).close()
-                    continue
-                samples[col].append(r)
-            rnd += 1
-            widths = {c: half_width([r['wall_s'] / r['steps'] for r in samples[c]]) for c in workers if samples[c]}
-            print('  round %d: %s' % (rnd, ', '.join('%s %.1f ms +-%.0f%%' % (
-                label(c), 1e3 * median([r['wall_s'] / r['steps'] for r in samples[c]]), 100 * widths[c])
-                for c in widths)))
-            if rnd >= args.min_rounds and (all(v <= TARGET_HALF_WIDTH for v in widths.values())
-                                           or rnd >= args.max_rounds
-                                           or time.perf_counter() - started > args.workload_seconds):
-                break
+            if rnd and rnd % block == 0:
+                if (rnd // block) % 2 == 0 and done(samples, workers, rnd, args, started):
+                    break
+                for wk in workers.values():
+                    wk.close()
+                order.reverse()
+                workers = start_workers(name, [c for c in order if c in workers], policy, log_dir, row, keep=True)
+            prepare_workers(workers, row, warm, start=rnd * steps)
+            for _ in range(block):
+                names = [c for c in ORDER if c in workers]
+                k = rnd % len(names) if names else 0
+                for col in names[k:] + names[:k]:
+                    try:
+                        r = workers[col].measure(warm + rnd * steps, steps, args.busy_limit, args.retries)
+                    except RuntimeError as e:
+                        row['missing'][col] = 'failed while training: %s' % e
+                        print('  %-16s failed: %s' % (label(col), e))
+                        workers.pop(col).close()
+                        continue
+                    samples[col].append(r)
+                rnd += 1
+                print('  round %d: %s' % (rnd, ', '.join('%s %.1f ms +-%.0f%%' % (
+                    label(c), 1e3 * median([r['wall_s'] / r['steps'] for r in samples[c]]),
+                    100 * half_width([r['wall_s'] / r['steps'] for r in samples[c]]))
+                    for c in workers if samples[c])))
+        row['restarts'] = rnd // block - 1 if rnd else 0
         row['rounds'] = rnd
         for col, rs in samples.items():
             if not rs or col in row['missing']:
@@ -776,8 +805,11 @@ def main():
               'method': ('one worker process per workload and column, kept warm; equivalence check first (%d steps '
                          'from the same NumPy initial values, dropout off, per-step losses within each workload\'s '
                          'tolerance of OpenCNTK\'s, equal parameter counts); warm-up steps excluded; rounds of one '
-                         'measurement per column, order rotating, from %d until every 95%% interval is within '
-                         '+-%d%% (at most %d rounds, %d s per workload); measurements during which other processes '
+                         'measurement per column, order rotating, in blocks of half the least rounds with every '
+                         'worker restarted in the reverse start order before each block after the first, an even '
+                         'number of blocks, from %d rounds until every 95%% interval is within '
+                         '+-%d%% (at most %d rounds, or the pair of blocks that reaches them; %d s per workload); '
+                         'measurements during which other processes '
                          'took over %d%% of the pinned CPUs repeated up to %d times'
                          % (args.check_steps, args.min_rounds, 100 * TARGET_HALF_WIDTH, args.max_rounds,
                             args.workload_seconds, 100 * args.busy_limit, args.retries))}

@@ -127,3 +127,61 @@ def test_report_table_and_readme_block(tmp_path):
     out = readme.read_text()
     assert out.startswith('head\n') and out.endswith('\ntail\n') and 'old table' not in out and '| mlp | active |' in out
     assert suite.markdown(report).count('| mlp |') == 2
+
+
+class _FakeWorker:
+    """Stands in for a worker process: one started first in its start order measures 1.05 s per step (the
+    effect the suite's restarts balance), later-started ones 1.00."""
+
+    def __init__(self, workload, col, policy, log_dir):
+        self.col, self.cpus, self.first = col, [0, 1], False
+
+    def ask(self, **cmd):
+        if not cmd:
+            return {'ok': True, 'info': {'pinned_cpus': [0, 1]}, 'measure_steps': 2, 'warmup_steps': 0,
+                    'epoch_steps': 10, 'params_numpy': 1}
+        return {'ok': True, 'n_params': 1, 'how': {}}
+
+    def measure(self, start, steps, busy_limit, retries):
+        t = 1.05 if self.first else 1.0
+        return {'wall_s': t * steps, 'cpu_s': 2 * t * steps, 'steps': steps, 'loss': 1.0, 'others_share': 0.0,
+                'discarded': 0}
+
+    def close(self):
+        pass
+
+
+def test_rounds_come_in_blocks_with_workers_restarted_in_reverse_order(monkeypatch):
+    starts = []
+
+    class Worker(_FakeWorker):
+        def __init__(self, workload, col, policy, log_dir):
+            starts.append(col)
+            self.col, self.cpus = col, [0, 1]
+            # first in its start order: the first of a group of starts of every column
+            self.first = len(starts) % 2 == 1
+
+    monkeypatch.setattr(suite, 'Worker', Worker)
+    args = suite.parse_args(['--workloads', 'mlp', '--columns', 'opencntk,pytorch', '--no-check', '--min-rounds',
+                             '5', '--max-rounds', '5', '--no-write'])
+    row = suite.run_workload('mlp', 'active', args, '/tmp')
+    # blocks of 3 rounds (half of 5, rounded up), an even number of them: 6 rounds, one restart
+    assert row['rounds'] == 6 and row['restarts'] == 1
+    assert starts == ['opencntk', 'pytorch', 'pytorch', 'opencntk']
+    # each column measured as often in a first-started process as in a later-started one
+    for col in ('opencntk', 'pytorch'):
+        assert sorted(row['columns'][col]['step_s_samples']) == [1.0, 1.0, 1.0, 1.05, 1.05, 1.05]
+    assert row['ratio_vs_pytorch'][0] == pytest.approx(1.0)
+
+
+def test_baseline_column_imports_the_named_build(monkeypatch, tmp_path):
+    monkeypatch.setenv('OPENCNTK_BENCH_BASELINE', '')  # parse_args sets it; restored after the test
+    with pytest.raises(SystemExit, match='holds no built cntk package'):
+        suite.parse_args(['--columns', 'opencntk', '--baseline', str(tmp_path)])
+    (tmp_path / 'cntk').mkdir()
+    (tmp_path / 'cntk' / '_cntk.cpython-311-x86_64-linux-gnu.so').write_bytes(b'')
+    args = suite.parse_args(['--columns', 'opencntk', '--baseline', str(tmp_path)])
+    assert args.columns == ['opencntk', suite.BASELINE]
+    env = suite.worker_env('active', suite.BASELINE)
+    assert env['PYTHONPATH'].split(os.pathsep)[0] == str(tmp_path)
+    assert suite.BASELINE not in suite.DEFAULT_COLUMNS and suite.BASELINE not in suite.PEERS
