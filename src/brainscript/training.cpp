@@ -11,12 +11,15 @@
 #include <set>
 
 #include "brainscript/evaluator.h"
+#include "brainscript/reader_config.h"
+#include "brainscript/sgd_config.h"
 #include "brainscript/simple_network.h"
+#include "cntk/distributed.h"
 #include "cntk/learner.h"
 #include "cntk/legacy_model.h"
+#include "cntk/profiler.h"
 #include "cntk/serialize.h"
 #include "cntk/trainer.h"
-#include "io/ctf_deserializer.h"
 #include "io/minibatch_source.h"
 
 namespace cntk::brainscript {
@@ -28,74 +31,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// A per-epoch schedule value: epoch i takes entry i, the last entry holds from then on.
-template <typename T>
-T for_epoch(const std::vector<T>& values, size_t epoch) {
-  return values[std::min(epoch, values.size() - 1)];
-}
-
-std::vector<double> numbers(const std::vector<std::string>& items, const std::string& what) {
-  std::vector<double> out;
-  for (const auto& s : items) out.push_back(config_to_double(s, what));
-  return out;
-}
-
-// The reader block: CNTKTextFormatReader streams named as the network's inputs. `sweep_samples`
-// (if given) receives the number of samples in one sweep of the data.
-std::unique_ptr<io::MinibatchSource> make_reader(const ConfigRecord& command, const std::vector<Variable>& inputs,
-                                                 bool randomize_default, uint64_t max_sweeps,
-                                                 size_t* sweep_samples = nullptr) {
-  auto reader = command.block("reader");
-  const std::string type = reader->get("readerType", "");
-  if (type != "CNTKTextFormatReader")
-    throw NotImplementedError("reader type '" + type + "' (in " + reader->name() +
-                              ") is not implemented yet; CNTKTextFormatReader is");
-  auto input = reader->block("input");
-  std::vector<io::CTFStreamDef> defs;
-  for (const auto& name : input->keys()) {
-    auto s = input->block(name);
-    io::CTFStreamDef d;
-    d.name = name;
-    d.alias = s->get("alias", name);
-    const std::string format = s->get("format", "dense");
-    if (format != "dense" && format != "sparse")
-      throw ValueError("input '" + name + "' in " + reader->name() + ": format must be dense or sparse, not '" +
-                       format + "'");
-    d.sparse = format == "sparse";
-    d.shape = NDShape{s->get_int("dim", 0)};
-    for (const auto& in : inputs)
-      if (in.name() == name) {
-        d.dtype = in.dtype();
-        if (in.shape().total_size() == d.shape.total_size()) d.shape = in.shape();
-      }
-    defs.push_back(d);
-  }
-  io::MinibatchSourceConfig cfg;
-  auto deserializer = std::make_shared<io::CTFDeserializer>(reader->get("file"), defs);
-  if (sweep_samples) {
-    *sweep_samples = 0;
-    for (const auto& chunk : deserializer->chunks()) *sweep_samples += chunk.num_samples;
-  }
-  cfg.deserializers.push_back(deserializer);
-  cfg.randomize = reader->get_bool("randomize", randomize_default);
-  cfg.max_sweeps = max_sweeps;
-  if (reader->exists("randomizationWindow"))
-    cfg.randomization_window_in_samples = reader->get_int("randomizationWindow", 0);
-  return std::make_unique<io::MinibatchSource>(cfg);
-}
-
-// The minibatch's data for each network input, by stream name.
-VariableValues arguments_for(const io::MinibatchSource& source, const io::Minibatch& mb,
-                             const std::vector<Variable>& inputs) {
-  VariableValues args;
-  for (size_t i = 0; i < source.streams().size(); ++i)
-    for (const auto& in : inputs)
-      if (in.name() == source.streams()[i].name)
-        args.emplace_back(
-            in, in.dynamic_axes().size() == 1 ? io::drop_sequence_axis(mb.streams[i].data) : mb.streams[i].data);
-  return args;
-}
 
 std::vector<Variable> leaf_inputs(const FunctionPtr& model) {
   std::vector<Variable> out;
@@ -187,13 +122,14 @@ std::vector<Variable> select_nodes(const FunctionPtr& model, const ConfigRecord&
 // per-element mean (or 1/stddev, the variance floored at 1e-10) of its input.
 void precompute(const ConfigRecord& c, Network& net, const std::vector<Variable>& inputs) {
   Log::printf("Precomputing --> %zu PreCompute nodes found.\n\n", net.statistics.size());
-  auto source = make_reader(c, inputs, /*randomize_default=*/false, 1);
+  Reader reader = make_reader(c, inputs, /*randomize_default=*/false, 1);
+  io::MinibatchSource& source = *reader.source;
   std::map<VariableImpl*, std::pair<std::vector<double>, std::vector<double>>> moments;  // sum, sum of squares
   std::map<VariableImpl*, size_t> counts;
   while (true) {
-    io::Minibatch mb = source->next_minibatch(10000);
+    io::Minibatch mb = source.next_minibatch(10000);
     if (mb.empty()) break;
-    for (const auto& [var, value] : arguments_for(*source, mb, inputs)) {
+    for (const auto& [var, value] : arguments_for(source, mb, inputs)) {
       NDArrayView v = value.data().contiguous();
       const size_t dim = size_t(var.shape().total_size());
       auto& [sum, sq] = moments[var.get()];
@@ -224,57 +160,81 @@ void precompute(const ConfigRecord& c, Network& net, const std::vector<Variable>
   Log::printf("Precomputing --> Completed.\n\n");
 }
 
+// The top-level parallelTrain switch: CNTK starts its MPI wrapper for it, by default when the
+// process is one of several workers.
+bool parallel_enabled(const ConfigRecord& c) { return c.get_bool("parallelTrain", number_of_workers() > 1); }
+
+// The model file CNTK writes after epoch `epoch` (0-based): modelPath.<epoch+1>, the last
+// epoch's being modelPath itself; its trainer checkpoint is that name plus ".ckp".
+std::string model_for_epoch(const std::string& model_path, long long epoch, long long max_epochs) {
+  return epoch + 1 == max_epochs ? model_path : model_path + "." + std::to_string(epoch + 1);
+}
+
+// CNTK's DetermineStartEpoch (makeMode): training resumes after the last epoch whose model file
+// exists and is not older than the previous epoch's; 0 when there is none.
+long long first_epoch_to_train(const std::string& model_path, long long max_epochs) {
+  for (long long e = max_epochs - 1; e >= 0; --e) {
+    const fs::path file = model_for_epoch(model_path, e, max_epochs);
+    if (!fs::exists(file)) continue;
+    const fs::path previous = model_for_epoch(model_path, e - 1, max_epochs);
+    if (e == 0 || !fs::exists(previous) || fs::last_write_time(file) >= fs::last_write_time(previous)) return e + 1;
+  }
+  return 0;
+}
+
+// CNTK's profiler keys: with profilerEnabled, a session writes into WorkDir/profiler (or
+// profilerDirectory, a key of this implementation) and records from the second epoch trained
+// on, as CNTK skipped the first for its start-up costs.
+class ProfilerSession {
+ public:
+  explicit ProfilerSession(const ConfigRecord& c) {
+    if (!c.get_bool("profilerEnabled", false)) return;
+    const std::string dir = c.get("profilerDirectory", c.get("WorkDir", ".") + "/profiler");
+    const long long bytes = c.get_int("profilerBufferSize", (long long)profiler::kDefaultBufferSize);
+    if (bytes <= 0) throw ValueError("profilerBufferSize must be positive");
+    profiler::start(dir, c.get_bool("profilerSyncGpu", true), size_t(bytes));
+    running_ = true;
+  }
+  ~ProfilerSession() {
+    if (!running_) return;
+    try {  // an exception ended training: keep what was recorded
+      profiler::stop();
+    } catch (...) {
+    }
+  }
+  void epoch_started(bool first) {
+    if (running_ && !first) profiler::enable();
+  }
+  void epoch_ended() {
+    if (running_) profiler::disable();
+  }
+  void finish() {
+    if (!running_) return;
+    running_ = false;
+    for (const auto& file : profiler::stop()) Log::printf("Profiler: wrote %s\n", file.c_str());
+  }
+
+ private:
+  bool running_ = false;
+};
+
 void train(const ActionContext& ctx) {
   const ConfigRecord& c = *ctx.config;
   const std::string model_path = c.get("modelPath");
-  if (c.get_bool("makeMode", true) && fs::exists(model_path)) {
+  const DataType dtype = c.get("precision", "float") == "double" ? DataType::Double : DataType::Float;
+  const bool parallel = parallel_enabled(c);
+  const size_t workers = parallel ? number_of_workers() : 1, rank = parallel ? worker_global_rank() : 0;
+  const SGDSettings sgd = read_sgd_block(*c.block("SGD"), dtype, parallel, workers);
+  const long long max_epochs = sgd.max_epochs;
+  const long long start_epoch = c.get_bool("makeMode", true) ? first_epoch_to_train(model_path, max_epochs) : 0;
+  if (start_epoch == max_epochs) {
     Log::printf("CNTKCommandTrainInfo: %s : model '%s' exists, training skipped (makeMode)\n", ctx.command.c_str(),
                 model_path.c_str());
     return;
   }
-  auto sgd = c.block("SGD");
-  const long long max_epochs = sgd->get_int("maxEpochs", -1);
-  if (max_epochs <= 0) throw ValueError(sgd->name() + ": maxEpochs must be given and positive");
-  size_t epoch_size = size_t(sgd->get_int("epochSize", 0));  // 0: one sweep of the data
-  const std::vector<double> mb_sizes = numbers(sgd->get_array("minibatchSize", {"256"}), "minibatchSize");
-  std::string update = sgd->get("gradUpdateType", "None");
-  std::transform(update.begin(), update.end(), update.begin(), [](unsigned char ch) { return std::tolower(ch); });
-  if (update == "" || update == "normal" || update == "simple") update = "none";  // CNTK's older names
-  if (update != "none" && update != "adagrad" && update != "rmsprop" && update != "fsadagrad")
-    throw NotImplementedError("gradUpdateType '" + sgd->get("gradUpdateType") +
-                              "' is not implemented yet (None, AdaGrad, RmsProp and FSAdaGrad are)");
-  const std::vector<double> dropout_rates = numbers(sgd->get_array("dropoutRate", {"0"}), "dropoutRate");
-
-  std::vector<double> lr_per_sample;
-  if (sgd->exists("learningRatesPerSample")) {
-    lr_per_sample = numbers(sgd->get_array("learningRatesPerSample"), "learningRatesPerSample");
-  } else if (sgd->exists("learningRatesPerMB")) {
-    const auto per_mb = numbers(sgd->get_array("learningRatesPerMB"), "learningRatesPerMB");
-    for (size_t i = 0; i < per_mb.size(); ++i) lr_per_sample.push_back(per_mb[i] / for_epoch(mb_sizes, i));
-  } else {
-    throw ValueError(sgd->name() + ": learningRatesPerSample or learningRatesPerMB must be given");
-  }
-  // Momentum as a per-sample value; CNTK's default is 0.9 per minibatch.
-  std::vector<double> momentum_per_sample;
-  if (sgd->exists("momentumPerSample")) {
-    momentum_per_sample = numbers(sgd->get_array("momentumPerSample"), "momentumPerSample");
-  } else if (sgd->exists("momentumAsTimeConstant")) {
-    for (double tc : numbers(sgd->get_array("momentumAsTimeConstant"), "momentumAsTimeConstant"))
-      momentum_per_sample.push_back(tc == 0 ? 0 : std::exp(-1 / tc));
-  } else {
-    const auto per_mb = numbers(sgd->get_array("momentumPerMB", {"0.9"}), "momentumPerMB");
-    for (size_t i = 0; i < per_mb.size(); ++i)
-      momentum_per_sample.push_back(std::pow(per_mb[i], 1.0 / for_epoch(mb_sizes, i)));
-  }
-  if (std::set<double>(momentum_per_sample.begin(), momentum_per_sample.end()).size() > 1)
-    throw NotImplementedError("a momentum that changes between epochs is not implemented yet");
-
-  AdditionalLearningOptions options;
-  options.l1_regularization_weight = sgd->get_double("L1RegWeight", 0);
-  options.l2_regularization_weight = sgd->get_double("L2RegWeight", 0);
-  options.gradient_clipping_threshold_per_sample =
-      sgd->get_double("clippingThresholdPerSample", std::numeric_limits<double>::infinity());
-  options.gradient_clipping_with_truncation = sgd->get_bool("gradientClippingWithTruncation", true);
+  const ParallelTraining& par = sgd.parallel;
+  if (par.method == ParallelTraining::Method::BlockMomentum)
+    throw NotImplementedError("BlockMomentumSGD in the train action is not implemented yet; DataParallelSGD is");
 
   Network net = network_for(ctx);
   if (net.criteria.empty()) throw ValueError("the network of command '" + ctx.command + "' has no criterionNodes");
@@ -282,46 +242,67 @@ void train(const ActionContext& ctx) {
     throw NotImplementedError("training with more than one evaluation node is not implemented yet");
   const Variable criterion = net.criteria[0];
   FunctionPtr evaluation = net.evaluations.empty() ? nullptr : single(net.evaluations[0]);
-  const double momentum = momentum_per_sample[0];
-  // CNTK's v1 updates are the engine's learners with a per-sample learning rate and unit-gain
-  // momentum; AdaGrad and RmsProp take no momentum.
-  const auto params = net.model->parameters();
-  const LearningRateSchedule lr0(lr_per_sample[0], 1);
-  const bool ave_multiplier = sgd->get_bool("normWithAveMultiplier", true);
-  LearnerPtr learner;
-  if (update == "adagrad") {
-    learner = adagrad_learner(params, lr0, ave_multiplier, options);
-  } else if (update == "rmsprop") {
-    learner = rmsprop_learner(params, lr0, sgd->get_double("rms_gamma", 0.99), sgd->get_double("rms_wgt_inc", 1.2),
-                              sgd->get_double("rms_wgt_dec", 0.75), sgd->get_double("rms_wgt_max", 10.0),
-                              sgd->get_double("rms_wgt_min", 0.1), ave_multiplier, options);
-  } else if (update == "fsadagrad") {
-    learner = fsadagrad_learner(
-        params, lr0, MomentumSchedule(momentum, 1), /*unit_gain=*/true,
-        momentum_as_time_constant_schedule(sgd->get_double("varianceTimeConstant", 2 * 3600 * 100)), options);
-  } else {
-    learner = momentum_sgd_learner(params, lr0, MomentumSchedule(momentum, 1), /*unit_gain=*/true, options);
-  }
-  Trainer trainer(net.model, single(criterion), evaluation, {learner});
-
   const std::vector<Variable> inputs = leaf_inputs(net.model);
-  if (!net.statistics.empty()) precompute(c, net, inputs);
-  size_t sweep_samples = 0;
-  auto source = make_reader(c, inputs, /*randomize_default=*/true, io::kInfinitelyRepeat, &sweep_samples);
+
+  Reader reader = make_reader(c, inputs, /*randomize_default=*/true, io::kInfinitelyRepeat);
+  io::MinibatchSource& source = *reader.source;
   // epochSize 0 is one sweep; its minibatches end at the sweep's end, as CNTK's readers ended them.
-  if (epoch_size == 0) epoch_size = sweep_samples;
-  const size_t show_every = size_t(sgd->get_int("numMBsToShowResult", 10));
+  const size_t epoch_size = sgd.epoch_size ? sgd.epoch_size : reader.sweep_samples;
+
+  // Resuming: the last epoch's model, and its checkpoint (learner state, reader position) where
+  // it exists; without one the schedules start at the resumed epoch and the learners afresh.
+  const std::string resume_from = start_epoch > 0 ? model_for_epoch(model_path, start_epoch - 1, max_epochs) : "";
+  const bool has_checkpoint = !resume_from.empty() && fs::exists(resume_from + ".ckp");
+  SGDSettings schedules = sgd;
+  if (!resume_from.empty() && !has_checkpoint) {
+    const auto skip = [&](std::vector<double>& v) {
+      v.erase(v.begin(), v.begin() + std::min<ptrdiff_t>(start_epoch, ptrdiff_t(v.size()) - 1));
+    };
+    skip(schedules.lr_per_sample), skip(schedules.momentum_per_sample);
+    schedules.parallel.start_epoch = size_t(std::max<long long>(0, (long long)par.start_epoch - start_epoch));
+  }
+  LearnerPtr learner = make_learner(schedules, net.model->parameters(), epoch_size);
+  Trainer trainer(net.model, single(criterion), evaluation, {learner});
+  size_t total_samples = 0;
+  if (!resume_from.empty()) {
+    Log::printf("Starting from checkpoint. Loading network from '%s'.\n", resume_from.c_str());
+    if (has_checkpoint) {
+      const Dictionary state = restore_trainer_checkpoint(trainer, resume_from);
+      if (state.count("source")) source.restore_from_checkpoint(state.at("source").as_dict());
+      if (state.count("totalSamplesSeen")) total_samples = size_t(state.at("totalSamplesSeen").as_int());
+    } else {
+      restore_function_values(net.model, resume_from);
+      Log::printf("Warning: Checkpoint file is missing. Parameter-learning state (such as momentum) will be reset.\n");
+    }
+  } else if (!net.statistics.empty()) {
+    precompute(c, net, inputs);
+  }
+
+  const auto distributed = std::dynamic_pointer_cast<DistributedLearner>(learner);
+  const size_t mb_scale = distributed ? distributed->minibatch_size_scale_factor() : 1;
+  const bool exact_exchange = par.gradient_bits >= (dtype == DataType::Double ? 64u : 32u);
+  if (par.enabled()) {
+    if (!par.distributed_reading_given)
+      Log::printf("\"distributedMBReading\" is not explicitly specified, defaulting to 'true'.\n");
+    if (!exact_exchange)
+      std::fprintf(stderr, "Initializing dataParallelSGD for %zu-bit quantization.\n", par.gradient_bits);
+  }
+  ProfilerSession profiling(c);
   const std::string crit_name = node_name(criterion);
   const std::string eval_name = net.evaluations.empty() ? "" : node_name(net.evaluations[0]);
-  size_t total_samples = 0, samples_per_epoch = 0;
-  fs::path model_dir = fs::path(model_path).parent_path();
+  size_t samples_per_epoch = 0;
+  const fs::path model_dir = fs::path(model_path).parent_path();
   if (!model_dir.empty()) fs::create_directories(model_dir);
   bool data_left = true;
-  for (long long epoch = 0; epoch < max_epochs && data_left; ++epoch) {
-    const double lr = for_epoch(lr_per_sample, size_t(epoch));
-    const size_t mb_size = size_t(for_epoch(mb_sizes, size_t(epoch)));
-    learner->reset_learning_rate(LearningRateSchedule(lr, 1));
-    set_dropout_rate(net.model, for_epoch(dropout_rates, size_t(epoch)));
+  for (long long epoch = start_epoch; epoch < max_epochs && data_left; ++epoch) {
+    const double lr = for_epoch(sgd.lr_per_sample, size_t(epoch));
+    const double momentum = for_epoch(sgd.momentum_per_sample, size_t(epoch));
+    const size_t mb_size = size_t(for_epoch(sgd.minibatch_sizes, size_t(epoch)));
+    // Parallel epochs read this worker's part of each (global) minibatch.
+    const bool parallel_epoch = par.enabled() && size_t(epoch) >= par.start_epoch;
+    const size_t partitions = parallel_epoch ? workers : 1, partition = parallel_epoch ? rank : 0;
+    set_dropout_rate(net.model, for_epoch(sgd.dropout_rates, size_t(epoch)));
+    profiling.epoch_started(epoch == start_epoch);
     std::fprintf(stderr, "\n");
     Log::printf(
         "Starting Epoch %lld: learning rate per sample = %f  effective momentum = %f  momentum as time constant = %.1f "
@@ -329,31 +310,41 @@ void train(const ActionContext& ctx) {
         epoch + 1, lr, std::pow(momentum, double(mb_size)),
         momentum > 0 && momentum < 1 ? -1 / std::log(momentum) : 0.0);
     std::fprintf(stderr, "\n");
-    Log::printf("Starting minibatch loop.\n");
+    Log::printf("Starting minibatch loop");
+    if (parallel_epoch)
+      std::fprintf(stderr, ", DataParallelSGD training (myRank = %zu, numNodes = %zu, numGradientBits = %zu)", rank,
+                   workers, par.gradient_bits);
+    if (parallel_epoch && par.distributed_reading) std::fprintf(stderr, ", distributed reading is ENABLED");
+    std::fprintf(stderr, ".\n");
     const auto epoch_start = Clock::now();
     auto logged_at = Clock::now();
     double crit_sum = 0, eval_sum = 0, crit_logged = 0, eval_logged = 0;
     size_t samples = 0, eval_samples = 0, samples_logged = 0, eval_samples_logged = 0, mbs = 0, mbs_logged = 0;
     while (true) {
-      if (epoch_size && samples >= epoch_size) break;
-      const size_t want = epoch_size ? std::min(mb_size, epoch_size - samples) : mb_size;
-      io::Minibatch mb = source->next_minibatch(want);
-      if (mb.empty()) {
+      if (samples >= epoch_size) break;
+      // Sample counts are over all workers, so every worker takes the same decisions.
+      const size_t want = std::min(mb_size * mb_scale, epoch_size - samples);
+      io::Minibatch mb = source.next_minibatch(want, partitions, partition);
+      if (mb.empty() && partitions == 1) {
         data_left = false;
         break;
       }
       bool sweep_end = false;
       for (const auto& s : mb.streams) sweep_end |= s.sweep_end;
-      trainer.train_minibatch(arguments_for(*source, mb, inputs), sweep_end);
+      trainer.train_minibatch(arguments_for(source, mb, inputs), sweep_end);  // an empty one still joins in
+      if (trainer.previous_minibatch_loss().samples == 0) {                   // no worker had data
+        data_left = false;
+        break;
+      }
       crit_sum += trainer.previous_minibatch_loss().sum;
       samples += trainer.previous_minibatch_loss().samples;
       eval_sum += trainer.previous_minibatch_evaluation().sum;
       eval_samples += trainer.previous_minibatch_evaluation().samples;
       ++mbs;
-      if (show_every && mbs % show_every == 0) {
+      if (sgd.show_every && mbs % sgd.show_every == 0) {
         const double t = seconds_since(logged_at);
         Log::printf(" Epoch[%2lld of %lld]-Minibatch[%4zu-%4zu", epoch + 1, max_epochs, mbs_logged + 1, mbs);
-        if (epoch > 0 && samples_per_epoch) {  // CNTK shows progress once it knows an epoch's size
+        if (epoch > start_epoch && samples_per_epoch) {  // CNTK shows progress once it knows an epoch's size
           const double mbs_per_epoch = double(samples_per_epoch) / double(mb_size);
           const int digits = std::max(int(std::ceil(std::log10(mbs_per_epoch / double(mbs - mbs_logged)))) - 2, 2);
           std::fprintf(stderr, ", %2.*f%%", digits, 100.0 * double(mbs) / mbs_per_epoch);
@@ -367,23 +358,42 @@ void train(const ActionContext& ctx) {
         mbs_logged = mbs;
         logged_at = Clock::now();
       }
+      if (parallel_epoch && par.sync_perf_stats && mbs % par.sync_perf_stats == 0 && trainer.communicator()) {
+        auto& comm = *trainer.communicator();
+        std::fprintf(stderr,
+                     "Gradient aggregation: %llu bytes in %llu messages (%llu aggregations) since the last report\n",
+                     (unsigned long long)comm.counters().bytes_sent, (unsigned long long)comm.counters().messages_sent,
+                     (unsigned long long)comm.counters().aggregations);
+        comm.reset_counters();
+      }
     }
+    profiling.epoch_ended();
     if (samples == 0) break;
     total_samples += samples;
-    if (epoch == 0) samples_per_epoch = epoch_size ? epoch_size : samples;
+    if (epoch == start_epoch) samples_per_epoch = epoch_size;
     Log::printf("Finished Epoch[%2lld of %lld]: [Training] ", epoch + 1, max_epochs);
     log_criterion(crit_name, crit_sum, samples);
     if (evaluation) log_criterion(eval_name, eval_sum, eval_samples);
     std::fprintf(stderr, "totalSamplesSeen = %zu; learningRatePerSample = %.8g; epochTime=%.6gs\n", total_samples,
                  float(lr), seconds_since(epoch_start));
-    const bool last = epoch + 1 == max_epochs;
-    const std::string path = last ? model_path : model_path + "." + std::to_string(epoch + 1);
+    // As CNTK: every epoch's model file stays; its checkpoint (the trainer's state and the
+    // reader's position; the model part is then replaced by the v1 model) replaces the previous
+    // epoch's unless keepCheckPointFiles.
+    const std::string path = model_for_epoch(model_path, epoch, max_epochs);
     Log::printf("SGD: Saving checkpoint model '%s'\n", path.c_str());
-    save_as_legacy_model(net.model, path);
-    if (!last && !c.get_bool("keepCheckPointFiles", false) && epoch > 0)
-      fs::remove(model_path + "." + std::to_string(epoch));  // CNTK keeps only the latest checkpoint
+    Dictionary external;
+    external["source"] = source.checkpoint_state();
+    external["totalSamplesSeen"] = int64_t(total_samples);
+    save_trainer_checkpoint(trainer, path, external);
+    if (rank == 0) {
+      save_as_legacy_model(net.model, path);
+      if (!sgd.keep_checkpoint_files && epoch > 0)
+        fs::remove(model_for_epoch(model_path, epoch - 1, max_epochs) + ".ckp");
+    }
   }
-  if (!fs::exists(model_path)) save_as_legacy_model(net.model, model_path);  // data ended before maxEpochs
+  if (rank == 0 && !fs::exists(model_path)) save_as_legacy_model(net.model, model_path);  // data ended early
+  if (auto comm = trainer.communicator()) comm->barrier();  // the model is written before any worker reads it
+  profiling.finish();
 }
 
 void test(const ActionContext& ctx) {
@@ -392,23 +402,32 @@ void test(const ActionContext& ctx) {
   const std::vector<Variable> metrics = select_nodes(model, c, "evalNodeNames", true);
   if (metrics.empty()) throw ValueError("the model '" + c.get("modelPath") + "' has no criterion or evaluation node");
   const std::vector<Variable> inputs = leaf_inputs(model);
-  auto source = make_reader(c, inputs, /*randomize_default=*/false, 1);
+  Reader reader = make_reader(c, inputs, /*randomize_default=*/false, 1);
+  io::MinibatchSource& source = *reader.source;
   const size_t mb_size = size_t(config_to_double(c.get_array("minibatchSize", {"10000"})[0], "minibatchSize"));
+  // Under parallel training each worker evaluates its part of the data and the sums are over
+  // all workers. As CNTK's evaluator, the workers then take one more, empty round to agree that
+  // the data has ended, and count it as a minibatch.
+  const bool distributed = parallel_enabled(c);
+  const size_t partitions = distributed ? number_of_workers() : 1, partition = distributed ? worker_global_rank() : 0;
   std::vector<Evaluator> evaluators;
   for (const auto& m : metrics) evaluators.emplace_back(single(m));
   std::vector<double> sums(metrics.size(), 0);
   std::vector<size_t> counts(metrics.size(), 0);
   size_t mbs = 0;
   while (true) {
-    io::Minibatch mb = source->next_minibatch(mb_size);
-    if (mb.empty()) break;
-    const VariableValues args = arguments_for(*source, mb, inputs);
+    io::Minibatch mb = source.next_minibatch(mb_size, partitions, partition);
+    if (mb.empty() && !distributed) break;
+    const VariableValues args = arguments_for(source, mb, inputs);
+    size_t seen = 0;
     for (size_t i = 0; i < metrics.size(); ++i) {
-      evaluators[i].test_minibatch(args);
+      evaluators[i].test_minibatch(args, {}, nullptr, distributed);
       sums[i] += evaluators[i].previous_test_minibatch().sum;
       counts[i] += evaluators[i].previous_test_minibatch().samples;
+      seen += evaluators[i].previous_test_minibatch().samples;
     }
     ++mbs;
+    if (distributed && seen == 0) break;
   }
   Log::printf("Final Results: Minibatch[1-%zu]: ", mbs);
   for (size_t i = 0; i < metrics.size(); ++i) {
@@ -480,12 +499,14 @@ struct WriteFormat {
 // line per sample unless the format block says otherwise.
 void write(const ActionContext& ctx) {
   const ConfigRecord& c = *ctx.config;
+  if (parallel_enabled(c) && worker_global_rank() != 0) return;  // CNTK writes on the main worker only
   const WriteFormat format(c);
   FunctionPtr model = load_model(c);
   const std::vector<Variable> outputs = select_nodes(model, c, "outputNodeNames", false);
   if (outputs.empty()) throw ValueError("the model '" + c.get("modelPath") + "' has no output node to write");
   const std::vector<Variable> inputs = leaf_inputs(model);
-  auto source = make_reader(c, inputs, /*randomize_default=*/false, 1);
+  Reader reader = make_reader(c, inputs, /*randomize_default=*/false, 1);
+  io::MinibatchSource& source = *reader.source;
   const std::string base = c.get("outputPath");
   std::vector<std::FILE*> files;
   for (const auto& o : outputs) {
@@ -506,9 +527,9 @@ void write(const ActionContext& ctx) {
   size_t minibatch = 0;
   std::vector<size_t> sequences_written(outputs.size(), 0);
   while (true) {
-    io::Minibatch mb = source->next_minibatch(10000);
+    io::Minibatch mb = source.next_minibatch(10000);
     if (mb.empty()) break;
-    const VariableValues args = arguments_for(*source, mb, inputs);
+    const VariableValues args = arguments_for(source, mb, inputs);
     std::vector<Variable> computed;
     for (const auto& o : outputs)
       if (!o.is_input()) computed.push_back(o);

@@ -3,6 +3,7 @@
 The command is the installed one (`pip install .` puts it on PATH) or, in a developer tree,
 build/dev/cntk.
 """
+import glob
 import os
 import re
 import shutil
@@ -272,3 +273,62 @@ T = [
     finished = re.findall(r'Finished Epoch\[ \d of 3\]: \[Training\] ce = [\d.]+ \* (\d+); err = [\d.]+ \* (\d+); '
                           r'totalSamplesSeen = (\d+)', log)
     assert [tuple(map(int, f)) for f in finished] == [(samples, samples, samples * (i + 1)) for i in range(3)], log[-2000:]
+
+
+# ------------------------------------------------------------------------------------------
+# Simple2d/MultiGpu: the same network trained with parallelTrain (DataParallelSGD, 1-bit
+# gradients from epoch 2), its run-test command line checked against baseline.cpu.txt as above.
+
+def simple2d_args(config, override, tmp_path):
+    data = os.path.join(SIMPLE2D, 'Data')
+    return ['configFile=' + os.path.join(SIMPLE2D, config), 'currentDirectory=' + data, 'RunDir=' + str(tmp_path),
+            'DataDir=' + data, 'ConfigDir=' + SIMPLE2D, 'OutputDir=' + str(tmp_path), 'DeviceId=-1',
+            'timestamping=true', override]
+
+
+def test_simple2d_multigpu_matches_cntk_baseline(tmp_path):
+    test_dir = os.path.join(SIMPLE2D, 'MultiGpu')
+    if not os.path.isdir(test_dir):
+        pytest.skip('%s is absent' % test_dir)
+    # run-test: cntkrun Multigpu.cntk "Multigpu_Demo_Train=[SGD=[maxEpochs=3]]" (one process)
+    rc, log = run(simple2d_args('Multigpu.cntk', 'Multigpu_Demo_Train=[SGD=[maxEpochs=3]]', tmp_path), tmp_path)
+    assert rc == 0, log[-3000:]
+    with open(os.path.join(test_dir, 'baseline.cpu.txt')) as f:
+        baseline = f.read().splitlines()
+    cases = read_test_cases(os.path.join(test_dir, 'testcases.yml'))
+    assert len(cases) == 5
+    for name, patterns in cases.items():
+        check_test_case(name, patterns, baseline, log.splitlines())
+    assert log.count('Starting minibatch loop, DataParallelSGD training (myRank = 0, numNodes = 1, '
+                     'numGradientBits = 1), distributed reading is ENABLED.') == 2, log[-3000:]
+    assert 'Initializing dataParallelSGD for 1-bit quantization.' in log
+
+
+def test_simple2d_multigpu_under_mpiexec(tmp_path):
+    """Two workers: both train (each on its half of every minibatch from epoch 2, with the
+    figures summed over both), the loss falls, and both report the same test results."""
+    if shutil.which('mpiexec') is None:
+        pytest.skip('mpiexec is not installed (Debian openmpi-bin)')
+    if not os.path.isdir(os.path.join(SIMPLE2D, 'MultiGpu')):
+        pytest.skip('Simple2d is absent')
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
+               OMPI_MCA_rmaps_base_oversubscribe='1', OMPI_MCA_btl_vader_single_copy_mechanism='none')
+    logs = tmp_path / 'logs'
+    p = subprocess.run(['mpiexec', '-n', '2', '--output-filename', str(logs), cntk_command()] +
+                       simple2d_args('Multigpu.cntk', 'Multigpu_Demo_Train=[SGD=[maxEpochs=3]]', tmp_path),
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
+    for rank in (0, 1):
+        found = glob.glob(str(logs / '*' / ('rank.%d' % rank) / 'stderr'))  # one file per rank
+        assert len(found) == 1, found
+        with open(found[0]) as f:
+            log = f.read()
+        assert ('DataParallelSGD training (myRank = %d, numNodes = 2, numGradientBits = 1), '
+                'distributed reading is ENABLED.' % rank) in log, log[-3000:]
+        losses = [float(x) for x in re.findall(r'Finished Epoch\[ \d of 3\]: \[Training\] '
+                                                r'CrossEntropyWithSoftmax = ([\d.]+) \* 10000;', log)]
+        assert len(losses) == 3 and losses[2] < losses[1] < losses[0] and losses[2] < 0.25, losses
+        results = final_results(log)
+        assert results['EvalClassificationError'] < 0.1, results
+        assert re.search(r'Final Results: Minibatch\[1-\d+\]: .*\* 603;', log), log[-2000:]
+        assert '__COMPLETED__' in log
