@@ -1,0 +1,204 @@
+"""The `cntk` command's SGD block: update types and schedules against NumPy models of CNTK's
+updates, resuming from checkpoints, parallel training, and the profiler keys."""
+import os
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from test_brainscript_cli import run
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# y = 3 x0 - 2 x1 + 0.5 + noise, 40 samples.
+_rng = np.random.RandomState(7)
+X = _rng.uniform(-1, 1, size=(40, 2))
+Y = X @ np.array([3.0, -2.0]) + 0.5 + 0.01 * _rng.randn(40)
+
+
+def write_data(path):
+    path.write_text(''.join('|x %.17g %.17g |y %.17g\n' % (a, b, y) for (a, b), y in zip(X, Y)))
+
+
+def config(sgd, randomize=False, extra=''):
+    return '''command = T
+modelPath = "m/model.dnn"
+%s
+T = [
+  action = "train"
+  BrainScriptNetworkBuilder = [
+    x = Input (2) ; y = Input (1)
+    W = ParameterTensor {(1:2), initValue = 0.1}
+    b = ParameterTensor {1, initValue = 0}
+    z = W * x + b
+    se = SquareError (y, z)
+    featureNodes = (x) ; labelNodes = (y) ; criterionNodes = (se) ; outputNodes = (z)
+  ]
+  SGD = [ %s ]
+  reader = [ readerType = "CNTKTextFormatReader" ; file = "data.txt" ; randomize = %s
+             input = [ x = [ dim = 2 ; format = "dense" ] ; y = [ dim = 1 ; format = "dense" ] ] ]
+]
+''' % (extra, sgd, 'true' if randomize else 'false')
+
+
+def train(tmp_path, sgd, args=(), **kw):
+    write_data(tmp_path / 'data.txt')
+    (tmp_path / 'sgd.cntk').write_text(config(sgd, **kw))
+    rc, log = run(['configFile=sgd.cntk'] + list(args), tmp_path)
+    return rc, log
+
+
+def trained(path):
+    import cntk as C
+    model = C.load_model(str(path))
+    params = {p.name: p.value for p in model.parameters}
+    return params['W'].reshape(-1), params['b'].reshape(-1)
+
+
+def gradients(w, b, x, y):
+    """Gradients of sum((y - z)^2), summed over the minibatch, as the Trainer hands them over."""
+    r = 2 * (x @ w + b - y)
+    return x.T @ r, np.array([r.sum()])
+
+
+def minibatches(epochs, mb):
+    for epoch in range(epochs):
+        for i in range(0, len(X), mb):
+            yield epoch, X[i:i + mb], Y[i:i + mb]
+
+
+def test_momentum_per_mb_changes_per_epoch(tmp_path):
+    # CNTK's unit-gain momentum SGD: v = m v + (1 - m) lr g; w -= v, with the momentum of each epoch.
+    rc, log = train(tmp_path, 'maxEpochs = 3 ; minibatchSize = 10 ; learningRatesPerSample = 0.01:0.005 ; '
+                              'momentumPerMB = 0.9*2:0.5')
+    assert rc == 0, log[-3000:]
+    effective = re.findall(r'Starting Epoch \d: learning rate per sample = ([\d.]+)  effective momentum = ([\d.]+)', log)
+    assert effective == [('0.010000', '0.900000'), ('0.005000', '0.900000'), ('0.005000', '0.500000')], effective
+    w, b = np.full(2, 0.1), np.zeros(1)
+    vw, vb = np.zeros(2), np.zeros(1)
+    for epoch, x, y in minibatches(3, 10):
+        lr, m = [0.01, 0.005, 0.005][epoch], [0.9, 0.9, 0.5][epoch]
+        gw, gb = gradients(w, b, x, y)
+        vw, vb = m * vw + (1 - m) * lr * gw, m * vb + (1 - m) * lr * gb
+        w, b = w - vw, b - vb
+    ours_w, ours_b = trained(tmp_path / 'm' / 'model.dnn')
+    np.testing.assert_allclose(ours_w, w, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ours_b, b, rtol=1e-4, atol=1e-5)
+
+
+def test_momentum_as_time_constant_array(tmp_path):
+    rc, log = train(tmp_path, 'maxEpochs = 2 ; minibatchSize = 10 ; learningRatesPerSample = 0.01 ; '
+                              'momentumAsTimeConstant = 100:0')
+    assert rc == 0, log[-3000:]
+    constants = re.findall(r'momentum as time constant = ([\d.]+) samples', log)
+    assert constants == ['100.0', '0.0'], constants
+    w, b = np.full(2, 0.1), np.zeros(1)
+    vw, vb = np.zeros(2), np.zeros(1)
+    for epoch, x, y in minibatches(2, 10):
+        m = np.exp(-10 / 100.0) if epoch == 0 else 0.0
+        gw, gb = gradients(w, b, x, y)
+        vw, vb = m * vw + (1 - m) * 0.01 * gw, m * vb + (1 - m) * 0.01 * gb
+        w, b = w - vw, b - vb
+    ours_w, ours_b = trained(tmp_path / 'm' / 'model.dnn')
+    np.testing.assert_allclose(ours_w, w, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ours_b, b, rtol=1e-4, atol=1e-5)
+
+
+def test_adam_with_cntk_keys(tmp_path):
+    # gradUpdateType = Adam with adam_meanMomentum / adam_varMomentum / adam_epsilon, per minibatch
+    # as CNTK's BrainScript SGD applied them, and a per-sample learning rate.
+    rc, log = train(tmp_path, 'maxEpochs = 2 ; minibatchSize = 10 ; learningRatesPerSample = 0.05 ; '
+                              'gradUpdateType = Adam ; adam_meanMomentum = 0.8 ; adam_varMomentum = 0.99 ; '
+                              'adam_epsilon = 1e-6')
+    assert rc == 0, log[-3000:]
+    b1, b2, eps, lr = 0.8, 0.99, 1e-6, 0.05
+    w, b = np.full(2, 0.1), np.zeros(1)
+    state = [(np.zeros(2), np.zeros(2)), (np.zeros(1), np.zeros(1))]
+    for t, (_, x, y) in enumerate(minibatches(2, 10), start=1):
+        grads = gradients(w, b, x, y)
+        params = [w, b]
+        for i, g in enumerate(grads):
+            m, v = state[i]
+            v = b2 * v + (1 - b2) * g * g
+            m = b1 * m + (1 - b1) * g
+            state[i] = (m, v)
+            params[i] = params[i] - lr * np.sqrt(1 - b2 ** t) / (1 - b1 ** t) * m / (np.sqrt(v) + eps)
+        w, b = params
+    ours_w, ours_b = trained(tmp_path / 'm' / 'model.dnn')
+    np.testing.assert_allclose(ours_w, w, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ours_b, b, rtol=1e-4, atol=1e-5)
+    assert abs(ours_w[0] - 0.1) > 0.05  # it trained
+
+
+def test_resume_from_checkpoint_continues_as_one_run(tmp_path):
+    """makeMode: a run whose last epoch's files are gone resumes from modelPath.N and its .ckp
+    (learner state, reader position, sample count) and ends where an uninterrupted run ends."""
+    sgd = ('maxEpochs = 3 ; minibatchSize = 8 ; learningRatesPerSample = 0.02 ; gradUpdateType = Adam ; '
+           'keepCheckPointFiles = true')
+    whole, resumed = tmp_path / 'whole', tmp_path / 'resumed'
+    whole.mkdir(), resumed.mkdir()
+    rc, log = train(whole, sgd, randomize=True)
+    assert rc == 0, log[-3000:]
+    rc, log = train(resumed, sgd, randomize=True)
+    assert rc == 0, log[-3000:]
+    models = resumed / 'm'
+    for name in ('model.dnn.1', 'model.dnn.1.ckp', 'model.dnn.2', 'model.dnn.2.ckp', 'model.dnn', 'model.dnn.ckp'):
+        assert (models / name).exists(), name
+    os.remove(models / 'model.dnn')
+    os.remove(models / 'model.dnn.ckp')
+    rc, log = run(['configFile=sgd.cntk'], resumed)
+    assert rc == 0, log[-3000:]
+    assert "Starting from checkpoint. Loading network from 'm/model.dnn.2'." in log, log[-3000:]
+    assert 'Starting Epoch 3' in log and 'Starting Epoch 2' not in log
+    assert re.search(r'Finished Epoch\[ 3 of 3\]: .* totalSamplesSeen = 120;', log), log[-2000:]
+    for a, b in zip(trained(whole / 'm' / 'model.dnn'), trained(models / 'model.dnn')):
+        np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7)
+
+    # Without the checkpoint file the model is resumed and the learner starts afresh, as in CNTK.
+    os.remove(models / 'model.dnn')
+    os.remove(models / 'model.dnn.ckp')
+    os.remove(models / 'model.dnn.2.ckp')
+    rc, log = run(['configFile=sgd.cntk'], resumed)
+    assert rc == 0, log[-3000:]
+    assert 'Warning: Checkpoint file is missing.' in log and 'Starting Epoch 3' in log
+
+
+def test_checkpoint_files_are_kept_as_cntk_keeps_them(tmp_path):
+    rc, log = train(tmp_path, 'maxEpochs = 3 ; minibatchSize = 10 ; learningRatesPerSample = 0.01')
+    assert rc == 0, log[-3000:]
+    names = sorted(os.listdir(tmp_path / 'm'))
+    # every epoch's model stays; only the last epoch's checkpoint does
+    assert names == ['model.dnn', 'model.dnn.1', 'model.dnn.2', 'model.dnn.ckp'], names
+
+
+def test_profiler_keys_write_a_summary(tmp_path):
+    rc, log = train(tmp_path, 'maxEpochs = 2 ; minibatchSize = 10 ; learningRatesPerSample = 0.01',
+                    extra='profilerEnabled = true\nprofilerBufferSize = 1000000\nprofilerSyncGpu = false\n'
+                          'profilerDirectory = "prof"')
+    assert rc == 0, log[-3000:]
+    files = os.listdir(tmp_path / 'prof')
+    summaries = [f for f in files if re.search(r'_summary_0\.txt$', f)]
+    details = [f for f in files if re.search(r'_detail_0\.json$', f)]
+    assert len(summaries) == 1 and len(details) == 1, files
+    summary = (tmp_path / 'prof' / summaries[0]).read_text()
+    # the first epoch is not profiled (CNTK's rule): the second's 4 minibatches are
+    m = re.search(r'^minibatch\s+(?:[\d.]+\s+){4}(\d+)\s', summary, re.M)
+    assert m and int(m.group(1)) == 4, summary
+
+
+def test_sgd_errors_name_the_key(tmp_path):
+    rc, log = train(tmp_path, 'maxEpochs = 1 ; learningRatesPerSample = 0.01 ; gradUpdateType = Bogus')
+    assert rc != 0 and "gradUpdateType must be None, AdaGrad, RmsProp, FSAdaGrad or Adam, not 'Bogus'" in log, log
+    rc, log = train(tmp_path, 'maxEpochs = 1 ; learningRatesPerSample = 0.01 ; momentumPerMB = 0.9 ; '
+                              'momentumAsTimeConstant = 10')
+    assert rc != 0 and 'give one of momentumPerSample, momentumPerMB and momentumAsTimeConstant' in log, log
+    rc, log = train(tmp_path, 'maxEpochs = 1 ; learningRatesPerSample = 0.01 ; '
+                              'ParallelTrain = [ parallelizationMethod = ModelAveragingSGD ]',
+                    extra='parallelTrain = true')
+    assert rc != 0 and "parallelizationMethod 'ModelAveragingSGD' is not implemented yet" in log, log
+    # A ParallelTrain block without the top-level switch is ignored, as CNTK did.
+    rc, log = train(tmp_path, 'maxEpochs = 1 ; learningRatesPerSample = 0.01 ; '
+                              'ParallelTrain = [ parallelizationMethod = ModelAveragingSGD ]')
+    assert rc == 0 and 'parallelTrain option is not enabled. ParallelTrain config will be ignored.' in log, log
