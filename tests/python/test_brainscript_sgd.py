@@ -202,3 +202,35 @@ def test_sgd_errors_name_the_key(tmp_path):
     rc, log = train(tmp_path, 'maxEpochs = 1 ; learningRatesPerSample = 0.01 ; '
                               'ParallelTrain = [ parallelizationMethod = ModelAveragingSGD ]')
     assert rc == 0 and 'parallelTrain option is not enabled. ParallelTrain config will be ignored.' in log, log
+
+
+def test_data_parallel_training_under_mpiexec_equals_one_process(tmp_path):
+    """Two workers with DataParallelSGD (exact sums) and distributed reading train on the same
+    global minibatches as one process would: the model is the NumPy model's. syncPerfStats
+    reports the exchange's traffic."""
+    if shutil.which('mpiexec') is None:
+        pytest.skip('mpiexec is not installed (Debian openmpi-bin)')
+    from test_brainscript_cli import cntk_command
+    write_data(tmp_path / 'data.txt')
+    (tmp_path / 'sgd.cntk').write_text(config(
+        'maxEpochs = 2 ; minibatchSize = 10 ; learningRatesPerSample = 0.01 ; momentumPerMB = 0.9 ; '
+        'ParallelTrain = [ parallelizationMethod = DataParallelSGD ; distributedMBReading = true ; '
+        'syncPerfStats = 2 ; DataParallelSGD = [ gradientBits = 32 ] ]', extra='parallelTrain = true'))
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
+               OMPI_MCA_rmaps_base_oversubscribe='1', OMPI_MCA_btl_vader_single_copy_mechanism='none')
+    p = subprocess.run(['mpiexec', '-n', '2', cntk_command(), 'configFile=sgd.cntk'], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=300)
+    log = p.stdout + p.stderr
+    assert p.returncode == 0, log[-4000:]
+    assert 'numNodes = 2, numGradientBits = 32' in log
+    traffic = [int(b) for b in re.findall(r'Gradient aggregation: (\d+) bytes', log)]
+    assert traffic and all(b > 0 for b in traffic), log[-3000:]
+    w, b = np.full(2, 0.1), np.zeros(1)
+    vw, vb = np.zeros(2), np.zeros(1)
+    for _, x, y in minibatches(2, 10):
+        gw, gb = gradients(w, b, x, y)
+        vw, vb = 0.9 * vw + 0.1 * 0.01 * gw, 0.9 * vb + 0.1 * 0.01 * gb
+        w, b = w - vw, b - vb
+    ours_w, ours_b = trained(tmp_path / 'm' / 'model.dnn')
+    np.testing.assert_allclose(ours_w, w, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ours_b, b, rtol=1e-4, atol=1e-5)
