@@ -11,6 +11,7 @@
 #include <set>
 
 #include "brainscript/evaluator.h"
+#include "brainscript/ndl.h"
 #include "brainscript/reader_config.h"
 #include "brainscript/sgd_config.h"
 #include "brainscript/simple_network.h"
@@ -65,9 +66,7 @@ Network network_for(const ActionContext& ctx) {
     options.dtype = c.get("precision", "float") == "double" ? DataType::Double : DataType::Float;
     return build_network(simple_network_source(*c.block("SimpleNetworkBuilder")), options);
   }
-  if (c.exists("NDLNetworkBuilder"))
-    throw NotImplementedError("NDLNetworkBuilder (in command '" + ctx.command +
-                              "') is not implemented yet; BrainScriptNetworkBuilder and SimpleNetworkBuilder are");
+  if (c.exists("NDLNetworkBuilder")) return build_ndl_network(c);
   throw ValueError("no network builder in command '" + ctx.command +
                    "': BrainScriptNetworkBuilder, SimpleNetworkBuilder or NDLNetworkBuilder must be given");
 }

@@ -1,0 +1,447 @@
+// The cv and edit actions: CNTK's cross-validation over the models an SGD run saved
+// (DoCrossValidate) and its model editing (DoEdit: a BrainScript network saved as a model, or a
+// MEL script).
+#include "brainscript/model_actions.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <regex>
+#include <sstream>
+
+#include "brainscript/evaluator.h"
+#include "brainscript/reader_config.h"
+#include "cntk/evaluation.h"
+#include "cntk/legacy_model.h"
+#include "cntk/serialize.h"
+
+namespace cntk::brainscript {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Runs `evaluate` (the test action) with stderr going to a temporary file, copies what it logged
+// to stderr and returns the averages of its "Final Results" line, in node order. Reading the
+// figures back from the test action keeps one evaluator of saved models, so cv and test report
+// the same numbers.
+std::vector<std::pair<std::string, double>> final_results(const std::function<void()>& evaluate) {
+  std::fflush(stderr);
+  std::FILE* log = std::tmpfile();
+  if (!log) throw IOError("cv: cannot create a temporary file");
+  const int saved = dup(2);
+  if (saved < 0 || dup2(fileno(log), 2) < 0) {
+    std::fclose(log);
+    throw IOError("cv: cannot redirect the log");
+  }
+  std::string text;
+  auto restore = [&] {
+    std::fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    std::rewind(log);
+    char buf[4096];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, log)) > 0;) text.append(buf, n);
+    std::fclose(log);
+    std::fputs(text.c_str(), stderr);
+  };
+  try {
+    evaluate();
+  } catch (...) {
+    restore();
+    throw;
+  }
+  restore();
+  const size_t at = text.rfind("Final Results:");
+  if (at == std::string::npos) throw ValueError("cv: the evaluation reported no results");
+  const std::string line = text.substr(at, text.find('\n', at) - at);
+  static const std::regex criterion(R"(([^\s;:]+) = (\S+) \* (\d+);)");
+  std::vector<std::pair<std::string, double>> out;
+  for (std::sregex_iterator it(line.begin(), line.end(), criterion), end; it != end; ++it)
+    out.emplace_back((*it)[1].str(), std::stod((*it)[2].str()));
+  return out;
+}
+
+// cv: evaluates modelPath.N for N in crossValidationInterval (start:step:end) on the reader's
+// data, as the test action does (evalNodeNames, minibatchSize); a missing epoch model is
+// replaced once by modelPath itself, as CNTK did. Then reports the best model per criterion.
+void cross_validate(const ActionContext& ctx) {
+  const ConfigRecord& c = *ctx.config;
+  const std::string model_path = c.get("modelPath");
+  const std::vector<std::string> interval = c.get_array("crossValidationInterval");
+  if (interval.size() != 3) throw ValueError("cv: crossValidationInterval must be start:step:end");
+  long long bounds[3];
+  for (size_t i = 0; i < 3; ++i) {
+    const double d = config_to_double(interval[i], "crossValidationInterval");
+    if (d != std::floor(d) || d < 0) throw ValueError("cv: crossValidationInterval must hold whole numbers >= 0");
+    bounds[i] = (long long)d;
+  }
+  if (bounds[1] <= 0) throw ValueError("cv: the step of crossValidationInterval must be positive");
+  const double pause = c.get_double("sleepTimeBetweenRuns", 0);
+  const Action& test = actions().at("test");
+  std::vector<std::string> models;
+  std::vector<std::vector<std::pair<std::string, double>>> results;
+  bool final_model_evaluated = false;
+  for (long long n = bounds[0]; n <= bounds[2]; n += bounds[1]) {
+    std::string path = model_path + "." + std::to_string(n);
+    if (!fs::exists(path)) {
+      std::fprintf(stderr, "Model %s does not exist.\n", path.c_str());
+      if (final_model_evaluated || !fs::exists(model_path)) continue;
+      path = model_path;
+      final_model_evaluated = true;
+    }
+    std::fprintf(stderr, "Model %s --> \n", path.c_str());
+    ActionContext one = ctx;
+    one.config = ConfigRecord::parse("modelPath = \"" + path + "\"", c.name(), ctx.config);
+    results.push_back(final_results([&] { test(one); }));
+    models.push_back(path);
+    if (pause > 0) usleep(useconds_t(pause * 1e6));
+  }
+  if (models.empty()) throw ValueError("cv: no model was evaluated (none of the models of modelPath exists)");
+  std::fprintf(stderr, "Best models:\n------------\n");
+  for (size_t k = 0; k < results[0].size(); ++k) {
+    size_t best = 0;
+    for (size_t i = 1; i < results.size(); ++i)
+      if (k < results[i].size() && results[i][k].second < results[best][k].second) best = i;
+    std::fprintf(stderr, "Based on Err[%zu]: Best model = %s with min err %.8g\n", k, models[best].c_str(),
+                 results[best][k].second);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// bnstat
+
+// bnstat (CNTK's DoBatchNormalizationStat): the running mean and variance of each
+// BatchNormalization node of modelPath, bottom-up, become the average over itersPerNode
+// minibatches (minibatchSize) of the statistics of its input, computed in training mode with the
+// nodes below it already fixed; the model is written to newModelPath (default modelPath.PBN).
+void batch_norm_statistics(const ActionContext& ctx) {
+  const ConfigRecord& c = *ctx.config;
+  const std::string model_path = c.get("modelPath");
+  std::string output = c.get("newModelPath", "");
+  if (output.empty()) output = model_path + ".PBN";
+  const long long iters = c.get_int("itersPerNode", 30);
+  const double mb_size = config_to_double(c.get_array("minibatchSize", {"40960"})[0], "minibatchSize");
+  if (iters <= 0 || mb_size < 1) throw ValueError("bnstat: itersPerNode and minibatchSize must be positive");
+  if (!fs::exists(model_path)) throw IOError("model file '" + model_path + "' does not exist");
+  FunctionPtr model = load_function(model_path);
+  std::vector<FunctionPtr> nodes;
+  for (const auto& f : model->topological_order())
+    if (f->op_name() == "BatchNormalization") nodes.push_back(f);
+  if (nodes.empty()) throw ValueError("bnstat: the model '" + model_path + "' has no BatchNormalization node");
+  const std::vector<Variable> inputs = model->arguments();
+  Reader reader = make_reader(c, inputs, /*randomize_default=*/true, io::kInfinitelyRepeat);
+  std::vector<Dictionary> attributes;
+  std::vector<NDArrayView> counts;
+  constexpr size_t kRunMean = 3, kRunCount = 5;  // BatchNormalization's inputs (src/ops/norm.cpp)
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const auto& bn : nodes) {
+    Log::printf("Estimating Statistics --> %s\n", bn->name().c_str());
+    attributes.push_back(bn->attributes());
+    std::vector<Variable> in = bn->inputs();
+    for (size_t i = kRunMean; i <= kRunCount; ++i) in[i].set_value(NDArrayView::zeros(in[i].dtype(), in[i].shape()));
+    // A negative time constant averages over all the minibatches seen (CNTK's setting here).
+    bn->mutable_attributes()["normalizationTimeConstant"] = DictValue(-1.0);
+    bn->mutable_attributes()["blendTimeConstant"] = DictValue(0.0);
+    for (long long k = 0; k < iters; ++k) {
+      const io::Minibatch mb = reader.source->next_minibatch(size_t(mb_size));
+      if (mb.empty()) throw ValueError("bnstat: the reader ran out of data");
+      std::vector<cntk::Value> outs;
+      forward(model, arguments_for(*reader.source, mb, inputs), {bn->output()}, outs, /*keep_for_backward=*/true);
+    }
+    // Fixed for the nodes above: normalizing with these statistics only, no longer updating them.
+    bn->mutable_attributes()["normalizationTimeConstant"] = DictValue(inf);
+    bn->mutable_attributes()["blendTimeConstant"] = DictValue(inf);
+    counts.push_back(in[kRunCount].value().copy());
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    nodes[i]->mutable_attributes() = attributes[i];
+    nodes[i]->inputs()[kRunCount].set_value(counts[i]);
+  }
+  if (fs::path(output).has_parent_path()) fs::create_directories(fs::path(output).parent_path());
+  save_as_legacy_model(model, output);
+  Log::printf("bnstat: model with re-estimated statistics saved as '%s'\n", output.c_str());
+}
+
+// ---------------------------------------------------------------------------------------------
+// edit
+
+// A MEL statement: `[name =] Function(arg, ..., key=value)`, arguments unquoted.
+struct MelCall {
+  std::string result, function;
+  std::vector<std::string> args;
+  std::map<std::string, std::string> options;  // lower-case keys
+  size_t line = 0;                             // 1-based
+};
+
+std::string mel_trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t\r\n");
+  return b == std::string::npos ? "" : s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+std::string unquoted(std::string s) {
+  s = mel_trim(s);
+  if (s.size() >= 2 && (s[0] == '"' || s[0] == '\'') && s.back() == s[0]) s = s.substr(1, s.size() - 2);
+  return s;
+}
+
+// The statements of a MEL script (the text with `$var$` already resolved); comments are `#` to
+// the end of the line outside quotes.
+std::vector<MelCall> parse_mel(const std::string& text, const std::string& path) {
+  std::vector<MelCall> out;
+  std::string current;
+  size_t line = 1, start_line = 1;
+  int depth = 0;
+  char quote = 0;
+  auto finish = [&] {
+    const std::string st = mel_trim(current);
+    current.clear();
+    if (st.empty()) return;
+    MelCall c;
+    c.line = start_line;
+    const size_t paren = st.find('(');
+    const size_t eq = st.find('=');
+    std::string call = st;
+    if (eq != std::string::npos && (paren == std::string::npos || eq < paren)) {
+      c.result = mel_trim(st.substr(0, eq));
+      call = mel_trim(st.substr(eq + 1));
+    }
+    const size_t open = call.find('(');
+    if (open == std::string::npos || call.back() != ')')
+      throw ValueError(path + "(" + std::to_string(c.line) + "): MEL statement '" + st +
+                       "' is not Function(arguments)");
+    c.function = mel_trim(call.substr(0, open));
+    std::string arg;
+    int d = 0;
+    char q = 0;
+    auto push = [&] {
+      const std::string a = mel_trim(arg);
+      arg.clear();
+      if (a.empty()) return;
+      const size_t e = a.find('=');
+      if (e != std::string::npos && a[0] != '"' && a[0] != '\'') {
+        std::string key = mel_trim(a.substr(0, e));
+        std::transform(key.begin(), key.end(), key.begin(), [](unsigned char ch) { return std::tolower(ch); });
+        c.options[key] = unquoted(a.substr(e + 1));
+      } else {
+        c.args.push_back(unquoted(a));
+      }
+    };
+    for (size_t i = open + 1; i + 1 < call.size(); ++i) {
+      const char ch = call[i];
+      if (q) {
+        if (ch == q) q = 0;
+      } else if (ch == '"' || ch == '\'') {
+        q = ch;
+      } else if (ch == '(') {
+        ++d;
+      } else if (ch == ')') {
+        --d;
+      } else if (ch == ',' && d == 0) {
+        push();
+        continue;
+      }
+      arg += ch;
+    }
+    push();
+    out.push_back(std::move(c));
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (quote) {
+      if (ch == quote) quote = 0;
+    } else if (ch == '"' || ch == '\'') {
+      quote = ch;
+    } else if (ch == '#') {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+      continue;
+    } else if (ch == '(') {
+      ++depth;
+    } else if (ch == ')') {
+      --depth;
+    } else if ((ch == '\n' || ch == ';') && depth == 0) {
+      finish();
+      if (ch == '\n') ++line;
+      start_line = line;
+      continue;
+    }
+    if (ch == '\n') ++line;
+    if (mel_trim(current).empty() && !std::isspace((unsigned char)ch)) start_line = line;
+    current += ch;
+  }
+  finish();
+  return out;
+}
+
+// A node name pattern with at most one `*`, as MEL's wildcards (`L*.W`).
+struct NamePattern {
+  std::string prefix, suffix;
+  bool wildcard = false;
+  explicit NamePattern(const std::string& p) {
+    const size_t star = p.find('*');
+    wildcard = star != std::string::npos;
+    prefix = p.substr(0, star);
+    if (wildcard) {
+      suffix = p.substr(star + 1);
+      if (suffix.find('*') != std::string::npos) throw NotImplementedError("MEL: names with two '*' ('" + p + "')");
+    }
+  }
+  // The part `*` matched, or nullopt.
+  std::optional<std::string> match(const std::string& name) const {
+    if (!wildcard) return name == prefix ? std::optional<std::string>("") : std::nullopt;
+    if (name.size() < prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      return std::nullopt;
+    return name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  }
+};
+
+// MEL over the engine's graphs: models by name (the last loaded is the default), node names
+// as the v1 files name them. LoadModel, LoadModelWithName, SaveModel, SaveDefaultModel,
+// SetDefaultModel, UnloadModel, Rename; CNTK's other MEL functions and in-line NDL raise
+// NotImplementedError.
+class MelSession {
+ public:
+  explicit MelSession(std::string path) : path_(std::move(path)) {}
+
+  void run(const MelCall& c) {
+    std::string fn = c.function;
+    std::transform(fn.begin(), fn.end(), fn.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    auto need = [&](size_t lo, size_t hi) {
+      if (c.args.size() < lo || c.args.size() > hi)
+        throw ValueError(where(c) + c.function + " takes " + std::to_string(lo) +
+                         (hi > lo ? " to " + std::to_string(hi) : "") + " parameters");
+    };
+    if (fn == "loadmodel" || fn == "loadmodelwithname") {
+      const bool named = fn == "loadmodelwithname";
+      need(named ? 2 : 1, named ? 2 : 1);
+      const std::string file = c.args[named ? 1 : 0];
+      if (!fs::exists(file)) throw IOError(where(c) + "model file '" + file + "' does not exist");
+      const std::string name = named ? c.args[0] : c.result.empty() ? file : c.result;
+      models_[name] = load_function(file);
+      default_ = name;
+    } else if (fn == "savemodel" || fn == "savedefaultmodel") {
+      const bool by_name = fn == "savemodel";
+      need(by_name ? 2 : 1, by_name ? 2 : 1);
+      const std::string file = c.args[by_name ? 1 : 0];
+      FunctionPtr m = model(by_name ? c.args[0] : default_, c);
+      if (fs::path(file).has_parent_path()) fs::create_directories(fs::path(file).parent_path());
+      save_as_legacy_model(m, file);  // CNTK's SaveModel wrote its own (v1) format
+    } else if (fn == "setdefaultmodel") {
+      need(1, 1);
+      model(c.args[0], c);
+      default_ = c.args[0];
+    } else if (fn == "unloadmodel") {
+      for (const auto& name : c.args) {
+        models_.erase(name);
+        if (default_ == name) default_.clear();
+      }
+    } else if (fn == "rename") {
+      need(2, 2);
+      rename(c);
+    } else if (!c.result.empty() && c.function.find('.') == std::string::npos) {
+      throw NotImplementedError(where(c) + "in-line NDL in MEL ('" + c.result + " = " + c.function +
+                                "(...)') is not implemented yet");
+    } else {
+      throw NotImplementedError(where(c) + "the MEL function '" + c.function +
+                                "' is not implemented yet (LoadModel, LoadModelWithName, SaveModel, SaveDefaultModel, "
+                                "SetDefaultModel, UnloadModel and Rename are)");
+    }
+  }
+
+ private:
+  std::string path_;
+  std::map<std::string, FunctionPtr> models_;
+  std::string default_;
+
+  std::string where(const MelCall& c) const { return path_ + "(" + std::to_string(c.line) + "): "; }
+
+  FunctionPtr model(const std::string& name, const MelCall& c) const {
+    auto it = models_.find(name);
+    if (it == models_.end())
+      throw ValueError(where(c) + (name.empty() ? std::string("no model is loaded") : "no model named '" + name + "'"));
+    return it->second;
+  }
+
+  // Rename(old, new): a node, or with `*` every node whose name matches (the part `*` matched
+  // goes into new's `*`); a leading `model.` picks the model, else the default one.
+  void rename(const MelCall& c) {
+    std::string from = c.args[0], to = c.args[1];
+    std::string model_name = default_;
+    const size_t dot = from.find('.');
+    if (dot != std::string::npos && models_.count(from.substr(0, dot))) {
+      model_name = from.substr(0, dot);
+      from = from.substr(dot + 1);
+      if (to.compare(0, dot + 1, model_name + ".") == 0) to = to.substr(dot + 1);
+    }
+    FunctionPtr m = model(model_name, c);
+    Function::allow_renaming_functions();  // the loaded nodes have their names already
+    const NamePattern pattern(from), target(to);
+    if (pattern.wildcard != target.wildcard)
+      throw ValueError(where(c) + "Rename: both names or neither must hold a '*'");
+    size_t renamed = 0;
+    auto new_name = [&](const std::string& name) -> std::optional<std::string> {
+      auto part = pattern.match(name);
+      if (!part) return std::nullopt;
+      return target.prefix + *part + target.suffix;
+    };
+    for (const auto& f : m->topological_order())
+      if (auto n = new_name(f->name())) {
+        f->set_name(*n);
+        ++renamed;
+      }
+    for (const auto& leaf : m->inputs())
+      if (auto n = new_name(leaf.name())) {
+        leaf.impl()->name = *n;
+        ++renamed;
+      }
+    if (!renamed) throw ValueError(where(c) + "Rename: no node named '" + c.args[0] + "'");
+  }
+};
+
+// edit: with a BrainScriptNetworkBuilder, the network it describes is saved as
+// outputModelPath (skipped in makeMode when that exists); else the MEL script editPath runs.
+void edit(const ActionContext& ctx) {
+  const ConfigRecord& c = *ctx.config;
+  if (c.exists("BrainScriptNetworkBuilder")) {
+    const std::string output = c.get("outputModelPath");
+    if (c.get_bool("makeMode", true) && fs::exists(output)) {
+      Log::printf("'%s' exists, skipping. Specify makeMode=false to force executing the action.\n", output.c_str());
+      return;
+    }
+    EvaluationOptions options;
+    options.dtype = c.get("precision", "float") == "double" ? DataType::Double : DataType::Float;
+    options.include_paths = ctx.command_line->config_dirs;
+    const Network net = build_network(c.get("BrainScriptNetworkBuilder"), options);
+    if (fs::path(output).has_parent_path()) fs::create_directories(fs::path(output).parent_path());
+    save_as_legacy_model(net.model, output);
+    Log::printf("\nModel with %zu nodes saved as '%s'.\n",
+                net.model->topological_order().size() + net.model->inputs().size(), output.c_str());
+    return;
+  }
+  if (c.exists("ndlMacros")) throw NotImplementedError("edit: ndlMacros (NDL in MEL scripts) is not implemented yet");
+  const std::string path = c.get("editPath");
+  std::ifstream in(path);
+  if (!in) throw IOError("cannot read the MEL script '" + path + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  MelSession session(path);
+  for (const auto& call : parse_mel(c.resolve(text.str()), path)) session.run(call);
+}
+
+}  // namespace
+
+void register_model_actions(std::map<std::string, Action>& table) {
+  table["cv"] = cross_validate;
+  table["edit"] = edit;
+  table["bnstat"] = batch_norm_statistics;
+}
+
+}  // namespace cntk::brainscript

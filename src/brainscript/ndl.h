@@ -1,0 +1,30 @@
+// CNTK's Network Description Language (the NDLNetworkBuilder block), written out as a
+// BrainScript description and built by the BrainScript evaluator, so that NDL's functions are
+// the evaluator's primitives (one node table).
+//
+// NDL is what CNTK's configs used before BrainScript: `run=section` names the block of
+// statements to build, `load=a:b` blocks of macros, `ndlMacros=f1+f2` and
+// `networkDescription=f.ndl` files holding either. A statement is `name = Function(args,
+// key=value)`, `name = value` or a role list (`FeatureNodes=(a, b)`, LabelNodes,
+// CriterionNodes/CriteriaNodes, EvalNodes, OutputNodes); `tag=feature|label|criterion|eval|output`
+// on a call puts its node in that role. A macro is `M(a, b) { ... }` (also `[ ... ]` and `= [ ... ]`
+// bodies) whose value is its member named M or else its last statement, or `M(a, b) = expr`.
+// Names are case-insensitive; `x.y.z` reaches into macro instances, whose nodes are named by
+// their path (`L1.BFF.FF.P`), as CNTK named them.
+#pragma once
+#include <string>
+
+#include "brainscript/config.h"
+#include "brainscript/evaluator.h"
+
+namespace cntk::brainscript {
+
+// The BrainScript record (text) for the NDLNetworkBuilder visible from `command`. Errors are
+// ConfigErrors ("NDL error") naming the NDL file, line and column.
+std::string ndl_network_source(const ConfigRecord& command);
+
+// Builds the network of the NDLNetworkBuilder visible from `command` (precision from the
+// config); evaluation errors name the NDL line they come from.
+Network build_ndl_network(const ConfigRecord& command);
+
+}  // namespace cntk::brainscript

@@ -1,0 +1,86 @@
+// NDL (src/brainscript/ndl.h): network descriptions in CNTK's Network Description Language,
+// built through the BrainScript evaluator and run forward.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "brainscript/ndl.h"
+#include "cntk/evaluation.h"
+
+using namespace cntk;
+using namespace cntk::brainscript;
+
+namespace {
+
+std::vector<float> values_of(const NDArrayView& v) {
+  NDArrayView c = v.contiguous();
+  return std::vector<float>(c.data<float>(), c.data<float>() + c.numel());
+}
+
+// Macros in CNTK's forms (a block after the header, `= [ ]`, one-line), names in other cases
+// than their definitions, a dotted name into a macro instance, tags and role lists.
+const char* kConfig = R"(
+run = net
+NDLNetworkBuilder = [ ]
+net = [
+  FF(X1, W1, B1)
+  {
+    T = Times(W1, X1)
+    P = Plus(T, B1)
+  }
+  BFF(in, rows, cols) = [
+    B = Parameter(rows, init = fixedValue, value = 0.5)
+    W = Parameter(rows, cols, init = "fixedvalue", value = 2)
+    FF = FF(in, w, b)
+  ]
+  Twice(z) = Scale(Const(2), z)
+  x = Input(3, tag = feature)
+  L1 = BFF(X, 2, 3)
+  y = Sigmoid(L1.ff.T)
+  d = Twice(L1)
+  OutputNodes = (L1 : y)
+  e = Minus(d, y, tag = output)
+]
+)";
+
+}  // namespace
+
+TEST(BrainScriptNdl, MacrosDottedNamesRolesAndValues) {
+  auto config = ConfigRecord::parse(kConfig);
+  Network net = build_ndl_network(*config);
+  ASSERT_EQ(net.features.size(), 1u);
+  ASSERT_EQ(net.outputs.size(), 3u);
+  // A macro instance's nodes are named by their path, as CNTK named them.
+  EXPECT_EQ(net.outputs[0].owner()->name(), "L1.FF.P");
+  EXPECT_EQ(net.outputs[1].owner()->name(), "y");
+  EXPECT_EQ(net.outputs[2].owner()->name(), "e");
+
+  NDArrayView batch(DataType::Float, NDShape{2, 3});
+  const float xs[2][3] = {{1, 2, 3}, {-1, 0.5f, 0.25f}};
+  std::copy(&xs[0][0], &xs[0][0] + 6, batch.data<float>());
+  std::vector<cntk::Value> outs;
+  forward(net.model, {{net.features[0], cntk::Value(batch)}}, net.outputs, outs, false);
+  const std::vector<float> p = values_of(outs[0].data()), y = values_of(outs[1].data()), e = values_of(outs[2].data());
+  ASSERT_EQ(p.size(), 4u);
+  for (size_t i = 0; i < 2; ++i) {
+    const double t = 2.0 * (xs[i][0] + xs[i][1] + xs[i][2]);  // W is 2 everywhere
+    for (size_t k = 0; k < 2; ++k) {
+      EXPECT_NEAR(p[2 * i + k], t + 0.5, 1e-5);
+      EXPECT_NEAR(y[2 * i + k], 1 / (1 + std::exp(-t)), 1e-6);
+      EXPECT_NEAR(e[2 * i + k], 2 * (t + 0.5) - 1 / (1 + std::exp(-t)), 1e-4);
+    }
+  }
+}
+
+TEST(BrainScriptNdl, ErrorsNameTheNdlLine) {
+  auto config = ConfigRecord::parse(
+      "run = net\nNDLNetworkBuilder = [ ]\nnet = [\n  x = Input(2, tag = feature)\n"
+      "  h = Sigmoid(q)\n  OutputNodes = (h)\n]\n");
+  try {
+    build_ndl_network(*config);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.location.line, 4u);  // 0-based: the line of `h = Sigmoid(q)`
+    EXPECT_NE(std::string(e.what()).find("undefined name 'q'"), std::string::npos) << e.what();
+  }
+}
