@@ -14,18 +14,40 @@ SumElements (x) = ReduceSum (x)
 ConstantTensor (val, shape) = ParameterTensor (shape, initValue = val, learningRateMultiplier = 0)
 PerDimMeanVarNormalization (x, mean, invStdDev) = (x - mean) .* invStdDev
 MeanVarNorm (x) = PerDimMeanVarNormalization (x, Mean (x), InvStdDev (x))
+LogPrior (labels) = Log (Mean (labels))
+Ceil (x) = Negate (Floor (Negate (x)))
+Round (x) = Floor (x + 0.5)
+# Shapes; axes count from 1, first-fastest.
+Transpose (x) = TransposeDimensions (x, 1, 2)
+ReshapeDimension (x, axis, tensorShape) = NewReshape (x, tensorShape, beginAxis = axis, endAxis = axis + 1)
+FlattenDimensions (x, axis, num) = NewReshape (x, 0, beginAxis = axis, endAxis = axis + num)
+SplitDimension (x, axis, N) = ReshapeDimension (x, axis, 0 : N)
+RowSlice (beginIndex, numRows, input) = Slice (beginIndex, beginIndex + numRows, input)
+RowStack (inputs, axis = 1) = Splice (inputs, axis = axis)
+Delay = PastValue
+# Plain numbers.
+Sign (x) = if x > 0 then 1 else if x < 0 then -1 else 0
+Min (a, b) = if a < b then a else b
+Max (a, b) = if a > b then a else b
+Fac (n) = if n > 1 then n * Fac (n - 1) else 1
+None = BS.Constants.None
+Inferred = 0
+# CNTK's classic building blocks: an affine map, and its sigmoid.
+BFF (in, rows, cols) = [ W = Parameter (rows, cols) ; B = Parameter (rows, 1, initValue = 0) ; z = W * in + B ]
+SBFF (in, rows, cols) = [ Eh = Sigmoid (BFF (in, rows, cols).z) ]
 # Layers return their apply function; their parameters are made once, when first applied.
-DenseLayer {outDim, bias = true, activation = Identity, init = 'glorotUniform', initValueScale = 1} = [
+DenseLayer {outDim, bias = true, activation = Identity, init = 'glorotUniform', initValueScale = 1, initBias = 0} = [
     W = ParameterTensor {(outDim : 0), init = init, initValueScale = initValueScale}
-    b = ParameterTensor {outDim, initValue = 0}
+    b = ParameterTensor {outDim, initValue = initBias}
     apply (x) = if bias then activation (W * x + b) else activation (W * x)
 ].apply
-LinearLayer {outDim, bias = true, init = 'glorotUniform', initValueScale = 1} =
-    DenseLayer {outDim, bias = bias, init = init, initValueScale = initValueScale}
+LinearLayer {outDim, bias = true, init = 'glorotUniform', initValueScale = 1, initBias = 0} =
+    DenseLayer {outDim, bias = bias, init = init, initValueScale = initValueScale, initBias = initBias}
 EmbeddingLayer {outDim, init = 'glorotUniform', initValueScale = 1} = [
     E = ParameterTensor {(outDim : 0), init = init, initValueScale = initValueScale}
     apply (x) = E * x
 ].apply
+LayerStack {n, c} = Sequential (array[0..n-1] (c))
 # Convolution and pooling; filterShape and stride list the spatial axes width first.
 ConvolutionalLayer {numOutputChannels, filterShape, activation = Identity, init = 'glorotUniform',
                     initValueScale = 1, stride = 1, pad = false, bias = true} = [
@@ -56,39 +78,271 @@ BatchNormalizationLayer {spatialRank = 0, initialScale = 1, normalizationTimeCon
                                     normalizationTimeConstant = normalizationTimeConstant,
                                     blendTimeConstant = blendTimeConstant, epsilon = epsilon)
 ].apply
-# LSTM (CNTK's gate order in one stacked projection: input, cell candidate, forget, output).
-LSTMBlock {outDim, init = 'glorotUniform', initValueScale = 1} = [
-    W = ParameterTensor {(4 * outDim : 0), init = init, initValueScale = initValueScale}
-    H = ParameterTensor {(4 * outDim : outDim), init = init, initValueScale = initValueScale}
-    b = ParameterTensor {4 * outDim, initValue = 0}
-    apply (x, prevH, prevC) = [
-        proj = W * x + H * prevH + b
-        gate (k) = Slice (k * outDim, (k + 1) * outDim, proj)
-        c = Sigmoid (gate (2)) .* prevC + Sigmoid (gate (0)) .* Tanh (gate (1))
-        h = Sigmoid (gate (3)) .* Tanh (c)
-    ]
-].apply
-RecurrentLSTMLayer {outDim, goBackwards = false, init = 'glorotUniform', initValueScale = 1} = [
-    lstm = LSTMBlock {outDim, init = init, initValueScale = initValueScale}
+# Layer normalization over all of a sample's elements, with a learned scalar gain and bias.
+LayerNormalizationLayer {initScale = 1, initBias = 0} = [
+    gain = ParameterTensor {(1), initValue = initScale}
+    bias = ParameterTensor {(1), initValue = initBias}
     apply (x) = [
-        prevH = if goBackwards then FutureValue (outDim, state.h, defaultHiddenActivation = 0)
-                else PastValue (outDim, state.h, defaultHiddenActivation = 0)
-        prevC = if goBackwards then FutureValue (outDim, state.c, defaultHiddenActivation = 0)
-                else PastValue (outDim, state.c, defaultHiddenActivation = 0)
-        state = lstm (x, prevH, prevC)
+        centred = x - ReduceMean (x)
+        normalized = ElementDivide (centred, Sqrt (ReduceMean (centred .* centred)))
+        out = normalized .* gain + bias
+    ].out
+].apply
+# A learned positive scalar factor: a softplus sharpened by `steepness`, 1 at its initial value.
+StabilizerLayer {steepness = 4} = [
+    param = ParameterTensor {(1), initValue = 0.99537863}
+    apply (x) = (Log (1 + Exp (steepness .* param)) / steepness) .* x
+].apply
+FeatureMVNLayer {} = MeanVarNorm
+LogPriorLayer {} = LogPrior
+DelayLayer {T = 1, defaultHiddenActivation = 0} = [
+    apply (x) = if T > 0 then PastValue (0, x, timeStep = T, defaultHiddenActivation = defaultHiddenActivation)
+                else if T < 0 then FutureValue (0, x, timeStep = -T, defaultHiddenActivation = defaultHiddenActivation)
+                else x
+].apply
+# LSTM layers over BS.RNNs.LSTMBlock. allowOptimizedEngine (CNTK's cuDNN path) computes the same
+# function and is accepted; this library always builds the step-by-step form.
+RecurrentLSTMLayer {outputDim, cellShape = None, goBackwards = false, usePeepholes = false, trainInitialState = false,
+                    init = 'glorotUniform', initValueScale = 1, enableSelfStabilization = false,
+                    allowOptimizedEngine = false} = [
+    previousHook = if trainInitialState
+                   then (if goBackwards then BS.RNNs.NextHCWithTrainedInitialState {} else BS.RNNs.PreviousHCWithTrainedInitialState {})
+                   else (if goBackwards then BS.RNNs.NextHC else BS.RNNs.PreviousHC)
+    lstm = BS.RNNs.LSTMBlock {outputDim, cellShape = cellShape, usePeepholes = usePeepholes, init = init,
+                              initValueScale = initValueScale, enableSelfStabilization = enableSelfStabilization}
+    apply (x) = [
+        prevState = previousHook (state)
+        state = lstm (x, prevState)
     ].state.h
 ].apply
-RecurrentLSTMLayerStack {layerDims, init = 'glorotUniform', initValueScale = 1} =
-    Sequential (array[0..Length (layerDims) - 1] (i => RecurrentLSTMLayer {layerDims[i], init = init, initValueScale = initValueScale}))
+RecurrentLSTMLayerStack {layerDims, cellShapes = None, usePeepholes = false, init = 'glorotUniform', initValueScale = 1,
+                         enableSelfStabilization = false, allowOptimizedEngine = false} =
+    LayerStack {Length (layerDims), i => RecurrentLSTMLayer {layerDims[i],
+        cellShape = if BS.Constants.IsNone (cellShapes) then None else cellShapes[i], usePeepholes = usePeepholes,
+        init = init, initValueScale = initValueScale, enableSelfStabilization = enableSelfStabilization}}
 BS = [
-    Boolean = [
-        And (a, b) = a .* b
-        Or (a, b) = a + b - a .* b
-        Not (x) = 1 - x
-    ]
     Constants = [
         Zero = 0
         One = 1
+        True = 1
+        False = 0
+        None = [| |]
+        IsNone (x) = IsSameObject (x, None)
+        OnesTensor (dims) = ConstantTensor (1, dims)
+        # a scalar 0 (or 1) at every step of x
+        ZeroesLike (x) = ReduceSum (Slice (0, 1, x) .* 0)
+        ZeroSequenceLike = ZeroesLike
+        OnesLike (x) = ZeroesLike (x) + 1
+    ]
+    Boolean = [
+        True = 1
+        False = 0
+        And (a, b) = a .* b
+        Or (a, b) = a + b - a .* b
+        Xor (a, b) = a + b - 2 * (a .* b)
+        Not (x) = 1 - x
+        If (cond, thenVal, elseVal) = __primitives.If (cond, thenVal, elseVal)
+    ]
+    # Positions within the sequence: 0/1 flags per step, and the neighbouring steps.
+    Loop = [
+        IsFirst (x) = _IsWithin (x, 1)
+        IsLast (x) = _IsWithin (x, -1)
+        IsFirstN (N, x) = _IsWithin (x, N)
+        IsLastN (N, x) = _IsWithin (x, -N)
+        Previous (x, initialState = None) = PastValue (0, x, initialState = initialState)
+        Next (x, initialState = None) = FutureValue (0, x, initialState = initialState)
+        PreviousOrDefault (x, defaultValue = 0) = PastValue (0, x, initialState = defaultValue)
+        NextOrDefault (x, defaultValue = 0) = FutureValue (0, x, initialState = defaultValue)
+        Iteration (x) = [ n = Constants.OnesLike (x) + PastValue (0, n, defaultHiddenActivation = 0) ].n
+        Count (x) = Sequences.Last (Iteration (x))
+    ]
+    Sequences = [
+        First (x) = Slice (0, 1, x, axis = -1)
+        Last (x) = Slice (-1, 0, x, axis = -1)
+        # the steps of x where cond is nonzero, as a new sequence; and back to cond's length (zeros elsewhere)
+        Gather (cond, x) = GatherPacked (PackedIndex (x, Where (cond)), x)
+        Scatter (cond, y) = ScatterPacked (cond, PackedIndex (cond, Where (cond)), y)
+        Map (f, x) = f (x)
+        FoldL (binaryOp, x0, x) = Last (_Fold (PastValue, binaryOp, x0, x))
+        FoldR (binaryOp, x0, x) = First (_Fold (FutureValue, binaryOp, x0, x))
+        _Fold (delay, binaryOp, x0, x) = [ acc = binaryOp (x, delay (0, acc, initialState = x0)) ].acc
+        # a one-step value repeated along the sequence `type`
+        BroadcastSequenceAs (type, data1) = [
+            padded = Scatter (Loop.IsFirst (type), data1)
+            out = Boolean.If (Loop.IsFirst (type), padded, PastValue (0, out, defaultHiddenActivation = 0))
+        ].out
+    ]
+    Parameters = [
+        # CNTK gave all of these the random seed 1: equal shapes start equal.
+        WeightParam (outputDim, inputDim) = ParameterTensor ((outputDim : inputDim), init = 'uniform', randomSeed = 1)
+        DiagWeightParam (outputDim) = ParameterTensor ((outputDim), init = 'uniform', randomSeed = 1)
+        BiasParam (dim) = ParameterTensor ((dim), initValue = 0)
+        ScalarParam () = BiasParam (1)
+        # x times a learned positive factor per element (a softplus of steepness 4, 1 at first)
+        StabilizeElements (x, inputDim = x.dim, enabled = true) =
+            if enabled
+            then (Log (1 + Exp (4 .* ParameterTensor ((inputDim), initValue = 0.99537863))) / 4) .* x
+            else x
+        Stabilize (x, enabled = true) = StabilizeElements (x, inputDim = 1, enabled = enabled)
+    ]
+    RNNs = [
+        # One LSTM step as a layer: apply (x, prevState) gives [ h ; c ; dim ]. Gates are one stacked
+        # projection in CNTK's order (input, cell candidate, forget, output); a cellShape other than
+        # outputDim projects h; peepholes feed the cell to the gates.
+        LSTMBlock {outputDim, cellShape = None, usePeepholes = false, init = 'glorotUniform', initValueScale = 1,
+                   enableSelfStabilization = false} = [
+            cellDim = if Constants.IsNone (cellShape) then outputDim else cellShape
+            W = ParameterTensor {(4 * cellDim : Inferred), init = init, initValueScale = initValueScale}
+            A = ParameterTensor {(4 * cellDim : Inferred), init = init, initValueScale = initValueScale}
+            H = ParameterTensor {(4 * cellDim : outputDim), init = init, initValueScale = initValueScale}
+            B = ParameterTensor {(4 * cellDim), initValue = 0}
+            Ci = ParameterTensor {(cellDim), init = init, initValueScale = initValueScale}
+            Cf = ParameterTensor {(cellDim), init = init, initValueScale = initValueScale}
+            Co = ParameterTensor {(cellDim), init = init, initValueScale = initValueScale}
+            Wmr = ParameterTensor {(outputDim : cellDim), init = init, initValueScale = initValueScale}
+            stabilizer = if enableSelfStabilization then StabilizerLayer {} else Identity
+            Sdh = stabilizer ; Sdc = stabilizer ; Sct = stabilizer ; Sht = stabilizer
+            apply (x, prevState, aux = None) = [
+                dhs = Sdh (prevState.h)
+                dcs = Sdc (prevState.c)
+                proj = if Constants.IsNone (aux) then B + W * x + H * dhs else B + W * x + H * dhs + A * aux
+                gate (k) = Slice (k * cellDim, (k + 1) * cellDim, proj)
+                peep (v, cell, C) = if usePeepholes then v + C .* cell else v
+                it = Sigmoid (peep (gate (0), dcs, Ci))
+                ft = Sigmoid (peep (gate (2), dcs, Cf))
+                c = ft .* prevState.c + it .* Tanh (gate (1))
+                ot = Sigmoid (peep (gate (3), Sct (c), Co))
+                ht = ot .* Tanh (c)
+                h = if outputDim != cellDim then Wmr * Sht (ht) else ht
+                dim = outputDim
+                _cellDim = cellDim
+            ]
+        ].apply
+        # LSTM step with projection, every gate with parameters of its own (CNTK's LSTMP).
+        LSTMP (outputDim, x, prevState, cellDim = outputDim, aux = Constants.None, auxDim = aux.dim,
+               enableSelfStabilization = false, inputDim = 0) = [
+            S (v) = Parameters.Stabilize (v, enabled = enableSelfStabilization)
+            dhs = S (prevState.h)
+            dcs = S (prevState.c)
+            B () = Parameters.BiasParam (cellDim)
+            W () = Parameters.WeightParam (cellDim, 0)
+            A () = Parameters.WeightParam (cellDim, auxDim)
+            H () = Parameters.WeightParam (cellDim, outputDim)
+            C () = Parameters.DiagWeightParam (cellDim)
+            input () = if Constants.IsNone (aux) then B () + W () * x else B () + W () * x + A () * aux
+            it = Sigmoid (input () + H () * dhs + C () .* dcs)
+            ft = Sigmoid (input () + H () * dhs + C () .* dcs)
+            c = ft .* prevState.c + it .* Tanh (input () + H () * dhs)
+            ot = Sigmoid (input () + H () * dhs + C () .* S (c))
+            ht = ot .* Tanh (c)
+            h = if outputDim != cellDim then Parameters.WeightParam (outputDim, cellDim) * S (ht) else ht
+            dim = outputDim
+            _cellDim = cellDim
+        ]
+        # GRU step (CNTK's: update gate z, reset gate r, each with parameters of its own); c is
+        # its candidate, for callers written for LSTM states.
+        GRU (outputDim, x, prevState, cellDim = outputDim, inputDim = x.dim, aux = Constants.None, auxDim = aux.dim,
+             enableSelfStabilization = false) = [
+            S (v) = Parameters.Stabilize (v, enabled = enableSelfStabilization)
+            dhs = S (prevState.h)
+            B () = Parameters.BiasParam (outputDim)
+            W () = Parameters.WeightParam (outputDim, inputDim)
+            A () = Parameters.WeightParam (outputDim, auxDim)
+            H () = Parameters.WeightParam (outputDim, outputDim)
+            input () = if Constants.IsNone (aux) then B () + W () * x else B () + W () * x + A () * aux
+            zt = Sigmoid (input () + H () * dhs)
+            rt = Sigmoid (input () + H () * dhs)
+            c = Tanh (input () + H () * (dhs .* rt))
+            h = (1 - zt) .* c + zt .* dhs
+            dim = outputDim
+            _cellDim = outputDim
+        ]
+        # The previous (next) step's h and c of a state, for the recurrent forms below. The
+        # delays take their dimensions from the state record (its dim and _cellDim).
+        PreviousHC (state, initialState = None, layerIndex = 0) = _DelayHC (PastValue, state, initialState)
+        NextHC (state, initialState = None, layerIndex = 0) = _DelayHC (FutureValue, state, initialState)
+        _DelayHC (delay, state, initialState) = [
+            given = !Constants.IsNone (initialState)
+            h = delay (state.dim, state.h, initialState = if given then initialState.h else None)
+            c = delay (state._cellDim, state.c, initialState = if given then initialState.c else None)
+            dim = state.dim
+            _cellDim = state._cellDim
+        ]
+        # ... starting from learned states (of `shape`; 0: the state's own)
+        PreviousHCWithTrainedInitialState {shape = (0)} = [
+            apply (state) = PreviousHC (state, initialState = _TrainedHC (shape, state))
+        ].apply
+        NextHCWithTrainedInitialState {shape = (0)} = [
+            apply (state) = NextHC (state, initialState = _TrainedHC (shape, state))
+        ].apply
+        _TrainedHC (shape, state) = [
+            inferred = !IsArray (shape) && shape == 0
+            h = ParameterTensor {if inferred then state.dim else shape, initValue = 0}
+            c = ParameterTensor {if inferred then state._cellDim else shape, initValue = 0}
+        ]
+        NoAuxInputHook (input, state) = Constants.None
+        RecurrentLSTMP (outputDim, x, cellDim = None, inputDim = 0, previousHook = PreviousHC,
+                        augmentInputHook = NoAuxInputHook, augmentInputDim = 0, layerIndex = 0,
+                        enableSelfStabilization = false) = [
+            prevState = previousHook (state, layerIndex = layerIndex)
+            state = LSTMP (outputDim, x, prevState, cellDim = if Constants.IsNone (cellDim) then outputDim else cellDim,
+                           aux = augmentInputHook (x, prevState), auxDim = augmentInputDim,
+                           enableSelfStabilization = enableSelfStabilization)
+        ].state
+        RecurrentGRU (outputDim, x, cellDim = outputDim, inputDim = x.dim, previousHook = PreviousHC,
+                      augmentInputHook = NoAuxInputHook, augmentInputDim = 0, layerIndex = 0,
+                      enableSelfStabilization = false) = [
+            prevState = previousHook (state, layerIndex = layerIndex)
+            state = GRU (outputDim, x, prevState, inputDim = inputDim, aux = augmentInputHook (x, prevState),
+                         auxDim = augmentInputDim, enableSelfStabilization = enableSelfStabilization)
+        ].state
+        # Stacks: arrays of the layers' states (the last one's .h is the output).
+        RecurrentLSTMPStack (layerDims, input, cellDims = None, inputDim = 0, previousHook = PreviousHC,
+                             augmentInputHook = NoAuxInputHook, augmentInputDim = 0, enableSelfStabilization = false) = [
+            layer (i, v) = RecurrentLSTMP (layerDims[i], v,
+                cellDim = if Constants.IsNone (cellDims) then layerDims[i] else cellDims[i], previousHook = previousHook,
+                augmentInputHook = if i == 0 then augmentInputHook else NoAuxInputHook,
+                augmentInputDim = if i == 0 then augmentInputDim else 0, layerIndex = i,
+                enableSelfStabilization = enableSelfStabilization)
+            layers = _Stack (layerDims, input, layer, enableSelfStabilization)
+        ].layers
+        RecurrentGRUStack (layerDims, input, cellDims = layerDims, inputDim = input.dim, previousHook = PreviousHC,
+                           augmentInputHook = NoAuxInputHook, augmentInputDim = 0, enableSelfStabilization = false) = [
+            layer (i, v) = RecurrentGRU (layerDims[i], v, previousHook = previousHook,
+                augmentInputHook = if i == 0 then augmentInputHook else NoAuxInputHook,
+                augmentInputDim = if i == 0 then augmentInputDim else 0, layerIndex = i,
+                enableSelfStabilization = enableSelfStabilization)
+            layers = _Stack (layerDims, input, layer, enableSelfStabilization)
+        ].layers
+        # Bidirectional stacks: each layer a forward and a backward recurrence, spliced.
+        RecurrentBidirectionalLSTMPStack (layerDims, input, cellDims = layerDims, inputDim = input.dim,
+                                          previousHook = PreviousHC, nextHook = NextHC, enableSelfStabilization = false) = [
+            layer (i, v) = _Bidirectional (
+                RecurrentLSTMP (layerDims[i], v, cellDim = cellDims[i], previousHook = previousHook, layerIndex = i,
+                                enableSelfStabilization = enableSelfStabilization),
+                RecurrentLSTMP (layerDims[i], v, cellDim = cellDims[i], previousHook = nextHook, layerIndex = i,
+                                enableSelfStabilization = enableSelfStabilization))
+            layers = _Stack (layerDims, input, layer, enableSelfStabilization)
+        ].layers
+        RecurrentBidirectionalGRUStack (layerDims, input, cellDims = layerDims, inputDim = input.dim,
+                                        previousHook = PreviousHC, nextHook = NextHC, enableSelfStabilization = false) = [
+            layer (i, v) = _Bidirectional (
+                RecurrentGRU (layerDims[i], v, previousHook = previousHook, layerIndex = i,
+                              enableSelfStabilization = enableSelfStabilization),
+                RecurrentGRU (layerDims[i], v, previousHook = nextHook, layerIndex = i,
+                              enableSelfStabilization = enableSelfStabilization))
+            layers = _Stack (layerDims, input, layer, enableSelfStabilization)
+        ].layers
+        _Bidirectional (fwd, bwd) = [
+            h = Splice ((fwd.h : bwd.h), axis = 1)
+            c = Splice ((fwd.c : bwd.c), axis = 1)
+            dim = fwd.dim + bwd.dim
+        ]
+        # layer i gets the input (i = 0) or the stabilized h of layer i - 1
+        _Stack (layerDims, input, layer, stabilize) = [
+            layers[i:0..Length (layerDims) - 1] =
+                layer (i, if i == 0 then input else Parameters.Stabilize (layers[i - 1].h, enabled = stabilize))
+        ].layers
     ]
 ]
 )BS";

@@ -1,9 +1,11 @@
 // BrainScript evaluator (see evaluator.h).
 #include "brainscript/evaluator.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -110,6 +112,7 @@ struct Record {
   RecordPtr parent;
   std::string path;  // member path for node names ("" at the top)
   std::map<std::string, ThunkPtr> members;
+  std::vector<RecordPtr> bases;  // records whose members this one shares (`a with b`)
   const ThunkPtr* find_here(const std::string& name) const {
     auto it = members.find(name);
     return it == members.end() ? nullptr : &it->second;
@@ -151,6 +154,7 @@ struct RecordsReleased {
     for (auto& w : made)
       if (auto r = w.lock()) {
         r->members.clear();
+        r->bases.clear();
         r->parent.reset();
       }
   }
@@ -178,6 +182,10 @@ class Evaluator {
   ValuePtr eval(const ExpressionPtr& e, const RecordPtr& scope, const std::string& path);
   ValuePtr call(const ValuePtr& f, std::vector<ValuePtr> args, std::map<std::string, ValuePtr> named,
                 const TextLocation& where, const std::string& path);
+  // A call whose arguments are evaluated when the callee first reads them, as in CNTK: a
+  // function may hand an argument to PastValue before the argument's own value exists.
+  ValuePtr call_lazy(const ValuePtr& f, std::vector<ThunkPtr> args, std::map<std::string, ThunkPtr> named,
+                     const TextLocation& where, const std::string& path);
   RecordPtr make_record(const ExpressionPtr& e, const RecordPtr& parent, const std::string& path);
 
  private:
@@ -198,6 +206,7 @@ Evaluator& ev() {
 Variable to_node(const ValuePtr& v, const TextLocation& where, const std::string& what) {
   if (v->kind == Value::Kind::Node) return v->node;
   if (v->kind == Value::Kind::Number) return Variable::constant(NDShape{}, g_dtype, v->number, "");
+  if (v->kind == Value::Kind::Bool) return Variable::constant(NDShape{}, g_dtype, v->boolean ? 1.0 : 0.0, "");
   fail(what + ": node or number expected, got a " + kind_name(v->kind), where);
 }
 
@@ -206,6 +215,8 @@ ValuePtr named_node(ValuePtr v, const std::string& path) {
   if (v->kind == Value::Kind::Node && !path.empty() && v->node.is_output()) {
     FunctionPtr owner = v->node.owner();
     if (owner && owner->name().empty()) owner->set_name(path);
+  } else if (v->kind == Value::Kind::Node && !path.empty() && v->node.is_parameter() && v->node.name().empty()) {
+    v->node.impl()->name = path;  // a layer's parameter: its member path, e.g. "h.lstm.W"
   }
   return v;
 }
@@ -267,6 +278,10 @@ ValuePtr Evaluator::eval(const ExpressionPtr& e, const RecordPtr& scope, const s
   }
   if (op == ".") {
     ValuePtr r = eval(e->args[0], scope, path);
+    if (r->kind == Value::Kind::Node && e->id == "dim") {  // a node's number of elements (0 while inferred)
+      const NDShape& shape = r->node.shape();
+      return number(shape.is_known() ? double(shape.total_size()) : 0);
+    }
     if (r->kind != Value::Kind::Record)
       fail(std::string("'.") + e->id + "' applied to a " + kind_name(r->kind), e->location);
     const ThunkPtr* t = r->record->find_here(e->id);
@@ -276,11 +291,17 @@ ValuePtr Evaluator::eval(const ExpressionPtr& e, const RecordPtr& scope, const s
   if (op == "(" || op == "{") {
     ValuePtr f = eval(e->args[0], scope, path);
     if (f->kind == Value::Kind::Builtin && !f->delay_op.empty()) return delay(f->delay_op, e, scope);
-    std::vector<ValuePtr> args;
-    std::map<std::string, ValuePtr> named;
-    for (const auto& a : e->args[1]->args) args.push_back(eval(a, scope, ""));
-    for (const auto& [n, a] : e->args[1]->named) named[n] = eval(a.second, scope, "");
-    return call(f, std::move(args), std::move(named), e->location, path);
+    auto deferred = [&scope](const ExpressionPtr& a) {
+      auto t = std::make_shared<Thunk>();
+      t->location = a->location;
+      t->compute = [a, scope]() { return ev().eval(a, scope, ""); };
+      return t;
+    };
+    std::vector<ThunkPtr> args;
+    std::map<std::string, ThunkPtr> named;
+    for (const auto& a : e->args[1]->args) args.push_back(deferred(a));
+    for (const auto& [n, a] : e->args[1]->named) named[n] = deferred(a.second);
+    return call_lazy(f, std::move(args), std::move(named), e->location, path);
   }
   if (op == "if") {
     ValuePtr c = eval(e->args[0], scope, "");
@@ -330,7 +351,9 @@ ValuePtr Evaluator::eval(const ExpressionPtr& e, const RecordPtr& scope, const s
   if (op == "-(" || op == "+(" || op == "!(") {
     ValuePtr x = eval(e->args[0], scope, path);
     if (op == "!(") {
-      if (x->kind != Value::Kind::Bool) fail("'!' needs a boolean", e->location);
+      if (x->kind == Value::Kind::Node)
+        return node(ops::minus(to_node(number(1), e->location, "'!'"), x->node)->output());
+      if (x->kind != Value::Kind::Bool) fail("'!' needs a boolean or a node", e->location);
       return boolean(!x->boolean);
     }
     if (op == "+(") return x;
@@ -352,7 +375,14 @@ ValuePtr Evaluator::delay(const std::string& op, const ExpressionPtr& call, cons
   const ExpressionPtr& params = call->args[1];
   if (params->args.size() != 2) fail(op + " takes (dims, input)", call->location);
   std::map<std::string, double> options = {{"timeStep", 1}, {"defaultHiddenActivation", 0.1}};
+  std::optional<Variable> initial_state;  // initialState (a node), when given, replaces defaultHiddenActivation
   for (const auto& [name, value] : params->named) {
+    if (name == "initialState") {
+      ValuePtr v = eval(value.second, scope, "");
+      if (v->kind != Value::Kind::Array || !v->array->items.empty())  // None: not given
+        initial_state = to_node(v, value.first, op + " initialState");
+      continue;
+    }
     if (!options.count(name)) fail(op + " has no optional parameter '" + name + "'", value.first);
     options[name] = as_number(eval(value.second, scope, ""), op + " " + name);
   }
@@ -363,9 +393,12 @@ ValuePtr Evaluator::delay(const std::string& op, const ExpressionPtr& call, cons
   } else {
     dims.push_back(size_t(as_number(d, op + " dims")));
   }
-  const Variable placeholder =
-      Variable::placeholder(bs_shape(dims), {Axis::default_batch_axis(), Axis::default_dynamic_axis()}, "");
-  const Variable initial = Variable::constant(NDShape{}, g_dtype, options["defaultHiddenActivation"], "");
+  // Dimensions 0 (CNTK's "inferred") leave the shape to the input that closes the delay.
+  const bool inferred = std::all_of(dims.begin(), dims.end(), [](size_t k) { return k == 0; });
+  const Variable placeholder = Variable::placeholder(inferred ? NDShape::unknown() : bs_shape(dims),
+                                                     {Axis::default_batch_axis(), Axis::default_dynamic_axis()}, "");
+  const Variable initial =
+      initial_state ? *initial_state : Variable::constant(NDShape{}, g_dtype, options["defaultHiddenActivation"], "");
   const double step = options["timeStep"];
   if (step < 1 || step != std::floor(step)) fail(op + ": timeStep must be a whole number >= 1", call->location);
   Dictionary attrs = {{"offset", DictValue(int64_t(step))}};
@@ -415,8 +448,33 @@ ValuePtr Evaluator::infix(const std::string& op, const ValuePtr& a, const ValueP
     if (op == "==") return boolean(a->boolean == b->boolean);
     if (op == "!=") return boolean(a->boolean != b->boolean);
   }
+  if (op == "with" && a->kind == K::Record && b->kind == K::Record) {
+    // Record extension: the members of both, b's where both have one; each member keeps its scope.
+    auto r = new_record();
+    r->parent = b->record->parent;
+    r->bases = {a->record, b->record};
+    r->members = a->record->members;
+    for (const auto& [name, t] : b->record->members) r->members[name] = t;
+    auto v = std::make_shared<Value>(K::Record);
+    v->record = r;
+    return v;
+  }
+  if (op == "<<" && a->kind == K::Array && b->kind == K::Number) {  // the array without its first b items
+    auto out = std::make_shared<Array>();
+    const auto& items = a->array->items;
+    const double n = std::max(b->number, 0.0);
+    if (n < double(items.size())) out->items.assign(items.begin() + ptrdiff_t(n), items.end());
+    auto v = std::make_shared<Value>(K::Array);
+    v->array = out;
+    return v;
+  }
   if (a->kind == K::Node || b->kind == K::Node) {
     const Variable x = to_node(a, where, "'" + op + "'"), y = to_node(b, where, "'" + op + "'");
+    // Comparisons and logic on nodes give 0/1 values, as CNTK's Less, Equal, And, ... nodes.
+    static const std::map<std::string, std::string> node_ops = {
+        {"<", "Less"},   {"<=", "LessEqual"}, {">", "Greater"}, {">=", "GreaterEqual"},
+        {"==", "Equal"}, {"!=", "NotEqual"},  {"&&", "And"},    {"||", "Or"}};
+    if (auto it = node_ops.find(op); it != node_ops.end()) return node(ops::apply(it->second, {x, y})->output());
     if (op == "+") return node(ops::plus(x, y)->output());
     if (op == "-") return node(ops::minus(x, y)->output());
     if (op == ".*") return node(ops::element_times(x, y)->output());
@@ -432,9 +490,22 @@ ValuePtr Evaluator::infix(const std::string& op, const ValuePtr& a, const ValueP
 
 ValuePtr Evaluator::call(const ValuePtr& f, std::vector<ValuePtr> args, std::map<std::string, ValuePtr> named,
                          const TextLocation& where, const std::string& path) {
+  std::vector<ThunkPtr> arg_thunks;
+  std::map<std::string, ThunkPtr> named_thunks;
+  for (auto& a : args) arg_thunks.push_back(ready(std::move(a)));
+  for (auto& [n, a] : named) named_thunks[n] = ready(std::move(a));
+  return call_lazy(f, std::move(arg_thunks), std::move(named_thunks), where, path);
+}
+
+ValuePtr Evaluator::call_lazy(const ValuePtr& f, std::vector<ThunkPtr> args, std::map<std::string, ThunkPtr> named,
+                              const TextLocation& where, const std::string& path) {
   if (f->kind == Value::Kind::Builtin) {
     if (!f->builtin) fail(f->delay_op + " must be called directly (its input is read after the description)", where);
-    return named_node((*f->builtin)(args, named, where), path);
+    std::vector<ValuePtr> values;
+    std::map<std::string, ValuePtr> named_values;
+    for (const auto& a : args) values.push_back(a->force());
+    for (const auto& [n, a] : named) named_values[n] = a->force();
+    return named_node((*f->builtin)(values, named_values, where), path);
   }
   if (f->kind != Value::Kind::Lambda) fail(std::string("a ") + kind_name(f->kind) + " is not a function", where);
   const Lambda& l = *f->lambda;
@@ -445,19 +516,24 @@ ValuePtr Evaluator::call(const ValuePtr& f, std::vector<ValuePtr> args, std::map
     fail("function expects " + std::to_string(l.params->args.size()) + " positional arguments, got " +
              std::to_string(args.size()),
          where);
-  for (size_t i = 0; i < args.size(); ++i) scope->members[l.params->args[i]->id] = ready(args[i]);
+  for (size_t i = 0; i < args.size(); ++i) scope->members[l.params->args[i]->id] = args[i];
   for (const auto& [n, v] : named)
     if (!l.params->named.count(n)) fail("function has no optional parameter '" + n + "'", where);
   for (const auto& [n, def] : l.params->named) {
     auto it = named.find(n);
     if (it != named.end()) {
-      scope->members[n] = ready(it->second);
+      scope->members[n] = it->second;
     } else {
       auto t = std::make_shared<Thunk>();
       t->location = def.first;
+      // A default sees the other parameters (CNTK's library writes `inputDim = x.dim`).
       ExpressionPtr expr = def.second;
-      RecordPtr closure = l.closure;
-      t->compute = [expr, closure]() { return ev().eval(expr, closure, ""); };
+      std::weak_ptr<Record> params = scope;
+      t->compute = [expr, params]() {
+        RecordPtr in = params.lock();
+        if (!in) throw ValueError("BrainScript: a default parameter value was read after its call ended");
+        return ev().eval(expr, in, "");
+      };
       scope->members[n] = t;
     }
   }
@@ -601,6 +677,297 @@ ValuePtr make_parameter(const std::vector<size_t>& dims, Args& a) {
   return node(Variable::parameter(shape, g_dtype, value, nullptr, ""));
 }
 
+Table builtin_table();
+
+// BrainScript's None (CNTK's `[| |]`): an empty array.
+bool is_none(const ValuePtr& v) { return v->kind == Value::Kind::Array && v->array->items.empty(); }
+
+// A BrainScript axis k (1-based, first-fastest) as the engine's static axis -k.
+Axis bs_axis(const ValuePtr& v, const std::string& fn, const TextLocation& where) {
+  const double k = as_number(v, fn + " axis");
+  if (k < 1 || k != std::floor(k)) fail(fn + ": axis must be a whole number >= 1", where);
+  return Axis(-int(k));
+}
+
+// The nodes of an array argument (or the one node given).
+std::vector<Variable> node_list(const ValuePtr& v, const TextLocation& where, const std::string& what) {
+  std::vector<Variable> out;
+  if (v->kind != Value::Kind::Array) return {to_node(v, where, what)};
+  for (const auto& t : v->array->items) out.push_back(to_node(t->force(), where, what));
+  return out;
+}
+
+// `x` with trailing BrainScript dimensions of 1 (leading engine axes) up to `rank`.
+Variable with_rank(const Variable& x, size_t rank) {
+  if (!x.shape().is_known() || x.shape().rank() >= rank) return x;
+  std::vector<int64_t> dims(rank - x.shape().rank(), 1);
+  for (auto d : x.shape().dims()) dims.push_back(d);
+  return ops::apply("Reshape", {x}, {{"newShape", DictValue(NDShape(dims))}})->output();
+}
+
+Variable reshape(const Variable& x, const std::vector<size_t>& bs_dims, size_t begin, size_t end) {
+  // BrainScript's axes [begin, end) (0-based, first-fastest) are the engine's [rank - end, rank - begin).
+  const size_t rank = x.shape().rank();
+  Dictionary attrs = {{"newShape", DictValue(bs_shape(bs_dims))}};
+  if (end < rank) attrs["beginAxis"] = DictValue(Axis(int(rank - end)));
+  if (begin > 0) attrs["endAxis"] = DictValue(Axis(int(rank - begin)));
+  return ops::apply("Reshape", {x}, attrs)->output();
+}
+
+// Tensor primitives beyond the arithmetic of the infix operators.
+void add_node_primitives(Table& t) {
+  t["Floor"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "Floor"};  // of a number (CNTK's NumericFunction) or of a node
+    if (a.at(0)->kind == Value::Kind::Number) return number(std::floor(a.at(0)->number));
+    return node(ops::apply("Floor", {a.node_at(0)})->output());
+  };
+  t["Clip"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "Clip"};  // (x, minValue, maxValue)
+    return node(ops::apply("Clip", {a.node_at(0), a.node_at(1), a.node_at(2)})->output());
+  };
+  t["If"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "If"};  // (cond, thenVal, elseVal), elementwise
+    return node(ops::apply("Select", {a.node_at(0), a.node_at(1), a.node_at(2)})->output());
+  };
+  t["Splice"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "Splice"};  // (inputs, axis = 1)
+    const std::vector<Variable> in = node_list(a.at(0), w, "Splice");
+    if (in.empty()) fail("Splice: no inputs", w);
+    if (in.size() == 1) return node(in[0]);
+    const Axis axis = a.opt("axis") ? bs_axis(a.opt("axis"), "Splice", w) : Axis(-1);
+    return node(ops::apply("Splice", in, {{"axis", DictValue(axis)}})->output());
+  };
+  t["TransposeDimensions"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "TransposeDimensions"};  // (x, axis1, axis2); a missing axis is a dimension of 1
+    const Axis a1 = bs_axis(a.at(1), "TransposeDimensions", w), a2 = bs_axis(a.at(2), "TransposeDimensions", w);
+    const Variable x = with_rank(a.node_at(0), size_t(-std::min(a1.static_index(), a2.static_index())));
+    return node(ops::apply("TransposeAxes", {x}, {{"axis1", DictValue(a1)}, {"axis2", DictValue(a2)}})->output());
+  };
+  t["NewReshape"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w,
+           "NewReshape"};  // (x, dims, beginAxis = 0, endAxis = 0): 1-based axes, 0 = from the start / to the end
+    const Variable x = a.node_at(0);
+    if (!x.shape().is_known()) fail("NewReshape: the input's shape is not known yet", w);
+    const double b = a.number("beginAxis", 0), e = a.number("endAxis", 0);
+    const size_t rank = x.shape().rank();
+    const size_t begin = b > 0 ? size_t(b) - 1 : 0, end = e > 0 ? size_t(e) - 1 : rank;
+    if (begin > end || end > rank) fail("NewReshape: axes [beginAxis, endAxis) out of range", w);
+    return node(reshape(x, dims_of({a.at(1)}, w), begin, end));
+  };
+  t["Reshape"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "Reshape"};  // CNTK's legacy (input, numRows, imageWidth = 0, imageHeight = 0, imageChannels = 0)
+    const Variable x = a.node_at(0);
+    const double rows = as_number(a.at(1), "Reshape numRows");
+    std::vector<size_t> dims = {size_t(rows)};
+    if (a.number("imageWidth", 0) > 0)
+      dims = {size_t(a.number("imageWidth", 0)), size_t(a.number("imageHeight", 1)),
+              size_t(a.number("imageChannels", 1))};
+    if (!x.shape().is_known() || double(x.shape().total_size()) != rows)
+      throw NotImplementedError("Reshape: a legacy reshape to " + std::to_string(size_t(rows)) +
+                                " rows that changes the number of samples is not implemented (" + x.shape().str() +
+                                ")");
+    return node(reshape(x, dims, 0, x.shape().rank()));
+  };
+}
+
+// Sequence primitives (their inputs keep the sequence axis).
+void add_sequence_primitives(Table& t) {
+  t["_IsWithin"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "_IsWithin"};  // (x, N): 1 at the first N steps of each sequence (the last -N if N < 0)
+    const double k = as_number(a.at(1), "IsFirstN/IsLastN N");
+    if (k == 0 || k != std::floor(k)) fail("IsFirstN/IsLastN: N must be a whole number > 0", w);
+    g_sequential = true;
+    return node(ops::apply("IsWithin", {a.node_at(0)}, {{"offset", DictValue(int64_t(k))}})->output());
+  };
+  t["Where"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "Where"};
+    g_sequential = true;
+    return node(ops::apply("Where", {a.node_at(0)})->output());
+  };
+  // CNTK's PackedIndex translated Where's indices into its packed layout; the engine's gather
+  // and scatter take Where's indices as they are.
+  t["PackedIndex"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "PackedIndex"};  // (layoutNode, indexSequence)
+    return node(a.node_at(1));
+  };
+  t["GatherPacked"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "GatherPacked"};  // (indexSequence, sourceData)
+    g_sequential = true;
+    return node(ops::apply("GatherPacked", {a.node_at(1), a.node_at(0)})->output());
+  };
+  t["ScatterPacked"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "ScatterPacked"};  // (cond, indexSequence, sourceData)
+    g_sequential = true;
+    const Variable cond = a.node_at(0), data = a.node_at(2);
+    Variable index = a.node_at(1);
+    if (data.dynamic_axes().size() < 2)  // data without a sequence axis: one item per sequence
+      index = ops::apply("Where", {cond},
+                         {{"newSequenceAxisLengthScalingFactor", DictValue(int64_t(0))},
+                          {"newSequenceAxisLengthAdditiveFactor", DictValue(int64_t(1))}})
+                  ->output();
+    return node(ops::apply("ScatterPacked", {data, index, cond})->output());
+  };
+}
+
+// CNTK's config values printed as its Format did: `how` is what goes between '%' and the type.
+std::string format_value(const ValuePtr& v, const std::string& how) {
+  if (how.find_first_not_of("0123456789.-+ #") != std::string::npos)
+    throw ValueError("Format: '" + how + "' is not a format width/precision (such as '.2' or '-8')");
+  auto printed = [](const std::string& fmt, auto value) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, fmt.c_str(), value);
+    return std::string(buf);
+  };
+  auto nest = [](const std::string& s, char open, bool newline, char close) {
+    std::string r = "  " + s;  // every line indented by 2, then the brackets replace the first and last blank
+    for (size_t pos = r.find('\n'); pos != std::string::npos; pos = r.find('\n', pos + 3)) r.insert(pos + 1, "  ");
+    r = newline ? " \n" + r + "\n " : r + "  ";
+    r.front() = open;
+    r.back() = close;
+    return r;
+  };
+  switch (v->kind) {
+    case Value::Kind::String: return printed("%" + how + "s", v->text.c_str());
+    case Value::Kind::Number:
+      if (v->number == std::floor(v->number) && std::abs(v->number) < 2147483648.0)
+        return printed("%" + how + "d", int(v->number));
+      return printed("%" + how + "f", v->number);
+    case Value::Kind::Bool: return v->boolean ? "true" : "false";
+    case Value::Kind::Record: {
+      std::string s;
+      for (const auto& [id, member] : v->record->members)
+        s += (s.empty() ? "" : "\n") + id + " = " + format_value(member->force(), how);
+      return nest(s, '[', true, ']');
+    }
+    case Value::Kind::Array: {
+      std::string s;
+      for (size_t i = 0; i < v->array->items.size(); ++i)
+        s += (i ? "\n" : "") + format_value(v->array->items[i]->force(), how);
+      return nest(s, '(', false, ')');
+    }
+    case Value::Kind::Node: return v->node.str();
+    default: return kind_name(v->kind);
+  }
+}
+
+std::string substr(const std::string& s, double begin, double count) {  // negative begin: from the end
+  const size_t b = std::min(begin < 0 ? size_t(std::max(0.0, double(s.size()) + begin)) : size_t(begin), s.size());
+  return s.substr(b, count < 0 ? std::string::npos : size_t(count));
+}
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  if (from.empty()) return s;
+  for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size()))
+    s.replace(pos, from.size(), to);
+  return s;
+}
+
+double int_function(const std::string& what, double x, double y, const TextLocation& where) {
+  const int a = int(x), b = int(y);
+  if (b == 0) fail(what + ": division by zero", where);
+  return what == "Mod" ? double(a % b) : double(a / b);
+}
+
+// Functions of plain values: strings, numbers, and tests of a value's kind.
+void add_value_functions(Table& t) {
+  t["Format"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "Format"};  // (value, format)
+    return string_value(format_value(a.at(0), as_string(a.at(1), "Format format")));
+  };
+  t["Replace"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "Replace"};  // (s, from, to): every occurrence
+    return string_value(replace_all(as_string(a.at(0), "Replace s"), as_string(a.at(1), "Replace from"),
+                                    as_string(a.at(2), "Replace to")));
+  };
+  t["Substr"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "Substr"};  // (s, begin, num)
+    return string_value(
+        substr(as_string(a.at(0), "Substr s"), as_number(a.at(1), "Substr begin"), as_number(a.at(2), "Substr num")));
+  };
+  t["Chr"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "Chr"};  // the character of a code (UTF-8)
+    const double c = as_number(a.at(0), "Chr code");
+    if (c < 0 || c > 0x10FFFF || c != std::floor(c)) fail("Chr: not a character code", w);
+    const auto u = static_cast<uint32_t>(c);
+    std::string s;
+    if (u < 0x80) {
+      s += char(u);
+    } else if (u < 0x800) {
+      s += {char(0xC0 | (u >> 6)), char(0x80 | (u & 0x3F))};
+    } else if (u < 0x10000) {
+      s += {char(0xE0 | (u >> 12)), char(0x80 | ((u >> 6) & 0x3F)), char(0x80 | (u & 0x3F))};
+    } else {
+      s += {char(0xF0 | (u >> 18)), char(0x80 | ((u >> 12) & 0x3F)), char(0x80 | ((u >> 6) & 0x3F)),
+            char(0x80 | (u & 0x3F))};
+    }
+    return string_value(s);
+  };
+  for (const char* name : {"Mod", "IntDiv"}) {
+    const std::string what = name;
+    t[name] = [what](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+      Args a{p, n, w, what.c_str()};  // of the arguments' integer parts, as C++'s % and /
+      return number(int_function(what, as_number(a.at(0), what), as_number(a.at(1), what), w));
+    };
+  }
+  t["IsSameObject"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "IsSameObject"};
+    return boolean(a.at(0) == a.at(1));
+  };
+  for (auto [name, kind] :
+       {std::pair{"IsArray", Value::Kind::Array}, {"IsDouble", Value::Kind::Number}, {"IsBool", Value::Kind::Bool}}) {
+    const char* fn = name;
+    const auto k = kind;
+    t[name] = [fn, k](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+      Args a{p, n, w, fn};
+      return boolean(a.at(0)->kind == k);
+    };
+  }
+  t["Print"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "Print"};  // (value, format = ''): writes the value to stderr and gives it back
+    const ValuePtr v = a.at(0);
+    const std::string text = v->kind == Value::Kind::String ? v->text : format_value(v, a.text("format", ""));
+    std::fprintf(stderr, "%s\n", text.c_str());
+    return v;
+  };
+  t["Fail"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) -> ValuePtr {
+    Args a{p, n, w, "Fail"};
+    fail(a.at(0)->kind == Value::Kind::String ? a.at(0)->text : format_value(a.at(0), ""), w);
+  };
+}
+
+// `new StringFunction [ what = ... ]` and its kin: CNTK's record-taking spellings of the value
+// functions above (its library defines Format, Substr, ... over them).
+ValuePtr new_value_function(const char* cls, std::vector<ValuePtr>& p, const TextLocation& w) {
+  if (p.empty() || p[0]->kind != Value::Kind::Record) fail(std::string(cls) + " needs a record", w);
+  const RecordPtr& r = p[0]->record;
+  auto member = [&](const std::string& id) {
+    const ThunkPtr* t = r->find_here(id);
+    if (!t) fail(std::string(cls) + ": the record has no member '" + id + "'", w);
+    return (*t)->force();
+  };
+  const std::string cls_name = cls;
+  const std::string what = cls_name == "PrintAction" ? "" : as_string(member("what"), cls_name + " what");
+  std::vector<ValuePtr> args;
+  std::map<std::string, ValuePtr> none;
+  static const Table functions = builtin_table();
+  auto apply = [&](const char* fn, std::vector<ValuePtr> a) { return functions.at(fn)(a, none, w); };
+  if (cls_name == "PrintAction") return apply("Print", {member("what")});
+  if (cls_name == "StringFunction") {
+    if (what == "Format") return apply("Format", {member("arg"), member("how")});
+    if (what == "Chr") return apply("Chr", {member("arg")});
+    if (what == "Substr") return apply("Substr", {member("arg"), member("pos"), member("chars")});
+    if (what == "Replace") return apply("Replace", {member("arg"), member("replacewhat"), member("withwhat")});
+  } else if (cls_name == "NumericFunction") {
+    if (what == "Floor" || what == "Length") return apply(what.c_str(), {member("arg")});
+    if (what == "Mod" || what == "IntDiv") {
+      const ValuePtr a = member("args");
+      if (a->kind != Value::Kind::Array || a->array->items.size() != 2) fail(what + " takes two arguments", w);
+      return apply(what.c_str(), {a->array->items[0]->force(), a->array->items[1]->force()});
+    }
+  }
+  fail("unknown 'what' value '" + what + "' of " + cls_name, w);
+}
+
 Table builtin_table() {
   Table t;
   t["Input"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
@@ -634,7 +1001,14 @@ Table builtin_table() {
   for (auto [name, op] : {std::pair{"Plus", "Plus"},
                           {"Minus", "Minus"},
                           {"ElementTimes", "ElementTimes"},
-                          {"ElementDivide", "ElementDivide"}}) {
+                          {"ElementDivide", "ElementDivide"},
+                          {"Less", "Less"},
+                          {"LessEqual", "LessEqual"},
+                          {"Greater", "Greater"},
+                          {"GreaterEqual", "GreaterEqual"},
+                          {"Equal", "Equal"},
+                          {"NotEqual", "NotEqual"},
+                          {"LogPlus", "LogPlus"}}) {
     std::string op_name = op;
     const char* bs_name = name;
     t[name] = [op_name, bs_name](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
@@ -652,6 +1026,9 @@ Table builtin_table() {
   add_unary(t, "Abs", "Abs");
   add_unary(t, "Sqrt", "Sqrt");
   add_unary(t, "Softmax", "Softmax");
+  for (const char* op : {"Reciprocal", "Hardmax", "Sin", "Cos", "Sinh", "Cosh", "Asin", "Acos", "Asinh", "Atanh",
+                         "StraightThrough", "StopGradient"})
+    add_unary(t, op, op);
   t["Logistic"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "Logistic"};  // (label, probability)
     const Variable label = a.node_at(0);
@@ -676,10 +1053,17 @@ Table builtin_table() {
       return node(ops::classification_error(shaped_like(a.node_at(1), label), label)->output());
     };
   }
-  t["ReduceSum"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
-    Args a{p, n, w, "ReduceSum"};
-    return node(ops::reduce_sum(a.node_at(0))->output());
-  };
+  // ReduceSum/LogSum/Mean/Min/Max (x, axis = None): over all elements, or BrainScript axis k.
+  for (const char* kind : {"Sum", "LogSum", "Mean", "Min", "Max"}) {
+    const std::string fn = std::string("Reduce") + kind, op = kind;
+    t[fn] = [fn, op](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+      Args a{p, n, w, fn.c_str()};
+      const ValuePtr axis = a.opt("axis");
+      if (!axis || is_none(axis) || (axis->kind == Value::Kind::Number && axis->number == 0))
+        return node(ops::reduce(op, a.node_at(0))->output());
+      return node(ops::reduce(op, a.node_at(0), bs_axis(axis, fn, w))->output());
+    };
+  }
   for (auto [name, kind] :
        {std::pair{"Mean", PrecomputedStatistic::Kind::Mean}, {"InvStdDev", PrecomputedStatistic::Kind::InvStdDev}}) {
     const char* fn = name;
@@ -696,7 +1080,13 @@ Table builtin_table() {
   t["Slice"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "Slice"};  // (beginIndex, endIndex, input, axis = 1): BrainScript axis k is NumPy axis -k
     const double axis = a.number("axis", 1);
-    if (axis < 1 || axis != std::floor(axis)) fail("Slice: axis must be a whole number >= 1", w);
+    if (axis < 0) {  // the sequence axis: steps [begin, end) of each sequence (negative: from the end)
+      g_sequential = true;
+      Dictionary attrs = {{"beginIndex", DictValue(int64_t(as_number(a.at(0), "Slice beginIndex")))},
+                          {"endIndex", DictValue(int64_t(as_number(a.at(1), "Slice endIndex")))}};
+      return node(ops::apply("SequenceSlice", {a.node_at(2)}, attrs)->output());
+    }
+    if (axis < 1 || axis != std::floor(axis)) fail("Slice: axis must be a whole number >= 1 (or -1)", w);
     Dictionary attrs = {{"axis", DictValue(Axis(-int(axis)))},
                         {"beginIndex", DictValue(int64_t(as_number(a.at(0), "Slice beginIndex")))},
                         {"endIndex", DictValue(int64_t(as_number(a.at(1), "Slice endIndex")))},
@@ -782,8 +1172,12 @@ Table builtin_table() {
   t["Length"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "Length"};
     ValuePtr v = a.at(0);
+    if (v->kind == Value::Kind::String) return number(double(v->text.size()));
     return number(v->kind == Value::Kind::Array ? double(v->array->items.size()) : 1);
   };
+  add_node_primitives(t);
+  add_sequence_primitives(t);
+  add_value_functions(t);
   t["Sequential"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "Sequential"};
     ValuePtr fs = a.at(0);
@@ -901,6 +1295,12 @@ RecordPtr global_scope(const EvaluationOptions& options) {
   }
   g->members["__primitives"] = ready(primitives);
   g->members["new ComputationNetwork"] = ready(builtin(new_computation_network));
+  g->members["new NDLComputationNetwork"] = g->members["new ComputationNetwork"];
+  for (const char* cls : {"StringFunction", "NumericFunction", "PrintAction"})
+    g->members[std::string("new ") + cls] =
+        ready(builtin([cls](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>&, const TextLocation& w) {
+          return new_value_function(cls, p, w);
+        }));
   for (const char* op : {"PastValue", "FutureValue"}) {
     auto d = std::make_shared<Value>(Value::Kind::Builtin);
     d->delay_op = op;

@@ -203,7 +203,7 @@ TEST(BrainScriptEvaluator, RecurrentLSTMLayerMatchesReference) {
   ASSERT_EQ(H.size(), 36u);
   ASSERT_EQ(b.size(), 12u);
   auto sigmoid = [](double v) { return 1 / (1 + std::exp(-v)); };
-  std::vector<double> h(3, 0), c(3, 0);
+  std::vector<double> h(3, 0.1), c(3, 0.1);  // PastValue's default initial activation, as in CNTK
   ASSERT_EQ(got.size(), 9u);
   for (size_t t = 0; t < 3; ++t) {
     std::vector<double> proj(12);
