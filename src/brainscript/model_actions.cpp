@@ -15,6 +15,7 @@
 #include <optional>
 #include <regex>
 #include <sstream>
+#include <unordered_map>
 
 #include "brainscript/evaluator.h"
 #include "brainscript/reader_config.h"
@@ -305,8 +306,8 @@ struct NamePattern {
 
 // MEL over the engine's graphs: models by name (the last loaded is the default), node names
 // as the v1 files name them. LoadModel, LoadModelWithName, SaveModel, SaveDefaultModel,
-// SetDefaultModel, UnloadModel, Rename; CNTK's other MEL functions and in-line NDL raise
-// NotImplementedError.
+// SetDefaultModel, UnloadModel, Dump (values always included), Rename, SetProperty; CNTK's
+// other MEL functions and in-line NDL raise NotImplementedError.
 class MelSession {
  public:
   explicit MelSession(std::string path) : path_(std::move(path)) {}
@@ -346,13 +347,21 @@ class MelSession {
     } else if (fn == "rename") {
       need(2, 2);
       rename(c);
+    } else if (fn == "dumpmodel" || fn == "dump") {
+      need(2, 2);
+      std::ofstream out(c.args[1]);
+      out << dump_legacy_model(save_as_legacy_model_to_bytes(model(c.args[0], c)), c.args[0]);
+      if (!out) throw IOError(where(c) + "cannot write '" + c.args[1] + "'");
+    } else if (fn == "setproperty") {
+      need(3, 3);
+      set_property(c);
     } else if (!c.result.empty() && c.function.find('.') == std::string::npos) {
       throw NotImplementedError(where(c) + "in-line NDL in MEL ('" + c.result + " = " + c.function +
                                 "(...)') is not implemented yet");
     } else {
       throw NotImplementedError(where(c) + "the MEL function '" + c.function +
                                 "' is not implemented yet (LoadModel, LoadModelWithName, SaveModel, SaveDefaultModel, "
-                                "SetDefaultModel, UnloadModel and Rename are)");
+                                "SetDefaultModel, UnloadModel, Dump, Rename and SetProperty are)");
     }
   }
 
@@ -370,17 +379,54 @@ class MelSession {
     return it->second;
   }
 
+  // A node pattern's model (a leading `model.` picks it, else the default one) and the rest.
+  std::pair<std::string, std::string> split_model(const std::string& name) const {
+    const size_t dot = name.find('.');
+    if (dot != std::string::npos && models_.count(name.substr(0, dot)))
+      return {name.substr(0, dot), name.substr(dot + 1)};
+    return {default_, name};
+  }
+
+  // SetProperty(nodes, needGradient | computeGradient | learningRateMultiplier, value): a
+  // parameter that is not to be learned becomes a constant of the same value and name, and the
+  // reverse. CNTK's other properties (node roles, recurrent, freezeParameters) and other
+  // multipliers than 0 and 1 raise NotImplementedError.
+  void set_property(const MelCall& c) {
+    std::string property = c.args[1];
+    std::transform(property.begin(), property.end(), property.begin(),
+                   [](unsigned char ch) { return std::tolower(ch); });
+    bool learned = false;
+    if (property == "needgradient" || property == "needsgradient" || property == "computegradient") {
+      learned = config_to_bool(c.args[2], c.args[1]);
+    } else if (property == "learningratemultiplier") {
+      const double m = config_to_double(c.args[2], c.args[1]);
+      if (m != 0 && m != 1)
+        throw NotImplementedError(where(c) + "SetProperty: a learningRateMultiplier other than 0 or 1");
+      learned = m == 1;
+    } else {
+      throw NotImplementedError(where(c) + "SetProperty: the property '" + c.args[1] + "' is not implemented yet");
+    }
+    const auto [model_name, pattern_text] = split_model(c.args[0]);
+    FunctionPtr m = model(model_name, c);
+    const NamePattern pattern(pattern_text);
+    std::unordered_map<VariableImpl*, Variable> replaced;
+    for (const auto& leaf : m->inputs()) {
+      if (!pattern.match(leaf.name()) || !(leaf.is_parameter() || leaf.is_constant())) continue;
+      if (leaf.is_parameter() == learned) continue;
+      replaced[leaf.get()] =
+          learned ? Variable::parameter(leaf.shape(), leaf.dtype(), leaf.value().copy(), nullptr, leaf.name())
+                  : Variable::constant(leaf.value().copy(), leaf.name());
+    }
+    if (replaced.empty()) return;
+    models_[model_name] = m->clone(CloneMethod::Share, replaced);
+  }
+
   // Rename(old, new): a node, or with `*` every node whose name matches (the part `*` matched
   // goes into new's `*`); a leading `model.` picks the model, else the default one.
   void rename(const MelCall& c) {
-    std::string from = c.args[0], to = c.args[1];
-    std::string model_name = default_;
-    const size_t dot = from.find('.');
-    if (dot != std::string::npos && models_.count(from.substr(0, dot))) {
-      model_name = from.substr(0, dot);
-      from = from.substr(dot + 1);
-      if (to.compare(0, dot + 1, model_name + ".") == 0) to = to.substr(dot + 1);
-    }
+    const auto [model_name, from] = split_model(c.args[0]);
+    std::string to = c.args[1];
+    if (to.compare(0, model_name.size() + 1, model_name + ".") == 0) to = to.substr(model_name.size() + 1);
     FunctionPtr m = model(model_name, c);
     Function::allow_renaming_functions();  // the loaded nodes have their names already
     const NamePattern pattern(from), target(to);

@@ -70,10 +70,24 @@ def test_mel_script_renames_nodes_and_saves_the_model(tmp_path):
     before, after = dump(original, tmp_path), dump(tmp_path / 'renamed.dnn', tmp_path)
     assert set(before) == {'w', 'b'} and set(after) == {'weights', 'bias'}
     assert after['weights'] == before['w'] and after['bias'] == before['b']
-    # A MEL function not implemented here, and a missing node, say so with the script's line.
-    mel.write_text('m1 = LoadModel("%s")\nSetProperty(w, computeGradient, false)\n' % original)
+    # SetProperty: a parameter no longer learned becomes a constant of the same value and name.
+    mel.write_text('\n'.join([
+        'm2 = LoadModel("%s")' % (tmp_path / 'renamed.dnn'),
+        'SetProperty(m2.weights, computeGradient, false)',
+        'Dump(m2, "%s")' % (tmp_path / 'm2.txt'),
+        'SaveDefaultModel("%s")' % (tmp_path / 'frozen.dnn'), '']))
     rc, log = run(['command=E', 'E=[action=edit;editPath=%s]' % mel], tmp_path)
-    assert rc != 0 and "rename.mel(2): the MEL function 'SetProperty' is not implemented yet" in log, log
+    assert rc == 0, log[-3000:]
+    import cntk as C
+    frozen = C.load_model(str(tmp_path / 'frozen.dnn'))
+    assert [p.name for p in frozen.parameters] == ['bias']
+    weights = [c for c in frozen.constants if c.name == 'weights']
+    assert len(weights) == 1 and np.allclose(weights[0].value.ravel(), before['w'])
+    assert 'weights=' in (tmp_path / 'm2.txt').read_text()
+    # A MEL function not implemented here, and a missing node, say so with the script's line.
+    mel.write_text('m1 = LoadModel("%s")\nSetInput(w, 0, b)\n' % original)
+    rc, log = run(['command=E', 'E=[action=edit;editPath=%s]' % mel], tmp_path)
+    assert rc != 0 and "rename.mel(2): the MEL function 'SetInput' is not implemented yet" in log, log
     mel.write_text('m1 = LoadModel("%s")\nRename(nothere, x)\n' % original)
     rc, log = run(['command=E', 'E=[action=edit;editPath=%s]' % mel], tmp_path)
     assert rc != 0 and "rename.mel(2): Rename: no node named 'nothere'" in log, log
