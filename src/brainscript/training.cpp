@@ -403,7 +403,7 @@ void test(const ActionContext& ctx) {
   const std::vector<Variable> inputs = leaf_inputs(model);
   Reader reader = make_reader(c, inputs, /*randomize_default=*/false, 1);
   io::MinibatchSource& source = *reader.source;
-  const size_t mb_size = size_t(config_to_double(c.get_array("minibatchSize", {"10000"})[0], "minibatchSize"));
+  const size_t mb_size = size_t(config_to_double(c.get_array("minibatchSize", {"40960"})[0], "minibatchSize"));
   // Under parallel training each worker evaluates its part of the data and the sums are over
   // all workers. As CNTK's evaluator, the workers then take one more, empty round to agree that
   // the data has ended, and count it as a minibatch.
