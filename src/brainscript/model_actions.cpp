@@ -306,8 +306,8 @@ struct NamePattern {
 
 // MEL over the engine's graphs: models by name (the last loaded is the default), node names
 // as the v1 files name them. LoadModel, LoadModelWithName, SaveModel, SaveDefaultModel,
-// SetDefaultModel, UnloadModel, Dump (values always included), Rename, SetProperty; CNTK's
-// other MEL functions and in-line NDL raise NotImplementedError.
+// SetDefaultModel, UnloadModel, Dump (values always included), Rename, SetProperty,
+// SetNodeInput; CNTK's other MEL functions and in-line NDL raise NotImplementedError.
 class MelSession {
  public:
   explicit MelSession(std::string path) : path_(std::move(path)) {}
@@ -355,13 +355,16 @@ class MelSession {
     } else if (fn == "setproperty") {
       need(3, 3);
       set_property(c);
+    } else if (fn == "setnodeinput" || fn == "setinput") {
+      need(3, 3);
+      set_input(c);
     } else if (!c.result.empty() && c.function.find('.') == std::string::npos) {
       throw NotImplementedError(where(c) + "in-line NDL in MEL ('" + c.result + " = " + c.function +
                                 "(...)') is not implemented yet");
     } else {
       throw NotImplementedError(where(c) + "the MEL function '" + c.function +
                                 "' is not implemented yet (LoadModel, LoadModelWithName, SaveModel, SaveDefaultModel, "
-                                "SetDefaultModel, UnloadModel, Dump, Rename and SetProperty are)");
+                                "SetDefaultModel, UnloadModel, Dump, Rename, SetProperty and SetNodeInput are)");
     }
   }
 
@@ -419,6 +422,43 @@ class MelSession {
     }
     if (replaced.empty()) return;
     models_[model_name] = m->clone(CloneMethod::Share, replaced);
+  }
+
+  // SetNodeInput(nodes, index, input): input `index` of each node (as the node lists its inputs)
+  // becomes the node or leaf named `input`. The engine's functions do not change once made, so
+  // the node is made anew and the graph above it cloned onto it, its parameters shared.
+  void set_input(const MelCall& c) {
+    const auto [model_name, pattern_text] = split_model(c.args[0]);
+    const double index = config_to_double(c.args[1], "SetNodeInput index");
+    if (index < 0 || index != std::floor(index)) throw ValueError(where(c) + "SetNodeInput: bad input index");
+    FunctionPtr m = model(model_name, c);
+    const Variable input = node_named(m, split_model(c.args[2]).second, c);
+    const NamePattern pattern(pattern_text);
+    std::vector<std::string> names;
+    for (const auto& f : m->topological_order())
+      if (pattern.match(f->name())) names.push_back(f->name());
+    if (names.empty()) throw ValueError(where(c) + "SetNodeInput: no node named '" + c.args[0] + "'");
+    for (const auto& name : names) {
+      FunctionPtr f = m->find_all_with_name(name).at(0);
+      if (f->is_block() || f->user_backend())
+        throw NotImplementedError(where(c) + "SetNodeInput of a block or user function ('" + name + "')");
+      std::vector<Variable> ins = f->inputs();
+      if (size_t(index) >= ins.size())
+        throw ValueError(where(c) + "SetNodeInput: '" + name + "' has " + std::to_string(ins.size()) + " inputs");
+      ins[size_t(index)] = input;
+      const FunctionPtr made = Function::primitive(f->op_name(), ins, f->attributes(), f->name());
+      m = m->clone(CloneMethod::Share, {{f->output().get(), made->output()}});
+    }
+    models_[model_name] = m;
+  }
+
+  // The output of the function named `name`, else the leaf of that name.
+  Variable node_named(const FunctionPtr& m, const std::string& name, const MelCall& c) const {
+    for (const auto& f : m->topological_order())
+      if (f->name() == name) return f->output();
+    for (const auto& leaf : m->inputs())
+      if (leaf.name() == name) return leaf;
+    throw ValueError(where(c) + "no node named '" + name + "'");
   }
 
   // Rename(old, new): a node, or with `*` every node whose name matches (the part `*` matched

@@ -85,12 +85,31 @@ def test_mel_script_renames_nodes_and_saves_the_model(tmp_path):
     assert len(weights) == 1 and np.allclose(weights[0].value.ravel(), before['w'])
     assert 'weights=' in (tmp_path / 'm2.txt').read_text()
     # A MEL function not implemented here, and a missing node, say so with the script's line.
-    mel.write_text('m1 = LoadModel("%s")\nSetInput(w, 0, b)\n' % original)
+    mel.write_text('m1 = LoadModel("%s")\nCopy(w, w2)\n' % original)
     rc, log = run(['command=E', 'E=[action=edit;editPath=%s]' % mel], tmp_path)
-    assert rc != 0 and "rename.mel(2): the MEL function 'SetInput' is not implemented yet" in log, log
+    assert rc != 0 and "rename.mel(2): the MEL function 'Copy' is not implemented yet" in log, log
     mel.write_text('m1 = LoadModel("%s")\nRename(nothere, x)\n' % original)
     rc, log = run(['command=E', 'E=[action=edit;editPath=%s]' % mel], tmp_path)
     assert rc != 0 and "rename.mel(2): Rename: no node named 'nothere'" in log, log
+
+
+def test_mel_set_node_input_rewires_a_node(tmp_path):
+    config = tmp_path / 'edit.cntk'
+    config.write_text('\n'.join([
+        'command = Make:Edit',
+        'Make = [ action = "edit" ; outputModelPath = %s' % (tmp_path / 'a.dnn'),
+        '  BrainScriptNetworkBuilder = [ x = Input (3) ; a = Tanh (x) ; s = Sigmoid (a) ; outputNodes = (s) ]',
+        ']',
+        'Edit = [ action = "edit" ; editPath = %s ]' % (tmp_path / 'rewire.mel'), '']))
+    (tmp_path / 'rewire.mel').write_text('m = LoadModel("%s")\nSetNodeInput(s, 0, x)\nSaveModel(m, "%s")\n'
+                                          % (tmp_path / 'a.dnn', tmp_path / 'b.dnn'))
+    rc, log = run(['configFile=%s' % config], tmp_path)
+    assert rc == 0, log[-3000:]
+    import cntk as C
+    x = np.random.RandomState(1).uniform(-3, 3, size=(4, 3)).astype(np.float32)
+    before, after = C.load_model(str(tmp_path / 'a.dnn')), C.load_model(str(tmp_path / 'b.dnn'))
+    np.testing.assert_allclose(before.eval({before.arguments[0]: x}), 1 / (1 + np.exp(-np.tanh(x))), rtol=1e-5)
+    np.testing.assert_allclose(after.eval({after.arguments[0]: x}), 1 / (1 + np.exp(-x)), rtol=1e-5)
 
 
 def test_edit_saves_a_brainscript_network(tmp_path):
