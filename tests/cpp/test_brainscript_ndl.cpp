@@ -84,3 +84,27 @@ TEST(BrainScriptNdl, ErrorsNameTheNdlLine) {
     EXPECT_NE(std::string(e.what()).find("undefined name 'q'"), std::string::npos) << e.what();
   }
 }
+
+// A recurrence through PastValue/Delay that refers to a node defined after it (NDL resolves
+// names over the whole section): a running sum, and a sum with the input two steps back.
+TEST(BrainScriptNdl, DelaysReferToLaterNodes) {
+  auto config = ConfigRecord::parse(R"(
+run = net
+NDLNetworkBuilder = [ ]
+net = [
+  x = Input(1, tag = feature)
+  h = PastValue(1, s, defaultHiddenActivation = 0)
+  s = Plus(h, x, tag = output)
+  d = Plus(Delay(1, x, delayTime = 2, defaultHiddenActivation = 0), x, tag = output)
+]
+)");
+  Network net = build_ndl_network(*config);
+  ASSERT_EQ(net.outputs.size(), 2u);
+  NDArrayView v(DataType::Float, NDShape{4, 1});
+  const float xs[4] = {1, 2, 3, 4};
+  std::copy(xs, xs + 4, v.data<float>());
+  std::vector<cntk::Value> outs;
+  forward(net.model, {{net.features[0], cntk::Value::from_sequences({v})}}, net.outputs, outs, false);
+  EXPECT_EQ(values_of(outs[0].data()), (std::vector<float>{1, 3, 6, 10}));
+  EXPECT_EQ(values_of(outs[1].data()), (std::vector<float>{1, 2, 4, 6}));
+}
