@@ -505,6 +505,7 @@ NB_MODULE(_cntk, m) {
   m.def("plans_compiled", &plans_compiled);
   m.def("live_functions", &live_functions);              // tests: graphs (loops included) are freed
   m.def("storage_requests", &detail::storage_requests);  // benchmarks: blocks asked of the allocator
+  m.def("malloc_tuned", &detail::malloc_tuned);          // tests: glibc's thresholds set at load
   m.def("set_rnn_fusion", &set_rnn_fusion, nb::arg("on"));
   m.def("rnn_fusion_enabled", &rnn_fusion_enabled);
   m.def("set_conv_fusion", &set_conv_fusion, nb::arg("on"));  // the planner's switches (cntk/switches.h)

@@ -38,4 +38,7 @@ NDArrayView take_output_hint(DataType dtype, const NDShape& shape);
 // and benchmarks check that loop steps ask for none).
 size_t storage_requests();
 
+// Whether the engine set glibc's malloc thresholds at load (core/allocator.cpp says why).
+bool malloc_tuned();
+
 }  // namespace cntk::detail
