@@ -95,6 +95,8 @@ ParallelTraining read_parallel_block(const ConfigRecord& p, DataType dtype, size
       out.block_momentum_as_time_constant =
           block_momentum_time_constant(b->get_double("blockMomentumPerSync"), out.block_size);
   }
+  if (out.method == ParallelTraining::Method::BlockMomentum && out.block_size == 0)
+    out.block_size = 120000 * workers;  // CNTK's default, also without a BlockMomentumSGD block
   return out;
 }
 

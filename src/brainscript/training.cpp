@@ -232,8 +232,6 @@ void train(const ActionContext& ctx) {
     return;
   }
   const ParallelTraining& par = sgd.parallel;
-  if (par.method == ParallelTraining::Method::BlockMomentum)
-    throw NotImplementedError("BlockMomentumSGD in the train action is not implemented yet; DataParallelSGD is");
 
   Network net = network_for(ctx);
   if (net.criteria.empty()) throw ValueError("the network of command '" + ctx.command + "' has no criterionNodes");
@@ -300,6 +298,10 @@ void train(const ActionContext& ctx) {
     // Parallel epochs read this worker's part of each (global) minibatch.
     const bool parallel_epoch = par.enabled() && size_t(epoch) >= par.start_epoch;
     const size_t partitions = parallel_epoch ? workers : 1, partition = parallel_epoch ? rank : 0;
+    // Block momentum leaves the figures of each minibatch local: each worker then trains its
+    // share of the epoch, and the epoch's figures are summed over the workers at its end.
+    const bool local_figures = parallel_epoch && par.method == ParallelTraining::Method::BlockMomentum && workers > 1;
+    const size_t target = local_figures ? epoch_size / workers + (rank < epoch_size % workers ? 1 : 0) : epoch_size;
     set_dropout_rate(net.model, for_epoch(sgd.dropout_rates, size_t(epoch)));
     profiling.epoch_started(epoch == start_epoch);
     std::fprintf(stderr, "\n");
@@ -310,9 +312,12 @@ void train(const ActionContext& ctx) {
         momentum > 0 && momentum < 1 ? -1 / std::log(momentum) : 0.0);
     std::fprintf(stderr, "\n");
     Log::printf("Starting minibatch loop");
-    if (parallel_epoch)
+    if (parallel_epoch && par.method == ParallelTraining::Method::DataParallel)
       std::fprintf(stderr, ", DataParallelSGD training (myRank = %zu, numNodes = %zu, numGradientBits = %zu)", rank,
                    workers, par.gradient_bits);
+    if (parallel_epoch && par.method == ParallelTraining::Method::BlockMomentum)
+      std::fprintf(stderr, ", BlockMomentumSGD training (myRank = %zu, numNodes = %zu, blockSize = %zu)", rank, workers,
+                   par.block_size);
     if (parallel_epoch && par.distributed_reading) std::fprintf(stderr, ", distributed reading is ENABLED");
     std::fprintf(stderr, ".\n");
     const auto epoch_start = Clock::now();
@@ -320,9 +325,9 @@ void train(const ActionContext& ctx) {
     double crit_sum = 0, eval_sum = 0, crit_logged = 0, eval_logged = 0;
     size_t samples = 0, eval_samples = 0, samples_logged = 0, eval_samples_logged = 0, mbs = 0, mbs_logged = 0;
     while (true) {
-      if (samples >= epoch_size) break;
-      // Sample counts are over all workers, so every worker takes the same decisions.
-      const size_t want = std::min(mb_size * mb_scale, epoch_size - samples);
+      if (samples >= target) break;
+      // Data-parallel sample counts are over all workers, so every worker takes the same decisions.
+      const size_t want = std::min(mb_size * mb_scale, (target - samples) * (local_figures ? workers : 1));
       io::Minibatch mb = source.next_minibatch(want, partitions, partition);
       if (mb.empty() && partitions == 1) {
         data_left = false;
@@ -367,6 +372,14 @@ void train(const ActionContext& ctx) {
       }
     }
     profiling.epoch_ended();
+    if (local_figures) {
+      double counts[2] = {double(samples), double(eval_samples)};
+      trainer.aggregate_metrics_if_needed(crit_sum, eval_sum);  // averages over the workers
+      trainer.aggregate_metrics_if_needed(counts[0], counts[1]);
+      crit_sum *= double(workers), eval_sum *= double(workers);
+      samples = size_t(std::llround(counts[0] * double(workers)));
+      eval_samples = size_t(std::llround(counts[1] * double(workers)));
+    }
     if (samples == 0) break;
     total_samples += samples;
     if (epoch == start_epoch) samples_per_epoch = epoch_size;

@@ -305,8 +305,10 @@ def test_simple2d_multigpu_matches_cntk_baseline(tmp_path):
 
 
 def test_simple2d_multigpu_under_mpiexec(tmp_path):
-    """Two workers: both train (each on its half of every minibatch from epoch 2, with the
-    figures summed over both), the loss falls, and both report the same test results."""
+    """Two workers: both train (each on its part of every minibatch from epoch 2, with the
+    figures summed over both), the loss falls, and both report the same test results. Randomized
+    data is partitioned by chunks (CNTK's rule), so the file is read in chunks of 32 KB
+    (CNTK's chunkSizeInBytes) to give both workers data; the profiler shows each one's work."""
     if shutil.which('mpiexec') is None:
         pytest.skip('mpiexec is not installed (Debian openmpi-bin)')
     if not os.path.isdir(os.path.join(SIMPLE2D, 'MultiGpu')):
@@ -315,9 +317,19 @@ def test_simple2d_multigpu_under_mpiexec(tmp_path):
                OMPI_MCA_rmaps_base_oversubscribe='1', OMPI_MCA_btl_vader_single_copy_mechanism='none')
     logs = tmp_path / 'logs'
     p = subprocess.run(['mpiexec', '-n', '2', '--output-filename', str(logs), cntk_command()] +
-                       simple2d_args('Multigpu.cntk', 'Multigpu_Demo_Train=[SGD=[maxEpochs=3]]', tmp_path),
+                       simple2d_args('Multigpu.cntk',
+                                     'Multigpu_Demo_Train=[SGD=[maxEpochs=3];reader=[chunkSizeInBytes=32768]]',
+                                     tmp_path) + ['profilerEnabled=true', 'profilerDirectory=' + str(tmp_path / 'prof')],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
+    forward = []
+    for rank in (0, 1):  # epochs 2 and 3 (800 minibatches) are profiled: each worker had data in most of them
+        summary = glob.glob(str(tmp_path / 'prof' / ('*_summary_%d.txt' % rank)))
+        assert len(summary) == 1, summary
+        with open(summary[0]) as f:
+            m = re.search(r'^forward\s+(?:[\d.]+\s+){4}(\d+)\s', f.read(), re.M)
+        forward.append(int(m.group(1)))
+    assert all(400 <= n <= 800 for n in forward), forward
     for rank in (0, 1):
         found = glob.glob(str(logs / '*' / ('rank.%d' % rank) / 'stderr'))  # one file per rank
         assert len(found) == 1, found

@@ -234,3 +234,36 @@ def test_data_parallel_training_under_mpiexec_equals_one_process(tmp_path):
     ours_w, ours_b = trained(tmp_path / 'm' / 'model.dnn')
     np.testing.assert_allclose(ours_w, w, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(ours_b, b, rtol=1e-4, atol=1e-5)
+
+
+def test_block_momentum_under_mpiexec(tmp_path):
+    """BlockMomentumSGD: each worker trains its share of every epoch, the models are merged every
+    blockSize samples, and the epoch figures are summed over the workers."""
+    if shutil.which('mpiexec') is None:
+        pytest.skip('mpiexec is not installed (Debian openmpi-bin)')
+    from test_brainscript_cli import cntk_command
+    write_data(tmp_path / 'data.txt')
+    (tmp_path / 'sgd.cntk').write_text(config(
+        'maxEpochs = 4 ; minibatchSize = 10 ; learningRatesPerSample = 0.02 ; momentumPerMB = 0 ; '
+        'ParallelTrain = [ parallelizationMethod = BlockMomentumSGD ; '
+        'BlockMomentumSGD = [ blockSize = 20 ; blockMomentumAsTimeConstant = 40 ] ]', extra='parallelTrain = true'))
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
+               OMPI_MCA_rmaps_base_oversubscribe='1', OMPI_MCA_btl_vader_single_copy_mechanism='none')
+    p = subprocess.run(['mpiexec', '-n', '2', '--output-filename', str(tmp_path / 'logs'), cntk_command(),
+                        'configFile=sgd.cntk'], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
+    import glob
+    per_rank = []
+    for rank in (0, 1):
+        found = glob.glob(str(tmp_path / 'logs' / '*' / ('rank.%d' % rank) / 'stderr'))
+        assert len(found) == 1, found
+        with open(found[0]) as f:
+            log = f.read()
+        assert 'BlockMomentumSGD training (myRank = %d, numNodes = 2, blockSize = 20)' % rank in log, log[-3000:]
+        finished = re.findall(r'Finished Epoch\[ \d of 4\]: \[Training\] se = ([\d.]+) \* (\d+);', log)
+        assert [int(n) for _, n in finished] == [40] * 4, log[-3000:]
+        per_rank.append([float(v) for v, _ in finished])
+    losses = per_rank[0]
+    assert per_rank[0] == per_rank[1] and losses[3] < losses[0] / 4, per_rank
+    w, b = trained(tmp_path / 'm' / 'model.dnn')
+    assert np.abs(w - [3.0, -2.0]).max() < 1.0, w
