@@ -160,6 +160,8 @@ struct RecordsReleased {
   }
 };
 std::vector<PrecomputedStatistic> g_statistics;  // Mean/InvStdDev nodes made while building it
+// Nodes made with a `tag` (CNTK's node groups: feature, label, criterion, evaluation, output).
+std::vector<std::pair<Variable, std::string>> g_tags;
 bool g_sequential = false;  // whether a sequence op was made (the inputs then keep their sequence axis)
 
 // A delay's input, read once the description is evaluated: recurrences refer to themselves
@@ -505,7 +507,10 @@ ValuePtr Evaluator::call_lazy(const ValuePtr& f, std::vector<ThunkPtr> args, std
     std::map<std::string, ValuePtr> named_values;
     for (const auto& a : args) values.push_back(a->force());
     for (const auto& [n, a] : named) named_values[n] = a->force();
-    return named_node((*f->builtin)(values, named_values, where), path);
+    ValuePtr result = named_node((*f->builtin)(values, named_values, where), path);
+    if (auto tag = named_values.find("tag"); tag != named_values.end() && result->kind == Value::Kind::Node)
+      g_tags.emplace_back(result->node, as_string(tag->second, "tag"));
+    return result;
   }
   if (f->kind != Value::Kind::Lambda) fail(std::string("a ") + kind_name(f->kind) + " is not a function", where);
   const Lambda& l = *f->lambda;
@@ -517,6 +522,12 @@ ValuePtr Evaluator::call_lazy(const ValuePtr& f, std::vector<ThunkPtr> args, std
              std::to_string(args.size()),
          where);
   for (size_t i = 0; i < args.size(); ++i) scope->members[l.params->args[i]->id] = args[i];
+  // Every function takes a `tag` (CNTK's library declared one on each): it tags the result.
+  ThunkPtr tag;
+  if (auto it = named.find("tag"); it != named.end() && !l.params->named.count("tag")) {
+    tag = it->second;
+    named.erase(it);
+  }
   for (const auto& [n, v] : named)
     if (!l.params->named.count(n)) fail("function has no optional parameter '" + n + "'", where);
   for (const auto& [n, def] : l.params->named) {
@@ -537,7 +548,9 @@ ValuePtr Evaluator::call_lazy(const ValuePtr& f, std::vector<ThunkPtr> args, std
       scope->members[n] = t;
     }
   }
-  return named_node(eval(l.body, scope, path), path);
+  ValuePtr result = named_node(eval(l.body, scope, path), path);
+  if (tag && result->kind == Value::Kind::Node) g_tags.emplace_back(result->node, as_string(tag->force(), "tag"));
+  return result;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1225,10 +1238,24 @@ ValuePtr new_computation_network(std::vector<ValuePtr>& p, std::map<std::string,
     const Variable& var = v->node;
     if ((var.is_input() || var.is_parameter() || var.is_constant()) && var.name().empty()) var.impl()->name = name;
   }
+  // Tagged nodes join their group (CNTK's legacy spellings "criteria" and "eval" included).
+  const std::map<std::string, std::vector<Variable>*> groups = {
+      {"feature", &net->features},  {"label", &net->labels},           {"criterion", &net->criteria},
+      {"criteria", &net->criteria}, {"evaluation", &net->evaluations}, {"eval", &net->evaluations},
+      {"output", &net->outputs}};
+  for (const auto& [var, tag] : g_tags) {
+    auto group = groups.find(tag);
+    if (group == groups.end()) continue;  // other tags mark nothing for training
+    auto& nodes = *group->second;
+    if (std::find(nodes.begin(), nodes.end(), var) == nodes.end()) nodes.push_back(var);
+  }
   std::vector<Variable> roots;
   for (const auto* role : {&net->criteria, &net->evaluations, &net->outputs})
     roots.insert(roots.end(), role->begin(), role->end());
-  if (roots.empty()) fail("the network has no criterionNodes, evaluationNodes or outputNodes", w);
+  if (roots.empty()) {  // no roles: every node member is a root, as CNTK built its networks
+    for (const auto& [name, var] : net->nodes) roots.push_back(var);
+    if (roots.empty()) fail("the network has no criterionNodes, evaluationNodes or outputNodes", w);
+  }
   net->model = Function::combine(roots);
   // Close the recurrences: each delay's placeholder becomes its input (which may add delays).
   std::unordered_map<VariableImpl*, Variable> closing;
@@ -1278,6 +1305,7 @@ ValuePtr new_computation_network(std::vector<ValuePtr>& p, std::map<std::string,
   }
   net->statistics = std::move(g_statistics);
   g_statistics.clear();
+  g_tags.clear();
   auto v = std::make_shared<Value>(Value::Kind::Network);
   v->network = net;
   return v;
@@ -1339,6 +1367,7 @@ ValuePtr evaluate_member(const ExpressionPtr& members, const std::string& name, 
   g_dtype = options.dtype;
   g_statistics.clear();
   g_pending.clear();
+  g_tags.clear();
   g_sequential = false;
   // The library's members are in scope of the evaluated record (CNTK includes cntk.core.bs first).
   static const ExpressionPtr library = parse_record(core_library_source(), "cntk.core.bs");

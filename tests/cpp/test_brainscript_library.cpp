@@ -115,8 +115,9 @@ TEST(BrainScriptLibrary, RecordExtensionArrayShiftAndLazyArguments) {
   EXPECT_EQ(num("f (a, b = a * 2) = b\nx = f (3) + f (3, b = 1)"), 7);
 }
 
-// CNTK's parser test inputs that are also valid BrainScript evaluate (the others use names
-// only CNTK's NDL knew, or call PastValue with its NDL argument order).
+// CNTK's parser test inputs evaluate, those that are valid BrainScript with a `do` of a single
+// value (2, 8, 11 give arrays; 16, 17, 20, 21 are errors in CNTK too: Delay in NDL's argument
+// order, RowSlices beyond their input, a PrintAction without `what`, `if` on a node).
 TEST(BrainScriptLibrary, ParserTestCasesEvaluate) {
   const fs::path dir = fs::path(CNTK_TEST_DATA_DIR) / ".." / "cntk-brainscript" / "Tests" / "UnitTests" /
                        "BrainScriptTests" / "Data" / "Parser";
@@ -126,7 +127,7 @@ TEST(BrainScriptLibrary, ParserTestCasesEvaluate) {
       {6, "Hello World!"}, {7, "result=60"},
       {10, "42"},          {14, "120"},
       {15, "34"}};
-  for (int i : {1, 3, 4, 5, 6, 7, 9, 10, 12, 14, 15, 19}) {
+  for (int i : {1, 3, 4, 5, 6, 7, 9, 10, 12, 13, 14, 15, 18, 19}) {
     std::ifstream f(dir / ("Input" + std::to_string(i) + ".txt"));
     std::stringstream text;
     text << f.rdbuf();
@@ -394,4 +395,26 @@ TEST(BrainScriptLibrary, ErrorsNameWhatIsMissing) {
   EXPECT_THROW(build_network("[ x = Input (3) ; y = Reshape (x, 2) ; outputNodes = (y) ]"), NotImplementedError);
   EXPECT_THROW(build_network("[ x = Input (3) ; y = ReduceMax (x, axis = 0.5) ; outputNodes = (y) ]"), ConfigError);
   EXPECT_THROW(build_network("[ x = Input (3) ; y = Sequences.First (x) ; outputNodes = (y) ]"), ConfigError);
+}
+
+// Node groups from `tag`s (on primitives and library functions alike), and a network without
+// any group: its node members are its roots, as CNTK built networks.
+TEST(BrainScriptLibrary, TagsAndNetworksWithoutGroups) {
+  Network net = build_network(R"([
+    x = Input (2) ; y = Input (1, tag = 'label')
+    z = DenseLayer {1} (x, tag = 'output')
+    ce = SquareError (y, z, tag = 'criterion')
+    err = Square (z - y, tag = 'eval')
+  ])");
+  ASSERT_EQ(net.labels.size(), 1u);
+  EXPECT_EQ(net.labels[0].name(), "y");
+  ASSERT_EQ(net.criteria.size(), 1u);
+  EXPECT_EQ(net.criteria[0].owner()->name(), "ce");
+  ASSERT_EQ(net.evaluations.size(), 1u);
+  ASSERT_EQ(net.outputs.size(), 1u);
+  EXPECT_EQ(net.outputs[0].shape(), NDShape({1}));
+
+  Network plain = build_network("[ x = Input (3) ; h = Sigmoid (x) ; s = ReduceSum (h) ]");
+  EXPECT_TRUE(plain.criteria.empty() && plain.outputs.empty());
+  EXPECT_EQ(plain.model->outputs().size(), 3u);  // x, h and s
 }
