@@ -307,7 +307,7 @@ struct NamePattern {
 // MEL over the engine's graphs: models by name (the last loaded is the default), node names
 // as the v1 files name them. LoadModel, LoadModelWithName, SaveModel, SaveDefaultModel,
 // SetDefaultModel, UnloadModel, Dump (values always included), Rename, SetProperty,
-// SetNodeInput; CNTK's other MEL functions and in-line NDL raise NotImplementedError.
+// SetNodeInput, Remove; CNTK's other MEL functions and in-line NDL raise NotImplementedError.
 class MelSession {
  public:
   explicit MelSession(std::string path) : path_(std::move(path)) {}
@@ -358,13 +358,17 @@ class MelSession {
     } else if (fn == "setnodeinput" || fn == "setinput") {
       need(3, 3);
       set_input(c);
+    } else if (fn == "removenode" || fn == "remove" || fn == "deletenode" || fn == "delete") {
+      need(1, 1000);
+      for (const auto& name : c.args) remove(name, c);
     } else if (!c.result.empty() && c.function.find('.') == std::string::npos) {
       throw NotImplementedError(where(c) + "in-line NDL in MEL ('" + c.result + " = " + c.function +
                                 "(...)') is not implemented yet");
     } else {
-      throw NotImplementedError(where(c) + "the MEL function '" + c.function +
-                                "' is not implemented yet (LoadModel, LoadModelWithName, SaveModel, SaveDefaultModel, "
-                                "SetDefaultModel, UnloadModel, Dump, Rename, SetProperty and SetNodeInput are)");
+      throw NotImplementedError(
+          where(c) + "the MEL function '" + c.function +
+          "' is not implemented yet (LoadModel, LoadModelWithName, SaveModel, SaveDefaultModel, "
+          "SetDefaultModel, UnloadModel, Dump, Rename, SetProperty, SetNodeInput and Remove are)");
     }
   }
 
@@ -449,6 +453,27 @@ class MelSession {
       const FunctionPtr made = Function::primitive(f->op_name(), ins, f->attributes(), f->name());
       m = m->clone(CloneMethod::Share, {{f->output().get(), made->output()}});
     }
+    models_[model_name] = m;
+  }
+
+  // Remove/Delete(nodes): a root node leaves the model's outputs. A node that nothing reads any
+  // more is gone already (graphs hold what their outputs reach); one still read is an error, as
+  // its readers would be left without an input (SetNodeInput rewires them first).
+  void remove(const std::string& pattern_name, const MelCall& c) {
+    const auto [model_name, pattern_text] = split_model(pattern_name);
+    FunctionPtr m = model(model_name, c);
+    const NamePattern pattern(pattern_text);
+    std::vector<Variable> kept;
+    for (const auto& o : m->outputs())
+      if (!(o.owner() && pattern.match(o.owner()->name()))) kept.push_back(o);
+    if (kept.empty()) throw ValueError(where(c) + "Remove: '" + pattern_name + "' would remove every output");
+    if (kept.size() != m->outputs().size()) m = Function::combine(kept);
+    for (const auto& f : m->topological_order())
+      if (pattern.match(f->name()))
+        throw ValueError(where(c) + "Remove: '" + f->name() + "' is still an input of another node");
+    for (const auto& leaf : m->inputs())
+      if (pattern.match(leaf.name()))
+        throw ValueError(where(c) + "Remove: '" + leaf.name() + "' is still an input of another node");
     models_[model_name] = m;
   }
 

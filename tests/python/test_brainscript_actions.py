@@ -98,18 +98,25 @@ def test_mel_set_node_input_rewires_a_node(tmp_path):
     config.write_text('\n'.join([
         'command = Make:Edit',
         'Make = [ action = "edit" ; outputModelPath = %s' % (tmp_path / 'a.dnn'),
-        '  BrainScriptNetworkBuilder = [ x = Input (3) ; a = Tanh (x) ; s = Sigmoid (a) ; outputNodes = (s) ]',
+        '  BrainScriptNetworkBuilder = [ x = Input (3) ; a = Tanh (x) ; s = Sigmoid (a) ; t = Exp (x) ;'
+        ' outputNodes = (s : t) ]',
         ']',
         'Edit = [ action = "edit" ; editPath = %s ]' % (tmp_path / 'rewire.mel'), '']))
-    (tmp_path / 'rewire.mel').write_text('m = LoadModel("%s")\nSetNodeInput(s, 0, x)\nSaveModel(m, "%s")\n'
+    # The output `t` leaves the outputs; `a`, no longer read once `s` reads `x`, is gone.
+    (tmp_path / 'rewire.mel').write_text('m = LoadModel("%s")\nSetNodeInput(s, 0, x)\nRemove(t, a)\nSaveModel(m, "%s")\n'
                                           % (tmp_path / 'a.dnn', tmp_path / 'b.dnn'))
     rc, log = run(['configFile=%s' % config], tmp_path)
     assert rc == 0, log[-3000:]
     import cntk as C
     x = np.random.RandomState(1).uniform(-3, 3, size=(4, 3)).astype(np.float32)
     before, after = C.load_model(str(tmp_path / 'a.dnn')), C.load_model(str(tmp_path / 'b.dnn'))
-    np.testing.assert_allclose(before.eval({before.arguments[0]: x}), 1 / (1 + np.exp(-np.tanh(x))), rtol=1e-5)
+    assert len(before.outputs) == 2 and len(after.outputs) == 1
+    s = [o for o in before.outputs if o.owner.name == 's'][0]
+    np.testing.assert_allclose(before.eval({before.arguments[0]: x})[s], 1 / (1 + np.exp(-np.tanh(x))), rtol=1e-5)
     np.testing.assert_allclose(after.eval({after.arguments[0]: x}), 1 / (1 + np.exp(-x)), rtol=1e-5)
+    (tmp_path / 'rewire.mel').write_text('m = LoadModel("%s")\nRemove(a)\n' % (tmp_path / 'a.dnn'))
+    rc, log = run(['configFile=%s' % config, 'command=Edit'], tmp_path)
+    assert rc != 0 and "rewire.mel(2): Remove: 'a' is still an input of another node" in log, log
 
 
 def test_edit_saves_a_brainscript_network(tmp_path):
