@@ -185,8 +185,11 @@ io::DeserializerPtr htk_features(const std::string& name, const ConfigRecord& s,
   if (window.size() == 2) {  // CNTK's [left, right]
     d.left_context = size_t(config_to_double(window[0], "contextWindow"));
     d.right_context = size_t(config_to_double(window[1], "contextWindow"));
-  } else if (window.size() == 1 && config_to_double(window[0], "contextWindow") != 1) {
+  } else if (window.size() > 2) {
+    throw ValueError(s.name() + ": contextWindow takes one or two values");
+  } else if (config_to_double(window[0], "contextWindow") != 1) {
     const size_t w = size_t(config_to_double(window[0], "contextWindow"));  // a centred window of w frames
+    if (w % 2 == 0) throw ValueError(s.name() + ": contextWindow " + std::to_string(w) + " is not symmetrical");
     d.left_context = d.right_context = w / 2;
   }
   d.defines_mb_size = s.get_bool("definesMBSize", false);

@@ -164,7 +164,7 @@ def write_htk(path, frames):
     path.write_bytes(struct.pack('>iihh', n, 100000, dim * 4, 9) + frames.astype('>f4').tobytes())
 
 
-@pytest.mark.parametrize('form', ['deserializers', 'HTKMLFReader'])
+@pytest.mark.parametrize('form', ['deserializers', 'HTKMLFReader', 'context'])
 def test_htk_features_and_mlf_labels(tmp_path, form):
     rng = np.random.RandomState(5)
     utterances = {'utt%d' % i: rng.randn(n, 3).astype(np.float32) for i, n in enumerate([6, 4, 5])}
@@ -179,20 +179,29 @@ def test_htk_features_and_mlf_labels(tmp_path, form):
     (tmp_path / 'all.scp').write_text('\n'.join(scp) + '\n')
     (tmp_path / 'all.mlf').write_text('\n'.join(mlf) + '\n')
     (tmp_path / 'states.list').write_text('s0\ns1\ns2\n')
-    features = 'features = [ dim = 3 ; scpFile = "all.scp" ]'
+    window = ' ; contextWindow = 3' if form == 'context' else ''
+    features = 'features = [ dim = 3 ; scpFile = "all.scp"%s ]' % window
     label = 'labels = [ mlfFile = "all.mlf" ; labelMappingFile = "states.list" ; labelDim = 3 ]'
-    if form == 'deserializers':
+    if form != 'HTKMLFReader':
         reader = ('[ randomize = false ; deserializers = ( [ type = "HTKFeatureDeserializer" ; '
                   'module = "HTKDeserializers" ; input = [ %s ] ] : [ type = "HTKMLFDeserializer" ; '
                   'module = "HTKDeserializers" ; input = [ %s ] ] ) ]' % (features, label))
     else:
         reader = '[ readerType = "HTKMLFReader" ; randomize = false ; %s ; %s ]' % (features, label)
-    (tmp_path / 'h.cntk').write_text(TRAIN_AND_WRITE % ('features = Input {3} ; labels = Input {3}', 3,
+    dim = 9 if form == 'context' else 3
+    (tmp_path / 'h.cntk').write_text(TRAIN_AND_WRITE % ('features = Input {%d} ; labels = Input {3}' % dim, 3,
                                                         reader, reader))
     rc, log = run(['configFile=h.cntk'], tmp_path)
     assert rc == 0, log[-3000:]
-    written = read_written(tmp_path / 'out.features', 3)
+    written = read_written(tmp_path / 'out.features', dim)
     written_labels = read_written(tmp_path / 'out.labels', 3)
-    expected = np.concatenate(list(utterances.values()))
+    if form == 'context':  # frames t-1, t, t+1 side by side, the utterance's ends repeated
+        spliced = []
+        for frames in utterances.values():
+            padded = np.concatenate([frames[:1], frames, frames[-1:]])
+            spliced.append(np.concatenate([padded[:-2], padded[1:-1], padded[2:]], axis=1))
+        expected = np.concatenate(spliced)
+    else:
+        expected = np.concatenate(list(utterances.values()))
     np.testing.assert_allclose(written, expected, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(written_labels.argmax(axis=1), sum(labels.values(), []))
