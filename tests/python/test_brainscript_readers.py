@@ -205,3 +205,32 @@ def test_htk_features_and_mlf_labels(tmp_path, form):
         expected = np.concatenate(list(utterances.values()))
     np.testing.assert_allclose(written, expected, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(written_labels.argmax(axis=1), sum(labels.values(), []))
+
+
+def test_image_deserializer_crop_and_mean_transforms(tmp_path):
+    rng = np.random.RandomState(4)
+    images, lines = [], []
+    for i in range(4):
+        rgb = rng.randint(40, 256, size=(5, 6, 3))  # 5 rows, 6 columns
+        write_png(tmp_path / ('img%d.png' % i), rgb)
+        images.append(rgb)
+        lines.append('img%d.png\t%d' % (i, i % 2))
+    (tmp_path / 'map.txt').write_text('\n'.join(lines) + '\n')
+    # OpenCV's FileStorage layout: rows x columns x channels (B, G, R), here 10, 20, 30 everywhere
+    mean = np.tile([10.0, 20.0, 30.0], 3 * 4)
+    (tmp_path / 'mean.xml').write_text(
+        '<?xml version="1.0" ?>\n<opencv_storage>\n<Channel>3</Channel>\n<Row>3</Row>\n<Col>4</Col>\n'
+        '<MeanImg type_id="opencv-matrix">\n<rows>1</rows>\n<cols>36</cols>\n<dt>f</dt>\n<data>%s</data></MeanImg>\n'
+        '</opencv_storage>\n' % ' '.join('%g' % v for v in mean))
+    reader = ('[ randomize = false ; deserializers = ( [ type = "ImageDeserializer" ; file = "map.txt" ; '
+              'input = [ features = [ transforms = ( [ type = "Crop" ; cropType = "center" ; cropSize = 4:3 ] : '
+              '[ type = "Scale" ; width = 4 ; height = 3 ; channels = 3 ] : [ type = "Mean" ; meanFile = "mean.xml" ] '
+              ') ] ; labels = [ labelDim = 2 ] ] ] ) ]')
+    (tmp_path / 'i.cntk').write_text(TRAIN_AND_WRITE % ('features = Input {(4:3:3)} ; labels = Input {2}', 2,
+                                                        reader, reader))
+    rc, log = run(['configFile=i.cntk'], tmp_path)
+    assert rc == 0, log[-3000:]
+    features = read_written(tmp_path / 'out.features', 36)
+    # the centre 3 x 4 window (rows 1-3, columns 1-4), B G R, less the mean, channels first
+    expected = np.array([(rgb[1:4, 1:5, ::-1] - [10, 20, 30]).transpose(2, 0, 1).reshape(-1) for rgb in images])
+    np.testing.assert_allclose(features, expected, atol=1e-4)
