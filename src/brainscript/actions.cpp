@@ -7,7 +7,7 @@
 #include "brainscript/model_actions.h"
 #include "brainscript/ndl.h"
 #include "brainscript/training.h"
-#include "cntk/legacy_model.h"
+#include "cntk/serialize.h"
 
 namespace cntk::brainscript {
 
@@ -24,15 +24,16 @@ Action not_implemented(const std::string& name) {
 
 // CNTK's test, eval and write take their network from a network builder visible from the
 // command, if there is one, rather than from modelPath (GetModelFromConfig): for an
-// NDLNetworkBuilder, the network is built and handed to the action as a temporary v1 model,
-// the format the actions read. (Only NDL configs place a builder where these commands see it.)
+// NDLNetworkBuilder, the network is built and handed to the action as a temporary model file
+// (CNTK v2 format, which keeps every node). (Only NDL configs place a builder where these
+// commands see it.)
 Action with_ndl_network(Action action) {
   return [action](const ActionContext& ctx) {
     if (!ctx.config->exists("NDLNetworkBuilder")) return action(ctx);
     const Network net = build_ndl_network(*ctx.config);
     static std::atomic<int> counter = 0;
-    const fs::path path =
-        fs::temp_directory_path() / ("cntk-ndl-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + ".dnn");
+    const fs::path path = fs::temp_directory_path() /
+                          ("cntk-ndl-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + ".model");
     struct Removed {
       fs::path p;
       ~Removed() {
@@ -40,7 +41,7 @@ Action with_ndl_network(Action action) {
         fs::remove(p, ignored);
       }
     } removed{path};
-    save_as_legacy_model(net.model, path.string());
+    save_function(net.model, path.string());
     ActionContext with_model = ctx;
     with_model.config = ConfigRecord::parse("modelPath = \"" + path.string() + "\"", ctx.config->name(), ctx.config);
     action(with_model);

@@ -58,6 +58,23 @@ def test_add_operator_constant_without_input_writes_the_sum(tmp_path):
     np.testing.assert_allclose(read_values(tmp_path / 'out.ol'), [np.float32(1) + np.float32(2)])
 
 
+def test_ndl_write_of_outputs_one_reads_from_another(tmp_path):
+    x = np.array([0.5, -1.0, 2.25])
+    data = one_column_data(tmp_path, x)
+    config = tmp_path / 'w.cntk'
+    config.write_text('\n'.join([
+        'command = W',
+        'W = [ action = write ; outputPath = %s ; run = net ; NDLNetworkBuilder = [ ]' % (tmp_path / 'out'),
+        '  reader = [ readerType = CNTKTextFormatReader ; file = %s ;' % data,
+        '             input = [ features = [ dim = 1 ; format = dense ] ] ]',
+        '  net = [ features = Input(1, tag=feature) ; h = Tanh(features) ; s = Sigmoid(h) ; OutputNodes = (h, s) ]',
+        ']', '']))
+    rc, log = run(['configFile=%s' % config], tmp_path)
+    assert rc == 0, log[-3000:]
+    np.testing.assert_allclose(read_values(tmp_path / 'out.h'), np.tanh(x), rtol=1e-5)
+    np.testing.assert_allclose(read_values(tmp_path / 'out.s'), 1 / (1 + np.exp(-np.tanh(x))), rtol=1e-5)
+
+
 MACROS = """
 # bare macro definitions, as CNTK's default macro files hold them
 SBFF(in, rowCount, colCount)
