@@ -602,6 +602,7 @@ void write(const ActionContext& ctx) {
 
 void dump_node(const ActionContext& ctx) {
   const ConfigRecord& c = *ctx.config;
+  if (parallel_enabled(c) && worker_global_rank() != 0) return;  // as write: the main worker only
   const std::string model_path = c.get("modelPath");
   std::ifstream in(model_path, std::ios::binary);
   if (!in) throw IOError("cannot read model file '" + model_path + "'");
