@@ -267,3 +267,39 @@ def test_block_momentum_under_mpiexec(tmp_path):
     assert per_rank[0] == per_rank[1] and losses[3] < losses[0] / 4, per_rank
     w, b = trained(tmp_path / 'm' / 'model.dnn')
     assert np.abs(w - [3.0, -2.0]).max() < 1.0, w
+
+
+def test_data_parallel_resume_under_mpiexec(tmp_path):
+    """Two workers resume from modelPath.N and its checkpoint (each worker's reader position) and
+    end where the uninterrupted two-worker run ends."""
+    if shutil.which('mpiexec') is None:
+        pytest.skip('mpiexec is not installed (Debian openmpi-bin)')
+    from test_brainscript_cli import cntk_command
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
+               OMPI_MCA_rmaps_base_oversubscribe='1', OMPI_MCA_btl_vader_single_copy_mechanism='none')
+    sgd = ('maxEpochs = 3 ; minibatchSize = 8 ; learningRatesPerSample = 0.02 ; gradUpdateType = Adam ; '
+           'keepCheckPointFiles = true ; ParallelTrain = [ parallelizationMethod = DataParallelSGD ; '
+           'DataParallelSGD = [ gradientBits = 32 ] ]')
+
+    def mpirun(work):
+        p = subprocess.run(['mpiexec', '-n', '2', cntk_command(), 'configFile=sgd.cntk'], cwd=work, env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
+        return p.stdout + p.stderr
+
+    runs = []
+    for name in ('whole', 'resumed'):
+        work = tmp_path / name
+        work.mkdir()
+        write_data(work / 'data.txt')
+        (work / 'sgd.cntk').write_text(config(sgd, randomize=False, extra='parallelTrain = true'))
+        mpirun(work)
+        runs.append(work)
+    models = runs[1] / 'm'
+    os.remove(models / 'model.dnn')
+    os.remove(models / 'model.dnn.ckp')
+    log = mpirun(runs[1])
+    assert log.count("Starting from checkpoint. Loading network from 'm/model.dnn.2'.") == 2, log[-3000:]
+    assert 'Starting Epoch 2' not in log
+    for a, b in zip(trained(runs[0] / 'm' / 'model.dnn'), trained(models / 'model.dnn')):
+        np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7)
