@@ -307,7 +307,8 @@ struct NamePattern {
 // MEL over the engine's graphs: models by name (the last loaded is the default), node names
 // as the v1 files name them. LoadModel, LoadModelWithName, SaveModel, SaveDefaultModel,
 // SetDefaultModel, UnloadModel, Dump (values always included), Rename, SetProperty,
-// SetNodeInput, Remove; CNTK's other MEL functions and in-line NDL raise NotImplementedError.
+// SetNodeInput, Copy, Remove; CNTK's other MEL functions and in-line NDL raise
+// NotImplementedError.
 class MelSession {
  public:
   explicit MelSession(std::string path) : path_(std::move(path)) {}
@@ -327,6 +328,7 @@ class MelSession {
       if (!fs::exists(file)) throw IOError(where(c) + "model file '" + file + "' does not exist");
       const std::string name = named ? c.args[0] : c.result.empty() ? file : c.result;
       models_[name] = load_function(file);
+      remember(models_[name]);
       default_ = name;
     } else if (fn == "savemodel" || fn == "savedefaultmodel") {
       const bool by_name = fn == "savemodel";
@@ -358,6 +360,9 @@ class MelSession {
     } else if (fn == "setnodeinput" || fn == "setinput") {
       need(3, 3);
       set_input(c);
+    } else if (fn == "copynode" || fn == "copy") {
+      need(2, 2);
+      copy(c);
     } else if (fn == "removenode" || fn == "remove" || fn == "deletenode" || fn == "delete") {
       need(1, 1000);
       for (const auto& name : c.args) remove(name, c);
@@ -368,7 +373,7 @@ class MelSession {
       throw NotImplementedError(
           where(c) + "the MEL function '" + c.function +
           "' is not implemented yet (LoadModel, LoadModelWithName, SaveModel, SaveDefaultModel, "
-          "SetDefaultModel, UnloadModel, Dump, Rename, SetProperty, SetNodeInput and Remove are)");
+          "SetDefaultModel, UnloadModel, Dump, Rename, SetProperty, SetNodeInput, Copy and Remove are)");
     }
   }
 
@@ -376,6 +381,7 @@ class MelSession {
   std::string path_;
   std::map<std::string, FunctionPtr> models_;
   std::string default_;
+  std::map<std::string, Variable> known_;  // every node seen by name (see node_named)
 
   std::string where(const MelCall& c) const { return path_ + "(" + std::to_string(c.line) + "): "; }
 
@@ -456,6 +462,41 @@ class MelSession {
     models_[model_name] = m;
   }
 
+  // CopyNode/Copy(from, to[, copy=all]): copies of the nodes `from` names (one `*`; `to` names
+  // the copies), parameters with their values; inputs among the copied nodes go to the copies,
+  // the others stay shared. A copy joins the model once SetNodeInput makes a node of it read it.
+  void copy(const MelCall& c) {
+    if (c.options.count("copy") && c.options.at("copy") != "all")
+      throw NotImplementedError(where(c) + "Copy: copy=" + c.options.at("copy") + " is not implemented yet");
+    const auto [model_name, from] = split_model(c.args[0]);
+    const std::string to = split_model(c.args[1]).second;
+    FunctionPtr m = model(model_name, c);
+    const NamePattern pattern(from), target(to);
+    if (pattern.wildcard != target.wildcard) throw ValueError(where(c) + "Copy: both names or neither must hold a '*'");
+    auto copy_name = [&](const std::string& name) -> std::optional<std::string> {
+      auto part = pattern.match(name);
+      if (!part) return std::nullopt;
+      return target.prefix + *part + target.suffix;
+    };
+    std::unordered_map<VariableImpl*, Variable> copies;
+    for (const auto& leaf : m->inputs())
+      if (auto n = copy_name(leaf.name()); n && (leaf.is_parameter() || leaf.is_constant()))
+        known_[*n] = copies[leaf.get()] =
+            leaf.is_parameter() ? Variable::parameter(leaf.shape(), leaf.dtype(), leaf.value().copy(), nullptr, *n)
+                                : Variable::constant(leaf.value().copy(), *n);
+    for (const auto& f : m->topological_order()) {
+      auto n = copy_name(f->name());
+      if (!n) continue;
+      if (f->is_block() || f->user_backend())
+        throw NotImplementedError(where(c) + "Copy of a block or user function ('" + f->name() + "')");
+      std::vector<Variable> ins = f->inputs();
+      for (auto& in : ins)
+        if (auto it = copies.find(in.get()); it != copies.end()) in = it->second;
+      known_[*n] = copies[f->output().get()] = Function::primitive(f->op_name(), ins, f->attributes(), *n)->output();
+    }
+    if (copies.empty()) throw ValueError(where(c) + "Copy: no node named '" + c.args[0] + "'");
+  }
+
   // Remove/Delete(nodes): a root node leaves the model's outputs. A node that nothing reads any
   // more is gone already (graphs hold what their outputs reach); one still read is an error, as
   // its readers would be left without an input (SetNodeInput rewires them first).
@@ -477,13 +518,21 @@ class MelSession {
     models_[model_name] = m;
   }
 
-  // The output of the function named `name`, else the leaf of that name.
-  Variable node_named(const FunctionPtr& m, const std::string& name, const MelCall& c) const {
+  // The output of the function named `name`, else the leaf of that name; else a node of that
+  // name the session has seen (a copy, or a node no output reaches any more: CNTK's networks
+  // kept such nodes).
+  Variable node_named(const FunctionPtr& m, const std::string& name, const MelCall& c) {
+    remember(m);
+    auto it = known_.find(name);
+    if (it == known_.end()) throw ValueError(where(c) + "no node named '" + name + "'");
+    return it->second;
+  }
+
+  void remember(const FunctionPtr& m) {
     for (const auto& f : m->topological_order())
-      if (f->name() == name) return f->output();
+      if (!f->name().empty() && f->outputs().size() == 1) known_[f->name()] = f->output();
     for (const auto& leaf : m->inputs())
-      if (leaf.name() == name) return leaf;
-    throw ValueError(where(c) + "no node named '" + name + "'");
+      if (!leaf.name().empty()) known_[leaf.name()] = leaf;
   }
 
   // Rename(old, new): a node, or with `*` every node whose name matches (the part `*` matched

@@ -85,9 +85,9 @@ def test_mel_script_renames_nodes_and_saves_the_model(tmp_path):
     assert len(weights) == 1 and np.allclose(weights[0].value.ravel(), before['w'])
     assert 'weights=' in (tmp_path / 'm2.txt').read_text()
     # A MEL function not implemented here, and a missing node, say so with the script's line.
-    mel.write_text('m1 = LoadModel("%s")\nCopy(w, w2)\n' % original)
+    mel.write_text('m1 = LoadModel("%s")\nCopySubTree(w, w2)\n' % original)
     rc, log = run(['command=E', 'E=[action=edit;editPath=%s]' % mel], tmp_path)
-    assert rc != 0 and "rename.mel(2): the MEL function 'Copy' is not implemented yet" in log, log
+    assert rc != 0 and "rename.mel(2): the MEL function 'CopySubTree' is not implemented yet" in log, log
     mel.write_text('m1 = LoadModel("%s")\nRename(nothere, x)\n' % original)
     rc, log = run(['command=E', 'E=[action=edit;editPath=%s]' % mel], tmp_path)
     assert rc != 0 and "rename.mel(2): Rename: no node named 'nothere'" in log, log
@@ -114,6 +114,16 @@ def test_mel_set_node_input_rewires_a_node(tmp_path):
     s = [o for o in before.outputs if o.owner.name == 's'][0]
     np.testing.assert_allclose(before.eval({before.arguments[0]: x})[s], 1 / (1 + np.exp(-np.tanh(x))), rtol=1e-5)
     np.testing.assert_allclose(after.eval({after.arguments[0]: x}), 1 / (1 + np.exp(-x)), rtol=1e-5)
+    # Copy, then wire the copy in above the original, as CNTK's MEL adds a layer:
+    # s = Sigmoid(a2), a2 = Tanh(a), a = Tanh(x).
+    (tmp_path / 'rewire.mel').write_text('\n'.join([
+        'm = LoadModel("%s")' % (tmp_path / 'a.dnn'), 'Copy(a, a2)', 'SetNodeInput(s, 0, a2)',
+        'SetNodeInput(a2, 0, a)', 'Remove(t)', 'SaveModel(m, "%s")' % (tmp_path / 'c.dnn'), '']))
+    rc, log = run(['configFile=%s' % config, 'command=Edit'], tmp_path)
+    assert rc == 0, log[-3000:]
+    layered = C.load_model(str(tmp_path / 'c.dnn'))
+    np.testing.assert_allclose(layered.eval({layered.arguments[0]: x}), 1 / (1 + np.exp(-np.tanh(np.tanh(x)))),
+                               rtol=1e-5)
     (tmp_path / 'rewire.mel').write_text('m = LoadModel("%s")\nRemove(a)\n' % (tmp_path / 'a.dnn'))
     rc, log = run(['configFile=%s' % config, 'command=Edit'], tmp_path)
     assert rc != 0 and "rewire.mel(2): Remove: 'a' is still an input of another node" in log, log
