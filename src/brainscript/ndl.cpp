@@ -765,20 +765,23 @@ Chunk section(const ConfigRecord& from, const std::string& name, const std::stri
   return c;
 }
 
+// An NDL file (networkDescription, ndlMacros): a config of sections, or bare NDL text. Its
+// `$var$`s are the command's config values, as CNTK resolved them.
 struct NdlFile {
-  std::shared_ptr<ConfigText> text;
-  std::shared_ptr<const ConfigRecord> record;  // nullptr when the file is not a config (bare NDL)
+  std::shared_ptr<const ConfigRecord> record;  // nullptr for bare NDL text
+  Chunk text;
 };
 
-NdlFile read_ndl_file(const std::string& path) {
+NdlFile read_ndl_file(const std::string& path, const std::shared_ptr<const ConfigRecord>& config) {
+  auto text = std::make_shared<ConfigText>();
+  text->append_source(SourceFile::read(path));
   NdlFile f;
-  f.text = std::make_shared<ConfigText>();
-  f.text->append_source(SourceFile::read(path));
   try {
-    auto record = ConfigRecord::parse(f.text, path);
+    auto record = ConfigRecord::parse(text, path, config);
     if (record->exists_here("run") || record->exists_here("load")) f.record = record;
   } catch (const ValueError&) {  // bare macro definitions: not a config
   }
+  f.text = {config->resolve(text->text), {text->lines.empty() ? nullptr : text->lines[0].source, 0, 0}};
   return f;
 }
 
@@ -811,11 +814,11 @@ Translation translate(const ConfigRecord& command) {
   // ndlMacros=a.ndl+b.ndl: files of macros, read first (CNTK's global macros).
   if (auto files = builder->find("ndlMacros"); files && !files->empty())
     for (const auto& path : split_config_array(*files, '+')) {
-      const NdlFile f = read_ndl_file(path);
+      const NdlFile f = read_ndl_file(path, builder);
       if (f.record)
         sections(*f.record, f.record->find("load"), f.record->find("run"), macro_chunks);
       else
-        macro_chunks.push_back({f.text->text, {f.text->lines.empty() ? nullptr : f.text->lines[0].source, 0, 0}});
+        macro_chunks.push_back(f.text);
     }
   const std::string description = builder->get("networkDescription", "");
   if (description.empty()) {
@@ -823,12 +826,12 @@ Translation translate(const ConfigRecord& command) {
       throw ValueError("NDLNetworkBuilder: either networkDescription=file or run=section must be given");
     sections(*builder, builder->find("load"), builder->find("run"), chunks);
   } else {
-    const NdlFile f = read_ndl_file(description);
+    const NdlFile f = read_ndl_file(description, builder);
     if (f.record) {  // run=/load= given beside networkDescription override the file's
       sections(*f.record, builder->exists("load") ? builder->find("load") : f.record->find("load"),
                builder->exists("run") ? builder->find("run") : f.record->find("run"), chunks);
     } else {
-      chunks.push_back({f.text->text, {f.text->lines.empty() ? nullptr : f.text->lines[0].source, 0, 0}});
+      chunks.push_back(f.text);
     }
   }
   std::vector<Statement> statements, ignored;

@@ -80,7 +80,7 @@ MACROS = """
 SBFF(in, rowCount, colCount)
 {
     B = Parameter(rowCount, init=fixedValue, value=0)
-    W = Parameter(rowCount, colCount, init="uniform", initValueScale=1)
+    W = Parameter(rowCount, colCount, init="uniform", initValueScale=$initScale$)
     FF = Plus(Times(W, in), b)
     S = Sigmoid(FF)
 }
@@ -100,7 +100,7 @@ ndlMacroDefine = [
 ]
 
 ndlCreateNetwork = [
-    featDim = 2; labelDim = 2; hiddenDim = 25
+    featDim = 2; labelDim = 2; hiddenDim = $hiddenDim$
     features = Input(featDim, tag=feature)
     labels = InputValue(labelDim, tag=label)
     featNorm = MVN(features)
@@ -128,6 +128,7 @@ def ndl_training_config(tmp_path, max_epochs=3):
         'deviceId = -1', 'precision = "float"',
         'modelPath = %s' % (tmp_path / 'Models' / 'ndl.dnn'),
         'ndlMacros = %s' % (tmp_path / 'macros.ndl'),
+        'hiddenDim = 25', 'initScale = 1',  # the NDL files' $variables$
         'Train = [', '  action = "train"',
         '  NDLNetworkBuilder = [ networkDescription = %s ]' % (tmp_path / 'net.ndl'),
         '  SGD = [ epochSize = 0 ; minibatchSize = 25 ; learningRatesPerMB = 0.5 ; momentumPerMB = 0.9 ;'
