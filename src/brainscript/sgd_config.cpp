@@ -34,9 +34,11 @@ ParallelTraining read_parallel_block(const ConfigRecord& p, DataType dtype, size
     out.method = ParallelTraining::Method::DataParallel;
   else if (method == "blockmomentumsgd")
     out.method = ParallelTraining::Method::BlockMomentum;
-  else if (method == "modelaveragingsgd" || method == "dataparallelasgd")
+  else if (method == "modelaveragingsgd")
+    out.method = ParallelTraining::Method::ModelAveraging;
+  else if (method == "dataparallelasgd")
     throw NotImplementedError("parallelizationMethod '" + p.get("parallelizationMethod") +
-                              "' is not implemented yet; DataParallelSGD and BlockMomentumSGD are");
+                              "' is not implemented yet; DataParallelSGD, BlockMomentumSGD and ModelAveragingSGD are");
   else if (method != "none" && !method.empty())
     throw ValueError(p.name() +
                      ": parallelizationMethod must be none, DataParallelSGD, ModelAveragingSGD, "
@@ -71,19 +73,27 @@ ParallelTraining read_parallel_block(const ConfigRecord& p, DataType dtype, size
     if (d->get_bool("useBufferedAsyncGradientAggregation", false))
       throw NotImplementedError("useBufferedAsyncGradientAggregation is not implemented yet");
   }
+  // The block of BlockMomentumSGD and ModelAveragingSGD (CNTK's defaults: 120000 and 40000
+  // samples per worker; syncPeriod and syncFrequencyInFrames are its older per-worker names).
+  const auto block_size = [workers](const ConfigRecord& b, size_t per_worker_default) {
+    if (b.exists_here("blockSize") && b.exists_here("blockSizePerWorker"))
+      throw ValueError(b.name() + ": give blockSize or blockSizePerWorker, not both");
+    size_t size = per_worker_default * workers;
+    if (b.exists_here("blockSizePerWorker"))
+      size = size_t(b.get_int("blockSizePerWorker", 0)) * workers;
+    else if (b.exists_here("blockSize"))
+      size = size_t(b.get_int("blockSize", 0));
+    else if (b.exists_here("syncPeriod"))
+      size = size_t(b.get_int("syncPeriod", 0)) * workers;
+    else if (b.exists_here("syncFrequencyInFrames"))
+      size = size_t(b.get_int("syncFrequencyInFrames", 0)) * workers;
+    if (size == 0) throw ValueError(b.name() + ": the block size must be positive");
+    return size;
+  };
+  if (p.exists_here("ModelAveragingSGD")) out.block_size = block_size(*p.block("ModelAveragingSGD"), 40000);
   if (p.exists_here("BlockMomentumSGD")) {
     auto b = p.block("BlockMomentumSGD");
-    if (b->exists_here("blockSize") && b->exists_here("blockSizePerWorker"))
-      throw ValueError(b->name() + ": give blockSize or blockSizePerWorker, not both");
-    if (b->exists_here("blockSizePerWorker"))
-      out.block_size = size_t(b->get_int("blockSizePerWorker", 0)) * workers;
-    else if (b->exists_here("blockSize"))
-      out.block_size = size_t(b->get_int("blockSize", 0));
-    else if (b->exists_here("syncPeriod"))  // CNTK's older name of blockSizePerWorker
-      out.block_size = size_t(b->get_int("syncPeriod", 0)) * workers;
-    else
-      out.block_size = 120000 * workers;  // CNTK's default
-    if (out.block_size == 0) throw ValueError(b->name() + ": the block size must be positive");
+    out.block_size = block_size(*b, 120000);
     out.reset_sgd_momentum = b->get_bool("resetSGDMomentum", true);
     out.use_nesterov_momentum = b->get_bool("useNesterovMomentum", true);
     out.block_learning_rate = b->get_double("blockLearningRate", 1.0);
@@ -95,8 +105,8 @@ ParallelTraining read_parallel_block(const ConfigRecord& p, DataType dtype, size
       out.block_momentum_as_time_constant =
           block_momentum_time_constant(b->get_double("blockMomentumPerSync"), out.block_size);
   }
-  if (out.method == ParallelTraining::Method::BlockMomentum && out.block_size == 0)
-    out.block_size = 120000 * workers;  // CNTK's default, also without a BlockMomentumSGD block
+  if (out.block_size == 0)  // without the method's block: its default
+    out.block_size = (out.method == ParallelTraining::Method::ModelAveraging ? 40000 : 120000) * workers;
   return out;
 }
 
@@ -214,6 +224,15 @@ LearnerPtr make_learner(const SGDSettings& s, const std::vector<Variable>& param
     return block_momentum_distributed_learner(mpi_communicator(), learner, distribute_after, p.block_size,
                                               p.block_momentum_as_time_constant, p.use_nesterov_momentum,
                                               p.reset_sgd_momentum, p.block_learning_rate);
+  if (p.method == ParallelTraining::Method::ModelAveraging) {
+    // Averaging the workers' models every block is block momentum 0 with a block learning rate
+    // of 1/workers (CNTK weighted each model by its samples, which are equal shares here).
+    auto communicator = mpi_communicator();
+    return block_momentum_distributed_learner(communicator, learner, distribute_after, p.block_size,
+                                              /*block_momentum_as_time_constant=*/0.0, /*use_nesterov_momentum=*/false,
+                                              /*reset_sgd_momentum_after_aggregation=*/false,
+                                              1.0 / double(communicator->num_workers()));
+  }
   const bool exact = p.gradient_bits >= 32;
   auto communicator = exact ? mpi_communicator()
                             : quantized_mpi_communicator(p.zero_threshold_for_1bit,

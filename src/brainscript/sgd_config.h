@@ -13,14 +13,14 @@ namespace cntk::brainscript {
 
 // SGD's `ParallelTrain` block (read only when the command line enabled parallel training).
 struct ParallelTraining {
-  enum class Method { None, DataParallel, BlockMomentum };
+  enum class Method { None, DataParallel, BlockMomentum, ModelAveraging };
   Method method = Method::None;
   size_t start_epoch = 0;  // 0-based: the first epoch trained in parallel
   bool distributed_reading = true;
   bool distributed_reading_given = false;
   size_t gradient_bits = 32;  // 32 (64 for double precision): exact sums
   bool zero_threshold_for_1bit = true;
-  size_t block_size = 0;                        // BlockMomentumSGD: samples over all workers
+  size_t block_size = 0;                        // BlockMomentumSGD, ModelAveragingSGD: samples over all workers
   double block_momentum_as_time_constant = -1;  // < 0: CNTK's default, 1 - 1/workers per block
   bool use_nesterov_momentum = true, reset_sgd_momentum = true;
   double block_learning_rate = 1.0;

@@ -298,9 +298,9 @@ void train(const ActionContext& ctx) {
     // Parallel epochs read this worker's part of each (global) minibatch.
     const bool parallel_epoch = par.enabled() && size_t(epoch) >= par.start_epoch;
     const size_t partitions = parallel_epoch ? workers : 1, partition = parallel_epoch ? rank : 0;
-    // Block momentum leaves the figures of each minibatch local: each worker then trains its
+    // Block momentum and model averaging leave each minibatch's figures local: each worker trains its
     // share of the epoch, and the epoch's figures are summed over the workers at its end.
-    const bool local_figures = parallel_epoch && par.method == ParallelTraining::Method::BlockMomentum && workers > 1;
+    const bool local_figures = parallel_epoch && par.method != ParallelTraining::Method::DataParallel && workers > 1;
     const size_t target = local_figures ? epoch_size / workers + (rank < epoch_size % workers ? 1 : 0) : epoch_size;
     set_dropout_rate(net.model, for_epoch(sgd.dropout_rates, size_t(epoch)));
     profiling.epoch_started(epoch == start_epoch);
@@ -315,9 +315,10 @@ void train(const ActionContext& ctx) {
     if (parallel_epoch && par.method == ParallelTraining::Method::DataParallel)
       std::fprintf(stderr, ", DataParallelSGD training (myRank = %zu, numNodes = %zu, numGradientBits = %zu)", rank,
                    workers, par.gradient_bits);
-    if (parallel_epoch && par.method == ParallelTraining::Method::BlockMomentum)
-      std::fprintf(stderr, ", BlockMomentumSGD training (myRank = %zu, numNodes = %zu, blockSize = %zu)", rank, workers,
-                   par.block_size);
+    if (parallel_epoch && par.method != ParallelTraining::Method::DataParallel)
+      std::fprintf(stderr, ", %s training (myRank = %zu, numNodes = %zu, blockSize = %zu)",
+                   par.method == ParallelTraining::Method::BlockMomentum ? "BlockMomentumSGD" : "ModelAveragingSGD",
+                   rank, workers, par.block_size);
     if (parallel_epoch && par.distributed_reading) std::fprintf(stderr, ", distributed reading is ENABLED");
     std::fprintf(stderr, ".\n");
     const auto epoch_start = Clock::now();

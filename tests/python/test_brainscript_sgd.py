@@ -195,9 +195,9 @@ def test_sgd_errors_name_the_key(tmp_path):
                               'momentumAsTimeConstant = 10')
     assert rc != 0 and 'give one of momentumPerSample, momentumPerMB and momentumAsTimeConstant' in log, log
     rc, log = train(tmp_path, 'maxEpochs = 1 ; learningRatesPerSample = 0.01 ; '
-                              'ParallelTrain = [ parallelizationMethod = ModelAveragingSGD ]',
+                              'ParallelTrain = [ parallelizationMethod = DataParallelASGD ]',
                     extra='parallelTrain = true')
-    assert rc != 0 and "parallelizationMethod 'ModelAveragingSGD' is not implemented yet" in log, log
+    assert rc != 0 and "parallelizationMethod 'DataParallelASGD' is not implemented yet" in log, log
     # A ParallelTrain block without the top-level switch is ignored, as CNTK did.
     rc, log = train(tmp_path, 'maxEpochs = 1 ; learningRatesPerSample = 0.01 ; '
                               'ParallelTrain = [ parallelizationMethod = ModelAveragingSGD ]')
@@ -303,3 +303,32 @@ def test_data_parallel_resume_under_mpiexec(tmp_path):
     assert 'Starting Epoch 2' not in log
     for a, b in zip(trained(runs[0] / 'm' / 'model.dnn'), trained(models / 'model.dnn')):
         np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7)
+
+
+def test_model_averaging_under_mpiexec(tmp_path):
+    """ModelAveragingSGD: each worker steps on its half of every 20 samples, then the models are
+    averaged; with plain SGD that is one step of half the summed gradient (NumPy model)."""
+    if shutil.which('mpiexec') is None:
+        pytest.skip('mpiexec is not installed (Debian openmpi-bin)')
+    from test_brainscript_cli import cntk_command
+    write_data(tmp_path / 'data.txt')
+    (tmp_path / 'sgd.cntk').write_text(config(
+        'maxEpochs = 3 ; minibatchSize = 10 ; learningRatesPerSample = 0.02 ; momentumPerMB = 0 ; '
+        'ParallelTrain = [ parallelizationMethod = ModelAveragingSGD ; ModelAveragingSGD = [ blockSize = 20 ] ]',
+        extra='parallelTrain = true'))
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
+               OMPI_MCA_rmaps_base_oversubscribe='1', OMPI_MCA_btl_vader_single_copy_mechanism='none')
+    p = subprocess.run(['mpiexec', '-n', '2', cntk_command(), 'configFile=sgd.cntk'], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=300)
+    log = p.stdout + p.stderr
+    assert p.returncode == 0, log[-4000:]
+    assert log.count('ModelAveragingSGD training (myRank = ') == 6, log[-3000:]
+    w, b = np.full(2, 0.1), np.zeros(1)
+    for _ in range(3):
+        for i in range(0, len(X), 20):
+            steps = [gradients(w, b, X[i + k:i + 20:2], Y[i + k:i + 20:2]) for k in (0, 1)]
+            w = w - 0.02 * (steps[0][0] + steps[1][0]) / 2
+            b = b - 0.02 * (steps[0][1] + steps[1][1]) / 2
+    ours_w, ours_b = trained(tmp_path / 'm' / 'model.dnn')
+    np.testing.assert_allclose(ours_w, w, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ours_b, b, rtol=1e-4, atol=1e-5)
