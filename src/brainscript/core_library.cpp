@@ -25,6 +25,17 @@ SplitDimension (x, axis, N) = ReshapeDimension (x, axis, 0 : N)
 RowSlice (beginIndex, numRows, input) = Slice (beginIndex, beginIndex + numRows, input)
 RowStack (inputs, axis = 1) = Splice (inputs, axis = axis)
 Delay = PastValue
+Scale (scalarScalingFactor, matrix) = scalarScalingFactor .* matrix
+DiagTimes (diagonalMatrixAsColumnVector, matrix) = diagonalMatrixAsColumnVector .* matrix
+ColumnElementTimes (aVectorSequence, anotherVectorSequence) = aVectorSequence .* anotherVectorSequence
+SumColumnElements (z) = ReduceSum (z, axis = 1)
+RowRepeat (input, numRepeats) = Splice (Repeat (numRepeats, input), axis = 1)
+CastAs (type, data) = ReconcileDynamicAxis (data, type)
+# Criteria and norms, one value per sample.
+CrossEntropy (refProbVectorSequence, outProbVectorSequence) = Negate (ReduceSum (refProbVectorSequence .* Log (outProbVectorSequence)))
+CosDistance (a, b) = ElementDivide (ReduceSum (a .* b), Sqrt (ReduceSum (a .* a) .* ReduceSum (b .* b)))
+MatrixL1Reg (matrix) = ReduceSum (Abs (matrix))
+MatrixL2Reg (matrix) = Sqrt (ReduceSum (matrix .* matrix))
 # Plain numbers.
 Sign (x) = if x > 0 then 1 else if x < 0 then -1 else 0
 Min (a, b) = if a < b then a else b
@@ -43,11 +54,23 @@ DenseLayer {outDim, bias = true, activation = Identity, init = 'glorotUniform', 
 ].apply
 LinearLayer {outDim, bias = true, init = 'glorotUniform', initValueScale = 1, initBias = 0} =
     DenseLayer {outDim, bias = bias, init = init, initValueScale = initValueScale, initBias = initBias}
-EmbeddingLayer {outDim, init = 'glorotUniform', initValueScale = 1} = [
-    E = ParameterTensor {(outDim : 0), init = init, initValueScale = initValueScale}
-    apply (x) = E * x
+EmbeddingLayer {outDim, init = 'glorotUniform', initValueScale = 1, embeddingPath = '', transpose = false} = [
+    # (the engine infers a weight's input dimension only where it is the right operand of Times)
+    shape = if transpose then _NotImplemented ('EmbeddingLayer {transpose = true} with an inferred input dimension')
+            else (outDim : 0)
+    E = if embeddingPath == '' then ParameterTensor {shape, init = init, initValueScale = initValueScale}
+        else ParameterTensor {shape, initFromFilePath = embeddingPath, learningRateMultiplier = 0}
+    apply (x) = if transpose then TransposeTimes (E, x) else E * x
 ].apply
 LayerStack {n, c} = Sequential (array[0..n-1] (c))
+# f[i] of the one input, combined by combineFunction (which takes the array of results)
+Parallel (arrayOfFunctions, combineFunction) = [
+    fs = if IsArray (arrayOfFunctions) then arrayOfFunctions else (arrayOfFunctions : None)
+    apply (x) = combineFunction (array[0..Length (fs) - 1] (i => fs[i] (x)))
+].apply
+MergeBinary (arrayOfFunctions, combineFunction) =
+    if Length (arrayOfFunctions) != 2 then Fail ("MergeBinary: two functions are needed")
+    else [ apply (x, y) = combineFunction (arrayOfFunctions[0] (x), arrayOfFunctions[1] (y)) ].apply
 # Convolution and pooling; filterShape and stride list the spatial axes width first.
 ConvolutionalLayer {numOutputChannels, filterShape, activation = Identity, init = 'glorotUniform',
                     initValueScale = 1, stride = 1, pad = false, bias = true} = [
@@ -68,7 +91,7 @@ AveragePoolingLayer {filterShape, stride = 1, pad = false} = [
 ].apply
 # Batch normalization: per element (spatialRank 0) or per channel (spatialRank > 0); the running
 # mean and variance are constants that training passes update.
-BatchNormalizationLayer {spatialRank = 0, initialScale = 1, normalizationTimeConstant = 0,
+BatchNormalizationLayer {spatialRank = 0, initialScale = 1, normalizationTimeConstant = 5000,
                          blendTimeConstant = 0, epsilon = 0.00001} = [
     scale = ParameterTensor {0, initValue = initialScale}
     bias = ParameterTensor {0, initValue = 0}
@@ -142,6 +165,10 @@ BS = [
         Xor (a, b) = a + b - 2 * (a .* b)
         Not (x) = 1 - x
         If (cond, thenVal, elseVal) = __primitives.If (cond, thenVal, elseVal)
+        # flips its 0/1 state at each step where clk is 1
+        Toggle (clk, initialValue = False) = [
+            state = Xor (PastValue (1, state, defaultHiddenActivation = initialValue), clk)
+        ].state
     ]
     # Positions within the sequence: 0/1 flags per step, and the neighbouring steps.
     Loop = [

@@ -645,6 +645,9 @@ ValuePtr make_parameter(const std::vector<size_t>& dims, Args& a) {
   // 'heNormal', and 'fixedValue' (implied by initValue= or value=); learningRateMultiplier=0
   // makes it a constant. A dimension 0 is inferred from the first use, and the values are drawn
   // then.
+  for (const char* from : {"initFromFilePath", "initFromLiteral"})
+    if (a.opt(from) && !a.text(from, "").empty())
+      throw NotImplementedError(std::string(a.fn) + ": " + from + " is not implemented yet");
   const std::string init = a.text("init", a.opt("initValue") || a.opt("value") ? "fixedValue" : "uniform");
   const double scale = a.number("initValueScale", 1);
   Dictionary spec;
@@ -734,6 +737,21 @@ void add_node_primitives(Table& t) {
     if (a.at(0)->kind == Value::Kind::Number) return number(std::floor(a.at(0)->number));
     return node(ops::apply("Floor", {a.node_at(0)})->output());
   };
+  t["TransposeTimes"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "TransposeTimes"};  // (A, B): A' * B
+    const Variable A = a.node_at(0), B = a.node_at(1);
+    // With a vector B this is the engine's times(A, B) contracting all of B, which also lets an
+    // A of inferred dimensions (EmbeddingLayer {transpose = true}) learn them.
+    if (B.shape().is_known() && B.shape().rank() <= 1) return node(ops::times(A, B, 0)->output());
+    const Variable At =
+        ops::apply("TransposeAxes", {with_rank(A, 2)}, {{"axis1", DictValue(Axis(-1))}, {"axis2", DictValue(Axis(-2))}})
+            ->output();
+    return node(ops::times(B, At)->output());
+  };
+  t["LogSoftmax"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "LogSoftmax"};  // over the first axis, as Softmax
+    return node(ops::apply("LogSoftmax", {a.node_at(0)}, {{"axis", DictValue(Axis(-1))}})->output());
+  };
   t["Clip"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "Clip"};  // (x, minValue, maxValue)
     return node(ops::apply("Clip", {a.node_at(0), a.node_at(1), a.node_at(2)})->output());
@@ -791,6 +809,11 @@ void add_sequence_primitives(Table& t) {
     if (k == 0 || k != std::floor(k)) fail("IsFirstN/IsLastN: N must be a whole number > 0", w);
     g_sequential = true;
     return node(ops::apply("IsWithin", {a.node_at(0)}, {{"offset", DictValue(int64_t(k))}})->output());
+  };
+  t["ReconcileDynamicAxis"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "ReconcileDynamicAxis"};  // (dataInput, layoutInput): data on the layout's dynamic axes
+    g_sequential = true;
+    return node(ops::apply("ReconcileDynamicAxis", {a.node_at(0), a.node_at(1)})->output());
   };
   t["Where"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "Where"};
@@ -935,6 +958,11 @@ void add_value_functions(Table& t) {
       return boolean(a.at(0)->kind == k);
     };
   }
+  t["_NotImplemented"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n,
+                            const TextLocation& w) -> ValuePtr {
+    Args a{p, n, w, "_NotImplemented"};  // the library's parts not written yet
+    throw NotImplementedError(as_string(a.at(0), "_NotImplemented") + " is not implemented yet");
+  };
   t["Print"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "Print"};  // (value, format = ''): writes the value to stderr and gives it back
     const ValuePtr v = a.at(0);

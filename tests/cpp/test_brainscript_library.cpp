@@ -418,3 +418,56 @@ TEST(BrainScriptLibrary, TagsAndNetworksWithoutGroups) {
   EXPECT_TRUE(plain.criteria.empty() && plain.outputs.empty());
   EXPECT_EQ(plain.model->outputs().size(), 3u);  // x, h and s
 }
+
+TEST(BrainScriptLibrary, CriteriaNormsAndMatrixFunctions) {
+  Network net = build_network(R"([
+    x = Input (3)
+    p = Softmax (x)
+    ref = Constant (0.25, rows = 3) .* x
+    M = ParameterTensor {(2 : 3), initValue = 0.5}
+    outputNodes = (CrossEntropy (ref, p) : CosDistance (x, ref + 1) : MatrixL1Reg (x) : MatrixL2Reg (x) :
+                   TransposeTimes (M, M * x) : Scale (3, x) : DiagTimes (x, x) :
+                   SumColumnElements (x) : RowRepeat (x, 2) : LogSoftmax (x) :
+                   Parallel ((Negate : Abs), Splice) (x) : MergeBinary ((Negate : Abs), Plus) (x, x))
+  ])");
+  const std::vector<float> x = {1, -2, 0.5f};
+  const auto got = run(net, batch_of(x, NDShape{3}));
+  ASSERT_EQ(got.size(), 12u);
+  double lse = 0, ce = 0, ab = 0, aa = 0, bb = 0;
+  for (float v : x) lse += std::exp(double(v));
+  lse = std::log(lse);
+  for (float v : x) {
+    const double r = 0.25 * v, b = r + 1;
+    ce -= r * (v - lse);
+    ab += v * b, aa += double(v) * v, bb += b * b;
+  }
+  expect_near(got[0], {ce}, 1e-5, "CrossEntropy");
+  expect_near(got[1], {ab / std::sqrt(aa * bb)}, 1e-5, "CosDistance");
+  expect_near(got[2], {3.5}, 1e-6, "MatrixL1Reg");
+  expect_near(got[3], {std::sqrt(aa)}, 1e-6, "MatrixL2Reg");
+  expect_near(got[5], {3, -6, 1.5}, 1e-6, "Scale");
+  expect_near(got[6], {1, 4, 0.25}, 1e-6, "DiagTimes");
+  expect_near(got[7], {-0.5}, 1e-6, "SumColumnElements");
+  expect_near(got[8], {1, -2, 0.5, 1, -2, 0.5}, 0, "RowRepeat");
+  expect_near(got[9], {1 - lse, -2 - lse, 0.5 - lse}, 1e-5, "LogSoftmax");
+  expect_near(got[10], {-1, 2, -0.5, 1, 2, 0.5}, 0, "Parallel");
+  expect_near(got[11], {0, 4, 0}, 0, "MergeBinary");
+  // M' (M x) with every element of M 0.5: each output is 0.5 * 2 * 0.5 * sum(x)
+  expect_near(got[4], {-0.25, -0.25, -0.25}, 1e-6, "TransposeTimes");
+}
+
+TEST(BrainScriptLibrary, ToggleAndEmbeddings) {
+  Network net = build_network(R"([
+    x = Input (1)
+    e = EmbeddingLayer {2} (x)
+    outputNodes = (BS.Boolean.Toggle (x) : e)
+  ])");
+  const auto got = run(net, one_sequence({1, 0, 0, 1, 1}, 1));
+  expect_near(got[0], {1, 1, 1, 0, 1}, 0, "Toggle");
+  EXPECT_EQ(net.outputs[1].shape(), NDShape({2}));
+  EXPECT_THROW(build_network("[ x = Input (3) ; e = EmbeddingLayer {2, transpose = true} (x) ; outputNodes = (e) ]"),
+               NotImplementedError);
+  EXPECT_THROW(build_network("[ x = Input (3) ; e = EmbeddingLayer {2, embeddingPath = 'e.txt'} (x) ; "
+                             "outputNodes = (e) ]"),
+               NotImplementedError);
+}
