@@ -704,22 +704,45 @@ class Translator {
       const Expr* rank = opt("outputRank");
       return prim("Times", args() + (rank ? ", outputRank = " + option_value(*rank, scope) : ""));
     }
-    static const std::map<std::string, std::string> unary = {{"sigmoid", "Sigmoid"},
-                                                             {"tanh", "Tanh"},
-                                                             {"rectifiedlinear", "RectifiedLinear"},
-                                                             {"relu", "ReLU"},
-                                                             {"softmax", "Softmax"},
-                                                             {"log", "Log"},
-                                                             {"exp", "Exp"},
-                                                             {"abs", "Abs"},
-                                                             {"sqrt", "Sqrt"},
-                                                             {"negate", "Negate"},
-                                                             {"dropout", "Dropout"},
-                                                             {"mean", "Mean"},
-                                                             {"invstddev", "InvStdDev"}};
+    // Unary functions by NDL name (lower case) and primitive; CNTK's spellings and aliases.
+    static const std::map<std::string, std::string> unary = [] {
+      std::map<std::string, std::string> m;
+      for (const char* name :
+           {"Sigmoid", "Tanh",  "RectifiedLinear", "ReLU",         "Softmax", "Log", "Exp", "Abs",  "Sqrt", "Negate",
+            "Dropout", "Mean",  "InvStdDev",       "Reciprocal",   "Hardmax", "Sin", "Cos", "Sinh", "Cosh", "Asin",
+            "Acos",    "Asinh", "Atanh",           "StopGradient", "Floor"})
+        m[lower(name)] = name;
+      m["cosine"] = "Cos";
+      return m;
+    }();
     if (auto it = unary.find(fn); it != unary.end()) {
       need(1, 1);
       return prim(it->second, args());
+    }
+    if (fn == "rowslice") {  // (startIndex, numRows, x): rows of CNTK's first (column-major) axis
+      need(3, 3);
+      const std::string start = value(x.args[0], scope);
+      return prim("Slice", start + ", " + start + " + " + value(x.args[1], scope) + ", " + value(x.args[2], scope) +
+                               ", axis = 1");
+    }
+    if (fn == "rowstack") {  // its inputs one after the other along the first axis
+      need(1, 1000);
+      std::string items;
+      for (const auto& a : x.args) items += (items.empty() ? "" : " : ") + value(a, scope);
+      return prim("Splice", "(" + items + "), axis = 1");
+    }
+    if (fn == "transposedimensions") {
+      need(3, 3);
+      return prim("TransposeDimensions", args());
+    }
+    if (fn == "clip") {  // (minValue, maxValue, x), as CNTK's ClipNode
+      need(3, 3);
+      return prim("Clip", value(x.args[2], scope) + ", " + value(x.args[0], scope) + ", " + value(x.args[1], scope));
+    }
+    if (fn == "crossentropy") {  // (labels, probabilities): -sum(labels .* log(probabilities))
+      need(2, 2);
+      return prim("Negate", prim("ReduceSum", prim("ElementTimes", value(x.args[0], scope) + ", " +
+                                                                       prim("Log", value(x.args[1], scope)))));
     }
     if (fn == "perdimmeanvarnormalization" || fn == "perdimmvnorm") {
       need(3, 3);

@@ -108,3 +108,32 @@ net = [
   EXPECT_EQ(values_of(outs[0].data()), (std::vector<float>{1, 3, 6, 10}));
   EXPECT_EQ(values_of(outs[1].data()), (std::vector<float>{1, 2, 4, 6}));
 }
+
+// NDL functions that CNTK's v1 nodes defined and that map onto other primitives here.
+TEST(BrainScriptNdl, RowSliceRowStackClipCrossEntropy) {
+  auto config = ConfigRecord::parse(R"(
+run = net
+NDLNetworkBuilder = [ ]
+net = [
+  x = Input(4, tag = feature)
+  p = Input(2, tag = feature)
+  top = RowSlice(1, 2, x)
+  both = RowStack(top, Reciprocal(top))
+  clipped = Clip(Const(0.5), Const(2.5), x)
+  ce = CrossEntropy(p, Softmax(top))
+  OutputNodes = (both : clipped : ce)
+]
+)");
+  Network net = build_ndl_network(*config);
+  const float xs[4] = {0.25f, 1.f, 2.f, 4.f}, ps[2] = {0.25f, 0.75f};
+  NDArrayView xv(DataType::Float, NDShape{1, 4}), pv(DataType::Float, NDShape{1, 2});
+  std::copy(xs, xs + 4, xv.data<float>());
+  std::copy(ps, ps + 2, pv.data<float>());
+  std::vector<cntk::Value> outs;
+  forward(net.model, {{net.features[0], cntk::Value(xv)}, {net.features[1], cntk::Value(pv)}}, net.outputs, outs,
+          false);
+  EXPECT_EQ(values_of(outs[0].data()), (std::vector<float>{1, 2, 1, 0.5f}));
+  EXPECT_EQ(values_of(outs[1].data()), (std::vector<float>{0.5f, 1, 2, 2.5f}));
+  const double z = std::log(std::exp(1.0) + std::exp(2.0));  // log-sum-exp of the slice
+  EXPECT_NEAR(values_of(outs[2].data()).at(0), -(0.25 * (1 - z) + 0.75 * (2 - z)), 1e-5);
+}
