@@ -83,6 +83,22 @@ ConvolutionalLayer {numOutputChannels, filterShape, activation = Identity, init 
         out = if bias then activation (c + b) else activation (c)
     ].out
 ].apply
+# Transposed convolution; its kernel is [filter x numOutputChannels x numInputChannels].
+ConvolutionTransposeLayer {numOutputChannels, filterShape, numInputChannels, bias = true, activation = Identity,
+                           init = 'glorotUniform', initValueScale = 0.001, initBias = 0, stride = 1, pad = false,
+                           outputShape = None, dilation = 1} = [
+    kernelShape = _ConcatArrays (filterShape, numOutputChannels)
+    W = ParameterTensor {_ConcatArrays (kernelShape, numInputChannels), init = init, initValueScale = initValueScale}
+    b = ParameterTensor {_ConcatArrays (Repeat (Length (filterShape), 1), numOutputChannels), initValue = initBias}
+    apply (x) = [
+        c = ConvolutionTranspose (W, x, kernelShape, mapDims = numInputChannels, stride = stride, autoPadding = pad,
+                                  outputShape = outputShape, dilation = dilation)
+        out = if bias then activation (c + b) else activation (c)
+    ].out
+].apply
+MaxUnpoolingLayer {filterShape, stride = 1, pad = false} = [
+    apply (unpoolInput, poolInput) = MaxUnpooling (unpoolInput, poolInput, filterShape, stride = stride, autoPadding = pad)
+].apply
 MaxPoolingLayer {filterShape, stride = 1, pad = false} = [
     apply (x) = Pooling (x, 'max', filterShape, stride = stride, autoPadding = pad)
 ].apply

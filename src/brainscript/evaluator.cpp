@@ -1158,6 +1158,43 @@ Table builtin_table() {
                              bs_shape(dims_of({a.at(2)}, w)), bs_shape(strides), bs_flags(a.opt("autoPadding"), true))
                     ->output());
   };
+  // ConvolutionTranspose (W, x, kernelDims, mapDims = 0, stride = 1, sharing = true, autoPadding = true,
+  // lowerPad = 0, upperPad = 0, outputShape = None, dilation = 1): W is [filter x out x in].
+  t["ConvolutionTranspose"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "ConvolutionTranspose"};
+    for (const char* pad : {"lowerPad", "upperPad"})
+      if (auto v = a.opt(pad); v && !all_zero(v))
+        throw NotImplementedError(std::string("ConvolutionTranspose: explicit ") + pad + " is not implemented yet");
+    auto per_axis = [&](const char* key) {
+      return bs_shape(a.opt(key) ? dims_of({a.opt(key)}, w) : std::vector<size_t>{1});
+    };
+    const ValuePtr out_shape = a.opt("outputShape");
+    const NDShape output_shape = out_shape && !is_none(out_shape) ? bs_shape(dims_of({out_shape}, w)) : NDShape{0};
+    Dictionary attrs = {{"strides", DictValue(per_axis("stride"))},
+                        {"sharing", ops::flag_list({true})},
+                        {"autoPadding", ops::flag_list(bs_flags(a.opt("autoPadding"), true))},
+                        {"dilation", DictValue(per_axis("dilation"))},
+                        {"reductionRank", DictValue(int64_t(1))},
+                        {"groups", DictValue(int64_t(1))},
+                        {"maxTempMemSizeInSamples", DictValue(int64_t(0))},
+                        {"transpose", DictValue(true)},
+                        {"outputShape", DictValue(output_shape)}};
+    return node(ops::apply("Convolution", {a.node_at(0), a.node_at(1)}, attrs)->output());
+  };
+  // MaxUnpooling (unpoolInput, poolInput, kernelDims, stride = 1, autoPadding = true): each value
+  // goes back to where its window's maximum was in poolInput.
+  t["MaxUnpooling"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "MaxUnpooling"};
+    for (const char* pad : {"lowerPad", "upperPad"})
+      if (auto v = a.opt(pad); v && !all_zero(v))
+        throw NotImplementedError(std::string("MaxUnpooling: explicit ") + pad + " is not implemented yet");
+    const std::vector<size_t> strides = a.opt("stride") ? dims_of({a.opt("stride")}, w) : std::vector<size_t>{1};
+    Dictionary attrs = {{"poolingType", DictValue(int64_t(0))},
+                        {"unpoolingWindowShape", DictValue(bs_shape(dims_of({a.at(2)}, w)))},
+                        {"strides", DictValue(bs_shape(strides))},
+                        {"autoPadding", ops::flag_list(bs_flags(a.opt("autoPadding"), true))}};
+    return node(ops::apply("Unpooling", {a.node_at(0), a.node_at(1)}, attrs)->output());
+  };
   // _ConcatArrays (a, b): the items of both (a number counts as a one-item array).
   t["_ConcatArrays"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "_ConcatArrays"};

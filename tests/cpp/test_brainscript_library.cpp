@@ -471,3 +471,35 @@ TEST(BrainScriptLibrary, ToggleAndEmbeddings) {
                              "outputNodes = (e) ]"),
                NotImplementedError);
 }
+
+// ConvolutionTransposeLayer scatters each input value times the kernel (the gradient of a
+// correlation); MaxUnpoolingLayer puts each pooled value back where its window's maximum was.
+TEST(BrainScriptLibrary, ConvolutionTransposeAndMaxUnpooling) {
+  Network net = build_network(R"([
+    x = Input (3 : 3 : 1)
+    up = ConvolutionTransposeLayer {1, (2 : 2), 1, init = 'uniform'} (x)
+    y = Input (4 : 4 : 1)
+    pooled = MaxPoolingLayer {(2 : 2), stride = 2} (y)
+    back = MaxUnpoolingLayer {(2 : 2), stride = 2} (pooled, y)
+    outputNodes = (up : back)
+  ])");
+  EXPECT_EQ(net.outputs[0].shape(), NDShape({1, 4, 4}));
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8, 9}, y = {1, 5, 2, 0, 3, 4, 8, 1, 0, 2, 1, 1, 9, 0, 3, 7};
+  std::vector<cntk::Value> outs;
+  forward(net.model,
+          {{net.nodes.at("x"), batch_of(x, NDShape{1, 3, 3})}, {net.nodes.at("y"), batch_of(y, NDShape{1, 4, 4})}},
+          net.outputs, outs, false);
+  const auto up = values_of(outs[0].data()), back = values_of(outs[1].data());
+  std::vector<float> W;
+  for (const auto& p : net.model->parameters())
+    if (p.shape().total_size() == 4 && p.shape().rank() == 4) W = values_of(p.value());
+  ASSERT_EQ(W.size(), 4u);  // engine (in, out, kh, kw)
+  std::vector<double> want(16, 0.0);
+  for (size_t i = 0; i < 3; ++i)
+    for (size_t j = 0; j < 3; ++j)
+      for (size_t u = 0; u < 2; ++u)
+        for (size_t v = 0; v < 2; ++v) want[(i + u) * 4 + j + v] += x[i * 3 + j] * W[u * 2 + v];
+  expect_near(up, want, 1e-5, "ConvolutionTransposeLayer");
+  // windows (2 x 2, stride 2) of y and their maxima 5, 8, 9, 7 at the first maximum's place
+  expect_near(back, {0, 5, 0, 0, 0, 0, 8, 0, 0, 0, 0, 0, 9, 0, 0, 7}, 0, "MaxUnpoolingLayer");
+}
