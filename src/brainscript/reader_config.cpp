@@ -298,6 +298,36 @@ Reader make_reader(const ConfigRecord& command, const std::vector<Variable>& inp
   return out;
 }
 
+io::Minibatch decimate(const io::Minibatch& mb, size_t parts, size_t index) {
+  io::Minibatch out;
+  for (const auto& s : mb.streams) {
+    io::StreamMinibatch part;
+    part.sweep_end = s.sweep_end;
+    const int64_t sequences = int64_t(s.num_sequences);
+    if (s.num_sequences == 0 || int64_t(index) >= sequences) {  // no sequence for this worker
+      out.streams.push_back(part);
+      continue;
+    }
+    const NDArrayView& data = s.data.data();
+    if (data.is_sparse())
+      throw NotImplementedError("distributedMBReading = false with sparse input is not implemented yet");
+    NDArrayView mine = data.slice(0, int64_t(index), sequences, int64_t(parts)).contiguous();
+    std::shared_ptr<NDMask> mask;
+    part.num_sequences = size_t(mine.shape()[0]);
+    part.num_samples = part.num_sequences * size_t(data.shape().rank() > 1 ? data.shape()[1] : 1);
+    if (const auto& full = s.data.mask()) {
+      mask = std::make_shared<NDMask>(int64_t(part.num_sequences), full->max_len());
+      for (int64_t b = 0; b < int64_t(part.num_sequences); ++b)
+        for (int64_t t = 0; t < full->max_len(); ++t) mask->set(b, t, full->at(int64_t(index) + b * int64_t(parts), t));
+      part.num_samples = 0;
+      for (int64_t length : mask->lengths()) part.num_samples += size_t(length);
+    }
+    part.data = Value(mine, mask);
+    out.streams.push_back(part);
+  }
+  return out;
+}
+
 VariableValues arguments_for(const io::MinibatchSource& source, const io::Minibatch& mb,
                              const std::vector<Variable>& inputs) {
   VariableValues args;

@@ -28,6 +28,11 @@ struct Reader {
 Reader make_reader(const ConfigRecord& command, const std::vector<Variable>& inputs, bool randomize_default,
                    uint64_t max_sweeps);
 
+// Worker `index` of `parts`'s share of a whole minibatch, every parts-th sequence from the
+// index-th (CNTK's decimation when training in parallel without distributed reading). Dense
+// streams only; sparse ones raise NotImplementedError.
+io::Minibatch decimate(const io::Minibatch& mb, size_t parts, size_t index);
+
 // The minibatch's data for each network input, by stream name (empty for an empty minibatch).
 VariableValues arguments_for(const io::MinibatchSource& source, const io::Minibatch& mb,
                              const std::vector<Variable>& inputs);

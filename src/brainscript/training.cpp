@@ -329,7 +329,10 @@ void train(const ActionContext& ctx) {
       if (samples >= target) break;
       // Data-parallel sample counts are over all workers, so every worker takes the same decisions.
       const size_t want = std::min(mb_size * mb_scale, (target - samples) * (local_figures ? workers : 1));
-      io::Minibatch mb = source.next_minibatch(want, partitions, partition);
+      // Without distributed reading every worker reads the whole minibatch and keeps its share.
+      const bool decimated = partitions > 1 && !par.distributed_reading;
+      io::Minibatch mb = decimated ? decimate(source.next_minibatch(want), partitions, partition)
+                                   : source.next_minibatch(want, partitions, partition);
       if (mb.empty() && partitions == 1) {
         data_left = false;
         break;

@@ -204,18 +204,21 @@ def test_sgd_errors_name_the_key(tmp_path):
     assert rc == 0 and 'parallelTrain option is not enabled. ParallelTrain config will be ignored.' in log, log
 
 
-def test_data_parallel_training_under_mpiexec_equals_one_process(tmp_path):
-    """Two workers with DataParallelSGD (exact sums) and distributed reading train on the same
-    global minibatches as one process would: the model is the NumPy model's. syncPerfStats
-    reports the exchange's traffic."""
+@pytest.mark.parametrize('distributed_reading', ['true', 'false'])
+def test_data_parallel_training_under_mpiexec_equals_one_process(tmp_path, distributed_reading):
+    """Two workers with DataParallelSGD (exact sums), reading their parts of each minibatch
+    (distributedMBReading) or each keeping its share of the whole minibatch (CNTK's decimation),
+    train on the same global minibatches as one process would: the model is the NumPy model's.
+    syncPerfStats reports the exchange's traffic."""
     if shutil.which('mpiexec') is None:
         pytest.skip('mpiexec is not installed (Debian openmpi-bin)')
     from test_brainscript_cli import cntk_command
     write_data(tmp_path / 'data.txt')
     (tmp_path / 'sgd.cntk').write_text(config(
         'maxEpochs = 2 ; minibatchSize = 10 ; learningRatesPerSample = 0.01 ; momentumPerMB = 0.9 ; '
-        'ParallelTrain = [ parallelizationMethod = DataParallelSGD ; distributedMBReading = true ; '
-        'syncPerfStats = 2 ; DataParallelSGD = [ gradientBits = 32 ] ]', extra='parallelTrain = true'))
+        'ParallelTrain = [ parallelizationMethod = DataParallelSGD ; distributedMBReading = %s ; '
+        'syncPerfStats = 2 ; DataParallelSGD = [ gradientBits = 32 ] ]' % distributed_reading,
+        extra='parallelTrain = true'))
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
                OMPI_MCA_rmaps_base_oversubscribe='1', OMPI_MCA_btl_vader_single_copy_mechanism='none')
     p = subprocess.run(['mpiexec', '-n', '2', cntk_command(), 'configFile=sgd.cntk'], cwd=tmp_path, env=env,
