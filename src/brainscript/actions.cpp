@@ -57,8 +57,8 @@ std::map<std::string, Action> builtin_actions() {
         "adapt", "convertdbn", "exportdbn", "createLabelMap", "writeWordAndClass", "plot", "SVD"})
     table[name] = not_implemented(name);
   register_training_actions(table);
-  for (const char* name : {"test", "eval", "write"}) table[name] = with_ndl_network(table[name]);
   register_model_actions(table);
+  for (const char* name : {"test", "eval", "write"}) table[name] = with_ndl_network(table[name]);
   return table;
 }
 

@@ -73,7 +73,7 @@ std::vector<std::pair<std::string, double>> final_results(const std::function<vo
 // cv: evaluates modelPath.N for N in crossValidationInterval (start:step:end) on the reader's
 // data, as the test action does (evalNodeNames, minibatchSize); a missing epoch model is
 // replaced once by modelPath itself, as CNTK did. Then reports the best model per criterion.
-void cross_validate(const ActionContext& ctx) {
+void cross_validate(const ActionContext& ctx, const Action& test) {
   const ConfigRecord& c = *ctx.config;
   const std::string model_path = c.get("modelPath");
   const std::vector<std::string> interval = c.get_array("crossValidationInterval");
@@ -86,7 +86,6 @@ void cross_validate(const ActionContext& ctx) {
   }
   if (bounds[1] <= 0) throw ValueError("cv: the step of crossValidationInterval must be positive");
   const double pause = c.get_double("sleepTimeBetweenRuns", 0);
-  const Action& test = actions().at("test");
   std::vector<std::string> models;
   std::vector<std::vector<std::pair<std::string, double>>> results;
   bool final_model_evaluated = false;
@@ -599,7 +598,9 @@ void edit(const ActionContext& ctx) {
 }  // namespace
 
 void register_model_actions(std::map<std::string, Action>& table) {
-  table["cv"] = cross_validate;
+  // cv evaluates saved models only (CNTK's DoCrossValidate ignores network builders): the test
+  // action as registered before builders are considered.
+  table["cv"] = [test = table.at("test")](const ActionContext& ctx) { cross_validate(ctx, test); };
   table["edit"] = edit;
   table["bnstat"] = batch_norm_statistics;
 }

@@ -7,6 +7,7 @@
 
 namespace cntk::brainscript {
 
+// Registers cv, bnstat and edit; cv runs the table's "test" action, which must be there.
 void register_model_actions(std::map<std::string, Action>& table);
 
 }  // namespace cntk::brainscript

@@ -20,10 +20,14 @@ def per_model_results(log):
 def test_cv_evaluates_each_epoch_model_and_names_the_best(tmp_path):
     simple2d_config('Data')
     config = ndl_training_config(tmp_path, max_epochs=3)
-    rc, log = run(['configFile=%s' % config, 'command=Train'], tmp_path)
+    rc, log = run(['configFile=%s' % config, 'command=Train:Test'], tmp_path)
     assert rc == 0, log[-3000:]
+    tested = {k: float(v) for k, v in re.findall(r'(\w+) = ([-\d.e+]+) \* 603',
+                                                re.search(r'Final Results: (.*)', log).group(1))}
     model = str(tmp_path / 'Models' / 'ndl.dnn')
-    cv = ('CV=[action=cv;crossValidationInterval=1:1:5;evalNodeNames=CE:Err;minibatchSize=100;' +
+    # A network builder in sight changes nothing: cv evaluates the saved models (as CNTK's did).
+    cv = ('CV=[action=cv;crossValidationInterval=1:1:5;evalNodeNames=CE:Err;minibatchSize=100;'
+          'NDLNetworkBuilder=[networkDescription=%s];' % (tmp_path / 'net.ndl') +
           READER % os.path.join(DATA, 'SimpleDataTest_cntk_text.txt') + ']')
     rc, log = run(['configFile=%s' % config, 'command=CV', cv], tmp_path)
     assert rc == 0, log[-3000:]
@@ -33,6 +37,8 @@ def test_cv_evaluates_each_epoch_model_and_names_the_best(tmp_path):
         assert 'Model %s.%d does not exist.' % (model, n) in log
     results = per_model_results(log)
     assert list(results) == [model + '.1', model + '.2', model], log[-3000:]
+    for name in ('CE', 'Err'):
+        assert abs(results[model][name] - tested[name]) < 1e-6
     for k, name in enumerate(['CE', 'Err']):
         best = min(results, key=lambda m: results[m][name])
         m = re.search(r'Based on Err\[%d\]: Best model = (\S+) with min err ([-\d.e+]+)' % k, log)
