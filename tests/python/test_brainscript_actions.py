@@ -4,6 +4,7 @@ import os
 import re
 
 import numpy as np
+import pytest
 
 from test_brainscript_cli import EXPECTED, parameters, run
 from test_brainscript_ndl import DATA, READER, ndl_training_config, simple2d_config
@@ -64,6 +65,8 @@ def dump(model, tmp_path):
 
 def test_mel_script_renames_nodes_and_saves_the_model(tmp_path):
     original = os.path.join(EXPECTED, 'LR_reg.dnn')
+    if not os.path.exists(original):
+        pytest.skip('%s is absent' % original)
     mel = tmp_path / 'rename.mel'
     mel.write_text('\n'.join([
         '# a comment; the model path comes from the config',
