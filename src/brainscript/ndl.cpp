@@ -719,6 +719,20 @@ class Translator {
       need(1, 1);
       return prim(it->second, args());
     }
+    if (fn == "maxpooling" || fn == "averagepooling") {
+      // (x, windowWidth, windowHeight, stepW, stepH, imageLayout = HWC): without padding, over
+      // width and height; a legacy HWC image is stored channel-fastest (see ImageInput).
+      need(5, 5);
+      const std::string layout = opt("imageLayout") ? lower(opt("imageLayout")->text) : "hwc";
+      auto dims = [&](size_t w, size_t h) {
+        const std::string ws = value(x.args[w], scope), hs = value(x.args[h], scope);
+        if (layout == "hwc" || layout == "legacy") return "(1 : " + ws + " : " + hs + ")";
+        if (layout == "chw" || layout == "cudnn") return "(" + ws + " : " + hs + " : 1)";
+        fail("imageLayout must be HWC or CHW, not '" + opt("imageLayout")->text + "'", x.where);
+      };
+      return prim("Pooling", value(x.args[0], scope) + ", '" + (fn == "maxpooling" ? "max" : "average") + "', " +
+                                 dims(1, 2) + ", stride = " + dims(3, 4) + ", autoPadding = false");
+    }
     if (fn == "rowslice") {  // (startIndex, numRows, x): rows of CNTK's first (column-major) axis
       need(3, 3);
       const std::string start = value(x.args[0], scope);

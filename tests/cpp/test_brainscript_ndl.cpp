@@ -137,3 +137,39 @@ net = [
   const double z = std::log(std::exp(1.0) + std::exp(2.0));  // log-sum-exp of the slice
   EXPECT_NEAR(values_of(outs[2].data()).at(0), -(0.25 * (1 - z) + 0.75 * (2 - z)), 1e-5);
 }
+
+// Legacy pooling over an HWC image (ImageInput's default layout), without padding.
+TEST(BrainScriptNdl, LegacyPoolingOfImages) {
+  auto config = ConfigRecord::parse(R"(
+run = net
+NDLNetworkBuilder = [ ]
+net = [
+  pic = ImageInput(4, 4, 1, tag = feature)
+  mp = MaxPooling(pic, 2, 2, 2, 2)
+  ap = AveragePooling(pic, 3, 2, 1, 2, imageLayout = "HWC")
+  OutputNodes = (mp : ap)
+]
+)");
+  Network net = build_ndl_network(*config);
+  float img[16];  // rows of 4 (height, then width)
+  for (int i = 0; i < 16; ++i) img[i] = float((i * 7) % 11);
+  NDArrayView v(DataType::Float, NDShape{1, 4, 4, 1});
+  std::copy(img, img + 16, v.data<float>());
+  std::vector<cntk::Value> outs;
+  forward(net.model, {{net.features[0], cntk::Value(v)}}, net.outputs, outs, false);
+  std::vector<float> mp, ap;
+  for (int r = 0; r < 4; r += 2)
+    for (int c = 0; c < 4; c += 2)
+      mp.push_back(std::max({img[r * 4 + c], img[r * 4 + c + 1], img[r * 4 + 4 + c], img[r * 4 + 5 + c]}));
+  for (int r = 0; r < 4; r += 2)
+    for (int c = 0; c + 3 <= 4; ++c) {
+      float sum = 0;
+      for (int dr = 0; dr < 2; ++dr)
+        for (int dc = 0; dc < 3; ++dc) sum += img[(r + dr) * 4 + c + dc];
+      ap.push_back(sum / 6);
+    }
+  EXPECT_EQ(values_of(outs[0].data()), mp);
+  const std::vector<float> got = values_of(outs[1].data());
+  ASSERT_EQ(got.size(), ap.size());
+  for (size_t i = 0; i < ap.size(); ++i) EXPECT_NEAR(got[i], ap[i], 1e-5);
+}
