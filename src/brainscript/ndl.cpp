@@ -353,7 +353,7 @@ class Translator {
     for (const auto& m : macros_) {
       Scope& scope = macro_scopes_[&m];
       scope.outer = &top_;
-      declare(scope, m.body, m.params);
+      declare(scope, m.body, m.params, m.where);
     }
   }
 
@@ -425,13 +425,14 @@ class Translator {
       throw NotImplementedError("NDL: the name '" + name + "' is not supported (" + where.where() + ")");
   }
 
-  void declare(Scope& scope, const std::vector<Statement>& statements, const std::vector<std::string>& params) {
+  void declare(Scope& scope, const std::vector<Statement>& statements, const std::vector<std::string>& params,
+               const TextLocation& where = {}) {
     for (const auto& p : params) {
-      check_writable(p, {});
+      check_writable(p, where);
       Symbol s;
       s.spelling = p;
       s.resolved = true;
-      if (!scope.symbols.emplace(lower(p), s).second) fail("parameter '" + p + "' is given twice", {});
+      if (!scope.symbols.emplace(lower(p), s).second) fail("parameter '" + p + "' is given twice", where);
     }
     for (const auto& st : statements) {
       if (!role_of_list(st.name).empty()) continue;
