@@ -585,7 +585,7 @@ void edit(const ActionContext& ctx) {
                 net.model->topological_order().size() + net.model->inputs().size(), output.c_str());
     return;
   }
-  if (c.exists("ndlMacros")) throw NotImplementedError("edit: ndlMacros (NDL in MEL scripts) is not implemented yet");
+  // ndlMacros serve in-line NDL, which raises NotImplementedError where a script uses it.
   const std::string path = c.get("editPath");
   std::ifstream in(path);
   if (!in) throw IOError("cannot read the MEL script '" + path + "'");
