@@ -47,13 +47,27 @@ Inferred = 0
 BFF (in, rows, cols) = [ W = Parameter (rows, cols) ; B = Parameter (rows, 1, initValue = 0) ; z = W * in + B ]
 SBFF (in, rows, cols) = [ Eh = Sigmoid (BFF (in, rows, cols).z) ]
 # Layers return their apply function; their parameters are made once, when first applied.
-DenseLayer {outDim, bias = true, activation = Identity, init = 'glorotUniform', initValueScale = 1, initBias = 0} = [
-    W = ParameterTensor {(outDim : 0), init = init, initValueScale = initValueScale}
+# A projection of the whole input (mapRank: all but its last mapRank axes; inputRank: its first
+# inputRank axes) to outDim, which may be a tensor shape.
+LinearLayer {outDim, bias = true, init = 'glorotUniform', initValueScale = 1, inputRank = None, mapRank = None,
+             initBias = 0} = [
+    inputShape = if BS.Constants.IsNone (inputRank) then Inferred
+                 else if !BS.Constants.IsNone (mapRank) then Fail ("LinearLayer: give inputRank or mapRank, not both")
+                 else Repeat (inputRank, Inferred)
+    W = ParameterTensor {_ConcatArrays (outDim, inputShape), init = init, initValueScale = initValueScale}
     b = ParameterTensor {outDim, initValue = initBias}
-    apply (x) = if bias then activation (W * x + b) else activation (W * x)
+    outputRank = Length (outDim)
+    inferInputRankToMap = if !BS.Constants.IsNone (inputRank) then -1
+                          else if BS.Constants.IsNone (mapRank) then 0 else mapRank
+    apply (x) = if bias then Times (W, x, outputRank = outputRank, inferInputRankToMap = inferInputRankToMap) + b
+                else Times (W, x, outputRank = outputRank, inferInputRankToMap = inferInputRankToMap)
 ].apply
-LinearLayer {outDim, bias = true, init = 'glorotUniform', initValueScale = 1, initBias = 0} =
-    DenseLayer {outDim, bias = bias, init = init, initValueScale = initValueScale, initBias = initBias}
+DenseLayer {outDim, bias = true, activation = Identity, init = 'glorotUniform', initValueScale = 1, inputRank = None,
+            mapRank = None, initBias = 0} = [
+    linear = LinearLayer {outDim, bias = bias, init = init, initValueScale = initValueScale, inputRank = inputRank,
+                          mapRank = mapRank, initBias = initBias}
+    apply (x) = activation (linear (x))
+].apply
 EmbeddingLayer {outDim, init = 'glorotUniform', initValueScale = 1, embeddingPath = '', transpose = false} = [
     # (the engine infers a weight's input dimension only where it is the right operand of Times)
     shape = if transpose then _NotImplemented ('EmbeddingLayer {transpose = true} with an inferred input dimension')

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 
 #include "brainscript/evaluation.h"
 #include "cntk/ops.h"
@@ -491,8 +492,11 @@ Table builtin_table() {
     return node(Variable::constant(bs_shape(dims), g_dtype, as_number(a.at(0), "Constant value"), ""));
   };
   t["Times"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
-    Args a{p, n, w, "Times"};
-    return node(ops::times(a.node_at(1), a.node_at(0), int(a.number("outputRank", 1)))->output());
+    Args a{p, n, w, "Times"};  // (A, B, outputRank = 1, inferInputRankToMap = -1): A * B
+    const double map_rank = a.number("inferInputRankToMap", -1);
+    return node(ops::times(a.node_at(1), a.node_at(0), int(a.number("outputRank", 1)),
+                           map_rank < 0 ? std::nullopt : std::optional<int>(int(map_rank)))
+                    ->output());
   };
   for (auto [name, op] : {std::pair{"Plus", "Plus"},
                           {"Minus", "Minus"},

@@ -503,3 +503,30 @@ TEST(BrainScriptLibrary, ConvolutionTransposeAndMaxUnpooling) {
   // windows (2 x 2, stride 2) of y and their maxima 5, 8, 9, 7 at the first maximum's place
   expect_near(back, {0, 5, 0, 0, 0, 0, 8, 0, 0, 0, 0, 0, 9, 0, 0, 7}, 0, "MaxUnpoolingLayer");
 }
+
+// LinearLayer/DenseLayer over tensors: a tensor outDim, and mapRank/inputRank keeping input axes.
+TEST(BrainScriptLibrary, LinearLayerRanks) {
+  Network net = build_network(R"([
+    x = Input (4 : 5)
+    whole = LinearLayer {(2 : 3)} (x)
+    mapped = DenseLayer {2, mapRank = 1, activation = ReLU} (x)
+    first = LinearLayer {2, inputRank = 1, bias = false} (x)
+    outputNodes = (whole : mapped : first)
+  ])");
+  EXPECT_EQ(net.outputs[0].shape(), NDShape({3, 2}));
+  EXPECT_EQ(net.outputs[1].shape(), NDShape({5, 2}));
+  EXPECT_EQ(net.outputs[2].shape(), NDShape({5, 2}));
+  std::vector<float> x(20);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 7) - 3;
+  const auto got = run(net, batch_of(x, NDShape{5, 4}));
+  std::vector<float> W;  // the inputRank layer's (4, 2): applied to each of the 5 rows
+  for (const auto& p : net.model->parameters())
+    if (p.shape() == NDShape({4, 2}) && p.name().find("first") != std::string::npos) W = values_of(p.value());
+  ASSERT_EQ(W.size(), 8u);
+  std::vector<double> want;
+  for (size_t r = 0; r < 5; ++r) {
+    const auto y = times(W, std::vector<double>(x.begin() + 4 * r, x.begin() + 4 * r + 4), 2);
+    want.insert(want.end(), y.begin(), y.end());
+  }
+  expect_near(got[2], want, 1e-5, "inputRank");
+}
