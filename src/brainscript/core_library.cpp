@@ -223,6 +223,22 @@ BS = [
         FoldL (binaryOp, x0, x) = Last (_Fold (PastValue, binaryOp, x0, x))
         FoldR (binaryOp, x0, x) = First (_Fold (FutureValue, binaryOp, x0, x))
         _Fold (delay, binaryOp, x0, x) = [ acc = binaryOp (x, delay (0, acc, initialState = x0)) ].acc
+        # the last N steps at each sequence's end as one [dim x N] value (most recent first),
+        # and `valid`, 1 where the sequence had that step; axis > 2 puts the N steps there
+        PastValueWindow (N, in, axis = 2) = [
+            isLast = Loop.IsLast (in)  # one condition, so that the gathered steps share a sequence axis
+            lastOf (x) = Gather (isLast, x)
+            ones = Constants.OnesLike (in)
+            delayed (x, t) = if t == 0 then x else PastValue (x.dim, x, timeStep = t, defaultHiddenActivation = 0)
+            window (x) = [
+                stacked = RowStack (array[0..N-1] (t => lastOf (delayed (x, t))))
+                out = if axis == 2 then SplitDimension (stacked, 1, N)
+                      else if axis > 2 then TransposeDimensions (SplitDimension (stacked, 1, N), 2, axis)
+                      else Fail ("PastValueWindow: axis must be 2 or more")
+            ].out
+            value = window (in)
+            valid = window (ones)
+        ]
         # a one-step value repeated along the sequence `type`
         BroadcastSequenceAs (type, data1) = [
             padded = Scatter (Loop.IsFirst (type), data1)

@@ -530,3 +530,19 @@ TEST(BrainScriptLibrary, LinearLayerRanks) {
   }
   expect_near(got[2], want, 1e-5, "inputRank");
 }
+
+TEST(BrainScriptLibrary, PastValueWindow) {
+  Network net = build_network(R"([
+    x = Input (2)
+    w = BS.Sequences.PastValueWindow (3, x)
+    outputNodes = (w.value : w.valid)
+  ])");
+  EXPECT_EQ(net.outputs[0].shape(), NDShape({3, 2}));  // BrainScript [2 x 3]
+  NDArrayView a(DataType::Float, NDShape{4, 2}), b(DataType::Float, NDShape{2, 2});
+  const std::vector<float> av = {1, 10, 2, 20, 3, 30, 4, 40}, bv = {5, 50, 6, 60};
+  std::copy(av.begin(), av.end(), a.data<float>());
+  std::copy(bv.begin(), bv.end(), b.data<float>());
+  const auto got = run(net, cntk::Value::from_sequences({a, b}));
+  expect_near(got[0], {4, 40, 3, 30, 2, 20, 6, 60, 5, 50, 0, 0}, 0, "value");
+  expect_near(got[1], {1, 1, 1, 1, 1, 0}, 0, "valid");
+}
