@@ -153,24 +153,37 @@ DelayLayer {T = 1, defaultHiddenActivation = 0} = [
                 else if T < 0 then FutureValue (0, x, timeStep = -T, defaultHiddenActivation = defaultHiddenActivation)
                 else x
 ].apply
-# LSTM layers over BS.RNNs.LSTMBlock. allowOptimizedEngine (CNTK's cuDNN path) computes the same
-# function and is accepted; this library always builds the step-by-step form.
+# LSTM layers over BS.RNNs.LSTMBlock, or, with allowOptimizedEngine where CNTK used it (no
+# projection, peepholes, stabilizers, trained initial state or backward direction), one
+# OptimizedRNNStack whose weights are in cuDNN's layout and whose states start at 0.
 RecurrentLSTMLayer {outputDim, cellShape = None, goBackwards = false, usePeepholes = false, trainInitialState = false,
                     init = 'glorotUniform', initValueScale = 1, enableSelfStabilization = false,
-                    allowOptimizedEngine = false} = [
-    previousHook = if trainInitialState
-                   then (if goBackwards then BS.RNNs.NextHCWithTrainedInitialState {} else BS.RNNs.PreviousHCWithTrainedInitialState {})
-                   else (if goBackwards then BS.RNNs.NextHC else BS.RNNs.PreviousHC)
-    lstm = BS.RNNs.LSTMBlock {outputDim, cellShape = cellShape, usePeepholes = usePeepholes, init = init,
-                              initValueScale = initValueScale, enableSelfStabilization = enableSelfStabilization}
-    apply (x) = [
-        prevState = previousHook (state)
-        state = lstm (x, prevState)
-    ].state.h
+                    allowOptimizedEngine = false} =
+    if allowOptimizedEngine && BS.Constants.IsNone (cellShape) && !goBackwards && !usePeepholes && !trainInitialState
+       && !enableSelfStabilization
+    then _OptimizedLSTM (outputDim, 1, init, initValueScale)
+    else [
+        previousHook = if trainInitialState
+                       then (if goBackwards then BS.RNNs.NextHCWithTrainedInitialState {} else BS.RNNs.PreviousHCWithTrainedInitialState {})
+                       else (if goBackwards then BS.RNNs.NextHC else BS.RNNs.PreviousHC)
+        lstm = BS.RNNs.LSTMBlock {outputDim, cellShape = cellShape, usePeepholes = usePeepholes, init = init,
+                                  initValueScale = initValueScale, enableSelfStabilization = enableSelfStabilization}
+        apply (x) = [
+            prevState = previousHook (state)
+            state = lstm (x, prevState)
+        ].state.h
+    ].apply
+_OptimizedLSTM (dim, layers, init, initValueScale) = [
+    W = ParameterTensor {(0 : 0), initFilterRank = 0, initOutputRank = -1, init = init, initValueScale = initValueScale}
+    apply (x) = OptimizedRNNStack (W, x, dim, numLayers = layers)
 ].apply
+_AllEqual (arr) = Length (arr) < 2 || (arr[0] == arr[1] && _AllEqual (arr << 1))
 RecurrentLSTMLayerStack {layerDims, cellShapes = None, usePeepholes = false, init = 'glorotUniform', initValueScale = 1,
                          enableSelfStabilization = false, allowOptimizedEngine = false} =
-    LayerStack {Length (layerDims), i => RecurrentLSTMLayer {layerDims[i],
+    if allowOptimizedEngine && BS.Constants.IsNone (cellShapes) && !usePeepholes && !enableSelfStabilization
+       && _AllEqual (layerDims)
+    then _OptimizedLSTM (layerDims[0], Length (layerDims), init, initValueScale)
+    else LayerStack {Length (layerDims), i => RecurrentLSTMLayer {layerDims[i],
         cellShape = if BS.Constants.IsNone (cellShapes) then None else cellShapes[i], usePeepholes = usePeepholes,
         init = init, initValueScale = initValueScale, enableSelfStabilization = enableSelfStabilization}}
 BS = [

@@ -269,6 +269,20 @@ void add_sequence_primitives(Table& t) {
     g_sequential = true;
     return node(ops::apply("ReconcileDynamicAxis", {a.node_at(0), a.node_at(1)})->output());
   };
+  // OptimizedRNNStack (weights, input, hiddenDims, numLayers = 1, bidirectional = false,
+  // recurrentOp = 'lstm', axis = -1): CNTK's cuDNN stack, its weights in cuDNN's layout (inferred).
+  t["OptimizedRNNStack"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "OptimizedRNNStack"};
+    if (a.number("axis", -1) != -1)
+      throw NotImplementedError("OptimizedRNNStack: an axis other than -1 (the sequence)");
+    const ValuePtr bidirectional = a.opt("bidirectional");
+    Dictionary attrs = {{"hiddenSize", DictValue(int64_t(as_number(a.at(2), "OptimizedRNNStack hiddenDims")))},
+                        {"numLayers", DictValue(int64_t(a.number("numLayers", 1)))},
+                        {"bidirectional", DictValue(bidirectional && !all_zero(bidirectional))},
+                        {"recurrentOp", DictValue(a.text("recurrentOp", "lstm"))}};
+    g_sequential = true;
+    return node(ops::apply("OptimizedRNNStack", {a.node_at(1), a.node_at(0)}, attrs)->output());
+  };
   t["Where"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "Where"};
     g_sequential = true;

@@ -546,3 +546,24 @@ TEST(BrainScriptLibrary, PastValueWindow) {
   expect_near(got[0], {4, 40, 3, 30, 2, 20, 6, 60, 5, 50, 0, 0}, 0, "value");
   expect_near(got[1], {1, 1, 1, 1, 1, 0}, 0, "valid");
 }
+
+// allowOptimizedEngine: one OptimizedRNNStack whose weights (cuDNN's layout) are inferred.
+TEST(BrainScriptLibrary, OptimizedLSTMLayers) {
+  Network net = build_network(R"([
+    x = Input (2)
+    one = RecurrentLSTMLayer {3, allowOptimizedEngine = true} (x)
+    two = RecurrentLSTMLayerStack {(3 : 3), allowOptimizedEngine = true} (x)
+    outputNodes = (one : two)
+  ])");
+  EXPECT_EQ(net.outputs[0].shape(), NDShape({3}));
+  size_t stacks = 0;
+  for (const auto& f : net.model->topological_order()) stacks += f->op_name() == "OptimizedRNNStack";
+  EXPECT_EQ(stacks, 2u);
+  std::vector<int64_t> sizes;
+  for (const auto& p : net.model->parameters()) sizes.push_back(p.shape().total_size());
+  std::sort(sizes.begin(), sizes.end());
+  // cuDNN's LSTM: 4 gates of (input + hidden) weights and two biases per layer
+  EXPECT_EQ(sizes, (std::vector<int64_t>{12 * 5 + 24, 12 * 5 + 24 + 12 * 6 + 24}));
+  const auto got = run(net, one_sequence({0.5f, -1.f, 1.5f, 0.25f}, 2));
+  EXPECT_EQ(got[0].size(), 6u);
+}
