@@ -567,3 +567,14 @@ TEST(BrainScriptLibrary, OptimizedLSTMLayers) {
   const auto got = run(net, one_sequence({0.5f, -1.f, 1.5f, 0.25f}, 2));
   EXPECT_EQ(got[0].size(), 6u);
 }
+
+TEST(BrainScriptLibrary, InputKinds) {
+  Network net = build_network(R"([
+    chw = ImageInput (4, 3, 2) ; hwc = ImageInput (4, 3, 2, imageLayout = 'HWC') ; words = SparseInput (10)
+    outputNodes = (chw + 0 : hwc + 0 : words + 0)
+  ])");
+  EXPECT_EQ(net.nodes.at("chw").shape(), NDShape({2, 3, 4}));
+  EXPECT_EQ(net.nodes.at("hwc").shape(), NDShape({3, 4, 2}));
+  EXPECT_TRUE(net.nodes.at("words").is_sparse());
+  EXPECT_THROW(build_network("[ i = ImageInput (4, 3, 2, imageLayout = 'WHC') ; outputNodes = (i + 0) ]"), ConfigError);
+}
