@@ -1,6 +1,7 @@
 // The cntk._cntk extension: a thin nanobind layer over the C++ engine. Python's
 // cntk package builds CNTK's API on these few types and functions.
 #include <nanobind/nanobind.h>
+#include <mutex>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -108,12 +109,38 @@ struct StateHandle {
   BackPropStatePtr state;
 };
 
+// Python objects the engine holds (user functions' instances, their forward states). The
+// garbage collector cannot see these references, so a cycle through one is never collected:
+// a user function's instance refers to its class, the class's methods to their module's
+// globals, and those often hold the Function built from it. At exit (before the modules are
+// torn down) release_held_objects() drops every such reference, which breaks the cycles.
+std::mutex g_held_mutex;
+std::vector<std::weak_ptr<nb::object>>* g_held = new std::vector<std::weak_ptr<nb::object>>();
+
 // A Python object released with the GIL held, whichever thread drops the last reference.
 std::shared_ptr<nb::object> hold_object(nb::object o) {
-  return std::shared_ptr<nb::object>(new nb::object(std::move(o)), [](nb::object* p) {
+  std::shared_ptr<nb::object> held(new nb::object(std::move(o)), [](nb::object* p) {
     nb::gil_scoped_acquire gil;
     delete p;
   });
+  std::lock_guard<std::mutex> lock(g_held_mutex);
+  if (g_held->size() >= 64 && g_held->size() == g_held->capacity())  // drop the expired before growing
+    std::erase_if(*g_held, [](const std::weak_ptr<nb::object>& w) { return w.expired(); });
+  g_held->push_back(held);
+  return held;
+}
+
+// Called at exit with the GIL held: every held object becomes None (a user function called
+// after this raises that its instance is gone).
+void release_held_objects() {
+  std::vector<std::shared_ptr<nb::object>> live;
+  {
+    std::lock_guard<std::mutex> lock(g_held_mutex);
+    for (auto& w : *g_held)
+      if (auto p = w.lock()) live.push_back(std::move(p));
+    g_held->clear();
+  }
+  for (auto& p : live) *p = nb::none();  // outside the lock: freeing may run Python code
 }
 
 // The engine's view of a cntk.ops.functions.UserFunction: each call takes the GIL
@@ -463,6 +490,7 @@ NB_MODULE(_cntk, m) {
           impl->uid = new_uid("Output");
           return Variable(impl);
         });
+  m.def("_release_held_objects", &release_held_objects);  // registered with atexit by the package
   m.def("user_function", [](nb::object obj, std::vector<Variable> inputs, nb::handle attrs, const std::string& name) {
     std::string op = nb::cast<std::string>(obj.attr("op_name"));
     auto backend = std::make_shared<PyUserBackend>(std::move(obj), op);

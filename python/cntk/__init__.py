@@ -15,6 +15,10 @@ from .variables import Parameter, Constant, Variable, Record, _variable_factory 
 from .ops.functions import _function_factory  # noqa: E402
 
 _cntk._set_factories(_function_factory, _variable_factory)
+# At exit, the engine drops the Python objects it holds (user functions' instances): cycles
+# through them are invisible to the garbage collector and would outlive the interpreter.
+import atexit as _atexit  # noqa: E402
+_atexit.register(_cntk._release_held_objects)
 
 from .ops import *  # noqa: E402,F401,F403
 from .ops import sequence  # noqa: E402,F401
