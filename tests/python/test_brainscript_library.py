@@ -1,25 +1,12 @@
 """CNTK's BrainScript library (CNTK.core.bs names) through the `cntk` command: a network is
 trained with learning rate 0 (its parameters stay as drawn), saved as a v1 model, and the
 `write` action's outputs over a small CTF file are compared with NumPy."""
-import os
 import re
-import shutil
 import subprocess
 
 import numpy as np
-import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def cntk_command():
-    dev = os.path.join(HERE, '..', '..', 'build', 'dev', 'cntk')
-    if os.path.exists(dev):
-        return dev
-    found = shutil.which('cntk')
-    if found is None:
-        pytest.skip('the cntk command is not built (make dev) or installed (pip install .)')
-    return found
+from test_brainscript_cli import cntk_command
 
 
 SEQUENCES = [[1.0, 2.0, 3.0, 4.0], [0.5, -1.5, 2.5], [-2.0, 3.0]]
