@@ -210,10 +210,14 @@ void Function::link_inputs() {
 // A depth-first walk from this function's root: an edge to a function still on the
 // walk's stack closes a loop and is made non-owning; every other edge owns its
 // producer, so everything the root reaches stays reachable through owning edges.
-// The producers of the non-owning edges go to a LoopAnchor that the functions of
-// the loops (strongly connected components, Tarjan) know weakly, and that this
-// function (a composite), the functions already reading the loops from outside and
-// every later one own.
+// Each loop (a strongly connected component, Tarjan) gets a LoopAnchor owning the
+// producers of its non-owning edges: its functions know it weakly, and this function
+// (a composite), the functions already reading the loop from outside and every later
+// one own it. One anchor per loop, not one for all the loops closed at once: a
+// function between two loops (reading the first, read by the second) owns the first
+// one's anchor and is reached from the second one's producers, so an anchor shared by
+// both loops would own itself through it (stacked recurrent layers closed together
+// were never freed).
 void Function::own_loops_acyclically() {
   struct Node {
     int index = -1, low = 0;
@@ -222,7 +226,7 @@ void Function::own_loops_acyclically() {
   std::unordered_map<Function*, Node> nodes;
   std::vector<Function*> tarjan;
   std::vector<FunctionPtr> closers;
-  std::unordered_set<Function*> members;
+  std::vector<std::vector<Function*>> loops;  // the components that closers are in, or of several functions
   int counter = 0;
   std::function<void(Function*)> visit = [&](Function* f) {
     Node& n = nodes[f];
@@ -261,42 +265,53 @@ void Function::own_loops_acyclically() {
         nodes[w].on_tarjan = false;
         component.push_back(w);
       } while (w != f);
-      if (component.size() > 1) members.insert(component.begin(), component.end());
+      const bool self_loop = std::find_if(closers.begin(), closers.end(),
+                                          [&](const FunctionPtr& c) { return c.get() == f; }) != closers.end();
+      if (component.size() > 1 || self_loop) loops.push_back(std::move(component));
     }
   };
   FunctionPtr keep = shared_from_this();
   visit(root_function().get());
   if (closers.empty()) return;
-  auto anchor = std::make_shared<LoopAnchor>();
-  anchor->closers = std::move(closers);
-  // A loop closed earlier that is now part of this one: its anchor's closers join
-  // this anchor, and no function of the loop may own the old anchor any more (it
-  // would own itself through it).
-  std::vector<std::shared_ptr<LoopAnchor>> old_anchors;
-  for (Function* m : members)
-    if (auto old = m->loop_anchor()) {
-      old_anchors.push_back(old);
-      for (auto& c : old->closers)
-        if (std::find(anchor->closers.begin(), anchor->closers.end(), c) == anchor->closers.end())
-          anchor->closers.push_back(c);
+  // A loop closed earlier is part of one of these (loops only grow): its anchor's closers
+  // join that loop's anchor, and no function of a loop may own an old anchor any more.
+  std::vector<std::shared_ptr<LoopAnchor>> anchors, old_anchors;
+  for (auto& loop : loops) {
+    const std::unordered_set<Function*> in_loop(loop.begin(), loop.end());
+    auto anchor = std::make_shared<LoopAnchor>();
+    for (auto& c : closers)
+      if (in_loop.count(c.get())) anchor->closers.push_back(c);
+    for (Function* m : loop)
+      if (auto old = m->loop_anchor()) {
+        if (std::find(old_anchors.begin(), old_anchors.end(), old) == old_anchors.end()) old_anchors.push_back(old);
+        for (auto& c : old->closers)
+          if (in_loop.count(c.get()) &&
+              std::find(anchor->closers.begin(), anchor->closers.end(), c) == anchor->closers.end())
+            anchor->closers.push_back(c);
+      }
+    anchors.push_back(std::move(anchor));
+  }
+  for (size_t i = 0; i < loops.size(); ++i)
+    for (Function* m : loops[i]) {
+      m->loop_anchor_ = anchors[i];
+      std::erase_if(m->held_anchors_, [&](const std::shared_ptr<LoopAnchor>& a) {
+        return std::find(old_anchors.begin(), old_anchors.end(), a) != old_anchors.end();
+      });
     }
-  auto hold = [&](Function* f) {
+  auto hold = [](Function* f, const std::shared_ptr<LoopAnchor>& anchor) {
     if (std::find(f->held_anchors_.begin(), f->held_anchors_.end(), anchor) == f->held_anchors_.end())
       f->held_anchors_.push_back(anchor);
   };
-  for (Function* m : members) {
-    m->loop_anchor_ = anchor;
-    std::erase_if(m->held_anchors_, [&](const std::shared_ptr<LoopAnchor>& a) {
-      return std::find(old_anchors.begin(), old_anchors.end(), a) != old_anchors.end();
-    });
+  for (size_t i = 0; i < loops.size(); ++i) {
+    const std::unordered_set<Function*> in_loop(loops[i].begin(), loops[i].end());
+    // Functions made before the loop was closed that read it from outside.
+    for (Function* m : loops[i])
+      for (auto& c : m->consumers_)
+        if (auto consumer = c.lock(); consumer && !in_loop.count(consumer.get())) hold(consumer.get(), anchors[i]);
+    // A function of the loop reaches all of it through owning edges already, and
+    // holding the anchor itself would be a cycle again.
+    if (!in_loop.count(this)) hold(this, anchors[i]);
   }
-  // Functions made before the loop was closed that read it from outside.
-  for (Function* m : members)
-    for (auto& c : m->consumers_)
-      if (auto consumer = c.lock(); consumer && !members.count(consumer.get())) hold(consumer.get());
-  // A function of the loop reaches all of it through owning edges already, and
-  // holding the anchor itself would be a cycle again.
-  if (!members.count(this)) hold(this);
 }
 
 FunctionPtr Function::primitive(const std::string& op_name, std::vector<Variable> inputs, Dictionary attributes,

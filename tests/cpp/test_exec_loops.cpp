@@ -249,6 +249,48 @@ TEST(ExecLoops, ALoopOutputReachedOnlyThroughTheLoopStaysAliveWhileTheLoopIsUsed
   EXPECT_EQ(live_functions(), before);
 }
 
+// Two loops in a row closed by one replace_placeholders (as BrainScript closes every delay of
+// a description at once): h1[t] = tanh(x[t] + h1[t-1]), h2[t] = tanh(2 h1[t] + h2[t-1]). The
+// function between them (2 h1) reads the first loop and is reached from the second: with one
+// anchor for both loops it would own that anchor through itself, and the graph was never freed.
+TEST(ExecLoops, StackedLoopsClosedTogetherAreFreedWithTheirLastHandle) {
+  const size_t before = live_functions();
+  auto x = Variable::input({1}, DataType::Double, false, false,
+                           {Axis::default_batch_axis(), Axis::default_dynamic_axis()}, "x");
+  {
+    FunctionPtr model;
+    {
+      auto ph1 = Variable::placeholder(NDShape::unknown(), {Axis::dynamic("UnknownAxes")}, "h1_prev");
+      auto ph2 = Variable::placeholder(NDShape::unknown(), {Axis::dynamic("UnknownAxes")}, "h2_prev");
+      auto init = Variable::constant(NDArrayView::full(DataType::Double, {1}, 0.25), "init");
+      auto two = Variable::constant(NDArrayView::full(DataType::Double, {1}, 2.0), "two");
+      Dictionary a;
+      a["offset"] = int64_t(1);
+      auto d1 = Function::primitive("PastValue", {ph1, init}, a);
+      auto h1 = Function::primitive("Tanh", {Function::primitive("Plus", {x, d1->output()}, {})->output()}, {});
+      auto between = Function::primitive("ElementTimes", {h1->output(), two}, {});
+      auto d2 = Function::primitive("PastValue", {ph2, init}, a);
+      auto h2 = Function::primitive("Tanh",
+                                    {Function::primitive("Plus", {between->output(), d2->output()}, {})->output()}, {});
+      model = Function::combine({h2->output()});
+      model->replace_placeholders({{ph1.get(), h1->output()}, {ph2.get(), h2->output()}});
+    }
+    NDArrayView d(DataType::Double, {1, 3, 1});
+    const double xs[3] = {0.3, -0.7, 1.1};
+    std::copy(xs, xs + 3, d.data<double>());
+    std::vector<Value> outs;
+    forward(model, {{x, Value(d)}}, {}, outs, false);
+    const double* y = outs[0].data().contiguous().data<double>();
+    double p1 = 0.25, p2 = 0.25;
+    for (int t = 0; t < 3; ++t) {
+      p1 = std::tanh(xs[t] + p1);
+      p2 = std::tanh(2 * p1 + p2);
+      EXPECT_NEAR(y[t], p2, 1e-12) << "t=" << t;
+    }
+  }
+  EXPECT_EQ(live_functions(), before);
+}
+
 // Loop steps write their outputs straight into the loop's [T, B, ...] buffers and
 // their gradients into buffers kept over the time steps: a pass asks the allocator
 // for as many blocks whatever the sequence length.
