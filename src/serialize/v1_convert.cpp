@@ -25,6 +25,10 @@ const std::string kNamePrefix = "__v2libname__";
 // The dynamic-axis names of CNTK's input nodes.
 const std::string kDefaultDynamicAxis = "*";
 const std::string kNoSequenceAxis = "__noSequenceAxis";
+// The dynamic axis CNTK's Where node names by default.
+const std::string kWhereAxis = "WhereNodeAxis";
+// Where the v2 Dictionary names an engine op that CNTK lacks (a CustomProxyOp).
+const std::string kEngineOpKey = "opencntk_op";
 
 // v1 node type <-> CNTK PrimitiveOpType name. The first entry of a PrimitiveOpType is the
 // node type saving writes.
@@ -71,6 +75,10 @@ constexpr OpPair kOps[] = {{"Negate", "Negate"},
                            {"Clip", "Clip"},
                            {"If", "Select"},
                            {"ReconcileDynamicAxis", "ReconcileDynamicAxis"},
+                           {"Where", "Where"},
+                           {"PackedIndex", "PackedIndex"},
+                           {"GatherPacked", "GatherPacked"},
+                           {"ScatterPacked", "ScatterPacked"},
                            {"Times", "Times"},
                            {"TransposeTimes", "TransposeTimes"},
                            {"PastValue", "PastValue"},
@@ -111,6 +119,8 @@ std::vector<size_t> input_order(const std::string& v2_op, size_t n) {
   if ((v2_op == "ClassificationError" || v2_op == "Logistic" || v2_op == "CrossEntropyWithSoftmax") && n >= 2)
     std::swap(order[0], order[1]);
   if (v2_op == "Clip" && n == 3) order = {2, 0, 1};
+  if (v2_op == "GatherPacked" && n == 2) order = {1, 0};      // v1: index, data
+  if (v2_op == "ScatterPacked" && n == 3) order = {2, 1, 0};  // v1: layout, index, data
   return order;
 }
 
@@ -315,8 +325,33 @@ class ToDictionary {
   // it is written, which the v2 loader resolves once every function is read.
   std::string visit(const Node& n) {
     if (n.is_leaf()) return leaf(n);
+    // The engine's gather and scatter take Where's indices as they are: PackedIndex, which
+    // turned them into CNTK's packed positions, stands for its index input.
+    if (n.op == "PackedIndex") {
+      if (n.inputs.size() != 2) fail(n, "has " + std::to_string(n.inputs.size()) + " inputs, not 2");
+      if (++depth_ > 100000) fail(n, "the network is nested too deeply");
+      std::string index = visit(node(n.inputs[1]));
+      --depth_;
+      return index;
+    }
     auto it = done_.find(n.name);
     if (it != done_.end()) return it->second + "_Output_0";
+    if (const Node* x = is_within_operand(n)) {
+      // The flags of the first (PastValue) or last (FutureValue) timeStep steps: the engine's
+      // IsWithin, which has no CNTK op number (a CustomProxyOp naming it).
+      std::string uid = uid_for(n, "IsWithin");
+      done_[n.name] = uid;
+      if (++depth_ > 100000) fail(n, "the network is nested too deeply");
+      std::string in = visit(*x);
+      --depth_;
+      int64_t step = n.attrs.at("timeStep").as_int();
+      Dictionary a;
+      a["offset"] = n.op == "PastValue" ? step : -step;
+      Dictionary f = function_dict(uid, uid_and_name(n.name).second, "CustomProxyOp", {in}, std::move(a));
+      f[kEngineOpKey] = "IsWithin";
+      functions_.push_back(std::move(f));
+      return uid + "_Output_0";
+    }
     const char* op = v2_op_of(n.op);
     if (!op)
       throw NotImplementedError(source_ + ": offset " + std::to_string(n.offset) + ": node '" + n.name +
@@ -348,6 +383,20 @@ class ToDictionary {
     for (size_t k : input_order(v2, in.size())) ins.push_back(in[k]);
     functions_.push_back(function_dict(uid, name, v2, std::move(ins), std::move(a)));
     return uid + "_Output_0";
+  }
+
+  // The operand x of PastValue / FutureValue (timeStep k >= 1, initial state 1) over
+  // ReconcileDynamicAxis(constant 0, x): what CNTK builds for is_first / is_last (and
+  // save_as_legacy_model for IsWithin); else null.
+  const Node* is_within_operand(const Node& n) const {
+    if ((n.op != "PastValue" && n.op != "FutureValue") || n.inputs.size() != 1) return nullptr;
+    if (attr_double(n.attrs, "initialState", 0) != 1 || attr_int(n.attrs, "timeStep", 0) < 1) return nullptr;
+    const Node& like = node(n.inputs[0]);
+    if (like.op != "ReconcileDynamicAxis" || like.inputs.size() != 2) return nullptr;
+    const Node& zero = node(like.inputs[0]);
+    if (zero.op != "LearnableParameter" || zero.lr_mult != 0 || zero.values.size() != 1 || zero.values[0] != 0)
+      return nullptr;
+    return &node(like.inputs[1]);
   }
 
   const Node* leaf_input(const Node& n, size_t i) const {
@@ -440,6 +489,18 @@ class ToDictionary {
         a["beginIndexVec"] = b;
         a["endIndexVec"] = e;
       }
+    } else if (op == "Where") {
+      need(1);
+      // A Where without a sequence axis (one index per sequence): the engine's declared
+      // length of 0 * length + 1.
+      if (attr_string(at, "dynamicAxis", kWhereAxis) == kNoSequenceAxis) {
+        a["newSequenceAxisLengthScalingFactor"] = int64_t(0);
+        a["newSequenceAxisLengthAdditiveFactor"] = int64_t(1);
+      }
+    } else if (op == "GatherPacked") {
+      need(2);
+    } else if (op == "ScatterPacked") {
+      need(3);
     } else if (op == "Splice") {
       a["axis"] = axis_from_cntk(at.at("spliceDim").as_int() - 1);
     } else if (op == "Dropout") {
@@ -481,13 +542,12 @@ class FromDictionary {
     for (auto& v : d.at("primitive_functions").as_list()) function(v.as_dict());
     for (auto& [k, n] : net_.nodes)
       for (auto& in : n.inputs) in = resolve(in);
-    std::vector<Variable> outs = f_->outputs();
-    for (auto& o : outs) {
-      if (o.is_output() && o.owner()->op_name() == "Combine") continue;
-      net_.outputs.push_back(resolve(o.uid()));
+    // A Combine's outputs are its inputs; each node is listed once.
+    std::set<std::string, NoCaseLess> listed;
+    for (auto& o : f_->outputs()) {
+      std::string name = resolve(o.uid());
+      if (listed.insert(name).second) net_.outputs.push_back(name);
     }
-    if (f_->root_function()->op_name() == "Combine")
-      for (auto& in : f_->root_function()->inputs()) net_.outputs.push_back(resolve(in.uid()));
     return std::move(net_);
   }
 
@@ -500,7 +560,10 @@ class FromDictionary {
   void index(const FunctionPtr& fn) {
     if (!fn || !seen_.insert(fn.get()).second) return;
     auto outs = fn->outputs();
-    for (size_t i = 0; i < outs.size(); ++i) shapes_[fn->uid() + "_Output_" + std::to_string(i)] = outs[i].shape();
+    for (size_t i = 0; i < outs.size(); ++i) {
+      shapes_[fn->uid() + "_Output_" + std::to_string(i)] = outs[i].shape();
+      axes_[fn->uid() + "_Output_" + std::to_string(i)] = outs[i].dynamic_axes();
+    }
     if (fn->is_block()) index(fn->block_root()->root_function());
     for (auto& in : fn->direct_inputs())
       if (in.is_output()) index(in.owner());
@@ -579,6 +642,9 @@ class FromDictionary {
       size_t outputs = c == combines_.end() ? 1 : c->second.size();
       for (size_t i = 0; i < outputs; ++i)
         alias_[uid + "_Output_" + std::to_string(i)] = c == combines_.end() ? root + "_Output_0" : c->second[i];
+      // The node that computes a named block's single output carries the block's uid and name
+      // (v1 files keep no blocks), so the name comes back (IsFirst, a sequence slice, a layer).
+      if (c == combines_.end() && !name.empty()) rename(root + "_Output_0", uid, name);
       return;
     }
     if (type == 44) {  // Combine: its outputs are its inputs
@@ -586,8 +652,17 @@ class FromDictionary {
       return;
     }
     const Dictionary& attrs = d.at("attributes").as_dict();
+    if (type == cntk_op_type("CustomProxyOp") && d.count(kEngineOpKey) &&
+        d.at(kEngineOpKey).as_string() == "IsWithin" && in.size() == 1) {
+      is_within(uid, name, in[0], attr_int(attrs, "offset", 1));
+      return;
+    }
     std::string v2;
-    for (const char* cand : {"Negate",
+    for (const char* cand : {"Where",
+                             "PackedIndex",
+                             "GatherPacked",
+                             "ScatterPacked",
+                             "Negate",
                              "Sigmoid",
                              "StableSigmoid",
                              "Tanh",
@@ -649,6 +724,9 @@ class FromDictionary {
       throw NotImplementedError("save_as_legacy_model: the op " +
                                 (engine_op.empty() ? "number " + std::to_string(type) : engine_op) + " of '" +
                                 (name.empty() ? uid : name) + "' has no CNTK v1 node type");
+    if (v2 == "PackedIndex") packed_.insert(uid + "_Output_0");
+    if ((v2 == "GatherPacked" && in.size() == 2) || (v2 == "ScatterPacked" && in.size() == 3))
+      in[1] = packed_index(uid, v2 == "GatherPacked" ? in[0] : in[2], in[1]);
     Node n;
     n.name = node_name(uid, name);
     n.op = v1_op_of(v2);
@@ -659,9 +737,84 @@ class FromDictionary {
     auto order = input_order(v2, in.size());
     n.inputs.resize(in.size());
     for (size_t i = 0; i < in.size(); ++i) n.inputs[order[i]] = in[i];
-    convert(v2, attrs, in, n);
+    convert(v2, attrs, in, uid + "_Output_0", n);
     names_[uid + "_Output_0"] = n.name;
     net_.nodes.emplace(n.name, std::move(n));
+  }
+
+  // CNTK's gather and scatter read positions in its packed layout, which PackedIndex makes of
+  // Where's indices (BrainScript's Gather and Scatter went through it; the engine's ops read
+  // Where's indices as they are): a PackedIndex node over `layout` goes before an index that
+  // is not one already.
+  std::string packed_index(const std::string& uid, const std::string& layout, const std::string& index) {
+    if (packed_.count(index)) return index;
+    Node p;
+    p.name = node_name(uid + "_packedIndex", "");
+    p.op = "PackedIndex";
+    p.precision = "float";
+    p.inputs = {layout, index};
+    std::string out = uid + "_packedIndex_Output_0";
+    names_[out] = p.name;
+    std::string key = p.name;
+    if (!net_.nodes.emplace(key, std::move(p)).second)
+      throw ValueError("save_as_legacy_model: two nodes are named '" + key + "'");
+    return out;
+  }
+
+  // Gives the node that computes the variable `var_uid` the uid and name of `uid`, `name`.
+  void rename(const std::string& var_uid, const std::string& uid, const std::string& name) {
+    std::string u = var_uid;
+    for (size_t i = 0; i < 10000; ++i) {
+      auto a = alias_.find(u);
+      if (a == alias_.end()) break;
+      u = a->second;
+    }
+    auto it = names_.find(u);
+    if (it == names_.end()) return;
+    auto n = net_.nodes.find(it->second);
+    if (n == net_.nodes.end() || n->second.is_leaf()) return;
+    std::string to = node_name(uid, name);
+    if (net_.nodes.count(to)) return;
+    Node moved = std::move(n->second);
+    net_.nodes.erase(n);
+    moved.name = to;
+    net_.nodes.emplace(to, std::move(moved));
+    for (auto& [k, v] : names_)
+      if (v == it->second && k != u) v = to;
+    it->second = to;
+  }
+
+  // IsWithin(x, offset), which CNTK has no node for, as CNTK's is_first / is_last are built: a
+  // delay by |offset| steps (PastValue for offset > 0, FutureValue below) of zeros laid out as
+  // x, starting from 1. The delay carries the function's uid and name.
+  void is_within(const std::string& uid, const std::string& name, const std::string& x, int64_t offset) {
+    if (offset == 0) throw ValueError("save_as_legacy_model: IsWithin '" + uid + "' has the offset 0");
+    Node zero;
+    zero.name = node_name(uid + "_zero", "");
+    zero.op = "LearnableParameter";
+    zero.precision = "float";
+    zero.lr_mult = 0;
+    zero.values = {0.0};
+    Node like;
+    like.name = node_name(uid + "_like", "");
+    like.op = "ReconcileDynamicAxis";
+    like.precision = "float";
+    like.inputs = {uid + "_zero", x};
+    Node delay;
+    delay.name = node_name(uid, name);
+    delay.op = offset > 0 ? "PastValue" : "FutureValue";
+    delay.precision = "float";
+    delay.inputs = {uid + "_like_Output_0"};
+    delay.attrs["timeStep"] = offset > 0 ? offset : -offset;
+    delay.attrs["initialState"] = 1.0;
+    names_[uid + "_zero"] = zero.name;
+    names_[uid + "_like_Output_0"] = like.name;
+    names_[uid + "_Output_0"] = delay.name;
+    for (Node* n : {&zero, &like, &delay}) {
+      std::string key = n->name;
+      if (!net_.nodes.emplace(key, std::move(*n)).second)
+        throw ValueError("save_as_legacy_model: two nodes are named '" + key + "'");
+    }
   }
 
   Dims shape_of(const std::string& var_uid) const {
@@ -670,7 +823,8 @@ class FromDictionary {
     return {};
   }
 
-  void convert(const std::string& v2, const Dictionary& at, const std::vector<std::string>& in, Node& n) {
+  void convert(const std::string& v2, const Dictionary& at, const std::vector<std::string>& in,
+               const std::string& out_uid, Node& n) {
     Dictionary& a = n.attrs;
     auto cntk_shape = [&](const char* key) {
       auto it = at.find(key);
@@ -751,6 +905,21 @@ class FromDictionary {
       if (!ax.is_static() || ax == Axis::new_leading_axis())
         throw NotImplementedError("save_as_legacy_model: splice along a new or dynamic axis has no v1 form");
       a["spliceDim"] = cntk_axis(ax) + 1;
+    } else if (v2 == "Where") {
+      // The dynamic axis it makes, by CNTK's internal names ("*" the default sequence axis,
+      // "__noSequenceAxis" none); a Where inside a CNTK composite has no engine function.
+      std::string axis = kWhereAxis;
+      auto ax = axes_.find(out_uid);
+      if (ax != axes_.end() && !ax->second.empty()) {
+        const auto& v = ax->second;
+        if (v.size() == 1 && v[0].is_batch())
+          axis = kNoSequenceAxis;
+        else if (v[0] == Axis::default_dynamic_axis())
+          axis = kDefaultDynamicAxis;
+        else
+          axis = v[0].name();
+      }
+      a["dynamicAxis"] = axis;
     } else if (v2 == "Dropout") {
       a["rngSeed"] = attr_int(at, "rngSeed", 0);
       a["rngOffset"] = attr_int(at, "rngOffset", 0);
@@ -781,6 +950,8 @@ class FromDictionary {
   Network net_;
   std::unordered_set<Function*> seen_;
   std::unordered_map<std::string, NDShape> shapes_;
+  std::unordered_set<std::string> packed_;                              // the outputs of PackedIndex functions
+  std::unordered_map<std::string, std::vector<Axis>> axes_;             // output uid -> its dynamic axes
   std::unordered_map<std::string, std::string> names_;                  // variable uid -> node name
   std::unordered_map<std::string, std::string> alias_;                  // variable uid -> the uid it stands for
   std::unordered_map<std::string, double> scalars_;                     // parameter uid -> its value when a scalar

@@ -20,6 +20,8 @@ constexpr uint64_t kMaxRank = 64;
 constexpr uint64_t kMaxDim = uint64_t(1) << 40;
 constexpr uint64_t kMaxElements = uint64_t(1) << 34;
 constexpr size_t kMaxString = 1 << 16;
+// The dynamic axis a Where node names when the file gives none (CNTK's default).
+constexpr const char* kWhereAxis = "WhereNodeAxis";
 
 std::string utf8_from_utf16(const std::u16string& s) {
   std::string out;
@@ -315,6 +317,9 @@ bool is_plain(const std::string& op) {
                                     "Greater",
                                     "GreaterEqual",
                                     "ReconcileDynamicAxis",
+                                    "PackedIndex",
+                                    "GatherPacked",
+                                    "ScatterPacked",
                                     "Cosine",
                                     "Sin",
                                     "ExponentialLinearUnit",
@@ -497,6 +502,9 @@ void read_payload(Reader& r, Node& n, uint64_t v) {
     a["axes"] = int_list(axes);
     a["operation"] = r.str("the reduction");
     a["keepDimensions"] = v >= 24 ? r.boolean("keepDimensions") : true;
+  } else if (op == "Where") {
+    // The name of the dynamic axis the node makes (CNTK's default before version 11).
+    a["dynamicAxis"] = v >= 11 ? r.str("the Where node's dynamic axis") : std::string(kWhereAxis);
   } else if (op == "Dropout") {
     if (v >= 17) {
       a["rngSeed"] = int64_t(r.u64("the random seed"));
@@ -584,6 +592,8 @@ void write_payload(Writer& w, const Node& n) {
     for (auto x : axes) w.put(int32_t(x));
     w.str(a.at("operation").as_string());
     w.put(uint8_t(attr_bool(a, "keepDimensions", true)));
+  } else if (op == "Where") {
+    w.str(attr_string(a, "dynamicAxis", kWhereAxis));
   } else if (op == "Dropout") {
     w.put(uint64_t(attr_int(a, "rngSeed", 0)));
     w.put(uint64_t(attr_int(a, "rngOffset", 0)));
@@ -604,9 +614,11 @@ std::string detect_precision(const std::string& bytes) {
 }
 
 void read_group(Reader& r, const Network& net, std::vector<std::string>& group, const std::string& end_marker) {
+  // A group may name a node twice (files of earlier versions of this writer did), so the
+  // count is bounded by the bytes left (a name takes at least its terminator).
   uint64_t n = r.u64("a node count");
-  if (n > net.nodes.size())
-    r.fail("a node group of " + std::to_string(n) + " nodes in a network of " + std::to_string(net.nodes.size()));
+  if (n > r.left() / 2)
+    r.fail("a node group of " + std::to_string(n) + " nodes does not fit in the file (truncated file)");
   for (uint64_t i = 0; i < n; ++i) {
     size_t at = r.pos();
     std::string name = r.str("a node name");

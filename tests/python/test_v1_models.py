@@ -178,6 +178,37 @@ def test_save_as_legacy_model_keeps_names_and_uids(tmp_path):
     assert g.root_function.name == 'prod'
 
 
+def test_save_as_legacy_model_output_feeding_another_output(tmp_path):
+    # Both outputs of a Combine, one computed from the other: each is listed once in the file.
+    x = C.input_variable(3, name='x')
+    a = C.tanh(x, name='a')
+    s = C.sigmoid(a, name='s')
+    f = C.combine([s, a])
+    data = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    path = str(tmp_path / 'two.dnn')
+    save_as_legacy_model(f, path)
+    g = C.load_model(path)
+    assert sorted(o.name for o in g.outputs) == ['a', 's']
+    got = {o.name: v for o, v in g.eval({g.arguments[0]: data}).items()}
+    np.testing.assert_allclose(got['a'], np.tanh(data), rtol=1e-6)
+    np.testing.assert_allclose(got['s'], 1 / (1 + np.exp(-np.tanh(data))), rtol=1e-6)
+
+
+def test_save_as_legacy_model_keeps_the_names_of_named_blocks(tmp_path):
+    # v1 files keep no blocks: the node of a named block's output takes the block's name.
+    x = C.sequence.input_variable(2, name='x')
+    f = C.combine([C.sequence.is_first(x, name='isfirst'), C.layers.Dense(3, name='dense')(x)])
+    path = str(tmp_path / 'named.dnn')
+    save_as_legacy_model(f, path)
+    g = C.load_model(path)
+    assert sorted(o.name for o in g.outputs) == ['dense', 'isfirst']
+    data = [np.random.default_rng(1).standard_normal((3, 2)).astype(np.float32)]
+    want = {o.name: v for o, v in f.eval({x: data}).items()}
+    got = {o.name: v for o, v in g.eval({g.arguments[0]: data}).items()}
+    for name in want:
+        np.testing.assert_allclose(got[name][0], want[name][0], rtol=1e-6, err_msg=name)
+
+
 # ---------------------------------------------------------------- SLUHandsOn on ATIS
 
 
