@@ -14,7 +14,7 @@ import cntk as C
 from cntk.debugging import save_as_legacy_model
 from cntk.ops._prim import prim
 
-from test_brainscript_cli import cntk_command
+from test_brainscript_cli import cntk_command, final_results
 
 LENGTHS = (4, 3, 1, 5)
 
@@ -133,7 +133,7 @@ def _train_and_write(tmp_path, members, outputs, sequences=True):
     (tmp_path / 'data.txt').write_text('\n'.join(lines) + '\n')
     reader = ('reader = [ readerType = "CNTKTextFormatReader" ; file = "data.txt" ; randomize = false ; input = [ '
               'x = [ dim = 1 ; format = "dense" ] ; y = [ dim = 1 ; format = "dense" ] ] ]')
-    (tmp_path / 'seq.cntk').write_text('''command = T:W
+    (tmp_path / 'seq.cntk').write_text('''command = T:W:E
 modelPath = "m/model.dnn"
 T = [
   action = "train"
@@ -146,13 +146,17 @@ T = [
   %s
 ]
 W = [ action = "write" ; outputPath = "out/o" ; %s ]
-''' % (members, ' : '.join(outputs), reader, reader))
+E = [ action = "test" ; %s ]
+''' % (members, ' : '.join(outputs), reader, reader, reader))
     p = subprocess.run([cntk_command(), 'configFile=seq.cntk'], cwd=tmp_path, capture_output=True, text=True,
                        timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     # a v1 model per epoch, the last one also as modelPath
     assert sorted(f.name for f in (tmp_path / 'm').iterdir() if not f.name.endswith('.ckp')) == [
         'model.dnn', 'model.dnn.1']
+    # `test` reloads the model too: crit = (y - w x)^2 = x^2 per sample (w = 1, y = 2x)
+    x = np.concatenate([np.array(s) for s in SEQUENCES])
+    np.testing.assert_allclose(final_results(p.stderr)['crit'], np.mean(x ** 2), rtol=1e-5)
     written = sorted(f.name for f in (tmp_path / 'out').iterdir())
     assert written == sorted('o.' + n for n in outputs)  # every node kept its name (no 'o.')
     return {n: [float(v) for v in re.findall(r'[-+]?\d+(?:\.\d*)?(?:e[-+]?\d+)?', (tmp_path / 'out' /
