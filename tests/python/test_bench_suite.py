@@ -2,6 +2,7 @@
 from, and its equivalence check, which must pass on the small workloads and fail when a peer's update
 differs. The check needs the pinned peers (bash bench/install-peers.sh, which scripts/install-deps.sh runs);
 it is skipped without them."""
+import importlib.util
 import os
 import subprocess
 import sys
@@ -162,6 +163,12 @@ def test_rounds_come_in_blocks_with_workers_restarted_in_reverse_order(monkeypat
             self.first = len(starts) % 2 == 1
 
     monkeypatch.setattr(suite, 'Worker', Worker)
+    # suite.py imports its neighbours by plain name (`import run`): in a test session another module
+    # of that name may be loaded already
+    spec = importlib.util.spec_from_file_location('run', os.path.join(BENCH, 'run.py'))
+    bench_run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_run)
+    monkeypatch.setitem(sys.modules, 'run', bench_run)
     args = suite.parse_args(['--workloads', 'mlp', '--columns', 'opencntk,pytorch', '--no-check', '--min-rounds',
                              '5', '--max-rounds', '5', '--no-write'])
     row = suite.run_workload('mlp', 'active', args, '/tmp')
