@@ -210,13 +210,17 @@ fuzz-htk:
 	python3 tests/fuzz/make_htk_seeds.py build/fuzz/htk-corpus
 	build/fuzz/fuzz_htk -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build/fuzz/ -max_len=4096 -timeout=10 -rss_limit_mb=2048 build/fuzz/htk-corpus
 
-# libFuzzer target for the BrainScript parser and the config language (clang; not part of `make test`).
-# Seeds: CNTK's parser test inputs and config files. FUZZ_SECONDS=60 for a short run.
+# libFuzzer target for the BrainScript parser, the config language, the NDL reader and the MEL parser
+# (clang; not part of `make test`). Seeds: CNTK's parser test inputs and config files, the NDL and MEL
+# texts of the tests. FUZZ_SECONDS=60 for a short run.
 fuzz-brainscript:
-	mkdir -p build/fuzz/brainscript-corpus
+	mkdir -p build/fuzz/brainscript-corpus build/fuzz/brainscript-files
 	$(CLANGXX) -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -Iinclude -Isrc tests/fuzz/fuzz_brainscript.cpp src/brainscript/parser.cpp src/brainscript/config.cpp \
-	  src/core/common.cpp -o build/fuzz/fuzz_brainscript
+	  src/brainscript/ndl.cpp src/brainscript/mel.cpp src/core/common.cpp -o build/fuzz/fuzz_brainscript
+	python3 tests/fuzz/make_brainscript_seeds.py build/fuzz/brainscript-corpus build/fuzz/brainscript-files
+	for f in ../shared/cntk-brainscript/Tests/EndToEndTests/Simple2d/*_ndl_deprecated.cntk; do \
+	  [ -f "$$f" ] && (printf '\003'; cat "$$f") > build/fuzz/brainscript-corpus/ndl_$$(basename $$f); done; true
 	for f in ../shared/cntk-brainscript/Tests/UnitTests/BrainScriptTests/Data/Parser/Input*.txt; do \
 	  [ -f "$$f" ] && (printf '\000'; cat "$$f") > build/fuzz/brainscript-corpus/bs_$$(basename $$f); done; true
 	for f in ../shared/cntk-brainscript/Tutorials/HelloWorld-LogisticRegression/*.cntk ../shared/cntk-brainscript/Tests/EndToEndTests/Simple2d/*.cntk; do \

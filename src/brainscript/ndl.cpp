@@ -45,19 +45,29 @@ struct Chunk {
   }
 };
 
+struct NamedArg;
+
 struct Expr {
   enum class Kind { Number, String, Name, Call, Array } kind = Kind::Name;
   std::string text;  // the name (dotted), function or macro name, or string
   double number = 0;
   std::vector<Expr> args;
-  std::vector<std::pair<std::string, Expr>> named;
+  std::vector<NamedArg> named;  // key=value arguments (not a std::pair: Expr is incomplete here)
   TextLocation where;
-  const Expr* option(const std::string& key) const {
-    for (const auto& [k, v] : named)
-      if (lower(k) == lower(key)) return &v;
-    return nullptr;
-  }
+  const Expr* option(const std::string& key) const;
 };
+
+struct NamedArg {
+  std::string first;
+  Expr second;
+  NamedArg(std::string key, Expr value) : first(std::move(key)), second(std::move(value)) {}
+};
+
+const Expr* Expr::option(const std::string& key) const {
+  for (const auto& [k, v] : named)
+    if (lower(k) == lower(key)) return &v;
+  return nullptr;
+}
 
 struct Statement {
   std::string name;
@@ -810,13 +820,19 @@ struct NdlFile {
   Chunk text;
 };
 
-NdlFile read_ndl_file(const std::string& path, const std::shared_ptr<const ConfigRecord>& config) {
+// `run`: the sections the builder names; a file that holds them is a config even without a run=
+// of its own.
+NdlFile read_ndl_file(const std::string& path, const std::shared_ptr<const ConfigRecord>& config,
+                      const std::optional<std::string>& run = std::nullopt) {
   auto text = std::make_shared<ConfigText>();
   text->append_source(SourceFile::read(path));
   NdlFile f;
   try {
     auto record = ConfigRecord::parse(text, path, config);
-    if (record->exists_here("run") || record->exists_here("load")) f.record = record;
+    bool holds_run = run.has_value();
+    if (run)
+      for (const auto& name : split_config_array(*run)) holds_run = holds_run && record->exists_here(name);
+    if (holds_run || record->exists_here("run") || record->exists_here("load")) f.record = record;
   } catch (const ValueError&) {  // bare macro definitions: not a config
   }
   f.text = {config->resolve(text->text), {text->lines.empty() ? nullptr : text->lines[0].source, 0, 0}};
@@ -832,12 +848,9 @@ void sections(const ConfigRecord& from, const std::optional<std::string>& load, 
         out.push_back(section(from, name, key == &load ? "load" : "run"));
 }
 
-struct Translation {
-  std::string source;
-  std::vector<TextLocation> origins;
-};
+}  // namespace
 
-Translation translate(const ConfigRecord& command) {
+NdlTranslation translate_ndl(const ConfigRecord& command) {
   const ConfigRecord* holder = holder_of(command, "NDLNetworkBuilder");
   if (!holder) throw ValueError("no NDLNetworkBuilder block");
   // The block's own keys (networkDescription, run, ...); a block that holds NDL statements only
@@ -864,7 +877,8 @@ Translation translate(const ConfigRecord& command) {
       throw ValueError("NDLNetworkBuilder: either networkDescription=file or run=section must be given");
     sections(*builder, builder->find("load"), builder->find("run"), chunks);
   } else {
-    const NdlFile f = read_ndl_file(description, builder);
+    const NdlFile f =
+        read_ndl_file(description, builder, builder->exists_here("run") ? builder->find("run") : std::nullopt);
     if (f.record) {  // run=/load= given beside networkDescription override the file's
       sections(*f.record, builder->exists("load") ? builder->find("load") : f.record->find("load"),
                builder->exists("run") ? builder->find("run") : f.record->find("run"), chunks);
@@ -876,29 +890,11 @@ Translation translate(const ConfigRecord& command) {
   std::vector<Macro> macros;
   for (const auto& c : macro_chunks) Parser(c).statements(0, c.text.size(), ignored, &macros);
   for (const auto& c : chunks) Parser(c).statements(0, c.text.size(), statements, &macros);
-  Translation t;
+  NdlTranslation t;
   t.source = Translator(std::move(statements), std::move(macros)).source(t.origins);
   return t;
 }
 
-}  // namespace
-
-std::string ndl_network_source(const ConfigRecord& command) { return translate(command).source; }
-
-Network build_ndl_network(const ConfigRecord& command) {
-  const Translation t = translate(command);
-  EvaluationOptions options;
-  options.dtype = command.get("precision", "float") == "double" ? DataType::Double : DataType::Float;
-  try {
-    return build_network(t.source, options);
-  } catch (const ConfigError& e) {
-    // An error in the generated description names the NDL line it was written from.
-    const TextLocation& at = e.location;
-    if (at.valid() && at.source->path == "BrainScriptNetworkBuilder" && at.line < t.origins.size() &&
-        t.origins[at.line].valid())
-      throw ConfigError("NDL", e.message, t.origins[at.line]);
-    throw;
-  }
-}
+std::string ndl_network_source(const ConfigRecord& command) { return translate_ndl(command).source; }
 
 }  // namespace cntk::brainscript

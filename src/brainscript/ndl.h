@@ -13,14 +13,22 @@
 // their path (`L1.BFF.FF.P`), as CNTK named them.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "brainscript/config.h"
 #include "brainscript/evaluator.h"
 
 namespace cntk::brainscript {
 
-// The BrainScript record (text) for the NDLNetworkBuilder visible from `command`. Errors are
-// ConfigErrors ("NDL error") naming the NDL file, line and column.
+// The BrainScript record (text) for the NDLNetworkBuilder visible from `command`, and for each
+// of its lines the NDL place it was written from (invalid where none). Errors are ConfigErrors
+// ("NDL error") naming the NDL file, line and column. Reads text only (ndl.cpp); building the
+// network is ndl_network.cpp's.
+struct NdlTranslation {
+  std::string source;
+  std::vector<TextLocation> origins;
+};
+NdlTranslation translate_ndl(const ConfigRecord& command);
 std::string ndl_network_source(const ConfigRecord& command);
 
 // Builds the network of the NDLNetworkBuilder visible from `command` (precision from the
