@@ -18,10 +18,14 @@
 #include <unordered_map>
 
 #include "brainscript/evaluator.h"
+#include "brainscript/mel.h"
+#include "brainscript/ndl.h"
 #include "brainscript/reader_config.h"
 #include "cntk/evaluation.h"
 #include "cntk/legacy_model.h"
 #include "cntk/serialize.h"
+#include "ops/op.h"
+#include "serialize/v1_model.h"
 
 namespace cntk::brainscript {
 
@@ -173,113 +177,6 @@ void batch_norm_statistics(const ActionContext& ctx) {
 // ---------------------------------------------------------------------------------------------
 // edit
 
-// A MEL statement: `[name =] Function(arg, ..., key=value)`, arguments unquoted.
-struct MelCall {
-  std::string result, function;
-  std::vector<std::string> args;
-  std::map<std::string, std::string> options;  // lower-case keys
-  size_t line = 0;                             // 1-based
-};
-
-std::string mel_trim(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t\r\n");
-  return b == std::string::npos ? "" : s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
-}
-
-std::string unquoted(std::string s) {
-  s = mel_trim(s);
-  if (s.size() >= 2 && (s[0] == '"' || s[0] == '\'') && s.back() == s[0]) s = s.substr(1, s.size() - 2);
-  return s;
-}
-
-// The statements of a MEL script (the text with `$var$` already resolved); comments are `#` to
-// the end of the line outside quotes.
-std::vector<MelCall> parse_mel(const std::string& text, const std::string& path) {
-  std::vector<MelCall> out;
-  std::string current;
-  size_t line = 1, start_line = 1;
-  int depth = 0;
-  char quote = 0;
-  auto finish = [&] {
-    const std::string st = mel_trim(current);
-    current.clear();
-    if (st.empty()) return;
-    MelCall c;
-    c.line = start_line;
-    const size_t paren = st.find('(');
-    const size_t eq = st.find('=');
-    std::string call = st;
-    if (eq != std::string::npos && (paren == std::string::npos || eq < paren)) {
-      c.result = mel_trim(st.substr(0, eq));
-      call = mel_trim(st.substr(eq + 1));
-    }
-    const size_t open = call.find('(');
-    if (open == std::string::npos || call.back() != ')')
-      throw ValueError(path + "(" + std::to_string(c.line) + "): MEL statement '" + st +
-                       "' is not Function(arguments)");
-    c.function = mel_trim(call.substr(0, open));
-    std::string arg;
-    int d = 0;
-    char q = 0;
-    auto push = [&] {
-      const std::string a = mel_trim(arg);
-      arg.clear();
-      if (a.empty()) return;
-      const size_t e = a.find('=');
-      if (e != std::string::npos && a[0] != '"' && a[0] != '\'') {
-        std::string key = mel_trim(a.substr(0, e));
-        std::transform(key.begin(), key.end(), key.begin(), [](unsigned char ch) { return std::tolower(ch); });
-        c.options[key] = unquoted(a.substr(e + 1));
-      } else {
-        c.args.push_back(unquoted(a));
-      }
-    };
-    for (size_t i = open + 1; i + 1 < call.size(); ++i) {
-      const char ch = call[i];
-      if (q) {
-        if (ch == q) q = 0;
-      } else if (ch == '"' || ch == '\'') {
-        q = ch;
-      } else if (ch == '(') {
-        ++d;
-      } else if (ch == ')') {
-        --d;
-      } else if (ch == ',' && d == 0) {
-        push();
-        continue;
-      }
-      arg += ch;
-    }
-    push();
-    out.push_back(std::move(c));
-  };
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char ch = text[i];
-    if (quote) {
-      if (ch == quote) quote = 0;
-    } else if (ch == '"' || ch == '\'') {
-      quote = ch;
-    } else if (ch == '#') {
-      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
-      continue;
-    } else if (ch == '(') {
-      ++depth;
-    } else if (ch == ')') {
-      --depth;
-    } else if ((ch == '\n' || ch == ';') && depth == 0) {
-      finish();
-      if (ch == '\n') ++line;
-      start_line = line;
-      continue;
-    }
-    if (ch == '\n') ++line;
-    if (mel_trim(current).empty() && !std::isspace((unsigned char)ch)) start_line = line;
-    current += ch;
-  }
-  finish();
-  return out;
-}
-
 // A node name pattern with at most one `*`, as MEL's wildcards (`L*.W`).
 struct NamePattern {
   std::string prefix, suffix;
@@ -303,14 +200,79 @@ struct NamePattern {
   }
 };
 
+// A model's node groups (CNTK's feature, label, criterion, evaluation and output nodes) by node
+// name: what a v1 file keeps beside the nodes, and what SetProperty's role properties change.
+struct NodeRoles {
+  std::vector<std::string> feature, label, criterion, evaluation, output;
+  std::vector<std::string>* group(const std::string& role) {
+    if (role == "feature") return &feature;
+    if (role == "label") return &label;
+    if (role == "criterion") return &criterion;
+    if (role == "evaluation") return &evaluation;
+    if (role == "output") return &output;
+    return nullptr;
+  }
+};
+
+// A v1 node name as the engine names the node: files OpenCNTK writes carry the uid in the name.
+std::string v1_plain_name(const std::string& name) {
+  static const std::string marker = "__v2libname__";
+  const size_t at = name.find(marker);
+  return at == std::string::npos ? name : name.substr(at + marker.size());
+}
+
+// The groups of a graph without any recorded: its inputs are features, its roots outputs.
+NodeRoles roles_of_graph(const FunctionPtr& m) {
+  NodeRoles r;
+  for (const auto& a : m->arguments()) r.feature.push_back(a.name());
+  for (const auto& o : m->outputs())
+    if (o.owner()) r.output.push_back(o.owner()->name());
+  return r;
+}
+
+NodeRoles roles_of_network(const Network& net) {
+  NodeRoles r;
+  auto names = [](const std::vector<Variable>& vars, std::vector<std::string>& out) {
+    for (const auto& v : vars) out.push_back(v.owner() ? v.owner()->name() : v.name());
+  };
+  names(net.features, r.feature);
+  names(net.labels, r.label);
+  names(net.criteria, r.criterion);
+  names(net.evaluations, r.evaluation);
+  names(net.outputs, r.output);
+  return r;
+}
+
+// The v1 bytes of `m` with `roles` as its node groups (names no node has any more are dropped).
+std::string legacy_model_bytes(const FunctionPtr& m, const NodeRoles& roles) {
+  v1::Network net = v1::network_from_function(m);
+  std::map<std::string, std::string> by_name;  // the engine's name -> the file's node name
+  for (const auto& [key, node] : net.nodes) by_name.emplace(v1_plain_name(node.name), node.name);
+  auto fill = [&](const std::vector<std::string>& names, std::vector<std::string>& group) {
+    group.clear();
+    for (const auto& n : names)
+      if (auto it = by_name.find(n);
+          it != by_name.end() && std::find(group.begin(), group.end(), it->second) == group.end())
+        group.push_back(it->second);
+  };
+  fill(roles.feature, net.features);
+  fill(roles.label, net.labels);
+  fill(roles.criterion, net.criteria);
+  fill(roles.evaluation, net.evaluations);
+  fill(roles.output, net.outputs);
+  return v1::write_network(net);
+}
+
 // MEL over the engine's graphs: models by name (the last loaded is the default), node names
-// as the v1 files name them. LoadModel, LoadModelWithName, SaveModel, SaveDefaultModel,
+// as the v1 files name them, and each model's node groups (kept from its v1 file, written back
+// by SaveModel). LoadModel, LoadModelWithName, LoadNDLSnippet, SaveModel, SaveDefaultModel,
 // SetDefaultModel, UnloadModel, Dump (values always included), Rename, SetProperty,
-// SetNodeInput, Copy, Remove; CNTK's other MEL functions and in-line NDL raise
-// NotImplementedError.
+// SetNodeInput, SetNodeInputs, Copy, CopySubTree, Remove; CNTK's other MEL functions and in-line
+// NDL raise NotImplementedError.
 class MelSession {
  public:
-  explicit MelSession(std::string path) : path_(std::move(path)) {}
+  MelSession(std::string path, std::shared_ptr<const ConfigRecord> config)
+      : path_(std::move(path)), config_(std::move(config)) {}
 
   void run(const MelCall& c) {
     std::string fn = c.function;
@@ -327,15 +289,20 @@ class MelSession {
       if (!fs::exists(file)) throw IOError(where(c) + "model file '" + file + "' does not exist");
       const std::string name = named ? c.args[0] : c.result.empty() ? file : c.result;
       models_[name] = load_function(file);
+      roles_[name] = recorded_roles(file, models_[name]);
       remember(models_[name]);
       default_ = name;
+    } else if (fn == "loadndlsnippet") {
+      need(2, 3);
+      load_ndl_snippet(c);
     } else if (fn == "savemodel" || fn == "savedefaultmodel") {
       const bool by_name = fn == "savemodel";
       need(by_name ? 2 : 1, by_name ? 2 : 1);
       const std::string file = c.args[by_name ? 1 : 0];
       FunctionPtr m = model(by_name ? c.args[0] : default_, c);
       if (fs::path(file).has_parent_path()) fs::create_directories(fs::path(file).parent_path());
-      save_as_legacy_model(m, file);  // CNTK's SaveModel wrote its own (v1) format
+      // CNTK's SaveModel wrote its own (v1) format, the node groups included.
+      write_file_atomically(file, legacy_model_bytes(m, roles_for(by_name ? c.args[0] : default_, m)));
     } else if (fn == "setdefaultmodel") {
       need(1, 1);
       model(c.args[0], c);
@@ -343,6 +310,7 @@ class MelSession {
     } else if (fn == "unloadmodel") {
       for (const auto& name : c.args) {
         models_.erase(name);
+        roles_.erase(name);
         if (default_ == name) default_.clear();
       }
     } else if (fn == "rename") {
@@ -351,7 +319,8 @@ class MelSession {
     } else if (fn == "dumpmodel" || fn == "dump") {
       need(2, 2);
       std::ofstream out(c.args[1]);
-      out << dump_legacy_model(save_as_legacy_model_to_bytes(model(c.args[0], c)), c.args[0]);
+      const FunctionPtr m = model(c.args[0], c);
+      out << dump_legacy_model(legacy_model_bytes(m, roles_for(c.args[0], m)), c.args[0]);
       if (!out) throw IOError(where(c) + "cannot write '" + c.args[1] + "'");
     } else if (fn == "setproperty") {
       need(3, 3);
@@ -359,6 +328,12 @@ class MelSession {
     } else if (fn == "setnodeinput" || fn == "setinput") {
       need(3, 3);
       set_input(c);
+    } else if (fn == "setnodeinputs" || fn == "setinputs") {
+      need(2, 4);
+      set_inputs(c);
+    } else if (fn == "copysubtree") {
+      need(3, 3);
+      copy_subtree(c);
     } else if (fn == "copynode" || fn == "copy") {
       need(2, 2);
       copy(c);
@@ -371,18 +346,76 @@ class MelSession {
     } else {
       throw NotImplementedError(
           where(c) + "the MEL function '" + c.function +
-          "' is not implemented yet (LoadModel, LoadModelWithName, SaveModel, SaveDefaultModel, "
-          "SetDefaultModel, UnloadModel, Dump, Rename, SetProperty, SetNodeInput, Copy and Remove are)");
+          "' is not implemented yet (LoadModel, LoadModelWithName, LoadNDLSnippet, SaveModel, SaveDefaultModel, "
+          "SetDefaultModel, UnloadModel, Dump, Rename, SetProperty, SetNodeInput, SetNodeInputs, Copy, CopySubTree "
+          "and Remove are)");
     }
   }
 
  private:
   std::string path_;
+  std::shared_ptr<const ConfigRecord> config_;  // the edit command's (for $var$ and precision in NDL)
   std::map<std::string, FunctionPtr> models_;
+  std::map<std::string, NodeRoles> roles_;
   std::string default_;
   std::map<std::string, Variable> known_;  // every node seen by name (see node_named)
 
   std::string where(const MelCall& c) const { return path_ + "(" + std::to_string(c.line) + "): "; }
+
+  NodeRoles roles_for(const std::string& name, const FunctionPtr& m) const {
+    auto it = roles_.find(name);
+    return it == roles_.end() ? roles_of_graph(m) : it->second;
+  }
+
+  // The node groups a v1 file records (by the engine's node names), else the graph's.
+  static NodeRoles recorded_roles(const std::string& file, const FunctionPtr& m) {
+    std::ifstream in(file, std::ios::binary);
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    if (!is_legacy_model(bytes.str())) return roles_of_graph(m);
+    const v1::Network net = v1::read_network(bytes.str(), file);
+    NodeRoles r;
+    auto names = [](const std::vector<std::string>& group, std::vector<std::string>& out) {
+      for (const auto& n : group) out.push_back(v1_plain_name(n));
+    };
+    names(net.features, r.feature);
+    names(net.labels, r.label);
+    names(net.criteria, r.criterion);
+    names(net.evaluations, r.evaluation);
+    names(net.outputs, r.output);
+    return r;
+  }
+
+  // LoadNDLSnippet(model, file[, section]): a model built from an NDL file (the NDL reader's:
+  // a file of NDL statements and macros, or a config whose run= names the sections; `section`
+  // picks one). The edit command's config serves the file's $variables$ and precision.
+  void load_ndl_snippet(const MelCall& c) {
+    const std::string& name = c.args[0];
+    const std::string& file = c.args[1];
+    if (!fs::exists(file)) throw IOError(where(c) + "NDL file '" + file + "' does not exist");
+    auto quote = [](const std::string& v) { return v.find('"') == std::string::npos ? '"' + v + '"' : "'" + v + "'"; };
+    std::string text = "NDLNetworkBuilder = [ networkDescription = " + quote(file);
+    if (c.args.size() == 3) {
+      std::ifstream in(file);
+      std::stringstream ndl;
+      ndl << in.rdbuf();
+      std::shared_ptr<ConfigRecord> sections;
+      try {
+        sections = ConfigRecord::parse(ndl.str(), file, config_);
+      } catch (const ValueError&) {
+      }
+      if (!sections || !sections->exists_here(c.args[2]))
+        throw ValueError(where(c) + "LoadNDLSnippet: the NDL file '" + file + "' has no section '" + c.args[2] + "'");
+      text += " ; run = " + quote(c.args[2]);
+    }
+    text += " ]";
+    const auto builder = ConfigRecord::parse(text, path_, config_);
+    const Network net = build_ndl_network(*builder);
+    models_[name] = net.model;
+    roles_[name] = roles_of_network(net);
+    remember(net.model);
+    default_ = name;
+  }
 
   FunctionPtr model(const std::string& name, const MelCall& c) const {
     auto it = models_.find(name);
@@ -407,6 +440,11 @@ class MelSession {
     std::string property = c.args[1];
     std::transform(property.begin(), property.end(), property.begin(),
                    [](unsigned char ch) { return std::tolower(ch); });
+    static const std::map<std::string, std::string> roles = {
+        {"feature", "feature"},          {"label", "label"},        {"criterion", "criterion"},
+        {"finalcriterion", "criterion"}, {"criteria", "criterion"}, {"evaluation", "evaluation"},
+        {"eval", "evaluation"},          {"output", "output"}};
+    if (auto role = roles.find(property); role != roles.end()) return set_role(c, role->second);
     bool learned = false;
     if (property == "needgradient" || property == "needsgradient" || property == "computegradient") {
       learned = config_to_bool(c.args[2], c.args[1]);
@@ -433,7 +471,166 @@ class MelSession {
     models_[model_name] = m->clone(CloneMethod::Share, replaced);
   }
 
-  // SetNodeInput(nodes, index, input): input `index` of each node (as the node lists its inputs)
+  // SetProperty(nodes, feature | label | criterion (finalCriterion, criteria) | evaluation (eval) |
+  // output, true | false): the nodes join or leave that group of the model. Features and labels
+  // are inputs; the other groups hold computed nodes, and a node that joins one becomes a root of
+  // the model if it was not (so that it is evaluated and saved). A root that leaves its group
+  // stays in the model, as CNTK kept every node of a network.
+  void set_role(const MelCall& c, const std::string& role) {
+    const bool set = config_to_bool(c.args[2], c.args[1]);
+    const auto [model_name, pattern_text] = split_model(c.args[0]);
+    FunctionPtr m = model(model_name, c);
+    const NamePattern pattern(pattern_text);
+    const bool input_role = role == "feature" || role == "label";
+    // Features and labels are inputs; the other groups hold computed nodes. Nodes of the other
+    // kind that a wildcard matches are passed over.
+    std::vector<Variable> nodes;
+    std::string other;  // a matched node of the wrong kind
+    for (const auto& leaf : m->inputs())
+      if (pattern.match(leaf.name())) {
+        if (input_role && leaf.is_input())
+          nodes.push_back(leaf);
+        else
+          other = leaf.name();
+      }
+    for (const auto& f : m->topological_order()) {
+      if (!pattern.match(f->name()) || f->op_name() == "Combine") continue;
+      if (input_role) {
+        other = f->name();
+      } else if (f->outputs().size() != 1) {
+        throw NotImplementedError(where(c) + "SetProperty: a node of several outputs ('" + f->name() + "')");
+      } else {
+        nodes.push_back(f->output());
+      }
+    }
+    // A copy (Copy, CopySubTree) that no node of the model reads yet joins it this way.
+    if (nodes.empty() && other.empty() && !pattern.wildcard)
+      if (auto it = known_.find(pattern_text); it != known_.end()) {
+        if (input_role ? it->second.is_input() : it->second.is_output())
+          nodes.push_back(it->second);
+        else
+          other = pattern_text;
+      }
+    if (nodes.empty() && !other.empty())
+      throw ValueError(where(c) + "SetProperty: '" + other + "' cannot be " +
+                       (role == "output" || role == "evaluation" ? "an " : "a ") + role +
+                       (input_role ? " node: it is not an input" : " node: it is not a computed node"));
+    if (nodes.empty()) throw ValueError(where(c) + "SetProperty: no node named '" + c.args[0] + "'");
+    if (!roles_.count(model_name)) roles_[model_name] = roles_of_graph(m);
+    NodeRoles& r = roles_[model_name];
+    std::vector<std::string>& group = *r.group(role);
+    std::vector<Variable> outputs = m->outputs();
+    bool grown = false;
+    for (const auto& v : nodes) {
+      const std::string name = v.owner() ? v.owner()->name() : v.name();
+      auto at = std::find(group.begin(), group.end(), name);
+      if (!set) {
+        if (at != group.end()) group.erase(at);
+        continue;
+      }
+      if (at == group.end()) group.push_back(name);
+      if (!input_role &&
+          std::none_of(outputs.begin(), outputs.end(), [&](const Variable& o) { return o.get() == v.get(); })) {
+        outputs.push_back(v);
+        grown = true;
+      }
+    }
+    if (grown) models_[model_name] = Function::combine(outputs);
+  }
+
+  // Whether CNTK lists the node's operands the other way round from the engine (Times: CNTK's
+  // Times(W, x) is the engine's times(x, W)); MEL's input indices and lists are CNTK's.
+  static bool swaps_operands(const FunctionPtr& f) {
+    const OpDef* def = find_op(f->op_name());
+    return def && def->cntk_swaps_operands && f->inputs().size() == 2;
+  }
+
+  // Makes `f` anew with `inputs` and clones the graph of `m` above it onto the new node.
+  FunctionPtr rebuilt(const FunctionPtr& m, const FunctionPtr& f, const std::vector<Variable>& inputs,
+                      const MelCall& c) const {
+    if (f->is_block() || f->user_backend())
+      throw NotImplementedError(where(c) + c.function + " of a block or user function ('" + f->name() + "')");
+    const FunctionPtr made = Function::primitive(f->op_name(), inputs, f->attributes(), f->name());
+    return m->clone(CloneMethod::Share, {{f->output().get(), made->output()}});
+  }
+
+  // SetNodeInputs(node, input1[, input2, input3]): all inputs of one node at once (as many as
+  // its operation takes), made anew as SetNodeInput makes it.
+  void set_inputs(const MelCall& c) {
+    const auto [model_name, pattern_text] = split_model(c.args[0]);
+    FunctionPtr m = model(model_name, c);
+    const NamePattern pattern(pattern_text);
+    std::vector<FunctionPtr> targets;
+    for (const auto& f : m->topological_order())
+      if (pattern.match(f->name())) targets.push_back(f);
+    if (targets.size() != 1)
+      throw ValueError(where(c) + "SetNodeInputs: '" + c.args[0] + "' must name exactly one node, it names " +
+                       std::to_string(targets.size()));
+    std::vector<Variable> inputs;
+    for (size_t i = 1; i < c.args.size(); ++i) inputs.push_back(node_named(m, split_model(c.args[i]).second, c));
+    const FunctionPtr& f = targets[0];
+    if (swaps_operands(f)) std::reverse(inputs.begin(), inputs.end());
+    if (inputs.size() != f->inputs().size())
+      throw ValueError(where(c) + "SetNodeInputs: '" + f->name() + "' (" + f->op_name() + ") takes " +
+                       std::to_string(f->inputs().size()) + " inputs, " + std::to_string(inputs.size()) + " given");
+    models_[model_name] = rebuilt(m, f, inputs, c);
+  }
+
+  // CopySubTree(node, toModel, prefix[, copy=all]): copies of the node and of every node below
+  // it (computed nodes, parameters and constants with their values, inputs as new inputs of the
+  // same kind), each named prefix + its name, reading the copies. As with Copy, the copy joins
+  // `toModel` once a node of it reads the copy (SetNodeInput) or SetProperty makes it an output.
+  void copy_subtree(const MelCall& c) {
+    if (c.options.count("copy") && c.options.at("copy") != "all")
+      throw NotImplementedError(where(c) + "CopySubTree: copy=" + c.options.at("copy") + " is not implemented yet");
+    const auto [model_name, from] = split_model(c.args[0]);
+    FunctionPtr m = model(model_name, c);
+    model(c.args[1], c);  // the target must be a loaded model
+    const std::string& prefix = c.args[2];
+    const NamePattern pattern(from);
+    std::vector<FunctionPtr> roots;
+    for (const auto& f : m->topological_order())
+      if (pattern.match(f->name())) roots.push_back(f);
+    if (roots.empty()) throw ValueError(where(c) + "CopySubTree: no node named '" + c.args[0] + "'");
+    std::unordered_map<VariableImpl*, Variable> copies;
+    for (const auto& root : roots) {
+      for (const auto& f : Function::combine({root->output()})->topological_order()) {
+        if (f->op_name() == "Combine") continue;
+        if (f->is_block() || f->user_backend())
+          throw NotImplementedError(where(c) + "CopySubTree of a block or user function ('" + f->name() + "')");
+        if (f->outputs().size() != 1)
+          throw NotImplementedError(where(c) + "CopySubTree of a node of several outputs ('" + f->name() + "')");
+        if (copies.count(f->output().get())) continue;  // below an earlier root too
+        std::vector<Variable> ins = f->inputs();
+        for (auto& in : ins) {
+          if (auto it = copies.find(in.get()); it != copies.end()) {
+            in = it->second;
+            continue;
+          }
+          if (in.is_output())  // outputs below the root are copied before the nodes that read them
+            throw NotImplementedError(where(c) + "CopySubTree: '" + in.name() + "' is not a node of the model");
+          const std::string name = prefix + in.name();
+          Variable copy;
+          if (in.is_parameter())
+            copy = Variable::parameter(in.shape(), in.dtype(), in.value().copy(), nullptr, name);
+          else if (in.is_constant())
+            copy = Variable::constant(in.value().copy(), name);
+          else if (in.is_input())
+            copy =
+                Variable::input(in.shape(), in.dtype(), in.is_sparse(), in.needs_gradient(), in.dynamic_axes(), name);
+          else
+            throw NotImplementedError(where(c) + "CopySubTree of a placeholder ('" + in.name() + "')");
+          known_[name] = copies[in.get()] = copy;
+          in = copy;
+        }
+        const std::string name = prefix + f->name();
+        known_[name] = copies[f->output().get()] =
+            Function::primitive(f->op_name(), ins, f->attributes(), name)->output();
+      }
+    }
+  }
+
+  // SetNodeInput(nodes, index, input): input `index` of each node (in CNTK's order of its inputs)
   // becomes the node or leaf named `input`. The engine's functions do not change once made, so
   // the node is made anew and the graph above it cloned onto it, its parameters shared.
   void set_input(const MelCall& c) {
@@ -449,14 +646,11 @@ class MelSession {
     if (names.empty()) throw ValueError(where(c) + "SetNodeInput: no node named '" + c.args[0] + "'");
     for (const auto& name : names) {
       FunctionPtr f = m->find_all_with_name(name).at(0);
-      if (f->is_block() || f->user_backend())
-        throw NotImplementedError(where(c) + "SetNodeInput of a block or user function ('" + name + "')");
       std::vector<Variable> ins = f->inputs();
       if (size_t(index) >= ins.size())
         throw ValueError(where(c) + "SetNodeInput: '" + name + "' has " + std::to_string(ins.size()) + " inputs");
-      ins[size_t(index)] = input;
-      const FunctionPtr made = Function::primitive(f->op_name(), ins, f->attributes(), f->name());
-      m = m->clone(CloneMethod::Share, {{f->output().get(), made->output()}});
+      ins[swaps_operands(f) ? 1 - size_t(index) : size_t(index)] = input;
+      m = rebuilt(m, f, ins, c);
     }
     models_[model_name] = m;
   }
@@ -556,6 +750,10 @@ class MelSession {
         f->set_name(*n);
         ++renamed;
       }
+    NodeRoles& r = roles_[model_name];
+    for (auto* group : {&r.feature, &r.label, &r.criterion, &r.evaluation, &r.output})
+      for (auto& name : *group)
+        if (auto n = new_name(name)) name = *n;
     for (const auto& leaf : m->inputs())
       if (auto n = new_name(leaf.name())) {
         leaf.impl()->name = *n;
@@ -591,7 +789,7 @@ void edit(const ActionContext& ctx) {
   if (!in) throw IOError("cannot read the MEL script '" + path + "'");
   std::stringstream text;
   text << in.rdbuf();
-  MelSession session(path);
+  MelSession session(path, ctx.config);
   for (const auto& call : parse_mel(c.resolve(text.str()), path)) session.run(call);
 }
 

@@ -1,5 +1,5 @@
 """The `cntk` command's model actions: cv (cross-validation over the saved epoch models) and
-edit (a BrainScript network saved as a model; MEL scripts)."""
+edit (a BrainScript network saved as a model; MEL scripts), bnstat."""
 import os
 import re
 
@@ -94,9 +94,9 @@ def test_mel_script_renames_nodes_and_saves_the_model(tmp_path):
     assert len(weights) == 1 and np.allclose(weights[0].value.ravel(), before['w'])
     assert 'weights=' in (tmp_path / 'm2.txt').read_text()
     # A MEL function not implemented here, and a missing node, say so with the script's line.
-    mel.write_text('m1 = LoadModel("%s")\nCopySubTree(w, w2)\n' % original)
+    mel.write_text('m1 = LoadModel("%s")\nReviseParameter(w, "w.txt")\n' % original)
     rc, log = run(['command=E', 'E=[action=edit;editPath=%s]' % mel], tmp_path)
-    assert rc != 0 and "rename.mel(2): the MEL function 'CopySubTree' is not implemented yet" in log, log
+    assert rc != 0 and "rename.mel(2): the MEL function 'ReviseParameter' is not implemented yet" in log, log
     mel.write_text('m1 = LoadModel("%s")\nRename(nothere, x)\n' % original)
     rc, log = run(['command=E', 'E=[action=edit;editPath=%s]' % mel], tmp_path)
     assert rc != 0 and "rename.mel(2): Rename: no node named 'nothere'" in log, log
@@ -195,3 +195,169 @@ def test_bnstat_reestimates_the_running_statistics(tmp_path):
     assert any(np.allclose(s, var, atol=1e-5) for s in stats), (stats, var)
     before = [c.value for c in C.load_model(str(tmp_path / 'bn.dnn')).constants if c.shape == (2,)]
     assert not any(np.allclose(s, mean, atol=1e-5) for s in before)
+
+
+# x, y: inputs of 3; W: a 2x3 parameter (NumPy shape (3, 2)); z = W * x (x @ W in NumPy);
+# roots s = Sigmoid(z) and d = Minus(x, y).
+MEL_NETWORK = ("BrainScriptNetworkBuilder = [ x = Input (3) ; y = Input (3) ;"
+               " W = Parameter (2, 3, init = 'uniform', initValueScale = 20) ; z = W * x ;"
+               " s = Sigmoid (z) ; d = Minus (x, y) ; outputNodes = (s : d) ]")
+
+
+def mel_model(tmp_path):
+    """a.dnn (MEL_NETWORK) and a function running a MEL script (its text) over it."""
+    config = tmp_path / 'mel.cntk'
+    config.write_text('\n'.join([
+        'command = Make:Edit', 'scale = 0.5',
+        'Make = [ action = "edit" ; outputModelPath = %s ; %s ]' % (tmp_path / 'a.dnn', MEL_NETWORK),
+        'Edit = [ action = "edit" ; editPath = %s ]' % (tmp_path / 'script.mel'), '']))
+    rc, log = run(['configFile=%s' % config, 'command=Make'], tmp_path)
+    assert rc == 0, log[-3000:]
+
+    def edit(*lines):
+        (tmp_path / 'script.mel').write_text('\n'.join(lines) + '\n')
+        return run(['configFile=%s' % config, 'command=Edit'], tmp_path)
+    return str(tmp_path / 'a.dnn'), edit
+
+
+def by_name(variables):
+    return {(v.owner.name if v.is_output else v.name): v for v in variables}
+
+
+def node_groups(path):
+    """group -> the node names (without the uid part) a v1 model file records in it."""
+    data = open(path, 'rb').read()
+    out = {}
+    for group in ('Feature', 'Label', 'Criterion', 'Eval', 'Output'):
+        marker = ('B%sNodes' % group).encode('utf-16-le') + b'\0\0'
+        at = data.rindex(marker) + len(marker)
+        count = int.from_bytes(data[at:at + 8], 'little')
+        at += 8
+        names = []
+        for _ in range(count):
+            end = at
+            while data[end:end + 2] != b'\0\0':
+                end += 2
+            names.append(data[at:end].decode('utf-16-le').split('__v2libname__')[-1])
+            at = end + 2
+        out[group.lower()] = names
+    return out
+
+
+def sigmoid(v):
+    return 1 / (1 + np.exp(-v))
+
+
+def test_mel_copy_subtree_and_set_inputs(tmp_path):
+    import cntk as C
+    model, edit = mel_model(tmp_path)
+    rc, log = edit('m = LoadModel("%s")' % model,
+                   'CopySubTree(z, m, c_)',          # c_z = c_W * c_x: a new input, a copy of W
+                   'SetProperty(c_z, output, true)',  # the copy joins the model as a root
+                   'SetInputs(d, y, x)',              # d = y - x
+                   'SetNodeInputs(z, W, y)',          # CNTK's order: Times(W, y), so s = Sigmoid(y W)
+                   'SaveModel(m, "%s")' % (tmp_path / 'b.dnn'))
+    assert rc == 0, log[-3000:]
+    before, after = C.load_model(model), C.load_model(str(tmp_path / 'b.dnn'))
+    w = [p for p in before.parameters if p.name == 'W'][0].value
+    params = {p.name: p.value for p in after.parameters}
+    assert set(params) == {'W', 'c_W'}
+    np.testing.assert_array_equal(params['c_W'], w)
+    assert np.abs(w).max() > 0.01  # drawn, not zero
+    args = by_name(after.arguments)
+    assert set(args) == {'x', 'y', 'c_x'}
+    rs = np.random.RandomState(2)
+    x, y, cx = (rs.uniform(-2, 2, size=(5, 3)).astype(np.float32) for _ in range(3))
+    outs = by_name(after.outputs)
+    assert set(outs) == {'s', 'd', 'c_z'}
+    got = after.eval({args['x']: x, args['y']: y, args['c_x']: cx}, outputs=list(outs.values()))
+    got = {o.owner.name: got[o] for o in outs.values()}
+    np.testing.assert_allclose(got['d'].reshape(5, 3), y - x, rtol=1e-6)
+    np.testing.assert_allclose(got['s'].reshape(5, 2), sigmoid(y @ w), rtol=1e-5)
+    np.testing.assert_allclose(got['c_z'].reshape(5, 2), cx @ w, rtol=1e-5, atol=1e-6)
+    # The copy is a new parameter: the original keeps its value in the original model.
+    np.testing.assert_array_equal([p for p in after.parameters if p.name == 'W'][0].value, w)
+    # SetNodeInputs needs one node and as many inputs as it takes.
+    rc, log = edit('m = LoadModel("%s")' % model, 'SetInputs(d, y)')
+    assert rc != 0 and "script.mel(2): SetNodeInputs: 'd' (Minus) takes 2 inputs, 1 given" in log, log
+    rc, log = edit('m = LoadModel("%s")' % model, 'CopySubTree(nothere, m, c_)')
+    assert rc != 0 and "script.mel(2): CopySubTree: no node named 'nothere'" in log, log
+    rc, log = edit('m = LoadModel("%s")' % model, '(x)')
+    assert rc != 0 and "script.mel(2): MEL statement '(x)' names no function" in log, log
+
+
+def test_mel_set_property_roles(tmp_path):
+    import cntk as C
+    model, edit = mel_model(tmp_path)
+    groups = node_groups(model)
+    assert sorted(groups['feature']) == ['x', 'y'] and sorted(groups['output']) == ['d', 's'], groups
+    rc, log = edit('m = LoadModel("%s")' % model,
+                   'SetProperty(y, feature, false)', 'SetProperty(y, label, true)',
+                   'SetProperty(z, criterion, true)',  # an inner node: it becomes a root too
+                   'SetProperty(s, eval, true)',       # CNTK's legacy name of evaluation
+                   'SetProperty(d, output, false)',    # leaves the group, stays in the model
+                   'SaveModel(m, "%s")' % (tmp_path / 'roles.dnn'))
+    assert rc == 0, log[-3000:]
+    groups = node_groups(tmp_path / 'roles.dnn')
+    assert groups == {'feature': ['x'], 'label': ['y'], 'criterion': ['z'], 'eval': ['s'], 'output': ['s']}, groups
+    after = C.load_model(str(tmp_path / 'roles.dnn'))
+    outs = by_name(after.outputs)
+    assert {'z', 's', 'd'} <= set(outs), list(outs)
+    w = [p for p in after.parameters if p.name == 'W'][0].value
+    z = C.combine([outs['z']])
+    x = np.random.RandomState(3).uniform(-2, 2, size=(4, 3)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(z.eval({z.arguments[0]: x})).reshape(4, 2), x @ w, rtol=1e-5, atol=1e-6)
+    # The groups stay with a loaded file (read back, renamed with the nodes) ...
+    rc, log = edit('m = LoadModel("%s")' % (tmp_path / 'roles.dnn'), 'Rename(z, loss)',
+                   'SaveModel(m, "%s")' % (tmp_path / 'renamed.dnn'))
+    assert rc == 0, log[-3000:]
+    assert node_groups(tmp_path / 'renamed.dnn')['criterion'] == ['loss']
+    assert node_groups(tmp_path / 'renamed.dnn')['label'] == ['y']
+    # ... and a node of the wrong kind is refused.
+    rc, log = edit('m = LoadModel("%s")' % model, 'SetProperty(z, feature, true)')
+    assert rc != 0 and "script.mel(2): SetProperty: 'z' cannot be a feature node: it is not an input" in log, log
+    rc, log = edit('m = LoadModel("%s")' % model, 'SetProperty(W, output, true)')
+    assert rc != 0 and "SetProperty: 'W' cannot be an output node: it is not a computed node" in log, log
+
+
+SNIPPETS = """
+# sections of NDL, as CNTK's snippet files hold them
+tanhLayer = [
+    features = Input(2, tag=feature)
+    W = Parameter(3, 2, init=fixedValue, value=$scale$)
+    h = Times(W, features)
+    out = Tanh(h)
+    OutputNodes = (out)
+]
+other = [
+    features = Input(2, tag=feature)
+    out = Sigmoid(features)
+    OutputNodes = (out)
+]
+"""
+
+
+def test_mel_load_ndl_snippet(tmp_path):
+    import cntk as C
+    model, edit = mel_model(tmp_path)
+    (tmp_path / 'snippets.ndl').write_text(SNIPPETS)
+    (tmp_path / 'bare.ndl').write_text('x = Input(2, tag=feature)\nr = Exp(x)\nOutputNodes = (r)\n')
+    rc, log = edit('LoadNDLSnippet(snip, "%s", tanhLayer)' % (tmp_path / 'snippets.ndl'),
+                   'SetProperty(h, output, true)',
+                   'SaveModel(snip, "%s")' % (tmp_path / 'snip.dnn'),
+                   'LoadNDLSnippet(bare, "%s")' % (tmp_path / 'bare.ndl'),
+                   'SaveDefaultModel("%s")' % (tmp_path / 'bare.dnn'))
+    assert rc == 0, log[-3000:]
+    x = np.random.RandomState(4).uniform(-2, 2, size=(6, 2)).astype(np.float32)
+    snip = C.load_model(str(tmp_path / 'snip.dnn'))
+    outs = by_name(snip.outputs)
+    assert set(outs) == {'out', 'h'}
+    got = snip.eval({snip.arguments[0]: x}, outputs=[outs['out'], outs['h']])
+    h = np.repeat((0.5 * x.sum(axis=1))[:, None], 3, axis=1)  # W = 0.5 everywhere ($scale$ of the config)
+    np.testing.assert_allclose(np.asarray(got[outs['h']]).reshape(6, 3), h, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(got[outs['out']]).reshape(6, 3), np.tanh(h), rtol=1e-5)
+    assert node_groups(tmp_path / 'snip.dnn')['output'] == ['out', 'h']
+    bare = C.load_model(str(tmp_path / 'bare.dnn'))
+    np.testing.assert_allclose(np.asarray(bare.eval({bare.arguments[0]: x})).reshape(6, 2), np.exp(x), rtol=1e-5)
+    rc, log = edit('LoadNDLSnippet(snip, "%s", missing)' % (tmp_path / 'snippets.ndl'))
+    assert rc != 0 and "script.mel(1): LoadNDLSnippet: the NDL file '%s' has no section 'missing'" % (tmp_path / 'snippets.ndl') in log, log
