@@ -134,12 +134,18 @@ class Lexer {
     }
   }
 
+  // Whether a file is there; a name the file system refuses (too long, ...) is not there.
+  static bool file_exists(const fs::path& path) {
+    std::error_code error;
+    return fs::exists(path, error);
+  }
+
   std::string find_include(const std::string& path) const {
-    if (fs::exists(path)) return path;
+    if (file_exists(path)) return path;
     const std::string name = fs::path(path).filename().string();
     for (const auto& dir : include_paths_) {
       fs::path candidate = fs::path(dir) / name;
-      if (fs::exists(candidate)) return candidate.string();
+      if (file_exists(candidate)) return candidate.string();
     }
     return path;
   }
@@ -148,7 +154,7 @@ class Lexer {
     if (stack_.size() >= 64) fail("includes nested too deeply (an include loop?)", where);
     const std::string found = find_include(path);
     std::shared_ptr<const SourceFile> source;
-    if (fs::exists(found)) {
+    if (file_exists(found)) {
       source = SourceFile::read(found);
     } else if (const std::string* text =
                    builtin_sources ? builtin_sources(fs::path(path).filename().string()) : nullptr) {

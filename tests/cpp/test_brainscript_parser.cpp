@@ -102,3 +102,11 @@ TEST(BrainScriptParser, IncludeReadsBesideTheIncludingFile) {
   }
   fs::remove_all(dir);
 }
+
+TEST(BrainScriptParser, IncludeOfANameTheFileSystemRefusesIsAnError) {
+  // A name longer than any file name (found by fuzz-brainscript): the file system's own error
+  // escaped as std::filesystem::filesystem_error.
+  const std::string name(5000, 'a');
+  EXPECT_THROW(parse_record("include '" + name + "'\nx = 1\n", "fuzz"), ConfigError);
+  EXPECT_THROW(parse_record("include '" + name + "/" + name + "'\n", "fuzz"), ConfigError);
+}
