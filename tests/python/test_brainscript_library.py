@@ -54,7 +54,7 @@ def test_sequence_functions_and_delay_layer(tmp_path):
     got = run_network(tmp_path, '''
     w = ParameterTensor {1, initValue = 1}
     crit = SquareError (y, w .* x)
-    first = BS.Loop.IsFirst (x) + 0  # (a bare IsWithin node comes back from the v1 file unnamed)
+    first = BS.Loop.IsFirst (x)
     delayed = DelayLayer {T = 1} (x)
     ahead = DelayLayer {T = -1, defaultHiddenActivation = 5} (x)
     previous = BS.Loop.Previous (x)
