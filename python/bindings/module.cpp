@@ -109,20 +109,26 @@ struct StateHandle {
   BackPropStatePtr state;
 };
 
-// Python objects the engine holds (user functions' instances, their forward states). The
-// garbage collector cannot see these references, so a cycle through one is never collected:
-// a user function's instance refers to its class, the class's methods to their module's
-// globals, and those often hold the Function built from it. At exit (before the modules are
-// torn down) release_held_objects() drops every such reference, which breaks the cycles.
-std::mutex g_held_mutex;
-std::vector<std::weak_ptr<nb::object>>* g_held = new std::vector<std::weak_ptr<nb::object>>();
-
 // A Python object released with the GIL held, whichever thread drops the last reference.
-std::shared_ptr<nb::object> hold_object(nb::object o) {
-  std::shared_ptr<nb::object> held(new nb::object(std::move(o)), [](nb::object* p) {
+std::shared_ptr<nb::object> own_object(nb::object o) {
+  return std::shared_ptr<nb::object>(new nb::object(std::move(o)), [](nb::object* p) {
     nb::gil_scoped_acquire gil;
     delete p;
   });
+}
+
+// Python objects the engine holds for as long as a graph lives (user functions' instances).
+// The garbage collector cannot see these references, so a cycle through one is never
+// collected: a user function's instance refers to its class, the class's methods to their
+// module's globals, and those often hold the Function built from it. At exit (before the
+// modules are torn down) release_held_objects() drops every such reference, which breaks the
+// cycles. Per-call objects (forward states) live only until their backward call and are not
+// registered.
+std::mutex g_held_mutex;
+std::vector<std::weak_ptr<nb::object>>* g_held = new std::vector<std::weak_ptr<nb::object>>();
+
+std::shared_ptr<nb::object> hold_object(nb::object o) {
+  std::shared_ptr<nb::object> held = own_object(std::move(o));
   std::lock_guard<std::mutex> lock(g_held_mutex);
   if (g_held->size() >= 64 && g_held->size() == g_held->capacity())  // drop the expired before growing
     std::erase_if(*g_held, [](const std::weak_ptr<nb::object>& w) { return w.expired(); });
@@ -164,7 +170,7 @@ class PyUserBackend : public UserFunctionBackend {
     nb::tuple r = nb::cast<nb::tuple>(
         object().attr("_cntk_forward")(self.direct_inputs(), output_variables(self), inputs, training));
     outputs = nb::cast<std::vector<Value>>(r[1]);
-    return hold_object(nb::borrow(r[0]));
+    return own_object(nb::borrow(r[0]));
   }
 
   std::vector<Value> backward(Function& self, const std::shared_ptr<void>& state, const std::vector<Value>& roots,
