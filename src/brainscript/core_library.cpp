@@ -19,6 +19,14 @@ Pass (x) = x
 Sigmoid1 (x) = Sigmoid (x)
 Square (x) = x .* x
 SumElements (x) = ReduceSum (x)
+ConstantFromString (literal) = ParameterTensor ((0), initFromLiteral = literal, learningRateMultiplier = 0)
+ColumnwiseCrossProduct = KhatriRaoProduct
+# Each sequence's steps in reverse order: step t takes step n-1-t, found by the count of steps
+# from t to the end (CNTK 2.7 no longer had the node; its v1 predecessor took one sequence only).
+TimeReverse (vectorSequence) = [
+    remaining = BS.Constants.OnesLike (vectorSequence) + FutureValue (0, remaining, defaultHiddenActivation = 0)
+    out = GatherPacked (PackedIndex (vectorSequence, remaining - 1), vectorSequence)
+].out
 ConstantTensor (val, shape) = ParameterTensor (shape, initValue = val, learningRateMultiplier = 0)
 PerDimMeanVarNormalization (x, mean, invStdDev) = (x - mean) .* invStdDev
 MeanVarNorm (x) = PerDimMeanVarNormalization (x, Mean (x), InvStdDev (x))
@@ -77,9 +85,8 @@ DenseLayer {outDim, bias = true, activation = Identity, init = 'glorotUniform', 
     apply (x) = activation (linear (x))
 ].apply
 EmbeddingLayer {outDim, init = 'glorotUniform', initValueScale = 1, embeddingPath = '', transpose = false} = [
-    # (the engine infers a weight's input dimension only where it is the right operand of Times)
-    shape = if transpose then _NotImplemented ('EmbeddingLayer {transpose = true} with an inferred input dimension')
-            else (outDim : 0)
+    # transpose: E is [vocabulary x outDim] (a file of one row per word), applied as E' * x
+    shape = if transpose then (Inferred : outDim) else (outDim : Inferred)
     E = if embeddingPath == '' then ParameterTensor {shape, init = init, initValueScale = initValueScale}
         else ParameterTensor {shape, initFromFilePath = embeddingPath, learningRateMultiplier = 0}
     apply (x) = if transpose then TransposeTimes (E, x) else E * x
@@ -117,6 +124,12 @@ ConvolutionTransposeLayer {numOutputChannels, filterShape, numInputChannels, bia
                                   outputShape = outputShape, dilation = dilation)
         out = if bias then activation (c + b) else activation (c)
     ].out
+].apply
+# A fixed transposed convolution whose kernel interpolates each channel bilinearly (init 'bilinear').
+BilinearUpsamplingLayer {numChannels, kernelSize, stride} = [
+    kernelShape = (kernelSize : kernelSize : numChannels)
+    W = ParameterTensor {_ConcatArrays (kernelShape, numChannels), init = 'bilinear', learningRateMultiplier = 0}
+    apply (x) = ConvolutionTranspose (W, x, kernelShape, mapDims = numChannels, stride = stride, autoPadding = false)
 ].apply
 MaxUnpoolingLayer {filterShape, stride = 1, pad = false} = [
     apply (unpoolInput, poolInput) = MaxUnpooling (unpoolInput, poolInput, filterShape, stride = stride, autoPadding = pad)
@@ -241,6 +254,7 @@ BS = [
         Gather (cond, x) = GatherPacked (PackedIndex (x, Where (cond)), x)
         Scatter (cond, y) = ScatterPacked (cond, PackedIndex (cond, Where (cond)), y)
         Map (f, x) = f (x)
+        Reverse (x) = TimeReverse (x)
         FoldL (binaryOp, x0, x) = Last (_Fold (PastValue, binaryOp, x0, x))
         FoldR (binaryOp, x0, x) = First (_Fold (FutureValue, binaryOp, x0, x))
         _Fold (delay, binaryOp, x0, x) = [ acc = binaryOp (x, delay (0, acc, initialState = x0)) ].acc

@@ -4,9 +4,11 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <optional>
 
 #include "brainscript/evaluation.h"
+#include "brainscript/special_nodes.h"
 #include "cntk/ops.h"
 
 namespace cntk::brainscript::detail {
@@ -101,11 +103,36 @@ ValuePtr make_parameter(const std::vector<size_t>& dims, Args& a) {
   // 'heNormal', and 'fixedValue' (implied by initValue= or value=); learningRateMultiplier=0
   // makes it a constant. A dimension 0 is inferred from the first use, and the values are drawn
   // then.
-  for (const char* from : {"initFromFilePath", "initFromLiteral"})
-    if (a.opt(from) && !a.text(from, "").empty())
-      throw NotImplementedError(std::string(a.fn) + ": " + from + " is not implemented yet");
-  const std::string init = a.text("init", a.opt("initValue") || a.opt("value") ? "fixedValue" : "uniform");
+  // A matrix file or literal (CNTK's text matrix format) gives the values and any dimension
+  // left 0. CNTK's constructor reads initFromLiteral only with init='fromLiteral', yet its own
+  // ConstantFromString passes it alone: like initFromFilePath, it implies its init here.
+  const std::string path = a.text("initFromFilePath", ""), literal = a.text("initFromLiteral", "");
+  const bool given_init = a.opt("init") && !a.text("init", "").empty();
+  const std::string init = given_init                             ? a.text("init", "")
+                           : !path.empty()                        ? "fromFile"
+                           : !literal.empty()                     ? "fromLiteral"
+                           : a.opt("initValue") || a.opt("value") ? "fixedValue"
+                                                                  : "uniform";
   const double scale = a.number("initValueScale", 1);
+  const bool frozen = a.number("learningRateMultiplier", 1) == 0;
+  auto made = [&frozen](const NDArrayView& value) {
+    return node(frozen ? Variable::constant(value, "")
+                       : Variable::parameter(value.shape(), value.dtype(), value, nullptr, ""));
+  };
+  if (init == "fromFile" || init == "fromLiteral") {
+    const bool file = init == "fromFile";
+    if ((file ? path : literal).empty())
+      fail(std::string(a.fn) + ": init='" + init + "' needs " + (file ? "initFromFilePath" : "initFromLiteral"),
+           a.where);
+    std::vector<size_t> completed = dims;
+    const TextMatrix m = file ? read_text_matrix(path) : parse_text_matrix(literal, "the initFromLiteral string");
+    return made(parameter_from_matrix(completed, m, file ? "'" + path + "'" : "the initFromLiteral string", g_dtype));
+  }
+  if (init == "bilinear") {  // CNTK drew it when the dimensions were known; BilinearUpsamplingLayer gives them
+    if (std::find(dims.begin(), dims.end(), size_t(0)) != dims.end())
+      fail(std::string(a.fn) + ": init='bilinear' needs all dimensions given", a.where);
+    return made(bilinear_kernel(dims, g_dtype));
+  }
   Dictionary spec;
   if (init == "fixedValue" || init == "zero") {
     spec = {{"type", DictValue("constant")},
@@ -135,7 +162,6 @@ ValuePtr make_parameter(const std::vector<size_t>& dims, Args& a) {
     engine_dims.push_back(*it == 0 ? NDShape::kInferredDimension : int64_t(*it));
   }
   const NDShape shape(engine_dims);
-  const bool frozen = a.number("learningRateMultiplier", 1) == 0;
   if (inferred) {
     if (frozen) {  // a constant whose shape comes from its first use (BatchNormalization's statistics)
       if (attr_type(spec) != "constant")
@@ -144,9 +170,7 @@ ValuePtr make_parameter(const std::vector<size_t>& dims, Args& a) {
     }
     return node(Variable::parameter(shape, g_dtype, NDArrayView(), std::make_shared<Dictionary>(spec), ""));
   }
-  NDArrayView value = initialize_parameter(spec, shape, g_dtype);
-  if (frozen) return node(Variable::constant(value, ""));
-  return node(Variable::parameter(shape, g_dtype, value, nullptr, ""));
+  return made(initialize_parameter(spec, shape, g_dtype));
 }
 
 // BrainScript's None (CNTK's `[| |]`): an empty array.
@@ -186,6 +210,77 @@ Variable reshape(const Variable& x, const std::vector<size_t>& bs_dims, size_t b
 
 // Tensor primitives beyond the arithmetic of the infix operators.
 void add_node_primitives(Table& t) {
+  // KhatriRaoProduct (left, right): per sample, the outer product of the two flattened inputs,
+  // left's index fastest (CNTK's element order: out[j * rowsLeft + i] = left[i] * right[j]).
+  t["KhatriRaoProduct"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "KhatriRaoProduct"};
+    const Variable left = a.node_at(0), right = a.node_at(1);
+    if (!left.shape().is_known() || !right.shape().is_known())
+      fail("KhatriRaoProduct: the inputs' shapes must be known", w);
+    const int64_t rows_left = left.shape().total_size(), rows_right = right.shape().total_size();
+    auto as = [](const Variable& x, NDShape shape) {
+      return ops::apply("Reshape", {x}, {{"newShape", DictValue(shape)}})->output();
+    };
+    const Variable outer =
+        ops::apply("ElementTimes", {as(left, NDShape{1, rows_left}), as(right, NDShape{rows_right, 1})})->output();
+    return node(as(outer, NDShape{rows_left * rows_right}));
+  };
+  // Trace (node, say, logFrequency, logFirst, logGradientToo, onlyUpToRow, onlyUpToT, format):
+  // the node unchanged, its values logged (special_nodes.h); defaults are the library's.
+  t["Trace"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "Trace"};
+    TraceOptions o;
+    o.say = a.text("say", "");
+    auto count = [&a, &w](const char* key, size_t fallback) {
+      const double v = a.number(key, double(fallback));
+      if (v < 0 || v != std::floor(v)) fail(std::string("Trace: ") + key + " must be a whole number >= 0", w);
+      return size_t(v);
+    };
+    o.log_frequency = count("logFrequency", o.log_frequency);
+    o.log_first = count("logFirst", o.log_first);
+    o.only_up_to_row = count("onlyUpToRow", o.only_up_to_row);
+    o.only_up_to_t = count("onlyUpToT", o.only_up_to_t);
+    if (auto g = a.opt("logGradientToo"))
+      o.log_gradient = g->kind == Value::Kind::Bool ? g->boolean : as_number(g, "logGradientToo") != 0;
+    if (auto f = a.opt("format"); f && f->kind == Value::Kind::Record) {
+      auto member = [&f](const char* key) -> ValuePtr {
+        const ThunkPtr* t = f->record->find_here(key);
+        return t ? (*t)->force() : nullptr;
+      };
+      auto text = [&member](const char* key, std::string& out) {
+        if (auto v = member(key)) out = as_string(v, std::string("Trace format ") + key);
+      };
+      std::string type = "real", mapping;
+      text("type", type);
+      if (type == "category")
+        o.category = true;
+      else if (type == "sparse")
+        throw NotImplementedError("Trace: format type 'sparse' is not implemented yet");
+      else if (type != "real")
+        fail("Trace: format type must be 'real', 'category' or 'sparse', not '" + type + "'", w);
+      if (auto tr = member("transpose");
+          tr && !(tr->kind == Value::Kind::Bool ? tr->boolean : as_number(tr, "transpose") != 0))
+        throw NotImplementedError("Trace: format transpose=false is not implemented yet");
+      text("labelMappingFile", mapping);
+      if (!mapping.empty()) {
+        std::ifstream in(mapping);
+        if (!in) throw IOError("Trace: cannot read labelMappingFile '" + mapping + "'");
+        for (std::string line; std::getline(in, line);) {
+          if (!line.empty() && line.back() == '\r') line.pop_back();
+          o.labels.push_back(line);
+        }
+      }
+      text("prologue", o.prologue);
+      text("epilogue", o.epilogue);
+      text("sequenceSeparator", o.sequence_separator);
+      text("sequencePrologue", o.sequence_prologue);
+      text("sequenceEpilogue", o.sequence_epilogue);
+      text("elementSeparator", o.element_separator);
+      text("sampleSeparator", o.sample_separator);
+      text("precisionFormat", o.precision);
+    }
+    return node(trace(a.node_at(0), std::move(o), ""));
+  };
   t["Floor"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "Floor"};  // of a number (CNTK's NumericFunction) or of a node
     if (a.at(0)->kind == Value::Kind::Number) return number(std::floor(a.at(0)->number));

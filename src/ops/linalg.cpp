@@ -43,6 +43,15 @@ std::vector<OutputInfo> infer_times(InferContext& ctx) {
     k_rank = R.rank() - out_rank;
   }
   if (k_rank > L.rank()) ctx.fail("the left operand has fewer axes than the right operand's inner axes");
+  // A left operand's inferred inner dimensions come from the right's, as CNTK's TransposeTimes
+  // inferred them (BrainScript's EmbeddingLayer {transpose = true}: E' * x, E [Inferred x outDim]).
+  if (L.sub(L.rank() - k_rank).has_inferred() && !R.sub(0, k_rank).has_inferred()) {
+    std::vector<int64_t> d = L.dims();
+    for (size_t i = 0; i < k_rank; ++i)
+      if (d[L.rank() - k_rank + i] == NDShape::kInferredDimension) d[L.rank() - k_rank + i] = R[i];
+    ctx.fill_inferred(0, NDShape(d));
+    L = ctx.shape(0);
+  }
   NDShape lk = L.sub(L.rank() - k_rank), rk = R.sub(0, k_rank);
   for (size_t i = 0; i < k_rank; ++i)
     if (lk[i] != rk[i] && lk[i] >= 0 && rk[i] >= 0)

@@ -465,11 +465,6 @@ TEST(BrainScriptLibrary, ToggleAndEmbeddings) {
   const auto got = run(net, one_sequence({1, 0, 0, 1, 1}, 1));
   expect_near(got[0], {1, 1, 1, 0, 1}, 0, "Toggle");
   EXPECT_EQ(net.outputs[1].shape(), NDShape({2}));
-  EXPECT_THROW(build_network("[ x = Input (3) ; e = EmbeddingLayer {2, transpose = true} (x) ; outputNodes = (e) ]"),
-               NotImplementedError);
-  EXPECT_THROW(build_network("[ x = Input (3) ; e = EmbeddingLayer {2, embeddingPath = 'e.txt'} (x) ; "
-                             "outputNodes = (e) ]"),
-               NotImplementedError);
 }
 
 // ConvolutionTransposeLayer scatters each input value times the kernel (the gradient of a
@@ -577,4 +572,210 @@ TEST(BrainScriptLibrary, InputKinds) {
   EXPECT_EQ(net.nodes.at("hwc").shape(), NDShape({3, 4, 2}));
   EXPECT_TRUE(net.nodes.at("words").is_sparse());
   EXPECT_THROW(build_network("[ i = ImageInput (4, 3, 2, imageLayout = 'WHC') ; outputNodes = (i + 0) ]"), ConfigError);
+}
+
+namespace {
+
+// A file of `text` in a fresh temporary folder.
+std::string temp_file(const std::string& name, const std::string& text) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("bs_library_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+                                   "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  fs::create_directories(dir);
+  std::ofstream(dir / name) << text;
+  return (dir / name).string();
+}
+
+std::string error_of(const std::string& source) {
+  try {
+    build_network(source);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+// initFromFilePath / init='fromFile' and initFromLiteral / init='fromLiteral' read CNTK's text
+// matrix: one line per row of the [rows x cols] matrix (BrainScript's first dimension is rows),
+// dimensions 0 inferred from it.
+TEST(BrainScriptLibrary, ParametersFromTextMatrices) {
+  const std::string path = temp_file("W.txt", "1 2 3\n\n  4 5e-1 -6  \r\n");
+  Network net = build_network(
+      "[ x = Input (3)\n"
+      "  W = Parameter (2, 3, initFromFilePath = '" +
+      path +
+      "')\n"
+      "  V = ParameterTensor {(2 : 0), init = 'fromFile', initFromFilePath = '" +
+      path +
+      "'}\n"
+      "  L = ParameterTensor {(0 : 3), init = 'fromLiteral', initFromLiteral = '1 2 3\n 4 5 6'}\n"
+      "  C = ConstantFromString ('7 8 9')\n"
+      "  outputNodes = (W * x : V * x : L * (x .* 0 + 1) : NewReshape (C, 3) .* x) ]");
+  const auto got = run(net, batch_of({1, 10, 100}, NDShape{3}));
+  // M @ x for the file's matrix M
+  expect_near(got[0], {1 + 20 + 300, 4 + 5 - 600}, 1e-4, "Parameter from a file");
+  expect_near(got[1], {1 + 20 + 300, 4 + 5 - 600}, 1e-4, "inferred columns");
+  expect_near(got[3], {7, 80, 900}, 1e-4, "ConstantFromString");
+  EXPECT_EQ(net.outputs[2].shape(), NDShape({2}));
+  expect_near(got[2], {6, 15}, 1e-5, "initFromLiteral rows");  // a 2 x 3 matrix times ones
+  expect_near(parameter(net, "W"), {1, 4, 2, 0.5, 3, -6}, 0, "engine order (in, out)");
+  // A mismatch names the file and both shapes; a missing file and a malformed number are errors too.
+  const std::string mismatch =
+      error_of("[ x = Input (3) ; W = Parameter (3, 3, initFromFilePath = '" + path + "') ; outputNodes = (W * x) ]");
+  EXPECT_NE(mismatch.find("W.txt"), std::string::npos) << mismatch;
+  EXPECT_NE(mismatch.find("[2 x 3]"), std::string::npos) << mismatch;
+  EXPECT_NE(mismatch.find("[3 x 3]"), std::string::npos) << mismatch;
+  EXPECT_THROW(build_network("[ W = Parameter (2, 3, initFromFilePath = 'no-such-file.txt') ; outputNodes = (W) ]"),
+               IOError);
+  const std::string bad = temp_file("bad.txt", "1 2\n3 x4\n");
+  const std::string malformed =
+      error_of("[ W = Parameter (2, 2, initFromFilePath = '" + bad + "') ; outputNodes = (W) ]");
+  EXPECT_NE(malformed.find("x4"), std::string::npos) << malformed;
+  EXPECT_NE(malformed.find("row 1"), std::string::npos) << malformed;
+  const std::string ragged = error_of("[ W = ParameterTensor {(0), initFromLiteral = '1 2\n3'} ; outputNodes = (W) ]");
+  EXPECT_NE(ragged.find("row 1"), std::string::npos) << ragged;
+  EXPECT_THROW(build_network("[ W = ParameterTensor {(2), init = 'fromFile'} ; outputNodes = (W) ]"), ConfigError);
+}
+
+// EmbeddingLayer {transpose = true}: E is [vocabulary x outDim], applied as E' * x;
+// embeddingPath reads a fixed E (a constant) from a file of one row per word.
+TEST(BrainScriptLibrary, EmbeddingTransposeAndPath) {
+  const std::string rows_per_word = temp_file("emb.txt", "1 2\n3 4\n5 6\n7 8\n");
+  const std::string columns_per_word = temp_file("embT.txt", "1 3 5 7\n2 4 6 8\n");
+  Network net = build_network(
+      "[ x = Input (4)\n"
+      "  e = EmbeddingLayer {2, embeddingPath = '" +
+      rows_per_word +
+      "', transpose = true} (x)\n"
+      "  f = EmbeddingLayer {2, embeddingPath = '" +
+      columns_per_word +
+      "'} (x)\n"
+      "  g = EmbeddingLayer {3, transpose = true} (x)\n"
+      "  outputNodes = (e : f : g) ]");
+  EXPECT_EQ(net.outputs[0].shape(), NDShape({2}));
+  EXPECT_EQ(net.outputs[2].shape(), NDShape({3}));
+  const auto got = run(net, batch_of({0, 0, 1, 0, 1, 0, 0, 2}, NDShape{4}));
+  expect_near(got[0], {5, 6, 15, 18}, 1e-5, "transposed embedding from a file");
+  expect_near(got[1], {5, 6, 15, 18}, 1e-5, "embedding from a file");
+  // only g's E is learned; as E' * x its rows are the words
+  ASSERT_EQ(net.model->parameters().size(), 1u);
+  const Variable E = net.model->parameters()[0];
+  EXPECT_EQ(E.shape(), NDShape({3, 4}));  // engine (outDim, vocabulary)
+  const auto Ev = values_of(E.value());
+  std::vector<double> want;
+  for (size_t b = 0; b < 2; ++b)
+    for (size_t j = 0; j < 3; ++j) want.push_back(b == 0 ? Ev[j * 4 + 2] : Ev[j * 4] + 2 * Ev[j * 4 + 3]);
+  expect_near(got[2], want, 1e-5, "transposed learned embedding");
+}
+
+// BilinearUpsamplingLayer: a transposed convolution (stride s, no padding) with CNTK's bilinear
+// kernel, each channel upsampled on its own.
+TEST(BrainScriptLibrary, BilinearUpsampling) {
+  Network net =
+      build_network("[ x = Input (3 : 3 : 2) ; up = BilinearUpsamplingLayer {2, 4, 2} (x) ; outputNodes = (up) ]");
+  EXPECT_EQ(net.outputs[0].shape(), NDShape({2, 8, 8}));
+  EXPECT_TRUE(net.model->parameters().empty());  // a fixed kernel
+  std::vector<float> x(18);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float((i * 7) % 11) - 3;
+  const auto got = run(net, batch_of(x, NDShape{2, 3, 3}))[0];
+  const double k1[4] = {0.25, 0.75, 0.75, 0.25};  // 1 - |i - 1.5| / 2
+  std::vector<double> want(2 * 8 * 8, 0.0);
+  for (size_t c = 0; c < 2; ++c)
+    for (size_t i = 0; i < 3; ++i)
+      for (size_t j = 0; j < 3; ++j)
+        for (size_t u = 0; u < 4; ++u)
+          for (size_t v = 0; v < 4; ++v)
+            want[(c * 8 + i * 2 + u) * 8 + j * 2 + v] += x[(c * 3 + i) * 3 + j] * k1[u] * k1[v];
+  expect_near(got, want, 1e-5, "bilinear upsampling");
+  // an odd kernel: 3 x 3 of (0.5, 1, 0.5) outer itself
+  Network odd =
+      build_network("[ x = Input (2 : 1 : 1) ; up = BilinearUpsamplingLayer {1, 3, 2} (x) ; outputNodes = (up) ]");
+  expect_near(run(odd, batch_of({1, 2}, NDShape{1, 1, 2}))[0],
+              {0.25, 0.5, 0.25 + 0.5, 1, 0.5, 0.5, 1, 0.5 + 1, 2, 1, 0.25, 0.5, 0.25 + 0.5, 1, 0.5}, 1e-6,
+              "3 x 3 kernel");
+  EXPECT_THROW(build_network("[ W = ParameterTensor {(3 : 2 : 1 : 1), init = 'bilinear'} ; outputNodes = (W) ]"),
+               ValueError);
+}
+
+// KhatriRaoProduct (ColumnwiseCrossProduct): per sample, left's index fastest; TimeReverse
+// reverses each sequence (and its gradient).
+TEST(BrainScriptLibrary, KhatriRaoProductAndTimeReverse) {
+  Network net = build_network(R"([
+    x = Input (2) ; y = Input (3)
+    outputNodes = (KhatriRaoProduct (x, y) : ColumnwiseCrossProduct (y, x))
+  ])");
+  EXPECT_EQ(net.outputs[0].shape(), NDShape({6}));
+  std::vector<cntk::Value> outs;
+  forward(net.model,
+          {{net.nodes.at("x"), batch_of({1, 2, 3, 4}, NDShape{2})},
+           {net.nodes.at("y"), batch_of({5, 6, 7, 8, 9, 10}, NDShape{3})}},
+          net.outputs, outs, false);
+  expect_near(values_of(outs[0].data()), {5, 10, 6, 12, 7, 14, 24, 32, 27, 36, 30, 40}, 0, "KhatriRaoProduct");
+  expect_near(values_of(outs[1].data()), {5, 6, 7, 10, 12, 14, 24, 27, 30, 32, 36, 40}, 0, "ColumnwiseCrossProduct");
+
+  Network rev = build_network(R"([
+    x = Input (2)
+    w = ParameterTensor {2, initValue = 1}
+    r = TimeReverse (w .* x)
+    s = BS.Sequences.Reverse (x)
+    weighted = ReduceSum (r .* BS.Loop.Iteration (x))
+    outputNodes = (r : s : weighted)
+  ])");
+  NDArrayView a(DataType::Float, NDShape{3, 2}), b(DataType::Float, NDShape{2, 2});
+  const float av[] = {1, 2, 3, 4, 5, 6}, bv[] = {7, 8, 9, 10};
+  std::copy(av, av + 6, a.data<float>());
+  std::copy(bv, bv + 4, b.data<float>());
+  const cntk::Value seqs = cntk::Value::from_sequences({a, b});
+  std::vector<cntk::Value> r;
+  auto state = forward(rev.model, {{rev.nodes.at("x"), seqs}}, rev.outputs, r, true);
+  // padded [batch, time, 2]: the second sequence's third step is padding
+  const auto rv = values_of(r[0].data());
+  const std::vector<double> want = {5, 6, 3, 4, 1, 2, 9, 10, 7, 8};
+  for (size_t i = 0; i < 6; ++i) EXPECT_NEAR(rv[i], want[i], 0) << i;
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(rv[6 + i], want[6 + i], 0) << i;
+  const auto sv = values_of(r[1].data());
+  for (size_t i = 0; i < 6; ++i) EXPECT_NEAR(sv[i], want[i], 0) << i;
+  // d/dw of sum_t (t + 1) x[n - 1 - t] .* w = sum_t (n - t) x[t]
+  NDArrayView ones = NDArrayView::full(DataType::Float, r[2].data().shape(), 1.0);
+  std::vector<cntk::Value> grads;
+  const Variable w = rev.model->parameters()[0];
+  backward(state, {{rev.outputs[2], cntk::Value(ones, r[2].mask())}}, {w}, grads);
+  expect_near(values_of(grads[0].data()), {3 * 1 + 2 * 3 + 5 + 2 * 7 + 9, 3 * 2 + 2 * 4 + 6 + 2 * 8 + 10}, 1e-4,
+              "TimeReverse gradient");
+}
+
+// Trace passes its input through and logs it to stderr in CNTK's format: the first logFirst
+// minibatches, then every logFrequency-th; logGradientToo logs the gradients too.
+TEST(BrainScriptLibrary, TraceLogsValuesAndGradients) {
+  Network net = build_network(R"([
+    x = Input (3)
+    w = ParameterTensor {3, initValue = 2}
+    t = Trace (w .* x, say = 'scaled', logFirst = 1, logFrequency = 2, onlyUpToRow = 1, logGradientToo = true,
+               format = [ precisionFormat = '.2' ; prologue = 'start %s\n' ])
+    s = ReduceSum (t)
+    outputNodes = (t : s)
+  ])");
+  const cntk::Value x = batch_of({1, 2, 3, -4, 0, 6}, NDShape{3});
+  ::testing::internal::CaptureStderr();
+  std::vector<cntk::Value> outs;
+  for (int i = 0; i < 2; ++i) forward(net.model, {{net.nodes.at("x"), x}}, {net.outputs[0]}, outs, false);
+  auto state = forward(net.model, {{net.nodes.at("x"), x}}, {net.outputs[1]}, outs, true);
+  std::vector<cntk::Value> grads;
+  backward(state, {{net.outputs[1], cntk::Value(NDArrayView::full(DataType::Float, outs[0].data().shape(), 1.0))}},
+           {net.model->parameters()[0]}, grads);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  expect_near(grads.empty() ? std::vector<float>{} : values_of(grads[0].data()), {-3, 2, 9}, 1e-5,
+              "gradient through Trace");
+  const std::string block = "2.00 ...+2\n-8.00 ...+2\n";  // one line per sample, rows cut after 1
+  EXPECT_EQ(log.find("start "), 0u) << log;
+  size_t values = 0;
+  for (size_t at = log.find("------- Trace[] scaled --> "); at != std::string::npos;
+       at = log.find("------- Trace[] scaled --> ", at + 1))
+    ++values;
+  EXPECT_EQ(values, 2u) << log;  // minibatches 1 and 3
+  EXPECT_NE(log.find("\n" + block), std::string::npos) << log;
+  EXPECT_NE(log.find("------- Trace[] scaled (gradient) --> "), std::string::npos) << log;
+  EXPECT_NE(log.find("1.00 ...+2\n1.00 ...+2\n"), std::string::npos) << log;
 }
