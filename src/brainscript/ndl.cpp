@@ -670,14 +670,13 @@ class Translator {
     if (fn == "parameter" || fn == "learnableparameter") {
       need(1, 2);
       std::string init = opt("init") ? lower(opt("init")->text) : "uniform";
-      static const std::map<std::string, std::string> inits = {
-          {"uniform", "uniform"}, {"gaussian", "gaussian"}, {"fixedvalue", "fixedValue"}, {"henormal", "heNormal"}};
-      if (init == "fromfile" || init == "bilinear")
-        throw NotImplementedError("NDL: Parameter init=" + opt("init")->text + " is not implemented yet (" +
-                                  x.where.where() + ")");
-      if (!inits.count(init)) fail("Parameter: init must be uniform, gaussian, fixedValue or heNormal", x.where);
+      static const std::map<std::string, std::string> inits = {{"uniform", "uniform"},       {"gaussian", "gaussian"},
+                                                               {"fixedvalue", "fixedValue"}, {"henormal", "heNormal"},
+                                                               {"fromfile", "fromFile"},     {"bilinear", "bilinear"}};
+      if (!inits.count(init))
+        fail("Parameter: init must be uniform, gaussian, fixedValue, heNormal, fromFile or bilinear", x.where);
       std::string s = args() + (n == 1 ? ", 1" : "") + ", init = '" + inits.at(init) + "'";
-      for (const char* key : {"initValueScale", "value", "randomSeed"})
+      for (const char* key : {"initValueScale", "value", "randomSeed", "initFromFilePath"})
         if (const Expr* v = opt(key)) s += std::string(", ") + key + " = " + option_value(*v, scope);
       bool frozen = false;
       for (const char* key : {"needGradient", "needsGradient", "computeGradient"})

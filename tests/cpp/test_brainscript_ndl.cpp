@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "brainscript/ndl.h"
 #include "cntk/evaluation.h"
@@ -172,4 +174,26 @@ net = [
   const std::vector<float> got = values_of(outs[1].data());
   ASSERT_EQ(got.size(), ap.size());
   for (size_t i = 0; i < ap.size(); ++i) EXPECT_NEAR(got[i], ap[i], 1e-5);
+}
+
+// Parameter(rows, cols, init = fromFile, initFromFilePath = ...) reads CNTK's text matrix (one
+// line per row), as the ResNet NDLs load their fixed projections.
+TEST(BrainScriptNdl, ParameterFromFile) {
+  const std::string path = (std::filesystem::temp_directory_path() / "ndl_parameter_from_file.txt").string();
+  std::ofstream(path) << "1 0 2\n0 -1 3\n";
+  auto config = ConfigRecord::parse(
+      "run = net\nNDLNetworkBuilder = [ ]\nnet = [\n  x = Input(3, tag = feature)\n"
+      "  W = Parameter(2, 3, init = fromFile, initFromFilePath = \"" +
+      path + "\", learningRateMultiplier = 0)\n  y = Times(W, x, tag = output)\n]\n");
+  Network net = build_ndl_network(*config);
+  EXPECT_TRUE(net.model->parameters().empty());  // learningRateMultiplier 0: a constant
+  NDArrayView batch(DataType::Float, NDShape{1, 3});
+  const float xs[3] = {1, 10, 100};
+  std::copy(xs, xs + 3, batch.data<float>());
+  std::vector<cntk::Value> outs;
+  forward(net.model, {{net.features[0], cntk::Value(batch)}}, net.outputs, outs, false);
+  const std::vector<float> y = values_of(outs[0].data());
+  ASSERT_EQ(y.size(), 2u);
+  EXPECT_NEAR(y[0], 201, 1e-4);
+  EXPECT_NEAR(y[1], 290, 1e-4);
 }
