@@ -211,19 +211,29 @@ Variable reshape(const Variable& x, const std::vector<size_t>& bs_dims, size_t b
 // Tensor primitives beyond the arithmetic of the infix operators.
 void add_node_primitives(Table& t) {
   // KhatriRaoProduct (left, right): per sample, the outer product of the two flattened inputs,
-  // left's index fastest (CNTK's element order: out[j * rowsLeft + i] = left[i] * right[j]).
+  // left's index fastest (CNTK's element order: out[j * rowsLeft + i] = left[i] * right[j]):
+  // left times each element of right, spliced, so that vectors need no Reshape (which v1 model
+  // files here cannot hold).
   t["KhatriRaoProduct"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "KhatriRaoProduct"};
-    const Variable left = a.node_at(0), right = a.node_at(1);
-    if (!left.shape().is_known() || !right.shape().is_known())
-      fail("KhatriRaoProduct: the inputs' shapes must be known", w);
-    const int64_t rows_left = left.shape().total_size(), rows_right = right.shape().total_size();
-    auto as = [](const Variable& x, NDShape shape) {
-      return ops::apply("Reshape", {x}, {{"newShape", DictValue(shape)}})->output();
+    auto flat = [&w](const Variable& x) {
+      if (!x.shape().is_known()) fail("KhatriRaoProduct: the inputs' shapes must be known", w);
+      if (x.shape().rank() == 1) return x;
+      return ops::apply("Reshape", {x}, {{"newShape", DictValue(NDShape{x.shape().total_size()})}})->output();
     };
-    const Variable outer =
-        ops::apply("ElementTimes", {as(left, NDShape{1, rows_left}), as(right, NDShape{rows_right, 1})})->output();
-    return node(as(outer, NDShape{rows_left * rows_right}));
+    const Variable left = flat(a.node_at(0)), right = flat(a.node_at(1));
+    std::vector<Variable> parts;
+    for (int64_t j = 0; j < right.shape()[0]; ++j) {
+      const Variable r = ops::apply("Slice", {right},
+                                    {{"axis", DictValue(Axis(-1))},
+                                     {"beginIndex", DictValue(j)},
+                                     {"endIndex", DictValue(j + 1)},
+                                     {"sliceStrides", DictValue(int64_t(1))}})
+                             ->output();
+      parts.push_back(ops::apply("ElementTimes", {left, r})->output());
+    }
+    if (parts.size() == 1) return node(parts[0]);
+    return node(ops::apply("Splice", parts, {{"axis", DictValue(Axis(-1))}})->output());
   };
   // Trace (node, say, logFrequency, logFirst, logGradientToo, onlyUpToRow, onlyUpToT, format):
   // the node unchanged, its values logged (special_nodes.h); defaults are the library's.
