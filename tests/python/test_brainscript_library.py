@@ -97,3 +97,81 @@ def test_elementwise_primitives_and_layer_normalization(tmp_path):
     }
     for name, want in expected.items():
         np.testing.assert_allclose(got[name], want, rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def train_and_write(tmp_path, data, inputs, members, outputs):
+    """Trains (learning rate 0) the BrainScript `members` on the CTF `data` whose streams are
+    `inputs` ({name: (dim, format)}), saves the v1 model, writes `outputs` through the `write`
+    action (the model read back) and returns ({name: array of lines of values}, stderr)."""
+    (tmp_path / 'data.txt').write_text(data)
+    streams = ' ; '.join('%s = [ dim = %d ; format = "%s" ]' % (n, d, f) for n, (d, f) in inputs.items())
+    reader = ('[ readerType = "CNTKTextFormatReader" ; file = "data.txt" ; randomize = false ; input = [ %s ] ]'
+              % streams)
+    (tmp_path / 'net.cntk').write_text('''command = T:W
+modelPath = "m/model.dnn"
+r = %s
+T = [
+  action = "train"
+  BrainScriptNetworkBuilder = [
+    %s
+    outputNodes = (%s)
+  ]
+  SGD = [ maxEpochs = 1 ; minibatchSize = 16 ; learningRatesPerSample = 0 ]
+  reader = $r$
+]
+W = [ action = "write" ; outputPath = "out/o" ; reader = $r$ ]
+''' % (reader, members, ' : '.join(outputs)))
+    p = subprocess.run([cntk_command(), 'configFile=net.cntk'], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    got = {}
+    for name in outputs:
+        files = sorted((tmp_path / 'out').glob('o.' + name + '*'))
+        assert files, name
+        got[name] = np.array([[float(v) for v in line.split()] for line in files[0].read_text().splitlines()
+                              if line.strip()])
+    return got, p.stderr
+
+
+def test_embedding_from_file_khatri_rao_and_reverse(tmp_path):
+    # CNTK's seqcla form: a fixed embedding of one row per word, applied transposed
+    table = np.array([[1, 2], [3, 4], [5, 6], [7, 8]], dtype=float)
+    np.savetxt(tmp_path / 'emb.txt', table)
+    words = [[2, 0], [3]]
+    data = ''.join('%d |x %d:1 |y %d\n' % (s, w, w) for s, seq in enumerate(words) for w in seq)
+    got, _ = train_and_write(tmp_path, data, {'x': (4, 'sparse'), 'y': (1, 'dense')}, '''
+    x = SparseInput (4) ; y = Input (1)
+    e = EmbeddingLayer {2, embeddingPath = 'emb.txt', transpose = true} (x)
+    k = KhatriRaoProduct (e, 10 * e)
+    rev = BS.Sequences.Reverse (e)
+    z = DenseLayer {1} (e)
+    crit = SquareError (y, z)
+    featureNodes = (x) ; labelNodes = (y) ; criterionNodes = (crit)
+    ''', ['e', 'k', 'rev'])
+    e = [table[seq] for seq in words]
+    np.testing.assert_allclose(got['e'], np.concatenate(e))
+    # CNTK's order: left's index fastest, out[j * rows + i] = left[i] * right[j]
+    kr = np.concatenate([np.einsum('tj,ti->tji', 10 * s, s).reshape(len(s), -1) for s in e])
+    np.testing.assert_allclose(got['k'], kr)
+    np.testing.assert_allclose(got['rev'], np.concatenate([s[::-1] for s in e]))
+
+
+def test_bilinear_upsampling_layer(tmp_path):
+    image = np.arange(1, 10, dtype=float).reshape(3, 3) ** 1.5  # [height, width]
+    data = '|x %s |y 1\n' % ' '.join('%g' % v for v in image.ravel())
+    got, _ = train_and_write(tmp_path, data, {'x': (9, 'dense'), 'y': (1, 'dense')}, '''
+    x = Input (3 : 3 : 1) ; y = Input (1 : 1 : 1)
+    up = BilinearUpsamplingLayer {1, 4, 2} (x)
+    crit = SquareError (y, ReduceSum (up) .* ParameterTensor {1, initValue = 1})
+    featureNodes = (x) ; labelNodes = (y) ; criterionNodes = (crit)
+    ''', ['up'])
+    # the transposed convolution (stride 2, no padding) with CNTK's bilinear kernel
+    k = 4
+    f, c = (k + 1) // 2, (k - 1) / 2
+    w = 1 - np.abs(np.arange(k) - c) / f
+    kernel = np.outer(w, w)
+    out = np.zeros((2 * 2 + k, 2 * 2 + k))
+    for i in range(3):
+        for j in range(3):
+            out[2 * i:2 * i + k, 2 * j:2 * j + k] += image[i, j] * kernel
+    np.testing.assert_allclose(got['up'].ravel(), out.ravel(), rtol=1e-5)
