@@ -7,6 +7,7 @@
 // cntk.load_model recognise the format by its first bytes. Saving writes a v1 file from a
 // graph as CNTK 2.7's SaveAsLegacyModel did (version 31, names that carry the uids back).
 #pragma once
+#include <functional>
 #include <string>
 
 #include "cntk/function.h"
@@ -25,8 +26,18 @@ FunctionPtr load_legacy_model(const std::string& path);
 void save_as_legacy_model(const FunctionPtr& f, const std::string& path);
 std::string save_as_legacy_model_to_bytes(const FunctionPtr& f);
 
-// The network's nodes as CNTK's ComputationNetwork::DumpAllNodesToFile writes them with
-// values and metadata (what `cntk command=dumpNode` and CNTK's network unit test print).
-std::string dump_legacy_model(const std::string& bytes, const std::string& source = "<bytes>");
+// What a dump holds: the nodes `select` accepts (by their names in the file; all when empty),
+// each with its metadata (the `name=Op(inputs)` line, a parameter's shape and learning rate
+// multiplier, an input's dimensions) and/or its values (a parameter's matrix), as CNTK's
+// DumpNodeInfo with printMetadata / printValues.
+struct LegacyDumpOptions {
+  std::function<bool(const std::string&)> select;
+  bool values = true, metadata = true;
+};
+
+// The network's nodes as CNTK's ComputationNetwork::DumpAllNodesToFile writes them (by default
+// with values and metadata: what `cntk command=dumpNode` and CNTK's network unit test print).
+std::string dump_legacy_model(const std::string& bytes, const std::string& source = "<bytes>",
+                              const LegacyDumpOptions& options = {});
 
 }  // namespace cntk

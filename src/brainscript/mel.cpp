@@ -23,6 +23,44 @@ std::string unquoted(std::string s) {
 
 }  // namespace
 
+bool mel_name_is(const std::string& given, const std::string& name, const std::string& alternate) {
+  auto fits = [&](const std::string& full) {
+    if (full.empty() || given.size() > full.size() || given.size() < full.size() / 2) return false;
+    return std::equal(given.begin(), given.end(), full.begin(),
+                      [](unsigned char a, unsigned char b) { return std::tolower(a) == std::tolower(b); });
+  };
+  return fits(name) || fits(alternate);
+}
+
+std::string mel_function_name(const std::string& given) {
+  // CNTK's order of trying, each with its second spelling.
+  static const std::pair<const char*, const char*> functions[] = {{"CreateModel", ""},
+                                                                  {"CreateModelWithName", ""},
+                                                                  {"LoadModel", ""},
+                                                                  {"LoadModelWithName", ""},
+                                                                  {"LoadNDLSnippet", ""},
+                                                                  {"SaveDefaultModel", ""},
+                                                                  {"SaveModel", ""},
+                                                                  {"SetDefaultModel", ""},
+                                                                  {"UnloadModel", ""},
+                                                                  {"DumpModel", "Dump"},
+                                                                  {"DumpNode", ""},
+                                                                  {"CopyNode", "Copy"},
+                                                                  {"CopySubTree", ""},
+                                                                  {"CopyNodeInputs", "CopyInputs"},
+                                                                  {"SetNodeInput", "SetInput"},
+                                                                  {"SetNodeInputs", "SetInputs"},
+                                                                  {"SetProperty", ""},
+                                                                  {"SetPropertyForSubTree", ""},
+                                                                  {"RemoveNode", "Remove"},
+                                                                  {"DeleteNode", "Delete"},
+                                                                  {"Rename", ""},
+                                                                  {"ReviseParameter", ""}};
+  for (const auto& [name, alternate] : functions)
+    if (mel_name_is(given, name, alternate)) return name;
+  return "";
+}
+
 std::vector<MelCall> parse_mel(const std::string& text, const std::string& path) {
   std::vector<MelCall> out;
   std::string current;
@@ -35,12 +73,20 @@ std::vector<MelCall> parse_mel(const std::string& text, const std::string& path)
     if (st.empty()) return;
     MelCall c;
     c.line = start_line;
-    const size_t paren = st.find('(');
+    c.text = st;
+    const size_t paren = st.find_first_of("([");
     const size_t eq = st.find('=');
     std::string call = st;
     if (eq != std::string::npos && (paren == std::string::npos || eq < paren)) {
       c.result = mel_trim(st.substr(0, eq));
       call = mel_trim(st.substr(eq + 1));
+      if (c.result.empty() || call.empty())
+        throw ValueError(path + "(" + std::to_string(c.line) + "): MEL statement '" + st + "' lacks a name or a value");
+      // `name = value` or `name = [ NDL ]`: in-line NDL, read by the NDL reader.
+      if (call[0] == '[' || call.find('(') == std::string::npos) {
+        out.push_back(std::move(c));
+        return;
+      }
     }
     const size_t open = call.find('(');
     if (open == std::string::npos || call.back() != ')')
@@ -93,9 +139,9 @@ std::vector<MelCall> parse_mel(const std::string& text, const std::string& path)
     } else if (ch == '#') {
       while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
       continue;
-    } else if (ch == '(') {
+    } else if (ch == '(' || ch == '[') {
       ++depth;
-    } else if (ch == ')') {
+    } else if (ch == ')' || ch == ']') {
       --depth;
     } else if ((ch == '\n' || ch == ';') && depth == 0) {
       finish();

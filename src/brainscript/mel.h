@@ -10,7 +10,8 @@
 namespace cntk::brainscript {
 
 struct MelCall {
-  std::string result, function;
+  std::string result, function;                // function "" for `name = value` and `name = [ NDL ]` (in-line NDL)
+  std::string text;                            // the statement as written (comments removed)
   std::vector<std::string> args;               // unquoted
   std::map<std::string, std::string> options;  // key=value arguments, lower-case keys
   size_t line = 0;                             // 1-based line of the statement's start
@@ -18,8 +19,17 @@ struct MelCall {
 
 std::string mel_trim(const std::string& s);
 
-// The statements of a MEL script; a statement that is not Function(arguments) is a ValueError
-// naming `path` and its line.
+// CNTK's rule for MEL's names (functions, properties, option values): equal ignoring case, where
+// a prefix of at least half of `name` also counts ("Dump" for DumpModel); `alternate` is a second
+// spelling under the same rule.
+bool mel_name_is(const std::string& given, const std::string& name, const std::string& alternate = "");
+
+// The MEL function `given` names (its full spelling), tried in CNTK's order so that a prefix
+// names the first function it fits ("Load" is LoadModel); "" when none.
+std::string mel_function_name(const std::string& given);
+
+// The statements of a MEL script: `[name =] Function(arguments)`, `name = value` and
+// `name = [ NDL ]`; any other statement is a ValueError naming `path` and its line.
 std::vector<MelCall> parse_mel(const std::string& text, const std::string& path);
 
 }  // namespace cntk::brainscript

@@ -15,7 +15,9 @@
 #include <optional>
 #include <regex>
 #include <sstream>
+#include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "brainscript/evaluator.h"
 #include "brainscript/mel.h"
@@ -215,11 +217,7 @@ struct NodeRoles {
 };
 
 // A v1 node name as the engine names the node: files OpenCNTK writes carry the uid in the name.
-std::string v1_plain_name(const std::string& name) {
-  static const std::string marker = "__v2libname__";
-  const size_t at = name.find(marker);
-  return at == std::string::npos ? name : name.substr(at + marker.size());
-}
+std::string v1_plain_name(const std::string& name) { return v1::uid_and_name(name).second; }
 
 // The groups of a graph without any recorded: its inputs are features, its roots outputs.
 NodeRoles roles_of_graph(const FunctionPtr& m) {
@@ -275,92 +273,129 @@ class MelSession {
       : path_(std::move(path)), config_(std::move(config)) {}
 
   void run(const MelCall& c) {
-    std::string fn = c.function;
-    std::transform(fn.begin(), fn.end(), fn.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    if (c.function.empty()) return inline_ndl(c);
+    const std::string fn = mel_function_name(c.function);
+    if (fn.empty()) throw ValueError(where(c) + "unknown MEL function '" + c.function + "'");
+    // `name = F(...)` returns a value for CreateModel and LoadModel only (the model's name); with
+    // any other function the statement is in-line NDL, as CNTK read it.
+    if (!c.result.empty()) {
+      if (fn != "CreateModel" && fn != "LoadModel") return inline_ndl(c);
+      MelCall named = c;
+      named.function = fn + "WithName";
+      named.args.insert(named.args.begin(), c.result);
+      named.result.clear();
+      return run(named);
+    }
     auto need = [&](size_t lo, size_t hi) {
       if (c.args.size() < lo || c.args.size() > hi)
-        throw ValueError(where(c) + c.function + " takes " + std::to_string(lo) +
-                         (hi > lo ? " to " + std::to_string(hi) : "") + " parameters");
+        throw ValueError(where(c) + fn + " takes " + std::to_string(lo) + (hi > lo ? " to " + std::to_string(hi) : "") +
+                         " parameters");
     };
-    if (fn == "loadmodel" || fn == "loadmodelwithname") {
-      const bool named = fn == "loadmodelwithname";
+    if (fn == "CreateModel" || fn == "CreateModelWithName") {
+      // CNTK 2.7's CreateModel() made the model and then failed as an unknown function (its
+      // dispatch fell through); here both forms make an empty model, the new default.
+      const bool named = fn == "CreateModelWithName";
+      need(named ? 1 : 0, named ? 1 : 0);
+      add_model(named ? c.args[0] : "default", nullptr, NodeRoles());
+    } else if (fn == "LoadModel" || fn == "LoadModelWithName") {
+      const bool named = fn == "LoadModelWithName";
       need(named ? 2 : 1, named ? 2 : 1);
+      check_options(c, {"format"});
       const std::string file = c.args[named ? 1 : 0];
       if (!fs::exists(file)) throw IOError(where(c) + "model file '" + file + "' does not exist");
-      const std::string name = named ? c.args[0] : c.result.empty() ? file : c.result;
-      models_[name] = load_function(file);
-      roles_[name] = recorded_roles(file, models_[name]);
-      remember(models_[name]);
-      default_ = name;
-    } else if (fn == "loadndlsnippet") {
+      const FunctionPtr m = load_function(file);
+      add_model(named ? c.args[0] : "default", m, recorded_roles(file, m));
+    } else if (fn == "LoadNDLSnippet") {
       need(2, 3);
       load_ndl_snippet(c);
-    } else if (fn == "savemodel" || fn == "savedefaultmodel") {
-      const bool by_name = fn == "savemodel";
+    } else if (fn == "SaveModel" || fn == "SaveDefaultModel") {
+      const bool by_name = fn == "SaveModel";
       need(by_name ? 2 : 1, by_name ? 2 : 1);
+      check_options(c, {"format"});
       const std::string file = c.args[by_name ? 1 : 0];
       FunctionPtr m = model(by_name ? c.args[0] : default_, c);
       if (fs::path(file).has_parent_path()) fs::create_directories(fs::path(file).parent_path());
       // CNTK's SaveModel wrote its own (v1) format, the node groups included.
       write_file_atomically(file, legacy_model_bytes(m, roles_for(by_name ? c.args[0] : default_, m)));
-    } else if (fn == "setdefaultmodel") {
+    } else if (fn == "SetDefaultModel") {
       need(1, 1);
-      model(c.args[0], c);
+      if (!models_.count(c.args[0])) throw ValueError(where(c) + "no model named '" + c.args[0] + "'");
       default_ = c.args[0];
-    } else if (fn == "unloadmodel") {
+    } else if (fn == "UnloadModel") {
       for (const auto& name : c.args) {
-        models_.erase(name);
+        if (!models_.erase(name)) Log::printf("WARNING: model %s does not exist.\n", name.c_str());
         roles_.erase(name);
-        if (default_ == name) default_.clear();
+        if (same_name(default_, name)) default_.clear();
       }
-    } else if (fn == "rename") {
+    } else if (fn == "Rename") {
       need(2, 2);
       rename(c);
-    } else if (fn == "dumpmodel" || fn == "dump") {
+    } else if (fn == "DumpModel" || fn == "DumpNode") {
       need(2, 2);
-      std::ofstream out(c.args[1]);
-      const FunctionPtr m = model(c.args[0], c);
-      out << dump_legacy_model(legacy_model_bytes(m, roles_for(c.args[0], m)), c.args[0]);
-      if (!out) throw IOError(where(c) + "cannot write '" + c.args[1] + "'");
-    } else if (fn == "setproperty") {
+      dump(c, fn == "DumpNode");
+    } else if (fn == "SetProperty") {
       need(3, 3);
       set_property(c);
-    } else if (fn == "setnodeinput" || fn == "setinput") {
+    } else if (fn == "SetPropertyForSubTree") {
+      need(3, 3);
+      set_property_for_subtree(c);
+    } else if (fn == "SetNodeInput") {
       need(3, 3);
       set_input(c);
-    } else if (fn == "setnodeinputs" || fn == "setinputs") {
+    } else if (fn == "SetNodeInputs") {
       need(2, 4);
       set_inputs(c);
-    } else if (fn == "copysubtree") {
+    } else if (fn == "CopyNodeInputs") {
+      need(2, 2);
+      copy_inputs(c);
+    } else if (fn == "CopySubTree") {
       need(3, 3);
       copy_subtree(c);
-    } else if (fn == "copynode" || fn == "copy") {
+    } else if (fn == "CopyNode") {
       need(2, 2);
       copy(c);
-    } else if (fn == "removenode" || fn == "remove" || fn == "deletenode" || fn == "delete") {
+    } else if (fn == "RemoveNode" || fn == "DeleteNode") {
       need(1, 1000);
       for (const auto& name : c.args) remove(name, c);
-    } else if (!c.result.empty() && c.function.find('.') == std::string::npos) {
-      throw NotImplementedError(where(c) + "in-line NDL in MEL ('" + c.result + " = " + c.function +
-                                "(...)') is not implemented yet");
     } else {
-      throw NotImplementedError(
-          where(c) + "the MEL function '" + c.function +
-          "' is not implemented yet (LoadModel, LoadModelWithName, LoadNDLSnippet, SaveModel, SaveDefaultModel, "
-          "SetDefaultModel, UnloadModel, Dump, Rename, SetProperty, SetNodeInput, SetNodeInputs, Copy, CopySubTree "
-          "and Remove are)");
+      throw NotImplementedError(where(c) + "the MEL function " + fn + " is not implemented yet");
     }
   }
 
  private:
   std::string path_;
-  std::shared_ptr<const ConfigRecord> config_;  // the edit command's (for $var$ and precision in NDL)
-  std::map<std::string, FunctionPtr> models_;
-  std::map<std::string, NodeRoles> roles_;
+  std::shared_ptr<const ConfigRecord> config_;                 // the edit command's (for $var$ and precision in NDL)
+  std::map<std::string, FunctionPtr, v1::NoCaseLess> models_;  // nullptr: made by CreateModel, no nodes yet
+  std::map<std::string, NodeRoles, v1::NoCaseLess> roles_;
   std::string default_;
   std::map<std::string, Variable> known_;  // every node seen by name (see node_named)
 
   std::string where(const MelCall& c) const { return path_ + "(" + std::to_string(c.line) + "): "; }
+
+  static bool same_name(const std::string& a, const std::string& b) {
+    return !v1::NoCaseLess()(a, b) && !v1::NoCaseLess()(b, a);
+  }
+
+  // A model joins the session under `name` (replacing one of that name), and becomes the
+  // default when there is none: CNTK kept the first model loaded as the default until
+  // SetDefaultModel (its messages say the newest is; its code did not).
+  void add_model(const std::string& name, const FunctionPtr& m, NodeRoles roles) {
+    if (models_.count(name)) {
+      Log::printf("WARNING: conflicting model name %s. Deleting the old model with the same name.\n", name.c_str());
+      if (same_name(default_, name)) default_.clear();
+    }
+    models_[name] = m;
+    roles_[name] = std::move(roles);
+    if (m) remember(m);
+    if (default_.empty()) default_ = name;
+  }
+
+  // The key=value options a function takes (CNTK's names, compared as MEL compares names).
+  void check_options(const MelCall& c, const std::vector<std::string>& known) const {
+    for (const auto& [key, value] : c.options)
+      if (std::none_of(known.begin(), known.end(), [&](const std::string& k) { return mel_name_is(key, k); }))
+        throw ValueError(where(c) + c.function + ": unknown option '" + key + "'");
+  }
 
   NodeRoles roles_for(const std::string& name, const FunctionPtr& m) const {
     auto it = roles_.find(name);
@@ -386,16 +421,20 @@ class MelSession {
     return r;
   }
 
-  // LoadNDLSnippet(model, file[, section]): a model built from an NDL file (the NDL reader's:
-  // a file of NDL statements and macros, or a config whose run= names the sections; `section`
-  // picks one). The edit command's config serves the file's $variables$ and precision.
+  // LoadNDLSnippet(model, file[, section=name]): a model built from an NDL file (the NDL
+  // reader's: a file of NDL statements and macros, or a config whose run= names the sections;
+  // `section` picks one, also given as a third parameter). The edit command's config serves the
+  // file's $variables$ and precision.
   void load_ndl_snippet(const MelCall& c) {
+    check_options(c, {"section"});
     const std::string& name = c.args[0];
     const std::string& file = c.args[1];
     if (!fs::exists(file)) throw IOError(where(c) + "NDL file '" + file + "' does not exist");
     auto quote = [](const std::string& v) { return v.find('"') == std::string::npos ? '"' + v + '"' : "'" + v + "'"; };
     std::string text = "NDLNetworkBuilder = [ networkDescription = " + quote(file);
-    if (c.args.size() == 3) {
+    std::string section = c.args.size() == 3 ? c.args[2] : "";
+    for (const auto& [key, value] : c.options) section = value;  // the one option checked above
+    if (!section.empty()) {
       std::ifstream in(file);
       std::stringstream ndl;
       ndl << in.rdbuf();
@@ -404,23 +443,22 @@ class MelSession {
         sections = ConfigRecord::parse(ndl.str(), file, config_);
       } catch (const ValueError&) {
       }
-      if (!sections || !sections->exists_here(c.args[2]))
-        throw ValueError(where(c) + "LoadNDLSnippet: the NDL file '" + file + "' has no section '" + c.args[2] + "'");
-      text += " ; run = " + quote(c.args[2]);
+      if (!sections || !sections->exists_here(section))
+        throw ValueError(where(c) + "LoadNDLSnippet: the NDL file '" + file + "' has no section '" + section + "'");
+      text += " ; run = " + quote(section);
     }
     text += " ]";
     const auto builder = ConfigRecord::parse(text, path_, config_);
     const Network net = build_ndl_network(*builder);
-    models_[name] = net.model;
-    roles_[name] = roles_of_network(net);
-    remember(net.model);
-    default_ = name;
+    add_model(name, net.model, roles_of_network(net));
   }
 
   FunctionPtr model(const std::string& name, const MelCall& c) const {
     auto it = models_.find(name);
     if (it == models_.end())
       throw ValueError(where(c) + (name.empty() ? std::string("no model is loaded") : "no model named '" + name + "'"));
+    if (!it->second)
+      throw ValueError(where(c) + "the model '" + name + "' has no nodes yet (give it outputs with SetProperty)");
     return it->second;
   }
 
@@ -432,43 +470,139 @@ class MelSession {
     return {default_, name};
   }
 
+  // In-line NDL: `name = value`, `name = Function(...)` (an NDL function or macro) and
+  // `name = [ NDL ]` (a model of its own).
+  void inline_ndl(const MelCall& c) {
+    throw NotImplementedError(where(c) + "in-line NDL in MEL ('" + c.text + "') is not implemented yet");
+  }
+
+  // DumpModel/Dump(model, file[, includeData=false]) writes every node of the model as CNTK's
+  // DumpNodeInfo (values with includeData); DumpNode(nodes, file[, includeData=false]) the
+  // nodes the name (one `*`, a leading `model.`) matches.
+  void dump(const MelCall& c, bool nodes) {
+    check_options(c, {"includeData"});
+    LegacyDumpOptions options;
+    for (const auto& [key, value] : c.options) options.values = config_to_bool(value, key);
+    if (!c.options.count("includedata")) options.values = false;
+    std::string model_name = c.args[0];
+    std::optional<NamePattern> pattern;
+    if (nodes) {
+      std::string pattern_text;
+      std::tie(model_name, pattern_text) = split_model(c.args[0]);
+      pattern.emplace(pattern_text);
+      options.select = [&](const std::string& n) { return pattern->match(v1_plain_name(n)).has_value(); };
+    }
+    const FunctionPtr m = model(model_name, c);
+    std::ofstream out(c.args[1]);
+    out << dump_legacy_model(legacy_model_bytes(m, roles_for(model_name, m)), model_name, options);
+    if (!out) throw IOError(where(c) + "cannot write '" + c.args[1] + "'");
+  }
+
+  // The parameters and constants of `m` that `select` picks become parameters (`learned`) or
+  // constants of the same value and name.
+  void set_learned(const std::string& model_name, const FunctionPtr& m,
+                   const std::function<bool(const Variable&)>& select, bool learned) {
+    std::unordered_map<VariableImpl*, Variable> replaced;
+    for (const auto& leaf : m->inputs()) {
+      if (!(leaf.is_parameter() || leaf.is_constant()) || leaf.is_parameter() == learned || !select(leaf)) continue;
+      replaced[leaf.get()] =
+          learned ? Variable::parameter(leaf.shape(), leaf.dtype(), leaf.value().copy(), nullptr, leaf.name())
+                  : Variable::constant(leaf.value().copy(), leaf.name());
+    }
+    if (!replaced.empty()) models_[model_name] = m->clone(CloneMethod::Share, replaced);
+  }
+
+  // needGradient / computeGradient (a boolean) or learningRateMultiplier (0 or 1) as whether
+  // parameters are learned. Other multipliers raise NotImplementedError: the engine's
+  // parameters are learned at the learner's rate or not at all.
+  bool learned_value(const MelCall& c, const std::string& property) const {
+    if (mel_name_is(property, "needGradient", "needsGradient") || mel_name_is(property, "computeGradient"))
+      return config_to_bool(c.args[2], c.args[1]);
+    const double m = config_to_double(c.args[2], c.args[1]);
+    if (m != 0 && m != 1)
+      throw NotImplementedError(where(c) + c.function + ": a learningRateMultiplier other than 0 or 1");
+    return m == 1;
+  }
+
+  // SetPropertyForSubTree(node, needGradient | computeGradient | learningRateMultiplier, value):
+  // every parameter below the node (and the node, if it is one) is learned or fixed.
+  void set_property_for_subtree(const MelCall& c) {
+    const std::string& property = c.args[1];
+    if (!mel_name_is(property, "needGradient", "needsGradient") && !mel_name_is(property, "computeGradient") &&
+        !mel_name_is(property, "learningRateMultiplier"))
+      throw ValueError(where(c) + "SetPropertyForSubTree: the property '" + property +
+                       "' is not one of needGradient, computeGradient, learningRateMultiplier");
+    const bool learned = learned_value(c, property);
+    const auto [model_name, pattern_text] = split_model(c.args[0]);
+    FunctionPtr m = model(model_name, c);
+    const NamePattern pattern(pattern_text);
+    std::unordered_set<VariableImpl*> below;
+    for (const auto& f : m->topological_order())
+      if (pattern.match(f->name()))
+        for (const auto& leaf : Function::combine({f->output()})->inputs()) below.insert(leaf.get());
+    for (const auto& leaf : m->inputs())
+      if (pattern.match(leaf.name())) below.insert(leaf.get());
+    if (below.empty()) throw ValueError(where(c) + "SetPropertyForSubTree: no node named '" + c.args[0] + "'");
+    set_learned(
+        model_name, m, [&](const Variable& leaf) { return below.count(leaf.get()) > 0; }, learned);
+  }
+
   // SetProperty(nodes, needGradient | computeGradient | learningRateMultiplier, value): a
   // parameter that is not to be learned becomes a constant of the same value and name, and the
   // reverse. CNTK's other properties (node roles, recurrent, freezeParameters) and other
   // multipliers than 0 and 1 raise NotImplementedError.
   void set_property(const MelCall& c) {
-    std::string property = c.args[1];
-    std::transform(property.begin(), property.end(), property.begin(),
-                   [](unsigned char ch) { return std::tolower(ch); });
-    static const std::map<std::string, std::string> roles = {
-        {"feature", "feature"},          {"label", "label"},        {"criterion", "criterion"},
-        {"finalcriterion", "criterion"}, {"criteria", "criterion"}, {"evaluation", "evaluation"},
-        {"eval", "evaluation"},          {"output", "output"}};
-    if (auto role = roles.find(property); role != roles.end()) return set_role(c, role->second);
-    bool learned = false;
-    if (property == "needgradient" || property == "needsgradient" || property == "computegradient") {
-      learned = config_to_bool(c.args[2], c.args[1]);
-    } else if (property == "learningratemultiplier") {
-      const double m = config_to_double(c.args[2], c.args[1]);
-      if (m != 0 && m != 1)
-        throw NotImplementedError(where(c) + "SetProperty: a learningRateMultiplier other than 0 or 1");
-      learned = m == 1;
-    } else {
-      throw NotImplementedError(where(c) + "SetProperty: the property '" + c.args[1] + "' is not implemented yet");
-    }
+    // The property names in CNTK's order of trying (which decides what a prefix means), with
+    // what each sets.
+    static const std::tuple<const char*, const char*, const char*> properties[] = {
+        {"finalCriterion", "Criteria", "criterion"},
+        {"eval", "", "evaluation"},
+        {"needGradient", "needsGradient", "learned"},
+        {"computeGradient", "", "learned"},
+        {"criterion", "", "criterion"},
+        {"evaluation", "", "evaluation"},
+        {"feature", "", "feature"},
+        {"label", "", "label"},
+        {"learningRateMultiplier", "", "learned"},
+        {"output", "", "output"},
+        {"recurrent", "", "recurrent"},
+        {"freezeParameters", "", "freeze"}};
+    std::string what;
+    for (const auto& [name, alternate, sets] : properties)
+      if (mel_name_is(c.args[1], name, alternate)) {
+        what = sets;
+        break;
+      }
+    if (what.empty()) throw ValueError(where(c) + "SetProperty: unknown property '" + c.args[1] + "'");
+    if (what == "recurrent") return;  // CNTK accepted it and did nothing: loops are found from the graph
+    if (what == "freeze") return freeze(c);
+    if (what != "learned") return set_role(c, what);
+    const bool learned = learned_value(c, c.args[1]);
+    const auto [model_name, pattern_text] = split_model(c.args[0]);
+    const NamePattern pattern(pattern_text);
+    set_learned(
+        model_name, model(model_name, c), [&](const Variable& leaf) { return pattern.match(leaf.name()).has_value(); },
+        learned);
+  }
+
+  // SetProperty(nodes, freezeParameters, true): a parameter is learned no more, and a batch
+  // normalization keeps its running statistics (normalizing with them, as in inference). Other
+  // nodes cannot be frozen; false changes nothing, as in CNTK.
+  void freeze(const MelCall& c) {
+    if (!config_to_bool(c.args[2], c.args[1])) return;
     const auto [model_name, pattern_text] = split_model(c.args[0]);
     FunctionPtr m = model(model_name, c);
     const NamePattern pattern(pattern_text);
-    std::unordered_map<VariableImpl*, Variable> replaced;
-    for (const auto& leaf : m->inputs()) {
-      if (!pattern.match(leaf.name()) || !(leaf.is_parameter() || leaf.is_constant())) continue;
-      if (leaf.is_parameter() == learned) continue;
-      replaced[leaf.get()] =
-          learned ? Variable::parameter(leaf.shape(), leaf.dtype(), leaf.value().copy(), nullptr, leaf.name())
-                  : Variable::constant(leaf.value().copy(), leaf.name());
+    for (const auto& f : m->topological_order()) {
+      if (!pattern.match(f->name())) continue;
+      if (f->op_name() != "BatchNormalization")
+        throw ValueError(where(c) + "SetProperty: " + f->name() + " (" + f->op_name() + ") cannot be frozen");
+      const double inf = std::numeric_limits<double>::infinity();
+      f->mutable_attributes()["normalizationTimeConstant"] = DictValue(inf);
+      f->mutable_attributes()["blendTimeConstant"] = DictValue(inf);
     }
-    if (replaced.empty()) return;
-    models_[model_name] = m->clone(CloneMethod::Share, replaced);
+    set_learned(
+        model_name, m, [&](const Variable& leaf) { return pattern.match(leaf.name()).has_value(); }, false);
   }
 
   // SetProperty(nodes, feature | label | criterion (finalCriterion, criteria) | evaluation (eval) |
@@ -545,13 +679,38 @@ class MelSession {
     return def && def->cntk_swaps_operands && f->inputs().size() == 2;
   }
 
-  // Makes `f` anew with `inputs` and clones the graph of `m` above it onto the new node.
-  FunctionPtr rebuilt(const FunctionPtr& m, const FunctionPtr& f, const std::vector<Variable>& inputs,
-                      const MelCall& c) const {
+  // The nodes a name pattern matches: the model's, or else (copies no node of the model reads
+  // yet) the session's nodes of that name.
+  std::vector<FunctionPtr> matching_nodes(const FunctionPtr& m, const NamePattern& pattern) const {
+    std::vector<FunctionPtr> out;
+    for (const auto& f : m->topological_order())
+      if (f->op_name() != "Combine" && pattern.match(f->name())) out.push_back(f);
+    if (!out.empty()) return out;
+    for (const auto& [name, v] : known_)
+      if (v.is_output() && pattern.match(name)) out.push_back(v.owner());
+    return out;
+  }
+
+  // The node named `name` made anew with `inputs` (the engine's functions do not change once
+  // made): in the model, with the graph above it cloned onto the new node, or else among the
+  // session's nodes. Returns the model.
+  FunctionPtr with_inputs(const FunctionPtr& m, const std::string& name, const std::vector<Variable>& inputs,
+                          const MelCall& c) {
+    const FunctionPtr f = node_function(m, name);
     if (f->is_block() || f->user_backend())
       throw NotImplementedError(where(c) + c.function + " of a block or user function ('" + f->name() + "')");
-    const FunctionPtr made = Function::primitive(f->op_name(), inputs, f->attributes(), f->name());
+    const FunctionPtr made = Function::primitive(f->op_name(), inputs, f->attributes(), name);
+    if (m->find_all_with_name(name).empty()) {
+      known_[name] = made->output();
+      return m;
+    }
     return m->clone(CloneMethod::Share, {{f->output().get(), made->output()}});
+  }
+
+  // The node named `name`, in the model or among the session's nodes.
+  FunctionPtr node_function(const FunctionPtr& m, const std::string& name) const {
+    const auto in_model = m->find_all_with_name(name);
+    return in_model.empty() ? known_.at(name).owner() : in_model[0];
   }
 
   // SetNodeInputs(node, input1[, input2, input3]): all inputs of one node at once (as many as
@@ -559,10 +718,7 @@ class MelSession {
   void set_inputs(const MelCall& c) {
     const auto [model_name, pattern_text] = split_model(c.args[0]);
     FunctionPtr m = model(model_name, c);
-    const NamePattern pattern(pattern_text);
-    std::vector<FunctionPtr> targets;
-    for (const auto& f : m->topological_order())
-      if (pattern.match(f->name())) targets.push_back(f);
+    const std::vector<FunctionPtr> targets = matching_nodes(m, NamePattern(pattern_text));
     if (targets.size() != 1)
       throw ValueError(where(c) + "SetNodeInputs: '" + c.args[0] + "' must name exactly one node, it names " +
                        std::to_string(targets.size()));
@@ -573,7 +729,31 @@ class MelSession {
     if (inputs.size() != f->inputs().size())
       throw ValueError(where(c) + "SetNodeInputs: '" + f->name() + "' (" + f->op_name() + ") takes " +
                        std::to_string(f->inputs().size()) + " inputs, " + std::to_string(inputs.size()) + " given");
-    models_[model_name] = rebuilt(m, f, inputs, c);
+    models_[model_name] = with_inputs(m, f->name(), inputs, c);
+  }
+
+  // CopyNodeInputs/CopyInputs(from, to): node `to` reads the inputs `from` reads (one `*` in both
+  // names pairs nodes up), made anew as SetNodeInputs makes it; both in one model.
+  void copy_inputs(const MelCall& c) {
+    const auto [model_name, from] = split_model(c.args[0]);
+    const auto [to_model, to] = split_model(c.args[1]);
+    if (!same_name(model_name, to_model))
+      throw ValueError(where(c) + "CopyNodeInputs: '" + c.args[0] + "' and '" + c.args[1] +
+                       "' belong to different models");
+    FunctionPtr m = model(model_name, c);
+    const NamePattern pattern(from), target(to);
+    if (pattern.wildcard != target.wildcard)
+      throw ValueError(where(c) + "CopyNodeInputs: both names or neither must hold a '*'");
+    std::vector<std::pair<std::string, std::string>> pairs;
+    for (const auto& f : matching_nodes(m, pattern))
+      pairs.emplace_back(f->name(), target.prefix + *pattern.match(f->name()) + target.suffix);
+    if (pairs.empty()) throw ValueError(where(c) + "CopyNodeInputs: no node named '" + c.args[0] + "'");
+    for (const auto& [source, dest] : pairs) {
+      if (m->find_all_with_name(dest).empty() && !(known_.count(dest) && known_.at(dest).is_output()))
+        throw ValueError(where(c) + "CopyNodeInputs: no node named '" + dest + "'");
+      m = with_inputs(m, dest, node_function(m, source)->inputs(), c);
+    }
+    models_[model_name] = m;
   }
 
   // CopySubTree(node, toModel, prefix[, copy=all]): copies of the node and of every node below
@@ -639,30 +819,34 @@ class MelSession {
     if (index < 0 || index != std::floor(index)) throw ValueError(where(c) + "SetNodeInput: bad input index");
     FunctionPtr m = model(model_name, c);
     const Variable input = node_named(m, split_model(c.args[2]).second, c);
-    const NamePattern pattern(pattern_text);
     std::vector<std::string> names;
-    for (const auto& f : m->topological_order())
-      if (pattern.match(f->name())) names.push_back(f->name());
+    for (const auto& f : matching_nodes(m, NamePattern(pattern_text))) names.push_back(f->name());
     if (names.empty()) throw ValueError(where(c) + "SetNodeInput: no node named '" + c.args[0] + "'");
     for (const auto& name : names) {
-      FunctionPtr f = m->find_all_with_name(name).at(0);
+      const FunctionPtr f = node_function(m, name);
       std::vector<Variable> ins = f->inputs();
       if (size_t(index) >= ins.size())
         throw ValueError(where(c) + "SetNodeInput: '" + name + "' has " + std::to_string(ins.size()) + " inputs");
       ins[swaps_operands(f) ? 1 - size_t(index) : size_t(index)] = input;
-      m = rebuilt(m, f, ins, c);
+      m = with_inputs(m, name, ins, c);
     }
     models_[model_name] = m;
   }
 
-  // CopyNode/Copy(from, to[, copy=all]): copies of the nodes `from` names (one `*`; `to` names
-  // the copies), parameters with their values; inputs among the copied nodes go to the copies,
-  // the others stay shared. A copy joins the model once SetNodeInput makes a node of it read it.
+  // CopyNode/Copy(from, to[, copy=all|value]): copies of the nodes `from` names (one `*`; `to`
+  // names the copies), parameters with their values; inputs among the copied nodes go to the
+  // copies, the others stay shared. A copy joins the model once SetNodeInput makes a node of it
+  // read it. With copy=value a parameter or constant `to` names (in its model, or made by an
+  // earlier copy) takes the value of `from`, which may be in another model.
   void copy(const MelCall& c) {
-    if (c.options.count("copy") && c.options.at("copy") != "all")
-      throw NotImplementedError(where(c) + "Copy: copy=" + c.options.at("copy") + " is not implemented yet");
+    check_options(c, {"copyFlag"});
+    std::string flag = "all";
+    for (const auto& [key, value] : c.options) flag = value;  // the one option checked above
+    const bool value_only = mel_name_is(flag, "value");
+    if (!value_only && !mel_name_is(flag, "all"))
+      throw ValueError(where(c) + "Copy: copy=" + flag + " is not one of all, value");
     const auto [model_name, from] = split_model(c.args[0]);
-    const std::string to = split_model(c.args[1]).second;
+    const auto [to_model, to] = split_model(c.args[1]);
     FunctionPtr m = model(model_name, c);
     const NamePattern pattern(from), target(to);
     if (pattern.wildcard != target.wildcard) throw ValueError(where(c) + "Copy: both names or neither must hold a '*'");
@@ -672,14 +856,36 @@ class MelSession {
       return target.prefix + *part + target.suffix;
     };
     std::unordered_map<VariableImpl*, Variable> copies;
-    for (const auto& leaf : m->inputs())
-      if (auto n = copy_name(leaf.name()); n && (leaf.is_parameter() || leaf.is_constant()))
-        known_[*n] = copies[leaf.get()] =
-            leaf.is_parameter() ? Variable::parameter(leaf.shape(), leaf.dtype(), leaf.value().copy(), nullptr, *n)
-                                : Variable::constant(leaf.value().copy(), *n);
+    size_t assigned = 0;
+    // copy=value: the existing node `to` names, in the target model or made by an earlier copy.
+    auto existing = [&](const std::string& name, const Variable& source) -> Variable {
+      if (auto it = models_.find(to_model); it != models_.end() && it->second)
+        for (const auto& leaf : it->second->inputs())
+          if (leaf.name() == name) return leaf;
+      auto it = known_.find(name);
+      return it != known_.end() && it->second != source ? it->second : Variable();
+    };
+    for (const auto& leaf : m->inputs()) {
+      auto n = copy_name(leaf.name());
+      if (!n || !(leaf.is_parameter() || leaf.is_constant())) continue;
+      if (const Variable to_node = value_only ? existing(*n, leaf) : Variable();
+          to_node.get() && (to_node.is_parameter() || to_node.is_constant())) {
+        if (to_node.shape() != leaf.shape())
+          throw ValueError(where(c) + "Copy: '" + leaf.name() + "' " + leaf.shape().str() + " and '" + *n + "' " +
+                           to_node.shape().str() + " differ in shape");
+        Variable(to_node).set_value(leaf.value());
+        ++assigned;
+        continue;
+      }
+      known_[*n] = copies[leaf.get()] =
+          leaf.is_parameter() ? Variable::parameter(leaf.shape(), leaf.dtype(), leaf.value().copy(), nullptr, *n)
+                              : Variable::constant(leaf.value().copy(), *n);
+    }
     for (const auto& f : m->topological_order()) {
       auto n = copy_name(f->name());
       if (!n) continue;
+      if (value_only)  // CNTK made a node without inputs, which no graph here can hold
+        throw NotImplementedError(where(c) + "Copy with copy=value of a computed node ('" + f->name() + "')");
       if (f->is_block() || f->user_backend())
         throw NotImplementedError(where(c) + "Copy of a block or user function ('" + f->name() + "')");
       std::vector<Variable> ins = f->inputs();
@@ -687,7 +893,7 @@ class MelSession {
         if (auto it = copies.find(in.get()); it != copies.end()) in = it->second;
       known_[*n] = copies[f->output().get()] = Function::primitive(f->op_name(), ins, f->attributes(), *n)->output();
     }
-    if (copies.empty()) throw ValueError(where(c) + "Copy: no node named '" + c.args[0] + "'");
+    if (copies.empty() && !assigned) throw ValueError(where(c) + "Copy: no node named '" + c.args[0] + "'");
   }
 
   // Remove/Delete(nodes): a root node leaves the model's outputs. A node that nothing reads any

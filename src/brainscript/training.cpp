@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <regex>
 #include <set>
 
 #include "brainscript/evaluator.h"
@@ -22,6 +24,7 @@
 #include "cntk/serialize.h"
 #include "cntk/trainer.h"
 #include "io/minibatch_source.h"
+#include "serialize/v1_model.h"
 
 namespace cntk::brainscript {
 
@@ -604,6 +607,9 @@ void write(const ActionContext& ctx) {
   }
 }
 
+// dumpNode (CNTK's DoDumpNodes): the node `nodeName` (all nodes by default, and when the model
+// has no such node), or those whose names match `nodeNameRegex` as a whole, written as CNTK's
+// DumpNodeInfo with printValues / printMetadata to outputFile (default modelPath.nodeName.txt).
 void dump_node(const ActionContext& ctx) {
   const ConfigRecord& c = *ctx.config;
   if (parallel_enabled(c) && worker_global_rank() != 0) return;  // as write: the main worker only
@@ -612,9 +618,44 @@ void dump_node(const ActionContext& ctx) {
   if (!in) throw IOError("cannot read model file '" + model_path + "'");
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (!is_legacy_model(bytes)) throw NotImplementedError("dumpNode reads v1 model files only");
-  const std::string out_path = c.get("outputFile", model_path + ".__AllNodes__.txt");
+  const std::string node_name = c.get("nodeName", "__AllNodes__"), regex = c.get("nodeNameRegex", "");
+  LegacyDumpOptions options;
+  options.values = c.get_bool("printValues", true);
+  options.metadata = c.get_bool("printMetadata", true);
+  if (!options.values && !options.metadata)
+    throw ValueError("dumpNode: printValues and printMetadata are both false, so there is nothing to dump");
+  // A node is named as the file names it or as the engine does (files written from a graph
+  // carry its uid in the name); names compare as the v1 network keeps them, case-insensitively.
+  auto same = [](const std::string& a, const std::string& b) {
+    return !v1::NoCaseLess()(a, b) && !v1::NoCaseLess()(b, a);
+  };
+  auto matches = [&](const std::string& file_name, const std::function<bool(const std::string&)>& test) {
+    return test(file_name) || test(v1::uid_and_name(file_name).second);
+  };
+  if (!regex.empty()) {
+    std::regex pattern;
+    try {
+      pattern = std::regex(regex);
+    } catch (const std::regex_error& e) {
+      throw ValueError("dumpNode: nodeNameRegex '" + regex + "' is not a regular expression (" + e.what() + ")");
+    }
+    options.select = [=](const std::string& n) {
+      return matches(n, [&](const std::string& name) { return std::regex_match(name, pattern); });
+    };
+  } else {
+    auto is_node = [=](const std::string& n) {
+      return matches(n, [&](const std::string& name) { return same(name, node_name); });
+    };
+    const v1::Network net = v1::read_network(bytes, model_path);
+    if (std::any_of(net.nodes.begin(), net.nodes.end(), [&](const auto& kv) { return is_node(kv.second.name); }))
+      options.select = is_node;
+    else if (node_name != "__AllNodes__")
+      Log::printf("Warning: node name '%s' does not exist in the network. dumping all nodes instead.\n",
+                  node_name.c_str());
+  }
+  const std::string out_path = c.get("outputFile", model_path + "." + node_name + ".txt");
   std::ofstream out(out_path);
-  out << dump_legacy_model(bytes, model_path);
+  out << dump_legacy_model(bytes, model_path, options);
   if (!out) throw IOError("cannot write '" + out_path + "'");
 }
 

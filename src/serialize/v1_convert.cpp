@@ -131,15 +131,6 @@ Dims cntk_dims(const NDShape& s) { return Dims(s.dims().rbegin(), s.dims().rend(
 Axis axis_from_cntk(int64_t k) { return Axis(int(-k - 1)); }
 int64_t cntk_axis(const Axis& a) { return -int64_t(a.static_index()) - 1; }
 
-std::pair<std::string, std::string> uid_and_name(const std::string& node_name) {
-  auto u = node_name.find(kUidPrefix);
-  if (u == std::string::npos) return {"", node_name};
-  auto begin = u + kUidPrefix.size();
-  auto n = node_name.find(kNamePrefix, begin);
-  if (n == std::string::npos) return {"", node_name};
-  return {node_name.substr(begin, n - begin), node_name.substr(n + kNamePrefix.size())};
-}
-
 NDArrayView tensor(const Dims& layout, const std::vector<double>& values, bool dbl) {
   NDArrayView v(dbl ? DataType::Double : DataType::Float, numpy_shape(layout));
   if (dbl)
@@ -960,6 +951,15 @@ class FromDictionary {
 
 }  // namespace
 
+std::pair<std::string, std::string> uid_and_name(const std::string& node_name) {
+  auto u = node_name.find(kUidPrefix);
+  if (u == std::string::npos) return {"", node_name};
+  auto begin = u + kUidPrefix.size();
+  auto n = node_name.find(kNamePrefix, begin);
+  if (n == std::string::npos) return {"", node_name};
+  return {node_name.substr(begin, n - begin), node_name.substr(n + kNamePrefix.size())};
+}
+
 FunctionPtr network_to_function(const Network& net, const std::string& source) {
   ToDictionary b(net, source);
   return function_from_dictionary(b.build(), source);
@@ -995,8 +995,8 @@ void save_as_legacy_model(const FunctionPtr& f, const std::string& path) {
   write_file_atomically(path, save_as_legacy_model_to_bytes(f));
 }
 
-std::string dump_legacy_model(const std::string& bytes, const std::string& source) {
-  return v1::dump_network(v1::read_network(bytes, source));
+std::string dump_legacy_model(const std::string& bytes, const std::string& source, const LegacyDumpOptions& options) {
+  return v1::dump_network(v1::read_network(bytes, source), options);
 }
 
 }  // namespace cntk

@@ -783,38 +783,44 @@ std::string windows_g(double v, bool dbl) {
 
 }  // namespace
 
-std::string dump_network(const Network& net) {
+std::string dump_network(const Network& net, const LegacyDumpOptions& options) {
   // CNTK writes through its text-mode File: every value gets a space before it, floats
   // as " %.9g" (doubles " %.17g"); a parameter prints as its [rows, cols] matrix.
   std::string out;
   auto tok = [&](const std::string& s) { out += " " + s; };
   char buf[64];
   for (auto& [key, n] : net.nodes) {
-    tok("\n" + n.name + "=" + n.op);
-    if (!n.is_leaf()) {
-      tok("(");
-      for (size_t i = 0; i < n.inputs.size(); ++i) {
-        if (i > 0) tok(",");
-        tok(n.inputs[i]);
+    if (options.select && !options.select(n.name)) continue;
+    if (options.metadata) {
+      tok("\n" + n.name + "=" + n.op);
+      if (!n.is_leaf()) {
+        tok("(");
+        for (size_t i = 0; i < n.inputs.size(); ++i) {
+          if (i > 0) tok(",");
+          tok(n.inputs[i]);
+        }
+        tok(")");
       }
-      tok(")");
     }
     if (n.op == "LearnableParameter") {
       uint64_t rows = uint64_t(attr_int(n.attrs, "rows", n.layout.empty() ? 1 : n.layout[0]));
       uint64_t cols = uint64_t(attr_int(n.attrs, "cols", rows ? int64_t(n.values.size() / rows) : 0));
-      tok("[" + std::to_string(rows) + "," + std::to_string(cols) + "]  ");
-      std::snprintf(buf, sizeof buf, "learningRateMultiplier=%f  NeedsGradient=%s", double(n.lr_mult),
-                    n.lr_mult > 0 ? "true" : "false");
-      tok(buf);
-      tok("\n");
+      if (options.metadata) {
+        tok("[" + std::to_string(rows) + "," + std::to_string(cols) + "]  ");
+        std::snprintf(buf, sizeof buf, "learningRateMultiplier=%f  NeedsGradient=%s", double(n.lr_mult),
+                      n.lr_mult > 0 ? "true" : "false");
+        tok(buf);
+      }
+      if (!options.values) continue;
+      if (options.metadata) tok("\n");
       for (uint64_t i = 0; i < rows; ++i) {
         for (uint64_t j = 0; j < cols; ++j) {
           tok(windows_g(n.values[i + rows * j], n.is_double()));
         }
         tok("\n");
       }
-      tok("####################################################################");
-    } else if (n.op == "InputValue" || n.op == "SparseInputValue") {
+      if (options.metadata) tok("####################################################################");
+    } else if ((n.op == "InputValue" || n.op == "SparseInputValue") && options.metadata) {
       std::string dims;
       for (size_t i = 0; i < n.layout.size(); ++i) dims += (i ? " x " : "") + std::to_string(n.layout[i]);
       tok("[");

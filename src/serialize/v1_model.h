@@ -9,6 +9,7 @@
 
 #include "cntk/dictionary.h"
 #include "cntk/function.h"
+#include "cntk/legacy_model.h"
 
 namespace cntk::v1 {
 
@@ -53,8 +54,12 @@ struct Network {
 Network read_network(const std::string& bytes, const std::string& source);
 std::string write_network(const Network& net);
 
-// CNTK's DumpNodeInfo text of every node (values and metadata).
-std::string dump_network(const Network& net);
+// The uid and the name a node name written by SaveAsLegacyModel carries
+// (`__v2libuid__<uid>__v2libname__<name>`); {"", node_name} for any other name.
+std::pair<std::string, std::string> uid_and_name(const std::string& node_name);
+
+// CNTK's DumpNodeInfo text of the nodes `options` selects (legacy_model.h).
+std::string dump_network(const Network& net, const LegacyDumpOptions& options = {});
 
 // A Network <-> the engine's graph, as CNTK 2.7's LoadLegacyModel / SaveAsLegacyModel.
 FunctionPtr network_to_function(const Network& net, const std::string& source);

@@ -93,10 +93,10 @@ def test_mel_script_renames_nodes_and_saves_the_model(tmp_path):
     weights = [c for c in frozen.constants if c.name == 'weights']
     assert len(weights) == 1 and np.allclose(weights[0].value.ravel(), before['w'])
     assert 'weights=' in (tmp_path / 'm2.txt').read_text()
-    # A MEL function not implemented here, and a missing node, say so with the script's line.
-    mel.write_text('m1 = LoadModel("%s")\nReviseParameter(w, "w.txt")\n' % original)
+    # An unknown MEL function, and a missing node, say so with the script's line.
+    mel.write_text('m1 = LoadModel("%s")\nFrobnicate(w, "w.txt")\n' % original)
     rc, log = run(['command=E', 'E=[action=edit;editPath=%s]' % mel], tmp_path)
-    assert rc != 0 and "rename.mel(2): the MEL function 'ReviseParameter' is not implemented yet" in log, log
+    assert rc != 0 and "rename.mel(2): unknown MEL function 'Frobnicate'" in log, log
     mel.write_text('m1 = LoadModel("%s")\nRename(nothere, x)\n' % original)
     rc, log = run(['command=E', 'E=[action=edit;editPath=%s]' % mel], tmp_path)
     assert rc != 0 and "rename.mel(2): Rename: no node named 'nothere'" in log, log
@@ -346,6 +346,10 @@ def test_mel_load_ndl_snippet(tmp_path):
                    'SetProperty(h, output, true)',
                    'SaveModel(snip, "%s")' % (tmp_path / 'snip.dnn'),
                    'LoadNDLSnippet(bare, "%s")' % (tmp_path / 'bare.ndl'),
+                   # the first model loaded stays the default until SetDefaultModel (CNTK's code;
+                   # its messages say the newest is)
+                   'SaveDefaultModel("%s")' % (tmp_path / 'first.dnn'),
+                   'SetDefaultModel(bare)',
                    'SaveDefaultModel("%s")' % (tmp_path / 'bare.dnn'))
     assert rc == 0, log[-3000:]
     x = np.random.RandomState(4).uniform(-2, 2, size=(6, 2)).astype(np.float32)
@@ -357,7 +361,120 @@ def test_mel_load_ndl_snippet(tmp_path):
     np.testing.assert_allclose(np.asarray(got[outs['h']]).reshape(6, 3), h, rtol=1e-5)
     np.testing.assert_allclose(np.asarray(got[outs['out']]).reshape(6, 3), np.tanh(h), rtol=1e-5)
     assert node_groups(tmp_path / 'snip.dnn')['output'] == ['out', 'h']
+    assert node_groups(tmp_path / 'first.dnn')['output'] == ['out', 'h']
     bare = C.load_model(str(tmp_path / 'bare.dnn'))
     np.testing.assert_allclose(np.asarray(bare.eval({bare.arguments[0]: x})).reshape(6, 2), np.exp(x), rtol=1e-5)
     rc, log = edit('LoadNDLSnippet(snip, "%s", missing)' % (tmp_path / 'snippets.ndl'))
     assert rc != 0 and "script.mel(1): LoadNDLSnippet: the NDL file '%s' has no section 'missing'" % (tmp_path / 'snippets.ndl') in log, log
+
+
+def test_mel_names_as_cntk_reads_them_copy_inputs_and_subtree_properties(tmp_path):
+    import cntk as C
+    model, edit = mel_model(tmp_path)
+    # MEL's names in any case, and as a prefix of at least half the name, tried in CNTK's order
+    # ('LoadMod' is LoadModel); CopyInputs is CopyNodeInputs' second spelling.
+    rc, log = edit('m = LOADMOD("%s")' % model,
+                   'copy(d, e)',                    # e = Minus(x, y), a copy
+                   'SetInputs(e, y, x)',            # e = y - x
+                   'CopyInputs(e, d)',              # d reads what e reads: d = y - x
+                   'SetPropertyForSub(s, computeGrad, false)',  # W (below s) is learned no more
+                   'SaveMod(m, "%s")' % (tmp_path / 'b.dnn'))
+    assert rc == 0, log[-3000:]
+    before, after = C.load_model(model), C.load_model(str(tmp_path / 'b.dnn'))
+    w = [p for p in before.parameters if p.name == 'W'][0].value
+    assert after.parameters == () or list(after.parameters) == []
+    assert [c.name for c in after.constants] == ['W']
+    np.testing.assert_array_equal(after.constants[0].value, w)
+    args, outs = by_name(after.arguments), by_name(after.outputs)
+    rs = np.random.RandomState(5)
+    x, y = (rs.uniform(-2, 2, size=(4, 3)).astype(np.float32) for _ in range(2))
+    got = after.eval({args['x']: x, args['y']: y}, outputs=[outs['d'], outs['s']])
+    np.testing.assert_allclose(np.asarray(got[outs['d']]).reshape(4, 3), y - x, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(got[outs['s']]).reshape(4, 2), sigmoid(x @ w), rtol=1e-5)
+    # A prefix shorter than half the name, or of no function, is unknown.
+    rc, log = edit('m = LoadModel("%s")' % model, 'Sav(m, "x.dnn")')
+    assert rc != 0 and "script.mel(2): unknown MEL function 'Sav'" in log, log
+    rc, log = edit('m = LoadModel("%s")' % model, 'SetPropertyForSubTree(s, feature, true)')
+    assert rc != 0 and "SetPropertyForSubTree: the property 'feature' is not one of" in log, log
+    rc, log = edit('m = LoadModel("%s")' % model, 'CopyInputs(d, nothere)')
+    assert rc != 0 and "script.mel(2): CopyNodeInputs: no node named 'nothere'" in log, log
+
+
+def test_mel_copy_values_between_models_and_create_model(tmp_path):
+    import cntk as C
+    model, edit = mel_model(tmp_path)
+    config = tmp_path / 'other.cntk'
+    config.write_text('command = Make\nMake = [ action = "edit" ; outputModelPath = %s ; %s ]\n'
+                      % (tmp_path / 'other.dnn', MEL_NETWORK.replace('initValueScale = 20', 'initValueScale = 40')))
+    rc, log = run(['configFile=%s' % config], tmp_path)
+    assert rc == 0, log[-3000:]
+    w_other = [p for p in C.load_model(str(tmp_path / 'other.dnn')).parameters if p.name == 'W'][0].value
+    # copy=value: the default model's W takes the value of m2's W (another model); the network
+    # is unchanged otherwise. `m = CreateModel()` names an empty model.
+    rc, log = edit('m1 = LoadModel("%s")' % model, 'm2 = LoadModel("%s")' % (tmp_path / 'other.dnn'),
+                   'empty = CreateModel()', 'SetDefaultModel(m1)',
+                   'Copy(m2.W, W, copy=value)', 'SaveModel(m1, "%s")' % (tmp_path / 'b.dnn'))
+    assert rc == 0, log[-3000:]
+    w_model = [p for p in C.load_model(model).parameters if p.name == 'W'][0].value
+    after = C.load_model(str(tmp_path / 'b.dnn'))
+    assert not np.allclose(w_model, w_other)
+    np.testing.assert_array_equal([p for p in after.parameters if p.name == 'W'][0].value, w_other)
+    assert len(after.parameters) == 1 and set(by_name(after.outputs)) == {'s', 'd'}
+    rc, log = edit('m1 = LoadModel("%s")' % model, 'Copy(W, W2, copy=value)', 'Copy(s, s2, copy=value)')
+    assert rc != 0 and "script.mel(3): Copy with copy=value of a computed node ('s')" in log, log
+    rc, log = edit('m = CreateModel()', 'SaveDefaultModel("%s")' % (tmp_path / 'e.dnn'))
+    assert rc != 0 and "script.mel(2): the model 'm' has no nodes yet" in log, log
+    rc, log = edit('m1 = LoadModel("%s")' % model, 'Copy(W, W2, copy=some)')
+    assert rc != 0 and "Copy: copy=some is not one of all, value" in log, log
+
+
+def dumped_nodes(text):
+    """name -> operation of the nodes in a DumpNodeInfo text."""
+    return dict(re.findall(r'^\s*(?:__v2libuid__\w+__v2libname__)?(\w+)=(\w+)', text, re.M))
+
+
+def test_mel_dump_and_dump_node(tmp_path):
+    model, edit = mel_model(tmp_path)
+    rc, log = edit('m = LoadModel("%s")' % model,
+                   'Dump(m, "%s")' % (tmp_path / 'meta.txt'),
+                   'Dump(m, "%s", includeData=true)' % (tmp_path / 'full.txt'),
+                   'DumpNode(W, "%s", includeData=true)' % (tmp_path / 'w.txt'),
+                   'DumpNode(m.*, "%s")' % (tmp_path / 'all.txt'))
+    assert rc == 0, log[-3000:]
+    full, meta, w = ((tmp_path / n).read_text() for n in ('full.txt', 'meta.txt', 'w.txt'))
+    values = parameters(full)['W']
+    assert len(values) == 6 and parameters(w) == {'W': values}
+    # Without includeData, CNTK's Dump writes each node's line and no values.
+    assert 'W=LearnableParameter [2,3]' in meta and '####' not in meta and '####' in full
+    assert dumped_nodes(w) == {'W': 'LearnableParameter'}
+    assert dumped_nodes(meta) == {'W': 'LearnableParameter', 'x': 'InputValue', 'y': 'InputValue', 'z': 'Times',
+                                  's': 'Sigmoid', 'd': 'Minus'}, meta
+    assert (tmp_path / 'all.txt').read_text() == meta
+
+
+def test_dump_node_action_options(tmp_path):
+    model, edit = mel_model(tmp_path)
+    full = (tmp_path / 'full.txt')
+    rc, log = run(['command=D', 'D=[action=dumpNode;modelPath=%s;outputFile=%s]' % (model, full)], tmp_path)
+    assert rc == 0, log[-3000:]
+    values = parameters(full.read_text())['W']
+    rc, log = run(['command=D', 'D=[action=dumpNode;modelPath=%s;nodeName=W]' % model], tmp_path)
+    assert rc == 0, log[-3000:]
+    one = open(model + '.W.txt').read()  # CNTK's default file: modelPath.nodeName.txt
+    assert parameters(one) == {'W': values} and 'Sigmoid' not in one
+    rc, log = run(['command=D', 'D=[action=dumpNode;modelPath=%s;nodeNameRegex=[sd];printValues=false;'
+                   'outputFile=%s]' % (model, tmp_path / 're.txt')], tmp_path)
+    assert rc == 0, log[-3000:]
+    text = (tmp_path / 're.txt').read_text()
+    assert dumped_nodes(text) == {'s': 'Sigmoid', 'd': 'Minus'}
+    rc, log = run(['command=D', 'D=[action=dumpNode;modelPath=%s;nodeName=W;printMetadata=false;'
+                   'outputFile=%s]' % (model, tmp_path / 'v.txt')], tmp_path)
+    assert rc == 0, log[-3000:]
+    assert [float(v) for v in (tmp_path / 'v.txt').read_text().split()] == values
+    rc, log = run(['command=D', 'D=[action=dumpNode;modelPath=%s;nodeName=nothere;outputFile=%s]'
+                   % (model, tmp_path / 'all.txt')], tmp_path)
+    assert rc == 0 and "node name 'nothere' does not exist in the network. dumping all nodes instead." in log
+    assert parameters((tmp_path / 'all.txt').read_text()) == {'W': values}
+    rc, log = run(['command=D', 'D=[action=dumpNode;modelPath=%s;printValues=false;printMetadata=false]' % model],
+                  tmp_path)
+    assert rc != 0 and 'printValues and printMetadata are both false' in log, log
