@@ -272,6 +272,7 @@ void add_node_primitives(Table& t) {
           tr && !(tr->kind == Value::Kind::Bool ? tr->boolean : as_number(tr, "transpose") != 0))
         throw NotImplementedError("Trace: format transpose=false is not implemented yet");
       text("labelMappingFile", mapping);
+      o.label_mapping_file = mapping;
       if (!mapping.empty()) {
         std::ifstream in(mapping);
         if (!in) throw IOError("Trace: cannot read labelMappingFile '" + mapping + "'");

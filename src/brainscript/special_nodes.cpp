@@ -202,8 +202,29 @@ class TraceBackend : public UserFunctionBackend {
   FunctionPtr clone(Function& self, const std::vector<Variable>& inputs) override {
     return Function::user_defined(std::make_shared<TraceBackend>(o_), inputs, {}, self.name());
   }
+  // The settings under the member names of CNTK's TraceNode, which the v1 writer saves.
   Dictionary serialize(Function&) override {
-    throw NotImplementedError("saving a model with a Trace node is not implemented yet (remove the Trace)");
+    Dictionary d;
+    d["op_name"] = std::string("Trace");
+    d["message"] = o_.say;
+    d["logFirst"] = int64_t(o_.log_first);
+    d["logFrequency"] = int64_t(o_.log_frequency);
+    d["logGradientToo"] = o_.log_gradient;
+    d["isCategoryLabel"] = o_.category;
+    d["labelMappingFile"] = o_.label_mapping_file;
+    d["isSparse"] = false;
+    d["transpose"] = true;
+    d["prologue"] = o_.prologue;
+    d["epilogue"] = o_.epilogue;
+    d["sequenceSeparator"] = o_.sequence_separator;
+    d["sequencePrologue"] = o_.sequence_prologue;
+    d["sequenceEpilogue"] = o_.sequence_epilogue;
+    d["elementSeparator"] = o_.element_separator;
+    d["sampleSeparator"] = o_.sample_separator;
+    d["precisionFormat"] = o_.precision;
+    d["onlyUpToRow"] = int64_t(o_.only_up_to_row);
+    d["onlyUpToT"] = int64_t(o_.only_up_to_t);
+    return d;
   }
 
  private:

@@ -43,8 +43,9 @@ struct TraceOptions {
   size_t log_frequency = 100, log_first = 10;
   bool log_gradient = false;
   size_t only_up_to_row = 100000000, only_up_to_t = 100000000;
-  bool category = false;            // format type 'category': the index of the largest value
-  std::vector<std::string> labels;  // its labelMappingFile's lines
+  bool category = false;  // format type 'category': the index of the largest value
+  std::string label_mapping_file;
+  std::vector<std::string> labels;  // its lines
   std::string prologue, epilogue, sequence_separator, sequence_prologue, sequence_epilogue = "\n";
   std::string element_separator = " ", sample_separator = "\n", precision;
 };

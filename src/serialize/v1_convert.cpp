@@ -52,6 +52,7 @@ constexpr OpPair kOps[] = {{"Negate", "Negate"},
                            {"Hardmax", "Hardmax"},
                            {"LogSoftmax", "LogSoftmax"},
                            {"Pass", "Pass"},
+                           {"Trace", "Pass"},  // loaded without its logging (the Trace is BrainScript's)
                            {"StopGradient", "StopGradient"},
                            {"StraightThrough", "StraightThrough"},
                            {"Plus", "Plus"},
@@ -343,6 +344,7 @@ class ToDictionary {
       functions_.push_back(std::move(f));
       return uid + "_Output_0";
     }
+    if (n.op == "KhatriRaoProduct") return khatri_rao(n);
     const char* op = v2_op_of(n.op);
     if (!op)
       throw NotImplementedError(source_ + ": offset " + std::to_string(n.offset) + ": node '" + n.name +
@@ -374,6 +376,29 @@ class ToDictionary {
     for (size_t k : input_order(v2, in.size())) ins.push_back(in[k]);
     functions_.push_back(function_dict(uid, name, v2, std::move(ins), std::move(a)));
     return uid + "_Output_0";
+  }
+
+  // KhatriRaoProduct (left, right): per sample the outer product of the flattened operands,
+  // left's index fastest; as the engine's ops: left as a row times right as a column, flattened.
+  std::string khatri_rao(const Node& n) {
+    if (n.inputs.size() != 2) fail(n, "has " + std::to_string(n.inputs.size()) + " inputs, not 2");
+    std::string uid = uid_for(n, "Reshape");
+    done_[n.name] = uid;
+    if (++depth_ > 100000) fail(n, "the network is nested too deeply");
+    std::string left = visit(node(n.inputs[0])), right = visit(node(n.inputs[1]));
+    --depth_;
+    auto reshaped = [this](const std::string& in, const NDShape& shape, const std::string& f, const std::string& name) {
+      Dictionary a;
+      a["newShape"] = shape;
+      functions_.push_back(function_dict(f, name, "Reshape", {in}, std::move(a)));
+      return f + "_Output_0";
+    };
+    constexpr int64_t kAny = NDShape::kInferredDimension;
+    const std::string row = reshaped(left, NDShape{1, kAny}, fresh("Reshape"), "");
+    const std::string column = reshaped(right, NDShape{kAny, 1}, fresh("Reshape"), "");
+    const std::string outer = fresh("ElementTimes");
+    functions_.push_back(function_dict(outer, "", "ElementTimes", {row, column}, {}));
+    return reshaped(outer + "_Output_0", NDShape{kAny}, uid, uid_and_name(n.name).second);
   }
 
   // The operand x of PastValue / FutureValue (timeStep k >= 1, initial state 1) over
@@ -620,9 +645,10 @@ class FromDictionary {
   void function(const Dictionary& d) {
     std::string uid = d.at("uid").as_string();
     std::string name = d.count("name") ? d.at("name").as_string() : "";
-    int64_t type = d.at("op").as_int();
     std::vector<std::string> in;
     for (auto& u : d.at("inputs").as_list()) in.push_back(u.as_string());
+    if (!d.count("op")) return user_function(d, uid, name, in);
+    int64_t type = d.at("op").as_int();
     if (type == 57) {  // a block: its composite's nodes stand in for it
       const auto& keys = d.at("block_function_composite_arguments_map_keys").as_list();
       const auto& values = d.at("block_function_composite_arguments_map_values").as_list();
@@ -729,6 +755,27 @@ class FromDictionary {
     n.inputs.resize(in.size());
     for (size_t i = 0; i < in.size(); ++i) n.inputs[order[i]] = in[i];
     convert(v2, attrs, in, uid + "_Output_0", n);
+    names_[uid + "_Output_0"] = n.name;
+    net_.nodes.emplace(n.name, std::move(n));
+  }
+
+  // A user function: BrainScript's Trace (its state names it and holds the node's settings under
+  // CNTK's member names) is CNTK's v1 Trace node; others have no v1 form.
+  void user_function(const Dictionary& d, const std::string& uid, const std::string& name,
+                     const std::vector<std::string>& in) {
+    const Dictionary* state = d.count("user_defined_state") ? &d.at("user_defined_state").as_dict() : nullptr;
+    if (!state || attr_string(*state, "op_name", "") != "Trace" || in.size() != 1)
+      throw NotImplementedError("save_as_legacy_model: the user function '" + (name.empty() ? uid : name) +
+                                "' has no CNTK v1 node type");
+    Node n;
+    n.name = node_name(uid, name);
+    n.op = "Trace";
+    n.precision = "float";
+    auto sh = shapes_.find(uid + "_Output_0");
+    if (sh != shapes_.end()) n.layout = cntk_dims(sh->second);
+    n.inputs = in;
+    for (const auto& [key, value] : *state)
+      if (key != "op_name") n.attrs[key] = value;
     names_[uid + "_Output_0"] = n.name;
     net_.nodes.emplace(n.name, std::move(n));
   }

@@ -123,6 +123,18 @@ class Reader {
     return utf8_from_utf16(s);
   }
 
+  // A zero-terminated 8-bit string (CNTK's std::string entries, e.g. Trace's format strings).
+  std::string narrow(const char* what) {
+    size_t start = pos_;
+    std::string s;
+    for (;;) {
+      char c = get<char>(what);
+      if (c == 0) break;
+      if (s.size() >= kMaxString) fail_at(start, std::string(what) + " is not a string (no end within 64k characters)");
+      s += c;
+    }
+    return s;
+  }
   bool try_marker(const std::string& m) {
     size_t save = pos_;
     std::u16string want = utf16_from_utf8(m);
@@ -227,6 +239,10 @@ class Writer {
     for (char16_t c : utf16_from_utf8(s)) put(c);
     put(char16_t(0));
   }
+  void narrow(const std::string& s) {
+    out.append(s);
+    out.push_back('\0');
+  }
   void shape(const Dims& d) {
     put(uint32_t(d.size()));
     for (auto x : d) put(uint32_t(x));
@@ -276,6 +292,11 @@ int64_t product(const Dims& d) {
   for (auto x : d) n *= x;
   return n;
 }
+
+// A Trace node's format strings (CNTK's WriteFormattingOptions), in the file's order.
+constexpr const char* kTraceFormatStrings[] = {"prologue",         "epilogue",         "sequenceSeparator",
+                                               "sequencePrologue", "sequenceEpilogue", "elementSeparator",
+                                               "sampleSeparator",  "precisionFormat"};
 
 // Node types without anything of their own in the file.
 bool is_plain(const std::string& op) {
@@ -329,7 +350,8 @@ bool is_plain(const std::string& op) {
                                     "Acos",
                                     "Cosh",
                                     "Sinh",
-                                    "StraightThrough"};
+                                    "StraightThrough",
+                                    "KhatriRaoProduct"};
   return std::find_if(std::begin(ops), std::end(ops), [&](const char* o) { return op == o; }) != std::end(ops);
 }
 
@@ -514,6 +536,18 @@ void read_payload(Reader& r, Node& n, uint64_t v) {
       a["rngSeed"] = int64_t(r.u64("the random seed"));
       a["rngOffset"] = int64_t(r.u64("the random offset"));
     }
+  } else if (op == "Trace") {
+    a["message"] = r.str("the trace message");
+    a["logFirst"] = int64_t(r.u64("logFirst"));
+    a["logFrequency"] = int64_t(r.u64("logFrequency"));
+    a["logGradientToo"] = r.boolean("logGradientToo");
+    a["isCategoryLabel"] = r.boolean("the format's category flag");
+    a["labelMappingFile"] = r.str("the format's labelMappingFile");
+    a["isSparse"] = r.boolean("the format's sparse flag");
+    a["transpose"] = r.boolean("the format's transpose flag");
+    for (const char* key : kTraceFormatStrings) a[key] = r.narrow(key);
+    a["onlyUpToRow"] = int64_t(r.u64("onlyUpToRow"));
+    a["onlyUpToT"] = int64_t(r.u64("onlyUpToT"));
   } else if (!is_plain(op)) {
     r.unsupported(n.offset, "the v1 node type '" + op + "', which OpenCNTK cannot load yet");
   }
@@ -597,6 +631,18 @@ void write_payload(Writer& w, const Node& n) {
   } else if (op == "Dropout") {
     w.put(uint64_t(attr_int(a, "rngSeed", 0)));
     w.put(uint64_t(attr_int(a, "rngOffset", 0)));
+  } else if (op == "Trace") {
+    w.str(attr_string(a, "message", ""));
+    w.put(uint64_t(attr_int(a, "logFirst", 10)));
+    w.put(uint64_t(attr_int(a, "logFrequency", 100)));
+    w.put(uint8_t(attr_bool(a, "logGradientToo", false)));
+    w.put(uint8_t(attr_bool(a, "isCategoryLabel", false)));
+    w.str(attr_string(a, "labelMappingFile", ""));
+    w.put(uint8_t(attr_bool(a, "isSparse", false)));
+    w.put(uint8_t(attr_bool(a, "transpose", true)));
+    for (const char* key : kTraceFormatStrings) w.narrow(attr_string(a, key, ""));
+    w.put(uint64_t(attr_int(a, "onlyUpToRow", 100000000)));
+    w.put(uint64_t(attr_int(a, "onlyUpToT", 100000000)));
   } else if (!is_plain(op)) {
     throw NotImplementedError("save_as_legacy_model: no v1 layout for the node type '" + op + "'");
   }
