@@ -587,7 +587,12 @@ std::shared_ptr<const Network> as_network(const ValuePtr& v, const std::string& 
   return v->network;
 }
 
-ValuePtr evaluate_member(const ExpressionPtr& members, const std::string& name, const EvaluationOptions& options) {
+namespace {
+
+// Evaluates member `name` of `members` and hands its value to `use` while the evaluation's
+// records still live (they are released when it ends).
+template <typename Use>
+auto with_member(const ExpressionPtr& members, const std::string& name, const EvaluationOptions& options, Use use) {
   RecordsReleased release;
   g_dtype = options.dtype;
   g_statistics.clear();
@@ -599,14 +604,44 @@ ValuePtr evaluate_member(const ExpressionPtr& members, const std::string& name, 
   RecordPtr global = global_scope(options);
   RecordPtr lib = ev().make_record(library, global, "");
   for (auto& [n, t] : lib->members) global->members[n] = t;
+  for (const auto& [n, v] : options.given_nodes) global->members[n] = ready(node(v));
   RecordPtr top = ev().make_record(members, global, "");
   const ThunkPtr* t = top->find_here(name);
   if (!t) throw ValueError("BrainScript: no member '" + name + "'");
-  ValuePtr v = (*t)->force();
-  if (v->kind == Value::Kind::Record || v->kind == Value::Kind::Array || v->kind == Value::Kind::Lambda)
-    throw ValueError("BrainScript: member '" + name + "' is a " + kind_name(v->kind) +
-                     "; only numbers, strings, booleans, nodes and networks are returned");
-  return v;
+  return use((*t)->force());
+}
+
+// The nodes of `v` by their member paths from `path` (a record's members starting with "__"
+// are its own workings, not its nodes).
+void collect_nodes(const ValuePtr& v, const std::string& path, std::map<std::string, Variable>& out,
+                   std::set<const Record*>& seen) {
+  if (v->kind == Value::Kind::Node) {
+    out[path] = v->node;
+  } else if (v->kind == Value::Kind::Record && seen.insert(v->record.get()).second) {
+    for (const auto& [member, thunk] : v->record->members)
+      if (member.rfind("__", 0) != 0) collect_nodes(thunk->force(), path + "." + member, out, seen);
+  }
+}
+
+}  // namespace
+
+ValuePtr evaluate_member(const ExpressionPtr& members, const std::string& name, const EvaluationOptions& options) {
+  return with_member(members, name, options, [&](ValuePtr v) {
+    if (v->kind == Value::Kind::Record || v->kind == Value::Kind::Array || v->kind == Value::Kind::Lambda)
+      throw ValueError("BrainScript: member '" + name + "' is a " + kind_name(v->kind) +
+                       "; only numbers, strings, booleans, nodes and networks are returned");
+    return v;
+  });
+}
+
+std::map<std::string, Variable> evaluate_member_nodes(const ExpressionPtr& members, const std::string& name,
+                                                      const EvaluationOptions& options) {
+  return with_member(members, name, options, [&](const ValuePtr& v) {
+    std::map<std::string, Variable> out;
+    std::set<const Record*> seen;
+    collect_nodes(v, name, out, seen);
+    return out;
+  });
 }
 
 Network build_network(const std::string& source, const EvaluationOptions& options) {

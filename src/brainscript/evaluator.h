@@ -47,11 +47,17 @@ struct Network {
 struct EvaluationOptions {
   DataType dtype = DataType::Float;
   std::vector<std::string> include_paths;
+  std::map<std::string, Variable> given_nodes;  // global names bound to nodes made elsewhere
 };
 
 // Evaluates `members` (a "[]" tree, e.g. from parse_record) and returns the value of member
 // `name`. Errors are ConfigErrors naming the source place of the failing expression.
 ValuePtr evaluate_member(const ExpressionPtr& members, const std::string& name, const EvaluationOptions& options = {});
+
+// The nodes member `name` holds, by member path: the member's node (`name`), or every node of
+// a record at any depth (`name.a.b`); none for a number, string or boolean.
+std::map<std::string, Variable> evaluate_member_nodes(const ExpressionPtr& members, const std::string& name,
+                                                      const EvaluationOptions& options = {});
 
 // What the BrainScriptNetworkBuilder key of a command does: `source` is a `[ ... ]`/`{ ... }`
 // record of network members (or a `( ... )` expression yielding a network), evaluated with the

@@ -269,13 +269,13 @@ std::string legacy_model_bytes(const FunctionPtr& m, const NodeRoles& roles) {
 // NDL raise NotImplementedError.
 class MelSession {
  public:
-  MelSession(std::string path, std::shared_ptr<const ConfigRecord> config)
-      : path_(std::move(path)), config_(std::move(config)) {}
+  // `script`: the script's text ($var$s resolved), where in-line NDL errors point.
+  MelSession(std::shared_ptr<const SourceFile> script, std::shared_ptr<const ConfigRecord> config)
+      : path_(script->path), script_(std::move(script)), config_(std::move(config)) {}
 
   void run(const MelCall& c) {
     if (c.function.empty()) return inline_ndl(c);
     const std::string fn = mel_function_name(c.function);
-    if (fn.empty()) throw ValueError(where(c) + "unknown MEL function '" + c.function + "'");
     // `name = F(...)` returns a value for CreateModel and LoadModel only (the model's name); with
     // any other function the statement is in-line NDL, as CNTK read it.
     if (!c.result.empty()) {
@@ -286,6 +286,7 @@ class MelSession {
       named.result.clear();
       return run(named);
     }
+    if (fn.empty()) throw ValueError(where(c) + "unknown MEL function '" + c.function + "'");
     auto need = [&](size_t lo, size_t hi) {
       if (c.args.size() < lo || c.args.size() > hi)
         throw ValueError(where(c) + fn + " takes " + std::to_string(lo) + (hi > lo ? " to " + std::to_string(hi) : "") +
@@ -364,8 +365,10 @@ class MelSession {
 
  private:
   std::string path_;
-  std::shared_ptr<const ConfigRecord> config_;                 // the edit command's (for $var$ and precision in NDL)
-  std::map<std::string, FunctionPtr, v1::NoCaseLess> models_;  // nullptr: made by CreateModel, no nodes yet
+  std::shared_ptr<const SourceFile> script_;
+  std::shared_ptr<const ConfigRecord> config_;  // the edit command's (for $var$, ndlMacros and precision in NDL)
+  std::map<std::string, InlineNdlStatement, v1::NoCaseLess> constants_;  // in-line `name = value` statements
+  std::map<std::string, FunctionPtr, v1::NoCaseLess> models_;            // nullptr: made by CreateModel, no nodes yet
   std::map<std::string, NodeRoles, v1::NoCaseLess> roles_;
   std::string default_;
   std::map<std::string, Variable> known_;  // every node seen by name (see node_named)
@@ -470,10 +473,32 @@ class MelSession {
     return {default_, name};
   }
 
-  // In-line NDL: `name = value`, `name = Function(...)` (an NDL function or macro) and
-  // `name = [ NDL ]` (a model of its own).
+  // In-line NDL: `name = value` and `name = Function(...)` (an NDL function or macro of the
+  // edit command's ndlMacros) make nodes of the default model, which may read its nodes by
+  // name; the nodes join the model once a node of it reads them (SetNodeInput) or SetProperty
+  // makes one an output. A number or string is a constant later statements may use.
+  // `name = [ NDL ]` is a model of its own, built as LoadNDLSnippet builds one.
   void inline_ndl(const MelCall& c) {
-    throw NotImplementedError(where(c) + "in-line NDL in MEL ('" + c.text + "') is not implemented yet");
+    const std::string value = mel_trim(c.text.substr(c.text.find('=') + 1));
+    if (!value.empty() && value[0] == '[') {
+      const auto builder =
+          ConfigRecord::parse("NDLNetworkBuilder = [ run = __model ]\n__model = " + value, path_, config_);
+      const Network net = build_ndl_network(*builder);
+      return add_model(c.result, net.model, roles_of_network(net));
+    }
+    if (default_.empty() || !models_.count(default_))
+      throw ValueError(where(c) + "in-line NDL ('" + c.text + "') needs a default model: SetDefaultModel(model) first");
+    if (const FunctionPtr& m = models_.at(default_)) remember(m);  // its nodes as they are now win
+    std::vector<InlineNdlStatement> statements;
+    for (const auto& [name, st] : constants_)
+      if (!same_name(name, c.result)) statements.push_back(st);
+    statements.push_back({c.text, c.line - 1});
+    const std::map<std::string, Variable> made = build_inline_ndl(config_, script_, statements, known_);
+    if (made.empty()) {
+      constants_[c.result] = statements.back();
+      return;
+    }
+    for (const auto& [name, node] : made) known_[name] = node;
   }
 
   // DumpModel/Dump(model, file[, includeData=false]) writes every node of the model as CNTK's
@@ -995,8 +1020,11 @@ void edit(const ActionContext& ctx) {
   if (!in) throw IOError("cannot read the MEL script '" + path + "'");
   std::stringstream text;
   text << in.rdbuf();
-  MelSession session(path, ctx.config);
-  for (const auto& call : parse_mel(c.resolve(text.str()), path)) session.run(call);
+  const auto script = std::make_shared<SourceFile>(path, c.resolve(text.str()));
+  std::string resolved;
+  for (const auto& line : script->lines) resolved += line + "\n";
+  MelSession session(script, ctx.config);
+  for (const auto& call : parse_mel(resolved, path)) session.run(call);
 }
 
 }  // namespace

@@ -353,8 +353,12 @@ struct Resolved {
 
 class Translator {
  public:
-  Translator(std::vector<Statement> statements, std::vector<Macro> macros)
-      : statements_(std::move(statements)), macros_(std::move(macros)) {
+  // `given`: names (dotted ones included, any case) that stand for nodes made elsewhere, by the
+  // BrainScript names they are bound to (MEL's in-line NDL over a model's nodes); with them the
+  // statements need not make a network (no feature nodes required).
+  Translator(std::vector<Statement> statements, std::vector<Macro> macros,
+             std::map<std::string, std::string> given = {})
+      : statements_(std::move(statements)), macros_(std::move(macros)), given_(std::move(given)) {
     for (const auto& m : macros_) {
       if (cntk_ndl_functions().count(lower(m.name))) fail("macro '" + m.name + "' has an NDL function's name", m.where);
       if (!macro_by_name_.emplace(lower(m.name), &m).second) fail("macro '" + m.name + "' is defined twice", m.where);
@@ -393,7 +397,7 @@ class Translator {
       line(member(st, top_), st.where);
       for (const auto& [r, path] : roles_of(st)) add_role(r, path);
     }
-    if (roles["feature"].empty() && !statements_.empty())
+    if (roles["feature"].empty() && !statements_.empty() && given_.empty())
       fail("the network has no feature nodes: FeatureNodes=(...) or a node with tag=feature must be given",
            statements_.front().where);
     for (const auto& [role, bs_name] : role_members()) {
@@ -410,6 +414,7 @@ class Translator {
  private:
   std::vector<Statement> statements_;
   std::vector<Macro> macros_;
+  std::map<std::string, std::string> given_;  // lower-case NDL name -> BrainScript name
   std::map<std::string, const Macro*> macro_by_name_;
   std::map<const Macro*, Scope> macro_scopes_;
   Scope top_;
@@ -502,6 +507,7 @@ class Translator {
       found = in->symbols.find(lower(parts[0]));
     }
     if (found == in->symbols.end()) {
+      if (auto g = given_.find(lower(name.text)); g != given_.end()) return {g->second, Symbol::Kind::Node, nullptr};
       if (!required) return {"", Symbol::Kind::Value, nullptr};
       fail("undefined name '" + parts[0] + "'", name.where);
     }
@@ -847,7 +853,42 @@ void sections(const ConfigRecord& from, const std::optional<std::string>& load, 
         out.push_back(section(from, name, key == &load ? "load" : "run"));
 }
 
+// ndlMacros=a.ndl+b.ndl seen from `config`: files of macros, read before the network's NDL
+// (CNTK's global macros).
+std::vector<Chunk> ndl_macros(const std::shared_ptr<const ConfigRecord>& config) {
+  std::vector<Chunk> out;
+  if (auto files = config->find("ndlMacros"); files && !files->empty())
+    for (const auto& path : split_config_array(*files, '+')) {
+      const NdlFile f = read_ndl_file(path, config);
+      if (f.record)
+        sections(*f.record, f.record->find("load"), f.record->find("run"), out);
+      else
+        out.push_back(f.text);
+    }
+  return out;
+}
+
 }  // namespace
+
+NdlTranslation translate_inline_ndl(const std::shared_ptr<const ConfigRecord>& config,
+                                    const std::shared_ptr<const SourceFile>& script,
+                                    const std::vector<InlineNdlStatement>& statements,
+                                    const std::vector<std::string>& given) {
+  std::vector<Statement> parsed, ignored;
+  std::vector<Macro> macros;
+  for (const auto& c : ndl_macros(config)) Parser(c).statements(0, c.text.size(), ignored, &macros);
+  for (const auto& st : statements) {
+    const Chunk c{st.text, {script, st.line, 0}};
+    Parser(c).statements(0, c.text.size(), parsed, nullptr);
+  }
+  std::map<std::string, std::string> names;
+  for (size_t i = 0; i < given.size(); ++i) names[lower(given[i])] = inline_given_name(i);
+  NdlTranslation t;
+  t.source = Translator(std::move(parsed), std::move(macros), std::move(names)).source(t.origins);
+  return t;
+}
+
+std::string inline_given_name(size_t i) { return "__given" + std::to_string(i); }
 
 NdlTranslation translate_ndl(const ConfigRecord& command) {
   const ConfigRecord* holder = holder_of(command, "NDLNetworkBuilder");
@@ -860,16 +901,7 @@ NdlTranslation translate_ndl(const ConfigRecord& command) {
   } catch (const ValueError&) {
     builder = holder->shared_from_this();
   }
-  std::vector<Chunk> macro_chunks, chunks;
-  // ndlMacros=a.ndl+b.ndl: files of macros, read first (CNTK's global macros).
-  if (auto files = builder->find("ndlMacros"); files && !files->empty())
-    for (const auto& path : split_config_array(*files, '+')) {
-      const NdlFile f = read_ndl_file(path, builder);
-      if (f.record)
-        sections(*f.record, f.record->find("load"), f.record->find("run"), macro_chunks);
-      else
-        macro_chunks.push_back(f.text);
-    }
+  std::vector<Chunk> macro_chunks = ndl_macros(builder), chunks;
   const std::string description = builder->get("networkDescription", "");
   if (description.empty()) {
     if (!builder->exists("run"))

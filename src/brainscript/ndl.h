@@ -12,6 +12,8 @@
 // Names are case-insensitive; `x.y.z` reaches into macro instances, whose nodes are named by
 // their path (`L1.BFF.FF.P`), as CNTK named them.
 #pragma once
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,5 +36,27 @@ std::string ndl_network_source(const ConfigRecord& command);
 // Builds the network of the NDLNetworkBuilder visible from `command` (precision from the
 // config); evaluation errors name the NDL line they come from.
 Network build_ndl_network(const ConfigRecord& command);
+
+// MEL's in-line NDL: statements of a MEL script (`name = value`, `name = Function(...)`), read
+// with the macros of the ndlMacros `config` sees, where the names in `given` (a model's nodes,
+// dotted names included, any case) are nodes made elsewhere. The i-th given name is bound to
+// the BrainScript name inline_given_name(i).
+struct InlineNdlStatement {
+  std::string text;
+  size_t line = 0;  // 0-based, in the script
+};
+NdlTranslation translate_inline_ndl(const std::shared_ptr<const ConfigRecord>& config,
+                                    const std::shared_ptr<const SourceFile>& script,
+                                    const std::vector<InlineNdlStatement>& statements,
+                                    const std::vector<std::string>& given);
+std::string inline_given_name(size_t i);
+
+// The nodes the last of `statements` makes, by name (a macro instance's nodes by their paths,
+// `L2.W`); none when it is a number or a string. `given` as for translate_inline_ndl,
+// with its nodes.
+std::map<std::string, Variable> build_inline_ndl(const std::shared_ptr<const ConfigRecord>& config,
+                                                 const std::shared_ptr<const SourceFile>& script,
+                                                 const std::vector<InlineNdlStatement>& statements,
+                                                 const std::map<std::string, Variable>& given);
 
 }  // namespace cntk::brainscript

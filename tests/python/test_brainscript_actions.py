@@ -478,3 +478,51 @@ def test_dump_node_action_options(tmp_path):
     rc, log = run(['command=D', 'D=[action=dumpNode;modelPath=%s;printValues=false;printMetadata=false]' % model],
                   tmp_path)
     assert rc != 0 and 'printValues and printMetadata are both false' in log, log
+
+
+def test_mel_in_line_ndl(tmp_path):
+    import cntk as C
+    model, _ = mel_model(tmp_path)
+    (tmp_path / 'macros.ndl').write_text('Layer(inp, k) {\n  h = Tanh(inp)\n  o = Scale(k, h)\n}\n')
+    config = tmp_path / 'inline.cntk'
+    config.write_text('command = Edit\nEdit = [ action = "edit" ; editPath = %s ; ndlMacros = %s ]\n'
+                      % (tmp_path / 'inline.mel', tmp_path / 'macros.ndl'))
+
+    def edit(*lines):
+        (tmp_path / 'inline.mel').write_text('\n'.join(lines) + '\n')
+        return run(['configFile=%s' % config], tmp_path)
+    # Constants, NDL functions over the model's nodes, and a macro of ndlMacros whose nodes are
+    # named by the statement (L.h, L.o); the new nodes join the model through SetNodeInput.
+    rc, log = edit('m = LoadModel("%s")' % model,
+                   'k = 3',
+                   'c = Constant(k)',
+                   'L = Layer(z, c)',              # L.o = 3 * tanh(z)
+                   'SetNodeInput(s, 0, L.o)',      # s = Sigmoid(3 tanh(x W))
+                   'e = Exp(d)',
+                   'SetProperty(e, output, true)',  # e = exp(x - y), a new root
+                   'n = [',
+                   '  features = Input(2, tag=feature)',
+                   '  out = Exp(features)',
+                   '  OutputNodes = (out)',
+                   ']',
+                   'SaveModel(m, "%s")' % (tmp_path / 'b.dnn'),
+                   'SaveModel(n, "%s")' % (tmp_path / 'n.dnn'))
+    assert rc == 0, log[-3000:]
+    before, after = C.load_model(model), C.load_model(str(tmp_path / 'b.dnn'))
+    w = [p for p in before.parameters if p.name == 'W'][0].value
+    args, outs = by_name(after.arguments), by_name(after.outputs)
+    assert set(outs) == {'s', 'd', 'e'}
+    rs = np.random.RandomState(7)
+    x, y = (rs.uniform(-1, 1, size=(4, 3)).astype(np.float32) for _ in range(2))
+    got = after.eval({args['x']: x, args['y']: y}, outputs=[outs['s'], outs['e']])
+    np.testing.assert_allclose(np.asarray(got[outs['s']]).reshape(4, 2), sigmoid(3 * np.tanh(x @ w)), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(got[outs['e']]).reshape(4, 3), np.exp(x - y), rtol=1e-5)
+    assert {f.name for f in after.find_all_with_name('L.o')} == {'L.o'}
+    n = C.load_model(str(tmp_path / 'n.dnn'))
+    np.testing.assert_allclose(np.asarray(n.eval({n.arguments[0]: x[:, :2]})).reshape(4, 2), np.exp(x[:, :2]),
+                               rtol=1e-5)
+    # A name neither the statement's NDL nor the model has, and in-line NDL before any model.
+    rc, log = edit('m = LoadModel("%s")' % model, 'q = Exp(nothere)')
+    assert rc != 0 and "inline.mel(2," in log and "undefined name 'nothere'" in log, log
+    rc, log = edit('q = Exp(x)')
+    assert rc != 0 and 'inline.mel(1): in-line NDL (\'q = Exp(x)\') needs a default model' in log, log
