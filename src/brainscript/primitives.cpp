@@ -289,6 +289,9 @@ void add_node_primitives(Table& t) {
       text("elementSeparator", o.element_separator);
       text("sampleSeparator", o.sample_separator);
       text("precisionFormat", o.precision);
+      // it goes into a printf format: flags, width and precision only
+      if (o.precision.find_first_not_of("0123456789.-+ #") != std::string::npos)
+        fail("Trace: precisionFormat '" + o.precision + "' is not a printf width/precision such as '.4'", w);
     }
     return node(trace(a.node_at(0), std::move(o), ""));
   };

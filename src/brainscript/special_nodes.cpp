@@ -191,7 +191,7 @@ class TraceBackend : public UserFunctionBackend {
                                 std::vector<cntk::Value>& outputs) override {
     ++minibatches_;
     log(self, inputs.at(0), false);
-    outputs = {inputs.at(0)};
+    outputs = {cntk::Value(inputs.at(0).data().copy(), inputs.at(0).mask())};  // a buffer of its own
     return nullptr;
   }
   std::vector<cntk::Value> backward(Function& self, const std::shared_ptr<void>&, const std::vector<cntk::Value>& roots,

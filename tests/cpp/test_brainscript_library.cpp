@@ -778,4 +778,19 @@ TEST(BrainScriptLibrary, TraceLogsValuesAndGradients) {
   EXPECT_NE(log.find("\n" + block), std::string::npos) << log;
   EXPECT_NE(log.find("------- Trace[] scaled (gradient) --> "), std::string::npos) << log;
   EXPECT_NE(log.find("1.00 ...+2\n1.00 ...+2\n"), std::string::npos) << log;
+
+  // format type 'category': the index of the (last) largest value, or its line of labelMappingFile
+  const std::string labels = temp_file("labels.txt", "zero\none\ntwo\n");
+  Network cat = build_network(
+      "[ x = Input (3)\n  c = Trace (x, say = 'c', format = [ type = 'category' ])\n"
+      "  l = Trace (x, say = 'l', format = [ type = 'category' ; labelMappingFile = '" +
+      labels + "' ; sequenceEpilogue = '|' ])\n  outputNodes = (c : l) ]");
+  ::testing::internal::CaptureStderr();
+  forward(cat.model, {{cat.nodes.at("x"), batch_of({1, 5, 5, 7, 0, 2}, NDShape{3})}}, cat.outputs, outs, false);
+  const std::string categories = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(categories.find("\n2\n0\n"), std::string::npos) << categories;
+  EXPECT_NE(categories.find("\ntwo\nzero|"), std::string::npos) << categories;
+  EXPECT_THROW(
+      build_network("[ x = Input (3) ; t = Trace (x, format = [ precisionFormat = 's%s' ]) ; outputNodes = (t) ]"),
+      ConfigError);
 }
