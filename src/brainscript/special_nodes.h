@@ -37,7 +37,8 @@ NDArrayView bilinear_kernel(const std::vector<size_t>& dims, DataType dtype);
 
 // CNTK's Trace node: `x` unchanged, whose values are printed to stderr on forward passes (the
 // first `log_first` minibatches and then every `log_frequency`-th), and with `log_gradient` its
-// gradients on backward passes too, in CNTK's write format.
+// gradients on backward passes too, in CNTK's write format. The defaults are CNTK.core.bs's
+// (logFrequency 100; the comment on CNTK's TraceNode says 10, the library decides).
 struct TraceOptions {
   std::string say;
   size_t log_frequency = 100, log_first = 10;
