@@ -23,6 +23,7 @@
 #include "brainscript/mel.h"
 #include "brainscript/ndl.h"
 #include "brainscript/reader_config.h"
+#include "brainscript/special_nodes.h"
 #include "cntk/evaluation.h"
 #include "cntk/legacy_model.h"
 #include "cntk/serialize.h"
@@ -355,6 +356,9 @@ class MelSession {
     } else if (fn == "CopyNode") {
       need(2, 2);
       copy(c);
+    } else if (fn == "ReviseParameter") {
+      need(2, 2);
+      revise_parameter(c);
     } else if (fn == "RemoveNode" || fn == "DeleteNode") {
       need(1, 1000);
       for (const auto& name : c.args) remove(name, c);
@@ -499,6 +503,43 @@ class MelSession {
       return;
     }
     for (const auto& [name, node] : made) known_[name] = node;
+  }
+
+  // ReviseParameter(nodes, file): each parameter the name matches takes its values from the
+  // text matrix in `file` (CNTK's format, as initFromFilePath reads it), in its own shape; a
+  // node that is not a parameter is passed over with a warning, as CNTK did.
+  void revise_parameter(const MelCall& c) {
+    const auto [model_name, pattern_text] = split_model(c.args[0]);
+    const FunctionPtr m = model(model_name, c);
+    const NamePattern pattern(pattern_text);
+    size_t matched = 0;
+    auto skip = [&](const std::string& name, const std::string& kind) {
+      ++matched;
+      Log::printf(
+          "WARNING: you want to change the parameter of node (%s), but it is not a learnable parameter (it "
+          "is a %s node). Skipping this node\n",
+          name.c_str(), kind.c_str());
+    };
+    for (const auto& f : m->topological_order())
+      if (f->op_name() != "Combine" && pattern.match(f->name())) skip(f->name(), f->op_name());
+    for (Variable leaf : m->inputs()) {
+      if (!pattern.match(leaf.name())) continue;
+      if (!leaf.is_parameter() && !leaf.is_constant()) {
+        skip(leaf.name(), "InputValue");
+        continue;
+      }
+      ++matched;
+      std::vector<size_t> dims(leaf.shape().dims().rbegin(), leaf.shape().dims().rend());  // BrainScript's order
+      try {
+        leaf.set_value(detail::parameter_from_matrix(dims, detail::read_text_matrix(c.args[1]), "'" + c.args[1] + "'",
+                                                     leaf.dtype()));
+      } catch (const Error& e) {
+        throw ValueError(where(c) + "ReviseParameter: '" + leaf.name() + "' cannot be read from '" + c.args[1] +
+                         "': " + e.what());
+      }
+      Log::printf("Revise node %s using parameter file %s\n", leaf.name().c_str(), c.args[1].c_str());
+    }
+    if (!matched) throw ValueError(where(c) + "ReviseParameter: no node named '" + c.args[0] + "'");
   }
 
   // DumpModel/Dump(model, file[, includeData=false]) writes every node of the model as CNTK's

@@ -391,6 +391,24 @@ def test_mel_names_as_cntk_reads_them_copy_inputs_and_subtree_properties(tmp_pat
     got = after.eval({args['x']: x, args['y']: y}, outputs=[outs['d'], outs['s']])
     np.testing.assert_allclose(np.asarray(got[outs['d']]).reshape(4, 3), y - x, rtol=1e-6)
     np.testing.assert_allclose(np.asarray(got[outs['s']]).reshape(4, 2), sigmoid(x @ w), rtol=1e-5)
+    # ReviseParameter: W takes its values from CNTK's text matrix (2 rows, 3 columns: W's
+    # BrainScript shape [2 x 3]); z, not a parameter, is passed over with a warning.
+    m = np.arange(6, dtype=np.float32).reshape(2, 3) / 10 - 0.2
+    (tmp_path / 'w.txt').write_text('\n'.join(' '.join(str(v) for v in row) for row in m) + '\n')
+    rc, log = edit('m = LoadModel("%s")' % model, 'ReviseParameter(W, "%s")' % (tmp_path / 'w.txt'),
+                   'ReviseParameter(z, "%s")' % (tmp_path / 'w.txt'),
+                   'SetProperty(W, freezeParameters, true)',  # W is learned no more
+                   'SaveModel(m, "%s")' % (tmp_path / 'r.dnn'))
+    assert rc == 0, log[-3000:]
+    assert 'Revise node W using parameter file' in log and 'change the parameter of node (z)' in log
+    revised = C.load_model(str(tmp_path / 'r.dnn'))
+    assert [c.name for c in revised.constants] == ['W'] and not list(revised.parameters)
+    np.testing.assert_allclose(revised.constants[0].value, m.T, rtol=1e-6)
+    (tmp_path / 'bad.txt').write_text('1 2\n3 4\n')
+    rc, log = edit('m = LoadModel("%s")' % model, 'ReviseParameter(W, "%s")' % (tmp_path / 'bad.txt'))
+    assert rc != 0 and "script.mel(2): ReviseParameter: 'W' cannot be read from" in log and '[2 x 2]' in log, log
+    rc, log = edit('m = LoadModel("%s")' % model, 'SetProperty(s, freezeParameters, true)')
+    assert rc != 0 and 'SetProperty: s (' in log and 'cannot be frozen' in log, log
     # A prefix shorter than half the name, or of no function, is unknown.
     rc, log = edit('m = LoadModel("%s")' % model, 'Sav(m, "x.dnn")')
     assert rc != 0 and "script.mel(2): unknown MEL function 'Sav'" in log, log
