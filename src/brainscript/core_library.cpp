@@ -23,10 +23,8 @@ ConstantFromString (literal) = ParameterTensor ((0), initFromLiteral = literal, 
 ColumnwiseCrossProduct = KhatriRaoProduct
 # Each sequence's steps in reverse order: step t takes step n-1-t, found by the count of steps
 # from t to the end (CNTK 2.7 no longer had the node; its v1 predecessor took one sequence only).
-TimeReverse (vectorSequence) = [
-    remaining = BS.Constants.OnesLike (vectorSequence) + FutureValue (0, remaining, defaultHiddenActivation = 0)
-    out = GatherPacked (PackedIndex (vectorSequence, remaining - 1), vectorSequence)
-].out
+TimeReverse (vectorSequence) = GatherPacked (PackedIndex (vectorSequence, _StepsLeft (vectorSequence) - 1), vectorSequence)
+_StepsLeft (x) = [ n = BS.Constants.OnesLike (x) + FutureValue (0, n, defaultHiddenActivation = 0) ].n
 ConstantTensor (val, shape) = ParameterTensor (shape, initValue = val, learningRateMultiplier = 0)
 PerDimMeanVarNormalization (x, mean, invStdDev) = (x - mean) .* invStdDev
 MeanVarNorm (x) = PerDimMeanVarNormalization (x, Mean (x), InvStdDev (x))
