@@ -714,6 +714,21 @@ TEST(BrainScriptLibrary, KhatriRaoProductAndTimeReverse) {
           net.outputs, outs, false);
   expect_near(values_of(outs[0].data()), {5, 10, 6, 12, 7, 14, 24, 32, 27, 36, 30, 40}, 0, "KhatriRaoProduct");
   expect_near(values_of(outs[1].data()), {5, 6, 7, 10, 12, 14, 24, 27, 30, 32, 36, 40}, 0, "ColumnwiseCrossProduct");
+  // its gradient: d/dw of sum (KhatriRaoProduct (w .* x, y)) = sum over samples of x * sum (y)
+  Network kr = build_network(R"([
+    x = Input (2) ; y = Input (3)
+    w = ParameterTensor {2, initValue = 1}
+    s = ReduceSum (KhatriRaoProduct (w .* x, y))
+    outputNodes = (s)
+  ])");
+  std::vector<cntk::Value> s_out, s_grads;
+  auto s_state = forward(kr.model,
+                         {{kr.nodes.at("x"), batch_of({1, 2, 3, 4}, NDShape{2})},
+                          {kr.nodes.at("y"), batch_of({5, 6, 7, 8, 9, 10}, NDShape{3})}},
+                         kr.outputs, s_out, true);
+  backward(s_state, {{kr.outputs[0], cntk::Value(NDArrayView::full(DataType::Float, s_out[0].data().shape(), 1.0))}},
+           {kr.model->parameters()[0]}, s_grads);
+  expect_near(values_of(s_grads[0].data()), {1 * 18 + 3 * 27, 2 * 18 + 4 * 27}, 1e-4, "KhatriRaoProduct gradient");
 
   Network rev = build_network(R"([
     x = Input (2)
