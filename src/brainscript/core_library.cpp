@@ -89,6 +89,13 @@ EmbeddingLayer {outDim, init = 'glorotUniform', initValueScale = 1, embeddingPat
         else ParameterTensor {shape, initFromFilePath = embeddingPath, learningRateMultiplier = 0}
     apply (x) = if transpose then TransposeTimes (E, x) else E * x
 ].apply
+# CNTK's deprecated form of EmbeddingLayer: a [embeddingDim x inputDim] lookup, fixed unless
+# learningRateWeight (from embeddingPath, a file of one row per word, or random with initFrom).
+Embedding (embeddingDim, input, inputDim = input.dim, initFrom = '', embeddingPath = '', sparseInput = false,
+           learningRateWeight = 0.0) =
+    if !sparseInput then _NotImplemented ('Embedding with sparseInput = false (a lookup by index)')
+    else Transpose (Parameter (inputDim, embeddingDim, learningRateMultiplier = learningRateWeight, init = initFrom,
+                               initFromFilePath = embeddingPath)) * input
 LayerStack {n, c} = Sequential (array[0..n-1] (c))
 # f[i] of the one input, combined by combineFunction (which takes the array of results)
 Parallel (arrayOfFunctions, combineFunction) = [

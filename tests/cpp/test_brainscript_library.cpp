@@ -668,6 +668,14 @@ TEST(BrainScriptLibrary, EmbeddingTransposeAndPath) {
   for (size_t b = 0; b < 2; ++b)
     for (size_t j = 0; j < 3; ++j) want.push_back(b == 0 ? Ev[j * 4 + 2] : Ev[j * 4] + 2 * Ev[j * 4 + 3]);
   expect_near(got[2], want, 1e-5, "transposed learned embedding");
+
+  // CNTK's deprecated Embedding: the same file as a fixed [2 x 4] lookup
+  Network old = build_network("[ x = Input (4)\n  e = Embedding (2, x, embeddingPath = '" + rows_per_word +
+                              "', sparseInput = true)\n  outputNodes = (e) ]");
+  EXPECT_TRUE(old.model->parameters().empty());
+  expect_near(run(old, batch_of({0, 0, 1, 0, 1, 0, 0, 2}, NDShape{4}))[0], {5, 6, 15, 18}, 1e-5, "Embedding");
+  EXPECT_THROW(build_network("[ x = Input (1) ; e = Embedding (2, x, inputDim = 4) ; outputNodes = (e) ]"),
+               NotImplementedError);
 }
 
 // BilinearUpsamplingLayer: a transposed convolution (stride s, no padding) with CNTK's bilinear
