@@ -19,6 +19,14 @@ Pass (x) = x
 Sigmoid1 (x) = Sigmoid (x)
 Square (x) = x .* x
 SumElements (x) = ReduceSum (x)
+LearnableParameter = Parameter
+ReconcileMBLayout = ReconcileDynamicAxis
+Cosine (x) = Cos (x)
+# x / invStdDev + mean (CNTK's node refused gradients; here they flow)
+PerDimMeanVarDeNormalization (x, mean, invStdDev) = ElementDivide (x, invStdDev) + mean
+# As CNTK.core.bs wrote it, numLayers and bidirectional are not passed on (one forward layer).
+RNNStack (x, W, hiddenSize = 10, numLayers = 1, bidirectional = false, rnnMode = 'lstm') =
+    OptimizedRNNStack (W, x, hiddenSize, numLayers = 1, bidirectional = false, recurrentOp = rnnMode)
 ConstantFromString (literal) = ParameterTensor ((0), initFromLiteral = literal, learningRateMultiplier = 0)
 ColumnwiseCrossProduct = KhatriRaoProduct
 # Each sequence's steps in reverse order: step t takes step n-1-t, found by the count of steps

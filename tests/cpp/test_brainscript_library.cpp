@@ -817,3 +817,30 @@ TEST(BrainScriptLibrary, TraceLogsValuesAndGradients) {
       build_network("[ x = Input (3) ; t = Trace (x, format = [ precisionFormat = 's%s' ]) ; outputNodes = (t) ]"),
       ConfigError);
 }
+
+// CNTK.core.bs's aliases and small forms: LearnableParameter, ReconcileMBLayout, Cosine,
+// PerDimMeanVarDeNormalization (x / invStdDev + mean).
+TEST(BrainScriptLibrary, AliasesAndDeNormalization) {
+  Network net = build_network(R"([
+    x = Input (2)
+    W = LearnableParameter (2, 2, initValue = 0.5)
+    mean = ParameterTensor {2, initValue = 3, learningRateMultiplier = 0}
+    invStd = ParameterTensor {2, initValue = 4, learningRateMultiplier = 0}
+    outputNodes = (W * x : Cosine (x) : PerDimMeanVarDeNormalization (x, mean, invStd) : ReconcileMBLayout (x, x))
+  ])");
+  const auto got = run(net, batch_of({1, 2, -2, 0.5}, NDShape{2}));
+  expect_near(got[0], {1.5, 1.5, -0.75, -0.75}, 1e-6, "LearnableParameter");
+  expect_near(got[1], {std::cos(1.0), std::cos(2.0), std::cos(-2.0), std::cos(0.5)}, 1e-6, "Cosine");
+  expect_near(got[2], {3.25, 3.5, 2.5, 3.125}, 1e-6, "PerDimMeanVarDeNormalization");
+  expect_near(got[3], {1, 2, -2, 0.5}, 0, "ReconcileMBLayout");
+  // RNNStack is OptimizedRNNStack with CNTK's argument order (and, as CNTK.core.bs wrote it, one
+  // forward layer whatever numLayers says)
+  Network rnn = build_network(R"([
+    x = Input (3)
+    W = ParameterTensor {(0 : 0), initFilterRank = 0, initOutputRank = -1}
+    outputNodes = (RNNStack (x, W, hiddenSize = 4, numLayers = 2) : OptimizedRNNStack (W, x, 4))
+  ])");
+  EXPECT_EQ(rnn.outputs[0].shape(), NDShape({4}));
+  const auto r = run(rnn, one_sequence({1, 0, -1, 0.5f, 2, 0, 0, 1, 1}, 3));
+  expect_near(r[0], std::vector<double>(r[1].begin(), r[1].end()), 0, "RNNStack");
+}
