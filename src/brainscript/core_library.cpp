@@ -144,6 +144,18 @@ BilinearUpsamplingLayer {numChannels, kernelSize, stride} = [
     W = ParameterTensor {_ConcatArrays (kernelShape, numChannels), init = 'bilinear', learningRateMultiplier = 0}
     apply (x) = ConvolutionTranspose (W, x, kernelShape, mapDims = numChannels, stride = stride, autoPadding = false)
 ].apply
+# CNTK's legacy pooling nodes: a window and a step over width and height, no padding (images CHW,
+# or HWC stored channel-fastest as ImageInput lays them out).
+MaxPooling (input, windowWidth, windowHeight, horizontalSubsample, verticalSubsample, imageLayout = 'CHW') =
+    _LegacyPooling ('max', input, windowWidth, windowHeight, horizontalSubsample, verticalSubsample, imageLayout)
+AveragePooling (input, windowWidth, windowHeight, horizontalSubsample, verticalSubsample, imageLayout = 'CHW') =
+    _LegacyPooling ('average', input, windowWidth, windowHeight, horizontalSubsample, verticalSubsample, imageLayout)
+_LegacyPooling (kind, input, w, h, sw, sh, imageLayout) =
+    if imageLayout == 'CHW' || imageLayout == 'cudnn'
+    then Pooling (input, kind, (w : h : 1), stride = (sw : sh : 1), autoPadding = false)
+    else if imageLayout == 'HWC' || imageLayout == 'legacy'
+    then Pooling (input, kind, (1 : w : h), stride = (1 : sw : sh), autoPadding = false)
+    else Fail ("MaxPooling/AveragePooling: imageLayout must be 'CHW' or 'HWC', not '" + imageLayout + "'")
 MaxUnpoolingLayer {filterShape, stride = 1, pad = false} = [
     apply (unpoolInput, poolInput) = MaxUnpooling (unpoolInput, poolInput, filterShape, stride = stride, autoPadding = pad)
 ].apply

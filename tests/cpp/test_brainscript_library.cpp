@@ -844,3 +844,29 @@ TEST(BrainScriptLibrary, AliasesAndDeNormalization) {
   const auto r = run(rnn, one_sequence({1, 0, -1, 0.5f, 2, 0, 0, 1, 1}, 3));
   expect_near(r[0], std::vector<double>(r[1].begin(), r[1].end()), 0, "RNNStack");
 }
+
+// CNTK's legacy MaxPooling / AveragePooling nodes: window and step over width and height.
+TEST(BrainScriptLibrary, LegacyPoolingNodes) {
+  Network net = build_network(R"([
+    x = Input (4 : 4 : 1)
+    h = Input (1 : 4 : 4)
+    m = MaxPooling (x, 2, 2, 2, 2)
+    a = AveragePooling (x, 3, 2, 1, 2)
+    mh = MaxPooling (h, 2, 2, 2, 2, imageLayout = 'HWC')
+    outputNodes = (m : a : mh)
+  ])");
+  EXPECT_EQ(net.outputs[0].shape(), NDShape({1, 2, 2}));
+  EXPECT_EQ(net.outputs[1].shape(), NDShape({1, 2, 2}));  // width (4 - 3) / 1 + 1, height (4 - 2) / 2 + 1
+  const std::vector<float> img = {1, 5, 2, 0, 3, 4, 8, 1, 0, 2, 1, 1, 9, 0, 3, 7};  // [height][width]
+  std::vector<cntk::Value> outs;
+  forward(net.model,
+          {{net.nodes.at("x"), batch_of(img, NDShape{1, 4, 4})}, {net.nodes.at("h"), batch_of(img, NDShape{4, 4, 1})}},
+          net.outputs, outs, false);
+  expect_near(values_of(outs[0].data()), {5, 8, 9, 7}, 0, "MaxPooling");
+  // 2 rows x 3 columns windows at rows 0 and 2, columns 0 and 1
+  expect_near(values_of(outs[1].data()),
+              {(1 + 5 + 2 + 3 + 4 + 8) / 6.0, (5 + 2 + 0 + 4 + 8 + 1) / 6.0, (0 + 2 + 1 + 9 + 0 + 3) / 6.0,
+               (2 + 1 + 1 + 0 + 3 + 7) / 6.0},
+              1e-5, "AveragePooling");
+  expect_near(values_of(outs[2].data()), {5, 8, 9, 7}, 0, "MaxPooling HWC");
+}
