@@ -657,6 +657,11 @@ Table builtin_table() {
     const Variable label = a.node_at(0);
     return node(ops::apply("Logistic", {shaped_like(a.node_at(1), label), label})->output());
   };
+  t["WeightedLogistic"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "WeightedLogistic"};  // (label, probability, instanceWeight): each term times its weight
+    const Variable label = a.node_at(0);
+    return node(ops::apply("Logistic", {shaped_like(a.node_at(1), label), label, a.node_at(2)})->output());
+  };
   t["SquareError"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "SquareError"};
     const Variable label = a.node_at(0);

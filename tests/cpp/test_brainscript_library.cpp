@@ -870,3 +870,27 @@ TEST(BrainScriptLibrary, LegacyPoolingNodes) {
               1e-5, "AveragePooling");
   expect_near(values_of(outs[2].data()), {5, 8, 9, 7}, 0, "MaxPooling HWC");
 }
+
+// WeightedLogistic: -sum (w * (y log p + (1 - y) log (1 - p))) per sample.
+TEST(BrainScriptLibrary, WeightedLogistic) {
+  Network net = build_network(R"([
+    x = Input (2)
+    label = x .* 0 + 0.25
+    weight = ParameterTensor {2, initValue = 2, learningRateMultiplier = 0}
+    outputNodes = (WeightedLogistic (label, Sigmoid (x), weight) : Logistic (label, Sigmoid (x)))
+  ])");
+  const auto got = run(net, batch_of({0.5f, -1, 2, 0}, NDShape{2}));
+  std::vector<double> weighted, plain;
+  const double xs[2][2] = {{0.5, -1}, {2, 0}};
+  for (const auto& s : xs) {
+    double l = 0;
+    for (double v : s) {
+      const double p = sigmoid(v);
+      l -= 0.25 * std::log(p) + 0.75 * std::log(1 - p);
+    }
+    weighted.push_back(2 * l);
+    plain.push_back(l);
+  }
+  expect_near(got[0], weighted, 1e-5, "WeightedLogistic");
+  expect_near(got[1], plain, 1e-5, "Logistic");
+}
