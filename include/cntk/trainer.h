@@ -64,6 +64,12 @@ class Trainer {
   double test_minibatch(const VariableValues& arguments, const std::vector<Variable>& outputs = {},
                         std::vector<Value>* output_values = nullptr, bool distributed = false);
 
+  // Metrics beside the evaluation function, computed in the same forward pass of each trained
+  // minibatch (CNTK's v1 SGD reported every evaluation node of a network). Their aggregates
+  // over the last trained minibatch, in the order given, are this worker's own.
+  void set_additional_metrics(std::vector<FunctionPtr> metrics);
+  const std::vector<MinibatchAggregate>& previous_minibatch_additional_metrics() const { return prev_more_; }
+
   // Averages per sample over the last trained minibatch; ValueError before the first one.
   double previous_minibatch_loss_average() const;
   double previous_minibatch_evaluation_average() const;
@@ -102,6 +108,9 @@ class Trainer {
   bool update_distributed(ParameterGradients& gradients, bool sweep_end, bool end_of_data);
 
   MinibatchAggregate prev_loss_, prev_eval_, prev_test_;
+  std::vector<FunctionPtr> more_;
+  std::vector<Variable> more_count_vars_;
+  std::vector<MinibatchAggregate> prev_more_;
   // The distributed learners (same order as learners_), empty without them.
   std::vector<std::shared_ptr<DistributedLearner>> distributed_;
 };

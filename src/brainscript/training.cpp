@@ -238,10 +238,11 @@ void train(const ActionContext& ctx) {
 
   Network net = network_for(ctx);
   if (net.criteria.empty()) throw ValueError("the network of command '" + ctx.command + "' has no criterionNodes");
-  if (net.evaluations.size() > 1)
-    throw NotImplementedError("training with more than one evaluation node is not implemented yet");
   const Variable criterion = net.criteria[0];
+  // The first evaluation node is the trainer's; the others are computed in the same passes.
   FunctionPtr evaluation = net.evaluations.empty() ? nullptr : single(net.evaluations[0]);
+  std::vector<FunctionPtr> more_evaluations;
+  for (size_t k = 1; k < net.evaluations.size(); ++k) more_evaluations.push_back(single(net.evaluations[k]));
   const std::vector<Variable> inputs = leaf_inputs(net.model);
 
   Reader reader = make_reader(c, inputs, /*randomize_default=*/true, io::kInfinitelyRepeat);
@@ -263,6 +264,7 @@ void train(const ActionContext& ctx) {
   }
   LearnerPtr learner = make_learner(schedules, net.model->parameters(), epoch_size);
   Trainer trainer(net.model, single(criterion), evaluation, {learner});
+  trainer.set_additional_metrics(more_evaluations);
   size_t total_samples = 0;
   if (!resume_from.empty()) {
     Log::printf("Starting from checkpoint. Loading network from '%s'.\n", resume_from.c_str());
@@ -289,7 +291,21 @@ void train(const ActionContext& ctx) {
   }
   ProfilerSession profiling(c);
   const std::string crit_name = node_name(criterion);
-  const std::string eval_name = net.evaluations.empty() ? "" : node_name(net.evaluations[0]);
+  std::vector<std::string> eval_names;
+  for (const auto& e : net.evaluations) eval_names.push_back(node_name(e));
+  // Sums over the workers of this worker's figures of each evaluation node after the first,
+  // where the trainer leaves them local: with every minibatch under data-parallel training (all
+  // workers train each one together), at the epoch's end where the figures stay local.
+  auto summed_over_workers = [&](std::vector<MinibatchAggregate>& figures) {
+    const auto comm = trainer.communicator();
+    if (!comm || figures.empty()) return;
+    std::vector<NDArrayView> values{NDArrayView(DataType::Double, NDShape({int64_t(2 * figures.size())}))};
+    double* p = values[0].data<double>();
+    for (size_t k = 0; k < figures.size(); ++k) p[2 * k] = figures[k].sum, p[2 * k + 1] = double(figures[k].samples);
+    comm->aggregate_in_place(values);
+    p = values[0].data<double>();
+    for (size_t k = 0; k < figures.size(); ++k) figures[k] = {p[2 * k], size_t(std::llround(p[2 * k + 1]))};
+  };
   size_t samples_per_epoch = 0;
   const fs::path model_dir = fs::path(model_path).parent_path();
   if (!model_dir.empty()) fs::create_directories(model_dir);
@@ -326,8 +342,10 @@ void train(const ActionContext& ctx) {
     std::fprintf(stderr, ".\n");
     const auto epoch_start = Clock::now();
     auto logged_at = Clock::now();
-    double crit_sum = 0, eval_sum = 0, crit_logged = 0, eval_logged = 0;
-    size_t samples = 0, eval_samples = 0, samples_logged = 0, eval_samples_logged = 0, mbs = 0, mbs_logged = 0;
+    double crit_sum = 0, crit_logged = 0;
+    size_t samples = 0, samples_logged = 0, mbs = 0, mbs_logged = 0;
+    // Each evaluation node's figures over the epoch, and where the last progress line left them.
+    std::vector<MinibatchAggregate> evals(net.evaluations.size()), evals_logged(net.evaluations.size());
     while (true) {
       if (samples >= target) break;
       // Data-parallel sample counts are over all workers, so every worker takes the same decisions.
@@ -349,8 +367,12 @@ void train(const ActionContext& ctx) {
       }
       crit_sum += trainer.previous_minibatch_loss().sum;
       samples += trainer.previous_minibatch_loss().samples;
-      eval_sum += trainer.previous_minibatch_evaluation().sum;
-      eval_samples += trainer.previous_minibatch_evaluation().samples;
+      if (evaluation) {
+        std::vector<MinibatchAggregate> more = trainer.previous_minibatch_additional_metrics();
+        if (parallel_epoch && !local_figures) summed_over_workers(more);
+        more.insert(more.begin(), trainer.previous_minibatch_evaluation());
+        for (size_t k = 0; k < evals.size(); ++k) evals[k].sum += more[k].sum, evals[k].samples += more[k].samples;
+      }
       ++mbs;
       if (sgd.show_every && mbs % sgd.show_every == 0) {
         const double t = seconds_since(logged_at);
@@ -362,10 +384,11 @@ void train(const ActionContext& ctx) {
         }
         std::fprintf(stderr, "]: ");
         log_criterion(crit_name, crit_sum - crit_logged, samples - samples_logged);
-        if (evaluation) log_criterion(eval_name, eval_sum - eval_logged, eval_samples - eval_samples_logged);
+        for (size_t k = 0; k < evals.size(); ++k)
+          log_criterion(eval_names[k], evals[k].sum - evals_logged[k].sum, evals[k].samples - evals_logged[k].samples);
         std::fprintf(stderr, "time = %.4fs; samplesPerSecond = %.1f\n", t,
                      double(samples - samples_logged) / std::max(t, 1e-9));
-        crit_logged = crit_sum, eval_logged = eval_sum, samples_logged = samples, eval_samples_logged = eval_samples;
+        crit_logged = crit_sum, samples_logged = samples, evals_logged = evals;
         mbs_logged = mbs;
         logged_at = Clock::now();
       }
@@ -380,19 +403,19 @@ void train(const ActionContext& ctx) {
     }
     profiling.epoch_ended();
     if (local_figures) {
-      double counts[2] = {double(samples), double(eval_samples)};
-      trainer.aggregate_metrics_if_needed(crit_sum, eval_sum);  // averages over the workers
-      trainer.aggregate_metrics_if_needed(counts[0], counts[1]);
-      crit_sum *= double(workers), eval_sum *= double(workers);
-      samples = size_t(std::llround(counts[0] * double(workers)));
-      eval_samples = size_t(std::llround(counts[1] * double(workers)));
+      std::vector<MinibatchAggregate> figures = evals;
+      figures.push_back({crit_sum, samples});
+      summed_over_workers(figures);
+      crit_sum = figures.back().sum, samples = figures.back().samples;
+      figures.pop_back();
+      evals = figures;
     }
     if (samples == 0) break;
     total_samples += samples;
     if (epoch == start_epoch) samples_per_epoch = epoch_size;
     Log::printf("Finished Epoch[%2lld of %lld]: [Training] ", epoch + 1, max_epochs);
     log_criterion(crit_name, crit_sum, samples);
-    if (evaluation) log_criterion(eval_name, eval_sum, eval_samples);
+    for (size_t k = 0; k < evals.size(); ++k) log_criterion(eval_names[k], evals[k].sum, evals[k].samples);
     std::fprintf(stderr, "totalSamplesSeen = %zu; learningRatePerSample = %.8g; epochTime=%.6gs\n", total_samples,
                  float(lr), seconds_since(epoch_start));
     // As CNTK: every epoch's model file stays; its checkpoint (the trainer's state and the

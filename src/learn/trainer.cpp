@@ -241,6 +241,17 @@ Trainer::Trainer(FunctionPtr model, FunctionPtr loss, FunctionPtr evaluation, st
     if (a.is_input() && a.needs_gradient()) add_unique(backward_wrt_, a);
 }
 
+void Trainer::set_additional_metrics(std::vector<FunctionPtr> metrics) {
+  more_count_vars_.clear();
+  for (const auto& m : metrics) {
+    if (!m) throw ValueError("Trainer: an additional metric is null");
+    m->output();  // ValueError unless it has a single output
+    more_count_vars_.push_back(evaluation_count_variable(m));
+  }
+  more_ = std::move(metrics);
+  prev_more_.assign(more_.size(), {});
+}
+
 bool Trainer::train_minibatch(const VariableValues& arguments, bool sweep_end) {
   std::vector<Value> unused;
   return train_minibatch(arguments, sweep_end, {}, unused);
@@ -252,6 +263,7 @@ bool Trainer::train_minibatch(const VariableValues& arguments, bool sweep_end, c
   profiler::ScopedEvent whole(profiler::Phase::Minibatch);
   prev_loss_ = {};
   prev_eval_ = {};
+  prev_more_.assign(more_.size(), {});
   output_values.clear();
   if (arguments.empty()) {
     if (distributed_.empty()) return false;  // nothing to train with (end of the local data)
@@ -267,6 +279,10 @@ bool Trainer::train_minibatch(const VariableValues& arguments, bool sweep_end, c
   if (eval_) {
     add_unique(req, eval_->output());
     add_unique(req, eval_count_var_);
+  }
+  for (size_t k = 0; k < more_.size(); ++k) {
+    add_unique(req, more_[k]->output());
+    add_unique(req, more_count_vars_[k]);
   }
   for (auto& o : outputs) add_unique(req, o);
 
@@ -284,6 +300,10 @@ bool Trainer::train_minibatch(const VariableValues& arguments, bool sweep_end, c
   if (eval_) {
     prev_eval_.sum = valid_sum(eval_->output(), vals[index_of(req, eval_->output())]);
     prev_eval_.samples = sample_count(eval_count_var_, vals[index_of(req, eval_count_var_)]);
+  }
+  for (size_t k = 0; k < more_.size(); ++k) {
+    prev_more_[k].sum = valid_sum(more_[k]->output(), vals[index_of(req, more_[k]->output())]);
+    prev_more_[k].samples = sample_count(more_count_vars_[k], vals[index_of(req, more_count_vars_[k])]);
   }
   for (auto& o : outputs) output_values.push_back(vals[index_of(req, o)]);
 

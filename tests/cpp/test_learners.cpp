@@ -243,3 +243,40 @@ TEST(Trainer, LinearRegressionStepAndCounters) {
   EXPECT_EQ(partial.parameters_not_covered()[0], b);
   EXPECT_THROW(partial.test_minibatch({{x, Value(xs)}, {y, Value(ys)}}), ValueError);
 }
+
+TEST(Trainer, AdditionalMetricsComeFromTheSameForwardPass) {
+  // z = x W; loss and evaluation sum((z - y)^2); additional metrics |z - y| and z, measured with
+  // the parameters before the minibatch's update.
+  auto x = Variable::input({2}, DataType::Double, false, false, {Axis::default_batch_axis()}, "x");
+  auto y = Variable::input({1}, DataType::Double, false, false, {Axis::default_batch_axis()}, "y");
+  NDArrayView w0(DataType::Double, NDShape{2, 1});
+  w0.data<double>()[0] = 0.5;
+  w0.data<double>()[1] = -1.0;
+  auto W = Variable::parameter({2, 1}, DataType::Double, w0, nullptr, "W");
+  auto z = Function::primitive("Times", {x, W}, {});
+  auto diff = Function::primitive("Minus", {z->output(), y}, {});
+  auto sq = Function::composite(Function::primitive("ElementTimes", {diff->output(), diff->output()}, {}));
+  auto abs = Function::composite(Function::primitive("Abs", {diff->output()}, {}));
+  Trainer t(Function::composite(z), sq, sq, {sgd_learner({W}, LearningRateSchedule(0.1, 1))});
+  t.set_additional_metrics({abs, Function::composite(z)});
+  NDArrayView xs(DataType::Double, NDShape{3, 2});
+  NDArrayView ys(DataType::Double, NDShape{3, 1});
+  const double xd[6] = {1, 2, -1, 0.5, 3, -2}, yd[3] = {1, 0, -1};
+  for (int i = 0; i < 6; ++i) xs.data<double>()[i] = xd[i];
+  for (int i = 0; i < 3; ++i) ys.data<double>()[i] = yd[i];
+  ASSERT_TRUE(t.train_minibatch({{x, Value(xs)}, {y, Value(ys)}}));
+  double abs_sum = 0, z_sum = 0;
+  for (int i = 0; i < 3; ++i) {
+    const double zi = xd[2 * i] * 0.5 + xd[2 * i + 1] * -1.0;
+    abs_sum += std::abs(zi - yd[i]);
+    z_sum += zi;
+  }
+  const auto& more = t.previous_minibatch_additional_metrics();
+  ASSERT_EQ(more.size(), 2u);
+  EXPECT_NEAR(more[0].sum, abs_sum, 1e-12);
+  EXPECT_EQ(more[0].samples, 3u);
+  EXPECT_NEAR(more[1].sum, z_sum, 1e-12);
+  EXPECT_EQ(more[1].samples, 3u);
+  EXPECT_NE(W.value().data<double>()[0], 0.5);  // the update happened after the measurement
+  EXPECT_THROW(t.set_additional_metrics({nullptr}), ValueError);
+}

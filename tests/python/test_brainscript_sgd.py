@@ -335,3 +335,79 @@ def test_model_averaging_under_mpiexec(tmp_path):
     ours_w, ours_b = trained(tmp_path / 'm' / 'model.dnn')
     np.testing.assert_allclose(ours_w, w, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(ours_b, b, rtol=1e-4, atol=1e-5)
+
+
+def two_metrics(text):
+    """The config with two evaluation nodes: mae = |z - y| and se2, a second SquareError."""
+    return (text.replace('se = SquareError (y, z)', 'se = SquareError (y, z) ; mae = Abs (z - y) ; se2 = SquareError (y, z)')
+            .replace('criterionNodes = (se)', 'criterionNodes = (se) ; evaluationNodes = (mae : se2)'))
+
+
+def epoch_figures(log, epochs):
+    """[(mae, count, se2, count)] of each epoch's Finished Epoch line."""
+    found = re.findall(r'Finished Epoch\[ *\d+ of %d\]: \[Training\] se = [\d.]+ \* \d+; mae = ([\d.]+) \* (\d+); '
+                       r'se2 = ([\d.]+) \* (\d+);' % epochs, log)
+    return [(float(a), int(n), float(b), int(m)) for a, n, b, m in found]
+
+
+def expected_epoch_figures(epochs, mb, lr, momentum):
+    """Each epoch's average |z - y| and (z - y)^2, each minibatch measured before its update."""
+    w, b = np.full(2, 0.1), np.zeros(1)
+    vw, vb = np.zeros(2), np.zeros(1)
+    sums = [[0.0, 0.0] for _ in range(epochs)]
+    for epoch, x, y in minibatches(epochs, mb):
+        r = x @ w + b - y
+        sums[epoch][0] += np.abs(r).sum()
+        sums[epoch][1] += (r * r).sum()
+        gw, gb = gradients(w, b, x, y)
+        vw, vb = momentum * vw + (1 - momentum) * lr * gw, momentum * vb + (1 - momentum) * lr * gb
+        w, b = w - vw, b - vb
+    return [(a / len(X), len(X), s / len(X), len(X)) for a, s in sums]
+
+
+def test_several_evaluation_nodes_are_all_reported(tmp_path):
+    write_data(tmp_path / 'data.txt')
+    (tmp_path / 'sgd.cntk').write_text(two_metrics(config(
+        'maxEpochs = 2 ; minibatchSize = 10 ; learningRatesPerSample = 0.01 ; momentumPerMB = 0.9 ; '
+        'numMBsToShowResult = 2')))
+    rc, log = run(['configFile=sgd.cntk'], tmp_path)
+    assert rc == 0, log[-3000:]
+    got = epoch_figures(log, 2)
+    want = expected_epoch_figures(2, 10, 0.01, 0.9)
+    assert len(got) == 2, log[-3000:]
+    for g, e in zip(got, want):
+        np.testing.assert_allclose([g[0], g[2]], [e[0], e[2]], rtol=1e-5)
+        assert (g[1], g[3]) == (e[1], e[3])
+    # The progress lines carry both too, each over its own minibatches.
+    assert len(re.findall(r'Minibatch\[ *\d+- *\d+(?:, [\d.]+%)?\]: se = [\d.]+ \* 20; mae = [\d.]+ \* 20; se2 = [\d.]+ \* 20;',
+                          log)) == 4, log[-3000:]
+
+
+def test_several_evaluation_nodes_under_mpiexec(tmp_path):
+    """Data-parallel workers report every evaluation node summed over the workers, as one
+    process reports it."""
+    if shutil.which('mpiexec') is None:
+        pytest.skip('mpiexec is not installed (Debian openmpi-bin)')
+    from test_brainscript_cli import cntk_command
+    write_data(tmp_path / 'data.txt')
+    (tmp_path / 'sgd.cntk').write_text(two_metrics(config(
+        'maxEpochs = 2 ; minibatchSize = 10 ; learningRatesPerSample = 0.01 ; momentumPerMB = 0.9 ; '
+        'ParallelTrain = [ parallelizationMethod = DataParallelSGD ; DataParallelSGD = [ gradientBits = 32 ] ]',
+        extra='parallelTrain = true')))
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
+               OMPI_MCA_rmaps_base_oversubscribe='1', OMPI_MCA_btl_vader_single_copy_mechanism='none')
+    p = subprocess.run(['mpiexec', '-n', '2', '--output-filename', str(tmp_path / 'logs'), cntk_command(),
+                        'configFile=sgd.cntk'], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
+    import glob
+    want = expected_epoch_figures(2, 10, 0.01, 0.9)
+    for rank in (0, 1):
+        found = glob.glob(str(tmp_path / 'logs' / '*' / ('rank.%d' % rank) / 'stderr'))
+        assert len(found) == 1, found
+        with open(found[0]) as f:
+            log = f.read()
+        got = epoch_figures(log, 2)
+        assert len(got) == 2, log[-3000:]
+        for g, e in zip(got, want):
+            np.testing.assert_allclose([g[0], g[2]], [e[0], e[2]], rtol=1e-4)
+            assert (g[1], g[3]) == (e[1], e[3])
