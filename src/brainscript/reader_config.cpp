@@ -95,8 +95,7 @@ std::optional<io::ImageTransform> image_transform(const std::string& type, const
     std::tie(t.aspect_min, t.aspect_max) = ratio(r, "aspectRatio", 1);
     t.jitter_type = r.get("jitterType", "none");
     if (t.jitter_type.empty()) t.jitter_type = "none";
-    if (r.exists_here("hflip"))
-      throw NotImplementedError("the image Crop transform's hflip key is not implemented yet (" + r.name() + ")");
+    if (r.exists_here("hflip")) t.hflip = r.get_bool("hflip", false);
   } else if (equal_ci(type, "Scale")) {
     t.kind = io::ImageTransform::Kind::Scale;
     t.width = int(r.get_int("width", 0)), t.height = int(r.get_int("height", 0));

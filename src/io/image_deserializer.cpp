@@ -234,11 +234,11 @@ Image apply_crop(const ImageTransform& t, Image img, size_t index, Rng& rng) {
       default: x = (img.width - w) / 2; y = (img.height - h) / 2;  // centre
     }
     flip = view >= 5;
-  } else {  // randomside, randomarea, random: a random position and a random horizontal flip
+  } else {  // randomside, randomarea, random: a random position (and by default a random flip)
     x = rng.integer(0, img.width - w);
     y = rng.integer(0, img.height - h);
-    flip = rng.coin();
   }
+  if (!multiview && t.hflip.value_or(!iequals(t.crop_type, "center"))) flip = rng.coin();
   Image out = sub_image(img, x, y, w, h);
   if (flip) flip_horizontal(out);
   return out;

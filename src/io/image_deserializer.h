@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,9 @@ struct ImageTransform {
   double area_min = 0, area_max = 0;      // areaRatio; 0: not given
   double aspect_min = 1, aspect_max = 1;  // aspectRatio, in (0, 1]
   std::string jitter_type = "none";       // none | uniratio
+  // hflip: whether a crop is flipped horizontally with probability 1/2; unset, CNTK's default:
+  // random crops are, center crops not (multiview10 flips its last five views regardless).
+  std::optional<bool> hflip;
 
   // Scale.
   int width = 0, height = 0, channels = 0;

@@ -234,3 +234,39 @@ def test_image_deserializer_crop_and_mean_transforms(tmp_path):
     # the centre 3 x 4 window (rows 1-3, columns 1-4), B G R, less the mean, channels first
     expected = np.array([(rgb[1:4, 1:5, ::-1] - [10, 20, 30]).transpose(2, 0, 1).reshape(-1) for rgb in images])
     np.testing.assert_allclose(features, expected, atol=1e-4)
+
+
+@pytest.mark.parametrize('crop,hflip,flips', [('center', 'true', 'some'), ('center', None, 'none'),
+                                              ('randomside', 'false', 'none'), ('randomside', None, 'some')])
+def test_image_crop_hflip(tmp_path, crop, hflip, flips):
+    """Crop's hflip: a crop flipped horizontally with probability 1/2; unset, random crops are
+    flipped and center crops not (CNTK's default). The window is the whole image, so a random
+    crop's place does not move it."""
+    rng = np.random.RandomState(5)
+    images, lines = [], []
+    for i in range(12):
+        rgb = rng.randint(0, 256, size=(3, 4, 3))
+        write_png(tmp_path / ('img%d.png' % i), rgb)
+        images.append(rgb)
+        lines.append('img%d.png\t%d' % (i, i % 2))
+    (tmp_path / 'map.txt').write_text('\n'.join(lines) + '\n')
+    flip_key = '' if hflip is None else ' ; hflip = %s' % hflip
+    reader = ('[ randomize = false ; deserializers = ( [ type = "ImageDeserializer" ; file = "map.txt" ; '
+              'input = [ features = [ transforms = ( [ type = "Crop" ; cropType = "%s" ; cropSize = 4:3%s ] : '
+              '[ type = "Scale" ; width = 4 ; height = 3 ; channels = 3 ] ) ] ; labels = [ labelDim = 2 ] ] ] ) ]'
+              % (crop, flip_key))
+    (tmp_path / 'i.cntk').write_text(TRAIN_AND_WRITE % ('features = Input {(4:3:3)} ; labels = Input {2}', 2,
+                                                        reader, reader))
+    rc, log = run(['configFile=i.cntk'], tmp_path)
+    assert rc == 0, log[-3000:]
+    features = read_written(tmp_path / 'out.features', 36)
+    flipped = []
+    for got, rgb in zip(features, images):
+        plain = rgb[:, :, ::-1].transpose(2, 0, 1).reshape(-1)
+        mirrored = rgb[:, ::-1, ::-1].transpose(2, 0, 1).reshape(-1)
+        assert np.array_equal(got, plain) or np.array_equal(got, mirrored)
+        flipped.append(not np.array_equal(got, plain))
+    if flips == 'none':
+        assert not any(flipped)
+    else:
+        assert 0 < sum(flipped) < len(flipped), flipped
