@@ -248,51 +248,30 @@ void add_node_primitives(Table& t) {
     };
     o.log_frequency = count("logFrequency", o.log_frequency);
     o.log_first = count("logFirst", o.log_first);
-    o.only_up_to_row = count("onlyUpToRow", o.only_up_to_row);
-    o.only_up_to_t = count("onlyUpToT", o.only_up_to_t);
     if (auto g = a.opt("logGradientToo"))
       o.log_gradient = g->kind == Value::Kind::Bool ? g->boolean : as_number(g, "logGradientToo") != 0;
     if (auto f = a.opt("format"); f && f->kind == Value::Kind::Record) {
-      auto member = [&f](const char* key) -> ValuePtr {
+      // The format record's members as the config writes them.
+      auto member = [&f](const std::string& key) -> std::optional<std::string> {
         const ThunkPtr* t = f->record->find_here(key);
-        return t ? (*t)->force() : nullptr;
-      };
-      auto text = [&member](const char* key, std::string& out) {
-        if (auto v = member(key)) out = as_string(v, std::string("Trace format ") + key);
-      };
-      std::string type = "real", mapping;
-      text("type", type);
-      if (type == "category")
-        o.category = true;
-      else if (type == "sparse")
-        throw NotImplementedError("Trace: format type 'sparse' is not implemented yet");
-      else if (type != "real")
-        fail("Trace: format type must be 'real', 'category' or 'sparse', not '" + type + "'", w);
-      if (auto tr = member("transpose");
-          tr && !(tr->kind == Value::Kind::Bool ? tr->boolean : as_number(tr, "transpose") != 0))
-        throw NotImplementedError("Trace: format transpose=false is not implemented yet");
-      text("labelMappingFile", mapping);
-      o.label_mapping_file = mapping;
-      if (!mapping.empty()) {
-        std::ifstream in(mapping);
-        if (!in) throw IOError("Trace: cannot read labelMappingFile '" + mapping + "'");
-        for (std::string line; std::getline(in, line);) {
-          if (!line.empty() && line.back() == '\r') line.pop_back();
-          o.labels.push_back(line);
+        if (!t) return std::nullopt;
+        const ValuePtr v = (*t)->force();
+        if (v->kind == Value::Kind::Bool) return std::string(v->boolean ? "true" : "false");
+        if (v->kind == Value::Kind::Number) {
+          char text[32];
+          std::snprintf(text, sizeof text, "%.17g", v->number);
+          return std::string(text);
         }
+        return as_string(v, "Trace format " + key);
+      };
+      try {
+        o.format = WriteFormat::read(member, "Trace");
+      } catch (const ValueError& e) {
+        fail(e.what(), w);
       }
-      text("prologue", o.prologue);
-      text("epilogue", o.epilogue);
-      text("sequenceSeparator", o.sequence_separator);
-      text("sequencePrologue", o.sequence_prologue);
-      text("sequenceEpilogue", o.sequence_epilogue);
-      text("elementSeparator", o.element_separator);
-      text("sampleSeparator", o.sample_separator);
-      text("precisionFormat", o.precision);
-      // it goes into a printf format: flags, width and precision only
-      if (o.precision.find_first_not_of("0123456789.-+ #") != std::string::npos)
-        fail("Trace: precisionFormat '" + o.precision + "' is not a printf width/precision such as '.4'", w);
     }
+    o.format.only_up_to_row = count("onlyUpToRow", 100000000);
+    o.format.only_up_to_t = count("onlyUpToT", 100000000);
     return node(trace(a.node_at(0), std::move(o), ""));
   };
   t["Floor"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {

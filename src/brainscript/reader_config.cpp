@@ -335,8 +335,7 @@ VariableValues arguments_for(const io::MinibatchSource& source, const io::Miniba
     if (s.num_sequences == 0) return args;  // this worker's partition got no data
   for (size_t i = 0; i < source.streams().size(); ++i)
     if (const Variable* in = input_named(inputs, source.streams()[i].name))
-      args.emplace_back(
-          *in, in->dynamic_axes().size() == 1 ? io::drop_sequence_axis(mb.streams[i].data) : mb.streams[i].data);
+      args.emplace_back(*in, in->dynamic_axes().size() == 1 ? io::frames_of(mb.streams[i].data) : mb.streams[i].data);
   return args;
 }
 

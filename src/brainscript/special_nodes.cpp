@@ -158,20 +158,6 @@ std::string prototype(const Variable& v) {
   return s + " -> " + shape_description(v);
 }
 
-std::string processed(std::string s, const std::string& node, size_t minibatch) {
-  auto replace = [&s](const std::string& from, const std::string& to) {
-    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
-      s.replace(at, from.size(), to);
-  };
-  replace("\\n", "\n");
-  replace("\\r", "\r");
-  replace("\\t", "\t");
-  replace("\\s", " ");
-  replace("%s", node);
-  replace("%n", std::to_string(minibatch));
-  return s;
-}
-
 class TraceBackend : public UserFunctionBackend {
  public:
   explicit TraceBackend(TraceOptions o) : o_(std::move(o)) {}
@@ -210,93 +196,36 @@ class TraceBackend : public UserFunctionBackend {
     d["logFirst"] = int64_t(o_.log_first);
     d["logFrequency"] = int64_t(o_.log_frequency);
     d["logGradientToo"] = o_.log_gradient;
-    d["isCategoryLabel"] = o_.category;
-    d["labelMappingFile"] = o_.label_mapping_file;
-    d["isSparse"] = false;
-    d["transpose"] = true;
-    d["prologue"] = o_.prologue;
-    d["epilogue"] = o_.epilogue;
-    d["sequenceSeparator"] = o_.sequence_separator;
-    d["sequencePrologue"] = o_.sequence_prologue;
-    d["sequenceEpilogue"] = o_.sequence_epilogue;
-    d["elementSeparator"] = o_.element_separator;
-    d["sampleSeparator"] = o_.sample_separator;
-    d["precisionFormat"] = o_.precision;
-    d["onlyUpToRow"] = int64_t(o_.only_up_to_row);
-    d["onlyUpToT"] = int64_t(o_.only_up_to_t);
+    const WriteFormat& f = o_.format;
+    d["isCategoryLabel"] = f.category;
+    d["labelMappingFile"] = f.label_mapping_file;
+    d["isSparse"] = f.sparse;
+    d["transpose"] = f.transpose;
+    d["prologue"] = f.prologue;
+    d["epilogue"] = f.epilogue;
+    d["sequenceSeparator"] = f.sequence_separator;
+    d["sequencePrologue"] = f.sequence_prologue;
+    d["sequenceEpilogue"] = f.sequence_epilogue;
+    d["elementSeparator"] = f.element_separator;
+    d["sampleSeparator"] = f.sample_separator;
+    d["precisionFormat"] = f.precision;
+    d["onlyUpToRow"] = int64_t(f.only_up_to_row);
+    d["onlyUpToT"] = int64_t(f.only_up_to_t);
     return d;
   }
 
  private:
-  // CNTK's TraceNode::Log over WriteMinibatchWithFormatting, with its default transpose (one
-  // line per step): values (or the gradient) of each sequence, rows and steps cut at
-  // onlyUpToRow/onlyUpToT with "...+n".
+  // CNTK's TraceNode::Log: the prologue once, then a header and the values (or the gradient)
+  // of the first logFirst minibatches and every logFrequency-th, in the node's write format.
   void log(Function& self, const cntk::Value& value, bool gradient) const {
     const std::string name = self.name().empty() ? "Trace" : self.name();
     const size_t n = minibatches_;
-    if (n == 1 && !gradient) std::fputs(processed(o_.prologue, name, n).c_str(), stderr);
+    if (n == 1 && !gradient) std::fputs(WriteFormat::processed(o_.format.prologue, name, n).c_str(), stderr);
     if (!(n <= o_.log_first || (o_.log_frequency && (n - 1) % o_.log_frequency == 0))) return;
     const Variable in = self.direct_inputs().at(0);
     std::fprintf(stderr, "------- Trace[] %s %s--> %s\n", o_.say.c_str(), gradient ? "(gradient) " : "",
                  prototype(in).c_str());
-    NDArrayView v = value.data().contiguous().cast(DataType::Double);
-    const double* data = v.data<double>();
-    const size_t dim = size_t(in.shape().total_size());
-    const auto* mask = value.mask().get();
-    const bool sequential = in.dynamic_axes().size() == 2 && mask;
-    const size_t steps = sequential ? size_t(mask->max_len()) : 1;
-    const size_t batch = dim ? size_t(v.numel()) / dim / steps : 0;
-    const std::string fmt = "%" + o_.precision + (o_.category ? (o_.labels.empty() ? "u" : "s") : "f");
-    const std::string seq_sep = processed(o_.sequence_separator, name, n),
-                      seq_pro = processed(o_.sequence_prologue, name, n),
-                      seq_epi = processed(o_.sequence_epilogue, name, n),
-                      elem_sep = processed(o_.element_separator, name, n),
-                      sample_sep = processed(o_.sample_separator, name, n);
-    auto print = [&](double d) {
-      if (o_.category) {
-        const auto index = unsigned(d);
-        if (o_.labels.empty())
-          std::fprintf(stderr, fmt.c_str(), index);
-        else
-          std::fprintf(stderr, fmt.c_str(), o_.labels[index % o_.labels.size()].c_str());
-      } else {
-        std::fprintf(stderr, fmt.c_str(), d == 0 ? 0.0 : d);  // no negative zeros
-      }
-    };
-    // Without a sequence axis the whole minibatch is one sequence of samples, as in CNTK.
-    const size_t sequences = sequential ? batch : 1, length = sequential ? steps : batch;
-    for (size_t s = 0; s < sequences; ++s) {
-      size_t len = length;
-      if (sequential)
-        while (len && mask->at(int64_t(s), int64_t(len - 1)) == MaskKind::Invalid) --len;
-      if (s) std::fputs(seq_sep.c_str(), stderr);
-      std::fputs(seq_pro.c_str(), stderr);
-      for (size_t t = 0; t < len; ++t) {
-        if (t) std::fputs(sample_sep.c_str(), stderr);
-        if (t == o_.only_up_to_t && o_.only_up_to_t + 1 < len) {
-          std::fprintf(stderr, "...+%d", int(len - t));
-          break;
-        }
-        const double* sample = data + (s * length + t) * dim;
-        if (o_.category) {  // the last of equal maxima, as CNTK's `>=` found it
-          size_t best = 0;
-          for (size_t k = 1; k < dim; ++k)
-            if (sample[k] >= sample[best]) best = k;
-          print(double(best));
-          continue;
-        }
-        for (size_t k = 0; k < dim; ++k) {
-          if (k) std::fputs(elem_sep.c_str(), stderr);
-          if (k == o_.only_up_to_row && o_.only_up_to_row + 1 < dim) {
-            std::fprintf(stderr, "...+%d", int(dim - k));
-            break;
-          }
-          print(sample[k]);
-        }
-      }
-      std::fputs(seq_epi.c_str(), stderr);
-    }
-    std::fflush(stderr);
+    o_.format.print(stderr, in, value, name, n);
   }
 
   TraceOptions o_;

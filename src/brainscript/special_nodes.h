@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "brainscript/write_format.h"
 #include "cntk/tensor.h"
 #include "cntk/variable.h"
 
@@ -43,12 +44,7 @@ struct TraceOptions {
   std::string say;
   size_t log_frequency = 100, log_first = 10;
   bool log_gradient = false;
-  size_t only_up_to_row = 100000000, only_up_to_t = 100000000;
-  bool category = false;  // format type 'category': the index of the largest value
-  std::string label_mapping_file;
-  std::vector<std::string> labels;  // its lines
-  std::string prologue, epilogue, sequence_separator, sequence_prologue, sequence_epilogue = "\n";
-  std::string element_separator = " ", sample_separator = "\n", precision;
+  WriteFormat format;  // CNTK's Trace defaults onlyUpToRow and onlyUpToT to 100000000
 };
 Variable trace(const Variable& x, TraceOptions options, const std::string& name);
 

@@ -17,6 +17,7 @@
 #include "brainscript/reader_config.h"
 #include "brainscript/sgd_config.h"
 #include "brainscript/simple_network.h"
+#include "brainscript/write_format.h"
 #include "cntk/distributed.h"
 #include "cntk/learner.h"
 #include "cntk/legacy_model.h"
@@ -480,69 +481,18 @@ void test(const ActionContext& ctx) {
   std::fprintf(stderr, "\n");
 }
 
-// The write action's `format` block (CNTK's WriteFormattingOptions): type real (values) or
-// category (the index of the largest value, or its line of labelMappingFile), and the strings
-// put around sequences, samples and elements. "\n", "\t", "\r", "\s" in them are escapes; %s is
-// the node's name, %n the minibatch number.
-struct WriteFormat {
-  bool category = false;
-  std::vector<std::string> labels;
-  std::string prologue, epilogue, sequence_separator, sequence_prologue, sequence_epilogue = "\n";
-  std::string element_separator = " ", sample_separator = "\n", precision;
-
-  explicit WriteFormat(const ConfigRecord& c) {
-    if (!c.exists("format")) return;
-    auto f = c.block("format");
-    if (f->exists_here("type")) {
-      const std::string type = f->get("type");
-      if (type == "category")
-        category = true;
-      else if (type == "sparse")
-        throw NotImplementedError("write: format type 'sparse' is not implemented yet");
-      else if (type != "real")
-        throw ValueError("write: format type must be 'real', 'category' or 'sparse', not '" + type + "'");
-    }
-    if (!f->get_bool("transpose", true))
-      throw NotImplementedError("write: format transpose=false is not implemented yet");
-    if (auto mapping = f->find("labelMappingFile")) {
-      std::ifstream in(*mapping);
-      if (!in) throw IOError("cannot read labelMappingFile '" + *mapping + "'");
-      for (std::string line; std::getline(in, line);) {
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        labels.push_back(line);
-      }
-    }
-    prologue = f->get("prologue", prologue);
-    epilogue = f->get("epilogue", epilogue);
-    sequence_separator = f->get("sequenceSeparator", sequence_separator);
-    sequence_prologue = f->get("sequencePrologue", sequence_prologue);
-    sequence_epilogue = f->get("sequenceEpilogue", sequence_epilogue);
-    element_separator = f->get("elementSeparator", element_separator);
-    sample_separator = f->get("sampleSeparator", sample_separator);
-    precision = f->get("precisionFormat", precision);
-  }
-
-  static std::string processed(std::string s, const std::string& node, size_t minibatch) {
-    auto replace = [&s](const std::string& from, const std::string& to) {
-      for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
-        s.replace(at, from.size(), to);
-    };
-    replace("\\n", "\n");
-    replace("\\r", "\r");
-    replace("\\t", "\t");
-    replace("\\s", " ");
-    replace("%s", node);
-    replace("%n", std::to_string(minibatch));
-    return s;
-  }
-};
-
 // Writes each output node's values to <outputPath>.<node name> (outputPath "-": stdout), one
 // line per sample unless the format block says otherwise.
 void write(const ActionContext& ctx) {
   const ConfigRecord& c = *ctx.config;
   if (parallel_enabled(c) && worker_global_rank() != 0) return;  // CNTK writes on the main worker only
-  const WriteFormat format(c);
+  const WriteFormat format =
+      c.exists("format") ? WriteFormat::read(
+                               [f = c.block("format")](const std::string& key) {
+                                 return f->exists_here(key) ? std::optional<std::string>(f->get(key)) : std::nullopt;
+                               },
+                               "write")
+                         : WriteFormat();
   FunctionPtr model = load_model(c);
   const std::vector<Variable> outputs = select_nodes(model, c, "outputNodeNames", false);
   if (outputs.empty()) throw ValueError("the model '" + c.get("modelPath") + "' has no output node to write");
@@ -561,13 +511,10 @@ void write(const ActionContext& ctx) {
     files.push_back(std::fopen(path.c_str(), "w"));
     if (!files.back()) throw IOError("cannot write '" + path + "'");
   }
-  const std::string value_format =
-      "%" + format.precision + (format.category ? (format.labels.empty() ? "zu" : "s") : "f");
   auto put = [](std::FILE* f, const std::string& s) { std::fputs(s.c_str(), f); };
   for (size_t i = 0; i < outputs.size(); ++i)
     put(files[i], WriteFormat::processed(format.prologue, node_name(outputs[i]), 0));
   size_t minibatch = 0;
-  std::vector<size_t> sequences_written(outputs.size(), 0);
   while (true) {
     io::Minibatch mb = source.next_minibatch(10000);
     if (mb.empty()) break;
@@ -586,41 +533,8 @@ void write(const ActionContext& ctx) {
         if (var == outputs[i]) values.push_back(value);
       if (values.size() != i + 1) throw ValueError("write: no data for the input '" + outputs[i].name() + "'");
     }
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      const std::string name = node_name(outputs[i]);
-      NDArrayView v = values[i].data().contiguous().cast(DataType::Double);
-      const double* data = v.data<double>();
-      const size_t dim = size_t(outputs[i].shape().total_size());
-      const auto* mask = values[i].mask().get();
-      const size_t steps = outputs[i].dynamic_axes().size() == 2 && mask ? size_t(mask->max_len()) : 1;
-      const size_t n_seq = dim ? size_t(v.numel()) / dim / steps : 0;
-      for (size_t s = 0; s < n_seq; ++s) {
-        if (sequences_written[i]++) put(files[i], WriteFormat::processed(format.sequence_separator, name, minibatch));
-        put(files[i], WriteFormat::processed(format.sequence_prologue, name, minibatch));
-        for (size_t t = 0; t < steps; ++t) {
-          if (mask && steps > 1 && mask->at(int64_t(s), int64_t(t)) == MaskKind::Invalid) break;
-          if (t) put(files[i], WriteFormat::processed(format.sample_separator, name, minibatch));
-          const double* sample = data + (s * steps + t) * dim;
-          char buf[512];
-          if (format.category) {
-            const size_t best = size_t(std::max_element(sample, sample + dim) - sample);
-            if (format.labels.empty())
-              std::snprintf(buf, sizeof buf, value_format.c_str(), best);
-            else
-              std::snprintf(buf, sizeof buf, value_format.c_str(),
-                            best < format.labels.size() ? format.labels[best].c_str() : "?");
-            put(files[i], buf);
-          } else {
-            for (size_t k = 0; k < dim; ++k) {
-              if (k) put(files[i], WriteFormat::processed(format.element_separator, name, minibatch));
-              std::snprintf(buf, sizeof buf, value_format.c_str(), sample[k]);
-              put(files[i], buf);
-            }
-          }
-        }
-        put(files[i], WriteFormat::processed(format.sequence_epilogue, name, minibatch));
-      }
-    }
+    for (size_t i = 0; i < outputs.size(); ++i)
+      format.print(files[i], outputs[i], values[i], node_name(outputs[i]), minibatch);
     ++minibatch;
   }
   for (size_t i = 0; i < outputs.size(); ++i) {

@@ -137,6 +137,46 @@ Value drop_sequence_axis(const Value& v) {
   return Value(NDArrayView::sparse(d.dtype(), batch, sp.starts, sp.indices, sp.values ? sp.values->data() : nullptr));
 }
 
+Value frames_of(const Value& v) {
+  const NDShape& s = v.shape();
+  if (s.rank() < 2) throw ValueError("minibatch data of shape " + s.str() + " has no sequence axis");
+  const NDMask* mask = v.mask().get();
+  if (s[1] == 1 && !(mask && mask->masked_count() != 0)) return drop_sequence_axis(v);
+  const int64_t batch = s[0], steps = s[1];
+  std::vector<int64_t> frames;  // the valid (sequence, step) entries, as b * steps + t
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = 0; t < steps; ++t)
+      if (!mask || mask->at(b, t) != MaskKind::Invalid) frames.push_back(b * steps + t);
+  const NDShape sample = s.sub(2), out_shape = NDShape{int64_t(frames.size())}.concat(sample);
+  const NDArrayView& d = v.data();
+  if (!d.is_sparse()) {
+    const NDArrayView src = d.contiguous();
+    NDArrayView out(d.dtype(), out_shape);
+    const size_t bytes = size_t(sample.total_size()) * element_size(d.dtype());
+    const char* from = static_cast<const char*>(src.raw_data());
+    char* to = static_cast<char*>(out.raw_data());
+    for (size_t i = 0; i < frames.size(); ++i) std::memcpy(to + i * bytes, from + size_t(frames[i]) * bytes, bytes);
+    return Value(out);
+  }
+  // Compressed rows of the [outer, D] matrix: each frame owns `rows` consecutive rows.
+  const SparseCSC& sp = d.sparse_data();
+  const int64_t rows = (int64_t(sp.starts.size()) - 1) / (batch * steps);
+  const size_t item = element_size(d.dtype());
+  const char* values = sp.values ? static_cast<const char*>(sp.values->data()) : nullptr;
+  std::vector<int64_t> starts{0}, indices;
+  std::vector<char> kept;
+  for (int64_t f : frames)
+    for (int64_t r = f * rows; r < (f + 1) * rows; ++r) {
+      for (int64_t k = sp.starts[size_t(r)]; k < sp.starts[size_t(r) + 1]; ++k) {
+        indices.push_back(sp.indices[size_t(k)]);
+        if (values) kept.insert(kept.end(), values + size_t(k) * item, values + size_t(k + 1) * item);
+      }
+      starts.push_back(int64_t(indices.size()));
+    }
+  return Value(
+      NDArrayView::sparse(d.dtype(), out_shape, std::move(starts), std::move(indices), values ? kept.data() : nullptr));
+}
+
 MinibatchSource::MinibatchSource(MinibatchSourceConfig config) : config_(std::move(config)) {
   if (config_.deserializers.empty()) throw ValueError("MinibatchSource: give at least one deserializer");
   if (config_.frame_mode && config_.truncation_length > 0)

@@ -47,6 +47,10 @@ struct Minibatch {
 
 // [B, 1, *shape] data as a plain batch [B, *shape] (every sequence one sample long).
 Value drop_sequence_axis(const Value& v);
+// Minibatch data [B, T, *shape] as a plain batch of its frames [F, *shape]: the valid steps of
+// every sequence in order. A network without sequence operations reads sequence data so, each
+// frame on its own.
+Value frames_of(const Value& v);
 
 class MinibatchSource {
  public:

@@ -99,7 +99,8 @@ constexpr OpPair kOps[] = {{"Negate", "Negate"},
                            {"Asin", "Asin"},
                            {"Acos", "Acos"},
                            {"Asinh", "Asinh"},
-                           {"Atanh", "Atanh"}};
+                           {"Atanh", "Atanh"},
+                           {"Reshape", "Reshape"}};
 
 const char* v2_op_of(const std::string& v1) {
   for (auto& p : kOps)
@@ -524,6 +525,14 @@ class ToDictionary {
       a["dropoutRate"] = 0.0;
       if (at.count("rngSeed")) a["rngSeed"] = at.at("rngSeed");
       if (at.count("rngOffset")) a["rngOffset"] = at.at("rngOffset");
+    } else if (op == "Reshape") {
+      // CNTK's 1-based, first-fastest [beginDim, endDim) as the engine's slowest-first bounds,
+      // counted from the end (so that no rank is needed); 0 in the replacement is inferred.
+      need(1);
+      const int64_t cntk_begin = at.at("beginDim").as_int() - 1, cntk_end = at.at("endDim").as_int() - 1;
+      a["newShape"] = numpy_shape(Dims(at.at("replacement").as_shape().dims()));
+      a["beginAxis"] = cntk_end == 0 ? Axis::new_leading_axis() : Axis(int(-cntk_end));
+      if (cntk_begin > 0) a["endAxis"] = Axis(int(-cntk_begin));
     } else if (op == "ReduceElements") {
       DictValue::List axes;
       for (auto x : at.at("axes").as_int_list())
@@ -581,8 +590,12 @@ class FromDictionary {
       axes_[fn->uid() + "_Output_" + std::to_string(i)] = outs[i].dynamic_axes();
     }
     if (fn->is_block()) index(fn->block_root()->root_function());
-    for (auto& in : fn->direct_inputs())
-      if (in.is_output()) index(in.owner());
+    for (auto& in : fn->direct_inputs()) {
+      if (in.is_output())
+        index(in.owner());
+      else
+        shapes_[in.uid()] = in.shape();
+    }
   }
 
   std::string resolve(const std::string& uid) const {
@@ -734,7 +747,8 @@ class FromDictionary {
                              "Asin",
                              "Acos",
                              "Asinh",
-                             "Atanh"})
+                             "Atanh",
+                             "Reshape"})
       if (cntk_op_type(cand) == type) v2 = cand;
     std::string engine_op = type == 93 && d.count("opencntk_op") ? d.at("opencntk_op").as_string() : v2;
     if (v2.empty() || (v2 == "Splice" && in.size() < 1))
@@ -961,6 +975,25 @@ class FromDictionary {
     } else if (v2 == "Dropout") {
       a["rngSeed"] = attr_int(at, "rngSeed", 0);
       a["rngOffset"] = attr_int(at, "rngOffset", 0);
+    } else if (v2 == "Reshape") {
+      // CNTK's ReshapeNode: the 1-based, first-fastest axes [beginDim, endDim) of the input
+      // become `replacement`, whose 0 is inferred. The engine counts axes slowest-first.
+      const int64_t rank = int64_t(shape_of(in.at(0)).size());
+      auto position = [&](const char* key, int64_t fallback) {
+        if (!at.count(key)) return fallback;
+        const Axis& ax = at.at(key).as_axis();
+        if (!ax.is_static())
+          throw NotImplementedError("save_as_legacy_model: a reshape of a dynamic axis has no v1 form");
+        if (ax.static_index() == Axis::kNewLeading) return rank;
+        return ax.static_index() < 0 ? ax.static_index() + rank : int64_t(ax.static_index());
+      };
+      const int64_t begin = position("beginAxis", 0), end = position("endAxis", rank);
+      Dims replacement = cntk_shape("newShape").dims();
+      for (auto& d : replacement)
+        if (d < 0) d = 0;  // inferred or free
+      a["beginDim"] = rank - end + 1;
+      a["endDim"] = rank - begin + 1;
+      a["replacement"] = NDShape(replacement);
     } else if (v2 == "ReduceElements") {
       std::vector<int64_t> axes;
       std::vector<Axis> list = at.count("axisVec") ? at.at("axisVec").as_axis_list() : at.at("axis").as_axis_list();

@@ -812,7 +812,8 @@ TEST(BrainScriptLibrary, TraceLogsValuesAndGradients) {
   forward(cat.model, {{cat.nodes.at("x"), batch_of({1, 5, 5, 7, 0, 2}, NDShape{3})}}, cat.outputs, outs, false);
   const std::string categories = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(categories.find("\n2\n0\n"), std::string::npos) << categories;
-  EXPECT_NE(categories.find("\ntwo\nzero|"), std::string::npos) << categories;
+  // samples without a sequence axis are sequences of one step (CNTK's frame mode): each ends with the epilogue
+  EXPECT_NE(categories.find("\ntwo|zero|"), std::string::npos) << categories;
   EXPECT_THROW(
       build_network("[ x = Input (3) ; t = Trace (x, format = [ precisionFormat = 's%s' ]) ; outputNodes = (t) ]"),
       ConfigError);

@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 
+import numpy as np
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -344,3 +345,86 @@ def test_simple2d_multigpu_under_mpiexec(tmp_path):
         assert results['EvalClassificationError'] < 0.1, results
         assert re.search(r'Final Results: Minibatch\[1-\d+\]: .*\* 603;', log), log[-2000:]
         assert '__COMPLETED__' in log
+
+
+WRITE_CONFIG = '''command = T:W
+modelPath = "m.dnn"
+T = [
+  action = "train"
+  BrainScriptNetworkBuilder = [
+    x = Input {(2:2)} ; y = Input {1}
+    w = ParameterTensor {1, initValue = 0}
+    z = ReduceSum (x) .* w
+    d = PastValue ((2:2), x)  # a sequence op: x keeps its sequence axis
+    crit = SquareError (y, z)
+    featureNodes = (x) ; labelNodes = (y) ; criterionNodes = (crit) ; outputNodes = (z : d)
+  ]
+  SGD = [ maxEpochs = 1 ; minibatchSize = 16 ; learningRatesPerSample = 0 ]
+  reader = [ readerType = "CNTKTextFormatReader" ; file = "data.txt" ; randomize = false
+             input = [ x = [ dim = 4 ; format = "dense" ] ; y = [ dim = 1 ; format = "dense" ] ] ]
+]
+W = [
+  action = "write" ; outputNodeNames = x ; outputPath = "out"
+  format = [ %s ]
+  reader = [ readerType = "CNTKTextFormatReader" ; file = "data.txt" ; randomize = false
+             input = [ x = [ dim = 4 ; format = "dense" ] ; y = [ dim = 1 ; format = "dense" ] ] ]
+]
+'''
+
+
+def write_with_format(tmp_path, fmt):
+    # two sequences: 0 of three steps, 1 of two
+    rows = [(0, [1, 0, 2, 0]), (0, [0, 3, 0, 0]), (0, [4, 5, 6, 7]), (1, [0, 0, 0, 1]), (1, [2, 0, 0, 0])]
+    (tmp_path / 'data.txt').write_text(''.join('%d |x %s |y 0\n' % (s, ' '.join(map(str, v))) for s, v in rows))
+    (tmp_path / 'w.cntk').write_text(WRITE_CONFIG % fmt)
+    rc, log = run(['configFile=w.cntk'], tmp_path)
+    return rc, log, (tmp_path / 'out.x').read_text() if rc == 0 else None
+
+
+def test_write_format_transposed_sparse_and_separators(tmp_path):
+    # CNTK's default: one line per step, the sequence epilogue "\n"; sequences within a minibatch
+    # are apart by the sequence separator; precisionFormat applies to every value.
+    rc, log, out = write_with_format(tmp_path, 'precisionFormat = ".1" ; sequenceSeparator = "--\\n" ; '
+                                               'sequencePrologue = "%s:"')
+    assert rc == 0, log[-3000:]
+    assert out == ('x:1.0 0.0 2.0 0.0\n0.0 3.0 0.0 0.0\n4.0 5.0 6.0 7.0\n--\n'
+                   'x:0.0 0.0 0.0 1.0\n2.0 0.0 0.0 0.0\n'), out
+    # transpose = false: one line per element of the sample (its tensor index first), the steps across.
+    rc, log, out = write_with_format(tmp_path, 'transpose = false ; precisionFormat = ".0"')
+    assert rc == 0, log[-3000:]
+    assert out.split('\n')[:4] == ['[0,0]\t1 0 4', '[1,0]\t0 3 5', '[0,1]\t2 0 6', '[1,1]\t0 0 7'], out
+    # sparse: the non-zero values with their coordinates (and step); 1s print as their place only.
+    rc, log, out = write_with_format(tmp_path, 'type = "sparse"')
+    assert rc == 0, log[-3000:]
+    first = out.split('\n')[:6]
+    assert first[:2] == ['[0,0;0]', '2.000000[0,1;0]'], out
+    # A precisionFormat that is not a printf width/precision is refused, not passed to printf.
+    rc, log, out = write_with_format(tmp_path, 'precisionFormat = "s%s%n"')
+    assert rc != 0 and "precisionFormat 's%s%n' is not a printf width/precision" in log, log[-2000:]
+
+
+def test_frame_network_on_sequence_data_and_reshape_saved_as_v1(tmp_path):
+    """A network without sequence operations reads sequence data frame by frame (CNTK's frame
+    mode); its reshapes (ReduceSum over a tensor, FlattenDimensions) save as CNTK's v1 Reshape
+    nodes and load back."""
+    rows = [(0, [1, 0, 2, 0]), (0, [0, 3, 0, 0]), (0, [4, 5, 6, 7]), (1, [0, 0, 0, 1]), (1, [2, 0, 0, 0])]
+    (tmp_path / 'data.txt').write_text(''.join('%d |x %s |y 0\n' % (s, ' '.join(map(str, v))) for s, v in rows))
+    config = (WRITE_CONFIG % 'precisionFormat = ".1"').replace(
+        '    d = PastValue ((2:2), x)  # a sequence op: x keeps its sequence axis\n',
+        '    f = FlattenDimensions (x, 1, 2) .* ParameterTensor {4, initValue = 2}\n').replace(
+        'outputNodes = (z : d)', 'outputNodes = (z : f)').replace('initValue = 0}', 'initValue = 1}')
+    (tmp_path / 'w.cntk').write_text(config)
+    rc, log = run(['configFile=w.cntk'], tmp_path)
+    assert rc == 0, log[-3000:]
+    x = np.array([v for _, v in rows], dtype=np.float32)
+    want = float(np.mean(x.sum(axis=1) ** 2))  # (sum(x) * 1 - 0)^2 per frame, lr 0
+    got = re.search(r'Finished Epoch\[ 1 of 1\]: \[Training\] crit = ([\d.]+) \* (\d+);', log)
+    assert got and int(got.group(2)) == 5 and abs(float(got.group(1)) - want) < 1e-4, log[-2000:]
+    import cntk as C
+    model = C.load_model(str(tmp_path / 'm.dnn'))
+    outs = {o.owner.name: o for o in model.outputs}
+    arg = [a for a in model.arguments if a.name == 'x'][0]
+    xs = x.reshape(5, 2, 2)  # BrainScript's (2:2) is NumPy's (2, 2) read fastest-last
+    got = model.eval({arg: xs}, outputs=[outs['z'], outs['f']])
+    np.testing.assert_allclose(np.asarray(got[outs['z']]).reshape(5), x.sum(axis=1), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(got[outs['f']]).reshape(5, 4), 2 * x, rtol=1e-6)
