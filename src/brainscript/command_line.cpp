@@ -12,6 +12,8 @@
 #include <set>
 #include <strings.h>
 
+#include "cntk/distributed.h"
+
 namespace cntk::brainscript {
 
 namespace fs = std::filesystem;
@@ -184,9 +186,16 @@ int run_cntk(const std::vector<std::string>& args) {
     const long long trace_level = config.get_int("traceLevel", 0);
     if (auto log = config.find("stderr")) {
       std::string path = *log;
+      // Under parallel training (by default with several MPI workers) each worker writes its own
+      // log: the workers but the first append ".rankN" (with timestamping, every worker "rankN").
+      const bool parallel = config.get_bool("parallelTrain", number_of_workers() > 1);
+      const std::string rank = parallel ? std::to_string(worker_global_rank()) : "";
       if (Log::timestamping()) {  // CNTK's cluster naming: <stderr>_<command>_..._<command>.log
         for (const auto& c : config.get_array("command", {"train"})) path += "_" + c;
         path += ".log";
+        if (parallel) path += "rank" + rank;
+      } else if (parallel && rank != "0") {
+        path += ".rank" + rank;
       }
       redirect_stderr(path, config.get_bool("appendLogFile", false));
       if (trace_level == 0) print_banner(args);

@@ -428,3 +428,26 @@ def test_frame_network_on_sequence_data_and_reshape_saved_as_v1(tmp_path):
     got = model.eval({arg: xs}, outputs=[outs['z'], outs['f']])
     np.testing.assert_allclose(np.asarray(got[outs['z']]).reshape(5), x.sum(axis=1), rtol=1e-6)
     np.testing.assert_allclose(np.asarray(got[outs['f']]).reshape(5, 4), 2 * x, rtol=1e-6)
+
+
+def test_stderr_log_per_worker_under_mpiexec(tmp_path):
+    """stderr= under parallel training: the first worker writes the named file, the others
+    the name with ".rankN"; with timestamping, CNTK's cluster form <stderr>_<commands>.logrankN."""
+    if shutil.which('mpiexec') is None:
+        pytest.skip('mpiexec is not installed (Debian openmpi-bin)')
+    from test_brainscript_sgd import config, write_data
+    write_data(tmp_path / 'data.txt')
+    (tmp_path / 'sgd.cntk').write_text(config(
+        'maxEpochs = 1 ; minibatchSize = 10 ; learningRatesPerSample = 0.01 ; '
+        'ParallelTrain = [ parallelizationMethod = DataParallelSGD ; DataParallelSGD = [ gradientBits = 32 ] ]',
+        extra='parallelTrain = true'))
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
+               OMPI_MCA_rmaps_base_oversubscribe='1', OMPI_MCA_btl_vader_single_copy_mechanism='none')
+    for extra, names in ((['stderr=out/log'], ['log', 'log.rank1']),
+                         (['stderr=out/ts', 'timestamping=true'], ['ts_T.logrank0', 'ts_T.logrank1'])):
+        p = subprocess.run(['mpiexec', '-n', '2', cntk_command(), 'configFile=sgd.cntk', 'makeMode=false'] + extra,
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, (p.stdout + p.stderr)[-3000:]
+        for rank, name in enumerate(names):
+            log = (tmp_path / 'out' / name).read_text()
+            assert 'DataParallelSGD training (myRank = %d, numNodes = 2' % rank in log, log[-2000:]
