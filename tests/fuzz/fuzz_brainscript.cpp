@@ -12,6 +12,7 @@
 // naming a device or kernel file system is skipped, as reading one need not end.
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "brainscript/config.h"
@@ -69,10 +70,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 2: walk(*ConfigRecord::parse(text), 0); break;
       case 3: ndl(text); break;
       default: {
-        // Every statement names its function and a line of the text.
+        // Every statement names its function (or, in-line NDL, its result) and a line of the
+        // text; in-line NDL statements are written out as BrainScript, with two model nodes
+        // in scope, and parsed.
         const size_t lines = size_t(std::count(text.begin(), text.end(), '\n')) + 1;
-        for (const auto& call : parse_mel(text, "fuzz.mel"))
-          if (call.function.empty() || call.line == 0 || call.line > lines) __builtin_trap();
+        const auto script = std::make_shared<SourceFile>("fuzz.mel", text);
+        const auto config = ConfigRecord::parse("", "fuzz");
+        for (const auto& call : parse_mel(text, "fuzz.mel")) {
+          if ((call.function.empty() && call.result.empty()) || call.line == 0 || call.line > lines) __builtin_trap();
+          if (call.result.empty()) continue;
+          const std::string value = mel_trim(call.text.substr(call.text.find('=') + 1));
+          if (value.empty() || value[0] == '[') continue;  // a model of its own: the NDL case above
+          try {
+            parse_expression(translate_inline_ndl(config, script, {{call.text, call.line - 1}}, {"x", "L1.RL"}).source)
+                ->dump();
+          } catch (const cntk::Error&) {
+          }
+        }
       }
     }
   } catch (const cntk::Error&) {
