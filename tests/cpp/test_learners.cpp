@@ -26,6 +26,29 @@ NDArrayView vec(std::vector<double> values, DataType t = DataType::Double) {
 
 double at(const Variable& p, size_t i) { return p.value().cast(DataType::Double).data<double>()[i]; }
 
+// The regression the Trainer tests share: inputs x (2) and y (1), W = [0.5, -1] as a [2, 1]
+// parameter, z = x W, and a minibatch of three samples.
+struct Regression {
+  Variable x = Variable::input({2}, DataType::Double, false, false, {Axis::default_batch_axis()}, "x");
+  Variable y = Variable::input({1}, DataType::Double, false, false, {Axis::default_batch_axis()}, "y");
+  Variable W;
+  FunctionPtr z;
+  NDArrayView xs{DataType::Double, NDShape{3, 2}}, ys{DataType::Double, NDShape{3, 1}};
+  static constexpr double xd[6] = {1, 2, -1, 0.5, 3, -2}, yd[3] = {1, 0, -1};
+  Regression() {
+    NDArrayView w0(DataType::Double, NDShape{2, 1});
+    w0.data<double>()[0] = 0.5;
+    w0.data<double>()[1] = -1.0;
+    W = Variable::parameter({2, 1}, DataType::Double, w0, nullptr, "W");
+    z = Function::primitive("Times", {x, W}, {});
+    for (int i = 0; i < 6; ++i) xs.data<double>()[i] = xd[i];
+    for (int i = 0; i < 3; ++i) ys.data<double>()[i] = yd[i];
+  }
+  VariableValues minibatch() const { return {{x, Value(xs)}, {y, Value(ys)}}; }
+  // z_i with the initial W.
+  static double z0(int i) { return xd[2 * i] * 0.5 + xd[2 * i + 1] * -1.0; }
+};
+
 }  // namespace
 
 TEST(Schedule, ListPairsAndSweeps) {
@@ -184,14 +207,10 @@ TEST(Learner, ReportsHyperParameterChanges) {
 }
 
 TEST(Trainer, LinearRegressionStepAndCounters) {
-  auto x = Variable::input({2}, DataType::Double, false, false, {Axis::default_batch_axis()}, "x");
-  auto y = Variable::input({1}, DataType::Double, false, false, {Axis::default_batch_axis()}, "y");
-  NDArrayView w0(DataType::Double, NDShape{2, 1});
-  w0.data<double>()[0] = 0.5;
-  w0.data<double>()[1] = -1.0;
-  auto W = Variable::parameter({2, 1}, DataType::Double, w0, nullptr, "W");
+  Regression r;
+  const Variable y = r.y, W = r.W;
   auto b = Variable::parameter({1}, DataType::Double, vec({0.25}), nullptr, "b");
-  auto z = Function::primitive("Plus", {Function::primitive("Times", {x, W}, {})->output(), b}, {});
+  auto z = Function::primitive("Plus", {r.z->output(), b}, {});
   auto diff = Function::primitive("Minus", {z->output(), y}, {});
   auto sq = Function::primitive("ElementTimes", {diff->output(), diff->output()}, {});
   Dictionary red{{"reductionOpName", DictValue("Sum")},
@@ -205,20 +224,17 @@ TEST(Trainer, LinearRegressionStepAndCounters) {
   auto lb = sgd_learner({b}, LearningRateSchedule(0.2, 1));
   Trainer t(model, loss, loss, {lw, lb});
 
-  NDArrayView xs(DataType::Double, NDShape{3, 2});
-  NDArrayView ys(DataType::Double, NDShape{3, 1});
-  const double xd[6] = {1, 2, -1, 0.5, 3, -2}, yd[3] = {1, 0, -1};
-  for (int i = 0; i < 6; ++i) xs.data<double>()[i] = xd[i];
-  for (int i = 0; i < 3; ++i) ys.data<double>()[i] = yd[i];
-  EXPECT_TRUE(t.train_minibatch({{x, Value(xs)}, {y, Value(ys)}}));
+  const double* xd = Regression::xd;
+  const double* yd = Regression::yd;
+  EXPECT_TRUE(t.train_minibatch(r.minibatch()));
 
   double gW[2] = {0, 0}, gb = 0, loss_sum = 0;
   for (int i = 0; i < 3; ++i) {
-    const double r = xd[2 * i] * 0.5 + xd[2 * i + 1] * -1.0 + 0.25 - yd[i];
-    loss_sum += r * r;
-    gW[0] += 2 * r * xd[2 * i];
-    gW[1] += 2 * r * xd[2 * i + 1];
-    gb += 2 * r;
+    const double residual = Regression::z0(i) + 0.25 - yd[i];
+    loss_sum += residual * residual;
+    gW[0] += 2 * residual * xd[2 * i];
+    gW[1] += 2 * residual * xd[2 * i + 1];
+    gb += 2 * residual;
   }
   EXPECT_EQ(t.previous_minibatch_sample_count(), 3u);
   EXPECT_NEAR(t.previous_minibatch_loss_average(), loss_sum / 3, 1e-12);
@@ -227,7 +243,7 @@ TEST(Trainer, LinearRegressionStepAndCounters) {
   EXPECT_NEAR(W.value().data<double>()[1], -1.0 - 0.1 * gW[1], 1e-12);
   EXPECT_NEAR(b.value().data<double>()[0], 0.25 - 0.2 * gb, 1e-12);
   EXPECT_EQ(t.total_number_of_samples_seen(), 3u);
-  t.train_minibatch({{x, Value(xs)}, {y, Value(ys)}});
+  t.train_minibatch(r.minibatch());
   EXPECT_EQ(t.total_number_of_samples_seen(), 6u);
   EXPECT_FALSE(t.train_minibatch({}));
   EXPECT_THROW(t.previous_minibatch_loss_average(), ValueError);
@@ -241,35 +257,23 @@ TEST(Trainer, LinearRegressionStepAndCounters) {
   Trainer partial(model, loss, nullptr, {sgd_learner({W}, LearningRateSchedule(0.1))});
   ASSERT_EQ(partial.parameters_not_covered().size(), 1u);
   EXPECT_EQ(partial.parameters_not_covered()[0], b);
-  EXPECT_THROW(partial.test_minibatch({{x, Value(xs)}, {y, Value(ys)}}), ValueError);
+  EXPECT_THROW(partial.test_minibatch(r.minibatch()), ValueError);
 }
 
 TEST(Trainer, AdditionalMetricsComeFromTheSameForwardPass) {
-  // z = x W; loss and evaluation sum((z - y)^2); additional metrics |z - y| and z, measured with
-  // the parameters before the minibatch's update.
-  auto x = Variable::input({2}, DataType::Double, false, false, {Axis::default_batch_axis()}, "x");
-  auto y = Variable::input({1}, DataType::Double, false, false, {Axis::default_batch_axis()}, "y");
-  NDArrayView w0(DataType::Double, NDShape{2, 1});
-  w0.data<double>()[0] = 0.5;
-  w0.data<double>()[1] = -1.0;
-  auto W = Variable::parameter({2, 1}, DataType::Double, w0, nullptr, "W");
-  auto z = Function::primitive("Times", {x, W}, {});
-  auto diff = Function::primitive("Minus", {z->output(), y}, {});
+  // Loss and evaluation sum((z - y)^2); additional metrics |z - y| and z, measured with the
+  // parameters before the minibatch's update.
+  Regression r;
+  auto diff = Function::primitive("Minus", {r.z->output(), r.y}, {});
   auto sq = Function::composite(Function::primitive("ElementTimes", {diff->output(), diff->output()}, {}));
   auto abs = Function::composite(Function::primitive("Abs", {diff->output()}, {}));
-  Trainer t(Function::composite(z), sq, sq, {sgd_learner({W}, LearningRateSchedule(0.1, 1))});
-  t.set_additional_metrics({abs, Function::composite(z)});
-  NDArrayView xs(DataType::Double, NDShape{3, 2});
-  NDArrayView ys(DataType::Double, NDShape{3, 1});
-  const double xd[6] = {1, 2, -1, 0.5, 3, -2}, yd[3] = {1, 0, -1};
-  for (int i = 0; i < 6; ++i) xs.data<double>()[i] = xd[i];
-  for (int i = 0; i < 3; ++i) ys.data<double>()[i] = yd[i];
-  ASSERT_TRUE(t.train_minibatch({{x, Value(xs)}, {y, Value(ys)}}));
+  Trainer t(Function::composite(r.z), sq, sq, {sgd_learner({r.W}, LearningRateSchedule(0.1, 1))});
+  t.set_additional_metrics({abs, Function::composite(r.z)});
+  ASSERT_TRUE(t.train_minibatch(r.minibatch()));
   double abs_sum = 0, z_sum = 0;
   for (int i = 0; i < 3; ++i) {
-    const double zi = xd[2 * i] * 0.5 + xd[2 * i + 1] * -1.0;
-    abs_sum += std::abs(zi - yd[i]);
-    z_sum += zi;
+    abs_sum += std::abs(Regression::z0(i) - Regression::yd[i]);
+    z_sum += Regression::z0(i);
   }
   const auto& more = t.previous_minibatch_additional_metrics();
   ASSERT_EQ(more.size(), 2u);
@@ -277,6 +281,6 @@ TEST(Trainer, AdditionalMetricsComeFromTheSameForwardPass) {
   EXPECT_EQ(more[0].samples, 3u);
   EXPECT_NEAR(more[1].sum, z_sum, 1e-12);
   EXPECT_EQ(more[1].samples, 3u);
-  EXPECT_NE(W.value().data<double>()[0], 0.5);  // the update happened after the measurement
+  EXPECT_NE(r.W.value().data<double>()[0], 0.5);  // the update happened after the measurement
   EXPECT_THROW(t.set_additional_metrics({nullptr}), ValueError);
 }

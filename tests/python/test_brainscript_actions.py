@@ -220,6 +220,13 @@ def mel_model(tmp_path):
     return str(tmp_path / 'a.dnn'), edit
 
 
+def refused(edit, model, statement):
+    """The log of a MEL script that loads `model` and then runs `statement`, which fails."""
+    rc, log = edit('m = LoadModel("%s")' % model, statement)
+    assert rc != 0, log[-2000:]
+    return log
+
+
 def by_name(variables):
     return {(v.owner.name if v.is_output else v.name): v for v in variables}
 
@@ -278,12 +285,10 @@ def test_mel_copy_subtree_and_set_inputs(tmp_path):
     # The copy is a new parameter: the original keeps its value in the original model.
     np.testing.assert_array_equal([p for p in after.parameters if p.name == 'W'][0].value, w)
     # SetNodeInputs needs one node and as many inputs as it takes.
-    rc, log = edit('m = LoadModel("%s")' % model, 'SetInputs(d, y)')
-    assert rc != 0 and "script.mel(2): SetNodeInputs: 'd' (Minus) takes 2 inputs, 1 given" in log, log
-    rc, log = edit('m = LoadModel("%s")' % model, 'CopySubTree(nothere, m, c_)')
-    assert rc != 0 and "script.mel(2): CopySubTree: no node named 'nothere'" in log, log
-    rc, log = edit('m = LoadModel("%s")' % model, '(x)')
-    assert rc != 0 and "script.mel(2): MEL statement '(x)' names no function" in log, log
+    log = refused(edit, model, 'SetInputs(d, y)')
+    assert "script.mel(2): SetNodeInputs: 'd' (Minus) takes 2 inputs, 1 given" in log
+    assert "script.mel(2): CopySubTree: no node named 'nothere'" in refused(edit, model, 'CopySubTree(nothere, m, c_)')
+    assert "script.mel(2): MEL statement '(x)' names no function" in refused(edit, model, '(x)')
 
 
 def test_mel_set_property_roles(tmp_path):
@@ -314,10 +319,10 @@ def test_mel_set_property_roles(tmp_path):
     assert node_groups(tmp_path / 'renamed.dnn')['criterion'] == ['loss']
     assert node_groups(tmp_path / 'renamed.dnn')['label'] == ['y']
     # ... and a node of the wrong kind is refused.
-    rc, log = edit('m = LoadModel("%s")' % model, 'SetProperty(z, feature, true)')
-    assert rc != 0 and "script.mel(2): SetProperty: 'z' cannot be a feature node: it is not an input" in log, log
-    rc, log = edit('m = LoadModel("%s")' % model, 'SetProperty(W, output, true)')
-    assert rc != 0 and "SetProperty: 'W' cannot be an output node: it is not a computed node" in log, log
+    log = refused(edit, model, 'SetProperty(z, feature, true)')
+    assert "script.mel(2): SetProperty: 'z' cannot be a feature node: it is not an input" in log
+    log = refused(edit, model, 'SetProperty(W, output, true)')
+    assert "SetProperty: 'W' cannot be an output node: it is not a computed node" in log
 
 
 SNIPPETS = """
@@ -407,15 +412,13 @@ def test_mel_names_as_cntk_reads_them_copy_inputs_and_subtree_properties(tmp_pat
     (tmp_path / 'bad.txt').write_text('1 2\n3 4\n')
     rc, log = edit('m = LoadModel("%s")' % model, 'ReviseParameter(W, "%s")' % (tmp_path / 'bad.txt'))
     assert rc != 0 and "script.mel(2): ReviseParameter: 'W' cannot be read from" in log and '[2 x 2]' in log, log
-    rc, log = edit('m = LoadModel("%s")' % model, 'SetProperty(s, freezeParameters, true)')
-    assert rc != 0 and 'SetProperty: s (' in log and 'cannot be frozen' in log, log
+    log = refused(edit, model, 'SetProperty(s, freezeParameters, true)')
+    assert 'SetProperty: s (' in log and 'cannot be frozen' in log
     # A prefix shorter than half the name, or of no function, is unknown.
-    rc, log = edit('m = LoadModel("%s")' % model, 'Sav(m, "x.dnn")')
-    assert rc != 0 and "script.mel(2): unknown MEL function 'Sav'" in log, log
-    rc, log = edit('m = LoadModel("%s")' % model, 'SetPropertyForSubTree(s, feature, true)')
-    assert rc != 0 and "SetPropertyForSubTree: the property 'feature' is not one of" in log, log
-    rc, log = edit('m = LoadModel("%s")' % model, 'CopyInputs(d, nothere)')
-    assert rc != 0 and "script.mel(2): CopyNodeInputs: no node named 'nothere'" in log, log
+    assert "script.mel(2): unknown MEL function 'Sav'" in refused(edit, model, 'Sav(m, "x.dnn")')
+    log = refused(edit, model, 'SetPropertyForSubTree(s, feature, true)')
+    assert "SetPropertyForSubTree: the property 'feature' is not one of" in log
+    assert "script.mel(2): CopyNodeInputs: no node named 'nothere'" in refused(edit, model, 'CopyInputs(d, nothere)')
 
 
 def test_mel_copy_values_between_models_and_create_model(tmp_path):
@@ -540,7 +543,7 @@ def test_mel_in_line_ndl(tmp_path):
     np.testing.assert_allclose(np.asarray(n.eval({n.arguments[0]: x[:, :2]})).reshape(4, 2), np.exp(x[:, :2]),
                                rtol=1e-5)
     # A name neither the statement's NDL nor the model has, and in-line NDL before any model.
-    rc, log = edit('m = LoadModel("%s")' % model, 'q = Exp(nothere)')
-    assert rc != 0 and "inline.mel(2," in log and "undefined name 'nothere'" in log, log
+    log = refused(edit, model, 'q = Exp(nothere)')
+    assert "inline.mel(2," in log and "undefined name 'nothere'" in log
     rc, log = edit('q = Exp(x)')
     assert rc != 0 and 'inline.mel(1): in-line NDL (\'q = Exp(x)\') needs a default model' in log, log

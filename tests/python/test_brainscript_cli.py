@@ -33,6 +33,27 @@ def run(args, cwd, timeout=600):
     return p.returncode, p.stderr
 
 
+def mpiexec(args, cwd, workers=2, logs=None, timeout=300):
+    """Runs the cntk command with `args` under mpiexec (skipped without Open MPI), as root where
+    the tests run so and with more workers than cores; with `logs`, each worker's output goes to
+    logs/1/rank.N/stderr. The completed process."""
+    if shutil.which('mpiexec') is None:
+        pytest.skip('mpiexec is not installed (Debian openmpi-bin)')
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
+               OMPI_MCA_rmaps_base_oversubscribe='1', OMPI_MCA_btl_vader_single_copy_mechanism='none')
+    command = ['mpiexec', '-n', str(workers)] + (['--output-filename', str(logs)] if logs else [])
+    return subprocess.run(command + [cntk_command()] + args, cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def worker_log(logs, rank):
+    """What worker `rank` wrote to stderr under mpiexec(..., logs=logs)."""
+    found = glob.glob(os.path.join(str(logs), '*', 'rank.%d' % rank, 'stderr'))
+    assert len(found) == 1, found
+    with open(found[0]) as f:
+        return f.read()
+
+
 @pytest.fixture
 def tutorial(tmp_path):
     if not os.path.isdir(TUTORIAL):
@@ -433,20 +454,15 @@ def test_frame_network_on_sequence_data_and_reshape_saved_as_v1(tmp_path):
 def test_stderr_log_per_worker_under_mpiexec(tmp_path):
     """stderr= under parallel training: the first worker writes the named file, the others
     the name with ".rankN"; with timestamping, CNTK's cluster form <stderr>_<commands>.logrankN."""
-    if shutil.which('mpiexec') is None:
-        pytest.skip('mpiexec is not installed (Debian openmpi-bin)')
     from test_brainscript_sgd import config, write_data
     write_data(tmp_path / 'data.txt')
     (tmp_path / 'sgd.cntk').write_text(config(
         'maxEpochs = 1 ; minibatchSize = 10 ; learningRatesPerSample = 0.01 ; '
         'ParallelTrain = [ parallelizationMethod = DataParallelSGD ; DataParallelSGD = [ gradientBits = 32 ] ]',
         extra='parallelTrain = true'))
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
-               OMPI_MCA_rmaps_base_oversubscribe='1', OMPI_MCA_btl_vader_single_copy_mechanism='none')
     for extra, names in ((['stderr=out/log'], ['log', 'log.rank1']),
                          (['stderr=out/ts', 'timestamping=true'], ['ts_T.logrank0', 'ts_T.logrank1'])):
-        p = subprocess.run(['mpiexec', '-n', '2', cntk_command(), 'configFile=sgd.cntk', 'makeMode=false'] + extra,
-                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        p = mpiexec(['configFile=sgd.cntk', 'makeMode=false'] + extra, tmp_path)
         assert p.returncode == 0, (p.stdout + p.stderr)[-3000:]
         for rank, name in enumerate(names):
             log = (tmp_path / 'out' / name).read_text()

@@ -124,6 +124,17 @@ def write_png(path, rgb):
                      chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b''))
 
 
+def write_images(tmp_path, n, size, seed, low=0):
+    """n random RGB images of size (rows, columns) as img<i>.png, and map.txt giving image i the
+    label i % 2; the images as arrays."""
+    rng = np.random.RandomState(seed)
+    images = [rng.randint(low, 256, size=size + (3,)) for _ in range(n)]
+    for i, rgb in enumerate(images):
+        write_png(tmp_path / ('img%d.png' % i), rgb)
+    (tmp_path / 'map.txt').write_text(''.join('img%d.png\t%d\n' % (i, i % 2) for i in range(n)))
+    return images
+
+
 def read_written(path, dim):
     rows = [[float(v) for v in line.split()] for line in path.read_text().splitlines() if line.strip()]
     assert all(len(r) == dim for r in rows), path
@@ -132,14 +143,7 @@ def read_written(path, dim):
 
 @pytest.mark.parametrize('form', ['ImageDeserializer', 'ImageReader'])
 def test_image_reader_gives_channels_height_width(tmp_path, form):
-    rng = np.random.RandomState(3)
-    images, lines = [], []
-    for i in range(6):
-        rgb = rng.randint(0, 256, size=(5, 4, 3))
-        write_png(tmp_path / ('img%d.png' % i), rgb)
-        images.append(rgb)
-        lines.append('img%d.png\t%d' % (i, i % 2))
-    (tmp_path / 'map.txt').write_text('\n'.join(lines) + '\n')
+    images = write_images(tmp_path, 6, (5, 4), seed=3, low=0)
     if form == 'ImageDeserializer':
         reader = ('[ randomize = false ; deserializers = ( [ type = "ImageDeserializer" ; module = "ImageReader" ; '
                   'file = "map.txt" ; input = [ features = [ transforms = ( [ type = "Scale" ; width = 4 ; '
@@ -208,14 +212,7 @@ def test_htk_features_and_mlf_labels(tmp_path, form):
 
 
 def test_image_deserializer_crop_and_mean_transforms(tmp_path):
-    rng = np.random.RandomState(4)
-    images, lines = [], []
-    for i in range(4):
-        rgb = rng.randint(40, 256, size=(5, 6, 3))  # 5 rows, 6 columns
-        write_png(tmp_path / ('img%d.png' % i), rgb)
-        images.append(rgb)
-        lines.append('img%d.png\t%d' % (i, i % 2))
-    (tmp_path / 'map.txt').write_text('\n'.join(lines) + '\n')
+    images = write_images(tmp_path, 4, (5, 6), seed=4, low=40)  # 5 rows, 6 columns
     # OpenCV's FileStorage layout: rows x columns x channels (B, G, R), here 10, 20, 30 everywhere
     mean = np.tile([10.0, 20.0, 30.0], 3 * 4)
     (tmp_path / 'mean.xml').write_text(
@@ -242,14 +239,7 @@ def test_image_crop_hflip(tmp_path, crop, hflip, flips):
     """Crop's hflip: a crop flipped horizontally with probability 1/2; unset, random crops are
     flipped and center crops not (CNTK's default). The window is the whole image, so a random
     crop's place does not move it."""
-    rng = np.random.RandomState(5)
-    images, lines = [], []
-    for i in range(12):
-        rgb = rng.randint(0, 256, size=(3, 4, 3))
-        write_png(tmp_path / ('img%d.png' % i), rgb)
-        images.append(rgb)
-        lines.append('img%d.png\t%d' % (i, i % 2))
-    (tmp_path / 'map.txt').write_text('\n'.join(lines) + '\n')
+    images = write_images(tmp_path, 12, (3, 4), seed=5, low=0)
     flip_key = '' if hflip is None else ' ; hflip = %s' % hflip
     reader = ('[ randomize = false ; deserializers = ( [ type = "ImageDeserializer" ; file = "map.txt" ; '
               'input = [ features = [ transforms = ( [ type = "Crop" ; cropType = "%s" ; cropSize = 4:3%s ] : '
