@@ -3,7 +3,7 @@ lists has a forward check against a NumPy reference and, for each input with a g
 rule, a float64 central-difference gradient check (inputs whose gradient is zero by
 definition are checked to get exactly zero). A new op without cases fails here.
 
-The cases are in op_catalogue_cases.py; checks that existing tests already do are named
+The cases are in op_catalogue/ (one module per op family); checks that existing tests already do are named
 there and verified to exist and to declare the op (op_harness.covers_op)."""
 import importlib
 
@@ -13,7 +13,7 @@ import pytest
 import cntk as C
 from op_harness import gradcheck
 from seq_harness import as_sequences, seq_gradcheck
-from op_catalogue_cases import CASES, Covered, RULE, ZERO, NONE, find_op
+from op_catalogue import CASES, Covered, RULE, ZERO, NONE, find_op
 
 OPS = sorted(C.cntk_py.registered_ops())
 
@@ -133,7 +133,7 @@ def _check_covered(entry):
 @pytest.mark.parametrize('op', OPS)
 def test_op_conforms(op):
     entries = CASES.get(op)
-    assert entries, "op %s has no conformance case in op_catalogue_cases.py" % op
+    assert entries, "op %s has no conformance case in op_catalogue/" % op
     for entry in entries:
         if isinstance(entry, Covered):
             _check_covered(entry)
