@@ -229,17 +229,24 @@ NodeRoles roles_of_graph(const FunctionPtr& m) {
   return r;
 }
 
-NodeRoles roles_of_network(const Network& net) {
+// The groups of a network that lists them (a v1 file's Network, or the BrainScript builders'),
+// each member named by `name`.
+template <class Groups, class Name>
+NodeRoles roles_of(const Groups& g, Name name) {
   NodeRoles r;
-  auto names = [](const std::vector<Variable>& vars, std::vector<std::string>& out) {
-    for (const auto& v : vars) out.push_back(v.owner() ? v.owner()->name() : v.name());
+  auto names = [&name](const auto& group, std::vector<std::string>& out) {
+    for (const auto& member : group) out.push_back(name(member));
   };
-  names(net.features, r.feature);
-  names(net.labels, r.label);
-  names(net.criteria, r.criterion);
-  names(net.evaluations, r.evaluation);
-  names(net.outputs, r.output);
+  names(g.features, r.feature);
+  names(g.labels, r.label);
+  names(g.criteria, r.criterion);
+  names(g.evaluations, r.evaluation);
+  names(g.outputs, r.output);
   return r;
+}
+
+NodeRoles roles_of_network(const Network& net) {
+  return roles_of(net, [](const Variable& v) { return v.owner() ? v.owner()->name() : v.name(); });
 }
 
 // The v1 bytes of `m` with `roles` as its node groups (names no node has any more are dropped).
@@ -415,17 +422,7 @@ class MelSession {
     std::stringstream bytes;
     bytes << in.rdbuf();
     if (!is_legacy_model(bytes.str())) return roles_of_graph(m);
-    const v1::Network net = v1::read_network(bytes.str(), file);
-    NodeRoles r;
-    auto names = [](const std::vector<std::string>& group, std::vector<std::string>& out) {
-      for (const auto& n : group) out.push_back(v1_plain_name(n));
-    };
-    names(net.features, r.feature);
-    names(net.labels, r.label);
-    names(net.criteria, r.criterion);
-    names(net.evaluations, r.evaluation);
-    names(net.outputs, r.output);
-    return r;
+    return roles_of(v1::read_network(bytes.str(), file), v1_plain_name);
   }
 
   // LoadNDLSnippet(model, file[, section=name]): a model built from an NDL file (the NDL
