@@ -110,6 +110,35 @@ ParallelTraining read_parallel_block(const ConfigRecord& p, DataType dtype, size
   return out;
 }
 
+LearningRateAdjustment read_adjust_block(const ConfigRecord& a) {
+  LearningRateAdjustment out;
+  const std::string kind = lower(a.get("autoAdjustLR", "none"));  // with CNTK's older spellings
+  if (kind == "adjustafterepoch" || kind == "afterepoch" || kind == "after")
+    out.after_epoch = true;
+  else if (kind == "searchbeforeepoch" || kind == "beforeepoch" || kind == "before")
+    throw NotImplementedError(
+        "AutoAdjust: autoAdjustLR = SearchBeforeEpoch (a learning-rate search before each epoch) is not implemented "
+        "yet; None and AdjustAfterEpoch are");
+  else if (kind != "none" && kind != "false")
+    throw ValueError(a.name() + ": autoAdjustLR must be None, SearchBeforeEpoch or AdjustAfterEpoch, not '" +
+                     a.get("autoAdjustLR") + "'");
+  if (a.get_bool("autoAdjustMinibatch", false))
+    throw NotImplementedError("AutoAdjust: autoAdjustMinibatch (minibatch-size search) is not implemented yet");
+  out.reduce_if_improve_less_than = a.get_double("reduceLearnRateIfImproveLessThan", out.reduce_if_improve_less_than);
+  out.decrease_factor = a.get_double("learnRateDecreaseFactor", out.decrease_factor);
+  out.increase_if_improve_more_than =
+      a.get_double("increaseLearnRateIfImproveMoreThan", out.increase_if_improve_more_than);
+  out.increase_factor = a.get_double("learnRateIncreaseFactor", out.increase_factor);
+  out.continue_reduce = a.get_bool("continueReduce", false);
+  out.load_best_model = a.get_bool("loadBestModel", true);
+  out.interval = size_t(std::max(1LL, a.get_int("learnRateAdjustInterval", 1)));  // as CNTK: at least 1
+  out.use_cv_set = a.get_bool("UseCVSetControlLRIfCVExists", true);
+  out.use_eval_criterion = a.get_bool("UseEvalCriterionControlLR", false);
+  // numPrevLearnRates, numBestSearchEpoch, numMiniBatch4LRSearch and numSamples4Search serve the
+  // search before an epoch only; after an epoch CNTK read and ignored them, as this does.
+  return out;
+}
+
 }  // namespace
 
 SGDSettings read_sgd_block(const ConfigRecord& sgd, DataType dtype, bool parallel, size_t workers) {
@@ -142,8 +171,9 @@ SGDSettings read_sgd_block(const ConfigRecord& sgd, DataType dtype, bool paralle
   } else {
     throw ValueError(sgd.name() + ": learningRatesPerSample or learningRatesPerMB must be given");
   }
-  if (sgd.exists_here("AutoAdjust") && lower(sgd.block("AutoAdjust")->get("autoAdjustLR", "none")) != "none")
-    throw NotImplementedError("AutoAdjust autoAdjustLR (learning-rate search) is not implemented yet");
+  if (sgd.exists_here("AutoAdjust")) s.adjust = read_adjust_block(*sgd.block("AutoAdjust"));
+  s.min_learning_rate_given = sgd.exists("minLearningRatePerSample");
+  s.min_learning_rate = sgd.get_double("minLearningRatePerSample", s.min_learning_rate);
 
   // Momentum as a per-sample value per epoch (CNTK's momentumPerSample; momentumPerMB is per
   // that epoch's minibatch size; the default is 0.9 per minibatch).

@@ -2,6 +2,7 @@
 // settings, and the engine learner they describe.
 #pragma once
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,19 @@ struct ParallelTraining {
   bool enabled() const { return method != Method::None; }
 };
 
+// SGD's `AutoAdjust` block: CNTK's learning-rate adaptation after each epoch (AdjustAfterEpoch)
+// from the training criterion, or the cross-validation criterion when a cvReader is given.
+struct LearningRateAdjustment {
+  bool after_epoch = false;  // autoAdjustLR = AdjustAfterEpoch (None otherwise)
+  double reduce_if_improve_less_than = 0, decrease_factor = 0.618;
+  double increase_if_improve_more_than = std::numeric_limits<double>::infinity(), increase_factor = 1.382;
+  bool continue_reduce = false;     // once reduced, reduce at every check; stop at the second poor one
+  bool load_best_model = true;      // a worse epoch is undone: its predecessor's model and state are reloaded
+  size_t interval = 1;              // learnRateAdjustInterval: epochs whose mean criterion is compared
+  bool use_cv_set = true;           // UseCVSetControlLRIfCVExists
+  bool use_eval_criterion = false;  // UseEvalCriterionControlLR: the first evaluation node decides
+};
+
 // A per-epoch value: epoch i takes entry i, the last entry holds from then on.
 template <typename T>
 T for_epoch(const std::vector<T>& values, size_t epoch) {
@@ -47,6 +61,13 @@ struct SGDSettings {
   AdditionalLearningOptions options;
   size_t show_every = 10;  // numMBsToShowResult
   bool keep_checkpoint_files = false;
+  // minLearningRatePerSample: training ends at an epoch whose rate is below it. CNTK applied its
+  // default to given rates too, so that a rate of 0 ended training at once; here a given schedule
+  // is followed unless the key is set or AutoAdjust computes the rate (a rate of 0 then evaluates
+  // the criterion without training, which configs and tests rely on).
+  double min_learning_rate = 1e-9;
+  bool min_learning_rate_given = false;
+  LearningRateAdjustment adjust;
   ParallelTraining parallel;
 };
 

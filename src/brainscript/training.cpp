@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <regex>
 #include <set>
 
@@ -45,10 +46,13 @@ std::vector<Variable> leaf_inputs(const FunctionPtr& model) {
 
 FunctionPtr single(const Variable& v) { return Function::combine({v}); }
 
-// CNTK's "<name> = <average> * <count>; " criterion format.
-void log_criterion(const std::string& name, double sum, size_t count) {
-  std::fprintf(stderr, "%s = %.8f * %zu; ", name.c_str(), count ? sum / double(count) : 0.0, count);
+// CNTK's "<name> = <average> * <count>; " criterion format (the last of a line without "; ").
+void log_criterion(const std::string& name, double sum, size_t count, bool semicolon = true) {
+  std::fprintf(stderr, "%s = %.8f * %zu%s", name.c_str(), count ? sum / double(count) : 0.0, count,
+               semicolon ? "; " : "");
 }
+
+double average(const MinibatchAggregate& a) { return a.samples ? a.sum / double(a.samples) : 0.0; }
 
 std::string node_name(const Variable& v) {
   if (v.is_output() && v.owner() && !v.owner()->name().empty()) return v.owner()->name();
@@ -163,6 +167,55 @@ void precompute(const ConfigRecord& c, Network& net, const std::vector<Variable>
   Log::printf("Precomputing --> Completed.\n\n");
 }
 
+// Each node's sum over one pass of `source` (CNTK's SimpleEvaluator), and the minibatches read.
+// `distributed`: each worker evaluates its part of the data and the sums are over all workers;
+// as CNTK's evaluator, the workers then take one more, empty round to agree that the data has
+// ended, and count it as a minibatch.
+std::pair<std::vector<MinibatchAggregate>, size_t> evaluate_nodes(io::MinibatchSource& source,
+                                                                  const std::vector<Variable>& nodes,
+                                                                  const std::vector<Variable>& inputs, size_t mb_size,
+                                                                  bool distributed) {
+  const size_t partitions = distributed ? number_of_workers() : 1, partition = distributed ? worker_global_rank() : 0;
+  std::vector<Evaluator> evaluators;
+  for (const auto& n : nodes) evaluators.emplace_back(single(n));
+  std::vector<MinibatchAggregate> sums(nodes.size());
+  size_t mbs = 0;
+  while (true) {
+    io::Minibatch mb = source.next_minibatch(mb_size, partitions, partition);
+    if (mb.empty() && !distributed) break;
+    const VariableValues args = arguments_for(source, mb, inputs);
+    size_t seen = 0;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      evaluators[i].test_minibatch(args, {}, nullptr, distributed);
+      sums[i].sum += evaluators[i].previous_test_minibatch().sum;
+      sums[i].samples += evaluators[i].previous_test_minibatch().samples;
+      seen += evaluators[i].previous_test_minibatch().samples;
+    }
+    ++mbs;
+    if (distributed && seen == 0) break;
+  }
+  return {sums, mbs};
+}
+
+// The command with its cvReader block (looked up outwards, as every key) as its `reader`, which
+// is what make_reader reads; null when there is no cvReader.
+std::shared_ptr<const ConfigRecord> with_cv_reader(const std::shared_ptr<const ConfigRecord>& command) {
+  for (auto r = command; r; r = r->parent())
+    if (r->exists_here("cvReader")) {
+      auto view = ConfigRecord::parse(std::string(), command->name() + "(cvReader)", command);
+      view->insert("reader", r->raw("cvReader"));
+      return view;
+    }
+  return nullptr;
+}
+
+// Replaces the learner's rate from now on by a constant per-sample rate (AutoAdjust's rate).
+void set_learning_rate(const LearnerPtr& learner, double lr_per_sample) {
+  const LearningRateSchedule rate(lr_per_sample, 1);
+  learner->reset_learning_rate(rate);
+  if (auto d = std::dynamic_pointer_cast<DistributedLearner>(learner)) d->local_learner()->reset_learning_rate(rate);
+}
+
 // The top-level parallelTrain switch: CNTK starts its MPI wrapper for it, by default when the
 // process is one of several workers.
 bool parallel_enabled(const ConfigRecord& c) { return c.get_bool("parallelTrain", number_of_workers() > 1); }
@@ -267,12 +320,28 @@ void train(const ActionContext& ctx) {
   Trainer trainer(net.model, single(criterion), evaluation, {learner});
   trainer.set_additional_metrics(more_evaluations);
   size_t total_samples = 0;
+  // CNTK's learning-rate adjustment state: the rate of epochs past the given ones under
+  // AdjustAfterEpoch, the control criterion at the last check, and its mean since then.
+  const LearningRateAdjustment& adjust = sgd.adjust;
+  double adjusted_lr = for_epoch(sgd.lr_per_sample, size_t(start_epoch));
+  double prev_criterion = std::numeric_limits<double>::infinity(), avg_criterion = prev_criterion;
+  size_t epochs_not_counted = size_t(start_epoch) % adjust.interval;  // of a resumed interval
+  bool lr_reduced = false, lr_restored = false;
+  // Restores the trainer, the reader's position and the adjustment state from `path`'s checkpoint.
+  const auto restore_checkpoint = [&](const std::string& path) {
+    const Dictionary state = restore_trainer_checkpoint(trainer, path);
+    if (state.count("source")) source.restore_from_checkpoint(state.at("source").as_dict());
+    if (state.count("totalSamplesSeen")) total_samples = size_t(state.at("totalSamplesSeen").as_int());
+    if (state.count("learnRatePerSample")) {
+      adjusted_lr = state.at("learnRatePerSample").as_double();
+      lr_restored = true;
+    }
+    if (state.count("prevCriterion")) prev_criterion = state.at("prevCriterion").as_double();
+  };
   if (!resume_from.empty()) {
     Log::printf("Starting from checkpoint. Loading network from '%s'.\n", resume_from.c_str());
     if (has_checkpoint) {
-      const Dictionary state = restore_trainer_checkpoint(trainer, resume_from);
-      if (state.count("source")) source.restore_from_checkpoint(state.at("source").as_dict());
-      if (state.count("totalSamplesSeen")) total_samples = size_t(state.at("totalSamplesSeen").as_int());
+      restore_checkpoint(resume_from);
     } else {
       restore_function_values(net.model, resume_from);
       Log::printf("Warning: Checkpoint file is missing. Parameter-learning state (such as momentum) will be reset.\n");
@@ -280,6 +349,13 @@ void train(const ActionContext& ctx) {
   } else if (!net.statistics.empty()) {
     precompute(c, net, inputs);
   }
+  if (adjust.after_epoch && !lr_restored && sgd.lr_per_sample.size() <= size_t(start_epoch))
+    throw ValueError("AutoAdjust AdjustAfterEpoch resuming at epoch " + std::to_string(start_epoch + 1) +
+                     " needs the previous epoch's checkpoint file or a learning rate given for that epoch");
+  // The cross-validation data, evaluated after every epoch on the criterion and evaluation nodes.
+  const auto cv_command = with_cv_reader(ctx.config);
+  std::vector<Variable> cv_nodes{criterion};
+  cv_nodes.insert(cv_nodes.end(), net.evaluations.begin(), net.evaluations.end());
 
   const auto distributed = std::dynamic_pointer_cast<DistributedLearner>(learner);
   const size_t mb_scale = distributed ? distributed->minibatch_size_scale_factor() : 1;
@@ -311,8 +387,33 @@ void train(const ActionContext& ctx) {
   const fs::path model_dir = fs::path(model_path).parent_path();
   if (!model_dir.empty()) fs::create_directories(model_dir);
   bool data_left = true;
+  // Writes epoch `epoch`'s model file and its checkpoint (the trainer's state, the reader's position
+  // and the learning-rate adjustment's state).
+  const auto save_epoch = [&](long long epoch) {
+    const std::string path = model_for_epoch(model_path, epoch, max_epochs);
+    Dictionary external;
+    external["source"] = source.checkpoint_state();
+    external["totalSamplesSeen"] = int64_t(total_samples);
+    external["learnRatePerSample"] = adjusted_lr;
+    external["prevCriterion"] = prev_criterion;
+    save_trainer_checkpoint(trainer, path, external);
+    if (rank == 0) save_as_legacy_model(net.model, path);
+  };
+  const auto checkpoint_of = [&](long long epoch) { return model_for_epoch(model_path, epoch, max_epochs) + ".ckp"; };
   for (long long epoch = start_epoch; epoch < max_epochs && data_left; ++epoch) {
-    const double lr = for_epoch(sgd.lr_per_sample, size_t(epoch));
+    // Under AdjustAfterEpoch the given rates serve their epochs, and the adjusted rate those after.
+    const bool scheduled = !adjust.after_epoch || size_t(epoch) < sgd.lr_per_sample.size();
+    const double lr = scheduled ? for_epoch(sgd.lr_per_sample, size_t(epoch)) : adjusted_lr;
+    adjusted_lr = lr;
+    if ((adjust.after_epoch || sgd.min_learning_rate_given) && lr < sgd.min_learning_rate) {
+      Log::printf(
+          "Learn Rate Per Sample for Epoch[%lld] = %.8g is less than minLearningRatePerSample %.8g. Training "
+          "complete.\n",
+          epoch + 1, lr, sgd.min_learning_rate);
+      if (adjust.after_epoch && rank == 0) save_as_legacy_model(net.model, model_path);
+      break;
+    }
+    if (adjust.after_epoch) set_learning_rate(learner, lr);
     const double momentum = for_epoch(sgd.momentum_per_sample, size_t(epoch));
     const size_t mb_size = size_t(for_epoch(sgd.minibatch_sizes, size_t(epoch)));
     // Parallel epochs read this worker's part of each (global) minibatch.
@@ -419,20 +520,101 @@ void train(const ActionContext& ctx) {
     for (size_t k = 0; k < evals.size(); ++k) log_criterion(eval_names[k], evals[k].sum, evals[k].samples);
     std::fprintf(stderr, "totalSamplesSeen = %zu; learningRatePerSample = %.8g; epochTime=%.6gs\n", total_samples,
                  float(lr), seconds_since(epoch_start));
-    // As CNTK: every epoch's model file stays; its checkpoint (the trainer's state and the
-    // reader's position; the model part is then replaced by the v1 model) replaces the previous
-    // epoch's unless keepCheckPointFiles.
-    const std::string path = model_for_epoch(model_path, epoch, max_epochs);
-    Log::printf("SGD: Saving checkpoint model '%s'\n", path.c_str());
-    Dictionary external;
-    external["source"] = source.checkpoint_state();
-    external["totalSamplesSeen"] = int64_t(total_samples);
-    save_trainer_checkpoint(trainer, path, external);
-    if (rank == 0) {
-      save_as_legacy_model(net.model, path);
-      if (!sgd.keep_checkpoint_files && epoch > 0)
-        fs::remove(model_for_epoch(model_path, epoch - 1, max_epochs) + ".ckp");
+    // The criterion that controls the learning rate: the training criterion or the first
+    // evaluation node (UseEvalCriterionControlLR), on the cross-validation data where it exists.
+    double control = adjust.use_eval_criterion && !evals.empty() ? average(evals[0]) : crit_sum / double(samples);
+    if (cv_command) {
+      Reader cv = make_reader(*cv_command, inputs, /*randomize_default=*/false, 1);
+      const auto scores = evaluate_nodes(*cv.source, cv_nodes, inputs, mb_size, parallel).first;
+      Log::printf("Finished Epoch[%2lld of %lld]: [Validate] ", epoch + 1, max_epochs);
+      for (size_t k = 0; k < scores.size(); ++k)
+        log_criterion(node_name(cv_nodes[k]), scores[k].sum, scores[k].samples, k + 1 < scores.size());
+      std::fprintf(stderr, "\n");
+      if (adjust.use_cv_set) control = average(scores[adjust.use_eval_criterion && scores.size() > 1 ? 1 : 0]);
     }
+    // CNTK's AdjustAfterEpoch: every learnRateAdjustInterval epochs their mean control criterion is
+    // compared with the previous interval's; a worse one is undone (loadBestModel), and one that
+    // improved too little (or too much) changes the rate.
+    const size_t since_check = size_t(epoch) % adjust.interval + 1;
+    const double weight = double(since_check) - 1 - double(epochs_not_counted);
+    avg_criterion =
+        std::isinf(avg_criterion) || weight <= 0 ? control : (weight * avg_criterion + control) / (weight + 1);
+    const bool had_previous = !std::isinf(prev_criterion);
+    bool rolled_back = false, finished = false;
+    if (adjust.after_epoch && !scheduled && since_check == adjust.interval) {
+      if (std::isnan(avg_criterion) || (had_previous && prev_criterion - avg_criterion < 0)) {
+        if (adjust.load_best_model) {
+          const std::string best = model_for_epoch(model_path, epoch - (long long)adjust.interval, max_epochs);
+          Log::printf("Loading (rolling back to) previous model with best training-criterion value: %s.\n",
+                      best.c_str());
+          restore_checkpoint(best);
+          rolled_back = true;
+        }
+      }
+      const bool poor =
+          std::isnan(avg_criterion) ||
+          (had_previous && prev_criterion - avg_criterion <= adjust.reduce_if_improve_less_than * prev_criterion);
+      if (adjust.continue_reduce) {
+        // Once reduced, the rate goes down at every check; the second poor check ends training.
+        if (poor && lr_reduced) {
+          if (rank == 0) save_as_legacy_model(net.model, model_path);
+          Log::printf("Finished training and saved final model\n\n");
+          finished = true;
+        }
+        lr_reduced |= poor;
+        if (!finished && lr_reduced) {
+          adjusted_lr *= adjust.decrease_factor;
+          Log::printf("learnRatePerSample reduced to %.8g\n", adjusted_lr);
+        }
+      } else if (poor) {
+        adjusted_lr *= adjust.decrease_factor;
+        Log::printf("learnRatePerSample reduced to %.8g\n", adjusted_lr);
+      } else if (had_previous &&
+                 prev_criterion - avg_criterion > adjust.increase_if_improve_more_than * prev_criterion) {
+        adjusted_lr *= adjust.increase_factor;
+        Log::printf("learnRatePerSample increased to %.8g\n", adjusted_lr);
+      }
+    } else if (std::isnan(avg_criterion)) {
+      throw Error("The training criterion is not a number (NAN).");
+    }
+    if (finished) break;
+    if (!rolled_back && since_check == adjust.interval) {
+      prev_criterion = avg_criterion;
+      epochs_not_counted = 0;
+    }
+    if (rolled_back) {
+      // The epochs since the reloaded one are dropped, and training goes on after it with the new rate.
+      if (auto comm = trainer.communicator()) comm->barrier();  // every worker has read the checkpoint
+      const long long back_to = epoch - (long long)adjust.interval;
+      for (long long e = epoch - 1; e > back_to && rank == 0; --e) {
+        Log::printf("SGD: removing model and checkpoint files for epoch %lld after rollback to epoch %lld\n", e + 1,
+                    back_to + 1);
+        fs::remove(model_for_epoch(model_path, e, max_epochs));
+        fs::remove(checkpoint_of(e));
+      }
+      epoch = back_to;
+      data_left = true;  // the reader is back at that epoch's end
+      Log::printf("SGD: revoke back to and update checkpoint file for epoch %lld\n", epoch + 1);
+      save_epoch(epoch);
+    } else {
+      // As CNTK: every epoch's model file stays; its checkpoint (the trainer's state and the
+      // reader's position; the model part is then replaced by the v1 model) replaces the previous
+      // epoch's unless keepCheckPointFiles. With loadBestModel the checkpoint that a rollback
+      // would return to stays until the next check.
+      Log::printf("SGD: Saving checkpoint model '%s'\n", model_for_epoch(model_path, epoch, max_epochs).c_str());
+      save_epoch(epoch);
+      if (rank == 0 && !sgd.keep_checkpoint_files) {
+        if (!(adjust.after_epoch && adjust.load_best_model)) {
+          if (epoch > 0) fs::remove(checkpoint_of(epoch - 1));
+        } else {
+          if (since_check != 1) fs::remove(checkpoint_of(epoch - 1));
+          if (since_check == adjust.interval && epoch >= (long long)adjust.interval)
+            fs::remove(checkpoint_of(epoch - (long long)adjust.interval));
+        }
+      }
+    }
+    if (adjusted_lr < 1e-12)
+      Log::printf("learnRate per sample is reduced to %.8g which is below 1e-12. stop training.\n", adjusted_lr);
   }
   if (rank == 0 && !fs::exists(model_path)) save_as_legacy_model(net.model, model_path);  // data ended early
   if (auto comm = trainer.communicator()) comm->barrier();  // the model is written before any worker reads it
@@ -448,35 +630,12 @@ void test(const ActionContext& ctx) {
   Reader reader = make_reader(c, inputs, /*randomize_default=*/false, 1);
   io::MinibatchSource& source = *reader.source;
   const size_t mb_size = size_t(config_to_double(c.get_array("minibatchSize", {"40960"})[0], "minibatchSize"));
-  // Under parallel training each worker evaluates its part of the data and the sums are over
-  // all workers. As CNTK's evaluator, the workers then take one more, empty round to agree that
-  // the data has ended, and count it as a minibatch.
-  const bool distributed = parallel_enabled(c);
-  const size_t partitions = distributed ? number_of_workers() : 1, partition = distributed ? worker_global_rank() : 0;
-  std::vector<Evaluator> evaluators;
-  for (const auto& m : metrics) evaluators.emplace_back(single(m));
-  std::vector<double> sums(metrics.size(), 0);
-  std::vector<size_t> counts(metrics.size(), 0);
-  size_t mbs = 0;
-  while (true) {
-    io::Minibatch mb = source.next_minibatch(mb_size, partitions, partition);
-    if (mb.empty() && !distributed) break;
-    const VariableValues args = arguments_for(source, mb, inputs);
-    size_t seen = 0;
-    for (size_t i = 0; i < metrics.size(); ++i) {
-      evaluators[i].test_minibatch(args, {}, nullptr, distributed);
-      sums[i] += evaluators[i].previous_test_minibatch().sum;
-      counts[i] += evaluators[i].previous_test_minibatch().samples;
-      seen += evaluators[i].previous_test_minibatch().samples;
-    }
-    ++mbs;
-    if (distributed && seen == 0) break;
-  }
+  const auto [sums, mbs] = evaluate_nodes(source, metrics, inputs, mb_size, parallel_enabled(c));
   Log::printf("Final Results: Minibatch[1-%zu]: ", mbs);
   for (size_t i = 0; i < metrics.size(); ++i) {
-    log_criterion(node_name(metrics[i]), sums[i], counts[i]);
-    if (metrics[i].owner()->op_name() == "CrossEntropyWithSoftmax" && counts[i])
-      std::fprintf(stderr, "perplexity = %.8f; ", std::exp(sums[i] / double(counts[i])));
+    log_criterion(node_name(metrics[i]), sums[i].sum, sums[i].samples);
+    if (metrics[i].owner()->op_name() == "CrossEntropyWithSoftmax" && sums[i].samples)
+      std::fprintf(stderr, "perplexity = %.8f; ", std::exp(average(sums[i])));
   }
   std::fprintf(stderr, "\n");
 }

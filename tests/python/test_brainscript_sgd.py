@@ -411,3 +411,202 @@ def test_several_evaluation_nodes_under_mpiexec(tmp_path):
         for g, e in zip(got, want):
             np.testing.assert_allclose([g[0], g[2]], [e[0], e[2]], rtol=1e-4)
             assert (g[1], g[3]) == (e[1], e[3])
+
+
+# ---- AutoAdjust: CNTK's learning-rate adjustment after each epoch (SGD.cpp's AdjustAfterEpoch)
+
+def adjusted_training(max_epochs, lrs, epoch_size=20, mb=10, momentum=0.5, decrease=0.618, increase=1.382,
+                      reduce_if=0.0, increase_if=np.inf, load_best=True, interval=1, continue_reduce=False,
+                      cv=None, min_lr=1e-9):
+    """CNTK's rule in NumPy: epochs of `epoch_size` samples read in order (epoch k from sample
+    k * epoch_size), unit-gain momentum SGD, and after every `interval` epochs past the given rates
+    the mean criterion of those epochs (training, or on `cv`) compared with the previous interval's.
+    Returns the final (w, b) and the events the log should show."""
+    state = (np.full(2, 0.1), np.zeros(1), np.zeros(2), np.zeros(1))
+    saved = {}  # epoch -> (parameters and momentum, rate, previous criterion): its checkpoint
+    lr, prev, avg, reduced, total = lrs[0], np.inf, np.inf, False, 0
+    events, epoch = [], 0
+    while epoch < max_epochs:
+        lr = lrs[epoch] if epoch < len(lrs) else lr
+        if lr < min_lr:
+            events.append(('complete', epoch + 1))
+            break
+        w, b, vw, vb = state
+        crit, start = 0.0, epoch * epoch_size % len(X)
+        for i in range(start, start + epoch_size, mb):
+            x, y = X[i:i + mb], Y[i:i + mb]
+            r = x @ w + b - y
+            crit += (r * r).sum()
+            gw, gb = gradients(w, b, x, y)
+            vw, vb = momentum * vw + (1 - momentum) * lr * gw, momentum * vb + (1 - momentum) * lr * gb
+            w, b = w - vw, b - vb
+        state = (w, b, vw, vb)
+        total += epoch_size
+        events.append(('epoch', epoch + 1, crit / epoch_size, total, lr))
+        control = crit / epoch_size
+        if cv is not None:
+            r = cv[0] @ w + b - cv[1]
+            control = (r * r).mean()
+            events.append(('validate', epoch + 1, control))
+        since = epoch % interval + 1
+        avg = control if np.isinf(avg) or since == 1 else ((since - 1) * avg + control) / since
+        rolled = False
+        if epoch >= len(lrs) and since == interval:
+            had = not np.isinf(prev)
+            if np.isnan(avg) or (had and prev - avg < 0):
+                if load_best:
+                    state, lr, prev = saved[epoch - interval]
+                    total = (epoch - interval + 1) * epoch_size
+                    events.append(('rollback', epoch - interval + 1))
+                    rolled = True
+            poor = np.isnan(avg) or (had and prev - avg <= reduce_if * prev)
+            if continue_reduce:
+                if poor and reduced:
+                    events.append(('final',))
+                    break
+                reduced |= poor
+                if reduced:
+                    lr *= decrease
+                    events.append(('reduced', lr))
+            elif poor:
+                lr *= decrease
+                events.append(('reduced', lr))
+            elif had and prev - avg > increase_if * prev:
+                lr *= increase
+                events.append(('increased', lr))
+        if not rolled and since == interval:
+            prev = avg
+        if rolled:
+            epoch -= interval
+        saved[epoch] = (state, lr, prev)
+        epoch += 1
+    return state[:2], events
+
+
+def logged_events(log):
+    """The events of a train log in the order adjusted_training lists them."""
+    events = []
+    for line in log.splitlines():
+        m = re.search(r'Finished Epoch\[ *(\d+) of \d+\]: \[Training\] se = ([\d.]+) \* \d+; totalSamplesSeen = (\d+); '
+                      r'learningRatePerSample = ([\d.e+-]+);', line)
+        if m:
+            events.append(('epoch', int(m.group(1)), float(m.group(2)), int(m.group(3)), float(m.group(4))))
+        m = re.search(r'Finished Epoch\[ *(\d+) of \d+\]: \[Validate\] se = ([\d.]+) \* \d+$', line)
+        if m:
+            events.append(('validate', int(m.group(1)), float(m.group(2))))
+        m = re.search(r'Loading \(rolling back to\) previous model with best training-criterion value: '
+                      r'.*model\.dnn\.(\d+)\.$', line)
+        if m:
+            events.append(('rollback', int(m.group(1))))
+        m = re.search(r'learnRatePerSample (reduced|increased) to ([\d.e+-]+)$', line)
+        if m:
+            events.append((m.group(1), float(m.group(2))))
+        m = re.search(r'Learn Rate Per Sample for Epoch\[(\d+)\] = [\d.e+-]+ is less than minLearningRatePerSample', line)
+        if m:
+            events.append(('complete', int(m.group(1))))
+        if 'Finished training and saved final model' in line:
+            events.append(('final',))
+    return events
+
+
+def assert_same_events(got, want):
+    assert [e[0] for e in got] == [e[0] for e in want], (got, want)
+    for g, e in zip(got, want):
+        if e[0] == 'epoch':
+            assert (g[1], g[3]) == (e[1], e[3]), (g, e)
+            np.testing.assert_allclose(g[2], e[2], rtol=1e-4, atol=1e-7)
+            np.testing.assert_allclose(g[4], e[4], rtol=1e-6)  # printed as a float
+        elif e[0] == 'validate':
+            assert g[1] == e[1], (g, e)
+            np.testing.assert_allclose(g[2], e[2], rtol=1e-4, atol=1e-7)
+        elif e[0] in ('reduced', 'increased'):
+            np.testing.assert_allclose(g[1], e[1], rtol=1e-6)
+        else:
+            assert g == e, (g, e)
+
+
+SGD_BASE = 'epochSize = 20 ; minibatchSize = 10 ; momentumPerMB = 0.5 ; '
+
+
+def test_adjust_after_epoch_rolls_back_a_worse_epoch(tmp_path):
+    """A rate so large that the criterion rises: the epoch is undone (its predecessor's model,
+    momentum, reader position and sample count reloaded), the rate cut by learnRateDecreaseFactor,
+    and the epoch trained again."""
+    rc, log = train(tmp_path, SGD_BASE + 'maxEpochs = 5 ; learningRatesPerSample = 0.3 ; '
+                    'AutoAdjust = [ autoAdjustLR = AdjustAfterEpoch ; loadBestModel = true ]')
+    assert rc == 0, log[-3000:]
+    (w, b), want = adjusted_training(5, [0.3])
+    assert ('rollback', 1) in want and ('rollback', 3) in want  # the case this test is about
+    assert_same_events(logged_events(log), want)
+    assert 'SGD: revoke back to and update checkpoint file for epoch 1' in log
+    ours_w, ours_b = trained(tmp_path / 'm' / 'model.dnn')
+    np.testing.assert_allclose(ours_w, w, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ours_b, b, rtol=1e-4, atol=1e-5)
+    names = sorted(os.listdir(tmp_path / 'm'))
+    assert names == ['model.dnn', 'model.dnn.1', 'model.dnn.2', 'model.dnn.3', 'model.dnn.4', 'model.dnn.ckp'], names
+
+
+def test_adjust_after_epoch_on_the_cv_set_reduces_and_increases(tmp_path):
+    """cvReader: every epoch is validated ("[Validate]" line) and, with UseCVSetControlLRIfCVExists
+    (the default), the cross-validation criterion controls the rate; without loadBestModel a poor
+    epoch is kept and only the rate changes."""
+    cv = (X[::3], Y[::3])
+    (tmp_path / 'cv.txt').write_text(''.join('|x %.17g %.17g |y %.17g\n' % (a, c, y) for (a, c), y in zip(*cv)))
+    cv_reader = ('cvReader = [ readerType = "CNTKTextFormatReader" ; file = "cv.txt" ; randomize = false\n'
+                 '  input = [ x = [ dim = 2 ; format = "dense" ] ; y = [ dim = 1 ; format = "dense" ] ] ]')
+    rc, log = train(tmp_path, SGD_BASE + 'maxEpochs = 6 ; learningRatesPerSample = 0.1 ; '
+                    'AutoAdjust = [ autoAdjustLR = AdjustAfterEpoch ; loadBestModel = false ; '
+                    'reduceLearnRateIfImproveLessThan = 0.1 ; increaseLearnRateIfImproveMoreThan = 0.5 ; '
+                    'learnRateIncreaseFactor = 1.382 ]', extra=cv_reader)
+    assert rc == 0, log[-3000:]
+    (w, b), want = adjusted_training(6, [0.1], cv=cv, load_best=False, reduce_if=0.1, increase_if=0.5)
+    kinds = [e[0] for e in want]
+    assert 'reduced' in kinds and 'increased' in kinds and 'rollback' not in kinds
+    assert_same_events(logged_events(log), want)
+    ours_w, ours_b = trained(tmp_path / 'm' / 'model.dnn')
+    np.testing.assert_allclose(ours_w, w, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ours_b, b, rtol=1e-4, atol=1e-5)
+
+
+def test_adjust_after_epoch_continue_reduce_ends_training(tmp_path):
+    """continueReduce: after the first poor epoch the rate is cut after every epoch, and the second
+    poor one ends training with the model saved as modelPath."""
+    rc, log = train(tmp_path, SGD_BASE + 'maxEpochs = 8 ; learningRatesPerSample = 0.1 ; '
+                    'AutoAdjust = [ autoAdjustLR = AdjustAfterEpoch ; continueReduce = true ; loadBestModel = false ; '
+                    'reduceLearnRateIfImproveLessThan = 0.3 ]')
+    assert rc == 0, log[-3000:]
+    (w, b), want = adjusted_training(8, [0.1], continue_reduce=True, load_best=False, reduce_if=0.3)
+    assert want[-1] == ('final',) and want[-2][:2] == ('epoch', 6)
+    assert_same_events(logged_events(log), want)
+    ours_w, ours_b = trained(tmp_path / 'm' / 'model.dnn')
+    np.testing.assert_allclose(ours_w, w, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ours_b, b, rtol=1e-4, atol=1e-5)
+
+
+def test_adjust_interval_rolls_back_two_epochs_until_the_minimum_rate(tmp_path):
+    """learnRateAdjustInterval = 2: the mean of two epochs is compared; a rollback removes the
+    newer epoch's files, and training ends once the rate falls below minLearningRatePerSample."""
+    rc, log = train(tmp_path, SGD_BASE + 'maxEpochs = 6 ; learningRatesPerSample = 0.3 ; '
+                    'minLearningRatePerSample = 0.01 ; '
+                    'AutoAdjust = [ autoAdjustLR = AdjustAfterEpoch ; learnRateAdjustInterval = 2 ]')
+    assert rc == 0, log[-3000:]
+    (w, b), want = adjusted_training(6, [0.3], interval=2, min_lr=0.01)
+    assert want[-1] == ('complete', 3) and ('rollback', 2) in want
+    assert_same_events(logged_events(log), want)
+    assert 'SGD: removing model and checkpoint files for epoch 3 after rollback to epoch 2' in log
+    ours_w, ours_b = trained(tmp_path / 'm' / 'model.dnn')
+    np.testing.assert_allclose(ours_w, w, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ours_b, b, rtol=1e-4, atol=1e-5)
+    names = sorted(os.listdir(tmp_path / 'm'))
+    assert names == ['model.dnn', 'model.dnn.1', 'model.dnn.2', 'model.dnn.2.ckp'], names
+
+
+def test_auto_adjust_keys_not_implemented_are_named(tmp_path):
+    for block, message in [
+            ('autoAdjustLR = SearchBeforeEpoch',
+             'autoAdjustLR = SearchBeforeEpoch (a learning-rate search before each epoch) is not implemented yet'),
+            ('autoAdjustLR = AdjustAfterEpoch ; autoAdjustMinibatch = true',
+             'autoAdjustMinibatch (minibatch-size search) is not implemented yet'),
+            ('autoAdjustLR = Sometimes', "autoAdjustLR must be None, SearchBeforeEpoch or AdjustAfterEpoch, not 'Sometimes'")]:
+        rc, log = train(tmp_path, 'maxEpochs = 1 ; learningRatesPerSample = 0.01 ; AutoAdjust = [ %s ]' % block)
+        assert rc != 0 and message in log, log[-2000:]
