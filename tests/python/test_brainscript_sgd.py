@@ -417,10 +417,11 @@ def test_several_evaluation_nodes_under_mpiexec(tmp_path):
 
 def adjusted_training(max_epochs, lrs, epoch_size=20, mb=10, momentum=0.5, decrease=0.618, increase=1.382,
                       reduce_if=0.0, increase_if=np.inf, load_best=True, interval=1, continue_reduce=False,
-                      cv=None, min_lr=1e-9):
+                      cv=None, min_lr=1e-9, by_mae=False):
     """CNTK's rule in NumPy: epochs of `epoch_size` samples read in order (epoch k from sample
     k * epoch_size), unit-gain momentum SGD, and after every `interval` epochs past the given rates
-    the mean criterion of those epochs (training, or on `cv`) compared with the previous interval's.
+    the mean criterion of those epochs (training, or on `cv`; the mean |z - y| with `by_mae`)
+    compared with the previous interval's.
     Returns the final (w, b) and the events the log should show."""
     state = (np.full(2, 0.1), np.zeros(1), np.zeros(2), np.zeros(1))
     saved = {}  # epoch -> (parameters and momentum, rate, previous criterion): its checkpoint
@@ -432,18 +433,19 @@ def adjusted_training(max_epochs, lrs, epoch_size=20, mb=10, momentum=0.5, decre
             events.append(('complete', epoch + 1))
             break
         w, b, vw, vb = state
-        crit, start = 0.0, epoch * epoch_size % len(X)
+        crit, mae, start = 0.0, 0.0, epoch * epoch_size % len(X)
         for i in range(start, start + epoch_size, mb):
             x, y = X[i:i + mb], Y[i:i + mb]
             r = x @ w + b - y
             crit += (r * r).sum()
+            mae += np.abs(r).sum()
             gw, gb = gradients(w, b, x, y)
             vw, vb = momentum * vw + (1 - momentum) * lr * gw, momentum * vb + (1 - momentum) * lr * gb
             w, b = w - vw, b - vb
         state = (w, b, vw, vb)
         total += epoch_size
         events.append(('epoch', epoch + 1, crit / epoch_size, total, lr))
-        control = crit / epoch_size
+        control = (mae if by_mae else crit) / epoch_size
         if cv is not None:
             r = cv[0] @ w + b - cv[1]
             control = (r * r).mean()
@@ -487,7 +489,8 @@ def logged_events(log):
     """The events of a train log in the order adjusted_training lists them."""
     events = []
     for line in log.splitlines():
-        m = re.search(r'Finished Epoch\[ *(\d+) of \d+\]: \[Training\] se = ([\d.]+) \* \d+; totalSamplesSeen = (\d+); '
+        m = re.search(r'Finished Epoch\[ *(\d+) of \d+\]: \[Training\] se = ([\d.]+) \* \d+; (?:\w+ = [\d.]+ \* \d+; )*'
+                      r'totalSamplesSeen = (\d+); '
                       r'learningRatePerSample = ([\d.e+-]+);', line)
         if m:
             events.append(('epoch', int(m.group(1)), float(m.group(2)), int(m.group(3)), float(m.group(4))))
@@ -610,3 +613,45 @@ def test_auto_adjust_keys_not_implemented_are_named(tmp_path):
             ('autoAdjustLR = Sometimes', "autoAdjustLR must be None, SearchBeforeEpoch or AdjustAfterEpoch, not 'Sometimes'")]:
         rc, log = train(tmp_path, 'maxEpochs = 1 ; learningRatesPerSample = 0.01 ; AutoAdjust = [ %s ]' % block)
         assert rc != 0 and message in log, log[-2000:]
+
+
+def test_adjust_after_epoch_by_the_evaluation_node(tmp_path):
+    """UseEvalCriterionControlLR: the first evaluation node (here the mean |z - y|), not the
+    criterion, decides."""
+    write_data(tmp_path / 'data.txt')
+    (tmp_path / 'sgd.cntk').write_text(two_metrics(config(
+        SGD_BASE + 'maxEpochs = 6 ; learningRatesPerSample = 0.1 ; AutoAdjust = [ autoAdjustLR = AdjustAfterEpoch ; '
+        'UseEvalCriterionControlLR = true ; loadBestModel = false ; reduceLearnRateIfImproveLessThan = 0.2 ]')))
+    rc, log = run(['configFile=sgd.cntk'], tmp_path)
+    assert rc == 0, log[-3000:]
+    (w, b), want = adjusted_training(6, [0.1], by_mae=True, load_best=False, reduce_if=0.2)
+    (_, _), by_se = adjusted_training(6, [0.1], load_best=False, reduce_if=0.2)
+    assert [e for e in want if e[0] == 'reduced'] != [e for e in by_se if e[0] == 'reduced']  # the node matters
+    assert_same_events(logged_events(log), want)
+    ours_w, ours_b = trained(tmp_path / 'm' / 'model.dnn')
+    np.testing.assert_allclose(ours_w, w, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ours_b, b, rtol=1e-4, atol=1e-5)
+
+
+def test_adjust_after_epoch_resumes_with_the_adjusted_rate(tmp_path):
+    """makeMode: a resumed run takes the adjusted rate and the last check's criterion from the
+    checkpoint, and ends as the uninterrupted run; without the checkpoint (and no rate given for
+    the epoch) it stops with CNTK's requirement."""
+    sgd = (SGD_BASE + 'maxEpochs = 5 ; learningRatesPerSample = 0.3 ; keepCheckPointFiles = true ; '
+           'AutoAdjust = [ autoAdjustLR = AdjustAfterEpoch ]')
+    rc, log = train(tmp_path, sgd)
+    assert rc == 0, log[-3000:]
+    (w, b), want = adjusted_training(5, [0.3])
+    os.remove(tmp_path / 'm' / 'model.dnn')
+    os.remove(tmp_path / 'm' / 'model.dnn.ckp')
+    rc, log = run(['configFile=sgd.cntk'], tmp_path)
+    assert rc == 0, log[-3000:]
+    last_rate = [e for e in want if e[0] == 'epoch'][-1][4]
+    assert_same_events(logged_events(log), [('epoch', 5, want[-1][2], 100, last_rate)])
+    ours_w, ours_b = trained(tmp_path / 'm' / 'model.dnn')
+    np.testing.assert_allclose(ours_w, w, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ours_b, b, rtol=1e-4, atol=1e-5)
+    os.remove(tmp_path / 'm' / 'model.dnn')
+    os.remove(tmp_path / 'm' / 'model.dnn.4.ckp')
+    rc, log = run(['configFile=sgd.cntk'], tmp_path)
+    assert rc != 0 and 'needs the previous epoch\'s checkpoint file or a learning rate given for that epoch' in log, log[-2000:]
