@@ -110,15 +110,13 @@ ParallelTraining read_parallel_block(const ConfigRecord& p, DataType dtype, size
   return out;
 }
 
-LearningRateAdjustment read_adjust_block(const ConfigRecord& a) {
+LearningRateAdjustment read_adjust_block(const ConfigRecord& a, const std::vector<double>& minibatch_sizes) {
   LearningRateAdjustment out;
   const std::string kind = lower(a.get("autoAdjustLR", "none"));  // with CNTK's older spellings
   if (kind == "adjustafterepoch" || kind == "afterepoch" || kind == "after")
     out.after_epoch = true;
   else if (kind == "searchbeforeepoch" || kind == "beforeepoch" || kind == "before")
-    throw NotImplementedError(
-        "AutoAdjust: autoAdjustLR = SearchBeforeEpoch (a learning-rate search before each epoch) is not implemented "
-        "yet; None and AdjustAfterEpoch are");
+    out.search_before = true;
   else if (kind != "none" && kind != "false")
     throw ValueError(a.name() + ": autoAdjustLR must be None, SearchBeforeEpoch or AdjustAfterEpoch, not '" +
                      a.get("autoAdjustLR") + "'");
@@ -134,8 +132,18 @@ LearningRateAdjustment read_adjust_block(const ConfigRecord& a) {
   out.interval = size_t(std::max(1LL, a.get_int("learnRateAdjustInterval", 1)));  // as CNTK: at least 1
   out.use_cv_set = a.get_bool("UseCVSetControlLRIfCVExists", true);
   out.use_eval_criterion = a.get_bool("UseEvalCriterionControlLR", false);
-  // numPrevLearnRates, numBestSearchEpoch, numMiniBatch4LRSearch and numSamples4Search serve the
-  // search before an epoch only; after an epoch CNTK read and ignored them, as this does.
+  out.num_prev_learn_rates = size_t(std::max(1LL, a.get_int("numPrevLearnRates", 5)));
+  out.num_best_search_epoch = size_t(std::max(0LL, a.get_int("numBestSearchEpoch", 1)));
+  // Samples per trial: numSamples4Search, or its older form in minibatches of each epoch's size;
+  // 500 minibatches by default.
+  if (a.exists("numMiniBatch4LRSearch")) {
+    const auto counts = numbers(a.get_array("numMiniBatch4LRSearch"), "numMiniBatch4LRSearch");
+    for (size_t i = 0; i < counts.size(); ++i) out.search_samples.push_back(counts[i] * for_epoch(minibatch_sizes, i));
+  } else if (a.exists("numSamples4Search")) {
+    out.search_samples = numbers(a.get_array("numSamples4Search"), "numSamples4Search");
+  } else {
+    for (double mb : minibatch_sizes) out.search_samples.push_back(mb * 500);
+  }
   return out;
 }
 
@@ -160,6 +168,7 @@ SGDSettings read_sgd_block(const ConfigRecord& sgd, DataType dtype, bool paralle
   for (double r : s.dropout_rates)
     if (r < 0 || r >= 1) throw ValueError(sgd.name() + ": dropoutRate must be >= 0 and < 1");
 
+  if (sgd.exists_here("AutoAdjust")) s.adjust = read_adjust_block(*sgd.block("AutoAdjust"), s.minibatch_sizes);
   const bool per_sample = sgd.exists("learningRatesPerSample"), per_mb = sgd.exists("learningRatesPerMB");
   if (per_sample && per_mb)
     throw ValueError(sgd.name() + ": give learningRatesPerSample or learningRatesPerMB, not both");
@@ -168,10 +177,11 @@ SGDSettings read_sgd_block(const ConfigRecord& sgd, DataType dtype, bool paralle
   } else if (per_mb) {
     const auto values = numbers(sgd.get_array("learningRatesPerMB"), "learningRatesPerMB");
     for (size_t i = 0; i < values.size(); ++i) s.lr_per_sample.push_back(values[i] / for_epoch(s.minibatch_sizes, i));
-  } else {
+  } else if (!s.adjust.search_before) {  // a search finds the rates
     throw ValueError(sgd.name() + ": learningRatesPerSample or learningRatesPerMB must be given");
   }
-  if (sgd.exists_here("AutoAdjust")) s.adjust = read_adjust_block(*sgd.block("AutoAdjust"));
+  s.given_learning_rates = s.lr_per_sample.size();
+  if (s.lr_per_sample.empty()) s.lr_per_sample.push_back(0.5 / s.minibatch_sizes[0]);
   s.min_learning_rate_given = sgd.exists("minLearningRatePerSample");
   s.min_learning_rate = sgd.get_double("minLearningRatePerSample", s.min_learning_rate);
 

@@ -30,9 +30,14 @@ struct ParallelTraining {
 };
 
 // SGD's `AutoAdjust` block: CNTK's learning-rate adaptation after each epoch (AdjustAfterEpoch)
-// from the training criterion, or the cross-validation criterion when a cvReader is given.
+// from the training criterion, or the cross-validation criterion when a cvReader is given; or
+// its search for a rate before each epoch (SearchBeforeEpoch), for epochs past the given rates.
 struct LearningRateAdjustment {
-  bool after_epoch = false;  // autoAdjustLR = AdjustAfterEpoch (None otherwise)
+  bool after_epoch = false;            // autoAdjustLR = AdjustAfterEpoch
+  bool search_before = false;          // autoAdjustLR = SearchBeforeEpoch
+  size_t num_prev_learn_rates = 5;     // the search starts above the largest of the last ones
+  size_t num_best_search_epoch = 1;    // epochs whose search ends with a bracketing search
+  std::vector<double> search_samples;  // per epoch: samples a trial trains on (numSamples4Search)
   double reduce_if_improve_less_than = 0, decrease_factor = 0.618;
   double increase_if_improve_more_than = std::numeric_limits<double>::infinity(), increase_factor = 1.382;
   bool continue_reduce = false;     // once reduced, reduce at every check; stop at the second poor one
@@ -53,6 +58,9 @@ struct SGDSettings {
   size_t epoch_size = 0;  // samples; 0: one sweep of the data
   // Per-epoch values (the last one holds on).
   std::vector<double> minibatch_sizes, lr_per_sample, momentum_per_sample, dropout_rates;
+  // How many epochs have a rate given (AutoAdjust sets those after); lr_per_sample holds CNTK's
+  // placeholder 0.5 / minibatchSize when a search finds every rate.
+  size_t given_learning_rates = 0;
   std::string update = "none";  // gradUpdateType, lower case
   bool ave_multiplier = true;   // normWithAveMultiplier (AdaGrad, RmsProp)
   double rms_gamma = 0.99, rms_inc = 1.2, rms_dec = 0.75, rms_max = 10.0, rms_min = 0.1;

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -216,6 +217,130 @@ void set_learning_rate(const LearnerPtr& learner, double lr_per_sample) {
   if (auto d = std::dynamic_pointer_cast<DistributedLearner>(learner)) d->local_learner()->reset_learning_rate(rate);
 }
 
+// SearchBeforeEpoch (CNTK's SearchForBestLearnRate): trial trainings ("mini-epochs") from the
+// epoch's start, each undone afterwards, pick the epoch's rate.
+class LearningRateSearch {
+ public:
+  LearningRateSearch(Trainer& trainer, const LearnerPtr& learner, io::MinibatchSource& source,
+                     const std::vector<Variable>& inputs, const FunctionPtr& model, const Variable& criterion,
+                     const SGDSettings& sgd)
+      : trainer_(trainer),
+        learner_(learner),
+        source_(source),
+        inputs_(inputs),
+        model_(model),
+        criterion_(criterion),
+        sgd_(sgd),
+        name_(node_name(criterion)) {}
+
+  // The rate for epoch `epoch` (0-based) of `epoch_size` samples in minibatches of `mb_size`:
+  // from a start rate (above the largest recent one when there is one) down by 0.618 until a
+  // trial's criterion is no worse than the unchanged model's, blended with `prev_criterion` (the
+  // last epoch's); in the first numBestSearchEpoch epochs a bracketing search between
+  // 0.01 / mb_size and that rate follows. CNTK's constants, its float ones included.
+  double search(long long epoch, size_t epoch_size, size_t mb_size, double largest_recent, double prev_criterion) {
+    const LearningRateAdjustment& a = sgd_.adjust;
+    epoch_ = epoch, epoch_size_ = epoch_size, mb_size_ = mb_size;
+    limit_ = std::min(size_t(for_epoch(a.search_samples, size_t(epoch))), epoch_size);
+    take_snapshot();
+    const double min_rate = sgd_.min_learning_rate * double(0.3f);
+    double rate = largest_recent > 0 ? largest_recent / double(0.618f) / double(0.618f)
+                                     : double(1.0f / 8.0f / 0.618f) / std::sqrt(double(mb_size));
+    double base = trial(0);
+    if (std::isinf(prev_criterion)) prev_criterion = base;
+    const double ratio = sgd_.epoch_size ? std::pow(double(limit_) / double(epoch_size), double(1.0f / 2)) : 0.3;
+    base = std::max(ratio * prev_criterion + (1 - ratio) * base, base);
+    double criterion;
+    do {
+      rate *= 0.618;
+      criterion = trial(rate);
+    } while (std::isnan(criterion) || (criterion > base && rate > min_rate));
+    double best = rate;
+    if (size_t(epoch) < a.num_best_search_epoch) {
+      double left = 0.01 / double(mb_size), right = rate, right_criterion = criterion;
+      double left_criterion = trial(left);
+      while (right > left * 1.2) {
+        if (right_criterion > left_criterion) {
+          right *= 0.618;
+          right_criterion = trial(right);
+        } else {
+          left /= 0.618;
+          left_criterion = trial(left);
+        }
+      }
+      best = left_criterion < right_criterion ? left : right;
+    }
+    Log::printf(" SearchForBestLearnRate Epoch[%lld]: Best learningRatePerSample = %.10g, baseCriterion=%.10g\n",
+                epoch + 1, best, base);
+    return best;
+  }
+
+ private:
+  // Trains from the epoch's start at `rate` per sample until more than the search's samples (or
+  // the epoch) are read, as CNTK's mini-epochs stop; rate 0 only evaluates. Returns the
+  // criterion's average and restores the state before it.
+  double trial(double rate) {
+    MinibatchAggregate total;
+    std::optional<Evaluator> evaluator;
+    if (rate > 0.01 * sgd_.min_learning_rate)
+      set_learning_rate(learner_, rate);
+    else
+      evaluator.emplace(Function::combine({criterion_}));
+    while (total.samples < epoch_size_ && total.samples <= limit_) {
+      io::Minibatch mb = source_.next_minibatch(std::min(mb_size_, epoch_size_ - total.samples));
+      if (mb.empty()) break;
+      const VariableValues args = arguments_for(source_, mb, inputs_);
+      bool sweep_end = false;
+      for (const auto& s : mb.streams) sweep_end |= s.sweep_end;
+      if (evaluator)
+        evaluator->test_minibatch(args);
+      else
+        trainer_.train_minibatch(args, sweep_end);
+      const MinibatchAggregate& m =
+          evaluator ? evaluator->previous_test_minibatch() : trainer_.previous_minibatch_loss();
+      total.sum += m.sum, total.samples += m.samples;
+    }
+    Log::printf(" Finished Mini-Epoch[%lld]: ", epoch_ + 1);
+    log_criterion(name_, total.sum, total.samples);
+    std::fprintf(stderr, "learningRatePerSample = %.8g; minibatchSize = %zu\n", rate, mb_size_);
+    restore_snapshot();
+    return average(total);
+  }
+
+  // What a trial changes: parameter and constant values (batch-normalization statistics), the
+  // learner's state and the reader's position.
+  void take_snapshot() {
+    values_.clear();
+    for (auto& v : state_variables()) values_.push_back(v.value().copy());
+    learner_state_ = learner_->create_checkpoint();
+    source_state_ = source_.checkpoint_state();
+  }
+  void restore_snapshot() {
+    auto variables = state_variables();
+    for (size_t i = 0; i < variables.size(); ++i) variables[i].set_value(values_[i].copy());
+    learner_->restore_from_checkpoint(learner_state_);
+    source_.restore_from_checkpoint(source_state_);
+  }
+  std::vector<Variable> state_variables() const {
+    std::vector<Variable> out = model_->parameters();
+    for (const auto& c : model_->constants()) out.push_back(c);
+    return out;
+  }
+
+  Trainer& trainer_;
+  LearnerPtr learner_;
+  io::MinibatchSource& source_;
+  const std::vector<Variable>& inputs_;
+  FunctionPtr model_;
+  Variable criterion_;
+  const SGDSettings& sgd_;
+  std::string name_;
+  long long epoch_ = 0;
+  size_t epoch_size_ = 0, mb_size_ = 0, limit_ = 0;
+  std::vector<NDArrayView> values_;
+  Dictionary learner_state_, source_state_;
+};
+
 // The top-level parallelTrain switch: CNTK starts its MPI wrapper for it, by default when the
 // process is one of several workers.
 bool parallel_enabled(const ConfigRecord& c) { return c.get_bool("parallelTrain", number_of_workers() > 1); }
@@ -349,11 +474,18 @@ void train(const ActionContext& ctx) {
   } else if (!net.statistics.empty()) {
     precompute(c, net, inputs);
   }
-  if (adjust.after_epoch && !lr_restored && sgd.lr_per_sample.size() <= size_t(start_epoch))
+  if (adjust.after_epoch && !lr_restored && sgd.given_learning_rates <= size_t(start_epoch))
     throw ValueError("AutoAdjust AdjustAfterEpoch resuming at epoch " + std::to_string(start_epoch + 1) +
                      " needs the previous epoch's checkpoint file or a learning rate given for that epoch");
   // The cross-validation data, evaluated after every epoch on the criterion and evaluation nodes.
   const auto cv_command = with_cv_reader(ctx.config);
+  if (adjust.search_before && par.enabled())
+    throw NotImplementedError(
+        "AutoAdjust: autoAdjustLR = SearchBeforeEpoch under parallel training is not implemented yet");
+  LearningRateSearch search(trainer, learner, source, inputs, net.model, criterion, sgd);
+  // The search starts above the largest of the last numPrevLearnRates rates it found.
+  std::vector<double> recent_rates(adjust.num_prev_learn_rates, -1.0);
+  if (lr_restored) recent_rates[size_t(start_epoch) % recent_rates.size()] = adjusted_lr;
   std::vector<Variable> cv_nodes{criterion};
   cv_nodes.insert(cv_nodes.end(), net.evaluations.begin(), net.evaluations.end());
 
@@ -401,19 +533,25 @@ void train(const ActionContext& ctx) {
   };
   const auto checkpoint_of = [&](long long epoch) { return model_for_epoch(model_path, epoch, max_epochs) + ".ckp"; };
   for (long long epoch = start_epoch; epoch < max_epochs && data_left; ++epoch) {
-    // Under AdjustAfterEpoch the given rates serve their epochs, and the adjusted rate those after.
-    const bool scheduled = !adjust.after_epoch || size_t(epoch) < sgd.lr_per_sample.size();
-    const double lr = scheduled ? for_epoch(sgd.lr_per_sample, size_t(epoch)) : adjusted_lr;
+    // Under AutoAdjust the given rates serve their epochs, and the adjusted or searched rate those after.
+    const bool automatic = adjust.after_epoch || adjust.search_before;
+    const bool scheduled = !automatic || size_t(epoch) < sgd.given_learning_rates;
+    double lr = scheduled ? for_epoch(sgd.lr_per_sample, size_t(epoch)) : adjusted_lr;
+    if (!scheduled && adjust.search_before) {
+      lr = search.search(epoch, epoch_size, size_t(for_epoch(sgd.minibatch_sizes, size_t(epoch))),
+                         *std::max_element(recent_rates.begin(), recent_rates.end()), prev_criterion);
+      recent_rates[size_t(epoch) % recent_rates.size()] = lr;
+    }
     adjusted_lr = lr;
-    if ((adjust.after_epoch || sgd.min_learning_rate_given) && lr < sgd.min_learning_rate) {
+    if ((automatic || sgd.min_learning_rate_given) && lr < sgd.min_learning_rate) {
       Log::printf(
           "Learn Rate Per Sample for Epoch[%lld] = %.8g is less than minLearningRatePerSample %.8g. Training "
           "complete.\n",
           epoch + 1, lr, sgd.min_learning_rate);
-      if (adjust.after_epoch && rank == 0) save_as_legacy_model(net.model, model_path);
+      if (automatic && rank == 0) save_as_legacy_model(net.model, model_path);
       break;
     }
-    if (adjust.after_epoch) set_learning_rate(learner, lr);
+    if (automatic) set_learning_rate(learner, lr);
     const double momentum = for_epoch(sgd.momentum_per_sample, size_t(epoch));
     const size_t mb_size = size_t(for_epoch(sgd.minibatch_sizes, size_t(epoch)));
     // Parallel epochs read this worker's part of each (global) minibatch.

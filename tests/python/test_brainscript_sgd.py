@@ -606,13 +606,14 @@ def test_adjust_interval_rolls_back_two_epochs_until_the_minimum_rate(tmp_path):
 
 def test_auto_adjust_keys_not_implemented_are_named(tmp_path):
     for block, message in [
-            ('autoAdjustLR = SearchBeforeEpoch',
-             'autoAdjustLR = SearchBeforeEpoch (a learning-rate search before each epoch) is not implemented yet'),
             ('autoAdjustLR = AdjustAfterEpoch ; autoAdjustMinibatch = true',
              'autoAdjustMinibatch (minibatch-size search) is not implemented yet'),
             ('autoAdjustLR = Sometimes', "autoAdjustLR must be None, SearchBeforeEpoch or AdjustAfterEpoch, not 'Sometimes'")]:
         rc, log = train(tmp_path, 'maxEpochs = 1 ; learningRatesPerSample = 0.01 ; AutoAdjust = [ %s ]' % block)
         assert rc != 0 and message in log, log[-2000:]
+    rc, log = train(tmp_path, 'maxEpochs = 1 ; AutoAdjust = [ autoAdjustLR = SearchBeforeEpoch ] ; '
+                              'ParallelTrain = [ parallelizationMethod = DataParallelSGD ]', extra='parallelTrain = true')
+    assert rc != 0 and 'autoAdjustLR = SearchBeforeEpoch under parallel training is not implemented yet' in log, log[-2000:]
 
 
 def test_adjust_after_epoch_by_the_evaluation_node(tmp_path):
@@ -655,3 +656,105 @@ def test_adjust_after_epoch_resumes_with_the_adjusted_rate(tmp_path):
     os.remove(tmp_path / 'm' / 'model.dnn.4.ckp')
     rc, log = run(['configFile=sgd.cntk'], tmp_path)
     assert rc != 0 and 'needs the previous epoch\'s checkpoint file or a learning rate given for that epoch' in log, log[-2000:]
+
+
+def searched_training(max_epochs, epoch_size=40, mb=10, momentum=0.5, search_samples=20, best_search_epochs=1,
+                      recent=5, min_lr=1e-9):
+    """CNTK's SearchBeforeEpoch in NumPy (SGD.cpp's SearchForBestLearnRate): before each epoch,
+    trials from the epoch's start, each undone, train until more than `search_samples` samples
+    are read; rate 0 only evaluates. Returns the final (w, b) and the events the log shows."""
+    f32 = np.float32
+    state = (np.full(2, 0.1), np.zeros(1), np.zeros(2), np.zeros(1))
+    events, rates, prev = [], [-1.0] * recent, np.inf
+
+    def run(state, lr, limit):
+        w, b, vw, vb = state
+        crit, n = 0.0, 0
+        while n < epoch_size and n <= limit:
+            x, y = X[n:n + mb], Y[n:n + mb]
+            r = x @ w + b - y
+            crit += (r * r).sum()
+            n += len(x)
+            if lr > 0.01 * min_lr:
+                gw, gb = gradients(w, b, x, y)
+                vw, vb = momentum * vw + (1 - momentum) * lr * gw, momentum * vb + (1 - momentum) * lr * gb
+                w, b = w - vw, b - vb
+        return (w, b, vw, vb), crit / n, n
+
+    def trial(epoch, lr):
+        _, crit, n = run(state, lr, search_samples)
+        events.append(('trial', epoch + 1, crit, n, lr))
+        return crit
+
+    for epoch in range(max_epochs):
+        largest = max(rates)
+        rate = largest / float(f32(0.618)) / float(f32(0.618)) if largest > 0 else \
+            float(f32(1) / f32(8) / f32(0.618)) / np.sqrt(mb)
+        base = trial(epoch, 0)
+        p = base if np.isinf(prev) else prev
+        ratio = np.sqrt(min(search_samples, epoch_size) / epoch_size)
+        base = max(ratio * p + (1 - ratio) * base, base)
+        while True:
+            rate *= 0.618
+            crit = trial(epoch, rate)
+            if not (np.isnan(crit) or (crit > base and rate > min_lr * float(f32(0.3)))):
+                break
+        best = rate
+        if epoch < best_search_epochs:
+            left, right, right_crit = 0.01 / mb, rate, crit
+            left_crit = trial(epoch, left)
+            while right > left * 1.2:
+                if right_crit > left_crit:
+                    right *= 0.618
+                    right_crit = trial(epoch, right)
+                else:
+                    left /= 0.618
+                    left_crit = trial(epoch, left)
+            best = left if left_crit < right_crit else right
+        events.append(('best', epoch + 1, best, base))
+        rates[epoch % recent] = best
+        state, crit, n = run(state, best, np.inf)
+        events.append(('epoch', epoch + 1, crit, (epoch + 1) * epoch_size, best))
+        prev = crit
+    return state[:2], events
+
+
+def searched_events(log):
+    events = []
+    for line in log.splitlines():
+        m = re.search(r'Finished Mini-Epoch\[(\d+)\]: se = ([\d.]+) \* (\d+); learningRatePerSample = ([\d.e+-]+); '
+                      r'minibatchSize = 10$', line)
+        if m:
+            events.append(('trial', int(m.group(1)), float(m.group(2)), int(m.group(3)), float(m.group(4))))
+        m = re.search(r'SearchForBestLearnRate Epoch\[(\d+)\]: Best learningRatePerSample = ([\d.e+-]+), '
+                      r'baseCriterion=([\d.e+-]+)$', line)
+        if m:
+            events.append(('best', int(m.group(1)), float(m.group(2)), float(m.group(3))))
+        m = re.search(r'Finished Epoch\[ *(\d+) of \d+\]: \[Training\] se = ([\d.]+) \* \d+; totalSamplesSeen = (\d+); '
+                      r'learningRatePerSample = ([\d.e+-]+);', line)
+        if m:
+            events.append(('epoch', int(m.group(1)), float(m.group(2)), int(m.group(3)), float(m.group(4))))
+    return events
+
+
+def test_search_before_epoch_finds_the_rate(tmp_path):
+    """SearchBeforeEpoch without given rates: every epoch's rate is searched with trials of
+    numMiniBatch4LRSearch minibatches (stopping once more samples than that were read), the first
+    epoch's with the bracketing search too, the later ones starting above the last rate found."""
+    rc, log = train(tmp_path, 'epochSize = 40 ; minibatchSize = 10 ; momentumPerMB = 0.5 ; maxEpochs = 3 ; '
+                    'AutoAdjust = [ autoAdjustLR = SearchBeforeEpoch ; numMiniBatch4LRSearch = 2 ]')
+    assert rc == 0, log[-3000:]
+    (w, b), want = searched_training(3)
+    got = searched_events(log)
+    assert [e[:2] for e in got] == [e[:2] for e in want], (got, want)
+    for g, e in zip(got, want):
+        if e[0] in ('trial', 'epoch'):
+            assert g[3] == e[3], (g, e)
+            np.testing.assert_allclose(g[2], e[2], rtol=1e-4, atol=1e-7)
+            np.testing.assert_allclose(g[4], e[4], rtol=1e-6)
+        else:
+            np.testing.assert_allclose(g[2:], e[2:], rtol=1e-6)
+    assert sum(e[0] == 'trial' for e in want) > 8  # the search ran its course
+    ours_w, ours_b = trained(tmp_path / 'm' / 'model.dnn')
+    np.testing.assert_allclose(ours_w, w, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ours_b, b, rtol=1e-4, atol=1e-5)
