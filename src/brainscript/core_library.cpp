@@ -7,14 +7,14 @@ namespace cntk::brainscript {
 const std::string& core_library_source() {
   static const std::string source = R"BS(
 Identity (x) = x
-SparseInput (dims) = Input (dims, sparse = true)
+SparseInput (dims, dynamicAxis = '') = Input (dims, sparse = true, dynamicAxis = dynamicAxis)
 # images [W x H x C] (CHW, cuDNN's layout) or channel-fastest [C x W x H] (HWC, CNTK's legacy one)
-ImageInput (imageWidth, imageHeight, imageChannels, imageLayout = 'CHW', sparse = false) =
-    if imageLayout == 'CHW' || imageLayout == 'cudnn' then Input ((imageWidth : imageHeight : imageChannels), sparse = sparse)
-    else if imageLayout == 'HWC' || imageLayout == 'legacy' then Input ((imageChannels : imageWidth : imageHeight), sparse = sparse)
+ImageInput (imageWidth, imageHeight, imageChannels, imageLayout = 'CHW', sparse = false, dynamicAxis = '') =
+    if imageLayout == 'CHW' || imageLayout == 'cudnn' then Input ((imageWidth : imageHeight : imageChannels), sparse = sparse, dynamicAxis = dynamicAxis)
+    else if imageLayout == 'HWC' || imageLayout == 'legacy' then Input ((imageChannels : imageWidth : imageHeight), sparse = sparse, dynamicAxis = dynamicAxis)
     else Fail ("ImageInput: imageLayout must be 'CHW' or 'HWC', not '" + imageLayout + "'")
-SparseImageInput (imageWidth, imageHeight, imageChannels, imageLayout = 'CHW') =
-    ImageInput (imageWidth, imageHeight, imageChannels, imageLayout = imageLayout, sparse = true)
+SparseImageInput (imageWidth, imageHeight, imageChannels, imageLayout = 'CHW', dynamicAxis = '') =
+    ImageInput (imageWidth, imageHeight, imageChannels, imageLayout = imageLayout, sparse = true, dynamicAxis = dynamicAxis)
 Pass (x) = x
 Sigmoid1 (x) = Sigmoid (x)
 Square (x) = x .* x

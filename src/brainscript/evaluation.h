@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,7 @@ struct Array;
 using Builtin = std::function<ValuePtr(std::vector<ValuePtr>&, std::map<std::string, ValuePtr>&, const TextLocation&)>;
 
 struct Value {
-  enum class Kind { Number, String, Bool, Record, Array, Lambda, Node, Builtin, Network } kind;
+  enum class Kind { Number, String, Bool, Record, Array, Lambda, Node, Builtin, Network, DynamicAxis } kind;
   double number = 0;
   std::string text;
   bool boolean = false;
@@ -31,6 +32,9 @@ struct Value {
   std::shared_ptr<Builtin> builtin;
   std::shared_ptr<const Network> network;
   std::string delay_op;  // "PastValue"/"FutureValue": a builtin whose input is read after the call
+  // DynamicAxis(): a sequence axis of its own, named after the member that made it (set when
+  // first named or used).
+  mutable std::optional<Axis> axis;  // values are shared as const; the axis is fixed once, at its first use
   explicit Value(Kind k) : kind(k) {}
 };
 
@@ -47,6 +51,7 @@ inline const char* kind_name(Value::Kind k) {
     case Value::Kind::Node: return "node";
     case Value::Kind::Builtin: return "function";
     case Value::Kind::Network: return "network";
+    case Value::Kind::DynamicAxis: return "dynamic axis";
   }
   return "?";
 }
@@ -146,6 +151,10 @@ inline Variable to_node(const ValuePtr& v, const TextLocation& where, const std:
   if (v->kind == Value::Kind::Bool) return Variable::constant(NDShape{}, g_dtype, v->boolean ? 1.0 : 0.0, "");
   fail(what + ": node or number expected, got a " + kind_name(v->kind), where);
 }
+
+// The operands of one node, each on the first one's sequence axis where they differ
+// (primitives.cpp).
+std::vector<Variable> on_common_axes(std::vector<Variable> operands);
 
 // The built-in functions by name (primitives.cpp).
 using Table = std::map<std::string, Builtin>;

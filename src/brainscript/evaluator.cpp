@@ -57,6 +57,25 @@ struct PendingDelay {
 };
 std::vector<PendingDelay> g_pending;
 
+// The positional arguments of the function calls in progress, innermost last.
+std::vector<std::vector<ThunkPtr>> g_call_arguments;
+
+// The dynamic axes of a delay's placeholder, before its input is known: those of the data the
+// enclosing function calls were given (the innermost argument already computed that is a
+// sequence), so that a recurrence over an Input on a DynamicAxis of its own runs along that
+// axis; otherwise the default sequence axis.
+std::vector<Axis> recurrence_axes() {
+  for (auto frame = g_call_arguments.rbegin(); frame != g_call_arguments.rend(); ++frame)
+    for (const auto& t : *frame) {
+      if (!t->value || t->value->kind != Value::Kind::Node) continue;
+      const auto& axes = t->value->node.dynamic_axes();
+      const bool known =
+          std::none_of(axes.begin(), axes.end(), [](const Axis& a) { return a.name() == "UnknownAxes"; });
+      if (axes.size() == 2 && known) return axes;
+    }
+  return {Axis::default_batch_axis(), Axis::default_dynamic_axis()};
+}
+
 // Stateless apart from the recursion depth: thunks and closures outlive any one evaluation
 // call, so they use the one shared instance (ev()).
 class Evaluator {
@@ -92,6 +111,8 @@ ValuePtr named_node(ValuePtr v, const std::string& path) {
     if (owner && owner->name().empty()) owner->set_name(path);
   } else if (v->kind == Value::Kind::Node && !path.empty() && v->node.is_parameter() && v->node.name().empty()) {
     v->node.impl()->name = path;  // a layer's parameter: its member path, e.g. "h.lstm.W"
+  } else if (v->kind == Value::Kind::DynamicAxis && !path.empty() && !v->axis) {
+    v->axis = Axis::dynamic(path);  // CNTK named an input's axis after its DynamicAxis node
   }
   return v;
 }
@@ -270,8 +291,8 @@ ValuePtr Evaluator::delay(const std::string& op, const ExpressionPtr& call, cons
   }
   // Dimensions 0 (CNTK's "inferred") leave the shape to the input that closes the delay.
   const bool inferred = std::all_of(dims.begin(), dims.end(), [](size_t k) { return k == 0; });
-  const Variable placeholder = Variable::placeholder(inferred ? NDShape::unknown() : bs_shape(dims),
-                                                     {Axis::default_batch_axis(), Axis::default_dynamic_axis()}, "");
+  const Variable placeholder =
+      Variable::placeholder(inferred ? NDShape::unknown() : bs_shape(dims), recurrence_axes(), "");
   const Variable initial =
       initial_state ? *initial_state : Variable::constant(NDShape{}, g_dtype, options["defaultHiddenActivation"], "");
   const double step = options["timeStep"];
@@ -344,7 +365,8 @@ ValuePtr Evaluator::infix(const std::string& op, const ValuePtr& a, const ValueP
     return v;
   }
   if (a->kind == K::Node || b->kind == K::Node) {
-    const Variable x = to_node(a, where, "'" + op + "'"), y = to_node(b, where, "'" + op + "'");
+    const auto operands = on_common_axes({to_node(a, where, "'" + op + "'"), to_node(b, where, "'" + op + "'")});
+    const Variable &x = operands[0], &y = operands[1];
     // Comparisons and logic on nodes give 0/1 values, as CNTK's Less, Equal, And, ... nodes.
     static const std::map<std::string, std::string> node_ops = {
         {"<", "Less"},   {"<=", "LessEqual"}, {">", "Greater"}, {">=", "GreaterEqual"},
@@ -421,6 +443,10 @@ ValuePtr Evaluator::call_lazy(const ValuePtr& f, std::vector<ThunkPtr> args, std
       scope->members[n] = t;
     }
   }
+  g_call_arguments.push_back(args);
+  struct Popped {
+    ~Popped() { g_call_arguments.pop_back(); }
+  } popped;
   ValuePtr result = named_node(eval(l.body, scope, path), path);
   if (tag && result->kind == Value::Kind::Node) g_tags.emplace_back(result->node, as_string(tag->force(), "tag"));
   return result;

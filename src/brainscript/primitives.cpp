@@ -12,6 +12,26 @@
 #include "cntk/ops.h"
 
 namespace cntk::brainscript::detail {
+
+// CNTK's nodes took operands on different sequence axes whose layouts agree when run
+// (BS.Sequences.Last of a query on its own DynamicAxis against a label of one step per query,
+// or spliced with BS.Sequences.First of it); the engine's ops want one set of dynamic axes, so
+// such operands adopt the first one's, ReconcileDynamicAxis checking that the sizes agree.
+std::vector<Variable> on_common_axes(std::vector<Variable> operands) {
+  auto sequence_axes = [](const Variable& v) {
+    const auto& axes = v.dynamic_axes();
+    const bool known = std::none_of(axes.begin(), axes.end(), [](const Axis& a) { return a.name() == "UnknownAxes"; });
+    return axes.size() == 2 && known;
+  };
+  const auto first = std::find_if(operands.begin(), operands.end(), sequence_axes);
+  if (first == operands.end()) return operands;
+  const Variable layout = *first;
+  for (auto& x : operands)
+    if (sequence_axes(x) && x.dynamic_axes() != layout.dynamic_axes())
+      x = ops::apply("ReconcileDynamicAxis", {x, layout})->output();
+  return operands;
+}
+
 namespace {
 
 struct Args {
@@ -84,8 +104,9 @@ std::vector<bool> bs_flags(const ValuePtr& v, bool fallback) {
 // prediction against a [1] label); the engine's ops want equal shapes, so `x` is reshaped to
 // `like`'s shape when the element counts agree.
 Variable shaped_like(const Variable& x, const Variable& like) {
-  if (x.shape() == like.shape() || x.shape().total_size() != like.shape().total_size()) return x;
-  return ops::apply("Reshape", {x}, {{"newShape", DictValue(like.shape())}})->output();
+  const Variable out = on_common_axes({like, x})[1];
+  if (out.shape() == like.shape() || out.shape().total_size() != like.shape().total_size()) return out;
+  return ops::apply("Reshape", {out}, {{"newShape", DictValue(like.shape())}})->output();
 }
 
 void add_unary(Table& t, const char* bs_name, const char* op) {
@@ -304,7 +325,7 @@ void add_node_primitives(Table& t) {
   };
   t["Splice"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "Splice"};  // (inputs, axis = 1)
-    const std::vector<Variable> in = node_list(a.at(0), w, "Splice");
+    const std::vector<Variable> in = on_common_axes(node_list(a.at(0), w, "Splice"));
     if (in.empty()) fail("Splice: no inputs", w);
     if (in.size() == 1) return node(in[0]);
     const Axis axis = a.opt("axis") ? bs_axis(a.opt("axis"), "Splice", w) : Axis(-1);
@@ -567,6 +588,20 @@ ValuePtr new_value_function(const char* cls, std::vector<ValuePtr>& p, const Tex
   fail("unknown 'what' value '" + what + "' of " + cls_name, w);
 }
 
+// An Input's sequence axis: a DynamicAxis() value (named after its member; one used unnamed gets
+// a unique name), an axis name as CNTK also took, or '' / none for the default one.
+Axis input_sequence_axis(const ValuePtr& v, const TextLocation& where) {
+  if (!v) return Axis::default_dynamic_axis();
+  if (v->kind == Value::Kind::DynamicAxis) {
+    if (!v->axis) v->axis = Axis::new_unique_dynamic_axis("DynamicAxis");
+    return *v->axis;
+  }
+  if (v->kind == Value::Kind::String)
+    return v->text.empty() || v->text == "*" ? Axis::default_dynamic_axis() : Axis::dynamic(v->text);
+  if (is_none(v)) return Axis::default_dynamic_axis();
+  fail(std::string("Input: dynamicAxis must be a DynamicAxis() or an axis name, not a ") + kind_name(v->kind), where);
+}
+
 Table builtin_table() {
   Table t;
   t["Input"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
@@ -574,8 +609,13 @@ Table builtin_table() {
     const bool sparse = a.opt("sparse") ? a.opt("sparse")->boolean : false;
     // A sequence axis, as CNTK's inputs have; networks without sequence ops drop it at the end.
     const bool sparse_input = sparse || (a.opt("isSparse") && a.opt("isSparse")->boolean);
-    return node(Variable::input(bs_shape(dims_of(p, w)), g_dtype, sparse_input, false,
-                                {Axis::default_batch_axis(), Axis::default_dynamic_axis()}, ""));
+    const Axis axis = input_sequence_axis(a.opt("dynamicAxis"), w);
+    if (axis != Axis::default_dynamic_axis()) g_sequential = true;  // its own axis is kept
+    return node(
+        Variable::input(bs_shape(dims_of(p, w)), g_dtype, sparse_input, false, {Axis::default_batch_axis(), axis}, ""));
+  };
+  t["DynamicAxis"] = [](std::vector<ValuePtr>&, std::map<std::string, ValuePtr>&, const TextLocation&) {
+    return ValuePtr(std::make_shared<Value>(Value::Kind::DynamicAxis));  // its axis is made when named or used
   };
   t["ParameterTensor"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "ParameterTensor"};
@@ -615,7 +655,7 @@ Table builtin_table() {
     const char* bs_name = name;
     t[name] = [op_name, bs_name](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
       Args a{p, n, w, bs_name};
-      return node(ops::apply(op_name, {a.node_at(0), a.node_at(1)})->output());
+      return node(ops::apply(op_name, on_common_axes({a.node_at(0), a.node_at(1)}))->output());
     };
   }
   add_unary(t, "Sigmoid", "StableSigmoid");
