@@ -809,7 +809,9 @@ const ConfigRecord* holder_of(const ConfigRecord& from, const std::string& key) 
 Chunk section(const ConfigRecord& from, const std::string& name, const std::string& why) {
   const ConfigRecord* holder = holder_of(from, name);
   if (!holder) throw ValueError("NDLNetworkBuilder: '" + why + "=" + name + "' names no section of the configuration");
-  Chunk c{*holder->find(name), holder->location_of(name)};
+  const std::optional<std::string> text = holder->find(name);
+  if (!text) throw ValueError("NDLNetworkBuilder: '" + why + "=" + name + "' names no section of the configuration");
+  Chunk c{*text, holder->location_of(name)};
   c.origin.column = 0;
   const size_t b = c.text.find_first_not_of(" \t\r\n");
   const size_t e = c.text.find_last_not_of(" \t\r\n");

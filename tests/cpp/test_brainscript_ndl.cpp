@@ -87,6 +87,13 @@ TEST(BrainScriptNdl, ErrorsNameTheNdlLine) {
   }
 }
 
+// A section named by run= whose value is `default` (a key the config language treats as not
+// given) is no section: an error, not a read of a value that is not there (found by fuzzing).
+TEST(BrainScriptNdl, RunNamingADefaultValueIsAnError) {
+  auto config = ConfigRecord::parse("run = n\nNDLNetworkBuilder = [ ]\nn = default\n");
+  EXPECT_THROW(ndl_network_source(*config), ValueError);
+}
+
 // A recurrence through PastValue/Delay that refers to a node defined after it (NDL resolves
 // names over the whole section): a running sum, and a sum with the input two steps back.
 TEST(BrainScriptNdl, DelaysReferToLaterNodes) {
