@@ -120,8 +120,10 @@ LearningRateAdjustment read_adjust_block(const ConfigRecord& a, const std::vecto
   else if (kind != "none" && kind != "false")
     throw ValueError(a.name() + ": autoAdjustLR must be None, SearchBeforeEpoch or AdjustAfterEpoch, not '" +
                      a.get("autoAdjustLR") + "'");
-  if (a.get_bool("autoAdjustMinibatch", false))
-    throw NotImplementedError("AutoAdjust: autoAdjustMinibatch (minibatch-size search) is not implemented yet");
+  out.adjust_minibatch = a.get_bool("autoAdjustMinibatch", false);
+  out.minibatch_tuning_frequency = size_t(std::max(1LL, a.get_int("minibatchSizeTuningFrequency", 1)));
+  out.minibatch_tuning_max = size_t(std::max(1LL, a.get_int("minibatchSizeTuningMax", 1048576)));
+  out.minibatch_error_margin = size_t(std::max(0LL, a.get_int("minibatchSearchCriterionErrorMargin", 1)));
   out.reduce_if_improve_less_than = a.get_double("reduceLearnRateIfImproveLessThan", out.reduce_if_improve_less_than);
   out.decrease_factor = a.get_double("learnRateDecreaseFactor", out.decrease_factor);
   out.increase_if_improve_more_than =

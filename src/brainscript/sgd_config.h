@@ -38,6 +38,10 @@ struct LearningRateAdjustment {
   size_t num_prev_learn_rates = 5;     // the search starts above the largest of the last ones
   size_t num_best_search_epoch = 1;    // epochs whose search ends with a bracketing search
   std::vector<double> search_samples;  // per epoch: samples a trial trains on (numSamples4Search)
+  // autoAdjustMinibatch: the size of epochs past the given sizes is searched.
+  bool adjust_minibatch = false;
+  size_t minibatch_tuning_frequency = 1, minibatch_tuning_max = 1048576;
+  size_t minibatch_error_margin = 1;  // percent over the first trial's criterion a larger size may be
   double reduce_if_improve_less_than = 0, decrease_factor = 0.618;
   double increase_if_improve_more_than = std::numeric_limits<double>::infinity(), increase_factor = 1.382;
   bool continue_reduce = false;     // once reduced, reduce at every check; stop at the second poor one

@@ -217,13 +217,14 @@ void set_learning_rate(const LearnerPtr& learner, double lr_per_sample) {
   if (auto d = std::dynamic_pointer_cast<DistributedLearner>(learner)) d->local_learner()->reset_learning_rate(rate);
 }
 
-// SearchBeforeEpoch (CNTK's SearchForBestLearnRate): trial trainings ("mini-epochs") from the
-// epoch's start, each undone afterwards, pick the epoch's rate.
-class LearningRateSearch {
+// AutoAdjust's searches before an epoch: trial trainings ("mini-epochs") from the epoch's start,
+// each undone afterwards, pick its learning rate (SearchBeforeEpoch, CNTK's SearchForBestLearnRate)
+// and its minibatch size (autoAdjustMinibatch, CNTK's AdaptiveMinibatchSizing).
+class EpochSearch {
  public:
-  LearningRateSearch(Trainer& trainer, const LearnerPtr& learner, io::MinibatchSource& source,
-                     const std::vector<Variable>& inputs, const FunctionPtr& model, const Variable& criterion,
-                     const SGDSettings& sgd)
+  EpochSearch(Trainer& trainer, const LearnerPtr& learner, io::MinibatchSource& source,
+              const std::vector<Variable>& inputs, const FunctionPtr& model, const Variable& criterion,
+              const SGDSettings& sgd)
       : trainer_(trainer),
         learner_(learner),
         source_(source),
@@ -233,16 +234,23 @@ class LearningRateSearch {
         sgd_(sgd),
         name_(node_name(criterion)) {}
 
-  // The rate for epoch `epoch` (0-based) of `epoch_size` samples in minibatches of `mb_size`:
-  // from a start rate (above the largest recent one when there is one) down by 0.618 until a
-  // trial's criterion is no worse than the unchanged model's, blended with `prev_criterion` (the
-  // last epoch's); in the first numBestSearchEpoch epochs a bracketing search between
-  // 0.01 / mb_size and that rate follows. CNTK's constants, its float ones included.
-  double search(long long epoch, size_t epoch_size, size_t mb_size, double largest_recent, double prev_criterion) {
-    const LearningRateAdjustment& a = sgd_.adjust;
-    epoch_ = epoch, epoch_size_ = epoch_size, mb_size_ = mb_size;
-    limit_ = std::min(size_t(for_epoch(a.search_samples, size_t(epoch))), epoch_size);
+  // Starts the searches of epoch `epoch` (0-based) of `epoch_size` samples from the current state.
+  void begin(long long epoch, size_t epoch_size) {
+    epoch_ = epoch, epoch_size_ = epoch_size;
+    limit_ = std::min(size_t(for_epoch(sgd_.adjust.search_samples, size_t(epoch))), epoch_size);
     take_snapshot();
+  }
+
+  // The epoch's rate in minibatches of `mb_size`: from a start rate (above the largest recent one
+  // when there is one) down by 0.618 until a trial's criterion is no worse than the unchanged
+  // model's, blended with `prev_criterion` (the last epoch's); in the first numBestSearchEpoch
+  // epochs a bracketing search between 0.01 / mb_size and that rate follows. CNTK's constants,
+  // its float ones included.
+  double learning_rate(size_t mb_size, double largest_recent, double prev_criterion) {
+    const LearningRateAdjustment& a = sgd_.adjust;
+    const long long epoch = epoch_;
+    const size_t epoch_size = epoch_size_;
+    mb_size_ = mb_size;
     const double min_rate = sgd_.min_learning_rate * double(0.3f);
     double rate = largest_recent > 0 ? largest_recent / double(0.618f) / double(0.618f)
                                      : double(1.0f / 8.0f / 0.618f) / std::sqrt(double(mb_size));
@@ -273,6 +281,38 @@ class LearningRateSearch {
     Log::printf(" SearchForBestLearnRate Epoch[%lld]: Best learningRatePerSample = %.10g, baseCriterion=%.10g\n",
                 epoch + 1, best, base);
     return best;
+  }
+
+  // The epoch's minibatch size at rate `rate`: trials from `smallest` up by sqrt(2) (rounded to
+  // multiples of 64) while their criterion stays within minibatchSearchCriterionErrorMargin
+  // percent of the first's and the size within `largest`; the last such size.
+  size_t minibatch_size(double rate, size_t smallest, size_t largest, bool verbose) {
+    if (smallest > largest) return largest;  // a reduced rate can raise the lower bound past it
+    // CNTK rounded to 0 below 32; a trial needs samples
+    const auto round64 = [](float v) { return std::max<size_t>(64, 64 * size_t((v + 32) / 64)); };
+    Log::printf(" AdaptiveMinibatchSearch Epoch[%lld]: Evaluating minibatchSizes %zu..%zu\n", epoch_ + 1,
+                round64(float(smallest)), round64(float(largest)));
+    const double margin = 1.0 + double(sgd_.adjust.minibatch_error_margin) / 100.0;
+    size_t good = 0;
+    double base = 0, good_criterion = 0;
+    for (float size = float(smallest); size <= float(largest); size *= std::sqrt(2.0f)) {
+      mb_size_ = round64(size);
+      const double criterion = trial(rate);
+      if (good == 0) {
+        base = good_criterion = criterion;
+      } else if (!std::isnan(criterion) && criterion > base * margin) {
+        break;
+      } else {
+        good_criterion = criterion;
+      }
+      good = mb_size_;
+    }
+    if (verbose)
+      Log::printf(
+          " AdaptiveMinibatchSearch Epoch[%lld]: Search successful. New minibatchSize is %zu. epochCriterion = %.8f "
+          "vs baseCriterion = %.8f\n",
+          epoch_ + 1, good, good_criterion, base);
+    return good;
   }
 
  private:
@@ -452,6 +492,8 @@ void train(const ActionContext& ctx) {
   double prev_criterion = std::numeric_limits<double>::infinity(), avg_criterion = prev_criterion;
   size_t epochs_not_counted = size_t(start_epoch) % adjust.interval;  // of a resumed interval
   bool lr_reduced = false, lr_restored = false;
+  // The minibatch size autoAdjustMinibatch chose last (CNTK starts it at the first epoch's given size).
+  size_t chosen_mb_size = size_t(for_epoch(sgd.minibatch_sizes, size_t(start_epoch)));
   // Restores the trainer, the reader's position and the adjustment state from `path`'s checkpoint.
   const auto restore_checkpoint = [&](const std::string& path) {
     const Dictionary state = restore_trainer_checkpoint(trainer, path);
@@ -462,6 +504,7 @@ void train(const ActionContext& ctx) {
       lr_restored = true;
     }
     if (state.count("prevCriterion")) prev_criterion = state.at("prevCriterion").as_double();
+    if (state.count("minibatchSize")) chosen_mb_size = size_t(state.at("minibatchSize").as_int());
   };
   if (!resume_from.empty()) {
     Log::printf("Starting from checkpoint. Loading network from '%s'.\n", resume_from.c_str());
@@ -482,10 +525,14 @@ void train(const ActionContext& ctx) {
   if (adjust.search_before && par.enabled())
     throw NotImplementedError(
         "AutoAdjust: autoAdjustLR = SearchBeforeEpoch under parallel training is not implemented yet");
-  LearningRateSearch search(trainer, learner, source, inputs, net.model, criterion, sgd);
+  if (adjust.adjust_minibatch && par.enabled())
+    throw NotImplementedError("AutoAdjust: autoAdjustMinibatch under parallel training is not implemented yet");
+  EpochSearch search(trainer, learner, source, inputs, net.model, criterion, sgd);
   // The search starts above the largest of the last numPrevLearnRates rates it found.
   std::vector<double> recent_rates(adjust.num_prev_learn_rates, -1.0);
   if (lr_restored) recent_rates[size_t(start_epoch) % recent_rates.size()] = adjusted_lr;
+  double lr_adjustment_factor = 1.0;  // the last search's rate over the rate before it
+  const long long trace_level = c.get_int("traceLevel", 0);
   std::vector<Variable> cv_nodes{criterion};
   cv_nodes.insert(cv_nodes.end(), net.evaluations.begin(), net.evaluations.end());
 
@@ -528,6 +575,7 @@ void train(const ActionContext& ctx) {
     external["totalSamplesSeen"] = int64_t(total_samples);
     external["learnRatePerSample"] = adjusted_lr;
     external["prevCriterion"] = prev_criterion;
+    external["minibatchSize"] = int64_t(chosen_mb_size);
     save_trainer_checkpoint(trainer, path, external);
     if (rank == 0) save_as_legacy_model(net.model, path);
   };
@@ -537,9 +585,15 @@ void train(const ActionContext& ctx) {
     const bool automatic = adjust.after_epoch || adjust.search_before;
     const bool scheduled = !automatic || size_t(epoch) < sgd.given_learning_rates;
     double lr = scheduled ? for_epoch(sgd.lr_per_sample, size_t(epoch)) : adjusted_lr;
-    if (!scheduled && adjust.search_before) {
-      lr = search.search(epoch, epoch_size, size_t(for_epoch(sgd.minibatch_sizes, size_t(epoch))),
-                         *std::max_element(recent_rates.begin(), recent_rates.end()), prev_criterion);
+    const size_t given_mb_size = size_t(for_epoch(sgd.minibatch_sizes, size_t(epoch)));
+    const bool search_lr = !scheduled && adjust.search_before;
+    const bool search_mb = adjust.adjust_minibatch && size_t(epoch) >= sgd.minibatch_sizes.size();
+    if (search_lr || search_mb) search.begin(epoch, epoch_size);
+    if (search_lr) {
+      const double found = search.learning_rate(
+          given_mb_size, *std::max_element(recent_rates.begin(), recent_rates.end()), prev_criterion);
+      lr_adjustment_factor = found / lr;
+      lr = found;
       recent_rates[size_t(epoch) % recent_rates.size()] = lr;
     }
     adjusted_lr = lr;
@@ -553,7 +607,37 @@ void train(const ActionContext& ctx) {
     }
     if (automatic) set_learning_rate(learner, lr);
     const double momentum = for_epoch(sgd.momentum_per_sample, size_t(epoch));
-    const size_t mb_size = size_t(for_epoch(sgd.minibatch_sizes, size_t(epoch)));
+    size_t mb_size = given_mb_size;
+    if (search_mb) {
+      // CNTK's AdaptiveMinibatchSizing: a rate reduced from the first epoch's allows a larger least
+      // size (by the square root of the reduction); a size chosen before bounds the search to half
+      // and twice it, and the search runs every minibatchSizeTuningFrequency epochs.
+      size_t smallest = given_mb_size, largest = adjust.minibatch_tuning_max;
+      const double change =
+          std::sqrt(for_epoch(sgd.lr_per_sample, size_t(epoch)) / sgd.lr_per_sample[0] * lr_adjustment_factor);
+      if (change < 1) smallest = size_t(double(smallest) / change);
+      if (epoch < 2 && chosen_mb_size != 0) {
+        Log::printf(" Before Epoch[2], previous minibatchSize %zu is considered invalid -> resetting.\n",
+                    chosen_mb_size);
+        chosen_mb_size = 0;
+      }
+      const size_t frequency = adjust.minibatch_tuning_frequency;
+      if (chosen_mb_size != 0 && size_t(epoch) + 1 > frequency && (size_t(epoch) + 1) % frequency != 0) {
+        Log::printf(
+            " AdaptiveMinibatchSearch: Search for a better minibatchSize in epoch %lld skipped, keeping minibatchSize "
+            "of %zu\n",
+            epoch + 1, chosen_mb_size);
+        mb_size = chosen_mb_size;
+      } else {
+        if (chosen_mb_size != 0) {
+          smallest = std::max(smallest, chosen_mb_size / 2);
+          largest = std::min(largest, chosen_mb_size * 2);
+        }
+        mb_size = search.minibatch_size(lr, smallest, largest, trace_level > 0);
+      }
+      if (trace_level < 1 && mb_size != chosen_mb_size) Log::printf("Minibatch size adapted to %zu.\n", mb_size);
+      chosen_mb_size = mb_size;
+    }
     // Parallel epochs read this worker's part of each (global) minibatch.
     const bool parallel_epoch = par.enabled() && size_t(epoch) >= par.start_epoch;
     const size_t partitions = parallel_epoch ? workers : 1, partition = parallel_epoch ? rank : 0;

@@ -606,14 +606,15 @@ def test_adjust_interval_rolls_back_two_epochs_until_the_minimum_rate(tmp_path):
 
 def test_auto_adjust_keys_not_implemented_are_named(tmp_path):
     for block, message in [
-            ('autoAdjustLR = AdjustAfterEpoch ; autoAdjustMinibatch = true',
-             'autoAdjustMinibatch (minibatch-size search) is not implemented yet'),
             ('autoAdjustLR = Sometimes', "autoAdjustLR must be None, SearchBeforeEpoch or AdjustAfterEpoch, not 'Sometimes'")]:
         rc, log = train(tmp_path, 'maxEpochs = 1 ; learningRatesPerSample = 0.01 ; AutoAdjust = [ %s ]' % block)
         assert rc != 0 and message in log, log[-2000:]
     rc, log = train(tmp_path, 'maxEpochs = 1 ; AutoAdjust = [ autoAdjustLR = SearchBeforeEpoch ] ; '
                               'ParallelTrain = [ parallelizationMethod = DataParallelSGD ]', extra='parallelTrain = true')
     assert rc != 0 and 'autoAdjustLR = SearchBeforeEpoch under parallel training is not implemented yet' in log, log[-2000:]
+    rc, log = train(tmp_path, 'maxEpochs = 1 ; learningRatesPerSample = 0.01 ; AutoAdjust = [ autoAdjustMinibatch = true ] ; '
+                              'ParallelTrain = [ parallelizationMethod = DataParallelSGD ]', extra='parallelTrain = true')
+    assert rc != 0 and 'autoAdjustMinibatch under parallel training is not implemented yet' in log, log[-2000:]
 
 
 def test_adjust_after_epoch_by_the_evaluation_node(tmp_path):
@@ -758,3 +759,93 @@ def test_search_before_epoch_finds_the_rate(tmp_path):
     ours_w, ours_b = trained(tmp_path / 'm' / 'model.dnn')
     np.testing.assert_allclose(ours_w, w, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(ours_b, b, rtol=1e-4, atol=1e-5)
+
+
+def test_auto_adjust_minibatch_searches_the_size(tmp_path):
+    """autoAdjustMinibatch: epochs past the given minibatch sizes train with the largest size (from
+    the given one up by sqrt(2), multiples of 64; later between half and twice the last choice)
+    whose trial criterion stays within minibatchSearchCriterionErrorMargin percent of the first
+    trial's; momentum per minibatch scales with the size."""
+    rng = np.random.RandomState(3)
+    xs = rng.uniform(-1, 1, size=(1280, 2))
+    ys = xs @ np.array([3.0, -2.0]) + 0.5 + 0.01 * rng.randn(1280)
+    (tmp_path / 'data.txt').write_text(''.join('|x %.17g %.17g |y %.17g\n' % (a, c, y) for (a, c), y in zip(xs, ys)))
+    (tmp_path / 'sgd.cntk').write_text(config(
+        'epochSize = 640 ; minibatchSize = 64 ; learningRatesPerSample = 0.002 ; momentumPerMB = 0.5 ; maxEpochs = 4 ; '
+        'AutoAdjust = [ autoAdjustMinibatch = true ; numSamples4Search = 200 ; minibatchSearchCriterionErrorMargin = 30 ]'))
+    rc, log = run(['configFile=sgd.cntk'], tmp_path)
+    assert rc == 0, log[-3000:]
+
+    f32, lr, epoch_size, limit = np.float32, 0.002, 640, 200
+    per_sample = 0.5 ** (1 / 64)
+    state, want, chosen = (np.full(2, 0.1), np.zeros(1), np.zeros(2), np.zeros(1)), [], 64
+
+    def run_epoch(state, epoch, mb, limit):
+        w, b, vw, vb = state
+        crit, n, start = 0.0, 0, epoch * epoch_size % len(xs)
+        while n < epoch_size and n <= limit:
+            k = min(mb, epoch_size - n)
+            x, y = xs[start + n:start + n + k], ys[start + n:start + n + k]
+            r = x @ w + b - y
+            crit += (r * r).sum()
+            gw, gb = gradients(w, b, x, y)
+            m = per_sample ** k
+            vw, vb = m * vw + (1 - m) * lr * gw, m * vb + (1 - m) * lr * gb
+            w, b = w - vw, b - vb
+            n += k
+        return (w, b, vw, vb), crit / n, n
+
+    for epoch in range(4):
+        mb = 64
+        if epoch >= 1:
+            smallest, largest = 64, 1048576
+            if epoch < 2:
+                chosen = 0
+            if chosen:
+                smallest, largest = max(smallest, chosen // 2), min(largest, chosen * 2)
+            round64 = lambda v: max(64, 64 * int((f32(v) + f32(32)) / f32(64)))
+            want.append(('range', epoch + 1, round64(smallest), round64(largest)))
+            size, good, base = f32(smallest), 0, None
+            while size <= largest:
+                trial = round64(size)
+                _, crit, n = run_epoch(state, epoch, trial, limit)
+                want.append(('trial', epoch + 1, crit, n, trial))
+                if good == 0:
+                    base = crit
+                elif crit > base * 1.3:
+                    break
+                good = trial
+                size = f32(size * f32(np.sqrt(f32(2))))
+            mb = good
+            if mb != chosen:
+                want.append(('adapted', mb))
+            chosen = mb
+        state, crit, n = run_epoch(state, epoch, mb, np.inf)
+        want.append(('epoch', epoch + 1, crit, (epoch + 1) * epoch_size))
+
+    got = []
+    for line in log.splitlines():
+        m = re.search(r'AdaptiveMinibatchSearch Epoch\[(\d+)\]: Evaluating minibatchSizes (\d+)\.\.(\d+)$', line)
+        if m:
+            got.append(('range',) + tuple(int(g) for g in m.groups()))
+        m = re.search(r'Finished Mini-Epoch\[(\d+)\]: se = ([\d.]+) \* (\d+); learningRatePerSample = [\d.e+-]+; '
+                      r'minibatchSize = (\d+)$', line)
+        if m:
+            got.append(('trial', int(m.group(1)), float(m.group(2)), int(m.group(3)), int(m.group(4))))
+        m = re.search(r'Minibatch size adapted to (\d+)\.$', line)
+        if m:
+            got.append(('adapted', int(m.group(1))))
+        m = re.search(r'Finished Epoch\[ *(\d+) of \d+\]: \[Training\] se = ([\d.]+) \* \d+; totalSamplesSeen = (\d+);', line)
+        if m:
+            got.append(('epoch', int(m.group(1)), float(m.group(2)), int(m.group(3))))
+    assert [e[:2] for e in got] == [e[:2] for e in want], (got, want)
+    for g, e in zip(got, want):
+        if e[0] in ('trial', 'epoch'):
+            np.testing.assert_allclose(g[2], e[2], rtol=1e-4, atol=1e-7)
+            assert g[3:] == e[3:], (g, e)
+        else:
+            assert g == e, (g, e)
+    assert {e[1] for e in want if e[0] == 'adapted'} - {64}, want  # some epoch took a larger size
+    ours_w, ours_b = trained(tmp_path / 'm' / 'model.dnn')
+    np.testing.assert_allclose(ours_w, state[0], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ours_b, state[1], rtol=1e-4, atol=1e-5)
