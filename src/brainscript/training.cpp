@@ -14,6 +14,7 @@
 #include <regex>
 #include <set>
 
+#include "brainscript/epoch_search.h"
 #include "brainscript/evaluator.h"
 #include "brainscript/ndl.h"
 #include "brainscript/reader_config.h"
@@ -210,177 +211,6 @@ std::shared_ptr<const ConfigRecord> with_cv_reader(const std::shared_ptr<const C
   return nullptr;
 }
 
-// Replaces the learner's rate from now on by a constant per-sample rate (AutoAdjust's rate).
-void set_learning_rate(const LearnerPtr& learner, double lr_per_sample) {
-  const LearningRateSchedule rate(lr_per_sample, 1);
-  learner->reset_learning_rate(rate);
-  if (auto d = std::dynamic_pointer_cast<DistributedLearner>(learner)) d->local_learner()->reset_learning_rate(rate);
-}
-
-// AutoAdjust's searches before an epoch: trial trainings ("mini-epochs") from the epoch's start,
-// each undone afterwards, pick its learning rate (SearchBeforeEpoch, CNTK's SearchForBestLearnRate)
-// and its minibatch size (autoAdjustMinibatch, CNTK's AdaptiveMinibatchSizing).
-class EpochSearch {
- public:
-  EpochSearch(Trainer& trainer, const LearnerPtr& learner, io::MinibatchSource& source,
-              const std::vector<Variable>& inputs, const FunctionPtr& model, const Variable& criterion,
-              const SGDSettings& sgd)
-      : trainer_(trainer),
-        learner_(learner),
-        source_(source),
-        inputs_(inputs),
-        model_(model),
-        criterion_(criterion),
-        sgd_(sgd),
-        name_(node_name(criterion)) {}
-
-  // Starts the searches of epoch `epoch` (0-based) of `epoch_size` samples from the current state.
-  void begin(long long epoch, size_t epoch_size) {
-    epoch_ = epoch, epoch_size_ = epoch_size;
-    limit_ = std::min(size_t(for_epoch(sgd_.adjust.search_samples, size_t(epoch))), epoch_size);
-    take_snapshot();
-  }
-
-  // The epoch's rate in minibatches of `mb_size`: from a start rate (above the largest recent one
-  // when there is one) down by 0.618 until a trial's criterion is no worse than the unchanged
-  // model's, blended with `prev_criterion` (the last epoch's); in the first numBestSearchEpoch
-  // epochs a bracketing search between 0.01 / mb_size and that rate follows. CNTK's constants,
-  // its float ones included.
-  double learning_rate(size_t mb_size, double largest_recent, double prev_criterion) {
-    const LearningRateAdjustment& a = sgd_.adjust;
-    const long long epoch = epoch_;
-    const size_t epoch_size = epoch_size_;
-    mb_size_ = mb_size;
-    const double min_rate = sgd_.min_learning_rate * double(0.3f);
-    double rate = largest_recent > 0 ? largest_recent / double(0.618f) / double(0.618f)
-                                     : double(1.0f / 8.0f / 0.618f) / std::sqrt(double(mb_size));
-    double base = trial(0);
-    if (std::isinf(prev_criterion)) prev_criterion = base;
-    const double ratio = sgd_.epoch_size ? std::pow(double(limit_) / double(epoch_size), double(1.0f / 2)) : 0.3;
-    base = std::max(ratio * prev_criterion + (1 - ratio) * base, base);
-    double criterion;
-    do {
-      rate *= 0.618;
-      criterion = trial(rate);
-    } while (std::isnan(criterion) || (criterion > base && rate > min_rate));
-    double best = rate;
-    if (size_t(epoch) < a.num_best_search_epoch) {
-      double left = 0.01 / double(mb_size), right = rate, right_criterion = criterion;
-      double left_criterion = trial(left);
-      while (right > left * 1.2) {
-        if (right_criterion > left_criterion) {
-          right *= 0.618;
-          right_criterion = trial(right);
-        } else {
-          left /= 0.618;
-          left_criterion = trial(left);
-        }
-      }
-      best = left_criterion < right_criterion ? left : right;
-    }
-    Log::printf(" SearchForBestLearnRate Epoch[%lld]: Best learningRatePerSample = %.10g, baseCriterion=%.10g\n",
-                epoch + 1, best, base);
-    return best;
-  }
-
-  // The epoch's minibatch size at rate `rate`: trials from `smallest` up by sqrt(2) (rounded to
-  // multiples of 64) while their criterion stays within minibatchSearchCriterionErrorMargin
-  // percent of the first's and the size within `largest`; the last such size.
-  size_t minibatch_size(double rate, size_t smallest, size_t largest, bool verbose) {
-    if (smallest > largest) return largest;  // a reduced rate can raise the lower bound past it
-    // CNTK rounded to 0 below 32; a trial needs samples
-    const auto round64 = [](float v) { return std::max<size_t>(64, 64 * size_t((v + 32) / 64)); };
-    Log::printf(" AdaptiveMinibatchSearch Epoch[%lld]: Evaluating minibatchSizes %zu..%zu\n", epoch_ + 1,
-                round64(float(smallest)), round64(float(largest)));
-    const double margin = 1.0 + double(sgd_.adjust.minibatch_error_margin) / 100.0;
-    size_t good = 0;
-    double base = 0, good_criterion = 0;
-    for (float size = float(smallest); size <= float(largest); size *= std::sqrt(2.0f)) {
-      mb_size_ = round64(size);
-      const double criterion = trial(rate);
-      if (good == 0) {
-        base = good_criterion = criterion;
-      } else if (!std::isnan(criterion) && criterion > base * margin) {
-        break;
-      } else {
-        good_criterion = criterion;
-      }
-      good = mb_size_;
-    }
-    if (verbose)
-      Log::printf(
-          " AdaptiveMinibatchSearch Epoch[%lld]: Search successful. New minibatchSize is %zu. epochCriterion = %.8f "
-          "vs baseCriterion = %.8f\n",
-          epoch_ + 1, good, good_criterion, base);
-    return good;
-  }
-
- private:
-  // Trains from the epoch's start at `rate` per sample until more than the search's samples (or
-  // the epoch) are read, as CNTK's mini-epochs stop; rate 0 only evaluates. Returns the
-  // criterion's average and restores the state before it.
-  double trial(double rate) {
-    MinibatchAggregate total;
-    std::optional<Evaluator> evaluator;
-    if (rate > 0.01 * sgd_.min_learning_rate)
-      set_learning_rate(learner_, rate);
-    else
-      evaluator.emplace(Function::combine({criterion_}));
-    while (total.samples < epoch_size_ && total.samples <= limit_) {
-      io::Minibatch mb = source_.next_minibatch(std::min(mb_size_, epoch_size_ - total.samples));
-      if (mb.empty()) break;
-      const VariableValues args = arguments_for(source_, mb, inputs_);
-      bool sweep_end = false;
-      for (const auto& s : mb.streams) sweep_end |= s.sweep_end;
-      if (evaluator)
-        evaluator->test_minibatch(args);
-      else
-        trainer_.train_minibatch(args, sweep_end);
-      const MinibatchAggregate& m =
-          evaluator ? evaluator->previous_test_minibatch() : trainer_.previous_minibatch_loss();
-      total.sum += m.sum, total.samples += m.samples;
-    }
-    Log::printf(" Finished Mini-Epoch[%lld]: ", epoch_ + 1);
-    log_criterion(name_, total.sum, total.samples);
-    std::fprintf(stderr, "learningRatePerSample = %.8g; minibatchSize = %zu\n", rate, mb_size_);
-    restore_snapshot();
-    return average(total);
-  }
-
-  // What a trial changes: parameter and constant values (batch-normalization statistics), the
-  // learner's state and the reader's position.
-  void take_snapshot() {
-    values_.clear();
-    for (auto& v : state_variables()) values_.push_back(v.value().copy());
-    learner_state_ = learner_->create_checkpoint();
-    source_state_ = source_.checkpoint_state();
-  }
-  void restore_snapshot() {
-    auto variables = state_variables();
-    for (size_t i = 0; i < variables.size(); ++i) variables[i].set_value(values_[i].copy());
-    learner_->restore_from_checkpoint(learner_state_);
-    source_.restore_from_checkpoint(source_state_);
-  }
-  std::vector<Variable> state_variables() const {
-    std::vector<Variable> out = model_->parameters();
-    for (const auto& c : model_->constants()) out.push_back(c);
-    return out;
-  }
-
-  Trainer& trainer_;
-  LearnerPtr learner_;
-  io::MinibatchSource& source_;
-  const std::vector<Variable>& inputs_;
-  FunctionPtr model_;
-  Variable criterion_;
-  const SGDSettings& sgd_;
-  std::string name_;
-  long long epoch_ = 0;
-  size_t epoch_size_ = 0, mb_size_ = 0, limit_ = 0;
-  std::vector<NDArrayView> values_;
-  Dictionary learner_state_, source_state_;
-};
-
 // The top-level parallelTrain switch: CNTK starts its MPI wrapper for it, by default when the
 // process is one of several workers.
 bool parallel_enabled(const ConfigRecord& c) { return c.get_bool("parallelTrain", number_of_workers() > 1); }
@@ -527,7 +357,12 @@ void train(const ActionContext& ctx) {
         "AutoAdjust: autoAdjustLR = SearchBeforeEpoch under parallel training is not implemented yet");
   if (adjust.adjust_minibatch && par.enabled())
     throw NotImplementedError("AutoAdjust: autoAdjustMinibatch under parallel training is not implemented yet");
-  EpochSearch search(trainer, learner, source, inputs, net.model, criterion, sgd);
+  EpochSearch search(trainer, learner, source, inputs, net.model, criterion, sgd,
+                     [&](long long epoch, const MinibatchAggregate& crit, double rate, size_t mb_size) {
+                       Log::printf(" Finished Mini-Epoch[%lld]: ", epoch + 1);
+                       log_criterion(node_name(criterion), crit.sum, crit.samples);
+                       std::fprintf(stderr, "learningRatePerSample = %.8g; minibatchSize = %zu\n", rate, mb_size);
+                     });
   // The search starts above the largest of the last numPrevLearnRates rates it found.
   std::vector<double> recent_rates(adjust.num_prev_learn_rates, -1.0);
   if (lr_restored) recent_rates[size_t(start_epoch) % recent_rates.size()] = adjusted_lr;
