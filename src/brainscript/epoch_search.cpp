@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <optional>
 
 #include "brainscript/command_line.h"
 #include "brainscript/reader_config.h"
@@ -89,29 +88,41 @@ size_t EpochSearch::minibatch_size(double rate, size_t smallest, size_t largest,
 }
 
 double EpochSearch::trial(double rate) {
-  MinibatchAggregate total;
+  std::vector<MinibatchAggregate> totals(1 + evaluations_.size());  // the criterion, the evaluation nodes
   // Rate 0 evaluates the unchanged model, as CNTK skipped the updates below 0.01 *
   // minLearningRatePerSample; its criterion is the inference one here (dropout off), where CNTK
   // computed it in training mode.
-  std::optional<Evaluator> evaluator;
-  if (rate > 0.01 * sgd_.min_learning_rate)
+  std::vector<Evaluator> evaluators;
+  const bool training = rate > 0.01 * sgd_.min_learning_rate;
+  if (training) {
     set_learning_rate(learner_, rate);
-  else
-    evaluator.emplace(Function::combine({criterion_}));
+  } else {
+    evaluators.emplace_back(Function::combine({criterion_}));
+    for (const auto& e : evaluations_) evaluators.emplace_back(Function::combine({e}));
+  }
+  MinibatchAggregate& total = totals[0];
   while (total.samples < epoch_size_ && total.samples <= limit_) {
     io::Minibatch mb = source_.next_minibatch(std::min(mb_size_, epoch_size_ - total.samples));
     if (mb.empty()) break;
     const VariableValues args = arguments_for(source_, mb, inputs_);
     bool sweep_end = false;
     for (const auto& s : mb.streams) sweep_end |= s.sweep_end;
-    if (evaluator)
-      evaluator->test_minibatch(args);
-    else
+    std::vector<MinibatchAggregate> figures;
+    if (training) {
       trainer_.train_minibatch(args, sweep_end);
-    const MinibatchAggregate& m = evaluator ? evaluator->previous_test_minibatch() : trainer_.previous_minibatch_loss();
-    total.sum += m.sum, total.samples += m.samples;
+      figures = {trainer_.previous_minibatch_loss()};
+      if (!evaluations_.empty()) figures.push_back(trainer_.previous_minibatch_evaluation());
+      for (const auto& m : trainer_.previous_minibatch_additional_metrics()) figures.push_back(m);
+    } else {
+      for (auto& e : evaluators) {
+        e.test_minibatch(args);
+        figures.push_back(e.previous_test_minibatch());
+      }
+    }
+    for (size_t k = 0; k < totals.size() && k < figures.size(); ++k)
+      totals[k].sum += figures[k].sum, totals[k].samples += figures[k].samples;
   }
-  report_(epoch_, total, rate, mb_size_);
+  report_(epoch_, totals, rate, mb_size_);
   restore_snapshot();
   return total.samples ? total.sum / double(total.samples) : 0.0;
 }

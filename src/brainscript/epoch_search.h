@@ -18,19 +18,21 @@ void set_learning_rate(const LearnerPtr& learner, double lr_per_sample);
 
 class EpochSearch {
  public:
-  // Told each trial's epoch (0-based), criterion, rate and minibatch size (CNTK logged these as
-  // "Finished Mini-Epoch" lines).
-  using Report = std::function<void(long long epoch, const MinibatchAggregate& criterion, double rate, size_t mb_size)>;
+  // Told each trial's epoch (0-based), figures (the criterion's, then each evaluation node's),
+  // rate and minibatch size (CNTK logged these as "Finished Mini-Epoch" lines).
+  using Report =
+      std::function<void(long long epoch, const std::vector<MinibatchAggregate>& figures, double rate, size_t mb_size)>;
 
   EpochSearch(Trainer& trainer, const LearnerPtr& learner, io::MinibatchSource& source,
               const std::vector<Variable>& inputs, const FunctionPtr& model, const Variable& criterion,
-              const SGDSettings& sgd, Report report)
+              const std::vector<Variable>& evaluations, const SGDSettings& sgd, Report report)
       : trainer_(trainer),
         learner_(learner),
         source_(source),
         inputs_(inputs),
         model_(model),
         criterion_(criterion),
+        evaluations_(evaluations),
         sgd_(sgd),
         report_(std::move(report)) {}
 
@@ -66,6 +68,7 @@ class EpochSearch {
   const std::vector<Variable>& inputs_;
   FunctionPtr model_;
   Variable criterion_;
+  std::vector<Variable> evaluations_;
   const SGDSettings& sgd_;
   Report report_;
   long long epoch_ = 0;

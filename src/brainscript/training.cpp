@@ -357,10 +357,12 @@ void train(const ActionContext& ctx) {
         "AutoAdjust: autoAdjustLR = SearchBeforeEpoch under parallel training is not implemented yet");
   if (adjust.adjust_minibatch && par.enabled())
     throw NotImplementedError("AutoAdjust: autoAdjustMinibatch under parallel training is not implemented yet");
-  EpochSearch search(trainer, learner, source, inputs, net.model, criterion, sgd,
-                     [&](long long epoch, const MinibatchAggregate& crit, double rate, size_t mb_size) {
+  EpochSearch search(trainer, learner, source, inputs, net.model, criterion, net.evaluations, sgd,
+                     [&](long long epoch, const std::vector<MinibatchAggregate>& figures, double rate, size_t mb_size) {
                        Log::printf(" Finished Mini-Epoch[%lld]: ", epoch + 1);
-                       log_criterion(node_name(criterion), crit.sum, crit.samples);
+                       log_criterion(node_name(criterion), figures[0].sum, figures[0].samples);
+                       for (size_t k = 1; k < figures.size(); ++k)
+                         log_criterion(node_name(net.evaluations[k - 1]), figures[k].sum, figures[k].samples);
                        std::fprintf(stderr, "learningRatePerSample = %.8g; minibatchSize = %zu\n", rate, mb_size);
                      });
   // The search starts above the largest of the last numPrevLearnRates rates it found.

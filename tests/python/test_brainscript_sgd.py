@@ -849,3 +849,22 @@ def test_auto_adjust_minibatch_searches_the_size(tmp_path):
     ours_w, ours_b = trained(tmp_path / 'm' / 'model.dnn')
     np.testing.assert_allclose(ours_w, state[0], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(ours_b, state[1], rtol=1e-4, atol=1e-5)
+
+
+def test_search_trials_report_the_evaluation_nodes(tmp_path):
+    """The trials' lines carry every evaluation node as CNTK's did, from the unchanged model's
+    evaluation (rate 0) and from the trained trials alike."""
+    write_data(tmp_path / 'data.txt')
+    (tmp_path / 'sgd.cntk').write_text(two_metrics(config(
+        'epochSize = 40 ; minibatchSize = 10 ; momentumPerMB = 0.5 ; maxEpochs = 1 ; '
+        'AutoAdjust = [ autoAdjustLR = SearchBeforeEpoch ; numMiniBatch4LRSearch = 2 ]')))
+    rc, log = run(['configFile=sgd.cntk'], tmp_path)
+    assert rc == 0, log[-3000:]
+    trials = re.findall(r'Finished Mini-Epoch\[1\]: se = ([\d.]+) \* (\d+); mae = ([\d.]+) \* (\d+); '
+                        r'se2 = ([\d.]+) \* (\d+); learningRatePerSample = ([\d.e+-]+);', log)
+    _, want = searched_training(1)
+    assert len(trials) == sum(e[0] == 'trial' for e in want) > 2, log[-3000:]
+    for se, n, mae, n2, se2, n3, _ in trials:
+        assert se == se2 and n == n2 == n3 == '30'
+    r = X[:30] @ np.full(2, 0.1) - Y[:30]  # the unchanged model's trial
+    np.testing.assert_allclose(float(trials[0][2]), np.abs(r).mean(), rtol=1e-5)
