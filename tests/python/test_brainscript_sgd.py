@@ -868,3 +868,22 @@ def test_search_trials_report_the_evaluation_nodes(tmp_path):
         assert se == se2 and n == n2 == n3 == '30'
     r = X[:30] @ np.full(2, 0.1) - Y[:30]  # the unchanged model's trial
     np.testing.assert_allclose(float(trials[0][2]), np.abs(r).mean(), rtol=1e-5)
+
+
+def test_adjust_after_epoch_under_mpiexec(tmp_path):
+    """Two data-parallel workers take the same decisions as one process: rollbacks reload the
+    checkpoint on every worker, and the model is the NumPy model's."""
+    from test_brainscript_cli import mpiexec, worker_log
+    write_data(tmp_path / 'data.txt')
+    (tmp_path / 'sgd.cntk').write_text(config(
+        SGD_BASE + 'maxEpochs = 5 ; learningRatesPerSample = 0.3 ; AutoAdjust = [ autoAdjustLR = AdjustAfterEpoch ] ; '
+        'ParallelTrain = [ parallelizationMethod = DataParallelSGD ; DataParallelSGD = [ gradientBits = 32 ] ]',
+        extra='parallelTrain = true'))
+    p = mpiexec(['configFile=sgd.cntk'], tmp_path, logs=tmp_path / 'logs')
+    assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
+    (w, b), want = adjusted_training(5, [0.3])
+    for rank in (0, 1):
+        assert_same_events(logged_events(worker_log(tmp_path / 'logs', rank)), want)
+    ours_w, ours_b = trained(tmp_path / 'm' / 'model.dnn')
+    np.testing.assert_allclose(ours_w, w, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ours_b, b, rtol=1e-4, atol=1e-5)
