@@ -887,3 +887,15 @@ def test_adjust_after_epoch_under_mpiexec(tmp_path):
     ours_w, ours_b = trained(tmp_path / 'm' / 'model.dnn')
     np.testing.assert_allclose(ours_w, w, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(ours_b, b, rtol=1e-4, atol=1e-5)
+
+
+def test_a_nan_criterion_ends_training_with_cntk_error(tmp_path):
+    """Outside a learning-rate check a criterion that is not a number stops training (CNTK's
+    RuntimeError); AdjustAfterEpoch instead undoes the epoch and cuts the rate."""
+    rc, log = train(tmp_path, 'maxEpochs = 4 ; minibatchSize = 10 ; learningRatesPerSample = 1e10')
+    assert rc != 0 and 'The training criterion is not a number (NAN).' in log, log[-2000:]
+    assert 'Finished Epoch[ 2 of 4]' in log and 'Finished Epoch[ 3 of 4]' not in log
+    rc, log = train(tmp_path, 'maxEpochs = 3 ; minibatchSize = 10 ; learningRatesPerSample = 1e10 ; '
+                              'minLearningRatePerSample = 1e-3 ; AutoAdjust = [ autoAdjustLR = AdjustAfterEpoch ]')
+    assert rc == 0, log[-2000:]
+    assert 'Loading (rolling back to) previous model' in log and 'is less than minLearningRatePerSample' in log, log[-2000:]
