@@ -1,6 +1,7 @@
 """CNTK's BrainScript library (CNTK.core.bs names) through the `cntk` command: a network is
 trained with learning rate 0 (its parameters stay as drawn), saved as a v1 model, and the
 `write` action's outputs over a small CTF file are compared with NumPy."""
+import os
 import re
 import subprocess
 
@@ -175,3 +176,99 @@ def test_bilinear_upsampling_layer(tmp_path):
         for j in range(3):
             out[2 * i:2 * i + k, 2 * j:2 * j + k] += image[i, j] * kernel
     np.testing.assert_allclose(got['up'].ravel(), out.ravel(), rtol=1e-5)
+
+
+ATIS = '/work/shared/data/atis'
+if not os.path.isdir(ATIS):
+    ATIS = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'shared', 'data', 'atis')
+
+# CNTK's SLUHandsOn tutorial, task 4 (intent classification): the bidirectional LSTM of task 3
+# reduced to the last step of the forward and the first step of the backward recurrence, the
+# query on a DynamicAxis of its own and one intent label per query.
+SLU_INTENT_CONFIG = '''
+command = TrainTagger:TestTagger
+makeMode = false ; traceLevel = 0
+modelPath = "Models/slu.cmf"
+vocabSize = 943 ; numLabels = 129 ; numIntents = 26
+Input = [
+    query        = [ alias = "S0" ; dim = $vocabSize$ ;  format = "sparse" ]
+    intentLabels = [ alias = "S1" ; dim = $numIntents$ ; format = "sparse" ]
+    slotLabels   = [ alias = "S2" ; dim = $numLabels$ ;  format = "sparse" ]
+]
+TrainTagger = [
+    action = "train"
+    BrainScriptNetworkBuilder = [
+        inputDim = $vocabSize$ ; intentDim = $numIntents$ ; embDim = 150 ; hiddenDim = 150
+        BiRecurrentLSTMLayer {outDim} = {
+            F = RecurrentLSTMLayer {outDim, goBackwards=false}
+            G = RecurrentLSTMLayer {outDim, goBackwards=true}
+            apply (x) = Splice (BS.Sequences.Last(F(x)):BS.Sequences.First(G(x)))
+        }.apply
+        model = Sequential (
+            EmbeddingLayer {embDim} : BatchNormalizationLayer {} :
+            BiRecurrentLSTMLayer {hiddenDim} : BatchNormalizationLayer {} :
+            DenseLayer {intentDim})
+        n = DynamicAxis()
+        query        = Input {inputDim, dynamicAxis=n}
+        intentLabels = Input {intentDim}
+        z = model (query)
+        ce   = CrossEntropyWithSoftmax (intentLabels, z)
+        errs = ErrorPrediction         (intentLabels, z)
+        featureNodes = (query) ; labelNodes = (intentLabels)
+        criterionNodes = (ce) ; evaluationNodes = (errs) ; outputNodes = (z)
+    ]
+    SGD = [
+        maxEpochs = 1 ; epochSize = 10000 ; minibatchSize = 70
+        learningRatesPerSample = 0.003*2:0.0015*12:0.0003
+        gradUpdateType = "fsAdaGrad"
+        gradientClippingWithTruncation = true ; clippingThresholdPerSample = 15.0
+        numMBsToShowResult = 100
+    ]
+    reader = [ readerType = "CNTKTextFormatReader" ; file = "%(atis)s/atis.train.ctf" ; input = $Input$ ]
+]
+TestTagger = [
+    action = "eval"
+    reader = [ readerType = "CNTKTextFormatReader" ; file = "%(atis)s/atis.test.ctf" ; randomize = false ; input = $Input$ ]
+]
+'''
+
+
+def percent(text):
+    """An error rate as the log prints it (a fraction, or a percentage)."""
+    return float(text[:-1]) / 100 if text.endswith('%') else float(text)
+
+
+def intents(path):
+    """The intent label of each query of a CTF file (S1, on each sequence's first line only)."""
+    return [int(m.group(1)) for line in open(path) for m in [re.search(r'\|S1 (\d+):1', line)] if m]
+
+
+def test_slu_intent_classification_on_its_own_dynamic_axis(tmp_path):
+    (tmp_path / 'slu.cntk').write_text(SLU_INTENT_CONFIG % {'atis': os.path.abspath(ATIS)})
+    # One thread: OpenMP's spinning team slows small minibatches badly when another process
+    # holds a core (the results are the same).
+    env = dict(os.environ, OMP_NUM_THREADS='1')
+    p = subprocess.run([cntk_command(), 'configFile=slu.cntk'], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=1200, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    test = intents(os.path.join(ATIS, 'atis.test.ctf'))
+    # One sample per query: a minibatch of 70 samples packs about 6 queries of 70 words, and
+    # the criteria count the queries.
+    number = r'([0-9.e+-]+%?)'
+    lines = re.findall(r'Minibatch\[\s*(\d+)-\s*(\d+)\]: ce = %s \* (\d+)' % number, p.stderr)
+    assert len(lines) > 10, p.stderr[-3000:]
+    # (the epoch's last minibatches are cut short to end it at epochSize)
+    per_minibatch = [int(k) / (int(b) - int(a) + 1) for a, b, _, k in lines[:-1]]
+    assert all(2 < k < 15 for k in per_minibatch), per_minibatch
+    trained = re.search(r'Finished Epoch\[ 1 of 1\]: \[Training\] ce = %s \* (\d+); errs = %s' % (number, number),
+                        p.stderr)
+    assert trained, p.stderr[-3000:]
+    final = re.search(r'Final Results: Minibatch\[1-1\]: errs = %s \* (\d+); ce = %s \* (\d+)' % (number, number),
+                      p.stderr)
+    assert final, p.stderr[-3000:]
+    assert int(final.group(2)) == int(final.group(4)) == len(test) == 893
+    # Chance here is always answering the most frequent intent (29% of the test queries).
+    majority_error = 1 - np.bincount(test).max() / len(test)
+    assert majority_error > 0.29
+    assert percent(final.group(1)) < 0.5 * majority_error, final.group(0)
+    assert percent(trained.group(3)) < majority_error, trained.group(0)
