@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -50,8 +51,17 @@ FunctionPtr single(const Variable& v) { return Function::combine({v}); }
 
 // CNTK's "<name> = <average> * <count>; " criterion format (the last of a line without "; ").
 void log_criterion(const std::string& name, double sum, size_t count, bool semicolon = true) {
-  std::fprintf(stderr, "%s = %.8f * %zu%s", name.c_str(), count ? sum / double(count) : 0.0, count,
-               semicolon ? "; " : "");
+  // CNTK's rule: a name ending in 's' ("errs") counts errors and prints as a percentage with
+  // three decimals; others with eight. Values printf's %g would write with an exponent are
+  // written in %e form.
+  const bool percentage = !name.empty() && name.back() == 's';
+  const double value = (count ? sum / double(count) : 0.0) * (percentage ? 100 : 1);
+  const int precision = percentage ? 3 : 8;
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*g", precision, value);
+  const bool exponent = std::strpbrk(text, "eE") != nullptr;
+  std::snprintf(text, sizeof text, exponent ? "%*.*e" : "%*.*f", percentage ? 2 : 0, precision, value);
+  std::fprintf(stderr, "%s = %s%s * %zu%s", name.c_str(), text, percentage ? "%" : "", count, semicolon ? "; " : "");
 }
 
 double average(const MinibatchAggregate& a) { return a.samples ? a.sum / double(a.samples) : 0.0; }

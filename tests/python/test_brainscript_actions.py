@@ -6,7 +6,7 @@ import re
 import numpy as np
 import pytest
 
-from test_brainscript_cli import EXPECTED, parameters, run
+from test_brainscript_cli import EXPECTED, criteria, parameters, run
 from test_brainscript_ndl import DATA, READER, ndl_training_config, simple2d_config
 
 
@@ -14,7 +14,7 @@ def per_model_results(log):
     """model path -> {criterion: average} from cv's log, in the order the models were evaluated."""
     out = {}
     for m in re.finditer(r'Model (\S+) --> \n(?:.*\n)*?.*Final Results: Minibatch\[1-\d+\]: (.*)', log):
-        out[m.group(1)] = {k: float(v) for k, v in re.findall(r'(\w+) = ([-\d.e+]+) \* \d+', m.group(2))}
+        out[m.group(1)] = criteria(m.group(2))
     return out
 
 

@@ -81,10 +81,17 @@ def parameters(dump_text):
     return out
 
 
+def criteria(text):
+    """name -> average of CNTK's "name = average * count" figures in `text`; names ending in 's'
+    print as percentages ("errs = 2.922% * 10984"), returned as fractions."""
+    return {k: float(v) / (100 if pct else 1)
+            for k, v, pct in re.findall(r'(\w+) = ([-\d.e+]+)(%?) \* \d+', text)}
+
+
 def final_results(log):
     m = re.search(r'Final Results: Minibatch\[1-\d+\]: (.*)', log)
     assert m, log[-3000:]
-    return {k: float(v) for k, v in re.findall(r'(\w+) = ([-\d.e+]+) \* \d+', m.group(1))}
+    return criteria(m.group(1))
 
 
 def test_logistic_regression_tutorial_runs_unmodified(tutorial):
