@@ -53,6 +53,73 @@ ColumnElementTimes (aVectorSequence, anotherVectorSequence) = aVectorSequence .*
 SumColumnElements (z) = ReduceSum (z, axis = 1)
 RowRepeat (input, numRepeats) = Splice (Repeat (numRepeats, input), axis = 1)
 CastAs (type, data) = ReconcileDynamicAxis (data, type)
+# Shift (input, fromOffset, boundaryValue, boundaryMode, dim): step t takes step t + fromOffset of
+# its sequence, boundaryValue where that is outside it. boundaryMode 'context' (-1) read across
+# the truncation cuts of a longer sequence, which the delays here also do.
+Shift (input, fromOffset, boundaryValue, boundaryMode = -1, dim = -1) =
+    if dim != -1 then _NotImplemented ('Shift along a static axis (dim = ' + Format (dim, '') + ')')
+    else if fromOffset < 0 then PastValue (0, input, timeStep = -fromOffset, initialState = boundaryValue)
+    else if fromOffset > 0 then FutureValue (0, input, timeStep = fromOffset, initialState = boundaryValue)
+    else input
+_PastValue = PastValue
+_FutureValue = FutureValue
+# CNTK2: the library's names with the main input first (`_`) and `shape` for dims, as
+# CNTK.core.bs declared them; primitives by their `__primitives` names, as the record's own
+# members shadow them.
+CNTK2 = [
+    DynamicAxis () = __primitives.DynamicAxis ()
+    Input (shape, dynamicAxis = '') = __primitives.Input (shape, dynamicAxis = dynamicAxis)
+    Reshape (_, shape, beginAxis = 0, endAxis = 0) = NewReshape (_, shape, beginAxis = beginAxis, endAxis = endAxis)
+    Slice (_, beginIndex, endIndex, axis = 1) = __primitives.Slice (beginIndex, endIndex, _, axis = axis)
+    Splice (_, axis = 1) = __primitives.Splice (_, axis = axis)
+    TransposeDimensions (_, axis1, axis2) = __primitives.TransposeDimensions (_, axis1, axis2)
+    Times (x, y, outputRank = 1, inferInputRankToMap = -1) =
+        __primitives.Times (x, y, outputRank = outputRank, inferInputRankToMap = inferInputRankToMap)
+    Abs (_) = __primitives.Abs (_)
+    Ceil (_) = __primitives.Negate (__primitives.Floor (__primitives.Negate (_)))
+    Clip (_, minValue, maxValue) = __primitives.Clip (_, minValue, maxValue)
+    ElementDivide (_, y) = __primitives.ElementDivide (_, y)
+    ElementTimes (_, y) = __primitives.ElementTimes (_, y)
+    Exp (_) = __primitives.Exp (_)
+    Floor (_) = __primitives.Floor (_)
+    Log (_) = __primitives.Log (_)
+    Minus (_, y) = __primitives.Minus (_, y)
+    Plus (_, y) = __primitives.Plus (_, y)
+    Round (_) = __primitives.Floor (_ + 0.5)
+    Sqrt (_) = __primitives.Sqrt (_)
+    Square (_) = _ .* _
+    Tanh (_) = __primitives.Tanh (_)
+    StraightThrough (_) = __primitives.StraightThrough (_)
+    ReduceSum (_, axis = None) = __primitives.ReduceSum (_, axis = axis)
+    ReduceLogSum (_, axis = None) = __primitives.ReduceLogSum (_, axis = axis)
+    ReduceMean (_, axis = None) = __primitives.ReduceMean (_, axis = axis)
+    ReduceMin (_, axis = None) = __primitives.ReduceMin (_, axis = axis)
+    ReduceMax (_, axis = None) = __primitives.ReduceMax (_, axis = axis)
+    FutureValue (_, shape, timeStep = 1, defaultHiddenActivation = 0.1) =
+        _FutureValue (shape, _, timeStep = timeStep, defaultHiddenActivation = defaultHiddenActivation)
+    PastValue (_, shape, timeStep = 1, defaultHiddenActivation = 0.1) =
+        _PastValue (shape, _, timeStep = timeStep, defaultHiddenActivation = defaultHiddenActivation)
+    ReLU (_) = __primitives.ReLU (_)
+    Relu = ReLU
+    Sigmoid (_) = __primitives.Sigmoid (_)
+    Softmax (_) = __primitives.Softmax (_)
+    Dropout (_) = __primitives.Dropout (_)
+    CrossEntropyWithSoftmax (labelSequence, outProbVectorSequence, axis = 0) =
+        if axis == 0 then __primitives.CrossEntropyWithSoftmax (labelSequence, outProbVectorSequence)
+        else _NotImplemented ('CNTK2.CrossEntropyWithSoftmax along an axis')
+    ClassificationError (labelSequence, outVectorSequence, topN = 1, axis = 0) =
+        if axis == 0 && topN == 1 then __primitives.ClassificationError (labelSequence, outVectorSequence)
+        else _NotImplemented ('CNTK2.ClassificationError with topN or axis')
+    ErrorPrediction = ClassificationError
+    Less (_, y) = __primitives.Less (_, y)
+    Equal (_, y) = __primitives.Equal (_, y)
+    Greater (_, y) = __primitives.Greater (_, y)
+    GreaterEqual (_, y) = __primitives.GreaterEqual (_, y)
+    NotEqual (_, y) = __primitives.NotEqual (_, y)
+    LessEqual (_, y) = __primitives.LessEqual (_, y)
+    Pass (_) = _
+    Identity = Pass
+]
 # Criteria and norms, one value per sample.
 CrossEntropy (refProbVectorSequence, outProbVectorSequence) = Negate (ReduceSum (refProbVectorSequence .* Log (outProbVectorSequence)))
 CosDistance (a, b) = ElementDivide (ReduceSum (a .* b), Sqrt (ReduceSum (a .* a) .* ReduceSum (b .* b)))

@@ -364,6 +364,70 @@ void add_node_primitives(Table& t) {
   };
 }
 
+// CNTK.core.bs's special-purpose nodes, each one engine op (arguments in CNTK's order).
+void add_special_nodes(Table& t) {
+  t["Cast"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "Cast"};  // (node, precision): the values as 'float', 'double' or 'float16'
+    static const std::map<std::string, DataType> types = {
+        {"float", DataType::Float}, {"double", DataType::Double}, {"float16", DataType::Float16}};
+    const std::string to = a.text("precision", "");
+    const auto type = types.find(to);
+    if (type == types.end()) fail("Cast: precision must be 'float', 'double' or 'float16', not '" + to + "'", w);
+    return node(ops::apply("Cast", {a.node_at(0)}, {{"newDataType", DictValue(int64_t(type->second))}})->output());
+  };
+  // EditDistanceError (leftInput, rightInput, subPen = 1, delPen = 1, insPen = 1, squashInputs =
+  // false, tokensToIgnore = [||]): the edit distance of the two sequences' argmax tokens.
+  t["EditDistanceError"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "EditDistanceError"};
+    DictValue::List ignored;
+    if (auto v = a.opt("tokensToIgnore"))
+      for (size_t token : dims_of({v}, w)) ignored.push_back(DictValue(int64_t(token)));
+    const ValuePtr squash = a.opt("squashInputs");
+    Dictionary attrs = {{"subPen", DictValue(a.number("subPen", 1))},
+                        {"delPen", DictValue(a.number("delPen", 1))},
+                        {"insPen", DictValue(a.number("insPen", 1))},
+                        {"squashInputs", DictValue(squash && squash->kind == Value::Kind::Bool
+                                                       ? squash->boolean
+                                                       : squash && as_number(squash, "squashInputs") != 0)},
+                        {"tokensToIgnore", DictValue(ignored)}};
+    g_sequential = true;  // over sequences
+    return node(ops::apply("EditDistanceError", on_common_axes({a.node_at(0), a.node_at(1)}), attrs)->output());
+  };
+  // CosDistanceWithNegativeSamples (a, b, numShifts, numNegSamples): CNTK passed the two counts
+  // as constant nodes; here they are numbers.
+  t["CosDistanceWithNegativeSamples"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n,
+                                           const TextLocation& w) {
+    Args a{p, n, w, "CosDistanceWithNegativeSamples"};
+    auto count = [&a, &w](size_t i, const char* what) {
+      const double v = as_number(a.at(i), std::string("CosDistanceWithNegativeSamples ") + what);
+      if (v < 1 || v != std::floor(v))
+        fail(std::string("CosDistanceWithNegativeSamples: ") + what + " must be a whole number >= 1", w);
+      return int64_t(v);
+    };
+    Dictionary attrs = {{"shiftWindow", DictValue(count(2, "numShifts"))},
+                        {"numberOfNegativeSamples", DictValue(count(3, "numNegSamples"))}};
+    return node(ops::apply("CosDistanceWithNegativeSamples", {a.node_at(0), a.node_at(1)}, attrs)->output());
+  };
+  // LambdaRank / NDCG1Eval (gain, prediction, queryId): the engine's ranking ops take batch-only
+  // operands, while a BrainScript network keeps its inputs' sequence axis until it is built.
+  for (const char* name : {"LambdaRank", "NDCG1Eval"})
+    t[name] = [name](std::vector<ValuePtr>&, std::map<std::string, ValuePtr>&, const TextLocation&) -> ValuePtr {
+      throw NotImplementedError(std::string("BrainScript ") + name +
+                                " is not implemented yet (the ranking ops need batch-only inputs while the network "
+                                "is built)");
+    };
+  // ROIPooling (input, ROIs, shape, spatialScale = 0.0625): max pooling of each ROI ([4 x R]:
+  // x1, y1, x2, y2 in the image's coordinates, scaled onto the [W x H x C] input) to shape
+  // [w x h].
+  t["ROIPooling"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
+    Args a{p, n, w, "ROIPooling"};
+    Dictionary attrs = {{"poolingType", DictValue(int64_t(0))},
+                        {"roiOutputShape", DictValue(bs_shape(dims_of({a.at(2)}, w)))},
+                        {"spatialScale", DictValue(a.number("spatialScale", 0.0625))}};
+    return node(ops::apply("ROIPooling", {a.node_at(0), a.node_at(1)}, attrs)->output());
+  };
+}
+
 // Sequence primitives (their inputs keep the sequence axis).
 void add_sequence_primitives(Table& t) {
   t["_IsWithin"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
@@ -860,6 +924,7 @@ Table builtin_table() {
     return number(v->kind == Value::Kind::Array ? double(v->array->items.size()) : 1);
   };
   add_node_primitives(t);
+  add_special_nodes(t);
   add_sequence_primitives(t);
   add_value_functions(t);
   t["Sequential"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {

@@ -12,6 +12,7 @@
 
 #include "brainscript/evaluator.h"
 #include "cntk/evaluation.h"
+#include "cntk/ops.h"
 
 using namespace cntk;
 using namespace cntk::brainscript;
@@ -894,4 +895,126 @@ TEST(BrainScriptLibrary, WeightedLogistic) {
   }
   expect_near(got[0], weighted, 1e-5, "WeightedLogistic");
   expect_near(got[1], plain, 1e-5, "Logistic");
+}
+
+namespace {
+
+// The outputs of `net` for the named inputs.
+std::vector<cntk::Value> run_inputs(const Network& net, const std::map<std::string, cntk::Value>& inputs) {
+  std::vector<std::pair<Variable, cntk::Value>> args;
+  for (const auto& [name, v] : inputs) args.emplace_back(net.nodes.at(name), v);
+  std::vector<cntk::Value> outs;
+  forward(net.model, args, net.outputs, outs, false);
+  return outs;
+}
+
+// `op` applied by the engine directly to `net`'s inputs (in the engine's argument order) and run
+// on the same data: what the BrainScript node must equal.
+std::vector<double> direct(const Network& net, const std::string& op, const std::vector<std::string>& inputs,
+                           const Dictionary& attrs, const std::map<std::string, cntk::Value>& data) {
+  std::vector<Variable> operands;
+  for (const auto& name : inputs) operands.push_back(net.nodes.at(name));
+  FunctionPtr f = ops::apply(op, operands, attrs);
+  std::vector<std::pair<Variable, cntk::Value>> args;
+  for (const auto& [name, v] : data) args.emplace_back(net.nodes.at(name), v);
+  std::vector<cntk::Value> outs;
+  forward(f, args, {f->output()}, outs, false);
+  const std::vector<float> v = values_of(outs.at(0).data());
+  return std::vector<double>(v.begin(), v.end());
+}
+
+}  // namespace
+
+TEST(BrainScriptLibrary, ShiftAndTheCntk2Namespace) {
+  Network net = build_network(R"([
+    x = Input (1)
+    outputNodes = (Shift (x, -1, 9) : Shift (x, 2, 7) : Shift (x, 0, 5) :
+                   CNTK2.Ceil (x) : CNTK2.Round (x) : CNTK2.Square (x) : CNTK2.Clip (x, -1, 1) :
+                   CNTK2.Minus (x, 1) : CNTK2.PastValue (x, 1) : CNTK2.FutureValue (x, 1, defaultHiddenActivation = 3) :
+                   CNTK2.Slice (x, 1, 3, axis = -1) : CNTK2.ReLU (x) : CNTK2.Pass (x) : CNTK2.Relu (x))
+  ])");
+  const auto got = run(net, one_sequence({1.4f, -2.6f, 3.5f, 0.2f}, 1));
+  ASSERT_EQ(got.size(), 14u);
+  expect_near(got[0], {9, 1.4, -2.6, 3.5}, 1e-6, "Shift -1");
+  expect_near(got[1], {3.5, 0.2, 7, 7}, 1e-6, "Shift 2");
+  expect_near(got[2], {1.4, -2.6, 3.5, 0.2}, 1e-6, "Shift 0");
+  expect_near(got[3], {2, -2, 4, 1}, 1e-6, "Ceil");
+  expect_near(got[4], {1, -3, 4, 0}, 1e-6, "Round");
+  expect_near(got[5], {1.96, 6.76, 12.25, 0.04}, 1e-5, "Square");
+  expect_near(got[6], {1, -1, 1, 0.2}, 1e-6, "Clip (_, min, max)");
+  expect_near(got[7], {0.4, -3.6, 2.5, -0.8}, 1e-6, "Minus");
+  expect_near(got[8], {0.1, 1.4, -2.6, 3.5}, 1e-6, "PastValue (_, shape)");
+  expect_near(got[9], {-2.6, 3.5, 0.2, 3}, 1e-6, "FutureValue");
+  expect_near(got[10], {-2.6, 3.5}, 1e-6, "Slice (_, begin, end)");
+  expect_near(got[11], {1.4, 0, 3.5, 0.2}, 1e-6, "ReLU");
+  expect_near(got[12], {1.4, -2.6, 3.5, 0.2}, 1e-6, "Pass");
+  expect_near(got[13], {1.4, 0, 3.5, 0.2}, 1e-6, "Relu");
+  EXPECT_THROW(build_network("[ x = Input (1) ; y = Shift (x, 1, 0, dim = 1) ; outputNodes = (y) ]"),
+               NotImplementedError);
+}
+
+TEST(BrainScriptLibrary, CastToAnotherPrecision) {
+  Network net = build_network(R"([
+    x = Input (2)
+    d = Cast (x, precision = 'double')
+    outputNodes = (d : Cast (d .* 2, precision = 'float'))
+  ])");
+  EXPECT_EQ(net.outputs[0].dtype(), DataType::Double);
+  EXPECT_EQ(net.outputs[1].dtype(), DataType::Float);
+  const auto outs = run_inputs(net, {{"x", batch_of({1.5f, -2, 3, 4.25f}, NDShape{2})}});
+  expect_near(values_of(outs[1].data()), {3, -4, 6, 8.5}, 0, "Cast there and back");
+  EXPECT_THROW(build_network("[ x = Input (2) ; y = Cast (x, precision = 'int') ; outputNodes = (y) ]"), ConfigError);
+}
+
+TEST(BrainScriptLibrary, RankingCriteriaAreNotImplementedYet) {
+  EXPECT_THROW(build_network("[ g = Input (1) ; p = Input (1) ; q = Input (1) ; y = LambdaRank (g, p, q) ; "
+                             "outputNodes = (y) ]"),
+               NotImplementedError);
+}
+
+TEST(BrainScriptLibrary, EditDistanceCosDistanceWithNegativeSamplesAndRoiPooling) {
+  Network net = build_network(R"([
+    a = Input (3) ; b = Input (3)
+    outputNodes = (EditDistanceError (a, b, subPen = 2, insPen = 0.5, tokensToIgnore = (1)))
+  ])");
+  // a: tokens 0 2 1 2, b: tokens 0 0 2 (one-hot steps).
+  auto onehot = [](const std::vector<int>& tokens) {
+    std::vector<float> v(tokens.size() * 3, 0.f);
+    for (size_t i = 0; i < tokens.size(); ++i) v[i * 3 + size_t(tokens[i])] = 1;
+    return v;
+  };
+  const std::map<std::string, cntk::Value> sequences = {{"a", one_sequence(onehot({0, 2, 1, 2}), 3)},
+                                                        {"b", one_sequence(onehot({0, 0, 2, 1}), 3)}};
+  const DictValue::List ignored = {DictValue(int64_t(1))};
+  const auto outs = run_inputs(net, sequences);
+  expect_near(values_of(outs[0].data()),
+              direct(net, "EditDistanceError", {"a", "b"},
+                     {{"subPen", DictValue(2.0)},
+                      {"delPen", DictValue(1.0)},
+                      {"insPen", DictValue(0.5)},
+                      {"squashInputs", DictValue(false)},
+                      {"tokensToIgnore", DictValue(ignored)}},
+                     sequences),
+              1e-6, "EditDistanceError");
+  // Per sample j: the cosine of a_j and b_j, then of a_j and b_j+1, b_j+2 (cyclically).
+  Network cos =
+      build_network("[ a = Input (3) ; b = Input (3) ; outputNodes = (CosDistanceWithNegativeSamples (a, b, 1, 2)) ]");
+  const std::map<std::string, cntk::Value> batch = {{"a", batch_of({1, 0, 0, 0, 1, 1, 1, 1, 0}, NDShape{3})},
+                                                    {"b", batch_of({1, 0, 0, 0, 0, 2, 0, 1, 0}, NDShape{3})}};
+  const double r2 = 1 / std::sqrt(2.0);
+  expect_near(values_of(run_inputs(cos, batch)[0].data()), {1, 0, 0, r2, r2, 0, r2, r2, 0}, 1e-6,
+              "CosDistanceWithNegativeSamples");
+
+  // ROIPooling: a [4 x 4 x 1] map, the ROI (0, 0, 1, 1) and the whole map, to [2 x 1]
+  // (width 2, height 1) by max pooling, at scale 1.
+  Network roi = build_network(R"([
+    x = Input (4:4:1) ; r = Input (4:2)
+    outputNodes = (ROIPooling (x, r, (2:1), spatialScale = 1))
+  ])");
+  std::vector<float> image(16);
+  for (size_t i = 0; i < 16; ++i) image[i] = float(i);  // engine (1, 4, 4): row y, column x = 4y + x
+  const auto pooled = run_inputs(
+      roi, {{"x", batch_of(image, NDShape{1, 4, 4})}, {"r", batch_of({0, 0, 1, 1, 0, 0, 3, 3}, NDShape{2, 4})}});
+  // Each ROI's left and right halves of all its rows: ROI 1 is x, y in 0..1; ROI 2 the map.
+  expect_near(values_of(pooled[0].data()), {4, 5, 13, 15}, 0, "ROIPooling");
 }
