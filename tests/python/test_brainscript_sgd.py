@@ -2,13 +2,11 @@
 updates, resuming from checkpoints, parallel training, and the profiler keys."""
 import os
 import re
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
-from test_brainscript_cli import run
+from test_brainscript_cli import mpiexec, run, worker_log
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -210,19 +208,13 @@ def test_data_parallel_training_under_mpiexec_equals_one_process(tmp_path, distr
     (distributedMBReading) or each keeping its share of the whole minibatch (CNTK's decimation),
     train on the same global minibatches as one process would: the model is the NumPy model's.
     syncPerfStats reports the exchange's traffic."""
-    if shutil.which('mpiexec') is None:
-        pytest.skip('mpiexec is not installed (Debian openmpi-bin)')
-    from test_brainscript_cli import cntk_command
     write_data(tmp_path / 'data.txt')
     (tmp_path / 'sgd.cntk').write_text(config(
         'maxEpochs = 2 ; minibatchSize = 10 ; learningRatesPerSample = 0.01 ; momentumPerMB = 0.9 ; '
         'ParallelTrain = [ parallelizationMethod = DataParallelSGD ; distributedMBReading = %s ; '
         'syncPerfStats = 2 ; DataParallelSGD = [ gradientBits = 32 ] ]' % distributed_reading,
         extra='parallelTrain = true'))
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
-               OMPI_MCA_rmaps_base_oversubscribe='1', OMPI_MCA_btl_vader_single_copy_mechanism='none')
-    p = subprocess.run(['mpiexec', '-n', '2', cntk_command(), 'configFile=sgd.cntk'], cwd=tmp_path, env=env,
-                       capture_output=True, text=True, timeout=300)
+    p = mpiexec(['configFile=sgd.cntk'], tmp_path)
     log = p.stdout + p.stderr
     assert p.returncode == 0, log[-4000:]
     assert 'numNodes = 2, numGradientBits = 32' in log
@@ -242,26 +234,16 @@ def test_data_parallel_training_under_mpiexec_equals_one_process(tmp_path, distr
 def test_block_momentum_under_mpiexec(tmp_path):
     """BlockMomentumSGD: each worker trains its share of every epoch, the models are merged every
     blockSize samples, and the epoch figures are summed over the workers."""
-    if shutil.which('mpiexec') is None:
-        pytest.skip('mpiexec is not installed (Debian openmpi-bin)')
-    from test_brainscript_cli import cntk_command
     write_data(tmp_path / 'data.txt')
     (tmp_path / 'sgd.cntk').write_text(config(
         'maxEpochs = 4 ; minibatchSize = 10 ; learningRatesPerSample = 0.02 ; momentumPerMB = 0 ; '
         'ParallelTrain = [ parallelizationMethod = BlockMomentumSGD ; '
         'BlockMomentumSGD = [ blockSize = 20 ; blockMomentumAsTimeConstant = 40 ] ]', extra='parallelTrain = true'))
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
-               OMPI_MCA_rmaps_base_oversubscribe='1', OMPI_MCA_btl_vader_single_copy_mechanism='none')
-    p = subprocess.run(['mpiexec', '-n', '2', '--output-filename', str(tmp_path / 'logs'), cntk_command(),
-                        'configFile=sgd.cntk'], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    p = mpiexec(['configFile=sgd.cntk'], tmp_path, logs=tmp_path / 'logs')
     assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
-    import glob
     per_rank = []
     for rank in (0, 1):
-        found = glob.glob(str(tmp_path / 'logs' / '*' / ('rank.%d' % rank) / 'stderr'))
-        assert len(found) == 1, found
-        with open(found[0]) as f:
-            log = f.read()
+        log = worker_log(tmp_path / 'logs', rank)
         assert 'BlockMomentumSGD training (myRank = %d, numNodes = 2, blockSize = 20)' % rank in log, log[-3000:]
         finished = re.findall(r'Finished Epoch\[ \d of 4\]: \[Training\] se = ([\d.]+) \* (\d+);', log)
         assert [int(n) for _, n in finished] == [40] * 4, log[-3000:]
@@ -275,18 +257,12 @@ def test_block_momentum_under_mpiexec(tmp_path):
 def test_data_parallel_resume_under_mpiexec(tmp_path):
     """Two workers resume from modelPath.N and its checkpoint (each worker's reader position) and
     end where the uninterrupted two-worker run ends."""
-    if shutil.which('mpiexec') is None:
-        pytest.skip('mpiexec is not installed (Debian openmpi-bin)')
-    from test_brainscript_cli import cntk_command
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
-               OMPI_MCA_rmaps_base_oversubscribe='1', OMPI_MCA_btl_vader_single_copy_mechanism='none')
     sgd = ('maxEpochs = 3 ; minibatchSize = 8 ; learningRatesPerSample = 0.02 ; gradUpdateType = Adam ; '
            'keepCheckPointFiles = true ; ParallelTrain = [ parallelizationMethod = DataParallelSGD ; '
            'DataParallelSGD = [ gradientBits = 32 ] ]')
 
     def mpirun(work):
-        p = subprocess.run(['mpiexec', '-n', '2', cntk_command(), 'configFile=sgd.cntk'], cwd=work, env=env,
-                           capture_output=True, text=True, timeout=300)
+        p = mpiexec(['configFile=sgd.cntk'], work)
         assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
         return p.stdout + p.stderr
 
@@ -311,18 +287,12 @@ def test_data_parallel_resume_under_mpiexec(tmp_path):
 def test_model_averaging_under_mpiexec(tmp_path):
     """ModelAveragingSGD: each worker steps on its half of every 20 samples, then the models are
     averaged; with plain SGD that is one step of half the summed gradient (NumPy model)."""
-    if shutil.which('mpiexec') is None:
-        pytest.skip('mpiexec is not installed (Debian openmpi-bin)')
-    from test_brainscript_cli import cntk_command
     write_data(tmp_path / 'data.txt')
     (tmp_path / 'sgd.cntk').write_text(config(
         'maxEpochs = 3 ; minibatchSize = 10 ; learningRatesPerSample = 0.02 ; momentumPerMB = 0 ; '
         'ParallelTrain = [ parallelizationMethod = ModelAveragingSGD ; ModelAveragingSGD = [ blockSize = 20 ] ]',
         extra='parallelTrain = true'))
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
-               OMPI_MCA_rmaps_base_oversubscribe='1', OMPI_MCA_btl_vader_single_copy_mechanism='none')
-    p = subprocess.run(['mpiexec', '-n', '2', cntk_command(), 'configFile=sgd.cntk'], cwd=tmp_path, env=env,
-                       capture_output=True, text=True, timeout=300)
+    p = mpiexec(['configFile=sgd.cntk'], tmp_path)
     log = p.stdout + p.stderr
     assert p.returncode == 0, log[-4000:]
     assert log.count('ModelAveragingSGD training (myRank = ') == 6, log[-3000:]
@@ -386,26 +356,16 @@ def test_several_evaluation_nodes_are_all_reported(tmp_path):
 def test_several_evaluation_nodes_under_mpiexec(tmp_path):
     """Data-parallel workers report every evaluation node summed over the workers, as one
     process reports it."""
-    if shutil.which('mpiexec') is None:
-        pytest.skip('mpiexec is not installed (Debian openmpi-bin)')
-    from test_brainscript_cli import cntk_command
     write_data(tmp_path / 'data.txt')
     (tmp_path / 'sgd.cntk').write_text(two_metrics(config(
         'maxEpochs = 2 ; minibatchSize = 10 ; learningRatesPerSample = 0.01 ; momentumPerMB = 0.9 ; '
         'ParallelTrain = [ parallelizationMethod = DataParallelSGD ; DataParallelSGD = [ gradientBits = 32 ] ]',
         extra='parallelTrain = true')))
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
-               OMPI_MCA_rmaps_base_oversubscribe='1', OMPI_MCA_btl_vader_single_copy_mechanism='none')
-    p = subprocess.run(['mpiexec', '-n', '2', '--output-filename', str(tmp_path / 'logs'), cntk_command(),
-                        'configFile=sgd.cntk'], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    p = mpiexec(['configFile=sgd.cntk'], tmp_path, logs=tmp_path / 'logs')
     assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
-    import glob
     want = expected_epoch_figures(2, 10, 0.01, 0.9)
     for rank in (0, 1):
-        found = glob.glob(str(tmp_path / 'logs' / '*' / ('rank.%d' % rank) / 'stderr'))
-        assert len(found) == 1, found
-        with open(found[0]) as f:
-            log = f.read()
+        log = worker_log(tmp_path / 'logs', rank)
         got = epoch_figures(log, 2)
         assert len(got) == 2, log[-3000:]
         for g, e in zip(got, want):
@@ -873,7 +833,6 @@ def test_search_trials_report_the_evaluation_nodes(tmp_path):
 def test_adjust_after_epoch_under_mpiexec(tmp_path):
     """Two data-parallel workers take the same decisions as one process: rollbacks reload the
     checkpoint on every worker, and the model is the NumPy model's."""
-    from test_brainscript_cli import mpiexec, worker_log
     write_data(tmp_path / 'data.txt')
     (tmp_path / 'sgd.cntk').write_text(config(
         SGD_BASE + 'maxEpochs = 5 ; learningRatesPerSample = 0.3 ; AutoAdjust = [ autoAdjustLR = AdjustAfterEpoch ] ; '
