@@ -111,30 +111,22 @@ class Reader {
   }
   double elem(bool dbl, const char* what) { return dbl ? get<double>(what) : double(get<float>(what)); }
 
-  std::string str(const char* what) {
+  // A zero-terminated string of `Char`s.
+  template <class Char>
+  std::basic_string<Char> zero_terminated(const char* what) {
     size_t start = pos_;
-    std::u16string s;
+    std::basic_string<Char> s;
     for (;;) {
-      char16_t c = get<char16_t>(what);
-      if (c == 0) break;
-      if (s.size() >= kMaxString) fail_at(start, std::string(what) + " is not a string (no end within 64k characters)");
-      s += c;
-    }
-    return utf8_from_utf16(s);
-  }
-
-  // A zero-terminated 8-bit string (CNTK's std::string entries, e.g. Trace's format strings).
-  std::string narrow(const char* what) {
-    size_t start = pos_;
-    std::string s;
-    for (;;) {
-      char c = get<char>(what);
+      Char c = get<Char>(what);
       if (c == 0) break;
       if (s.size() >= kMaxString) fail_at(start, std::string(what) + " is not a string (no end within 64k characters)");
       s += c;
     }
     return s;
   }
+  std::string str(const char* what) { return utf8_from_utf16(zero_terminated<char16_t>(what)); }
+  // An 8-bit string (CNTK's std::string entries, e.g. Trace's format strings).
+  std::string narrow(const char* what) { return zero_terminated<char>(what); }
   bool try_marker(const std::string& m) {
     size_t save = pos_;
     std::u16string want = utf16_from_utf8(m);
