@@ -657,8 +657,9 @@ class Translator {
 
     if (fn == "input" || fn == "inputvalue" || fn == "sparseinput" || fn == "sparseinputvalue") {
       need(1, 8);
-      if (opt("dynamicAxis")) throw NotImplementedError("NDL: Input dynamicAxis is not implemented yet");
-      return prim("Input", args() + (fn.find("sparse") == 0 ? ", sparse = true" : ""));
+      // dynamicAxis=name: the input's own sequence axis, shared by the inputs that name it.
+      const std::string axis = opt("dynamicAxis") ? ", dynamicAxis = " + option_value(*opt("dynamicAxis"), scope) : "";
+      return prim("Input", args() + (fn.find("sparse") == 0 ? ", sparse = true" : "") + axis);
     }
     if (fn == "imageinput" || fn == "image" || fn == "sparseimageinput" || fn == "sparseimage") {
       need(3, 4);  // (width, height, channels[, numImages: ignored, as CNTK did])

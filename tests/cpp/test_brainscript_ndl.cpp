@@ -94,6 +94,20 @@ TEST(BrainScriptNdl, RunNamingADefaultValueIsAnError) {
   EXPECT_THROW(ndl_network_source(*config), ValueError);
 }
 
+// InputValue's dynamicAxis=name: inputs naming one axis share it, apart from the default one.
+TEST(BrainScriptNdl, InputOnANamedDynamicAxis) {
+  auto config = ConfigRecord::parse(
+      "run = net\nNDLNetworkBuilder = [ ]\nnet = [\n  q = Input(3, dynamicAxis = queryAxis, tag = feature)\n"
+      "  r = Input(3, dynamicAxis = queryAxis, tag = feature)\n  l = Input(3, tag = label)\n"
+      "  s = Plus(q, r)\n  OutputNodes = (s, l)\n]\n");
+  const Network net = build_ndl_network(*config);
+  ASSERT_EQ(net.features.size(), 2u);
+  const Axis q = net.features[0].dynamic_axes().at(1), r = net.features[1].dynamic_axes().at(1);
+  EXPECT_EQ(q.name(), "queryAxis");
+  EXPECT_EQ(q, r);
+  EXPECT_NE(q, Axis::default_dynamic_axis());
+}
+
 // A recurrence through PastValue/Delay that refers to a node defined after it (NDL resolves
 // names over the whole section): a running sum, and a sum with the input two steps back.
 TEST(BrainScriptNdl, DelaysReferToLaterNodes) {
