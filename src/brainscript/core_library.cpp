@@ -182,26 +182,27 @@ MergeBinary (arrayOfFunctions, combineFunction) =
     else [ apply (x, y) = combineFunction (arrayOfFunctions[0] (x), arrayOfFunctions[1] (y)) ].apply
 # Convolution and pooling; filterShape and stride list the spatial axes width first.
 ConvolutionalLayer {numOutputChannels, filterShape, activation = Identity, init = 'glorotUniform',
-                    initValueScale = 1, stride = 1, pad = false, bias = true} = [
+                    initValueScale = 1, stride = 1, pad = false, lowerPad = 0, upperPad = 0, bias = true} = [
     W = ParameterTensor {_ConcatArrays (filterShape, (0 : numOutputChannels)), init = init,
                          initValueScale = initValueScale, initOutputRank = -1, initFilterRank = Length (filterShape)}
     b = ParameterTensor {_ConcatArrays (Repeat (Length (filterShape), 1), numOutputChannels), initValue = 0}
     apply (x) = [
         c = Convolution (W, x, filterShape, mapDims = numOutputChannels, stride = stride,
-                         autoPadding = _ConcatArrays (Repeat (Length (filterShape), pad), false))
+                         autoPadding = _ConcatArrays (Repeat (Length (filterShape), pad), false),
+                         lowerPad = lowerPad, upperPad = upperPad)
         out = if bias then activation (c + b) else activation (c)
     ].out
 ].apply
 # Transposed convolution; its kernel is [filter x numOutputChannels x numInputChannels].
 ConvolutionTransposeLayer {numOutputChannels, filterShape, numInputChannels, bias = true, activation = Identity,
                            init = 'glorotUniform', initValueScale = 0.001, initBias = 0, stride = 1, pad = false,
-                           outputShape = None, dilation = 1} = [
+                           lowerPad = 0, upperPad = 0, outputShape = None, dilation = 1} = [
     kernelShape = _ConcatArrays (filterShape, numOutputChannels)
     W = ParameterTensor {_ConcatArrays (kernelShape, numInputChannels), init = init, initValueScale = initValueScale}
     b = ParameterTensor {_ConcatArrays (Repeat (Length (filterShape), 1), numOutputChannels), initValue = initBias}
     apply (x) = [
         c = ConvolutionTranspose (W, x, kernelShape, mapDims = numInputChannels, stride = stride, autoPadding = pad,
-                                  outputShape = outputShape, dilation = dilation)
+                                  lowerPad = lowerPad, upperPad = upperPad, outputShape = outputShape, dilation = dilation)
         out = if bias then activation (c + b) else activation (c)
     ].out
 ].apply
@@ -223,14 +224,18 @@ _LegacyPooling (kind, input, w, h, sw, sh, imageLayout) =
     else if imageLayout == 'HWC' || imageLayout == 'legacy'
     then Pooling (input, kind, (1 : w : h), stride = (1 : sw : sh), autoPadding = false)
     else Fail ("MaxPooling/AveragePooling: imageLayout must be 'CHW' or 'HWC', not '" + imageLayout + "'")
-MaxUnpoolingLayer {filterShape, stride = 1, pad = false} = [
-    apply (unpoolInput, poolInput) = MaxUnpooling (unpoolInput, poolInput, filterShape, stride = stride, autoPadding = pad)
+MaxUnpoolingLayer {filterShape, stride = 1, pad = false, lowerPad = 0, upperPad = 0} = [
+    apply (unpoolInput, poolInput) = MaxUnpooling (unpoolInput, poolInput, filterShape, stride = stride, autoPadding = pad,
+                                                   lowerPad = lowerPad, upperPad = upperPad)
 ].apply
-MaxPoolingLayer {filterShape, stride = 1, pad = false} = [
-    apply (x) = Pooling (x, 'max', filterShape, stride = stride, autoPadding = pad)
+MaxPoolingLayer {filterShape, stride = 1, pad = false, lowerPad = 0, upperPad = 0, ceilOutDim = false} = [
+    apply (x) = Pooling (x, 'max', filterShape, stride = stride, autoPadding = pad, lowerPad = lowerPad,
+                         upperPad = upperPad, ceilOutDim = ceilOutDim)
 ].apply
-AveragePoolingLayer {filterShape, stride = 1, pad = false} = [
-    apply (x) = Pooling (x, 'average', filterShape, stride = stride, autoPadding = pad)
+AveragePoolingLayer {filterShape, stride = 1, pad = false, lowerPad = 0, upperPad = 0, ceilOutDim = false,
+                     includePad = false} = [
+    apply (x) = Pooling (x, 'average', filterShape, stride = stride, autoPadding = pad, lowerPad = lowerPad,
+                         upperPad = upperPad, ceilOutDim = ceilOutDim, includePad = includePad)
 ].apply
 # Batch normalization: per element (spatialRank 0) or per channel (spatialRank > 0); the running
 # mean and variance are constants that training passes update.

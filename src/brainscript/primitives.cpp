@@ -204,6 +204,19 @@ Axis bs_axis(const ValuePtr& v, const std::string& fn, const TextLocation& where
   return Axis(-int(k));
 }
 
+// An optional boolean (or 0/1) argument, false when not given.
+bool flag(const ValuePtr& v) {
+  if (!v) return false;
+  return v->kind == Value::Kind::Bool ? v->boolean : as_number(v, "flag") != 0;
+}
+
+// lowerPad / upperPad (per axis, BrainScript order): CNTK's explicit padding of the axes whose
+// autoPadding is false.
+void explicit_padding(Dictionary& attrs, const Args& a) {
+  for (const char* pad : {"lowerPad", "upperPad"})
+    if (auto v = a.opt(pad); v && !is_none(v)) attrs[pad] = DictValue(bs_shape(dims_of({v}, a.where)));
+}
+
 // The nodes of an array argument (or the one node given).
 std::vector<Variable> node_list(const ValuePtr& v, const TextLocation& where, const std::string& what) {
   std::vector<Variable> out;
@@ -382,13 +395,10 @@ void add_special_nodes(Table& t) {
     DictValue::List ignored;
     if (auto v = a.opt("tokensToIgnore"))
       for (size_t token : dims_of({v}, w)) ignored.push_back(DictValue(int64_t(token)));
-    const ValuePtr squash = a.opt("squashInputs");
     Dictionary attrs = {{"subPen", DictValue(a.number("subPen", 1))},
                         {"delPen", DictValue(a.number("delPen", 1))},
                         {"insPen", DictValue(a.number("insPen", 1))},
-                        {"squashInputs", DictValue(squash && squash->kind == Value::Kind::Bool
-                                                       ? squash->boolean
-                                                       : squash && as_number(squash, "squashInputs") != 0)},
+                        {"squashInputs", DictValue(flag(a.opt("squashInputs")))},
                         {"tokensToIgnore", DictValue(ignored)}};
     g_sequential = true;  // over sequences
     return node(ops::apply("EditDistanceError", on_common_axes({a.node_at(0), a.node_at(1)}), attrs)->output());
@@ -808,33 +818,37 @@ Table builtin_table() {
   // lowerPad = 0, upperPad = 0): per-axis values in BrainScript order (width first).
   t["Convolution"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "Convolution"};
-    for (const char* pad : {"lowerPad", "upperPad"})
-      if (auto v = a.opt(pad); v && !all_zero(v))
-        throw NotImplementedError(std::string("Convolution: explicit ") + pad + " is not implemented yet");
     const std::vector<size_t> strides = a.opt("stride") ? dims_of({a.opt("stride")}, w) : std::vector<size_t>{1};
-    return node(ops::convolution(a.node_at(0), a.node_at(1), bs_shape(strides), bs_flags(a.opt("autoPadding"), true))
-                    ->output());
+    Dictionary attrs = {{"strides", DictValue(bs_shape(strides))},
+                        {"autoPadding", ops::flag_list(bs_flags(a.opt("autoPadding"), true))},
+                        {"dilation", DictValue(NDShape{1})},
+                        {"groups", DictValue(int64_t(1))},
+                        {"sharing", ops::flag_list({true})},
+                        {"reductionRank", DictValue(int64_t(1))},
+                        {"transpose", DictValue(false)}};
+    explicit_padding(attrs, a);
+    return node(ops::apply("Convolution", {a.node_at(0), a.node_at(1)}, attrs)->output());
   };
   // Pooling (x, poolKind = 'max' | 'average', kernelDims, stride = 1, autoPadding = true, ...).
   t["Pooling"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "Pooling"};
     const std::string kind = as_string(a.at(1), "Pooling poolKind");
     if (kind != "max" && kind != "average") fail("Pooling: poolKind must be 'max' or 'average', not '" + kind + "'", w);
-    for (const char* pad : {"lowerPad", "upperPad"})
-      if (auto v = a.opt(pad); v && !all_zero(v))
-        throw NotImplementedError(std::string("Pooling: explicit ") + pad + " is not implemented yet");
     const std::vector<size_t> strides = a.opt("stride") ? dims_of({a.opt("stride")}, w) : std::vector<size_t>{1};
-    return node(ops::pooling(a.node_at(0), kind == "max" ? ops::PoolingType::Max : ops::PoolingType::Average,
-                             bs_shape(dims_of({a.at(2)}, w)), bs_shape(strides), bs_flags(a.opt("autoPadding"), true))
-                    ->output());
+    Dictionary attrs = {
+        {"poolingType", DictValue(int64_t(kind == "max" ? ops::PoolingType::Max : ops::PoolingType::Average))},
+        {"poolingWindowShape", DictValue(bs_shape(dims_of({a.at(2)}, w)))},
+        {"strides", DictValue(bs_shape(strides))},
+        {"autoPadding", ops::flag_list(bs_flags(a.opt("autoPadding"), true))},
+        {"ceilOutDim", DictValue(flag(a.opt("ceilOutDim")))},
+        {"includePad", DictValue(flag(a.opt("includePad")))}};
+    explicit_padding(attrs, a);
+    return node(ops::apply("Pooling", {a.node_at(0)}, attrs)->output());
   };
   // ConvolutionTranspose (W, x, kernelDims, mapDims = 0, stride = 1, sharing = true, autoPadding = true,
   // lowerPad = 0, upperPad = 0, outputShape = None, dilation = 1): W is [filter x out x in].
   t["ConvolutionTranspose"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "ConvolutionTranspose"};
-    for (const char* pad : {"lowerPad", "upperPad"})
-      if (auto v = a.opt(pad); v && !all_zero(v))
-        throw NotImplementedError(std::string("ConvolutionTranspose: explicit ") + pad + " is not implemented yet");
     auto per_axis = [&](const char* key) {
       return bs_shape(a.opt(key) ? dims_of({a.opt(key)}, w) : std::vector<size_t>{1});
     };
@@ -849,20 +863,20 @@ Table builtin_table() {
                         {"maxTempMemSizeInSamples", DictValue(int64_t(0))},
                         {"transpose", DictValue(true)},
                         {"outputShape", DictValue(output_shape)}};
+    explicit_padding(attrs, a);
     return node(ops::apply("Convolution", {a.node_at(0), a.node_at(1)}, attrs)->output());
   };
-  // MaxUnpooling (unpoolInput, poolInput, kernelDims, stride = 1, autoPadding = true): each value
+  // MaxUnpooling (unpoolInput, poolInput, kernelDims, stride = 1, autoPadding = true, lowerPad = 0,
+  // upperPad = 0): each value
   // goes back to where its window's maximum was in poolInput.
   t["MaxUnpooling"] = [](std::vector<ValuePtr>& p, std::map<std::string, ValuePtr>& n, const TextLocation& w) {
     Args a{p, n, w, "MaxUnpooling"};
-    for (const char* pad : {"lowerPad", "upperPad"})
-      if (auto v = a.opt(pad); v && !all_zero(v))
-        throw NotImplementedError(std::string("MaxUnpooling: explicit ") + pad + " is not implemented yet");
     const std::vector<size_t> strides = a.opt("stride") ? dims_of({a.opt("stride")}, w) : std::vector<size_t>{1};
     Dictionary attrs = {{"poolingType", DictValue(int64_t(0))},
                         {"unpoolingWindowShape", DictValue(bs_shape(dims_of({a.at(2)}, w)))},
                         {"strides", DictValue(bs_shape(strides))},
                         {"autoPadding", ops::flag_list(bs_flags(a.opt("autoPadding"), true))}};
+    explicit_padding(attrs, a);
     return node(ops::apply("Unpooling", {a.node_at(0), a.node_at(1)}, attrs)->output());
   };
   // _ConcatArrays (a, b): the items of both (a number counts as a one-item array).

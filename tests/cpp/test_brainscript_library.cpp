@@ -1018,3 +1018,49 @@ TEST(BrainScriptLibrary, EditDistanceCosDistanceWithNegativeSamplesAndRoiPooling
   // Each ROI's left and right halves of all its rows: ROI 1 is x, y in 0..1; ROI 2 the map.
   expect_near(values_of(pooled[0].data()), {4, 5, 13, 15}, 0, "ROIPooling");
 }
+
+// Explicit padding (autoPadding false, lowerPad/upperPad per axis, width first): zeros for the
+// convolution, ignored by the pooling windows.
+TEST(BrainScriptLibrary, ExplicitPaddingOfConvolutionAndPooling) {
+  Network net = build_network(R"([
+    x = Input (4 : 3 : 1)
+    W = ParameterTensor {(2 : 2 : 1 : 1), init = 'uniform', initValueScale = 20}
+    c = Convolution (W, x, (2 : 2 : 1), mapDims = 1, stride = (2 : 1 : 1), autoPadding = false,
+                     lowerPad = (1 : 0 : 0), upperPad = (0 : 1 : 0))
+    m = MaxPoolingLayer {(2 : 2), stride = (2 : 2), lowerPad = (1 : 1)} (x)
+    a = AveragePoolingLayer {(2 : 2), stride = (2 : 2), lowerPad = (1 : 1)} (x)
+    outputNodes = (c : m : a)
+  ])");
+  EXPECT_EQ(net.outputs[0].shape(), NDShape({1, 3, 2}));
+  EXPECT_EQ(net.outputs[1].shape(), NDShape({1, 2, 2}));
+  const std::vector<float> x = {3, -1, 4, 1, -5, 9, 2, -6, 5, 3, -5, 8};  // engine (1, 3, 4): row y, column x
+  const auto got = run(net, batch_of(x, NDShape{1, 3, 4}));
+  const std::vector<float> W = parameter(net, "W");  // engine (1, 1, 2, 2)
+  ASSERT_EQ(W.size(), 4u);
+  auto at = [&x](int y, int c) { return y >= 0 && y < 3 && c >= 0 && c < 4 ? double(x[size_t(y * 4 + c)]) : 0.0; };
+  std::vector<double> conv;
+  for (int oy = 0; oy < 3; ++oy)      // rows: no lower pad, stride 1
+    for (int ox = 0; ox < 2; ++ox) {  // columns: one lower pad, stride 2
+      double s = 0;
+      for (int u = 0; u < 2; ++u)
+        for (int v = 0; v < 2; ++v) s += at(oy + u, 2 * ox - 1 + v) * W[size_t(u * 2 + v)];
+      conv.push_back(s);
+    }
+  expect_near(got[0], conv, 1e-4, "Convolution lowerPad/upperPad");
+  std::vector<double> max, mean;
+  for (int oy = 0; oy < 2; ++oy)
+    for (int ox = 0; ox < 2; ++ox) {
+      double m = -1e30, s = 0;
+      int count = 0;
+      for (int u = 0; u < 2; ++u)
+        for (int v = 0; v < 2; ++v) {
+          const int y = 2 * oy - 1 + u, c = 2 * ox - 1 + v;
+          if (y < 0 || y >= 3 || c < 0 || c >= 4) continue;
+          m = std::max(m, at(y, c)), s += at(y, c), ++count;
+        }
+      max.push_back(m);
+      mean.push_back(s / count);
+    }
+  expect_near(got[1], max, 1e-6, "MaxPoolingLayer lowerPad");
+  expect_near(got[2], mean, 1e-6, "AveragePoolingLayer lowerPad");
+}
