@@ -7,6 +7,8 @@ namespace cntk::brainscript {
 const std::string& core_library_source() {
   static const std::string source = R"BS(
 Identity (x) = x
+# CNTK.core.bs's order (the primitive, as CNTK2.Clip, takes the input first)
+Clip (minValue, maxValue, x) = __primitives.Clip (x, minValue, maxValue)
 SparseInput (dims, dynamicAxis = '') = Input (dims, sparse = true, dynamicAxis = dynamicAxis)
 # images [W x H x C] (CHW, cuDNN's layout) or channel-fastest [C x W x H] (HWC, CNTK's legacy one)
 ImageInput (imageWidth, imageHeight, imageChannels, imageLayout = 'CHW', sparse = false, dynamicAxis = '') =

@@ -150,7 +150,7 @@ TEST(BrainScriptLibrary, ElementwiseAndReductionPrimitives) {
   Network net = build_network(R"([
     x = Input (4)
     outputNodes = (ReduceMax (x) : ReduceMin (x) : ReduceMean (x) : ReduceLogSum (x) : Abs (x) : Floor (x) : Ceil (x) :
-                   Round (x) : Clip (x, -1, 1) : Reciprocal (x) : Negate (x) : Sqrt (Abs (x)) : Hardmax (x) :
+                   Round (x) : Clip (-1, 1, x) : Reciprocal (x) : Negate (x) : Sqrt (Abs (x)) : Hardmax (x) :
                    BS.Boolean.If (x > 0, x, 0) : (x >= 0.5) : Square (x) : BS.Boolean.Xor (x > 0, x < 1))
   ])");
   const std::vector<float> x = {-1.5f, 0.25f, 2.5f, -0.5f};

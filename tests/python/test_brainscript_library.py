@@ -81,7 +81,7 @@ def test_elementwise_primitives_and_layer_normalization(tmp_path):
     v = Splice ((x : 2 * x : x - 1), axis = 1)
     # (one value per sample would be taken for a metric: two)
     reduced = Splice ((ReduceMax (v) : ReduceLogSum (v)))
-    clipped = Clip (v, -1, 2)
+    clipped = Clip (-1, 2, v)
     rounded = Round (v .* 0.75)
     hard = Hardmax (v)
     norm = LayerNormalizationLayer {initScale = 2, initBias = 1} (v)
