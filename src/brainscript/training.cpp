@@ -515,12 +515,15 @@ void train(const ActionContext& ctx) {
     auto logged_at = Clock::now();
     double crit_sum = 0, crit_logged = 0;
     size_t samples = 0, samples_logged = 0, mbs = 0, mbs_logged = 0;
+    // The epoch and the minibatches are sized in the reader's samples, as in CNTK; the criterion
+    // may count fewer (one label per query on a sequence axis of its own).
+    size_t read = 0;
     // Each evaluation node's figures over the epoch, and where the last progress line left them.
     std::vector<MinibatchAggregate> evals(net.evaluations.size()), evals_logged(net.evaluations.size());
     while (true) {
-      if (samples >= target) break;
+      if (read >= target) break;
       // Data-parallel sample counts are over all workers, so every worker takes the same decisions.
-      const size_t want = std::min(mb_size * mb_scale, (target - samples) * (local_figures ? workers : 1));
+      const size_t want = std::min(mb_size * mb_scale, (target - read) * (local_figures ? workers : 1));
       // Without distributed reading every worker reads the whole minibatch and keeps its share.
       const bool decimated = partitions > 1 && !par.distributed_reading;
       io::Minibatch mb = decimated ? decimate(source.next_minibatch(want), partitions, partition)
@@ -538,9 +541,16 @@ void train(const ActionContext& ctx) {
       }
       crit_sum += trainer.previous_minibatch_loss().sum;
       samples += trainer.previous_minibatch_loss().samples;
+      // This worker's reader samples (its longest stream's), with the metrics after the first
+      // summed over the workers where the minibatch was trained by all of them.
+      std::vector<MinibatchAggregate> more = trainer.previous_minibatch_additional_metrics();
+      size_t mb_read = 0;
+      for (const auto& st : mb.streams) mb_read = std::max(mb_read, st.num_samples);
+      more.push_back({0.0, mb_read});
+      if (parallel_epoch && !local_figures) summed_over_workers(more);
+      read += more.back().samples;
+      more.pop_back();
       if (evaluation) {
-        std::vector<MinibatchAggregate> more = trainer.previous_minibatch_additional_metrics();
-        if (parallel_epoch && !local_figures) summed_over_workers(more);
         more.insert(more.begin(), trainer.previous_minibatch_evaluation());
         for (size_t k = 0; k < evals.size(); ++k) evals[k].sum += more[k].sum, evals[k].samples += more[k].samples;
       }
