@@ -124,7 +124,7 @@ std::optional<io::ImageTransform> image_transform(const std::string& type, const
 std::vector<std::shared_ptr<const ConfigRecord>> records(const std::shared_ptr<const ConfigRecord>& r,
                                                          const std::string& key) {
   std::vector<std::shared_ptr<const ConfigRecord>> out;
-  const std::string value = *r->find(key);
+  const std::string value = r->get(key);  // (ValueError naming the key where it is `default`, not given)
   const size_t first = value.find_first_not_of(" \t\r\n");
   std::vector<std::string> items;
   if (first != std::string::npos && value[first] == '[')

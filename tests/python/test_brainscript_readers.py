@@ -82,6 +82,11 @@ def test_unknown_reader_types_name_what_is_missing(tmp_path):
                                      '  reader = [ deserializers = ( [ type = "Nonsense" ] ) ]\n]\n' % NETWORK)
     rc, log = run(['configFile=d.cntk'], tmp_path)
     assert rc != 0 and "reader type 'Nonsense'" in log, log[-2000:]
+    # `default` is the config language's "not given": a list of deserializers is missing.
+    (tmp_path / 'e.cntk').write_text('command = T\nmodelPath = "m.dnn"\nT = [\n  action = "train"\n%s\n'
+                                     '  reader = [ deserializers = default ]\n]\n' % NETWORK)
+    rc, log = run(['configFile=e.cntk'], tmp_path)
+    assert rc != 0 and 'required configuration parameter missing' in log and 'deserializers' in log, log[-2000:]
 
 
 # ------------------------------------------------------------------------------------------
