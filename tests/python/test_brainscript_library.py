@@ -21,34 +21,11 @@ def run_network(tmp_path, members, outputs, sequences=True):
     for s, seq in enumerate(SEQUENCES):
         for v in seq:
             lines.append('%d |x %g |y %g' % (s if sequences else len(lines), v, 2 * v))
-    (tmp_path / 'data.txt').write_text('\n'.join(lines) + '\n')
-    reader = ('reader = [ readerType = "CNTKTextFormatReader" ; file = "data.txt" ; randomize = false ; input = [ '
-              'x = [ dim = 1 ; format = "dense" ] ; y = [ dim = 1 ; format = "dense" ] ] ]')
-    (tmp_path / 'lib.cntk').write_text('''command = T:W
-modelPath = "m/model.dnn"
-T = [
-  action = "train"
-  BrainScriptNetworkBuilder = [
-    x = Input (1) ; y = Input (1)
-    %s
-    featureNodes = (x) ; labelNodes = (y) ; criterionNodes = (crit) ; outputNodes = (%s)
-  ]
-  SGD = [ maxEpochs = 1 ; minibatchSize = 16 ; learningRatesPerSample = 0 ]
-  %s
-]
-W = [ action = "write" ; outputPath = "out/o" ; %s ]
-''' % (members, ' : '.join(outputs), reader, reader))
-    p = subprocess.run([cntk_command(), 'configFile=lib.cntk'], cwd=tmp_path, capture_output=True, text=True,
-                       timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
-    got = {}
-    for name in outputs:
-        # a layer's output is named by its inner member path ('norm.out')
-        files = sorted((tmp_path / 'out').glob('o.' + name + '*'))
-        assert files, name
-        text = files[0].read_text()
-        got[name] = [float(v) for v in re.findall(r'[-+]?\d+(?:\.\d*)?(?:e[-+]?\d+)?', text)]
-    return got
+    got, _ = train_and_write(tmp_path, '\n'.join(lines) + '\n', {'x': (1, 'dense'), 'y': (1, 'dense')},
+                             'x = Input (1) ; y = Input (1)\n' + members +
+                             '\n    featureNodes = (x) ; labelNodes = (y) ; criterionNodes = (crit)', outputs)
+    # (a layer's output is named by its inner member path: 'norm.out')
+    return {name: values.ravel() for name, values in got.items()}
 
 
 def test_sequence_functions_and_delay_layer(tmp_path):

@@ -3,14 +3,13 @@ ComputationNetwork::Save writes them load and evaluate against NumPy (KhatriRaoP
 element order; Trace as the pass-through it is, without its logging), and the `cntk` command's
 Trace is saved as CNTK's v1 Trace node with its settings."""
 import struct
-import subprocess
 
 import numpy as np
 
 import cntk as C
 from cntk import _cntk
 
-from test_brainscript_cli import cntk_command
+from test_brainscript_library import train_and_write
 
 
 def _s(text):
@@ -72,31 +71,16 @@ def test_cntk_khatri_rao_and_trace_nodes_load(tmp_path):
 
 
 def test_cntk_command_saves_trace_as_v1_trace_node(tmp_path):
-    (tmp_path / 'data.txt').write_text('0 |x 1 |y 2\n1 |x 2 |y 4\n2 |x 3 |y 6\n')
-    reader = ('[ readerType = "CNTKTextFormatReader" ; file = "data.txt" ; randomize = false ; input = [ '
-              'x = [ dim = 1 ; format = "dense" ] ; y = [ dim = 1 ; format = "dense" ] ] ]')
-    (tmp_path / 'trace.cntk').write_text('''command = T:W
-modelPath = "m/model.dnn"
-T = [
-  action = "train"
-  BrainScriptNetworkBuilder = [
+    got, log = train_and_write(
+        tmp_path, '0 |x 1 |y 2\n1 |x 2 |y 4\n2 |x 3 |y 6\n', {'x': (1, 'dense'), 'y': (1, 'dense')}, """
     x = Input (1) ; y = Input (1)
     w = ParameterTensor {1, initValue = 3}
     z = Trace (w .* x, say = 'scaled', logFirst = 1, logFrequency = 7, format = [ precisionFormat = '.1' ])
     crit = SquareError (y, z)
-    featureNodes = (x) ; labelNodes = (y) ; criterionNodes = (crit) ; outputNodes = (z)
-  ]
-  SGD = [ maxEpochs = 1 ; minibatchSize = 16 ; learningRatesPerSample = 0 ]
-  reader = %s
-]
-W = [ action = "write" ; outputPath = "out/o" ; reader = %s ]
-''' % (reader, reader))
-    p = subprocess.run([cntk_command(), 'configFile=trace.cntk'], cwd=tmp_path, capture_output=True, text=True,
-                       timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
+    featureNodes = (x) ; labelNodes = (y) ; criterionNodes = (crit)""", ['z'])
     # the training pass logged the values (one line per sample, precision .1)
-    assert '------- Trace[] scaled --> ' in p.stderr
-    assert '3.0\n6.0\n9.0\n' in p.stderr
+    assert '------- Trace[] scaled --> ' in log
+    assert '3.0\n6.0\n9.0\n' in log
     # the model holds CNTK's Trace node with its settings
     data = (tmp_path / 'm' / 'model.dnn').read_bytes()
     at = data.find(_s('Trace'))
@@ -104,5 +88,4 @@ W = [ action = "write" ; outputPath = "out/o" ; reader = %s ]
     assert _s('scaled') + struct.pack('<QQ', 1, 7) in data[at:]
     assert _narrow('.1') + struct.pack('<QQ', 100000000, 100000000) in data[at:]
     # and loads back as a pass-through
-    values = [float(v) for v in (tmp_path / 'out' / 'o.z').read_text().split()]
-    np.testing.assert_allclose(values, [3, 6, 9])
+    np.testing.assert_allclose(got['z'].ravel(), [3, 6, 9])
