@@ -8,24 +8,13 @@
 
 #include "brainscript/command_line.h"
 #include "brainscript/evaluator.h"
+#include "brainscript_test_util.h"
 #include "cntk/evaluation.h"
 
 using namespace cntk;
 using namespace cntk::brainscript;
+using namespace cntk::brainscript::test_util;
 namespace fs = std::filesystem;
-
-namespace {
-
-double num(const std::string& source, const std::string& member = "x") {
-  return as_number(evaluate_member(parse_record(source, "test.bs"), member), member);
-}
-
-std::vector<float> values_of(const NDArrayView& v) {
-  NDArrayView c = v.contiguous();
-  return std::vector<float>(c.data<float>(), c.data<float>() + c.numel());
-}
-
-}  // namespace
 
 TEST(BrainScriptEvaluator, NumbersRecordsLambdasArrays) {
   EXPECT_EQ(num("x = 1 + 2 * 3 - 4 / 2"), 5);
@@ -148,17 +137,6 @@ TEST(BrainScriptEvaluator, DenseLayersInSequential) {
     EXPECT_NEAR(z[k], expect, 1e-5);
   }
 }
-
-namespace {
-
-// One sequence of `steps` samples of `dim` values as a [1 sequence, steps, dim] Value.
-cntk::Value one_sequence(const std::vector<float>& values, size_t dim) {
-  NDArrayView v(DataType::Float, NDShape{int64_t(values.size() / dim), int64_t(dim)});
-  std::copy(values.begin(), values.end(), v.data<float>());
-  return cntk::Value::from_sequences({v});
-}
-
-}  // namespace
 
 // PastValue/FutureValue recurrences that refer to themselves: running sums forwards and backwards.
 TEST(BrainScriptEvaluator, DelaysCloseRecurrences) {

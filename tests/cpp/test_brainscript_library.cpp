@@ -11,33 +11,16 @@
 #include <sstream>
 
 #include "brainscript/evaluator.h"
+#include "brainscript_test_util.h"
 #include "cntk/evaluation.h"
 #include "cntk/ops.h"
 
 using namespace cntk;
 using namespace cntk::brainscript;
+using namespace cntk::brainscript::test_util;
 namespace fs = std::filesystem;
 
 namespace {
-
-double num(const std::string& source, const std::string& member = "x") {
-  return as_number(evaluate_member(parse_record(source, "test.bs"), member), member);
-}
-std::string str(const std::string& source, const std::string& member = "x") {
-  return as_string(evaluate_member(parse_record(source, "test.bs"), member), member);
-}
-
-std::vector<float> values_of(const NDArrayView& v) {
-  NDArrayView c = v.contiguous();
-  return std::vector<float>(c.data<float>(), c.data<float>() + c.numel());
-}
-
-// One sequence of `values.size() / dim` steps.
-cntk::Value one_sequence(const std::vector<float>& values, size_t dim) {
-  NDArrayView v(DataType::Float, NDShape{int64_t(values.size() / dim), int64_t(dim)});
-  std::copy(values.begin(), values.end(), v.data<float>());
-  return cntk::Value::from_sequences({v});
-}
 
 // A batch of samples of `shape` (engine order).
 cntk::Value batch_of(const std::vector<float>& values, const NDShape& shape) {
