@@ -502,3 +502,30 @@ TEST(MinibatchSource, RejectsBadConfigurations) {
   MinibatchSource ok(c);
   EXPECT_THROW(ok.next_minibatch(0), ValueError);
 }
+
+// frames_of: the valid steps of every sequence, in order, as a plain batch (dense and sparse).
+TEST(MinibatchSource, FramesOfSequencesAreTheirValidSteps) {
+  NDArrayView a(DataType::Float, NDShape{3, 2}), b(DataType::Float, NDShape{1, 2});
+  for (int i = 0; i < 6; ++i) a.data<float>()[i] = float(i);
+  b.data<float>()[0] = 10, b.data<float>()[1] = 11;
+  const Value frames = frames_of(Value::from_sequences({a, b}));
+  ASSERT_EQ(frames.shape(), (NDShape{4, 2}));
+  const NDArrayView dense = frames.data().contiguous();
+  EXPECT_EQ(std::vector<float>(dense.data<float>(), dense.data<float>() + 8),
+            (std::vector<float>{0, 1, 2, 3, 4, 5, 10, 11}));
+
+  const fs::path path = fs::temp_directory_path() / "frames_sparse.ctf";
+  std::ofstream(path) << "0 |x 1:1\n0 |x 0:2\n1 |x 2:3\n";
+  MinibatchSourceConfig c;
+  c.deserializers = {std::make_shared<CTFDeserializer>(
+      path.string(), std::vector<CTFStreamDef>{{"x", "x", NDShape{3}, true, DataType::Float, false}})};
+  c.randomize = false;
+  c.max_sweeps = 1;
+  MinibatchSource src(c);
+  const Value sparse = frames_of(src.next_minibatch(10).streams[0].data);
+  ASSERT_EQ(sparse.shape(), (NDShape{3, 3}));
+  const NDArrayView d = sparse.data().to_dense().contiguous();
+  EXPECT_EQ(std::vector<float>(d.data<float>(), d.data<float>() + 9), (std::vector<float>{0, 1, 0, 2, 0, 0, 0, 0, 3}));
+  EXPECT_THROW(frames_of(Value(NDArrayView(DataType::Float, NDShape{3}))), ValueError);  // no sequence axis
+  fs::remove(path);
+}
