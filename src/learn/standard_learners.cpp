@@ -28,8 +28,8 @@ class StandardLearner : public Learner {
       CNTK_DISPATCH_FLOAT(w.dtype(), T, [&] {
         T* wd = w.data<T>();
         T* gd = g.data<T>();
-        preprocess<T>(wd, gd, w.numel(), n);
-        apply(i, w, g, n);
+        const double gs = preprocess<T>(wd, gd, w.numel(), n);
+        apply(i, w, g, n, gs);
         postprocess<T>(wd, w.numel(), n);
       });
       ++p.impl()->value_version;
@@ -109,8 +109,9 @@ class StandardLearner : public Learner {
     }
   }
 
-  // The learner's rule for parameter i: w and g are contiguous and writable.
-  virtual void apply(size_t i, NDArrayView& w, NDArrayView& g, size_t n) = 0;
+  // The learner's rule for parameter i: w and g are contiguous and writable; the
+  // gradient to apply is g * gs (the mean, folded into the rule's one pass).
+  virtual void apply(size_t i, NDArrayView& w, NDArrayView& g, size_t n, double gs) = 0;
   // Once per minibatch, before the parameters are updated.
   virtual void on_minibatch(size_t n) {}
 
@@ -177,13 +178,18 @@ class StandardLearner : public Learner {
     return g;
   }
 
-  // Mean gradient in compatible mode, gradient clipping, L2 regularization.
+  // Mean gradient in compatible mode, gradient clipping, L2 regularization. Returns
+  // the factor still to be applied to g: the mean's 1/n when nothing else reads the
+  // gradient first (the rule then scales it in its own pass), else 1.
   template <class T>
-  void preprocess(T* w, T* g, int64_t count, size_t n) {
+  double preprocess(T* w, T* g, int64_t count, size_t n) {
     const bool mean = is_compatible_mode();
-    if (mean) learn::scale<T>(g, count, T(1) / T(n));
     const double threshold = options_.gradient_clipping_threshold_per_sample;
-    if (threshold != std::numeric_limits<double>::infinity()) {
+    const bool clip = threshold != std::numeric_limits<double>::infinity();
+    const bool l2 = options_.l2_regularization_weight > 0;
+    if (mean && !clip && !l2) return double(T(1) / T(n));
+    if (mean) learn::scale<T>(g, count, T(1) / T(n));
+    if (clip) {
       // The threshold is per sample: the summed gradient may be n times larger.
       const double max_per_mb = mean ? threshold : threshold * double(n);
       if (options_.gradient_clipping_with_truncation) {
@@ -193,11 +199,12 @@ class StandardLearner : public Learner {
         if (norm > max_per_mb) learn::scale<T>(g, count, T(max_per_mb / norm));
       }
     }
-    if (options_.l2_regularization_weight > 0) {
+    if (l2) {
       // Per sample too: scaled by n on summed gradients.
       const double weight = options_.l2_regularization_weight * (mean ? 1.0 : double(n));
       learn::axpy<T>(g, w, count, T(weight));
     }
+    return 1.0;
   }
 
   // Gaussian noise on the parameter, then the L1 proximal step.
@@ -226,10 +233,10 @@ class SGDLearner final : public StandardLearner {
       : StandardLearner(p, lr, o, 0) {}
 
  protected:
-  void apply(size_t, NDArrayView& w, NDArrayView& g, size_t n) override {
+  void apply(size_t, NDArrayView& w, NDArrayView& g, size_t n, double gs) override {
     CNTK_DISPATCH_FLOAT(w.dtype(), T, [&] {
       const T lr = T(learning_rate_for(n));
-      learn::axpy<T>(w.data<T>(), g.data<T>(), w.numel(), -lr);
+      learn::sgd<T>(w.data<T>(), g.data<T>(), w.numel(), T(gs), lr);
     });
   }
 };
@@ -241,16 +248,16 @@ class MomentumLearner : public StandardLearner {
       : StandardLearner(p, lr, o, state_buffers), momentum_(m), unit_gain_(unit_gain), nesterov_(nesterov) {}
 
  protected:
-  void apply(size_t i, NDArrayView& w, NDArrayView& g, size_t n) override {
+  void apply(size_t i, NDArrayView& w, NDArrayView& g, size_t n, double gs) override {
     if (!nesterov_) report(momentum_, "Momentum");  // as in CNTK, only plain momentum SGD reports it
     CNTK_DISPATCH_FLOAT(w.dtype(), T, [&] {
       const T lr = T(learning_rate_for(n));
       const T m = T(momentum_for(momentum_, n));
       const T ug = unit_gain_factor<T>(n);
       if (nesterov_)
-        learn::nesterov<T>(w.data<T>(), g.data<T>(), state<T>(i, 0), w.numel(), lr, m, ug);
+        learn::nesterov<T>(w.data<T>(), g.data<T>(), state<T>(i, 0), w.numel(), T(gs), lr, m, ug);
       else
-        learn::momentum_sgd<T>(w.data<T>(), g.data<T>(), state<T>(i, 0), w.numel(), lr, m, ug);
+        learn::momentum_sgd<T>(w.data<T>(), g.data<T>(), state<T>(i, 0), w.numel(), T(gs), lr, m, ug);
     });
   }
 
@@ -274,11 +281,9 @@ class AdaGradLearner final : public StandardLearner {
       : StandardLearner(p, lr, o, 1), need_ave_(need_ave_multiplier) {}
 
  protected:
-  void apply(size_t i, NDArrayView& w, NDArrayView& g, size_t n) override {
+  void apply(size_t i, NDArrayView& w, NDArrayView& g, size_t n, double gs) override {
     CNTK_DISPATCH_FLOAT(w.dtype(), T, [&] {
-      const double lr = learning_rate_for(n);
-      const T ave = learn::adagrad<T>(state<T>(i, 0), g.data<T>(), w.numel(), need_ave_);
-      learn::axpy<T>(w.data<T>(), g.data<T>(), w.numel(), T(-lr / double(ave)));
+      learn::adagrad<T>(w.data<T>(), g.data<T>(), state<T>(i, 0), w.numel(), T(gs), learning_rate_for(n), need_ave_);
     });
   }
 
@@ -293,10 +298,10 @@ class AdaDeltaLearner final : public StandardLearner {
       : StandardLearner(p, lr, o, 2), rho_(rho), epsilon_(epsilon) {}
 
  protected:
-  void apply(size_t i, NDArrayView& w, NDArrayView& g, size_t n) override {
+  void apply(size_t i, NDArrayView& w, NDArrayView& g, size_t n, double gs) override {
     CNTK_DISPATCH_FLOAT(w.dtype(), T, [&] {
-      learn::adadelta<T>(w.data<T>(), g.data<T>(), state<T>(i, 0), state<T>(i, 1), w.numel(), T(learning_rate_for(n)),
-                         T(rho_), T(epsilon_));
+      learn::adadelta<T>(w.data<T>(), g.data<T>(), state<T>(i, 0), state<T>(i, 1), w.numel(), T(gs),
+                         T(learning_rate_for(n)), T(rho_), T(epsilon_));
     });
   }
 
@@ -330,13 +335,13 @@ class FSAdaGradLearner final : public MomentumLearner {
     ada_mul_ = kTargetAdagradAvDenom * std::sqrt(smoothed_count_);
   }
 
-  void apply(size_t i, NDArrayView& w, NDArrayView& g, size_t n) override {
+  void apply(size_t i, NDArrayView& w, NDArrayView& g, size_t n, double gs) override {
     CNTK_DISPATCH_FLOAT(w.dtype(), T, [&] {
       const double lr = learning_rate_for(n);
       const double m = momentum_for(momentum_, n);
       const double v = momentum_for(variance_momentum_, n);
       const T ug = unit_gain_factor<T>(n);
-      learn::fsadagrad<T>(w.data<T>(), g.data<T>(), state<T>(i, 0), state<T>(i, 1), w.numel(), T(lr), T(m), T(v),
+      learn::fsadagrad<T>(w.data<T>(), g.data<T>(), state<T>(i, 0), state<T>(i, 1), w.numel(), T(gs), T(lr), T(m), T(v),
                           T(ada_mul_), ug);
     });
   }
@@ -371,7 +376,7 @@ class AdamLearner final : public MomentumLearner {
  protected:
   void on_minibatch(size_t) override { steps_ += 1.0; }
 
-  void apply(size_t i, NDArrayView& w, NDArrayView& g, size_t n) override {
+  void apply(size_t i, NDArrayView& w, NDArrayView& g, size_t n, double gs) override {
     CNTK_DISPATCH_FLOAT(w.dtype(), T, [&] {
       const double lr = learning_rate_for(n);
       const double m = momentum_for(momentum_, n);
@@ -380,7 +385,7 @@ class AdamLearner final : public MomentumLearner {
       // Bias correction of both moments (of the first only for Adamax).
       const double correction = adamax_ ? 1.0 / (1.0 - std::pow(m, steps_))
                                         : std::sqrt(1.0 - std::pow(v, steps_)) / (1.0 - std::pow(m, steps_));
-      learn::adam<T>(w.data<T>(), g.data<T>(), state<T>(i, 0), state<T>(i, 1), w.numel(), T(lr), T(m), T(v),
+      learn::adam<T>(w.data<T>(), g.data<T>(), state<T>(i, 0), state<T>(i, 1), w.numel(), T(gs), T(lr), T(m), T(v),
                      T(correction), T(epsilon_), ug, adamax_);
     });
   }
@@ -422,12 +427,10 @@ class RMSPropLearner final : public StandardLearner {
  protected:
   void on_minibatch(size_t) override { steps_ += 1.0; }
 
-  void apply(size_t i, NDArrayView& w, NDArrayView& g, size_t n) override {
+  void apply(size_t i, NDArrayView& w, NDArrayView& g, size_t n, double gs) override {
     CNTK_DISPATCH_FLOAT(w.dtype(), T, [&] {
-      const double lr = learning_rate_for(n);
-      const T ave = learn::rmsprop<T>(g.data<T>(), state<T>(i, 0), state<T>(i, 1), state<T>(i, 2), w.numel(), T(gamma_),
-                                      T(inc_), T(max_), T(dec_), T(min_), need_ave_, steps_ > 1);
-      learn::axpy<T>(w.data<T>(), g.data<T>(), w.numel(), T(-lr / double(ave)));
+      learn::rmsprop<T>(w.data<T>(), g.data<T>(), state<T>(i, 0), state<T>(i, 1), state<T>(i, 2), w.numel(), T(gs),
+                        learning_rate_for(n), T(gamma_), T(inc_), T(max_), T(dec_), T(min_), need_ave_, steps_ > 1);
     });
   }
 
