@@ -266,7 +266,7 @@ def make_rule_rmsprop(gamma, inc, dec, mx, mn, need_ave):
         sign = np.sign(g)
         steps = np.where(r.state['signs'] * sign > 0, np.minimum(r.state['steps'] * inc, mx),
                          np.maximum(r.state['steps'] * dec, mn))
-        a = steps / np.sqrt(avars + 1e-6)
+        a = steps / np.sqrt(avars + float(np.float32(1e-6)))  # CNTK's floor is the float literal 1e-6f
         r.state.update(avars=avars, signs=sign, steps=steps)
         ave = np.mean(a) if need_ave else 1.0
         r.w = r.w - lr / ave * (g * a)
@@ -404,6 +404,53 @@ def test_rmsprop(need_ave):
     w = w64()
     l = C.rmsprop([w], lr=0.01, gamma=0.9, inc=1.5, dec=0.5, max=5.0, min=0.01, need_ave_multiplier=need_ave)
     run(l, w, Reference(w.value, make_rule_rmsprop(0.9, 1.5, 0.5, 5.0, 0.01, need_ave), 0.01, 0))
+
+
+# A parameter past the size at which updates run on every OpenMP thread (2^15 elements), of a size no
+# thread count divides (ranges with a tail), with mean gradients (compatible mode: the 1/n is folded into
+# each rule's pass) and the learners' own rules, against the float64 reference.
+BIG = 70001
+
+
+@pytest.mark.parametrize("name, make, rule", [
+    ('sgd', lambda w: sgd([w], lr=0.05, minibatch_size=IGNORE), rule_sgd),
+    ('momentum', lambda w: C.momentum_sgd([w], lr=0.05, momentum=0.9, minibatch_size=IGNORE),
+     make_rule_momentum(0.9, 0)),
+    ('nesterov', lambda w: C.nesterov([w], lr=0.05, momentum=0.9, minibatch_size=IGNORE),
+     make_rule_momentum(0.9, 0, nesterov=True)),
+    ('adagrad', lambda w: C.adagrad([w], lr=0.05, need_ave_multiplier=False, minibatch_size=IGNORE),
+     make_rule_adagrad(False)),
+    ('adagrad_ave', lambda w: C.adagrad([w], lr=0.05, need_ave_multiplier=True, minibatch_size=IGNORE),
+     make_rule_adagrad(True)),
+    ('adadelta', lambda w: C.adadelta([w], lr=0.5, rho=0.9, epsilon=1e-6, minibatch_size=IGNORE),
+     make_rule_adadelta(0.9, 1e-6)),
+    ('fsadagrad', lambda w: C.fsadagrad([w], lr=0.05, momentum=0.9, variance_momentum=0.999,
+                                        minibatch_size=IGNORE), make_rule_fsadagrad(0.9, 0, 0.999, 0)),
+    ('adam', lambda w: C.adam([w], lr=0.05, momentum=0.9, variance_momentum=0.999, minibatch_size=IGNORE),
+     make_rule_adam(0.9, 0, 0.999, 0, 1e-8)),
+    ('adamax', lambda w: C.adam([w], lr=0.05, momentum=0.9, variance_momentum=0.999, adamax=True,
+                                minibatch_size=IGNORE), make_rule_adam(0.9, 0, 0.999, 0, 1e-8, adamax=True)),
+    ('rmsprop', lambda w: C.rmsprop([w], lr=0.01, gamma=0.9, inc=1.5, dec=0.5, max=5.0, min=0.01,
+                                    need_ave_multiplier=False, minibatch_size=IGNORE),
+     make_rule_rmsprop(0.9, 1.5, 0.5, 5.0, 0.01, False)),
+    ('rmsprop_ave', lambda w: C.rmsprop([w], lr=0.01, gamma=0.9, inc=1.5, dec=0.5, max=5.0, min=0.01,
+                                        need_ave_multiplier=True, minibatch_size=IGNORE),
+     make_rule_rmsprop(0.9, 1.5, 0.5, 5.0, 0.01, True)),
+])
+def test_every_rule_on_a_parameter_updated_by_every_thread(name, make, rule):
+    init = np.random.RandomState(7).standard_normal(BIG)
+    init[::97] = 0.0  # zero weights and, below, zero gradients: the rules' special cases
+    w = C.parameter((BIG,), init=init, dtype=np.float64)
+    learner = make(w)
+    lr = 0.5 if name == 'adadelta' else (0.01 if name.startswith('rmsprop') else 0.05)
+    reference = Reference(init, rule, lr, 0, compat=True)
+    rng = np.random.RandomState(1)
+    for n in (3, 7, 1, 4):
+        g = rng.standard_normal(BIG) * n
+        g[::89] = 0.0
+        learner.update({w: g}, n)
+        reference.update(g, n)
+        np.testing.assert_allclose(w.value, reference.w, rtol=1e-10, atol=1e-12, err_msg=name)
 
 
 def test_float32_parameters():
