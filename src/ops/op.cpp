@@ -387,7 +387,9 @@ const NDArrayView& ComputeContext::grad_output(size_t k) {
 
 std::shared_ptr<RandomState> initial_random_state(const Function& f) {
   auto rs = std::make_shared<RandomState>();
-  rs->engine = rng::make_engine(uint64_t(schema_attr_int(f, "rngSeed")), uint64_t(schema_attr_int(f, "rngOffset")));
+  rs->seed = uint64_t(schema_attr_int(f, "rngSeed"));
+  rs->counter = uint64_t(schema_attr_int(f, "rngOffset"));
+  rs->engine = rng::make_engine(rs->seed, rs->counter);
   return rs;
 }
 

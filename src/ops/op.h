@@ -65,17 +65,28 @@ class InferContext {
 // kernels/backend.h).
 struct LayoutValue;
 
-// Per-function state of random ops: a generator seeded from the op's seed attribute.
-// Calls of one function from several threads draw from it in turn (`mu`).
+// Per-function state of random ops, from the op's seed attribute: a sequential
+// generator (CNTK's, for the ops that draw CNTK's numbers) and the position in the
+// counter-based stream keyed by the seed (core/philox.h; dropout's masks). Calls of
+// one function from several threads draw from it in turn (`mu`).
 struct RandomState {
   std::mutex mu;
   rng::Engine engine;
+  uint64_t seed = 0;
+  uint64_t counter = 0;  // the next counter block of the seed's stream
 };
 // A random op's generator, held for the draws of one step.
 class RandomStream {
  public:
   explicit RandomStream(std::shared_ptr<RandomState> s) : state_(std::move(s)), lock_(state_->mu) {}
   rng::Engine& engine() { return state_->engine; }
+  uint64_t seed() const { return state_->seed; }
+  // Reserves `blocks` counter blocks of the seed's stream; returns the first.
+  uint64_t take_blocks(uint64_t blocks) {
+    const uint64_t first = state_->counter;
+    state_->counter += blocks;
+    return first;
+  }
 
  private:
   std::shared_ptr<RandomState> state_;

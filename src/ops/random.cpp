@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cpu/dropout.h"
 #include "kernels/cpu/elementwise.h"
 #include "ops/eager.h"
 #include "ops/op.h"
@@ -21,7 +22,9 @@ namespace {
 
 // Inverted dropout: in training each element is zeroed with probability dropoutRate
 // and the others scaled by 1 / (1 - dropoutRate); in inference it is the identity.
-// CNTK's mask: a uniform draw (at the element type) at most the rate drops the element.
+// The mask comes from the counter-based stream of the function's seed
+// (kernels/cpu/dropout.h), drawn while the input is multiplied; the gradient rule
+// draws it again from the same counters instead of keeping it.
 void register_dropout() {
   OpDef d;
   d.name = "Dropout";
@@ -39,20 +42,17 @@ void register_dropout() {
     double rate = ctx.attr_double("dropoutRate");
     if (!ctx.training || rate == 0.0) return std::vector<NDArrayView>{ctx.inputs[0].to_dense()};
     NDArrayView x = ctx.inputs[0].to_dense();
-    NDArrayView mask(x.dtype(), x.shape());
     RandomStream stream = ctx.random();
-    auto& g = stream.engine();
-    CNTK_DISPATCH_FLOAT(x.dtype(), T, [&] {
-      T* m = mask.data<T>();
-      const T drop = T(rate), scale = T(1.0 / (1.0 - rate));
-      for (int64_t i = 0; i < mask.numel(); ++i) m[i] = T(rng::uniform01(g)) <= drop ? T(0) : scale;
-    });
-    ctx.saved = {mask};
-    return std::vector<NDArrayView>{eager::mul(x, mask)};
+    auto draw = std::make_shared<kernels::DropoutDraw>();
+    draw->seed = stream.seed();
+    draw->counter = stream.take_blocks(kernels::dropout_blocks(x.numel()));
+    draw->rate = rate;
+    ctx.state = draw;
+    return std::vector<NDArrayView>{kernels::dropout(x, *draw)};
   };
   d.backward = [](ComputeContext& ctx, size_t) {
-    if (ctx.saved.empty()) return ctx.grad_outputs[0];  // the forward pass was the identity
-    return eager::mul(ctx.grad_outputs[0], ctx.saved[0]);
+    if (!ctx.state) return ctx.grad_outputs[0];  // the forward pass was the identity
+    return kernels::dropout(ctx.grad_outputs[0].to_dense(), *static_cast<const kernels::DropoutDraw*>(ctx.state.get()));
   };
   register_op(std::move(d));
 }

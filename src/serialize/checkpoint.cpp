@@ -110,6 +110,7 @@ void save_trainer_checkpoint(const Trainer& trainer, const std::string& path, co
     std::lock_guard<std::mutex> lock(rs->mu);
     engine << rs->engine;
     r["engine"] = engine.str();
+    r["counter"] = DictValue(int64_t(rs->counter));
     randoms.push_back(r);
   }
   state["RandomStates"] = randoms;
@@ -177,10 +178,18 @@ Dictionary restore_trainer_checkpoint(Trainer& trainer, const std::string& path)
            randoms[i]->op_name() + "' in the trainer's graph");
     const std::string& text = v.as_dict().at("engine").as_string();
     if (text.empty()) continue;
-    auto rs = std::make_shared<RandomState>();
+    auto rs = initial_random_state(*randoms[i]);
     std::istringstream in(text);
     in >> rs->engine;
     if (!in) fail("random generator state " + std::to_string(i) + " does not parse");
+    // The counter-based stream's position (absent from checkpoints of earlier versions,
+    // which then start it where the function's rngOffset says).
+    auto counter = v.as_dict().find("counter");
+    if (counter != v.as_dict().end()) {
+      if (!counter->second.is<int64_t>() || counter->second.as_int() < 0)
+        fail("random generator state " + std::to_string(i) + " has a malformed counter");
+      rs->counter = uint64_t(counter->second.as_int());
+    }
     engines[i] = rs;
   }
   // Everything checked: now change the trainer.
