@@ -24,11 +24,13 @@ class StandardLearner : public Learner {
     for (size_t i = 0; i < parameters_.size(); ++i) {
       const Variable& p = parameters_[i];
       NDArrayView& w = writable_value(p);
-      NDArrayView g = prepared_gradient(find_gradient(gradients, p), p);
+      // A sparse gradient stays sparse where the rule reads it as it is (no clipping or
+      // L2 term needs it dense first): the update then reads no zeros.
+      const bool keep_sparse = reads_sparse_gradients() && !clips_or_regularizes();
+      NDArrayView g = prepared_gradient(find_gradient(gradients, p), p, keep_sparse);
       CNTK_DISPATCH_FLOAT(w.dtype(), T, [&] {
         T* wd = w.data<T>();
-        T* gd = g.data<T>();
-        const double gs = preprocess<T>(wd, gd, w.numel(), n);
+        const double gs = g.is_sparse() ? mean_factor<T>(n) : preprocess<T>(wd, g.data<T>(), w.numel(), n);
         apply(i, w, g, n, gs);
         postprocess<T>(wd, w.numel(), n);
       });
@@ -109,9 +111,26 @@ class StandardLearner : public Learner {
     }
   }
 
-  // The learner's rule for parameter i: w and g are contiguous and writable; the
-  // gradient to apply is g * gs (the mean, folded into the rule's one pass).
+  // The learner's rule for parameter i: w is contiguous and writable, g contiguous and
+  // writable when dense, sparse only where reads_sparse_gradients(); the gradient to
+  // apply is g * gs (the mean, folded into the rule's one pass).
   virtual void apply(size_t i, NDArrayView& w, NDArrayView& g, size_t n, double gs) = 0;
+  // Whether the rule reads a sparse gradient as it is (rules that write the gradient
+  // back for a second pass take it dense).
+  virtual bool reads_sparse_gradients() const { return true; }
+
+  // The gradient as the update kernels read it.
+  template <class T>
+  static learn::Gradient<T> gradient_of(const NDArrayView& g) {
+    learn::Gradient<T> out;
+    if (g.is_sparse()) {
+      out.sparse = &g.sparse_data();
+      out.row_len = g.rank() ? g.shape()[g.rank() - 1] : 1;
+    } else {
+      out.dense = g.data<T>();
+    }
+    return out;
+  }
   // Once per minibatch, before the parameters are updated.
   virtual void on_minibatch(size_t n) {}
 
@@ -166,7 +185,8 @@ class StandardLearner : public Learner {
     return v;
   }
 
-  static NDArrayView prepared_gradient(NDArrayView g, const Variable& p) {
+  static NDArrayView prepared_gradient(NDArrayView g, const Variable& p, bool keep_sparse) {
+    if (g.is_sparse() && keep_sparse && g.dtype() == p.dtype() && g.shape() == p.shape()) return g;
     if (g.is_sparse()) g = g.to_dense();
     if (g.dtype() != p.dtype()) g = g.cast(p.dtype());
     if (g.shape() != p.shape()) {
@@ -183,11 +203,11 @@ class StandardLearner : public Learner {
   // gradient first (the rule then scales it in its own pass), else 1.
   template <class T>
   double preprocess(T* w, T* g, int64_t count, size_t n) {
+    if (!clips_or_regularizes()) return mean_factor<T>(n);
     const bool mean = is_compatible_mode();
     const double threshold = options_.gradient_clipping_threshold_per_sample;
     const bool clip = threshold != std::numeric_limits<double>::infinity();
     const bool l2 = options_.l2_regularization_weight > 0;
-    if (mean && !clip && !l2) return double(T(1) / T(n));
     if (mean) learn::scale<T>(g, count, T(1) / T(n));
     if (clip) {
       // The threshold is per sample: the summed gradient may be n times larger.
@@ -205,6 +225,18 @@ class StandardLearner : public Learner {
       learn::axpy<T>(g, w, count, T(weight));
     }
     return 1.0;
+  }
+
+  // Whether the gradient is clipped or gets an L2 term before the rule reads it.
+  bool clips_or_regularizes() const {
+    return options_.gradient_clipping_threshold_per_sample != std::numeric_limits<double>::infinity() ||
+           options_.l2_regularization_weight > 0;
+  }
+
+  // The factor a rule applies to the summed gradient: the mean's 1/n in compatible mode.
+  template <class T>
+  double mean_factor(size_t n) const {
+    return is_compatible_mode() ? double(T(1) / T(n)) : 1.0;
   }
 
   // Gaussian noise on the parameter, then the L1 proximal step.
@@ -236,7 +268,7 @@ class SGDLearner final : public StandardLearner {
   void apply(size_t, NDArrayView& w, NDArrayView& g, size_t n, double gs) override {
     CNTK_DISPATCH_FLOAT(w.dtype(), T, [&] {
       const T lr = T(learning_rate_for(n));
-      learn::sgd<T>(w.data<T>(), g.data<T>(), w.numel(), T(gs), lr);
+      learn::sgd<T>(w.data<T>(), gradient_of<T>(g), w.numel(), T(gs), lr);
     });
   }
 };
@@ -255,9 +287,9 @@ class MomentumLearner : public StandardLearner {
       const T m = T(momentum_for(momentum_, n));
       const T ug = unit_gain_factor<T>(n);
       if (nesterov_)
-        learn::nesterov<T>(w.data<T>(), g.data<T>(), state<T>(i, 0), w.numel(), T(gs), lr, m, ug);
+        learn::nesterov<T>(w.data<T>(), gradient_of<T>(g), state<T>(i, 0), w.numel(), T(gs), lr, m, ug);
       else
-        learn::momentum_sgd<T>(w.data<T>(), g.data<T>(), state<T>(i, 0), w.numel(), T(gs), lr, m, ug);
+        learn::momentum_sgd<T>(w.data<T>(), gradient_of<T>(g), state<T>(i, 0), w.numel(), T(gs), lr, m, ug);
     });
   }
 
@@ -283,11 +315,15 @@ class AdaGradLearner final : public StandardLearner {
  protected:
   void apply(size_t i, NDArrayView& w, NDArrayView& g, size_t n, double gs) override {
     CNTK_DISPATCH_FLOAT(w.dtype(), T, [&] {
-      learn::adagrad<T>(w.data<T>(), g.data<T>(), state<T>(i, 0), w.numel(), T(gs), learning_rate_for(n), need_ave_);
+      if (need_ave_)
+        learn::adagrad_averaged<T>(w.data<T>(), g.data<T>(), state<T>(i, 0), w.numel(), T(gs), learning_rate_for(n));
+      else
+        learn::adagrad<T>(w.data<T>(), gradient_of<T>(g), state<T>(i, 0), w.numel(), T(gs), T(learning_rate_for(n)));
     });
   }
 
  private:
+  bool reads_sparse_gradients() const override { return !need_ave_; }
   bool need_ave_;
 };
 
@@ -300,7 +336,7 @@ class AdaDeltaLearner final : public StandardLearner {
  protected:
   void apply(size_t i, NDArrayView& w, NDArrayView& g, size_t n, double gs) override {
     CNTK_DISPATCH_FLOAT(w.dtype(), T, [&] {
-      learn::adadelta<T>(w.data<T>(), g.data<T>(), state<T>(i, 0), state<T>(i, 1), w.numel(), T(gs),
+      learn::adadelta<T>(w.data<T>(), gradient_of<T>(g), state<T>(i, 0), state<T>(i, 1), w.numel(), T(gs),
                          T(learning_rate_for(n)), T(rho_), T(epsilon_));
     });
   }
@@ -341,8 +377,8 @@ class FSAdaGradLearner final : public MomentumLearner {
       const double m = momentum_for(momentum_, n);
       const double v = momentum_for(variance_momentum_, n);
       const T ug = unit_gain_factor<T>(n);
-      learn::fsadagrad<T>(w.data<T>(), g.data<T>(), state<T>(i, 0), state<T>(i, 1), w.numel(), T(gs), T(lr), T(m), T(v),
-                          T(ada_mul_), ug);
+      learn::fsadagrad<T>(w.data<T>(), gradient_of<T>(g), state<T>(i, 0), state<T>(i, 1), w.numel(), T(gs), T(lr), T(m),
+                          T(v), T(ada_mul_), ug);
     });
   }
 
@@ -385,8 +421,8 @@ class AdamLearner final : public MomentumLearner {
       // Bias correction of both moments (of the first only for Adamax).
       const double correction = adamax_ ? 1.0 / (1.0 - std::pow(m, steps_))
                                         : std::sqrt(1.0 - std::pow(v, steps_)) / (1.0 - std::pow(m, steps_));
-      learn::adam<T>(w.data<T>(), g.data<T>(), state<T>(i, 0), state<T>(i, 1), w.numel(), T(gs), T(lr), T(m), T(v),
-                     T(correction), T(epsilon_), ug, adamax_);
+      learn::adam<T>(w.data<T>(), gradient_of<T>(g), state<T>(i, 0), state<T>(i, 1), w.numel(), T(gs), T(lr), T(m),
+                     T(v), T(correction), T(epsilon_), ug, adamax_);
     });
   }
 
@@ -429,12 +465,19 @@ class RMSPropLearner final : public StandardLearner {
 
   void apply(size_t i, NDArrayView& w, NDArrayView& g, size_t n, double gs) override {
     CNTK_DISPATCH_FLOAT(w.dtype(), T, [&] {
-      learn::rmsprop<T>(w.data<T>(), g.data<T>(), state<T>(i, 0), state<T>(i, 1), state<T>(i, 2), w.numel(), T(gs),
-                        learning_rate_for(n), T(gamma_), T(inc_), T(max_), T(dec_), T(min_), need_ave_, steps_ > 1);
+      T *avars = state<T>(i, 0), *signs = state<T>(i, 1), *steps = state<T>(i, 2);
+      if (steps_ <= 1) learn::rmsprop_start<T>(gradient_of<T>(g), avars, signs, steps, w.numel(), T(gs));
+      if (need_ave_)
+        learn::rmsprop_averaged<T>(w.data<T>(), g.data<T>(), avars, signs, steps, w.numel(), T(gs),
+                                   learning_rate_for(n), T(gamma_), T(inc_), T(max_), T(dec_), T(min_));
+      else
+        learn::rmsprop<T>(w.data<T>(), gradient_of<T>(g), avars, signs, steps, w.numel(), T(gs),
+                          T(learning_rate_for(n)), T(gamma_), T(inc_), T(max_), T(dec_), T(min_));
     });
   }
 
  private:
+  bool reads_sparse_gradients() const override { return !need_ave_; }
   double gamma_, inc_, dec_, max_, min_;
   bool need_ave_;
   double steps_ = 0;

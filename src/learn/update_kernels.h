@@ -16,6 +16,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
+
+#include "cntk/tensor.h"
 
 namespace cntk::learn {
 
@@ -58,24 +61,23 @@ double sum_ranges(int64_t n, F&& body) {
 namespace range {
 
 template <class T>
-void scale(T* __restrict g, int64_t b, int64_t e, T s) {
-  for (int64_t i = b; i < e; ++i) g[i] *= s;
+void scale(T* __restrict g, int64_t n, T s) {
+  for (int64_t i = 0; i < n; ++i) g[i] *= s;
 }
 
 template <class T>
-void axpy(T* __restrict y, const T* __restrict x, int64_t b, int64_t e, T a) {
-  for (int64_t i = b; i < e; ++i) y[i] += a * x[i];
+void axpy(T* __restrict y, const T* __restrict x, int64_t n, T a) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
 template <class T>
-void sgd(T* __restrict w, const T* __restrict g, int64_t b, int64_t e, T gs, T a) {
-  for (int64_t i = b; i < e; ++i) w[i] += a * (g[i] * gs);
+void sgd(T* __restrict w, const T* __restrict g, int64_t n, T gs, T a) {
+  for (int64_t i = 0; i < n; ++i) w[i] += a * (g[i] * gs);
 }
 
 template <class T>
-void momentum_sgd(T* __restrict w, const T* __restrict g, T* __restrict sg, int64_t b, int64_t e, T gs, T a,
-                  T momentum) {
-  for (int64_t i = b; i < e; ++i) {
+void momentum_sgd(T* __restrict w, const T* __restrict g, T* __restrict sg, int64_t n, T gs, T a, T momentum) {
+  for (int64_t i = 0; i < n; ++i) {
     const T s = a * (g[i] * gs) + momentum * sg[i];
     sg[i] = s;
     w[i] -= s;
@@ -83,8 +85,8 @@ void momentum_sgd(T* __restrict w, const T* __restrict g, T* __restrict sg, int6
 }
 
 template <class T>
-void nesterov(T* __restrict w, const T* __restrict g, T* __restrict sg, int64_t b, int64_t e, T gs, T a, T momentum) {
-  for (int64_t i = b; i < e; ++i) {
+void nesterov(T* __restrict w, const T* __restrict g, T* __restrict sg, int64_t n, T gs, T a, T momentum) {
+  for (int64_t i = 0; i < n; ++i) {
     const T gi = g[i] * gs;
     const T s = a * gi + momentum * sg[i];
     sg[i] = s;
@@ -96,9 +98,9 @@ void nesterov(T* __restrict w, const T* __restrict g, T* __restrict sg, int64_t 
 }
 
 template <class T>
-void adagrad_step(T* __restrict w, const T* __restrict g, T* __restrict acc, int64_t b, int64_t e, T gs, T lr) {
+void adagrad_step(T* __restrict w, const T* __restrict g, T* __restrict acc, int64_t n, T gs, T lr) {
   const T floor = T(1e-16f);
-  for (int64_t i = b; i < e; ++i) {
+  for (int64_t i = 0; i < n; ++i) {
     const T gi = g[i] * gs;
     const T a = acc[i] + gi * gi;
     acc[i] = a;
@@ -107,10 +109,10 @@ void adagrad_step(T* __restrict w, const T* __restrict g, T* __restrict acc, int
 }
 
 template <class T>
-double adagrad_normalize(T* __restrict g, T* __restrict acc, int64_t b, int64_t e, T gs) {
+double adagrad_normalize(T* __restrict g, T* __restrict acc, int64_t n, T gs) {
   const T floor = T(1e-16f);
   double ave = 0;
-  for (int64_t i = b; i < e; ++i) {
+  for (int64_t i = 0; i < n; ++i) {
     const T gi = g[i] * gs;
     const T a = acc[i] + gi * gi;
     acc[i] = a;
@@ -122,9 +124,9 @@ double adagrad_normalize(T* __restrict g, T* __restrict acc, int64_t b, int64_t 
 }
 
 template <class T>
-void adadelta(T* __restrict w, const T* __restrict g, T* __restrict acc_g2, T* __restrict acc_dx2, int64_t b, int64_t e,
-              T gs, T lr, T rho, T epsilon) {
-  for (int64_t i = b; i < e; ++i) {
+void adadelta(T* __restrict w, const T* __restrict g, T* __restrict acc_g2, T* __restrict acc_dx2, int64_t n, T gs,
+              T lr, T rho, T epsilon) {
+  for (int64_t i = 0; i < n; ++i) {
     const T gi = g[i] * gs;
     const T ada_sqr = rho * acc_g2[i] + (1 - rho) * gi * gi;
     acc_g2[i] = ada_sqr;
@@ -145,24 +147,24 @@ inline T fsadagrad_scaled(T gi, T& smooth_ada, T ada_weight, T ada_mul) {
 }
 
 template <class T>
-void fsadagrad(T* __restrict w, const T* __restrict g, T* __restrict smooth_ada, T* __restrict smooth_mom, int64_t b,
-               int64_t e, T gs, T lr, T momentum, T ada_weight, T ada_mul, T unit_gain) {
+void fsadagrad(T* __restrict w, const T* __restrict g, T* __restrict smooth_ada, T* __restrict smooth_mom, int64_t n,
+               T gs, T lr, T momentum, T ada_weight, T ada_mul, T unit_gain) {
   if (momentum > T(0)) {
-    for (int64_t i = b; i < e; ++i) {
+    for (int64_t i = 0; i < n; ++i) {
       const T gi =
           momentum * smooth_mom[i] + unit_gain * fsadagrad_scaled(g[i] * gs, smooth_ada[i], ada_weight, ada_mul);
       smooth_mom[i] = gi;
       w[i] -= gi * lr;
     }
   } else {
-    for (int64_t i = b; i < e; ++i) w[i] -= fsadagrad_scaled(g[i] * gs, smooth_ada[i], ada_weight, ada_mul) * lr;
+    for (int64_t i = 0; i < n; ++i) w[i] -= fsadagrad_scaled(g[i] * gs, smooth_ada[i], ada_weight, ada_mul) * lr;
   }
 }
 
 template <class T>
-void adam(T* __restrict w, const T* __restrict g, T* __restrict smooth_ada, T* __restrict smooth_mom, int64_t b,
-          int64_t e, T gs, T lr, T momentum, T ada_weight, T ada_mul, T epsilon, T unit_gain) {
-  for (int64_t i = b; i < e; ++i) {
+void adam(T* __restrict w, const T* __restrict g, T* __restrict smooth_ada, T* __restrict smooth_mom, int64_t n, T gs,
+          T lr, T momentum, T ada_weight, T ada_mul, T epsilon, T unit_gain) {
+  for (int64_t i = 0; i < n; ++i) {
     T gi = g[i] * gs;
     const T ada_sqr = ada_weight * smooth_ada[i] + (T(1) - ada_weight) * gi * gi;
     smooth_ada[i] = ada_sqr;
@@ -174,9 +176,9 @@ void adam(T* __restrict w, const T* __restrict g, T* __restrict smooth_ada, T* _
 }
 
 template <class T>
-void adamax(T* __restrict w, const T* __restrict g, T* __restrict smooth_ada, T* __restrict smooth_mom, int64_t b,
-            int64_t e, T gs, T lr, T momentum, T ada_weight, T ada_mul, T epsilon, T unit_gain) {
-  for (int64_t i = b; i < e; ++i) {
+void adamax(T* __restrict w, const T* __restrict g, T* __restrict smooth_ada, T* __restrict smooth_mom, int64_t n, T gs,
+            T lr, T momentum, T ada_weight, T ada_mul, T epsilon, T unit_gain) {
+  for (int64_t i = 0; i < n; ++i) {
     T gi = g[i] * gs;
     const T ada = std::max(ada_weight * smooth_ada[i], std::abs(gi));
     smooth_ada[i] = ada;
@@ -202,18 +204,18 @@ inline T rmsprop_factor(T gi, T& avar, T& sign_state, T& step, T gamma, T inc, T
 
 template <class T>
 void rmsprop_step(T* __restrict w, const T* __restrict g, T* __restrict avars, T* __restrict signs, T* __restrict steps,
-                  int64_t b, int64_t e, T gs, T lr, T gamma, T inc, T max, T dec, T min) {
-  for (int64_t i = b; i < e; ++i) {
+                  int64_t n, T gs, T lr, T gamma, T inc, T max, T dec, T min) {
+  for (int64_t i = 0; i < n; ++i) {
     const T gi = g[i] * gs;
     w[i] += -lr * (gi * rmsprop_factor(gi, avars[i], signs[i], steps[i], gamma, inc, max, dec, min));
   }
 }
 
 template <class T>
-double rmsprop_normalize(T* __restrict g, T* __restrict avars, T* __restrict signs, T* __restrict steps, int64_t b,
-                         int64_t e, T gs, T gamma, T inc, T max, T dec, T min) {
+double rmsprop_normalize(T* __restrict g, T* __restrict avars, T* __restrict signs, T* __restrict steps, int64_t n,
+                         T gs, T gamma, T inc, T max, T dec, T min) {
   double ave = 0;
-  for (int64_t i = b; i < e; ++i) {
+  for (int64_t i = 0; i < n; ++i) {
     const T gi = g[i] * gs;
     const T a = rmsprop_factor(gi, avars[i], signs[i], steps[i], gamma, inc, max, dec, min);
     g[i] = gi * a;
@@ -224,16 +226,71 @@ double rmsprop_normalize(T* __restrict g, T* __restrict avars, T* __restrict sig
 
 }  // namespace range
 
+// A parameter's gradient as the rules read it: a dense buffer, or the compressed
+// rows of a sparse one (SparseCSC over rows of `row_len` elements: an embedding's
+// gradient, nonzero only in the rows a minibatch used). Rules read absent rows as 0.
+template <class T>
+struct Gradient {
+  const T* dense = nullptr;
+  const SparseCSC* sparse = nullptr;
+  int64_t row_len = 0;
+};
+
+// Calls body(begin, count, g) over [0, n), where g points at the gradient's elements
+// begin .. begin + count - 1: on contiguous ranges per thread (`for_ranges`) for a
+// dense gradient; for a sparse one, row by row where rows hold values (scattered
+// into a row of zeros) and over runs of empty rows at once (g then points at zeros).
+template <class T, class F>
+void for_gradient_ranges(const Gradient<T>& g, int64_t n, F&& body) {
+  if (!g.sparse) {
+    for_ranges(n, [&](int64_t b, int64_t e) { body(b, e - b, g.dense + b); });
+    return;
+  }
+  const SparseCSC& s = *g.sparse;
+  const int64_t len = g.row_len, rows = len > 0 ? n / len : 0;
+  const T* values = static_cast<const T*>(s.values->data());
+  constexpr int64_t kZeros = 1 << 14;  // elements of zeros per call over empty rows
+  auto rows_in = [&](int64_t rb, int64_t re) {
+    const std::vector<T> zeros(size_t(std::min(kZeros, std::max<int64_t>(n, 1))), T(0));
+    std::vector<T> row(static_cast<size_t>(len));
+    auto empty_run = [&](int64_t from, int64_t to) {  // rows [from, to)
+      for (int64_t b = from * len, e = to * len; b < e; b += kZeros) body(b, std::min(kZeros, e - b), zeros.data());
+    };
+    int64_t run = rb;  // first row of the current run of empty rows
+    for (int64_t r = rb; r < re; ++r) {
+      const int64_t k0 = s.starts[size_t(r)], k1 = s.starts[size_t(r) + 1];
+      if (k0 == k1) continue;
+      empty_run(run, r);
+      std::fill(row.begin(), row.end(), T(0));
+      for (int64_t k = k0; k < k1; ++k) row[size_t(s.indices[size_t(k)])] += values[k];
+      body(r * len, len, row.data());
+      run = r + 1;
+    }
+    empty_run(run, re);
+  };
+  if (n < kParallelMin) {
+    rows_in(0, rows);
+    return;
+  }
+#pragma omp parallel
+  {
+    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t chunk = (rows + threads - 1) / threads;
+    const int64_t rb = std::min(rows, t * chunk), re = std::min(rows, rb + chunk);
+    if (rb < re) rows_in(rb, re);
+  }
+}
+
 // g *= s
 template <class T>
 void scale(T* g, int64_t n, T s) {
-  for_ranges(n, [&](int64_t b, int64_t e) { range::scale(g, b, e, s); });
+  for_ranges(n, [&](int64_t b, int64_t e) { range::scale(g + b, e - b, s); });
 }
 
 // y += a * x
 template <class T>
 void axpy(T* y, const T* x, int64_t n, T a) {
-  for_ranges(n, [&](int64_t b, int64_t e) { range::axpy(y, x, b, e, a); });
+  for_ranges(n, [&](int64_t b, int64_t e) { range::axpy(y + b, x + b, e - b, a); });
 }
 
 // Clamps every element to [-threshold, threshold].
@@ -269,90 +326,105 @@ void soft_threshold(T* w, int64_t n, T threshold) {
 
 // w -= lr * g
 template <class T>
-void sgd(T* w, const T* g, int64_t n, T gs, T lr) {
-  for_ranges(n, [&](int64_t b, int64_t e) { range::sgd(w, g, b, e, gs, -lr); });
+void sgd(T* w, const Gradient<T>& g, int64_t n, T gs, T lr) {
+  for_gradient_ranges(g, n, [&](int64_t b, int64_t c, const T* gb) { range::sgd(w + b, gb, c, gs, -lr); });
 }
 
 // sg = momentum * sg + unit_gain * lr * g;  w -= sg
 template <class T>
-void momentum_sgd(T* w, const T* g, T* sg, int64_t n, T gs, T lr, T momentum, T unit_gain) {
+void momentum_sgd(T* w, const Gradient<T>& g, T* sg, int64_t n, T gs, T lr, T momentum, T unit_gain) {
   const T a = unit_gain * lr;
-  for_ranges(n, [&](int64_t b, int64_t e) { range::momentum_sgd(w, g, sg, b, e, gs, a, momentum); });
+  for_gradient_ranges(
+      g, n, [&](int64_t b, int64_t c, const T* gb) { range::momentum_sgd(w + b, gb, sg + b, c, gs, a, momentum); });
 }
 
 // sg = momentum * sg + unit_gain * lr * g;  w -= momentum * sg + unit_gain * lr * g
 template <class T>
-void nesterov(T* w, const T* g, T* sg, int64_t n, T gs, T lr, T momentum, T unit_gain) {
+void nesterov(T* w, const Gradient<T>& g, T* sg, int64_t n, T gs, T lr, T momentum, T unit_gain) {
   const T a = unit_gain * lr;
-  for_ranges(n, [&](int64_t b, int64_t e) { range::nesterov(w, g, sg, b, e, gs, a, momentum); });
+  for_gradient_ranges(
+      g, n, [&](int64_t b, int64_t c, const T* gb) { range::nesterov(w + b, gb, sg + b, c, gs, a, momentum); });
 }
 
-// acc += g^2;  w -= lr * g / sqrt(acc + floor) / ave, where ave is the mean of
-// 1 / sqrt(acc + floor) when asked for (a second pass, then), else 1.
+// acc += g^2;  w -= lr * g / sqrt(acc + floor)
 template <class T>
-void adagrad(T* w, T* g, T* acc, int64_t n, T gs, double lr, bool need_ave_multiplier) {
-  if (!need_ave_multiplier) {
-    for_ranges(n, [&](int64_t b, int64_t e) { range::adagrad_step(w, g, acc, b, e, gs, T(lr)); });
-    return;
-  }
-  const double ave = sum_ranges(n, [&](int64_t b, int64_t e) { return range::adagrad_normalize(g, acc, b, e, gs); });
+void adagrad(T* w, const Gradient<T>& g, T* acc, int64_t n, T gs, T lr) {
+  for_gradient_ranges(g, n,
+                      [&](int64_t b, int64_t c, const T* gb) { range::adagrad_step(w + b, gb, acc + b, c, gs, lr); });
+}
+
+// The same divided by the mean of 1 / sqrt(acc + floor): two passes, the first
+// writing the normalized gradient into g (dense).
+template <class T>
+void adagrad_averaged(T* w, T* g, T* acc, int64_t n, T gs, double lr) {
+  const double ave =
+      sum_ranges(n, [&](int64_t b, int64_t e) { return range::adagrad_normalize(g + b, acc + b, e - b, gs); });
   const T mean = n > 0 ? T(ave / double(n)) : T(1);
   axpy<T>(w, g, n, T(-lr / double(mean)));
 }
 
 // Zeiler's AdaDelta with CNTK's learning rate on the step.
 template <class T>
-void adadelta(T* w, const T* g, T* acc_g2, T* acc_dx2, int64_t n, T gs, T lr, T rho, T epsilon) {
-  for_ranges(n, [&](int64_t b, int64_t e) { range::adadelta(w, g, acc_g2, acc_dx2, b, e, gs, lr, rho, epsilon); });
+void adadelta(T* w, const Gradient<T>& g, T* acc_g2, T* acc_dx2, int64_t n, T gs, T lr, T rho, T epsilon) {
+  for_gradient_ranges(g, n, [&](int64_t b, int64_t c, const T* gb) {
+    range::adadelta(w + b, gb, acc_g2 + b, acc_dx2 + b, c, gs, lr, rho, epsilon);
+  });
 }
 
 // FSAdaGrad: AdaGrad-normalised gradient (factor capped at 10), then momentum.
 template <class T>
-void fsadagrad(T* w, const T* g, T* smooth_ada, T* smooth_mom, int64_t n, T gs, T lr, T momentum, T ada_weight,
-               T ada_mul, T unit_gain) {
-  for_ranges(n, [&](int64_t b, int64_t e) {
-    range::fsadagrad(w, g, smooth_ada, smooth_mom, b, e, gs, lr, momentum, ada_weight, ada_mul, unit_gain);
+void fsadagrad(T* w, const Gradient<T>& g, T* smooth_ada, T* smooth_mom, int64_t n, T gs, T lr, T momentum,
+               T ada_weight, T ada_mul, T unit_gain) {
+  for_gradient_ranges(g, n, [&](int64_t b, int64_t c, const T* gb) {
+    range::fsadagrad(w + b, gb, smooth_ada + b, smooth_mom + b, c, gs, lr, momentum, ada_weight, ada_mul, unit_gain);
   });
 }
 
 // Adam (or Adamax: infinity-norm second moment); ada_mul carries the bias correction.
 template <class T>
-void adam(T* w, const T* g, T* smooth_ada, T* smooth_mom, int64_t n, T gs, T lr, T momentum, T ada_weight, T ada_mul,
-          T epsilon, T unit_gain, bool adamax) {
-  for_ranges(n, [&](int64_t b, int64_t e) {
+void adam(T* w, const Gradient<T>& g, T* smooth_ada, T* smooth_mom, int64_t n, T gs, T lr, T momentum, T ada_weight,
+          T ada_mul, T epsilon, T unit_gain, bool adamax) {
+  for_gradient_ranges(g, n, [&](int64_t b, int64_t c, const T* gb) {
     if (adamax)
-      range::adamax(w, g, smooth_ada, smooth_mom, b, e, gs, lr, momentum, ada_weight, ada_mul, epsilon, unit_gain);
+      range::adamax(w + b, gb, smooth_ada + b, smooth_mom + b, c, gs, lr, momentum, ada_weight, ada_mul, epsilon,
+                    unit_gain);
     else
-      range::adam(w, g, smooth_ada, smooth_mom, b, e, gs, lr, momentum, ada_weight, ada_mul, epsilon, unit_gain);
+      range::adam(w + b, gb, smooth_ada + b, smooth_mom + b, c, gs, lr, momentum, ada_weight, ada_mul, epsilon,
+                  unit_gain);
   });
 }
 
 // CNTK's RMSProp: per-element step sizes that grow while the gradient keeps its
-// sign and shrink when it flips, over a running mean of g^2; w -= lr * g * factor
-// / ave, where ave is the mean factor when asked for (a second pass, then), else 1.
+// sign and shrink when it flips, over a running mean of g^2; w -= lr * g * factor.
 // On the first minibatch (`initialized` false) the state starts from g^2, sign 0
 // and step 0.02.
 template <class T>
-void rmsprop(T* w, T* g, T* avars, T* signs, T* steps, int64_t n, T gs, double lr, T gamma, T inc, T max, T dec, T min,
-             bool need_ave_multiplier, bool initialized) {
-  if (!initialized) {
-    for_ranges(n, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        const T gi = g[i] * gs;
-        avars[i] = gi * gi;
-        signs[i] = 0;
-        steps[i] = T(0.02);
-      }
-    });
-  }
-  if (!need_ave_multiplier) {
-    for_ranges(n, [&](int64_t b, int64_t e) {
-      range::rmsprop_step(w, g, avars, signs, steps, b, e, gs, T(lr), gamma, inc, max, dec, min);
-    });
-    return;
-  }
+void rmsprop_start(const Gradient<T>& g, T* avars, T* signs, T* steps, int64_t n, T gs) {
+  for_gradient_ranges(g, n, [&](int64_t b, int64_t c, const T* gb) {
+    for (int64_t i = 0; i < c; ++i) {
+      const T gi = gb[i] * gs;
+      avars[b + i] = gi * gi;
+      signs[b + i] = 0;
+      steps[b + i] = T(0.02);
+    }
+  });
+}
+
+template <class T>
+void rmsprop(T* w, const Gradient<T>& g, T* avars, T* signs, T* steps, int64_t n, T gs, T lr, T gamma, T inc, T max,
+             T dec, T min) {
+  for_gradient_ranges(g, n, [&](int64_t b, int64_t c, const T* gb) {
+    range::rmsprop_step(w + b, gb, avars + b, signs + b, steps + b, c, gs, lr, gamma, inc, max, dec, min);
+  });
+}
+
+// The same divided by the mean factor: two passes, the first writing the scaled
+// gradient into g (dense).
+template <class T>
+void rmsprop_averaged(T* w, T* g, T* avars, T* signs, T* steps, int64_t n, T gs, double lr, T gamma, T inc, T max,
+                      T dec, T min) {
   const double ave = sum_ranges(n, [&](int64_t b, int64_t e) {
-    return range::rmsprop_normalize(g, avars, signs, steps, b, e, gs, gamma, inc, max, dec, min);
+    return range::rmsprop_normalize(g + b, avars + b, signs + b, steps + b, e - b, gs, gamma, inc, max, dec, min);
   });
   const T mean = T(ave / double(n));
   axpy<T>(w, g, n, T(-lr / double(mean)));

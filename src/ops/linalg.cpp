@@ -132,9 +132,14 @@ std::vector<NDArrayView> times_forward(ComputeContext& ctx) {
 
 NDArrayView times_backward(ComputeContext& ctx, size_t which) {
   TimesDims d = times_dims(ctx);
-  if (which == 1 && sparse_row_product(ctx))
+  if (which == 1 && sparse_row_product(ctx)) {
+    // A [K, N] weight (an embedding) gets its gradient as the rows used, as CNTK's
+    // sparse block gradient did; the executor makes it dense where it adds up.
+    if (ctx.inputs[1].shape() == NDShape{d.K, d.N})
+      return kernels::sparse_transpose_times_dense_rows(ctx.inputs[0], ctx.grad_outputs[0], d.K, d.N);
     return kernels::sparse_transpose_times_dense(ctx.inputs[0], ctx.grad_outputs[0], d.K, d.N)
         .reshape(ctx.inputs[1].shape());
+  }
   NDArrayView l = ctx.inputs[0].to_dense().contiguous(), r = ctx.inputs[1].to_dense().contiguous();
   NDArrayView g = ctx.grad_outputs[0].contiguous();
   int64_t bl = dyn_count(ctx, 0), br = dyn_count(ctx, 1);

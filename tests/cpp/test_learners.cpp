@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "cntk/learner.h"
 #include "cntk/trainer.h"
@@ -283,4 +286,81 @@ TEST(Trainer, AdditionalMetricsComeFromTheSameForwardPass) {
   EXPECT_EQ(more[1].samples, 3u);
   EXPECT_NE(r.W.value().data<double>()[0], 0.5);  // the update happened after the measurement
   EXPECT_THROW(t.set_additional_metrics({nullptr}), ValueError);
+}
+
+namespace {
+
+// A [rows, cols] float parameter of distinct values.
+Variable matrix_param(int64_t rows, int64_t cols, double offset) {
+  NDArrayView v(DataType::Float, NDShape{rows, cols});
+  for (int64_t i = 0; i < rows * cols; ++i) v.data<float>()[i] = float(std::sin(double(i) + offset));
+  return Variable::parameter(v.shape(), DataType::Float, v, nullptr, "E");
+}
+
+// Gradient rows `used` of a [rows, cols] matrix, sparse and the same values dense.
+std::pair<NDArrayView, NDArrayView> row_gradient(int64_t rows, int64_t cols, const std::vector<int64_t>& used,
+                                                 int step) {
+  NDArrayView dense = NDArrayView::zeros(DataType::Float, NDShape{rows, cols});
+  std::vector<int64_t> starts{0}, indices;
+  std::vector<float> values;
+  size_t j = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    if (j < used.size() && used[j] == r) {
+      for (int64_t c = 0; c < cols; ++c) {
+        const float v = float(std::cos(double(r * cols + c) * 0.37 + step));
+        indices.push_back(c);
+        values.push_back(v);
+        dense.data<float>()[r * cols + c] += v;
+      }
+      ++j;
+    }
+    starts.push_back(int64_t(indices.size()));
+  }
+  return {NDArrayView::sparse(DataType::Float, dense.shape(), starts, indices, values.data()), dense};
+}
+
+}  // namespace
+
+// An embedding's gradient arrives as the rows a minibatch used; every rule reads the
+// rows it lacks as zeros and must update exactly as from the dense gradient, on one
+// thread (small) and on every thread (past 2^15 elements).
+TEST(Learner, SparseRowGradientsUpdateAsTheirDenseForm) {
+  using Make = std::function<LearnerPtr(const Variable&)>;
+  const LearningRateSchedule lr(0.05);
+  AdditionalLearningOptions mean;
+  const std::vector<std::pair<std::string, Make>> rules = {
+      {"sgd", [&](const Variable& p) { return sgd_learner({p}, lr); }},
+      {"momentum", [&](const Variable& p) { return momentum_sgd_learner({p}, lr, MomentumSchedule(0.9)); }},
+      {"nesterov", [&](const Variable& p) { return nesterov_learner({p}, lr, MomentumSchedule(0.9)); }},
+      {"adagrad", [&](const Variable& p) { return adagrad_learner({p}, lr, false); }},
+      {"adagrad averaged", [&](const Variable& p) { return adagrad_learner({p}, lr, true); }},
+      {"adadelta", [&](const Variable& p) { return adadelta_learner({p}, lr, 0.9, 1e-6); }},
+      {"fsadagrad", [&](const Variable& p) { return fsadagrad_learner({p}, lr, MomentumSchedule(0.9)); }},
+      {"adam", [&](const Variable& p) { return adam_learner({p}, lr, MomentumSchedule(0.9)); }},
+      {"adamax",
+       [&](const Variable& p) {
+         return adam_learner({p}, lr, MomentumSchedule(0.9), true, default_variance_momentum(), 1e-8, true);
+       }},
+      {"rmsprop", [&](const Variable& p) { return rmsprop_learner({p}, lr, 0.9, 1.2, 0.7, 2.0, 0.1, false); }},
+      {"rmsprop averaged", [&](const Variable& p) { return rmsprop_learner({p}, lr, 0.9, 1.2, 0.7, 2.0, 0.1, true); }},
+  };
+  for (int64_t rows : {int64_t(40), int64_t(3000)}) {
+    const int64_t cols = 24;
+    // Used rows: the first, one in the middle, a run, and the last; another set next step.
+    const std::vector<std::vector<int64_t>> used = {{0, rows / 2, rows / 2 + 1, rows / 2 + 2, rows - 1},
+                                                    {3, 7, rows - 2}};
+    for (const auto& [name, make] : rules) {
+      Variable a = matrix_param(rows, cols, 0.0), b = matrix_param(rows, cols, 0.0);
+      LearnerPtr la = make(a), lb = make(b);
+      for (int step = 0; step < 3; ++step) {
+        auto [sparse, dense] = row_gradient(rows, cols, used[size_t(step % 2)], step);
+        ParameterGradients ga{{a, sparse}}, gb{{b, dense}};
+        la->update(ga, 4);
+        lb->update(gb, 4);
+      }
+      const NDArrayView va = a.value(), vb = b.value();
+      for (int64_t i = 0; i < rows * cols; ++i)
+        ASSERT_EQ(va.data<float>()[i], vb.data<float>()[i]) << name << ", " << rows << " rows, element " << i;
+    }
+  }
 }

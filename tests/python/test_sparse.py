@@ -85,6 +85,36 @@ def test_embedding_training_updates_only_the_rows_used():
     np.testing.assert_allclose(step4, 2 * step1, rtol=1e-5)
 
 
+def test_a_large_embedding_gets_its_gradient_as_the_rows_used():
+    # Past four times as many rows as a minibatch uses, the gradient travels as those rows (the learners then
+    # read no zero rows); values and training are the dense gradient's.
+    vocab = 1000
+    x = C.sequence.input_variable(vocab, is_sparse=True, dtype=np.float64)
+    xd = C.sequence.input_variable(vocab, dtype=np.float64)
+    init = np.random.RandomState(2).standard_normal((vocab, E))
+    w, wd = (C.parameter((vocab, E), init=init, dtype=np.float64) for _ in range(2))
+    f, fd = C.times(x, w), C.times(xd, wd)
+    idx = [[0, 3, 3, 999], [500, 3]]
+    root = [np.random.RandomState(3).standard_normal((len(i), E)) for i in idx]
+    state, _ = f.forward({x: C.Value.one_hot(idx, vocab, dtype=np.float64)}, [f.output], keep_for_backward=[f.output])
+    grad = f.backward(state, {f.output: root}, [w])[w]
+    assert sp.issparse(grad)  # a sparse gradient comes back as CSR, as CNTK's sparse block gradient did
+    grad = grad.toarray()
+    state, _ = fd.forward({xd: [one_hot(i, vocab) for i in idx]}, [fd.output], keep_for_backward=[fd.output])
+    np.testing.assert_allclose(grad, fd.backward(state, {fd.output: root}, [wd])[wd], rtol=1e-12)
+    assert set(np.nonzero(np.abs(grad).sum(1))[0]) == {0, 3, 500, 999}
+    # Adam moves every row (its moments decay) from the sparse gradient as from the dense one.
+    trainers = [C.Trainer(g, (C.reduce_sum(C.sequence.reduce_sum(g * g)), None),
+                          [C.adam([p], C.learning_parameter_schedule(0.01), momentum=0.9)])
+                for g, p in ((f, w), (fd, wd))]
+    for step in range(3):
+        batch = [[(7 * step + k) % vocab for k in range(5)], [3, 3, 998 - step]]
+        trainers[0].train_minibatch({x: C.Value.one_hot(batch, vocab, dtype=np.float64)})
+        trainers[1].train_minibatch({xd: [one_hot(i, vocab) for i in batch]})
+        np.testing.assert_allclose(w.value, wd.value, rtol=1e-12, atol=1e-15)
+    assert np.any(w.value[10] != init[10])  # a row used once and then not: its momentum still moves it
+
+
 def test_sparse_input_into_a_dense_only_op_is_densified():
     x = C.sequence.input_variable(4, is_sparse=True)
     f = C.sequence.reduce_sum(C.exp(x))

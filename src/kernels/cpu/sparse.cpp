@@ -81,4 +81,47 @@ NDArrayView sparse_transpose_times_dense(const NDArrayView& sparse, const NDArra
   return out;
 }
 
+NDArrayView sparse_transpose_times_dense_rows(const NDArrayView& sparse, const NDArrayView& grad_in, int64_t K,
+                                              int64_t N) {
+  const SparseCSC& s = sparse.sparse_data();
+  std::vector<int64_t> used(s.indices.begin(), s.indices.end());
+  std::sort(used.begin(), used.end());
+  used.erase(std::unique(used.begin(), used.end()), used.end());
+  if (int64_t(used.size()) * 4 > K) return sparse_transpose_times_dense(sparse, grad_in, K, N);
+  const NDArrayView grad = grad_in.contiguous();
+  const int64_t rows = int64_t(s.starts.size()) - 1, U = int64_t(used.size());
+  if (grad.numel() != rows * N) throw ValueError("sparse_transpose_times_dense: gradient has the wrong size");
+  if (!used.empty() && (used.front() < 0 || used.back() >= K))
+    throw ValueError("sparse_transpose_times_dense: an index is outside the " + std::to_string(K) + " rows");
+  // The used rows' sums, accumulated in the order the dense scatter adds them.
+  NDArrayView acc = NDArrayView::zeros(grad.dtype(), NDShape{U, N});
+  CNTK_DISPATCH_FLOAT(grad.dtype(), T, [&] {
+    const T* g = grad.data<T>();
+    const T* v = static_cast<const T*>(s.values->data());
+    T* o = acc.data<T>();
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = s.starts[size_t(r)]; k < s.starts[size_t(r) + 1]; ++k) {
+        const int64_t slot = std::lower_bound(used.begin(), used.end(), s.indices[size_t(k)]) - used.begin();
+        T* dst = o + slot * N;
+        const T* src = g + r * N;
+        const T val = v[k];
+        for (int64_t n = 0; n < N; ++n) dst[n] += val * src[n];
+      }
+  });
+  std::vector<int64_t> starts(size_t(K) + 1), indices(size_t(U * N));
+  int64_t next = 0;
+  size_t j = 0;
+  for (int64_t row = 0; row < K; ++row) {
+    starts[size_t(row)] = next;
+    if (j < used.size() && used[j] == row) {
+      next += N;
+      ++j;
+    }
+  }
+  starts[size_t(K)] = next;
+  for (int64_t u = 0; u < U; ++u)
+    for (int64_t n = 0; n < N; ++n) indices[size_t(u * N + n)] = n;
+  return NDArrayView::sparse(grad.dtype(), NDShape{K, N}, std::move(starts), std::move(indices), acc.raw_data());
+}
+
 }  // namespace cntk::kernels

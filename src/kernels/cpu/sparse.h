@@ -17,5 +17,9 @@ NDArrayView sparse_times_dense(const NDArrayView& sparse, const NDArrayView& den
 // The gradient of that product with respect to the dense matrix: sparse^T @ grad, a
 // [K, N] matrix that is zero except in the rows the sparse matrix uses (a row scatter).
 NDArrayView sparse_transpose_times_dense(const NDArrayView& sparse, const NDArrayView& grad, int64_t K, int64_t N);
+// The same as compressed rows of [K, N] holding only the rows used (an embedding's
+// gradient: the learners then read no zero rows), where they are at most a quarter of
+// K; else dense, as above. The values are the dense product's, bit for bit.
+NDArrayView sparse_transpose_times_dense_rows(const NDArrayView& sparse, const NDArrayView& grad, int64_t K, int64_t N);
 
 }  // namespace cntk::kernels
