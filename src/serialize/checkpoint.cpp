@@ -110,6 +110,7 @@ void save_trainer_checkpoint(const Trainer& trainer, const std::string& path, co
     std::lock_guard<std::mutex> lock(rs->mu);
     engine << rs->engine;
     r["engine"] = engine.str();
+    r["seed"] = DictValue(int64_t(rs->seed));
     r["counter"] = DictValue(int64_t(rs->counter));
     randoms.push_back(r);
   }
@@ -182,13 +183,13 @@ Dictionary restore_trainer_checkpoint(Trainer& trainer, const std::string& path)
     std::istringstream in(text);
     in >> rs->engine;
     if (!in) fail("random generator state " + std::to_string(i) + " does not parse");
-    // The counter-based stream's position (absent from checkpoints of earlier versions,
-    // which then start it where the function's rngOffset says).
-    auto counter = v.as_dict().find("counter");
-    if (counter != v.as_dict().end()) {
-      if (!counter->second.is<int64_t>() || counter->second.as_int() < 0)
-        fail("random generator state " + std::to_string(i) + " has a malformed counter");
-      rs->counter = uint64_t(counter->second.as_int());
+    // The counter-based stream: its key and position (absent from checkpoints of earlier
+    // versions, which then start it from the function's own rngSeed and rngOffset).
+    for (auto [key, field] : {std::pair{"seed", &rs->seed}, std::pair{"counter", &rs->counter}}) {
+      auto it = v.as_dict().find(key);
+      if (it == v.as_dict().end()) continue;
+      if (!it->second.is<int64_t>()) fail("random generator state " + std::to_string(i) + " has a malformed " + key);
+      *field = uint64_t(it->second.as_int());
     }
     engines[i] = rs;
   }
