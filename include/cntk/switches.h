@@ -43,6 +43,13 @@ bool rnn_fusion_enabled();
 void set_rnn_fusion_debug(bool on);
 bool rnn_fusion_debug();
 
+// Two independent fused recurrences next to each other in a plan (the two directions of
+// a bidirectional layer) run side by side, one per OpenMP thread, forward and backward
+// (src/exec/executor.cpp). On unless CNTK_RECURRENCE_CONCURRENCY=0. Applies to every
+// pass from then on; the results are the same either way.
+void set_recurrence_concurrency(bool on);
+bool recurrence_concurrency();
+
 // Convolution -> bias -> activation chains planned as one oneDNN primitive. On unless
 // CNTK_NO_FUSION is set to something other than 0. Applies to plans compiled from then on.
 void set_conv_fusion(bool on);

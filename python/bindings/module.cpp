@@ -542,6 +542,8 @@ NB_MODULE(_cntk, m) {
   m.def("malloc_tuned", &detail::malloc_tuned);          // tests: glibc's thresholds set at load
   m.def("set_rnn_fusion", &set_rnn_fusion, nb::arg("on"));
   m.def("rnn_fusion_enabled", &rnn_fusion_enabled);
+  m.def("set_recurrence_concurrency", &set_recurrence_concurrency, nb::arg("on"));
+  m.def("recurrence_concurrency", &recurrence_concurrency);
   m.def("set_conv_fusion", &set_conv_fusion, nb::arg("on"));  // the planner's switches (cntk/switches.h)
   m.def("conv_fusion_enabled", &conv_fusion_enabled);
   m.def("set_dnnl_layouts", &set_dnnl_layouts, nb::arg("on"));

@@ -40,6 +40,7 @@ struct Switches {
   std::atomic<bool> always_allow_default_device{false};
   std::atomic<bool> rnn_fusion{!env_is("CNTK_RNN_FUSION", "0")};
   std::atomic<bool> rnn_fusion_debug{env_is("CNTK_RNN_FUSION_DEBUG", "1")};
+  std::atomic<bool> recurrence_concurrency{!env_is("CNTK_RECURRENCE_CONCURRENCY", "0")};
   std::atomic<bool> conv_fusion{[] {
     const char* v = std::getenv("CNTK_NO_FUSION");
     return !(v && *v && std::string_view(v) != "0");
@@ -63,6 +64,8 @@ void set_rnn_fusion(bool on) { switches().rnn_fusion = on; }
 bool rnn_fusion_enabled() { return switches().rnn_fusion; }
 void set_rnn_fusion_debug(bool on) { switches().rnn_fusion_debug = on; }
 bool rnn_fusion_debug() { return switches().rnn_fusion_debug; }
+void set_recurrence_concurrency(bool on) { switches().recurrence_concurrency = on; }
+bool recurrence_concurrency() { return switches().recurrence_concurrency; }
 void set_conv_fusion(bool on) { switches().conv_fusion = on; }
 bool conv_fusion_enabled() { return switches().conv_fusion; }
 void set_dnnl_layouts(bool on) { switches().dnnl_layouts = on; }

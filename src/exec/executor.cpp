@@ -1,6 +1,10 @@
 // Forward and backward over a compiled plan.
+#include <omp.h>
+
 #include <algorithm>
+#include <exception>
 #include <map>
+#include <tuple>
 #include <unordered_set>
 
 #include "cntk/evaluation.h"
@@ -131,6 +135,64 @@ void node_event(const PlanStep& st, bool backward, uint64_t t0) {
   if (profiler::node_timing()) profiler::add_node_time(st.fn->uid(), backward, t1 - t0);
 }
 
+// The same for a step that ran from t0 to t1 (on another thread).
+void node_event(const PlanStep& st, bool backward, uint64_t t0, uint64_t t1) {
+  if (profiler::enabled()) {
+    auto kind = backward ? profiler::EventKind::NodeBackward : profiler::EventKind::NodeForward;
+    profiler::detail::record(backward ? st.backward_event_name : st.event_name, kind, t0, t1);
+  }
+  if (profiler::node_timing()) profiler::add_node_time(st.fn->uid(), backward, t1 - t0);
+}
+
+// f(), with its start and end times when per-node events are wanted.
+template <class F>
+auto timed(uint64_t& t0, uint64_t& t1, F&& f) {
+  const bool wanted = profiler::node_events_wanted();
+  if (wanted) t0 = profiler::detail::now();
+  auto r = f();
+  if (wanted) t1 = profiler::detail::now();
+  return r;
+}
+
+// Runs f and g at once, on two OpenMP threads (in turn when the team has one); the
+// first exception either raised is raised here once both have ended.
+template <class F, class G>
+void run_together(F&& f, G&& g) {
+  std::exception_ptr err[2];
+#pragma omp parallel num_threads(2)
+  {
+    const int t = omp_get_thread_num(), team = omp_get_num_threads();
+    for (int job = t; job < 2; job += team) {
+      try {
+        if (job == 0)
+          f();
+        else
+          g();
+      } catch (...) {
+        err[job] = std::current_exception();
+      }
+    }
+  }
+  for (auto& e : err)
+    if (e) std::rethrow_exception(e);
+}
+
+// Whether instructions a and b (next in the program) are fused recurrences that may run
+// side by side: neither reads the other's results, there are two threads to run them,
+// and no check between steps (checked mode) expects them one after the other.
+bool independent_recurrences(const Plan& p, const Instruction& a, const Instruction& b) {
+  if (a.kind != StepKind::FusedRecurrence || b.kind != StepKind::FusedRecurrence) return false;
+  if (!recurrence_concurrency() || checked_mode() || omp_in_parallel() || omp_get_max_threads() < 2) return false;
+  const PlanStep &sa = p.steps[size_t(a.index)], &sb = p.steps[size_t(b.index)];
+  // Values in backend layouts are made plain on demand, into the pass's state.
+  if (sa.op->backend_layouts || sb.op->backend_layouts) return false;
+  for (int o : sa.out)
+    if (std::find(sb.in.begin(), sb.in.end(), o) != sb.in.end()) return false;
+  for (int o : sb.out)
+    if (std::find(sa.in.begin(), sa.in.end(), o) != sa.in.end()) return false;
+  return true;
+}
+
 namespace {
 
 // The layout data for v must have, e.g. "(batch, sequence, 3, 4)".
@@ -244,20 +306,17 @@ Value to_value(const Variable& v, const NDArrayView& x, const std::vector<int64_
 
 namespace {
 
-// A Kernel, FusedRecurrence or FusedConv step: its op's kernel over the whole minibatch.
-void step_forward(size_t k, BackPropState& s) {
-  const Plan& p = *s.plan;
-  const PlanStep& st = p.steps[k];
+// A Kernel, FusedRecurrence or FusedConv step in three parts: its context (reads the
+// pass's state), its kernel (reads only the context), and its results written back.
+ComputeContext begin_forward(const PlanStep& st, BackPropState& s) {
   ComputeContext ctx = make_context(st, s);
   if (!ctx.layout_output_ok.empty()) ctx.layout_outputs.assign(st.out.size(), nullptr);
-  std::vector<NDArrayView> outs;
-  if (profiler::node_events_wanted()) [[unlikely]] {
-    uint64_t t0 = profiler::detail::now();
-    outs = st.op->forward(ctx);
-    node_event(st, false, t0);
-  } else {
-    outs = st.op->forward(ctx);
-  }
+  return ctx;
+}
+
+void finish_forward(size_t k, BackPropState& s, ComputeContext& ctx, std::vector<NDArrayView>& outs) {
+  const Plan& p = *s.plan;
+  const PlanStep& st = p.steps[k];
   // A plain input a step also made in a backend layout serves the other readers in it.
   for (size_t i = 0; i < ctx.layout_inputs.size(); ++i)
     if (ctx.layout_inputs[i] && !s.layout_values[size_t(st.in[i])] && is_float_slot(p, st.in[i]))
@@ -282,6 +341,40 @@ void step_forward(size_t k, BackPropState& s) {
   }
   if (checked_mode()) [[unlikely]]
     checked::after_forward(st, s);
+}
+
+void step_forward(size_t k, BackPropState& s) {
+  const PlanStep& st = s.plan->steps[k];
+  ComputeContext ctx = begin_forward(st, s);
+  std::vector<NDArrayView> outs;
+  if (profiler::node_events_wanted()) [[unlikely]] {
+    uint64_t t0 = profiler::detail::now();
+    outs = st.op->forward(ctx);
+    node_event(st, false, t0);
+  } else {
+    outs = st.op->forward(ctx);
+  }
+  finish_forward(k, s, ctx, outs);
+}
+
+// Two independent fused recurrences (a bidirectional layer's directions) run side by
+// side, one per thread: their kernels are chains of small products that two threads
+// share poorly, while each direction alone keeps one thread busy (the kernels inside
+// see an active parallel region and run on their thread). Contexts and results are
+// handled on this thread, in program order.
+void steps_forward_together(size_t a, size_t b, BackPropState& s) {
+  const PlanStep &sa = s.plan->steps[a], &sb = s.plan->steps[b];
+  ComputeContext ca = begin_forward(sa, s), cb = begin_forward(sb, s);
+  std::vector<NDArrayView> oa, ob;
+  uint64_t t[4] = {};
+  run_together([&] { oa = timed(t[0], t[1], [&] { return sa.op->forward(ca); }); },
+               [&] { ob = timed(t[2], t[3], [&] { return sb.op->forward(cb); }); });
+  if (profiler::node_events_wanted()) [[unlikely]] {
+    node_event(sa, false, t[0], t[1]);
+    node_event(sb, false, t[2], t[3]);
+  }
+  finish_forward(a, s, ca, oa);
+  finish_forward(b, s, cb, ob);
 }
 
 }  // namespace
@@ -374,7 +467,8 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
     s->loop_saved.assign(p.steps.size(), {});
     s->loop_saved_state.assign(p.steps.size(), {});
   }
-  for (const Instruction& ins : p.program) {
+  for (size_t n = 0; n < p.program.size(); ++n) {
+    const Instruction& ins = p.program[n];
     switch (ins.kind) {
       case StepKind::Loop: {
         const PlanLoop& loop = p.loops[size_t(ins.index)];
@@ -383,8 +477,15 @@ BackPropStatePtr forward(const FunctionPtr& f, const VariableValues& arguments, 
           checked::after_loop(loop, p, *s);
         break;
       }
-      case StepKind::Kernel:
       case StepKind::FusedRecurrence:
+        if (n + 1 < p.program.size() && independent_recurrences(p, ins, p.program[n + 1])) {
+          steps_forward_together(size_t(ins.index), size_t(p.program[n + 1].index), *s);
+          ++n;
+          break;
+        }
+        step_forward(size_t(ins.index), *s);
+        break;
+      case StepKind::Kernel:
       case StepKind::FusedConv: step_forward(size_t(ins.index), *s); break;
       case StepKind::Delay: throw Error("plan: a delay step outside its recurrent loop");
     }
@@ -454,15 +555,77 @@ struct GradientPass {
     return grads[slot];
   }
 
-  // A Kernel, FusedRecurrence or FusedConv step: its op's gradient rule per input.
+  // A Kernel, FusedRecurrence or FusedConv step: its op's gradient rule per input, each
+  // input's gradient added to its slot as soon as it is computed.
   void step_backward(size_t k) {
+    const PlanStep& st = p.steps[k];
+    ComputeContext ctx;
+    if (!begin_backward(k, ctx)) return;
+    const uint64_t t0 = profiler::node_events_wanted() ? profiler::detail::now() : 0;
+    for (size_t i = 0; i < st.in.size(); ++i) {
+      if (!depends[st.in[i]]) continue;
+      ctx.layout_grad = nullptr;
+      NDArrayView g = input_gradient(st, ctx, i);
+      auto layout_grad = std::move(ctx.layout_grad);
+      ctx.layout_grad = nullptr;
+      add_input_gradient(st, ctx, i, std::move(g), std::move(layout_grad));
+    }
+    finish_backward(st, ctx);
+    if (t0) node_event(st, true, t0);
+  }
+
+  // Two independent fused recurrences (see steps_forward_together): their gradient rules
+  // run side by side, one per thread; the gradients are added to their slots afterwards
+  // on this thread, b's first (the order step_backward takes them in).
+  void steps_backward_together(size_t a, size_t b) {
+    const PlanStep &sa = p.steps[a], &sb = p.steps[b];
+    ComputeContext ca, cb;
+    const bool run_a = begin_backward(a, ca), run_b = begin_backward(b, cb);
+    struct Rules {
+      std::vector<NDArrayView> g;
+      std::vector<std::shared_ptr<const LayoutValue>> layout;
+      uint64_t t0 = 0, t1 = 0;
+    } ra, rb;
+    auto rules = [&](const PlanStep& st, ComputeContext& ctx, Rules& r) {
+      const bool wanted = profiler::node_events_wanted();
+      if (wanted) r.t0 = profiler::detail::now();
+      r.g.resize(st.in.size());
+      r.layout.resize(st.in.size());
+      for (size_t i = 0; i < st.in.size(); ++i) {
+        if (!depends[st.in[i]]) continue;
+        ctx.layout_grad = nullptr;
+        r.g[i] = input_gradient(st, ctx, i);
+        r.layout[i] = std::move(ctx.layout_grad);
+        ctx.layout_grad = nullptr;
+      }
+      if (wanted) r.t1 = profiler::detail::now();
+    };
+    run_together(
+        [&] {
+          if (run_a) rules(sa, ca, ra);
+        },
+        [&] {
+          if (run_b) rules(sb, cb, rb);
+        });
+    for (auto [st, ctx, r, run] : {std::tuple{&sb, &cb, &rb, run_b}, std::tuple{&sa, &ca, &ra, run_a}}) {
+      if (!run) continue;
+      for (size_t i = 0; i < st->in.size(); ++i)
+        if (depends[st->in[i]]) add_input_gradient(*st, *ctx, i, std::move(r->g[i]), std::move(r->layout[i]));
+      finish_backward(*st, *ctx);
+      if (r->t1) node_event(*st, true, r->t0, r->t1);
+    }
+  }
+
+  // The context of step k's gradient rules; false when it has none to run (no gradient
+  // reaches its outputs, or none of its inputs leads to a wanted one).
+  bool begin_backward(size_t k, ComputeContext& ctx) {
     const PlanStep& st = p.steps[k];
     bool has_grad = false;
     for (int o : st.out) has_grad = has_grad || grads[o].defined() || has_layout_grad(o);
     bool needed = wants_fused_intermediate(st, wanted);
     for (int i : st.in) needed = needed || depends[i];
-    if (!has_grad || !needed) return;
-    ComputeContext ctx = make_context(st, s);
+    if (!has_grad || !needed) return false;
+    ctx = make_context(st, s);
     const bool layouts = !ctx.layout_inputs.empty();
     if (k < s.saved.size()) ctx.saved = s.saved[k];
     if (k < s.saved_state.size()) ctx.state = s.saved_state[k];
@@ -489,56 +652,59 @@ struct GradientPass {
       checked::mask_padding(ctx);
     if (layouts)
       for (int i : st.in) ctx.layout_grad_ok.push_back(p.layout_kept[size_t(i)]);
-    const uint64_t t0 = profiler::node_events_wanted() ? profiler::detail::now() : 0;
-    for (size_t i = 0; i < st.in.size(); ++i) {
-      int in = st.in[i];
-      if (!depends[in]) continue;
-      ctx.layout_grad = nullptr;
-      NDArrayView g = input_gradient(st, ctx, i);
-      if (!g.defined() && ctx.layout_grad) {
-        if (!ctx.may_keep_layout_grad(i)) throw Error(st.op->name + ": kept a gradient in a backend layout unasked");
-        if (ctx.layout_grad->shape != slot_shape(s, in))
-          throw Error(st.op->name + ": gradient for input " + std::to_string(i) + " has shape " +
-                      ctx.layout_grad->shape.str() + ", expected " + slot_shape(s, in).str());
-        if (grads[in].defined())
-          eager::add_to(grads[in], kernels::cpu_backend().to_plain(*ctx.layout_grad));
-        else if (has_layout_grad(in))
-          layout_grads[size_t(in)] = kernels::cpu_backend().add(*layout_grads[size_t(in)], *ctx.layout_grad);
-        else
-          layout_grads[size_t(in)] = ctx.layout_grad;
-        ctx.layout_grad = nullptr;
-        continue;
-      }
-      if (!g.defined()) continue;
-      // A sparse gradient (NCE's weight rows) reaches a parameter as it is, as in CNTK;
-      // gradients that other ops read back, or that add up, are dense.
-      if (g.is_sparse() && (!p.slot_var[size_t(in)].is_parameter() || plain_grad(in).defined())) g = g.to_dense();
-      if (checked_mode()) [[unlikely]]
-        checked::check_gradient(st, i, g.is_sparse() ? g.to_dense() : g, s);
-      if (g.dtype() != slot_dtype(s, in)) g = g.cast(slot_dtype(s, in));  // promoted step
-      if (g.shape() != slot_shape(s, in))
-        throw Error(st.op->name + ": gradient for input " + std::to_string(i) + " has shape " + g.shape().str() +
-                    ", expected " + slot_shape(s, in).str());
-      if (!plain_grad(in).defined()) {
-        // Accumulators are written in place later: never let one share storage.
-        bool shared = (s.values[in].defined() && g.same_storage(s.values[in])) || !g.is_contiguous();
-        for (auto& go : ctx.grad_outputs) shared = shared || (go.defined() && g.same_storage(go));
-        for (auto& x : ctx.inputs) shared = shared || (x.defined() && g.same_storage(x));
-        grads[in] = shared ? g.copy() : g;
-      } else {
-        if (grads[in].is_sparse()) grads[in] = grads[in].to_dense();
-        eager::add_to(grads[in], g);
-      }
+    return true;
+  }
+
+  // Adds the gradient rule's result for input i (plain g, or layout_grad in a backend
+  // layout) to the input's slot.
+  void add_input_gradient(const PlanStep& st, ComputeContext& ctx, size_t i, NDArrayView g,
+                          std::shared_ptr<const LayoutValue> layout_grad) {
+    const int in = st.in[i];
+    if (!g.defined() && layout_grad) {
+      if (!ctx.may_keep_layout_grad(i)) throw Error(st.op->name + ": kept a gradient in a backend layout unasked");
+      if (layout_grad->shape != slot_shape(s, in))
+        throw Error(st.op->name + ": gradient for input " + std::to_string(i) + " has shape " +
+                    layout_grad->shape.str() + ", expected " + slot_shape(s, in).str());
+      if (grads[in].defined())
+        eager::add_to(grads[in], kernels::cpu_backend().to_plain(*layout_grad));
+      else if (has_layout_grad(in))
+        layout_grads[size_t(in)] = kernels::cpu_backend().add(*layout_grads[size_t(in)], *layout_grad);
+      else
+        layout_grads[size_t(in)] = layout_grad;
+      return;
     }
-    // A fused step's intermediates (the convolution's result, the bias sum) share one
-    // gradient, the activation's input gradient; its backward hands it out as input n.
+    if (!g.defined()) return;
+    // A sparse gradient (NCE's weight rows) reaches a parameter as it is, as in CNTK;
+    // gradients that other ops read back, or that add up, are dense.
+    if (g.is_sparse() && (!p.slot_var[size_t(in)].is_parameter() || plain_grad(in).defined())) g = g.to_dense();
+    if (checked_mode()) [[unlikely]]
+      checked::check_gradient(st, i, g.is_sparse() ? g.to_dense() : g, s);
+    if (g.dtype() != slot_dtype(s, in)) g = g.cast(slot_dtype(s, in));  // promoted step
+    if (g.shape() != slot_shape(s, in))
+      throw Error(st.op->name + ": gradient for input " + std::to_string(i) + " has shape " + g.shape().str() +
+                  ", expected " + slot_shape(s, in).str());
+    if (!plain_grad(in).defined()) {
+      // Accumulators are written in place later: never let one share storage.
+      bool shared = (s.values[in].defined() && g.same_storage(s.values[in])) || !g.is_contiguous();
+      for (auto& go : ctx.grad_outputs) shared = shared || (go.defined() && g.same_storage(go));
+      for (auto& x : ctx.inputs) shared = shared || (x.defined() && g.same_storage(x));
+      grads[in] = shared ? g.copy() : g;
+    } else {
+      if (grads[in].is_sparse()) grads[in] = grads[in].to_dense();
+      eager::add_to(grads[in], g);
+    }
+  }
+
+  // After the gradient rules: a fused step's intermediates (the convolution's result, the
+  // bias sum) share one gradient, the activation's input gradient; its backward hands it
+  // out as input n.
+  void finish_backward(const PlanStep& st, ComputeContext& ctx) {
     if (st.kind == StepKind::FusedConv)
       for (int slot : fused_intermediates(st))
         if (wanted[size_t(slot)]) {
           grads[size_t(slot)] = st.op->backward(ctx, st.in.size()).copy();
           s.seq_lengths[size_t(slot)] = s.seq_lengths[size_t(st.out[0])];
         }
-    if (t0) node_event(st, true, t0);
   }
 };
 
@@ -563,23 +729,30 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
     set_padding(grads[it->second], lens, 0.0);  // padded steps carry no gradient
   }
   // Early reports (on_ready): a wrt slot's gradient is final once the backward of its
-  // first reader (the lowest step index reading it) has run.
+  // first reader (the earliest instruction of the program reading it) has run.
   std::vector<bool> reported(wrt.size(), !on_ready);
-  std::vector<std::pair<size_t, size_t>> first_reader;  // (step index, wrt index), latest first
+  std::vector<std::pair<size_t, size_t>> first_reader;  // (program position, wrt index), latest first
   if (on_ready) {
-    // One pass over the steps: the first step reading each slot.
-    std::vector<int64_t> first_step(p.slot_var.size(), -1);
-    for (size_t k = p.steps.size(); k-- > 0;)
-      for (int in : p.steps[k].in) first_step[size_t(in)] = int64_t(k);
+    // One pass over the program: the first instruction reading each slot.
+    std::vector<int64_t> first_pos(p.slot_var.size(), -1);
+    for (size_t n = p.program.size(); n-- > 0;) {
+      const Instruction& ins = p.program[n];
+      const bool loop = ins.kind == StepKind::Loop;
+      const size_t first = loop ? size_t(p.loops[size_t(ins.index)].first) : size_t(ins.index);
+      const size_t last = loop ? size_t(p.loops[size_t(ins.index)].last) : size_t(ins.index);
+      for (size_t k = first; k <= last; ++k)
+        for (int in : p.steps[k].in) first_pos[size_t(in)] = int64_t(n);
+    }
     for (size_t j = 0; j < wrt.size(); ++j) {
       auto it = p.slot.find(wrt[j].get());
       if (it == p.slot.end() || !wrt[j].dynamic_axes().empty()) continue;  // reported at the end
-      if (first_step[size_t(it->second)] >= 0) first_reader.emplace_back(size_t(first_step[size_t(it->second)]), j);
+      if (first_pos[size_t(it->second)] >= 0) first_reader.emplace_back(size_t(first_pos[size_t(it->second)]), j);
     }
     std::sort(first_reader.begin(), first_reader.end(), std::greater<>());
   }
   size_t next_report = 0;
-  // Reports the gradients every one of whose readers has run backward (steps after `done`).
+  // Reports the gradients every one of whose readers has run backward (the instructions
+  // from program position `done` on).
   auto report_final = [&](size_t done) {
     for (; next_report < first_reader.size() && first_reader[next_report].first >= done; ++next_report) {
       const size_t j = first_reader[next_report].second;
@@ -594,14 +767,22 @@ void backward(const BackPropStatePtr& sp, const VariableValues& root_gradients, 
     switch (ins.kind) {
       case StepKind::Loop: {
         const PlanLoop& loop = p.loops[size_t(ins.index)];
-        report_final(size_t(loop.last) + 1);
+        report_final(n + 1);
         loop_backward(loop, s, grads, pass.depends);
         break;
       }
-      case StepKind::Kernel:
       case StepKind::FusedRecurrence:
+        report_final(n + 1);
+        if (n > 0 && independent_recurrences(p, p.program[n - 1], ins)) {
+          pass.steps_backward_together(size_t(p.program[n - 1].index), size_t(ins.index));
+          --n;
+          break;
+        }
+        pass.step_backward(size_t(ins.index));
+        break;
+      case StepKind::Kernel:
       case StepKind::FusedConv:
-        report_final(size_t(ins.index) + 1);
+        report_final(n + 1);
         pass.step_backward(size_t(ins.index));
         break;
       case StepKind::Delay: throw Error("plan: a delay step outside its recurrent loop");

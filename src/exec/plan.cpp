@@ -355,6 +355,49 @@ bool still_valid(const Plan& p) {
 }
 
 // The program: the steps outside loops, and each loop (a contiguous range) as one Loop.
+// Brings independent fused recurrences next to each other in the program (the two
+// directions of a bidirectional layer, with the steps each one's input needs between
+// them), so that the executor can run them side by side: between recurrence a and the
+// next one b, the steps that do not depend on a move before it, the ones that do move
+// after b, provided b does not depend on a either. The order stays topological.
+void pair_recurrences(Plan& p) {
+  constexpr size_t kWindow = 16;  // instructions looked at past a
+  for (size_t i = 0; i < p.program.size(); ++i) {
+    if (p.program[i].kind != StepKind::FusedRecurrence) continue;
+    std::unordered_set<int> after_a;  // slots computed from a's results
+    for (int o : p.steps[size_t(p.program[i].index)].out) after_a.insert(o);
+    auto reads = [&](const PlanStep& st) {
+      for (int in : st.in)
+        if (after_a.count(in)) return true;
+      return false;
+    };
+    std::vector<Instruction> before, later;
+    size_t j = i + 1;
+    for (; j < p.program.size() && j <= i + kWindow; ++j) {
+      const Instruction& ins = p.program[j];
+      if (ins.kind == StepKind::Loop) break;
+      const PlanStep& st = p.steps[size_t(ins.index)];
+      if (ins.kind == StepKind::FusedRecurrence) break;
+      if (reads(st)) {
+        for (int o : st.out) after_a.insert(o);
+        later.push_back(ins);
+      } else {
+        before.push_back(ins);
+      }
+    }
+    if (j >= p.program.size() || j > i + kWindow || p.program[j].kind != StepKind::FusedRecurrence ||
+        reads(p.steps[size_t(p.program[j].index)]))
+      continue;
+    const Instruction a = p.program[i], b = p.program[j];
+    size_t n = i;
+    for (const Instruction& ins : before) p.program[n++] = ins;
+    p.program[n++] = a;
+    p.program[n++] = b;
+    for (const Instruction& ins : later) p.program[n++] = ins;
+    i = n - 1 - later.size();  // continue after b
+  }
+}
+
 void make_program(Plan& p) {
   p.program.clear();
   for (size_t k = 0; k < p.steps.size(); ++k) {
@@ -367,6 +410,7 @@ void make_program(Plan& p) {
     }
     p.program.push_back({st.kind, int(k)});
   }
+  pair_recurrences(p);
 }
 
 }  // namespace

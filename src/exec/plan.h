@@ -63,7 +63,9 @@ struct Plan {
   std::vector<int> output_slots;                // the requested outputs, in order
   std::vector<PlanLoop> loops;
   // What the executor runs, in order (backward: in reverse): the steps outside loops and
-  // one Loop instruction per loop; made last, after fusion (make_program).
+  // one Loop instruction per loop; made last, after fusion (make_program), which brings
+  // independent fused recurrences next to each other (the executor may run such a pair
+  // side by side). The order is topological but need not follow `steps`.
   std::vector<Instruction> program;
   bool carries_state = false;  // a delay or fused recurrence may continue sequences across calls
   bool rnn_fusion = false;     // compiled with fused recurrences (see fused_rnn.h)

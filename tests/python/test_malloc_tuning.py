@@ -58,5 +58,9 @@ def test_the_process_can_keep_its_own_malloc_settings(env):
     tuned, faults = probe(**env)
     assert not tuned
     # glibc's own thresholds: the freed blocks go back to the system (munmap, or the heap's top
-    # trimmed past twice the largest block freed), and the next ones are faulted in again
-    assert faults > 60000, faults
+    # trimmed past twice the largest block freed), and the next ones are faulted in again. How
+    # often depends on where glibc places the interpreter's other allocations (a small block above
+    # the freed ones keeps the top from being trimmed): from 13,000 to 300,000 faults have been
+    # seen for the same probe, so the check is against the tuned process's count.
+    _, tuned_faults = probe()
+    assert faults > 3 * tuned_faults, (faults, tuned_faults)
