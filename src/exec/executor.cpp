@@ -125,17 +125,8 @@ NDArrayView input_gradient(const PlanStep& st, ComputeContext& ctx, size_t i) {
   return {};
 }
 
-// A per-node profiler event (and node timing) for a step that began at t0.
-void node_event(const PlanStep& st, bool backward, uint64_t t0) {
-  uint64_t t1 = profiler::detail::now();
-  if (profiler::enabled()) {
-    auto kind = backward ? profiler::EventKind::NodeBackward : profiler::EventKind::NodeForward;
-    profiler::detail::record(backward ? st.backward_event_name : st.event_name, kind, t0, t1);
-  }
-  if (profiler::node_timing()) profiler::add_node_time(st.fn->uid(), backward, t1 - t0);
-}
-
-// The same for a step that ran from t0 to t1 (on another thread).
+// A per-node profiler event (and node timing) for a step that ran from t0 to t1
+// (perhaps on another thread).
 void node_event(const PlanStep& st, bool backward, uint64_t t0, uint64_t t1) {
   if (profiler::enabled()) {
     auto kind = backward ? profiler::EventKind::NodeBackward : profiler::EventKind::NodeForward;
@@ -144,14 +135,24 @@ void node_event(const PlanStep& st, bool backward, uint64_t t0, uint64_t t1) {
   if (profiler::node_timing()) profiler::add_node_time(st.fn->uid(), backward, t1 - t0);
 }
 
+// The same for a step that began at t0 and ends now.
+void node_event(const PlanStep& st, bool backward, uint64_t t0) {
+  node_event(st, backward, t0, profiler::detail::now());
+}
+
 // f(), with its start and end times when per-node events are wanted.
 template <class F>
-auto timed(uint64_t& t0, uint64_t& t1, F&& f) {
+decltype(auto) timed(uint64_t& t0, uint64_t& t1, F&& f) {
   const bool wanted = profiler::node_events_wanted();
   if (wanted) t0 = profiler::detail::now();
-  auto r = f();
-  if (wanted) t1 = profiler::detail::now();
-  return r;
+  struct Stamp {  // the end time, also when f returns nothing
+    bool wanted;
+    uint64_t& t1;
+    ~Stamp() {
+      if (wanted) t1 = profiler::detail::now();
+    }
+  } stamp{wanted, t1};
+  return f();
 }
 
 // Runs f and g at once, on two OpenMP threads (in turn when the team has one); the
@@ -587,18 +588,17 @@ struct GradientPass {
       uint64_t t0 = 0, t1 = 0;
     } ra, rb;
     auto rules = [&](const PlanStep& st, ComputeContext& ctx, Rules& r) {
-      const bool wanted = profiler::node_events_wanted();
-      if (wanted) r.t0 = profiler::detail::now();
-      r.g.resize(st.in.size());
-      r.layout.resize(st.in.size());
-      for (size_t i = 0; i < st.in.size(); ++i) {
-        if (!depends[st.in[i]]) continue;
-        ctx.layout_grad = nullptr;
-        r.g[i] = input_gradient(st, ctx, i);
-        r.layout[i] = std::move(ctx.layout_grad);
-        ctx.layout_grad = nullptr;
-      }
-      if (wanted) r.t1 = profiler::detail::now();
+      timed(r.t0, r.t1, [&] {
+        r.g.resize(st.in.size());
+        r.layout.resize(st.in.size());
+        for (size_t i = 0; i < st.in.size(); ++i) {
+          if (!depends[st.in[i]]) continue;
+          ctx.layout_grad = nullptr;
+          r.g[i] = input_gradient(st, ctx, i);
+          r.layout[i] = std::move(ctx.layout_grad);
+          ctx.layout_grad = nullptr;
+        }
+      });
     };
     run_together(
         [&] {

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "cntk/tensor.h"
@@ -24,6 +25,15 @@ namespace cntk::learn {
 
 // Below this many elements a loop runs on one thread (thread start-up costs more).
 constexpr int64_t kParallelMin = 1 << 15;
+
+// This OpenMP thread's share [begin, end) of [0, n): contiguous, the team's shares in
+// thread order, each a multiple of `align` elements but the last (it may be empty).
+inline std::pair<int64_t, int64_t> thread_range(int64_t n, int64_t align) {
+  const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+  const int64_t chunk = ((n + threads - 1) / threads + align - 1) / align * align;
+  const int64_t b = std::min(n, t * chunk);
+  return {b, std::min(n, b + chunk)};
+}
 
 // Calls body(begin, end) over [0, n): on this thread below kParallelMin elements,
 // else once per OpenMP thread on contiguous ranges (multiples of 16 elements, so
@@ -36,9 +46,7 @@ void for_ranges(int64_t n, F&& body) {
   }
 #pragma omp parallel
   {
-    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-    const int64_t chunk = ((n + threads - 1) / threads + 15) / 16 * 16;
-    const int64_t b = std::min(n, t * chunk), e = std::min(n, b + chunk);
+    const auto [b, e] = thread_range(n, 16);
     if (b < e) body(b, e);
   }
 }
@@ -50,9 +58,7 @@ double sum_ranges(int64_t n, F&& body) {
   if (n < kParallelMin) return n > 0 ? body(int64_t(0), n) : 0.0;
 #pragma omp parallel reduction(+ : total)
   {
-    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-    const int64_t chunk = ((n + threads - 1) / threads + 15) / 16 * 16;
-    const int64_t b = std::min(n, t * chunk), e = std::min(n, b + chunk);
+    const auto [b, e] = thread_range(n, 16);
     if (b < e) total += body(b, e);
   }
   return total;
@@ -274,9 +280,7 @@ void for_gradient_ranges(const Gradient<T>& g, int64_t n, F&& body) {
   }
 #pragma omp parallel
   {
-    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-    const int64_t chunk = (rows + threads - 1) / threads;
-    const int64_t rb = std::min(rows, t * chunk), re = std::min(rows, rb + chunk);
+    const auto [rb, re] = thread_range(rows, 1);
     if (rb < re) rows_in(rb, re);
   }
 }

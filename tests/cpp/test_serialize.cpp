@@ -520,6 +520,23 @@ TEST(Serialize, TrainerCheckpointResumesBitIdentically) {
   EXPECT_EQ(state.at("Learners").as_list().size(), 1u);
   EXPECT_EQ(state.at("RandomStates").as_list().size(), 1u);
   EXPECT_EQ(load_function(path)->parameters().size(), 2u);
+
+  // A generator state whose key or position is not an integer is refused by name.
+  for (const char* key : {"seed", "counter"}) {
+    Dictionary bad = state;
+    DictValue::List randoms = state.at("RandomStates").as_list();
+    Dictionary r = randoms[0].as_dict();
+    r[key] = DictValue("7");
+    randoms[0] = DictValue(r);
+    bad["RandomStates"] = DictValue(randoms);
+    save_dictionary(bad, path + ".ckp");
+    try {
+      restore_trainer_checkpoint(*resumed.trainer, path);
+      ADD_FAILURE() << "a malformed " << key << " was accepted";
+    } catch (const IOError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("has a malformed ") + key), std::string::npos) << e.what();
+    }
+  }
   std::remove(path.c_str());
   std::remove((path + ".ckp").c_str());
   EXPECT_THROW(restore_trainer_checkpoint(*resumed.trainer, path), IOError);

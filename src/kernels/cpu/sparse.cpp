@@ -33,6 +33,21 @@ NDArrayView sparse_swap_leading(const NDArrayView& x) {
 }
 
 namespace {
+// out[row_of(index)] += value * grad[r] for every stored (r, index, value) of s, in
+// storage order (serial: rows may share a target row), over rows of N elements.
+template <class T, class RowOf>
+void scatter_transpose_rows(const SparseCSC& s, const T* grad, int64_t N, T* out, RowOf&& row_of) {
+  const T* v = static_cast<const T*>(s.values->data());
+  const int64_t rows = int64_t(s.starts.size()) - 1;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = s.starts[size_t(r)]; k < s.starts[size_t(r) + 1]; ++k) {
+      T* dst = out + row_of(s.indices[size_t(k)]) * N;
+      const T* src = grad + r * N;
+      const T val = v[k];
+      for (int64_t n = 0; n < N; ++n) dst[n] += val * src[n];
+    }
+}
+
 template <class T>
 void gather_weighted_rows(const SparseCSC& s, const T* w, int64_t N, T* o) {
   int64_t rows = int64_t(s.starts.size()) - 1;
@@ -67,16 +82,7 @@ NDArrayView sparse_transpose_times_dense(const NDArrayView& sparse, const NDArra
   if (grad.numel() != rows * N) throw ValueError("sparse_transpose_times_dense: gradient has the wrong size");
   NDArrayView out = NDArrayView::zeros(grad.dtype(), NDShape{K, N});
   CNTK_DISPATCH_FLOAT(grad.dtype(), T, [&] {
-    const T* g = grad.data<T>();
-    const T* v = static_cast<const T*>(s.values->data());
-    T* o = out.data<T>();
-    for (int64_t r = 0; r < rows; ++r)  // serial: rows may share a target row
-      for (int64_t k = s.starts[size_t(r)]; k < s.starts[size_t(r) + 1]; ++k) {
-        T* dst = o + s.indices[size_t(k)] * N;
-        const T* src = g + r * N;
-        T val = v[k];
-        for (int64_t n = 0; n < N; ++n) dst[n] += val * src[n];
-      }
+    scatter_transpose_rows<T>(s, grad.data<T>(), N, out.data<T>(), [](int64_t index) { return index; });
   });
   return out;
 }
@@ -96,17 +102,9 @@ NDArrayView sparse_transpose_times_dense_rows(const NDArrayView& sparse, const N
   // The used rows' sums, accumulated in the order the dense scatter adds them.
   NDArrayView acc = NDArrayView::zeros(grad.dtype(), NDShape{U, N});
   CNTK_DISPATCH_FLOAT(grad.dtype(), T, [&] {
-    const T* g = grad.data<T>();
-    const T* v = static_cast<const T*>(s.values->data());
-    T* o = acc.data<T>();
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t k = s.starts[size_t(r)]; k < s.starts[size_t(r) + 1]; ++k) {
-        const int64_t slot = std::lower_bound(used.begin(), used.end(), s.indices[size_t(k)]) - used.begin();
-        T* dst = o + slot * N;
-        const T* src = g + r * N;
-        const T val = v[k];
-        for (int64_t n = 0; n < N; ++n) dst[n] += val * src[n];
-      }
+    scatter_transpose_rows<T>(s, grad.data<T>(), N, acc.data<T>(), [&](int64_t index) {
+      return int64_t(std::lower_bound(used.begin(), used.end(), index) - used.begin());
+    });
   });
   std::vector<int64_t> starts(size_t(K) + 1), indices(size_t(U * N));
   int64_t next = 0;
