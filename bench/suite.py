@@ -19,7 +19,9 @@ parameter count must equal OpenCNTK's, or the column is reported as failing the 
 Then the workers take turns, one measurement (MEASURE_STEPS steps) each per round, the order rotating, until
 every column's bootstrap 95% interval of the median is within +-5% (at least MIN_ROUNDS rounds, at most
 --max-rounds); a measurement during which other processes used more than --busy-limit of the pinned CPUs is
-discarded and repeated. The whole is done once per OpenMP wait policy (active, passive). See bench/README.md.
+discarded and repeated. The whole is done once per OpenMP wait policy (active, passive). For the GEMM-bound
+workloads (those with step_flops: mlp, alexnet) the report gives each column's achieved GFLOP/s beside oneDNN's
+sgemm peak, measured at the start of each policy's pass by bench/gemm_peak.py. See bench/README.md.
 
 The suite runs under the peers' virtual environment (build/bench-venv, made by bench/install-peers.sh) when
 it exists, and imports OpenCNTK from python/ when it holds the in-place build (make dev), else the installed
@@ -457,6 +459,8 @@ def run_workload(name, policy, args, log_dir):
     w = workloads.load(name)
     row = {'workload': name, 'title': w.TITLE, 'batch': w.BATCH, 'policy': policy, 'optimizer': w.OPTIMIZER,
            'columns': {}, 'missing': {}, 'loadavg_before': bench_run.loadavg()}
+    if hasattr(w, 'step_flops'):
+        row['step_flops'] = w.step_flops()
     skip = getattr(w, 'SKIP_COLUMNS', {})
     for col in args.columns:
         if col in skip:
@@ -573,6 +577,29 @@ def summary(results):
     return out
 
 
+# ---------------------------------------------------------------------------- GEMM peak
+
+def gemm_peak(policy, log_dir, reps):
+    """oneDNN's sgemm rate (bench/gemm_peak.py) in a process pinned and threaded as the workers, under `policy`;
+    {'error': why} when it could not be measured."""
+    log = os.path.join(log_dir, 'suite-gemm-peak-%s.log' % policy)
+    try:
+        with open(log, 'w') as err:
+            out = subprocess.run([sys.executable, os.path.join(HERE, 'gemm_peak.py'), str(reps)], stdout=subprocess.PIPE,
+                                 stderr=err, text=True, timeout=600, env=worker_env(policy, 'opencntk'), cwd=ROOT)
+        if out.returncode != 0:
+            return {'error': 'bench/gemm_peak.py exited with status %d (see %s)' % (out.returncode, log)}
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    except (OSError, ValueError, IndexError, subprocess.TimeoutExpired) as e:
+        return {'error': '%s: %s' % (type(e).__name__, e)}
+
+
+def gflops(row, col):
+    """A timed column's achieved GFLOP/s on a GEMM-bound row: the step's product FLOPs over its median step."""
+    d = timed(row, col)
+    return row['step_flops'] / d['step_s_median'] / 1e9 if d and row.get('step_flops') else None
+
+
 # ---------------------------------------------------------------------------- report
 
 GOAL = ('Goal: OpenCNTK faster than the best peer column on every workload (ratio below 1 with its 95% interval '
@@ -626,6 +653,7 @@ def table(report):
                       'under either): ' + ', '.join('%s %s' % (s['workload'], _ratio(s['ratio']) if 'ratio' in s
                                                             else 'n/a') for s in summ) +
                   '; geometric mean %.2f.' % geomean(got)]
+    lines += gemm_table(report)
     vs = [(r['workload'], r['policy'], r['ratio_vs_baseline']) for r in report['results'] if r.get('ratio_vs_baseline')]
     if vs:
         slower = ['%s (%s) %s' % (w, p, _ratio(r)) for w, p, r in vs if r[1] > 1]
@@ -633,6 +661,34 @@ def table(report):
                       '(95%% interval above 1): %s.' % (report['frameworks'].get(BASELINE, {}).get('version', '?'),
                                                         geomean([r[0] for _, _, r in vs]),
                                                         ', '.join(slower) or 'none')]
+    return lines
+
+
+def gemm_table(report):
+    """The GEMM-bound rows' achieved GFLOP/s per column, as shares of the sgemm peak measured in the run."""
+    rows = [r for r in report['results'] if r.get('step_flops')]
+    peaks = report.get('gemm_peak', {})
+    if not rows:
+        return []
+    cols = report['columns']
+
+    def peak_of(policy):
+        return peaks.get(policy, {}).get('peak_gflops')
+
+    def cell(row, col):
+        g, p = gflops(row, col), peak_of(row['policy'])
+        return '-' if g is None else '%.0f (%.0f%%)' % (g, 100 * g / p) if p else '%.0f' % g
+    measured = ', '.join('%s %s' % (pol, '%.0f GFLOP/s' % peak_of(pol) if peak_of(pol) else
+                                    'not measured (%s)' % peaks.get(pol, {}).get('error', 'not run'))
+                         for pol in dict.fromkeys(r['policy'] for r in rows))
+    lines = ['', 'GEMM-bound rows: achieved GFLOP/s (the step\'s convolution and matrix-product FLOPs, forward and '
+                 'backward, over the median step) and its share of oneDNN\'s float32 GEMM peak measured in this run '
+                 '(dnnl_sgemm, n = 1024 and 2048, %d threads; per wait policy: %s).' % (THREADS, measured), '',
+             '| workload | OMP wait | GFLOP per step | ' + ' | '.join(label(c) for c in cols) + ' |',
+             '| --- | --- | ---: | ' + ' | '.join('---:' for _ in cols) + ' |']
+    for row in rows:
+        lines.append('| %s | %s | %.2f | %s |' % (row['workload'], row['policy'], row['step_flops'] / 1e9,
+                                                  ' | '.join(cell(row, c) for c in cols)))
     return lines
 
 
@@ -790,8 +846,14 @@ def main():
            'loadavg_at_start': bench_run.loadavg(), 'threads': THREADS}
     print('CPU: %s; %d threads per framework; load average %s; %s; logs in %s'
           % (env['cpu_model'], THREADS, env['loadavg_at_start'], sys.executable, log_dir))
-    results = []
+    results, peaks = [], {}
+    gemm_bound = [n for n in args.workloads if hasattr(workloads.load(n), 'step_flops')]
     for policy in args.policies:
+        if gemm_bound and not args.check_only:
+            peaks[policy] = gemm_peak(policy, log_dir, 2 if args.quick else 7)
+            print('oneDNN sgemm peak (OMP_WAIT_POLICY=%s): %s' % (
+                policy, '%.0f GFLOP/s' % peaks[policy]['peak_gflops'] if 'peak_gflops' in peaks[policy]
+                else peaks[policy]['error']))
         for name in args.workloads:
             print('%s (OMP_WAIT_POLICY=%s):' % (name, policy))
             results.append(run_workload(name, policy, args, log_dir))
@@ -802,6 +864,7 @@ def main():
             frameworks.setdefault(col, d['info'])
     report = {'environment': env, 'columns': args.columns, 'frameworks': frameworks,
               'warnings': pin_warnings(frameworks.values()), 'results': results, 'summary': summary(results),
+              'gemm_peak': peaks,
               'method': ('one worker process per workload and column, kept warm; equivalence check first (%d steps '
                          'from the same NumPy initial values, dropout off, per-step losses within each workload\'s '
                          'tolerance of OpenCNTK\'s, equal parameter counts); warm-up steps excluded; rounds of one '

@@ -4,7 +4,7 @@ import numpy as np
 
 from .common import (ArrayData, CNTKStep, Params, TFStep, TorchStep, cntk_conv, cntk_dense, cntk_setup,
                      keras_conv_values, keras_dense_values, one_hot_batch, synthetic_images, tf_setup, torch_conv,
-                     torch_dense, torch_setup)
+                     torch_dense, torch_setup, training_flops)
 
 NAME = 'alexnet'
 TITLE = ("AlexNet (convnet-benchmarks): conv11x11/4x64-pool3/2-conv5x5x192-pool3/2-conv3x3x384-conv3x3x256-"
@@ -19,6 +19,23 @@ CONVS = [(64, 11, 4, False, True), (192, 5, 1, True, True), (384, 3, 1, True, Fa
          (256, 3, 1, True, True)]
 FLAT = (256, 5, 5)  # 224 -> 54 -> 26 -> 26 -> 12 -> 12 -> 5
 DENSE = [4096, 4096, 1000]
+
+
+def step_flops():
+    """FLOPs of a step's convolutions and matrix products, forward and backward (the report's GFLOP/s)."""
+    products, channels, size = [], 3, 224
+    for i, (f, k, s, same, pool) in enumerate(CONVS):
+        size = (size - 1) // s + 1 if same else (size - k) // s + 1
+        products.append((BATCH * size * size * f * channels * k * k, i > 0))
+        if pool:
+            size = (size - 3) // 2 + 1
+        channels = f
+    assert (channels, size, size) == FLAT, (channels, size)
+    n = int(np.prod(FLAT))
+    for m in DENSE:
+        products.append((BATCH * n * m, True))
+        n = m
+    return training_flops(products)
 
 
 def make_data():

@@ -11,6 +11,7 @@ batch size and data. A workload module defines:
   MEASURE_STEPS        training steps per measurement
   WARMUP_STEPS         untimed steps before the first measurement
   EPOCH_STEPS          steps of one epoch (to report an epoch time), or None
+  step_flops()         (GEMM-bound workloads only) FLOPs of one training step's products (training_flops)
   make_data()          an object with batch(step) -> tuple of NumPy arrays, the same in every framework
   OpenCNTK, PyTorch, TensorFlow
                        classes built from the data, with step(*arrays) -> float loss of the minibatch and
@@ -25,6 +26,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.dirname(HERE)
 ROOT = os.path.dirname(BENCH)
 THREADS = 2
+
+
+# ------------------------------------------------------------------ arithmetic
+
+def training_flops(products):
+    """FLOPs of one training step's matrix products and convolutions. `products` lists, per layer, the
+    multiply-adds of its forward product and whether its input needs a gradient (false for the layer that reads
+    the data): 2 FLOPs per multiply-add forward, as many for the weight gradient, and as many for the input
+    gradient where there is one. Bias, activation, pooling and update arithmetic are not counted."""
+    return sum(2 * macs * (3 if input_gradient else 2) for macs, input_gradient in products)
 
 
 # ------------------------------------------------------------------ data

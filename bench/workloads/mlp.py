@@ -2,7 +2,7 @@
 import numpy as np
 
 from .common import (ArrayData, CNTKStep, Params, TFStep, TorchStep, cntk_dense, cntk_setup, fashion_mnist,
-                     keras_dense_values, maybe, one_hot_batch, tf_setup, torch_dense, torch_setup)
+                     keras_dense_values, maybe, one_hot_batch, tf_setup, torch_dense, torch_setup, training_flops)
 
 NAME = 'mlp'
 TITLE = "MLP 784-512-512-10 (Keras mnist_mlp), relu, dropout 0.2, RMSprop lr 1e-3, batch 128, Fashion-MNIST"
@@ -15,6 +15,11 @@ OPTIMIZER = ('rmsprop', dict(lr=1e-3, rho=0.9))
 # at step 19 (RMSProp's normalized steps amplify rounding), OpenCNTK's by up to 7e-2 for 1e-5.
 CHECK_RTOL = 1e-2
 DIMS = [784, 512, 512, 10]
+
+
+def step_flops():
+    """FLOPs of a step's three matrix products, forward and backward (the report's GFLOP/s)."""
+    return training_flops([(BATCH * a * b, i > 0) for i, (a, b) in enumerate(zip(DIMS[:-1], DIMS[1:]))])
 
 
 def make_data():

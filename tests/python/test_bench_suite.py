@@ -130,6 +130,55 @@ def test_report_table_and_readme_block(tmp_path):
     assert suite.markdown(report).count('| mlp |') == 2
 
 
+def test_gemm_table_gives_each_column_its_share_of_the_sgemm_peak():
+    row = fake_row('mlp', 'active', {'opencntk': 0.002, 'pytorch': 0.004})
+    row['step_flops'] = 0.4e9
+    other = fake_row('cnn', 'active', {'opencntk': 0.1, 'pytorch': 0.1})
+    report = {'columns': ['opencntk', 'pytorch'], 'results': [row, other],
+              'gemm_peak': {'active': {'peak_gflops': 400.0}}}
+    assert suite.gflops(row, 'opencntk') == pytest.approx(200, rel=0.05)
+    assert suite.gflops(other, 'opencntk') is None
+    lines = suite.gemm_table(report)
+    mlp = [ln for ln in lines if ln.startswith('| mlp |')]
+    assert len(mlp) == 1 and '| 0.40 |' in mlp[0]
+    # medians of the fake samples are within a few percent of the given step times
+    cells = [c.strip() for c in mlp[0].strip('|').split('|')][3:]
+    assert cells[0].endswith('%)') and 190 <= float(cells[0].split()[0]) <= 210
+    assert 47 <= float(cells[0].split('(')[1].rstrip('%)')) <= 53
+    assert 95 <= float(cells[1].split()[0]) <= 105
+    assert 'active 400 GFLOP/s' in '\n'.join(lines) and not any(ln.startswith('| cnn |') for ln in lines)
+    report['gemm_peak'] = {'active': {'error': 'no oneDNN'}}
+    text = '\n'.join(suite.gemm_table(report))
+    assert 'not measured (no oneDNN)' in text and '%' not in text.split('| mlp |')[1]
+    assert suite.gemm_table({'columns': ['opencntk'], 'results': [other]}) == []
+
+
+def test_step_flops_match_pytorchs_flop_counter():
+    """The analytic FLOPs of the GEMM-bound workloads equal what torch.utils.flop_counter counts for the same
+    model's forward and backward (it counts the products and convolutions that autograd runs: no input gradient
+    for the first layer)."""
+    torch = pytest.importorskip('torch')
+    from torch.utils.flop_counter import FlopCounterMode
+    import workloads
+    for name, shape in (('mlp', (784,)), ('alexnet', (3, 224, 224))):
+        w = workloads.load(name)
+        model = w.PyTorch.__new__(w.PyTorch)
+        w.PyTorch.__init__(model, None, w.make_params(None), dropout=False, config={})
+        x, y = torch.zeros((w.BATCH,) + shape), torch.zeros(w.BATCH, dtype=torch.long)
+        with FlopCounterMode(display=False) as counter:
+            model.step.loss_fn(model.step.model(x), y).backward()
+        assert w.step_flops() == counter.get_total_flops(), name
+
+
+def test_gemm_peak_times_the_linked_onednn():
+    pytest.importorskip('cntk')
+    import gemm_peak
+    rates = gemm_peak.sgemm_rates(sizes=(96, 128), reps=3)
+    assert set(rates) == {96, 128} and all(np.isfinite(r) and r > 0 for r in rates.values())
+    m = gemm_peak.measure(sizes=(64,), reps=1)
+    assert os.path.basename(m['library']).startswith('libdnnl.so') and m['peak_gflops'] == m['gflops_by_n']['64']
+
+
 class _FakeWorker:
     """Stands in for a worker process: one started first in its start order measures 1.05 s per step (the
     effect the suite's restarts balance), later-started ones 1.00."""
