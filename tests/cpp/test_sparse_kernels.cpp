@@ -51,8 +51,7 @@ TEST(SparseKernels, RowGradientHoldsTheUsedRowsOfTheDenseOne) {
   for (int64_t r = 0; r < K; ++r) {
     const int64_t k0 = s.starts[size_t(r)], k1 = s.starts[size_t(r) + 1];
     EXPECT_EQ(k1 - k0, (r == 2 || r == 9) ? N : 0) << "row " << r;
-    for (int64_t k = k0; k < k1; ++k)
-      EXPECT_EQ(v[k], dense.data<float>()[r * N + s.indices[size_t(k)]]) << "row " << r;
+    for (int64_t k = k0; k < k1; ++k) EXPECT_EQ(v[k], dense.data<float>()[r * N + s.indices[size_t(k)]]) << "row " << r;
   }
   EXPECT_EQ(dense.data<float>()[9 * N], 0.5f * g.data<float>()[0] + 2.0f * g.data<float>()[N]);
 }
