@@ -50,6 +50,23 @@ bool rnn_fusion_debug();
 void set_recurrence_concurrency(bool on);
 bool recurrence_concurrency();
 
+// The arithmetic of float32 matrix products (cntk.cntk_py.set_float32_math): "float32"
+// (the default) or "bfloat16": every float32 product the oneDNN backend computes (Times,
+// TransposeTimes, Dense, their gradients) reads its two operands rounded to bfloat16
+// (to nearest even) and accumulates in float32, the result float32; parameters, gradients,
+// learner state and every other op stay float32 (mixed precision with float32 master
+// weights). It takes effect only where the CPU has bfloat16 instructions (AVX512_BF16 or
+// AMX; bf16_math_available); elsewhere, and on the reference backend, products
+// stay float32. Start value: CNTK_FLOAT32_MATH. Unknown names raise ValueError.
+void set_float32_math(std::string_view mode);
+const char* float32_math();
+// Whether this CPU computes bfloat16 products in hardware (AVX512_BF16 or AMX, as oneDNN
+// detects them; DNNL_MAX_CPU_ISA can withhold them).
+bool bf16_math_available();
+// Whether float32 products compute in bfloat16 now: the switch asks for it, the CPU has
+// it and the oneDNN backend runs.
+bool bf16_math_active();
+
 // Convolution -> bias -> activation chains planned as one oneDNN primitive. On unless
 // CNTK_NO_FUSION is set to something other than 0. Applies to plans compiled from then on.
 void set_conv_fusion(bool on);

@@ -552,6 +552,13 @@ NB_MODULE(_cntk, m) {
   m.def(
       "set_backend", [](const std::string& name) { set_backend(name); }, nb::arg("name"));
   m.def("get_backend", [] { return std::string(backend_name()); });
+  // The arithmetic of float32 products: 'float32' (default) or 'bfloat16' (cntk/switches.h);
+  // cntk_py.set_float32_math wraps the setter with a warning where the CPU lacks bfloat16.
+  m.def(
+      "_set_float32_math", [](const std::string& mode) { set_float32_math(mode); }, nb::arg("mode"));
+  m.def("get_float32_math", [] { return std::string(float32_math()); });
+  m.def("bf16_math_available", &bf16_math_available);
+  m.def("bf16_math_active", &bf16_math_active);
   m.def("fused_steps_planned", &cntk::fused_steps_planned);
   // Reorders between plain and oneDNN layouts (activations and gradients; weights), counted
   // since the start: tests check what keeping oneDNN layouts between steps saves.

@@ -56,3 +56,19 @@ def are_equal(a, b):
     ad = a.asarray() if hasattr(a, 'asarray') else np.asarray(a)
     bd = b.asarray() if hasattr(b, 'asarray') else np.asarray(b)
     return ad.dtype == bd.dtype and ad.shape == bd.shape and bool(np.array_equal(ad, bd))
+
+
+def set_float32_math(mode):
+    """The arithmetic of float32 matrix products: 'float32' (the default) or 'bfloat16'.
+
+    Under 'bfloat16', every float32 product (times, Dense, their gradients) reads its two operands rounded to
+    bfloat16 and accumulates in float32; parameters, gradients, learner state and every other op stay float32.
+    Where the CPU has no bfloat16 instructions (AVX512_BF16 or AMX), a warning says so and products stay
+    float32. The reference backend always computes in float32. Unknown modes raise ValueError.
+    """
+    import warnings
+    from ._cntk import _set_float32_math
+    _set_float32_math(mode)
+    if mode == 'bfloat16' and not bf16_math_available():  # noqa: F405: from the native module
+        warnings.warn("set_float32_math('bfloat16'): this CPU has no bfloat16 instructions (AVX512_BF16 or AMX); "
+                      "float32 products stay float32", RuntimeWarning, stacklevel=2)

@@ -33,6 +33,22 @@ int backend_from_env() {
   return i < 0 ? 0 : i;
 }
 
+constexpr const char* kFloat32Math[] = {"float32", "bfloat16"};
+
+int float32_math_index(std::string_view name) {
+  for (int i = 0; i < 2; ++i)
+    if (name == kFloat32Math[i]) return i;
+  return -1;
+}
+
+int float32_math_from_env() {
+  const char* v = std::getenv("CNTK_FLOAT32_MATH");
+  if (!v || !*v) return 0;
+  const int i = float32_math_index(v);
+  if (i < 0) std::fprintf(stderr, "CNTK_FLOAT32_MATH=%s is no math mode (float32, bfloat16): using float32\n", v);
+  return i < 0 ? 0 : i;
+}
+
 // Every switch in one place, given its start value from the environment on first use
 // (a function-local static: initialized once, safely under concurrent first calls).
 struct Switches {
@@ -47,6 +63,7 @@ struct Switches {
   }()};
   std::atomic<bool> dnnl_layouts{!env_is("CNTK_DNNL_BLOCKED", "0")};
   std::atomic<int> backend{backend_from_env()};
+  std::atomic<int> float32_math{float32_math_from_env()};
 };
 
 Switches& switches() {
@@ -76,5 +93,12 @@ void set_backend(std::string_view name) {
   switches().backend = i;
 }
 const char* backend_name() { return kBackends[switches().backend.load()]; }
+void set_float32_math(std::string_view mode) {
+  const int i = float32_math_index(mode);
+  if (i < 0)
+    throw ValueError("unknown float32 math mode '" + std::string(mode) + "': expected 'float32' or 'bfloat16'");
+  switches().float32_math = i;
+}
+const char* float32_math() { return kFloat32Math[switches().float32_math.load()]; }
 
 }  // namespace cntk

@@ -2,8 +2,12 @@
 // keeps float32 off oneDNN, and both compute the same products and convolutions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 
 #include "cntk/common.h"
 #include "cntk/device.h"
@@ -74,4 +78,107 @@ TEST(Backend, ProductsAndConvolutionsAgreeAcrossBackends) {
   }
   expect_close(prod[1], prod[0]);
   expect_close(conv[1], conv[0]);
+}
+
+namespace {
+
+// Selects a float32 math mode for one test and restores the one before.
+struct MathScope {
+  std::string before = float32_math();
+  explicit MathScope(const char* mode) { set_float32_math(mode); }
+  ~MathScope() { set_float32_math(before); }
+};
+
+// x rounded to bfloat16, to nearest even (NaN does not occur in these tests).
+float to_bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+NDArrayView rounded(const NDArrayView& v) {
+  NDArrayView r(DataType::Float, v.shape());
+  for (int64_t i = 0; i < v.numel(); ++i) r.data<float>()[i] = to_bf16(v.data<float>()[i]);
+  return r;
+}
+
+// Near with a tolerance relative to the largest magnitude of b (float32 accumulation).
+void expect_near_all(const NDArrayView& a, const NDArrayView& b, float rel, const std::string& what) {
+  ASSERT_EQ(a.shape(), b.shape()) << what;
+  float scale = 0;
+  for (int64_t i = 0; i < b.numel(); ++i) scale = std::max(scale, std::abs(b.data<float>()[i]));
+  for (int64_t i = 0; i < a.numel(); ++i)
+    ASSERT_NEAR(a.data<float>()[i], b.data<float>()[i], rel * scale) << what << " at " << i;
+}
+
+}  // namespace
+
+TEST(Backend, Float32MathSwitch) {
+  EXPECT_STREQ(float32_math(), "float32");
+  EXPECT_FALSE(bf16_math_active());
+  EXPECT_THROW(set_float32_math("float8"), ValueError);
+  {
+    MathScope m("bfloat16");
+    EXPECT_STREQ(float32_math(), "bfloat16");
+    EXPECT_EQ(bf16_math_active(), bf16_math_available());
+    BackendScope s("reference");
+    EXPECT_FALSE(bf16_math_active());  // the reference backend computes in float32
+  }
+  EXPECT_STREQ(float32_math(), "float32");
+}
+
+// Under the bfloat16 math mode a float32 product is the float32-accumulated product of its
+// operands rounded to bfloat16: every transpose, alpha and beta, and row strides wider
+// than the rows.
+TEST(Backend, Bfloat16ProductsRoundTheirOperands) {
+  if (!bf16_math_available()) GTEST_SKIP() << "this CPU has no bfloat16 instructions";
+  const int64_t M = 37, N = 45, K = 70, pad = 3;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{0.5f, 1.0f}, std::pair{-2.0f, 0.25f}}) {
+        const int64_t lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
+        NDArrayView A = random_tensor({ta ? K : M, lda}, 5), B = random_tensor({tb ? N : K, ldb}, 6);
+        NDArrayView C0 = random_tensor({M, ldc}, 7), C = C0.copy(), R = C0.copy();
+        {
+          MathScope m("bfloat16");
+          kernels::gemm<float>(ta, tb, M, N, K, alpha, A.data<float>(), lda, B.data<float>(), ldb, beta,
+                               C.data<float>(), ldc);
+        }
+        NDArrayView Ar = rounded(A), Br = rounded(B);
+        kernels::gemm<float>(ta, tb, M, N, K, alpha, Ar.data<float>(), lda, Br.data<float>(), ldb, beta,
+                             R.data<float>(), ldc);
+        const std::string what = std::string(ta ? "T" : "N") + (tb ? "T" : "N") + " alpha " + std::to_string(alpha);
+        for (int64_t i = 0; i < M; ++i) {
+          for (int64_t j = 0; j < N; ++j)
+            ASSERT_NEAR(C.data<float>()[i * ldc + j], R.data<float>()[i * ldc + j], 1e-4f) << what;
+          for (int64_t j = N; j < ldc; ++j)  // the padding of C's rows stays untouched
+            ASSERT_EQ(C.data<float>()[i * ldc + j], C0.data<float>()[i * ldc + j]) << what;
+        }
+      }
+}
+
+// The three convolution passes under the bfloat16 math mode: the float32 passes of the
+// rounded operands (the output gradient is rounded as the convolution reads it).
+TEST(Backend, Bfloat16ConvolutionsRoundTheirOperands) {
+  if (!bf16_math_available()) GTEST_SKIP() << "this CPU has no bfloat16 instructions";
+  kernels::ConvDims d;
+  d.batch = 3, d.in_channels = 16, d.out_channels = 24, d.groups = 1;
+  d.win.in = {10, 10}, d.win.kernel = {3, 3}, d.win.stride = {1, 1}, d.win.dilation = {1, 1};
+  d.win.pad_lo = {1, 1}, d.win.pad_hi = {1, 1}, d.win.out = {10, 10};
+  NDArrayView x = random_tensor({3, 16, 10, 10}, 8), w = random_tensor({24, 16, 3, 3}, 9);
+  NDArrayView dy = random_tensor({3, 24, 10, 10}, 10);
+  NDArrayView y, dx, dw;
+  {
+    MathScope m("bfloat16");
+    y = kernels::conv_forward(x, w, d);
+    dx = kernels::conv_backward_data(dy, w, d);
+    dw = kernels::conv_backward_weights(x, dy, d);
+  }
+  expect_near_all(y, kernels::conv_forward_reference(rounded(x), rounded(w), d), 1e-5f, "forward");
+  expect_near_all(dx, kernels::conv_backward_data_reference(rounded(dy), rounded(w), d), 1e-5f, "backward data");
+  expect_near_all(dw, kernels::conv_backward_weights_reference(rounded(x), rounded(dy), d), 1e-5f, "backward weights");
+  // And in float32 again afterwards: the bfloat16 primitives are cached apart.
+  expect_near_all(kernels::conv_forward(x, w, d), kernels::conv_forward_reference(x, w, d), 1e-5f, "float32 again");
 }

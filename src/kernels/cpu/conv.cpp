@@ -3,6 +3,7 @@
 #include "kernels/cpu/dnnl_context.h"
 #include "kernels/cpu/primitive_cache.h"
 #include "kernels/cpu/dnnl_value.h"
+#include "cntk/switches.h"
 
 #include <omp.h>
 
@@ -209,11 +210,14 @@ dnnl::memory::format_tag plain_tag(size_t rank) {
 }
 
 struct ConvMds {
-  dnnl::memory::desc src, wei, dst;        // plain layouts of the user's buffers
-  dnnl::memory::desc src_a, wei_a, dst_a;  // "any": the primitive picks
+  dnnl::memory::desc src, wei, dst;  // plain float32 layouts of the user's buffers
+  // "any" (the primitive picks the layout): the operands a pass reads, in float32 or, under
+  // the bfloat16 math mode, in bfloat16; and the results it writes, in float32.
+  dnnl::memory::desc src_in, wei_in, dst_in;
+  dnnl::memory::desc src_out, wei_out, dst_out;
 };
 
-ConvMds conv_mds(const ConvDims& d) {
+ConvMds conv_mds(const ConvDims& d, bool bf16) {
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
   const Window& w = d.win;
@@ -227,9 +231,13 @@ ConvMds conv_mds(const ConvDims& d) {
   m.src = dnnl::memory::desc(src, dt::f32, plain_tag(src.size()));
   m.dst = dnnl::memory::desc(dst, dt::f32, plain_tag(dst.size()));
   m.wei = dnnl::memory::desc(wei, dt::f32, plain_tag(wei.size()));
-  m.src_a = dnnl::memory::desc(src, dt::f32, tag::any);
-  m.dst_a = dnnl::memory::desc(dst, dt::f32, tag::any);
-  m.wei_a = dnnl::memory::desc(wei, dt::f32, tag::any);
+  const dt in = bf16 ? dt::bf16 : dt::f32;
+  m.src_in = dnnl::memory::desc(src, in, tag::any);
+  m.dst_in = dnnl::memory::desc(dst, in, tag::any);
+  m.wei_in = dnnl::memory::desc(wei, in, tag::any);
+  m.src_out = dnnl::memory::desc(src, dt::f32, tag::any);
+  m.dst_out = dnnl::memory::desc(dst, dt::f32, tag::any);
+  m.wei_out = dnnl::memory::desc(wei, dt::f32, tag::any);
   return m;
 }
 
@@ -245,11 +253,12 @@ dnnl::memory::desc bias_md(const ConvDims& d) {
 }
 
 // `post` applies to the forward pass only (the backward passes take the plain forward as hint).
-DnnlConv make_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, const ConvPostOps& post) {
+// bf16: the pass reads its operands in bfloat16 (the bfloat16 math mode); results stay float32.
+DnnlConv make_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, const ConvPostOps& post, bool bf16) {
   ++g_primitives_created;
-  ConvMds m = conv_mds(d);
+  ConvMds m = conv_mds(d, bf16);
   auto alg = dnnl::algorithm::convolution_direct;
-  dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, alg, m.src_a, m.wei_a, m.dst_a, p.strides,
+  dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, alg, m.src_in, m.wei_in, m.dst_out, p.strides,
                                      p.dilates, p.pad_l, p.pad_r);
   dnnl::convolution_forward::primitive_desc fpd(fd, dnnl_engine());
   DnnlConv c;
@@ -257,8 +266,8 @@ DnnlConv make_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, con
     case ConvPass::Forward: {
       if (post.bias || post.eltwise != Eltwise::None) {
         dnnl::convolution_forward::desc fused =
-            post.bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, m.src_a, m.wei_a,
-                                                        bias_md(d), m.dst_a, p.strides, p.dilates, p.pad_l, p.pad_r)
+            post.bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, m.src_in, m.wei_in,
+                                                        bias_md(d), m.dst_out, p.strides, p.dilates, p.pad_l, p.pad_r)
                       : fd;
         dnnl::primitive_attr attr;
         if (post.eltwise != Eltwise::None) {
@@ -275,7 +284,8 @@ DnnlConv make_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, con
       break;
     }
     case ConvPass::BackwardData: {
-      dnnl::convolution_backward_data::desc bd(alg, m.src_a, m.wei_a, m.dst_a, p.strides, p.dilates, p.pad_l, p.pad_r);
+      dnnl::convolution_backward_data::desc bd(alg, m.src_out, m.wei_in, m.dst_in, p.strides, p.dilates, p.pad_l,
+                                               p.pad_r);
       dnnl::convolution_backward_data::primitive_desc bpd(bd, dnnl_engine(), fpd);
       c.prim = dnnl::convolution_backward_data(bpd);
       c.a_md = bpd.diff_dst_desc();
@@ -286,9 +296,9 @@ DnnlConv make_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, con
     case ConvPass::BackwardWeights: {
       // post.bias here: the pass also computes the bias gradient (of a fused convolution).
       dnnl::convolution_backward_weights::desc bd =
-          post.bias ? dnnl::convolution_backward_weights::desc(alg, m.src_a, m.wei_a, bias_md(d), m.dst_a, p.strides,
-                                                               p.dilates, p.pad_l, p.pad_r)
-                    : dnnl::convolution_backward_weights::desc(alg, m.src_a, m.wei_a, m.dst_a, p.strides, p.dilates,
+          post.bias ? dnnl::convolution_backward_weights::desc(alg, m.src_in, m.wei_out, bias_md(d), m.dst_in,
+                                                               p.strides, p.dilates, p.pad_l, p.pad_r)
+                    : dnnl::convolution_backward_weights::desc(alg, m.src_in, m.wei_out, m.dst_in, p.strides, p.dilates,
                                                                p.pad_l, p.pad_r);
       dnnl::convolution_backward_weights::primitive_desc bpd(bd, dnnl_engine(), fpd);
       c.prim = dnnl::convolution_backward_weights(bpd);
@@ -302,12 +312,14 @@ DnnlConv make_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, con
 }
 
 DnnlConv dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, const ConvPostOps& post) {
-  std::string key = std::to_string(int(pass)) + "#" + std::to_string(d.batch) + "," + std::to_string(d.in_channels) +
-                    "," + std::to_string(d.out_channels) + "," + std::to_string(d.groups) + "#" + d.win.key();
+  const bool bf16 = bf16_math_active();
+  std::string key = std::string(bf16 ? "bf16#" : "") + std::to_string(int(pass)) + "#" + std::to_string(d.batch) + "," +
+                    std::to_string(d.in_channels) + "," + std::to_string(d.out_channels) + "," +
+                    std::to_string(d.groups) + "#" + d.win.key();
   if (post.bias || post.eltwise != Eltwise::None)
     key += "#post" + std::to_string(int(post.bias)) + "," + std::to_string(int(post.eltwise)) + "," +
            std::to_string(post.alpha);
-  return conv_cache().get(key, [&] { return make_dnnl_conv(d, pass, p, post); });
+  return conv_cache().get(key, [&] { return make_dnnl_conv(d, pass, p, post, bf16); });
 }
 
 // A buffer in the layout `want`: the buffer itself, or a reordered copy (counted as a
@@ -378,7 +390,7 @@ void run_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, const ND
                    void* out, const ConvPostOps& post = {}, const void* bias = nullptr, ConvReuse* reuse = nullptr,
                    ConvLayoutIO* io = nullptr) {
   DnnlConv c = dnnl_conv(d, pass, p, post);
-  ConvMds m = conv_mds(d);
+  ConvMds m = conv_mds(d, false);
   dnnl::memory::desc a_plain, b_plain, out_plain;
   int a_arg, b_arg, out_arg;
   dnnl::memory *a_held = nullptr, *b_held = nullptr;
@@ -406,7 +418,10 @@ void run_dnnl_conv(const ConvDims& d, ConvPass pass, const DnnlPads& p, const ND
   const dnnl::memory* b_blocked = io && io->in_b ? &mem_of(*io->in_b) : nullptr;
   dnnl::memory am = reused_layout(a_plain, a, a_blocked, c.a_md, a_held, a_view, false);
   dnnl::memory bm = reused_layout(b_plain, b, b_blocked, c.b_md, b_held, b_view, b_weights);
-  if (io && !a_blocked && pass == ConvPass::Forward && am.get_desc() != a_plain) {
+  // The source reordered into the primitive's layout is handed on as a kept float32 value;
+  // a bfloat16 copy (the bfloat16 math mode) is not.
+  if (io && !a_blocked && pass == ConvPass::Forward && am.get_desc() != a_plain &&
+      am.get_desc().data_type() == dnnl::memory::data_type::f32) {
     io->made = dnnl_value(am);
   }
   const bool keep = io && io->keep_out;

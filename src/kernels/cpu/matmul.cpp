@@ -3,7 +3,15 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
 
+#include <cstring>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "cntk/switches.h"
 #include "kernels/backend.h"
+#include "kernels/cpu/dnnl_context.h"
+#include "kernels/cpu/primitive_cache.h"
 
 namespace cntk::kernels {
 
@@ -34,7 +42,82 @@ void naive_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, cons
 
 constexpr int64_t kTinyProduct = 4096;  // M*N*K below which float32 stays off oneDNN
 
+// The bfloat16 product C = alpha * op(A) op(B) + beta * C: A and B reordered (rounded to
+// nearest even) into bfloat16 copies of the same orientation, then oneDNN's matmul with
+// float32 accumulation and a float32 C (alpha as its output scale, beta as a sum post-op).
+struct Bf16Gemm {
+  dnnl::reorder to_a, to_b;
+  dnnl::memory::desc a32, b32, a16, b16, c32;
+  dnnl::matmul product;
+};
+
+using Bf16Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, float, float>;
+
+PrimitiveCache<Bf16Key, Bf16Gemm>& bf16_cache() {
+  static auto* c = new PrimitiveCache<Bf16Key, Bf16Gemm>(256);
+  return *c;
+}
+
+Bf16Gemm make_bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc,
+                        float alpha, float beta) {
+  using dt = dnnl::memory::data_type;
+  using md = dnnl::memory::desc;
+  auto& eng = dnnl_engine();
+  Bf16Gemm g;
+  // op(A) is [M, K]: row-major with row stride lda, or its transpose read in place.
+  g.a32 = md({M, K}, dt::f32, ta ? dnnl::memory::dims{1, lda} : dnnl::memory::dims{lda, 1});
+  g.a16 = md({M, K}, dt::bf16, ta ? dnnl::memory::dims{1, M} : dnnl::memory::dims{K, 1});
+  g.b32 = md({K, N}, dt::f32, tb ? dnnl::memory::dims{1, ldb} : dnnl::memory::dims{ldb, 1});
+  g.b16 = md({K, N}, dt::bf16, tb ? dnnl::memory::dims{1, K} : dnnl::memory::dims{N, 1});
+  g.c32 = md({M, N}, dt::f32, dnnl::memory::dims{ldc, 1});
+  g.to_a = dnnl::reorder(dnnl::reorder::primitive_desc(eng, g.a32, eng, g.a16));
+  g.to_b = dnnl::reorder(dnnl::reorder::primitive_desc(eng, g.b32, eng, g.b16));
+  dnnl::primitive_attr attr;
+  if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+  if (beta != 0.0f) {
+    dnnl::post_ops ops;
+    ops.append_sum(beta);
+    attr.set_post_ops(ops);
+  }
+  g.product = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(g.a16, g.b16, g.c32), attr, eng));
+  return g;
+}
+
+void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+               const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  const Bf16Gemm g = bf16_cache().get(Bf16Key{ta, tb, M, N, K, lda, ldb, ldc, alpha, beta},
+                                      [&] { return make_bf16_gemm(ta, tb, M, N, K, lda, ldb, ldc, alpha, beta); });
+  thread_local std::vector<uint16_t> a16, b16;  // the rounded copies, reused by the thread's next product
+  a16.resize(size_t(M * K));
+  b16.resize(size_t(K * N));
+  auto& eng = dnnl_engine();
+  auto& strm = dnnl_stream();
+  dnnl::memory a32(g.a32, eng, const_cast<float*>(A)), b32(g.b32, eng, const_cast<float*>(B));
+  dnnl::memory am(g.a16, eng, a16.data()), bm(g.b16, eng, b16.data()), cm(g.c32, eng, C);
+  g.to_a.execute(strm, a32, am);
+  g.to_b.execute(strm, b32, bm);
+  g.product.execute(strm, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+}
+
 }  // namespace
+}  // namespace cntk::kernels
+
+namespace cntk {
+
+bool bf16_math_available() {
+  // The ISA values are sets of feature bits: AMX's include AVX512_BF16's.
+  static const bool available = (unsigned(dnnl_get_effective_cpu_isa()) & unsigned(dnnl_cpu_isa_avx512_core_bf16)) ==
+                                unsigned(dnnl_cpu_isa_avx512_core_bf16);
+  return available;
+}
+
+bool bf16_math_active() {
+  return std::strcmp(float32_math(), "bfloat16") == 0 && bf16_math_available() && kernels::primitives_enabled();
+}
+
+}  // namespace cntk
+
+namespace cntk::kernels {
 
 template <>
 void gemm<float>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
@@ -42,6 +125,10 @@ void gemm<float>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
   if (M == 0 || N == 0) return;
   if (M * N * K <= kTinyProduct || !primitives_enabled()) {
     naive_gemm<float>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+  if (bf16_math_active()) {
+    gemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
   dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);

@@ -1,5 +1,6 @@
 // Dense matrix products. float32 goes to oneDNN's sgemm (JIT-compiled for the
-// host ISA); float64, which oneDNN does not compute, uses a blocked loop.
+// host ISA), or to its bfloat16 matmul under the bfloat16 math mode; float64, which
+// oneDNN does not compute, uses a blocked loop.
 #pragma once
 #include "cntk/tensor.h"
 

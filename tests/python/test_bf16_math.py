@@ -1,0 +1,185 @@
+"""The bfloat16 math mode (cntk.cntk_py.set_float32_math): float32 matrix products and convolutions read their
+operands rounded to bfloat16 and accumulate in float32; parameters, gradients and learner state stay float32.
+Forward values and gradients are checked against NumPy / the reference backend on the rounded operands; training
+accuracy against float32 training on Fashion-MNIST."""
+import os
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import cntk as C
+
+needs_bf16 = pytest.mark.skipif(not C.cntk_py.bf16_math_available(),
+                                reason='this CPU has no bfloat16 instructions (AVX512_BF16 or AMX)')
+
+
+def bf16(x):
+    """x rounded to bfloat16 (to nearest even), as float32."""
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+    return (u.astype(np.uint32) << 16).view(np.float32)
+
+
+@pytest.fixture
+def math_mode():
+    """Sets a mode for the test; restores float32 math and the oneDNN backend afterwards."""
+    def set_mode(mode):
+        C.cntk_py.set_float32_math(mode)
+    yield set_mode
+    C.cntk_py.set_float32_math('float32')
+    C.cntk_py.set_backend('onednn')
+
+
+def test_switch_names_and_errors(math_mode):
+    assert C.cntk_py.get_float32_math() == 'float32' and not C.cntk_py.bf16_math_active()
+    with pytest.raises(ValueError, match="unknown float32 math mode 'half'"):
+        C.cntk_py.set_float32_math('half')
+    assert C.cntk_py.get_float32_math() == 'float32'
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        math_mode('bfloat16')
+    assert C.cntk_py.get_float32_math() == 'bfloat16'
+    assert C.cntk_py.bf16_math_active() == C.cntk_py.bf16_math_available()
+    C.cntk_py.set_backend('reference')
+    assert not C.cntk_py.bf16_math_active()
+
+
+def test_warns_where_the_cpu_lacks_bfloat16(math_mode, monkeypatch):
+    monkeypatch.setattr(C.cntk_py, 'bf16_math_available', lambda: False)
+    with pytest.warns(RuntimeWarning, match='no bfloat16 instructions'):
+        math_mode('bfloat16')
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        math_mode('float32')
+
+
+def test_bfloat16_math_is_read_from_the_environment():
+    import subprocess
+    code = 'import cntk as C; print(C.cntk_py.get_float32_math())'
+    env = dict(os.environ, CNTK_FLOAT32_MATH='bfloat16')
+    out = subprocess.run([sys.executable, '-c', code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == 'bfloat16'
+    env['CNTK_FLOAT32_MATH'] = 'bf8'
+    out = subprocess.run([sys.executable, '-c', code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == 'float32' and 'CNTK_FLOAT32_MATH=bf8 is no math mode' in out.stderr
+
+
+@needs_bf16
+def test_times_and_its_gradients_read_rounded_operands(math_mode):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((64, 300)).astype(np.float32)
+    w = rng.standard_normal((300, 200)).astype(np.float32)
+    g = rng.standard_normal((64, 200)).astype(np.float32)
+    x = C.input_variable(300, needs_gradient=True)
+    dz = C.input_variable(200)
+    W = C.parameter(init=w)
+    z = C.times(x, W)
+    loss = C.reduce_sum(z * dz)  # the product's output gradient is g
+    math_mode('bfloat16')
+    y = z.eval({x: a})
+    grads = loss.grad({x: a, dz: g}, wrt=[W, x])
+    a64, w64, g64 = (bf16(v).astype(np.float64) for v in (a, w, g))
+    np.testing.assert_allclose(y, a64 @ w64, rtol=0, atol=2e-5 * np.abs(a64 @ w64).max())
+    np.testing.assert_allclose(grads[W], a64.T @ g64, rtol=0, atol=2e-5 * np.abs(a64.T @ g64).max())
+    np.testing.assert_allclose(grads[x], g64 @ w64.T, rtol=0, atol=2e-5 * np.abs(g64 @ w64.T).max())
+    # float32 math: the unrounded product, which differs from the rounded one
+    math_mode('float32')
+    y32 = z.eval({x: a})
+    np.testing.assert_allclose(y32, a.astype(np.float64) @ w, rtol=0, atol=2e-5 * np.abs(y32).max())
+    assert np.abs(y32 - y).max() > 1e-3 * np.abs(y32).max()
+
+
+@needs_bf16
+def test_dense_layer_trains_with_float32_parameters(math_mode):
+    """Parameters and their gradients stay float32 (float32 master weights): a learner's update is the float32
+    step of the gradient the rounded product gives."""
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((32, 50)).astype(np.float32)
+    x = C.input_variable(50)
+    model = C.layers.Dense(20, init=C.glorot_uniform(seed=3))(x)
+    W = model.W
+    w0 = W.value.copy()
+    loss = C.reduce_sum(C.square(model))
+    math_mode('bfloat16')
+    grad = loss.grad({x: a}, wrt=[W])
+    trainer = C.Trainer(model, (loss, None), [C.sgd(model.parameters, C.learning_parameter_schedule(0.01))])
+    trainer.train_minibatch({x: a})
+    assert W.value.dtype == np.float32 and grad.dtype == np.float32
+    # The step is a float32 multiple of the gradient (SGD), and the weights are not rounded to bfloat16.
+    step = (w0 - W.value).astype(np.float64)
+    scale = float((step * grad).sum() / (grad.astype(np.float64) ** 2).sum())
+    assert scale > 0
+    np.testing.assert_allclose(step, scale * grad, rtol=0, atol=1e-6 * np.abs(w0).max())
+    assert np.any(bf16(W.value) != W.value)
+
+
+@needs_bf16
+def test_convolution_passes_read_rounded_operands(math_mode):
+    rng = np.random.default_rng(2)
+    xv = rng.standard_normal((4, 16, 12, 12)).astype(np.float32)
+    wv = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
+    dyv = rng.standard_normal((32, 12, 12)).astype(np.float32)  # the same output gradient for every sample
+
+    def passes(mode, backend, x_values, w_values, dy_values):
+        C.cntk_py.set_backend(backend)
+        math_mode(mode)
+        x = C.input_variable((16, 12, 12), needs_gradient=True)
+        W = C.parameter(init=w_values)
+        conv = C.convolution(W, x, auto_padding=[False, True, True])
+        y = conv.eval({x: x_values})
+        g = C.reduce_sum(conv * C.constant(dy_values)).grad({x: x_values}, wrt=[W, x])
+        return y, g[W], g[x]
+
+    got = passes('bfloat16', 'onednn', xv, wv, dyv)
+    want = passes('float32', 'reference', bf16(xv), bf16(wv), bf16(dyv))
+    for name, a, b in zip(('output', 'weight gradient', 'input gradient'), got, want):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-5 * np.abs(b).max(), err_msg=name)
+
+
+@needs_bf16
+def test_float64_is_not_rounded(math_mode):
+    rng = np.random.default_rng(3)
+    a, w = rng.standard_normal((40, 60)), rng.standard_normal((60, 30))
+    x = C.input_variable(60, np.float64)
+    z = C.times(x, C.parameter(init=w, dtype=np.float64))
+    math_mode('bfloat16')
+    np.testing.assert_allclose(z.eval({x: a}), a @ w, rtol=1e-12)
+
+
+# ---------------------------------------------------------------- accuracy
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), '..', '..', 'examples', 'python')
+
+
+def fashion_mnist_example(name):
+    sys.path.insert(0, os.path.abspath(EXAMPLES))
+    import fashion_mnist_data
+    if not fashion_mnist_data.available():
+        pytest.skip('Fashion-MNIST is not installed (Debian package dataset-fashion-mnist)')
+    return __import__(name)
+
+
+def accuracies(example, math_mode, **kw):
+    out = {}
+    for mode in ('float32', 'bfloat16'):
+        math_mode(mode)
+        out[mode], _ = example.train_and_test(verbose=False, **kw)
+    return out
+
+
+@needs_bf16
+@pytest.mark.slow
+def test_fashion_mnist_mlp_accuracy_in_bfloat16(math_mode):
+    acc = accuracies(fashion_mnist_example('fashion_mnist_mlp'), math_mode, epochs=10)
+    assert acc['float32'] >= 0.87, acc
+    assert abs(acc['bfloat16'] - acc['float32']) <= 0.005, acc
+
+
+@needs_bf16
+@pytest.mark.slow
+def test_fashion_mnist_cnn_accuracy_in_bfloat16(math_mode):
+    acc = accuracies(fashion_mnist_example('fashion_mnist_cnn'), math_mode, epochs=3)
+    assert acc['float32'] >= 0.89, acc
+    assert abs(acc['bfloat16'] - acc['float32']) <= 0.005, acc
