@@ -53,11 +53,24 @@ COLUMNS = {
     'pytorch_compile': ('PyTorch compile', 'PyTorch', {'compile': True}),
     'tensorflow': ('TensorFlow', 'TensorFlow', {}),
     'tensorflow_xla': ('TensorFlow XLA', 'TensorFlow', {'jit_compile': True}),
+    # bfloat16 mixed precision (float32 parameters and update), on workloads with BF16 where the CPU has it:
+    # OpenCNTK's bfloat16 math mode, PyTorch's autocast, Keras' mixed_bfloat16 policy.
+    'opencntk_bf16': ('OpenCNTK bf16', 'OpenCNTK', {'bf16': True}),
+    'pytorch_bf16': ('PyTorch bf16', 'PyTorch', {'bf16': True}),
+    'tensorflow_bf16': ('TensorFlow bf16', 'TensorFlow', {'bf16': True}),
 }
 ORDER = list(COLUMNS)  # the rotation of a round
 BASELINE = 'opencntk_baseline'
 DEFAULT_COLUMNS = [c for c in ORDER if c != BASELINE]
-PEERS = [c for c in ORDER if COLUMNS[c][1] != 'OpenCNTK']
+BF16 = [c for c in ORDER if COLUMNS[c][2].get('bf16')]
+PEERS = [c for c in ORDER if COLUMNS[c][1] != 'OpenCNTK' and c not in BF16]  # float32 peers
+BF16_PEERS = [c for c in BF16 if COLUMNS[c][1] != 'OpenCNTK']
+# The bfloat16 columns' check, against OpenCNTK's float32 losses: (early steps, their tolerance, the tolerance
+# over all CHECK_STEPS or None). bfloat16 rounds every product's operands (2^-9 relative), and training amplifies
+# that like any perturbation: measured on this suite's workloads, the bfloat16 columns of all three frameworks
+# stay within 2.5% of float32 over the first 5 steps, then part by up to 57% (cnn, step 12) as float32 runs from
+# slightly different weights would. So the first steps are held to 3e-2 and the later ones only to being finite.
+BF16_CHECK = (5, 3e-2, None)
 CHECK_COLUMNS = ['opencntk', 'pytorch', 'tensorflow']  # --check's default; the timed run checks every column
 PINNED = {'torch': '2.13.0', 'tensorflow': '2.21.0', 'keras': '3.15.1'}  # bench/install-peers.sh
 POLICIES = ['active', 'passive']
@@ -202,6 +215,9 @@ def worker_main(workload, col):
         data = w.make_data()
         params = w.make_params(data)
         cls, config = getattr(w, COLUMNS[col][1]), COLUMNS[col][2]
+        if config.get('bf16'):
+            from workloads.common import enable_bf16
+            enable_bf16(COLUMNS[col][1])
         reply(ok=True, info=dict(framework_info(col), pinned_cpus=cpus), measure_steps=w.MEASURE_STEPS,
               warmup_steps=w.WARMUP_STEPS, epoch_steps=w.EPOCH_STEPS, params_numpy=params.count())
     except Exception as e:  # noqa: BLE001: reported to the parent, which records it
@@ -391,8 +407,10 @@ def run_check(w, workers, row, steps):
     """The equivalence check; drops (and closes) the workers of columns that fail it."""
     rtol = getattr(w, 'CHECK_RTOL', CHECK_RTOL)
     early_steps, early_rtol = getattr(w, 'CHECK_EARLY', CHECK_EARLY)
+    bf16_early_steps, bf16_early_rtol, bf16_rtol = getattr(w, 'BF16_CHECK', BF16_CHECK)
     check = row['check'] = {'steps': steps, 'rtol': rtol, 'early_steps': early_steps, 'early_rtol': early_rtol,
-                            'columns': {}}
+                            'bf16': {'rtol': bf16_rtol, 'early_steps': bf16_early_steps,
+                                     'early_rtol': bf16_early_rtol}, 'columns': {}}
     for col in list(workers):
         try:
             r = workers[col].ask(cmd='check', steps=steps)
@@ -409,14 +427,19 @@ def run_check(w, workers, row, steps):
             c['passed'] = c['n_params'] == row['params_numpy']
             c['why'] = '' if c['passed'] else '%d parameters, NumPy has %d' % (c['n_params'], row['params_numpy'])
         else:
-            c['max_rel_diff'], c['at_step'] = compare_losses(ref['losses'], c['losses'], rtol)
-            c['early_max_rel_diff'], at = compare_losses(ref['losses'][:early_steps], c['losses'][:early_steps], 0)
+            # A bfloat16 column is held to the looser bfloat16 tolerances (also OpenCNTK's own).
+            es, er, r = ((bf16_early_steps, bf16_early_rtol, bf16_rtol) if col in BF16
+                         else (early_steps, early_rtol, rtol))
+            c['max_rel_diff'], c['at_step'] = compare_losses(ref['losses'], c['losses'], r)
+            c['early_max_rel_diff'], at = compare_losses(ref['losses'][:es], c['losses'][:es], 0)
             why = []
-            if c['early_max_rel_diff'] > early_rtol:
+            if not all(math.isfinite(x) for x in c['losses']):
+                why.append('a loss is not finite')
+            if c['early_max_rel_diff'] > er:
                 why.append('loss differs by %.2g at step %d (tolerance %.0e in the first %d steps)'
-                           % (c['early_max_rel_diff'], at, early_rtol, early_steps))
-            if c['max_rel_diff'] > rtol:
-                why.append('loss differs by %.2g at step %d (tolerance %.0e)' % (c['max_rel_diff'], c['at_step'], rtol))
+                           % (c['early_max_rel_diff'], at, er, es))
+            if r is not None and c['max_rel_diff'] > r:
+                why.append('loss differs by %.2g at step %d (tolerance %.0e)' % (c['max_rel_diff'], c['at_step'], r))
             if c['n_params'] != ref['n_params']:
                 why.append('%d parameters, OpenCNTK %d' % (c['n_params'], ref['n_params']))
             c['passed'], c['why'] = not why, '; '.join(why)
@@ -461,7 +484,14 @@ def run_workload(name, policy, args, log_dir):
            'columns': {}, 'missing': {}, 'loadavg_before': bench_run.loadavg()}
     if hasattr(w, 'step_flops'):
         row['step_flops'] = w.step_flops()
-    skip = getattr(w, 'SKIP_COLUMNS', {})
+    skip = dict(getattr(w, 'SKIP_COLUMNS', {}))
+    from workloads.common import cpu_has_bf16
+    for col in BF16:
+        if not getattr(w, 'BF16', False):
+            skip.setdefault(col, 'no bfloat16 columns for this workload (OpenCNTK computes its recurrences and '
+                                 'embeddings in float32 under the bfloat16 math mode)')
+        elif not cpu_has_bf16():
+            skip.setdefault(col, 'this CPU has no bfloat16 instructions (AVX512_BF16 or AMX)')
     for col in args.columns:
         if col in skip:
             row['missing'][col] = 'not run: %s' % skip[col]
@@ -540,33 +570,41 @@ def timed(row, col):
 
 
 def ratios(row):
-    """OpenCNTK's median over each timed peer column's, with bootstrap 95% intervals; and over the best."""
+    """OpenCNTK's median over each timed float32 peer column's, with bootstrap 95% intervals, and over the best;
+    the same for OpenCNTK bf16 over the bfloat16 peer columns (keys prefixed bf16_)."""
     me = timed(row, 'opencntk')
-    peers = [c for c in PEERS if timed(row, c)]
     if me and timed(row, BASELINE):
         b = row['columns'][BASELINE]
         row['ratio_vs_baseline'] = ([me['step_s_median'] / b['step_s_median']] +
                                     list(ratio_ci(me['step_s_samples'], b['step_s_samples'])))
-    if not me or not peers:
-        return
-    for c in peers:
-        r = me['step_s_median'] / row['columns'][c]['step_s_median']
-        row['ratio_vs_' + c] = [r] + list(ratio_ci(me['step_s_samples'], row['columns'][c]['step_s_samples']))
-    best = min(peers, key=lambda c: row['columns'][c]['step_s_median'])
-    row['best_peer'] = best
-    row['ratio_vs_best_peer'] = row['ratio_vs_' + best]
+    for mine, theirs, prefix in (('opencntk', PEERS, ''), ('opencntk_bf16', BF16_PEERS, 'bf16_')):
+        me, peers = timed(row, mine), [c for c in theirs if timed(row, c)]
+        if not me or not peers:
+            continue
+        for c in peers:
+            r = me['step_s_median'] / row['columns'][c]['step_s_median']
+            row[prefix + 'ratio_vs_' + c] = [r] + list(ratio_ci(me['step_s_samples'],
+                                                                row['columns'][c]['step_s_samples']))
+        best = min(peers, key=lambda c: row['columns'][c]['step_s_median'])
+        row[prefix + 'best_peer'] = best
+        row[prefix + 'ratio_vs_best_peer'] = row[prefix + 'ratio_vs_' + best]
 
 
-def summary(results):
-    """Per workload over both wait policies: OpenCNTK's best median over the best peer column's."""
+def summary(results, me='opencntk', peers=None):
+    """Per workload over both wait policies: OpenCNTK's best median over the best peer column's (float32; with
+    me='opencntk_bf16' and peers=BF16_PEERS the bfloat16 columns, over the workloads that ran them)."""
+    peers = PEERS if peers is None else peers
     out = []
     for name in dict.fromkeys(r['workload'] for r in results):
         rows = [r for r in results if r['workload'] == name]
-        mine = [(r['columns']['opencntk'], r) for r in rows if timed(r, 'opencntk')]
-        theirs = [(r['columns'][c], r, c) for r in rows for c in PEERS if timed(r, c)]
+        mine = [(r['columns'][me], r) for r in rows if timed(r, me)]
+        theirs = [(r['columns'][c], r, c) for r in rows for c in peers if timed(r, c)]
+        if me != 'opencntk' and all(m.startswith('not run') for r in rows for c, m in r['missing'].items()
+                                    if c == me) and any(me in r['missing'] for r in rows):
+            continue  # a workload without these columns
         if not mine or not theirs:
             why = '; '.join('%s: %s' % (label(c), m) for r in rows for c, m in r['missing'].items()
-                            if c == 'opencntk') or 'no timed column on one side (see the check)'
+                            if c == me) or 'no timed column on one side (see the check)'
             out.append({'workload': name, 'why': why})
             continue
         m, mr = min(mine, key=lambda t: t[0]['step_s_median'])
@@ -585,8 +623,9 @@ def gemm_peak(policy, log_dir, reps):
     log = os.path.join(log_dir, 'suite-gemm-peak-%s.log' % policy)
     try:
         with open(log, 'w') as err:
-            out = subprocess.run([sys.executable, os.path.join(HERE, 'gemm_peak.py'), str(reps)], stdout=subprocess.PIPE,
-                                 stderr=err, text=True, timeout=600, env=worker_env(policy, 'opencntk'), cwd=ROOT)
+            out = subprocess.run([sys.executable, os.path.join(HERE, 'gemm_peak.py'), str(reps)],
+                                 stdout=subprocess.PIPE, stderr=err, text=True, timeout=600,
+                                 env=worker_env(policy, 'opencntk'), cwd=ROOT)
         if out.returncode != 0:
             return {'error': 'bench/gemm_peak.py exited with status %d (see %s)' % (out.returncode, log)}
         return json.loads(out.stdout.strip().splitlines()[-1])
@@ -627,32 +666,44 @@ def _ratio(r):
 def table(report):
     cols = report['columns']
     base = BASELINE in cols
+    bf = 'opencntk_bf16' in cols
     lines = [GOAL, '',
              '| workload | OMP wait | ' + ' | '.join('%s (ms/step)' % label(c) for c in cols) +
-             (' | OpenCNTK / baseline' if base else '') + ' | best peer | OpenCNTK / best peer | check (max loss diff) |',
-             '| --- | --- | ' + ' | '.join('---:' for _ in cols) + (' | ---:' if base else '') + ' | --- | ---: | --- |']
+             (' | OpenCNTK / baseline' if base else '') + ' | best peer | OpenCNTK / best peer' +
+             (' | OpenCNTK bf16 / best bf16 peer' if bf else '') + ' | check (max loss diff) |',
+             '| --- | --- | ' + ' | '.join('---:' for _ in cols) + (' | ---:' if base else '') + ' | --- | ---:' +
+             (' | ---:' if bf else '') + ' | --- |']
     for row in report['results']:
         check = row.get('check', {}).get('columns', {})
         failed = ['%s: %s' % (label(c), v['why']) for c, v in check.items() if v.get('passed') is False]
-        diffs = [v['max_rel_diff'] for v in check.values() if 'max_rel_diff' in v and v.get('passed')]
+        diffs = [v['max_rel_diff'] for c, v in check.items()
+                 if 'max_rel_diff' in v and v.get('passed') and c not in BF16]
+        bf_diffs = [v['early_max_rel_diff'] for c, v in check.items()
+                    if 'early_max_rel_diff' in v and v.get('passed') and c in BF16]
+        shown = (['%.0e' % max(diffs)] if diffs else []) + (
+            ['bf16 first steps %.0e' % max(bf_diffs)] if bf_diffs else [])
         ck = ('FAILED (%s)' % '; '.join(failed) if failed else
-              'passed (%.0e)' % max(diffs) if diffs else 'n/a' if check else 'not run')
+              'passed (%s)' % ', '.join(shown) if shown else 'n/a' if check else 'not run')
         ratio = _ratio(row.get('ratio_vs_best_peer'))
         if 'opencntk' in row['missing']:
             ratio = 'OpenCNTK missing'
         elif check.get('opencntk', {}).get('passed') is False:
             ratio = 'check failed'
-        lines.append('| %s | %s | %s%s | %s | %s | %s |' % (
+        lines.append('| %s | %s | %s%s | %s | %s%s | %s |' % (
             row['workload'], row['policy'], ' | '.join(_cell(row, c) for c in cols),
             ' | ' + _ratio(row.get('ratio_vs_baseline')) if base else '',
-            label(row['best_peer']) if row.get('best_peer') else '-', ratio, ck))
-    summ = report.get('summary', [])
-    got = [s['ratio'][0] for s in summ if 'ratio' in s]
-    if got:
-        lines += ['', 'Summary, per workload (OpenCNTK under its faster wait policy over the fastest peer column '
-                      'under either): ' + ', '.join('%s %s' % (s['workload'], _ratio(s['ratio']) if 'ratio' in s
-                                                            else 'n/a') for s in summ) +
-                  '; geometric mean %.2f.' % geomean(got)]
+            label(row['best_peer']) if row.get('best_peer') else '-', ratio,
+            ' | ' + _ratio(row.get('bf16_ratio_vs_best_peer')) if bf else '', ck))
+    for key, what in (('summary', 'OpenCNTK under its faster wait policy over the fastest float32 peer column '
+                                  'under either'),
+                      ('bf16_summary', 'bfloat16: OpenCNTK bf16 under its faster wait policy over the fastest '
+                                       'bfloat16 peer column under either')):
+        summ = report.get(key, [])
+        got = [s['ratio'][0] for s in summ if 'ratio' in s]
+        if got:
+            lines += ['', 'Summary, per workload (%s): ' % what +
+                      ', '.join('%s %s' % (s['workload'], _ratio(s['ratio']) if 'ratio' in s else 'n/a')
+                                for s in summ) + '; geometric mean %.2f.' % geomean(got)]
     lines += gemm_table(report)
     vs = [(r['workload'], r['policy'], r['ratio_vs_baseline']) for r in report['results'] if r.get('ratio_vs_baseline')]
     if vs:
@@ -864,6 +915,7 @@ def main():
             frameworks.setdefault(col, d['info'])
     report = {'environment': env, 'columns': args.columns, 'frameworks': frameworks,
               'warnings': pin_warnings(frameworks.values()), 'results': results, 'summary': summary(results),
+              'bf16_summary': summary(results, 'opencntk_bf16', BF16_PEERS) if 'opencntk_bf16' in args.columns else [],
               'gemm_peak': peaks,
               'method': ('one worker process per workload and column, kept warm; equivalence check first (%d steps '
                          'from the same NumPy initial values, dropout off, per-step losses within each workload\'s '

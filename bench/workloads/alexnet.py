@@ -13,6 +13,7 @@ BATCH = 16
 EPOCH_STEPS = None
 MEASURE_STEPS = 3
 WARMUP_STEPS = 2
+BF16 = True  # the bfloat16 columns (products and convolutions carry the step)
 OPTIMIZER = ('sgd', dict(lr=0.01))
 # (filters, kernel, stride, same padding?, max-pool 3/2 after?)
 CONVS = [(64, 11, 4, False, True), (192, 5, 1, True, True), (384, 3, 1, True, False), (256, 3, 1, True, False),

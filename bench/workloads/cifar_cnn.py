@@ -13,6 +13,7 @@ BATCH = 32
 EPOCH_STEPS = 1563  # 50,000 images
 MEASURE_STEPS = 50
 WARMUP_STEPS = 10
+BF16 = True  # the bfloat16 columns (products and convolutions carry the step)
 OPTIMIZER = ('rmsprop', dict(lr=1e-4, rho=0.9))
 CONVS = [('c0', 3, 32, True), ('c1', 32, 32, False), ('c2', 32, 64, True), ('c3', 64, 64, False)]  # same padding?
 FLAT = (64, 6, 6)

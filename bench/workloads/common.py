@@ -12,6 +12,8 @@ batch size and data. A workload module defines:
   WARMUP_STEPS         untimed steps before the first measurement
   EPOCH_STEPS          steps of one epoch (to report an epoch time), or None
   step_flops()         (GEMM-bound workloads only) FLOPs of one training step's products (training_flops)
+  BF16                 True where the suite runs the bfloat16 columns (OpenCNTK's products and convolutions
+                       carry the step), with BF16_CHECK = (early steps, early tolerance, tolerance) optional
   make_data()          an object with batch(step) -> tuple of NumPy arrays, the same in every framework
   OpenCNTK, PyTorch, TensorFlow
                        classes built from the data, with step(*arrays) -> float loss of the minibatch and
@@ -438,6 +440,10 @@ class TorchStep:
         self.opt, form = torch_optimizer(torch, model.parameters(), opt)
         self.info = {'optimizer': form, 'memory_format': 'channels_last' if conv else 'contiguous',
                      'compile': bool(config.get('compile'))}
+        self.bf16 = bool(config.get('bf16'))  # forward and loss under torch.autocast('cpu', torch.bfloat16)
+        if self.bf16:
+            self.info['autocast'] = 'bfloat16'
+
         if conv:
             model.to(memory_format=torch.channels_last)
         prepare = prepare or (lambda *a: tuple(torch.from_numpy(x) for x in a))
@@ -453,8 +459,9 @@ class TorchStep:
 
     def __call__(self, *arrays):
         *xs, y = self.prepare(*arrays)
-        out = self.forward(*xs)
-        loss = self.loss_fn(out, y)
+        with self.torch.autocast('cpu', dtype=self.torch.bfloat16, enabled=self.bf16):
+            out = self.forward(*xs)
+            loss = self.loss_fn(out, y)
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         self.opt.step()
@@ -518,6 +525,31 @@ def torch_setup():
     torch.set_num_threads(THREADS)
     torch.manual_seed(1)
     return torch
+
+
+def cpu_has_bf16():
+    """Whether the CPU reports bfloat16 instructions (AVX512_BF16 or AMX-BF16) in /proc/cpuinfo."""
+    try:
+        with open('/proc/cpuinfo') as f:
+            flags = next((line.split(':', 1)[1].split() for line in f if line.startswith('flags')), [])
+    except OSError:
+        return False
+    return 'avx512_bf16' in flags or 'amx_bf16' in flags
+
+
+def enable_bf16(framework):
+    """Puts a worker's framework in its bfloat16 mixed-precision mode, before any model is built: OpenCNTK's
+    bfloat16 math (products and convolutions read bfloat16 operands; parameters, gradients, update in float32),
+    Keras' mixed_bfloat16 policy (layers compute in bfloat16 over float32 variables). PyTorch's autocast is per
+    step (TorchStep, config['bf16'])."""
+    if framework == 'OpenCNTK':
+        C = cntk_setup()
+        if not C.cntk_py.bf16_math_available():
+            raise RuntimeError('OpenCNTK: this CPU has no bfloat16 instructions')
+        C.cntk_py.set_float32_math('bfloat16')
+    elif framework == 'TensorFlow':
+        _, keras = tf_setup()
+        keras.mixed_precision.set_global_policy('mixed_bfloat16')
 
 
 def cntk_setup():

@@ -12,6 +12,7 @@ BATCH = 16
 EPOCH_STEPS = None
 MEASURE_STEPS = 2
 WARMUP_STEPS = 2
+BF16 = True  # the bfloat16 columns (products and convolutions carry the step)
 OPTIMIZER = ('sgd', dict(lr=0.01))
 # Inception modules: (#1x1, #3x3 reduce, #3x3, #5x5 reduce, #5x5, pool projection); 'pool' = max-pool 3/2.
 MODULES = [(64, 96, 128, 16, 32, 32), (128, 128, 192, 32, 96, 64), 'pool',

@@ -10,6 +10,7 @@ BATCH = 128
 EPOCH_STEPS = 469
 MEASURE_STEPS = 100
 WARMUP_STEPS = 50
+BF16 = True  # the bfloat16 columns (products and convolutions carry the step)
 OPTIMIZER = ('rmsprop', dict(lr=1e-3, rho=0.9))
 # Measured: a 1e-7 relative change of the initial weights moves PyTorch's and TensorFlow's own loss by 2.4e-3
 # at step 19 (RMSProp's normalized steps amplify rounding), OpenCNTK's by up to 7e-2 for 1e-5.

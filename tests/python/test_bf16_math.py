@@ -161,25 +161,29 @@ def fashion_mnist_example(name):
     return __import__(name)
 
 
-def accuracies(example, math_mode, **kw):
+def mean_accuracies(example, math_mode, seeds, **kw):
+    """{mode: mean test accuracy over `seeds`} of the example trained in float32 and in bfloat16 math."""
     out = {}
     for mode in ('float32', 'bfloat16'):
         math_mode(mode)
-        out[mode], _ = example.train_and_test(verbose=False, **kw)
+        out[mode] = float(np.mean([example.train_and_test(verbose=False, seed=s, **kw)[0] for s in seeds]))
     return out
 
 
+# One seed's test accuracy varies by about +-0.3 points with the seed (MLP, 15 epochs: 0.886-0.895 in float32),
+# and a bfloat16 run departs from its float32 twin as another seed would (seeds 1-4: -0.7 to +0.2 points). So the
+# MLP compares the means of three seeds; the CNN's 3-epoch accuracy varies less (seeds 1, 2: +0.09, +0.13 points).
 @needs_bf16
 @pytest.mark.slow
 def test_fashion_mnist_mlp_accuracy_in_bfloat16(math_mode):
-    acc = accuracies(fashion_mnist_example('fashion_mnist_mlp'), math_mode, epochs=10)
-    assert acc['float32'] >= 0.87, acc
+    acc = mean_accuracies(fashion_mnist_example('fashion_mnist_mlp'), math_mode, seeds=(1, 2, 3), epochs=15)
+    assert acc['float32'] >= 0.88, acc
     assert abs(acc['bfloat16'] - acc['float32']) <= 0.005, acc
 
 
 @needs_bf16
 @pytest.mark.slow
 def test_fashion_mnist_cnn_accuracy_in_bfloat16(math_mode):
-    acc = accuracies(fashion_mnist_example('fashion_mnist_cnn'), math_mode, epochs=3)
-    assert acc['float32'] >= 0.89, acc
+    acc = mean_accuracies(fashion_mnist_example('fashion_mnist_cnn'), math_mode, seeds=(1,), epochs=3)
+    assert acc['float32'] >= 0.90, acc
     assert abs(acc['bfloat16'] - acc['float32']) <= 0.005, acc
