@@ -33,7 +33,9 @@ python3 -m pip install -q --disable-pip-version-check "torch==2.13.0" "onnxscrip
   grep -v "Running pip as the 'root' user\|is ignored: it is neither" || true
 # Keras 2.3.1, the last Keras with a CNTK backend: tests/python/test_keras_*.py run it on OpenCNTK
 # (with cntk.keras_compat). It pulls h5py, keras-applications, keras-preprocessing; no TensorFlow.
-python3 -m pip install -q --disable-pip-version-check "keras==2.3.1" 2>&1 | grep -v "Running pip as the 'root' user\|is ignored: it is neither" || true
+# pandas and flaky: Keras' own test modules import them (tests/keras_suite runs some in CI).
+python3 -m pip install -q --disable-pip-version-check "keras==2.3.1" pandas flaky 2>&1 |
+  grep -v "Running pip as the 'root' user\|is ignored: it is neither" || true
 # The benchmark suite's pinned peers (torch, tensorflow-cpu, Keras 3) in a venv of their own (build/bench-venv),
 # where Keras 3 does not replace the Keras 2.3.1 above; tests/python/test_bench_suite.py runs the suite's
 # equivalence check with them.
