@@ -488,8 +488,8 @@ def run_workload(name, policy, args, log_dir):
     from workloads.common import cpu_has_bf16
     for col in BF16:
         if not getattr(w, 'BF16', False):
-            skip.setdefault(col, 'no bfloat16 columns for this workload (OpenCNTK computes its recurrences and '
-                                 'embeddings in float32 under the bfloat16 math mode)')
+            skip.setdefault(col, 'no bfloat16 columns for this workload (its step is a sparse product and update, '
+                                 'which OpenCNTK computes in float32 under the bfloat16 math mode)')
         elif not cpu_has_bf16():
             skip.setdefault(col, 'this CPU has no bfloat16 instructions (AVX512_BF16 or AMX)')
     for col in args.columns:
@@ -734,7 +734,8 @@ def gemm_table(report):
                          for pol in dict.fromkeys(r['policy'] for r in rows))
     lines = ['', 'GEMM-bound rows: achieved GFLOP/s (the step\'s convolution and matrix-product FLOPs, forward and '
                  'backward, over the median step) and its share of oneDNN\'s float32 GEMM peak measured in this run '
-                 '(dnnl_sgemm, n = 1024 and 2048, %d threads; per wait policy: %s).' % (THREADS, measured), '',
+                 '(dnnl_sgemm, n = 1024 and 2048, %d threads; per wait policy: %s). The bf16 columns\' shares are of '
+                 'the same float32 peak: bfloat16 products run at up to twice its rate.' % (THREADS, measured), '',
              '| workload | OMP wait | GFLOP per step | ' + ' | '.join(label(c) for c in cols) + ' |',
              '| --- | --- | ---: | ' + ' | '.join('---:' for _ in cols) + ' |']
     for row in rows:

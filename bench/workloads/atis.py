@@ -15,6 +15,7 @@ VOCAB, SLOTS, EMBED, HIDDEN = 943, 129, 150, 300
 MB_TOKENS, EPOCH_TOKENS = 70, 36000
 # The mean loss per token in all three (the original recipe's per-sample rate on a summed gradient is, for
 # Adam, the same update up to epsilon's scale).
+BF16 = True  # the bfloat16 columns (products and recurrences carry the step)
 OPTIMIZER = ('adam', dict(lr=0.003, eps=1e-7))
 SKIP_COLUMNS = {'tensorflow_xla': 'minibatch shapes differ from step to step (whole sequences of up to 70 tokens): '
                                   'XLA compiles again for each new shape'}

@@ -14,6 +14,7 @@ EPOCH_STEPS = 782  # 25,000 reviews
 MEASURE_STEPS = 40
 WARMUP_STEPS = 5
 VOCAB, EMBED, HIDDEN, LENGTH = 20000, 128, 64, 100
+BF16 = True  # the bfloat16 columns (products and recurrences carry the step)
 OPTIMIZER = ('adam', dict(lr=1e-3, eps=1e-7))
 # The loss starts at ln 2 and moves by 20% in 20 steps; the three agree within 4e-5.
 CHECK_RTOL = 2e-4

@@ -11,6 +11,7 @@ TITLE = ("char LSTM (Keras lstm_text_generation): LSTM 128 over 40-character one
          "RMSprop lr 0.01, batch 128, Debian's license texts (/usr/share/common-licenses)")
 BATCH = 128
 MAXLEN, STEP, HIDDEN = 40, 3, 128
+BF16 = True  # the bfloat16 columns (products and recurrences carry the step)
 OPTIMIZER = ('rmsprop', dict(lr=0.01, rho=0.9))
 MEASURE_STEPS = 40
 WARMUP_STEPS = 5

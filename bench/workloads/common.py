@@ -12,8 +12,9 @@ batch size and data. A workload module defines:
   WARMUP_STEPS         untimed steps before the first measurement
   EPOCH_STEPS          steps of one epoch (to report an epoch time), or None
   step_flops()         (GEMM-bound workloads only) FLOPs of one training step's products (training_flops)
-  BF16                 True where the suite runs the bfloat16 columns (OpenCNTK's products and convolutions
-                       carry the step), with BF16_CHECK = (early steps, early tolerance, tolerance) optional
+  BF16                 True where the suite runs the bfloat16 columns (OpenCNTK's products, convolutions and
+                       recurrences carry the step), with BF16_CHECK = (early steps, early tolerance, tolerance)
+                       optional
   make_data()          an object with batch(step) -> tuple of NumPy arrays, the same in every framework
   OpenCNTK, PyTorch, TensorFlow
                        classes built from the data, with step(*arrays) -> float loss of the minibatch and

@@ -148,6 +148,60 @@ def test_float64_is_not_rounded(math_mode):
     np.testing.assert_allclose(z.eval({x: a}), a @ w, rtol=1e-12)
 
 
+def lstm_emulated(xs, W, H, b, rounded):
+    """CNTK's LSTM (gates i, c~, f, o) over one sequence in float64; `rounded`: as the bfloat16 math mode runs it,
+    with the input, the weights and each step's h rounded to bfloat16 (c and the gates in full precision)."""
+    r = bf16 if rounded else (lambda v: np.asarray(v, np.float32))
+    W64, H64 = r(W).astype(np.float64), r(H).astype(np.float64)
+    n = H.shape[0]
+    h, c, out = np.zeros(n), np.zeros(n), []
+    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    for x in r(xs).astype(np.float64):
+        z = x @ W64 + h @ H64 + b
+        i, g, f, o = (z[k * n:(k + 1) * n] for k in range(4))
+        c = sig(f) * c + sig(i) * np.tanh(g)
+        h = r(sig(o) * np.tanh(c)).astype(np.float64)
+        out.append(h)
+    return np.array(out)
+
+
+@needs_bf16
+@pytest.mark.onednn('runs the fused LSTM oneDNN computes')
+def test_fused_lstm_keeps_its_states_in_bfloat16(math_mode):
+    """The fused recurrences under the bfloat16 math mode: input, weights and hidden states in bfloat16, cell
+    states and gradients in float32. The output follows a NumPy LSTM that rounds as the mode does, closer than
+    it follows float32; the gradients are float32 values near float32's."""
+    rng = np.random.default_rng(4)
+    dim, hidden = 24, 48
+    x = C.sequence.input_variable(dim, needs_gradient=True)
+    z = C.layers.Recurrence(C.layers.LSTM(hidden))(x)
+    params = {p.name: p for p in z.parameters}
+    for p in z.parameters:
+        p.value = (rng.standard_normal(p.shape) * 0.3).astype(np.float32)
+    xs = [rng.standard_normal((n, dim)).astype(np.float32) for n in (30, 11)]
+
+    def run(mode):
+        math_mode(mode)
+        state, outs = z.forward({x: xs}, [z.output], keep_for_backward=[z.output])
+        roots = [np.ones(y.shape, np.float32) for y in outs[z.output]]
+        grads = z.backward(state, {z.output: roots}, [x] + list(z.parameters))
+        return outs[z.output], grads
+
+    y16, g16 = run('bfloat16')
+    y32, g32 = run('float32')
+    W, H, b = (params[k].value for k in ('W', 'H', 'b'))
+    for seq, a16, a32 in zip(xs, y16, y32):
+        want16, want32 = lstm_emulated(seq, W, H, b, True), lstm_emulated(seq, W, H, b, False)
+        np.testing.assert_allclose(a32, want32, rtol=0, atol=1e-5)
+        np.testing.assert_array_equal(bf16(a16), a16)  # the outputs are bfloat16 values
+        err16, err32 = np.abs(a16 - want16).max(), np.abs(a16 - want32).max()
+        assert err16 <= 2e-2 and err16 < err32, (err16, err32)
+    for p in z.parameters:
+        assert g16[p].dtype == np.float32
+        np.testing.assert_allclose(g16[p], g32[p], rtol=0, atol=0.05 * np.abs(g32[p]).max())
+        assert np.abs(g16[p] - g32[p]).max() > 0
+
+
 # ---------------------------------------------------------------- accuracy
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), '..', '..', 'examples', 'python')

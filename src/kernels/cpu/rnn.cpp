@@ -3,13 +3,16 @@
 #include "kernels/cpu/primitive_cache.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
 #include <string>
+#include <type_traits>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "cntk/common.h"
+#include "cntk/switches.h"
 
 namespace cntk::kernels {
 
@@ -47,30 +50,41 @@ using dt = dnnl::memory::data_type;
 struct CellShape {
   RnnCell cell;
   int64_t T, B, C, H;
+  bool bf16 = false;  // the bfloat16 math mode: the layer and iteration states and the weights in bfloat16
   std::string key(bool training) const {
-    return std::to_string(int(cell)) + (training ? "t" : "i") + std::to_string(T) + "," + std::to_string(B) + "," +
-           std::to_string(C) + "," + std::to_string(H);
+    return std::to_string(int(cell)) + (training ? "t" : "i") + (bf16 ? "b" : "") + std::to_string(T) + "," +
+           std::to_string(B) + "," + std::to_string(C) + "," + std::to_string(H);
   }
 };
 
+// What a cell's primitives read and write. In float32, or under the bfloat16 math mode
+// with the layer and iteration states (h) and the weights in bfloat16; the cell states
+// (LSTM's c), the bias and every gradient (diff_*) stay float32.
 struct CellMds {
   md src_layer, src_iter, src_iter_c, w_layer, w_iter, bias, dst_layer, dst_iter, dst_iter_c;
-  md w_layer_plain, w_iter_plain;
+  md w_layer_plain, w_iter_plain;  // the user's float32 weights
+  md diff_src_layer, diff_src_iter, diff_w_layer, diff_w_iter, diff_dst_layer, diff_dst_iter;
 };
 
 CellMds cell_mds(const CellShape& s) {
   const int64_t G = rnn_gates(s.cell), Gb = rnn_bias_gates(s.cell);
+  const dt t = s.bf16 ? dt::bf16 : dt::f32;
   CellMds m;
-  m.src_layer = md({s.T, s.B, s.C}, dt::f32, tag::tnc);
-  m.dst_layer = md({s.T, s.B, s.H}, dt::f32, tag::tnc);
-  m.src_iter = md({1, 1, s.B, s.H}, dt::f32, tag::ldnc);
+  m.src_layer = md({s.T, s.B, s.C}, t, tag::tnc);
+  m.dst_layer = md({s.T, s.B, s.H}, t, tag::tnc);
+  m.src_iter = md({1, 1, s.B, s.H}, t, tag::ldnc);
   m.dst_iter = m.src_iter;
-  if (s.cell == RnnCell::Lstm) m.src_iter_c = m.dst_iter_c = m.src_iter;
-  m.w_layer = md({1, 1, s.C, G, s.H}, dt::f32, tag::any);
-  m.w_iter = md({1, 1, s.H, G, s.H}, dt::f32, tag::any);
+  if (s.cell == RnnCell::Lstm) m.src_iter_c = m.dst_iter_c = md({1, 1, s.B, s.H}, dt::f32, tag::ldnc);
+  m.w_layer = md({1, 1, s.C, G, s.H}, t, tag::any);
+  m.w_iter = md({1, 1, s.H, G, s.H}, t, tag::any);
   m.w_layer_plain = md({1, 1, s.C, G, s.H}, dt::f32, tag::ldigo);
   m.w_iter_plain = md({1, 1, s.H, G, s.H}, dt::f32, tag::ldigo);
   m.bias = md({1, 1, Gb, s.H}, dt::f32, tag::ldgo);
+  m.diff_src_layer = md({s.T, s.B, s.C}, dt::f32, tag::tnc);
+  m.diff_dst_layer = md({s.T, s.B, s.H}, dt::f32, tag::tnc);
+  m.diff_src_iter = m.diff_dst_iter = md({1, 1, s.B, s.H}, dt::f32, tag::ldnc);
+  m.diff_w_layer = md({1, 1, s.C, G, s.H}, dt::f32, tag::any);
+  m.diff_w_iter = md({1, 1, s.H, G, s.H}, dt::f32, tag::any);
   return m;
 }
 
@@ -107,8 +121,8 @@ void make_gru_prims(const CellMds& m, dnnl::prop_kind prop, bool training, dnnl:
   p.fwd_pd = fpd;
   if (!training) return;
   typename Bwd::desc bd(dnnl::prop_kind::backward, dir, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias,
-                        m.dst_layer, m.dst_iter, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias, m.dst_layer,
-                        m.dst_iter);
+                        m.dst_layer, m.dst_iter, m.diff_src_layer, m.diff_src_iter, m.diff_w_layer, m.diff_w_iter,
+                        m.bias, m.diff_dst_layer, m.diff_dst_iter);
   typename Bwd::primitive_desc bpd(bd, user_scratchpad(), e, fpd);
   p.bwd = Bwd(bpd);
   p.bwd_pd = bpd;
@@ -130,8 +144,9 @@ CellPrims make_prims(const CellShape& s, bool training) {
       p.fwd_pd = fpd;
       if (training) {
         dnnl::lstm_backward::desc bd(bprop, dir, m.src_layer, m.src_iter, m.src_iter_c, m.w_layer, m.w_iter, m.bias,
-                                     m.dst_layer, m.dst_iter, m.dst_iter_c, m.src_layer, m.src_iter, m.src_iter_c,
-                                     m.w_layer, m.w_iter, m.bias, m.dst_layer, m.dst_iter, m.dst_iter_c);
+                                     m.dst_layer, m.dst_iter, m.dst_iter_c, m.diff_src_layer, m.diff_src_iter,
+                                     m.src_iter_c, m.diff_w_layer, m.diff_w_iter, m.bias, m.diff_dst_layer,
+                                     m.diff_dst_iter, m.dst_iter_c);
         dnnl::lstm_backward::primitive_desc bpd(bd, user_scratchpad(), e, fpd);
         p.bwd = dnnl::lstm_backward(bpd);
         p.bwd_pd = bpd;
@@ -149,8 +164,8 @@ CellPrims make_prims(const CellShape& s, bool training) {
       p.fwd_pd = fpd;
       if (training) {
         dnnl::vanilla_rnn_backward::desc bd(bprop, act, dir, m.src_layer, m.src_iter, m.w_layer, m.w_iter, m.bias,
-                                            m.dst_layer, m.dst_iter, m.src_layer, m.src_iter, m.w_layer, m.w_iter,
-                                            m.bias, m.dst_layer, m.dst_iter);
+                                            m.dst_layer, m.dst_iter, m.diff_src_layer, m.diff_src_iter, m.diff_w_layer,
+                                            m.diff_w_iter, m.bias, m.diff_dst_layer, m.diff_dst_iter);
         dnnl::vanilla_rnn_backward::primitive_desc bpd(bd, user_scratchpad(), e, fpd);
         p.bwd = dnnl::vanilla_rnn_backward(bpd);
         p.bwd_pd = bpd;
@@ -185,29 +200,78 @@ dnnl::memory in_layout(const md& plain, const float* src, const md& want, std::v
   return out;
 }
 
+// bfloat16 storage (the bfloat16 math mode's states): float32's upper half, rounded to
+// nearest even; a NaN stays a (quiet) NaN.
+struct Bf16 {
+  uint16_t bits;
+};
+
+inline Bf16 to_bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return Bf16{uint16_t((u >> 16) | 0x40u)};
+  return Bf16{uint16_t((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16)};
+}
+
+inline float to_float(Bf16 x) {
+  const uint32_t u = uint32_t(x.bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+template <class T>
+T stored(float x) {
+  if constexpr (std::is_same_v<T, Bf16>)
+    return to_bf16(x);
+  else
+    return x;
+}
+
+inline float loaded(float x) { return x; }
+inline float loaded(Bf16 x) { return to_float(x); }
+
+// n float values into `dst`, in the data type of m (float32 or bfloat16); and back.
+void store_as(const md& m, const float* src, void* dst, int64_t n) {
+  if (m.data_type() == dt::bf16)
+    std::transform(src, src + n, static_cast<Bf16*>(dst), to_bf16);
+  else
+    std::copy(src, src + n, static_cast<float*>(dst));
+}
+
+void load_from(const md& m, const void* src, float* dst, int64_t n) {
+  if (m.data_type() == dt::bf16)
+    std::transform(static_cast<const Bf16*>(src), static_cast<const Bf16*>(src) + n, dst, to_float);
+  else
+    std::copy(static_cast<const float*>(src), static_cast<const float*>(src) + n, dst);
+}
+
 // Copies x [T, B, C] to dst in the order one direction reads it: forward keeps each
 // sequence's steps in place, backward reverses the valid part; padding becomes zero.
-void to_direction(const float* src, float* dst, int64_t T, int64_t B, int64_t C, const std::vector<int64_t>& len,
+// Out: float, or Bf16 under the bfloat16 math mode.
+template <class Out>
+void to_direction(const float* src, Out* dst, int64_t T, int64_t B, int64_t C, const std::vector<int64_t>& len,
                   bool reverse, int64_t src_stride, int64_t src_offset) {
 #pragma omp parallel for schedule(static) if (T * B * C > 65536)
   for (int64_t t = 0; t < T; ++t)
     for (int64_t b = 0; b < B; ++b) {
-      float* o = dst + (t * B + b) * C;
+      Out* o = dst + (t * B + b) * C;
       const int64_t n = len[size_t(b)];
       if (t >= n) {
-        std::fill(o, o + C, 0.f);
+        std::fill(o, o + C, stored<Out>(0.f));
         continue;
       }
       const int64_t ts = reverse ? n - 1 - t : t;
       const float* i = src + (ts * B + b) * src_stride + src_offset;
-      std::copy(i, i + C, o);
+      std::transform(i, i + C, o, stored<Out>);
     }
 }
 
 // The inverse of to_direction into a wider [T, B, dst_stride] buffer at dst_offset;
 // accumulate adds instead of writing. Padding is written as zero (not touched when
-// accumulating).
-void from_direction(const float* src, float* dst, int64_t T, int64_t B, int64_t C, const std::vector<int64_t>& len,
+// accumulating). In: float, or Bf16 under the bfloat16 math mode.
+template <class In>
+void from_direction(const In* src, float* dst, int64_t T, int64_t B, int64_t C, const std::vector<int64_t>& len,
                     bool reverse, int64_t dst_stride, int64_t dst_offset, bool accumulate) {
 #pragma omp parallel for schedule(static) if (T * B * C > 65536)
   for (int64_t t = 0; t < T; ++t)
@@ -219,11 +283,11 @@ void from_direction(const float* src, float* dst, int64_t T, int64_t B, int64_t 
         continue;
       }
       const int64_t ts = reverse ? n - 1 - t : t;
-      const float* i = src + (ts * B + b) * C;
+      const In* i = src + (ts * B + b) * C;
       if (accumulate)
-        for (int64_t k = 0; k < C; ++k) o[k] += i[k];
+        for (int64_t k = 0; k < C; ++k) o[k] += loaded(i[k]);
       else
-        std::copy(i, i + C, o);
+        std::transform(i, i + C, o, [](In x) { return loaded(x); });
     }
 }
 
@@ -257,6 +321,7 @@ struct RnnUnitSaved {
 
 struct RnnSaved {
   RnnDims dims;
+  bool bf16 = false;  // run under the bfloat16 math mode (its backward pass runs so too)
   std::vector<int64_t> lengths;
   std::vector<RnnUnitSaved> units;  // layers*D
 };
@@ -347,6 +412,7 @@ std::shared_ptr<RnnSaved> rnn_forward(const RnnDims& d, const RnnForwardArgs& a)
   // Inference keeps nothing, but takes a pooled record for its buffers all the same.
   auto saved = acquire_saved();
   saved->dims = d;
+  saved->bf16 = bf16_math_active();
   lengths_of(d, a.lengths, saved->lengths);
   saved->units.resize(size_t(L * D));
   const auto& len = saved->lengths;
@@ -368,7 +434,7 @@ std::shared_ptr<RnnSaved> rnn_forward(const RnnDims& d, const RnnForwardArgs& a)
   const float* layer_in = a.x;  // layer l's input, [T, B, layer_input(l)]
   for (int64_t l = 0; l < L; ++l) {
     const int64_t C = d.layer_input(l);
-    const CellShape s{d.cell, T, B, C, H};
+    const CellShape s{d.cell, T, B, C, H, saved->bf16};
     const CellPrims p = cell_prims(s, a.training);
     const CellMds m = cell_mds(s);
     // The last layer writes y itself; the others alternate between two buffers.
@@ -382,12 +448,15 @@ std::shared_ptr<RnnSaved> rnn_forward(const RnnDims& d, const RnnForwardArgs& a)
       const int64_t u = l * D + dir;
       const RnnLayerWeights& w = a.weights[size_t(u)];
       RnnUnitSaved& us = saved->units[size_t(u)];
-      us.src_layer.reset(size_t(T * B * C));
-      to_direction(layer_in, us.src_layer.data(), T, B, C, len, reverse, C, 0);
-      us.dst_layer.reset(size_t(T * B * H));
-      us.src_iter.assign(size_t(B * H), 0.f);
-      if (a.h0) std::copy(a.h0 + u * B * H, a.h0 + (u + 1) * B * H, us.src_iter.begin());
-      us.dst_iter.reset(size_t(B * H));
+      us.src_layer.reset(floats_of(m.src_layer));
+      if (s.bf16)
+        to_direction(layer_in, reinterpret_cast<Bf16*>(us.src_layer.data()), T, B, C, len, reverse, C, 0);
+      else
+        to_direction(layer_in, us.src_layer.data(), T, B, C, len, reverse, C, 0);
+      us.dst_layer.reset(floats_of(m.dst_layer));
+      us.src_iter.assign(floats_of(m.src_iter), 0.f);
+      if (a.h0) store_as(m.src_iter, a.h0 + u * B * H, us.src_iter.data(), B * H);
+      us.dst_iter.reset(floats_of(m.dst_iter));
       if (lstm) {
         us.src_iter_c.assign(size_t(B * H), 0.f);
         if (a.c0) std::copy(a.c0 + u * B * H, a.c0 + (u + 1) * B * H, us.src_iter_c.begin());
@@ -417,9 +486,13 @@ std::shared_ptr<RnnSaved> rnn_forward(const RnnDims& d, const RnnForwardArgs& a)
       args[DNNL_ARG_SCRATCHPAD] = scratchpad_of(p.fwd_pd, sc.scratchpad);
       p.fwd.execute(dnnl_stream(), args);
       dnnl_stream().wait();
-      if (a.h_final) std::copy(us.dst_iter.data(), us.dst_iter.data() + B * H, a.h_final + u * B * H);
+      if (a.h_final) load_from(m.dst_iter, us.dst_iter.data(), a.h_final + u * B * H, B * H);
       if (lstm && a.c_final) std::copy(us.dst_iter_c.data(), us.dst_iter_c.data() + B * H, a.c_final + u * B * H);
-      from_direction(us.dst_layer.data(), layer_out, T, B, H, len, reverse, D * H, dir * H, false);
+      if (s.bf16)
+        from_direction(reinterpret_cast<const Bf16*>(us.dst_layer.data()), layer_out, T, B, H, len, reverse, D * H,
+                       dir * H, false);
+      else
+        from_direction(us.dst_layer.data(), layer_out, T, B, H, len, reverse, D * H, dir * H, false);
     }
     layer_in = layer_out;
   }
@@ -465,7 +538,7 @@ void rnn_backward(const RnnDims& d, const RnnSaved& saved, const RnnBackwardArgs
   const float* dcur = a.dy;  // the gradient of layer l's output, [T, B, D*H]
   for (int64_t l = L; l-- > 0;) {
     const int64_t C = d.layer_input(l);
-    const CellShape s{d.cell, T, B, C, H};
+    const CellShape s{d.cell, T, B, C, H, saved.bf16};
     const CellPrims p = cell_prims(s, true);
     const CellMds m = cell_mds(s);
     // Layer 0 writes dx itself (or nothing when it is not wanted); the others
@@ -498,13 +571,13 @@ void rnn_backward(const RnnDims& d, const RnnSaved& saved, const RnnBackwardArgs
           {DNNL_ARG_DST_LAYER, wrap(m.dst_layer, us.dst_layer.data())},
           {DNNL_ARG_DST_ITER, wrap(m.dst_iter, us.dst_iter.data())},
           {DNNL_ARG_WORKSPACE, wrap(arg_md(p.bwd_pd, DNNL_ARG_WORKSPACE), us.workspace.data())},
-          {DNNL_ARG_DIFF_SRC_LAYER, wrap(m.src_layer, sc.dsrc.data())},
-          {DNNL_ARG_DIFF_SRC_ITER, wrap(m.src_iter, sc.dsi.data())},
+          {DNNL_ARG_DIFF_SRC_LAYER, wrap(m.diff_src_layer, sc.dsrc.data())},
+          {DNNL_ARG_DIFF_SRC_ITER, wrap(m.diff_src_iter, sc.dsi.data())},
           {DNNL_ARG_DIFF_WEIGHTS_LAYER, wrap(dwx_md, sc.dwx.data())},
           {DNNL_ARG_DIFF_WEIGHTS_ITER, wrap(dwh_md, sc.dwh.data())},
           {DNNL_ARG_DIFF_BIAS, wrap(m.bias, sc.db.data())},
-          {DNNL_ARG_DIFF_DST_LAYER, wrap(m.dst_layer, sc.dyd.data())},
-          {DNNL_ARG_DIFF_DST_ITER, wrap(m.dst_iter, sc.ddi.data())}};
+          {DNNL_ARG_DIFF_DST_LAYER, wrap(m.diff_dst_layer, sc.dyd.data())},
+          {DNNL_ARG_DIFF_DST_ITER, wrap(m.diff_dst_iter, sc.ddi.data())}};
       if (lstm) {
         args[DNNL_ARG_SRC_ITER_C] = wrap(m.src_iter_c, us.src_iter_c.data());
         args[DNNL_ARG_DST_ITER_C] = wrap(m.dst_iter_c, us.dst_iter_c.data());
