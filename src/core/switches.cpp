@@ -17,35 +17,24 @@ bool env_is(const char* name, std::string_view value) {
   return v && value == v;
 }
 
-constexpr const char* kBackends[] = {"onednn", "reference"};
+// A switch with named values: the first is the default.
+using Names = const char* const[2];
+constexpr Names kBackends = {"onednn", "reference"};
+constexpr Names kFloat32Math = {"float32", "bfloat16"};
 
-int backend_index(std::string_view name) {
+int index_of(const Names& names, std::string_view name) {
   for (int i = 0; i < 2; ++i)
-    if (name == kBackends[i]) return i;
+    if (name == names[i]) return i;
   return -1;
 }
 
-int backend_from_env() {
-  const char* v = std::getenv("CNTK_BACKEND");
+// The start value named by the environment variable `var` (the default when unset or
+// unknown, which is reported on stderr as no `what`).
+int index_from_env(const Names& names, const char* var, const char* what) {
+  const char* v = std::getenv(var);
   if (!v || !*v) return 0;
-  const int i = backend_index(v);
-  if (i < 0) std::fprintf(stderr, "CNTK_BACKEND=%s is no backend (onednn, reference): using onednn\n", v);
-  return i < 0 ? 0 : i;
-}
-
-constexpr const char* kFloat32Math[] = {"float32", "bfloat16"};
-
-int float32_math_index(std::string_view name) {
-  for (int i = 0; i < 2; ++i)
-    if (name == kFloat32Math[i]) return i;
-  return -1;
-}
-
-int float32_math_from_env() {
-  const char* v = std::getenv("CNTK_FLOAT32_MATH");
-  if (!v || !*v) return 0;
-  const int i = float32_math_index(v);
-  if (i < 0) std::fprintf(stderr, "CNTK_FLOAT32_MATH=%s is no math mode (float32, bfloat16): using float32\n", v);
+  const int i = index_of(names, v);
+  if (i < 0) std::fprintf(stderr, "%s=%s is no %s (%s, %s): using %s\n", var, v, what, names[0], names[1], names[0]);
   return i < 0 ? 0 : i;
 }
 
@@ -62,8 +51,8 @@ struct Switches {
     return !(v && *v && std::string_view(v) != "0");
   }()};
   std::atomic<bool> dnnl_layouts{!env_is("CNTK_DNNL_BLOCKED", "0")};
-  std::atomic<int> backend{backend_from_env()};
-  std::atomic<int> float32_math{float32_math_from_env()};
+  std::atomic<int> backend{index_from_env(kBackends, "CNTK_BACKEND", "backend")};
+  std::atomic<int> float32_math{index_from_env(kFloat32Math, "CNTK_FLOAT32_MATH", "math mode")};
 };
 
 Switches& switches() {
@@ -88,13 +77,13 @@ bool conv_fusion_enabled() { return switches().conv_fusion; }
 void set_dnnl_layouts(bool on) { switches().dnnl_layouts = on; }
 bool dnnl_layouts_enabled() { return switches().dnnl_layouts; }
 void set_backend(std::string_view name) {
-  const int i = backend_index(name);
+  const int i = index_of(kBackends, name);
   if (i < 0) throw ValueError("unknown backend '" + std::string(name) + "': expected 'onednn' or 'reference'");
   switches().backend = i;
 }
 const char* backend_name() { return kBackends[switches().backend.load()]; }
 void set_float32_math(std::string_view mode) {
-  const int i = float32_math_index(mode);
+  const int i = index_of(kFloat32Math, mode);
   if (i < 0)
     throw ValueError("unknown float32 math mode '" + std::string(mode) + "': expected 'float32' or 'bfloat16'");
   switches().float32_math = i;
