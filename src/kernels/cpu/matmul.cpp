@@ -97,6 +97,7 @@ void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, c
   g.to_a.execute(strm, a32, am);
   g.to_b.execute(strm, b32, bm);
   g.product.execute(strm, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+  strm.wait();
 }
 
 }  // namespace
