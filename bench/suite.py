@@ -599,8 +599,7 @@ def summary(results, me='opencntk', peers=None):
         rows = [r for r in results if r['workload'] == name]
         mine = [(r['columns'][me], r) for r in rows if timed(r, me)]
         theirs = [(r['columns'][c], r, c) for r in rows for c in peers if timed(r, c)]
-        if me != 'opencntk' and all(m.startswith('not run') for r in rows for c, m in r['missing'].items()
-                                    if c == me) and any(me in r['missing'] for r in rows):
+        if any(r['missing'].get(me, '').startswith('not run') for r in rows):
             continue  # a workload without these columns
         if not mine or not theirs:
             why = '; '.join('%s: %s' % (label(c), m) for r in rows for c, m in r['missing'].items()

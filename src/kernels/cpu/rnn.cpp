@@ -231,6 +231,16 @@ T stored(float x) {
 inline float loaded(float x) { return x; }
 inline float loaded(Bf16 x) { return to_float(x); }
 
+// f(p) with the state buffer p as its elements' type: float, or Bf16 under the bfloat16
+// math mode.
+template <class F>
+void as_states(bool bf16, float* p, F&& f) {
+  if (bf16)
+    f(reinterpret_cast<Bf16*>(p));
+  else
+    f(p);
+}
+
 // n float values into `dst`, in the data type of m (float32 or bfloat16); and back.
 void store_as(const md& m, const float* src, void* dst, int64_t n) {
   if (m.data_type() == dt::bf16)
@@ -449,10 +459,8 @@ std::shared_ptr<RnnSaved> rnn_forward(const RnnDims& d, const RnnForwardArgs& a)
       const RnnLayerWeights& w = a.weights[size_t(u)];
       RnnUnitSaved& us = saved->units[size_t(u)];
       us.src_layer.reset(floats_of(m.src_layer));
-      if (s.bf16)
-        to_direction(layer_in, reinterpret_cast<Bf16*>(us.src_layer.data()), T, B, C, len, reverse, C, 0);
-      else
-        to_direction(layer_in, us.src_layer.data(), T, B, C, len, reverse, C, 0);
+      as_states(s.bf16, us.src_layer.data(),
+                [&](auto* states) { to_direction(layer_in, states, T, B, C, len, reverse, C, 0); });
       us.dst_layer.reset(floats_of(m.dst_layer));
       us.src_iter.assign(floats_of(m.src_iter), 0.f);
       if (a.h0) store_as(m.src_iter, a.h0 + u * B * H, us.src_iter.data(), B * H);
@@ -488,11 +496,8 @@ std::shared_ptr<RnnSaved> rnn_forward(const RnnDims& d, const RnnForwardArgs& a)
       dnnl_stream().wait();
       if (a.h_final) load_from(m.dst_iter, us.dst_iter.data(), a.h_final + u * B * H, B * H);
       if (lstm && a.c_final) std::copy(us.dst_iter_c.data(), us.dst_iter_c.data() + B * H, a.c_final + u * B * H);
-      if (s.bf16)
-        from_direction(reinterpret_cast<const Bf16*>(us.dst_layer.data()), layer_out, T, B, H, len, reverse, D * H,
-                       dir * H, false);
-      else
-        from_direction(us.dst_layer.data(), layer_out, T, B, H, len, reverse, D * H, dir * H, false);
+      as_states(s.bf16, us.dst_layer.data(),
+                [&](auto* states) { from_direction(states, layer_out, T, B, H, len, reverse, D * H, dir * H, false); });
     }
     layer_in = layer_out;
   }
