@@ -98,17 +98,20 @@ struct FusedWeights {
 
 FusedWeights to_fused(const FusedLayout& l, const ComputeContext& ctx, int64_t C, int64_t H) {
   FusedWeights w;
+  if (l.cell == RnnCell::Lstm) {  // the gates reordered straight from the parameters
+    auto permuted = [&](int i, std::vector<float>& out, int64_t rows) {
+      NDArrayView v = ctx.inputs[size_t(i)].contiguous();
+      out.resize(size_t(v.numel()));
+      kernels::lstm_gates_cntk_to_fused(v.data<float>(), out.data(), rows, H);
+    };
+    permuted(l.w, w.wx, C);
+    permuted(l.h, w.wh, H);
+    permuted(l.b, w.bias, 1);
+    return w;
+  }
   std::vector<float> W = to_vector(ctx.inputs[size_t(l.w)]), Hm = to_vector(ctx.inputs[size_t(l.h)]),
                      b = to_vector(ctx.inputs[size_t(l.b)]);
   switch (l.cell) {
-    case RnnCell::Lstm:
-      w.wx.resize(W.size());
-      w.wh.resize(Hm.size());
-      w.bias.resize(b.size());
-      kernels::lstm_gates_cntk_to_fused(W.data(), w.wx.data(), C, H);
-      kernels::lstm_gates_cntk_to_fused(Hm.data(), w.wh.data(), H, H);
-      kernels::lstm_gates_cntk_to_fused(b.data(), w.bias.data(), 1, H);
-      break;
     case RnnCell::Gru: {
       std::vector<float> H1 = to_vector(ctx.inputs[size_t(l.h1)]);
       w.wx = std::move(W);
@@ -284,6 +287,7 @@ std::vector<NDArrayView> fused_forward(const FusedLayout& l, ComputeContext& ctx
   a.y = y.data<float>();
   a.c_final = c_final.empty() ? nullptr : c_final.data();
   a.training = ctx.training;
+  a.keep = w;  // the converted weights are never changed, only replaced (fused_weights)
   auto saved = kernels::rnn_forward(d, a);
   carry_out(l, ctx, d, len, y, h0, c0, a.c_final);
   if (ctx.training) ctx.state = std::make_shared<FusedState>(FusedState{saved, d});
@@ -299,7 +303,12 @@ std::vector<NDArrayView> fused_gradients(const FusedLayout& l, ComputeContext& c
   const int64_t G = kernels::rnn_gates(d.cell);
   NDArrayView dy = ctx.grad_outputs[0].contiguous();
   if (dy.dtype() != DataType::Float) dy = dy.cast(DataType::Float);
-  std::vector<float> gwx(size_t(C * G * H)), gwh(size_t(H * G * H)), gb(size_t(G * H));
+  auto param_grad = [&](int i) { return NDArrayView(DataType::Float, ctx.inputs[size_t(i)].shape()); };
+  // The kernel writes the weight gradients in oneDNN's gate order: straight into the
+  // parameters' gradients where that is CNTK's order too, converted below where not.
+  const bool lstm = d.cell == RnnCell::Lstm, gru = d.cell == RnnCell::Gru;
+  NDArrayView gwx = param_grad(l.w), gb = param_grad(l.b);
+  NDArrayView gwh = gru ? NDArrayView(DataType::Float, NDShape{H * G * H}) : param_grad(l.h);
   // No input gradient where nobody asks for it (a one-hot input, say).
   const bool want_dx = ctx.grad_wanted.empty() || ctx.grad_wanted[0];
   NDArrayView dx;
@@ -307,7 +316,7 @@ std::vector<NDArrayView> fused_gradients(const FusedLayout& l, ComputeContext& c
   NDArrayView dh0(DataType::Float, NDShape{B, H}), dc0;
   kernels::RnnBackwardArgs a;
   a.dy = dy.data<float>();
-  a.grads = {{gwx.data(), gwh.data(), gb.data()}};
+  a.grads = {{gwx.data<float>(), gwh.data<float>(), gb.data<float>()}};
   a.dx = want_dx ? dx.data<float>() : nullptr;
   a.dh0 = dh0.data<float>();
   if (l.c0 >= 0) {
@@ -317,37 +326,19 @@ std::vector<NDArrayView> fused_gradients(const FusedLayout& l, ComputeContext& c
   kernels::rnn_backward(d, *st.saved, a);
   std::vector<NDArrayView> g(ctx.inputs.size());
   g[0] = dx;
-  auto param = [&](int i, std::vector<float>& v) {
-    NDArrayView out(DataType::Float, ctx.inputs[size_t(i)].shape());
-    std::copy(v.begin(), v.end(), out.data<float>());
-    g[size_t(i)] = out;
-  };
-  switch (l.cell) {
-    case RnnCell::Lstm: {
-      std::vector<float> t(gwx.size());
-      kernels::lstm_gates_fused_to_cntk(gwx.data(), t.data(), C, H);
-      param(l.w, t);
-      t.resize(gwh.size());
-      kernels::lstm_gates_fused_to_cntk(gwh.data(), t.data(), H, H);
-      param(l.h, t);
-      t.resize(gb.size());
-      kernels::lstm_gates_fused_to_cntk(gb.data(), t.data(), 1, H);
-      param(l.b, t);
-      break;
-    }
-    case RnnCell::Gru: {
-      std::vector<float> Hm(size_t(H * 2 * H)), H1(size_t(H * H));
-      kernels::gru_iter_fused_to_cntk(gwh.data(), Hm.data(), H1.data(), H);
-      param(l.w, gwx);
-      param(l.h, Hm);
-      param(l.h1, H1);
-      param(l.b, gb);
-      break;
-    }
-    default:
-      param(l.w, gwx);
-      param(l.h, gwh);
-      param(l.b, gb);
+  g[size_t(l.w)] = gwx, g[size_t(l.h)] = gwh, g[size_t(l.b)] = gb;
+  if (lstm) {
+    auto cntk_gates = [&](int i, const NDArrayView& v, int64_t rows) {
+      g[size_t(i)] = param_grad(i);
+      kernels::lstm_gates_fused_to_cntk(v.data<float>(), g[size_t(i)].data<float>(), rows, H);
+    };
+    cntk_gates(l.w, gwx, C);
+    cntk_gates(l.h, gwh, H);
+    cntk_gates(l.b, gb, 1);
+  } else if (gru) {
+    g[size_t(l.h)] = param_grad(l.h);
+    g[size_t(l.h1)] = param_grad(l.h1);
+    kernels::gru_iter_fused_to_cntk(gwh.data<float>(), g[size_t(l.h)].data<float>(), g[size_t(l.h1)].data<float>(), H);
   }
   // A continued sequence started from the previous call's state: no gradient flows
   // back into the previous minibatch, nor into the initial state.

@@ -188,11 +188,22 @@ size_t floats_of(const md& m) { return (m.get_size() + sizeof(float) - 1) / size
 
 dnnl::memory wrap(const md& m, const float* p) { return dnnl::memory(m, dnnl_engine(), const_cast<float*>(p)); }
 
+// Whether a layout has no padding: its size is that of its elements.
+bool unpadded(const md& m) {
+  size_t n = m.data_type() == dt::bf16 ? 2 : sizeof(float);
+  for (int64_t d : m.dims()) n *= size_t(d);
+  return m.get_size() == n;
+}
+
 // `src` (laid out as `plain`) as a memory in layout `want`: the buffer itself when the
-// layouts agree, else a reorder into `buf`.
+// layouts agree, else a reorder into `buf` (which writes every element; only a padded
+// layout's padding needs zeros first).
 dnnl::memory in_layout(const md& plain, const float* src, const md& want, std::vector<float>& buf) {
   if (want == plain) return wrap(plain, src);
-  buf.assign(floats_of(want), 0.f);
+  if (unpadded(want))
+    buf.resize(floats_of(want));
+  else
+    buf.assign(floats_of(want), 0.f);
   dnnl::memory out = wrap(want, buf.data());
   dnnl::memory in = wrap(plain, src);
   dnnl::reorder(in, out).execute(dnnl_stream(), in, out);
@@ -326,14 +337,16 @@ class RawBuffer {
 struct RnnUnitSaved {
   RawBuffer src_layer, dst_layer, dst_iter, dst_iter_c, workspace;
   std::vector<float> src_iter, src_iter_c;
-  std::vector<float> w_x, w_h, bias;  // plain (ldigo / ldgo) copies
+  std::vector<float> w_x_copy, w_h_copy, bias_copy;  // plain (ldigo / ldgo) copies, unless the caller keeps them
+  const float *w_x = nullptr, *w_h = nullptr, *bias = nullptr;  // the copies, or the caller's weights
 };
 
 struct RnnSaved {
   RnnDims dims;
   bool bf16 = false;  // run under the bfloat16 math mode (its backward pass runs so too)
   std::vector<int64_t> lengths;
-  std::vector<RnnUnitSaved> units;  // layers*D
+  std::vector<RnnUnitSaved> units;            // layers*D
+  std::shared_ptr<const void> weights_owner;  // RnnForwardArgs::keep
 };
 
 namespace {
@@ -364,6 +377,7 @@ std::shared_ptr<RnnSaved> acquire_saved() {
   if (!r) r = std::make_unique<RnnSaved>();
   return std::shared_ptr<RnnSaved>(r.release(), [](RnnSaved* done) {
     std::unique_ptr<RnnSaved> own(done);
+    own->weights_owner.reset();
     auto& pool = saved_pool();
     std::lock_guard<std::mutex> lock(pool.mu);
     if (pool.free.size() < 4) pool.free.push_back(std::move(own));
@@ -422,6 +436,7 @@ std::shared_ptr<RnnSaved> rnn_forward(const RnnDims& d, const RnnForwardArgs& a)
   // Inference keeps nothing, but takes a pooled record for its buffers all the same.
   auto saved = acquire_saved();
   saved->dims = d;
+  if (a.training) saved->weights_owner = a.keep;
   saved->bf16 = bf16_math_active();
   lengths_of(d, a.lengths, saved->lengths);
   saved->units.resize(size_t(L * D));
@@ -487,9 +502,14 @@ std::shared_ptr<RnnSaved> rnn_forward(const RnnDims& d, const RnnForwardArgs& a)
         const md ws = arg_md(p.fwd_pd, DNNL_ARG_WORKSPACE);
         us.workspace.reset(floats_of(ws));
         args[DNNL_ARG_WORKSPACE] = wrap(ws, us.workspace.data());
-        us.w_x.assign(w.w_x, w.w_x + C * G * H);
-        us.w_h.assign(w.w_h, w.w_h + H * G * H);
-        us.bias.assign(w.bias, w.bias + Gb * H);
+        if (a.keep) {
+          us.w_x = w.w_x, us.w_h = w.w_h, us.bias = w.bias;
+        } else {
+          us.w_x_copy.assign(w.w_x, w.w_x + C * G * H);
+          us.w_h_copy.assign(w.w_h, w.w_h + H * G * H);
+          us.bias_copy.assign(w.bias, w.bias + Gb * H);
+          us.w_x = us.w_x_copy.data(), us.w_h = us.w_h_copy.data(), us.bias = us.bias_copy.data();
+        }
       }
       args[DNNL_ARG_SCRATCHPAD] = scratchpad_of(p.fwd_pd, sc.scratchpad);
       p.fwd.execute(dnnl_stream(), args);
@@ -562,25 +582,37 @@ void rnn_backward(const RnnDims& d, const RnnSaved& saved, const RnnBackwardArgs
       const md bwx = arg_md(p.bwd_pd, DNNL_ARG_WEIGHTS_LAYER), bwh = arg_md(p.bwd_pd, DNNL_ARG_WEIGHTS_ITER);
       const md dwx_md = arg_md(p.bwd_pd, DNNL_ARG_DIFF_WEIGHTS_LAYER);
       const md dwh_md = arg_md(p.bwd_pd, DNNL_ARG_DIFF_WEIGHTS_ITER);
-      dnnl::memory wx = in_layout(m.w_layer_plain, us.w_x.data(), bwx, sc.wbuf_x);
-      dnnl::memory wh = in_layout(m.w_iter_plain, us.w_h.data(), bwh, sc.wbuf_h);
-      sc.dwx.assign(floats_of(dwx_md), 0.f);  // oneDNN accumulates weight gradients
-      sc.dwh.assign(floats_of(dwh_md), 0.f);
-      std::fill(sc.db.begin(), sc.db.end(), 0.f);
+      dnnl::memory wx = in_layout(m.w_layer_plain, us.w_x, bwx, sc.wbuf_x);
+      dnnl::memory wh = in_layout(m.w_iter_plain, us.w_h, bwh, sc.wbuf_h);
+      // oneDNN accumulates weight gradients: into zeros, straight into the caller's
+      // buffers where oneDNN's layout is the plain one.
+      const RnnLayerGrads* g = a.grads.empty() ? nullptr : &a.grads[size_t(u)];
+      auto diff_weights = [&](const md& have, const md& plain, float* dst, std::vector<float>& buf) {
+        if (dst && have == plain) {
+          std::fill(dst, dst + floats_of(have), 0.f);
+          return wrap(have, dst);
+        }
+        buf.assign(floats_of(have), 0.f);
+        return wrap(have, buf.data());
+      };
+      dnnl::memory dwx = diff_weights(dwx_md, m.w_layer_plain, g ? g->w_x : nullptr, sc.dwx);
+      dnnl::memory dwh = diff_weights(dwh_md, m.w_iter_plain, g ? g->w_h : nullptr, sc.dwh);
+      float* db = g && g->bias ? g->bias : sc.db.data();
+      std::fill(db, db + Gb * H, 0.f);
       std::unordered_map<int, dnnl::memory> args{
           {DNNL_ARG_SRC_LAYER, wrap(m.src_layer, us.src_layer.data())},
           {DNNL_ARG_SRC_ITER, wrap(m.src_iter, us.src_iter.data())},
           {DNNL_ARG_WEIGHTS_LAYER, wx},
           {DNNL_ARG_WEIGHTS_ITER, wh},
-          {DNNL_ARG_BIAS, wrap(m.bias, us.bias.data())},
+          {DNNL_ARG_BIAS, wrap(m.bias, us.bias)},
           {DNNL_ARG_DST_LAYER, wrap(m.dst_layer, us.dst_layer.data())},
           {DNNL_ARG_DST_ITER, wrap(m.dst_iter, us.dst_iter.data())},
           {DNNL_ARG_WORKSPACE, wrap(arg_md(p.bwd_pd, DNNL_ARG_WORKSPACE), us.workspace.data())},
           {DNNL_ARG_DIFF_SRC_LAYER, wrap(m.diff_src_layer, sc.dsrc.data())},
           {DNNL_ARG_DIFF_SRC_ITER, wrap(m.diff_src_iter, sc.dsi.data())},
-          {DNNL_ARG_DIFF_WEIGHTS_LAYER, wrap(dwx_md, sc.dwx.data())},
-          {DNNL_ARG_DIFF_WEIGHTS_ITER, wrap(dwh_md, sc.dwh.data())},
-          {DNNL_ARG_DIFF_BIAS, wrap(m.bias, sc.db.data())},
+          {DNNL_ARG_DIFF_WEIGHTS_LAYER, dwx},
+          {DNNL_ARG_DIFF_WEIGHTS_ITER, dwh},
+          {DNNL_ARG_DIFF_BIAS, wrap(m.bias, db)},
           {DNNL_ARG_DIFF_DST_LAYER, wrap(m.diff_dst_layer, sc.dyd.data())},
           {DNNL_ARG_DIFF_DST_ITER, wrap(m.diff_dst_iter, sc.ddi.data())}};
       if (lstm) {
@@ -592,17 +624,15 @@ void rnn_backward(const RnnDims& d, const RnnSaved& saved, const RnnBackwardArgs
       args[DNNL_ARG_SCRATCHPAD] = scratchpad_of(p.bwd_pd, sc.scratchpad);
       p.bwd.execute(dnnl_stream(), args);
       dnnl_stream().wait();
-      if (!a.grads.empty()) {
-        const RnnLayerGrads& g = a.grads[size_t(u)];
-        auto out = [&](const md& have, std::vector<float>& buf, const md& plain, float* dst) {
-          if (!dst) return;
-          dnnl::memory in = wrap(have, buf.data()), o = wrap(plain, dst);
+      if (g) {  // the gradients oneDNN kept in its own layout, into the caller's plain ones
+        auto out = [&](const md& have, dnnl::memory in, const md& plain, float* dst) {
+          if (!dst || have == plain) return;
+          dnnl::memory o = wrap(plain, dst);
           dnnl::reorder(in, o).execute(dnnl_stream(), in, o);
           dnnl_stream().wait();
         };
-        out(dwx_md, sc.dwx, m.w_layer_plain, g.w_x);
-        out(dwh_md, sc.dwh, m.w_iter_plain, g.w_h);
-        if (g.bias) std::copy(sc.db.begin(), sc.db.end(), g.bias);
+        out(dwx_md, dwx, m.w_layer_plain, g->w_x);
+        out(dwh_md, dwh, m.w_iter_plain, g->w_h);
       }
       if (a.dh0) std::copy(sc.dsi.begin(), sc.dsi.end(), a.dh0 + u * B * H);
       if (lstm && a.dc0) std::copy(sc.dsic.begin(), sc.dsic.end(), a.dc0 + u * B * H);

@@ -84,6 +84,10 @@ struct RnnForwardArgs {
   float* h_final = nullptr;
   float* c_final = nullptr;  // LSTM only
   bool training = true;      // false: inference, nothing saved
+  // The weights' owner. When set, the caller promises that the weights stay unchanged
+  // while the returned record lives: the record then refers to them (holding `keep`)
+  // instead of copying them for the backward pass.
+  std::shared_ptr<const void> keep;
 };
 
 // Runs the stack; returns what rnn_backward needs (nullptr when !training). Throws

@@ -350,7 +350,7 @@ void from_dnnl_grads(const RnnStackDims& d, const DnnlWeights& g, float* dw) {
 }
 
 struct DnnlTape : RnnStackTape {
-  DnnlWeights weights;
+  std::shared_ptr<const DnnlWeights> weights;          // the forward records refer to them (RnnForwardArgs::keep)
   std::shared_ptr<RnnSaved> saved;                     // the whole stack in one call
   std::vector<std::shared_ptr<RnnSaved>> layer_saved;  // or one call per layer (final states)
 };
@@ -379,12 +379,13 @@ NDArrayView forward_dnnl(const RnnStackDims& d, const NDArrayView& x_view, const
   Geometry g = geometry(x_view, lengths);
   NDArrayView x = x_view.contiguous(), w = weights.contiguous();
   auto tape = std::make_shared<DnnlTape>();
-  tape->weights = to_dnnl(d, w.data<float>());
+  tape->weights = std::make_shared<const DnnlWeights>(to_dnnl(d, w.data<float>()));
   NDArrayView y(DataType::Float, NDShape{g.T, g.B, d.output_size()});
   RnnForwardArgs a;
   a.x = x.data<float>();
   a.lengths = g.len.data();
-  a.weights = layer_weights(tape->weights);
+  a.weights = layer_weights(*tape->weights);
+  a.keep = tape->weights;
   a.y = y.data<float>();
   a.training = tape_out != nullptr;
   tape->saved = rnn_forward(dnnl_dims(d, g), a);
@@ -397,7 +398,7 @@ RnnStackGrads backward_dnnl(const RnnStackDims& d, const NDArrayView& x, const s
   check_sizes(d, x, weights);
   Geometry g = geometry(x, lengths);
   NDArrayView dy = dy_view.contiguous();
-  DnnlWeights grads = tape.weights;  // same shapes; overwritten by the kernel
+  DnnlWeights grads = *tape.weights;  // same shapes; overwritten by the kernel
   RnnBackwardArgs a;
   a.dy = dy.data<float>();
   for (size_t i = 0; i < grads.wx.size(); ++i)
@@ -431,8 +432,8 @@ NDArrayView forward_dnnl_by_layer(const RnnStackDims& d, const NDArrayView& x_vi
   const int64_t D = d.dirs(), H = d.hidden, units = d.layers * D;
   NDArrayView in = x_view.contiguous(), w = weights.contiguous();
   auto tape = std::make_shared<DnnlTape>();
-  tape->weights = to_dnnl(d, w.data<float>());
-  const std::vector<RnnLayerWeights> all = layer_weights(tape->weights);
+  tape->weights = std::make_shared<const DnnlWeights>(to_dnnl(d, w.data<float>()));
+  const std::vector<RnnLayerWeights> all = layer_weights(*tape->weights);
   final_states.h = NDArrayView::zeros(DataType::Float, NDShape{g.B, units, H});
   final_states.c = NDArrayView();
   float* hf = final_states.h.data<float>();
@@ -445,6 +446,7 @@ NDArrayView forward_dnnl_by_layer(const RnnStackDims& d, const NDArrayView& x_vi
     a.x = in.data<float>();
     a.lengths = g.len.data();
     a.weights.assign(all.begin() + l * D, all.begin() + (l + 1) * D);
+    a.keep = tape->weights;
     a.y = y.data<float>();
     a.training = tape_out != nullptr;
     std::shared_ptr<RnnSaved> saved = rnn_forward(r, a);
@@ -480,7 +482,7 @@ RnnStackGrads backward_dnnl_by_layer(const RnnStackDims& d, const NDArrayView& x
     dhf_view = (d_final->h.dtype() == DataType::Float ? d_final->h : d_final->h.cast(DataType::Float)).contiguous();
   }
   const float* dhf = dhf_view.defined() ? dhf_view.data<float>() : nullptr;
-  DnnlWeights grads = tape.weights;  // same shapes; overwritten by the kernel
+  DnnlWeights grads = *tape.weights;  // same shapes; overwritten by the kernel
   for (int64_t l = d.layers - 1; l >= 0; --l) {
     if (dhf)
       for (int64_t b = 0; b < g.B; ++b) {
