@@ -3,7 +3,9 @@
 // differences of the reference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -132,8 +134,10 @@ Case make_case(RnnCell cell, RnnDirection dir, int64_t layers, int64_t C, int64_
   return c;
 }
 
-std::vector<float> run_forward(const Case& c, std::shared_ptr<RnnSaved>* saved) {
+std::vector<float> run_forward(const Case& c, std::shared_ptr<RnnSaved>* saved,
+                               std::shared_ptr<const void> keep = nullptr) {
   RnnForwardArgs a;
+  a.keep = std::move(keep);
   a.x = c.x.data();
   a.lengths = c.len.data();
   for (size_t u = 0; u < c.wx.size(); ++u) a.weights.push_back({c.wx[u].data(), c.wh[u].data(), c.bias[u].data()});
@@ -246,6 +250,49 @@ TEST(RnnKernel, EmptyAndZeroLengthSequences) {
   std::shared_ptr<RnnSaved> saved;
   auto y = run_forward(c, &saved);
   EXPECT_TRUE(y.empty());
+}
+
+// Every gradient of a backward pass, one after another.
+std::vector<float> all_gradients(const Case& c, const RnnSaved& saved) {
+  const int64_t LD = c.d.layers * c.d.directions(), BH = c.d.batch * c.d.hidden;
+  std::vector<std::vector<float>> g;
+  RnnBackwardArgs ba;
+  ba.dy = c.dy.data();
+  for (int64_t u = 0; u < LD; ++u) {
+    for (size_t n : {c.wx[size_t(u)].size(), c.wh[size_t(u)].size(), c.bias[size_t(u)].size()}) g.emplace_back(n, 99.f);
+    ba.grads.push_back({g[g.size() - 3].data(), g[g.size() - 2].data(), g.back().data()});
+  }
+  for (size_t n : {c.x.size(), size_t(LD * BH), size_t(LD * BH)}) g.emplace_back(n, 99.f);
+  ba.dx = g[g.size() - 3].data();
+  ba.dh0 = g[g.size() - 2].data();
+  ba.dc0 = g.back().data();
+  rnn_backward(c.d, saved, ba);
+  std::vector<float> out;
+  for (auto& v : g) out.insert(out.end(), v.begin(), v.end());
+  return out;
+}
+
+// Without `keep` the forward record copies the weights (the caller may change its own
+// afterwards); with it, the record refers to the kept weights and holds their owner,
+// which may then be the only one left. Both backward passes give the same gradients.
+TEST(RnnKernel, KeptWeightsAreReferredToAndHeld) {
+  const Case c = make_case(RnnCell::Lstm, RnnDirection::Bidirectional, 2, 3, 4, 4, {4, 3, 1}, true, 500);
+  Case changed = c;
+  std::shared_ptr<RnnSaved> copied;
+  run_forward(changed, &copied);
+  for (auto* ws : {&changed.wx, &changed.wh, &changed.bias})
+    for (auto& w : *ws) std::fill(w.begin(), w.end(), 1e3f);
+  const std::vector<float> want = all_gradients(c, *copied);
+
+  auto owner = std::make_shared<Case>(c);
+  std::shared_ptr<RnnSaved> kept;
+  run_forward(*owner, &kept, owner);
+  std::weak_ptr<Case> alive = owner;
+  owner.reset();
+  ASSERT_FALSE(alive.expired());  // the record holds the weights' owner
+  EXPECT_EQ(all_gradients(c, *kept), want);
+  kept.reset();
+  EXPECT_TRUE(alive.expired());  // and lets go of it with the record
 }
 
 TEST(RnnKernel, BadArgumentsThrow) {

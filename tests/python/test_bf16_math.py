@@ -224,20 +224,21 @@ def mean_accuracies(example, math_mode, seeds, **kw):
     return out
 
 
-# One seed's test accuracy varies by about +-0.3 points with the seed (MLP, 15 epochs: 0.886-0.895 in float32),
-# and a bfloat16 run departs from its float32 twin as another seed would (seeds 1-4: -0.7 to +0.2 points). So the
-# MLP compares the means of three seeds; the CNN's 3-epoch accuracy varies less (seeds 1, 2: +0.09, +0.13 points).
+# One seed's test accuracy varies by about +-0.3 points with the seed (MLP, 8 epochs: 0.880-0.884 in float32),
+# and a bfloat16 run departs from its float32 twin as another seed would (seeds 1-4: -0.44 to +0.26 points). So the
+# MLP compares the means of three seeds (+0.15 points); the CNN's 2-epoch accuracy varies less (seeds 1, 2: +0.07,
+# 0.00 points; after 1 epoch one seed parts by 0.7 points, so one epoch is too few for a single seed).
 @needs_bf16
 @pytest.mark.slow
 def test_fashion_mnist_mlp_accuracy_in_bfloat16(math_mode):
-    acc = mean_accuracies(fashion_mnist_example('fashion_mnist_mlp'), math_mode, seeds=(1, 2, 3), epochs=15)
-    assert acc['float32'] >= 0.88, acc
+    acc = mean_accuracies(fashion_mnist_example('fashion_mnist_mlp'), math_mode, seeds=(1, 2, 3), epochs=8)
+    assert acc['float32'] >= 0.875, acc
     assert abs(acc['bfloat16'] - acc['float32']) <= 0.005, acc
 
 
 @needs_bf16
 @pytest.mark.slow
 def test_fashion_mnist_cnn_accuracy_in_bfloat16(math_mode):
-    acc = mean_accuracies(fashion_mnist_example('fashion_mnist_cnn'), math_mode, seeds=(1,), epochs=3)
-    assert acc['float32'] >= 0.90, acc
+    acc = mean_accuracies(fashion_mnist_example('fashion_mnist_cnn'), math_mode, seeds=(1,), epochs=2)
+    assert acc['float32'] >= 0.895, acc
     assert abs(acc['bfloat16'] - acc['float32']) <= 0.005, acc
