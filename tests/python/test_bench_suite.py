@@ -179,6 +179,18 @@ def test_gemm_peak_times_the_linked_onednn():
     assert os.path.basename(m['library']).startswith('libdnnl.so') and m['peak_gflops'] == m['gflops_by_n']['64']
 
 
+@pytest.mark.slow
+def test_onednn_primitives_build_and_time_every_case_against_the_system_onednn(tmp_path):
+    import onednn_versions
+    exe = onednn_versions.build(str(tmp_path / 'primitives'))
+    version, times = onednn_versions.run(exe, 0.001)
+    assert version.split('.')[0] in ('2', '3')
+    kinds = {case.split()[0] for case in times}
+    assert kinds == {'conv_fwd', 'conv_bwd_data', 'conv_bwd_weights', 'lstm_fwd', 'lstm_bwd', 'sgemm'}
+    assert len(times) == 14 * 3 + 3 * 2 + 5
+    assert all(np.isfinite(ms) and ms > 0 for ms in times.values())
+
+
 class _FakeWorker:
     """Stands in for a worker process: one started first in its start order measures 1.05 s per step (the
     effect the suite's restarts balance), later-started ones 1.00."""
