@@ -153,30 +153,13 @@ void lstm(const Lstm& l, double scale) {
                                           w_iter, bias, dst_layer, state, state, src_layer, state, state, w_layer,
                                           w_iter, bias, dst_layer, state, state, fwd, attr);
 #else
-  dnnl::lstm_forward::primitive_desc fwd(
-      {dnnl::prop_kind::forward_training, dir, src_layer, state, state, w_layer, w_iter, bias, dst_layer, state, state},
-      attr, engine());
-  dnnl::lstm_backward::primitive_desc bwd({dnnl::prop_kind::backward,
-                                           dir,
-                                           src_layer,
-                                           state,
-                                           state,
-                                           w_layer,
-                                           w_iter,
-                                           bias,
-                                           dst_layer,
-                                           state,
-                                           state,
-                                           src_layer,
-                                           state,
-                                           state,
-                                           w_layer,
-                                           w_iter,
-                                           bias,
-                                           dst_layer,
-                                           state,
-                                           state},
-                                          attr, engine(), fwd);
+  const dnnl::lstm_forward::desc fd(dnnl::prop_kind::forward_training, dir, src_layer, state, state, w_layer, w_iter,
+                                    bias, dst_layer, state, state);
+  dnnl::lstm_forward::primitive_desc fwd(fd, attr, engine());
+  const dnnl::lstm_backward::desc bd(dnnl::prop_kind::backward, dir, src_layer, state, state, w_layer, w_iter, bias,
+                                     dst_layer, state, state, src_layer, state, state, w_layer, w_iter, bias, dst_layer,
+                                     state, state);
+  dnnl::lstm_backward::primitive_desc bwd(bd, attr, engine(), fwd);
 #endif
   const double gflop = 2.0 * l.T * l.B * 4 * l.H * (l.C + l.H) / 1e9;
   const int reps = std::max(1, int(scale * 1.0 / gflop));
