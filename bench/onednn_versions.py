@@ -14,7 +14,6 @@ import datetime
 import glob
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -23,7 +22,8 @@ import zipfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SOURCE = os.path.join(HERE, 'cpp', 'onednn_primitives.cpp')
-CPUS = '0,1'
+sys.path.insert(0, HERE)
+import run as bench_run  # noqa: E402  (THREADS, cpu_model)
 
 
 def parse_args():
@@ -63,8 +63,9 @@ def build(out, include=None, lib=None):
 
 
 def run(exe, scale):
-    env = dict(os.environ, OMP_NUM_THREADS='2', OMP_WAIT_POLICY='active')
-    text = subprocess.run(['taskset', '-c', CPUS, exe, str(scale)], env=env, check=True, capture_output=True,
+    env = dict(os.environ, OMP_NUM_THREADS=str(bench_run.THREADS), OMP_WAIT_POLICY='active')
+    cpus = ','.join(str(c) for c in sorted(os.sched_getaffinity(0))[:bench_run.THREADS])  # as run.pin_threads
+    text = subprocess.run(['taskset', '-c', cpus, exe, str(scale)], env=env, check=True, capture_output=True,
                           text=True).stdout
     lines = text.split('\n')
     version = lines[0].split()[1]
@@ -96,8 +97,7 @@ def main():
         b = statistics.median(s[case] for s in samples['wheel'])
         kind, name = case.split(' ', 1)
         rows.append({'kind': kind, 'case': name, 'old_ms': a, 'new_ms': b, 'ratio': b / a})
-    cpu = next((line.split(':', 1)[1].strip() for line in open('/proc/cpuinfo') if line.startswith('model name')),
-               platform.processor())
+    cpu = bench_run.cpu_model()
     report = {'date': datetime.date.today().isoformat(), 'cpu': cpu, 'old': versions['system'],
               'new': versions['wheel'], 'wheel': 'onednn-cpu-gomp ' + args.wheel_version, 'rounds': rounds,
               'scale_gflop': scale, 'rows': rows}

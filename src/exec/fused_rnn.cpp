@@ -98,32 +98,32 @@ struct FusedWeights {
 
 FusedWeights to_fused(const FusedLayout& l, const ComputeContext& ctx, int64_t C, int64_t H) {
   FusedWeights w;
-  if (l.cell == RnnCell::Lstm) {  // the gates reordered straight from the parameters
-    auto permuted = [&](int i, std::vector<float>& out, int64_t rows) {
-      NDArrayView v = ctx.inputs[size_t(i)].contiguous();
-      out.resize(size_t(v.numel()));
-      kernels::lstm_gates_cntk_to_fused(v.data<float>(), out.data(), rows, H);
-    };
-    permuted(l.w, w.wx, C);
-    permuted(l.h, w.wh, H);
-    permuted(l.b, w.bias, 1);
-    return w;
-  }
-  std::vector<float> W = to_vector(ctx.inputs[size_t(l.w)]), Hm = to_vector(ctx.inputs[size_t(l.h)]),
-                     b = to_vector(ctx.inputs[size_t(l.b)]);
+  auto view = [&](int i) { return ctx.inputs[size_t(i)].contiguous(); };  // no copy when contiguous
+  auto copy = [&](int i) { return to_vector(ctx.inputs[size_t(i)]); };
   switch (l.cell) {
+    case RnnCell::Lstm: {  // the gates reordered straight from the parameters
+      auto permuted = [&](int i, std::vector<float>& out, int64_t rows) {
+        NDArrayView v = view(i);
+        out.resize(size_t(v.numel()));
+        kernels::lstm_gates_cntk_to_fused(v.data<float>(), out.data(), rows, H);
+      };
+      permuted(l.w, w.wx, C);
+      permuted(l.h, w.wh, H);
+      permuted(l.b, w.bias, 1);
+      break;
+    }
     case RnnCell::Gru: {
-      std::vector<float> H1 = to_vector(ctx.inputs[size_t(l.h1)]);
-      w.wx = std::move(W);
-      w.bias = std::move(b);
+      w.wx = copy(l.w);
+      w.bias = copy(l.b);
+      NDArrayView Hm = view(l.h), H1 = view(l.h1);
       w.wh.resize(size_t(H * 3 * H));
-      kernels::gru_iter_cntk_to_fused(Hm.data(), H1.data(), w.wh.data(), H);
+      kernels::gru_iter_cntk_to_fused(Hm.data<float>(), H1.data<float>(), w.wh.data(), H);
       break;
     }
     default:
-      w.wx = std::move(W);
-      w.wh = std::move(Hm);
-      w.bias = std::move(b);
+      w.wx = copy(l.w);
+      w.wh = copy(l.h);
+      w.bias = copy(l.b);
   }
   return w;
 }

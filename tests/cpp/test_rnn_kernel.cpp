@@ -160,6 +160,39 @@ double loss(const Case& c, const std::vector<std::vector<double>>& wx, const std
   return s;
 }
 
+// Every gradient of a backward pass over `saved` (each buffer prefilled with 99, so
+// that one left unwritten shows).
+struct Grads {
+  std::vector<std::vector<float>> wx, wh, bias;  // per (layer, direction)
+  std::vector<float> dx, dh0, dc0;
+  bool operator==(const Grads& o) const {
+    return wx == o.wx && wh == o.wh && bias == o.bias && dx == o.dx && dh0 == o.dh0 && dc0 == o.dc0;
+  }
+};
+
+Grads run_backward(const Case& c, const RnnSaved& saved) {
+  const size_t LD = size_t(c.d.layers * c.d.directions()), BH = size_t(c.d.batch * c.d.hidden);
+  Grads g;
+  RnnBackwardArgs ba;
+  ba.dy = c.dy.data();
+  for (size_t u = 0; u < LD; ++u) {
+    g.wx.emplace_back(c.wx[u].size(), 99.f);
+    g.wh.emplace_back(c.wh[u].size(), 99.f);
+    g.bias.emplace_back(c.bias[u].size(), 99.f);
+  }
+  for (size_t u = 0; u < LD; ++u) ba.grads.push_back({g.wx[u].data(), g.wh[u].data(), g.bias[u].data()});
+  g.dx.assign(c.x.size(), 99.f);
+  g.dh0.assign(LD * BH, 99.f);
+  ba.dx = g.dx.data();
+  ba.dh0 = g.dh0.data();
+  if (c.d.cell == RnnCell::Lstm) {
+    g.dc0.assign(LD * BH, 99.f);
+    ba.dc0 = g.dc0.data();
+  }
+  rnn_backward(c.d, saved, ba);
+  return g;
+}
+
 void check_case(const Case& c) {
   SCOPED_TRACE(std::string(to_string(c.d.cell)) + " dir " + std::to_string(int(c.d.direction)) + " layers " +
                std::to_string(c.d.layers));
@@ -180,23 +213,7 @@ void check_case(const Case& c) {
     ASSERT_NEAR(y[i], ref[i], 1e-5) << "y at " << i;
     ASSERT_NEAR(yi[i], ref[i], 1e-5) << "inference y at " << i;
   }
-  // backward
-  const int64_t D = c.d.directions(), LD = c.d.layers * D, B = c.d.batch, H = c.d.hidden;
-  const size_t LDs = static_cast<size_t>(LD);
-  std::vector<std::vector<float>> gwx(LDs), gwh(LDs), gb(LDs);
-  RnnBackwardArgs ba;
-  ba.dy = c.dy.data();
-  for (int64_t u = 0; u < LD; ++u) {
-    gwx[size_t(u)].assign(c.wx[size_t(u)].size(), 99.f);
-    gwh[size_t(u)].assign(c.wh[size_t(u)].size(), 99.f);
-    gb[size_t(u)].assign(c.bias[size_t(u)].size(), 99.f);
-    ba.grads.push_back({gwx[size_t(u)].data(), gwh[size_t(u)].data(), gb[size_t(u)].data()});
-  }
-  std::vector<float> dx(c.x.size(), 99.f), dh0(size_t(LD * B * H), 99.f), dc0(size_t(LD * B * H), 99.f);
-  ba.dx = dx.data();
-  ba.dh0 = dh0.data();
-  ba.dc0 = c.d.cell == RnnCell::Lstm ? dc0.data() : nullptr;
-  rnn_backward(c.d, *saved, ba);
+  const Grads g = run_backward(c, *saved);
   const double eps = 1e-5;
   auto fd_check = [&](std::vector<double>& p, const std::vector<float>& got, const char* what) {
     ASSERT_EQ(p.size(), got.size()) << what;
@@ -211,14 +228,14 @@ void check_case(const Case& c) {
       ASSERT_NEAR(got[i], fd, 1e-4 + 1e-4 * std::abs(fd)) << what << " at " << i;
     }
   };
-  for (int64_t u = 0; u < LD; ++u) {
-    fd_check(wx[size_t(u)], gwx[size_t(u)], "w_x");
-    fd_check(wh[size_t(u)], gwh[size_t(u)], "w_h");
-    fd_check(bias[size_t(u)], gb[size_t(u)], "bias");
+  for (size_t u = 0; u < wx.size(); ++u) {
+    fd_check(wx[u], g.wx[u], "w_x");
+    fd_check(wh[u], g.wh[u], "w_h");
+    fd_check(bias[u], g.bias[u], "bias");
   }
-  fd_check(x, dx, "x");
-  if (!h0.empty()) fd_check(h0, dh0, "h0");
-  if (!c0.empty()) fd_check(c0, dc0, "c0");
+  fd_check(x, g.dx, "x");
+  if (!h0.empty()) fd_check(h0, g.dh0, "h0");
+  if (!c0.empty()) fd_check(c0, g.dc0, "c0");
 }
 
 const RnnCell kCells[] = {RnnCell::Lstm,    RnnCell::Gru,     RnnCell::LbrGru,
@@ -252,26 +269,6 @@ TEST(RnnKernel, EmptyAndZeroLengthSequences) {
   EXPECT_TRUE(y.empty());
 }
 
-// Every gradient of a backward pass, one after another.
-std::vector<float> all_gradients(const Case& c, const RnnSaved& saved) {
-  const int64_t LD = c.d.layers * c.d.directions(), BH = c.d.batch * c.d.hidden;
-  std::vector<std::vector<float>> g;
-  RnnBackwardArgs ba;
-  ba.dy = c.dy.data();
-  for (int64_t u = 0; u < LD; ++u) {
-    for (size_t n : {c.wx[size_t(u)].size(), c.wh[size_t(u)].size(), c.bias[size_t(u)].size()}) g.emplace_back(n, 99.f);
-    ba.grads.push_back({g[g.size() - 3].data(), g[g.size() - 2].data(), g.back().data()});
-  }
-  for (size_t n : {c.x.size(), size_t(LD * BH), size_t(LD * BH)}) g.emplace_back(n, 99.f);
-  ba.dx = g[g.size() - 3].data();
-  ba.dh0 = g[g.size() - 2].data();
-  ba.dc0 = g.back().data();
-  rnn_backward(c.d, saved, ba);
-  std::vector<float> out;
-  for (auto& v : g) out.insert(out.end(), v.begin(), v.end());
-  return out;
-}
-
 // Without `keep` the forward record copies the weights (the caller may change its own
 // afterwards); with it, the record refers to the kept weights and holds their owner,
 // which may then be the only one left. Both backward passes give the same gradients.
@@ -282,7 +279,7 @@ TEST(RnnKernel, KeptWeightsAreReferredToAndHeld) {
   run_forward(changed, &copied);
   for (auto* ws : {&changed.wx, &changed.wh, &changed.bias})
     for (auto& w : *ws) std::fill(w.begin(), w.end(), 1e3f);
-  const std::vector<float> want = all_gradients(c, *copied);
+  const Grads want = run_backward(c, *copied);
 
   auto owner = std::make_shared<Case>(c);
   std::shared_ptr<RnnSaved> kept;
@@ -290,7 +287,7 @@ TEST(RnnKernel, KeptWeightsAreReferredToAndHeld) {
   std::weak_ptr<Case> alive = owner;
   owner.reset();
   ASSERT_FALSE(alive.expired());  // the record holds the weights' owner
-  EXPECT_EQ(all_gradients(c, *kept), want);
+  EXPECT_TRUE(run_backward(c, *kept) == want);
   kept.reset();
   EXPECT_TRUE(alive.expired());  // and lets go of it with the record
 }
