@@ -26,6 +26,15 @@ def peers_python():
     return None
 
 
+def use_bench_run(monkeypatch):
+    """bench/run.py as the module `run` for this test: the bench scripts import their neighbours by plain
+    name (`import run`), and in a test session another module of that name may be loaded already."""
+    spec = importlib.util.spec_from_file_location('run', os.path.join(BENCH, 'run.py'))
+    bench_run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_run)
+    monkeypatch.setitem(sys.modules, 'run', bench_run)
+
+
 def test_bootstrap_interval_holds_the_median_and_narrows_with_more_samples():
     rng = np.random.default_rng(3)
     few = list(1.0 + 0.1 * rng.standard_normal(6))
@@ -180,7 +189,9 @@ def test_gemm_peak_times_the_linked_onednn():
 
 
 @pytest.mark.slow
-def test_onednn_primitives_build_and_time_every_case_against_the_system_onednn(tmp_path):
+def test_onednn_primitives_build_and_time_every_case_against_the_system_onednn(monkeypatch, tmp_path):
+    use_bench_run(monkeypatch)
+    monkeypatch.delitem(sys.modules, 'onednn_versions', raising=False)
     import onednn_versions
     exe = onednn_versions.build(str(tmp_path / 'primitives'))
     version, times = onednn_versions.run(exe, 0.001)
@@ -224,12 +235,7 @@ def test_rounds_come_in_blocks_with_workers_restarted_in_reverse_order(monkeypat
             self.first = len(starts) % 2 == 1
 
     monkeypatch.setattr(suite, 'Worker', Worker)
-    # suite.py imports its neighbours by plain name (`import run`): in a test session another module
-    # of that name may be loaded already
-    spec = importlib.util.spec_from_file_location('run', os.path.join(BENCH, 'run.py'))
-    bench_run = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench_run)
-    monkeypatch.setitem(sys.modules, 'run', bench_run)
+    use_bench_run(monkeypatch)
     args = suite.parse_args(['--workloads', 'mlp', '--columns', 'opencntk,pytorch', '--no-check', '--min-rounds',
                              '5', '--max-rounds', '5', '--no-write'])
     row = suite.run_workload('mlp', 'active', args, '/tmp')
