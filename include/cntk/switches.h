@@ -50,6 +50,14 @@ bool rnn_fusion_debug();
 void set_recurrence_concurrency(bool on);
 bool recurrence_concurrency();
 
+// float32 LSTMs (fused Recurrence(LSTM) steps and OptimizedRNNStack) run on OpenCNTK's
+// own step-by-step LSTM rather than oneDNN's LSTM primitive (src/kernels/cpu/lstm_steps.cpp:
+// no product for a one-hot input, none for an input gradient nobody asks for). On unless
+// CNTK_LSTM_STEPS=0. The bfloat16 math mode always runs on oneDNN's primitive. Applies to
+// every forward pass from then on; a backward pass runs on its forward pass's choice.
+void set_lstm_steps(bool on);
+bool lstm_steps_enabled();
+
 // The arithmetic of float32 matrix products (cntk.cntk_py.set_float32_math): "float32"
 // (the default) or "bfloat16": every float32 product the oneDNN backend computes (Times,
 // TransposeTimes, Dense, their gradients) reads its two operands rounded to bfloat16

@@ -544,6 +544,8 @@ NB_MODULE(_cntk, m) {
   m.def("rnn_fusion_enabled", &rnn_fusion_enabled);
   m.def("set_recurrence_concurrency", &set_recurrence_concurrency, nb::arg("on"));
   m.def("recurrence_concurrency", &recurrence_concurrency);
+  m.def("set_lstm_steps", &set_lstm_steps, nb::arg("on"));
+  m.def("lstm_steps_enabled", &lstm_steps_enabled);
   m.def("set_conv_fusion", &set_conv_fusion, nb::arg("on"));  // the planner's switches (cntk/switches.h)
   m.def("conv_fusion_enabled", &conv_fusion_enabled);
   m.def("set_dnnl_layouts", &set_dnnl_layouts, nb::arg("on"));

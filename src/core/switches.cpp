@@ -46,6 +46,7 @@ struct Switches {
   std::atomic<bool> rnn_fusion{!env_is("CNTK_RNN_FUSION", "0")};
   std::atomic<bool> rnn_fusion_debug{env_is("CNTK_RNN_FUSION_DEBUG", "1")};
   std::atomic<bool> recurrence_concurrency{!env_is("CNTK_RECURRENCE_CONCURRENCY", "0")};
+  std::atomic<bool> lstm_steps{!env_is("CNTK_LSTM_STEPS", "0")};
   std::atomic<bool> conv_fusion{[] {
     const char* v = std::getenv("CNTK_NO_FUSION");
     return !(v && *v && std::string_view(v) != "0");
@@ -72,6 +73,8 @@ void set_rnn_fusion_debug(bool on) { switches().rnn_fusion_debug = on; }
 bool rnn_fusion_debug() { return switches().rnn_fusion_debug; }
 void set_recurrence_concurrency(bool on) { switches().recurrence_concurrency = on; }
 bool recurrence_concurrency() { return switches().recurrence_concurrency; }
+void set_lstm_steps(bool on) { switches().lstm_steps = on; }
+bool lstm_steps_enabled() { return switches().lstm_steps; }
 void set_conv_fusion(bool on) { switches().conv_fusion = on; }
 bool conv_fusion_enabled() { return switches().conv_fusion; }
 void set_dnnl_layouts(bool on) { switches().dnnl_layouts = on; }

@@ -268,8 +268,15 @@ void carry_out(const FusedLayout& l, ComputeContext& ctx, const kernels::RnnDims
 }
 
 std::vector<NDArrayView> fused_forward(const FusedLayout& l, ComputeContext& ctx) {
+  // The op reads its input sparse (a one-hot sequence, say: the kernels gather its rows);
+  // anything else arrives dense as usual.
+  for (size_t i = 1; i < ctx.inputs.size(); ++i)
+    if (ctx.inputs[i].is_sparse()) ctx.inputs[i] = ctx.inputs[i].to_dense();
   const kernels::RnnDims d = dims_of(l, ctx);
   NDArrayView x = ctx.inputs[0].contiguous();
+  if (x.is_sparse() &&
+      (x.dtype() != DataType::Float || int64_t(x.sparse_data().starts.size()) != d.steps * d.batch + 1))
+    x = x.to_dense().cast(DataType::Float);
   const int64_t H = d.hidden, B = d.batch;
   std::shared_ptr<const FusedWeights> w = fused_weights(l, ctx, d.input, H);
   NDArrayView h0 = state_rows(l, ctx, 0, B, H);
@@ -278,7 +285,12 @@ std::vector<NDArrayView> fused_forward(const FusedLayout& l, ComputeContext& ctx
   NDArrayView y(DataType::Float, NDShape{d.steps, B, H});
   std::vector<float> c_final(l.c0 >= 0 && !l.backward_in_time ? size_t(B * H) : 0);
   kernels::RnnForwardArgs a;
-  a.x = x.data<float>();
+  if (x.is_sparse()) {
+    const SparseCSC& sp = x.sparse_data();
+    a.x_sparse = {sp.starts.data(), sp.indices.data(), static_cast<const float*>(sp.values->data())};
+  } else {
+    a.x = x.data<float>();
+  }
   const auto& len = ctx.in_lengths[0];
   a.lengths = len.empty() ? nullptr : len.data();
   a.weights = {{w->wx.data(), w->wh.data(), w->bias.data()}};
@@ -297,6 +309,8 @@ std::vector<NDArrayView> fused_forward(const FusedLayout& l, ComputeContext& ctx
 // Every input's gradient at once (kept in ctx.scratch for the calls that follow).
 std::vector<NDArrayView> fused_gradients(const FusedLayout& l, ComputeContext& ctx) {
   if (!ctx.state) throw Error("fused recurrence: backward without a training forward pass");
+  for (size_t i = 1; i < ctx.inputs.size(); ++i)  // as fused_forward
+    if (ctx.inputs[i].is_sparse()) ctx.inputs[i] = ctx.inputs[i].to_dense();
   const auto& st = *std::static_pointer_cast<FusedState>(ctx.state);
   const kernels::RnnDims& d = st.dims;
   const int64_t T = d.steps, B = d.batch, C = d.input, H = d.hidden;
@@ -363,6 +377,7 @@ struct FusedOps {
         def.infer = [](InferContext& ctx) -> std::vector<OutputInfo> {
           ctx.fail("a fused recurrence is a plan step, not a graph node");
         };
+        def.sparse_inputs = true;  // fused_forward densifies all but the sequence
         def.forward = [l](ComputeContext& ctx) { return fused_forward(l, ctx); };
         def.backward = [l](ComputeContext& ctx, size_t i) {
           if (!ctx.scratch) ctx.scratch = std::make_shared<std::vector<NDArrayView>>(fused_gradients(l, ctx));

@@ -1,6 +1,6 @@
-// The fused RNN kernel (oneDNN) against a plain double-precision reference of the
-// equations documented in rnn.h: forward values, and gradients against central
-// differences of the reference.
+// The fused RNN kernels (oneDNN's primitives and, for LSTMs, the step-by-step kernel)
+// against a plain double-precision reference of the equations documented in rnn.h:
+// forward values, and gradients against central differences of the reference.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,6 +21,7 @@ struct Case {
   std::vector<int64_t> len;
   std::vector<std::vector<float>> wx, wh, bias;  // per (layer, direction)
   std::vector<float> x, h0, c0, dy;
+  RnnKernel kernel = RnnKernel::Auto;
 };
 
 double sig(double v) { return 1.0 / (1.0 + std::exp(-v)); }
@@ -137,6 +138,7 @@ Case make_case(RnnCell cell, RnnDirection dir, int64_t layers, int64_t C, int64_
 std::vector<float> run_forward(const Case& c, std::shared_ptr<RnnSaved>* saved,
                                std::shared_ptr<const void> keep = nullptr) {
   RnnForwardArgs a;
+  a.kernel = c.kernel;
   a.keep = std::move(keep);
   a.x = c.x.data();
   a.lengths = c.len.data();
@@ -193,7 +195,24 @@ Grads run_backward(const Case& c, const RnnSaved& saved) {
   return g;
 }
 
+// The kernels that run `c`: an LSTM on each of the two, other cells on oneDNN's.
+std::vector<RnnKernel> kernels_of(const Case& c) {
+  if (c.d.cell == RnnCell::Lstm) return {RnnKernel::OneDnn, RnnKernel::Steps};
+  return {RnnKernel::Auto};
+}
+
+void check_one(const Case& c);
+
 void check_case(const Case& c) {
+  for (RnnKernel k : kernels_of(c)) {
+    SCOPED_TRACE("kernel " + std::to_string(int(k)));
+    Case on = c;
+    on.kernel = k;
+    check_one(on);
+  }
+}
+
+void check_one(const Case& c) {
   SCOPED_TRACE(std::string(to_string(c.d.cell)) + " dir " + std::to_string(int(c.d.direction)) + " layers " +
                std::to_string(c.d.layers));
   std::vector<std::vector<double>> wx, wh, bias;
@@ -263,6 +282,7 @@ TEST(RnnKernel, StackedBidirectional) {
 
 TEST(RnnKernel, EmptyAndZeroLengthSequences) {
   check_case(make_case(RnnCell::Gru, RnnDirection::Backward, 1, 2, 3, 3, {0, 3, 0}, false, 300));
+  check_case(make_case(RnnCell::Lstm, RnnDirection::Bidirectional, 1, 2, 3, 3, {0, 3, 0}, true, 302));
   Case c = make_case(RnnCell::Lstm, RnnDirection::Forward, 1, 2, 3, 0, {}, false, 301);
   std::shared_ptr<RnnSaved> saved;
   auto y = run_forward(c, &saved);
@@ -272,8 +292,7 @@ TEST(RnnKernel, EmptyAndZeroLengthSequences) {
 // Without `keep` the forward record copies the weights (the caller may change its own
 // afterwards); with it, the record refers to the kept weights and holds their owner,
 // which may then be the only one left. Both backward passes give the same gradients.
-TEST(RnnKernel, KeptWeightsAreReferredToAndHeld) {
-  const Case c = make_case(RnnCell::Lstm, RnnDirection::Bidirectional, 2, 3, 4, 4, {4, 3, 1}, true, 500);
+void check_kept_weights(const Case& c) {
   Case changed = c;
   std::shared_ptr<RnnSaved> copied;
   run_forward(changed, &copied);
@@ -290,6 +309,15 @@ TEST(RnnKernel, KeptWeightsAreReferredToAndHeld) {
   EXPECT_TRUE(run_backward(c, *kept) == want);
   kept.reset();
   EXPECT_TRUE(alive.expired());  // and lets go of it with the record
+}
+
+TEST(RnnKernel, KeptWeightsAreReferredToAndHeld) {
+  for (RnnKernel k : {RnnKernel::OneDnn, RnnKernel::Steps}) {
+    SCOPED_TRACE("kernel " + std::to_string(int(k)));
+    Case c = make_case(RnnCell::Lstm, RnnDirection::Bidirectional, 2, 3, 4, 4, {4, 3, 1}, true, 500);
+    c.kernel = k;
+    check_kept_weights(c);
+  }
 }
 
 TEST(RnnKernel, BadArgumentsThrow) {
@@ -341,6 +369,7 @@ std::vector<float> forward_steps(const Case& c, int64_t t0, int64_t t1, const st
   std::vector<float> x(c.x.begin() + t0 * B * C, c.x.begin() + t1 * B * C), y(size_t(d.steps * B * H), -7.f);
   std::vector<int64_t> len(size_t(B), d.steps);
   RnnForwardArgs a;
+  a.kernel = c.kernel;
   a.x = x.data();
   a.lengths = len.data();
   a.weights.push_back({c.wx[0].data(), c.wh[0].data(), c.bias[0].data()});
@@ -365,25 +394,151 @@ TEST(RnnKernel, FinalStatesContinueTheSequences) {
   for (RnnCell cell : {RnnCell::Lstm, RnnCell::Gru, RnnCell::RnnTanh})
     for (bool training : {false, true}) {
       SCOPED_TRACE(std::string(to_string(cell)) + (training ? " training" : " inference"));
-      Case c = make_case(cell, RnnDirection::Forward, 1, 3, 4, 5, {5, 5}, true, seed++);
-      std::vector<float> c0 = c.c0.empty() ? std::vector<float>(c.h0.size(), 0.f) : c.c0;
-      std::vector<float> hf, cf, hf2, cf2, hall, call;
-      auto whole = forward_steps(c, 0, 5, c.h0, c0, hall, call, training);
-      auto first = forward_steps(c, 0, 3, c.h0, c0, hf, cf, training);
-      auto second = forward_steps(c, 3, 5, hf, cf, hf2, cf2, training);
-      first.insert(first.end(), second.begin(), second.end());
-      ASSERT_EQ(first.size(), whole.size());
-      for (size_t i = 0; i < whole.size(); ++i) ASSERT_NEAR(first[i], whole[i], 1e-5) << "y at " << i;
-      const size_t BH = hf.size();
-      for (size_t i = 0; i < BH; ++i) {
-        ASSERT_NEAR(hf2[i], hall[i], 1e-5);
-        ASSERT_EQ(hall[i], whole[whole.size() - BH + i]);  // h after the last step is its output there
-        if (cell == RnnCell::Lstm) ASSERT_NEAR(cf2[i], call[i], 1e-5);
+      Case made = make_case(cell, RnnDirection::Forward, 1, 3, 4, 5, {5, 5}, true, seed++);
+      for (RnnKernel k : kernels_of(made)) {
+        SCOPED_TRACE("kernel " + std::to_string(int(k)));
+        Case c = made;
+        c.kernel = k;
+        std::vector<float> c0 = c.c0.empty() ? std::vector<float>(c.h0.size(), 0.f) : c.c0;
+        std::vector<float> hf, cf, hf2, cf2, hall, call;
+        auto whole = forward_steps(c, 0, 5, c.h0, c0, hall, call, training);
+        auto first = forward_steps(c, 0, 3, c.h0, c0, hf, cf, training);
+        auto second = forward_steps(c, 3, 5, hf, cf, hf2, cf2, training);
+        first.insert(first.end(), second.begin(), second.end());
+        ASSERT_EQ(first.size(), whole.size());
+        for (size_t i = 0; i < whole.size(); ++i) ASSERT_NEAR(first[i], whole[i], 1e-5) << "y at " << i;
+        const size_t BH = hf.size();
+        for (size_t i = 0; i < BH; ++i) {
+          ASSERT_NEAR(hf2[i], hall[i], 1e-5);
+          ASSERT_EQ(hall[i], whole[whole.size() - BH + i]);  // h after the last step is its output there
+          if (cell == RnnCell::Lstm) ASSERT_NEAR(cf2[i], call[i], 1e-5);
+        }
+        // No step: the final states are the initial ones.
+        auto none = forward_steps(c, 0, 0, c.h0, c0, hf, cf, training);
+        EXPECT_TRUE(none.empty());
+        EXPECT_EQ(hf, c.h0);
+        if (cell == RnnCell::Lstm) EXPECT_EQ(cf, c0);
       }
-      // No step: the final states are the initial ones.
-      auto none = forward_steps(c, 0, 0, c.h0, c0, hf, cf, training);
-      EXPECT_TRUE(none.empty());
-      EXPECT_EQ(hf, c.h0);
-      if (cell == RnnCell::Lstm) EXPECT_EQ(cf, c0);
     }
+}
+
+namespace {
+
+// `c`'s input as sparse rows: entry j of row r kept where keep(r, j), else dropped (so
+// rows with none, one and several entries occur); c.x becomes their dense form.
+struct SparseCase {
+  std::vector<int64_t> starts{0}, indices;
+  std::vector<float> values;
+};
+SparseCase sparsify(Case& c) {
+  SparseCase s;
+  const int64_t R = c.d.steps * c.d.batch, C = c.d.input;
+  for (int64_t r = 0; r < R; ++r) {
+    for (int64_t j = 0; j < C; ++j) {
+      float& v = c.x[size_t(r * C + j)];
+      if ((r + j) % 3 == 0 && r % 5 != 4) {
+        s.indices.push_back(j);
+        s.values.push_back(v);
+      } else {
+        v = 0.f;
+      }
+    }
+    s.starts.push_back(int64_t(s.indices.size()));
+  }
+  return s;
+}
+
+}  // namespace
+
+// A sparse input (one-hot rows, say) gives what its dense form gives, on both kernels
+// (oneDNN's reads it densified); the step-by-step kernel computes its input gradient
+// only when asked for.
+TEST(RnnKernel, SparseInputRows) {
+  unsigned seed = 600;
+  for (RnnDirection dir : {RnnDirection::Forward, RnnDirection::Backward, RnnDirection::Bidirectional})
+    for (RnnKernel k : {RnnKernel::OneDnn, RnnKernel::Steps}) {
+      SCOPED_TRACE("dir " + std::to_string(int(dir)) + " kernel " + std::to_string(int(k)));
+      Case c = make_case(RnnCell::Lstm, dir, 2, 5, 4, 4, {4, 2, 3}, true, seed++);
+      c.kernel = k;
+      const SparseCase sp = sparsify(c);
+      std::shared_ptr<RnnSaved> dense_saved;
+      const auto want_y = run_forward(c, &dense_saved);
+      const Grads want = run_backward(c, *dense_saved);
+
+      RnnForwardArgs a;
+      a.kernel = k;
+      a.x_sparse = {sp.starts.data(), sp.indices.data(), sp.values.data()};
+      a.lengths = c.len.data();
+      for (size_t u = 0; u < c.wx.size(); ++u) a.weights.push_back({c.wx[u].data(), c.wh[u].data(), c.bias[u].data()});
+      a.h0 = c.h0.data();
+      a.c0 = c.c0.data();
+      std::vector<float> y(want_y.size(), -7.f);
+      a.y = y.data();
+      auto saved = rnn_forward(c.d, a);
+      for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], want_y[i], 1e-6) << "y at " << i;
+      const Grads got = run_backward(c, *saved);
+      auto near = [](const std::vector<float>& g, const std::vector<float>& w, const char* what) {
+        ASSERT_EQ(g.size(), w.size()) << what;
+        for (size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(g[i], w[i], 1e-5) << what << " at " << i;
+      };
+      for (size_t u = 0; u < want.wx.size(); ++u) {
+        near(got.wx[u], want.wx[u], "w_x");
+        near(got.wh[u], want.wh[u], "w_h");
+        near(got.bias[u], want.bias[u], "bias");
+      }
+      near(got.dx, want.dx, "dx");
+      near(got.dh0, want.dh0, "dh0");
+      near(got.dc0, want.dc0, "dc0");
+
+      // Without dx: the other gradients unchanged, dx untouched.
+      RnnBackwardArgs ba;
+      ba.dy = c.dy.data();
+      Grads none = want;
+      for (size_t u = 0; u < c.wx.size(); ++u)
+        ba.grads.push_back({none.wx[u].data(), none.wh[u].data(), none.bias[u].data()});
+      ba.dh0 = none.dh0.data();
+      ba.dc0 = none.dc0.data();
+      rnn_backward(c.d, *saved, ba);
+      for (size_t u = 0; u < want.wx.size(); ++u) near(none.wx[u], want.wx[u], "w_x without dx");
+      near(none.dh0, want.dh0, "dh0 without dx");
+
+      a.x_sparse.indices = nullptr;
+      EXPECT_THROW(rnn_forward(c.d, a), cntk::ValueError);  // no indices
+      std::vector<int64_t> bad = sp.indices;
+      bad.back() = c.d.input;
+      a.x_sparse.indices = bad.data();
+      EXPECT_THROW(rnn_forward(c.d, a), cntk::ValueError);  // an index outside the input
+    }
+}
+
+// The step-by-step kernel runs LSTMs only; its final states are each sequence's own
+// (padding steps carry the state on), which oneDNN's are only for full-length ones.
+TEST(RnnKernel, StepsKernelFinalStatesAndCells) {
+  Case g = make_case(RnnCell::Gru, RnnDirection::Forward, 1, 2, 3, 3, {3}, false, 700);
+  g.kernel = RnnKernel::Steps;
+  EXPECT_THROW(run_forward(g, nullptr), cntk::ValueError);
+
+  Case c = make_case(RnnCell::Lstm, RnnDirection::Forward, 1, 3, 4, 5, {5, 3, 0}, true, 701);
+  c.kernel = RnnKernel::Steps;
+  const int64_t B = c.d.batch, H = c.d.hidden;
+  std::vector<float> hf(size_t(B * H)), cf(size_t(B * H)), y(size_t(5 * B * H));
+  RnnForwardArgs a;
+  a.kernel = RnnKernel::Steps;
+  a.x = c.x.data();
+  a.lengths = c.len.data();
+  a.weights.push_back({c.wx[0].data(), c.wh[0].data(), c.bias[0].data()});
+  a.h0 = c.h0.data();
+  a.c0 = c.c0.data();
+  a.y = y.data();
+  a.h_final = hf.data();
+  a.c_final = cf.data();
+  a.training = false;
+  rnn_forward(c.d, a);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t j = 0; j < H; ++j) {
+      const int64_t n = c.len[size_t(b)];
+      const float want = n > 0 ? y[size_t(((n - 1) * B + b) * H + j)] : c.h0[size_t(b * H + j)];
+      ASSERT_EQ(hf[size_t(b * H + j)], want) << "sequence " << b;
+    }
+  for (int64_t j = 0; j < H; ++j) ASSERT_EQ(cf[size_t(2 * H + j)], c.c0[size_t(2 * H + j)]);  // no step
 }

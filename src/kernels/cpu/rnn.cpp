@@ -1,6 +1,7 @@
 #include "kernels/cpu/rnn.h"
 #include "kernels/cpu/dnnl_context.h"
 #include "kernels/cpu/primitive_cache.h"
+#include "kernels/cpu/rnn_saved.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -314,41 +315,6 @@ void from_direction(const In* src, float* dst, int64_t T, int64_t B, int64_t C, 
 
 }  // namespace
 
-// A float buffer left uninitialized, for what is written in full (outputs, workspace):
-// zero-filling megabytes per call would cost as much as a short sequence's compute. It
-// only grows, so a reused buffer maps no new memory.
-class RawBuffer {
- public:
-  void reset(size_t n) {
-    if (n > cap_) {
-      p_.reset(new float[n]);
-      cap_ = n;
-    }
-  }
-  float* data() { return p_.get(); }
-  const float* data() const { return p_.get(); }
-
- private:
-  std::unique_ptr<float[]> p_;
-  size_t cap_ = 0;
-};
-
-// One (layer, direction)'s forward record.
-struct RnnUnitSaved {
-  RawBuffer src_layer, dst_layer, dst_iter, dst_iter_c, workspace;
-  std::vector<float> src_iter, src_iter_c;
-  std::vector<float> w_x_copy, w_h_copy, bias_copy;  // plain (ldigo / ldgo) copies, unless the caller keeps them
-  const float *w_x = nullptr, *w_h = nullptr, *bias = nullptr;  // the copies, or the caller's weights
-};
-
-struct RnnSaved {
-  RnnDims dims;
-  bool bf16 = false;  // run under the bfloat16 math mode (its backward pass runs so too)
-  std::vector<int64_t> lengths;
-  std::vector<RnnUnitSaved> units;            // layers*D
-  std::shared_ptr<const void> weights_owner;  // RnnForwardArgs::keep
-};
-
 namespace {
 
 // Forward records are reused: one whose last reference is dropped (its backward pass
@@ -387,7 +353,7 @@ std::shared_ptr<RnnSaved> acquire_saved() {
 // Per-thread working buffers of the passes (grow-only, like RawBuffer).
 struct RnnScratch {
   RawBuffer layer[2], dyd, dsrc, dnext[2], scratchpad;
-  std::vector<float> wbuf_x, wbuf_h, dwx, dwh, db, dsi, dsic, ddi, ddic;
+  std::vector<float> wbuf_x, wbuf_h, dwx, dwh, db, dsi, dsic, ddi, ddic, dense_x;
 };
 
 RnnScratch& scratch() {
@@ -420,6 +386,33 @@ void lengths_of(const RnnDims& d, const int64_t* lengths, std::vector<int64_t>& 
     }
 }
 
+void check_sparse_rows(const RnnDims& d, const RnnSparseRows& s) {
+  if (!s.indices || !s.values) throw ValueError("rnn: sparse x lacks its indices or values");
+  const int64_t nnz = s.starts[d.steps * d.batch];
+  for (int64_t e = 0; e < nnz; ++e)
+    if (s.indices[e] < 0 || s.indices[e] >= d.input)
+      throw ValueError("rnn: sparse x has index " + std::to_string(s.indices[e]) + ", outside [0, " +
+                       std::to_string(d.input) + ")");
+}
+
+// x [T, B, input] from its sparse rows.
+void densify_rows(const RnnDims& d, const RnnSparseRows& s, std::vector<float>& x) {
+  const int64_t R = d.steps * d.batch;
+  x.assign(size_t(R * d.input), 0.f);
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t e = s.starts[r]; e < s.starts[r + 1]; ++e) x[size_t(r * d.input + s.indices[e])] += s.values[e];
+}
+
+// Whether the step-by-step LSTM runs this stack (RnnKernel).
+bool steps_kernel(const RnnDims& d, RnnKernel k, bool bf16) {
+  if (k == RnnKernel::Steps) {
+    if (d.cell != RnnCell::Lstm)
+      throw ValueError("rnn: the step-by-step kernel runs LSTMs only, not " + std::string(to_string(d.cell)));
+    return true;
+  }
+  return k == RnnKernel::Auto && d.cell == RnnCell::Lstm && !bf16 && lstm_steps_enabled();
+}
+
 }  // namespace
 
 std::shared_ptr<RnnSaved> rnn_forward(const RnnDims& d, const RnnForwardArgs& a) {
@@ -430,14 +423,16 @@ std::shared_ptr<RnnSaved> rnn_forward(const RnnDims& d, const RnnForwardArgs& a)
   if (int64_t(a.weights.size()) != L * D)
     throw ValueError("rnn: expected " + std::to_string(L * D) + " weight sets (layers x directions), got " +
                      std::to_string(a.weights.size()));
-  if (T * B > 0 && (!a.x || !a.y)) throw ValueError("rnn: x and y must be given");
+  if (T * B > 0 && ((!a.x && !a.x_sparse.starts) || !a.y)) throw ValueError("rnn: x and y must be given");
   for (auto& w : a.weights)
     if (!w.w_x || !w.w_h || !w.bias) throw ValueError("rnn: a weight set lacks w_x, w_h or bias");
+  if (!a.x && a.x_sparse.starts) check_sparse_rows(d, a.x_sparse);
   // Inference keeps nothing, but takes a pooled record for its buffers all the same.
   auto saved = acquire_saved();
   saved->dims = d;
   if (a.training) saved->weights_owner = a.keep;
   saved->bf16 = bf16_math_active();
+  saved->steps = saved->sparse_input = false;
   lengths_of(d, a.lengths, saved->lengths);
   saved->units.resize(size_t(L * D));
   const auto& len = saved->lengths;
@@ -455,8 +450,16 @@ std::shared_ptr<RnnSaved> rnn_forward(const RnnDims& d, const RnnForwardArgs& a)
     return a.training ? saved : nullptr;
   }
 
+  if (steps_kernel(d, a.kernel, saved->bf16)) {
+    lstm_steps_forward(d, a, *saved);
+    return a.training ? saved : nullptr;
+  }
   RnnScratch& sc = scratch();
   const float* layer_in = a.x;  // layer l's input, [T, B, layer_input(l)]
+  if (!layer_in) {              // oneDNN reads dense rows
+    densify_rows(d, a.x_sparse, sc.dense_x);
+    layer_in = sc.dense_x.data();
+  }
   for (int64_t l = 0; l < L; ++l) {
     const int64_t C = d.layer_input(l);
     const CellShape s{d.cell, T, B, C, H, saved->bf16};
@@ -502,14 +505,7 @@ std::shared_ptr<RnnSaved> rnn_forward(const RnnDims& d, const RnnForwardArgs& a)
         const md ws = arg_md(p.fwd_pd, DNNL_ARG_WORKSPACE);
         us.workspace.reset(floats_of(ws));
         args[DNNL_ARG_WORKSPACE] = wrap(ws, us.workspace.data());
-        if (a.keep) {
-          us.w_x = w.w_x, us.w_h = w.w_h, us.bias = w.bias;
-        } else {
-          us.w_x_copy.assign(w.w_x, w.w_x + C * G * H);
-          us.w_h_copy.assign(w.w_h, w.w_h + H * G * H);
-          us.bias_copy.assign(w.bias, w.bias + Gb * H);
-          us.w_x = us.w_x_copy.data(), us.w_h = us.w_h_copy.data(), us.bias = us.bias_copy.data();
-        }
+        us.hold_weights(w, a.keep != nullptr, C, G, Gb, H);
       }
       args[DNNL_ARG_SCRATCHPAD] = scratchpad_of(p.fwd_pd, sc.scratchpad);
       p.fwd.execute(dnnl_stream(), args);
@@ -550,6 +546,10 @@ void rnn_backward(const RnnDims& d, const RnnSaved& saved, const RnnBackwardArgs
     return;
   }
   if (!a.dy) throw ValueError("rnn: backward needs dy");
+  if (saved.steps) {
+    lstm_steps_backward(d, saved, a);
+    return;
+  }
 
   RnnScratch& sc = scratch();
   sc.dyd.reset(size_t(T * B * H));

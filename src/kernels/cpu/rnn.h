@@ -72,8 +72,27 @@ struct RnnLayerGrads {
 // inputs and outputs). Opaque; keep it alive from rnn_forward to rnn_backward.
 struct RnnSaved;
 
+// Which implementation runs a stack. OneDnn: oneDNN's RNN primitives (every cell).
+// Steps: OpenCNTK's own step-by-step LSTM (lstm_steps.cpp; LSTM only, float32): per step
+// one product h_prev x w_h and the cell's elementwise math in one pass; the input side
+// as one product over all steps, or as a row gather for sparse inputs, and no input
+// gradient where none is asked for. Auto: Steps for LSTMs unless the bfloat16 math mode
+// is active or lstm_steps_enabled() is off (cntk/switches.h), OneDnn otherwise. Both
+// compute the equations above; the backward pass runs on the forward pass's choice.
+enum class RnnKernel { Auto = 0, OneDnn = 1, Steps = 2 };
+
+// x as sparse rows (one-hot inputs): row r = t*B + b of the [T*B, input] matrix holds the
+// entries indices[starts[r] .. starts[r+1]) with their values (SparseCSC's form).
+struct RnnSparseRows {
+  const int64_t* starts = nullptr;  // T*B + 1 offsets
+  const int64_t* indices = nullptr;
+  const float* values = nullptr;
+};
+
 struct RnnForwardArgs {
-  const float* x = nullptr;              // [T, B, input]
+  const float* x = nullptr;  // [T, B, input]
+  RnnSparseRows x_sparse;    // used instead of x when x is nullptr and starts is given
+  RnnKernel kernel = RnnKernel::Auto;
   const int64_t* lengths = nullptr;      // [B]; nullptr: every sequence has T steps
   std::vector<RnnLayerWeights> weights;  // layers*D entries, index layer*D + direction
   const float* h0 = nullptr;             // [layers*D, B, hidden]; nullptr: zero
