@@ -67,12 +67,33 @@ inline float tanh_approx(float x) {
   return std::abs(x) < 0.125f ? near : far;
 }
 
+// One row of one step: the gates' pre-activations g (bias not yet added) and the cell
+// state c_prev give the activations a (in place of g at inference), c_prev again and
+// tanh(c) for the backward pass (cp, tc), the new states c and h, and the output y.
+void lstm_cell_row(const float* g, const float* __restrict bias, const float* __restrict c_prev, float* a,
+                   float* __restrict cp, float* __restrict tc, float* __restrict c, float* __restrict h,
+                   float* __restrict y, int64_t H) {
+#pragma omp simd
+  for (int64_t k = 0; k < H; ++k) {
+    const float i = sigmoid_approx(g[k] + bias[k]);
+    const float fg = sigmoid_approx(g[H + k] + bias[H + k]);
+    const float cc = tanh_approx(g[2 * H + k] + bias[2 * H + k]);
+    const float o = sigmoid_approx(g[3 * H + k] + bias[3 * H + k]);
+    const float cv = fg * c_prev[k] + i * cc;
+    const float t_c = tanh_approx(cv);
+    const float hv = o * t_c;
+    a[k] = i, a[H + k] = fg, a[2 * H + k] = cc, a[3 * H + k] = o;
+    cp[k] = c_prev[k], tc[k] = t_c;
+    c[k] = cv, h[k] = hv, y[k] = hv;
+  }
+}
+
 // Steps worth a parallel pass: below this many elements a step runs on one thread.
 constexpr int64_t kParallelStep = 4096;
 
 // Per-thread working buffers (grow-only).
 struct StepsScratch {
-  RawBuffer layer[2], dnext[2], proj, gates, discard, state[4], dgates, dstep, dstate[2], dwh, wh_t, wx_t;
+  RawBuffer layer[2], dnext[2], proj, gates, discard, state[4], dgates, dstep, dstate[2], dwh, wh_t;
   std::vector<float> dense_x;
 };
 
@@ -81,14 +102,24 @@ StepsScratch& steps_scratch() {
   return s;
 }
 
-// m [rows, cols] transposed into buf.
+// m [rows, cols] transposed into buf: panels of 8 rows, each read along its rows (the
+// reads stream; m is usually out of cache).
 const float* transposed(const float* m, int64_t rows, int64_t cols, RawBuffer& buf) {
   buf.reset(size_t(rows * cols));
   float* t = buf.data();
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) t[j * rows + i] = m[i * cols + j];
+  for (int64_t i0 = 0; i0 < rows; i0 += 8) {
+    const int64_t i1 = std::min(rows, i0 + 8);
+    for (int64_t j = 0; j < cols; ++j)
+      for (int64_t i = i0; i < i1; ++i) t[j * rows + i] = m[i * cols + j];
+  }
   return t;
 }
+
+// From this many rows per step on, the per-step product of the backward pass reads an
+// explicit w_h^T: oneDNN's sgemm given w_h transposed packs it again on every call, which
+// cost twice the product itself at B = 128 (and the one transposition does not pay for
+// itself below about 16 rows).
+constexpr int64_t kTransposeFromRows = 16;
 
 // One unit's geometry and the row map of its direction.
 struct Unit {
@@ -192,20 +223,7 @@ void forward_unit(const Unit& u, const UnitForward& f) {
       float* a = sv ? sv->gates.data() + r * G : g;
       float* cp = sv ? sv->c_prev.data() + r * H : discard + b * 2 * H;
       float* tc = sv ? sv->tanh_c.data() + r * H : discard + b * 2 * H + H;
-      const float* bias = f.bias;
-#pragma omp simd
-      for (int64_t k = 0; k < H; ++k) {
-        const float i = sigmoid_approx(g[k] + bias[k]);
-        const float fg = sigmoid_approx(g[H + k] + bias[H + k]);
-        const float cc = tanh_approx(g[2 * H + k] + bias[2 * H + k]);
-        const float o = sigmoid_approx(g[3 * H + k] + bias[3 * H + k]);
-        const float cv = fg * cb[k] + i * cc;
-        const float t_c = tanh_approx(cv);
-        const float hv = o * t_c;
-        a[k] = i, a[H + k] = fg, a[2 * H + k] = cc, a[3 * H + k] = o;
-        cp[k] = cb[k], tc[k] = t_c;
-        cn[k] = cv, hn[k] = hv, yr[k] = hv;
-      }
+      lstm_cell_row(g, f.bias, cb, a, cp, tc, cn, hn, yr, H);
     }
     std::swap(h, h_next);
     std::swap(c, c_next);
@@ -233,9 +251,7 @@ void backward_unit(const Unit& u, const RnnUnitSaved& sv, const UnitBackward& bw
   for (auto& s : sc.dstate) s.reset(size_t(B * H));
   float *dg_all = sc.dgates.data(), *dstep = sc.dstep.data();
   float *dh = sc.dstate[0].data(), *dc = sc.dstate[1].data();
-  // The products below read w_h^T and w_x^T as plain matrices: oneDNN's sgemm ran the
-  // per-step product about twice as fast so than with its B operand transposed.
-  const float* wh_t = transposed(bw.w_h, H, G, sc.wh_t);
+  const float* wh_t = B >= kTransposeFromRows ? transposed(bw.w_h, H, G, sc.wh_t) : nullptr;
   std::fill(dh, dh + B * H, 0.f);
   std::fill(dc, dc + B * H, 0.f);
   for (int64_t t = T; t-- > 0;) {
@@ -268,7 +284,11 @@ void backward_unit(const Unit& u, const RnnUnitSaved& sv, const UnitBackward& bw
       }
     }
     // The previous step's output gradient (at t = 0: h0's).
-    if (t > 0 || bw.dh0) gemm<float>(false, false, B, H, G, 1.f, dstep, G, wh_t, H, 0.f, dh, H);
+    if (t == 0 && !bw.dh0) continue;
+    if (wh_t)
+      gemm<float>(false, false, B, H, G, 1.f, dstep, G, wh_t, H, 0.f, dh, H);
+    else
+      gemm<float>(false, true, B, H, G, 1.f, dstep, G, bw.w_h, G, 0.f, dh, H);
   }
   if (bw.dh0) std::copy(dh, dh + B * H, bw.dh0);
   if (bw.dc0) std::copy(dc, dc + B * H, bw.dc0);
@@ -302,9 +322,7 @@ void backward_unit(const Unit& u, const RnnUnitSaved& sv, const UnitBackward& bw
       }
     }
   }
-  if (bw.dx)
-    gemm<float>(false, false, R, C, G, 1.f, dg_all, G, transposed(bw.w_x, C, G, sc.wx_t), C,
-                bw.accumulate_dx ? 1.f : 0.f, bw.dx, C);
+  if (bw.dx) gemm<float>(false, true, R, C, G, 1.f, dg_all, G, bw.w_x, G, bw.accumulate_dx ? 1.f : 0.f, bw.dx, C);
 }
 
 }  // namespace
