@@ -234,6 +234,58 @@ def test_fusion_switch():
     assert fused_events(model, args)  # switched back on: the cached plan is recompiled
 
 
+@pytest.fixture
+def lstm_steps_restored():
+    before = C._cntk.lstm_steps_enabled()
+    yield
+    C._cntk.set_lstm_steps(before)
+
+
+@pytest.mark.onednn('observes the fused RNN steps oneDNN runs')
+@pytest.mark.parametrize("steps", [False, True])
+@pytest.mark.parametrize("backwards", [False, True])
+def test_lstm_on_each_kernel(steps, backwards, lstm_steps_restored):
+    # float32 LSTMs run on the step-by-step kernel unless set_lstm_steps(False) keeps
+    # oneDNN's primitive; either agrees with the loop, stacked and from initial states.
+    C._cntk.set_lstm_steps(steps)
+    assert C._cntk.lstm_steps_enabled() is steps
+    rng = np.random.RandomState(20 + int(backwards))
+    x = C.sequence.input_variable(3)
+    model = Sequential([Recurrence(LSTM(5), go_backwards=backwards, initial_state=(0.1, 0.25)),
+                        Recurrence(LSTM(4), go_backwards=not backwards)])(x)
+    randomize(model, rng)
+    args = {x: sequences(rng, [4, 1, 6, 3], 3)}
+    assert_paths_agree(model, args)
+    names = event_names(lambda: run(model, args, True))
+    assert names.count('LSTM steps') == (2 if steps else 0), names
+    assert names.count('LSTM steps (backward)') == (2 if steps else 0), names
+    assert sum(n.startswith('FusedRecurrence') for n in names) == 4
+
+
+@pytest.mark.onednn('observes the fused RNN steps oneDNN runs')
+@pytest.mark.parametrize("steps", [False, True])
+def test_one_hot_input_gives_what_its_dense_form_gives(steps, lstm_steps_restored):
+    # A sparse one-hot sequence reaches the fused step as it is (the step-by-step kernel
+    # gathers w_x's rows; oneDNN's reads it densified): outputs and weight gradients
+    # equal those of the same data fed dense.
+    C._cntk.set_lstm_steps(steps)
+    C._cntk.set_rnn_fusion(True)
+    n, rng = 7, np.random.RandomState(22)
+    layer = Recurrence(LSTM(5))
+    xs, xd = C.sequence.input_variable(n, is_sparse=True), C.sequence.input_variable(n)
+    sparse_model, dense_model = layer(xs), layer(xd)
+    randomize(sparse_model, rng)
+    ids = [rng.randint(0, n, size=k) for k in (4, 1, 6)]
+    y_s, g_s = run(sparse_model, {xs: C.Value.one_hot([list(i) for i in ids], n)}, True)
+    y_d, g_d = run(dense_model, {xd: [np.eye(n, dtype=np.float32)[i] for i in ids]}, True)
+    for a, b in zip(y_s, y_d):
+        np.testing.assert_allclose(a, b, **TOL)
+    for p in sparse_model.parameters:
+        np.testing.assert_allclose(g_s[p.uid], g_d[p.uid], err_msg=p.name, **TOL)
+    names = event_names(lambda: run(sparse_model, {xs: C.Value.one_hot([list(i) for i in ids], n)}, True))
+    assert ('LSTM steps' in names) is steps
+
+
 @pytest.mark.onednn('observes the fused RNN steps oneDNN runs')
 def test_saved_model_keeps_cntk_composition(tmp_path):
     rng = np.random.RandomState(12)

@@ -32,6 +32,7 @@
 #include <omp.h>
 
 #include "cntk/common.h"
+#include "cntk/profiler.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/rnn_saved.h"
 
@@ -328,6 +329,7 @@ void backward_unit(const Unit& u, const RnnUnitSaved& sv, const UnitBackward& bw
 }  // namespace
 
 void lstm_steps_forward(const RnnDims& d, const RnnForwardArgs& a, RnnSaved& saved) {
+  CNTK_PROFILE_SCOPE("LSTM steps");  // in the profiler's detail log: which kernel ran
   const int64_t D = d.directions(), T = d.steps, B = d.batch, H = d.hidden, L = d.layers, G = 4 * H;
   const auto& len = saved.lengths;
   saved.steps = true;
@@ -384,6 +386,7 @@ void lstm_steps_forward(const RnnDims& d, const RnnForwardArgs& a, RnnSaved& sav
 }
 
 void lstm_steps_backward(const RnnDims& d, const RnnSaved& saved, const RnnBackwardArgs& a) {
+  CNTK_PROFILE_SCOPE("LSTM steps (backward)");
   const int64_t D = d.directions(), T = d.steps, B = d.batch, H = d.hidden, L = d.layers;
   const auto& len = saved.lengths;
   StepsScratch& sc = steps_scratch();
