@@ -52,7 +52,8 @@ int main(int argc, char** argv) {
     x[size_t(r * C + indices[size_t(r)])] = 1.f;
   }
   starts[size_t(R)] = R;
-  std::vector<float> y(static_cast<size_t>(R * H)), dx(static_cast<size_t>(R * C)), gwx(wx.size()), gwh(wh.size()), gb(bias.size());
+  std::vector<float> y(static_cast<size_t>(R * H)), dx(static_cast<size_t>(R * C)), gwx(wx.size()), gwh(wh.size()),
+      gb(bias.size());
   RnnDims d{RnnCell::Lstm, RnnDirection::Forward, 1, C, H, T, B};
   struct Case {
     const char* name;
@@ -89,10 +90,11 @@ int main(int argc, char** argv) {
       const double bw = ms_since(t0);
       if (round >= 2) fwd.push_back(f), bwd.push_back(bw);
     }
-    std::printf("  {\"case\": \"%s\", \"T\": %lld, \"B\": %lld, \"C\": %lld, \"H\": %lld, \"forward_ms\": %.3f, "
-                "\"backward_ms\": %.3f}%s\n",
-                c.name, (long long)T, (long long)B, (long long)C, (long long)H, median(fwd), median(bwd),
-                ci + 1 < std::size(cases) && only.empty() ? "," : "");
+    std::printf(
+        "  {\"case\": \"%s\", \"T\": %lld, \"B\": %lld, \"C\": %lld, \"H\": %lld, \"forward_ms\": %.3f, "
+        "\"backward_ms\": %.3f}%s\n",
+        c.name, (long long)T, (long long)B, (long long)C, (long long)H, median(fwd), median(bwd),
+        ci + 1 < std::size(cases) && only.empty() ? "," : "");
   }
   std::printf("]\n");
 }
