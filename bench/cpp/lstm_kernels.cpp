@@ -1,6 +1,7 @@
 // The two LSTM kernels side by side (src/kernels/cpu/rnn.h's RnnKernel): oneDNN's LSTM
 // primitive and the step-by-step kernel, one training forward and backward pass of one
-// layer at a time, with a dense or a one-hot input, with or without the input gradient.
+// layer at a time, with a dense or a one-hot input, with or without the input gradient,
+// in float32 and (where the CPU has it) in the bfloat16 math mode.
 // Prints one JSON object per case: the median over the rounds of each pass, in ms.
 //
 //   build/dev/bench_lstm_kernels [T B C H [rounds [case]]]   (default: char_lstm's 40 128 60 128;
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cntk/switches.h"
 #include "kernels/cpu/rnn.h"
 
 namespace {
@@ -58,16 +60,19 @@ int main(int argc, char** argv) {
   struct Case {
     const char* name;
     RnnKernel kernel;
-    bool sparse, want_dx;
+    bool sparse, want_dx, bf16;
   };
-  const Case cases[] = {{"onednn dense", RnnKernel::OneDnn, false, true},
-                        {"steps dense", RnnKernel::Steps, false, true},
-                        {"onednn one-hot", RnnKernel::OneDnn, true, false},
-                        {"steps one-hot", RnnKernel::Steps, true, false}};
-  std::printf("[\n");
-  for (size_t ci = 0; ci < std::size(cases); ++ci) {
-    const Case& c = cases[ci];
-    if (!only.empty() && only != c.name) continue;
+  const Case cases[] = {{"onednn dense", RnnKernel::OneDnn, false, true, false},
+                        {"steps dense", RnnKernel::Steps, false, true, false},
+                        {"onednn one-hot", RnnKernel::OneDnn, true, false, false},
+                        {"steps one-hot", RnnKernel::Steps, true, false, false},
+                        {"onednn one-hot bf16", RnnKernel::OneDnn, true, false, true},
+                        {"steps one-hot bf16", RnnKernel::Steps, true, false, true}};
+  std::printf("[");
+  const char* sep = "\n";
+  for (const Case& c : cases) {
+    if ((!only.empty() && only != c.name) || (c.bf16 && !cntk::bf16_math_available())) continue;
+    cntk::set_float32_math(c.bf16 ? "bfloat16" : "float32");
     std::vector<double> fwd, bwd;
     for (int64_t round = 0; round < rounds + 2; ++round) {  // two warm-up rounds
       RnnForwardArgs a;
@@ -91,10 +96,10 @@ int main(int argc, char** argv) {
       if (round >= 2) fwd.push_back(f), bwd.push_back(bw);
     }
     std::printf(
-        "  {\"case\": \"%s\", \"T\": %lld, \"B\": %lld, \"C\": %lld, \"H\": %lld, \"forward_ms\": %.3f, "
-        "\"backward_ms\": %.3f}%s\n",
-        c.name, (long long)T, (long long)B, (long long)C, (long long)H, median(fwd), median(bwd),
-        ci + 1 < std::size(cases) && only.empty() ? "," : "");
+        "%s  {\"case\": \"%s\", \"T\": %lld, \"B\": %lld, \"C\": %lld, \"H\": %lld, \"forward_ms\": %.3f, "
+        "\"backward_ms\": %.3f}",
+        sep, c.name, (long long)T, (long long)B, (long long)C, (long long)H, median(fwd), median(bwd));
+    sep = ",\n";
   }
-  std::printf("]\n");
+  std::printf("\n]\n");
 }

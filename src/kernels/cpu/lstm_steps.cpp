@@ -90,7 +90,7 @@ void lstm_cell_row(const float* g, const float* __restrict bias, const float* __
 }
 
 // Steps worth a parallel pass: below this many elements a step runs on one thread.
-constexpr int64_t kParallelStep = 4096;
+constexpr int64_t kParallelStep = 512;
 
 // Per-thread working buffers (grow-only).
 struct StepsScratch {
