@@ -99,7 +99,8 @@ struct RnnForwardArgs {
   const float* c0 = nullptr;             // LSTM only; nullptr: zero
   float* y = nullptr;                    // [T, B, D*hidden], written
   // Each unit's state after its last step t = T-1 (padding included: exact only for the
-  // sequences of length T), [layers*D, B, hidden], written; nullptr: not wanted.
+  // sequences of length T; the step-by-step kernel carries the state through padding, so
+  // there it is every sequence's own), [layers*D, B, hidden], written; nullptr: not wanted.
   float* h_final = nullptr;
   float* c_final = nullptr;  // LSTM only
   bool training = true;      // false: inference, nothing saved
