@@ -26,7 +26,7 @@ def test_ops_graph_and_exec_do_not_mention_onednn_names():
 
 _NET = """
 import numpy as np, cntk as C
-from cntk.layers import Convolution2D, MaxPooling, Dense, Sequential, Recurrence, LSTM, BatchNormalization
+from cntk.layers import Convolution2D, MaxPooling, Dense, Sequential, Recurrence, LSTM, GRU, BatchNormalization
 C.cntk_py.set_backend(BACKEND)
 x = C.input_variable((3, 16, 16)); y = C.input_variable(10)
 m = Sequential([Convolution2D((3, 3), 16, activation=C.relu, pad=True), BatchNormalization(),
@@ -37,14 +37,15 @@ t = C.Trainer(m, (loss, None), C.sgd(m.parameters, 0.01))
 t.train_minibatch({x: np.random.rand(8, 3, 16, 16).astype(np.float32),
                    y: np.eye(10, dtype=np.float32)[np.random.randint(0, 10, 8)]})
 s = C.sequence.input_variable(32)
-r = Sequential([Recurrence(LSTM(64)), C.sequence.last, Dense(8, activation=C.tanh)])(s)
+r = Sequential([Recurrence(LSTM(64)), Recurrence(GRU(32)), C.sequence.last, Dense(8, activation=C.tanh)])(s)
 r.eval({s: [np.random.rand(5, 32).astype(np.float32)] * 4})
 """
 
 
 def _primitives_run(backend):
     """oneDNN primitive kinds executed while a float32 conv/BN/pool/LRN net trains a step
-    and an LSTM evaluates, as oneDNN's own verbose log reports them."""
+    and an LSTM and a GRU evaluate (the GRU on oneDNN's RNN primitive, the LSTM on the own
+    step-by-step kernel's sgemm), as oneDNN's own verbose log reports them."""
     env = dict(os.environ, DNNL_VERBOSE='1', ONEDNN_VERBOSE='1')
     out = subprocess.run([sys.executable, '-c', 'BACKEND = %r\n' % backend + _NET], env=env,
                          capture_output=True, text=True, check=True).stdout
