@@ -267,11 +267,15 @@ void carry_out(const FusedLayout& l, ComputeContext& ctx, const kernels::RnnDims
   if (c) state_delay(ctx, 1).set_op_state(std::move(c));
 }
 
-std::vector<NDArrayView> fused_forward(const FusedLayout& l, ComputeContext& ctx) {
-  // The op reads its input sparse (a one-hot sequence, say: the kernels gather its rows);
-  // anything else arrives dense as usual.
+// The op reads its input sequence sparse (a one-hot sequence, say: the kernels gather its
+// rows); every other input is made dense here, as the executor does for other ops.
+void densify_all_but_sequence(ComputeContext& ctx) {
   for (size_t i = 1; i < ctx.inputs.size(); ++i)
     if (ctx.inputs[i].is_sparse()) ctx.inputs[i] = ctx.inputs[i].to_dense();
+}
+
+std::vector<NDArrayView> fused_forward(const FusedLayout& l, ComputeContext& ctx) {
+  densify_all_but_sequence(ctx);
   const kernels::RnnDims d = dims_of(l, ctx);
   NDArrayView x = ctx.inputs[0].contiguous();
   if (x.is_sparse() &&
@@ -309,8 +313,7 @@ std::vector<NDArrayView> fused_forward(const FusedLayout& l, ComputeContext& ctx
 // Every input's gradient at once (kept in ctx.scratch for the calls that follow).
 std::vector<NDArrayView> fused_gradients(const FusedLayout& l, ComputeContext& ctx) {
   if (!ctx.state) throw Error("fused recurrence: backward without a training forward pass");
-  for (size_t i = 1; i < ctx.inputs.size(); ++i)  // as fused_forward
-    if (ctx.inputs[i].is_sparse()) ctx.inputs[i] = ctx.inputs[i].to_dense();
+  densify_all_but_sequence(ctx);
   const auto& st = *std::static_pointer_cast<FusedState>(ctx.state);
   const kernels::RnnDims& d = st.dims;
   const int64_t T = d.steps, B = d.batch, C = d.input, H = d.hidden;
@@ -377,7 +380,7 @@ struct FusedOps {
         def.infer = [](InferContext& ctx) -> std::vector<OutputInfo> {
           ctx.fail("a fused recurrence is a plan step, not a graph node");
         };
-        def.sparse_inputs = true;  // fused_forward densifies all but the sequence
+        def.sparse_inputs = true;  // densify_all_but_sequence
         def.forward = [l](ComputeContext& ctx) { return fused_forward(l, ctx); };
         def.backward = [l](ComputeContext& ctx, size_t i) {
           if (!ctx.scratch) ctx.scratch = std::make_shared<std::vector<NDArrayView>>(fused_gradients(l, ctx));

@@ -334,7 +334,6 @@ void lstm_steps_forward(const RnnDims& d, const RnnForwardArgs& a, RnnSaved& sav
   saved.steps = true;
   saved.sparse_input = !a.x;
   StepsScratch& sc = steps_scratch();
-  const bool sparse = !a.x;
   const float* layer_in = a.x;  // layer l's input, [T, B, layer_input(l)]
   for (int64_t l = 0; l < L; ++l) {
     const int64_t C = d.layer_input(l);
@@ -349,7 +348,7 @@ void lstm_steps_forward(const RnnDims& d, const RnnForwardArgs& a, RnnSaved& sav
       const RnnLayerWeights& w = a.weights[size_t(n)];
       RnnUnitSaved& us = saved.units[size_t(n)];
       UnitForward f{};
-      if (l == 0 && sparse) {
+      if (l == 0 && saved.sparse_input) {
         const RnnSparseRows& s = a.x_sparse;
         f.in = {nullptr, s.starts, s.indices, s.values};
         if (a.training && dir == 0) {  // both directions read the same rows: kept on unit 0
