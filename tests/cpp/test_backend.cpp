@@ -129,6 +129,45 @@ TEST(Backend, Float32MathSwitch) {
   EXPECT_STREQ(float32_math(), "float32");
 }
 
+// float32 products against a double-precision loop: every transpose, alpha and beta, row
+// strides wider than the rows, and shapes on both sides of the operand swap the sgemm
+// call makes for a transposed B (one row; op(A) the wider; K short; M past 256).
+TEST(Backend, Float32ProductsAgreeWithTheLoop) {
+  struct Shape {
+    int64_t M, N, K;
+  };
+  const int64_t pad = 3;
+  for (Shape sh : {Shape{16, 300, 100}, Shape{2, 70, 64}, Shape{1, 300, 100}, Shape{300, 16, 100}, Shape{40, 500, 20},
+                   Shape{257, 300, 70}})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true})
+        for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{0.5f, 1.0f}, std::pair{-2.0f, 0.25f}}) {
+          const int64_t M = sh.M, N = sh.N, K = sh.K;
+          const int64_t lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
+          NDArrayView A = random_tensor({ta ? K : M, lda}, 5), B = random_tensor({tb ? N : K, ldb}, 6);
+          NDArrayView C0 = random_tensor({M, ldc}, 7), C = C0.copy();
+          // With beta 0, C's old values are not read: NaN there must not reach the result.
+          if (beta == 0.0f)
+            for (int64_t i = 0; i < M; ++i) std::fill_n(C.data<float>() + i * ldc, N, std::nanf(""));
+          kernels::gemm<float>(ta, tb, M, N, K, alpha, A.data<float>(), lda, B.data<float>(), ldb, beta,
+                               C.data<float>(), ldc);
+          const float *a = A.data<float>(), *b = B.data<float>();
+          const std::string what = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + " " +
+                                   (ta ? "T" : "N") + (tb ? "T" : "N") + " beta " + std::to_string(beta);
+          for (int64_t i = 0; i < M; ++i) {
+            for (int64_t j = 0; j < N; ++j) {
+              double r = 0;
+              for (int64_t k = 0; k < K; ++k)
+                r += double(ta ? a[k * lda + i] : a[i * lda + k]) * double(tb ? b[j * ldb + k] : b[k * ldb + j]);
+              r = alpha * r + (beta == 0.0f ? 0.0 : double(beta) * C0.data<float>()[i * ldc + j]);
+              ASSERT_NEAR(C.data<float>()[i * ldc + j], r, 1e-4 * (std::sqrt(double(K)) + std::abs(r))) << what;
+            }
+            for (int64_t j = N; j < ldc; ++j)  // the padding of C's rows stays untouched
+              ASSERT_EQ(C.data<float>()[i * ldc + j], C0.data<float>()[i * ldc + j]) << what;
+          }
+        }
+}
+
 // Under the bfloat16 math mode a float32 product is the float32-accumulated product of its
 // operands rounded to bfloat16: every transpose, alpha and beta, and row strides wider
 // than the rows.
