@@ -68,19 +68,22 @@ struct Pool {
   }
 };
 
-// Memory the engine does not allocate itself (oneDNN's layouts and reorder buffers, which
-// oneDNN takes from malloc) is freed and allocated again every training step. glibc hands
-// a freed block of a few MB back to the system (a munmap, or the heap's top trimmed past
-// 128 KiB), so the next step faults every page of it in again: a GoogLeNet step took about
-// 60,000 page faults and 10% of its time that way. Blocks up to 32 MiB therefore come from
-// the heap, and the heap keeps up to 256 MiB of free top. Applied once at load, unless the
-// process sets glibc's own MALLOC_* variables or CNTK_MALLOC_TUNING=0.
+// Memory the engine does not allocate itself (oneDNN's layouts, workspaces and reorder
+// buffers, which oneDNN takes from malloc) is freed and allocated again every training
+// step. glibc hands a freed block of a few MB back to the system (a munmap, or the heap's
+// top trimmed past 128 KiB), so the next step faults every page of it in again: a
+// GoogLeNet step took about 60,000 page faults and 10% of its time that way. So every
+// block comes from the heap (glibc's mmap threshold cannot be raised past 32 MiB, and
+// GoogLeNet's first layers hold 38-51 MB activations and gradients: with only the
+// threshold raised those still cost 4-8% of its step), and the heap keeps up to 256 MiB
+// of free top. Applied once at load, unless the process sets glibc's own MALLOC_*
+// variables or CNTK_MALLOC_TUNING=0.
 bool tune_malloc() {
 #if defined(__GLIBC__)
   for (const char* v : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_MAX_", "MALLOC_TOP_PAD_"})
     if (std::getenv(v)) return false;
   if (const char* v = std::getenv("CNTK_MALLOC_TUNING"); v && std::string_view(v) == "0") return false;
-  return mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 && mallopt(M_TRIM_THRESHOLD, 256 << 20) == 1;
+  return mallopt(M_MMAP_MAX, 0) == 1 && mallopt(M_TRIM_THRESHOLD, 256 << 20) == 1;
 #else
   return false;
 #endif

@@ -1,7 +1,7 @@
-"""The engine sets glibc's malloc thresholds when it loads (src/core/allocator.cpp): blocks up
-to 32 MiB come from the heap and its free top is kept up to 256 MiB, so memory freed and
-allocated again each training step (oneDNN's layouts and reorder buffers) is not faulted in
-afresh every time. A process's own MALLOC_* settings, or CNTK_MALLOC_TUNING=0, leave malloc
+"""The engine sets glibc's malloc options when it loads (src/core/allocator.cpp): every block
+comes from the heap (none is mapped on its own) and the heap's free top is kept up to 256 MiB, so
+memory freed and allocated again each training step (oneDNN's layouts, workspaces and reorder
+buffers) is not faulted in afresh every time. A process's own MALLOC_* settings, or CNTK_MALLOC_TUNING=0, leave malloc
 as it was."""
 import os
 import subprocess
@@ -13,27 +13,28 @@ import cntk
 
 PKG = os.path.dirname(os.path.dirname(os.path.abspath(cntk.__file__)))
 
-# A step's pattern: three 4 MiB blocks allocated, written and freed, 100 times, through
-# malloc (NumPy's data buffers of that size come straight from it); prints the minor page
-# faults that took.
+# A step's pattern: three blocks of `MIB` MiB allocated, written and freed, `ROUNDS` times,
+# through malloc (NumPy's data buffers come straight from it); prints the minor page faults
+# that took.
 PROBE = """
 import resource, sys
 import numpy as np
 import cntk
 from cntk import _cntk
-np.ones(1 << 20, dtype=np.float32)
+n, rounds = int(sys.argv[1]) << 18, int(sys.argv[2])
+np.ones(n, dtype=np.float32)
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-for _ in range(100):
-    blocks = [np.ones(1 << 20, dtype=np.float32) for _ in range(3)]
+for _ in range(rounds):
+    blocks = [np.ones(n, dtype=np.float32) for _ in range(3)]
     del blocks
 print(_cntk.malloc_tuned(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 """
 
 
-def probe(**env):
+def probe(mib=4, rounds=100, **env):
     e = {k: v for k, v in os.environ.items() if not k.startswith('MALLOC_') and k != 'CNTK_MALLOC_TUNING'}
     e.update(PYTHONPATH=PKG, **env)
-    out = subprocess.run([sys.executable, '-c', PROBE], env=e, capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, '-c', PROBE, str(mib), str(rounds)], env=e, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     tuned, faults = out.stdout.split()
     return tuned == 'True', int(faults)
@@ -50,6 +51,19 @@ def test_freed_blocks_are_reused_without_page_faults():
     # 300 blocks of 1,024 pages each would fault 307,200 times if every block came from the
     # system afresh; kept in the heap they fault once.
     assert faults < 30000, faults
+
+
+@pytest.mark.skipif(not GLIBC_MALLOC, reason="glibc's malloc only")
+def test_blocks_past_glibcs_largest_mmap_threshold_are_reused_too():
+    # 48 MiB is past the 32 MiB that glibc's mmap threshold can be raised to (the size of
+    # GoogLeNet's first activations at batch 16). Mapped afresh, each block faults in again:
+    # 737,280 faults for 60 blocks, or about 20,000 where the kernel backs them with
+    # transparent huge pages. Kept in the heap, they fault once (about 1,000 seen).
+    tuned, faults = probe(mib=48, rounds=20)
+    assert tuned
+    threshold_only, threshold_faults = probe(mib=48, rounds=20, MALLOC_MMAP_THRESHOLD_=str(32 << 20))
+    assert not threshold_only
+    assert threshold_faults > 5 * faults, (threshold_faults, faults)
 
 
 @pytest.mark.skipif(not GLIBC_MALLOC, reason="glibc's malloc only")
