@@ -63,5 +63,8 @@ size_t fused_steps_planned();
 // (cntk/switches.h): then every oneDNN step reorders in and out.
 size_t dnnl_reorders();
 size_t dnnl_weight_reorders();
+// Max pooling workspaces (each window's argmax) that a backward pass recomputed, counted
+// since the start: a training step's forward pass keeps its own for the backward pass.
+size_t max_pool_workspaces_recomputed();
 
 }  // namespace cntk

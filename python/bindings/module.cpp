@@ -566,6 +566,8 @@ NB_MODULE(_cntk, m) {
   // since the start: tests check what keeping oneDNN layouts between steps saves.
   m.def("dnnl_reorders", &cntk::dnnl_reorders);
   m.def("dnnl_weight_reorders", &cntk::dnnl_weight_reorders);
+  // Max pooling workspaces a backward pass recomputed (a training forward pass keeps its own).
+  m.def("max_pool_workspaces_recomputed", &cntk::max_pool_workspaces_recomputed);
   m.def("set_fixed_random_seed", &set_fixed_random_seed);
   m.def("is_random_seed_fixed", &is_random_seed_fixed);
   m.def("reset_random_seed", &reset_random_seed, nb::arg("value"));

@@ -589,12 +589,15 @@ void register_pooling() {
     PoolSetup ps = pool_setup(ctx.attr(), ctx.static_shape(0), "poolingWindowShape");
     ps.dims.batch = batch_of(ctx, 0);
     const NDShape out_shape = with_dyn(dyn_dims(ctx, 0), ps.out_static);
+    // A training step's max pooling keeps oneDNN's argmax for the backward pass.
+    auto saved = ctx.training && ps.dims.kind == kernels::PoolKind::Max ? kernels::make_pool_saved() : nullptr;
+    ctx.state = saved;
     if (const LayoutValue* xb = ctx.layout_input(0);
         xb && (ctx.may_keep_layout_output(0) || !ctx.inputs[0].defined())) {
       NDArrayView y;
       std::shared_ptr<LayoutValue> yb;
       const bool keep = ctx.may_keep_layout_output(0);
-      if (kernels::pool_forward_layout(*xb, ps.dims, keep, y, yb)) {
+      if (kernels::pool_forward_layout(*xb, ps.dims, keep, y, yb, saved.get())) {
         if (keep) {
           yb->shape = out_shape;
           ctx.layout_outputs[0] = std::move(yb);
@@ -603,12 +606,14 @@ void register_pooling() {
         return std::vector<NDArrayView>{y.reshape(out_shape)};
       }
     }
-    NDArrayView y = kernels::pool_forward(ctx.input(0).to_dense().contiguous().reshape(pool_flat(ps, false)), ps.dims);
+    NDArrayView y =
+        kernels::pool_forward(ctx.input(0).to_dense().contiguous().reshape(pool_flat(ps, false)), ps.dims, saved.get());
     return std::vector<NDArrayView>{y.reshape(out_shape)};
   };
   d.backward = [](ComputeContext& ctx, size_t) {
     PoolSetup ps = pool_setup(ctx.attr(), ctx.static_shape(0), "poolingWindowShape");
     ps.dims.batch = batch_of(ctx, 0);
+    const auto* saved = static_cast<const kernels::PoolSaved*>(ctx.state.get());
     const LayoutValue* xb = ctx.layout_input(0);
     if (xb && (ctx.may_keep_layout_grad(0) || ctx.layout_grad_output(0) || !ctx.inputs[0].defined())) {
       NDArrayView dx;
@@ -616,7 +621,7 @@ void register_pooling() {
       const bool keep = ctx.may_keep_layout_grad(0);
       const LayoutValue* gb = ctx.layout_grad_output(0);
       NDArrayView g = gb ? NDArrayView() : ctx.grad_outputs[0];
-      if (kernels::pool_backward_layout(*xb, gb, g, ps.dims, keep, dx, dxb)) {
+      if (kernels::pool_backward_layout(*xb, gb, g, ps.dims, keep, dx, dxb, saved)) {
         if (!keep) return dx.reshape(ctx.input_shape(0));
         dxb->shape = ctx.input_shape(0);
         ctx.layout_grad = std::move(dxb);
@@ -625,7 +630,7 @@ void register_pooling() {
     }
     NDArrayView x = ctx.input(0).to_dense().contiguous().reshape(pool_flat(ps, false));
     NDArrayView g = ctx.grad_output(0).to_dense().contiguous().reshape(pool_flat(ps, true));
-    return kernels::pool_backward(x, g, ps.dims).reshape(ctx.input_shape(0));
+    return kernels::pool_backward(x, g, ps.dims, saved).reshape(ctx.input_shape(0));
   };
   register_op(std::move(d));
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "kernels/backend.h"
@@ -106,6 +107,37 @@ TEST(PoolKernels, MaxAndAverageWithPadding) {
   p.include_pad = true;
   y = pool_forward(x, p);
   EXPECT_DOUBLE_EQ(y.data<double>()[0], -1.0 / 3);
+}
+
+// A training forward pass of max pooling keeps oneDNN's workspace: the backward pass reads it
+// instead of recomputing it, and routes each gradient where the recomputed one does and
+// where the own loops do (the first maximum of each window, with many ties here).
+TEST(PoolKernels, MaxPoolingKeepsItsWorkspaceForTheBackwardPass) {
+  if (!primitives_enabled()) GTEST_SKIP() << "reference backend (CNTK_BACKEND=reference): no oneDNN primitive";
+  PoolDims p;
+  p.batch = 2, p.channels = 16;
+  p.win.in = {9, 9}, p.win.out = {5, 5}, p.win.kernel = {3, 3}, p.win.stride = {2, 2}, p.win.dilation = {1, 1};
+  p.win.pad_lo = {1, 1}, p.win.pad_hi = {1, 1};
+  std::mt19937 rng(4);
+  NDArrayView x = random_tensor(NDShape{2, 16, 9, 9}, rng), dy = random_tensor(NDShape{2, 16, 5, 5}, rng);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::round(x.data<float>()[i]);  // ties
+  auto saved = make_pool_saved();
+  NDArrayView y = pool_forward(x, p, saved.get());
+  expect_close(y, pool_forward(x, p), 0);
+  const size_t before = max_pool_workspaces_recomputed();
+  NDArrayView dx_kept = pool_backward(x, dy, p, saved.get());
+  EXPECT_EQ(max_pool_workspaces_recomputed(), before);
+  NDArrayView dx_recomputed = pool_backward(x, dy, p);
+  EXPECT_EQ(max_pool_workspaces_recomputed(), before + 1);
+  expect_close(dx_kept, dx_recomputed, 0);
+  NDArrayView dx_loops = pool_backward(x.cast(DataType::Double), dy.cast(DataType::Double), p).cast(DataType::Float);
+  expect_close(dx_kept, dx_loops, 1e-6f);
+  // Average pooling keeps nothing.
+  p.kind = PoolKind::Average;
+  auto none = make_pool_saved();
+  pool_forward(x, p, none.get());
+  pool_backward(x, dy, p, none.get());
+  EXPECT_EQ(max_pool_workspaces_recomputed(), before + 1);
 }
 
 TEST(ConvKernels, FusedBiasAndActivationMatchSeparateSteps) {

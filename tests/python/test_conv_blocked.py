@@ -106,6 +106,19 @@ def test_plain_reader_gets_the_value_made_plain_once():
     check_same(f, {x: data((3, 16, 12, 12))}, outputs=f.outputs)
 
 
+@pytest.mark.parametrize('on', [True, False])
+def test_max_pooling_keeps_its_workspace_for_the_backward_pass(on):
+    # The forward pass of a training step keeps oneDNN's argmax; without it the backward pass
+    # would run the pooling forward again. Gradients agree with the other layout either way.
+    x, y, _, _ = conv_relu_pool_conv()
+    before = C._cntk.max_pool_workspaces_recomputed()
+    _, g, _, _ = run(y, {x: data((2, 16, 12, 12))}, [y.output], [x] + list(y.parameters), on=on)
+    assert C._cntk.max_pool_workspaces_recomputed() == before
+    _, g_other, _, _ = run(y, {x: data((2, 16, 12, 12))}, [y.output], [x] + list(y.parameters), on=not on)
+    for v in g:
+        close(g[v], g_other[v])
+
+
 def test_requested_intermediate_outputs_are_plain_and_equal():
     x, y, relu, pooled = conv_relu_pool_conv()
     f = C.combine([y, pooled, relu])

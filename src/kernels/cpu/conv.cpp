@@ -3,6 +3,7 @@
 #include "kernels/cpu/dnnl_context.h"
 #include "kernels/cpu/primitive_cache.h"
 #include "kernels/cpu/dnnl_value.h"
+#include "cntk/evaluation.h"
 #include "cntk/switches.h"
 
 #include <omp.h>
@@ -792,18 +793,62 @@ dnnl::memory::desc pool_md(const PoolDims& d, bool out) {
   return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, plain_tag(dims.size()));
 }
 
+std::atomic<size_t> g_workspaces_recomputed{0};
+
+// Whether a forward pass keeps a workspace: max pooling in a training step.
+bool keeps_workspace(const PoolDims& d, const PoolSaved* saved) { return saved && d.kind == PoolKind::Max; }
+
+// The forward pass of entry e (made with its backward when it keeps a workspace).
+void run_pool_forward(const DnnlPool& e, const dnnl::memory& src, const dnnl::memory& dst, PoolSaved* saved,
+                      bool keep_ws);
+
+// Max pooling's workspace for a backward pass of e: the forward pass's, where it has the
+// layout e reads, else recomputed by a forward pass.
+dnnl::memory max_pool_workspace(const DnnlPool& e, const dnnl::memory& src, const PoolSaved* saved);
+
 }  // namespace
 
-NDArrayView pool_forward(const NDArrayView& x_in, const PoolDims& d) {
+struct PoolSaved {
+  dnnl::memory ws;
+};
+
+std::shared_ptr<PoolSaved> make_pool_saved() { return std::make_shared<PoolSaved>(); }
+
+size_t max_pool_workspaces_recomputed() { return g_workspaces_recomputed; }
+
+namespace {
+
+void run_pool_forward(const DnnlPool& e, const dnnl::memory& src, const dnnl::memory& dst, PoolSaved* saved,
+                      bool keep_ws) {
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
+  if (keep_ws) {
+    saved->ws = dnnl::memory(e.fwd_pd.workspace_desc(), dnnl_engine());
+    args.emplace(DNNL_ARG_WORKSPACE, saved->ws);
+  }
+  e.fwd.execute(dnnl_stream(), args);
+}
+
+dnnl::memory max_pool_workspace(const DnnlPool& e, const dnnl::memory& src, const PoolSaved* saved) {
+  if (saved && saved->ws && saved->ws.get_desc() == e.fwd_pd.workspace_desc()) return saved->ws;
+  ++g_workspaces_recomputed;
+  dnnl::memory ws(e.fwd_pd.workspace_desc(), dnnl_engine()), y(e.fwd_pd.dst_desc(), dnnl_engine());
+  e.fwd.execute(dnnl_stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, y}, {DNNL_ARG_WORKSPACE, ws}});
+  return ws;
+}
+
+}  // namespace
+
+NDArrayView pool_forward(const NDArrayView& x_in, const PoolDims& d, PoolSaved* saved) {
   NDArrayView x = x_in.to_dense().contiguous();
   check_dense(x, "pooling input");
   NDArrayView y(x.dtype(), pooled_shape(d, true));
   DnnlPads p;
   if (dnnl_pool_pads(d, x.dtype(), p)) {
-    DnnlPool e = dnnl_pool(d, p, false);
+    const bool keep_ws = keeps_workspace(d, saved);
+    DnnlPool e = dnnl_pool(d, p, keep_ws);
     dnnl::memory src(pool_md(d, false), dnnl_engine(), x.raw_data()),
         dst(pool_md(d, true), dnnl_engine(), y.raw_data());
-    e.fwd.execute(dnnl_stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+    run_pool_forward(e, src, dst, saved, keep_ws);
     dnnl_stream().wait();
     return y;
   }
@@ -814,14 +859,15 @@ NDArrayView pool_forward(const NDArrayView& x_in, const PoolDims& d) {
 }
 
 bool pool_forward_layout(const LayoutValue& x, const PoolDims& d, bool keep_out, NDArrayView& y,
-                         std::shared_ptr<LayoutValue>& yb) {
+                         std::shared_ptr<LayoutValue>& yb, PoolSaved* saved) {
   DnnlPads p;
   if (x.dtype != DataType::Float || !dnnl_pool_pads(d, DataType::Float, p)) return false;
   const dnnl::memory::desc src_md = mem_of(x).get_desc();
   if (src_md.dims() != dims_of(d.batch, d.channels, d.win.in)) return false;
-  DnnlPool e = dnnl_pool(d, p, false, &src_md);
+  const bool keep_ws = keeps_workspace(d, saved);
+  DnnlPool e = dnnl_pool(d, p, keep_ws, &src_md);
   dnnl::memory dst(e.fwd_pd.dst_desc(), dnnl_engine());
-  e.fwd.execute(dnnl_stream(), {{DNNL_ARG_SRC, mem_of(x)}, {DNNL_ARG_DST, dst}});
+  run_pool_forward(e, mem_of(x), dst, saved, keep_ws);
   if (keep_out) {
     yb = dnnl_value(dst);
     dnnl_stream().wait();
@@ -836,7 +882,7 @@ bool pool_forward_layout(const LayoutValue& x, const PoolDims& d, bool keep_out,
 }
 
 bool pool_backward_layout(const LayoutValue& x, const LayoutValue* dyb, const NDArrayView& dy_in, const PoolDims& d,
-                          bool keep_out, NDArrayView& dx, std::shared_ptr<LayoutValue>& dxb) {
+                          bool keep_out, NDArrayView& dx, std::shared_ptr<LayoutValue>& dxb, const PoolSaved* saved) {
   DnnlPads p;
   if (x.dtype != DataType::Float || !dnnl_pool_pads(d, DataType::Float, p)) return false;
   const dnnl::memory::desc src_md = mem_of(x).get_desc();
@@ -855,13 +901,7 @@ bool pool_backward_layout(const LayoutValue& x, const LayoutValue* dyb, const ND
   }
   dnnl::memory diff_src(src_md, dnnl_engine());
   std::unordered_map<int, dnnl::memory> bargs{{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_SRC, diff_src}};
-  if (d.kind == PoolKind::Max) {
-    // Max pooling's backward needs the forward's workspace (the argmax): recomputed here.
-    dnnl::memory ws(e.fwd_pd.workspace_desc(), dnnl_engine()), y(dst_md, dnnl_engine());
-    e.fwd.execute(dnnl_stream(),
-                  {{DNNL_ARG_SRC, const_cast<dnnl::memory&>(mem_of(x))}, {DNNL_ARG_DST, y}, {DNNL_ARG_WORKSPACE, ws}});
-    bargs.emplace(DNNL_ARG_WORKSPACE, ws);
-  }
+  if (d.kind == PoolKind::Max) bargs.emplace(DNNL_ARG_WORKSPACE, max_pool_workspace(e, mem_of(x), saved));
   e.bwd.execute(dnnl_stream(), bargs);
   if (keep_out) {
     dxb = dnnl_value(diff_src);
@@ -875,23 +915,19 @@ bool pool_backward_layout(const LayoutValue& x, const LayoutValue* dyb, const ND
   return true;
 }
 
-NDArrayView pool_backward(const NDArrayView& x_in, const NDArrayView& dy_in, const PoolDims& d) {
+NDArrayView pool_backward(const NDArrayView& x_in, const NDArrayView& dy_in, const PoolDims& d,
+                          const PoolSaved* saved) {
   NDArrayView x = x_in.to_dense().contiguous(), dy = dy_in.to_dense().contiguous();
   check_dense(x, "pooling input");
   NDArrayView dx(x.dtype(), pooled_shape(d, false));
   DnnlPads p;
   if (dnnl_pool_pads(d, x.dtype(), p)) {
-    // Max pooling's backward needs the forward's workspace (the argmax): recomputed here.
     DnnlPool e = dnnl_pool(d, p, true);
     dnnl::memory src(pool_md(d, false), dnnl_engine(), x.raw_data()),
         diff_src(pool_md(d, false), dnnl_engine(), dx.raw_data());
     dnnl::memory diff_dst(pool_md(d, true), dnnl_engine(), dy.raw_data());
     std::unordered_map<int, dnnl::memory> bargs{{DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_SRC, diff_src}};
-    if (d.kind == PoolKind::Max) {
-      dnnl::memory ws(e.fwd_pd.workspace_desc(), dnnl_engine()), y(pool_md(d, true), dnnl_engine());
-      e.fwd.execute(dnnl_stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, y}, {DNNL_ARG_WORKSPACE, ws}});
-      bargs.emplace(DNNL_ARG_WORKSPACE, ws);
-    }
+    if (d.kind == PoolKind::Max) bargs.emplace(DNNL_ARG_WORKSPACE, max_pool_workspace(e, src, saved));
     e.bwd.execute(dnnl_stream(), bargs);
     dnnl_stream().wait();
     return dx;
@@ -1017,3 +1053,10 @@ NDArrayView roi_pool_backward(const NDArrayView& x_in, const NDArrayView& rois_i
 }
 
 }  // namespace cntk::kernels
+
+namespace cntk {
+
+// The public counter (cntk/evaluation.h).
+size_t max_pool_workspaces_recomputed() { return kernels::max_pool_workspaces_recomputed(); }
+
+}  // namespace cntk

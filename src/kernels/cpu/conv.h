@@ -114,19 +114,32 @@ struct PoolDims {
   bool include_pad = false;  // average: divide by the window positions inside the padded input
 };
 
-NDArrayView pool_forward(const NDArrayView& x, const PoolDims& d);
+// What a training forward pass of max pooling keeps for its backward pass: oneDNN's
+// workspace (each window's argmax), which the backward pass would otherwise recompute with
+// a second forward pass. Opaque; empty where the own loops ran.
+struct PoolSaved;
+std::shared_ptr<PoolSaved> make_pool_saved();
+// Max pooling workspaces recomputed by a backward pass (none was kept, or in another
+// layout), counted since the start: tests check that training steps keep theirs.
+size_t max_pool_workspaces_recomputed();
+
+// With `saved` (a training step), max pooling on oneDNN keeps its workspace there.
+NDArrayView pool_forward(const NDArrayView& x, const PoolDims& d, PoolSaved* saved = nullptr);
 // Pooling of a value in a oneDNN layout (dims [N, C, in...]): the result stays in the
 // layout oneDNN picks (yb) with keep_out, else comes plain (y). False where oneDNN cannot
 // run it (the caller makes x plain and calls pool_forward).
 bool pool_forward_layout(const LayoutValue& x, const PoolDims& d, bool keep_out, NDArrayView& y,
-                         std::shared_ptr<LayoutValue>& yb);
+                         std::shared_ptr<LayoutValue>& yb, PoolSaved* saved = nullptr);
 // dx of pooling over x in a oneDNN layout, from dy in a oneDNN layout (dyb) or plain (dy):
 // kept in x's layout (dxb) with keep_out, else plain (dx). False where oneDNN cannot run it.
+// `saved`: the forward pass's; its workspace serves where its layout is the one this pass reads.
 bool pool_backward_layout(const LayoutValue& x, const LayoutValue* dyb, const NDArrayView& dy, const PoolDims& d,
-                          bool keep_out, NDArrayView& dx, std::shared_ptr<LayoutValue>& dxb);
+                          bool keep_out, NDArrayView& dx, std::shared_ptr<LayoutValue>& dxb,
+                          const PoolSaved* saved = nullptr);
 // dx from the pooling input x and dy; max pooling routes each gradient to the first
 // maximum of its window.
-NDArrayView pool_backward(const NDArrayView& x, const NDArrayView& dy, const PoolDims& d);
+NDArrayView pool_backward(const NDArrayView& x, const NDArrayView& dy, const PoolDims& d,
+                          const PoolSaved* saved = nullptr);
 // Max unpooling: y has pool_in's shape; each value of x [N, C, out...] goes to the
 // position of the first maximum of its window in pool_in, the rest is zero.
 NDArrayView max_unpool_forward(const NDArrayView& x, const NDArrayView& pool_in, const PoolDims& d);
