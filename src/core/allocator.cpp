@@ -35,7 +35,7 @@ size_t round_up(size_t bytes) {
 // "madvise", the usual default, nothing else gets them). Parameters, their gradients and
 // the learners' state are such blocks, and a pass over them, such as Adam's over the
 // fastText embedding (1.2M x 50, with its two moments 720 MB), missed the TLB on every
-// 4 KiB page: that step took 50 ms on 4 KiB pages and 34 ms on huge pages (AMD EPYC);
+// 4 KiB page: that step took about 50 ms on 4 KiB pages and 28-39 ms on huge pages (AMD EPYC);
 // AlexNet's and GoogLeNet's steps gained 4%. CNTK_MALLOC_TUNING=0 turns this off too.
 constexpr size_t kHugePage = size_t(2) << 20;
 

@@ -110,12 +110,15 @@ void sgemm(char ta, char tb, int64_t M, int64_t N, int64_t K, float alpha, const
 // oneDNN 2.6's sgemm is slow when B is read transposed and op(B) is the wide operand: it
 // repacks B's rows into panels on every call. A [16, 4096] x [4096, 9216]^T product
 // (AlexNet's fc6 input gradient) took 60 ms where the same product with the operands
-// swapped, [9216, 4096] x [4096, 16], took 12 ms; at every M from 2 to N in a grid of
-// Dense-layer shapes (M up to 256, K from 256) the swapped form was faster or level, by
-// 1.2-6x (TT 1.3-7x). A single row (M = 1) is a matrix-vector product either way; when
-// op(A) is the wider operand the direct call is the fast one; and with a short K the
-// transposition of C would cost as much as the product.
-bool swap_operands(bool tb, int64_t M, int64_t N, int64_t K) { return tb && M > 1 && M <= N && M <= 256 && K >= 64; }
+// swapped, [9216, 4096] x [4096, 16], took 12 ms. In a grid of dense-layer shapes (M 1-256,
+// N and K 256-9216) the swapped form was faster or level, by 1.2-7x, for op(A)^T op(B)^T
+// from M = 2 on and for op(A) op(B)^T from M = 16 on, wherever M <= N. Below 16 rows the
+// latter takes a matrix-vector path that is fast already (swapping it was up to 2x slower
+// at M = 8, level at M = 1); when op(A) is the wider operand the direct call is the fast
+// one; and with a short K the transposition of C would cost as much as the product.
+bool swap_operands(bool ta, bool tb, int64_t M, int64_t N, int64_t K) {
+  return tb && M >= (ta ? 2 : 16) && M <= N && M <= 256 && K >= 64;
+}
 
 // C[M, N] = beta * C + t^T for t [N, M] (beta 0: C is overwritten, its old values unread).
 void add_transposed(const float* t, int64_t N, int64_t M, float beta, float* C, int64_t ldc) {
@@ -166,7 +169,7 @@ void gemm<float>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
     gemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
-  if (swap_operands(tb, M, N, K)) {
+  if (swap_operands(ta, tb, M, N, K)) {
     // C^T = op(B)^T op(A)^T into a scratch [N, M], then transposed into C.
     thread_local std::vector<float> ct;
     ct.resize(size_t(M * N));
