@@ -795,17 +795,6 @@ dnnl::memory::desc pool_md(const PoolDims& d, bool out) {
 
 std::atomic<size_t> g_workspaces_recomputed{0};
 
-// Whether a forward pass keeps a workspace: max pooling in a training step.
-bool keeps_workspace(const PoolDims& d, const PoolSaved* saved) { return saved && d.kind == PoolKind::Max; }
-
-// The forward pass of entry e (made with its backward when it keeps a workspace).
-void run_pool_forward(const DnnlPool& e, const dnnl::memory& src, const dnnl::memory& dst, PoolSaved* saved,
-                      bool keep_ws);
-
-// Max pooling's workspace for a backward pass of e: the forward pass's, where it has the
-// layout e reads, else recomputed by a forward pass.
-dnnl::memory max_pool_workspace(const DnnlPool& e, const dnnl::memory& src, const PoolSaved* saved);
-
 }  // namespace
 
 struct PoolSaved {
@@ -818,16 +807,22 @@ size_t max_pool_workspaces_recomputed() { return g_workspaces_recomputed; }
 
 namespace {
 
-void run_pool_forward(const DnnlPool& e, const dnnl::memory& src, const dnnl::memory& dst, PoolSaved* saved,
-                      bool keep_ws) {
+// Where a forward pass keeps a workspace (max pooling in a training step): `saved`, else null.
+PoolSaved* workspace_keeper(const PoolDims& d, PoolSaved* saved) { return d.kind == PoolKind::Max ? saved : nullptr; }
+
+// The forward pass of entry e (made with its backward pass where `keep` is given: its
+// workspace goes there).
+void run_pool_forward(const DnnlPool& e, const dnnl::memory& src, const dnnl::memory& dst, PoolSaved* keep) {
   std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
-  if (keep_ws) {
-    saved->ws = dnnl::memory(e.fwd_pd.workspace_desc(), dnnl_engine());
-    args.emplace(DNNL_ARG_WORKSPACE, saved->ws);
+  if (keep) {
+    keep->ws = dnnl::memory(e.fwd_pd.workspace_desc(), dnnl_engine());
+    args.emplace(DNNL_ARG_WORKSPACE, keep->ws);
   }
   e.fwd.execute(dnnl_stream(), args);
 }
 
+// Max pooling's workspace for a backward pass of e: the forward pass's, where it has the
+// layout e reads, else recomputed by a forward pass.
 dnnl::memory max_pool_workspace(const DnnlPool& e, const dnnl::memory& src, const PoolSaved* saved) {
   if (saved && saved->ws && saved->ws.get_desc() == e.fwd_pd.workspace_desc()) return saved->ws;
   ++g_workspaces_recomputed;
@@ -844,11 +839,11 @@ NDArrayView pool_forward(const NDArrayView& x_in, const PoolDims& d, PoolSaved* 
   NDArrayView y(x.dtype(), pooled_shape(d, true));
   DnnlPads p;
   if (dnnl_pool_pads(d, x.dtype(), p)) {
-    const bool keep_ws = keeps_workspace(d, saved);
-    DnnlPool e = dnnl_pool(d, p, keep_ws);
+    PoolSaved* keep = workspace_keeper(d, saved);
+    DnnlPool e = dnnl_pool(d, p, keep != nullptr);
     dnnl::memory src(pool_md(d, false), dnnl_engine(), x.raw_data()),
         dst(pool_md(d, true), dnnl_engine(), y.raw_data());
-    run_pool_forward(e, src, dst, saved, keep_ws);
+    run_pool_forward(e, src, dst, keep);
     dnnl_stream().wait();
     return y;
   }
@@ -864,10 +859,10 @@ bool pool_forward_layout(const LayoutValue& x, const PoolDims& d, bool keep_out,
   if (x.dtype != DataType::Float || !dnnl_pool_pads(d, DataType::Float, p)) return false;
   const dnnl::memory::desc src_md = mem_of(x).get_desc();
   if (src_md.dims() != dims_of(d.batch, d.channels, d.win.in)) return false;
-  const bool keep_ws = keeps_workspace(d, saved);
-  DnnlPool e = dnnl_pool(d, p, keep_ws, &src_md);
+  PoolSaved* keep = workspace_keeper(d, saved);
+  DnnlPool e = dnnl_pool(d, p, keep != nullptr, &src_md);
   dnnl::memory dst(e.fwd_pd.dst_desc(), dnnl_engine());
-  run_pool_forward(e, mem_of(x), dst, saved, keep_ws);
+  run_pool_forward(e, mem_of(x), dst, keep);
   if (keep_out) {
     yb = dnnl_value(dst);
     dnnl_stream().wait();
