@@ -5,6 +5,8 @@
     python3 bench/suite.py --workloads mlp,cnn # some of them
     python3 bench/suite.py --check             # only the equivalence check of every workload (exit 1 on a failure)
     python3 bench/suite.py --quick             # a smoke run: few steps, 2 measurements, writes nothing
+    python3 bench/suite.py --resume bench/results/<date>-suite.partial.json
+                                               # go on with an interrupted run (same arguments, CPU and commit)
     python3 bench/suite.py --columns opencntk --baseline ../old/python
                                                # this OpenCNTK against another build of it (a python/ folder
                                                # holding its in-place extension), measured in turns
@@ -750,6 +752,8 @@ def markdown(report):
              % (env['cpu_model'], THREADS, THREADS, ', '.join(env['omp_wait_policies'])),
              '- Python %s, NumPy %s; load average at start %s, at end %s'
              % (env['python'], env['numpy'], env['loadavg_at_start'], env['loadavg_at_end'])]
+    lines += ['- resumed (`--resume`) at %s, load average %s, keeping the %d workload rows measured before'
+              % (r['at'], r['loadavg'], r['rows_kept']) for r in env.get('resumed', [])]
     for col, info in report['frameworks'].items():
         extra = ''.join('; %s %s' % (k, info[k]) for k in ('mkl', 'malloc') if info.get(k))
         lines.append('- %s: %s; oneDNN %s%s; threads: %s' % (label(col), info.get('version'), info.get('onednn', '?'),
@@ -825,6 +829,62 @@ def chart(report, path):
     plt.close(fig)
 
 
+def report_base(args, env):
+    """The path, without extension, of the run's report files."""
+    return os.path.join(args.out, env['date'] + ('-suite-vs-baseline' if args.baseline else '-suite'))
+
+
+class Progress:
+    """What a run has measured so far, saved after each workload to <report base>.partial.json, so that a run
+    interrupted after hours loses at most the workload it was measuring (`--resume`). A run goes on only under the
+    same arguments, on the same CPU and from the same clean commit; anything else would mix two measurements."""
+
+    IDENTITY_ARGS = ('workloads', 'columns', 'policies', 'min_rounds', 'max_rounds', 'workload_seconds',
+                     'busy_limit', 'retries', 'check_steps', 'no_check', 'baseline')
+
+    def __init__(self, args, env, commit):
+        self.identity = {k: getattr(args, k) for k in self.IDENTITY_ARGS}
+        self.identity.update(cpu_model=env['cpu_model'], logical_cpus=env['logical_cpus_on_machine'],
+                             python_executable=env['python_executable'], commit=commit)
+        self.path = report_base(args, env) + '.partial.json'
+
+    def resume(self, path):
+        """(environment, sgemm peaks, result rows) of the interrupted run saved at `path`; exits saying why
+        when it cannot go on from it."""
+        try:
+            with open(path) as f:
+                saved = json.load(f)
+        except (OSError, ValueError) as e:
+            sys.exit('--resume %s: %s' % (path, e))
+        if self.identity['commit'].endswith('+dirty'):
+            sys.exit('--resume: the checkout has uncommitted changes, so this build cannot be shown to be the one '
+                     'the interrupted run measured; commit them or start a new run')
+        differ = sorted(k for k in set(self.identity) | set(saved.get('identity', {}))
+                        if self.identity.get(k) != saved.get('identity', {}).get(k))
+        if differ:
+            sys.exit('--resume %s: the interrupted run differs in %s (%s); start a new run instead' % (
+                path, ', '.join(differ), '; '.join('%s: %r then, %r now' % (
+                    k, saved.get('identity', {}).get(k), self.identity.get(k)) for k in differ)))
+        import run as bench_run
+        env = saved['environment']
+        env.setdefault('resumed', []).append({'at': datetime.datetime.now().isoformat(timespec='seconds'),
+                                              'loadavg': bench_run.loadavg(), 'rows_kept': len(saved['results'])})
+        self.path = path
+        print('resuming %s: %d workload(s) measured before' % (path, len(saved['results'])))
+        return env, saved['gemm_peak'], saved['results']
+
+    def save(self, env, peaks, results):
+        state = {'identity': self.identity, 'environment': env, 'gemm_peak': peaks, 'results': results}
+        os.makedirs(os.path.dirname(self.path) or '.', exist_ok=True)
+        with open(self.path + '.tmp', 'w') as f:
+            json.dump(state, f, indent=1)
+        os.replace(self.path + '.tmp', self.path)  # never a half-written file, even if killed while writing
+
+    def remove(self):
+        if os.path.exists(self.path):
+            os.remove(self.path)
+
+
 def parse_args(argv=None):
     import workloads
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -851,6 +911,10 @@ def parse_args(argv=None):
                          'its in-place extension; the report gives OpenCNTK / baseline per workload')
     ap.add_argument('--quick', action='store_true', help='smoke run: 3 steps, 2 rounds, writes nothing')
     ap.add_argument('--out', default=os.path.join(HERE, 'results'))
+    ap.add_argument('--resume', metavar='PARTIAL_JSON',
+                    help='go on with an interrupted run: the OUT/<date>-suite.partial.json it left; the workloads '
+                         'it measured are kept, the rest measured; refused unless the arguments, the CPU and the '
+                         'commit are the same')
     ap.add_argument('--no-write', action='store_true')
     args = ap.parse_args(argv)
     args.workloads = [w for w in args.workloads.split(',') if w]
@@ -880,6 +944,8 @@ def parse_args(argv=None):
         args.retries, args.no_write = 0, True
     elif args.min_rounds < 5:
         ap.error('--min-rounds must be at least 5 (use --quick for a smoke run)')
+    if args.resume and args.no_write:
+        ap.error('--resume goes on with a run that writes its report; not with --check, --quick or --no-write')
     return args
 
 
@@ -898,16 +964,29 @@ def main():
     print('CPU: %s; %d threads per framework; load average %s; %s; logs in %s'
           % (env['cpu_model'], THREADS, env['loadavg_at_start'], sys.executable, log_dir))
     results, peaks = [], {}
+    progress = None if args.check_only or args.no_write else Progress(args, env, bench_run.git_commit(ROOT))
+    if progress and args.resume:
+        env, peaks, results = progress.resume(args.resume)
+    elif progress and os.path.exists(progress.path):
+        print('%s holds an interrupted run (--resume %s goes on with it); this run starts anew and replaces it'
+              % (progress.path, progress.path))
     gemm_bound = [n for n in args.workloads if hasattr(workloads.load(n), 'step_flops')]
     for policy in args.policies:
-        if gemm_bound and not args.check_only:
+        if gemm_bound and not args.check_only and policy not in peaks:
             peaks[policy] = gemm_peak(policy, log_dir, 2 if args.quick else 7)
+            if progress:
+                progress.save(env, peaks, results)
             print('oneDNN sgemm peak (OMP_WAIT_POLICY=%s): %s' % (
                 policy, '%.0f GFLOP/s' % peaks[policy]['peak_gflops'] if 'peak_gflops' in peaks[policy]
                 else peaks[policy]['error']))
         for name in args.workloads:
+            if any(r['workload'] == name and r['policy'] == policy for r in results):
+                print('%s (OMP_WAIT_POLICY=%s): measured before the interruption' % (name, policy))
+                continue
             print('%s (OMP_WAIT_POLICY=%s):' % (name, policy))
             results.append(run_workload(name, policy, args, log_dir))
+            if progress:
+                progress.save(env, peaks, results)
     env['loadavg_at_end'] = bench_run.loadavg()
     frameworks = {}
     for row in results:
@@ -946,7 +1025,7 @@ def main():
     print(md)
     if not args.no_write:
         os.makedirs(args.out, exist_ok=True)
-        base = os.path.join(args.out, env['date'] + ('-suite-vs-baseline' if args.baseline else '-suite'))
+        base = report_base(args, env)
         with open(base + '.json', 'w') as f:
             json.dump(report, f, indent=1)
             f.write('\n')
@@ -957,6 +1036,7 @@ def main():
         except ImportError:
             print('matplotlib is not installed: no chart (bash bench/install-peers.sh)')
         print('wrote %s.{json,md,png}' % base)
+        progress.remove()
         if (os.path.abspath(args.out) == os.path.join(HERE, 'results') and set(args.workloads) == set(workloads.ORDER)
                 and set(args.columns) == set(DEFAULT_COLUMNS) and set(args.policies) == set(POLICIES)):
             update_readme(report, base)

@@ -3,6 +3,7 @@ from, and its equivalence check, which must pass on the small workloads and fail
 differs. The check needs the pinned peers (bash bench/install-peers.sh, which scripts/install-deps.sh runs);
 it is skipped without them."""
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -259,3 +260,52 @@ def test_baseline_column_imports_the_named_build(monkeypatch, tmp_path):
     env = suite.worker_env('active', suite.BASELINE)
     assert env['PYTHONPATH'].split(os.pathsep)[0] == str(tmp_path)
     assert suite.BASELINE not in suite.DEFAULT_COLUMNS and suite.BASELINE not in suite.PEERS
+
+
+def test_an_interrupted_run_goes_on_where_it_stopped(monkeypatch, tmp_path):
+    use_bench_run(monkeypatch)
+    monkeypatch.setattr(sys.modules['run'], 'git_commit', lambda where=None: 'abc1234')
+    monkeypatch.setattr(suite, 'gemm_peak', lambda policy, log_dir, reps: {'peak_gflops': 100.0})
+    medians = {'mlp': 0.01, 'cnn': 0.02, 'alexnet': 0.3}
+    measured = []
+
+    def measure(name, policy, args, log_dir):
+        if len(measured) == 2 and not args.resume:
+            raise KeyboardInterrupt  # the run is stopped while it measures its third workload
+        measured.append((name, policy))
+        return fake_row(name, policy, {'opencntk': medians[name], 'pytorch': 2 * medians[name]})
+    monkeypatch.setattr(suite, 'run_workload', measure)
+    argv = ['suite.py', '--workloads', 'mlp,cnn,alexnet', '--columns', 'opencntk,pytorch', '--out', str(tmp_path)]
+    monkeypatch.setattr(sys, 'argv', argv)
+    with pytest.raises(KeyboardInterrupt):
+        suite.main()
+    [partial] = tmp_path.glob('*-suite.partial.json')
+    saved = json.loads(partial.read_text())
+    assert [(r['workload'], r['policy']) for r in saved['results']] == [('mlp', 'active'), ('cnn', 'active')]
+    assert saved['gemm_peak'] == {'active': {'peak_gflops': 100.0}}
+
+    # another measurement setting, or a build that cannot be identified, is not mixed into the interrupted run
+    monkeypatch.setattr(sys, 'argv', argv + ['--max-rounds', '9', '--resume', str(partial)])
+    with pytest.raises(SystemExit, match='max_rounds: 25 then, 9 now'):
+        suite.main()
+    monkeypatch.setattr(sys.modules['run'], 'git_commit', lambda where=None: 'abc1234+dirty')
+    monkeypatch.setattr(sys, 'argv', argv + ['--resume', str(partial)])
+    with pytest.raises(SystemExit, match='uncommitted changes'):
+        suite.main()
+    monkeypatch.setattr(sys.modules['run'], 'git_commit', lambda where=None: 'def5678')
+    with pytest.raises(SystemExit, match='commit'):
+        suite.main()
+    with pytest.raises(SystemExit):
+        suite.parse_args(['--quick', '--resume', str(partial)])
+
+    monkeypatch.setattr(sys.modules['run'], 'git_commit', lambda where=None: 'abc1234')
+    measured.clear()
+    assert suite.main() == 0
+    # only what was not measured before: alexnet under the active policy, then the passive pass
+    assert measured == [('alexnet', 'active'), ('mlp', 'passive'), ('cnn', 'passive'), ('alexnet', 'passive')]
+    assert not partial.exists()
+    report = json.loads((tmp_path / partial.name.replace('.partial', '')).read_text())
+    assert [(r['workload'], r['policy']) for r in report['results']] == [
+        (w, p) for p in ('active', 'passive') for w in ('mlp', 'cnn', 'alexnet')]
+    assert report['environment']['resumed'][0]['rows_kept'] == 2
+    assert 'resumed (`--resume`)' in (tmp_path / partial.name.replace('.partial.json', '.md')).read_text()
