@@ -859,12 +859,12 @@ class Progress:
         if self.identity['commit'].endswith('+dirty'):
             sys.exit('--resume: the checkout has uncommitted changes, so this build cannot be shown to be the one '
                      'the interrupted run measured; commit them or start a new run')
-        differ = sorted(k for k in set(self.identity) | set(saved.get('identity', {}))
-                        if self.identity.get(k) != saved.get('identity', {}).get(k))
+        then = saved.get('identity', {})
+        differ = sorted(k for k in set(self.identity) | set(then) if self.identity.get(k) != then.get(k))
         if differ:
             sys.exit('--resume %s: the interrupted run differs in %s (%s); start a new run instead' % (
-                path, ', '.join(differ), '; '.join('%s: %r then, %r now' % (
-                    k, saved.get('identity', {}).get(k), self.identity.get(k)) for k in differ)))
+                path, ', '.join(differ), '; '.join('%s: %r then, %r now' % (k, then.get(k), self.identity.get(k))
+                                                   for k in differ)))
         import run as bench_run
         env = saved['environment']
         env.setdefault('resumed', []).append({'at': datetime.datetime.now().isoformat(timespec='seconds'),
@@ -964,7 +964,7 @@ def main():
     print('CPU: %s; %d threads per framework; load average %s; %s; logs in %s'
           % (env['cpu_model'], THREADS, env['loadavg_at_start'], sys.executable, log_dir))
     results, peaks = [], {}
-    progress = None if args.check_only or args.no_write else Progress(args, env, bench_run.git_commit(ROOT))
+    progress = None if args.no_write else Progress(args, env, bench_run.git_commit(ROOT))  # --check: no_write
     if progress and args.resume:
         env, peaks, results = progress.resume(args.resume)
     elif progress and os.path.exists(progress.path):
